@@ -1,0 +1,51 @@
+# Parley — one-command setup. `make run` starts a demo call; `make test` runs every test.
+# Both install missing Debian packages first (only when absent, with sudo only when not root).
+
+SWIFT       ?= swift
+# One release build with testing enabled serves the tests, the demo and the benchmarks: built once, fast codecs loops.
+BUILD_FLAGS := -c release -Xswiftc -enable-testing
+BIN         := .build/release/parley
+
+# Needed to build and test.
+APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux
+# Reference tools the benchmarks compare against.
+BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core valgrind
+
+.PHONY: deps bench-deps build run test bench bench-call clean
+
+define apt_install
+	@missing=""; \
+	for p in $(1); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing missing packages:$$missing"; \
+		if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(APT_PACKAGES))
+
+bench-deps: deps
+	$(call apt_install,$(BENCH_PACKAGES))
+
+build: deps
+	$(SWIFT) build $(BUILD_FLAGS) --build-tests
+
+run: build
+	$(BIN) demo
+
+test: build
+	PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
+
+bench: bench-deps build
+	$(BIN) bench all
+
+bench-call: bench-deps build
+	$(BIN) bench call
+
+clean:
+	rm -rf .build

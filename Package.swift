@@ -1,0 +1,93 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Parley: video calls in the terminal. See README.md for the module map.
+let package = Package(
+    name: "Parley",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "parley", targets: ["parley"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+    ],
+    targets: [
+        // System libraries, found through pkg-config.
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+
+        // One small C shim per library, for exactly what Swift cannot call (macros, varargs, C globals).
+        .target(name: "COpusShim", dependencies: ["COpus"]),
+        .target(name: "CVPXShim", dependencies: ["CVPX"]),
+        .target(name: "CCursesShim", dependencies: ["CNcursesw"]),
+
+        // Media engine: frames, Opus and VP8 codecs, sources and sinks (Y4M, WAV, synthetic camera and voice).
+        .target(name: "ParleyMedia", dependencies: ["COpus", "COpusShim", "CVPX", "CVPXShim"]),
+        // Pure room core: sessions, reducer, layout, names, chat log, command table.
+        .target(
+            name: "ParleyRoom",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
+        ),
+        // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer.
+        .target(name: "ParleyWire"),
+        // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP.
+        .target(
+            name: "ParleyRelay",
+            dependencies: [
+                "ParleyWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Client-side call engine: signaling client, packetizer, jitter buffer, codecs, per-peer sinks.
+        .target(
+            name: "ParleyEngine",
+            dependencies: [
+                "ParleyMedia", "ParleyRoom", "ParleyWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Terminal front end: pure screen rendering plus the one type that calls ncurses.
+        .target(name: "ParleyTUI", dependencies: ["ParleyMedia", "ParleyRoom", "ParleyEngine", "CNcursesw", "CCursesShim"]),
+        // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run.
+        .target(
+            name: "ParleyBench",
+            dependencies: ["ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI"]
+        ),
+        // The `parley` command: join, serve, demo, bot, bench.
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyBench",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
+        .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
+        .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(
+            name: "ParleyRelayTests",
+            dependencies: [
+                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ParleyWire", "ParleyMedia"]),
+    ]
+)

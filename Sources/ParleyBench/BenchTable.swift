@@ -1,0 +1,58 @@
+/// A printable table of benchmark results: one row per measured thing, columns chosen by the benchmark.
+public struct BenchTable: Sendable {
+    /// What was measured, printed above the table.
+    public var title: String
+    /// Column headings.
+    public var columns: [String]
+    /// Cells, one array per row, each as wide as `columns`.
+    public var rows: [[String]]
+    /// Lines printed under the table (settings, machine, caveats).
+    public var notes: [String]
+
+    /// An empty table with its headings.
+    public init(title: String, columns: [String], rows: [[String]] = [], notes: [String] = []) {
+        self.title = title
+        self.columns = columns
+        self.rows = rows
+        self.notes = notes
+    }
+
+    /// Adds one row; it must have one cell per column.
+    public mutating func add(_ row: [String]) {
+        precondition(row.count == columns.count, "row has \(row.count) cells, table has \(columns.count) columns")
+        rows.append(row)
+    }
+
+    /// The table as GitHub-flavoured Markdown, ready for `docs/benchmarks.md` and readable in a terminal.
+    public var markdown: String {
+        let widths = columns.indices.map { index in
+            ([columns[index]] + rows.map { $0[index] }).map(\.count).max() ?? 0
+        }
+        func line(_ cells: [String]) -> String {
+            "| " + zip(cells, widths).map { $0 + String(repeating: " ", count: max(0, $1 - $0.count)) }.joined(separator: " | ")
+                + " |"
+        }
+        var out = ["### \(title)", "", line(columns), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"]
+        out += rows.map(line)
+        if !notes.isEmpty {
+            out.append("")
+            out += notes
+        }
+        return out.joined(separator: "\n")
+    }
+}
+
+/// Formats a number with a fixed count of decimals, for table cells.
+public func formatted(_ value: Double, decimals: Int = 1) -> String {
+    guard value.isFinite else { return "n/a" }
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    var text = String(rounded)
+    if decimals == 0, text.hasSuffix(".0") { text.removeLast(2) }
+    if let dot = text.firstIndex(of: "."), decimals > 0 {
+        let have = text.distance(from: dot, to: text.endIndex) - 1
+        if have < decimals { text += String(repeating: "0", count: decimals - have) }
+    }
+    return text
+}

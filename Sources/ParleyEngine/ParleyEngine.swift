@@ -1,0 +1,1 @@
+// ParleyEngine: see README.md

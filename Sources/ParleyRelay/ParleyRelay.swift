@@ -1,0 +1,1 @@
+// ParleyRelay: see README.md

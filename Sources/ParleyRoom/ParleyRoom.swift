@@ -1,0 +1,1 @@
+// ParleyRoom: see README.md

@@ -1,0 +1,1 @@
+// ParleyTUI: see README.md

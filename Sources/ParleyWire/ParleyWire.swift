@@ -1,0 +1,1 @@
+// ParleyWire: see README.md
