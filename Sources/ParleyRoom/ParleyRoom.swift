@@ -1,1 +1,0 @@
-// ParleyRoom: see README.md
