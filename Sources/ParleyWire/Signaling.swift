@@ -1,0 +1,689 @@
+import Foundation
+
+// Signaling: JSON text messages over one WebSocket per member. Every message is a JSON object with the protocol
+// version `"v"` and a `"type"`; the remaining fields depend on the type. docs/protocol.md lists them all.
+
+/// The signaling protocol version this build speaks.
+public let signalingProtocolVersion = 1
+
+/// Largest signaling message either side accepts, in bytes. Larger frames are refused before parsing.
+public let maxSignalingMessageBytes = 16 * 1024
+
+/// Longest chat line, in Unicode characters.
+public let maxChatCharacters = 2000
+
+/// A participant's role: broadcasters send media, audience members only receive (seed 002's live rooms).
+public enum MemberRole: String, Codable, Sendable, CaseIterable {
+    case broadcaster
+    case audience
+
+    public init(from decoder: any Decoder) throws {
+        self = try decodeWord(Self.self, from: decoder)
+    }
+}
+
+/// Decodes a string enum with an error that lists the words allowed.
+private func decodeWord<T: RawRepresentable & CaseIterable>(_: T.Type, from decoder: any Decoder) throws -> T
+where T.RawValue == String {
+    let container = try decoder.singleValueContainer()
+    let word = try container.decode(String.self)
+    guard let value = T(rawValue: word) else {
+        let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        throw DecodingError.dataCorruptedError(
+            in: container, debugDescription: "\"\(word)\" is not one of \(allowed)")
+    }
+    return value
+}
+
+/// Why a member left the room.
+public enum LeaveReason: String, Codable, Sendable, CaseIterable {
+    /// The member said goodbye.
+    case quit
+    /// The member went silent on signaling for longer than the liveness timeout.
+    case timeout
+    /// The connection closed without a goodbye, or the relay removed the member.
+    case dropped
+
+    public init(from decoder: any Decoder) throws {
+        self = try decodeWord(Self.self, from: decoder)
+    }
+}
+
+/// RTP stream identifiers the relay assigned to one member.
+public struct MediaSSRCs: Codable, Sendable, Equatable, Hashable {
+    /// The Opus stream.
+    public var audio: UInt32
+    /// The VP8 stream (the high simulcast layer once simulcast exists).
+    public var video: UInt32
+    /// Reserved for the low simulcast layer.
+    public var videoLow: UInt32
+
+    /// SSRCs for one member.
+    public init(audio: UInt32, video: UInt32, videoLow: UInt32) {
+        self.audio = audio
+        self.video = video
+        self.videoLow = videoLow
+    }
+}
+
+/// One member of a room as other members see it.
+public struct MemberInfo: Codable, Sendable, Equatable {
+    /// Relay-assigned id, unique within the relay's lifetime.
+    public var id: UInt32
+    /// Display name.
+    public var name: String
+    /// Broadcaster or audience.
+    public var role: MemberRole
+    /// Whether the member's microphone is muted.
+    public var audioMuted: Bool
+    /// Whether the member's camera is off.
+    public var videoMuted: Bool
+    /// The member's RTP streams.
+    public var ssrcs: MediaSSRCs
+
+    /// A member description.
+    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MediaSSRCs) {
+        self.id = id
+        self.name = name
+        self.role = role
+        self.audioMuted = audioMuted
+        self.videoMuted = videoMuted
+        self.ssrcs = ssrcs
+    }
+}
+
+/// What a client asks for when it joins.
+public struct JoinRequest: Codable, Sendable, Equatable {
+    /// Room name; the room is created on first join.
+    public var room: String
+    /// Display name shown to others.
+    public var name: String
+    /// Broadcaster (sends media) or audience.
+    public var role: MemberRole
+    /// Initial microphone state.
+    public var audioMuted: Bool
+    /// Initial camera state.
+    public var videoMuted: Bool
+
+    /// A join request.
+    public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
+                videoMuted: Bool = false) {
+        self.room = room
+        self.name = name
+        self.role = role
+        self.audioMuted = audioMuted
+        self.videoMuted = videoMuted
+    }
+
+    enum CodingKeys: String, CodingKey { case room, name, role, audioMuted, videoMuted }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        room = try c.decode(String.self, forKey: .room)
+        name = try c.decode(String.self, forKey: .name)
+        role = try c.decodeIfPresent(MemberRole.self, forKey: .role) ?? .broadcaster
+        audioMuted = try c.decodeIfPresent(Bool.self, forKey: .audioMuted) ?? false
+        videoMuted = try c.decodeIfPresent(Bool.self, forKey: .videoMuted) ?? false
+    }
+}
+
+/// Where and how to send media once joined.
+public struct MediaGrant: Codable, Sendable, Equatable {
+    /// The relay's UDP port for RTP and RTCP (same host as the WebSocket).
+    public var udpPort: Int
+    /// Per-join secret (hex, 32 digits) the client proves in its UDP bind packet.
+    public var credential: String
+    /// The streams this member sends.
+    public var ssrcs: MediaSSRCs
+
+    /// A media grant.
+    public init(udpPort: Int, credential: String, ssrcs: MediaSSRCs) {
+        self.udpPort = udpPort
+        self.credential = credential
+        self.ssrcs = ssrcs
+    }
+}
+
+/// The relay's answer to a successful join.
+public struct JoinedRoom: Codable, Sendable, Equatable {
+    /// The room joined (as cleaned by the relay).
+    public var room: String
+    /// This member, as others see it.
+    public var you: MemberInfo
+    /// Everyone else already in the room, in join order.
+    public var members: [MemberInfo]
+    /// Media transport details.
+    public var media: MediaGrant
+    /// Seconds of signaling silence after which the relay drops a member.
+    public var livenessTimeout: Double
+
+    /// A joined answer.
+    public init(room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double) {
+        self.room = room
+        self.you = you
+        self.members = members
+        self.media = media
+        self.livenessTimeout = livenessTimeout
+    }
+}
+
+/// A chat line as delivered by the relay: stamped with a room-wide sequence number so everyone sees one order.
+public struct ChatDelivery: Codable, Sendable, Equatable {
+    /// Room-wide sequence number, starting at 1.
+    public var seq: UInt64
+    /// Sender's member id.
+    public var from: UInt32
+    /// Sender's display name at the time.
+    public var name: String
+    /// The text.
+    public var text: String
+    /// Relay time, milliseconds since the Unix epoch.
+    public var time: Int64
+    /// The sender's own reference for the line, echoed back to the sender only.
+    public var ref: String?
+
+    /// A chat delivery.
+    public init(seq: UInt64, from: UInt32, name: String, text: String, time: Int64, ref: String? = nil) {
+        self.seq = seq
+        self.from = from
+        self.name = name
+        self.text = text
+        self.time = time
+        self.ref = ref
+    }
+}
+
+/// What a sender reports about the media it sends, forwarded to everyone (shown in per-tile stats).
+public struct SenderStats: Codable, Sendable, Equatable {
+    /// Video width in pixels (0 when the camera is off).
+    public var width: Int
+    /// Video height in pixels.
+    public var height: Int
+    /// Frames per second actually sent.
+    public var fps: Double
+    /// Video bitrate actually sent, kbit/s.
+    public var videoKbps: Double
+    /// Audio bitrate actually sent, kbit/s.
+    public var audioKbps: Double
+
+    /// A stats report.
+    public init(width: Int, height: Int, fps: Double, videoKbps: Double, audioKbps: Double) {
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.videoKbps = videoKbps
+        self.audioKbps = audioKbps
+    }
+
+    enum CodingKeys: String, CodingKey { case width, height, fps, videoKbps, audioKbps }
+
+    /// Non-finite figures (a rate over an empty window) go out as 0: JSON has no NaN.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(width, forKey: .width)
+        try c.encode(height, forKey: .height)
+        try c.encode(fps.isFinite ? fps : 0, forKey: .fps)
+        try c.encode(videoKbps.isFinite ? videoKbps : 0, forKey: .videoKbps)
+        try c.encode(audioKbps.isFinite ? audioKbps : 0, forKey: .audioKbps)
+    }
+}
+
+/// Error codes the relay sends. The message next to each says what to do.
+public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
+    /// The text was not valid JSON, or not an object.
+    case badJSON = "bad-json"
+    /// `type` was missing or unknown.
+    case unknownType = "unknown-type"
+    /// `v` was missing or not a version this relay speaks.
+    case unsupportedVersion = "unsupported-version"
+    /// A field was missing, of the wrong type, or out of range.
+    case badField = "bad-field"
+    /// The message exceeded `maxSignalingMessageBytes`.
+    case tooLarge = "too-large"
+    /// The message needs a joined member (e.g. chat before join).
+    case notJoined = "not-joined"
+    /// A second join on the same connection.
+    case alreadyJoined = "already-joined"
+    /// The room name is empty or not allowed.
+    case badRoomName = "bad-room-name"
+    /// The display name is empty, too long or has a space.
+    case badName = "bad-name"
+    /// Too many messages too quickly; some were dropped.
+    case rateLimited = "rate-limited"
+    /// Audience members cannot do this (e.g. unmute media).
+    case notAllowed = "not-allowed"
+    /// The relay failed; not the client's fault.
+    case `internal` = "internal"
+
+    public init(from decoder: any Decoder) throws {
+        self = try decodeWord(Self.self, from: decoder)
+    }
+}
+
+/// An error report: a machine-readable code and a sentence for people.
+public struct SignalingError: Codable, Sendable, Equatable, Error, CustomStringConvertible {
+    /// What went wrong, for programs.
+    public var code: SignalingErrorCode
+    /// What went wrong, for people.
+    public var message: String
+
+    /// An error report.
+    public init(_ code: SignalingErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// A change of the sender's microphone and/or camera state; absent fields are unchanged.
+public struct MuteChange: Codable, Sendable, Equatable {
+    /// New microphone state, if it changed.
+    public var audio: Bool?
+    /// New camera state, if it changed.
+    public var video: Bool?
+
+    /// A mute change.
+    public init(audio: Bool? = nil, video: Bool? = nil) {
+        self.audio = audio
+        self.video = video
+    }
+}
+
+/// A chat line a client sends.
+public struct ChatSend: Codable, Sendable, Equatable {
+    /// The text, 1…`maxChatCharacters` characters, not only whitespace.
+    public var text: String
+    /// The sender's own reference, echoed back to it in the delivery.
+    public var ref: String?
+
+    /// A chat line.
+    public init(text: String, ref: String? = nil) {
+        self.text = text
+        self.ref = ref
+    }
+}
+
+/// A keep-alive token (`ping` and `pong`).
+public struct KeepAlive: Codable, Sendable, Equatable {
+    /// Opaque number echoed back.
+    public var token: UInt64
+
+    /// A keep-alive.
+    public init(token: UInt64) { self.token = token }
+}
+
+/// A request to switch role.
+public struct RoleRequest: Codable, Sendable, Equatable {
+    /// The wanted role.
+    public var role: MemberRole
+
+    /// A role request.
+    public init(role: MemberRole) { self.role = role }
+}
+
+/// Someone entered the room.
+public struct MemberJoined: Codable, Sendable, Equatable {
+    /// The newcomer.
+    public var member: MemberInfo
+
+    /// A member-joined notice.
+    public init(member: MemberInfo) { self.member = member }
+}
+
+/// Someone left the room.
+public struct MemberLeft: Codable, Sendable, Equatable {
+    /// Who left.
+    public var id: UInt32
+    /// Why.
+    public var reason: LeaveReason
+
+    /// A member-left notice.
+    public init(id: UInt32, reason: LeaveReason) {
+        self.id = id
+        self.reason = reason
+    }
+}
+
+/// A member's full microphone and camera state.
+public struct MemberMute: Codable, Sendable, Equatable {
+    /// Whose state.
+    public var id: UInt32
+    /// Microphone muted.
+    public var audio: Bool
+    /// Camera off.
+    public var video: Bool
+
+    /// A mute notice.
+    public init(id: UInt32, audio: Bool, video: Bool) {
+        self.id = id
+        self.audio = audio
+        self.video = video
+    }
+}
+
+/// What a member reports sending, as forwarded by the relay.
+public struct MemberStats: Codable, Sendable, Equatable {
+    /// Whose report.
+    public var id: UInt32
+    /// The report.
+    public var stats: SenderStats
+
+    /// A forwarded stats report.
+    public init(id: UInt32, stats: SenderStats) {
+        self.id = id
+        self.stats = stats
+    }
+}
+
+/// A member's role changed.
+public struct MemberRoleChange: Codable, Sendable, Equatable {
+    /// Whose role.
+    public var id: UInt32
+    /// The new role.
+    public var role: MemberRole
+
+    /// A role notice.
+    public init(id: UInt32, role: MemberRole) {
+        self.id = id
+        self.role = role
+    }
+}
+
+/// Messages a client sends to the relay.
+public enum ClientMessage: Sendable, Equatable {
+    /// Enter a room. Must be the first message.
+    case join(JoinRequest)
+    /// Say goodbye; the relay tells the others the member quit.
+    case leave
+    /// Microphone and/or camera state changed.
+    case mute(MuteChange)
+    /// Send a chat line.
+    case chat(ChatSend)
+    /// Report what this client sends.
+    case stats(SenderStats)
+    /// Keep-alive; the relay answers `pong` with the same token.
+    case ping(KeepAlive)
+    /// Switch between broadcaster and audience.
+    case role(RoleRequest)
+
+    /// The wire `type` of this message.
+    public var type: String {
+        switch self {
+        case .join: "join"
+        case .leave: "leave"
+        case .mute: "mute"
+        case .chat: "chat"
+        case .stats: "stats"
+        case .ping: "ping"
+        case .role: "role"
+        }
+    }
+
+    private var payload: (any Encodable)? {
+        switch self {
+        case .join(let value): value
+        case .leave: nil
+        case .mute(let value): value
+        case .chat(let value): value
+        case .stats(let value): value
+        case .ping(let value): value
+        case .role(let value): value
+        }
+    }
+
+    /// The message as compact JSON text.
+    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
+
+    /// Parses one message from JSON text, with an error that says exactly what was wrong.
+    public static func decode(_ text: String) throws(SignalingError) -> ClientMessage {
+        let message = try SignalingMessage(text)
+        switch message.type {
+        case "join":
+            return .join(try message.payload(JoinRequest.self))
+        case "leave":
+            return .leave
+        case "mute":
+            let change = try message.payload(MuteChange.self)
+            guard change.audio != nil || change.video != nil else {
+                throw SignalingError(.badField, "mute needs \"audio\" or \"video\" (true or false)")
+            }
+            return .mute(change)
+        case "chat":
+            let chat = try message.payload(ChatSend.self)
+            guard chat.text.contains(where: { !$0.isWhitespace }) else {
+                throw SignalingError(.badField, "chat \"text\" is empty")
+            }
+            guard chat.text.count <= maxChatCharacters else {
+                throw SignalingError(
+                    .badField, "chat \"text\" has \(chat.text.count) characters; the limit is \(maxChatCharacters)")
+            }
+            return .chat(chat)
+        case "stats":
+            return .stats(try message.payload(SenderStats.self))
+        case "ping":
+            return .ping(try message.payload(KeepAlive.self))
+        case "role":
+            return .role(try message.payload(RoleRequest.self))
+        default:
+            throw SignalingError(
+                .unknownType,
+                "unknown message type \"\(message.type)\"; expected join, leave, mute, chat, stats, ping or role")
+        }
+    }
+}
+
+/// Messages the relay sends to a client.
+public enum ServerMessage: Sendable, Equatable {
+    /// The join succeeded.
+    case joined(JoinedRoom)
+    /// Someone entered the room.
+    case memberJoined(MemberJoined)
+    /// Someone left, and why.
+    case memberLeft(MemberLeft)
+    /// A member's microphone/camera state.
+    case mute(MemberMute)
+    /// A chat line, in room order.
+    case chat(ChatDelivery)
+    /// What a member reports sending.
+    case stats(MemberStats)
+    /// A member's role changed.
+    case role(MemberRoleChange)
+    /// Answer to `ping`.
+    case pong(KeepAlive)
+    /// Something the client sent was refused; the connection stays open.
+    case error(SignalingError)
+
+    /// The wire `type` of this message.
+    public var type: String {
+        switch self {
+        case .joined: "joined"
+        case .memberJoined: "member-joined"
+        case .memberLeft: "member-left"
+        case .mute: "mute"
+        case .chat: "chat"
+        case .stats: "stats"
+        case .role: "role"
+        case .pong: "pong"
+        case .error: "error"
+        }
+    }
+
+    private var payload: any Encodable {
+        switch self {
+        case .joined(let value): value
+        case .memberJoined(let value): value
+        case .memberLeft(let value): value
+        case .mute(let value): value
+        case .chat(let value): value
+        case .stats(let value): value
+        case .role(let value): value
+        case .pong(let value): value
+        case .error(let value): value
+        }
+    }
+
+    /// The message as compact JSON text.
+    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
+
+    /// Parses one message from JSON text, with an error that says exactly what was wrong.
+    public static func decode(_ text: String) throws(SignalingError) -> ServerMessage {
+        let message = try SignalingMessage(text)
+        switch message.type {
+        case "joined": return .joined(try message.payload(JoinedRoom.self))
+        case "member-joined": return .memberJoined(try message.payload(MemberJoined.self))
+        case "member-left": return .memberLeft(try message.payload(MemberLeft.self))
+        case "mute": return .mute(try message.payload(MemberMute.self))
+        case "chat": return .chat(try message.payload(ChatDelivery.self))
+        case "stats": return .stats(try message.payload(MemberStats.self))
+        case "role": return .role(try message.payload(MemberRoleChange.self))
+        case "pong": return .pong(try message.payload(KeepAlive.self))
+        case "error": return .error(try message.payload(SignalingError.self))
+        default: throw SignalingError(.unknownType, "unknown message type \"\(message.type)\"")
+        }
+    }
+}
+
+// MARK: - JSON plumbing
+
+/// `v` and `type` followed by the payload's own fields, all in one flat JSON object.
+private struct Envelope: Encodable {
+    let type: String
+    let payload: (any Encodable)?
+
+    enum CodingKeys: String, CodingKey { case v, type }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(signalingProtocolVersion, forKey: .v)
+        try container.encode(type, forKey: .type)
+        try payload?.encode(to: encoder)
+    }
+}
+
+private func encodeSignaling(type: String, payload: (any Encodable)?) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    // Every payload is plain strings, integers, booleans and finite doubles, so encoding cannot fail.
+    let data = (try? encoder.encode(Envelope(type: type, payload: payload))) ?? Data()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// The header every message has; decoding it checks the shape before any payload is read.
+private struct Header: Decodable {
+    let version: Int
+    let type: String
+
+    enum CodingKeys: String, CodingKey { case v, type }
+
+    init(from decoder: any Decoder) throws {
+        let container: KeyedDecodingContainer<CodingKeys>
+        do {
+            container = try decoder.container(keyedBy: CodingKeys.self)
+        } catch {
+            throw SignalingError(.badJSON, "message must be a JSON object")
+        }
+        guard container.contains(.v) else {
+            throw SignalingError(
+                .unsupportedVersion, "missing \"v\"; this relay speaks version \(signalingProtocolVersion)")
+        }
+        guard let version = try? container.decode(Int.self, forKey: .v) else {
+            throw SignalingError(
+                .unsupportedVersion, "\"v\" must be a whole number; this relay speaks version \(signalingProtocolVersion)")
+        }
+        guard container.contains(.type) else { throw SignalingError(.unknownType, "missing \"type\"") }
+        guard let type = try? container.decode(String.self, forKey: .type) else {
+            throw SignalingError(.unknownType, "\"type\" must be a string")
+        }
+        self.version = version
+        self.type = type
+    }
+}
+
+/// One received message: checked for size, JSON syntax, object shape, version and type; payload decoded on demand.
+private struct SignalingMessage {
+    let type: String
+    private let data: Data
+
+    init(_ text: String) throws(SignalingError) {
+        let data = Data(text.utf8)
+        guard data.count <= maxSignalingMessageBytes else {
+            throw SignalingError(.tooLarge, "message is \(data.count) bytes; the limit is \(maxSignalingMessageBytes)")
+        }
+        guard data.contains(where: { !(" \t\r\n".utf8.contains($0)) }) else {
+            throw SignalingError(.badJSON, "message is empty; expected a JSON object")
+        }
+        let header: Header
+        do {
+            header = try JSONDecoder().decode(Header.self, from: data)
+        } catch let error as SignalingError {
+            throw error
+        } catch DecodingError.dataCorrupted {
+            throw SignalingError(.badJSON, "message is not valid JSON")
+        } catch {
+            throw SignalingError(.badJSON, "message must be a JSON object")
+        }
+        guard header.version == signalingProtocolVersion else {
+            throw SignalingError(
+                .unsupportedVersion,
+                "version \(header.version) is not supported; this relay speaks version \(signalingProtocolVersion)")
+        }
+        self.type = header.type
+        self.data = data
+    }
+
+    /// Decodes the payload struct from the message's top-level fields.
+    func payload<T: Decodable>(_: T.Type) throws(SignalingError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let error as SignalingError {
+            throw error
+        } catch let error as DecodingError {
+            throw explain(error)
+        } catch {
+            throw SignalingError(.badField, "\(type): \(error)")
+        }
+    }
+
+    private func explain(_ error: DecodingError) -> SignalingError {
+        func path(_ context: DecodingError.Context, _ last: (any CodingKey)? = nil) -> String {
+            var text = ""
+            for key in context.codingPath + (last.map { [$0] } ?? []) {
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += (text.isEmpty ? "" : ".") + key.stringValue
+                }
+            }
+            return text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return SignalingError(.badField, "\(type) needs field \"\(path(context, key))\"")
+        case .typeMismatch(let expected, let context):
+            return SignalingError(.badField, "\(type) field \"\(path(context))\" must be \(describe(expected))")
+        case .valueNotFound(let expected, let context):
+            return SignalingError(
+                .badField, "\(type) field \"\(path(context))\" must be \(describe(expected)), not null")
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            // The header already parsed, so the JSON is well formed: Foundation reports an out-of-range number
+            // (a negative id, a fraction where a whole number belongs) this way, without naming the field.
+            return SignalingError(
+                .badField, "\(type) has a number out of range: ids, tokens and sizes are whole numbers, 0 or more")
+        case .dataCorrupted(let context):
+            return SignalingError(.badField, "\(type) field \"\(path(context))\" is invalid: \(context.debugDescription)")
+        @unknown default:
+            return SignalingError(.badField, "\(type): \(error)")
+        }
+    }
+
+    private func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Double.Type: "a number"
+        case is UInt32.Type, is UInt64.Type, is Int.Type, is Int64.Type: "a whole number"
+        default: "of type \(type)"
+        }
+    }
+}
