@@ -38,7 +38,7 @@ let package = Package(
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire",
+                "ParleyWire", "ParleyRoom",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,0 +1,208 @@
+import ParleyWire
+import Testing
+@testable import ParleyRelay
+
+/// Deterministic generator so credentials and SSRCs are repeatable.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A relay state with simple name rules and helpers to drive it like the shell does.
+struct Harness {
+    var state = RelayState(
+        limits: SignalingLimits(livenessTimeout: .seconds(10), burst: 5, messagesPerSecond: 1),
+        udpPort: 7878,
+        roomRule: { $0.isEmpty ? .failure(NameRejection("Room name is empty.")) : .success($0) },
+        nameRule: { $0.contains(" ") ? .failure(NameRejection("Name has a space.")) : .success($0) },
+        random: SeededRandom(state: 1),
+        wallClock: { 1_700_000_000_000 })
+    var now: Duration = .zero
+
+    mutating func connect(_ id: UInt64) -> ConnectionID {
+        state.connected(ConnectionID(id), now: now)
+        return ConnectionID(id)
+    }
+
+    mutating func send(_ message: ClientMessage, on connection: ConnectionID) -> [RelayAction] {
+        state.received(message.encoded(), on: connection, now: now)
+    }
+
+    /// Joins and returns the member id from the `joined` answer.
+    mutating func join(_ name: String, room: String = "standup", on connection: ConnectionID) -> UInt32 {
+        let actions = send(.join(JoinRequest(room: room, name: name)), on: connection)
+        for case .send(.joined(let joined), _) in actions { return joined.you.id }
+        Issue.record("no joined in \(actions)")
+        return 0
+    }
+}
+
+/// Messages sent to one connection, in order.
+func messages(to connection: ConnectionID, in actions: [RelayAction]) -> [ServerMessage] {
+    actions.compactMap { action in
+        if case .send(let message, let targets) = action, targets.contains(connection) { return message }
+        return nil
+    }
+}
+
+struct RelayStateTests {
+    @Test func joinAnswersWithMembersAndCredentialsAndTellsTheOthers() throws {
+        var relay = Harness()
+        let a = relay.connect(1), b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "bob", videoMuted: true)), on: b)
+        guard case .joined(let joined) = messages(to: b, in: actions).first else {
+            Issue.record("bob got no joined: \(actions)")
+            return
+        }
+        #expect(joined.room == "standup")
+        #expect(joined.members.map(\.id) == [alice])
+        #expect(joined.you.videoMuted)
+        #expect(joined.media.udpPort == 7878)
+        #expect(joined.media.credential.count == 32)
+        #expect(Set([joined.you.ssrcs.audio, joined.you.ssrcs.video, joined.you.ssrcs.videoLow]).count == 3)
+        #expect(messages(to: a, in: actions) == [.memberJoined(MemberJoined(member: joined.you))])
+        #expect(relay.state.rooms["standup"]?.members == [alice, joined.you.id])
+    }
+
+    @Test func badNamesAreRefusedWithTheRuleMessage() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "", name: "a")), on: a))
+            == [.error(SignalingError(.badRoomName, "Room name is empty."))])
+        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "r", name: "a b")), on: a))
+            == [.error(SignalingError(.badName, "Name has a space."))])
+        #expect(relay.state.members.isEmpty)
+        #expect(relay.state.counters.signalingErrors == 2)
+    }
+
+    @Test func messagesBeforeJoinAreRefused() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        #expect(messages(to: a, in: relay.send(.chat(ChatSend(text: "hi")), on: a))
+            == [.error(SignalingError(.notJoined, "send \"join\" before \"chat\""))])
+        #expect(messages(to: a, in: relay.send(.ping(KeepAlive(token: 5)), on: a)) == [.pong(KeepAlive(token: 5))])
+    }
+
+    @Test func secondJoinOnOneConnectionIsRefused() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "x", name: "a")), on: a))
+            == [.error(SignalingError(.alreadyJoined, "this connection already joined a room"))])
+    }
+
+    @Test func chatGetsOneRoomOrderAndTheSenderGetsItsRefBack() {
+        var relay = Harness()
+        let a = relay.connect(1), b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        let first = relay.send(.chat(ChatSend(text: "one", ref: "r1")), on: a)
+        relay.now += .seconds(1)
+        let second = relay.send(.chat(ChatSend(text: "two")), on: b)
+        #expect(messages(to: b, in: first) == [.chat(ChatDelivery(seq: 1, from: alice, name: "alice", text: "one",
+                                                                   time: 1_700_000_000_000))])
+        #expect(messages(to: a, in: first) == [.chat(ChatDelivery(seq: 1, from: alice, name: "alice", text: "one",
+                                                                   time: 1_700_000_000_000, ref: "r1"))])
+        let seqs = (messages(to: a, in: second) + messages(to: b, in: second)).compactMap { message -> UInt64? in
+            if case .chat(let chat) = message { return chat.seq }
+            return nil
+        }
+        #expect(seqs == [2, 2])
+    }
+
+    @Test func muteChangesReachTheOthersWithFullState() {
+        var relay = Harness()
+        let a = relay.connect(1), b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        let actions = relay.send(.mute(MuteChange(video: true)), on: a)
+        #expect(messages(to: b, in: actions) == [.mute(MemberMute(id: alice, audio: false, video: true))])
+        #expect(messages(to: a, in: actions).isEmpty)
+        #expect(relay.state.members[alice]?.info.videoMuted == true)
+    }
+
+    @Test func leaveIsReportedAsQuitAndEmptyRoomsDisappear() {
+        var relay = Harness()
+        let a = relay.connect(1), b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        let bob = relay.join("bob", on: b)
+        let actions = relay.send(.leave, on: a)
+        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .quit))])
+        #expect(actions.contains(.close(a)))
+        _ = relay.send(.leave, on: b)
+        #expect(relay.state.rooms.isEmpty)
+        #expect(relay.state.members[bob] == nil)
+    }
+
+    @Test func silentMembersTimeOutEvenAfterTheirConnectionDropped() {
+        var relay = Harness()
+        let a = relay.connect(1), b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        relay.now += .seconds(5)
+        _ = relay.send(.ping(KeepAlive(token: 1)), on: b)
+        #expect(relay.state.disconnected(a, now: relay.now).isEmpty, "no goodbye yet: alice may come back")
+        relay.now += .seconds(5)
+        #expect(relay.state.tick(now: relay.now).isEmpty, "exactly at the timeout nobody is removed")
+        relay.now += .milliseconds(250)
+        let actions = relay.state.tick(now: relay.now)
+        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .timeout))])
+        relay.now += .seconds(6)
+        let later = relay.state.tick(now: relay.now)
+        #expect(later.contains(.close(b)), "bob went silent too and is closed")
+    }
+
+    @Test func floodsAreDroppedWithOneNoticePerSecond() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        var notices = 0, pongs = 0
+        for token in 0..<20 {
+            for message in messages(to: a, in: relay.send(.ping(KeepAlive(token: UInt64(token))), on: a)) {
+                if case .pong = message { pongs += 1 }
+                if case .error(let error) = message, error.code == .rateLimited { notices += 1 }
+            }
+        }
+        #expect(pongs == 5)
+        #expect(notices == 1)
+        #expect(relay.state.counters.rateLimited == 15)
+        relay.now += .seconds(2)
+        #expect(messages(to: a, in: relay.send(.ping(KeepAlive(token: 99)), on: a)) == [.pong(KeepAlive(token: 99))])
+    }
+
+    @Test func bindNeedsTheExactCredential() throws {
+        var relay = Harness()
+        let a = relay.connect(1)
+        let actions = relay.send(.join(JoinRequest(room: "r", name: "alice")), on: a)
+        guard case .joined(let joined) = messages(to: a, in: actions).first else { return }
+        let credential = try #require(bytes(fromHex: joined.media.credential))
+        #expect(relay.state.verifyBind(member: joined.you.id, credential: credential) != nil)
+        var wrong = credential
+        wrong[15] ^= 1
+        #expect(relay.state.verifyBind(member: joined.you.id, credential: wrong) == nil)
+        #expect(relay.state.verifyBind(member: 999, credential: credential) == nil)
+        #expect(relay.state.verifyBind(member: joined.you.id, credential: []) == nil)
+        #expect(relay.state.counters.bindFailures == 3)
+    }
+
+    @Test func garbageIsAnsweredAndCounted() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        let actions = relay.state.received("{{{", on: a, now: relay.now)
+        #expect(messages(to: a, in: actions) == [.error(SignalingError(.badJSON, "message is not valid JSON"))])
+        #expect(relay.state.counters.signalingErrors == 1)
+    }
+
+    @Test func hexRoundTrips() {
+        #expect(hex([0, 1, 0xAB, 0xFF]) == "0001abff")
+        #expect(bytes(fromHex: "0001abFF") == [0, 1, 0xAB, 0xFF])
+        #expect(bytes(fromHex: "abc") == nil)
+        #expect(bytes(fromHex: "zz") == nil)
+    }
+}
