@@ -43,7 +43,7 @@ public struct ChatEntry: Hashable, Sendable {
 
 /// One screen line of the chat pane: a wrapped piece of an entry.
 public struct ChatPaneLine: Hashable, Sendable {
-    /// The text of this line (at most the pane width in characters).
+    /// The text of this line (at most the pane width in cells).
     public var text: String
     /// The kind of the entry it belongs to.
     public var kind: ChatKind
@@ -97,8 +97,8 @@ public struct ChatLog: Hashable, Sendable {
         Array(storage.suffix(max(0, limit)))
     }
 
-    /// The newest lines that fit a pane of `width` x `height` cells, entries wrapped at `width` characters,
-    /// oldest line first. Counts one cell per character (wide scripts may overflow; the renderer clips).
+    /// The newest lines that fit a pane of `width` x `height` cells, entries wrapped at `width` cells
+    /// (see ``TextWidth``), oldest line first.
     public func paneLines(width: Int, height: Int) -> [ChatPaneLine] {
         guard width > 0, height > 0 else { return [] }
         var lines: [ChatPaneLine] = []
@@ -121,22 +121,34 @@ public struct ChatLog: Hashable, Sendable {
         return String(scalars)
     }
 
-    /// Splits `text` into lines of at most `width` characters, breaking at the last space when there is one.
+    /// Splits `text` into lines of at most `width` cells, breaking after the last space when there is one.
     static func wrap(_ text: String, width: Int) -> [String] {
         var lines: [String] = []
-        var rest = Substring(text)
-        while rest.count > width {
-            let head = rest.prefix(width + 1)
-            if let space = head.lastIndex(of: " "), space > rest.startIndex {
-                lines.append(String(rest[..<space]))
-                rest = rest[rest.index(after: space)...]
-            } else {
-                let cut = rest.index(rest.startIndex, offsetBy: width)
-                lines.append(String(rest[..<cut]))
-                rest = rest[cut...]
+        var line: [Character] = []
+        var lineWidth = 0
+        for character in text {
+            let size = TextWidth.cells(character)
+            if lineWidth + size > width, !line.isEmpty {
+                if character == " " {
+                    lines.append(String(line))
+                    line = []
+                    lineWidth = 0
+                    continue
+                }
+                if let space = line.lastIndex(of: " "), space > 0 {
+                    lines.append(String(line[..<space]))
+                    line = Array(line[(space + 1)...])
+                    lineWidth = TextWidth.cells(String(line))
+                } else {
+                    lines.append(String(line))
+                    line = []
+                    lineWidth = 0
+                }
             }
+            line.append(character)
+            lineWidth += size
         }
-        lines.append(String(rest))
+        lines.append(String(line))
         return lines
     }
 }
@@ -164,6 +176,9 @@ public struct ChatInput: Hashable, Sendable {
         self.text = fitting
         self.cursor = fitting.count
     }
+
+    /// The cursor's column in cells from the start of the line, for drawing it.
+    public var cursorColumn: Int { TextWidth.cells(text.prefix(cursor)) }
 
     /// True when the line holds nothing but blanks.
     public var isBlank: Bool { text.allSatisfy(\.isWhitespace) }

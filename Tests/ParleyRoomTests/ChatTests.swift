@@ -58,13 +58,32 @@ struct ChatLogTests {
     }
 }
 
+@Suite("TextWidth")
+struct TextWidthTests {
+    @Test("cells per character",
+        arguments: [("a", 1), ("é", 1), ("e\u{301}", 1), ("日", 2), ("한", 2), ("👋", 2), ("👋🏽", 2), ("❤️", 2),
+                    ("\u{1B}", 0), ("Ａ", 2), ("→", 1)])
+    func cells(text: String, cells: Int) {
+        #expect(TextWidth.cells(Character(text)) == cells)
+    }
+
+    @Test("wide characters wrap by cells, and prefixes fit")
+    func wideWrap() {
+        var log = ChatLog()
+        log.append(entry("日本語テキスト", .system))
+        #expect(log.paneLines(width: 6, height: 9).map(\.text) == ["*", "日本語", "テキス", "ト"])
+        #expect(TextWidth.prefix("ab日本", fitting: 5) == "ab日")
+        #expect(TextWidth.cells("ab日本") == 6)
+    }
+}
+
 @Suite("ChatInput")
 struct ChatInputTests {
     @Test("UTF-8 editing with a character cursor")
     func editing() {
         var input = ChatInput()
         for c in "héllo 👋🏽" { input.insert(c) }
-        #expect(input.text == "héllo 👋🏽" && input.cursor == 7)
+        #expect(input.text == "héllo 👋🏽" && input.cursor == 7 && input.cursorColumn == 8)
         input.moveLeft()
         input.moveLeft()
         input.insert("!")
