@@ -55,7 +55,8 @@ public struct CellRect: Hashable, Sendable, CustomStringConvertible {
         }
         fitWidth = max(1, fitWidth)
         fitHeight = max(1, fitHeight)
-        return CellRect(x: x + (width - fitWidth) / 2, y: y + (height - fitHeight) / 2, width: fitWidth, height: fitHeight)
+        return CellRect(
+            x: x + (width - fitWidth) / 2, y: y + (height - fitHeight) / 2, width: fitWidth, height: fitHeight)
     }
 
     public var description: String { "\(width)x\(height)@\(x),\(y)" }

@@ -213,8 +213,9 @@ public struct Keymap: Hashable, Sendable {
     private var lookup: [Key: RoomCommand]
 
     /// The default keys.
-    public static let standard = Keymap(uncheckedBindings: Dictionary(
-        uniqueKeysWithValues: RoomCommand.allCases.map { ($0, $0.defaultKeys) }))
+    public static let standard = Keymap(
+        uncheckedBindings: Dictionary(
+            uniqueKeysWithValues: RoomCommand.allCases.map { ($0, $0.defaultKeys) }))
 
     private init(uncheckedBindings: [RoomCommand: [Key]]) {
         bindings = uncheckedBindings

@@ -128,13 +128,16 @@ extension RoomState {
         case .firstRemoteFrame(let id, let size):
             // Media can overtake presence: keep the frame under a provisional name until userJoined arrives.
             guard id != localID else { break }
-            let index = index(of: id) ?? {
+            let slot: Int
+            if let existing = index(of: id) {
+                slot = existing
+            } else {
                 sessions.append(VideoSession(id: id, name: id.description))
-                return sessions.count - 1
-            }()
-            sessions[index].videoSize = size
-            sessions[index].media.resolution = size
-            sessions[index].connection = .connected
+                slot = sessions.count - 1
+            }
+            sessions[slot].videoSize = size
+            sessions[slot].media.resolution = size
+            sessions[slot].connection = .connected
             changes.insert(.tiles)
 
         case .remoteVideoMuted(let id, let muted):
@@ -260,7 +263,16 @@ extension RoomState {
         case .escape, .enter, .char("q"), .mouseClick, .mouseDoubleClick:
             helpShown = false
         default:
-            if settings.keymap.command(for: key) == .help { helpShown = false }
+            switch settings.keymap.command(for: key) {
+            case .help:
+                helpShown = false
+            case .leave:
+                // Ctrl-C (or a rebound leave key) still reaches the leave question from the help screen.
+                helpShown = false
+                leavePending = true
+            default:
+                break
+            }
         }
         if !helpShown { changes.insert(.overlay) }
     }

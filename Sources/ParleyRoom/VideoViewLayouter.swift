@@ -10,7 +10,9 @@ public struct LayoutOptions: Hashable, Sendable {
     public var stripCapacity: Int
 
     /// Defaults: cells twice as tall as wide, 16x6 minimum tiles, four strip tiles.
-    public init(cellAspect: Double = 2.0, minimumTileWidth: Int = 16, minimumTileHeight: Int = 6, stripCapacity: Int = 4) {
+    public init(
+        cellAspect: Double = 2.0, minimumTileWidth: Int = 16, minimumTileHeight: Int = 6, stripCapacity: Int = 4
+    ) {
         self.cellAspect = cellAspect
         self.minimumTileWidth = minimumTileWidth
         self.minimumTileHeight = minimumTileHeight
@@ -176,7 +178,9 @@ public enum VideoViewLayouter {
     }
 
     /// Rows and columns of the equal grid for `count` tiles: ceil(sqrt(count)) along the visually longer side.
-    public static func gridShape(count: Int, in container: CellRect, cellAspect: Double = 2.0) -> (columns: Int, rows: Int) {
+    public static func gridShape(count: Int, in container: CellRect, cellAspect: Double = 2.0) -> (
+        columns: Int, rows: Int
+    ) {
         guard count > 0 else { return (0, 0) }
         var long = 1
         while long * long < count { long += 1 }
@@ -187,7 +191,8 @@ public enum VideoViewLayouter {
 
     /// Tiles per page: the most tiles (up to `tileCount`) whose grid keeps every tile at the readable minimum,
     /// and at least one.
-    public static func pageSize(tileCount: Int, in container: CellRect, options: LayoutOptions = LayoutOptions()) -> Int {
+    public static func pageSize(tileCount: Int, in container: CellRect, options: LayoutOptions = LayoutOptions()) -> Int
+    {
         guard tileCount > 1 else { return max(1, tileCount) }
         // Tile size shrinks monotonically with the count, so the first count that fits (from the top) is the answer.
         var count = tileCount
@@ -264,7 +269,8 @@ public enum VideoViewLayouter {
                 strip.append(CellRect(x: left, y: top, width: widths[index], height: stripHeight))
                 left += widths[index]
             }
-            let full = CellRect(x: container.x, y: container.y, width: container.width, height: container.height - stripHeight)
+            let full = CellRect(
+                x: container.x, y: container.y, width: container.width, height: container.height - stripHeight)
             return (full, strip)
         } else {
             let stripWidth = container.width / 4
@@ -277,7 +283,8 @@ public enum VideoViewLayouter {
                 strip.append(CellRect(x: left, y: top, width: stripWidth, height: heights[index]))
                 top += heights[index]
             }
-            let full = CellRect(x: container.x, y: container.y, width: container.width - stripWidth, height: container.height)
+            let full = CellRect(
+                x: container.x, y: container.y, width: container.width - stripWidth, height: container.height)
             return (full, strip)
         }
     }

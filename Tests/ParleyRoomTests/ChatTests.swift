@@ -40,14 +40,18 @@ struct ChatLogTests {
         log.append(entry("the quick brown fox jumps"))
         log.append(entry("Reconnected", .alert))
         // "! Reconnected" is 13 characters: it breaks at its space.
-        #expect(log.paneLines(width: 12, height: 4) == [
-            ChatPaneLine(text: "quick brown", kind: .chat, isFirstLine: false),
-            ChatPaneLine(text: "fox jumps", kind: .chat, isFirstLine: false),
-            ChatPaneLine(text: "!", kind: .alert, isFirstLine: true),
-            ChatPaneLine(text: "Reconnected", kind: .alert, isFirstLine: false),
-        ])
+        #expect(
+            log.paneLines(width: 12, height: 4) == [
+                ChatPaneLine(text: "quick brown", kind: .chat, isFirstLine: false),
+                ChatPaneLine(text: "fox jumps", kind: .chat, isFirstLine: false),
+                ChatPaneLine(text: "!", kind: .alert, isFirstLine: true),
+                ChatPaneLine(text: "Reconnected", kind: .alert, isFirstLine: false),
+            ])
         #expect(log.paneLines(width: 12, height: 0).isEmpty)
-        #expect(log.paneLines(width: 40, height: 10).map(\.text) == ["bob: first", "bob: the quick brown fox jumps", "! Reconnected"])
+        #expect(
+            log.paneLines(width: 40, height: 10).map(\.text) == [
+                "bob: first", "bob: the quick brown fox jumps", "! Reconnected",
+            ])
     }
 
     @Test("long words are cut hard")
@@ -60,9 +64,12 @@ struct ChatLogTests {
 
 @Suite("TextWidth")
 struct TextWidthTests {
-    @Test("cells per character",
-        arguments: [("a", 1), ("é", 1), ("e\u{301}", 1), ("日", 2), ("한", 2), ("👋", 2), ("👋🏽", 2), ("❤️", 2),
-                    ("\u{1B}", 0), ("Ａ", 2), ("→", 1)])
+    @Test(
+        "cells per character",
+        arguments: [
+            ("a", 1), ("é", 1), ("e\u{301}", 1), ("日", 2), ("한", 2), ("👋", 2), ("👋🏽", 2), ("❤️", 2),
+            ("\u{1B}", 0), ("Ａ", 2), ("→", 1),
+        ])
     func cells(text: String, cells: Int) {
         #expect(TextWidth.cells(Character(text)) == cells)
     }

@@ -19,7 +19,8 @@ struct KeymapTests {
         #expect(Keymap.standard.command(for: .char("1")) == nil)
     }
 
-    @Test("key names parse and label",
+    @Test(
+        "key names parse and label",
         arguments: [
             ("m", Key.char("m"), "m"), ("M", .char("M"), "M"), ("space", .char(" "), "Space"),
             ("Enter", .enter, "Enter"), ("esc", .escape, "Esc"), ("F12", .function(12), "F12"),
@@ -38,7 +39,8 @@ struct KeymapTests {
 
     @Test("configuration overrides keys")
     func parse() throws {
-        let keymap = try Keymap.parse("""
+        let keymap = try Keymap.parse(
+            """
             # my keys
             mic = x
             leave = Q ctrl-d
@@ -60,14 +62,21 @@ struct KeymapTests {
         #expect(moved.keys(for: .grid) == [.enter])
     }
 
-    @Test("bad configuration lines name the problem",
+    @Test(
+        "bad configuration lines name the problem",
         arguments: [
             ("mic m", "line 1: expected `command = key`, got \"mic m\""),
-            ("\nmik = m", "line 2: unknown command \"mik\"; commands are mic, video, switch-camera, speaker, filter,"
-                + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, help, leave"),
+            (
+                "\nmik = m",
+                "line 2: unknown command \"mik\"; commands are mic, video, switch-camera, speaker, filter,"
+                    + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, help, leave"
+            ),
             ("mic =", "line 1: no key given for mic; write `mic = none` to unbind it"),
-            ("mic = ctrl-1", "line 1: unknown key \"ctrl-1\"; use one character, space, enter, esc, tab, backspace,"
-                + " delete, up, down, left, right, home, end, pageup, pagedown, f1…f12 or ctrl-a…ctrl-z"),
+            (
+                "mic = ctrl-1",
+                "line 1: unknown key \"ctrl-1\"; use one character, space, enter, esc, tab, backspace,"
+                    + " delete, up, down, left, right, home, end, pageup, pagedown, f1…f12 or ctrl-a…ctrl-z"
+            ),
             ("mic = 3", "line 1: key 3 is reserved (1–9 address tiles)"),
             ("mic = x\nmic = y", "line 2: mic is already set on line 1"),
             ("mic = x\nstats = x", "line 2: key x is bound to both stats and mic (line 1)"),
@@ -94,7 +103,10 @@ struct KeymapTests {
         settings.keymap = keymap
         let state = RoomState(roomName: "r", localName: "me", settings: settings)
         let bar = ControlBar.items(for: state)
-        #expect(bar.map(\.label) == ["Mic", "Video", "Switch", "Speaker", "Filter", "Live", "Chat", "Stats", "Help", "Leave"])
+        #expect(
+            bar.map(\.label) == [
+                "Mic", "Video", "Switch", "Speaker", "Filter", "Live", "Chat", "Stats", "Help", "Leave",
+            ])
         #expect(bar[0] == ControlItem(command: .microphone, label: "Mic", key: "x", isOn: true, isEnabled: true))
         #expect(bar.last == ControlItem(command: .leave, label: "Leave", key: "q", isOn: nil, isEnabled: true))
     }

@@ -110,7 +110,8 @@ struct LayoutTests {
                     probes += [(r.x, r.y), (r.maxX - 1, r.y), (r.x, r.maxY - 1), (r.maxX - 1, r.maxY - 1)]
                 }
                 for (column, row) in probes {
-                    #expect(layout.participant(atColumn: column, row: row) == expectedHit(layout, column: column, row: row))
+                    #expect(
+                        layout.participant(atColumn: column, row: row) == expectedHit(layout, column: column, row: row))
                 }
             }
         }
@@ -140,69 +141,104 @@ struct LayoutTests {
         #expect(layout.tiles == [LayoutTile(id: ParticipantID(1), rect: box, kind: .grid, number: 1)])
     }
 
-    @Test("one peer: peer fills, self is a quarter-width inset at the top right keeping its aspect",
+    @Test(
+        "one peer: peer fills, self is a quarter-width inset at the top right keeping its aspect",
         arguments: [
-            (VideoSize(width: 640, height: 480), CellRect(x: 0, y: 0, width: 80, height: 24), CellRect(x: 59, y: 1, width: 20, height: 8)),
-            (VideoSize(width: 1280, height: 720), CellRect(x: 0, y: 0, width: 80, height: 24), CellRect(x: 59, y: 1, width: 20, height: 6)),
-            (VideoSize(width: 1280, height: 720), CellRect(x: 10, y: 2, width: 200, height: 60), CellRect(x: 159, y: 3, width: 50, height: 14)),
+            (
+                VideoSize(width: 640, height: 480), CellRect(x: 0, y: 0, width: 80, height: 24),
+                CellRect(x: 59, y: 1, width: 20, height: 8)
+            ),
+            (
+                VideoSize(width: 1280, height: 720), CellRect(x: 0, y: 0, width: 80, height: 24),
+                CellRect(x: 59, y: 1, width: 20, height: 6)
+            ),
+            (
+                VideoSize(width: 1280, height: 720), CellRect(x: 10, y: 2, width: 200, height: 60),
+                CellRect(x: 159, y: 3, width: 50, height: 14)
+            ),
             // A portrait camera in a short container: height capped at container - 2, width shrinks to keep aspect.
-            (VideoSize(width: 360, height: 640), CellRect(x: 0, y: 0, width: 120, height: 20), CellRect(x: 99, y: 1, width: 20, height: 18)),
+            (
+                VideoSize(width: 360, height: 640), CellRect(x: 0, y: 0, width: 120, height: 20),
+                CellRect(x: 99, y: 1, width: 20, height: 18)
+            ),
         ])
     func onePeer(selfSize: VideoSize, box: CellRect, corner: CellRect) {
         let layout = VideoViewLayouter.layout(
             self: TileSource(id: ParticipantID(1), videoSize: selfSize), peers: [TileSource(id: ParticipantID(7))],
             full: ParticipantID(7), in: box)
-        #expect(layout.tiles == [
-            LayoutTile(id: ParticipantID(7), rect: box, kind: .grid, number: 2),
-            LayoutTile(id: ParticipantID(1), rect: corner, kind: .corner, number: 1),
-        ])
+        #expect(
+            layout.tiles == [
+                LayoutTile(id: ParticipantID(7), rect: box, kind: .grid, number: 2),
+                LayoutTile(id: ParticipantID(1), rect: corner, kind: .corner, number: 1),
+            ])
         #expect(layout.fullscreen == nil, "fullscreen needs three tiles")
         #expect(layout.participant(atColumn: corner.x, row: corner.y) == ParticipantID(1))
         #expect(layout.participant(atColumn: corner.x - 1, row: corner.y) == ParticipantID(7))
     }
 
-    @Test("equal grid, exact rectangles",
+    @Test(
+        "equal grid, exact rectangles",
         arguments: [
             // 3 tiles in 80x24 (wide): 2 columns x 2 rows, the short last row centred.
-            (3, CellRect(x: 0, y: 0, width: 80, height: 24), [
-                CellRect(x: 0, y: 0, width: 40, height: 12), CellRect(x: 40, y: 0, width: 40, height: 12),
-                CellRect(x: 20, y: 12, width: 40, height: 12),
-            ]),
+            (
+                3, CellRect(x: 0, y: 0, width: 80, height: 24),
+                [
+                    CellRect(x: 0, y: 0, width: 40, height: 12), CellRect(x: 40, y: 0, width: 40, height: 12),
+                    CellRect(x: 20, y: 12, width: 40, height: 12),
+                ]
+            ),
             // 5 tiles in 121x40: 3 columns, widths 41/40/40, 2 rows of 20.
-            (5, CellRect(x: 0, y: 0, width: 121, height: 40), [
-                CellRect(x: 0, y: 0, width: 41, height: 20), CellRect(x: 41, y: 0, width: 40, height: 20),
-                CellRect(x: 81, y: 0, width: 40, height: 20),
-                CellRect(x: 20, y: 20, width: 41, height: 20), CellRect(x: 61, y: 20, width: 40, height: 20),
-            ]),
+            (
+                5, CellRect(x: 0, y: 0, width: 121, height: 40),
+                [
+                    CellRect(x: 0, y: 0, width: 41, height: 20), CellRect(x: 41, y: 0, width: 40, height: 20),
+                    CellRect(x: 81, y: 0, width: 40, height: 20),
+                    CellRect(x: 20, y: 20, width: 41, height: 20), CellRect(x: 61, y: 20, width: 40, height: 20),
+                ]
+            ),
             // 3 tiles in a tall 40x60: 2 rows of 2 columns, the last row centred.
-            (3, CellRect(x: 0, y: 0, width: 40, height: 60), [
-                CellRect(x: 0, y: 0, width: 20, height: 30), CellRect(x: 20, y: 0, width: 20, height: 30),
-                CellRect(x: 10, y: 30, width: 20, height: 30),
-            ]),
+            (
+                3, CellRect(x: 0, y: 0, width: 40, height: 60),
+                [
+                    CellRect(x: 0, y: 0, width: 20, height: 30), CellRect(x: 20, y: 0, width: 20, height: 30),
+                    CellRect(x: 10, y: 30, width: 20, height: 30),
+                ]
+            ),
             // 2 peers with the self view hidden, tall: 1 column, 2 rows.
-            (2, CellRect(x: 0, y: 0, width: 40, height: 60), [
-                CellRect(x: 0, y: 0, width: 40, height: 30), CellRect(x: 0, y: 30, width: 40, height: 30),
-            ]),
+            (
+                2, CellRect(x: 0, y: 0, width: 40, height: 60),
+                [
+                    CellRect(x: 0, y: 0, width: 40, height: 30), CellRect(x: 0, y: 30, width: 40, height: 30),
+                ]
+            ),
         ])
     func exactGrid(count: Int, box: CellRect, expected: [CellRect]) {
         let peers = (1...count).map { TileSource(id: ParticipantID(UInt32($0))) }
         // count 2 uses no self tile (hidden) so it is a plain grid; others put the first source in as self.
-        let layout = count == 2
+        let layout =
+            count == 2
             ? VideoViewLayouter.layout(self: nil, peers: peers, full: nil, in: box)
             : VideoViewLayouter.layout(self: peers[0], peers: Array(peers.dropFirst()), full: nil, in: box)
         #expect(layout.tiles.map(\.rect) == expected)
     }
 
-    @Test("fullscreen with 6 tiles: strip of four along the right (wide) or bottom (tall)",
+    @Test(
+        "fullscreen with 6 tiles: strip of four along the right (wide) or bottom (tall)",
         arguments: [
-            (CellRect(x: 0, y: 0, width: 80, height: 24), CellRect(x: 0, y: 0, width: 60, height: 24), [
-                CellRect(x: 60, y: 0, width: 20, height: 6), CellRect(x: 60, y: 6, width: 20, height: 6),
-                CellRect(x: 60, y: 12, width: 20, height: 6), CellRect(x: 60, y: 18, width: 20, height: 6),
-            ]),
-            (CellRect(x: 0, y: 0, width: 40, height: 60), CellRect(x: 0, y: 0, width: 40, height: 45), [
-                CellRect(x: 0, y: 45, width: 10, height: 15), CellRect(x: 10, y: 45, width: 10, height: 15),
-                CellRect(x: 20, y: 45, width: 10, height: 15), CellRect(x: 30, y: 45, width: 10, height: 15),
-            ]),
+            (
+                CellRect(x: 0, y: 0, width: 80, height: 24), CellRect(x: 0, y: 0, width: 60, height: 24),
+                [
+                    CellRect(x: 60, y: 0, width: 20, height: 6), CellRect(x: 60, y: 6, width: 20, height: 6),
+                    CellRect(x: 60, y: 12, width: 20, height: 6), CellRect(x: 60, y: 18, width: 20, height: 6),
+                ]
+            ),
+            (
+                CellRect(x: 0, y: 0, width: 40, height: 60), CellRect(x: 0, y: 0, width: 40, height: 45),
+                [
+                    CellRect(x: 0, y: 45, width: 10, height: 15), CellRect(x: 10, y: 45, width: 10, height: 15),
+                    CellRect(x: 20, y: 45, width: 10, height: 15), CellRect(x: 30, y: 45, width: 10, height: 15),
+                ]
+            ),
         ])
     func fullscreenStrip(box: CellRect, fullRect: CellRect, strip: [CellRect]) {
         let (me, peers) = sources(6)
@@ -240,9 +276,13 @@ struct LayoutTests {
 
     @Test("empty inputs give an empty layout")
     func empty() {
-        #expect(VideoViewLayouter.layout(self: nil, peers: [], full: nil, in: CellRect(x: 0, y: 0, width: 80, height: 24)) == .empty)
-        #expect(VideoViewLayouter.layout(self: TileSource(id: ParticipantID(1)), peers: [], full: nil,
-            in: CellRect(x: 0, y: 0, width: 0, height: 24)) == .empty)
+        #expect(
+            VideoViewLayouter.layout(self: nil, peers: [], full: nil, in: CellRect(x: 0, y: 0, width: 80, height: 24))
+                == .empty)
+        #expect(
+            VideoViewLayouter.layout(
+                self: TileSource(id: ParticipantID(1)), peers: [], full: nil,
+                in: CellRect(x: 0, y: 0, width: 0, height: 24)) == .empty)
     }
 }
 
@@ -258,7 +298,8 @@ struct CellRectTests {
         #expect(!r.intersects(CellRect(x: 3, y: 3, width: 0, height: 3)))
     }
 
-    @Test("fitting letterboxes a picture with its aspect",
+    @Test(
+        "fitting letterboxes a picture with its aspect",
         arguments: [
             (CellRect(x: 0, y: 0, width: 80, height: 24), 16.0 / 9, CellRect(x: 0, y: 0, width: 80, height: 23)),
             (CellRect(x: 0, y: 0, width: 80, height: 24), 4.0 / 3, CellRect(x: 8, y: 0, width: 64, height: 24)),

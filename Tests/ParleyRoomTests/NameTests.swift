@@ -3,7 +3,8 @@ import Testing
 
 @Suite("Names")
 struct NameTests {
-    @Test("room names are cleaned as typed",
+    @Test(
+        "room names are cleaned as typed",
         arguments: [
             ("standup", "standup"),
             ("team standup #3", "team standup #3"),
@@ -25,8 +26,11 @@ struct NameTests {
         for bad in ["", "   ", "日本語", "\u{1B}\u{7}"] {
             #expect(throws: NameError.emptyRoomName) { try RoomName.validate(bad) }
         }
-        #expect(NameError.emptyRoomName.description
-            == "Room name is empty: use letters, digits, spaces or !#$%&()+,-:;<=.>?@[]^_`{|}~ (at most 64 bytes), e.g. standup.")
+        #expect(
+            NameError.emptyRoomName.description
+                == "Room name is empty: use letters, digits, spaces or !#$%&()+,-:;<=.>?@[]^_`{|}~"
+                + " (at most 64 bytes), e.g. standup."
+        )
     }
 
     @Test("display names: accepted")
@@ -36,17 +40,26 @@ struct NameTests {
         }
     }
 
-    @Test("display names: each rule has its own message",
+    @Test(
+        "display names: each rule has its own message",
         arguments: [
             ("", NameError.emptyDisplayName, "Name is empty: pick a name such as alice."),
-            (String(repeating: "x", count: 129), .displayNameTooLong(length: 129),
-                "Name is 129 characters long: the limit is 128."),
-            ("bob smith", .displayNameHasSpace(name: "bob smith", suggestion: "bob_smith"),
-                "Name \"bob smith\" contains a space: use bob_smith instead."),
-            ("a\tb", .displayNameHasSpace(name: "a\tb", suggestion: "a_b"),
-                "Name \"a\tb\" contains a space: use a_b instead."),
-            ("eve\u{1B}[2J", .displayNameHasControlCharacter(scalar: 0x1B),
-                "Name contains the control character U+001B: use printable characters only."),
+            (
+                String(repeating: "x", count: 129), .displayNameTooLong(length: 129),
+                "Name is 129 characters long: the limit is 128."
+            ),
+            (
+                "bob smith", .displayNameHasSpace(name: "bob smith", suggestion: "bob_smith"),
+                "Name \"bob smith\" contains a space: use bob_smith instead."
+            ),
+            (
+                "a\tb", .displayNameHasSpace(name: "a\tb", suggestion: "a_b"),
+                "Name \"a\tb\" contains a space: use a_b instead."
+            ),
+            (
+                "eve\u{1B}[2J", .displayNameHasControlCharacter(scalar: 0x1B),
+                "Name contains the control character U+001B: use printable characters only."
+            ),
         ])
     func badNames(name: String, error: NameError, message: String) {
         #expect(throws: error) { try DisplayName.validate(name) }

@@ -10,8 +10,10 @@ private struct Room {
     var clock: Duration = .zero
 
     /// Joined as "me" (id 1) with peers 2…(peers+1) named p2, p3, …; the video area is 80x20 at row 1.
-    init(peers: Int = 0, container: CellRect? = CellRect(x: 0, y: 1, width: 80, height: 20),
-         settings: RoomSettings = RoomSettings(), role: Role = .broadcaster) {
+    init(
+        peers: Int = 0, container: CellRect? = CellRect(x: 0, y: 1, width: 80, height: 20),
+        settings: RoomSettings = RoomSettings(), role: Role = .broadcaster
+    ) {
         state = RoomState(roomName: "standup", localName: "me", role: role, settings: settings)
         if let container { _ = reduce(&state, .container(container)) }
         _ = reduce(&state, .event(.joined(localID: me)))
@@ -61,7 +63,8 @@ struct FullscreenTests {
         #expect(room.state.fullscreen == nil)
     }
 
-    @Test("window boundary: 400 ms triggers, 401 ms does not (the slow press starts a new pair)",
+    @Test(
+        "window boundary: 400 ms triggers, 401 ms does not (the slow press starts a new pair)",
         arguments: [(Int64(399), true), (400, true), (401, false), (1500, false)])
     func window(gap: Int64, triggers: Bool) {
         var room = Room(peers: 2)
@@ -221,8 +224,9 @@ struct EventTests {
             room.send(.userOffline(peer(2), reason: reason))
             #expect(room.lastChat?.text == text)
         }
-        #expect(room.state.chatLog.entries.map(\.text).prefix(3)
-            == ["You joined standup as me", "ann joined", "viewer joined the audience"])
+        #expect(
+            room.state.chatLog.entries.map(\.text).prefix(3)
+                == ["You joined standup as me", "ann joined", "viewer joined the audience"])
     }
 
     @Test("join failure is an alert and blocks sending")
@@ -239,7 +243,8 @@ struct EventTests {
         #expect(state.chatInput.text == "x")
     }
 
-    @Test("alerts go to the chat pane and set the connection state",
+    @Test(
+        "alerts go to the chat pane and set the connection state",
         arguments: [
             (RoomAlert.interrupted, "Connection interrupted", ConnectionState.interrupted),
             (.reconnecting, "Reconnecting…", .reconnecting),
@@ -282,7 +287,8 @@ struct EventTests {
         var room = Room(peers: 1)
         room.send(.remoteAudioMuted(peer(2), true))
         #expect(room.state.session(peer(2))?.audioMuted == true)
-        let info = MediaInfo(resolution: VideoSize(width: 320, height: 180), fps: 15, bitrateKbps: 250, lossPercent: 1.5)
+        let info = MediaInfo(
+            resolution: VideoSize(width: 320, height: 180), fps: 15, bitrateKbps: 250, lossPercent: 1.5)
         room.send(.remoteStats(peer(2), info))
         #expect(room.state.session(peer(2))?.media == info)
         room.send(.remoteAudioMuted(peer(2), false))
@@ -335,7 +341,8 @@ struct EventTests {
 
 @Suite("Room reducer: self view")
 struct SelfViewTests {
-    @Test("with exactly 2 sessions and the camera off the self view is hidden",
+    @Test(
+        "with exactly 2 sessions and the camera off the self view is hidden",
         arguments: [(0, false), (1, true), (2, false), (4, false)])
     func hidden(peers: Int, hidden: Bool) {
         var room = Room(peers: peers)
@@ -440,9 +447,16 @@ struct CommandTests {
         room.press(.escape)
         #expect(!room.state.helpShown)
         #expect(room.state.fullscreen == nil)
+        room.press(.char("?"))
+        room.press(.char("q"))
+        #expect(!room.state.helpShown && !room.state.leavePending, "q closes help like a pager")
+        room.press(.char("?"))
+        room.press(.control("c"))
+        #expect(!room.state.helpShown && room.state.leavePending, "Ctrl-C goes on to the leave question")
     }
 
-    @Test("leaving asks first: n/Esc stay, y/Enter/Ctrl-C leave",
+    @Test(
+        "leaving asks first: n/Esc stay, y/Enter/Ctrl-C leave",
         arguments: [
             ([Key.char("y")], true), ([.enter], true), ([.control("c")], true), ([.char("Y")], true),
             ([.char("n")], false), ([.escape], false), ([.char("m"), .char("n")], false),
