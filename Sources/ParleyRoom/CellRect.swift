@@ -59,6 +59,7 @@ public struct CellRect: Hashable, Sendable, CustomStringConvertible {
             x: x + (width - fitWidth) / 2, y: y + (height - fitHeight) / 2, width: fitWidth, height: fitHeight)
     }
 
+    /// "80x24@0,1": size then origin.
     public var description: String { "\(width)x\(height)@\(x),\(y)" }
 }
 

@@ -11,6 +11,7 @@ public enum NameError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The display name contains a control character, which would garble the terminal.
     case displayNameHasControlCharacter(scalar: UInt32)
 
+    /// The message for the user.
     public var description: String {
         switch self {
         case .emptyRoomName:

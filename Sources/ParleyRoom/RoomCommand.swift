@@ -1,20 +1,35 @@
 /// Every user command of the room: the one table behind key dispatch, the control bar and the help overlay.
 /// The raw value is the command's name in the key configuration file.
 public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
+    /// Mute or unmute the microphone.
     case microphone = "mic"
+    /// Turn the camera off or on.
     case camera = "video"
+    /// Switch to the next camera.
     case switchCamera = "switch-camera"
+    /// Turn call audio playback off or on.
     case speaker = "speaker"
+    /// Turn the outgoing video filter on or off.
     case filter = "filter"
+    /// Switch between broadcaster and audience.
     case broadcast = "broadcast"
+    /// Open the chat input line.
     case chat = "chat"
+    /// Hide or show the control bar and chat pane (the reference's flow views).
     case hideControls = "hide"
+    /// Fullscreen the selected tile, or return to the grid.
     case fullscreen = "fullscreen"
+    /// Return to the grid, or hide the stats.
     case grid = "grid"
+    /// Next page of tiles.
     case nextPage = "next-page"
+    /// Previous page of tiles.
     case previousPage = "previous-page"
+    /// Show or hide media statistics on tiles.
     case stats = "stats"
+    /// Show the help overlay.
     case help = "help"
+    /// Ask to leave the call.
     case leave = "leave"
 
     /// Keys bound when the configuration says nothing.
@@ -183,6 +198,7 @@ public enum KeymapError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Taking this key would leave a command not mentioned in the configuration without any key.
     case noKeyLeft(line: Int, name: String, command: String)
 
+    /// The message for the user, naming the line.
     public var description: String {
         switch self {
         case .missingEquals(let line, let text):

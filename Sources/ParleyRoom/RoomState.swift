@@ -2,9 +2,9 @@
 public struct RoomSettings: Hashable, Sendable {
     /// Two presses of a tile number within this window fullscreen the tile.
     public var doubleKeyWindow: Duration
-    /// Chat entries kept.
+    /// Chat entries kept (read when the state is created).
     public var chatHistory: Int
-    /// Longest chat message in UTF-8 bytes.
+    /// Longest chat message in UTF-8 bytes (read when the state is created).
     public var maximumChatBytes: Int
     /// How long a notice stays in the status line.
     public var noticeDuration: Duration
@@ -84,7 +84,9 @@ public struct PendingDigit: Hashable, Sendable {
 
 /// What the last inputs changed, so the shell redraws only those parts.
 public struct RoomChanges: OptionSet, Hashable, Sendable {
+    /// The flag bits.
     public let rawValue: UInt8
+    /// Flags from their bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Tiles: who is shown, where, placeholders, selection, stats.

@@ -11,16 +11,20 @@ public struct ParticipantID: Hashable, Sendable, Comparable, CustomStringConvert
     /// The local user's id before the relay has assigned one (the relay never hands out 0).
     public static let unassigned = ParticipantID(0)
 
+    /// Orders by the relay's number.
     public static func < (lhs: ParticipantID, rhs: ParticipantID) -> Bool {
         lhs.rawValue < rhs.rawValue
     }
 
+    /// "#17".
     public var description: String { "#\(rawValue)" }
 }
 
 /// Whether a participant sends media (broadcaster) or only watches (audience), as in a live broadcast.
 public enum Role: String, Sendable, Hashable, CaseIterable {
+    /// Sends audio and video; has a tile.
     case broadcaster
+    /// Watches only; no tile.
     case audience
 }
 
