@@ -2,13 +2,21 @@
 public enum Key: Sendable, Hashable {
     /// A printable character (letters, digits, punctuation, space, any Unicode scalar typed).
     case char(Character)
+    /// Enter / Return.
     case enter
+    /// Esc.
     case escape
+    /// Backspace (deletes before the cursor).
     case backspace
+    /// Delete (deletes under the cursor).
     case delete
+    /// Tab.
     case tab
+    /// Arrow keys.
     case up, down, left, right
+    /// Home and End.
     case home, end
+    /// Page Up and Page Down.
     case pageUp, pageDown
     /// F1…F12.
     case function(Int)

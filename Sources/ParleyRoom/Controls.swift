@@ -1,0 +1,91 @@
+/// One button of the control bar, generated from the command table.
+public struct ControlItem: Hashable, Sendable {
+    /// The command the button runs.
+    public var command: RoomCommand
+    /// The button's label.
+    public var label: String
+    /// The first key bound to the command ("m"), or "—" when none.
+    public var key: String
+    /// On/off state for toggles (mic on, camera on, …); nil for plain actions.
+    public var isOn: Bool?
+    /// False when the command cannot run right now (e.g. switching cameras with the camera off).
+    public var isEnabled: Bool
+
+    /// A control-bar button.
+    public init(command: RoomCommand, label: String, key: String, isOn: Bool?, isEnabled: Bool) {
+        self.command = command
+        self.label = label
+        self.key = key
+        self.isOn = isOn
+        self.isEnabled = isEnabled
+    }
+}
+
+/// The control bar: the table's bar commands with their keys and current state.
+public enum ControlBar {
+    /// The buttons for `state`, in table order.
+    public static func items(for state: RoomState) -> [ControlItem] {
+        RoomCommand.allCases.filter(\.isInControlBar).map { command in
+            let keys = state.settings.keymap.keys(for: command)
+            return ControlItem(
+                command: command, label: command.label, key: keys.first.map(KeyName.label) ?? "—",
+                isOn: isOn(command, state), isEnabled: isEnabled(command, state))
+        }
+    }
+
+    /// Whether a toggle command is on in `state`; nil for commands that are not toggles.
+    public static func isOn(_ command: RoomCommand, _ state: RoomState) -> Bool? {
+        switch command {
+        case .microphone: return !state.microphoneMuted
+        case .camera: return state.cameraEnabled
+        case .speaker: return state.speakerEnabled
+        case .filter: return state.filterEnabled
+        case .broadcast: return state.localRole == .broadcaster
+        case .chat: return state.isChatInputOpen
+        case .hideControls: return state.flowViewsHidden
+        case .fullscreen: return state.fullscreen != nil
+        case .stats: return state.statsShown
+        case .help: return state.helpShown
+        case .switchCamera, .grid, .nextPage, .previousPage, .leave: return nil
+        }
+    }
+
+    /// Whether a command can run now in `state`.
+    public static func isEnabled(_ command: RoomCommand, _ state: RoomState) -> Bool {
+        switch command {
+        case .microphone, .camera: return state.localRole == .broadcaster
+        case .switchCamera: return state.localRole == .broadcaster && state.cameraEnabled
+        case .fullscreen: return state.fullscreen != nil || state.visibleTiles.count >= 3
+        case .nextPage, .previousPage: return state.currentLayout.pageCount > 1
+        default: return true
+        }
+    }
+}
+
+/// One line of the help overlay: the keys and what they do.
+public struct HelpLine: Hashable, Sendable {
+    /// The keys, e.g. "t/Enter".
+    public var keys: String
+    /// What they do.
+    public var text: String
+
+    /// A help line.
+    public init(keys: String, text: String) {
+        self.keys = keys
+        self.text = text
+    }
+}
+
+/// The help overlay, generated from the command table plus the fixed keys (tile numbers, mouse, chat editing).
+public enum HelpOverlay {
+    /// Every line of help for `keymap`: one per command, then the fixed keys.
+    public static func lines(keymap: Keymap = .standard) -> [HelpLine] {
+        RoomCommand.allCases.map { HelpLine(keys: keymap.keyLabels(for: $0), text: $0.help) } + [
+            HelpLine(keys: "1–9", text: "Select a tile; press twice quickly to fullscreen it, twice again to return"),
+            HelpLine(keys: "Double-click", text: "Fullscreen the clicked tile; double-click again to return"),
+            HelpLine(keys: "Click", text: "Hide or show the control bar and chat pane"),
+            HelpLine(keys: "In chat", text: "Enter sends, Esc closes, Ctrl-U clears, Ctrl-W deletes a word"),
+            HelpLine(keys: "Leaving", text: "y or Enter confirms, n or Esc stays"),
+        ]
+    }
+}

@@ -1,0 +1,90 @@
+/// Why a participant left.
+public enum OfflineReason: String, Hashable, Sendable {
+    /// They left the call.
+    case quit
+    /// The relay stopped hearing from them.
+    case timeout
+    /// Their connection dropped.
+    case dropped
+}
+
+/// A connection alert from the call engine; each one is also written to the chat pane.
+public enum RoomAlert: Hashable, Sendable {
+    /// The connection to the relay stalled; the engine keeps trying.
+    case interrupted
+    /// The engine is reconnecting.
+    case reconnecting
+    /// Back in the room after an interruption.
+    case reconnected
+    /// The connection is gone for good.
+    case lost
+    /// Any other message the engine wants the user to see (camera missing, …).
+    case message(String)
+}
+
+/// Something the call engine reports to the room.
+public enum RoomEvent: Hashable, Sendable {
+    /// The local user is in the room with this relay-assigned id.
+    case joined(localID: ParticipantID)
+    /// Joining failed; `reason` says why ("relay refused: room full").
+    case joinFailed(reason: String)
+    /// A participant arrived (also sent for everyone already present at join).
+    case userJoined(ParticipantID, name: String, role: Role)
+    /// A participant left.
+    case userOffline(ParticipantID, reason: OfflineReason)
+    /// The local camera produced its first frame.
+    case firstLocalFrame(VideoSize)
+    /// The first frame of a participant's video was decoded.
+    case firstRemoteFrame(ParticipantID, size: VideoSize)
+    /// A participant turned their camera off (true) or on (false).
+    case remoteVideoMuted(ParticipantID, Bool)
+    /// A participant muted (true) or unmuted (false) their microphone.
+    case remoteAudioMuted(ParticipantID, Bool)
+    /// New receive statistics for a participant.
+    case remoteStats(ParticipantID, MediaInfo)
+    /// New send statistics for the local user.
+    case localStats(MediaInfo)
+    /// A participant's current speaking level, 0…1.
+    case audioLevel(ParticipantID, Double)
+    /// A chat message arrived (messages from the local id are the relay's echo and are ignored).
+    case chatMessage(from: ParticipantID, text: String)
+    /// A connection alert.
+    case alert(RoomAlert)
+    /// A participant (possibly the local user) became a broadcaster or audience member.
+    case roleChanged(ParticipantID, Role)
+}
+
+/// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.
+public enum RoomInput: Hashable, Sendable {
+    /// An engine event.
+    case event(RoomEvent)
+    /// A key or mouse action at a time on the injected clock (time since the client started).
+    case key(Key, at: Duration)
+    /// The clock moved on (expires the double-key window and notices; drives the call timer).
+    case tick(Duration)
+    /// Where the video tiles are drawn on screen; mouse hit-tests and tile numbers use it. The shell sends it
+    /// whenever the screen size or the visible chrome changes.
+    case container(CellRect)
+}
+
+/// Work the reducer asks the call engine or the shell to do.
+public enum RoomEffect: Hashable, Sendable {
+    /// Stop (true) or resume (false) sending microphone audio.
+    case setMicrophoneMuted(Bool)
+    /// Start (true) or stop (false) sending camera video.
+    case setCameraEnabled(Bool)
+    /// Switch to the next camera.
+    case switchCamera
+    /// Play (true) or silence (false) call audio.
+    case setSpeakerEnabled(Bool)
+    /// Apply (true) or remove (false) the video filter on outgoing video.
+    case setFilter(Bool)
+    /// Become a broadcaster or an audience member.
+    case setRole(Role)
+    /// Send a chat message to the room.
+    case sendChat(String)
+    /// Ask a participant for a key frame (their video just resumed).
+    case requestKeyframe(ParticipantID)
+    /// Leave the call and close the room screen.
+    case leave
+}

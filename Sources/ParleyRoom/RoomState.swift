@@ -1,0 +1,238 @@
+/// Settings of the room core: timing, limits, layout tuning and the keymap.
+public struct RoomSettings: Hashable, Sendable {
+    /// Two presses of a tile number within this window fullscreen the tile.
+    public var doubleKeyWindow: Duration
+    /// Chat entries kept (read when the state is created).
+    public var chatHistory: Int
+    /// Longest chat message in UTF-8 bytes (read when the state is created).
+    public var maximumChatBytes: Int
+    /// How long a notice stays in the status line.
+    public var noticeDuration: Duration
+    /// Layout tuning (cell aspect, readable minimum tile).
+    public var layout: LayoutOptions
+    /// Which key runs which command.
+    public var keymap: Keymap
+
+    /// Defaults: 400 ms double-key window, 500 chat entries, 1000-byte messages, 3 s notices, standard keys.
+    public init(
+        doubleKeyWindow: Duration = .milliseconds(400), chatHistory: Int = ChatLog.defaultCapacity,
+        maximumChatBytes: Int = ChatInput.defaultMaximumBytes, noticeDuration: Duration = .seconds(3),
+        layout: LayoutOptions = LayoutOptions(), keymap: Keymap = .standard
+    ) {
+        self.doubleKeyWindow = doubleKeyWindow
+        self.chatHistory = chatHistory
+        self.maximumChatBytes = maximumChatBytes
+        self.noticeDuration = noticeDuration
+        self.layout = layout
+        self.keymap = keymap
+    }
+}
+
+/// The room's connection to the relay, as the header shows it.
+public enum ConnectionState: Hashable, Sendable {
+    /// Joining.
+    case connecting
+    /// In the room.
+    case connected
+    /// The connection stalled.
+    case interrupted
+    /// The engine is reconnecting.
+    case reconnecting
+    /// The connection is gone.
+    case lost
+    /// Joining failed, with the engine's reason.
+    case failed(reason: String)
+    /// The user left; the shell should close the room screen.
+    case left
+
+    /// True while chat can be sent (in the room, possibly stalled).
+    public var canSend: Bool {
+        switch self {
+        case .connected, .interrupted, .reconnecting: return true
+        case .connecting, .lost, .failed, .left: return false
+        }
+    }
+}
+
+/// A short message for the status line, shown until `until` on the injected clock.
+public struct Notice: Hashable, Sendable {
+    /// What to show.
+    public var text: String
+    /// When it disappears.
+    public var until: Duration
+
+    /// A notice.
+    public init(text: String, until: Duration) {
+        self.text = text
+        self.until = until
+    }
+}
+
+/// The first press of a tile number, waiting for a second press inside the double-key window.
+public struct PendingDigit: Hashable, Sendable {
+    /// The tile number pressed (1–9).
+    public var number: Int
+    /// When it was pressed.
+    public var at: Duration
+
+    /// A pending press.
+    public init(number: Int, at: Duration) {
+        self.number = number
+        self.at = at
+    }
+}
+
+/// What the last inputs changed, so the shell redraws only those parts.
+public struct RoomChanges: OptionSet, Hashable, Sendable {
+    /// The flag bits.
+    public let rawValue: UInt8
+    /// Flags from their bits.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Tiles: who is shown, where, placeholders, selection, stats.
+    public static let tiles = RoomChanges(rawValue: 1 << 0)
+    /// The chat pane or the chat input line.
+    public static let chat = RoomChanges(rawValue: 1 << 1)
+    /// The control bar.
+    public static let controls = RoomChanges(rawValue: 1 << 2)
+    /// The help overlay or the leave confirmation.
+    public static let overlay = RoomChanges(rawValue: 1 << 3)
+    /// The header and status line (connection, notice, call timer).
+    public static let status = RoomChanges(rawValue: 1 << 4)
+    /// Everything.
+    public static let all: RoomChanges = [.tiles, .chat, .controls, .overlay, .status]
+}
+
+/// Everything the renderer needs to draw the room, changed only by ``reduce(_:_:)``.
+public struct RoomState: Hashable, Sendable {
+    /// Timing, limits, layout tuning and keys.
+    public var settings: RoomSettings
+    /// The room's name.
+    public internal(set) var roomName: String
+    /// Participants, local first, then remote in join order.
+    public internal(set) var sessions: [VideoSession]
+    /// The fullscreen participant, if any (only with 3 or more tiles).
+    public internal(set) var fullscreen: ParticipantID?
+    /// The page of tiles shown (0-based; clamp with ``layout(in:)``).
+    public internal(set) var page: Int
+    /// The tile last addressed by number (highlighted; the fullscreen command acts on it).
+    public internal(set) var selected: ParticipantID?
+    /// The control bar and chat pane are hidden (the reference's "flow views").
+    public internal(set) var flowViewsHidden: Bool
+    /// The chat input line is open and receives the keys.
+    public internal(set) var isChatInputOpen: Bool
+    /// The chat line being typed (kept as a draft when the input closes with Esc).
+    public internal(set) var chatInput: ChatInput
+    /// Chat, alerts and notices, oldest first.
+    public internal(set) var chatLog: ChatLog
+    /// The stats overlay is on.
+    public internal(set) var statsShown: Bool
+    /// The help overlay is on (it captures keys).
+    public internal(set) var helpShown: Bool
+    /// "Leave the call?" is waiting for y/Enter or n/Esc.
+    public internal(set) var leavePending: Bool
+    /// The connection to the relay.
+    public internal(set) var connection: ConnectionState
+    /// When the call started (on the injected clock), once joined.
+    public internal(set) var callStartedAt: Duration?
+    /// The latest time seen in a key or tick input.
+    public internal(set) var now: Duration
+    /// Call audio is played.
+    public internal(set) var speakerEnabled: Bool
+    /// The video filter is on.
+    public internal(set) var filterEnabled: Bool
+    /// The status-line notice, if one is showing.
+    public internal(set) var notice: Notice?
+    /// A first tile-number press waiting for its second.
+    public internal(set) var pendingDigit: PendingDigit?
+    /// Where the video tiles are on screen, as last reported by the shell.
+    public internal(set) var container: CellRect?
+    /// What changed since the shell last called ``takeChanges()``.
+    public internal(set) var changes: RoomChanges
+
+    /// A room about to be joined: the local session (id unassigned until ``RoomEvent/joined(localID:)``).
+    public init(
+        roomName: String, localName: String, role: Role = .broadcaster, microphoneMuted: Bool = false,
+        cameraEnabled: Bool = true, settings: RoomSettings = RoomSettings()
+    ) {
+        self.settings = settings
+        self.roomName = roomName
+        self.sessions = [
+            VideoSession(
+                id: .unassigned, name: localName, role: role, isLocal: true, audioMuted: microphoneMuted,
+                videoMuted: !cameraEnabled)
+        ]
+        fullscreen = nil
+        page = 0
+        selected = nil
+        flowViewsHidden = false
+        isChatInputOpen = false
+        chatInput = ChatInput(maximumBytes: settings.maximumChatBytes)
+        chatLog = ChatLog(capacity: settings.chatHistory)
+        statsShown = false
+        helpShown = false
+        leavePending = false
+        connection = .connecting
+        callStartedAt = nil
+        now = .zero
+        speakerEnabled = true
+        filterEnabled = false
+        notice = nil
+        pendingDigit = nil
+        container = nil
+        changes = .all
+    }
+
+    /// The local user's session (always first).
+    public var localSession: VideoSession { sessions[0] }
+    /// The local user's id (``ParticipantID/unassigned`` before the join).
+    public var localID: ParticipantID { sessions[0].id }
+    /// The microphone is muted.
+    public var microphoneMuted: Bool { sessions[0].audioMuted }
+    /// The camera is sending.
+    public var cameraEnabled: Bool { !sessions[0].videoMuted }
+    /// The local user's role.
+    public var localRole: Role { sessions[0].role }
+    /// The remote participants in join order.
+    public var peers: ArraySlice<VideoSession> { sessions.dropFirst() }
+
+    /// Sessions with a tile: the local user and every remote broadcaster (the audience only watches).
+    public var stage: [VideoSession] {
+        sessions.enumerated().filter { $0.offset == 0 || $0.element.role == .broadcaster }.map(\.element)
+    }
+
+    /// The self view is hidden: as an audience member, or with exactly one peer while the camera is off.
+    public var selfViewHidden: Bool {
+        localRole == .audience || (stage.count == 2 && localSession.videoMuted)
+    }
+
+    /// Tiles that can be shown, in numbering order: self (unless hidden), then broadcasting peers.
+    public var visibleTiles: [VideoSession] {
+        selfViewHidden ? Array(stage.dropFirst()) : stage
+    }
+
+    /// The session with an id.
+    public func session(_ id: ParticipantID) -> VideoSession? {
+        sessions.first { $0.id == id }
+    }
+
+    /// How long the call has lasted, once joined.
+    public var callDuration: Duration? {
+        callStartedAt.map { now - $0 }
+    }
+
+    /// Lays the tiles out in `container` with this state's self view, fullscreen participant and page.
+    public func layout(in container: CellRect) -> VideoLayout {
+        let stage = self.stage
+        let selfTile = selfViewHidden ? nil : TileSource(id: stage[0].id, videoSize: stage[0].videoSize)
+        let peers = stage.dropFirst().map { TileSource(id: $0.id, videoSize: $0.videoSize) }
+        return VideoViewLayouter.layout(
+            self: selfTile, peers: peers, full: fullscreen, page: page, in: container, options: settings.layout)
+    }
+
+    /// Returns what changed since the last call and clears it.
+    public mutating func takeChanges() -> RoomChanges {
+        defer { changes = [] }
+        return changes
+    }
+}

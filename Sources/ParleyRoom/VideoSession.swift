@@ -1,0 +1,143 @@
+/// A participant's id as the relay assigns it; stable for the life of a call.
+public struct ParticipantID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The relay's number for this participant.
+    public let rawValue: UInt32
+
+    /// Wraps a relay-assigned number.
+    public init(_ rawValue: UInt32) {
+        self.rawValue = rawValue
+    }
+
+    /// The local user's id before the relay has assigned one (the relay never hands out 0).
+    public static let unassigned = ParticipantID(0)
+
+    /// Orders by the relay's number.
+    public static func < (lhs: ParticipantID, rhs: ParticipantID) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+
+    /// "#17".
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Whether a participant sends media (broadcaster) or only watches (audience), as in a live broadcast.
+public enum Role: String, Sendable, Hashable, CaseIterable {
+    /// Sends audio and video; has a tile.
+    case broadcaster
+    /// Watches only; no tile.
+    case audience
+}
+
+/// A video's size in pixels.
+public struct VideoSize: Hashable, Sendable {
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+
+    /// A size in pixels; non-positive sizes are kept but have no aspect.
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// Width divided by height, or nil when either side is not positive.
+    public var aspect: Double? {
+        guard width > 0, height > 0 else { return nil }
+        return Double(width) / Double(height)
+    }
+}
+
+/// Media statistics for one participant's stream, as shown by the stats overlay.
+public struct MediaInfo: Hashable, Sendable {
+    /// Decoded (remote) or captured (local) resolution, if known.
+    public var resolution: VideoSize?
+    /// Frames per second.
+    public var fps: Double
+    /// Bitrate in kilobits per second.
+    public var bitrateKbps: Double
+    /// Packet loss in percent (0…100).
+    public var lossPercent: Double
+
+    /// Statistics; all zero by default.
+    public init(resolution: VideoSize? = nil, fps: Double = 0, bitrateKbps: Double = 0, lossPercent: Double = 0) {
+        self.resolution = resolution
+        self.fps = fps
+        self.bitrateKbps = bitrateKbps
+        self.lossPercent = lossPercent
+    }
+}
+
+/// How far a participant's media has got: joined but silent, flowing, or waiting on a reconnect.
+public enum SessionConnection: String, Sendable, Hashable {
+    /// Present in the room, no media yet.
+    case connecting
+    /// Media is flowing.
+    case connected
+    /// The room connection is interrupted; media will resume after a reconnect.
+    case reconnecting
+}
+
+/// What a tile shows: live video or a placeholder naming why there is none.
+public enum TileContent: Hashable, Sendable {
+    /// Live video.
+    case video
+    /// The participant turned their camera off.
+    case videoOff
+    /// The camera is on but no frame has arrived yet.
+    case waitingForVideo
+}
+
+/// One participant in the room, local or remote: everything a tile and the stats overlay need.
+public struct VideoSession: Hashable, Sendable, Identifiable {
+    /// The relay's id (``ParticipantID/unassigned`` for the local user before the join completes).
+    public var id: ParticipantID
+    /// The name shown on the tile and in chat.
+    public var name: String
+    /// Broadcaster (has a tile) or audience (watches only).
+    public var role: Role
+    /// True for the user running this client.
+    public var isLocal: Bool
+    /// Microphone off.
+    public var audioMuted: Bool
+    /// Camera off: the tile shows a placeholder.
+    public var videoMuted: Bool
+    /// Video size in pixels; nil until the first frame.
+    public var videoSize: VideoSize?
+    /// Latest media statistics.
+    public var media: MediaInfo
+    /// Current speaking level, 0 (silent) … 1 (loud).
+    public var speakingLevel: Double
+    /// Media state for this participant.
+    public var connection: SessionConnection
+
+    /// A session with media not yet started.
+    public init(
+        id: ParticipantID, name: String, role: Role = .broadcaster, isLocal: Bool = false,
+        audioMuted: Bool = false, videoMuted: Bool = false, videoSize: VideoSize? = nil,
+        media: MediaInfo = MediaInfo(), speakingLevel: Double = 0, connection: SessionConnection = .connecting
+    ) {
+        self.id = id
+        self.name = name
+        self.role = role
+        self.isLocal = isLocal
+        self.audioMuted = audioMuted
+        self.videoMuted = videoMuted
+        self.videoSize = videoSize
+        self.media = media
+        self.speakingLevel = speakingLevel
+        self.connection = connection
+    }
+
+    /// Level above which a participant counts as speaking (for the speaking border).
+    public static let speakingThreshold = 0.1
+
+    /// True while the participant is audibly speaking (and not muted).
+    public var isSpeaking: Bool { !audioMuted && speakingLevel >= Self.speakingThreshold }
+
+    /// What the tile shows: muted video shows a placeholder, as does a camera with no frame yet.
+    public var tileContent: TileContent {
+        if videoMuted { return .videoOff }
+        return videoSize == nil ? .waitingForVideo : .video
+    }
+}

@@ -1,0 +1,571 @@
+import ParleyRoom
+import Testing
+
+private let me = ParticipantID(1)
+private func peer(_ n: UInt32) -> ParticipantID { ParticipantID(n) }
+
+/// A room driven only through `reduce`, with a hand-advanced clock.
+private struct Room {
+    var state: RoomState
+    var clock: Duration = .zero
+
+    /// Joined as "me" (id 1) with peers 2…(peers+1) named p2, p3, …; the video area is 80x20 at row 1.
+    init(
+        peers: Int = 0, container: CellRect? = CellRect(x: 0, y: 1, width: 80, height: 20),
+        settings: RoomSettings = RoomSettings(), role: Role = .broadcaster
+    ) {
+        state = RoomState(roomName: "standup", localName: "me", role: role, settings: settings)
+        if let container { _ = reduce(&state, .container(container)) }
+        _ = reduce(&state, .event(.joined(localID: me)))
+        for n in 0..<peers {
+            let id = UInt32(n + 2)
+            _ = reduce(&state, .event(.userJoined(peer(id), name: "p\(id)", role: .broadcaster)))
+        }
+    }
+
+    @discardableResult
+    mutating func send(_ event: RoomEvent) -> [RoomEffect] {
+        reduce(&state, .event(event))
+    }
+
+    /// Presses a key `after` milliseconds after the previous input.
+    @discardableResult
+    mutating func press(_ key: Key, after ms: Int64 = 10) -> [RoomEffect] {
+        clock += .milliseconds(ms)
+        return reduce(&state, .key(key, at: clock))
+    }
+
+    @discardableResult
+    mutating func type(_ text: String) -> [RoomEffect] {
+        text.flatMap { press(.char($0)) }
+    }
+
+    mutating func tick(after ms: Int64) {
+        clock += .milliseconds(ms)
+        _ = reduce(&state, .tick(clock))
+    }
+
+    var lastChat: ChatEntry? { state.chatLog.last }
+    var notice: String? { state.notice?.text }
+}
+
+@Suite("Room reducer: fullscreen and tiles")
+struct FullscreenTests {
+    @Test("a tile number pressed twice within the window fullscreens that participant; again returns to the grid")
+    func doubleKey() {
+        var room = Room(peers: 3)
+        room.press(.char("2"), after: 1000)
+        #expect(room.state.selected == peer(2) && room.state.fullscreen == nil)
+        room.press(.char("2"), after: 250)
+        #expect(room.state.fullscreen == peer(2))
+        room.press(.char("2"), after: 1000)
+        room.press(.char("2"), after: 100)
+        #expect(room.state.fullscreen == nil)
+    }
+
+    @Test(
+        "window boundary: 400 ms triggers, 401 ms does not (the slow press starts a new pair)",
+        arguments: [(Int64(399), true), (400, true), (401, false), (1500, false)])
+    func window(gap: Int64, triggers: Bool) {
+        var room = Room(peers: 2)
+        room.press(.char("3"), after: 1000)
+        room.press(.char("3"), after: gap)
+        #expect((room.state.fullscreen == peer(3)) == triggers)
+        if !triggers {
+            // The slow second press counts as a new first press.
+            room.press(.char("3"), after: 100)
+            #expect(room.state.fullscreen == peer(3))
+        }
+    }
+
+    @Test("the window is configurable")
+    func configurableWindow() {
+        var settings = RoomSettings()
+        settings.doubleKeyWindow = .milliseconds(150)
+        var room = Room(peers: 2, settings: settings)
+        room.press(.char("1"))
+        room.press(.char("1"), after: 200)
+        #expect(room.state.fullscreen == nil)
+        room.press(.char("1"), after: 150)
+        #expect(room.state.fullscreen == me)
+    }
+
+    @Test("different numbers do not pair; a tick past the window clears the pending press")
+    func pending() {
+        var room = Room(peers: 2)
+        room.press(.char("2"))
+        room.press(.char("3"), after: 50)
+        #expect(room.state.fullscreen == nil && room.state.selected == peer(3))
+        #expect(room.state.pendingDigit == PendingDigit(number: 3, at: room.clock))
+        room.tick(after: 401)
+        #expect(room.state.pendingDigit == nil)
+    }
+
+    @Test("Esc returns to the grid")
+    func escape() {
+        var room = Room(peers: 2)
+        room.press(.char("1"))
+        room.press(.char("1"))
+        #expect(room.state.fullscreen == me)
+        room.press(.escape)
+        #expect(room.state.fullscreen == nil)
+    }
+
+    @Test("fullscreen needs 3 or more sessions")
+    func needsThree() {
+        var room = Room(peers: 1)
+        room.press(.char("2"))
+        room.press(.char("2"))
+        #expect(room.state.fullscreen == nil)
+        #expect(room.notice == "Fullscreen needs 3 or more people on screen")
+        #expect(!ControlBar.isEnabled(.fullscreen, room.state))
+    }
+
+    @Test("fullscreen is dropped when the fullscreen participant leaves")
+    func fullscreenLeaves() {
+        var room = Room(peers: 3)
+        room.press(.char("3"))
+        room.press(.char("3"))
+        #expect(room.state.fullscreen == peer(3))
+        room.send(.userOffline(peer(3), reason: .quit))
+        #expect(room.state.fullscreen == nil && room.state.selected == nil)
+    }
+
+    @Test("fullscreen is dropped when fewer than 3 sessions remain")
+    func fewerThanThree() {
+        var room = Room(peers: 2)
+        room.press(.char("2"))
+        room.press(.char("2"))
+        #expect(room.state.fullscreen == peer(2))
+        room.send(.userOffline(peer(3), reason: .timeout))
+        #expect(room.state.fullscreen == nil)
+    }
+
+    @Test("a local switch to the audience drops a fullscreen self view")
+    func audienceDropsSelf() {
+        var room = Room(peers: 3)
+        room.press(.char("1"))
+        room.press(.char("1"))
+        #expect(room.state.fullscreen == me)
+        #expect(room.press(.char("b")) == [.setRole(.audience)])
+        #expect(room.state.fullscreen == nil)
+        #expect(room.state.selfViewHidden)
+    }
+
+    @Test("mouse double-click on a tile fullscreens it; a second double-click anywhere returns")
+    func doubleClick() {
+        // 80x20 at row 1 with 3 tiles: 2 columns x 2 rows; tile 2 (peer 2) is the top right one.
+        var room = Room(peers: 2)
+        room.press(.mouseDoubleClick(column: 60, row: 5))
+        #expect(room.state.fullscreen == peer(2))
+        room.press(.mouseDoubleClick(column: 1, row: 2))
+        #expect(room.state.fullscreen == nil)
+        // Outside every tile: nothing.
+        room.press(.mouseDoubleClick(column: 5, row: 18))
+        #expect(room.state.fullscreen == nil)
+    }
+
+    @Test("z fullscreens the selected tile")
+    func zoomCommand() {
+        var room = Room(peers: 2)
+        room.press(.char("z"))
+        #expect(room.notice == "Press a tile's number first (twice quickly to fullscreen it)")
+        room.press(.char("3"), after: 1000)
+        room.press(.char("z"), after: 1000)
+        #expect(room.state.fullscreen == peer(3))
+        room.press(.char("z"))
+        #expect(room.state.fullscreen == nil)
+    }
+
+    @Test("numbers address tiles on the current page; ] and [ flip pages")
+    func paging() {
+        // 40x14 holds 4 readable tiles (2x2 of 20x7); 6 tiles make 2 pages.
+        var room = Room(peers: 5, container: CellRect(x: 0, y: 0, width: 40, height: 14))
+        #expect(room.state.layout(in: room.state.container!).pageCount == 2)
+        room.press(.char("]"))
+        #expect(room.state.page == 1)
+        room.press(.char("2"), after: 1000)
+        #expect(room.state.selected == peer(6))
+        room.press(.char("3"), after: 1000)
+        #expect(room.notice == "No tile 3 on this page")
+        room.press(.char("]"))
+        #expect(room.state.page == 0, "next wraps around")
+        room.press(.pageUp)
+        #expect(room.state.page == 1)
+        // Shrinking the room clamps the page.
+        room.send(.userOffline(peer(6), reason: .quit))
+        room.send(.userOffline(peer(5), reason: .quit))
+        #expect(room.state.page == 0)
+        room.press(.char("]"))
+        #expect(room.notice == "All tiles fit on one page")
+    }
+}
+
+@Suite("Room reducer: sessions and engine events")
+struct EventTests {
+    @Test("join, peers arriving and leaving write system lines")
+    func presence() {
+        var room = Room()
+        #expect(room.state.connection == .connected)
+        #expect(room.state.localID == me)
+        #expect(room.state.callStartedAt == .zero)
+        #expect(room.lastChat == ChatEntry(sender: nil, text: "You joined standup as me", time: .zero, kind: .system))
+        room.send(.userJoined(peer(2), name: "ann", role: .broadcaster))
+        room.send(.userJoined(peer(3), name: "viewer", role: .audience))
+        #expect(room.state.sessions.map(\.name) == ["me", "ann", "viewer"])
+        #expect(room.state.visibleTiles.map(\.id) == [me, peer(2)], "the audience has no tile")
+        let lines = [
+            (OfflineReason.quit, "ann left"),
+            (.timeout, "ann stopped responding and was removed"),
+            (.dropped, "ann dropped out of the call"),
+        ]
+        for (reason, text) in lines {
+            room.send(.userJoined(peer(2), name: "ann", role: .broadcaster))
+            room.send(.userOffline(peer(2), reason: reason))
+            #expect(room.lastChat?.text == text)
+        }
+        #expect(
+            room.state.chatLog.entries.map(\.text).prefix(3)
+                == ["You joined standup as me", "ann joined", "viewer joined the audience"])
+    }
+
+    @Test("join failure is an alert and blocks sending")
+    func joinFailed() {
+        var state = RoomState(roomName: "standup", localName: "me")
+        _ = reduce(&state, .event(.joinFailed(reason: "relay refused: room full")))
+        #expect(state.connection == .failed(reason: "relay refused: room full"))
+        #expect(state.chatLog.last?.kind == .alert)
+        #expect(state.chatLog.last?.text == "Could not join standup: relay refused: room full")
+        _ = reduce(&state, .key(.char("t"), at: .seconds(1)))
+        _ = reduce(&state, .key(.char("x"), at: .seconds(1)))
+        #expect(reduce(&state, .key(.enter, at: .seconds(1))) == [])
+        #expect(state.notice?.text == "Not connected: the message is kept, press Enter again once connected")
+        #expect(state.chatInput.text == "x")
+    }
+
+    @Test(
+        "alerts go to the chat pane and set the connection state",
+        arguments: [
+            (RoomAlert.interrupted, "Connection interrupted", ConnectionState.interrupted),
+            (.reconnecting, "Reconnecting…", .reconnecting),
+            (.reconnected, "Reconnected", .connected),
+            (.lost, "Connection lost", .lost),
+            (.message("Camera not found"), "Camera not found", .connected),
+        ])
+    func alerts(alert: RoomAlert, text: String, connection: ConnectionState) {
+        var room = Room(peers: 1)
+        room.send(.alert(alert))
+        #expect(room.lastChat == ChatEntry(sender: nil, text: text, time: .zero, kind: .alert))
+        #expect(room.state.connection == connection)
+    }
+
+    @Test("an interruption marks peers reconnecting until reconnected")
+    func peersReconnect() {
+        var room = Room(peers: 2)
+        room.send(.firstRemoteFrame(peer(2), size: VideoSize(width: 640, height: 360)))
+        room.send(.alert(.interrupted))
+        #expect(room.state.peers.map(\.connection) == [.reconnecting, .reconnecting])
+        room.send(.alert(.reconnected))
+        #expect(room.state.peers.map(\.connection) == [.connected, .connecting])
+    }
+
+    @Test("a peer's video mute shows a placeholder; unmuting asks for a key frame")
+    func videoMute() {
+        var room = Room(peers: 1)
+        #expect(room.state.session(peer(2))?.tileContent == .waitingForVideo)
+        room.send(.firstRemoteFrame(peer(2), size: VideoSize(width: 640, height: 360)))
+        #expect(room.state.session(peer(2))?.tileContent == .video)
+        #expect(room.state.session(peer(2))?.videoSize == VideoSize(width: 640, height: 360))
+        #expect(room.send(.remoteVideoMuted(peer(2), true)) == [])
+        #expect(room.state.session(peer(2))?.tileContent == .videoOff)
+        #expect(room.send(.remoteVideoMuted(peer(2), false)) == [.requestKeyframe(peer(2))])
+        #expect(room.send(.remoteVideoMuted(peer(2), false)) == [], "no change, no request")
+    }
+
+    @Test("a peer's audio mute, stats and speaking level update its session")
+    func peerUpdates() {
+        var room = Room(peers: 1)
+        room.send(.remoteAudioMuted(peer(2), true))
+        #expect(room.state.session(peer(2))?.audioMuted == true)
+        let info = MediaInfo(
+            resolution: VideoSize(width: 320, height: 180), fps: 15, bitrateKbps: 250, lossPercent: 1.5)
+        room.send(.remoteStats(peer(2), info))
+        #expect(room.state.session(peer(2))?.media == info)
+        room.send(.remoteAudioMuted(peer(2), false))
+        room.send(.audioLevel(peer(2), 0.5))
+        #expect(room.state.session(peer(2))?.isSpeaking == true)
+        room.send(.audioLevel(peer(2), 7))
+        #expect(room.state.session(peer(2))?.speakingLevel == 1)
+        room.send(.localStats(info))
+        #expect(room.state.localSession.media == info)
+    }
+
+    @Test("media before presence creates a provisional session that userJoined names")
+    func mediaFirst() {
+        var room = Room()
+        room.send(.firstRemoteFrame(peer(9), size: VideoSize(width: 640, height: 480)))
+        #expect(room.state.session(peer(9))?.name == "#9")
+        room.send(.userJoined(peer(9), name: "zed", role: .broadcaster))
+        #expect(room.state.sessions.count == 2 && room.state.session(peer(9))?.name == "zed")
+    }
+
+    @Test("chat messages are logged with the sender's name; the relay's echo of our own is ignored")
+    func chat() {
+        var room = Room(peers: 1)
+        room.send(.chatMessage(from: peer(2), text: "hello"))
+        #expect(room.lastChat == ChatEntry(sender: "p2", text: "hello", time: .zero, kind: .chat))
+        let count = room.state.chatLog.count
+        room.send(.chatMessage(from: me, text: "echo"))
+        room.send(.chatMessage(from: peer(2), text: "  "))
+        #expect(room.state.chatLog.count == count)
+    }
+
+    @Test("role changes are announced and move tiles")
+    func roles() {
+        var room = Room(peers: 2)
+        room.send(.roleChanged(peer(3), .audience))
+        #expect(room.lastChat?.text == "p3 is now in the audience")
+        #expect(room.state.visibleTiles.map(\.id) == [me, peer(2)])
+        room.send(.roleChanged(me, .audience))
+        #expect(room.lastChat?.text == "You are now in the audience")
+        #expect(room.state.visibleTiles.map(\.id) == [peer(2)])
+    }
+
+    @Test("the call timer runs from the join")
+    func timer() {
+        var room = Room()
+        room.tick(after: 61_000)
+        #expect(room.state.callDuration == .seconds(61))
+    }
+}
+
+@Suite("Room reducer: self view")
+struct SelfViewTests {
+    @Test(
+        "with exactly 2 sessions and the camera off the self view is hidden",
+        arguments: [(0, false), (1, true), (2, false), (4, false)])
+    func hidden(peers: Int, hidden: Bool) {
+        var room = Room(peers: peers)
+        #expect(room.press(.char("v")) == [.setCameraEnabled(false)])
+        #expect(room.state.selfViewHidden == hidden)
+        #expect(room.state.localSession.tileContent == .videoOff)
+        let layout = room.state.layout(in: CellRect(x: 0, y: 0, width: 80, height: 24))
+        #expect(layout.tiles.contains { $0.id == me } == !hidden)
+        room.press(.char("v"))
+        #expect(!room.state.selfViewHidden)
+    }
+}
+
+@Suite("Room reducer: commands and keys")
+struct CommandTests {
+    @Test("controls return effects for the engine")
+    func controls() {
+        var room = Room()
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(true)])
+        #expect(room.state.microphoneMuted)
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(false)])
+        #expect(room.press(.char("c")) == [.switchCamera])
+        #expect(room.press(.char("s")) == [.setSpeakerEnabled(false)])
+        #expect(room.press(.char("f")) == [.setFilter(true)])
+        #expect(room.press(.char("v")) == [.setCameraEnabled(false)])
+        #expect(room.press(.char("c")) == [])
+        #expect(room.notice == "Camera is off: press v to turn it on first")
+        #expect(room.press(.char("i")) == [] && room.state.statsShown)
+        room.press(.escape)
+        #expect(!room.state.statsShown)
+        #expect(room.press(.char("x")) == [], "unbound keys do nothing")
+    }
+
+    @Test("the audience cannot use microphone or camera")
+    func audience() {
+        var room = Room(role: .audience)
+        #expect(room.press(.char("m")) == [])
+        #expect(room.notice == "You are in the audience: press b to broadcast, then use the microphone")
+        #expect(!ControlBar.isEnabled(.microphone, room.state))
+        #expect(room.press(.char("b")) == [.setRole(.broadcaster)])
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(true)])
+    }
+
+    @Test("notices expire with the clock")
+    func noticeExpiry() {
+        var room = Room()
+        room.press(.char("z"))
+        #expect(room.notice != nil)
+        room.tick(after: 2999)
+        #expect(room.notice != nil)
+        room.tick(after: 1)
+        #expect(room.notice == nil)
+    }
+
+    @Test("rebound keys drive dispatch")
+    func rebound() throws {
+        var settings = RoomSettings()
+        settings.keymap = try Keymap.parse("mic = x\nstats = m")
+        var room = Room(settings: settings)
+        #expect(room.press(.char("x")) == [.setMicrophoneMuted(true)])
+        room.press(.char("m"))
+        #expect(room.state.statsShown)
+    }
+
+    @Test("a click hides and shows the controls and chat; h does the same")
+    func flowViews() {
+        var room = Room()
+        room.press(.mouseClick(column: 3, row: 3))
+        #expect(room.state.flowViewsHidden)
+        room.press(.char("h"))
+        #expect(!room.state.flowViewsHidden)
+    }
+
+    @Test("toggling flow views is ignored while typing a chat line")
+    func flowIgnoredWhileTyping() {
+        var room = Room()
+        room.press(.char("t"))
+        room.press(.mouseClick(column: 3, row: 3))
+        room.press(.char("h"))
+        #expect(!room.state.flowViewsHidden)
+        #expect(room.state.chatInput.text == "h")
+    }
+
+    @Test("opening the chat shows hidden flow views")
+    func chatShowsFlow() {
+        var room = Room()
+        room.press(.char("h"))
+        room.press(.enter)
+        #expect(room.state.isChatInputOpen && !room.state.flowViewsHidden)
+    }
+
+    @Test("help captures keys until closed")
+    func help() {
+        var room = Room()
+        room.press(.char("?"))
+        #expect(room.state.helpShown)
+        #expect(room.press(.char("m")) == [])
+        #expect(!room.state.microphoneMuted)
+        room.press(.function(1))
+        #expect(!room.state.helpShown)
+        room.press(.function(1))
+        room.press(.escape)
+        #expect(!room.state.helpShown)
+        #expect(room.state.fullscreen == nil)
+        room.press(.char("?"))
+        room.press(.char("q"))
+        #expect(!room.state.helpShown && !room.state.leavePending, "q closes help like a pager")
+        room.press(.char("?"))
+        room.press(.control("c"))
+        #expect(!room.state.helpShown && room.state.leavePending, "Ctrl-C goes on to the leave question")
+    }
+
+    @Test(
+        "leaving asks first: n/Esc stay, y/Enter/Ctrl-C leave",
+        arguments: [
+            ([Key.char("y")], true), ([.enter], true), ([.control("c")], true), ([.char("Y")], true),
+            ([.char("n")], false), ([.escape], false), ([.char("m"), .char("n")], false),
+        ])
+    func leave(answer: [Key], leaves: Bool) {
+        var room = Room()
+        #expect(room.press(.char("q")) == [])
+        #expect(room.state.leavePending)
+        var effects: [RoomEffect] = []
+        for key in answer { effects += room.press(key) }
+        #expect(effects == (leaves ? [.leave] : []))
+        #expect(!room.state.leavePending)
+        #expect((room.state.connection == .left) == leaves)
+        #expect(!room.state.microphoneMuted, "keys are captured while confirming")
+        if leaves {
+            #expect(room.press(.char("m")) == [], "nothing happens after leaving")
+        }
+    }
+
+    @Test("Ctrl-C asks to leave too")
+    func controlC() {
+        var room = Room()
+        room.press(.control("c"))
+        #expect(room.state.leavePending)
+        #expect(room.press(.control("c")) == [.leave])
+    }
+}
+
+@Suite("Room reducer: chat input")
+struct ChatInputKeyTests {
+    @Test("type UTF-8, edit, send with Enter; the line stays open")
+    func send() {
+        var room = Room(peers: 1)
+        room.press(.char("t"))
+        room.type("héllo wörld")
+        room.press(.backspace)
+        room.press(.left)
+        room.press(.left)
+        room.type("🙂")
+        #expect(room.state.chatInput.text == "héllo wö🙂rl")
+        #expect(room.state.chatInput.cursor == 9)
+        room.press(.end)
+        room.type("  ")
+        #expect(room.press(.enter) == [.sendChat("héllo wö🙂rl")])
+        #expect(room.lastChat == ChatEntry(sender: "me", text: "héllo wö🙂rl", time: room.clock, kind: .own))
+        #expect(room.state.isChatInputOpen && room.state.chatInput.text.isEmpty)
+        // Enter on an empty line closes the input.
+        #expect(room.press(.enter) == [])
+        #expect(!room.state.isChatInputOpen)
+    }
+
+    @Test("keys that are commands elsewhere are text while typing")
+    func commandsAreText() {
+        var room = Room(peers: 2)
+        room.press(.enter)
+        #expect(room.type("mq12") == [])
+        #expect(room.state.chatInput.text == "mq12")
+        #expect(!room.state.microphoneMuted && !room.state.leavePending && room.state.selected == nil)
+    }
+
+    @Test("Esc closes and keeps the draft; Ctrl-C discards it; Ctrl-U clears; Ctrl-W deletes a word")
+    func closing() {
+        var room = Room()
+        room.press(.char("t"))
+        room.type("draft one")
+        room.press(.escape)
+        #expect(!room.state.isChatInputOpen && room.state.chatInput.text == "draft one")
+        room.press(.char("t"))
+        room.press(.control("w"))
+        #expect(room.state.chatInput.text == "draft ")
+        room.press(.control("u"))
+        #expect(room.state.chatInput.text.isEmpty)
+        room.type("gone")
+        room.press(.control("c"))
+        #expect(!room.state.isChatInputOpen && room.state.chatInput.text.isEmpty && !room.state.leavePending)
+    }
+
+    @Test("the message length is limited")
+    func limit() {
+        var settings = RoomSettings()
+        settings.maximumChatBytes = 4
+        var room = Room(settings: settings)
+        room.press(.char("t"))
+        room.type("abcde")
+        #expect(room.state.chatInput.text == "abcd")
+        #expect(room.notice == "Messages are limited to 4 bytes")
+    }
+
+    @Test("a double-click still fullscreens while typing")
+    func doubleClickWhileTyping() {
+        var room = Room(peers: 2)
+        room.press(.char("t"))
+        room.press(.mouseDoubleClick(column: 60, row: 5))
+        #expect(room.state.fullscreen == peer(2) && room.state.isChatInputOpen)
+    }
+}
+
+@Suite("Room reducer: redraw flags")
+struct ChangeTests {
+    @Test("inputs say what changed")
+    func changes() {
+        var room = Room(peers: 1)
+        _ = room.state.takeChanges()
+        room.send(.chatMessage(from: peer(2), text: "hi"))
+        #expect(room.state.takeChanges() == .chat)
+        room.press(.char("m"))
+        #expect(room.state.takeChanges() == [.controls, .tiles])
+        room.press(.char("?"))
+        #expect(room.state.takeChanges() == .overlay)
+        #expect(room.state.takeChanges() == [])
+    }
+}
