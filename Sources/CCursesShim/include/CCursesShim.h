@@ -10,6 +10,7 @@ int parley_curses_lines(void);
 int parley_curses_cols(void);
 int parley_curses_colors(void);
 int parley_curses_color_pairs(void);
+WINDOW *parley_curses_stdscr(void);
 
 /* Attribute and mouse macros that do not import. */
 attr_t parley_curses_a_normal(void);
@@ -27,5 +28,28 @@ mmask_t parley_curses_all_mouse_events(void);
 
 /* Writes one wide character with an extended colour pair (pairs above 32767 need the `opts` pointer). */
 int parley_curses_put_wch(WINDOW *win, int y, int x, wchar_t ch, attr_t attrs, int pair);
+
+/* Writes one grapheme cluster (up to CCHARW_MAX wide characters: a base plus combining or joining characters). */
+int parley_curses_put_cluster(WINDOW *win, int y, int x, const wchar_t *text, int count, attr_t attrs, int pair);
+
+/* newterm(term, stdout, stdin): `stdout`/`stdin` are C globals Swift 6 cannot read. NULL term means $TERM. */
+SCREEN *parley_curses_newterm(const char *term);
+
+/*
+ * Terminal restoration from signal handlers.
+ *
+ * `parley_curses_save_tty` records the terminal modes of `fd` before curses changes them. `parley_curses_arm_restore`
+ * (called after newterm) builds the byte sequence that undoes curses' screen setup from terminfo (attributes off,
+ * cursor visible, keypad and mouse reporting off, leave the alternate screen) and installs async-signal-safe
+ * handlers: SIGINT, SIGTERM and SIGHUP write that sequence, restore the saved modes and _exit(128 + signal); crash
+ * signals (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE) restore the same way and then pass the signal on to
+ * the handler that was installed before (the Swift runtime's backtracer) or to the default action.
+ * `parley_curses_disarm_restore` puts the previous handlers back. Returns 0 on success, -1 when a call failed.
+ */
+int parley_curses_save_tty(int fd);
+int parley_curses_arm_restore(void);
+void parley_curses_disarm_restore(void);
+/* Runs the signal-time restoration now (for tests of the sequence and for emergency paths). */
+void parley_curses_restore_now(void);
 
 #endif

@@ -1,1 +1,0 @@
-// ParleyTUI: see README.md

@@ -1,0 +1,281 @@
+/// A rectangle of character cells: column and row of its top-left corner, width and height in cells.
+public struct ScreenRect: Hashable, Sendable, CustomStringConvertible {
+    /// Leftmost column, 0-based.
+    public var column: Int
+    /// Top row, 0-based.
+    public var row: Int
+    /// Width in columns.
+    public var width: Int
+    /// Height in rows.
+    public var height: Int
+
+    /// A rectangle from its top-left corner and size.
+    public init(column: Int, row: Int, width: Int, height: Int) {
+        self.column = column
+        self.row = row
+        self.width = width
+        self.height = height
+    }
+
+    /// One past the rightmost column.
+    public var endColumn: Int { column + width }
+    /// One past the bottom row.
+    public var endRow: Int { row + height }
+    /// True when the rectangle holds no cell.
+    public var isEmpty: Bool { width <= 0 || height <= 0 }
+
+    /// True when the cell lies inside.
+    public func contains(column: Int, row: Int) -> Bool {
+        column >= self.column && column < endColumn && row >= self.row && row < endRow
+    }
+
+    /// The cells inside both rectangles (an empty rectangle when they do not overlap).
+    public func intersection(_ other: ScreenRect) -> ScreenRect {
+        let left = max(column, other.column), top = max(row, other.row)
+        let right = min(endColumn, other.endColumn), bottom = min(endRow, other.endRow)
+        return ScreenRect(column: left, row: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
+    /// The rectangle shrunk by `amount` cells on every side (never below zero size).
+    public func inset(by amount: Int) -> ScreenRect {
+        ScreenRect(column: column + amount, row: row + amount,
+                   width: max(0, width - 2 * amount), height: max(0, height - 2 * amount))
+    }
+
+    /// "(column,row widthxheight)", for test messages.
+    public var description: String { "(\(column),\(row) \(width)x\(height))" }
+}
+
+/// One character cell: a grapheme cluster and how it is painted.
+public struct Cell: Hashable, Sendable {
+    /// The grapheme cluster shown (a space for empty cells). Wide characters take this cell and the next.
+    public var character: Character
+    /// Colours and attributes.
+    public var style: CellStyle
+    /// True for the right half of a wide character; the terminal skips it, the text dump leaves it out.
+    public internal(set) var isContinuation: Bool
+
+    /// A cell showing one character.
+    public init(_ character: Character = " ", style: CellStyle = .plain) {
+        self.character = character
+        self.style = style
+        self.isContinuation = false
+    }
+
+    /// A space in the terminal's default colours.
+    public static let blank = Cell()
+
+    static func continuation(style: CellStyle) -> Cell {
+        var cell = Cell(" ", style: style)
+        cell.isContinuation = true
+        return cell
+    }
+}
+
+/// The six characters of a box border.
+public struct BoxLines: Hashable, Sendable {
+    /// Corners and edges, in the order top-left, top-right, bottom-left, bottom-right, horizontal, vertical.
+    public var topLeft, topRight, bottomLeft, bottomRight, horizontal, vertical: Character
+
+    /// A border from its six characters.
+    public init(topLeft: Character, topRight: Character, bottomLeft: Character, bottomRight: Character,
+                horizontal: Character, vertical: Character) {
+        self.topLeft = topLeft
+        self.topRight = topRight
+        self.bottomLeft = bottomLeft
+        self.bottomRight = bottomRight
+        self.horizontal = horizontal
+        self.vertical = vertical
+    }
+
+    /// ┌─┐ thin lines.
+    public static let light = BoxLines(topLeft: "┌", topRight: "┐", bottomLeft: "└", bottomRight: "┘",
+                                       horizontal: "─", vertical: "│")
+    /// ┏━┓ thick lines (e.g. the speaking tile, visible without colour).
+    public static let heavy = BoxLines(topLeft: "┏", topRight: "┓", bottomLeft: "┗", bottomRight: "┛",
+                                       horizontal: "━", vertical: "┃")
+    /// ╭─╮ rounded corners.
+    public static let rounded = BoxLines(topLeft: "╭", topRight: "╮", bottomLeft: "╰", bottomRight: "╯",
+                                         horizontal: "─", vertical: "│")
+    /// ╔═╗ double lines.
+    public static let double = BoxLines(topLeft: "╔", topRight: "╗", bottomLeft: "╚", bottomRight: "╝",
+                                        horizontal: "═", vertical: "║")
+    /// +-+ plain ASCII.
+    public static let ascii = BoxLines(topLeft: "+", topRight: "+", bottomLeft: "+", bottomRight: "+",
+                                       horizontal: "-", vertical: "|")
+}
+
+/// A grid of cells the views draw into; pure data, so tests render without a terminal.
+///
+/// Writing is clipped to the grid (and to an optional rectangle), is width-aware (CJK and emoji take two cells)
+/// and keeps wide characters whole: overwriting half of one blanks the other half.
+public struct Screen: Hashable, Sendable {
+    /// Width in columns.
+    public let width: Int
+    /// Height in rows.
+    public let height: Int
+    /// Cells row by row, `width * height` of them.
+    public internal(set) var cells: [Cell]
+
+    /// A blank screen of the given size, filled with spaces in `style`.
+    public init(width: Int, height: Int, style: CellStyle = .plain) {
+        self.width = max(0, width)
+        self.height = max(0, height)
+        cells = [Cell](repeating: Cell(" ", style: style), count: self.width * self.height)
+    }
+
+    /// The whole screen as a rectangle.
+    public var bounds: ScreenRect { ScreenRect(column: 0, row: 0, width: width, height: height) }
+
+    /// The cell at a position; the position must be on the screen.
+    public subscript(column: Int, row: Int) -> Cell {
+        precondition(bounds.contains(column: column, row: row), "cell (\(column),\(row)) is outside \(bounds)")
+        return cells[row * width + column]
+    }
+
+    /// Puts one character at a cell and returns the columns it took (0 when the cell is off the screen).
+    ///
+    /// Controls become U+FFFD. A wide character that would stick out past `limit` (default: the right edge)
+    /// becomes a space.
+    @discardableResult
+    public mutating func put(_ character: Character, column: Int, row: Int, style: CellStyle,
+                             limit: Int? = nil) -> Int {
+        guard bounds.contains(column: column, row: row) else { return 0 }
+        var character = character
+        var columns = DisplayWidth.of(character)
+        if columns == 0 {
+            character = DisplayWidth.replacement
+            columns = 1
+        }
+        if columns == 2 && column + 1 >= min(width, limit ?? width) {
+            character = " "
+            columns = 1
+        }
+        let index = row * width + column
+        breakWideCharacter(at: index, column: column)
+        cells[index] = Cell(character, style: style)
+        if columns == 2 {
+            breakWideCharacter(at: index + 1, column: column + 1)
+            cells[index + 1] = .continuation(style: style)
+        }
+        return columns
+    }
+
+    /// Writes text starting at a cell, clipped to `clip` (default: the whole screen); returns the column after it.
+    ///
+    /// Text is not wrapped: newlines and other controls show as U+FFFD. Use `DisplayWidth.wrap` first.
+    @discardableResult
+    public mutating func write(_ text: String, column: Int, row: Int, style: CellStyle,
+                               clip: ScreenRect? = nil) -> Int {
+        let area = (clip ?? bounds).intersection(bounds)
+        var current = column
+        guard !area.isEmpty, row >= area.row, row < area.endRow else { return column + DisplayWidth.of(text) }
+        for character in text {
+            let columns = max(1, DisplayWidth.of(character))
+            if current >= area.endColumn { break }
+            if current < area.column {
+                // A wide character cut by the left edge leaves a blank where its right half would be.
+                if current + columns > area.column {
+                    put(" ", column: area.column, row: row, style: style)
+                }
+                current += columns
+                continue
+            }
+            current += put(character, column: current, row: row, style: style, limit: area.endColumn)
+        }
+        return current
+    }
+
+    /// Fills a rectangle (clipped to the screen) with one character in one style.
+    public mutating func fill(_ rect: ScreenRect, with character: Character = " ", style: CellStyle) {
+        let area = rect.intersection(bounds)
+        guard !area.isEmpty else { return }
+        for row in area.row..<area.endRow {
+            var column = area.column
+            while column < area.endColumn {
+                column += max(1, put(character, column: column, row: row, style: style, limit: area.endColumn))
+            }
+        }
+    }
+
+    /// Draws a border around the inside edge of `rect`, with an optional title in the top edge.
+    ///
+    /// Rectangles smaller than 2x2 draw nothing. The title is cut with "…" to fit between the corners.
+    public mutating func drawBox(_ rect: ScreenRect, style: CellStyle, lines: BoxLines = .light,
+                                 title: String? = nil, titleStyle: CellStyle? = nil) {
+        guard rect.width >= 2, rect.height >= 2 else { return }
+        let right = rect.endColumn - 1, bottom = rect.endRow - 1
+        put(lines.topLeft, column: rect.column, row: rect.row, style: style)
+        put(lines.topRight, column: right, row: rect.row, style: style)
+        put(lines.bottomLeft, column: rect.column, row: bottom, style: style)
+        put(lines.bottomRight, column: right, row: bottom, style: style)
+        for column in (rect.column + 1)..<right {
+            put(lines.horizontal, column: column, row: rect.row, style: style)
+            put(lines.horizontal, column: column, row: bottom, style: style)
+        }
+        for row in (rect.row + 1)..<bottom {
+            put(lines.vertical, column: rect.column, row: row, style: style)
+            put(lines.vertical, column: right, row: row, style: style)
+        }
+        if let title, rect.width >= 5 {
+            let text = " " + DisplayWidth.truncate(title, toWidth: rect.width - 4) + " "
+            let clip = ScreenRect(column: rect.column + 1, row: rect.row, width: rect.width - 2, height: 1)
+            write(text, column: rect.column + 1, row: rect.row, style: titleStyle ?? style, clip: clip)
+        }
+    }
+
+    /// Draws a horizontal line of `length` cells from a cell.
+    public mutating func drawHorizontalLine(column: Int, row: Int, length: Int, style: CellStyle,
+                                            character: Character = "─") {
+        fill(ScreenRect(column: column, row: row, width: length, height: 1), with: character, style: style)
+    }
+
+    /// Draws a vertical line of `length` cells from a cell.
+    public mutating func drawVerticalLine(column: Int, row: Int, length: Int, style: CellStyle,
+                                          character: Character = "│") {
+        fill(ScreenRect(column: column, row: row, width: 1, height: length), with: character, style: style)
+    }
+
+    /// The characters of one row, without the right halves of wide characters and without trailing spaces.
+    public func text(row: Int) -> String {
+        precondition(row >= 0 && row < height, "row \(row) is outside 0..<\(height)")
+        var line = ""
+        for cell in cells[(row * width)..<((row + 1) * width)] where !cell.isContinuation {
+            line.append(cell.character)
+        }
+        while line.last == " " { line.removeLast() }
+        return line
+    }
+
+    /// Every row's characters joined with newlines, trailing spaces removed (as `tmux capture-pane -p` prints).
+    /// This is what golden files hold.
+    public var text: String {
+        (0..<height).map { text(row: $0) }.joined(separator: "\n")
+    }
+
+    /// Blanks the other half of a wide character that the cell at `index` is part of, before it is overwritten.
+    mutating func breakWideCharacter(at index: Int, column: Int) {
+        if cells[index].isContinuation, column > 0 {
+            cells[index - 1] = Cell(" ", style: cells[index - 1].style)
+        }
+        if column + 1 < width, cells[index + 1].isContinuation {
+            cells[index + 1] = Cell(" ", style: cells[index + 1].style)
+        }
+    }
+
+    /// Repairs wide characters cut by the edges of a rectangle that was just overwritten cell by cell in bulk.
+    mutating func repairWideCharacters(around rect: ScreenRect) {
+        let area = rect.intersection(bounds)
+        guard !area.isEmpty else { return }
+        for row in area.row..<area.endRow {
+            let left = row * width + area.column
+            if area.column > 0, !cells[left - 1].isContinuation, DisplayWidth.of(cells[left - 1].character) == 2 {
+                cells[left - 1] = Cell(" ", style: cells[left - 1].style)
+            }
+            let right = row * width + area.endColumn
+            if area.endColumn < width, cells[right].isContinuation {
+                cells[right] = Cell(" ", style: cells[right].style)
+            }
+        }
+    }
+}

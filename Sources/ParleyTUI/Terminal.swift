@@ -1,0 +1,405 @@
+import CCursesShim
+import CNcursesw
+import Foundation
+import ParleyRoom
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the terminal could not be used.
+public enum TerminalError: Error, Equatable, CustomStringConvertible {
+    /// Standard input or output is not a terminal (redirected to a file or a pipe).
+    case notATerminal(stream: String)
+    /// Another `Terminal` is open in this process; curses drives one screen at a time.
+    case alreadyOpen
+    /// `newterm` refused the terminal type (unknown TERM, missing terminfo entry).
+    case unknownTerminalType(String)
+    /// The log file for standard error could not be opened.
+    case cannotOpenLog(path: String, errno: Int32)
+
+    /// A message naming what was wrong and what to do.
+    public var description: String {
+        switch self {
+        case .notATerminal(let stream):
+            return "standard \(stream) is not a terminal; run Parley in a terminal without redirecting it"
+        case .alreadyOpen:
+            return "a terminal screen is already open in this process"
+        case .unknownTerminalType(let term):
+            return "terminal type '\(term)' is unknown to terminfo; set TERM to e.g. xterm-256color or tmux-256color"
+        case .cannotOpenLog(let path, let code):
+            return "cannot open log file \(path): \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// A terminal's size in character cells.
+public struct TerminalSize: Hashable, Sendable {
+    /// Width in columns.
+    public var columns: Int
+    /// Height in rows.
+    public var rows: Int
+
+    /// A size from columns and rows.
+    public init(columns: Int, rows: Int) {
+        self.columns = columns
+        self.rows = rows
+    }
+}
+
+/// The one type that calls curses: opens the screen, draws `Screen`s by writing only changed cells, reads keys,
+/// and always restores the terminal (on `close`, on deinit, on SIGINT/SIGTERM/SIGHUP and on crashes).
+///
+/// Not thread-safe, like the ncursesw underneath: create, use and close it on one thread. `readKey` blocks for up
+/// to its timeout, so run the loop that owns it on a dedicated thread, not on the Swift concurrency pool.
+///
+/// Signals: an async-signal-safe C handler (in CCursesShim) writes the terminfo strings that undo the screen
+/// setup, restores the terminal modes saved before curses started, and exits with 128 + signal. Chosen over a
+/// DispatchSource because it still works when the owning thread is stuck or busy, never calls curses from a second
+/// thread, and covers crashes (Swift traps) as well, which a dispatch queue cannot.
+public final class Terminal {
+    /// How to open the terminal.
+    public struct Options: Sendable {
+        /// Report left clicks and double clicks as keys.
+        public var mouse: Bool
+        /// How long a lone Esc waits for the rest of an escape sequence, in milliseconds.
+        public var escapeDelayMilliseconds: Int
+        /// Longest gap between the clicks of a double click, in milliseconds.
+        public var doubleClickMilliseconds: Int
+        /// The environment read for TERM and NO_COLOR.
+        public var environment: [String: String]
+        /// A file that receives standard error while the screen is open, so stray log lines and library warnings
+        /// never land on the screen. Nil leaves standard error alone.
+        public var standardErrorPath: String?
+
+        /// Options with Parley's defaults: mouse on, 25 ms Esc delay, 250 ms double clicks, the process environment.
+        public init(mouse: Bool = true, escapeDelayMilliseconds: Int = 25, doubleClickMilliseconds: Int = 250,
+                    environment: [String: String] = ProcessInfo.processInfo.environment,
+                    standardErrorPath: String? = nil) {
+            self.mouse = mouse
+            self.escapeDelayMilliseconds = escapeDelayMilliseconds
+            self.doubleClickMilliseconds = doubleClickMilliseconds
+            self.environment = environment
+            self.standardErrorPath = standardErrorPath
+        }
+    }
+
+    /// What the terminal can show (NO_COLOR honoured).
+    public let colorDepth: ColorDepth
+
+    private let screenPointer: OpaquePointer
+    private let window: UnsafeMutablePointer<WINDOW>
+    private var isOpen = true
+    private var previous: Screen?
+    private var cursorVisible = false
+    private var savedStandardError: Int32 = -1
+
+    // Colour pair cache. Palette terminals: a flat table indexed by (fg + 1) * 257 + (bg + 1), 0 meaning "not yet
+    // allocated"; direct-colour terminals: a dictionary. Pairs are handed out in order and all dropped when curses
+    // runs out, which forces a full redraw.
+    private var pairTable: [Int32] = []
+    private var directPairs: [UInt64: Int32] = [:]
+    private var nextPair: Int32 = 1
+    private let pairLimit: Int32
+    private var pairsWereReset = false
+    private let attributeBits: [attr_t]
+    private let systemColorFor: [Int32]
+
+    private static let openLock = NSLock()
+    nonisolated(unsafe) private static var someTerminalIsOpen = false
+
+    /// Opens the terminal in full-screen mode (alternate screen, raw keys, no echo, hidden cursor).
+    ///
+    /// Raw mode means Ctrl-C, Ctrl-Z and Ctrl-S arrive as keys (`.control("c")`) for the app to handle, instead
+    /// of signals.
+    public init(options: Options = Options()) throws {
+        guard isatty(STDIN_FILENO) != 0 else { throw TerminalError.notATerminal(stream: "input") }
+        guard isatty(STDOUT_FILENO) != 0 else { throw TerminalError.notATerminal(stream: "output") }
+        try Self.openLock.withLock {
+            if Self.someTerminalIsOpen { throw TerminalError.alreadyOpen }
+            Self.someTerminalIsOpen = true
+        }
+        var cleanup = true
+        defer {
+            if cleanup { Self.openLock.withLock { Self.someTerminalIsOpen = false } }
+        }
+
+        if let path = options.standardErrorPath {
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw TerminalError.cannotOpenLog(path: path, errno: errno) }
+            savedStandardError = dup(STDERR_FILENO)
+            dup2(fd, STDERR_FILENO)
+            Glibc.close(fd)
+        }
+
+        // Without the locale, curses writes U+2580 and every other non-ASCII character as garbage.
+        setlocale(LC_ALL, "")
+        _ = parley_curses_save_tty(STDOUT_FILENO)
+        let term = options.environment["TERM"] ?? ""
+        guard let screen = term.withCString({ parley_curses_newterm(term.isEmpty ? nil : $0) }) else {
+            Self.restoreStandardError(savedStandardError)
+            throw TerminalError.unknownTerminalType(term.isEmpty ? "(TERM not set)" : term)
+        }
+        screenPointer = screen
+        guard let window = parley_curses_stdscr() else {
+            endwin()
+            delscreen(screen)
+            Self.restoreStandardError(savedStandardError)
+            throw TerminalError.unknownTerminalType(term)
+        }
+        self.window = window
+
+        raw()
+        noecho()
+        nonl()
+        keypad(window, true)
+        intrflush(window, false)
+        set_escdelay(Int32(options.escapeDelayMilliseconds))
+        curs_set(0)
+        leaveok(window, true)
+
+        let noColor = !(options.environment["NO_COLOR"] ?? "").isEmpty
+        if !noColor && has_colors() {
+            start_color()
+            use_default_colors()
+        }
+        colorDepth = ColorDepth.detect(colors: has_colors() ? Int(parley_curses_colors()) : 0,
+                                       environment: options.environment)
+        pairLimit = Int32(max(1, min(Int(parley_curses_color_pairs()), Int(Int32.max))))
+        if colorDepth != .direct { pairTable = [Int32](repeating: 0, count: 257 * 257) }
+
+        let bold = parley_curses_a_bold(), dim = parley_curses_a_dim()
+        let reverse = parley_curses_a_reverse(), underline = parley_curses_a_underline()
+        attributeBits = (0..<16).map { raw in
+            let attributes = CellAttributes(rawValue: UInt8(raw))
+            var bits = parley_curses_a_normal()
+            if attributes.contains(.bold) { bits |= bold }
+            if attributes.contains(.dim) { bits |= dim }
+            if attributes.contains(.reverse) { bits |= reverse }
+            if attributes.contains(.underline) { bits |= underline }
+            return bits
+        }
+        let systemCount = colorDepth == .ansi16 ? 16 : 8
+        systemColorFor = (0..<256).map { index in
+            if index < systemCount { return Int32(index) }
+            let rgb = Palette.rgb(ofIndex: UInt8(index))
+            return Int32(Palette.nearestSystemIndex(r: rgb.r, g: rgb.g, b: rgb.b, count: systemCount))
+        }
+
+        if options.mouse {
+            mousemask(KeyDecoder.mouseEvents, nil)
+            mouseinterval(Int32(options.doubleClickMilliseconds))
+        }
+        _ = parley_curses_arm_restore()
+        cleanup = false
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Opens a terminal, runs `body` with it, and closes it however `body` ends (returning or throwing).
+    public static func withTerminal<T>(options: Options = Options(), _ body: (Terminal) throws -> T) throws -> T {
+        let terminal = try Terminal(options: options)
+        defer { terminal.close() }
+        return try body(terminal)
+    }
+
+    /// Leaves full-screen mode and gives the terminal back as it was. Safe to call more than once.
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        endwin()
+        delscreen(screenPointer)
+        parley_curses_disarm_restore()
+        Self.restoreStandardError(savedStandardError)
+        savedStandardError = -1
+        Self.openLock.withLock { Self.someTerminalIsOpen = false }
+    }
+
+    /// The terminal's current size.
+    public var size: TerminalSize {
+        TerminalSize(columns: Int(getmaxx(window)), rows: Int(getmaxy(window)))
+    }
+
+    /// The theme for this terminal's colour depth.
+    public var theme: Theme { Theme(depth: colorDepth) }
+
+    /// The video colour mode for this terminal's colour depth.
+    public var videoColorMode: VideoColorMode { VideoColorMode(depth: colorDepth) }
+
+    /// Makes the next `draw` repaint every cell (after something else wrote to the terminal).
+    public func invalidate() {
+        previous = nil
+        clearok(window, true)
+    }
+
+    /// Shows `screen`: writes the cells that differ from the last drawn screen, then updates the terminal once.
+    /// With `cursor`, the text cursor shows at that cell (for typing); without, it is hidden.
+    public func draw(_ screen: Screen, cursor: (column: Int, row: Int)? = nil) {
+        guard isOpen else { return }
+        var full = previous.map { $0.width != screen.width || $0.height != screen.height } ?? true
+        for _ in 0..<2 {
+            pairsWereReset = false
+            if full { werase(window) }
+            writeCells(screen, comparedTo: full ? nil : previous)
+            // Running out of colour pairs mid-frame re-defines pairs already on the screen: paint it all again.
+            if !pairsWereReset { break }
+            full = true
+        }
+        if let cursor {
+            if !cursorVisible { curs_set(1) }
+            leaveok(window, false)
+            wmove(window, Int32(cursor.row), Int32(cursor.column))
+        } else if cursorVisible {
+            curs_set(0)
+            leaveok(window, true)
+        }
+        cursorVisible = cursor != nil
+        wnoutrefresh(window)
+        doupdate()
+        previous = screen
+    }
+
+    /// Waits up to `milliseconds` (nil: forever, 0: just look) for a key or mouse click.
+    ///
+    /// Returns nil when nothing arrived in time or the input means nothing to Parley (other mouse buttons,
+    /// unmapped keys). A resize returns `.resize`; the next `draw` repaints everything.
+    public func readKey(timeout milliseconds: Int? = nil) -> Key? {
+        guard isOpen else { return nil }
+        wtimeout(window, Int32(clamping: milliseconds ?? -1))
+        var value: wint_t = 0
+        let status = wget_wch(window, &value)
+        switch status {
+        case KEY_CODE_YES:
+            let code = Int32(bitPattern: value)
+            if code == KEY_MOUSE {
+                var event = MEVENT()
+                guard getmouse(&event) == OK else { return nil }
+                return KeyDecoder.key(mouseState: event.bstate, column: Int(event.x), row: Int(event.y))
+            }
+            if code == KEY_RESIZE { previous = nil }
+            return KeyDecoder.key(keyCode: code)
+        case OK:
+            return KeyDecoder.key(character: UInt32(value))
+        default:
+            return nil
+        }
+    }
+
+    // MARK: - Drawing
+
+    private func writeCells(_ screen: Screen, comparedTo old: Screen?) {
+        let rows = min(screen.height, Int(getmaxy(window)))
+        let columns = min(screen.width, Int(getmaxx(window)))
+        guard rows > 0, columns > 0 else { return }
+        let width = screen.width
+        screen.cells.withUnsafeBufferPointer { cells in
+            if let old {
+                old.cells.withUnsafeBufferPointer { oldCells in
+                    for row in 0..<rows {
+                        var index = row * width
+                        for column in 0..<columns {
+                            if cells[index] != oldCells[index] && !cells[index].isContinuation {
+                                put(cells[index], row: row, column: column)
+                            }
+                            index += 1
+                        }
+                    }
+                }
+            } else {
+                for row in 0..<rows {
+                    var index = row * width
+                    for column in 0..<columns {
+                        if !cells[index].isContinuation { put(cells[index], row: row, column: column) }
+                        index += 1
+                    }
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private func put(_ cell: Cell, row: Int, column: Int) {
+        let pair = pairNumber(foreground: colorNumber(cell.style.foreground),
+                              background: colorNumber(cell.style.background))
+        let attributes = attributeBits[Int(cell.style.attributes.rawValue & 15)]
+        let scalars = cell.character.unicodeScalars
+        var iterator = scalars.makeIterator()
+        guard let first = iterator.next() else { return }
+        guard let second = iterator.next() else {
+            parley_curses_put_wch(window, Int32(row), Int32(column), wchar_t(first.value), attributes, pair)
+            return
+        }
+        // A cluster: base plus combining or joining characters. curses holds at most 5 per cell; longer clusters
+        // (family emoji) show their first character rather than a broken sequence.
+        var text: [wchar_t] = [wchar_t(first.value), wchar_t(second.value)]
+        while let next = iterator.next() { text.append(wchar_t(next.value)) }
+        if text.count > Int(CCHARW_MAX) { text = [text[0]] }
+        parley_curses_put_cluster(window, Int32(row), Int32(column), text, Int32(text.count), attributes, pair)
+    }
+
+    /// The curses colour number of a colour on this terminal (-1 for the default colour).
+    @inline(__always)
+    private func colorNumber(_ color: TerminalColor) -> Int32 {
+        switch colorDepth {
+        case .monochrome:
+            return -1
+        case .ansi8, .ansi16:
+            switch color {
+            case .default: return -1
+            case .palette(let index): return systemColorFor[Int(index)]
+            case .rgb(let r, let g, let b):
+                return Int32(Palette.nearestSystemIndex(r: r, g: g, b: b, count: colorDepth == .ansi16 ? 16 : 8))
+            }
+        case .palette256:
+            switch color {
+            case .default: return -1
+            case .palette(let index): return Int32(index)
+            case .rgb(let r, let g, let b): return Int32(Palette.nearestIndex(r: r, g: g, b: b))
+            }
+        case .direct:
+            // Direct-colour terminfo treats 0–7 as the ANSI colours and everything else as 0xRRGGBB.
+            guard let rgb = Palette.rgb(of: color) else { return -1 }
+            if case .palette(let index) = color, index < 8 { return Int32(index) }
+            return max(8, Int32(rgb.r) << 16 | Int32(rgb.g) << 8 | Int32(rgb.b))
+        }
+    }
+
+    @inline(__always)
+    private func pairNumber(foreground: Int32, background: Int32) -> Int32 {
+        if foreground < 0 && background < 0 { return 0 }
+        if colorDepth == .direct {
+            let key = UInt64(UInt32(bitPattern: foreground)) << 32 | UInt64(UInt32(bitPattern: background))
+            if let pair = directPairs[key] { return pair }
+            let pair = allocatePair(foreground: foreground, background: background)
+            directPairs[key] = pair
+            return pair
+        }
+        let slot = Int(foreground + 1) * 257 + Int(background + 1)
+        let cached = pairTable[slot]
+        if cached != 0 { return cached }
+        let pair = allocatePair(foreground: foreground, background: background)
+        pairTable[slot] = pair
+        return pair
+    }
+
+    private func allocatePair(foreground: Int32, background: Int32) -> Int32 {
+        if nextPair >= pairLimit {
+            for index in pairTable.indices { pairTable[index] = 0 }
+            directPairs.removeAll(keepingCapacity: true)
+            nextPair = 1
+            pairsWereReset = true
+        }
+        let pair = nextPair
+        nextPair += 1
+        init_extended_pair(pair, foreground, background)
+        return pair
+    }
+
+    private static func restoreStandardError(_ saved: Int32) {
+        guard saved >= 0 else { return }
+        dup2(saved, STDERR_FILENO)
+        Glibc.close(saved)
+    }
+}
