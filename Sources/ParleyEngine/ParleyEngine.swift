@@ -1,1 +1,0 @@
-// ParleyEngine: see README.md

@@ -1,0 +1,187 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import ParleyWire
+
+/// What the relay's WebSocket delivers to the engine.
+enum SignalingEvent {
+    /// A well-formed message.
+    case message(ServerMessage)
+    /// A frame that did not parse; the connection stays open.
+    case invalid(SignalingError)
+    /// The connection closed (by either side, or it broke).
+    case closed
+}
+
+/// Errors connecting to the relay.
+public enum SignalingConnectError: Error, CustomStringConvertible {
+    /// TCP connect failed (nothing listening, unreachable, refused).
+    case unreachable(ServerAddress, underlying: String)
+    /// Something answered but did not upgrade to a WebSocket.
+    case notARelay(ServerAddress, status: String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let address, let underlying):
+            "cannot reach the relay at \(address): \(underlying)"
+        case .notARelay(let address, let status):
+            "\(address) answered HTTP \(status) instead of a Parley relay WebSocket"
+        }
+    }
+}
+
+/// One WebSocket to the relay, confined to the engine's event loop.
+final class SignalingConnection: Sendable {
+    private let channel: any Channel
+
+    private init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    /// Connects, upgrades to WebSocket, and then calls `handler` on the loop for every event.
+    static func connect(to address: ServerAddress, on loop: any EventLoop, timeout: TimeAmount = .seconds(5),
+                        handler: @escaping (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
+        let upgraded = loop.makePromise(of: Void.self)
+        let callback = NIOLoopBound(handler, eventLoop: loop)
+        let connect = ClientBootstrap(group: loop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: 4 * maxSignalingMessageBytes) { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            NIOWebSocketFrameAggregator(
+                                minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
+                                maxAccumulatedFrameSize: 4 * maxSignalingMessageBytes),
+                            ClientSignalingHandler(callback: callback),
+                        ])
+                        upgraded.succeed()
+                    }
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers(
+                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+                    try channel.pipeline.syncOperations.addHandler(
+                        UpgradeRequestHandler(address: address, upgraded: upgraded))
+                }
+            }
+            .connect(host: address.host, port: address.port)
+        return connect.flatMapError { error in
+            upgraded.fail(error)
+            return loop.makeFailedFuture(SignalingConnectError.unreachable(address, underlying: "\(error)"))
+        }.flatMap { channel in
+            channel.closeFuture.whenComplete { _ in
+                upgraded.fail(SignalingConnectError.notARelay(address, status: "connection closed"))
+            }
+            return upgraded.futureResult.map { SignalingConnection(channel: channel) }
+        }
+    }
+
+    /// Sends one message.
+    func send(_ message: ClientMessage) {
+        let text = message.encoded()
+        var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
+    }
+
+    /// Sends a close frame and closes.
+    func close() {
+        guard channel.isActive else { return }
+        var data = channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: .normalClosure)
+        let channel = self.channel
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data))
+            .whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Drops the TCP connection without a goodbye (tests use this to simulate a network failure).
+    func abort() {
+        channel.close(promise: nil)
+    }
+}
+
+/// Sends the HTTP upgrade request once connected and fails the upgrade when the answer is not a 101.
+private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let address: ServerAddress
+    private let upgraded: EventLoopPromise<Void>
+
+    init(address: ServerAddress, upgraded: EventLoopPromise<Void>) {
+        self.address = address
+        self.upgraded = upgraded
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: address.description)
+        headers.add(name: "Content-Length", value: "0")
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/parley", headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer()))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data) {
+            upgraded.fail(SignalingConnectError.notARelay(address, status: "\(head.status.code) \(head.status.reasonPhrase)"))
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        upgraded.fail(error)
+        context.close(promise: nil)
+    }
+}
+
+/// Turns WebSocket frames into signaling events.
+private final class ClientSignalingHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let callback: NIOLoopBound<(SignalingEvent) -> Void>
+    private var closed = false
+
+    init(callback: NIOLoopBound<(SignalingEvent) -> Void>) {
+        self.callback = callback
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            let text = data.readString(length: data.readableBytes) ?? ""
+            do {
+                callback.value(.message(try ServerMessage.decode(text)))
+            } catch {
+                callback.value(.invalid(error))
+            }
+        case .ping:
+            context.writeAndFlush(
+                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)),
+                promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !closed {
+            closed = true
+            callback.value(.closed)
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,1 +1,0 @@
-// ParleyRelay: see README.md
