@@ -37,7 +37,7 @@ public struct RTCPAppName: RawRepresentable, Sendable, Hashable, CustomStringCon
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// A name from four ASCII characters; nil for any other length or non-ASCII text.
-    public init?(_ text: String) {
+    public init?(ascii text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count == 4, bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
         rawValue = bytes.reduce(0) { $0 << 8 | UInt32($1) }
@@ -45,7 +45,9 @@ public struct RTCPAppName: RawRepresentable, Sendable, Hashable, CustomStringCon
 
     /// A name from a four-character literal; any other literal is a programming error.
     public init(stringLiteral value: String) {
-        guard let name = RTCPAppName(value) else { preconditionFailure("RTCP APP name must be 4 ASCII: \(value)") }
+        guard let name = RTCPAppName(ascii: value) else {
+            preconditionFailure("RTCP APP name must be 4 ASCII: \(value)")
+        }
         self = name
     }
 

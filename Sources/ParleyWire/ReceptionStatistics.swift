@@ -89,7 +89,8 @@ public struct ReceptionStatistics: Sendable, Equatable {
         let arrivalTicks = RTPClock.ticks(arrival, clockRate: clockRate)
         if let last = lastTransit {
             // D(i, j) = (Rj − Ri) − (Sj − Si); J += (|D| − J) / 16
-            let difference = (arrivalTicks - last.arrival)
+            let difference =
+                (arrivalTicks - last.arrival)
                 - SequenceNumber.distance(from: last.timestamp, to: timestamp)
             jitter += (Double(abs(difference)) - jitter) / 16
         }

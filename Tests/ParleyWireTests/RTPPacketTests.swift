@@ -1,6 +1,5 @@
-import Testing
-
 import ParleyWire
+import Testing
 
 struct RTPPacketTests {
     struct Valid: CustomTestStringConvertible, Sendable {
@@ -70,7 +69,8 @@ struct RTPPacketTests {
         .init(
             name: "header only",
             wire: bytes("80 60 00 01 00 00 00 02 00 00 00 03"),
-            packet: RTPPacket(header: RTPHeader(payloadType: 96, sequenceNumber: 1, timestamp: 2, ssrc: 3), payload: []),
+            packet: RTPPacket(
+                header: RTPHeader(payloadType: 96, sequenceNumber: 1, timestamp: 2, ssrc: 3), payload: []),
             headerLength: 12),
     ]
 
@@ -138,7 +138,8 @@ struct RTPPacketTests {
             name: "extension length overflow", wire: bytes("90 60 00 01 00 00 00 02 00 00 00 03 be de ff ff 00"),
             error: .truncated(.headerExtension, needed: 262_156, available: 17)),
         .init(
-            name: "extension one word short", wire: bytes("90 60 00 01 00 00 00 02 00 00 00 03 be de 00 02 10 aa 00 00"),
+            name: "extension one word short",
+            wire: bytes("90 60 00 01 00 00 00 02 00 00 00 03 be de 00 02 10 aa 00 00"),
             error: .truncated(.headerExtension, needed: 24, available: 20)),
         .init(
             name: "padding larger than the packet", wire: bytes("a0 60 00 01 00 00 00 02 00 00 00 03 01 05"),
@@ -168,7 +169,8 @@ struct RTPPacketTests {
         #expect(
             WireError.invalidPadding(.rtpHeader, count: 5, available: 2).description
                 == "RTP header: padding count 5 exceeds 2 bytes after the header")
-        #expect(WireError.unsupportedVersion(.rtpHeader, version: 1).description == "RTP header has version 1, expected 2")
+        #expect(
+            WireError.unsupportedVersion(.rtpHeader, version: 1).description == "RTP header has version 1, expected 2")
     }
 
     @Test func serializationDropsCSRCsBeyond15AndPadsExtensionData() {
@@ -226,7 +228,9 @@ struct RTPHeaderExtensionTests {
         .init(
             name: "two-byte with app bits, id 200", ext: .init(profile: 0x100F, data: bytes("c8 03 01 02 03 00 00 00")),
             elements: [.init(id: 200, data: [1, 2, 3])]),
-        .init(name: "other profile has no elements", ext: .init(profile: 0x0001, data: bytes("10 aa 00 00")), elements: []),
+        .init(
+            name: "other profile has no elements", ext: .init(profile: 0x0001, data: bytes("10 aa 00 00")), elements: []
+        ),
     ]
 
     @Test(arguments: valid)
@@ -235,14 +239,22 @@ struct RTPHeaderExtensionTests {
     }
 
     static let hostile: [(String, RTPHeaderExtension, WireError)] = [
-        ("one-byte element longer than data", .init(profile: 0xBEDE, data: bytes("13 aa 00 00")),
-         .extensionElementOverflow(id: 1, length: 4, available: 3)),
-        ("one-byte element at the very end", .init(profile: 0xBEDE, data: bytes("00 00 00 20")),
-         .extensionElementOverflow(id: 2, length: 1, available: 0)),
-        ("two-byte element longer than data", .init(profile: 0x1000, data: bytes("05 09 aa 00")),
-         .extensionElementOverflow(id: 5, length: 9, available: 2)),
-        ("two-byte element header cut", .init(profile: 0x1000, data: bytes("00 00 00 05")),
-         .truncated(.headerExtensionElement, needed: 2, available: 1)),
+        (
+            "one-byte element longer than data", .init(profile: 0xBEDE, data: bytes("13 aa 00 00")),
+            .extensionElementOverflow(id: 1, length: 4, available: 3)
+        ),
+        (
+            "one-byte element at the very end", .init(profile: 0xBEDE, data: bytes("00 00 00 20")),
+            .extensionElementOverflow(id: 2, length: 1, available: 0)
+        ),
+        (
+            "two-byte element longer than data", .init(profile: 0x1000, data: bytes("05 09 aa 00")),
+            .extensionElementOverflow(id: 5, length: 9, available: 2)
+        ),
+        (
+            "two-byte element header cut", .init(profile: 0x1000, data: bytes("00 00 00 05")),
+            .truncated(.headerExtensionElement, needed: 2, available: 1)
+        ),
     ]
 
     @Test(arguments: hostile)

@@ -1,6 +1,5 @@
-import Testing
-
 import ParleyWire
+import Testing
 
 struct SequenceNumberTests {
     struct Comparison: CustomTestStringConvertible, Sendable {
@@ -51,10 +50,13 @@ struct SequenceNumberTests {
         .init(name: "wraps forward at 65535", input: [65534, 65535, 0, 1], expected: [65534, 65535, 65536, 65537]),
         .init(name: "older than the first goes negative", input: [0, 65535], expected: [0, -1]),
         .init(name: "half-range ambiguity resolves older", input: [32768, 0, 65535], expected: [32768, 0, 65535]),
-        .init(name: "reordered across wrap", input: [65535, 1, 65534, 0, 2], expected: [65535, 65537, 65534, 65536, 65538]),
+        .init(
+            name: "reordered across wrap", input: [65535, 1, 65534, 0, 2],
+            expected: [65535, 65537, 65534, 65536, 65538]),
         .init(name: "big forward steps", input: [0, 30000, 60000, 24464], expected: [0, 30000, 60000, 90000]),
-        .init(name: "many wraps", input: [0, 20000, 40000, 60000, 14464, 34464, 54464, 8928],
-              expected: [0, 20000, 40000, 60000, 80000, 100000, 120000, 140000]),
+        .init(
+            name: "many wraps", input: [0, 20000, 40000, 60000, 14464, 34464, 54464, 8928],
+            expected: [0, 20000, 40000, 60000, 80000, 100000, 120000, 140000]),
     ]
 
     @Test(arguments: unwrappings)

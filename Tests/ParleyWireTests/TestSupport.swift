@@ -1,6 +1,5 @@
-import Testing
-
 import ParleyWire
+import Testing
 
 /// Bytes from hex digits; spaces and line breaks are ignored ("80 60 12 34").
 func bytes(_ hex: String) -> [UInt8] {
