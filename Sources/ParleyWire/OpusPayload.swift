@@ -15,6 +15,14 @@ public struct OpusPacketInfo: Sendable, Equatable {
     /// The packet's duration in 48 kHz samples: how far the RTP timestamp advances.
     public var duration: Int { frameCount * samplesPerFrame }
 
+    /// A record of a packet's layout.
+    public init(configuration: UInt8, isStereo: Bool, frameCount: Int, samplesPerFrame: Int) {
+        self.configuration = configuration
+        self.isStereo = isStereo
+        self.frameCount = frameCount
+        self.samplesPerFrame = samplesPerFrame
+    }
+
     /// Reads the TOC byte (and the frame count byte for code 3). Throws for an empty packet or a bad frame count.
     public init(parsing packet: [UInt8]) throws(WireError) {
         guard let toc = packet.first else { throw .truncated(.opusPacket, needed: 1, available: 0) }

@@ -32,8 +32,6 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPadding(WirePart, count: Int, available: Int)
     /// An RTCP length field pointed past the end of the datagram.
     case rtcpLengthExceedsData(lengthField: Int, remaining: Int)
-    /// An RTCP packet was shorter than its type requires.
-    case rtcpPacketTooShort(packetType: UInt8, length: Int, minimum: Int)
     /// A packet of another RTCP type was found where one type was required.
     case unexpectedRTCPType(found: UInt8, expected: UInt8)
     /// A one- or two-byte header extension element ran past the end of the extension.
@@ -64,7 +62,7 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .truncated(part, needed, available):
-            return "\(part.rawValue) needs \(needed) bytes, only \(available) available"
+            return "\(part.rawValue) needs \(Self.bytes(needed)), only \(available) available"
         case let .unsupportedVersion(part, version):
             return "\(part.rawValue) has version \(version), expected 2"
         case let .invalidPadding(part, count, available):
@@ -73,8 +71,6 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .rtcpLengthExceedsData(lengthField, remaining):
             return "RTCP length \(lengthField) words (\((lengthField + 1) * 4) bytes with header) exceeds "
                 + "\(remaining) remaining bytes"
-        case let .rtcpPacketTooShort(packetType, length, minimum):
-            return "RTCP packet type \(packetType) is \(length) bytes, needs at least \(minimum)"
         case let .unexpectedRTCPType(found, expected):
             return "RTCP packet type \(found), expected \(expected)"
         case let .extensionElementOverflow(id, length, available):
@@ -84,11 +80,11 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .notBindPacket(name, subtype):
             return "RTCP APP name \(RTCPAppName(rawValue: name)) subtype \(subtype) is not a Parley bind packet"
         case let .bindLength(expected, found):
-            return "Parley bind packet data is \(found) bytes, expected \(expected)"
+            return "Parley bind packet data is \(Self.bytes(found)), expected \(expected)"
         case let .unknownBindStatus(status):
             return "Parley bind acknowledgement has unknown status \(status)"
         case let .maxPayloadTooSmall(size, minimum):
-            return "largest payload \(size) bytes is below the minimum of \(minimum)"
+            return "largest payload \(Self.bytes(size)) is below the minimum of \(minimum)"
         case .emptyFrame:
             return "frame has no bytes"
         case let .frameMissingStart(sequenceNumber):
@@ -103,4 +99,6 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Opus packet declares \(count) frames"
         }
     }
+
+    private static func bytes(_ count: Int) -> String { count == 1 ? "1 byte" : "\(count) bytes" }
 }
