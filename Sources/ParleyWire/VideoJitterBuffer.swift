@@ -129,7 +129,10 @@ public struct VideoJitterBuffer: Sendable {
         }
         probation = nil
         _ = unwrapper.unwrap(packet.header.sequenceNumber)
-        if floor == nil { floor = sequence - Self.startupReorderWindow }
+        if floor == nil {
+            floor = sequence - Self.startupReorderWindow
+            waitingSince = now
+        }
         guard let floor, sequence >= floor else {
             if history.contains(sequence) {
                 statistics.recordDuplicate()
