@@ -14,7 +14,8 @@ struct VP8StreamScript {
         return (0..<count).map { index in
             let payload: [UInt8] =
                 index == 0
-                ? [0x10, keyframe ? 0x00 : 0x01, UInt8(frameIndex)] : [0x00, UInt8(frameIndex), UInt8(index)]
+                ? [0x10, keyframe ? 0x00 : 0x01, UInt8(truncatingIfNeeded: frameIndex)]
+                : [0x00, UInt8(truncatingIfNeeded: frameIndex), UInt8(truncatingIfNeeded: index)]
             let header = RTPHeader(
                 marker: index == count - 1, payloadType: 96, sequenceNumber: nextSequenceNumber,
                 timestamp: UInt32(3000 * frameIndex), ssrc: 0xCAFE)
