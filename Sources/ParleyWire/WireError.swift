@@ -59,6 +59,7 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An Opus packet's code-3 frame count was 0 or its duration exceeded 120 ms.
     case invalidOpusFrameCount(Int)
 
+    /// A sentence naming what was wrong, with the numbers involved.
     public var description: String {
         switch self {
         case let .truncated(part, needed, available):

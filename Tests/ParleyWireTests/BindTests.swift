@@ -7,11 +7,9 @@ struct BindTests {
     @Test func requestHasTheDocumentedBytes() throws {
         let request = BindRequest(ssrc: 12345, memberID: 42, token: Self.token)
         let wire = request.serialized()
-        #expect(
-            wire
-                == bytes(
-                    "81 cc 00 07  00 00 30 39  50 52 4c 59  00 00 00 2a  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"
-                ))
+        let header = bytes("81 cc 00 07  00 00 30 39  50 52 4c 59")  // APP, subtype 1, length 7, SSRC, "PRLY"
+        let body = bytes("00 00 00 2a  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f")  // member 42, token
+        #expect(wire == header + body)
         #expect(try BindRequest(parsing: wire) == request)
         #expect(Bind.isBindPacket(wire))
         #expect(MediaPacketKind.classify(wire) == .rtcp)
