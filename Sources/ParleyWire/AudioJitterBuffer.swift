@@ -247,6 +247,16 @@ public struct AudioJitterBuffer: Sendable {
         return .missing
     }
 
+    /// The report block about this stream at `now` for the next receiver report; starts a new loss interval.
+    public mutating func makeReportBlock(now: Duration) -> ReportBlock {
+        statistics.makeReportBlock(now: now)
+    }
+
+    /// Notes a sender report about this stream, for the LSR and DLSR fields of the next report block.
+    public mutating func recordSenderReport(ntpTimestamp: UInt64, arrival: Duration) {
+        statistics.recordSenderReport(ntpTimestamp: ntpTimestamp, arrival: arrival)
+    }
+
     /// Starts over after the sender restarted its counters; statistics restart too (RFC 3550 §A.1).
     mutating func restart() {
         sequenceUnwrapper = RTPSequenceUnwrapper()

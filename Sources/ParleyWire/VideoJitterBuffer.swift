@@ -200,6 +200,21 @@ public struct VideoJitterBuffer: Sendable {
         return output
     }
 
+    /// The decoder failed on a frame: drop the chain, emit nothing until a keyframe, and ask for one at the next poll.
+    public mutating func decoderNeedsKeyframe() {
+        giveUp()
+    }
+
+    /// The report block about this stream at `now` for the next receiver report; starts a new loss interval.
+    public mutating func makeReportBlock(now: Duration) -> ReportBlock {
+        statistics.makeReportBlock(now: now)
+    }
+
+    /// Notes a sender report about this stream, for the LSR and DLSR fields of the next report block.
+    public mutating func recordSenderReport(ntpTimestamp: UInt64, arrival: Duration) {
+        statistics.recordSenderReport(ntpTimestamp: ntpTimestamp, arrival: arrival)
+    }
+
     // MARK: Frames
 
     enum FrameStatus {

@@ -56,12 +56,17 @@ struct ReceptionStatisticsTests {
     @Test func aReceiverReportFromAJitterBufferGoesOnTheWire() {
         var buffer = AudioJitterBuffer()
         for index in [0, 1, 2, 4] { _ = buffer.insert(opus(index), at: ms(20 * index)) }
-        var stats = buffer.statistics
-        let report = ReceiverReport(ssrc: 0x0101_0101, reports: [stats.makeReportBlock(now: ms(100))])
+        let report = ReceiverReport(ssrc: 0x0101_0101, reports: [buffer.makeReportBlock(now: ms(100))])
         // 4 of 5 received: fraction 51/256; highest 1004; no jitter (on time); no SR yet.
         #expect(
             RTCPPacket.receiverReport(report).serialized()
-                == bytes(
-                    "81 c9 00 07 01 01 01 01  00 00 a0 d1 33 00 00 01 00 00 03 ec 00 00 00 00 00 00 00 00 00 00 00 00"))
+                == bytes("81 c9 00 07 01 01 01 01")
+                + bytes("00 00 a0 d1 33 00 00 01 00 00 03 ec 00 00 00 00 00 00 00 00 00 00 00 00"))
+        // The next interval starts from this report: packet 3 arrives late, nothing else is lost.
+        _ = buffer.insert(opus(5), at: ms(100))
+        buffer.recordSenderReport(ntpTimestamp: 0x0000_1234_5678_0000, arrival: ms(100))
+        let next = buffer.makeReportBlock(now: ms(200))
+        #expect(next.fractionLost == 0 && next.cumulativeLost == 1 && next.extendedHighestSequenceNumber == 1005)
+        #expect(next.lastSenderReport == 0x1234_5678 && next.delaySinceLastSenderReport == 6553)
     }
 }

@@ -1,6 +1,5 @@
-import Testing
-
 import ParleyWire
+import Testing
 
 struct RetransmissionBufferTests {
     @Test func answersNACKsFromStoredPackets() {

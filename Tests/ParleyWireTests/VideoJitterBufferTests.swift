@@ -242,4 +242,16 @@ struct VideoJitterBufferTests {
         #expect(buffer.isWaitingForKeyframe)
         #expect(buffer.poll(at: ms(30)).needsKeyframe)
     }
+
+    @Test func aDecoderFailureWaitsForTheNextKeyframe() {
+        var script = VP8StreamScript(firstSequenceNumber: 100)
+        var buffer = VideoJitterBuffer()
+        _ = buffer.insert(script.frame(packets: 1, keyframe: true), at: ms(0))
+        #expect(timestamps(buffer.poll(at: ms(0))) == [0])
+        buffer.decoderNeedsKeyframe()
+        _ = buffer.insert(script.frame(packets: 1, keyframe: false), at: ms(33))
+        #expect(buffer.poll(at: ms(33)) == .init(needsKeyframe: true))
+        _ = buffer.insert(script.frame(packets: 1, keyframe: true), at: ms(66))
+        #expect(timestamps(buffer.poll(at: ms(66))) == [6000])
+    }
 }
