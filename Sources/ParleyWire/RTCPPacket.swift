@@ -359,3 +359,31 @@ public enum RTCPPacket: Sendable, Equatable {
     /// Any other type or FMT, kept raw.
     case other(RTCPRawPacket)
 }
+
+extension RTCPPacket {
+    /// The SSRC of whoever sent this packet (for the relay to check it against the sender's SSRC block).
+    public var senderSSRC: UInt32? {
+        switch self {
+        case let .senderReport(report): return report.ssrc
+        case let .receiverReport(report): return report.ssrc
+        case let .sourceDescription(description): return description.chunks.first?.ssrc
+        case let .goodbye(bye): return bye.ssrcs.first
+        case let .application(app): return app.ssrc
+        case let .nack(nack): return nack.senderSSRC
+        case let .pictureLossIndication(pli): return pli.senderSSRC
+        case let .other(raw):
+            guard raw.body.count >= 4 else { return nil }
+            return raw.body[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
+        }
+    }
+
+    /// For feedback (NACK, PLI, other RTPFB/PSFB), the SSRC of the stream it is about: route it to that sender.
+    public var feedbackMediaSSRC: UInt32? {
+        switch self {
+        case let .nack(nack): return nack.mediaSSRC
+        case let .pictureLossIndication(pli): return pli.mediaSSRC
+        case let .other(raw): return raw.feedbackMediaSSRC
+        default: return nil
+        }
+    }
+}

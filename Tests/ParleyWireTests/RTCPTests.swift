@@ -283,6 +283,18 @@ struct RTCPTests {
         #expect(RTCPAppName(rawValue: 0x5052_0A59).description == "PR?Y")
     }
 
+    @Test func namesSenderAndMediaSourceForRouting() throws {
+        let packets = try RTCPPacket.parseCompound(Self.valid.flatMap(\.wire))
+        #expect(
+            packets.map(\.senderSSRC) == [
+                0x1122_3344, 0x1122_3344, 0x1122_3344, 1, 7, 0x1122_3344, 1, 0x1122_3344, 0x1122_3344, 1, 0x1122_3344,
+                0x1122_3344, 0x1122_3344, 1, 1, 0x1122_3344, 7, 7, 7,
+            ])
+        #expect(
+            packets.compactMap(\.feedbackMediaSSRC) == [0x5566_7788, 0x5566_7788, 0, 0, 9])
+        #expect(RTCPPacket.other(RTCPRawPacket(packetType: 207, count: 0, body: [1, 2])).senderSSRC == nil)
+    }
+
     @Test func rawFeedbackNamesItsMediaSource() {
         #expect(
             RTCPRawPacket(packetType: 206, count: 15, body: bytes("00 00 00 01 00 00 00 09")).feedbackMediaSSRC == 9)
