@@ -1,0 +1,287 @@
+// The receive side of one Opus stream. The audio device pulls one play-out slot at a time (every 20 ms) and the
+// buffer answers with the packet for that slot, or says it is missing and whether the following packet is already
+// here (Opus in-band FEC can rebuild the lost one from it), or that there is nothing to play.
+//
+// Play-out is timed by RTP timestamps, not sequence numbers, so DTX pauses stay pauses. Playing starts when the
+// first packet has waited `targetDelay`; after `idleAfter` of nothing the buffer goes quiet and the next talkspurt
+// starts afresh, which also absorbs clock drift between sender and receiver. While playing, the buffered span is
+// kept near the target: a slot is held when the buffer runs two frames short, a packet is dropped when it runs
+// three frames long. In adaptive mode, each late packet raises the target by one frame (up to the maximum) and a
+// quiet `adaptationWindow` lowers it by one (down to the minimum).
+
+/// One Opus packet ready for the decoder.
+public struct AudioPacket: Sendable, Equatable {
+    /// RTP timestamp (48 kHz).
+    public var timestamp: UInt32
+    /// RTP sequence number.
+    public var sequenceNumber: UInt16
+    /// The Opus packet.
+    public var payload: [UInt8]
+    /// Marker bit: first packet of a talkspurt.
+    public var marker: Bool
+
+    /// A packet record.
+    public init(timestamp: UInt32, sequenceNumber: UInt16, payload: [UInt8], marker: Bool = false) {
+        self.timestamp = timestamp
+        self.sequenceNumber = sequenceNumber
+        self.payload = payload
+        self.marker = marker
+    }
+}
+
+/// What to play in one slot.
+public enum AudioPlayout: Sendable, Equatable {
+    /// Decode this packet.
+    case packet(AudioPacket)
+    /// This slot's packet is lost but the next one is here: decode `next` with FEC to rebuild this slot
+    /// (`next` is still played normally in the next slot).
+    case missingNextAvailable(next: AudioPacket)
+    /// This slot's packet is lost: run packet-loss concealment.
+    case missing
+    /// Nothing to play (buffering or idle): output silence without decoding.
+    case silence
+}
+
+/// Orders one Opus stream's packets by timestamp and hands them out one play-out slot at a time.
+public struct AudioJitterBuffer: Sendable {
+    /// Delays and limits.
+    public struct Settings: Sendable, Equatable {
+        /// Length of one play-out slot and of Parley's Opus packets.
+        public var frameDuration: Duration
+        /// Delay between a talkspurt's first packet arriving and it being played (initial value when adaptive).
+        public var targetDelay: Duration
+        /// Adapt the target to late packets between `minimumDelay` and `maximumDelay`.
+        public var adaptive: Bool
+        /// Lowest adaptive target.
+        public var minimumDelay: Duration
+        /// Highest adaptive target.
+        public var maximumDelay: Duration
+        /// Time without a late packet after which the adaptive target drops by one frame.
+        public var adaptationWindow: Duration
+        /// Time with nothing to play after which the buffer goes quiet and waits for the next talkspurt.
+        public var idleAfter: Duration
+        /// Packets held at most; beyond it the oldest are dropped.
+        public var maxBufferedPackets: Int
+
+        /// Settings: 20 ms frames, 60 ms target adapting between 40 and 200 ms.
+        public init(
+            frameDuration: Duration = .milliseconds(20), targetDelay: Duration = .milliseconds(60),
+            adaptive: Bool = true, minimumDelay: Duration = .milliseconds(40),
+            maximumDelay: Duration = .milliseconds(200), adaptationWindow: Duration = .seconds(10),
+            idleAfter: Duration = .milliseconds(100), maxBufferedPackets: Int = 100
+        ) {
+            self.frameDuration = frameDuration
+            self.targetDelay = targetDelay
+            self.adaptive = adaptive
+            self.minimumDelay = minimumDelay
+            self.maximumDelay = maximumDelay
+            self.adaptationWindow = adaptationWindow
+            self.idleAfter = idleAfter
+            self.maxBufferedPackets = maxBufferedPackets
+        }
+    }
+
+    struct Stored: Sendable {
+        var packet: AudioPacket
+        var arrival: Duration
+        var duration: Int64
+    }
+
+    /// The settings in force.
+    public let settings: Settings
+    /// Counters and jitter for the stream (RTP clock 48 kHz).
+    public private(set) var statistics = ReceptionStatistics(clockRate: MediaClockRate.opus)
+    /// The current target delay.
+    public private(set) var targetDelay: Duration
+    /// Slots held to let the buffer refill (stretching play-out by one frame each).
+    public private(set) var slotsHeld = 0
+    /// Packets dropped to bring the delay back down (or because the buffer was full).
+    public private(set) var packetsDiscarded = 0
+
+    var sequenceUnwrapper = RTPSequenceUnwrapper()
+    var timestampUnwrapper = RTPTimestampUnwrapper()
+    var seen: Set<Int64> = []
+    var packets: [Int64: Stored] = [:]
+    /// Extended timestamp of the next slot while playing; nil while buffering or idle.
+    var playHead: Int64?
+    var emptySince: Duration?
+    var lastLate: Duration?
+    var lastAdaptation: Duration?
+    var lastArrival: Duration?
+    var consecutiveHolds = 0
+
+    /// A sequence number this far from the stream's means the sender restarted.
+    static let restartDistance: Int64 = 3000
+    /// A timestamp this far (1 s) behind the play head means the sender restarted.
+    static let restartTicks: Int64 = 48_000
+
+    var frameTicks: Int64 { RTPClock.ticks(settings.frameDuration, clockRate: MediaClockRate.opus) }
+
+    /// An empty buffer.
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+        targetDelay = settings.targetDelay
+    }
+
+    /// True while slots are being played (not buffering or idle).
+    public var isPlaying: Bool { playHead != nil }
+
+    /// Packets currently held.
+    public var bufferedPacketCount: Int { packets.count }
+
+    /// The span of audio held ahead of the play head (gaps included), as a duration.
+    public var bufferedDuration: Duration {
+        guard let first = playHead ?? packets.keys.min(), let last = packets.keys.max(),
+            let duration = packets[last]?.duration
+        else { return .zero }
+        return RTPClock.duration(ticks: max(0, last + duration - first), clockRate: MediaClockRate.opus)
+    }
+
+    /// Takes one received packet of this stream; `now` is its arrival time.
+    public mutating func insert(_ packet: RTPPacket, at now: Duration) -> PacketArrival {
+        let info: OpusPacketInfo
+        do {
+            info = try OpusPacketInfo(parsing: packet.payload)
+        } catch {
+            statistics.recordMalformed()
+            return .malformed(error)
+        }
+        let farSequence = sequenceUnwrapper.highest.map {
+            abs(sequenceUnwrapper.peek(packet.header.sequenceNumber) - $0) > Self.restartDistance
+        }
+        let farBehind = playHead.map { $0 - timestampUnwrapper.peek(packet.header.timestamp) > Self.restartTicks }
+        if farSequence == true || farBehind == true {
+            restart()  // the sender restarted its stream with new random counters
+        }
+        let sequence = sequenceUnwrapper.unwrap(packet.header.sequenceNumber)
+        guard !seen.contains(sequence) else {
+            statistics.recordDuplicate()
+            return .duplicate
+        }
+        seen.insert(sequence)
+        if seen.count > 4 * settings.maxBufferedPackets, let highest = sequenceUnwrapper.highest {
+            seen = seen.filter { $0 > highest - Int64(2 * settings.maxBufferedPackets) }
+        }
+        let wasMissing = statistics.highestSequenceNumber.map { sequence < $0 } ?? false
+        statistics.record(
+            ssrc: packet.header.ssrc, extendedSequenceNumber: sequence, timestamp: packet.header.timestamp,
+            arrival: now)
+        lastArrival = now
+        let timestamp = timestampUnwrapper.unwrap(packet.header.timestamp)
+        if let playHead, timestamp < playHead {
+            statistics.recordLate()
+            lateArrived(at: now)
+            return .late
+        }
+        let audio = AudioPacket(
+            timestamp: packet.header.timestamp, sequenceNumber: packet.header.sequenceNumber,
+            payload: packet.payload, marker: packet.header.marker)
+        packets[timestamp] = Stored(packet: audio, arrival: now, duration: Int64(info.duration))
+        if packets.count > settings.maxBufferedPackets, let oldest = packets.keys.min() {
+            packets.removeValue(forKey: oldest)
+            packetsDiscarded += 1
+        }
+        if wasMissing {
+            statistics.recordRecovered()
+            return .recovered
+        }
+        return .accepted
+    }
+
+    /// The next play-out slot at `now`; call once per `frameDuration` from the audio clock.
+    public mutating func nextSlot(at now: Duration) -> AudioPlayout {
+        adaptTarget(now: now)
+        if let head = playHead, let first = packets.keys.min(),
+            first - head > RTPClock.ticks(settings.idleAfter, clockRate: MediaClockRate.opus)
+        {
+            playHead = nil  // the next packet is far ahead (a pause or a timestamp jump): start afresh
+        }
+        if playHead == nil {
+            guard let first = packets.keys.min(), let stored = packets[first],
+                now - stored.arrival >= targetDelay
+            else { return .silence }
+            playHead = first
+            emptySince = nil
+            consecutiveHolds = 0
+        }
+        guard var head = playHead else { return .silence }
+        if let first = packets.keys.min(), first < head {
+            for key in packets.keys where key < head { packets.removeValue(forKey: key) }
+        }
+
+        // Keep the buffered span near the target: drop when three frames long, hold when two frames short while
+        // packets are still flowing (at a talkspurt's end the span shrinks to nothing, and that is fine).
+        let target = RTPClock.ticks(targetDelay, clockRate: MediaClockRate.opus)
+        if let last = packets.keys.max(), let lastDuration = packets[last]?.duration {
+            let span = last + lastDuration - head
+            let flowing = lastArrival.map { now - $0 < settings.frameDuration * 2 } ?? false
+            if span >= target + 3 * frameTicks, let stored = packets.removeValue(forKey: head) {
+                packetsDiscarded += 1
+                head += stored.duration
+            } else if span <= target - 2 * frameTicks, packets[head] != nil, flowing, consecutiveHolds < 2 {
+                consecutiveHolds += 1
+                slotsHeld += 1
+                return .missing
+            }
+        }
+        consecutiveHolds = 0
+
+        if let stored = packets.removeValue(forKey: head) {
+            playHead = head + stored.duration
+            emptySince = nil
+            return .packet(stored.packet)
+        }
+        playHead = head + frameTicks
+        if packets.isEmpty {
+            let since = emptySince ?? now
+            emptySince = since
+            if now - since >= settings.idleAfter {
+                playHead = nil
+                emptySince = nil
+                return .silence
+            }
+            return .missing
+        }
+        emptySince = nil
+        if let next = packets[head + frameTicks] { return .missingNextAvailable(next: next.packet) }
+        return .missing
+    }
+
+    /// The report block about this stream at `now` for the next receiver report; starts a new loss interval.
+    public mutating func makeReportBlock(now: Duration) -> ReportBlock {
+        statistics.makeReportBlock(now: now)
+    }
+
+    /// Notes a sender report about this stream, for the LSR and DLSR fields of the next report block.
+    public mutating func recordSenderReport(ntpTimestamp: UInt64, arrival: Duration) {
+        statistics.recordSenderReport(ntpTimestamp: ntpTimestamp, arrival: arrival)
+    }
+
+    /// Starts over after the sender restarted its counters; statistics restart too (RFC 3550 §A.1).
+    mutating func restart() {
+        sequenceUnwrapper = RTPSequenceUnwrapper()
+        timestampUnwrapper = RTPTimestampUnwrapper()
+        seen = []
+        packets = [:]
+        playHead = nil
+        emptySince = nil
+        statistics = ReceptionStatistics(clockRate: MediaClockRate.opus)
+    }
+
+    mutating func lateArrived(at now: Duration) {
+        lastLate = now
+        guard settings.adaptive else { return }
+        targetDelay = min(settings.maximumDelay, targetDelay + settings.frameDuration)
+        lastAdaptation = now
+    }
+
+    mutating func adaptTarget(now: Duration) {
+        guard settings.adaptive else { return }
+        let since = lastAdaptation ?? now
+        lastAdaptation = since
+        if now - since >= settings.adaptationWindow {
+            targetDelay = max(settings.minimumDelay, targetDelay - settings.frameDuration)
+            lastAdaptation = now
+        }
+    }
+}

@@ -1,0 +1,212 @@
+// The Parley bind exchange: an RTCP APP packet (PT 204, name "PRLY") so that captures still dissect as RTCP.
+// A client sends a BindRequest to the relay's media port from the UDP socket it will use for media; the relay
+// checks the member id and token handed out in the signaling `joined` message, binds that address to the
+// member and answers with a BindAcknowledgement. Clients resend the request every few seconds as a keepalive.
+//
+// Request, subtype 1, 32 bytes:
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |V=2|P| subtype=1 |   PT=204      |          length=7             |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                 SSRC: the member's audio SSRC                   |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                   name: "PRLY" (0x50524C59)                     |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                          member id                              |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                                                                 |
+// |                 credential token (16 bytes)                     |
+// |                                                                 |
+// |                                                                 |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Acknowledgement, subtype 2, 20 bytes: same SSRC and name, then the member id and a status byte
+// (0 bound, 1 unknown member, 2 wrong token) followed by 3 zero bytes.
+
+/// A 16-byte per-join credential, handed out over signaling as 32 lowercase hex digits.
+public struct BindToken: Sendable, Hashable, CustomStringConvertible {
+    /// The 16 bytes.
+    public let bytes: [UInt8]
+
+    /// Token length in bytes.
+    public static let length = 16
+
+    /// A token from exactly 16 bytes; nil otherwise.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.length else { return nil }
+        self.bytes = bytes
+    }
+
+    init(checked bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A token from 32 hex digits (either case); nil for anything else.
+    public init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 2 * Self.length else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.length)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        self.bytes = bytes
+    }
+
+    /// The token as 32 lowercase hex digits, as signaling carries it.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
+    }
+
+    /// Only the first 4 hex digits, so logs never carry a usable credential.
+    public var description: String { "BindToken(\(hex.prefix(4))…)" }
+
+    /// Compares in time independent of where the tokens differ, so a relay leaks nothing through timing.
+    public func matches(_ other: BindToken) -> Bool {
+        var difference: UInt8 = 0
+        for index in 0..<Self.length { difference |= bytes[index] ^ other.bytes[index] }
+        return difference == 0
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// Constants of the bind exchange.
+public enum Bind {
+    /// The RTCP APP name of every bind packet.
+    public static let name: RTCPAppName = "PRLY"
+    /// APP subtype of a request.
+    public static let requestSubtype: UInt8 = 1
+    /// APP subtype of an acknowledgement.
+    public static let acknowledgementSubtype: UInt8 = 2
+}
+
+/// Client → relay: "this UDP address is member `memberID`, here is my token".
+public struct BindRequest: Sendable, Equatable {
+    /// The member's audio SSRC, as assigned in `joined`.
+    public var ssrc: UInt32
+    /// The member id from `joined`.
+    public var memberID: UInt32
+    /// The credential from `joined`.
+    public var token: BindToken
+
+    /// A request.
+    public init(ssrc: UInt32, memberID: UInt32, token: BindToken) {
+        self.ssrc = ssrc
+        self.memberID = memberID
+        self.token = token
+    }
+
+    /// The request as an RTCP APP packet.
+    public var rtcpPacket: ApplicationPacket {
+        var data: [UInt8] = []
+        data.reserveCapacity(20)
+        data.appendU32(memberID)
+        data += token.bytes
+        return ApplicationPacket(subtype: Bind.requestSubtype, ssrc: ssrc, name: Bind.name, data: data)
+    }
+
+    /// The 32 bytes to send.
+    public func serialized() -> [UInt8] { RTCPPacket.application(rtcpPacket).serialized() }
+
+    /// Reads a request from an APP packet; throws when it is another APP packet or has the wrong size.
+    public init(_ packet: ApplicationPacket) throws(WireError) {
+        guard packet.name == Bind.name, packet.subtype == Bind.requestSubtype else {
+            throw .notBindPacket(name: packet.name.rawValue, subtype: packet.subtype)
+        }
+        guard packet.data.count == 20 else { throw .bindLength(expected: 20, found: packet.data.count) }
+        ssrc = packet.ssrc
+        memberID = packet.data[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
+        token = BindToken(checked: Array(packet.data[4..<20]))
+    }
+
+    /// Reads a request from a datagram whose first RTCP packet is the APP packet.
+    public init(parsing bytes: [UInt8]) throws(WireError) {
+        try self.init(try Bind.onlyApplicationPacket(bytes))
+    }
+}
+
+/// The relay's verdict on a bind request.
+public enum BindStatus: UInt8, Sendable, Equatable, CaseIterable {
+    /// The address is now bound to the member; media from it is forwarded.
+    case bound = 0
+    /// No member with this id is in a room (left, never joined, or the relay restarted).
+    case unknownMember = 1
+    /// The token does not match the member's.
+    case wrongToken = 2
+}
+
+/// Relay → client: the answer to a bind request.
+public struct BindAcknowledgement: Sendable, Equatable {
+    /// The SSRC from the request.
+    public var ssrc: UInt32
+    /// The member id from the request.
+    public var memberID: UInt32
+    /// The verdict.
+    public var status: BindStatus
+
+    /// An acknowledgement.
+    public init(ssrc: UInt32, memberID: UInt32, status: BindStatus) {
+        self.ssrc = ssrc
+        self.memberID = memberID
+        self.status = status
+    }
+
+    /// The acknowledgement as an RTCP APP packet.
+    public var rtcpPacket: ApplicationPacket {
+        var data: [UInt8] = []
+        data.appendU32(memberID)
+        data += [status.rawValue, 0, 0, 0]
+        return ApplicationPacket(subtype: Bind.acknowledgementSubtype, ssrc: ssrc, name: Bind.name, data: data)
+    }
+
+    /// The 20 bytes to send.
+    public func serialized() -> [UInt8] { RTCPPacket.application(rtcpPacket).serialized() }
+
+    /// Reads an acknowledgement from an APP packet.
+    public init(_ packet: ApplicationPacket) throws(WireError) {
+        guard packet.name == Bind.name, packet.subtype == Bind.acknowledgementSubtype else {
+            throw .notBindPacket(name: packet.name.rawValue, subtype: packet.subtype)
+        }
+        guard packet.data.count == 8 else { throw .bindLength(expected: 8, found: packet.data.count) }
+        guard let status = BindStatus(rawValue: packet.data[4]) else { throw .unknownBindStatus(packet.data[4]) }
+        ssrc = packet.ssrc
+        memberID = packet.data[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
+        self.status = status
+    }
+
+    /// Reads an acknowledgement from a datagram whose first RTCP packet is the APP packet.
+    public init(parsing bytes: [UInt8]) throws(WireError) {
+        try self.init(try Bind.onlyApplicationPacket(bytes))
+    }
+}
+
+extension Bind {
+    /// True when a datagram looks like a bind packet (APP with name "PRLY"): a cheap check before parsing.
+    public static func isBindPacket(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= 12 && bytes[0] >> 6 == 2 && bytes[1] == RTCPPacketType.application
+            && bytes.u32(at: 8) == name.rawValue
+    }
+
+    /// True when a datagram looks like a bind packet (APP with name "PRLY").
+    public static func isBindPacket(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { isBindPacket($0) }
+    }
+
+    static func onlyApplicationPacket(_ bytes: [UInt8]) throws(WireError) -> ApplicationPacket {
+        let packets = try RTCPPacket.parseCompound(bytes)
+        guard case let .application(app) = packets[0] else {
+            let type: UInt8 = bytes[1]
+            throw .unexpectedRTCPType(found: type, expected: RTCPPacketType.application)
+        }
+        return app
+    }
+}

@@ -1,0 +1,124 @@
+// Relay-side helpers for loss repair: a per-stream store of recent packets that answers NACKs without bothering
+// the sender, and a throttle that keeps keyframe requests from many receivers down to one per sender per interval.
+
+/// Recent packets of each stream, by SSRC and sequence number, kept `retention` long to answer NACKs.
+/// Generic over what is stored so the relay can keep its own buffers (no copy) and the engine byte arrays.
+public struct RetransmissionBuffer<Packet: Sendable>: Sendable {
+    // Inlinable so the relay's module specializes it for its own packet type (generic calls across modules
+    // are otherwise not specialized, which costs several times more per packet).
+    @usableFromInline
+    struct Slot: Sendable {
+        @usableFromInline var sequenceNumber: UInt16
+        @usableFromInline var storedAt: Duration
+        @usableFromInline var packet: Packet?
+
+        @inlinable
+        init(sequenceNumber: UInt16, storedAt: Duration, packet: Packet?) {
+            self.sequenceNumber = sequenceNumber
+            self.storedAt = storedAt
+            self.packet = packet
+        }
+    }
+
+    /// How long a packet can be retransmitted after it was stored.
+    public let retention: Duration
+    /// Packets kept per stream at most (a power of two); older ones are overwritten.
+    public let capacityPerStream: Int
+
+    @usableFromInline
+    var streams: [UInt32: [Slot]] = [:]
+
+    /// A buffer keeping `retention` of packets (default 500 ms), at most `capacityPerStream` per stream
+    /// (rounded up to a power of two; 1024 holds 500 ms of 15 Mbit/s video in 1200-byte packets).
+    @inlinable
+    public init(retention: Duration = .milliseconds(500), capacityPerStream: Int = 1024) {
+        self.retention = retention
+        var capacity = 1
+        while capacity < max(1, capacityPerStream) { capacity <<= 1 }
+        self.capacityPerStream = capacity
+    }
+
+    /// Streams with packets stored.
+    @inlinable
+    public var streamCount: Int { streams.count }
+
+    /// Stores a packet as sent at `now`, replacing whatever had the same slot.
+    @inlinable
+    public mutating func store(_ packet: Packet, ssrc: UInt32, sequenceNumber: UInt16, at now: Duration) {
+        let index = Int(sequenceNumber) & (capacityPerStream - 1)
+        let empty = Slot(sequenceNumber: 0, storedAt: .zero, packet: nil)
+        let slot = Slot(sequenceNumber: sequenceNumber, storedAt: now, packet: packet)
+        streams[ssrc, default: Array(repeating: empty, count: capacityPerStream)][index] = slot
+    }
+
+    /// The stored packet with this SSRC and sequence number, if still within the retention time.
+    @inlinable
+    public func packet(ssrc: UInt32, sequenceNumber: UInt16, at now: Duration) -> Packet? {
+        guard let slots = streams[ssrc] else { return nil }
+        let slot = slots[Int(sequenceNumber) & (capacityPerStream - 1)]
+        guard slot.sequenceNumber == sequenceNumber, now - slot.storedAt <= retention else { return nil }
+        return slot.packet
+    }
+
+    /// The packets a NACK asks for that are still stored, in the NACK's order; the rest are lost for good.
+    @inlinable
+    public func packets(answering nack: GenericNACK, at now: Duration) -> [Packet] {
+        nack.lostSequenceNumbers.compactMap { packet(ssrc: nack.mediaSSRC, sequenceNumber: $0, at: now) }
+    }
+
+    /// Forgets a stream (its member left).
+    @inlinable
+    public mutating func removeStream(ssrc: UInt32) {
+        streams.removeValue(forKey: ssrc)
+    }
+}
+
+/// Lets at most one keyframe request (PLI) per sender through per `minimumInterval`; a request that arrives too
+/// soon is remembered and becomes due when the interval ends, so a receiver that joined late still gets its keyframe.
+public struct KeyframeRequestThrottle: Sendable, Equatable {
+    /// Shortest time between two requests forwarded to the same sender.
+    public let minimumInterval: Duration
+    /// Requests suppressed so far (forwarded later or merged into another).
+    public private(set) var suppressedCount = 0
+
+    var lastForwarded: [UInt32: Duration] = [:]
+    var deferred: Set<UInt32> = []
+
+    /// A throttle with the given interval (default 500 ms).
+    public init(minimumInterval: Duration = .milliseconds(500)) { self.minimumInterval = minimumInterval }
+
+    /// True when a keyframe request for `mediaSSRC` received at `now` should be forwarded to its sender now.
+    public mutating func shouldForward(mediaSSRC: UInt32, at now: Duration) -> Bool {
+        if let last = lastForwarded[mediaSSRC], now - last < minimumInterval {
+            suppressedCount += 1
+            deferred.insert(mediaSSRC)
+            return false
+        }
+        lastForwarded[mediaSSRC] = now
+        deferred.remove(mediaSSRC)
+        return true
+    }
+
+    /// Streams whose deferred request may now be forwarded (marked as forwarded at `now`), in SSRC order.
+    public mutating func dueRequests(at now: Duration) -> [UInt32] {
+        var due: [UInt32] = []
+        for ssrc in deferred.sorted() {
+            if let last = lastForwarded[ssrc], now - last < minimumInterval { continue }
+            due.append(ssrc)
+            lastForwarded[ssrc] = now
+            deferred.remove(ssrc)
+        }
+        return due
+    }
+
+    /// A keyframe from this sender went out: drops any deferred request for it.
+    public mutating func keyframeSent(mediaSSRC: UInt32) {
+        deferred.remove(mediaSSRC)
+    }
+
+    /// Forgets a stream (its member left).
+    public mutating func removeStream(ssrc: UInt32) {
+        lastForwarded.removeValue(forKey: ssrc)
+        deferred.remove(ssrc)
+    }
+}

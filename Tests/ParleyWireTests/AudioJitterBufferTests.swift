@@ -1,0 +1,168 @@
+import ParleyWire
+import Testing
+
+/// An Opus RTP packet of 20 ms (TOC 0xFC) whose second byte names it.
+func opus(_ index: Int, firstSequenceNumber: UInt16 = 1000, firstTimestamp: UInt32 = 48_000, marker: Bool = false)
+    -> RTPPacket
+{
+    RTPPacket(
+        header: RTPHeader(
+            marker: marker, payloadType: 111, sequenceNumber: firstSequenceNumber &+ UInt16(truncatingIfNeeded: index),
+            timestamp: firstTimestamp &+ UInt32(truncatingIfNeeded: 960 * index), ssrc: 0xA0D1),
+        payload: [0xFC, UInt8(truncatingIfNeeded: index)])
+}
+
+/// What a slot played, in short: "p3" packet 3, "f4" missing with packet 4 next, "m" missing, "-" silence.
+func describe(_ playout: AudioPlayout) -> String {
+    switch playout {
+    case let .packet(packet): return "p\(packet.payload[1])"
+    case let .missingNextAvailable(next): return "f\(next.payload[1])"
+    case .missing: return "m"
+    case .silence: return "-"
+    }
+}
+
+struct AudioJitterBufferTests {
+    static let fixed = AudioJitterBuffer.Settings(targetDelay: .milliseconds(60), adaptive: false)
+
+    /// Packets `indices` arrive one per 20 ms slot (index i at 20 i ms unless `arrivals` says otherwise); a slot is
+    /// pulled every 20 ms after that slot's arrivals. Returns the slot descriptions.
+    static func run(
+        _ buffer: inout AudioJitterBuffer, packets: [Int], arrivals: [Int: Int] = [:], slots: Int
+    ) -> [String] {
+        var played: [String] = []
+        for slot in 0..<slots {
+            let now = 20 * slot
+            for index in packets
+            where (arrivals[index] ?? 20 * index) > now - 20 && (arrivals[index] ?? 20 * index) <= now {
+                _ = buffer.insert(opus(index), at: ms(arrivals[index] ?? 20 * index))
+            }
+            played.append(describe(buffer.nextSlot(at: ms(now))))
+        }
+        return played
+    }
+
+    @Test func startsAfterTheTargetDelayAndPlaysInOrder() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        let played = Self.run(&buffer, packets: Array(0..<10), slots: 19)
+        #expect(
+            played == [
+                "-", "-", "-", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9",
+                "m", "m", "m", "m", "m", "-",
+            ])
+        #expect(!buffer.isPlaying)
+        #expect(buffer.statistics.packetsReceived == 10 && buffer.statistics.lost == 0)
+    }
+
+    @Test func aLostPacketWithItsSuccessorHereOffersFEC() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        let played = Self.run(&buffer, packets: [0, 1, 2, 3, 5, 6, 7, 8, 9], slots: 13)
+        #expect(played == ["-", "-", "-", "p0", "p1", "p2", "p3", "f5", "p5", "p6", "p7", "p8", "p9"])
+        #expect(buffer.statistics.lost == 1)
+    }
+
+    @Test func twoLostPacketsConcealThenOfferFEC() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        let played = Self.run(&buffer, packets: [0, 1, 2, 3, 6, 7, 8, 9], slots: 13)
+        #expect(played == ["-", "-", "-", "p0", "p1", "p2", "p3", "m", "f6", "p6", "p7", "p8", "p9"])
+    }
+
+    @Test func reorderedPacketsPlayInOrder() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        #expect(buffer.insert(opus(0), at: ms(0)) == .accepted)
+        #expect(buffer.insert(opus(2), at: ms(20)) == .accepted)
+        #expect(buffer.insert(opus(1), at: ms(25)) == .recovered)
+        #expect(buffer.insert(opus(1), at: ms(26)) == .duplicate)
+        let played = (3..<6).map { describe(buffer.nextSlot(at: ms(20 * $0))) }
+        #expect(played == ["p0", "p1", "p2"])
+        #expect(buffer.statistics.duplicates == 1 && buffer.statistics.recovered == 1)
+    }
+
+    @Test func aLatePacketIsRefusedAndRaisesTheAdaptiveTarget() {
+        var buffer = AudioJitterBuffer()  // adaptive, 60 ms to start
+        let played = Self.run(&buffer, packets: [0, 1, 2, 3, 5, 6, 7, 8], slots: 9)
+        #expect(played == ["-", "-", "-", "p0", "p1", "p2", "p3", "f5", "p5"])
+        #expect(buffer.insert(opus(4), at: ms(165)) == .late)
+        #expect(buffer.statistics.late == 1)
+        #expect(buffer.targetDelay == .milliseconds(80))
+        // Ten quiet seconds bring it back down by one frame.
+        _ = buffer.nextSlot(at: ms(165 + 10_000))
+        #expect(buffer.targetDelay == .milliseconds(60))
+    }
+
+    @Test func theAdaptiveTargetStaysWithinItsBounds() {
+        var buffer = AudioJitterBuffer(settings: .init(maximumDelay: .milliseconds(100)))
+        _ = buffer.insert(opus(10), at: ms(0))
+        for slot in 3..<8 { _ = buffer.nextSlot(at: ms(20 * slot)) }
+        for late in 0..<5 { #expect(buffer.insert(opus(late), at: ms(200)) == .late) }
+        #expect(buffer.targetDelay == .milliseconds(100))
+        // One frame down per quiet adaptation window, never below the minimum.
+        let expected = [80, 60, 40, 40]
+        for (step, target) in expected.enumerated() {
+            _ = buffer.nextSlot(at: ms(200 + 50_000 + 10_000 * step))
+            #expect(buffer.targetDelay == .milliseconds(target))
+        }
+    }
+
+    @Test func aNewTalkspurtStartsAfreshAfterAPause() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        // Talkspurt 1: packets 0-2. DTX pause: the sender skips timestamps 3-29 while sequence numbers continue.
+        let first = Self.run(&buffer, packets: [0, 1, 2], slots: 12)
+        #expect(first == ["-", "-", "-", "p0", "p1", "p2", "m", "m", "m", "m", "m", "-"])
+        var next = opus(30, marker: true)
+        next.header.sequenceNumber = 1003
+        #expect(buffer.insert(next, at: ms(600)) == .accepted)
+        let second = (30..<34).map { describe(buffer.nextSlot(at: ms(20 * $0))) }
+        #expect(second == ["-", "-", "-", "p30"])
+        #expect(buffer.statistics.lost == 0)
+    }
+
+    @Test func wrapsAroundTimestampsAndSequenceNumbers() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        for index in 0..<4 {
+            let packet = opus(index, firstSequenceNumber: 65534, firstTimestamp: UInt32.max - 1919)
+            #expect(buffer.insert(packet, at: ms(20 * index)) == .accepted)
+        }
+        let played = (3..<7).map { describe(buffer.nextSlot(at: ms(20 * $0))) }
+        #expect(played == ["p0", "p1", "p2", "p3"])
+        #expect(buffer.statistics.highestSequenceNumber == 65537)
+    }
+
+    @Test func aBurstIsTrimmedBackToTheTarget() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        for index in 0..<10 { _ = buffer.insert(opus(index), at: ms(0)) }
+        let played = (3..<10).map { describe(buffer.nextSlot(at: ms(20 * $0))) }
+        #expect(played == ["p1", "p3", "p5", "p6", "p7", "p8", "p9"])
+        #expect(buffer.packetsDiscarded == 3)
+    }
+
+    @Test func runningShortWhilePacketsStillFlowHoldsASlot() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        // From packet 7 on the network delay grows by 50 ms: the buffer runs dry, then holds one slot to rebuild.
+        let delayed = Dictionary(uniqueKeysWithValues: (7..<12).map { ($0, 20 * $0 + 50) })
+        let played = Self.run(&buffer, packets: Array(0..<12), arrivals: delayed, slots: 13)
+        #expect(played == ["-", "-", "-", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "m", "p7", "p8"])
+        #expect(buffer.slotsHeld == 1)
+    }
+
+    @Test func refusesMalformedPackets() {
+        var buffer = AudioJitterBuffer()
+        var packet = opus(0)
+        packet.payload = []
+        #expect(buffer.insert(packet, at: ms(0)) == .malformed(.truncated(.opusPacket, needed: 1, available: 0)))
+        packet.payload = [0x03, 0x00]
+        #expect(buffer.insert(packet, at: ms(0)) == .malformed(.invalidOpusFrameCount(0)))
+        #expect(buffer.statistics.malformed == 2 && buffer.bufferedPacketCount == 0)
+    }
+
+    @Test func aSenderRestartIsFollowed() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        _ = Self.run(&buffer, packets: [0, 1, 2, 3, 4], slots: 5)
+        #expect(buffer.isPlaying)
+        // New random counters: sequence far away, timestamp far behind.
+        let restarted = opus(0, firstSequenceNumber: 30000, firstTimestamp: 100)
+        #expect(buffer.insert(restarted, at: ms(100)) == .accepted)
+        #expect(!buffer.isPlaying)
+        #expect(describe(buffer.nextSlot(at: ms(160))) == "p0")
+    }
+}
