@@ -84,8 +84,8 @@ public struct RelayState: Sendable {
         public var room: String
         /// The signaling connection, nil once it closed without a goodbye (the member lingers until timeout).
         public var connection: ConnectionID?
-        /// The per-join UDP credential (16 bytes).
-        public var credential: [UInt8]
+        /// The per-join UDP credential.
+        public var credential: BindToken
         /// When the member last said anything on signaling.
         public var lastSeen: Duration
     }
@@ -119,7 +119,7 @@ public struct RelayState: Sendable {
     public private(set) var members: [UInt32: Member] = [:]
     private var connections: [ConnectionID: Connection] = [:]
     private var nextMemberID: UInt32 = 1
-    private var usedSSRCs: Set<UInt32> = []
+    private var ssrcs = SSRCAllocator()
     /// What was refused so far.
     public var counters = RelayCounters()
 
@@ -221,15 +221,17 @@ public struct RelayState: Sendable {
         return actions
     }
 
-    /// Checks a UDP bind: the member exists and the credential matches. Counts failures.
-    public mutating func verifyBind(member id: UInt32, credential: [UInt8]) -> Member? {
-        guard let member = members[id], member.credential.count == credential.count,
-              zip(member.credential, credential).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0
-        else {
+    /// Checks a UDP bind request: the member exists and the token matches (in constant time). Counts failures.
+    public mutating func verifyBind(_ request: BindRequest) -> BindStatus {
+        guard let member = members[request.memberID] else {
             counters.bindFailures += 1
-            return nil
+            return .unknownMember
         }
-        return member
+        guard member.credential.matches(request.token), request.ssrc == member.info.ssrcs.audio else {
+            counters.bindFailures += 1
+            return .wrongToken
+        }
+        return .bound
     }
 
     // MARK: - Messages
@@ -301,8 +303,10 @@ public struct RelayState: Sendable {
         }
         let id = nextMemberID
         nextMemberID &+= 1
-        let ssrcs = MediaSSRCs(audio: freshSSRC(), video: freshSSRC(), videoLow: freshSSRC())
-        let credential = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let ssrcs = self.ssrcs.allocate(using: &random)
+        var tokenBytes = [UInt8](repeating: 0, count: BindToken.length)
+        for index in tokenBytes.indices { tokenBytes[index] = UInt8.random(in: 0...255, using: &random) }
+        let credential = BindToken(bytes: tokenBytes)!
         let info = MemberInfo(id: id, name: name, role: request.role, audioMuted: request.audioMuted,
                               videoMuted: request.videoMuted, ssrcs: ssrcs)
         let others = connections(in: room, except: nil)
@@ -312,7 +316,7 @@ public struct RelayState: Sendable {
         connections[connection]?.member = id
         let joined = JoinedRoom(
             room: room, you: info, members: existing,
-            media: MediaGrant(udpPort: udpPort, credential: hex(credential), ssrcs: ssrcs),
+            media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: ssrcs),
             livenessTimeout: Double(limits.livenessTimeout.components.seconds))
         return [
             .memberAdded(id: id, room: room),
@@ -323,9 +327,7 @@ public struct RelayState: Sendable {
 
     private mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
         guard let member = members.removeValue(forKey: id) else { return [] }
-        for ssrc in [member.info.ssrcs.audio, member.info.ssrcs.video, member.info.ssrcs.videoLow] {
-            usedSSRCs.remove(ssrc)
-        }
+        ssrcs.release(member.info.ssrcs)
         rooms[member.room]?.members.removeAll { $0 == id }
         if rooms[member.room]?.members.isEmpty ?? false { rooms[member.room] = nil }
         return [
@@ -339,40 +341,4 @@ public struct RelayState: Sendable {
             id == excluded ? nil : members[id]?.connection
         }
     }
-
-    private mutating func freshSSRC() -> UInt32 {
-        while true {
-            let candidate = UInt32.random(in: 1...UInt32.max, using: &random)
-            if usedSSRCs.insert(candidate).inserted { return candidate }
-        }
-    }
-}
-
-/// Lower-case hex of bytes.
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
-}
-
-/// Bytes from hex text, nil when the text is not an even run of hex digits.
-func bytes(fromHex text: String) -> [UInt8]? {
-    let scalars = Array(text.utf8)
-    guard scalars.count % 2 == 0 else { return nil }
-    func value(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(scalars.count / 2)
-    var index = 0
-    while index < scalars.count {
-        guard let high = value(scalars[index]), let low = value(scalars[index + 1]) else { return nil }
-        out.append(high << 4 | low)
-        index += 2
-    }
-    return out
 }

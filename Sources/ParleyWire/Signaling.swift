@@ -49,23 +49,6 @@ public enum LeaveReason: String, Codable, Sendable, CaseIterable {
     }
 }
 
-/// RTP stream identifiers the relay assigned to one member.
-public struct MediaSSRCs: Codable, Sendable, Equatable, Hashable {
-    /// The Opus stream.
-    public var audio: UInt32
-    /// The VP8 stream (the high simulcast layer once simulcast exists).
-    public var video: UInt32
-    /// Reserved for the low simulcast layer.
-    public var videoLow: UInt32
-
-    /// SSRCs for one member.
-    public init(audio: UInt32, video: UInt32, videoLow: UInt32) {
-        self.audio = audio
-        self.video = video
-        self.videoLow = videoLow
-    }
-}
-
 /// One member of a room as other members see it.
 public struct MemberInfo: Codable, Sendable, Equatable {
     /// Relay-assigned id, unique within the relay's lifetime.
@@ -79,10 +62,10 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     /// Whether the member's camera is off.
     public var videoMuted: Bool
     /// The member's RTP streams.
-    public var ssrcs: MediaSSRCs
+    public var ssrcs: MemberSSRCs
 
     /// A member description.
-    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MediaSSRCs) {
+    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs) {
         self.id = id
         self.name = name
         self.role = role
@@ -134,10 +117,10 @@ public struct MediaGrant: Codable, Sendable, Equatable {
     /// Per-join secret (hex, 32 digits) the client proves in its UDP bind packet.
     public var credential: String
     /// The streams this member sends.
-    public var ssrcs: MediaSSRCs
+    public var ssrcs: MemberSSRCs
 
     /// A media grant.
-    public init(udpPort: Int, credential: String, ssrcs: MediaSSRCs) {
+    public init(udpPort: Int, credential: String, ssrcs: MemberSSRCs) {
         self.udpPort = udpPort
         self.credential = credential
         self.ssrcs = ssrcs

@@ -181,13 +181,17 @@ struct RelayStateTests {
         let a = relay.connect(1)
         let actions = relay.send(.join(JoinRequest(room: "r", name: "alice")), on: a)
         guard case .joined(let joined) = messages(to: a, in: actions).first else { return }
-        let credential = try #require(bytes(fromHex: joined.media.credential))
-        #expect(relay.state.verifyBind(member: joined.you.id, credential: credential) != nil)
-        var wrong = credential
+        let token = try #require(BindToken(hex: joined.media.credential))
+        let ssrc = joined.media.ssrcs.audio
+        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: joined.you.id, token: token)) == .bound)
+        var wrong = token.bytes
         wrong[15] ^= 1
-        #expect(relay.state.verifyBind(member: joined.you.id, credential: wrong) == nil)
-        #expect(relay.state.verifyBind(member: 999, credential: credential) == nil)
-        #expect(relay.state.verifyBind(member: joined.you.id, credential: []) == nil)
+        let wrongToken = try #require(BindToken(bytes: wrong))
+        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: joined.you.id, token: wrongToken))
+            == .wrongToken)
+        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc + 1, memberID: joined.you.id, token: token))
+            == .wrongToken)
+        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: 999, token: token)) == .unknownMember)
         #expect(relay.state.counters.bindFailures == 3)
     }
 
@@ -197,12 +201,5 @@ struct RelayStateTests {
         let actions = relay.state.received("{{{", on: a, now: relay.now)
         #expect(messages(to: a, in: actions) == [.error(SignalingError(.badJSON, "message is not valid JSON"))])
         #expect(relay.state.counters.signalingErrors == 1)
-    }
-
-    @Test func hexRoundTrips() {
-        #expect(hex([0, 1, 0xAB, 0xFF]) == "0001abff")
-        #expect(bytes(fromHex: "0001abFF") == [0, 1, 0xAB, 0xFF])
-        #expect(bytes(fromHex: "abc") == nil)
-        #expect(bytes(fromHex: "zz") == nil)
     }
 }

@@ -2,7 +2,7 @@ import Testing
 @testable import ParleyWire
 
 struct SignalingTests {
-    static let ssrcs = MediaSSRCs(audio: 0x1000_0001, video: 0x1000_0002, videoLow: 0x1000_0003)
+    static let ssrcs = MemberSSRCs(block: 0x1000_0004)
     static let alice = MemberInfo(id: 7, name: "alice", role: .broadcaster, audioMuted: false, videoMuted: true,
                                   ssrcs: ssrcs)
 
