@@ -21,6 +21,8 @@ public enum RelayAction: Equatable, Sendable {
     case memberRemoved(id: UInt32, room: String)
     /// A member joined a room: it may now bind its UDP address.
     case memberAdded(id: UInt32, room: String)
+    /// A member switched role (audience members may not send media).
+    case roleChanged(id: UInt32, role: MemberRole)
 }
 
 /// Checks a room or display name; returns the cleaned name or a sentence saying what is wrong.
@@ -281,7 +283,7 @@ public struct RelayState: Sendable {
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
         case .role(let request):
             members[id]?.info.role = request.role
-            return [.send(.role(MemberRoleChange(id: id, role: request.role)),
+            return [.roleChanged(id: id, role: request.role), .send(.role(MemberRoleChange(id: id, role: request.role)),
                           to: connections(in: member.room, except: nil))]
         }
     }

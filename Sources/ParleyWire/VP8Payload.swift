@@ -165,7 +165,13 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
     /// True when an RTP payload starts a VP8 keyframe: S = 1, PID = 0 and the P bit of the first data byte is 0.
     public static func startsKeyframe(_ payload: [UInt8]) -> Bool {
         guard let (descriptor, offset) = try? parse(payload) else { return false }
-        return descriptor.startsFrame && payload[offset] & 0x01 == 0
+        return descriptor.startsFrame && offset < payload.count && payload[offset] & 0x01 == 0
+    }
+
+    /// The same test on raw payload bytes, without copying (the relay's forwarding path).
+    public static func startsKeyframe(_ payload: UnsafeRawBufferPointer) -> Bool {
+        guard let (descriptor, offset) = try? parse(payload) else { return false }
+        return descriptor.startsFrame && offset < payload.count && payload[offset] & 0x01 == 0
     }
 }
 

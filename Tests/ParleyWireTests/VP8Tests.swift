@@ -71,6 +71,8 @@ struct VP8DescriptorTests {
 
     @Test func detectsKeyframesFromTheFirstPacket() {
         #expect(VP8PayloadDescriptor.startsKeyframe(bytes("10 00 00 00")))
+        #expect(!VP8PayloadDescriptor.startsKeyframe(bytes("10")), "a descriptor with no VP8 data after it")
+        #expect(!VP8PayloadDescriptor.startsKeyframe(bytes("90 80 81 23")), "extended descriptor, no data")
         #expect(VP8PayloadDescriptor.startsKeyframe(bytes("90 80 81 23 50 2d 00")))
         #expect(!VP8PayloadDescriptor.startsKeyframe(bytes("10 01 00 00")))  // P = 1: delta frame
         #expect(!VP8PayloadDescriptor.startsKeyframe(bytes("00 00 00 00")))  // S = 0

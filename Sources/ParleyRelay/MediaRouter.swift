@@ -1,0 +1,177 @@
+import ParleyWire
+
+/// Tunable limits of the relay's media forwarding.
+public struct MediaLimits: Sendable, Equatable {
+    /// At most one keyframe request per sender per this interval reaches the sender.
+    public var keyframeRequestInterval: Duration
+    /// How long sent video packets stay available to answer NACKs.
+    public var retransmissionWindow: Duration
+
+    /// Defaults: 500 ms throttle, 500 ms retransmission window.
+    public init(keyframeRequestInterval: Duration = .milliseconds(500),
+                retransmissionWindow: Duration = .milliseconds(500)) {
+        self.keyframeRequestInterval = keyframeRequestInterval
+        self.retransmissionWindow = retransmissionWindow
+    }
+}
+
+/// Why a datagram was dropped (counted, never answered).
+public enum DropReason: String, Sendable, Equatable {
+    case notMedia = "not RTP/RTCP"
+    case malformed = "malformed"
+    case unknownSource = "SSRC of no member"
+    case unprovenAddress = "address not bound to the SSRC's member"
+    case audienceSending = "audience member sending media"
+    case badBind = "bind refused"
+}
+
+/// What to do with one RTCP packet of a compound, decided by the router.
+public enum FeedbackAction: Equatable, Sendable {
+    /// Forward the whole datagram to every other bound member of the room (SR, SDES, BYE).
+    case forwardToRoom
+    /// Send these bytes to one member (a PLI or RR for the stream's sender).
+    case sendToMember(UInt32, [UInt8])
+    /// Resend stored packets of `ssrc` with these sequence numbers back to the requester.
+    case retransmit(ssrc: UInt32, sequenceNumbers: [UInt16])
+}
+
+/// The relay's UDP routing table: which member owns which SSRC block, which address each member proved, who is in
+/// which room. Pure and generic over the address type, so the forwarding rules are tested without sockets.
+public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
+    /// One member's media identity.
+    public struct Route: Sendable {
+        public var member: UInt32
+        public var room: String
+        public var ssrcs: MemberSSRCs
+        public var role: MemberRole
+        public var address: Address?
+    }
+
+    /// Limits in force.
+    public let limits: MediaLimits
+    private var routes: [UInt32: Route] = [:]
+    private var memberByBlock: [UInt32: UInt32] = [:]
+    /// Bound members of each room with their addresses, in join order: the fan-out lists.
+    private var fanOut: [String: [(member: UInt32, address: Address)]] = [:]
+    private var throttle: KeyframeRequestThrottle
+    /// Datagrams dropped, by reason.
+    public private(set) var dropped: [DropReason: Int] = [:]
+    /// Keyframe requests swallowed by the throttle.
+    public var throttledKeyframeRequests: Int { throttle.suppressedCount }
+
+    /// An empty routing table.
+    public init(limits: MediaLimits = MediaLimits()) {
+        self.limits = limits
+        throttle = KeyframeRequestThrottle(minimumInterval: limits.keyframeRequestInterval)
+    }
+
+    /// A member joined: its SSRC block now belongs to it (not yet bound to an address).
+    public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole) {
+        routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil)
+        memberByBlock[ssrcs.block] = member
+    }
+
+    /// A member's role changed (audience members may not send media).
+    public mutating func setRole(_ role: MemberRole, of member: UInt32) {
+        routes[member]?.role = role
+    }
+
+    /// A member left: forget its block, its address and its throttle state.
+    public mutating func forget(member: UInt32) {
+        guard let route = routes.removeValue(forKey: member) else { return }
+        memberByBlock[route.ssrcs.block] = nil
+        for ssrc in [route.ssrcs.audio, route.ssrcs.video, route.ssrcs.videoLow] { throttle.removeStream(ssrc: ssrc) }
+        rebuildFanOut(route.room)
+    }
+
+    /// A bind was verified: `address` now speaks for `member` (a new address replaces the old one).
+    public mutating func bind(member: UInt32, to address: Address) {
+        guard routes[member] != nil else { return }
+        routes[member]?.address = address
+        rebuildFanOut(routes[member]!.room)
+    }
+
+    /// The member whose block holds `ssrc`, if it is bound to `address`; otherwise counts the drop.
+    public mutating func sender(ssrc: UInt32, from address: Address) -> Route? {
+        guard let member = memberByBlock[ssrc & ~3], let route = routes[member] else {
+            count(.unknownSource)
+            return nil
+        }
+        guard route.address == address else {
+            count(.unprovenAddress)
+            return nil
+        }
+        return route
+    }
+
+    /// The route of a member.
+    public func route(of member: UInt32) -> Route? { routes[member] }
+
+    /// Every bound member of the room except `member`, to forward to.
+    public func destinations(from member: UInt32, in room: String, into out: inout [Address]) {
+        out.removeAll(keepingCapacity: true)
+        guard let list = fanOut[room] else { return }
+        for entry in list where entry.member != member { out.append(entry.address) }
+    }
+
+    /// Counts a drop.
+    public mutating func count(_ reason: DropReason) {
+        dropped[reason, default: 0] += 1
+    }
+
+    /// Decides what to do with each packet of an RTCP compound from `sender`.
+    public mutating func feedback(_ packets: [RTCPPacket], from sender: Route, at now: Duration) -> [FeedbackAction] {
+        var actions: [FeedbackAction] = []
+        var forwardWhole = false
+        for packet in packets {
+            switch packet {
+            case .senderReport, .sourceDescription, .goodbye:
+                forwardWhole = true
+            case .nack(let nack):
+                actions.append(.retransmit(ssrc: nack.mediaSSRC, sequenceNumbers: nack.lostSequenceNumbers))
+            case .pictureLossIndication(let pli):
+                guard let owner = memberByBlock[pli.mediaSSRC & ~3], owner != sender.member else { continue }
+                if throttle.shouldForward(mediaSSRC: pli.mediaSSRC, at: now) {
+                    actions.append(.sendToMember(owner, RTCPPacket.pictureLossIndication(pli).serialized()))
+                }
+            case .receiverReport(let report):
+                // Each stream's sender hears how its stream arrives here (loss, jitter) for its own rate decisions.
+                var byOwner: [UInt32: [ReportBlock]] = [:]
+                for block in report.reports {
+                    guard let owner = memberByBlock[block.ssrc & ~3], owner != sender.member else { continue }
+                    byOwner[owner, default: []].append(block)
+                }
+                for (owner, blocks) in byOwner.sorted(by: { $0.key < $1.key }) {
+                    let rr = ReceiverReport(ssrc: report.ssrc, reports: blocks)
+                    actions.append(.sendToMember(owner, RTCPPacket.receiverReport(rr).serialized()))
+                }
+            case .application, .other:
+                break
+            }
+        }
+        if forwardWhole { actions.insert(.forwardToRoom, at: 0) }
+        return actions
+    }
+
+    /// Keyframe requests held back by the throttle whose interval has now passed: (owner, PLI bytes).
+    public mutating func dueKeyframeRequests(at now: Duration) -> [(member: UInt32, bytes: [UInt8])] {
+        throttle.dueRequests(at: now).compactMap { ssrc in
+            guard let owner = memberByBlock[ssrc & ~3] else { return nil }
+            let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
+            return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
+        }
+    }
+
+    /// A keyframe from `ssrc` went out: pending requests for it are satisfied.
+    public mutating func keyframeForwarded(ssrc: UInt32) {
+        throttle.keyframeSent(mediaSSRC: ssrc)
+    }
+
+    private mutating func rebuildFanOut(_ room: String) {
+        let list = routes.values
+            .filter { $0.room == room }
+            .sorted { $0.member < $1.member }
+            .compactMap { route in route.address.map { (member: route.member, address: $0) } }
+        fanOut[room] = list.isEmpty ? nil : list
+    }
+}

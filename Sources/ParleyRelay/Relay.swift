@@ -1,0 +1,514 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import ParleyRoom
+import ParleyWire
+
+/// How to run a relay.
+public struct RelayConfiguration: Sendable {
+    /// Interface to listen on.
+    public var host: String
+    /// TCP port for WebSocket signaling; the UDP media port is the same number (0 picks free ports for both).
+    public var port: Int
+    /// Signaling limits (liveness timeout, rate limit).
+    public var limits: SignalingLimits
+    /// Media limits (keyframe request throttle, retransmission window).
+    public var media: MediaLimits
+    /// Where logs go.
+    public var logger: Logger
+
+    /// A configuration; defaults are the production values.
+    public init(host: String = "127.0.0.1", port: Int = 7878, limits: SignalingLimits = SignalingLimits(),
+                media: MediaLimits = MediaLimits(), logger: Logger = Logger(label: "parley.relay")) {
+        self.host = host
+        self.port = port
+        self.limits = limits
+        self.media = media
+        self.logger = logger
+    }
+}
+
+/// Errors starting or running the relay.
+public enum RelayError: Error, CustomStringConvertible {
+    /// A socket could not be bound.
+    case bindFailed(what: String, host: String, port: Int, underlying: any Error)
+
+    public var description: String {
+        switch self {
+        case .bindFailed(let what, let host, let port, let underlying):
+            "cannot listen for \(what) on \(host):\(port): \(underlying)"
+        }
+    }
+}
+
+/// The Parley relay: WebSocket signaling plus an RTP/RTCP forwarder (SFU) on UDP. Everything runs on one event
+/// loop, so the room state needs no locks; the hot path is one dictionary lookup and a batch of sends per packet.
+public final class Relay: Sendable {
+    /// The TCP port signaling listens on.
+    public let signalingPort: Int
+    /// The UDP port media uses.
+    public let mediaPort: Int
+    private let group: MultiThreadedEventLoopGroup
+    private let serverChannel: any Channel
+    private let udpChannel: any Channel
+    private let core: NIOLoopBound<RelayCore>
+    private let logger: Logger
+
+    private init(signalingPort: Int, mediaPort: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
+                 udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger) {
+        self.signalingPort = signalingPort
+        self.mediaPort = mediaPort
+        self.group = group
+        self.serverChannel = serverChannel
+        self.udpChannel = udpChannel
+        self.core = core
+        self.logger = logger
+    }
+
+    /// Binds both sockets and starts serving.
+    public static func start(_ configuration: RelayConfiguration) async throws -> Relay {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let logger = configuration.logger
+        do {
+            let udpChannel: any Channel
+            do {
+                udpChannel = try await DatagramBootstrap(group: loop)
+                    .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .channelOption(.datagramVectorReadMessageCount, value: 64)
+                    .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
+                    .bind(host: configuration.host, port: configuration.port).get()
+            } catch {
+                throw RelayError.bindFailed(what: "media (UDP)", host: configuration.host, port: configuration.port,
+                                            underlying: error)
+            }
+            let mediaPort = udpChannel.localAddress?.port ?? configuration.port
+            let core = try await loop.submit {
+                NIOLoopBound(
+                    RelayCore(configuration: configuration, udpPort: mediaPort, udp: udpChannel, loop: loop),
+                    eventLoop: loop)
+            }.get()
+            try await loop.submit {
+                try udpChannel.pipeline.syncOperations.addHandler(MediaHandler(core: core))
+            }.get()
+
+            let serverChannel: any Channel
+            do {
+                serverChannel = try await ServerBootstrap(group: loop)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { channel in
+                        Self.configureSignaling(channel, core: core)
+                    }
+                    .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
+            } catch {
+                try? await udpChannel.close()
+                throw RelayError.bindFailed(what: "signaling (TCP)", host: configuration.host,
+                                            port: configuration.port, underlying: error)
+            }
+            let signalingPort = serverChannel.localAddress?.port ?? configuration.port
+            try await loop.submit { core.value.startTimers() }.get()
+            logger.info("relay listening", metadata: [
+                "host": "\(configuration.host)", "signaling": "\(signalingPort)/tcp", "media": "\(mediaPort)/udp",
+            ])
+            return Relay(signalingPort: signalingPort, mediaPort: mediaPort, group: group,
+                         serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// What the relay refused and forwarded so far.
+    public func counters() async throws -> RelayCounters {
+        try await serverChannel.eventLoop.submit { [core] in core.value.counters }.get()
+    }
+
+    /// A snapshot of rooms and their members' ids, in join order.
+    public func rooms() async throws -> [String: [UInt32]] {
+        try await serverChannel.eventLoop.submit { [core] in core.value.state.rooms.mapValues(\.members) }.get()
+    }
+
+    /// A snapshot of one member's state as the relay sees it (mute flags, role), nil if not present.
+    public func member(_ id: UInt32) async throws -> MemberInfo? {
+        try await serverChannel.eventLoop.submit { [core] in core.value.state.members[id]?.info }.get()
+    }
+
+    /// Tells every member the relay is going away, closes all sockets and stops the event loop.
+    public func shutdown() async {
+        _ = try? await serverChannel.eventLoop.submit { [core] in core.value.shutDown() }.get()
+        try? await serverChannel.close()
+        try? await udpChannel.close()
+        try? await group.shutdownGracefully()
+        logger.info("relay stopped")
+    }
+
+    private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>)
+        -> EventLoopFuture<Void>
+    {
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: 2 * maxSignalingMessageBytes,
+            automaticErrorHandling: true,
+            shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers([
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
+                            maxAccumulatedFrameSize: 2 * maxSignalingMessageBytes),
+                        SignalingHandler(core: core),
+                    ])
+                }
+            })
+        return channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+            try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler())
+        }
+    }
+}
+
+/// The relay's state and sockets, confined to the relay's single event loop.
+final class RelayCore {
+    var state: RelayState
+    var media: MediaRouter<SocketAddress>
+    private var retransmissions: RetransmissionBuffer<ByteBuffer>
+    private let udp: any Channel
+    private let loop: any EventLoop
+    private var channels: [ConnectionID: any Channel] = [:]
+    private var nextConnection: UInt64 = 1
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+    private var timers: [RepeatedTask] = []
+    private var destinations: [SocketAddress] = []
+    private var forwarded = 0
+    private var retransmitted = 0
+    let logger: Logger
+
+    init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
+        state = RelayState(
+            limits: configuration.limits, udpPort: udpPort,
+            roomRule: { text in
+                Result { () throws(NameError) in try RoomName.validate(text) }.mapError { NameRejection("\($0)") }
+            },
+            nameRule: { text in
+                Result { () throws(NameError) in try DisplayName.validate(text) }.mapError { NameRejection("\($0)") }
+            },
+            wallClock: { wallClockMilliseconds() })
+        media = MediaRouter(limits: configuration.media)
+        retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
+        self.udp = udp
+        self.loop = loop
+        self.logger = configuration.logger
+        epoch = clock.now
+    }
+
+    var now: Duration { clock.now - epoch }
+
+    var counters: RelayCounters {
+        var counters = state.counters
+        counters.packetsForwarded = forwarded
+        counters.packetsDropped = media.dropped.values.reduce(0, +)
+        counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
+        counters.retransmissionsServed = retransmitted
+        return counters
+    }
+
+    /// Liveness every 250 ms; held-back keyframe requests every 50 ms. Cancelled by `shutDown`.
+    func startTimers() {
+        let core = NIOLoopBound(self, eventLoop: loop)
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+            let core = core.value
+            core.perform(core.state.tick(now: core.now))
+        })
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(50), delay: .milliseconds(50)) { _ in
+            let core = core.value
+            for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
+                core.send(bytes, toMember: member)
+            }
+            core.udp.flush()
+        })
+    }
+
+    func shutDown() {
+        for timer in timers { timer.cancel() }
+        perform(state.shutDown())
+    }
+
+    func register(_ channel: any Channel) -> ConnectionID {
+        let id = ConnectionID(nextConnection)
+        nextConnection += 1
+        channels[id] = channel
+        state.connected(id, now: now)
+        logger.debug("signaling connected", metadata: [
+            "connection": "\(id)", "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")",
+        ])
+        return id
+    }
+
+    func unregister(_ id: ConnectionID) {
+        guard channels.removeValue(forKey: id) != nil else { return }
+        perform(state.disconnected(id, now: now))
+        logger.debug("signaling closed", metadata: ["connection": "\(id)"])
+    }
+
+    func received(_ text: String, on id: ConnectionID) {
+        let before = state.counters
+        perform(state.received(text, on: id, now: now))
+        if state.counters.signalingErrors != before.signalingErrors {
+            logger.notice("refused signaling message", metadata: ["connection": "\(id)", "bytes": "\(text.utf8.count)"])
+        }
+    }
+
+    func refused(on id: ConnectionID, reason: String) {
+        perform(state.refusedFrame(id, reason: reason))
+    }
+
+    func perform(_ actions: [RelayAction]) {
+        for action in actions {
+            switch action {
+            case .send(let message, let targets):
+                guard !targets.isEmpty else { continue }
+                let text = message.encoded()
+                for target in targets {
+                    guard let channel = channels[target] else { continue }
+                    var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+                    buffer.writeString(text)
+                    channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+                }
+            case .close(let target):
+                guard let channel = channels.removeValue(forKey: target) else { continue }
+                var data = channel.allocator.buffer(capacity: 2)
+                data.write(webSocketErrorCode: .normalClosure)
+                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+                    .whenComplete { _ in channel.close(promise: nil) }
+            case .memberAdded(let id, let room):
+                if let member = state.members[id] {
+                    media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role)
+                }
+                logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
+            case .memberRemoved(let id, let room):
+                if let route = media.route(of: id) {
+                    for ssrc in [route.ssrcs.video, route.ssrcs.videoLow] { retransmissions.removeStream(ssrc: ssrc) }
+                }
+                media.forget(member: id)
+                logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
+            case .roleChanged(let id, let role):
+                media.setRole(role, of: id)
+            }
+        }
+    }
+
+    // MARK: - Media
+
+    /// One datagram from the media socket. The RTP path is a header peek, one lookup, and a write per destination
+    /// sharing the received buffer; only video packets are copied, into the retransmission buffer.
+    func handleDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        let data = envelope.data
+        let remote = envelope.remoteAddress
+        switch data.withUnsafeReadableBytes({ MediaPacketKind.classify($0) }) {
+        case .unknown:
+            media.count(.notMedia)
+        case .rtp:
+            forwardRTP(data, from: remote)
+        case .rtcp:
+            if data.withUnsafeReadableBytes({ Bind.isBindPacket($0) }) {
+                bind(data, from: remote)
+            } else {
+                handleRTCP(data, from: remote)
+            }
+        }
+    }
+
+    private func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
+        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool)? in
+            guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
+            let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
+            let keyframe = header.payloadType == MediaPayloadType.vp8 && VP8PayloadDescriptor.startsKeyframe(payload)
+            return (header, keyframe)
+        }
+        guard let (header, keyframe) = parsed else {
+            media.count(.malformed)
+            return
+        }
+        guard let route = media.sender(ssrc: header.ssrc, from: remote) else { return }
+        guard route.role == .broadcaster else {
+            media.count(.audienceSending)
+            return
+        }
+        if header.ssrc != route.ssrcs.audio {
+            // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
+            var copy = udp.allocator.buffer(capacity: data.readableBytes)
+            copy.writeImmutableBuffer(data)
+            retransmissions.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
+            if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
+        }
+        media.destinations(from: route.member, in: route.room, into: &destinations)
+        for address in destinations {
+            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+        }
+        forwarded += destinations.count
+    }
+
+    private func bind(_ data: ByteBuffer, from remote: SocketAddress) {
+        guard let request = try? BindRequest(parsing: Array(data.readableBytesView)) else {
+            media.count(.malformed)
+            return
+        }
+        let status = state.verifyBind(request)
+        if status == .bound {
+            if media.route(of: request.memberID)?.address != remote {
+                logger.info("media bound", metadata: ["member": "\(request.memberID)", "address": "\(remote)"])
+            }
+            media.bind(member: request.memberID, to: remote)
+        } else {
+            media.count(.badBind)
+            logger.notice("bind refused", metadata: ["member": "\(request.memberID)", "status": "\(status)"])
+        }
+        let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
+        udp.write(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: ack)), promise: nil)
+    }
+
+    private func handleRTCP(_ data: ByteBuffer, from remote: SocketAddress) {
+        guard let packets = try? data.withUnsafeReadableBytes({ try RTCPPacket.parseCompound($0) }),
+              let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first
+        else {
+            media.count(.malformed)
+            return
+        }
+        guard let route = media.sender(ssrc: senderSSRC, from: remote) else { return }
+        let at = now
+        for action in media.feedback(packets, from: route, at: at) {
+            switch action {
+            case .forwardToRoom:
+                media.destinations(from: route.member, in: route.room, into: &destinations)
+                for address in destinations {
+                    udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+                }
+                forwarded += destinations.count
+            case .sendToMember(let member, let bytes):
+                send(bytes, toMember: member)
+            case .retransmit(let ssrc, let sequenceNumbers):
+                for sequenceNumber in sequenceNumbers {
+                    guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: at)
+                    else { continue }
+                    udp.write(AddressedEnvelope(remoteAddress: remote, data: packet), promise: nil)
+                    retransmitted += 1
+                }
+            }
+        }
+    }
+
+    private func send(_ bytes: [UInt8], toMember member: UInt32) {
+        guard let address = media.route(of: member)?.address else { return }
+        udp.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
+        forwarded += 1
+    }
+}
+
+/// The media socket's datagrams, handed to the core; one flush per read batch lets NIO use sendmmsg.
+final class MediaHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let core: NIOLoopBound<RelayCore>
+
+    init(core: NIOLoopBound<RelayCore>) {
+        self.core = core
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        core.value.handleDatagram(unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP port unreachable for a departed peer and similar: never fatal for the relay.
+        core.value.logger.debug("media socket error", metadata: ["error": "\(error)"])
+    }
+}
+
+/// One WebSocket's frames in and out; all decisions are the core's.
+final class SignalingHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let core: NIOLoopBound<RelayCore>
+    private var id: ConnectionID?
+
+    init(core: NIOLoopBound<RelayCore>) {
+        self.core = core
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        id = core.value.register(context.channel)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let id { core.value.unregister(id) }
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard let id else { return }
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            let text = data.readString(length: data.readableBytes) ?? ""
+            core.value.received(text, on: id)
+        case .binary:
+            core.value.refused(on: id, reason: "binary frames are not part of the protocol; send JSON text")
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
+                                  promise: nil)
+        case .connectionClose:
+            var data = context.channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: .normalClosure)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+                .whenComplete { _ in channel.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let id { core.value.refused(on: id, reason: "protocol error: \(error)") }
+        context.close(promise: nil)
+    }
+}
+
+/// Answers plain HTTP requests (a browser, a health check) with a one-line description instead of hanging.
+final class PlainHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        let body = "Parley relay: connect with a WebSocket (protocol version \(signalingProtocolVersion)).\n"
+        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
+        buffer.writeString(body)
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(buffer.readableBytes)")
+        headers.add(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .upgradeRequired,
+                                                             headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+/// Milliseconds since the Unix epoch, for chat timestamps.
+func wallClockMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
