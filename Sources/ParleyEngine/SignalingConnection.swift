@@ -5,7 +5,7 @@ import NIOWebSocket
 import ParleyWire
 
 /// What the relay's WebSocket delivers to the engine.
-enum SignalingEvent {
+enum SignalingEvent: Sendable {
     /// A well-formed message.
     case message(ServerMessage)
     /// A frame that did not parse; the connection stays open.
@@ -39,11 +39,11 @@ final class SignalingConnection: Sendable {
         self.channel = channel
     }
 
-    /// Connects, upgrades to WebSocket, and then calls `handler` on the loop for every event.
+    /// Connects, upgrades to WebSocket, and then calls `handler` on `loop` for every event.
     static func connect(to address: ServerAddress, on loop: any EventLoop, timeout: TimeAmount = .seconds(5),
-                        handler: @escaping (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
+                        handler: @escaping @Sendable (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
-        let callback = NIOLoopBound(handler, eventLoop: loop)
+        let callback = handler
         let connect = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -60,10 +60,13 @@ final class SignalingConnection: Sendable {
                     }
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    // The request sender reads HTTP parts; after the upgrade it must leave before raw frames flow.
                     try channel.pipeline.syncOperations.addHTTPClientHandlers(
-                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                            context.pipeline.syncOperations.removeHandler(name: "parley.upgrade-request", promise: nil)
+                        }))
                     try channel.pipeline.syncOperations.addHandler(
-                        UpgradeRequestHandler(address: address, upgraded: upgraded))
+                        UpgradeRequestHandler(address: address, upgraded: upgraded), name: "parley.upgrade-request")
                 }
             }
             .connect(host: address.host, port: address.port)
@@ -80,7 +83,11 @@ final class SignalingConnection: Sendable {
 
     /// Sends one message.
     func send(_ message: ClientMessage) {
-        let text = message.encoded()
+        sendRawText(message.encoded())
+    }
+
+    /// Sends arbitrary text as one frame (tests use it to send what the protocol forbids).
+    func sendRawText(_ text: String) {
         var buffer = channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
@@ -144,10 +151,10 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let callback: NIOLoopBound<(SignalingEvent) -> Void>
+    private let callback: @Sendable (SignalingEvent) -> Void
     private var closed = false
 
-    init(callback: NIOLoopBound<(SignalingEvent) -> Void>) {
+    init(callback: @escaping @Sendable (SignalingEvent) -> Void) {
         self.callback = callback
     }
 
@@ -158,9 +165,9 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
             var data = frame.unmaskedData
             let text = data.readString(length: data.readableBytes) ?? ""
             do {
-                callback.value(.message(try ServerMessage.decode(text)))
+                callback(.message(try ServerMessage.decode(text)))
             } catch {
-                callback.value(.invalid(error))
+                callback(.invalid(error))
             }
         case .ping:
             context.writeAndFlush(
@@ -176,7 +183,7 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if !closed {
             closed = true
-            callback.value(.closed)
+            callback(.closed)
         }
         context.fireChannelInactive()
     }

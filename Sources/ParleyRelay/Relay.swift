@@ -163,9 +163,12 @@ public final class Relay: Sendable {
                 }
             })
         return channel.eventLoop.makeCompletedFuture {
+            // The plain-HTTP answerer sits after the HTTP codec; once upgraded it must go, or it would see raw bytes.
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
-            try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler())
+                withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                    context.pipeline.syncOperations.removeHandler(name: "parley.plain-http", promise: nil)
+                }))
+            try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler(), name: "parley.plain-http")
         }
     }
 }

@@ -1,0 +1,186 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyWire
+import Testing
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// The real relay on loopback: real WebSockets, real UDP.
+@Suite(.serialized)
+struct RelayLoopbackTests {
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+    func startRelay(liveness: Duration = .seconds(10)) async throws -> Relay {
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .critical
+        return try await Relay.start(RelayConfiguration(
+            host: "127.0.0.1", port: 0, limits: SignalingLimits(livenessTimeout: liveness), logger: logger))
+    }
+
+    func rtp(ssrc: UInt32, sequence: UInt16, payloadType: UInt8 = 96, payload: [UInt8] = [0x90, 0x80, 0x81, 0x23, 0x50])
+        -> [UInt8] {
+        RTPPacket(header: RTPHeader(marker: true, payloadType: payloadType, sequenceNumber: sequence,
+                                    timestamp: 1000, ssrc: ssrc), payload: payload).serialized()
+    }
+
+    @Test func membersSeeEachOtherAndChatInOneOrder() async throws {
+        let relay = try await startRelay()
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let carol = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let a = try await alice.join("alice")
+        let b = try await bob.join("bob")
+        let c = try await carol.join("carol")
+        #expect(c.members.map(\.name) == ["alice", "bob"])
+        _ = try await alice.wait(for: "carol joined") {
+            if case .memberJoined(let joined) = $0, joined.member.id == c.you.id { true } else { nil }
+        }
+        for (index, member) in [alice, bob, carol].enumerated() {
+            for line in 0..<5 { member.send(.chat(ChatSend(text: "\(index)-\(line)"))) }
+        }
+        for member in [alice, bob, carol] {
+            let ok = await eventually {
+                member.messages.filter { if case .chat = $0 { true } else { false } }.count == 15
+            }
+            #expect(ok)
+        }
+        func order(_ member: TestMember) -> [String] {
+            member.messages.compactMap { if case .chat(let chat) = $0 { "\(chat.seq):\(chat.text)" } else { nil } }
+        }
+        #expect(order(alice) == order(bob))
+        #expect(order(bob) == order(carol))
+        #expect(order(alice).map { $0.split(separator: ":")[0] } == (1...15).map { "\($0)" })
+
+        bob.send(.mute(MuteChange(audio: true)))
+        let mute = try await alice.wait(for: "bob's mute") { if case .mute(let mute) = $0 { mute } else { nil } }
+        #expect(mute == MemberMute(id: b.you.id, audio: true, video: false))
+        #expect(try await relay.member(b.you.id)?.audioMuted == true)
+
+        alice.send(.leave)
+        let left = try await carol.wait(for: "alice left") {
+            if case .memberLeft(let left) = $0 { left } else { nil }
+        }
+        #expect(left == MemberLeft(id: a.you.id, reason: .quit))
+    }
+
+    @Test func mediaFlowsOnlyAfterTheBindAndIsCounted() async throws {
+        let relay = try await startRelay()
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let a = try await alice.join("alice")
+        let b = try await bob.join("bob")
+        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket(), stranger = try TestUDPSocket()
+
+        // Before binding nothing is forwarded.
+        aliceUDP.send(rtp(ssrc: a.media.ssrcs.video, sequence: 1), toPort: a.media.udpPort)
+        #expect(try bindMedia(bobUDP, joined: b) == .bound)
+        #expect(bobUDP.receive(for: .milliseconds(200)).isEmpty)
+
+        #expect(try bindMedia(aliceUDP, joined: a) == .bound)
+        let packet = rtp(ssrc: a.media.ssrcs.video, sequence: 2)
+        aliceUDP.send(packet, toPort: a.media.udpPort)
+        #expect(bobUDP.receive(until: { $0 == packet }) != nil, "bound sender's RTP reaches the other member")
+
+        // A stranger using Alice's SSRC, garbage and a wrong token are dropped and counted.
+        stranger.send(rtp(ssrc: a.media.ssrcs.video, sequence: 3), toPort: a.media.udpPort)
+        stranger.send([0x00, 0x01, 0x02], toPort: a.media.udpPort)
+        stranger.send([0x80], toPort: a.media.udpPort)
+        var wrong = try #require(BindToken(hex: a.media.credential)).bytes
+        wrong[0] ^= 0xFF
+        let badBind = BindRequest(ssrc: a.media.ssrcs.audio, memberID: a.you.id, token: BindToken(bytes: wrong)!)
+        stranger.send(badBind.serialized(), toPort: a.media.udpPort)
+        let refusal = try #require(stranger.receive(until: { Bind.isBindPacket($0) }))
+        #expect(try BindAcknowledgement(parsing: refusal).status == .wrongToken)
+        #expect(bobUDP.receive(for: .milliseconds(200)).isEmpty, "nothing from the stranger reaches bob")
+        let counters = try await relay.counters()
+        #expect(counters.packetsDropped >= 4)
+        #expect(counters.bindFailures == 1)
+
+        // Alice is still bound: the stranger's bind did not steal her address.
+        let later = rtp(ssrc: a.media.ssrcs.audio, sequence: 9, payloadType: 111, payload: [0xF8, 0xFF, 0xFE])
+        aliceUDP.send(later, toPort: a.media.udpPort)
+        #expect(bobUDP.receive(until: { $0 == later }) != nil)
+    }
+
+    @Test func nacksAreAnsweredByTheRelayAndPLIsAreThrottled() async throws {
+        let relay = try await startRelay()
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let a = try await alice.join("alice")
+        let b = try await bob.join("bob")
+        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket()
+        #expect(try bindMedia(aliceUDP, joined: a) == .bound)
+        #expect(try bindMedia(bobUDP, joined: b) == .bound)
+
+        let packets = (100..<105).map { rtp(ssrc: a.media.ssrcs.video, sequence: UInt16($0)) }
+        for packet in packets { aliceUDP.send(packet, toPort: a.media.udpPort) }
+        #expect(bobUDP.receive(for: .milliseconds(200)).count == 5)
+
+        let nack = GenericNACK(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video, lost: [101, 103])
+        bobUDP.send(RTCPPacket.nack(nack).serialized(), toPort: b.media.udpPort)
+        let resent = bobUDP.receive(for: .milliseconds(300))
+        #expect(resent == [packets[1], packets[3]], "answered from the relay's buffer, unchanged")
+        #expect(aliceUDP.receive(for: .milliseconds(100)).isEmpty, "the sender is not bothered")
+
+        let pli = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: b.media.ssrcs.audio,
+                                                                         mediaSSRC: a.media.ssrcs.video)).serialized()
+        for _ in 0..<30 {
+            bobUDP.send(pli, toPort: b.media.udpPort)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let requests = aliceUDP.receive(for: .milliseconds(700)).filter {
+            (try? RTCPPacket.parseCompound($0))?.contains { if case .pictureLossIndication = $0 { true } else { false } }
+                ?? false
+        }
+        #expect((1...2).contains(requests.count), "30 PLIs in ~300 ms became \(requests.count)")
+        #expect(try await relay.counters().keyframeRequestsThrottled >= 28)
+    }
+
+    @Test func silentMembersAreReportedAsTimedOut() async throws {
+        let relay = try await startRelay(liveness: .seconds(1))
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        _ = try await alice.join("alice")
+        let b = try await bob.join("bob")
+        bob.connection.abort()
+        let pinger = Task {
+            for token in 0..<40 {
+                alice.send(.ping(KeepAlive(token: UInt64(token))))
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { pinger.cancel() }
+        let left = try await alice.wait(for: "bob timed out", within: .seconds(4)) {
+            if case .memberLeft(let left) = $0 { left } else { nil }
+        }
+        #expect(left == MemberLeft(id: b.you.id, reason: .timeout))
+    }
+
+    @Test func garbageOnTheWebSocketLeavesTheCallIntact() async throws {
+        let relay = try await startRelay()
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let vandal = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        _ = try await alice.join("alice")
+        _ = try await bob.join("bob")
+        let barrage = ["", "{", "[]", "null", #"{"v":1}"#, #"{"v":9,"type":"join"}"#, #"{"v":1,"type":"chat","text":"x"}"#,
+                       #"{"v":1,"type":"join","room":"","name":"x"}"#, String(repeating: "x", count: 20_000)]
+        for text in barrage { vandal.connection.sendRawText(text) }
+        _ = try await vandal.wait(for: "an error") { if case .error(let error) = $0 { error } else { nil } }
+        alice.send(.chat(ChatSend(text: "still here")))
+        let chat = try await bob.wait(for: "chat after the barrage") {
+            if case .chat(let chat) = $0 { chat.text } else { nil }
+        }
+        #expect(chat == "still here")
+        let counters = try await relay.counters()
+        #expect(counters.signalingErrors + counters.rateLimited >= 8)
+        #expect(try await relay.rooms()["standup"]?.count == 2)
+    }
+}
