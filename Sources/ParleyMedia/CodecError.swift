@@ -13,6 +13,8 @@ public enum CodecError: Error, Equatable, CustomStringConvertible {
     case frameMismatch(String)
     /// A decoder was handed zero bytes.
     case emptyInput(codec: String)
+    /// The bytes cannot be a frame of this codec (too short, bad start code); says what was wrong.
+    case malformedFrame(String)
     /// The VP8 decoder has no usable reference (start of stream or after a broken frame) and needs a keyframe.
     case keyframeRequired(reason: String)
     /// libvpx decoded the frame but flagged it as corrupt (references lost or data damaged).
@@ -30,6 +32,8 @@ public enum CodecError: Error, Equatable, CustomStringConvertible {
             return text
         case let .emptyInput(codec):
             return "\(codec) decoder was given an empty packet"
+        case let .malformedFrame(text):
+            return text
         case let .keyframeRequired(reason):
             return "VP8 decoder needs a keyframe (\(reason))"
         case .corruptFrame:

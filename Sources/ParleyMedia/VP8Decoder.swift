@@ -51,8 +51,14 @@ public final class VP8Decoder {
             framesRejected += 1
             throw CodecError.emptyInput(codec: "VP8")
         }
-        let header = VP8FrameHeader(data)
-        if needsKeyframe, header?.isKeyframe != true {
+        guard let header = VP8FrameHeader(data) else {
+            framesRejected += 1
+            throw CodecError.malformedFrame(
+                data.count < 3
+                    ? "VP8 frame of \(data.count) bytes is shorter than the 3-byte frame tag"
+                    : "VP8 keyframe lacks the 9D 01 2A start code and size (\(data.count) bytes)")
+        }
+        if needsKeyframe, !header.isKeyframe {
             framesRejected += 1
             throw CodecError.keyframeRequired(reason: framesDecoded == 0 ? "stream start" : "after a broken frame")
         }
@@ -82,7 +88,7 @@ public final class VP8Decoder {
         }
         if picture != nil {
             framesDecoded += 1
-            if header?.isKeyframe == true { needsKeyframe = false }
+            if header.isKeyframe { needsKeyframe = false }
         }
         return picture
     }
