@@ -33,17 +33,21 @@ func bestAlignment(input: [Int16], output: [Int16], delays: ClosedRange<Int>, le
     return best
 }
 
-/// Strongest pitch in a voiced stretch by autocorrelation over 70–400 Hz.
+/// Pitch of a voiced stretch by autocorrelation over 70–400 Hz: the shortest lag whose correlation comes within
+/// 15 % of the best one (the best alone may sit at twice the period).
 func estimatedPitch(_ samples: ArraySlice<Int16>, sampleRate: Int = 48_000) -> Double {
     let base = samples.startIndex
-    let window = samples.count - sampleRate / 70
-    var best = (lag: 0, value: -Double.infinity)
-    for lag in (sampleRate / 400)...(sampleRate / 70) {
+    let lags = Array((sampleRate / 400)...(sampleRate / 70))
+    let window = samples.count - lags.last!
+    let sums = lags.map { lag in
         var sum = 0.0
         for i in 0..<window { sum += Double(samples[base + i]) * Double(samples[base + i + lag]) }
-        if sum > best.value { best = (lag, sum) }
+        return sum
     }
-    return Double(sampleRate) / Double(best.lag)
+    let best = sums.max()!
+    var index = sums.firstIndex { $0 >= 0.85 * best }!
+    while index + 1 < sums.count, sums[index + 1] > sums[index] { index += 1 }
+    return Double(sampleRate) / Double(lags[index])
 }
 
 /// Encodes `count` frames of a camera and returns the compressed frames.
