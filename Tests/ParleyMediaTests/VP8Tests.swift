@@ -53,19 +53,25 @@ import Testing
         var width: Int
         var height: Int
         var kbps: Int
-        var testDescription: String { "\(width)x\(height) at \(kbps) kbit/s" }
+        var framesPerSecond = 30
+        var testDescription: String { "\(width)x\(height) \(framesPerSecond) fps at \(kbps) kbit/s" }
     }
 
-    /// 10 s of media time (300 frames at 30/s), encoded as fast as possible; two targets so a unit slip shows.
+    /// 10 s of media time (300 frames at 30/s), encoded as fast as possible; several targets so a unit slip shows.
     @Test(arguments: [
         RateCase(width: 320, height: 180, kbps: 150),
         RateCase(width: 320, height: 180, kbps: 500),
         RateCase(width: 640, height: 360, kbps: 800),
+        RateCase(width: 160, height: 120, kbps: 65, framesPerSecond: 15),
     ])
     func achievedBitrateMatchesTarget(_ row: RateCase) throws {
-        let camera = SyntheticCamera(name: "Rate", participant: 9, width: row.width, height: row.height)
-        let encoder = try VP8Encoder(VP8EncoderConfig(width: row.width, height: row.height, targetBitrateKbps: row.kbps))
-        let frames = try encodeCamera(camera, encoder, count: 300)
+        let camera = SyntheticCamera(
+            name: "Rate", participant: 9, width: row.width, height: row.height, framesPerSecond: row.framesPerSecond)
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(
+                width: row.width, height: row.height, targetBitrateKbps: row.kbps,
+                framesPerSecond: row.framesPerSecond))
+        let frames = try encodeCamera(camera, encoder, count: 10 * row.framesPerSecond)
         let bits = frames.reduce(0) { $0 + $1.bytes.count * 8 }
         let achievedKbps = Double(bits) / 10 / 1000
         print("VP8 \(row.testDescription): achieved \(achievedKbps) kbit/s over 10 s")
@@ -188,22 +194,21 @@ import Testing
     @Test func simulcastLayersFromOneCamera() throws {
         let layers = SimulcastLayers(width: 640, height: 360, highKbps: 600)
         #expect(layers.low.width == 320 && layers.low.height == 180 && layers.low.targetBitrateKbps == 100)
-        let high = try VP8Encoder(layers.high)
-        let low = try VP8Encoder(layers.low)
+        let encoder = try SimulcastEncoder(layers)
         let highDecoder = try VP8Decoder()
         let lowDecoder = try VP8Decoder()
         let camera = SyntheticCamera(name: "Sim", participant: 11, width: 640, height: 360)
         var lowBytes = 0
         var highBytes = 0
         for index in 0..<30 {
-            let picture = camera.nextFrame()
-            let small = picture.scaled(width: layers.low.width, height: layers.low.height)
-            for frame in try high.encode(picture) {
+            let output = try encoder.encode(camera.nextFrame())
+            for frame in output.high {
                 highBytes += frame.bytes.count
                 let decoded = try #require(try highDecoder.decode(frame.bytes))
+                #expect(decoded.width == 640)
                 #expect(SyntheticCamera.readStamp(from: decoded)?.frame == UInt32(index))
             }
-            for frame in try low.encode(small) {
+            for frame in output.low {
                 lowBytes += frame.bytes.count
                 let decoded = try #require(try lowDecoder.decode(frame.bytes))
                 #expect(decoded.width == 320)
@@ -211,5 +216,23 @@ import Testing
             }
         }
         #expect(lowBytes * 3 < highBytes)
+    }
+
+    @Test func pausedLowLayerResumesWithAKeyframe() throws {
+        let encoder = try SimulcastEncoder(SimulcastLayers(width: 320, height: 180, highKbps: 300))
+        let camera = SyntheticCamera(name: "Sim", participant: 12, width: 320, height: 180)
+        var lowKeyframes: [Bool] = []
+        for index in 0..<8 {
+            encoder.lowLayerEnabled = !(3...5).contains(index)
+            let output = try encoder.encode(camera.nextFrame())
+            #expect(output.high.count == 1)
+            lowKeyframes += output.low.map(\.isKeyframe)
+        }
+        // Frames 0-2 and 6-7 encoded; the first after the pause is a keyframe, so a receiver can join there.
+        #expect(lowKeyframes == [true, false, false, true, false])
+        try encoder.reconfigure(width: 640, height: 360)
+        #expect(encoder.layers.low.width == 320 && encoder.layers.low.height == 180)
+        let output = try encoder.encode(SyntheticCamera(name: "S", participant: 1, width: 640, height: 360).nextFrame())
+        #expect(output.high.first?.isKeyframe == true && output.low.first?.isKeyframe == true)
     }
 }
