@@ -52,7 +52,9 @@ public enum CodecBench {
 
     // MARK: - VP8
 
-    static func videoTable(profiles: [VideoProfile], repeats: Int, directory: String, log: (String) -> Void) throws
+    static func videoTable(
+        profiles: [VideoProfile], repeats: Int, directory: String, log: (String) -> Void
+    ) throws
         -> BenchTable
     {
         var table = BenchTable(
@@ -97,24 +99,29 @@ public enum CodecBench {
             let identical = referenceFrames == parleyStream.map(\.bytes)
             table.add(row("encode", label, median(parleyEncode), "vpxenc --rt", median(referenceEncode)))
             table.add(row("decode", label, median(parleyDecode), "vpxdec", median(referenceDecode)))
+            let parleyKbps = formatted(Double(parleyBytes) * 8 / seconds / 1000)
+            let referenceKbps = formatted(Double(referenceBytes) * 8 / seconds / 1000)
             notes.append(
-                "- \(label), \(profile.frames) frames: Parley stream \(formatted(Double(parleyBytes) * 8 / seconds / 1000)) "
-                    + "kbit/s, vpxenc stream \(formatted(Double(referenceBytes) * 8 / seconds / 1000)) kbit/s; "
+                "- \(label), \(profile.frames) frames: Parley stream \(parleyKbps) kbit/s, vpxenc stream "
+                    + "\(referenceKbps) kbit/s; "
                     + (identical ? "the two bitstreams are byte-identical (same settings)." : "bitstreams differ."))
         }
-        table.notes = [
+        let method = [
             "Synthetic camera (moving pattern, text, sensor noise) written to Y4M once; both sides encode that file.",
             "Settings on both sides: realtime deadline, cpu-used -6, 1 thread, CBR, error resilient, lag 0, "
                 + "buffer 1000/500/600 ms, q 2-56, static threshold 1, max intra 900 %, keyframe every 300 frames.",
-            "vpxenc/vpxdec fps are their own timers (libvpx calls only, no file I/O or process start); Parley fps time "
-                + "`VP8Encoder.encode` (wrapping the picture, copying the packet out) and `VP8Decoder.decode` "
+            "vpxenc/vpxdec fps are their own timers (libvpx calls only, no file I/O or process start); Parley fps "
+                + "time `VP8Encoder.encode` (wrapping the picture, copying the packet out) and `VP8Decoder.decode` "
                 + "(copying the picture into Swift arrays) per call. Both decoders decode Parley's stream. "
                 + "Medians of \(repeats) alternating rounds; the machine is shared, so expect a few percent of noise.",
-        ] + notes
+        ]
+        table.notes = method + notes
         return table
     }
 
-    private static func parleyEncodeRun(profile: VideoProfile, input: String) throws -> (fps: Double, frames: [EncodedVideoFrame]) {
+    private static func parleyEncodeRun(
+        profile: VideoProfile, input: String
+    ) throws -> (fps: Double, frames: [EncodedVideoFrame]) {
         let source = try Y4MFileSource(path: input)
         let encoder = try VP8Encoder(
             VP8EncoderConfig(
@@ -149,7 +156,9 @@ public enum CodecBench {
         return Double(stream.count) / seconds(busy)
     }
 
-    private static func vpxencRun(profile: VideoProfile, input: String, output: String) throws -> (fps: Double, bytes: Int) {
+    private static func vpxencRun(
+        profile: VideoProfile, input: String, output: String
+    ) throws -> (fps: Double, bytes: Int) {
         let arguments = [
             "vpxenc", "--codec=vp8", "--rt", "--cpu-used=-6", "--threads=1", "--end-usage=cbr",
             "--target-bitrate=\(profile.kbps)", "--lag-in-frames=0", "--error-resilient=1", "--kf-min-dist=0",
@@ -160,7 +169,9 @@ public enum CodecBench {
         ]
         let text = try runTool(arguments)
         // Final status line: "Pass 1/1 frame  300/300  445566B  11881b/f 356448b/s  468123 us (640.87 fps)".
-        guard let summary = text.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last(where: { $0.contains(" fps)") }),
+        guard
+            let summary = text.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last(where: { $0.contains(" fps)") }
+            ),
             let fps = number(in: summary, before: " fps)"), let bytes = number(in: summary, before: "B ")
         else { throw CodecBenchError.unparsable(tool: "vpxenc", output: String(text.suffix(300))) }
         return (fps, Int(bytes))
@@ -224,7 +235,9 @@ public enum CodecBench {
         return table
     }
 
-    private static func parleyOpusEncode(_ frames: [AudioFrame], _ config: OpusAudioConfig) throws
+    private static func parleyOpusEncode(
+        _ frames: [AudioFrame], _ config: OpusAudioConfig
+    ) throws
         -> (fps: Double, packets: [[UInt8]])
     {
         let encoder = try OpusAudioEncoder(config)
@@ -243,11 +256,15 @@ public enum CodecBench {
         let start = clock.now
         for packet in packets { samples += try decoder.decode(packet).samples.count }
         let elapsed = start.duration(to: clock.now)
-        guard samples == packets.count * 960 else { throw CodecBenchError.mismatch("Parley decoded \(samples) samples") }
+        guard samples == packets.count * 960 else {
+            throw CodecBenchError.mismatch("Parley decoded \(samples) samples")
+        }
         return Double(packets.count) / seconds(elapsed)
     }
 
-    private static func libopusEncode(_ pcm: [Int16], frameSamples: Int, _ config: OpusAudioConfig) throws
+    private static func libopusEncode(
+        _ pcm: [Int16], frameSamples: Int, _ config: OpusAudioConfig
+    ) throws
         -> (fps: Double, packets: [[UInt8]])
     {
         var status: Int32 = 0
@@ -302,7 +319,8 @@ public enum CodecBench {
                 for index in 0..<packets.count {
                     total += Int(
                         opus_decode(
-                            decoder, data.baseAddress! + offsets[index], opus_int32(offsets[index + 1] - offsets[index]),
+                            decoder, data.baseAddress! + offsets[index],
+                            opus_int32(offsets[index + 1] - offsets[index]),
                             out.baseAddress!, 5760, 0))
                 }
             }
@@ -316,17 +334,22 @@ public enum CodecBench {
 
     // MARK: - Helpers
 
-    private static func row(_ operation: String, _ content: String, _ parley: Double, _ tool: String, _ reference: Double)
+    private static func row(
+        _ operation: String, _ content: String, _ parley: Double, _ tool: String, _ reference: Double
+    )
         -> [String]
     {
-        [operation, content, formatted(parley, decimals: 0), tool, formatted(reference, decimals: 0),
-         formatted(parley / reference, decimals: 2) + "x"]
+        [
+            operation, content, formatted(parley, decimals: 0), tool, formatted(reference, decimals: 0),
+            formatted(parley / reference, decimals: 2) + "x",
+        ]
     }
 
     private static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return .nan }
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     private static func seconds(_ duration: Duration) -> Double {
@@ -370,7 +393,8 @@ public enum CodecBench {
     private static func makeTemporaryDirectory() throws -> String {
         var template = Array((NSTemporaryDirectory() + "parley-codec-bench-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw CodecBenchError.toolFailed(command: "mkdtemp", status: errno, output: String(cString: strerror(errno)))
+            throw CodecBenchError.toolFailed(
+                command: "mkdtemp", status: errno, output: String(cString: strerror(errno)))
         }
         return String(cString: made)
     }
@@ -383,7 +407,8 @@ public enum CodecBench {
             bytes += le(frame.bytes.count, 4) + le(index, 8) + frame.bytes
         }
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
-            throw CodecBenchError.toolFailed(command: "write \(path)", status: errno, output: String(cString: strerror(errno)))
+            throw CodecBenchError.toolFailed(
+                command: "write \(path)", status: errno, output: String(cString: strerror(errno)))
         }
     }
 
@@ -396,7 +421,8 @@ public enum CodecBench {
         var frames: [[UInt8]] = []
         var position = Int(bytes[6]) | Int(bytes[7]) << 8
         while position + 12 <= bytes.count {
-            let size = Int(bytes[position]) | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2]) << 16
+            let size =
+                Int(bytes[position]) | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2]) << 16
                 | Int(bytes[position + 3]) << 24
             guard position + 12 + size <= bytes.count else { break }
             frames.append(Array(bytes[(position + 12)..<(position + 12 + size)]))
@@ -425,13 +451,13 @@ public enum CodecBenchError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .toolMissing(tool):
+        case .toolMissing(let tool):
             return "\(tool) is not installed; run `make bench-deps` (Debian packages vpx-tools, opus-tools)"
-        case let .toolFailed(command, status, output):
+        case .toolFailed(let command, let status, let output):
             return "`\(command)` failed with status \(status): \(output)"
-        case let .unparsable(tool, output):
+        case .unparsable(let tool, let output):
             return "could not read the timing from \(tool)'s output: \(output)"
-        case let .mismatch(text):
+        case .mismatch(let text):
             return "benchmark sides disagree: \(text)"
         }
     }

@@ -22,19 +22,19 @@ public enum CodecError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .vpx(call, code, message):
+        case .vpx(let call, let code, let message):
             return "\(call) failed (vpx error \(code)): \(message)"
-        case let .opus(call, code, message):
+        case .opus(let call, let code, let message):
             return "\(call) failed (opus error \(code)): \(message)"
-        case let .invalidSetting(name, value, allowed):
+        case .invalidSetting(let name, let value, let allowed):
             return "invalid \(name) \(value): allowed \(allowed)"
-        case let .frameMismatch(text):
+        case .frameMismatch(let text):
             return text
-        case let .emptyInput(codec):
+        case .emptyInput(let codec):
             return "\(codec) decoder was given an empty packet"
-        case let .malformedFrame(text):
+        case .malformedFrame(let text):
             return text
-        case let .keyframeRequired(reason):
+        case .keyframeRequired(let reason):
             return "VP8 decoder needs a keyframe (\(reason))"
         case .corruptFrame:
             return "VP8 decoder reported the frame as corrupt; waiting for a keyframe"
@@ -42,7 +42,9 @@ public enum CodecError: Error, Equatable, CustomStringConvertible {
     }
 
     /// The error for a failed libvpx call on `context` (which may be nil before initialisation).
-    static func vpx(_ call: String, _ code: vpx_codec_err_t, _ context: UnsafeMutablePointer<vpx_codec_ctx_t>?)
+    static func vpx(
+        _ call: String, _ code: vpx_codec_err_t, _ context: UnsafeMutablePointer<vpx_codec_ctx_t>?
+    )
         -> CodecError
     {
         var message = String(cString: vpx_codec_err_to_string(code))

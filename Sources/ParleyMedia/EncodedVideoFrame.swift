@@ -14,8 +14,10 @@ public struct EncodedVideoFrame: Sendable, Equatable {
     public var temporalLayer: Int
 
     /// A frame record; `temporalLayer` defaults to the base layer.
-    public init(bytes: [UInt8], isKeyframe: Bool, timestampMicros: Int64, width: Int, height: Int,
-                temporalLayer: Int = 0) {
+    public init(
+        bytes: [UInt8], isKeyframe: Bool, timestampMicros: Int64, width: Int, height: Int,
+        temporalLayer: Int = 0
+    ) {
         self.bytes = bytes
         self.isKeyframe = isKeyframe
         self.timestampMicros = timestampMicros

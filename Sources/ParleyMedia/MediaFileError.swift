@@ -11,10 +11,10 @@ public enum MediaFileError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .io(path, operation, reason): return "cannot \(operation) \(path): \(reason)"
-        case let .y4m(text): return "Y4M: \(text)"
-        case let .wav(text): return "WAV: \(text)"
-        case let .unsupportedFrame(text): return text
+        case .io(let path, let operation, let reason): return "cannot \(operation) \(path): \(reason)"
+        case .y4m(let text): return "Y4M: \(text)"
+        case .wav(let text): return "WAV: \(text)"
+        case .unsupportedFrame(let text): return text
         }
     }
 }

@@ -22,7 +22,10 @@ public struct OpusAudioConfig: Sendable, Equatable {
 
     /// Packet durations Parley sends.
     public enum FrameDuration: Int, Sendable, Equatable, CaseIterable {
-        case ms10 = 10, ms20 = 20, ms40 = 40, ms60 = 60
+        case ms10 = 10
+        case ms20 = 20
+        case ms40 = 40
+        case ms60 = 60
 
         /// Samples per channel in one frame at `sampleRate`.
         public func samples(at sampleRate: Int) -> Int { sampleRate / 1000 * rawValue }

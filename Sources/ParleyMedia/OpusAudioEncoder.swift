@@ -50,7 +50,8 @@ public final class OpusAudioEncoder {
         else {
             throw CodecError.frameMismatch(
                 "Opus encoder expects \(config.samplesPerChannel) samples per channel "
-                    + "(\(config.frameDuration.rawValue) ms) at \(config.sampleRate) Hz, \(config.channels) channel(s); "
+                    + "(\(config.frameDuration.rawValue) ms) at \(config.sampleRate) Hz, "
+                    + "\(config.channels) channel(s); "
                     + "got \(frame.frameCount) at \(frame.sampleRate) Hz, \(frame.channels) channel(s)")
         }
         let encoder = self.encoder

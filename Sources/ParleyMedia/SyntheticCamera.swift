@@ -70,8 +70,9 @@ public final class SyntheticCamera: VideoSource {
             40 + Int(30 + 30 * sin(2 * Double.pi * (Double(row) + 2 * t) / 240))
         }
         let columnTerm = (0..<width).map { column in
-            Int(30 + 30 * sin(2 * Double.pi * (Double(column) + 3 * t) / 320)
-                + 12 * sin(2 * Double.pi * (Double(column) - t) / 24))
+            Int(
+                30 + 30 * sin(2 * Double.pi * (Double(column) + 3 * t) / 320)
+                    + 12 * sin(2 * Double.pi * (Double(column) - t) / 24))
         }
         let noiseStart = addsNoise ? Int((frameNumber &* 2_654_435_761) >> 16) : 0
         let luma = [UInt8](unsafeUninitializedCapacity: width * height) { out, count in

@@ -85,7 +85,8 @@ public final class SyntheticVoice: AudioSource {
         envelope += (target - envelope) * 0.01
         // Intonation: slow wobble plus a fall across each phrase.
         let progress = Double(spurtPosition) / Double(max(1, spurtLength))
-        let pitch = pitchHz * (1.08 - 0.16 * progress) * (1 + 0.04 * sin(Double(sampleClock) / rate * 2 * Double.pi * 3))
+        let pitch =
+            pitchHz * (1.08 - 0.16 * progress) * (1 + 0.04 * sin(Double(sampleClock) / rate * 2 * Double.pi * 3))
         phase += pitch / rate
         var excitation = 0.0
         if phase >= 1 {
@@ -147,7 +148,8 @@ public final class SyntheticVoice: AudioSource {
         let period = 1 / Double(sampleRate)
         for index in 0..<3 {
             let c = -exp(-2 * Double.pi * Self.bandwidths[index] * period)
-            let b = 2 * exp(-Double.pi * Self.bandwidths[index] * period) * cos(2 * Double.pi * formants[index] * period)
+            let b =
+                2 * exp(-Double.pi * Self.bandwidths[index] * period) * cos(2 * Double.pi * formants[index] * period)
             coefficients[index * 3] = 1 - b - c
             coefficients[index * 3 + 1] = b
             coefficients[index * 3 + 2] = c

@@ -103,7 +103,9 @@ public final class VP8Encoder {
         config = next
         applyRate(to: settings)
         let status = vpx_codec_enc_config_set(context, settings)
-        guard status == VPX_CODEC_OK else { throw CodecError.vpx("vpx_codec_enc_config_set (bitrate)", status, context) }
+        guard status == VPX_CODEC_OK else {
+            throw CodecError.vpx("vpx_codec_enc_config_set (bitrate)", status, context)
+        }
     }
 
     /// Changes the picture size; the next frame is a keyframe. Optionally changes the bitrate too.

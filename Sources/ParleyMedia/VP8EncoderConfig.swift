@@ -95,8 +95,10 @@ public struct SimulcastLayers: Sendable, Equatable {
     public var low: VP8EncoderConfig
 
     /// High layer at the given size and rate; low layer at 1/`divisor` of each side and ~1/6 of the rate.
-    public init(width: Int, height: Int, highKbps: Int, lowKbps: Int? = nil, divisor: Int = 2,
-                framesPerSecond: Int = 30) {
+    public init(
+        width: Int, height: Int, highKbps: Int, lowKbps: Int? = nil, divisor: Int = 2,
+        framesPerSecond: Int = 30
+    ) {
         high = VP8EncoderConfig(
             width: width, height: height, targetBitrateKbps: highKbps, framesPerSecond: framesPerSecond)
         // Even sizes keep the chroma planes exact; libvpx pads internally anyway.

@@ -125,7 +125,9 @@ private func littleEndian32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
 }
 
 func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
-func le32(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)] }
+func le32(_ value: Int) -> [UInt8] {
+    [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)]
+}
 
 /// Plays a WAV file as an audio source, looping at the end. The file is read into memory once.
 public final class WAVFileSource: AudioSource {

@@ -12,7 +12,8 @@ public struct Y4MHeader: Sendable, Equatable {
     public var length: Int
 
     /// Header for writing; `length` is filled in from the encoded text.
-    public init(width: Int, height: Int, frameRate: (numerator: Int, denominator: Int), colourSpace: String = "420jpeg") {
+    public init(width: Int, height: Int, frameRate: (numerator: Int, denominator: Int), colourSpace: String = "420jpeg")
+    {
         self.width = width
         self.height = height
         self.frameRate = frameRate
@@ -36,7 +37,9 @@ public struct Y4MHeader: Sendable, Equatable {
 
     /// The header line as written to a file.
     public func encoded() -> [UInt8] {
-        Array("YUV4MPEG2 W\(width) H\(height) F\(frameRate.numerator):\(frameRate.denominator) Ip A1:1 C\(colourSpace)\n".utf8)
+        Array(
+            "YUV4MPEG2 W\(width) H\(height) F\(frameRate.numerator):\(frameRate.denominator) Ip A1:1 C\(colourSpace)\n"
+                .utf8)
     }
 
     /// Parses the header at the start of `bytes` (which may continue with frames); throws `MediaFileError.y4m`
@@ -174,7 +177,8 @@ public final class Y4MFileSource: VideoSource {
         let start = try input.read(at: offset, count: 256)
         guard start.starts(with: marker) else {
             throw MediaFileError.y4m(
-                "frame \(frameInFile) (byte \(offset)) does not start with \"FRAME\" (found \(quoted(start.prefix(8))))")
+                "frame \(frameInFile) (byte \(offset)) does not start with \"FRAME\" (found \(quoted(start.prefix(8))))"
+            )
         }
         guard let newline = start.firstIndex(of: 0x0A) else {
             throw MediaFileError.y4m("frame \(frameInFile) header has no newline in its first 256 bytes")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyMedia
 
 @Suite struct FrameStampTests {
@@ -25,9 +26,11 @@ import Testing
     ])
     func stampSurvivesVP8(_ row: CodecRow) throws {
         let participant: UInt32 = 0xBEEF
-        let camera = SyntheticCamera(name: "Stamp", participant: participant, width: row.cameraWidth,
-                                     height: row.cameraHeight)
-        let encoder = try VP8Encoder(VP8EncoderConfig(width: row.width, height: row.height, targetBitrateKbps: row.kbps))
+        let camera = SyntheticCamera(
+            name: "Stamp", participant: participant, width: row.cameraWidth,
+            height: row.cameraHeight)
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(width: row.width, height: row.height, targetBitrateKbps: row.kbps))
         let decoder = try VP8Decoder()
         let count = row.width >= 1280 ? 15 : 45
         var recovered: [UInt32] = []
@@ -72,15 +75,22 @@ import Testing
     @Test(arguments: [
         NoStampRow(name: "flat grey", picture: VideoFrame(width: 320, height: 240, fillY: 128)),
         NoStampRow(name: "all black", picture: VideoFrame(width: 320, height: 240, fillY: 16)),
-        NoStampRow(name: "noise", picture: VideoFrame(
-            width: 320, height: 240, y: (0..<(320 * 240)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) },
-            u: [UInt8](repeating: 128, count: 160 * 120), v: [UInt8](repeating: 128, count: 160 * 120))),
-        NoStampRow(name: "one cell inverted (checksum)", picture: damaged { picture in
-            for row in 2..<13 { for x in 42..<58 { picture.y[row * 320 + x] = 251 - picture.y[row * 320 + x] } }
-        }),
-        NoStampRow(name: "one cell grey", picture: damaged { picture in
-            for row in 2..<13 { for x in 42..<58 { picture.y[row * 320 + x] = 128 } }
-        }),
+        NoStampRow(
+            name: "noise",
+            picture: VideoFrame(
+                width: 320, height: 240,
+                y: (0..<(320 * 240)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) },
+                u: [UInt8](repeating: 128, count: 160 * 120), v: [UInt8](repeating: 128, count: 160 * 120))),
+        NoStampRow(
+            name: "one cell inverted (checksum)",
+            picture: damaged { picture in
+                for row in 2..<13 { for x in 42..<58 { picture.y[row * 320 + x] = 251 - picture.y[row * 320 + x] } }
+            }),
+        NoStampRow(
+            name: "one cell grey",
+            picture: damaged { picture in
+                for row in 2..<13 { for x in 42..<58 { picture.y[row * 320 + x] = 128 } }
+            }),
         NoStampRow(name: "picture too small", picture: VideoFrame(width: 24, height: 24, fillY: 16)),
     ])
     func picturesWithoutAValidStampReadAsNil(_ row: NoStampRow) {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyMedia
 
 @Suite struct PSNRTests {
@@ -17,7 +18,8 @@ import Testing
     }
 
     @Test func differentSizesHaveNoPSNR() {
-        #expect(VideoFrame(width: 4, height: 4, fillY: 0).psnr(against: VideoFrame(width: 8, height: 4, fillY: 0)) == nil)
+        #expect(
+            VideoFrame(width: 4, height: 4, fillY: 0).psnr(against: VideoFrame(width: 8, height: 4, fillY: 0)) == nil)
     }
 }
 
@@ -50,8 +52,9 @@ import Testing
 
     @Test func rampShrinksToTheMeansOfItsPairs() {
         let ramp = (0..<200).map { UInt8($0) }
-        let frame = VideoFrame(width: 200, height: 2, y: ramp + ramp, u: [UInt8](repeating: 128, count: 100),
-                               v: [UInt8](repeating: 128, count: 100))
+        let frame = VideoFrame(
+            width: 200, height: 2, y: ramp + ramp, u: [UInt8](repeating: 128, count: 100),
+            v: [UInt8](repeating: 128, count: 100))
         // Means of (0,1), (2,3)... are 0.5, 2.5...: rounded half up.
         #expect(frame.scaled(width: 100, height: 1).y == (0..<100).map { UInt8(2 * $0 + 1) })
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyMedia
 
 @Suite struct OpusTests {
@@ -39,9 +40,11 @@ import Testing
         RoundTripRow(name: "mono 20 ms VOIP (call default)", config: OpusAudioConfig()),
         RoundTripRow(name: "mono 40 ms VOIP", config: OpusAudioConfig(frameDuration: .ms40)),
         RoundTripRow(name: "mono 60 ms VOIP", config: OpusAudioConfig(frameDuration: .ms60)),
-        RoundTripRow(name: "mono 20 ms audio, complexity 5", config: OpusAudioConfig(application: .audio, complexity: 5)),
-        RoundTripRow(name: "stereo 20 ms audio 64 kbit/s",
-                     config: OpusAudioConfig(channels: 2, application: .audio, bitrateKbps: 64)),
+        RoundTripRow(
+            name: "mono 20 ms audio, complexity 5", config: OpusAudioConfig(application: .audio, complexity: 5)),
+        RoundTripRow(
+            name: "stereo 20 ms audio 64 kbit/s",
+            config: OpusAudioConfig(channels: 2, application: .audio, bitrateKbps: 64)),
     ])
     func speechSurvivesRoundTrip(_ row: RoundTripRow) throws {
         let channels = row.config.channels
@@ -66,7 +69,10 @@ import Testing
             let length = outputChannel.count - lookahead - 16
             let aligned = bestAlignment(
                 input: inputChannel, output: outputChannel, delays: (lookahead - 8)...(lookahead + 8), length: length)
-            print("Opus \(row.name) channel \(channel): correlation \(aligned.value) at delay \(aligned.delay), \(kbps) kbit/s")
+            print(
+                "Opus \(row.name) channel \(channel): correlation \(aligned.value) at delay \(aligned.delay), "
+                    + "\(kbps) kbit/s"
+            )
             #expect(aligned.value >= 0.9)
         }
     }
@@ -76,9 +82,10 @@ import Testing
         let config = OpusAudioConfig()  // Call default: FEC on, 10 % expected loss.
         let (packets, _) = try Self.roundTrip(input, config)
         // Lose every 7th packet where the talker is speaking (FEC carries speech; silence needs none).
-        let lost = Set(stride(from: 10, to: packets.count - 1, by: 7).filter { index in
-            AudioFrame(samples: Array(input[(index * 960)..<((index + 1) * 960)])).rmsDBFS > -40
-        })
+        let lost = Set(
+            stride(from: 10, to: packets.count - 1, by: 7).filter { index in
+                AudioFrame(samples: Array(input[(index * 960)..<((index + 1) * 960)])).rmsDBFS > -40
+            })
         #expect(lost.count >= 12)
 
         let reference = try OpusAudioDecoder()
@@ -133,9 +140,10 @@ import Testing
 
     @Test func frameOfWrongLengthIsRejected() throws {
         let encoder = try OpusAudioEncoder()
-        #expect(throws: CodecError.frameMismatch(
-            "Opus encoder expects 960 samples per channel (20 ms) at 48000 Hz, 1 channel(s); "
-                + "got 480 at 48000 Hz, 1 channel(s)")
+        #expect(
+            throws: CodecError.frameMismatch(
+                "Opus encoder expects 960 samples per channel (20 ms) at 48000 Hz, 1 channel(s); "
+                    + "got 480 at 48000 Hz, 1 channel(s)")
         ) {
             try encoder.encode(AudioFrame(samples: [Int16](repeating: 0, count: 480)))
         }
@@ -149,16 +157,22 @@ import Testing
     }
 
     @Test(arguments: [
-        BadSetting(name: "44.1 kHz", config: OpusAudioConfig(sampleRate: 44_100), error: .invalidSetting(
-            name: "Opus sample rate", value: "44100", allowed: "8000, 12000, 16000, 24000 or 48000")),
-        BadSetting(name: "three channels", config: OpusAudioConfig(channels: 3),
-                   error: .invalidSetting(name: "Opus channels", value: "3", allowed: "1...2")),
-        BadSetting(name: "bit/s passed as kbit/s", config: OpusAudioConfig(bitrateKbps: 32_000),
-                   error: .invalidSetting(name: "Opus bitrate (kbit/s)", value: "32000", allowed: "6...510")),
-        BadSetting(name: "complexity 11", config: OpusAudioConfig(complexity: 11),
-                   error: .invalidSetting(name: "Opus complexity", value: "11", allowed: "0...10")),
-        BadSetting(name: "loss 101 %", config: OpusAudioConfig(expectedLossPercent: 101),
-                   error: .invalidSetting(name: "Opus expected loss (%)", value: "101", allowed: "0...100")),
+        BadSetting(
+            name: "44.1 kHz", config: OpusAudioConfig(sampleRate: 44_100),
+            error: .invalidSetting(
+                name: "Opus sample rate", value: "44100", allowed: "8000, 12000, 16000, 24000 or 48000")),
+        BadSetting(
+            name: "three channels", config: OpusAudioConfig(channels: 3),
+            error: .invalidSetting(name: "Opus channels", value: "3", allowed: "1...2")),
+        BadSetting(
+            name: "bit/s passed as kbit/s", config: OpusAudioConfig(bitrateKbps: 32_000),
+            error: .invalidSetting(name: "Opus bitrate (kbit/s)", value: "32000", allowed: "6...510")),
+        BadSetting(
+            name: "complexity 11", config: OpusAudioConfig(complexity: 11),
+            error: .invalidSetting(name: "Opus complexity", value: "11", allowed: "0...10")),
+        BadSetting(
+            name: "loss 101 %", config: OpusAudioConfig(expectedLossPercent: 101),
+            error: .invalidSetting(name: "Opus expected loss (%)", value: "101", allowed: "0...100")),
     ])
     func invalidSettingsAreNamed(_ row: BadSetting) {
         #expect(throws: row.error) { try OpusAudioEncoder(row.config) }
@@ -207,17 +221,22 @@ import Testing
     @Test(arguments: [
         BadPacket(name: "empty", packet: [], outcome: .error(.emptyInput(codec: "Opus"))),
         BadPacket(name: "code 3 with zero frames", packet: [0x03, 0x00], outcome: .error(corrupted)),
-        BadPacket(name: "code 3 with 49 frames of 20 ms", packet: [0x1B, 49] + [UInt8](repeating: 0, count: 49),
-                  outcome: .error(corrupted)),
+        BadPacket(
+            name: "code 3 with 49 frames of 20 ms", packet: [0x1B, 49] + [UInt8](repeating: 0, count: 49),
+            outcome: .error(corrupted)),
         BadPacket(name: "code 1 with odd payload", packet: [0x01, 0xAA], outcome: .error(corrupted)),
-        BadPacket(name: "code 2 first frame longer than packet", packet: [0x02, 0xFB, 0x01, 0x02],
-                  outcome: .error(corrupted)),
-        BadPacket(name: "packet cut in half", packet: Array(goodPacket.prefix(goodPacket.count / 2)),
-                  outcome: .survives),
-        BadPacket(name: "packet with flipped bits", packet: goodPacket.enumerated().map { $0 % 5 == 1 ? $1 ^ 0xA5 : $1 },
-                  outcome: .survives),
-        BadPacket(name: "1500 bytes of garbage", packet: (0..<1500).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) },
-                  outcome: .survives),
+        BadPacket(
+            name: "code 2 first frame longer than packet", packet: [0x02, 0xFB, 0x01, 0x02],
+            outcome: .error(corrupted)),
+        BadPacket(
+            name: "packet cut in half", packet: Array(goodPacket.prefix(goodPacket.count / 2)),
+            outcome: .survives),
+        BadPacket(
+            name: "packet with flipped bits", packet: goodPacket.enumerated().map { $0 % 5 == 1 ? $1 ^ 0xA5 : $1 },
+            outcome: .survives),
+        BadPacket(
+            name: "1500 bytes of garbage", packet: (0..<1500).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) },
+            outcome: .survives),
     ])
     func brokenPacketsGiveErrorNotCrash(_ row: BadPacket) throws {
         let decoder = try OpusAudioDecoder()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyMedia
 
 @Suite struct SyntheticCameraTests {
@@ -40,7 +41,8 @@ import Testing
 
     @Test func nameIsDrawnInThePicture() {
         func picture(_ name: String) -> VideoFrame {
-            SyntheticCamera(name: name, participant: 1, width: 320, height: 180, addsNoise: false).render(frameNumber: 0)
+            SyntheticCamera(name: name, participant: 1, width: 320, height: 180, addsNoise: false).render(
+                frameNumber: 0)
         }
         let white = { (frame: VideoFrame) in frame.y.filter { $0 == 235 }.count }
         // The stamp has no white cells for participant 1, frame 0 except its checksum; text adds far more.
@@ -125,7 +127,8 @@ import Testing
     @Test func stereoRepeatsTheVoiceInBothChannels() {
         let frame = SyntheticVoice(participant: 1, channels: 2).nextFrame(samplesPerChannel: 48_000)
         #expect(frame.channels == 2 && frame.frameCount == 48_000)
-        #expect(stride(from: 0, to: frame.samples.count, by: 2).allSatisfy { frame.samples[$0] == frame.samples[$0 + 1] })
+        #expect(
+            stride(from: 0, to: frame.samples.count, by: 2).allSatisfy { frame.samples[$0] == frame.samples[$0 + 1] })
     }
 }
 

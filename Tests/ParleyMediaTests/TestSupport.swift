@@ -24,7 +24,9 @@ func correlation(_ a: ArraySlice<Int16>, _ b: ArraySlice<Int16>) -> Double {
 }
 
 /// Best correlation of `output` against `input` for a delay within `delays`, and that delay.
-func bestAlignment(input: [Int16], output: [Int16], delays: ClosedRange<Int>, length: Int) -> (delay: Int, value: Double) {
+func bestAlignment(
+    input: [Int16], output: [Int16], delays: ClosedRange<Int>, length: Int
+) -> (delay: Int, value: Double) {
     var best = (delay: delays.lowerBound, value: -1.0)
     for delay in delays {
         let value = correlation(input[0..<length], output[delay..<(delay + length)])

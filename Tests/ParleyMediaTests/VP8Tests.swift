@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyMedia
 
 @Suite struct VP8Tests {
@@ -135,8 +136,9 @@ import Testing
 
     @Test func frameOfWrongSizeIsRejectedWithAdvice() throws {
         let encoder = try VP8Encoder(VP8EncoderConfig(width: 320, height: 180, targetBitrateKbps: 300))
-        #expect(throws: CodecError.frameMismatch(
-            "VP8 encoder is set up for 320x180 but the frame is 640x360; call reconfigure(width:height:) first")
+        #expect(
+            throws: CodecError.frameMismatch(
+                "VP8 encoder is set up for 320x180 but the frame is 640x360; call reconfigure(width:height:) first")
         ) {
             try encoder.encode(VideoFrame(width: 640, height: 360, fillY: 0))
         }
@@ -150,18 +152,28 @@ import Testing
     }
 
     @Test(arguments: [
-        BadSetting(name: "zero width", change: { $0.width = 0 },
-                   error: .invalidSetting(name: "width", value: "0", allowed: "2...16383")),
-        BadSetting(name: "bit/s passed as kbit/s", change: { $0.targetBitrateKbps = 600_000 },
-                   error: .invalidSetting(name: "target bitrate (kbit/s)", value: "600000", allowed: "10...100000")),
-        BadSetting(name: "cpu-used too fast", change: { $0.cpuUsed = -17 },
-                   error: .invalidSetting(name: "cpu-used", value: "-17", allowed: "-16...16")),
-        BadSetting(name: "no threads", change: { $0.threads = 0 },
-                   error: .invalidSetting(name: "threads", value: "0", allowed: "1...64")),
-        BadSetting(name: "three temporal layers", change: { $0.temporalLayers = 3 },
-                   error: .invalidSetting(name: "temporal layers", value: "3", allowed: "1...2")),
-        BadSetting(name: "max quantizer below min", change: { $0.minQuantizer = 40; $0.maxQuantizer = 30 },
-                   error: .invalidSetting(name: "max quantizer", value: "30", allowed: "40...63")),
+        BadSetting(
+            name: "zero width", change: { $0.width = 0 },
+            error: .invalidSetting(name: "width", value: "0", allowed: "2...16383")),
+        BadSetting(
+            name: "bit/s passed as kbit/s", change: { $0.targetBitrateKbps = 600_000 },
+            error: .invalidSetting(name: "target bitrate (kbit/s)", value: "600000", allowed: "10...100000")),
+        BadSetting(
+            name: "cpu-used too fast", change: { $0.cpuUsed = -17 },
+            error: .invalidSetting(name: "cpu-used", value: "-17", allowed: "-16...16")),
+        BadSetting(
+            name: "no threads", change: { $0.threads = 0 },
+            error: .invalidSetting(name: "threads", value: "0", allowed: "1...64")),
+        BadSetting(
+            name: "three temporal layers", change: { $0.temporalLayers = 3 },
+            error: .invalidSetting(name: "temporal layers", value: "3", allowed: "1...2")),
+        BadSetting(
+            name: "max quantizer below min",
+            change: {
+                $0.minQuantizer = 40
+                $0.maxQuantizer = 30
+            },
+            error: .invalidSetting(name: "max quantizer", value: "30", allowed: "40...63")),
     ])
     func invalidSettingsAreNamed(_ row: BadSetting) {
         var config = VP8EncoderConfig(width: 320, height: 180, targetBitrateKbps: 300)
