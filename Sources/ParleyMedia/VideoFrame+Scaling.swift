@@ -16,10 +16,33 @@ extension VideoFrame {
 
     /// Resamples one plane.
     static func resample(_ plane: [UInt8], _ width: Int, _ height: Int, _ newWidth: Int, _ newHeight: Int) -> [UInt8] {
+        if width == newWidth * 2, height == newHeight * 2 {
+            return halve(plane, newWidth, newHeight)
+        }
         if newWidth <= width, newHeight <= height {
             return boxDownscale(plane, width, height, newWidth, newHeight)
         }
         return bilinear(plane, width, height, newWidth, newHeight)
+    }
+
+    /// Exact halving (the simulcast low layer): the rounded mean of each 2x2 block, same result as the box path.
+    private static func halve(_ plane: [UInt8], _ newWidth: Int, _ newHeight: Int) -> [UInt8] {
+        let width = newWidth * 2
+        return [UInt8](unsafeUninitializedCapacity: newWidth * newHeight) { out, count in
+            plane.withUnsafeBufferPointer { source in
+                for row in 0..<newHeight {
+                    let top = source.baseAddress! + 2 * row * width
+                    let bottom = top + width
+                    let target = out.baseAddress! + row * newWidth
+                    for column in 0..<newWidth {
+                        let sum = UInt16(top[2 * column]) &+ UInt16(top[2 * column + 1])
+                            &+ UInt16(bottom[2 * column]) &+ UInt16(bottom[2 * column + 1])
+                        target[column] = UInt8(truncatingIfNeeded: (sum &+ 2) >> 2)
+                    }
+                }
+            }
+            count = newWidth * newHeight
+        }
     }
 
     /// Each output sample is the mean of the source rectangle it covers (integer edges), so every source sample

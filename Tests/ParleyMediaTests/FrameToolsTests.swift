@@ -32,6 +32,17 @@ import Testing
         #expect(half.u == [20] && half.v == [150])
     }
 
+    @Test func halvingACameraFrameMatchesTheNaiveMean() {
+        let frame = SyntheticCamera(name: "H", participant: 2, width: 64, height: 48).render(frameNumber: 9)
+        let half = frame.scaled(width: 32, height: 24)
+        let expected = (0..<(32 * 24)).map { index in
+            let (row, column) = (index / 32 * 2, index % 32 * 2)
+            let sum = [0, 1, 64, 65].reduce(0) { $0 + Int(frame.y[row * 64 + column + $1]) }
+            return UInt8((sum + 2) / 4)
+        }
+        #expect(half.y == expected)
+    }
+
     @Test func oddRatiosCoverEverySourcePixel() {
         let frame = VideoFrame(width: 3, height: 1, y: [10, 20, 30], u: [0, 0], v: [0, 0])
         // 3 -> 2: columns [0, 1) and [1, 3).
