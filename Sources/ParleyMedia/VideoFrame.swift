@@ -35,7 +35,9 @@ public struct VideoFrame: Sendable, Equatable {
     }
 
     /// A frame filled with one colour given as Y, U and V values.
-    public init(width: Int, height: Int, fillY: UInt8, fillU: UInt8 = 128, fillV: UInt8 = 128, timestampMicros: Int64 = 0) {
+    public init(
+        width: Int, height: Int, fillY: UInt8, fillU: UInt8 = 128, fillV: UInt8 = 128, timestampMicros: Int64 = 0
+    ) {
         let chroma = ((width + 1) / 2) * ((height + 1) / 2)
         self.init(
             width: width, height: height,
