@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [
-                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia",
+                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,0 +1,143 @@
+import Logging
+import ParleyMedia
+import ParleyRoom
+
+/// Where local video comes from. `switch camera` cycles through the configured list.
+public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {
+    /// The moving test pattern with the participant's name and a frame stamp.
+    case synthetic
+    /// A looping Y4M file.
+    case file(String)
+
+    /// Parses `synthetic` or a path ending in `.y4m`, with a message saying what to type otherwise.
+    public init(parsing text: String) throws(CallSetupError) {
+        if text == "synthetic" {
+            self = .synthetic
+        } else if text.lowercased().hasSuffix(".y4m") {
+            self = .file(text)
+        } else {
+            throw CallSetupError("video source \"\(text)\" is neither \"synthetic\" nor a .y4m file")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .synthetic: "synthetic"
+        case .file(let path): path
+        }
+    }
+}
+
+/// Where local audio comes from.
+public enum AudioSourceChoice: Sendable, Hashable {
+    /// A speech-like synthetic voice with the participant's own pitch.
+    case synthetic
+    /// A looping WAV file (48 kHz mono or stereo, 16-bit).
+    case file(String)
+    /// Digital silence (a muted microphone that still sends nothing).
+    case silence
+
+    /// Parses `synthetic`, `silence` or a path ending in `.wav`.
+    public init(parsing text: String) throws(CallSetupError) {
+        switch text {
+        case "synthetic": self = .synthetic
+        case "silence", "none": self = .silence
+        default:
+            guard text.lowercased().hasSuffix(".wav") else {
+                throw CallSetupError("audio source \"\(text)\" is neither \"synthetic\", \"silence\" nor a .wav file")
+            }
+            self = .file(text)
+        }
+    }
+}
+
+/// Where received, mixed audio goes.
+public enum AudioSinkChoice: Sendable, Hashable {
+    /// Nowhere (headless bots, tests that only count packets).
+    case none
+    /// A WAV file, written as the call goes.
+    case file(String)
+}
+
+/// A setting that cannot be used; the message says what to do instead.
+public struct CallSetupError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What was wrong.
+    public var message: String
+
+    /// An error with its message.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// Everything needed to join a call.
+public struct CallConfiguration: Sendable {
+    /// The relay.
+    public var server: ServerAddress
+    /// Room to join (created on first join).
+    public var room: String
+    /// Display name.
+    public var name: String
+    /// Broadcaster sends media; audience only receives.
+    public var role: Role
+    /// Resolution, frame rate and bitrate of the local video.
+    public var profile: VideoProfile
+    /// Video sources, first used first; `switch camera` moves to the next.
+    public var videoSources: [VideoSourceChoice]
+    /// Local audio.
+    public var audioSource: AudioSourceChoice
+    /// Received audio.
+    public var audioSink: AudioSinkChoice
+    /// Start with the microphone muted.
+    public var microphoneMuted: Bool
+    /// Start with the camera off.
+    public var cameraOff: Bool
+    /// Decode received video (a headless bot may skip it to save CPU).
+    public var decodesVideo: Bool
+    /// Decode and mix received audio.
+    public var decodesAudio: Bool
+    /// Deliver the local camera picture to the video sink as a self view.
+    public var showsSelfView: Bool
+    /// How long a reconnect may take before the call counts as lost (it keeps trying after that).
+    public var lostAfter: Duration
+    /// Pause between reconnect attempts.
+    public var reconnectInterval: Duration
+    /// Interval of signaling keep-alives (the relay drops members silent for 10 s).
+    public var keepAliveInterval: Duration
+    /// Where the engine logs.
+    public var logger: Logger
+
+    /// A configuration with call defaults: broadcaster, standard profile, synthetic camera and voice.
+    public init(server: ServerAddress, room: String, name: String, role: Role = .broadcaster,
+                profile: VideoProfile = .standard, videoSources: [VideoSourceChoice] = [.synthetic],
+                audioSource: AudioSourceChoice = .synthetic, audioSink: AudioSinkChoice = .none,
+                microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
+                decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
+                reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
+                logger: Logger = Logger(label: "parley.engine")) {
+        self.server = server
+        self.room = room
+        self.name = name
+        self.role = role
+        self.profile = profile
+        self.videoSources = videoSources.isEmpty ? [.synthetic] : videoSources
+        self.audioSource = audioSource
+        self.audioSink = audioSink
+        self.microphoneMuted = microphoneMuted
+        self.cameraOff = cameraOff
+        self.decodesVideo = decodesVideo
+        self.decodesAudio = decodesAudio
+        self.showsSelfView = showsSelfView
+        self.lostAfter = lostAfter
+        self.reconnectInterval = reconnectInterval
+        self.keepAliveInterval = keepAliveInterval
+        self.logger = logger
+    }
+}
+
+/// Receives decoded pictures, one participant at a time; called from the engine's thread, so it must be cheap
+/// (store the frame, mark the tile dirty) and thread-safe.
+public protocol VideoFrameSink: Sendable {
+    /// The newest picture of a participant (the local id for the self view).
+    func deliver(_ frame: VideoFrame, from participant: ParticipantID)
+}

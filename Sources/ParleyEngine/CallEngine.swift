@@ -1,0 +1,809 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyMedia
+import ParleyRoom
+import ParleyWire
+
+/// Counters of one call so far: what was sent, and per peer what arrived and was played.
+public struct CallStatistics: Sendable {
+    /// Totals for one remote member.
+    public struct Peer: Sendable {
+        public var name: String
+        public var audioPacketsReceived: Int
+        public var videoPacketsReceived: Int
+        public var videoBytesReceived: Int
+        public var framesDecoded: Int
+        public var decodeErrors: Int
+        public var audioFramesPlayed: Int
+        public var fecRecoveries: Int
+        public var concealments: Int
+        public var nacksSent: Int
+        public var keyframeRequestsSent: Int
+        /// The stamp read from the latest decoded synthetic-camera picture (participant id, frame counter).
+        public var lastStamp: (participant: UInt32, frame: UInt32)?
+        /// Size of the latest decoded picture.
+        public var lastFrameSize: VideoSize?
+    }
+
+    /// This member's id (0 before joining).
+    public var localID: UInt32 = 0
+    /// Whether the media socket is bound at the relay.
+    public var mediaBound = false
+    public var audioPacketsSent = 0
+    public var audioBytesSent = 0
+    public var videoFramesSent = 0
+    public var videoKeyframesSent = 0
+    public var videoPacketsSent = 0
+    public var videoBytesSent = 0
+    /// Keyframe requests (PLI) that reached this sender.
+    public var keyframeRequestsReceived = 0
+    /// Peers by member id.
+    public var peers: [UInt32: Peer] = [:]
+}
+
+/// The client side of a call: signaling to the relay, media over UDP, codecs, jitter buffers. Feed its `events`
+/// to the room reducer and hand it the reducer's effects.
+public final class CallEngine: Sendable {
+    /// What happened, for the room reducer, in order. Finishes after `leave()`.
+    public let events: AsyncStream<RoomEvent>
+    private let group: MultiThreadedEventLoopGroup
+    private let core: NIOLoopBound<EngineCore>
+
+    /// Creates an engine; nothing happens until `start()`.
+    public init(_ configuration: CallConfiguration, videoSink: (any VideoFrameSink)? = nil) throws {
+        let (events, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .unbounded)
+        self.events = events
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        core = try loop.submit {
+            NIOLoopBound(
+                EngineCore(configuration: configuration, loop: loop, videoSink: videoSink,
+                           emit: { continuation.yield($0) }, finish: { continuation.finish() }),
+                eventLoop: loop)
+        }.wait()
+    }
+
+    /// Opens the media socket, connects to the relay and joins; progress arrives as events.
+    public func start() {
+        let core = self.core
+        core.eventLoop.execute { core.value.start(bound: core) }
+    }
+
+    /// Carries out one effect of the room reducer.
+    public func perform(_ effect: RoomEffect) {
+        let core = self.core
+        core.eventLoop.execute { core.value.perform(effect) }
+    }
+
+    /// Says goodbye to the relay, stops media, and finishes `events`.
+    public func leave() async {
+        let core = self.core
+        try? await core.eventLoop.flatSubmit { core.value.leave() }.get()
+        try? await group.shutdownGracefully()
+    }
+
+    /// Counters so far.
+    public func statistics() async -> CallStatistics {
+        let core = self.core
+        return (try? await core.eventLoop.submit { core.value.statistics }.get()) ?? CallStatistics()
+    }
+
+    /// Drops the signaling connection without a goodbye, as a network failure would (tests of reconnection).
+    public func simulateSignalingFailure() {
+        let core = self.core
+        core.eventLoop.execute { core.value.dropSignaling() }
+    }
+}
+
+/// The engine's state, confined to its event loop.
+final class EngineCore {
+    private enum Phase {
+        case idle
+        case connecting
+        case joined
+        case reconnecting(since: Duration, announcedLost: Bool)
+        case left
+    }
+
+    private let configuration: CallConfiguration
+    private let loop: any EventLoop
+    private let videoSink: (any VideoFrameSink)?
+    private let emit: @Sendable (RoomEvent) -> Void
+    private let finish: @Sendable () -> Void
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+    private var random = SystemRandomNumberGenerator()
+    private var bound: NIOLoopBound<EngineCore>?
+
+    private var phase = Phase.idle
+    private var signaling: SignalingConnection?
+    private var joined: JoinedRoom?
+    private var peers: [UInt32: PeerReceiver] = [:]
+    private var ownerOfBlock: [UInt32: UInt32] = [:]
+
+    private var udp: (any Channel)?
+    private var relayMedia: SocketAddress?
+    private var mediaBound = false
+    private var bindAttempts = 0
+
+    private var microphoneMuted: Bool
+    private var cameraOff: Bool
+    private var speakerOn = true
+    private var filterOn = false
+    private var role: Role
+    private var sentFirstLocalFrame = false
+
+    private var audioSender: AudioSender?
+    private var videoSender: VideoSender?
+    private var audioSink: (any AudioSink)?
+    private var localLevelReported = -1.0
+    private var keyframeRequestsReceived = 0
+
+    private var timers: [PacedTimer] = []
+    private var repeating: [RepeatedTask] = []
+    private var bindTask: Scheduled<Void>?
+    private var reconnectTask: Scheduled<Void>?
+    private var lastStats: Duration = .zero
+
+    init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
+         emit: @escaping @Sendable (RoomEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+        self.configuration = configuration
+        self.loop = loop
+        self.videoSink = videoSink
+        self.emit = emit
+        self.finish = finish
+        logger = configuration.logger
+        microphoneMuted = configuration.microphoneMuted
+        cameraOff = configuration.cameraOff
+        role = configuration.role
+        epoch = clock.now
+    }
+
+    private var now: Duration { clock.now - epoch }
+
+    var statistics: CallStatistics {
+        var stats = CallStatistics()
+        stats.localID = joined?.you.id ?? 0
+        stats.mediaBound = mediaBound
+        stats.audioPacketsSent = audioSender?.packetsSent ?? 0
+        stats.audioBytesSent = audioSender?.bytesSent ?? 0
+        stats.videoFramesSent = videoSender?.framesSent ?? 0
+        stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
+        stats.videoPacketsSent = videoSender?.packetsSent ?? 0
+        stats.videoBytesSent = videoSender?.bytesSent ?? 0
+        stats.keyframeRequestsReceived = keyframeRequestsReceived
+        for (id, peer) in peers {
+            stats.peers[id] = CallStatistics.Peer(
+                name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
+                videoPacketsReceived: peer.videoPacketsReceived, videoBytesReceived: peer.videoBytesReceived,
+                framesDecoded: peer.framesDecoded, decodeErrors: peer.decodeErrors,
+                audioFramesPlayed: peer.audioFramesPlayed, fecRecoveries: peer.fecRecoveries,
+                concealments: peer.concealments, nacksSent: peer.nacksSent,
+                keyframeRequestsSent: peer.keyframeRequestsSent, lastStamp: peer.lastStamp,
+                lastFrameSize: peer.lastFrameSize)
+        }
+        return stats
+    }
+
+    // MARK: - Lifecycle
+
+    func start(bound: NIOLoopBound<EngineCore>) {
+        guard case .idle = phase else { return }
+        self.bound = bound
+        phase = .connecting
+        do {
+            audioSink = try makeAudioSink()
+        } catch {
+            emit(.alert(.message("Audio output unavailable: \(error)")))
+        }
+        openMediaSocket().whenComplete { result in
+            let core = bound.value
+            switch result {
+            case .success(let channel):
+                core.udp = channel
+                core.connect(first: true)
+            case .failure(let error):
+                core.emit(.joinFailed(reason: "cannot open a UDP socket: \(error)"))
+                core.phase = .left
+                core.finish()
+            }
+        }
+    }
+
+    func leave() -> EventLoopFuture<Void> {
+        if case .left = phase { return loop.makeSucceededVoidFuture() }
+        phase = .left
+        stopMedia()
+        reconnectTask?.cancel()
+        bindTask?.cancel()
+        for task in repeating { task.cancel() }
+        repeating.removeAll()
+        signaling?.send(.leave)
+        signaling?.close()
+        signaling = nil
+        finish()
+        let loop = self.loop
+        let closing = udp?.close() ?? loop.makeSucceededVoidFuture()
+        return closing.flatMapError { _ in loop.makeSucceededVoidFuture() }
+    }
+
+    func dropSignaling() {
+        signaling?.abort()
+    }
+
+    // MARK: - Signaling
+
+    private func connect(first: Bool) {
+        guard let bound else { return }
+        let address = configuration.server
+        SignalingConnection.connect(to: address, on: loop) { event in
+            bound.value.handle(event)
+        }.whenComplete { result in
+            let core = bound.value
+            if case .left = core.phase {
+                if case .success(let connection) = result { connection.close() }
+                return
+            }
+            switch result {
+            case .success(let connection):
+                core.signaling = connection
+                connection.send(.join(JoinRequest(
+                    room: core.configuration.room, name: core.configuration.name,
+                    role: core.role == .audience ? .audience : .broadcaster,
+                    audioMuted: core.microphoneMuted, videoMuted: core.cameraOff)))
+            case .failure(let error):
+                if first {
+                    core.emit(.joinFailed(reason: "\(error)"))
+                    core.phase = .left
+                    core.stopMedia()
+                    core.finish()
+                    core.udp?.close(promise: nil)
+                } else {
+                    core.scheduleReconnect()
+                }
+            }
+        }
+    }
+
+    private func handle(_ event: SignalingEvent) {
+        switch event {
+        case .message(let message):
+            handle(message)
+        case .invalid(let error):
+            logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
+        case .closed:
+            signaling = nil
+            switch phase {
+            case .joined:
+                phase = .reconnecting(since: now, announcedLost: false)
+                mediaBound = false
+                emit(.alert(.interrupted))
+                scheduleReconnect()
+            case .connecting:
+                emit(.joinFailed(reason: "the relay closed the connection before the join completed"))
+                phase = .left
+                stopMedia()
+                finish()
+            case .reconnecting:
+                scheduleReconnect()
+            case .idle, .left:
+                break
+            }
+        }
+    }
+
+    private func scheduleReconnect() {
+        guard case .reconnecting(let since, let announcedLost) = phase, let bound else { return }
+        if !announcedLost && now - since >= configuration.lostAfter {
+            phase = .reconnecting(since: since, announcedLost: true)
+            emit(.alert(.lost))
+        }
+        reconnectTask?.cancel()
+        reconnectTask = loop.scheduleTask(in: timeAmount(configuration.reconnectInterval)) {
+            let core = bound.value
+            guard case .reconnecting = core.phase else { return }
+            core.emit(.alert(.reconnecting))
+            core.connect(first: false)
+        }
+    }
+
+    private func handle(_ message: ServerMessage) {
+        switch message {
+        case .joined(let room):
+            let rejoin: Bool
+            if case .reconnecting = phase { rejoin = true } else { rejoin = false }
+            didJoin(room, rejoin: rejoin)
+        case .memberJoined(let notice):
+            addPeer(notice.member)
+        case .memberLeft(let left):
+            guard let peer = peers.removeValue(forKey: left.id) else { return }
+            ownerOfBlock[peer.info.ssrcs.block] = nil
+            let reason: OfflineReason = switch left.reason {
+            case .quit: .quit
+            case .timeout: .timeout
+            case .dropped: .dropped
+            }
+            emit(.userOffline(ParticipantID(left.id), reason: reason))
+        case .mute(let mute):
+            guard let peer = peers[mute.id] else { return }
+            if peer.info.audioMuted != mute.audio { emit(.remoteAudioMuted(ParticipantID(mute.id), mute.audio)) }
+            if peer.info.videoMuted != mute.video { emit(.remoteVideoMuted(ParticipantID(mute.id), mute.video)) }
+            peer.info.audioMuted = mute.audio
+            peer.info.videoMuted = mute.video
+        case .chat(let chat):
+            emit(.chatMessage(from: ParticipantID(chat.from), text: chat.text))
+        case .stats:
+            break  // Receivers measure what arrives themselves; senders' reports are informative only.
+        case .role(let change):
+            let newRole: Role = change.role == .audience ? .audience : .broadcaster
+            peers[change.id]?.info.role = change.role
+            emit(.roleChanged(ParticipantID(change.id), newRole))
+        case .pong:
+            break
+        case .error(let error):
+            if case .connecting = phase {
+                emit(.joinFailed(reason: error.message))
+                phase = .left
+                stopMedia()
+                signaling?.close()
+                finish()
+            } else {
+                logger.notice("relay refused a message", metadata: ["error": "\(error)"])
+                emit(.alert(.message("Relay: \(error.message)")))
+            }
+        }
+    }
+
+    private func didJoin(_ room: JoinedRoom, rejoin: Bool) {
+        let previous = joined
+        joined = room
+        phase = .joined
+        reconnectTask?.cancel()
+        emit(.joined(localID: ParticipantID(room.you.id)))
+        if rejoin {
+            emit(.alert(.reconnected))
+            // Ids and SSRCs are new after a rejoin: old peers go, the current members arrive afresh.
+            for id in peers.keys.sorted() where !room.members.contains(where: { $0.id == id }) {
+                emit(.userOffline(ParticipantID(id), reason: .dropped))
+            }
+            peers.removeAll()
+            ownerOfBlock.removeAll()
+        }
+        for member in room.members { addPeer(member) }
+        do {
+            let resolved = try SocketAddress.makeAddressResolvingHost(configuration.server.host,
+                                                                        port: room.media.udpPort)
+            relayMedia = resolved
+        } catch {
+            emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))
+        }
+        if previous == nil || previous?.media.ssrcs != room.media.ssrcs {
+            do {
+                try startMedia(ssrcs: room.media.ssrcs, participant: room.you.id)
+            } catch {
+                emit(.alert(.message("Media could not start: \(error)")))
+            }
+        }
+        mediaBound = false
+        bindAttempts = 0
+        sendBind()
+        if repeating.isEmpty { startSignalingTimers() }
+    }
+
+    private func addPeer(_ member: MemberInfo) {
+        guard member.id != joined?.you.id else { return }
+        if let existing = peers[member.id] {
+            existing.info = member
+        } else {
+            peers[member.id] = PeerReceiver(info: member)
+        }
+        ownerOfBlock[member.ssrcs.block] = member.id
+        let id = ParticipantID(member.id)
+        emit(.userJoined(id, name: member.name, role: member.role == .audience ? .audience : .broadcaster))
+        if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
+        if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
+    }
+
+    private func startSignalingTimers() {
+        guard let bound else { return }
+        let keepAlive = timeAmount(configuration.keepAliveInterval)
+        repeating.append(loop.scheduleRepeatedTask(initialDelay: keepAlive, delay: keepAlive) { _ in
+            bound.value.signaling?.send(.ping(KeepAlive(token: UInt64(bound.value.now.components.seconds))))
+        })
+        repeating.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            bound.value.reportStatistics()
+        })
+        repeating.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
+            bound.value.reportLevels()
+        })
+    }
+
+    // MARK: - Effects
+
+    func perform(_ effect: RoomEffect) {
+        switch effect {
+        case .setMicrophoneMuted(let muted):
+            microphoneMuted = muted
+            signaling?.send(.mute(MuteChange(audio: muted)))
+        case .setCameraEnabled(let enabled):
+            cameraOff = !enabled
+            signaling?.send(.mute(MuteChange(video: !enabled)))
+            if enabled { videoSender?.requestKeyframe() }
+        case .switchCamera:
+            videoSender?.switchSource()
+        case .setSpeakerEnabled(let enabled):
+            speakerOn = enabled
+        case .setFilter(let enabled):
+            filterOn = enabled
+        case .setRole(let newRole):
+            role = newRole
+            signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
+            if newRole == .broadcaster { videoSender?.requestKeyframe() }
+        case .sendChat(let text):
+            signaling?.send(.chat(ChatSend(text: text)))
+        case .requestKeyframe(let participant):
+            if let peer = peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
+        case .leave:
+            _ = leave()
+        }
+    }
+
+    // MARK: - Media
+
+    private func openMediaSocket() -> EventLoopFuture<any Channel> {
+        let host = configuration.server.host.contains(":") ? "::" : "0.0.0.0"
+        let bound = self.bound!
+        return DatagramBootstrap(group: loop)
+            .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ClientMediaHandler(core: bound))
+                }
+            }
+            .bind(host: host, port: 0)
+    }
+
+    private func startMedia(ssrcs: MemberSSRCs, participant: UInt32) throws {
+        stopMedia()
+        let profile = configuration.profile
+        audioSender = try AudioSender(source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
+                                      random: &random)
+        let sources = try configuration.videoSources.map { try makeVideoSource($0, participant: participant) }
+        videoSender = try VideoSender(sources: sources, profile: profile, ssrc: ssrcs.video, random: &random)
+        guard let bound else { return }
+        let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
+        let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
+            bound.value.videoTick()
+        }
+        let poll = PacedTimer(loop: loop, interval: .milliseconds(10)) { bound.value.pollVideo() }
+        let rtcp = PacedTimer(loop: loop, interval: .seconds(1)) { bound.value.sendReports() }
+        timers = [audio, video, poll, rtcp]
+        for timer in timers { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
+    }
+
+    private func stopMedia() {
+        for timer in timers { timer.stop() }
+        timers.removeAll()
+    }
+
+    private func makeAudioSource(participant: UInt32) throws -> any AudioSource {
+        switch configuration.audioSource {
+        case .synthetic: SyntheticVoice(participant: participant)
+        case .file(let path): try WAVFileSource(path: path)
+        case .silence: SilenceSource()
+        }
+    }
+
+    private func makeVideoSource(_ choice: VideoSourceChoice, participant: UInt32) throws -> any VideoSource {
+        switch choice {
+        case .synthetic:
+            SyntheticCamera(name: configuration.name, participant: participant, width: configuration.profile.width,
+                            height: configuration.profile.height, framesPerSecond: configuration.profile.fps)
+        case .file(let path):
+            try Y4MFileSource(path: path)
+        }
+    }
+
+    private func makeAudioSink() throws -> (any AudioSink)? {
+        switch configuration.audioSink {
+        case .none: nil
+        case .file(let path): try WAVFileWriter(path: path)
+        }
+    }
+
+    private var sendsMedia: Bool { role == .broadcaster && mediaBound }
+
+    private func audioTick() {
+        do {
+            if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
+                send([packet])
+            }
+        } catch {
+            logger.warning("audio capture failed", metadata: ["error": "\(error)"])
+        }
+        playOutAudio()
+    }
+
+    private func videoTick() {
+        guard let sender = videoSender else { return }
+        guard !cameraOff, role == .broadcaster else {
+            sender.skipFrame()
+            return
+        }
+        do {
+            let frame = try sender.capture(filter: filterOn)
+            if !sentFirstLocalFrame {
+                sentFirstLocalFrame = true
+                emit(.firstLocalFrame(VideoSize(width: frame.width, height: frame.height)))
+            }
+            if configuration.showsSelfView, let id = joined?.you.id {
+                videoSink?.deliver(frame, from: ParticipantID(id))
+            }
+            if mediaBound {
+                send(try sender.encode(frame))
+            } else {
+                sender.skipFrame()
+            }
+        } catch {
+            logger.warning("video capture or encoding failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func pollVideo() {
+        guard configuration.decodesVideo else { return }
+        let at = now
+        for peer in peers.values {
+            let output = peer.videoBuffer.poll(at: at)
+            for frame in output.frames {
+                guard var picture = peer.decodeVideo(frame) else { continue }
+                picture.timestampMicros = Int64(frame.timestamp)
+                let size = VideoSize(width: picture.width, height: picture.height)
+                if !peer.sawFirstFrame || peer.lastFrameSize != size {
+                    peer.sawFirstFrame = true
+                    emit(.firstRemoteFrame(peer.participant, size: size))
+                }
+                peer.lastFrameSize = size
+                if let stamp = SyntheticCamera.readStamp(from: picture) { peer.lastStamp = stamp }
+                videoSink?.deliver(picture, from: peer.participant)
+            }
+            if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
+                let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video, lost: output.nacks)
+                sendRaw(RTCPPacket.nack(nack).serialized())
+                peer.nacksSent += 1
+            }
+            if output.needsKeyframe { sendKeyframeRequest(for: peer) }
+        }
+        udp?.flush()
+    }
+
+    private func sendKeyframeRequest(for peer: PeerReceiver) {
+        guard let own = joined?.media.ssrcs.audio else { return }
+        let pli = PictureLossIndication(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video)
+        sendRaw(RTCPPacket.pictureLossIndication(pli).serialized())
+        peer.keyframeRequestsSent += 1
+    }
+
+    private func playOutAudio() {
+        guard configuration.decodesAudio else { return }
+        let at = now
+        var mix: [Int32]?
+        for peer in peers.values {
+            guard let frame = peer.playOut(at: at) else { continue }
+            if mix == nil { mix = [Int32](repeating: 0, count: frame.samples.count) }
+            guard mix!.count == frame.samples.count else { continue }
+            for index in frame.samples.indices { mix![index] += Int32(frame.samples[index]) }
+        }
+        guard let sink = audioSink else { return }
+        let samples: [Int16]
+        if speakerOn, let mix {
+            samples = mix.map { Int16(clamping: $0) }
+        } else {
+            samples = [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+        }
+        do {
+            try sink.write(AudioFrame(samples: samples))
+        } catch {
+            logger.warning("audio output failed; muting the speaker", metadata: ["error": "\(error)"])
+            audioSink = nil
+        }
+    }
+
+    private func sendReports() {
+        guard mediaBound, let own = joined?.media.ssrcs else { return }
+        let ntp = NTPTimestamp.from(unixTime: .milliseconds(wallClockMilliseconds()))
+        var packets: [RTCPPacket] = []
+        if role == .broadcaster {
+            if let audio = audioSender, !microphoneMuted {
+                packets.append(.senderReport(audio.senderReport(ntpTimestamp: ntp)))
+            }
+            if let video = videoSender, !cameraOff {
+                packets.append(.senderReport(video.senderReport(ntpTimestamp: ntp)))
+            }
+        }
+        var blocks: [ReportBlock] = []
+        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) {
+            if peer.audioPacketsReceived > 0 { blocks.append(peer.audioBuffer.makeReportBlock(now: now)) }
+            if peer.videoPacketsReceived > 0 { blocks.append(peer.videoBuffer.makeReportBlock(now: now)) }
+        }
+        if !blocks.isEmpty { packets.append(.receiverReport(ReceiverReport(ssrc: own.audio, reports: blocks))) }
+        if packets.isEmpty { return }
+        packets.append(.sourceDescription(SourceDescription(ssrc: own.audio, cname: configuration.name)))
+        sendRaw(RTCPPacket.serializeCompound(packets))
+        udp?.flush()
+    }
+
+    private func reportStatistics() {
+        let at = now
+        let seconds = max(0.001, Double((at - lastStats).components.seconds)
+            + Double((at - lastStats).components.attoseconds) / 1e18)
+        lastStats = at
+        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
+            emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
+        }
+        guard let video = videoSender else { return }
+        let stats = SenderStats(
+            width: cameraOff ? 0 : configuration.profile.width, height: cameraOff ? 0 : configuration.profile.height,
+            fps: Double(configuration.profile.fps), videoKbps: Double(video.bytesSent * 8) / 1000 / max(1, seconds),
+            audioKbps: 0)
+        _ = stats
+        emit(.localStats(MediaInfo(
+            resolution: cameraOff ? nil : VideoSize(width: configuration.profile.width,
+                                                   height: configuration.profile.height),
+            fps: cameraOff ? 0 : Double(configuration.profile.fps),
+            bitrateKbps: Double(configuration.profile.bitrateKbps))))
+    }
+
+    private func reportLevels() {
+        if let sender = audioSender, let id = joined?.you.id {
+            let level = microphoneMuted ? 0 : (sender.level.isSpeaking ? max(0.2, sender.level.level) : 0)
+            if abs(level - localLevelReported) > 0.05 {
+                localLevelReported = level
+                emit(.audioLevel(ParticipantID(id), level))
+            }
+        }
+        for peer in peers.values {
+            let level = peer.level.isSpeaking ? max(0.2, peer.level.level) : 0
+            emit(.audioLevel(peer.participant, level))
+        }
+    }
+
+    // MARK: - UDP
+
+    private func sendBind() {
+        guard case .joined = phase, let room = joined, let token = BindToken(hex: room.media.credential),
+              let bound else { return }
+        let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
+        sendRaw(request.serialized())
+        udp?.flush()
+        bindAttempts += 1
+        // Every 250 ms until acknowledged, then every 5 s as a keep-alive for NAT bindings.
+        let delay: TimeAmount = mediaBound ? .seconds(5) : .milliseconds(250)
+        if !mediaBound && bindAttempts == 20 {
+            emit(.alert(.message("The relay does not answer on UDP port \(room.media.udpPort): no media yet")))
+        }
+        bindTask?.cancel()
+        bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
+    }
+
+    private func send(_ packets: [RTPPacket]) {
+        guard let udp, let relayMedia, !packets.isEmpty else { return }
+        for packet in packets {
+            let bytes = packet.serialized()
+            var buffer = udp.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+        }
+        udp.flush()
+    }
+
+    private func sendRaw(_ bytes: [UInt8]) {
+        guard let udp, let relayMedia else { return }
+        var buffer = udp.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+    }
+
+    func receive(_ datagram: ByteBuffer) {
+        let bytes = Array(datagram.readableBytesView)
+        switch MediaPacketKind.classify(bytes) {
+        case .unknown:
+            return
+        case .rtp:
+            guard let header = try? RTPHeaderView(parsing: bytes),
+                  let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
+                  let packet = try? RTPPacket(parsing: bytes)
+            else { return }
+            if header.ssrc == peer.info.ssrcs.audio {
+                guard configuration.decodesAudio else { return }
+                peer.audioPacketsReceived += 1
+                _ = peer.audioBuffer.insert(packet, at: now)
+            } else if header.ssrc == peer.info.ssrcs.video {
+                peer.countVideo(bytes: packet.payload.count)
+                guard configuration.decodesVideo else { return }
+                _ = peer.videoBuffer.insert(packet, at: now)
+            }
+        case .rtcp:
+            if Bind.isBindPacket(bytes) {
+                guard let ack = try? BindAcknowledgement(parsing: bytes), ack.memberID == joined?.you.id else { return }
+                switch ack.status {
+                case .bound:
+                    if !mediaBound {
+                        mediaBound = true
+                        videoSender?.requestKeyframe()
+                        // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
+                        for peer in peers.values { sendKeyframeRequest(for: peer) }
+                        bindTask?.cancel()
+                        if let bound {
+                            bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
+                        }
+                    }
+                case .unknownMember, .wrongToken:
+                    logger.warning("relay refused the media bind", metadata: ["status": "\(ack.status)"])
+                }
+                return
+            }
+            guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+            for packet in packets {
+                switch packet {
+                case .pictureLossIndication(let pli) where pli.mediaSSRC == joined?.media.ssrcs.video:
+                    keyframeRequestsReceived += 1
+                    videoSender?.requestKeyframe()
+                case .senderReport(let report):
+                    guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else { continue }
+                    if report.ssrc == peer.info.ssrcs.audio {
+                        peer.audioBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+                    } else {
+                        peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+}
+
+/// Hands the media socket's datagrams to the engine core.
+private final class ClientMediaHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let core: NIOLoopBound<EngineCore>
+
+    init(core: NIOLoopBound<EngineCore>) {
+        self.core = core
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        core.value.receive(unwrapInboundIn(data).data)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP errors (relay restarting) must not close the media socket.
+    }
+}
+
+/// Digital silence as a microphone.
+final class SilenceSource: AudioSource {
+    let sampleRate = 48_000
+    let channels = 1
+    private var timestamp: Int64 = 0
+
+    func nextFrame(samplesPerChannel: Int) -> AudioFrame {
+        defer { timestamp += Int64(samplesPerChannel) * 1_000_000 / 48_000 }
+        return AudioFrame(samples: [Int16](repeating: 0, count: samplesPerChannel), timestampMicros: timestamp)
+    }
+}
+
+func timeAmount(_ duration: Duration) -> TimeAmount {
+    let parts = duration.components
+    return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
+}
+
+/// Milliseconds since the Unix epoch.
+func wallClockMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}

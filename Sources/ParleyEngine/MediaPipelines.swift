@@ -1,0 +1,265 @@
+import ParleyMedia
+import ParleyRoom
+import ParleyWire
+
+/// Microphone → Opus → RTP. Owned by the engine core on its event loop.
+final class AudioSender {
+    static let frameDuration = Duration.milliseconds(20)
+    static let samplesPerFrame = 960
+
+    private let source: any AudioSource
+    private let encoder: OpusAudioEncoder
+    private var packetizer: RTPPacketizer
+    private var mediaTime: Duration = .zero
+    /// Voice activity of the local microphone.
+    private(set) var level = AudioLevel()
+    private(set) var packetsSent = 0
+    private(set) var bytesSent = 0
+
+    init(source: any AudioSource, ssrc: UInt32, random: inout some RandomNumberGenerator) throws {
+        self.source = source
+        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels))
+        packetizer = RTPPacketizer(
+            ssrc: ssrc, payloadType: MediaPayloadType.opus, clockRate: MediaClockRate.opus,
+            initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
+            initialTimestamp: UInt32.random(in: 0...UInt32.max, using: &random))
+    }
+
+    /// Captures one 20 ms block; returns the RTP packet to send when `sending`, nil otherwise (muted, audience).
+    func tick(sending: Bool) throws -> RTPPacket? {
+        let frame = try source.nextFrame(samplesPerChannel: Self.samplesPerFrame)
+        level.update(with: frame)
+        defer { mediaTime += Self.frameDuration }
+        guard sending else { return nil }
+        let payload = try encoder.encode(frame)
+        let packet = packetizer.packetize([payload], at: mediaTime, markLast: false)[0]
+        packetsSent += 1
+        bytesSent += payload.count
+        return packet
+    }
+
+    /// A sender report for this stream.
+    func senderReport(ntpTimestamp: UInt64) -> SenderReport {
+        packetizer.senderReport(ntpTimestamp: ntpTimestamp, mediaTime: mediaTime)
+    }
+}
+
+/// Camera → (filter) → VP8 → RTP. Owned by the engine core on its event loop.
+final class VideoSender {
+    private var sources: [any VideoSource]
+    private(set) var sourceIndex = 0
+    private let profile: VideoProfile
+    private var encoder: VP8Encoder
+    private var payloader: VP8Payloader
+    private var packetizer: RTPPacketizer
+    private var mediaTime: Duration = .zero
+    private var keyframeWanted = true
+    private(set) var framesSent = 0
+    private(set) var keyframesSent = 0
+    private(set) var packetsSent = 0
+    private(set) var bytesSent = 0
+    private(set) var framesCaptured = 0
+
+    init(sources: [any VideoSource], profile: VideoProfile, ssrc: UInt32,
+         random: inout some RandomNumberGenerator) throws {
+        precondition(!sources.isEmpty, "a video sender needs a source")
+        self.sources = sources
+        self.profile = profile
+        encoder = try VP8Encoder(VP8EncoderConfig(
+            width: profile.width, height: profile.height, targetBitrateKbps: profile.bitrateKbps,
+            framesPerSecond: profile.fps))
+        payloader = try VP8Payloader(initialPictureID: UInt16.random(in: 0...0x7FFF, using: &random))
+        packetizer = RTPPacketizer(
+            ssrc: ssrc, payloadType: MediaPayloadType.vp8, clockRate: MediaClockRate.video,
+            initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
+            initialTimestamp: UInt32.random(in: 0...UInt32.max, using: &random))
+    }
+
+    /// Moves to the next configured source; the next frame is a keyframe.
+    func switchSource() {
+        sourceIndex = (sourceIndex + 1) % sources.count
+        keyframeWanted = true
+    }
+
+    /// A receiver lost the picture (PLI): the next frame is a keyframe.
+    func requestKeyframe() { keyframeWanted = true }
+
+    /// Captures one frame at the profile's size (scaling when the source differs), optionally filtered.
+    func capture(filter: Bool) throws -> VideoFrame {
+        var frame = try sources[sourceIndex].nextFrame()
+        framesCaptured += 1
+        if frame.width != profile.width || frame.height != profile.height {
+            frame = frame.scaled(width: profile.width, height: profile.height)
+        }
+        if filter { frame.soften() }
+        frame.timestampMicros = Int64(mediaTime.components.seconds) * 1_000_000
+            + mediaTime.components.attoseconds / 1_000_000_000_000
+        return frame
+    }
+
+    /// Encodes and packetizes one captured frame.
+    func encode(_ frame: VideoFrame) throws -> [RTPPacket] {
+        defer { mediaTime += .microseconds(1_000_000 / max(1, profile.fps)) }
+        let forceKeyframe = keyframeWanted
+        keyframeWanted = false
+        var packets: [RTPPacket] = []
+        for encoded in try encoder.encode(frame, forceKeyframe: forceKeyframe) {
+            let payloads = try payloader.payloads(for: encoded.bytes)
+            packets += packetizer.packetize(payloads, at: mediaTime, markLast: true)
+            framesSent += 1
+            if encoded.isKeyframe { keyframesSent += 1 }
+            bytesSent += encoded.bytes.count
+        }
+        packetsSent += packets.count
+        return packets
+    }
+
+    /// Media time advances even while the camera is off, so timestamps stay on the wall clock.
+    func skipFrame() {
+        mediaTime += .microseconds(1_000_000 / max(1, profile.fps))
+        keyframeWanted = true
+    }
+
+    /// A sender report for this stream.
+    func senderReport(ntpTimestamp: UInt64) -> SenderReport {
+        packetizer.senderReport(ntpTimestamp: ntpTimestamp, mediaTime: mediaTime)
+    }
+}
+
+/// Everything received from one remote member: jitter buffers, decoders, level and statistics.
+final class PeerReceiver {
+    var info: MemberInfo
+    var audioBuffer = AudioJitterBuffer()
+    var videoBuffer = VideoJitterBuffer()
+    private var audioDecoder: OpusAudioDecoder?
+    private var videoDecoder: VP8Decoder?
+    var level = AudioLevel()
+    var sawFirstFrame = false
+    var lastFrameSize: VideoSize?
+    var lastStamp: (participant: UInt32, frame: UInt32)?
+
+    // Totals, for tests and benchmarks.
+    var audioPacketsReceived = 0
+    var videoPacketsReceived = 0
+    var videoBytesReceived = 0
+    var framesDecoded = 0
+    var decodeErrors = 0
+    var audioFramesPlayed = 0
+    var fecRecoveries = 0
+    var concealments = 0
+    var nacksSent = 0
+    var keyframeRequestsSent = 0
+
+    // Per stats window.
+    private var windowFrames = 0
+    private var windowBytes = 0
+    private var windowExpected = 0
+    private var windowLost = 0
+
+    init(info: MemberInfo) {
+        self.info = info
+    }
+
+    var participant: ParticipantID { ParticipantID(info.id) }
+
+    /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode.
+    func decodeVideo(_ frame: VP8Frame) -> VideoFrame? {
+        do {
+            if videoDecoder == nil { videoDecoder = try VP8Decoder() }
+            guard let picture = try videoDecoder?.decode(frame.data) else { return nil }
+            framesDecoded += 1
+            windowFrames += 1
+            return picture
+        } catch {
+            decodeErrors += 1
+            videoBuffer.decoderNeedsKeyframe()
+            return nil
+        }
+    }
+
+    /// One 20 ms play-out slot: decoded audio, FEC-recovered, concealed, or nil for silence.
+    func playOut(at now: Duration) -> AudioFrame? {
+        do {
+            if audioDecoder == nil { audioDecoder = try OpusAudioDecoder() }
+            guard let decoder = audioDecoder else { return nil }
+            let frame: AudioFrame?
+            switch audioBuffer.nextSlot(at: now) {
+            case .packet(let packet):
+                frame = try decoder.decode(packet.payload)
+            case .missingNextAvailable(let next):
+                frame = decoder.decodeMissing(nextPacket: next.payload)
+                fecRecoveries += 1
+            case .missing:
+                frame = decoder.decodeMissing(nextPacket: nil)
+                concealments += 1
+            case .silence:
+                frame = nil
+            }
+            if let frame {
+                audioFramesPlayed += 1
+                level.update(with: frame)
+            } else {
+                level.update(with: AudioFrame(samples: [Int16](repeating: 0, count: AudioSender.samplesPerFrame)))
+            }
+            return frame
+        } catch {
+            concealments += 1
+            return nil
+        }
+    }
+
+    /// Counts a received video packet for the bitrate window.
+    func countVideo(bytes: Int) {
+        videoPacketsReceived += 1
+        videoBytesReceived += bytes
+        windowBytes += bytes
+    }
+
+    /// Stats over the window since the last call, then starts a new window.
+    func takeWindowStats(seconds: Double) -> MediaInfo {
+        let statistics = videoBuffer.statistics
+        let expected = statistics.expected
+        let lost = statistics.lost
+        let windowExpected = expected - self.windowExpected
+        let windowLost = lost - self.windowLost
+        let info = MediaInfo(
+            resolution: lastFrameSize, fps: Double(windowFrames) / seconds,
+            bitrateKbps: Double(windowBytes) * 8 / 1000 / seconds,
+            lossPercent: windowExpected > 0 ? 100 * Double(max(0, windowLost)) / Double(windowExpected) : 0)
+        self.windowExpected = expected
+        self.windowLost = lost
+        windowFrames = 0
+        windowBytes = 0
+        return info
+    }
+}
+
+extension VideoFrame {
+    /// A gentle softening filter (3-tap blur of the luma plane, horizontally and vertically): the "filter" toggle.
+    mutating func soften() {
+        let width = self.width, height = self.height
+        y.withUnsafeMutableBufferPointer { plane in
+            for row in 0..<height {
+                let base = row * width
+                var previous = Int(plane[base])
+                for column in 1..<max(1, width - 1) {
+                    let current = Int(plane[base + column])
+                    let next = Int(plane[base + column + 1])
+                    plane[base + column] = UInt8((previous + 2 * current + next + 2) >> 2)
+                    previous = current
+                }
+            }
+            guard height > 2 else { return }
+            for column in 0..<width {
+                var previous = Int(plane[column])
+                for row in 1..<(height - 1) {
+                    let index = row * width + column
+                    let current = Int(plane[index])
+                    let next = Int(plane[index + width])
+                    plane[index] = UInt8((previous + 2 * current + next + 2) >> 2)
+                    previous = current
+                }
+            }
+        }
+    }
+}

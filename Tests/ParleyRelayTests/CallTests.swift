@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import ParleyMedia
+import ParleyRoom
+import ParleyWire
+import Synchronization
+import Testing
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// Collects the events of one engine.
+final class EventLog: Sendable {
+    private let events = Mutex<[RoomEvent]>([])
+
+    func consume(_ engine: CallEngine) -> Task<Void, Never> {
+        Task {
+            for await event in engine.events { events.withLock { $0.append(event) } }
+        }
+    }
+
+    var all: [RoomEvent] { events.withLock { $0 } }
+
+    var chats: [String] {
+        all.compactMap { if case .chatMessage(_, let text) = $0 { text } else { nil } }
+    }
+}
+
+/// Whole calls: the real relay, real engines with real codecs, on loopback.
+@Suite(.serialized)
+struct CallTests {
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    func startRelay() async throws -> Relay {
+        try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+    }
+
+    func configuration(_ name: String, port: Int) -> CallConfiguration {
+        CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
+            profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), showsSelfView: false,
+            logger: quietLogger())
+    }
+
+    @Test func threePeopleSeeAndHearEachOther() async throws {
+        let relay = try await startRelay()
+        let names = ["alice", "bob", "carol"]
+        var engines: [CallEngine] = []
+        var logs: [EventLog] = []
+        var tasks: [Task<Void, Never>] = []
+        for name in names {
+            let engine = try CallEngine(configuration(name, port: relay.signalingPort))
+            let log = EventLog()
+            tasks.append(log.consume(engine))
+            engine.start()
+            engines.append(engine)
+            logs.append(log)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // Each engine decodes the other two: pictures carry the sender's member id and a rising frame counter.
+        let allSee = await eventually(within: .seconds(8)) {
+            var ok = true
+            for engine in engines {
+                let stats = await engine.statistics()
+                ok = ok && stats.peers.count == 2 && stats.peers.values.allSatisfy {
+                    $0.framesDecoded >= 10 && $0.audioFramesPlayed >= 20
+                }
+            }
+            return ok
+        }
+        #expect(allSee)
+        var ids: [UInt32] = []
+        for engine in engines { ids.append(await engine.statistics().localID) }
+        for engine in engines {
+            let stats = await engine.statistics()
+            for (id, peer) in stats.peers {
+                #expect(peer.lastStamp?.participant == id, "\(peer.name)'s picture carries its own id")
+                #expect((peer.lastStamp?.frame ?? 0) >= 10)
+                #expect(peer.lastFrameSize == VideoSize(width: 160, height: 120))
+                #expect(peer.decodeErrors == 0)
+            }
+        }
+
+        // Chat arrives in order at everyone.
+        for line in 0..<5 { engines[0].perform(.sendChat("a\(line)")) }
+        for line in 0..<5 { engines[1].perform(.sendChat("b\(line)")) }
+        let chatArrived = await eventually { logs[2].chats.count == 10 }
+        #expect(chatArrived)
+        #expect(logs[2].chats.filter { $0.hasPrefix("a") } == (0..<5).map { "a\($0)" })
+        #expect(logs[2].chats.filter { $0.hasPrefix("b") } == (0..<5).map { "b\($0)" })
+
+        // Mute goes over the network and reaches the others.
+        engines[1].perform(.setMicrophoneMuted(true))
+        engines[1].perform(.setCameraEnabled(false))
+        let muted = await eventually {
+            logs[0].all.contains { if case .remoteAudioMuted(ParticipantID(ids[1]), true) = $0 { true } else { false } }
+                && logs[2].all.contains {
+                    if case .remoteVideoMuted(ParticipantID(ids[1]), true) = $0 { true } else { false }
+                }
+        }
+        #expect(muted)
+        #expect(try await relay.member(ids[1])?.audioMuted == true)
+
+        // Leaving is seen by the rest as a quit.
+        await engines[2].leave()
+        let left = await eventually {
+            logs[0].all.contains { if case .userOffline(ParticipantID(ids[2]), .quit) = $0 { true } else { false } }
+        }
+        #expect(left)
+        for engine in engines.prefix(2) { await engine.leave() }
+        for task in tasks { task.cancel() }
+        await relay.shutdown()
+    }
+}
