@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import ParleyBench
+
+/// `parley bench`: the measurements behind `make bench`.
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
+
+    enum Suite: String, ExpressibleByArgument, CaseIterable {
+        case codecs, wire, all
+    }
+
+    @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var suite: Suite = .all
+
+    func run() async throws {
+        let started = Date()
+        let log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        print("# Parley benchmarks — \(machineDescription())\n")
+        if suite == .codecs || suite == .all {
+            for table in try CodecBench.run(log: log) { print(table.markdown + "\n") }
+        }
+        if suite == .wire || suite == .all {
+            print(WireBench.run().markdown + "\n")
+        }
+        print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
+    }
+
+    private func machineDescription() -> String {
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }?
+            .split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let date = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withFullDate])
+        return "\(date), \(cpu), \(cores) cores"
+    }
+}

@@ -1,0 +1,177 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ParleyEngine
+import ParleyRoom
+
+/// `parley bot`: a headless participant for tests and the demo.
+struct Bot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join a room headless with a synthetic (or file) camera and voice; chat and toggle video on a timer.")
+
+    @Argument(help: "Room to join.")
+    var room: String
+
+    @Option(help: "Relay address, HOST:PORT.")
+    var server = "127.0.0.1:7878"
+
+    @Option(help: "Display name (no spaces).")
+    var name = "bot"
+
+    @Option(help: "\"synthetic\" or a .y4m file (looped). Repeat to give switch-camera more sources.")
+    var video: [String] = []
+
+    @Option(help: "\"synthetic\", \"silence\" or a .wav file (looped).")
+    var audio = "synthetic"
+
+    @Option(help: "Video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
+    var profile = "320x240"
+
+    @Option(name: .customLong("chat-every"), help: "Send a chat line every S seconds.")
+    var chatEvery: Double?
+
+    @Option(name: .customLong("toggle-video-every"), help: "Turn the camera off/on every S seconds.")
+    var toggleVideoEvery: Double?
+
+    @Option(help: "Leave after S seconds (default: stay until SIGINT/SIGTERM).")
+    var duration: Double?
+
+    @Flag(name: .customLong("no-decode"), help: "Do not decode received video and audio (saves CPU).")
+    var noDecode = false
+
+    @Flag(help: "Print call statistics as JSON when leaving.")
+    var stats = false
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "notice"
+
+    func validate() throws {
+        do {
+            _ = try ServerAddress(parsing: server)
+            _ = try VideoProfile.named(profile)
+            _ = try DisplayName.validate(name)
+            _ = try RoomName.validate(room)
+            for choice in video { _ = try VideoSourceChoice(parsing: choice) }
+            _ = try AudioSourceChoice(parsing: audio)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        for (flag, value) in [("--chat-every", chatEvery), ("--toggle-video-every", toggleVideoEvery),
+                              ("--duration", duration)] {
+            if let value, !(value > 0) { throw ValidationError("\(flag) must be a positive number of seconds") }
+        }
+        _ = try LogSetup.level(logLevel)
+    }
+
+    func run() async throws {
+        LogSetup.toStandardError(level: try LogSetup.level(logLevel))
+        let logger = Logger(label: "parley.bot.\(name)")
+        let configuration = CallConfiguration(
+            server: try ServerAddress(parsing: server), room: try RoomName.validate(room), name: name,
+            profile: try VideoProfile.named(profile),
+            videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
+            audioSource: try AudioSourceChoice(parsing: audio), decodesVideo: !noDecode, decodesAudio: !noDecode,
+            showsSelfView: false, logger: logger)
+        let engine = try CallEngine(configuration)
+        let runner = BotRunner(engine: engine, name: name, logger: logger)
+        engine.start()
+        await runner.run(chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration)
+        if stats {
+            say(BotRunner.json(await engine.statistics()))
+        }
+        await engine.leave()
+        if let failure = runner.failure { throw ValidationError(failure) }
+    }
+}
+
+/// Drives one bot's engine: logs events, chats and toggles video on timers, stops on a signal or after a while.
+final class BotRunner: @unchecked Sendable {
+    let engine: CallEngine
+    let name: String
+    let logger: Logger
+    private(set) var failure: String?
+
+    init(engine: CallEngine, name: String, logger: Logger) {
+        self.engine = engine
+        self.name = name
+        self.logger = logger
+    }
+
+    func run(chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?) async {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [self] in
+                for await event in engine.events {
+                    logger.info("event", metadata: ["event": "\(event)"])
+                    if case .joinFailed(let reason) = event {
+                        failure = "could not join: \(reason)"
+                        return true
+                    }
+                }
+                return true
+            }
+            if let chatEvery {
+                group.addTask { [self] in
+                    var line = 1
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(Int64(chatEvery * 1000)))
+                        guard !Task.isCancelled else { break }
+                        engine.perform(.sendChat(BotRunner.chatLine(line, from: name)))
+                        line += 1
+                    }
+                    return false
+                }
+            }
+            if let toggleVideoEvery {
+                group.addTask { [self] in
+                    var cameraOn = true
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(Int64(toggleVideoEvery * 1000)))
+                        guard !Task.isCancelled else { break }
+                        cameraOn.toggle()
+                        engine.perform(.setCameraEnabled(cameraOn))
+                    }
+                    return false
+                }
+            }
+            group.addTask {
+                if let duration {
+                    try? await Task.sleep(for: .milliseconds(Int64(duration * 1000)))
+                    return true
+                }
+                _ = await Signals.wait()
+                return true
+            }
+            for await finished in group where finished {
+                group.cancelAll()
+                break
+            }
+        }
+    }
+
+    private static let phrases = [
+        "morning all", "can you see my screen?", "I'll take that one", "sounds good", "back in a minute",
+        "the build is green again", "let's sync after standup", "+1", "any blockers?", "thanks!",
+    ]
+
+    /// The bot's n-th chat line: a rotating phrase, numbered so tests can check order.
+    static func chatLine(_ number: Int, from name: String) -> String {
+        "\(phrases[(number - 1) % phrases.count]) (#\(number))"
+    }
+
+    /// Statistics as one line of JSON for scripts and tests.
+    static func json(_ stats: CallStatistics) -> String {
+        var peers: [String] = []
+        for (id, peer) in stats.peers.sorted(by: { $0.key < $1.key }) {
+            peers.append("""
+                {"id":\(id),"name":"\(peer.name)","framesDecoded":\(peer.framesDecoded),\
+                "videoPackets":\(peer.videoPacketsReceived),"audioPackets":\(peer.audioPacketsReceived),\
+                "audioPlayed":\(peer.audioFramesPlayed),"stampParticipant":\(peer.lastStamp?.participant ?? 0),\
+                "stampFrame":\(peer.lastStamp?.frame ?? 0)}
+                """)
+        }
+        return """
+            {"localID":\(stats.localID),"videoFramesSent":\(stats.videoFramesSent),\
+            "audioPacketsSent":\(stats.audioPacketsSent),"peers":[\(peers.joined(separator: ","))]}
+            """
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// Log destinations: stderr for headless commands, a file for the terminal UI (never the screen).
+enum LogSetup {
+    /// Parses a level name, with a message listing the choices.
+    static func level(_ text: String) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ValidationError(
+                "unknown log level \"\(text)\"; choose trace, debug, info, notice, warning, error or critical")
+        }
+        return level
+    }
+
+    /// Sends every logger to standard error.
+    static func toStandardError(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// Sends every logger to a file (created with its folders), appending.
+    static func toFile(_ path: String, level: Logger.Level) throws {
+        let handle = try FileLogHandler.open(path)
+        LoggingSystem.bootstrap { label in
+            var handler = FileLogHandler(label: label, file: handle)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// `$XDG_STATE_HOME/parley/parley.log`, or `~/.local/state/parley/parley.log`.
+    static var defaultLogPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (NSHomeDirectory() + "/.local/state")
+        return state + "/parley/parley.log"
+    }
+}
+
+/// A swift-log handler writing one line per message to a shared file.
+struct FileLogHandler: LogHandler {
+    final class SharedFile: @unchecked Sendable {
+        let handle: FileHandle
+        let lock = NSLock()
+        init(handle: FileHandle) { self.handle = handle }
+        func write(_ line: String) {
+            lock.withLock { handle.write(Data(line.utf8)) }
+        }
+    }
+
+    static func open(_ path: String) throws -> SharedFile {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw ValidationError("cannot create the log file \(path)")
+            }
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw ValidationError("cannot open the log file \(path) for writing")
+        }
+        handle.seekToEndOfFile()
+        return SharedFile(handle: handle)
+    }
+
+    let label: String
+    let file: SharedFile
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    init(label: String, file: SharedFile) {
+        self.label = label
+        self.file = file
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let fields = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            .joined(separator: " ")
+        let time = ISO8601DateFormatter().string(from: Date())
+        file.write("\(time) \(event.level) \(label): \(event.message)\(fields)\n")
+    }
+}
+
+/// Writes a line to standard output at once (print is block-buffered when stdout is a pipe).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
