@@ -87,7 +87,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom"]),
+        .testTarget(
+            name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine"],
+            // Golden screens are read through #filePath, not bundled as resources.
+            exclude: ["Screens/Golden"]
+        ),
         .testTarget(name: "EndToEndTests", dependencies: ["ParleyWire", "ParleyMedia"]),
     ]
 )
