@@ -133,6 +133,7 @@ extension RoomScreen {
         }
         for (offset, text) in rows.enumerated() {
             let row = rect.endRow - rows.count + offset
+            screen.fill(ScreenRect(column: rect.column, row: row, width: rect.width, height: 1), style: style)
             let fitted = DisplayWidth.truncate(" " + text + " ", toWidth: rect.width)
             screen.write(fitted, column: rect.column, row: row, style: style, clip: rect)
         }
