@@ -5,7 +5,7 @@ import ParleyRoom
 /// Alerts fill their row in the alert colour, system lines are dim, sender names take the participant's colour
 /// (their place in the session list; people who left get a colour from their name), and the user's own lines use
 /// the own-message colour.
-public enum ChatPaneView {
+enum ChatPaneView {
     /// "> " before the text being typed.
     static let prompt = "> "
     /// Cells the prompt takes.

@@ -6,7 +6,7 @@ import ParleyRoom
 /// with wide gaps; the same with narrow gaps; state words only where a toggle differs from how a call starts
 /// ("Mic off", "Filter on"); then it drops the least used buttons until the rest fit. Every command stays in
 /// the help overlay.
-public enum ControlBarView {
+enum ControlBarView {
     /// How a toggle stands when a call starts; its state word is shown on narrow bars only when it differs.
     static func usualState(_ command: RoomCommand) -> Bool? {
         switch command {
@@ -20,13 +20,6 @@ public enum ControlBarView {
     static let dropOrder: [RoomCommand] = [
         .switchCamera, .filter, .broadcast, .stats, .speaker, .chat, .help, .camera, .microphone, .leave,
     ]
-
-    /// The text of one button without styling: "m Mic off".
-    public static func buttonText(_ item: ControlItem, stateWords: Bool) -> String {
-        var text = item.key + " " + item.label
-        if let word = stateWord(item, always: stateWords) { text += " " + word }
-        return text
-    }
 
     static func stateWord(_ item: ControlItem, always: Bool) -> String? {
         guard let isOn = item.isOn, let usual = usualState(item.command) else { return nil }

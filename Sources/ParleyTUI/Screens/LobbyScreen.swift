@@ -22,6 +22,8 @@ public enum LobbyScreen {
         let messageRow: Int
         /// The profile row.
         let profileRow: Int
+        /// The two buttons, where they are drawn.
+        let buttons: [(item: LobbyItem, label: String, rect: ScreenRect)]
 
         init(size: TerminalSize) {
             let width = min(maximumBoxWidth, size.columns - 4)
@@ -38,6 +40,24 @@ public enum LobbyScreen {
             ]
             profileRow = top + 6
             messageRow = top + 10
+            let labels = [(LobbyItem.settings, "[ Settings ]"), (.join, "[ Join ]")]
+            let gap = 4
+            let total = labels.reduce(0) { $0 + DisplayWidth.of($1.1) } + gap * (labels.count - 1)
+            var column = box.column + (box.width - total) / 2
+            var buttons: [(item: LobbyItem, label: String, rect: ScreenRect)] = []
+            for (item, label) in labels {
+                let width = DisplayWidth.of(label)
+                buttons.append((item, label, ScreenRect(column: column, row: top + 8, width: width, height: 1)))
+                column += width + gap
+            }
+            self.buttons = buttons
+        }
+
+        /// The item drawn at a cell: a field's or choice's whole row inside the box, or a button.
+        func item(atColumn column: Int, row: Int) -> LobbyItem? {
+            if let button = buttons.first(where: { $0.rect.contains(column: column, row: row) }) { return button.item }
+            guard column > box.column, column < box.endColumn - 1 else { return nil }
+            return rows.first { $0.value == row && $0.key != .settings && $0.key != .join }?.key
         }
     }
 
@@ -91,15 +111,11 @@ public enum LobbyScreen {
             column: geometry.valueColumn, row: geometry.profileRow, width: geometry.fieldWidth,
             style: theme.style(.text))
 
-        let buttons = [(LobbyItem.settings, "[ Settings ]"), (.join, "[ Join ]")]
-        let buttonsWidth = buttons.reduce(0) { $0 + DisplayWidth.of($1.1) } + 4
-        var column = box.column + (box.width - buttonsWidth) / 2
-        let buttonRow = geometry.rows[.join]!
-        for (item, text) in buttons {
-            let focused = lobby.focus == item
-            if focused { screen.write(">", column: column - 1, row: buttonRow, style: theme.style(.selection)) }
-            column = screen.write(text, column: column, row: buttonRow,
-                                  style: theme.style(focused ? .selection : .text)) + 4
+        for button in geometry.buttons {
+            let focused = lobby.focus == button.item
+            let rect = button.rect
+            if focused { screen.write(">", column: rect.column - 1, row: rect.row, style: theme.style(.selection)) }
+            screen.write(button.label, column: rect.column, row: rect.row, style: theme.style(focused ? .selection : .text))
         }
 
         if let message = lobby.message {
@@ -141,6 +157,21 @@ public enum LobbyScreen {
         let text = lobby.focus == .encryptionKey ? String(repeating: "*", count: line.text.count) : line.text
         let window = FieldWindow(text: text, cursor: line.cursor, width: geometry.fieldWidth)
         return CursorPosition(column: geometry.valueColumn + window.cursorColumn, row: geometry.rows[lobby.focus]!)
+    }
+
+    /// A mouse click at a cell: focuses the field, choice or button there; a click on a choice also steps it and a
+    /// click on a button presses it. Clicks elsewhere, and while joining, do nothing.
+    public static func click(
+        _ lobby: inout LobbyState, column: Int, row: Int, size: TerminalSize
+    ) -> LobbyAction? {
+        let minimum = RoomScreenLayout.minimumSize
+        guard size.columns >= minimum.columns, size.rows >= minimum.rows, !lobby.isJoining else { return nil }
+        guard let item = Geometry(size: size).item(atColumn: column, row: row) else { return nil }
+        lobby.focus = item
+        switch item {
+        case .cipher, .role, .settings, .join: return reduce(&lobby, .char(" "))
+        case .server, .name, .room, .encryptionKey: return nil
+        }
     }
 
     /// "> Server" when focused, "! Name" when the message is about it, in the selection or error colour.

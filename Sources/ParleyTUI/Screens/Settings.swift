@@ -56,6 +56,30 @@ public func reduce(_ settings: inout SettingsState, _ key: Key) -> SettingsActio
 
 /// Draws the settings screen: a table of profiles (resolution, frame rate, bitrate) in a centred box.
 public enum SettingsScreen {
+    static func box(profileCount: Int, size: TerminalSize) -> ScreenRect {
+        let width = min(60, size.columns - 4)
+        let height = profileCount + 7
+        return ScreenRect(
+            column: (size.columns - width) / 2, row: max(0, (size.rows - height - 1) / 2), width: width,
+            height: height)
+    }
+
+    /// A mouse click (`double`: a double-click) at a cell: a click on a profile highlights it, a double-click
+    /// confirms it. Clicks elsewhere do nothing.
+    public static func click(
+        _ settings: inout SettingsState, column: Int, row: Int, double: Bool, size: TerminalSize
+    ) -> SettingsAction? {
+        let minimum = RoomScreenLayout.minimumSize
+        guard size.columns >= minimum.columns, size.rows >= minimum.rows else { return nil }
+        let box = box(profileCount: settings.profiles.count, size: size)
+        let index = row - (box.row + 3)
+        guard column > box.column, column < box.endColumn - 1, index >= 0, index < settings.profiles.count else {
+            return nil
+        }
+        settings.highlight(index)
+        return double ? .confirm(settings.highlightedProfile) : nil
+    }
+
     /// Renders the settings for a terminal size (below 80x24, a message asking for a larger terminal).
     public static func render(_ settings: SettingsState, size: TerminalSize, theme: Theme) -> Screen {
         let minimum = RoomScreenLayout.minimumSize
@@ -63,11 +87,7 @@ public enum SettingsScreen {
             return TooSmallMessage.render(size: size, minimum: minimum, theme: theme)
         }
         var screen = Screen(width: size.columns, height: size.rows)
-        let width = min(60, size.columns - 4)
-        let height = settings.profiles.count + 7
-        let box = ScreenRect(
-            column: (size.columns - width) / 2, row: max(0, (size.rows - height - 1) / 2), width: width,
-            height: height)
+        let box = box(profileCount: settings.profiles.count, size: size)
         screen.drawBox(box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
                        titleStyle: theme.style(.tileName))
         let left = box.column + 2

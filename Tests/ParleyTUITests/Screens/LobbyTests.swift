@@ -361,3 +361,49 @@ struct InputLineTests {
         #expect(!again)
     }
 }
+
+@Suite("Lobby and settings clicks")
+struct ClickTests {
+    static let theme = Theme(depth: .palette256)
+
+    @Test("clicks on the lobby focus fields, step choices and press buttons where they are drawn")
+    func lobbyClicks() throws {
+        let size = RoomFixture.small
+        var lobby = LobbyState(name: "alice", room: "standup")
+        let screen = LobbyScreen.render(lobby, size: size, theme: Self.theme)
+        let serverRow = try #require(screen.rows(containing: "Server").first)
+        #expect(LobbyScreen.click(&lobby, column: 40, row: serverRow, size: size) == nil)
+        #expect(lobby.focus == .server)
+        let cipherRow = try #require(screen.rows(containing: "Cipher").first)
+        #expect(LobbyScreen.click(&lobby, column: 20, row: cipherRow, size: size) == nil)
+        #expect(lobby.focus == .cipher && lobby.cipher == .aes128GCM)
+        let buttonRow = try #require(screen.rows(containing: "[ Join ]").first)
+        let settings = try #require(screen.column(of: "[ Settings ]", row: buttonRow))
+        #expect(LobbyScreen.click(&lobby, column: settings + 3, row: buttonRow, size: size) == .openSettings)
+        // Between the buttons and outside the box nothing happens.
+        #expect(LobbyScreen.click(&lobby, column: settings + 14, row: buttonRow, size: size) == nil)
+        #expect(LobbyScreen.click(&lobby, column: 0, row: serverRow, size: size) == nil)
+        #expect(lobby.focus == .settings)
+        lobby.cipher = .none
+        let join = try #require(screen.column(of: "[ Join ]", row: buttonRow))
+        guard case .join = LobbyScreen.click(&lobby, column: join, row: buttonRow, size: size) else {
+            Issue.record("a click on Join did not join")
+            return
+        }
+    }
+
+    @Test("a click highlights a profile; a double-click confirms it")
+    func settingsClicks() throws {
+        let size = RoomFixture.large
+        var settings = SettingsState(current: .standard)
+        let screen = SettingsScreen.render(settings, size: size, theme: Self.theme)
+        let row = try #require(screen.rows(containing: "1280x720").first)
+        let column = try #require(screen.column(of: "1280x720", row: row))
+        #expect(SettingsScreen.click(&settings, column: column, row: row, double: false, size: size) == nil)
+        #expect(settings.highlighted == VideoProfile.all.count - 1)
+        let small = try #require(screen.rows(containing: "160x120").first)
+        #expect(SettingsScreen.click(&settings, column: column, row: small, double: true, size: size)
+                == .confirm(VideoProfile.all[0]))
+        #expect(SettingsScreen.click(&settings, column: column, row: row - 10, double: true, size: size) == nil)
+    }
+}
