@@ -102,8 +102,9 @@ enum ChatPaneView {
         let style = theme.style(.chatInput)
         screen.fill(rect, style: style)
         let window = inputWindow(input, width: rect.width)
-        screen.write([StyledRun(prompt, style), StyledRun(window.text, style)], column: rect.column, row: rect.row,
-                     width: rect.width)
+        screen.write(
+            [StyledRun(prompt, style), StyledRun(window.text, style)], column: rect.column, row: rect.row,
+            width: rect.width)
     }
 
     /// A colour index for a sender no longer in the room, the same on every render (FNV-1a of the name).

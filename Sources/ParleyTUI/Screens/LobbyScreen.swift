@@ -70,8 +70,9 @@ public enum LobbyScreen {
         var screen = Screen(width: size.columns, height: size.rows)
         let geometry = Geometry(size: size)
         let box = geometry.box
-        screen.drawBox(box, style: theme.style(.tileBorder), lines: .rounded, title: "Parley · join a call",
-                       titleStyle: theme.style(.tileName))
+        screen.drawBox(
+            box, style: theme.style(.tileBorder), lines: .rounded, title: "Parley · join a call",
+            titleStyle: theme.style(.tileName))
 
         let textFields: [(LobbyItem, String, String)] = [
             (.server, "Server", lobby.server.text), (.name, "Name", lobby.name.text),
@@ -81,8 +82,14 @@ public enum LobbyScreen {
         for (item, label, text) in textFields {
             let row = geometry.rows[item]!
             drawLabel(label, item: item, lobby: lobby, row: row, geometry: geometry, into: &screen, theme: theme)
-            let line = item == .server ? lobby.server : item == .name ? lobby.name : item == .room ? lobby.room
-                : lobby.encryptionKey
+            let line =
+                item == .server
+                ? lobby.server
+                : item == .name
+                    ? lobby.name
+                    : item == .room
+                        ? lobby.room
+                        : lobby.encryptionKey
             let window = FieldWindow(text: text, cursor: line.cursor, width: geometry.fieldWidth)
             let field = ScreenRect(column: geometry.valueColumn, row: row, width: geometry.fieldWidth, height: 1)
             screen.fill(field, style: theme.style(.chatInput))
@@ -91,17 +98,21 @@ public enum LobbyScreen {
 
         let note = theme.style(.placeholder)
         let cipherRow = geometry.rows[.cipher]!
-        drawLabel("Cipher", item: .cipher, lobby: lobby, row: cipherRow, geometry: geometry, into: &screen,
-                  theme: theme)
-        var end = drawChoice(lobby.cipher.label, focused: lobby.focus == .cipher, column: geometry.valueColumn,
-                             row: cipherRow, into: &screen, theme: theme)
-        screen.writeFitted("not wired yet: calls are unencrypted", column: end + 2, row: cipherRow,
-                           width: box.endColumn - 2 - (end + 2), style: note)
+        drawLabel(
+            "Cipher", item: .cipher, lobby: lobby, row: cipherRow, geometry: geometry, into: &screen,
+            theme: theme)
+        var end = drawChoice(
+            lobby.cipher.label, focused: lobby.focus == .cipher, column: geometry.valueColumn,
+            row: cipherRow, into: &screen, theme: theme)
+        screen.writeFitted(
+            "not wired yet: calls are unencrypted", column: end + 2, row: cipherRow,
+            width: box.endColumn - 2 - (end + 2), style: note)
 
         let roleRow = geometry.rows[.role]!
         drawLabel("Role", item: .role, lobby: lobby, row: roleRow, geometry: geometry, into: &screen, theme: theme)
-        end = drawChoice(lobby.role.rawValue, focused: lobby.focus == .role, column: geometry.valueColumn,
-                         row: roleRow, into: &screen, theme: theme)
+        end = drawChoice(
+            lobby.role.rawValue, focused: lobby.focus == .role, column: geometry.valueColumn,
+            row: roleRow, into: &screen, theme: theme)
         let roleNote = lobby.role == .audience ? "watch only: no camera or microphone" : "camera and microphone on"
         screen.writeFitted(roleNote, column: end + 2, row: roleRow, width: box.endColumn - 2 - (end + 2), style: note)
 
@@ -115,7 +126,8 @@ public enum LobbyScreen {
             let focused = lobby.focus == button.item
             let rect = button.rect
             if focused { screen.write(">", column: rect.column - 1, row: rect.row, style: theme.style(.selection)) }
-            screen.write(button.label, column: rect.column, row: rect.row, style: theme.style(focused ? .selection : .text))
+            screen.write(
+                button.label, column: rect.column, row: rect.row, style: theme.style(focused ? .selection : .text))
         }
 
         if let message = lobby.message {
@@ -127,16 +139,19 @@ public enum LobbyScreen {
             }
             let width = box.width - 6
             for (offset, line) in DisplayWidth.wrap(message.text, width: width).prefix(3).enumerated() {
-                screen.writeFitted(line, column: box.column + 3, row: geometry.messageRow + offset, width: width,
-                                   style: style)
+                screen.writeFitted(
+                    line, column: box.column + 3, row: geometry.messageRow + offset, width: width,
+                    style: style)
             }
         }
 
-        let help = lobby.isJoining
+        let help =
+            lobby.isJoining
             ? "Ctrl-C quits"
             : "Tab/Down next · Up previous · Space/Left/Right choose · Enter join · Esc quit"
-        screen.writeCentered(help, row: min(screen.height - 1, box.endRow), in: screen.bounds,
-                             style: theme.style(.chatSystem))
+        screen.writeCentered(
+            help, row: min(screen.height - 1, box.endRow), in: screen.bounds,
+            style: theme.style(.chatSystem))
         return screen
     }
 
@@ -186,8 +201,12 @@ public enum LobbyScreen {
         } else if flagged {
             screen.write("!", column: column, row: row, style: theme.style(.statusError))
         }
-        let style = flagged ? theme.style(.statusError) : lobby.focus == item ? theme.style(.tileName)
-            : theme.style(.text)
+        let style =
+            flagged
+            ? theme.style(.statusError)
+            : lobby.focus == item
+                ? theme.style(.tileName)
+                : theme.style(.text)
         screen.write(label, column: column + 2, row: row, style: style)
     }
 

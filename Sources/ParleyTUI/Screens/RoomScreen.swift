@@ -65,7 +65,9 @@ public struct RoomScreen: Sendable {
     /// "mm:ss" below an hour, "h:mm:ss" from an hour on.
     public static func callTime(_ duration: Duration) -> String {
         let total = max(0, Int(duration.components.seconds))
-        let hours = total / 3600, minutes = (total / 60) % 60, seconds = total % 60
+        let hours = total / 3600
+        let minutes = (total / 60) % 60
+        let seconds = total % 60
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return hours > 0 ? "\(hours):\(two(minutes)):\(two(seconds))" : "\(two(minutes)):\(two(seconds))"
     }
@@ -90,7 +92,9 @@ public struct RoomScreen: Sendable {
         let count = state.sessions.count
         var after: [StyledRun] = [separator, StyledRun(count == 1 ? "1 person" : "\(count) people", base)]
         let connection = Self.connectionLabel(state.connection)
-        after += [separator, StyledRun(connection.text, connection.role.map { base.overlaid(with: theme.style($0)) } ?? base)]
+        after += [
+            separator, StyledRun(connection.text, connection.role.map { base.overlaid(with: theme.style($0)) } ?? base),
+        ]
         if let duration = state.callDuration {
             after += [separator, StyledRun(Self.callTime(duration), base)]
         }
@@ -141,7 +145,8 @@ public struct RoomScreen: Sendable {
             column: (screen.width - width) / 2, row: (screen.height - 4) / 2, width: width, height: 4)
         screen.drawPanel(rect, style: style, title: "Leave")
         let inside = rect.inset(by: 1)
-        screen.writeCentered(Self.leaveQuestion, row: inside.row, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
+        screen.writeCentered(
+            Self.leaveQuestion, row: inside.row, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
         screen.writeCentered(hint, row: inside.row + 1, in: inside, style: style)
     }
 

@@ -47,7 +47,8 @@ public struct RoomScreenLayout: Hashable, Sendable {
     /// never moves the video container. An open input also shows the flow views (the reducer does the same).
     public init(size: TerminalSize, flowViewsHidden: Bool, chatInputOpen: Bool) {
         self.size = size
-        let columns = size.columns, rows = size.rows
+        let columns = size.columns
+        let rows = size.rows
         let none = ScreenRect(column: 0, row: 0, width: 0, height: 0)
         guard columns >= Self.minimumSize.columns, rows >= Self.minimumSize.rows else {
             isTooSmall = true

@@ -88,8 +88,9 @@ public enum SettingsScreen {
         }
         var screen = Screen(width: size.columns, height: size.rows)
         let box = box(profileCount: settings.profiles.count, size: size)
-        screen.drawBox(box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
-                       titleStyle: theme.style(.tileName))
+        screen.drawBox(
+            box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
+            titleStyle: theme.style(.tileName))
         let left = box.column + 2
         let columns = [left + 2, left + 16, left + 30]
         let heading = theme.style(.tileName)
@@ -110,8 +111,11 @@ public enum SettingsScreen {
                 screen.write(text, column: column, row: row, style: style, clip: line)
             }
             if profile == settings.current {
-                screen.write("(in use)", column: left + 44, row: row, style: style.overlaid(with: highlighted
-                    ? CellStyle() : theme.style(.placeholder)), clip: line)
+                screen.write(
+                    "(in use)", column: left + 44, row: row,
+                    style: style.overlaid(
+                        with: highlighted
+                            ? CellStyle() : theme.style(.placeholder)), clip: line)
             }
         }
         screen.writeCentered(

@@ -2,6 +2,7 @@ import ParleyEngine
 import ParleyMedia
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 /// Whole screens at 80x24 and 160x48 compared with the text files in Golden/ (characters only).
@@ -67,9 +68,10 @@ struct GoldenScreenTests {
         var room = RoomFixture.withPeers(["bob", "carol"])
         room.send(.event(.chatMessage(from: ParticipantID(2), text: "morning! can everyone hear me?")))
         room.send(
-            .event(.chatMessage(
-                from: ParticipantID(3),
-                text: "yes, loud and clear. I will share the release notes after the demo, give me a minute")))
+            .event(
+                .chatMessage(
+                    from: ParticipantID(3),
+                    text: "yes, loud and clear. I will share the release notes after the demo, give me a minute")))
         room.send(.event(.alert(.interrupted)))
         room.send(.event(.alert(.reconnected)))
         room.press(.char("t"))
@@ -96,12 +98,26 @@ struct GoldenScreenTests {
     @Test("stats on every tile", arguments: sizes)
     func stats(size: TerminalSize) {
         var room = RoomFixture.withPeers(["bob", "carol", "dave"])
-        room.send(.event(.localStats(MediaInfo(resolution: VideoSize(width: 640, height: 360), fps: 30,
-                                               bitrateKbps: 598.4, lossPercent: 0))))
-        room.send(.event(.remoteStats(ParticipantID(2), MediaInfo(resolution: VideoSize(width: 1280, height: 720),
-                                                                  fps: 29.7, bitrateKbps: 1480, lossPercent: 1.25))))
-        room.send(.event(.remoteStats(ParticipantID(3), MediaInfo(resolution: VideoSize(width: 320, height: 180),
-                                                                  fps: 15, bitrateKbps: 140, lossPercent: 12))))
+        room.send(
+            .event(
+                .localStats(
+                    MediaInfo(
+                        resolution: VideoSize(width: 640, height: 360), fps: 30,
+                        bitrateKbps: 598.4, lossPercent: 0))))
+        room.send(
+            .event(
+                .remoteStats(
+                    ParticipantID(2),
+                    MediaInfo(
+                        resolution: VideoSize(width: 1280, height: 720),
+                        fps: 29.7, bitrateKbps: 1480, lossPercent: 1.25))))
+        room.send(
+            .event(
+                .remoteStats(
+                    ParticipantID(3),
+                    MediaInfo(
+                        resolution: VideoSize(width: 320, height: 180),
+                        fps: 15, bitrateKbps: 140, lossPercent: 12))))
         room.press(.char("i"))
         Golden.check(room.render(size), Self.name("room_stats", size))
     }
@@ -167,8 +183,9 @@ struct GoldenScreenTests {
             return
         }
         lobby.fail("cannot reach the relay at 127.0.0.1:7878: connection refused")
-        Golden.check(LobbyScreen.render(lobby, size: RoomFixture.small, theme: Theme(depth: .palette256)),
-                     "lobby_failed_80x24")
+        Golden.check(
+            LobbyScreen.render(lobby, size: RoomFixture.small, theme: Theme(depth: .palette256)),
+            "lobby_failed_80x24")
     }
 
     @Test("settings with the standard profile in use and another highlighted", arguments: sizes)

@@ -1,6 +1,7 @@
 import ParleyEngine
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Lobby")
@@ -61,13 +62,15 @@ struct LobbyTests {
         var testDescription: String { typed }
     }
 
-    @Test("the room name is cleaned as it is typed", arguments: [
-        RoomCase(typed: "stand/up", field: "standup"),
-        RoomCase(typed: "my room!", field: "my room!"),
-        RoomCase(typed: "café*", field: "caf"),
-        RoomCase(typed: "日本 room", field: " room"),
-        RoomCase(typed: String(repeating: "a", count: 70), field: String(repeating: "a", count: 64)),
-    ])
+    @Test(
+        "the room name is cleaned as it is typed",
+        arguments: [
+            RoomCase(typed: "stand/up", field: "standup"),
+            RoomCase(typed: "my room!", field: "my room!"),
+            RoomCase(typed: "café*", field: "caf"),
+            RoomCase(typed: "日本 room", field: " room"),
+            RoomCase(typed: String(repeating: "a", count: 70), field: String(repeating: "a", count: 64)),
+        ])
     func roomCleaning(_ row: RoomCase) {
         var lobby = LobbyState(name: "alice")
         Self.type(row.typed, into: &lobby)
@@ -88,23 +91,31 @@ struct LobbyTests {
     }
 
     static let badCases: [BadCase] = [
-        BadCase(name: "empty name", displayName: "", item: .name,
-                message: "Name is empty: pick a name such as alice."),
-        BadCase(name: "name with a space", displayName: "alice smith", item: .name,
-                message: "Name \"alice smith\" contains a space: use alice_smith instead."),
-        BadCase(name: "name too long", displayName: String(repeating: "x", count: 129), item: .name,
-                message: "Name is 129 characters long: the limit is 128."),
+        BadCase(
+            name: "empty name", displayName: "", item: .name,
+            message: "Name is empty: pick a name such as alice."),
+        BadCase(
+            name: "name with a space", displayName: "alice smith", item: .name,
+            message: "Name \"alice smith\" contains a space: use alice_smith instead."),
+        BadCase(
+            name: "name too long", displayName: String(repeating: "x", count: 129), item: .name,
+            message: "Name is 129 characters long: the limit is 128."),
         BadCase(name: "room of spaces", room: "   ", item: .room, message: NameError.emptyRoomName.description),
-        BadCase(name: "empty server", server: "", item: .server,
-                message: "server address is empty; type HOST:PORT, e.g. 127.0.0.1:7878"),
-        BadCase(name: "port out of range", server: "relay:99999", item: .server,
-                message: "server port \"99999\" is not a number from 1 to 65535"),
-        BadCase(name: "bare IPv6", server: "::1", item: .server,
-                message: "server address \"::1\" looks like a bare IPv6 address; write it as [::1]:7878"),
-        BadCase(name: "server checked before the name", server: ":7878", displayName: "", item: .server,
-                message: "server address \":7878\" has no host; type HOST:PORT, e.g. 127.0.0.1:7878"),
-        BadCase(name: "cipher without a key", cipher: .aes256GCM, item: .encryptionKey,
-                message: "Encryption key is empty: type a key, or set the cipher to none."),
+        BadCase(
+            name: "empty server", server: "", item: .server,
+            message: "server address is empty; type HOST:PORT, e.g. 127.0.0.1:7878"),
+        BadCase(
+            name: "port out of range", server: "relay:99999", item: .server,
+            message: "server port \"99999\" is not a number from 1 to 65535"),
+        BadCase(
+            name: "bare IPv6", server: "::1", item: .server,
+            message: "server address \"::1\" looks like a bare IPv6 address; write it as [::1]:7878"),
+        BadCase(
+            name: "server checked before the name", server: ":7878", displayName: "", item: .server,
+            message: "server address \":7878\" has no host; type HOST:PORT, e.g. 127.0.0.1:7878"),
+        BadCase(
+            name: "cipher without a key", cipher: .aes256GCM, item: .encryptionKey,
+            message: "Encryption key is empty: type a key, or set the cipher to none."),
     ]
 
     @Test("Enter with a bad field stays, focuses it and shows the validator's exact message", arguments: badCases)
@@ -164,16 +175,18 @@ struct LobbyTests {
         var testDescription: String { name }
     }
 
-    @Test("quitting, settings and buttons", arguments: [
-        KeyCase(name: "Esc quits from a field", focus: .name, key: .escape, action: .quit),
-        KeyCase(name: "Ctrl-C quits", focus: .room, key: .control("c"), action: .quit),
-        KeyCase(name: "q quits from a choice", focus: .role, key: .char("q"), action: .quit),
-        KeyCase(name: "q quits from a button", focus: .settings, key: .char("q"), action: .quit),
-        KeyCase(name: "q types in a field", focus: .room, key: .char("q"), action: nil),
-        KeyCase(name: "Enter on Settings opens them", focus: .settings, key: .enter, action: .openSettings),
-        KeyCase(name: "Space on Settings opens them", focus: .settings, key: .char(" "), action: .openSettings),
-        KeyCase(name: "Space on a text field types a space", focus: .encryptionKey, key: .char(" "), action: nil),
-    ])
+    @Test(
+        "quitting, settings and buttons",
+        arguments: [
+            KeyCase(name: "Esc quits from a field", focus: .name, key: .escape, action: .quit),
+            KeyCase(name: "Ctrl-C quits", focus: .room, key: .control("c"), action: .quit),
+            KeyCase(name: "q quits from a choice", focus: .role, key: .char("q"), action: .quit),
+            KeyCase(name: "q quits from a button", focus: .settings, key: .char("q"), action: .quit),
+            KeyCase(name: "q types in a field", focus: .room, key: .char("q"), action: nil),
+            KeyCase(name: "Enter on Settings opens them", focus: .settings, key: .enter, action: .openSettings),
+            KeyCase(name: "Space on Settings opens them", focus: .settings, key: .char(" "), action: .openSettings),
+            KeyCase(name: "Space on a text field types a space", focus: .encryptionKey, key: .char(" "), action: nil),
+        ])
     func keys(_ row: KeyCase) {
         var lobby = LobbyState(name: "alice", room: "standup")
         lobby.focus = row.focus
@@ -281,15 +294,17 @@ struct SettingsTests {
         var testDescription: String { "\(key)" }
     }
 
-    @Test("keys", arguments: [
-        KeyCase(key: .escape, action: .cancel, highlighted: 3),
-        KeyCase(key: .char("q"), action: .cancel, highlighted: 3),
-        KeyCase(key: .control("c"), action: .quit, highlighted: 3),
-        KeyCase(key: .char("1"), action: nil, highlighted: 0),
-        KeyCase(key: .char("6"), action: nil, highlighted: 5),
-        KeyCase(key: .char("7"), action: nil, highlighted: 3),
-        KeyCase(key: .char("x"), action: nil, highlighted: 3),
-    ])
+    @Test(
+        "keys",
+        arguments: [
+            KeyCase(key: .escape, action: .cancel, highlighted: 3),
+            KeyCase(key: .char("q"), action: .cancel, highlighted: 3),
+            KeyCase(key: .control("c"), action: .quit, highlighted: 3),
+            KeyCase(key: .char("1"), action: nil, highlighted: 0),
+            KeyCase(key: .char("6"), action: nil, highlighted: 5),
+            KeyCase(key: .char("7"), action: nil, highlighted: 3),
+            KeyCase(key: .char("x"), action: nil, highlighted: 3),
+        ])
     func keys(_ row: KeyCase) {
         var settings = SettingsState(current: .standard)
         #expect(reduce(&settings, row.key) == row.action)
@@ -300,8 +315,9 @@ struct SettingsTests {
     func unlisted() throws {
         let odd = VideoProfile(width: 100, height: 100, fps: 5, bitrateKbps: 10)
         #expect(SettingsState(current: odd).highlighted == 0)
-        let screen = SettingsScreen.render(SettingsState(current: .standard), size: RoomFixture.small,
-                                           theme: Theme(depth: .palette256))
+        let screen = SettingsScreen.render(
+            SettingsState(current: .standard), size: RoomFixture.small,
+            theme: Theme(depth: .palette256))
         let row = try #require(screen.rows(containing: "640x360").first)
         #expect(screen.text(row: row).contains("(in use)"))
         #expect(screen.text(row: row).contains("> 640x360"))
@@ -320,19 +336,25 @@ struct InputLineTests {
         var testDescription: String { name }
     }
 
-    @Test("editing keys", arguments: [
-        Case(name: "insert at the end", start: "ab", keys: [.char("c")], text: "abc", cursor: 3),
-        Case(name: "insert in the middle", start: "ac", keys: [.left, .char("b")], text: "abc", cursor: 2),
-        Case(name: "backspace at the start does nothing", start: "ab", keys: [.home, .backspace], text: "ab", cursor: 0),
-        Case(name: "delete under the cursor", start: "abc", keys: [.home, .delete], text: "bc", cursor: 0),
-        Case(name: "Ctrl-A and Ctrl-E", start: "abc", keys: [.control("a"), .char("x"), .control("e"), .char("y")],
-             text: "xabcy", cursor: 5),
-        Case(name: "Ctrl-W deletes a word and its blanks", start: "one two  ", keys: [.control("w")], text: "one ",
-             cursor: 4),
-        Case(name: "Ctrl-U clears", start: "abc", keys: [.control("u")], text: "", cursor: 0),
-        Case(name: "controls are refused", start: "a", keys: [.char("\u{1B}"), .char("\n")], text: "a", cursor: 1),
-        Case(name: "Right stops at the end", start: "a", keys: [.right, .right], text: "a", cursor: 1),
-    ])
+    @Test(
+        "editing keys",
+        arguments: [
+            Case(name: "insert at the end", start: "ab", keys: [.char("c")], text: "abc", cursor: 3),
+            Case(name: "insert in the middle", start: "ac", keys: [.left, .char("b")], text: "abc", cursor: 2),
+            Case(
+                name: "backspace at the start does nothing", start: "ab", keys: [.home, .backspace], text: "ab",
+                cursor: 0),
+            Case(name: "delete under the cursor", start: "abc", keys: [.home, .delete], text: "bc", cursor: 0),
+            Case(
+                name: "Ctrl-A and Ctrl-E", start: "abc", keys: [.control("a"), .char("x"), .control("e"), .char("y")],
+                text: "xabcy", cursor: 5),
+            Case(
+                name: "Ctrl-W deletes a word and its blanks", start: "one two  ", keys: [.control("w")], text: "one ",
+                cursor: 4),
+            Case(name: "Ctrl-U clears", start: "abc", keys: [.control("u")], text: "", cursor: 0),
+            Case(name: "controls are refused", start: "a", keys: [.char("\u{1B}"), .char("\n")], text: "a", cursor: 1),
+            Case(name: "Right stops at the end", start: "a", keys: [.right, .right], text: "a", cursor: 1),
+        ])
     func edit(_ row: Case) {
         var line = InputLine(row.start)
         for key in row.keys { line.edit(key) }
@@ -402,7 +424,8 @@ struct ClickTests {
         #expect(SettingsScreen.click(&settings, column: column, row: row, double: false, size: size) == nil)
         #expect(settings.highlighted == VideoProfile.all.count - 1)
         let small = try #require(screen.rows(containing: "160x120").first)
-        #expect(SettingsScreen.click(&settings, column: column, row: small, double: true, size: size)
+        #expect(
+            SettingsScreen.click(&settings, column: column, row: small, double: true, size: size)
                 == .confirm(VideoProfile.all[0]))
         #expect(SettingsScreen.click(&settings, column: column, row: row - 10, double: true, size: size) == nil)
     }

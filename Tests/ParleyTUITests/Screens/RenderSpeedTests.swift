@@ -2,6 +2,7 @@ import Foundation
 import ParleyMedia
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 /// How long one room frame takes to render at 200x60 with 9 live 640x360 tiles. Off by default (no timed
@@ -10,8 +11,9 @@ import Testing
 struct RenderSpeedTests {
     static let enabled = ProcessInfo.processInfo.environment["PARLEY_MEASURE_RENDER"] == "1"
 
-    @Test("room render at 200x60, 9 tiles of 640x360", .enabled(if: enabled),
-          arguments: [ColorDepth.palette256, .direct, .monochrome])
+    @Test(
+        "room render at 200x60, 9 tiles of 640x360", .enabled(if: enabled),
+        arguments: [ColorDepth.palette256, .direct, .monochrome])
     func roomRender(depth: ColorDepth) {
         var room = RoomFixture.withPeers(["bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan"])
         for id in room.frames.keys {

@@ -1,6 +1,7 @@
 import ParleyMedia
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Room screen")
@@ -17,9 +18,11 @@ struct RoomScreenTests {
         var testDescription: String { "\(people) people at \(size.columns)x\(size.rows)" }
     }
 
-    static let grids: [Grid] = [TerminalSize(columns: 80, rows: 24), TerminalSize(columns: 160, rows: 48),
-                                TerminalSize(columns: 200, rows: 60), TerminalSize(columns: 100, rows: 30)]
-        .flatMap { size in [1, 2, 3, 4, 9].map { Grid(size: size, people: $0) } }
+    static let grids: [Grid] = [
+        TerminalSize(columns: 80, rows: 24), TerminalSize(columns: 160, rows: 48),
+        TerminalSize(columns: 200, rows: 60), TerminalSize(columns: 100, rows: 30),
+    ]
+    .flatMap { size in [1, 2, 3, 4, 9].map { Grid(size: size, people: $0) } }
 
     @Test("the container the reducer gets is where the tiles are drawn", arguments: grids)
     func containerMatchesTiles(_ grid: Grid) throws {
@@ -45,7 +48,9 @@ struct RoomScreenTests {
         }
     }
 
-    @Test("a double-click on a drawn tile fullscreens that participant", arguments: [RoomFixture.small, RoomFixture.large])
+    @Test(
+        "a double-click on a drawn tile fullscreens that participant",
+        arguments: [RoomFixture.small, RoomFixture.large])
     func doubleClickHitsDrawnTile(size: TerminalSize) throws {
         var room = RoomFixture.withPeers(["bob", "carol", "dave"])
         let screen = room.render(size)
@@ -59,7 +64,9 @@ struct RoomScreenTests {
         #expect(full[container.x, container.y].character == "╔")
     }
 
-    @Test("the control bar says mic off after m, in the inactive colour", arguments: [RoomFixture.small, RoomFixture.large])
+    @Test(
+        "the control bar says mic off after m, in the inactive colour",
+        arguments: [RoomFixture.small, RoomFixture.large])
     func micOff(size: TerminalSize) throws {
         var room = RoomFixture.withPeers(["bob"])
         var screen = room.render(size)
@@ -96,18 +103,26 @@ struct RoomScreenTests {
     }
 
     static let barCases: [BarCase] = [
-        BarCase(name: "wide: every state, two-cell gaps", width: 160, keys: [],
-                text: " m Mic on  v Video on  c Switch  s Speaker on  f Filter off  b Live on  t Chat  i Stats  ? Help  q Leave"),
-        BarCase(name: "100: one-cell gaps", width: 100, keys: [],
-                text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats ? Help q Leave"),
-        BarCase(name: "80, filter on: only unusual states, Switch dropped", width: 80, keys: [.char("f")],
-                text: " m Mic v Video s Speaker f Filter on b Live t Chat i Stats ? Help q Leave"),
-        BarCase(name: "80, muted and camera off: Switch goes first", width: 80, keys: [.char("m"), .char("v")],
-                text: " m Mic off v Video off s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
-        BarCase(name: "80 as a call starts: key and label only", width: 80, keys: [],
-                text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
-        BarCase(name: "40: only the most used buttons", width: 40, keys: [.char("m")],
-                text: " m Mic off v Video t Chat ? Help q Leave"),
+        BarCase(
+            name: "wide: every state, two-cell gaps", width: 160, keys: [],
+            text: " m Mic on  v Video on  c Switch  s Speaker on  f Filter off  b Live on"
+                + "  t Chat  i Stats  ? Help  q Leave"
+        ),
+        BarCase(
+            name: "100: one-cell gaps", width: 100, keys: [],
+            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats ? Help q Leave"),
+        BarCase(
+            name: "80, filter on: only unusual states, Switch dropped", width: 80, keys: [.char("f")],
+            text: " m Mic v Video s Speaker f Filter on b Live t Chat i Stats ? Help q Leave"),
+        BarCase(
+            name: "80, muted and camera off: Switch goes first", width: 80, keys: [.char("m"), .char("v")],
+            text: " m Mic off v Video off s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
+        BarCase(
+            name: "80 as a call starts: key and label only", width: 80, keys: [],
+            text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
+        BarCase(
+            name: "40: only the most used buttons", width: 40, keys: [.char("m")],
+            text: " m Mic off v Video t Chat ? Help q Leave"),
     ]
 
     @Test("the bar drops words, then buttons, to fit", arguments: barCases)
@@ -136,8 +151,9 @@ struct RoomScreenTests {
         #expect(screen[lines.column - 1, row].style != alert)
     }
 
-    @Test("sender names and tile names take each participant's colour; own lines use the own colour",
-          arguments: [RoomFixture.small, RoomFixture.large])
+    @Test(
+        "sender names and tile names take each participant's colour; own lines use the own colour",
+        arguments: [RoomFixture.small, RoomFixture.large])
     func participantColours(size: TerminalSize) throws {
         var room = RoomFixture.withPeers(["bob", "carol"])
         room.send(.event(.chatMessage(from: ParticipantID(2), text: "hi")))
@@ -217,8 +233,9 @@ struct RoomScreenTests {
         #expect(screen.text(row: 0).contains("audience"))
     }
 
-    @Test("the chat cursor sits after the typed text, scrolls with long lines, and hides under overlays",
-          arguments: [RoomFixture.small, RoomFixture.large])
+    @Test(
+        "the chat cursor sits after the typed text, scrolls with long lines, and hides under overlays",
+        arguments: [RoomFixture.small, RoomFixture.large])
     func cursor(size: TerminalSize) throws {
         var room = RoomFixture.withPeers(["bob"])
         #expect(RoomScreen.cursor(state: room.state, size: size) == nil)
@@ -227,10 +244,14 @@ struct RoomScreenTests {
         let input = try #require(RoomScreenLayout(size: size, state: room.state).chatInput)
         let screen = room.render(size)
         #expect(screen.text(row: input.row).hasSuffix("> hello"))
-        #expect(RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 7, row: input.row))
+        #expect(
+            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 7, row: input.row)
+        )
         room.press(.left)
         room.press(.left)
-        #expect(RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 5, row: input.row))
+        #expect(
+            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 5, row: input.row)
+        )
         room.press(.end)
         for _ in 0..<200 { room.press(.char("x")) }
         let far = try #require(RoomScreen.cursor(state: room.state, size: size))
@@ -245,8 +266,9 @@ struct RoomScreenTests {
         var testDescription: String { "\(depth)" }
     }
 
-    @Test("every colour depth renders only colours it has",
-          arguments: ColorDepth.allCases.map { DepthCase(depth: $0) })
+    @Test(
+        "every colour depth renders only colours it has",
+        arguments: ColorDepth.allCases.map { DepthCase(depth: $0) })
     func colourDepths(_ row: DepthCase) {
         var room = RoomFixture.withPeers(["bob", "carol", "dave"])
         room.send(.event(.alert(.reconnecting)))
@@ -283,12 +305,15 @@ struct RoomScreenTests {
         var testDescription: String { "\(seconds) s" }
     }
 
-    @Test("call time: mm:ss, then h:mm:ss", arguments: [
-        TimeCase(seconds: 0, text: "00:00"), TimeCase(seconds: 59, text: "00:59"), TimeCase(seconds: 61, text: "01:01"),
-        TimeCase(seconds: 3599, text: "59:59"), TimeCase(seconds: 3600, text: "1:00:00"),
-        TimeCase(seconds: 3725, text: "1:02:05"), TimeCase(seconds: 36_000, text: "10:00:00"),
-        TimeCase(seconds: -5, text: "00:00"),
-    ])
+    @Test(
+        "call time: mm:ss, then h:mm:ss",
+        arguments: [
+            TimeCase(seconds: 0, text: "00:00"), TimeCase(seconds: 59, text: "00:59"),
+            TimeCase(seconds: 61, text: "01:01"),
+            TimeCase(seconds: 3599, text: "59:59"), TimeCase(seconds: 3600, text: "1:00:00"),
+            TimeCase(seconds: 3725, text: "1:02:05"), TimeCase(seconds: 36_000, text: "10:00:00"),
+            TimeCase(seconds: -5, text: "00:00"),
+        ])
     func callTime(_ row: TimeCase) {
         #expect(RoomScreen.callTime(.seconds(row.seconds)) == row.text)
     }
@@ -300,12 +325,14 @@ struct RoomScreenTests {
         var testDescription: String { text }
     }
 
-    @Test("the header colours the connection state", arguments: [
-        ConnectionCase(alert: nil, text: "connected", role: nil),
-        ConnectionCase(alert: .interrupted, text: "interrupted", role: .statusWarning),
-        ConnectionCase(alert: .reconnecting, text: "reconnecting…", role: .statusWarning),
-        ConnectionCase(alert: .lost, text: "connection lost", role: .statusError),
-    ])
+    @Test(
+        "the header colours the connection state",
+        arguments: [
+            ConnectionCase(alert: nil, text: "connected", role: nil),
+            ConnectionCase(alert: .interrupted, text: "interrupted", role: .statusWarning),
+            ConnectionCase(alert: .reconnecting, text: "reconnecting…", role: .statusWarning),
+            ConnectionCase(alert: .lost, text: "connection lost", role: .statusError),
+        ])
     func connectionColour(_ row: ConnectionCase) throws {
         var room = RoomFixture.withPeers(["bob"])
         if let alert = row.alert { room.send(.event(.alert(alert))) }
@@ -344,8 +371,9 @@ struct RoomScreenTests {
     @Test("stats text: resolution, rounded rate and bitrate, loss to a tenth")
     func statsText() {
         #expect(RoomScreen.statsParts(MediaInfo()) == ["no stats yet"])
-        let media = MediaInfo(resolution: VideoSize(width: 640, height: 360), fps: 29.6, bitrateKbps: 612.4,
-                              lossPercent: 0.25)
+        let media = MediaInfo(
+            resolution: VideoSize(width: 640, height: 360), fps: 29.6, bitrateKbps: 612.4,
+            lossPercent: 0.25)
         #expect(RoomScreen.statsParts(media) == ["640x360", "30fps", "612kb/s", "loss 0.3%"])
     }
 
@@ -357,7 +385,10 @@ struct RoomScreenTests {
         let first = screen.render(state: room.state, frames: room.frames, size: RoomFixture.large)
         let second = screen.render(state: room.state, frames: room.frames, size: RoomFixture.large)
         #expect(first == second)
-        #expect(first == RoomScreen.render(state: room.state, frames: room.frames, size: RoomFixture.large,
-                                           theme: Self.theme))
+        #expect(
+            first
+                == RoomScreen.render(
+                    state: room.state, frames: room.frames, size: RoomFixture.large,
+                    theme: Self.theme))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import ParleyMedia
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 /// Golden screens: the characters of a rendered screen compared with a text file next to this source file.
@@ -24,7 +25,8 @@ enum Golden {
             return
         }
         guard let expected = try? String(contentsOf: file, encoding: .utf8) else {
-            let message = "golden screen \(file.path) is missing; record it with "
+            let message =
+                "golden screen \(file.path) is missing; record it with "
                 + "PARLEY_RECORD_GOLDEN=1 swift test --filter ParleyTUITests, then review and commit it"
             Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
             return
@@ -36,7 +38,8 @@ enum Golden {
         let row = (0..<common).first { expectedRows[$0] != actualRows[$0] } ?? common
         let wanted = row < expectedRows.count ? String(expectedRows[row]) : "<no row>"
         let got = row < actualRows.count ? String(actualRows[row]) : "<no row>"
-        let message = "screen differs from golden \(name).txt at row \(row):\n  expected: \(wanted)\n  actual:   \(got)\n"
+        let message =
+            "screen differs from golden \(name).txt at row \(row):\n  expected: \(wanted)\n  actual:   \(got)\n"
             + "whole screen:\n\(actual)(re-record with PARLEY_RECORD_GOLDEN=1 if the change is intended)"
         Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
     }
@@ -168,7 +171,8 @@ extension Screen {
             columns.append(column)
         }
         guard target.count <= characters.count else { return nil }
-        for start in 0...(characters.count - target.count) where Array(characters[start..<(start + target.count)]) == target {
+        for start in 0...(characters.count - target.count)
+        where Array(characters[start..<(start + target.count)]) == target {
             return columns[start]
         }
         return nil
