@@ -88,7 +88,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom"]),
+        .testTarget(
+            name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine"],
+            // Golden screens are read through #filePath, not bundled as resources.
+            exclude: ["Screens/Golden"]
+        ),
         .testTarget(name: "EndToEndTests", dependencies: ["ParleyWire", "ParleyMedia"]),
     ]
 )

@@ -1,0 +1,118 @@
+import ParleyRoom
+
+/// Draws the chat pane (title, newest lines that fit, the input line) into the regions of a `RoomScreenLayout`.
+///
+/// Alerts fill their row in the alert colour, system lines are dim, sender names take the participant's colour
+/// (their place in the session list; people who left get a colour from their name), and the user's own lines use
+/// the own-message colour.
+enum ChatPaneView {
+    /// "> " before the text being typed.
+    static let prompt = "> "
+    /// Cells the prompt takes.
+    static let promptWidth = 2
+
+    /// The visible part of the chat input for a row `width` cells wide (prompt included).
+    static func inputWindow(_ input: ChatInput, width: Int) -> FieldWindow {
+        FieldWindow(text: input.text, cursor: input.cursor, width: max(1, width - promptWidth))
+    }
+
+    static func draw(state: RoomState, layout: RoomScreenLayout, into screen: inout Screen, theme: Theme) {
+        guard let pane = layout.chatPane, let lines = layout.chatLines, let placement = layout.chatPlacement else {
+            return
+        }
+        let border = theme.style(.tileBorder)
+        let title = theme.style(.tileName)
+        let hintStyle = theme.style(.chatSystem)
+        let hint: String
+        if state.isChatInputOpen {
+            hint = "Enter sends, Esc closes"
+        } else if let key = state.settings.keymap.keys(for: .chat).first {
+            hint = "\(KeyName.label(key)) to type"
+        } else {
+            hint = ""
+        }
+        switch placement {
+        case .bottom:
+            screen.drawHorizontalLine(column: pane.column, row: pane.row, length: pane.width, style: border)
+            screen.write(" Chat ", column: pane.column + 1, row: pane.row, style: title)
+            if !hint.isEmpty {
+                let text = " " + hint + " "
+                screen.write(
+                    text, column: pane.endColumn - 1 - DisplayWidth.of(text), row: pane.row, style: hintStyle)
+            }
+        case .right:
+            screen.drawVerticalLine(column: pane.column, row: pane.row, length: pane.height, style: border)
+            let end = screen.write("Chat", column: pane.column + 2, row: pane.row, style: title)
+            if !hint.isEmpty {
+                let room = pane.endColumn - 1 - (end + 2)
+                if room >= DisplayWidth.of(hint) {
+                    screen.write(
+                        hint, column: pane.endColumn - 1 - DisplayWidth.of(hint), row: pane.row, style: hintStyle)
+                }
+            }
+        }
+
+        drawHistory(state: state, into: &screen, in: lines, theme: theme)
+        if let input = layout.chatInput {
+            drawInput(state.chatInput, into: &screen, in: input, theme: theme)
+        }
+    }
+
+    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
+        guard !rect.isEmpty else { return }
+        let paneLines = state.chatLog.paneLines(width: rect.width, height: rect.height)
+        guard !paneLines.isEmpty else {
+            screen.write("No messages yet", column: rect.column, row: rect.row, style: theme.style(.placeholder))
+            return
+        }
+        // Newest at the bottom, like every chat.
+        let top = rect.endRow - paneLines.count
+        var colorByName: [String: Int] = [:]
+        for (index, session) in state.sessions.enumerated() where colorByName[session.name] == nil {
+            colorByName[session.name] = index
+        }
+        for (offset, line) in paneLines.enumerated() {
+            let row = top + offset
+            switch line.kind {
+            case .alert:
+                let style = theme.style(.chatAlert)
+                screen.fill(ScreenRect(column: rect.column, row: row, width: rect.width, height: 1), style: style)
+                screen.writeFitted(line.text, column: rect.column, row: row, width: rect.width, style: style)
+            case .system:
+                screen.writeFitted(
+                    line.text, column: rect.column, row: row, width: rect.width, style: theme.style(.chatSystem))
+            case .chat, .own:
+                let textStyle = theme.style(line.kind == .own ? .chatOwn : .chatText)
+                var runs = [StyledRun(line.text, textStyle)]
+                if line.isFirstLine, let colon = line.text.firstRange(of: ": ") {
+                    let sender = String(line.text[..<colon.lowerBound])
+                    let index = line.kind == .own ? 0 : colorByName[sender] ?? stableIndex(sender)
+                    runs = [
+                        StyledRun(sender, textStyle.overlaid(with: theme.participantStyle(index))),
+                        StyledRun(String(line.text[colon.lowerBound...]), textStyle),
+                    ]
+                }
+                screen.write(runs, column: rect.column, row: row, width: rect.width)
+            }
+        }
+    }
+
+    /// The input row: prompt and the part of the line around the cursor, on the input colour.
+    static func drawInput(_ input: ChatInput, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
+        let style = theme.style(.chatInput)
+        screen.fill(rect, style: style)
+        let window = inputWindow(input, width: rect.width)
+        screen.write(
+            [StyledRun(prompt, style), StyledRun(window.text, style)], column: rect.column, row: rect.row,
+            width: rect.width)
+    }
+
+    /// A colour index for a sender no longer in the room, the same on every render (FNV-1a of the name).
+    static func stableIndex(_ name: String) -> Int {
+        var hash: UInt32 = 2_166_136_261
+        for byte in name.utf8 {
+            hash = (hash ^ UInt32(byte)) &* 16_777_619
+        }
+        return Int(hash % 997)
+    }
+}

@@ -1,0 +1,152 @@
+import ParleyMedia
+import ParleyRoom
+
+extension RoomScreen {
+    /// Draws the tiles of `videoLayout` in order (an inset after the tile it covers), or a message when there is
+    /// nobody to show.
+    mutating func drawVideo(
+        state: RoomState, videoLayout: VideoLayout, frames: [ParticipantID: VideoFrame], into screen: inout Screen,
+        in container: ScreenRect
+    ) {
+        guard !container.isEmpty else { return }
+        guard !videoLayout.tiles.isEmpty else {
+            let message: String
+            switch state.connection {
+            case .connecting: message = "Joining \(state.roomName)…"
+            case .failed(let reason): message = "Could not join \(state.roomName): \(reason)"
+            case .left: message = "You left the call"
+            default: message = "Nobody is broadcasting yet"
+            }
+            let middle = container.row + container.height / 2
+            screen.writeCentered(message, row: middle, in: container, style: theme.style(.placeholder))
+            return
+        }
+        for tile in videoLayout.tiles {
+            guard let index = state.sessions.firstIndex(where: { $0.id == tile.id }) else { continue }
+            drawTile(
+                tile, session: state.sessions[index], colorIndex: index, state: state, frame: frames[tile.id],
+                into: &screen)
+        }
+    }
+
+    /// Draws one tile: border (heavy while speaking, focused colour when selected), number, name and mute mark
+    /// in the top edge, and inside either the letterboxed picture or a placeholder; stats at the bottom when on.
+    mutating func drawTile(
+        _ tile: LayoutTile, session: VideoSession, colorIndex: Int, state: RoomState, frame: VideoFrame?,
+        into screen: inout Screen
+    ) {
+        let rect = ScreenRect(tile.rect).intersection(screen.bounds)
+        guard !rect.isEmpty else { return }
+        let bordered = rect.width >= 6 && rect.height >= 3
+        let inner = bordered ? rect.inset(by: 1) : rect
+        let background = theme.style(.tileBackground)
+
+        if session.tileContent == .video, let frame {
+            videoRenderer.draw(frame, into: &screen, in: inner, background: background.background)
+        } else {
+            drawPlaceholder(session: session, colorIndex: colorIndex, state: state, into: &screen, in: inner)
+        }
+        if state.statsShown {
+            drawStats(session.media, into: &screen, in: inner)
+        }
+
+        let selected = state.selected == session.id
+        let speaking = session.isSpeaking
+        let borderStyle = theme.style(selected ? .tileBorderFocused : speaking ? .tileBorderSpeaking : .tileBorder)
+        let lines: BoxLines = speaking ? .heavy : selected ? .double : .light
+        let labelRow: ScreenRect
+        if bordered {
+            screen.drawBox(rect, style: borderStyle, lines: lines)
+            labelRow = ScreenRect(column: rect.column + 1, row: rect.row, width: rect.width - 2, height: 1)
+        } else {
+            labelRow = ScreenRect(column: rect.column, row: rect.row, width: rect.width, height: 1)
+        }
+        drawLabel(
+            tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
+    }
+
+    /// " 2 bob " at the left of the top edge and " mic off " at its right; the name gives way first.
+    func drawLabel(
+        tile: LayoutTile, session: VideoSession, colorIndex: Int, into screen: inout Screen, in row: ScreenRect,
+        base: CellStyle
+    ) {
+        let nameStyle = base.overlaid(with: theme.participantStyle(colorIndex))
+        let plain = base.overlaid(with: theme.style(.tileName))
+        let mark = session.audioMuted ? " mic off " : ""
+        let markWidth = DisplayWidth.of(mark)
+        let number = tile.number.map { " \($0)" } ?? ""
+        let suffix = session.isLocal ? " (you)" : ""
+        let fixed = DisplayWidth.of(number) + 2  // the spaces around the name
+        let showMark = markWidth > 0 && row.width >= fixed + markWidth + 1
+        let nameRoom = row.width - fixed - (showMark ? markWidth : 0)
+        guard nameRoom > 0 else {
+            screen.writeFitted(number, column: row.column, row: row.row, width: row.width, style: plain)
+            return
+        }
+        var name = session.name + suffix
+        if DisplayWidth.of(name) > nameRoom { name = DisplayWidth.truncate(session.name, toWidth: nameRoom) }
+        let runs = [StyledRun(number + " ", plain), StyledRun(name, nameStyle), StyledRun(" ", plain)]
+        screen.write(runs, column: row.column, row: row.row, width: row.width)
+        if showMark {
+            screen.write(
+                mark, column: row.endColumn - markWidth, row: row.row,
+                style: base.overlaid(with: theme.style(.tileStatus)))
+        }
+    }
+
+    /// The participant's name and why there is no picture, centred on the tile background.
+    func drawPlaceholder(
+        session: VideoSession, colorIndex: Int, state: RoomState, into screen: inout Screen, in rect: ScreenRect
+    ) {
+        let background = theme.style(.tileBackground)
+        screen.fill(rect, style: background)
+        guard !rect.isEmpty else { return }
+        let reason: String
+        switch session.tileContent {
+        case .videoOff:
+            if session.isLocal, let key = state.settings.keymap.keys(for: .camera).first {
+                reason = "camera off (\(KeyName.label(key)) turns it on)"
+            } else {
+                reason = "camera off"
+            }
+        case .waitingForVideo, .video:
+            reason = session.connection == .reconnecting ? "reconnecting…" : "waiting for video…"
+        }
+        let name = session.isLocal ? session.name + " (you)" : session.name
+        var lines = [(name, background.overlaid(with: theme.participantStyle(colorIndex)))]
+        if rect.height >= 2 { lines.append((reason, background.overlaid(with: theme.style(.placeholder)))) }
+        let top = rect.row + (rect.height - lines.count) / 2
+        for (offset, line) in lines.enumerated() {
+            screen.writeCentered(line.0, row: top + offset, in: rect, style: line.1)
+        }
+    }
+
+    /// Resolution, frame rate, bitrate and loss on the tile's bottom row (two rows when one is too narrow).
+    func drawStats(_ media: MediaInfo, into screen: inout Screen, in rect: ScreenRect) {
+        guard !rect.isEmpty else { return }
+        let style = theme.style(.overlay)
+        let parts = Self.statsParts(media)
+        let oneLine = parts.joined(separator: " ")
+        var rows = [oneLine]
+        if DisplayWidth.of(oneLine) > rect.width, rect.height >= 2, parts.count == 4 {
+            rows = [parts[0] + " " + parts[1], parts[2] + " " + parts[3]]
+        }
+        for (offset, text) in rows.enumerated() {
+            let row = rect.endRow - rows.count + offset
+            screen.fill(ScreenRect(column: rect.column, row: row, width: rect.width, height: 1), style: style)
+            let fitted = DisplayWidth.truncate(" " + text + " ", toWidth: rect.width)
+            screen.write(fitted, column: rect.column, row: row, style: style, clip: rect)
+        }
+    }
+
+    /// "640x360", "30fps", "600kb/s", "loss 0.5%"; "no stats yet" before any arrived.
+    static func statsParts(_ media: MediaInfo) -> [String] {
+        guard media.resolution != nil || media.fps > 0 || media.bitrateKbps > 0 else { return ["no stats yet"] }
+        let resolution = media.resolution.map { "\($0.width)x\($0.height)" } ?? "?x?"
+        let tenths = Int((max(0, media.lossPercent) * 10).rounded())
+        return [
+            resolution, "\(Int(media.fps.rounded()))fps", "\(Int(media.bitrateKbps.rounded()))kb/s",
+            "loss \(tenths / 10).\(tenths % 10)%",
+        ]
+    }
+}

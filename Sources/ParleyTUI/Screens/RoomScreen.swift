@@ -1,0 +1,187 @@
+import ParleyMedia
+import ParleyRoom
+
+/// The call screen: header, video tiles, chat pane and input, control bar, notices and overlays, drawn from a
+/// `RoomState` and the latest decoded frame of each participant. Pure apart from the video renderer's scratch
+/// tables, which it keeps between frames (hold one `RoomScreen` per render loop).
+public struct RoomScreen: Sendable {
+    /// Colours by role for the terminal's depth.
+    public var theme: Theme
+    var videoRenderer: VideoCellRenderer
+
+    /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise.
+    public init(theme: Theme, videoMode: VideoColorMode? = nil) {
+        self.theme = theme
+        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth))
+    }
+
+    /// Renders the room for a terminal size. `frames` holds each participant's latest decoded picture; a tile
+    /// whose session shows video but has no frame yet shows "waiting for video…".
+    public mutating func render(state: RoomState, frames: [ParticipantID: VideoFrame], size: TerminalSize) -> Screen {
+        let layout = RoomScreenLayout(size: size, state: state)
+        if layout.isTooSmall {
+            return TooSmallMessage.render(
+                size: size, minimum: RoomScreenLayout.minimumSize, theme: theme,
+                extra: state.leavePending ? [Self.leaveQuestion] : [])
+        }
+        var screen = Screen(width: size.columns, height: size.rows)
+        let videoLayout = state.layout(in: layout.video)
+        drawHeader(state: state, videoLayout: videoLayout, into: &screen, in: layout.header)
+        drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: ScreenRect(layout.video))
+        ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme)
+        if let bar = layout.controlBar {
+            ControlBarView.draw(state: state, into: &screen, in: bar, theme: theme)
+        }
+        if let notice = state.notice {
+            drawNotice(notice.text, into: &screen, in: ScreenRect(layout.video))
+        }
+        if state.helpShown { drawHelp(keymap: state.settings.keymap, into: &screen) }
+        if state.leavePending { drawLeaveQuestion(into: &screen) }
+        return screen
+    }
+
+    /// Renders with a fresh video renderer (handy in tests; a render loop keeps one `RoomScreen` instead).
+    public static func render(
+        state: RoomState, frames: [ParticipantID: VideoFrame], size: TerminalSize, theme: Theme
+    ) -> Screen {
+        var screen = RoomScreen(theme: theme)
+        return screen.render(state: state, frames: frames, size: size)
+    }
+
+    /// Where the shell should show the text cursor: in the chat input while it is open and no overlay covers it.
+    public static func cursor(state: RoomState, size: TerminalSize) -> CursorPosition? {
+        guard state.isChatInputOpen, !state.helpShown, !state.leavePending else { return nil }
+        let layout = RoomScreenLayout(size: size, state: state)
+        guard let input = layout.chatInput else { return nil }
+        let window = ChatPaneView.inputWindow(state.chatInput, width: input.width)
+        return CursorPosition(column: input.column + ChatPaneView.promptWidth + window.cursorColumn, row: input.row)
+    }
+
+    /// The leave confirmation's question.
+    static let leaveQuestion = "Leave the call? y/n"
+
+    // MARK: - Header
+
+    /// "mm:ss" below an hour, "h:mm:ss" from an hour on.
+    public static func callTime(_ duration: Duration) -> String {
+        let total = max(0, Int(duration.components.seconds))
+        let hours = total / 3600
+        let minutes = (total / 60) % 60
+        let seconds = total % 60
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return hours > 0 ? "\(hours):\(two(minutes)):\(two(seconds))" : "\(two(minutes)):\(two(seconds))"
+    }
+
+    /// The words and colour role for the room's connection in the header.
+    static func connectionLabel(_ connection: ConnectionState) -> (text: String, role: ColorRole?) {
+        switch connection {
+        case .connecting: return ("connecting…", .statusWarning)
+        case .connected: return ("connected", nil)
+        case .interrupted: return ("interrupted", .statusWarning)
+        case .reconnecting: return ("reconnecting…", .statusWarning)
+        case .lost: return ("connection lost", .statusError)
+        case .failed: return ("join failed", .statusError)
+        case .left: return ("left", nil)
+        }
+    }
+
+    func drawHeader(state: RoomState, videoLayout: VideoLayout, into screen: inout Screen, in rect: ScreenRect) {
+        let base = theme.style(.header)
+        screen.fill(rect, style: base)
+        let separator = StyledRun(" · ", base)
+        let count = state.sessions.count
+        var after: [StyledRun] = [separator, StyledRun(count == 1 ? "1 person" : "\(count) people", base)]
+        let connection = Self.connectionLabel(state.connection)
+        after += [
+            separator, StyledRun(connection.text, connection.role.map { base.overlaid(with: theme.style($0)) } ?? base),
+        ]
+        if let duration = state.callDuration {
+            after += [separator, StyledRun(Self.callTime(duration), base)]
+        }
+        if state.localRole == .audience {
+            after += [separator, StyledRun("audience", base.overlaid(with: theme.style(.statusWarning)))]
+        }
+
+        var right: [StyledRun] = []
+        if videoLayout.fullscreen != nil, let key = state.settings.keymap.keys(for: .grid).first {
+            right += [StyledRun(KeyName.label(key) + " grid", base), separator]
+        }
+        if videoLayout.pageCount > 1 {
+            right += [StyledRun("page \(videoLayout.page + 1)/\(videoLayout.pageCount)", base), separator]
+        }
+        if let key = state.settings.keymap.keys(for: .help).first {
+            right.append(StyledRun(KeyName.label(key) + " help", base))
+        }
+        right.append(StyledRun(" ", base))
+
+        let afterWidth = ControlBarView.totalWidth(after)
+        var rightWidth = ControlBarView.totalWidth(right)
+        // The room name gets what is left, but keeps at least 12 cells before the right side gives way.
+        if rect.width - 1 - afterWidth - rightWidth - 1 < 12 {
+            right = []
+            rightWidth = 0
+        }
+        let nameWidth = max(1, rect.width - 1 - afterWidth - rightWidth - 1)
+        let name = DisplayWidth.truncate(state.roomName, toWidth: nameWidth)
+        screen.write([StyledRun(" " + name, base)] + after, column: rect.column, row: rect.row, width: rect.width)
+        if rightWidth > 0 {
+            screen.write(right, column: rect.endColumn - rightWidth, row: rect.row, width: rightWidth)
+        }
+    }
+
+    // MARK: - Notices and overlays
+
+    func drawNotice(_ text: String, into screen: inout Screen, in container: ScreenRect) {
+        guard container.height > 0, container.width > 4 else { return }
+        let fitted = DisplayWidth.truncate(text, toWidth: container.width - 4)
+        screen.writeCentered(" " + fitted + " ", row: container.endRow - 1, in: container, style: theme.style(.overlay))
+    }
+
+    func drawLeaveQuestion(into screen: inout Screen) {
+        let style = theme.style(.overlay)
+        let hint = "y or Enter leaves, n or Esc stays"
+        let width = min(screen.width, DisplayWidth.of(hint) + 6)
+        let rect = ScreenRect(
+            column: (screen.width - width) / 2, row: (screen.height - 4) / 2, width: width, height: 4)
+        screen.drawPanel(rect, style: style, title: "Leave")
+        let inside = rect.inset(by: 1)
+        screen.writeCentered(
+            Self.leaveQuestion, row: inside.row, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
+        screen.writeCentered(hint, row: inside.row + 1, in: inside, style: style)
+    }
+
+    func drawHelp(keymap: Keymap, into screen: inout Screen) {
+        let style = theme.style(.overlay)
+        let keyStyle = style.overlaid(with: CellStyle(attributes: .bold))
+        let lines = HelpOverlay.lines(keymap: keymap)
+        let keysWidth = min(16, lines.map { DisplayWidth.of($0.keys) }.max() ?? 0)
+        let textNeeded = lines.map { DisplayWidth.of($0.text) }.max() ?? 0
+        // Border, one space, keys, two spaces, text, one space, border.
+        let boxWidth = min(screen.width - 2, keysWidth + textNeeded + 6)
+        let textWidth = max(1, boxWidth - keysWidth - 6)
+        var rows: [(keys: String, text: String)] = []
+        for line in lines {
+            for (index, piece) in DisplayWidth.wrap(line.text, width: textWidth).enumerated() {
+                rows.append((index == 0 ? line.keys : "", piece))
+            }
+        }
+        let maximumRows = max(1, screen.height - 2)
+        if rows.count > maximumRows {
+            rows = Array(rows.prefix(maximumRows - 1)) + [("", "… (enlarge the terminal to see the rest)")]
+        }
+        let rect = ScreenRect(
+            column: (screen.width - boxWidth) / 2, row: (screen.height - rows.count - 2) / 2, width: boxWidth,
+            height: rows.count + 2)
+        screen.drawPanel(rect, style: style, title: "Keys")
+        for (offset, row) in rows.enumerated() {
+            let y = rect.row + 1 + offset
+            screen.writeFitted(row.keys, column: rect.column + 2, row: y, width: keysWidth, style: keyStyle)
+            screen.writeFitted(row.text, column: rect.column + 4 + keysWidth, row: y, width: textWidth, style: style)
+        }
+        let closing = " Esc closes "
+        if rect.width > DisplayWidth.of(closing) + 4 {
+            screen.write(
+                closing, column: rect.endColumn - 2 - DisplayWidth.of(closing), row: rect.endRow - 1, style: style)
+        }
+    }
+}
