@@ -65,6 +65,12 @@ let package = Package(
             name: "ParleyBench",
             dependencies: ["ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI"]
         ),
+        // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
+        // and runs the in-pane half of RenderBench (`--bench`).
+        .executableTarget(
+            name: "parley-tui-probe",
+            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyBench"]
+        ),
         // The `parley` command: join, serve, demo, bot, bench.
         .executableTarget(
             name: "parley",

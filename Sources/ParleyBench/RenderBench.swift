@@ -1,0 +1,450 @@
+import Foundation
+import ParleyMedia
+import ParleyTUI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the renderer benchmark could not run.
+public enum RenderBenchError: Error, CustomStringConvertible {
+    /// A tool the benchmark needs is not installed.
+    case missingTool(String)
+    /// The in-pane helper executable was not found.
+    case missingProbe(searched: [String])
+    /// The pane did not finish in time.
+    case paneTimedOut(columns: Int, rows: Int, tiles: Int, seconds: Int)
+    /// The pane wrote a result the driver cannot read.
+    case badPaneResult(String)
+    /// A command failed.
+    case commandFailed(command: String, status: Int32, output: String)
+
+    /// What went wrong and what to do.
+    public var description: String {
+        switch self {
+        case .missingTool(let tool):
+            return "\(tool) is not installed; run `make bench-deps` (Debian package \(tool))"
+        case .missingProbe(let searched):
+            return "parley-tui-probe not found (looked in \(searched.joined(separator: ", "))); run `swift build` "
+                + "or set PARLEY_TUI_PROBE"
+        case .paneTimedOut(let columns, let rows, let tiles, let seconds):
+            return "the tmux pane rendering \(tiles) tiles at \(columns)x\(rows) did not finish in \(seconds) s"
+        case .badPaneResult(let text):
+            return "cannot read the pane's result: \(text)"
+        case .commandFailed(let command, let status, let output):
+            return "`\(command)` exited with status \(status): \(output)"
+        }
+    }
+}
+
+/// Frames per second of the terminal renderer (scaling, colour mapping and ncurses output into a real tmux pane),
+/// next to chafa converting the same frames to the same cell sizes in the same run.
+public enum RenderBench {
+    /// Terminal sizes measured, in cells.
+    public static let sizes: [(columns: Int, rows: Int)] = [(80, 24), (200, 60)]
+    /// Tile counts measured at each size.
+    public static let tileCounts = [1, 4, 9]
+    /// Source frame size (a typical camera stream).
+    static let frameWidth = 640, frameHeight = 360
+    /// Distinct frames cycled through (each tile starts at a different one).
+    static let patternLength = 24
+
+    /// Runs every size and tile count; `frames` frames per Parley run, `chafaFrames` per chafa run.
+    /// `probePath` is the parley-tui-probe executable (default: PARLEY_TUI_PROBE, or next to this executable).
+    public static func run(frames: Int = 300, chafaFrames: Int = 40, probePath: String? = nil,
+                           progress: (String) -> Void = { _ in }) throws -> [BenchTable] {
+        let tmux = try findExecutable("tmux")
+        let chafa = try findExecutable("chafa")
+        let probe = try findProbe(probePath)
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-render-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        // chafa reads the same frames as uncompressed PNG files (its cheapest loader for RGB input).
+        let pattern = BenchPattern.frames(count: patternLength, width: frameWidth, height: frameHeight)
+        var pngPaths: [String] = []
+        for (index, frame) in pattern.enumerated() {
+            let path = "\(directory)/frame\(index).png"
+            try Data(PNG.encode(rgb: BenchPattern.rgb(of: frame), width: frame.width, height: frame.height))
+                .write(to: URL(fileURLWithPath: path))
+            pngPaths.append(path)
+        }
+
+        var table = BenchTable(
+            title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into half-block cells, 256 colours",
+            columns: ["Size", "Tiles", "Parley render only", "Parley + ncurses + tmux", "Cells changed/frame",
+                      "chafa", "chafa flags", "Parley/chafa"])
+        var runIndex = 0
+        for size in sizes {
+            for tiles in tileCounts {
+                runIndex += 1
+                progress("render bench: \(size.columns)x\(size.rows), \(tiles) tile(s): Parley in tmux")
+                let pane = try runPane(tmux: tmux, probe: probe, directory: directory, columns: size.columns,
+                                       rows: size.rows, tiles: tiles, frames: frames, index: runIndex)
+                progress("render bench: \(size.columns)x\(size.rows), \(tiles) tile(s): chafa")
+                let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
+                let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames)
+                let parleyFPS = Double(pane.frames) / pane.totalSeconds
+                let chafaFPS = Double(chafaFrames) / reference.seconds
+                table.add([
+                    "\(size.columns)x\(size.rows)", "\(tiles)",
+                    formatted(Double(pane.frames) / pane.renderSeconds, decimals: 0),
+                    formatted(parleyFPS, decimals: 0),
+                    formatted(pane.changedCellsPerFrame, decimals: 0),
+                    formatted(chafaFPS, decimals: 0), reference.flags,
+                    formatted(parleyFPS / chafaFPS, decimals: 1) + "x",
+                ])
+            }
+        }
+        table.notes = [
+            "Parley: \(frames) frames per row after 20 warm-up frames, drawn by parley-tui-probe inside a detached tmux "
+                + "pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: scale every tile from "
+                + "I420 (box filter, up to 4x4 samples per pixel), BT.601 to RGB, nearest of 240 palette colours by "
+                + "table, then ncurses writes the changed cells and the time runs until tmux has read them (tcdrain).",
+            "chafa \(chafaVersion(chafa)): converts the same frames (RGB, uncompressed PNG) to the same tile sizes, "
+                + "--symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all cores; "
+                + "fastest of --work 5 (default), 7 and 9; its start-up time is measured and subtracted. chafa only "
+                + "converts to an ANSI string; Parley also writes through ncurses into tmux, which is more work.",
+            "Tiles: equal grid over the whole terminal, no borders. One process each, \(ProcessInfo.processInfo.activeProcessorCount) "
+                + "cores shared with other work.",
+        ]
+        return [table]
+    }
+
+    // MARK: - The pane side
+
+    struct PaneResult {
+        var frames: Int
+        var renderSeconds: Double
+        var totalSeconds: Double
+        var changedCellsPerFrame: Double
+    }
+
+    /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH` inside tmux: renders N
+    /// frames of T tiles through `Terminal` and writes timings to PATH. Returns the process exit status.
+    public static func paneMain(arguments: [String]) -> Int32 {
+        var options: [String: String] = [:]
+        var index = 0
+        while index + 1 < arguments.count {
+            options[arguments[index]] = arguments[index + 1]
+            index += 2
+        }
+        guard let frames = options["--frames"].flatMap(Int.init), frames > 0,
+              let tiles = options["--tiles"].flatMap(Int.init), tiles > 0,
+              let out = options["--out"] else {
+            FileHandle.standardError.write(Data("usage: --bench --frames N --tiles T --out PATH\n".utf8))
+            return 2
+        }
+        let warmup = options["--warmup"].flatMap(Int.init) ?? 20
+        let pattern = BenchPattern.frames(count: patternLength, width: frameWidth, height: frameHeight)
+        do {
+            let result = try Terminal.withTerminal { terminal -> PaneResult in
+                let size = terminal.size
+                let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
+                var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
+                var previous: Screen?
+                var renderNanos: UInt64 = 0, changed = 0
+                var start: UInt64 = 0
+                for frame in 0..<(warmup + frames) {
+                    if frame == warmup { start = monotonicNanos() }
+                    let t0 = monotonicNanos()
+                    var screen = Screen(width: size.columns, height: size.rows)
+                    for (tile, rect) in rects.enumerated() {
+                        renderer.draw(pattern[(frame + 5 * tile) % pattern.count], into: &screen, in: rect)
+                    }
+                    let t1 = monotonicNanos()
+                    terminal.draw(screen)
+                    if frame >= warmup {
+                        renderNanos += t1 - t0
+                        if let previous {
+                            let t2 = monotonicNanos()
+                            changed += zip(screen.cells, previous.cells).reduce(0) { $0 + ($1.0 == $1.1 ? 0 : 1) }
+                            start += monotonicNanos() - t2  // counting is not part of the renderer's time
+                        }
+                    }
+                    previous = screen
+                }
+                tcdrain(STDOUT_FILENO)
+                let total = monotonicNanos() - start
+                return PaneResult(frames: frames, renderSeconds: Double(renderNanos) / 1e9,
+                                  totalSeconds: Double(total) / 1e9,
+                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)))
+            }
+            let text = "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
+                + "changed=\(result.changedCellsPerFrame)\ndone\n"
+            try Data(text.utf8).write(to: URL(fileURLWithPath: out))
+            return 0
+        } catch {
+            try? Data("error=\(error)\ndone\n".utf8).write(to: URL(fileURLWithPath: out))
+            return 1
+        }
+    }
+
+    /// `count` equal tiles in a near-square grid covering `columns`×`rows` cells (rows filled first; the last row may
+    /// hold fewer tiles). A stand-in until the room's layout lands.
+    static func equalGrid(count: Int, columns: Int, rows: Int) -> [ScreenRect] {
+        guard count > 0 else { return [] }
+        var gridColumns = 1
+        while gridColumns * gridColumns < count { gridColumns += 1 }
+        let gridRows = (count + gridColumns - 1) / gridColumns
+        var rects: [ScreenRect] = []
+        for index in 0..<count {
+            let r = index / gridColumns, c = index % gridColumns
+            let left = c * columns / gridColumns, right = (c + 1) * columns / gridColumns
+            let top = r * rows / gridRows, bottom = (r + 1) * rows / gridRows
+            rects.append(ScreenRect(column: left, row: top, width: right - left, height: bottom - top))
+        }
+        return rects
+    }
+
+    // MARK: - The driver side
+
+    private static func runPane(tmux: String, probe: String, directory: String, columns: Int, rows: Int,
+                                tiles: Int, frames: Int, index: Int) throws -> PaneResult {
+        let out = "\(directory)/pane\(index).txt"
+        let socket = "parley-bench-\(getpid())-\(index)"
+        let command = "TERM=tmux-256color \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) --out \(shellQuote(out))"
+        // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
+        _ = try timeCommand(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
+                                   "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
+        defer { _ = try? runCommand(tmux, ["-L", socket, "kill-server"]) }
+        let limit = 300
+        let deadline = Date().addingTimeInterval(TimeInterval(limit))
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: out, encoding: .utf8), text.hasSuffix("done\n") {
+                var values: [String: String] = [:]
+                for line in text.split(separator: "\n") {
+                    let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+                    if parts.count == 2 { values[parts[0]] = parts[1] }
+                }
+                if let error = values["error"] { throw RenderBenchError.badPaneResult(error) }
+                guard let frames = values["frames"].flatMap(Int.init), let render = values["render"].flatMap(Double.init),
+                      let total = values["total"].flatMap(Double.init),
+                      let changed = values["changed"].flatMap(Double.init) else {
+                    throw RenderBenchError.badPaneResult(text)
+                }
+                return PaneResult(frames: frames, renderSeconds: render, totalSeconds: total,
+                                  changedCellsPerFrame: changed)
+            }
+            usleep(50_000)
+        }
+        throw RenderBenchError.paneTimedOut(columns: columns, rows: rows, tiles: tiles, seconds: limit)
+    }
+
+    /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted), at its fastest work level.
+    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [ScreenRect],
+                                  frames: Int) throws -> (seconds: Double, flags: String) {
+        var sizes: [String: Int] = [:]
+        for tile in tiles { sizes["\(tile.width)x\(tile.height)", default: 0] += 1 }
+        var best: (seconds: Double, flags: String)?
+        for work in [5, 7, 9] {
+            var seconds = 0.0
+            for (size, count) in sizes.sorted(by: { $0.key < $1.key }) {
+                let files = (0..<(frames * count)).map { pngPaths[$0 % pngPaths.count] }
+                let arguments = ["--size", size, "--symbols", "vhalf", "--colors", "256", "--dither", "none",
+                                 "--format", "symbols", "--animate", "off", "--work", "\(work)"]
+                let startup = try timeCommand(chafa, arguments + [pngPaths[0]])
+                let all = try timeCommand(chafa, arguments + files)
+                seconds += max(0, all - startup) * Double(files.count) / Double(files.count - 1)
+            }
+            if best == nil || seconds < best!.seconds { best = (seconds, "--work \(work)") }
+        }
+        return best!
+    }
+
+    private static func chafaVersion(_ chafa: String) -> String {
+        let output = (try? runCommand(chafa, ["--version"])) ?? ""
+        return output.split(separator: "\n").first.map { String($0.split(separator: " ").last ?? "") } ?? "?"
+    }
+
+    // MARK: - Processes
+
+    private static func findExecutable(_ name: String) throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw RenderBenchError.missingTool(name)
+    }
+
+    private static func findProbe(_ given: String?) throws -> String {
+        var candidates: [String] = []
+        if let given { candidates.append(given) }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["PARLEY_TUI_PROBE"] {
+            candidates.append(fromEnvironment)
+        }
+        if let executable = Bundle.main.executableURL {
+            candidates.append(executable.deletingLastPathComponent().appendingPathComponent("parley-tui-probe").path)
+        }
+        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        throw RenderBenchError.missingProbe(searched: candidates)
+    }
+
+    @discardableResult
+    private static func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let output = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw RenderBenchError.commandFailed(command: ([executable] + arguments).joined(separator: " "),
+                                                 status: process.terminationStatus, output: output)
+        }
+        return output
+    }
+
+    /// Wall-clock seconds of a command whose output goes to /dev/null.
+    private static func timeCommand(_ executable: String, _ arguments: [String]) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let start = monotonicNanos()
+        try process.run()
+        process.waitUntilExit()
+        let elapsed = Double(monotonicNanos() - start) / 1e9
+        guard process.terminationStatus == 0 else {
+            throw RenderBenchError.commandFailed(command: ([executable] + arguments.prefix(14)).joined(separator: " "),
+                                                 status: process.terminationStatus, output: "")
+        }
+        return elapsed
+    }
+
+    private static func shellQuote(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    static func monotonicNanos() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// Moving synthetic video: a drifting diagonal gradient with moving colour bands, a white disc and a red square
+/// that travel across the picture, and a little sensor-like noise, so most cells change every frame.
+enum BenchPattern {
+    static func frames(count: Int, width: Int, height: Int) -> [VideoFrame] {
+        var seed: UInt32 = 12345
+        return (0..<count).map { t in
+            let phase = Double(t) / Double(count) * 2 * Double.pi
+            var y = [UInt8](repeating: 0, count: width * height)
+            let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+            var u = [UInt8](repeating: 128, count: chromaWidth * chromaHeight)
+            var v = u
+            let discX = Double(width) / 2 + Double(width) / 3 * cos(phase)
+            let discY = Double(height) / 2 + Double(height) / 4 * sin(phase)
+            let squareX = Int(Double(width) / 2 - Double(width) / 3 * cos(phase))
+            let squareY = Int(Double(height) / 2 - Double(height) / 4 * sin(2 * phase))
+            for row in 0..<height {
+                for column in 0..<width {
+                    seed = seed &* 1_103_515_245 &+ 12345
+                    let noise = Int((seed >> 16) % 7) - 3
+                    var luma = 16 + (column + 2 * row + 9 * t) % 220 + noise
+                    let dx = Double(column) - discX, dy = Double(row) - discY
+                    if dx * dx + dy * dy < 3600 { luma = 235 + noise }
+                    if abs(column - squareX) < 40 && abs(row - squareY) < 40 { luma = 81 + noise }
+                    y[row * width + column] = UInt8(min(255, max(0, luma)))
+                }
+            }
+            for row in 0..<chromaHeight {
+                for column in 0..<chromaWidth {
+                    let lumaX = 2 * column, lumaY = 2 * row
+                    var cb = 128 + Int(90 * sin(Double(lumaX) / 60 + phase))
+                    var cr = 128 + Int(90 * cos(Double(lumaY) / 45 - 2 * phase))
+                    let dx = Double(lumaX) - discX, dy = Double(lumaY) - discY
+                    if dx * dx + dy * dy < 3600 { cb = 128; cr = 128 }
+                    if abs(lumaX - squareX) < 40 && abs(lumaY - squareY) < 40 { cb = 90; cr = 240 }
+                    u[row * chromaWidth + column] = UInt8(cb)
+                    v[row * chromaWidth + column] = UInt8(cr)
+                }
+            }
+            return VideoFrame(width: width, height: height, y: y, u: u, v: v, timestampMicros: Int64(t) * 33_333)
+        }
+    }
+
+    /// Packed RGB of a frame (BT.601 limited range, the same conversion the renderer uses).
+    static func rgb(of frame: VideoFrame) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: frame.width * frame.height * 3)
+        for row in 0..<frame.height {
+            for column in 0..<frame.width {
+                let c = 76284 * (Int(frame.y[row * frame.width + column]) - 16)
+                let chroma = (row / 2) * frame.chromaWidth + column / 2
+                let d = Int(frame.u[chroma]) - 128, e = Int(frame.v[chroma]) - 128
+                let index = (row * frame.width + column) * 3
+                out[index] = UInt8(min(255, max(0, (c + 104595 * e + 32768) >> 16)))
+                out[index + 1] = UInt8(min(255, max(0, (c - 25624 * d - 53281 * e + 32768) >> 16)))
+                out[index + 2] = UInt8(min(255, max(0, (c + 132252 * d + 32768) >> 16)))
+            }
+        }
+        return out
+    }
+}
+
+/// A minimal PNG writer: 8-bit RGB, zlib "stored" blocks (no compression), so decoding costs chafa next to nothing.
+enum PNG {
+    static func encode(rgb: [UInt8], width: Int, height: Int) -> [UInt8] {
+        var raw: [UInt8] = []
+        raw.reserveCapacity((width * 3 + 1) * height)
+        for row in 0..<height {
+            raw.append(0)  // filter type: none
+            raw.append(contentsOf: rgb[(row * width * 3)..<((row + 1) * width * 3)])
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let length = min(65535, raw.count - offset)
+            zlib.append(offset + length == raw.count ? 1 : 0)
+            zlib += [UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            zlib.append(contentsOf: raw[offset..<(offset + length)])
+            offset += length
+        } while offset < raw.count
+        zlib += bigEndian(adler32(raw))
+
+        var header: [UInt8] = bigEndian(UInt32(width)) + bigEndian(UInt32(height))
+        header += [8, 2, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlib)
+            + chunk("IEND", [])
+    }
+
+    private static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let typeBytes = Array(type.utf8)
+        return bigEndian(UInt32(data.count)) + typeBytes + data + bigEndian(crc32(typeBytes + data))
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    private static let crcTable: [UInt32] = (0..<256).map { n in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { crc = crcTable[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+
+    private static func adler32(_ bytes: [UInt8]) -> UInt32 {
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in bytes {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        return b << 16 | a
+    }
+}

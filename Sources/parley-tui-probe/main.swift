@@ -1,0 +1,70 @@
+// Hidden test helper (not shipped): draws a known screen through `Terminal` so that ParleyTUITests can check it in a
+// real tmux pane, and runs the in-pane half of RenderBench.
+//
+//   parley-tui-probe            red/blue video split, text, last key read; 'q' quits
+//   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
+//   parley-tui-probe --bench …  see RenderBench.paneMain
+import Foundation
+import ParleyBench
+import ParleyMedia
+import ParleyRoom
+import ParleyTUI
+
+/// 40x20 frame: red above blue, the boundary inside the middle cell row of a 20x5 tile.
+func splitFrame() -> VideoFrame {
+    let width = 40, height = 20
+    var y = [UInt8](repeating: 0, count: width * height)
+    var u = [UInt8](repeating: 0, count: width * height / 4)
+    var v = u
+    for row in 0..<height {
+        let red = row < 10
+        for column in 0..<width { y[row * width + column] = red ? 81 : 41 }
+        if row % 2 == 0 {
+            for column in 0..<(width / 2) {
+                u[(row / 2) * (width / 2) + column] = red ? 90 : 240
+                v[(row / 2) * (width / 2) + column] = red ? 240 : 110
+            }
+        }
+    }
+    return VideoFrame(width: width, height: height, y: y, u: u, v: v)
+}
+
+func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String) -> Screen {
+    var screen = Screen(width: size.columns, height: size.rows)
+    screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
+    renderer.draw(splitFrame(), into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
+    let box = ScreenRect(column: 21, row: 1, width: 12, height: 5)
+    screen.drawBox(box, style: theme.style(.tileBorderSpeaking), title: "Ada", titleStyle: theme.participantStyle(0))
+    screen.write("日本 ok", column: 22, row: 3, style: theme.style(.tileName))
+    screen.write("key: \(lastKey)", column: 0, row: 7, style: theme.style(.text))
+    screen.write("header role", column: 0, row: 8, style: theme.style(.header))
+    screen.write("q quits", column: 0, row: size.rows - 1, style: theme.style(.placeholder))
+    return screen
+}
+
+func runProbe(crash: Bool) -> Int32 {
+    do {
+        return try Terminal.withTerminal { terminal in
+            var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
+            var lastKey = "none"
+            while true {
+                terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
+                                          lastKey: lastKey))
+                if crash { fatalError("probe: crashing on purpose") }
+                guard let key = terminal.readKey(timeout: 1000) else { continue }
+                if key == .char("q") { return 0 }
+                lastKey = String(describing: key)
+            }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("parley-tui-probe: \(error)\n".utf8))
+        return 1
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "--bench": exit(RenderBench.paneMain(arguments: Array(arguments.dropFirst())))
+case "--crash": exit(runProbe(crash: true))
+default: exit(runProbe(crash: false))
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+
+let restoredModes = "alt=0 cursor=1 mouse=0 keypad=0"
+
+@Suite("Terminal in a tmux pane", .enabled(if: TmuxPane.tmuxPath != nil, "tmux is not installed"))
+struct TerminalTmuxTests {
+    static func pid(_ lines: [String]) -> pid_t? {
+        guard let first = lines.first, let range = first.range(of: "pid=") else { return nil }
+        return pid_t(first[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    @Test("draws video, text and colours; reads keys and clicks; 'q' restores the terminal")
+    func drawAndKeys() throws {
+        let pane = try TmuxPane(command: try probeCommand())
+        let lines = try pane.waitFor { $0.contains("q quits") }
+        #expect(lines[0].hasPrefix("Parley probe pid=") && lines[0].hasSuffix(" depth=palette256"))
+        let video = String(repeating: "▀", count: 20)
+        #expect(Array(lines[1...8]) == [
+            video + " ┌ Ada ─────┐",
+            video + " │          │",
+            video + " │日本 ok   │",
+            video + " │          │",
+            video + " └──────────┘",
+            "",
+            "key: none",
+            "header role",
+        ])
+        let escapes = try pane.escapes()
+        #expect(escapes[1].contains("\u{1B}[38;5;196m\u{1B}[48;5;196m▀▀▀"), "red above red")
+        #expect(escapes[3].contains("\u{1B}[38;5;196m\u{1B}[48;5;21m▀▀▀"), "red above blue at the boundary")
+        #expect(escapes[5].contains("\u{1B}[38;5;21m\u{1B}[48;5;21m▀▀▀"), "blue above blue")
+        #expect(escapes[1].contains("\u{1B}[1m\u{1B}[38;5;46m┌"), "speaking border is bold green")
+        #expect(escapes[8].contains("\u{1B}[38;5;231m\u{1B}[48;5;24mheader role"), "header role colours")
+        #expect(try pane.modes() == "alt=1 cursor=0 mouse=1 keypad=1")
+
+        // X10 mouse report: ESC [ M, button + 32, column + 33, row + 33. Press then release is a click.
+        let press: [UInt8] = [0x1B, 0x5B, 0x4D, 32, 33 + 5, 33 + 3]
+        let release: [UInt8] = [0x1B, 0x5B, 0x4D, 32 + 3, 33 + 5, 33 + 3]
+        let inputs: [(name: String, send: () throws -> Void, shows: String)] = [
+            ("letter", { try pane.send(["a"]) }, "key: char(\"a\")"),
+            ("arrow", { try pane.send(["Up"]) }, "key: up"),
+            ("UTF-8", { try pane.sendLiteral("ä") }, "key: char(\"ä\")"),
+            ("function key", { try pane.send(["F5"]) }, "key: function(5)"),
+            ("control", { try pane.send(["C-x"]) }, "key: control(\"x\")"),
+            ("page down", { try pane.send(["NPage"]) }, "key: pageDown"),
+            ("Esc alone", { try pane.send(["Escape"]) }, "key: escape"),
+            ("enter", { try pane.send(["Enter"]) }, "key: enter"),
+            ("backspace", { try pane.send(["BSpace"]) }, "key: backspace"),
+            ("click", { try pane.sendBytes(press + release) }, "key: mouseClick(column: 5, row: 3)"),
+            ("double click", { try pane.sendBytes(press + release + press + release) },
+             "key: mouseDoubleClick(column: 5, row: 3)"),
+        ]
+        for input in inputs {
+            try input.send()
+            let shown = try pane.waitFor { $0.count > 7 && $0[7] == input.shows }
+            #expect(shown[7] == input.shows, "\(input.name)")
+        }
+
+        try pane.send(["q"])
+        let after = try pane.waitFor { $0.contains("RESTORED rc=0") }
+        #expect(after.contains("RESTORED rc=0"))
+        #expect(!after.contains { $0.contains("Parley probe") }, "the alternate screen is gone")
+        #expect(try pane.modes() == restoredModes)
+    }
+
+    @Test("a resize redraws at the new size")
+    func resize() throws {
+        let pane = try TmuxPane(command: try probeCommand())
+        try pane.waitFor { $0.contains("q quits") }
+        try pane.run(["resize-window", "-x", "50", "-y", "15"])
+        let lines = try pane.waitFor { $0.count >= 15 && $0[14] == "q quits" && $0[7] == "key: resize" }
+        #expect(lines[14] == "q quits")
+        #expect(lines[7] == "key: resize")
+        try pane.send(["q"])
+        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+    }
+
+    struct SignalCase: CustomTestStringConvertible, Sendable {
+        var name: String
+        var signal: Int32
+        var status: Int32
+        var testDescription: String { name }
+    }
+
+    @Test("signals restore the terminal and exit with 128 + signal", arguments: [
+        SignalCase(name: "SIGTERM", signal: SIGTERM, status: 143),
+        SignalCase(name: "SIGINT", signal: SIGINT, status: 130),
+        SignalCase(name: "SIGHUP", signal: SIGHUP, status: 129),
+    ])
+    func signals(_ c: SignalCase) throws {
+        let pane = try TmuxPane(command: try probeCommand())
+        let lines = try pane.waitFor { $0.contains("q quits") }
+        let pid = try #require(Self.pid(lines))
+        #expect(kill(pid, c.signal) == 0)
+        let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        #expect(after.contains("RESTORED rc=\(c.status)"))
+        #expect(try pane.modes() == restoredModes)
+    }
+
+    @Test("a crash (Swift trap) restores the terminal before the process dies")
+    func crash() throws {
+        let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null",
+                                                          environment: "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"))
+        let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        let status = after.first { $0.hasPrefix("RESTORED") }
+        // fatalError traps with SIGILL on x86-64 and SIGTRAP on arm64.
+        #expect(status == "RESTORED rc=132" || status == "RESTORED rc=133")
+        #expect(try pane.modes() == restoredModes)
+    }
+
+    @Test("NO_COLOR: shades instead of colours, attributes only")
+    func noColor() throws {
+        let pane = try TmuxPane(command: try probeCommand(environment: "TERM=tmux-256color NO_COLOR=1"))
+        let lines = try pane.waitFor { $0.contains("q quits") }
+        #expect(lines[0].hasSuffix(" depth=monochrome"))
+        // Shade from luminance summed over both halves: red over red (76 + 76) and red over blue (76 + 29) give the
+        // lightest shade, blue over blue (29 + 29) none.
+        #expect(lines[1].hasPrefix(String(repeating: "░", count: 20) + " ┌ Ada"))
+        #expect(lines[3].hasPrefix(String(repeating: "░", count: 20) + " │日本 ok"))
+        #expect(lines[4].hasPrefix(String(repeating: " ", count: 20) + " │ "))
+        let escapes = try pane.escapes().joined(separator: "\n")
+        #expect(!escapes.contains("38;5;") && !escapes.contains("48;5;"))
+        #expect(escapes.range(of: "\u{1B}\\[(3|4)[0-7]m", options: .regularExpression) == nil)
+        #expect(escapes.contains("\u{1B}[1;7mheader role"), "header role is bold reverse")
+        try pane.send(["q"])
+        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+    }
+
+    struct RefusalCase: CustomTestStringConvertible, Sendable {
+        var name: String
+        var environment: String
+        var redirect: String
+        var message: String
+        var testDescription: String { name }
+    }
+
+    @Test("bad terminals are refused with a clear message", arguments: [
+        RefusalCase(name: "unknown TERM", environment: "TERM=no-such-terminal", redirect: "",
+                    message: "terminal type 'no-such-terminal' is unknown to terminfo"),
+        RefusalCase(name: "output redirected", environment: "TERM=tmux-256color NO_COLOR=", redirect: ">/dev/null",
+                    message: "standard output is not a terminal"),
+    ])
+    func refusals(_ c: RefusalCase) throws {
+        let pane = try TmuxPane(command: try probeCommand(c.redirect, environment: c.environment), columns: 120)
+        let lines = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        #expect(lines.contains { $0.contains(c.message) }, "\(lines)")
+        #expect(lines.contains("RESTORED rc=1"))
+        #expect(try pane.modes() == restoredModes)
+    }
+}
