@@ -1,0 +1,184 @@
+import Foundation
+import ParleyEngine
+import ParleyMedia
+import ParleyRoom
+import Synchronization
+
+/// The newest decoded picture of each participant, written by the engine's thread and read by the draw loop.
+public final class FrameStore: VideoFrameSink {
+    private let frames = Mutex<[ParticipantID: VideoFrame]>([:])
+    private let dirty = Atomic<Bool>(false)
+
+    /// An empty store.
+    public init() {}
+
+    public func deliver(_ frame: VideoFrame, from participant: ParticipantID) {
+        frames.withLock { $0[participant] = frame }
+        dirty.store(true, ordering: .releasing)
+    }
+
+    /// The current pictures; clears the "something new arrived" flag.
+    public func take() -> (frames: [ParticipantID: VideoFrame], changed: Bool) {
+        let changed = dirty.exchange(false, ordering: .acquiring)
+        return (frames.withLock { $0 }, changed)
+    }
+
+    /// True when a picture arrived since the last `take`.
+    public var hasNewFrames: Bool { dirty.load(ordering: .acquiring) }
+
+    /// Forgets participants that left.
+    public func keep(only participants: Set<ParticipantID>) {
+        frames.withLock { store in store = store.filter { participants.contains($0.key) } }
+    }
+}
+
+/// Engine events queued by a background task for the synchronous draw loop.
+final class EventInbox: Sendable {
+    private let queue = Mutex<[RoomEvent]>([])
+    private let finished = Atomic<Bool>(false)
+
+    func consume(_ events: AsyncStream<RoomEvent>) -> Task<Void, Never> {
+        Task.detached { [self] in
+            for await event in events { queue.withLock { $0.append(event) } }
+            finished.store(true, ordering: .releasing)
+        }
+    }
+
+    func drain() -> [RoomEvent] {
+        queue.withLock { events in
+            defer { events.removeAll(keepingCapacity: true) }
+            return events
+        }
+    }
+
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
+}
+
+/// One call on screen: the room reducer fed by keys, ticks and engine events; the engine fed by the reducer's
+/// effects; the screen redrawn when something changed, at most at the video frame rate.
+final class CallSession {
+    /// How a call ended.
+    enum Outcome {
+        /// Still running.
+        case running
+        /// The user left (after confirming); `note` summarises the call.
+        case left(note: String)
+        /// The join failed before the room opened.
+        case failed(reason: String)
+    }
+
+    let engine: CallEngine
+    private(set) var state: RoomState
+    private let frames: FrameStore
+    private let inbox = EventInbox()
+    private var consumer: Task<Void, Never>?
+    private var screen: RoomScreen
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+    private let frameInterval: Duration
+    private let tickInterval = Duration.milliseconds(100)
+    private var lastDraw: Duration = .seconds(-1)
+    private var lastTick: Duration = .zero
+    private var lastContainer: CellRect?
+    private var lastSize: TerminalSize?
+    private var mustDraw = true
+    /// True once the relay accepted the join.
+    private(set) var hasJoined = false
+
+    init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
+         drawRate: Int = 30) throws {
+        frames = FrameStore()
+        engine = try CallEngine(configuration, videoSink: frames)
+        state = RoomState(
+            roomName: configuration.room, localName: configuration.name, role: configuration.role,
+            microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
+            settings: settings)
+        screen = RoomScreen(theme: theme, videoMode: videoMode)
+        epoch = clock.now
+        frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
+        consumer = inbox.consume(engine.events)
+        engine.start()
+    }
+
+    private var now: Duration { clock.now - epoch }
+
+    /// Handles what happened since the last step (a key, engine events, the clock) and redraws if needed.
+    func step(key: Key?, terminal: Terminal, draws: Bool) -> Outcome {
+        let at = now
+        var effects: [RoomEffect] = []
+        if let key {
+            if key == .resize { terminal.invalidate() }
+            effects += reduce(&state, .key(key, at: at))
+            mustDraw = true
+        }
+        for event in inbox.drain() {
+            switch event {
+            case .joined: hasJoined = true
+            case .joinFailed(let reason) where !hasJoined:
+                return .failed(reason: reason)
+            case .userOffline:
+                mustDraw = true
+            default: break
+            }
+            effects += reduce(&state, .event(event))
+        }
+        if at - lastTick >= tickInterval {
+            lastTick = at
+            effects += reduce(&state, .tick(at))
+        }
+        let size = terminal.size
+        let layout = RoomScreenLayout(size: size, state: state)
+        if layout.video != lastContainer || size != lastSize {
+            lastContainer = layout.video
+            lastSize = size
+            effects += reduce(&state, .container(layout.video))
+            mustDraw = true
+        }
+        for effect in effects {
+            if case .leave = effect { return .left(note: leaveNote()) }
+            engine.perform(effect)
+        }
+        let changes = state.takeChanges()
+        let framesChanged = frames.hasNewFrames
+        guard draws else { return .running }
+        if mustDraw || (!changes.isEmpty && at - lastDraw >= frameInterval)
+            || (framesChanged && at - lastDraw >= frameInterval) {
+            draw(terminal: terminal, size: size, at: at)
+        }
+        return .running
+    }
+
+    /// Milliseconds until the loop should look again without a key: the next frame or tick, whichever is first.
+    var idleTimeoutMilliseconds: Int {
+        let untilDraw = frameInterval - (now - lastDraw)
+        let untilTick = tickInterval - (now - lastTick)
+        let wait = min(untilDraw, untilTick)
+        let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+        return max(1, min(100, milliseconds))
+    }
+
+    private func draw(terminal: Terminal, size: TerminalSize, at: Duration) {
+        let (pictures, _) = frames.take()
+        let rendered = screen.render(state: state, frames: pictures, size: size)
+        terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)
+        lastDraw = at
+        mustDraw = false
+    }
+
+    /// Says goodbye to the relay and stops the engine (blocks briefly; called from the draw loop's thread).
+    func close() {
+        let engine = self.engine
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await engine.leave()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 3)
+        consumer?.cancel()
+    }
+
+    private func leaveNote() -> String {
+        guard let duration = state.callDuration else { return "You left \(state.roomName)." }
+        return "You left \(state.roomName) after \(RoomScreen.callTime(duration))."
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Logging
+import ParleyEngine
+import ParleyRoom
+
+/// Everything the terminal front end needs to start: what to prefill, whether to join at once, devices, keys.
+public struct AppOptions: Sendable {
+    /// Join these settings right away (`parley join`, `parley demo`); nil opens the lobby.
+    public var directJoin: JoinSettings?
+    /// Prefill for the lobby.
+    public var lobby: LobbyState
+    /// Local video sources (first used first; `c` cycles).
+    public var videoSources: [VideoSourceChoice]
+    /// Local audio source.
+    public var audioSource: AudioSourceChoice
+    /// Where received audio goes.
+    public var audioSink: AudioSinkChoice
+    /// Room settings: keys, double-key window, chat history.
+    public var roomSettings: RoomSettings
+    /// Return to the lobby after a call (true) or exit (false, for `parley join`).
+    public var returnToLobby: Bool
+    /// Highest redraw rate of the call screen.
+    public var drawRate: Int
+    /// Where standard error goes while the screen is open (library warnings must not garble it).
+    public var standardErrorPath: String?
+    /// The engine's logger.
+    public var logger: Logger
+
+    /// Options with call defaults.
+    public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
+                videoSources: [VideoSourceChoice] = [.synthetic], audioSource: AudioSourceChoice = .synthetic,
+                audioSink: AudioSinkChoice = .none, roomSettings: RoomSettings = RoomSettings(),
+                returnToLobby: Bool = true, drawRate: Int = 30, standardErrorPath: String? = nil,
+                logger: Logger = Logger(label: "parley.engine")) {
+        self.directJoin = directJoin
+        self.lobby = lobby
+        self.videoSources = videoSources
+        self.audioSource = audioSource
+        self.audioSink = audioSink
+        self.roomSettings = roomSettings
+        self.returnToLobby = returnToLobby
+        self.drawRate = drawRate
+        self.standardErrorPath = standardErrorPath
+        self.logger = logger
+    }
+}
+
+/// The interactive program: lobby → settings → call → lobby, in one terminal, always restored on the way out.
+public enum TerminalApp {
+    private enum Mode {
+        case lobby
+        case settings(SettingsState)
+        /// Waiting for the relay's answer; from the lobby the lobby stays on screen ("Joining…") so a failure shows
+        /// there without leaving it.
+        case joining(CallSession, fromLobby: Bool)
+        case call(CallSession)
+    }
+
+    /// Runs until the user quits; returns a line to print after the terminal is restored (or nil), or throws when
+    /// the terminal cannot be opened or a direct join fails.
+    public static func run(_ options: AppOptions) throws -> String? {
+        let terminal = try Terminal(options: Terminal.Options(standardErrorPath: options.standardErrorPath))
+        defer { terminal.close() }
+        var lobby = options.lobby
+        var mode = Mode.lobby
+        if let settings = options.directJoin {
+            mode = .joining(try startCall(settings, options: options, terminal: terminal), fromLobby: false)
+        }
+        var lastLobbyDraw: Screen?
+        while true {
+            switch mode {
+            case .lobby:
+                let size = terminal.size
+                let screen = LobbyScreen.render(lobby, size: size, theme: terminal.theme)
+                if screen != lastLobbyDraw {
+                    terminal.draw(screen, cursor: LobbyScreen.cursor(lobby, size: size)?.tuple)
+                    lastLobbyDraw = screen
+                }
+                guard let key = terminal.readKey(timeout: 250) else { continue }
+                var action: LobbyAction?
+                switch key {
+                case .mouseClick(let column, let row), .mouseDoubleClick(let column, let row):
+                    action = LobbyScreen.click(&lobby, column: column, row: row, size: size)
+                case .resize:
+                    terminal.invalidate()
+                    lastLobbyDraw = nil
+                default:
+                    action = reduce(&lobby, key)
+                }
+                switch action {
+                case .join(let settings)?:
+                    do {
+                        mode = .joining(try startCall(settings, options: options, terminal: terminal), fromLobby: true)
+                    } catch {
+                        lobby.fail("\(error)")
+                    }
+                case .openSettings?:
+                    mode = .settings(SettingsState(current: lobby.profile))
+                case .quit?:
+                    return nil
+                case nil:
+                    break
+                }
+
+            case .settings(var settings):
+                let size = terminal.size
+                terminal.draw(SettingsScreen.render(settings, size: size, theme: terminal.theme))
+                guard let key = terminal.readKey(timeout: 250) else { continue }
+                var action: SettingsAction?
+                switch key {
+                case .mouseClick(let column, let row):
+                    action = SettingsScreen.click(&settings, column: column, row: row, double: false, size: size)
+                case .mouseDoubleClick(let column, let row):
+                    action = SettingsScreen.click(&settings, column: column, row: row, double: true, size: size)
+                case .resize:
+                    terminal.invalidate()
+                default:
+                    action = reduce(&settings, key)
+                }
+                switch action {
+                case .confirm(let profile)?:
+                    lobby.profile = profile
+                    lastLobbyDraw = nil
+                    mode = .lobby
+                case .cancel?:
+                    lastLobbyDraw = nil
+                    mode = .lobby
+                case .quit?:
+                    return nil
+                case nil:
+                    mode = .settings(settings)
+                }
+
+            case .joining(let session, let fromLobby):
+                if fromLobby {
+                    let size = terminal.size
+                    terminal.draw(LobbyScreen.render(lobby, size: size, theme: terminal.theme))
+                    lastLobbyDraw = nil
+                }
+                let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds)
+                if fromLobby, key == .control("c") || key == .escape {
+                    session.close()
+                    lobby.fail("Join cancelled.")
+                    mode = .lobby
+                    continue
+                }
+                switch session.step(key: fromLobby ? nil : key, terminal: terminal, draws: !fromLobby) {
+                case .running:
+                    if session.hasJoined {
+                        terminal.invalidate()
+                        mode = .call(session)
+                    }
+                case .left(let note):
+                    session.close()
+                    guard options.returnToLobby else { return note }
+                    lobby.callEnded(note)
+                    mode = .lobby
+                case .failed(let reason):
+                    session.close()
+                    guard fromLobby else { throw CallSetupError("could not join: \(reason)") }
+                    lobby.fail(reason)
+                    mode = .lobby
+                }
+
+            case .call(let session):
+                let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds)
+                switch session.step(key: key, terminal: terminal, draws: true) {
+                case .running:
+                    break
+                case .left(let note), .failed(let note):
+                    session.close()
+                    guard options.returnToLobby else { return note }
+                    lobby.callEnded(note)
+                    lastLobbyDraw = nil
+                    terminal.invalidate()
+                    mode = .lobby
+                }
+            }
+        }
+    }
+
+    private static func startCall(_ settings: JoinSettings, options: AppOptions, terminal: Terminal) throws
+        -> CallSession
+    {
+        let configuration = CallConfiguration(
+            server: settings.server, room: settings.room, name: settings.name, role: settings.role,
+            profile: settings.profile, videoSources: options.videoSources, audioSource: options.audioSource,
+            audioSink: options.audioSink, logger: options.logger)
+        return try CallSession(
+            configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
+            videoMode: terminal.videoColorMode, drawRate: options.drawRate)
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ParleyEngine
+import ParleyRelay
+import ParleyRoom
+import ParleyTUI
+
+/// `parley demo` (and `make run`): a live four-party call on an embedded relay, in one command.
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start a local relay, three chatty bots and you: a live four-party call in this terminal.")
+
+    @Option(help: "Your display name.")
+    var name = "you"
+
+    @Option(help: "Number of bots (0…8).")
+    var bots = 3
+
+    @Option(help: "Your video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
+    var profile = "640x360"
+
+    @Option(name: .customLong("bot-profile"), help: "The bots' video profile.")
+    var botProfile = "320x240"
+
+    @Option(help: "Port for the embedded relay (0 picks a free one).")
+    var port = 0
+
+    @Option(name: .customLong("chat-every"), help: "Seconds between a bot's chat lines (each bot adds a little).")
+    var chatEvery = 9.0
+
+    @Option(name: .customLong("toggle-video-every"), help: "Seconds between a bot's camera toggles.")
+    var toggleVideoEvery = 25.0
+
+    @OptionGroup var options: InteractiveOptions
+
+    static let botNames = ["ana", "bruno", "chen", "dara", "emeka", "fumiko", "gus", "hana"]
+
+    func validate() throws {
+        guard (0...8).contains(bots) else { throw ValidationError("--bots must be 0…8, got \(bots)") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
+        do {
+            _ = try DisplayName.validate(name)
+            _ = try VideoProfile.named(profile)
+            _ = try VideoProfile.named(botProfile)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        guard chatEvery > 0, toggleVideoEvery > 0 else {
+            throw ValidationError("--chat-every and --toggle-video-every must be positive")
+        }
+    }
+
+    func run() async throws {
+        let app = try options.appOptions(
+            directJoin: nil, lobby: LobbyState(), returnToLobby: false)
+        let relay = try await Relay.start(RelayConfiguration(
+            host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay")))
+        let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)
+        var engines: [CallEngine] = []
+        var runners: [Task<Void, Never>] = []
+        for index in 0..<bots {
+            let botName = Self.botNames[index]
+            let engine = try CallEngine(CallConfiguration(
+                server: server, room: "demo", name: botName, profile: try VideoProfile.named(botProfile),
+                decodesVideo: false, decodesAudio: false, showsSelfView: false,
+                logger: Logger(label: "parley.bot.\(botName)")))
+            engine.start()
+            engines.append(engine)
+            let runner = BotRunner(engine: engine, name: botName, logger: Logger(label: "parley.bot.\(botName)"))
+            // Staggered timers so the bots don't all talk at once.
+            let chat = chatEvery + Double(index) * 2.5
+            let toggle = toggleVideoEvery + Double(index) * 7
+            runners.append(Task { await runner.run(chatEvery: chat, toggleVideoEvery: toggle, duration: 86_400) })
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var direct = app
+        direct.directJoin = JoinSettings(
+            server: server, name: try DisplayName.validate(name), room: "demo", role: .broadcaster,
+            profile: try VideoProfile.named(profile), encryption: nil)
+        defer {}
+        do {
+            try await runTerminal(direct)
+        } catch {
+            await stop(engines: engines, runners: runners, relay: relay)
+            throw ValidationError("\(error)")
+        }
+        await stop(engines: engines, runners: runners, relay: relay)
+    }
+
+    private func stop(engines: [CallEngine], runners: [Task<Void, Never>], relay: Relay) async {
+        for runner in runners { runner.cancel() }
+        for engine in engines { await engine.leave() }
+        await relay.shutdown()
+    }
+}
