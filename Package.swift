@@ -81,6 +81,9 @@ let package = Package(
             ]
         ),
 
+        // Helpers shared by the tests that drive real processes: spawning, tmux panes, finding the binary.
+        .target(name: "ParleyTestSupport"),
+
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
@@ -99,6 +102,6 @@ let package = Package(
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["ParleyWire", "ParleyMedia"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ParleyTestSupport"], exclude: ["Golden"]),
     ]
 )

@@ -273,6 +273,11 @@ final class RelayCore {
         for action in actions {
             switch action {
             case .send(let message, let targets):
+                if case .mute(let mute) = message {
+                    logger.info("member mute", metadata: [
+                        "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
+                    ])
+                }
                 guard !targets.isEmpty else { continue }
                 let text = message.encoded()
                 for target in targets {

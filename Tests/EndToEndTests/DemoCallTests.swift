@@ -1,0 +1,205 @@
+import Foundation
+import ParleyTestSupport
+import Testing
+
+/// Golden screens: stored as text, compared after normalising what changes from run to run (the call clock, the
+/// speaking highlight, live figures). Re-recorded only with PARLEY_RECORD_GOLDEN=1.
+enum Golden {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+
+    /// What varies between runs, replaced by fixed text.
+    static func normalise(_ lines: [String]) -> String {
+        var text = lines.joined(separator: "\n")
+        // Heavy borders mark the speaking tile and double ones the selected tile: both follow live audio or timers.
+        let heavy: [Character: Character] = [
+            "┏": "┌", "┓": "┐", "┗": "└", "┛": "┘", "━": "─", "┃": "│",
+            "╔": "┌", "╗": "┐", "╚": "└", "╝": "┘", "═": "─", "║": "│",
+        ]
+        text = String(text.map { heavy[$0] ?? $0 })
+        text = text.replacingOccurrences(of: #"\b\d{1,2}:\d{2}(:\d{2})?\b"#, with: "mm:ss", options: .regularExpression)
+        while text.hasSuffix("\n") { text.removeLast() }
+        return text
+    }
+
+    static func check(_ lines: [String], named name: String) throws {
+        let actual = normalise(lines)
+        let url = folder.appendingPathComponent(name + ".txt")
+        if ProcessInfo.processInfo.environment["PARLEY_RECORD_GOLDEN"] == "1" {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try (actual + "\n").write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        guard let stored = try? String(contentsOf: url, encoding: .utf8) else {
+            Issue.record("golden \(name).txt is missing; record it with PARLEY_RECORD_GOLDEN=1 swift test")
+            return
+        }
+        let expected = stored.hasSuffix("\n") ? String(stored.dropLast()) : stored
+        if actual != expected {
+            let a = actual.components(separatedBy: "\n"), e = expected.components(separatedBy: "\n")
+            let row = zip(a, e).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, e.count)
+            Issue.record("""
+                screen differs from golden \(name).txt at row \(row):
+                  expected: \(row < e.count ? e[row] : "(end)")
+                  actual:   \(row < a.count ? a[row] : "(end)")
+                whole screen:
+                \(actual)
+                """)
+        }
+    }
+}
+
+/// The real `parley demo` (embedded relay, three bots, real codecs) in a tmux pane, driven by keys.
+@Suite(.serialized)
+struct DemoCallTests {
+    static let sizes = [(80, 24), (160, 48)]
+
+    func demo(columns: Int, rows: Int) throws -> TmuxPane {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
+        let log = NSTemporaryDirectory() + "parley-demo-\(columns)x\(rows).log"
+        // Bots chat and toggle video rarely here, so the screens only change when the test presses keys.
+        // `swift test` may run with NO_COLOR set; the call is meant to be seen in colour (half blocks, not shades).
+        let command = "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --chat-every 900 --toggle-video-every 900 --log \(log); "
+            + "echo EXITED rc=$?; sleep 60'"
+        return try TmuxPane(command: command, columns: columns, rows: rows)
+    }
+
+    /// Waits until `condition` holds and the screen has settled (two captures 150 ms apart normalise alike), so a
+    /// capture never catches a redraw half done.
+    func screen(_ pane: TmuxPane, until condition: ([String]) -> Bool, _ what: String) throws -> [String] {
+        var lines = try pane.waitFor(seconds: 15, condition)
+        #expect(condition(lines), "timed out waiting for \(what):\n\(lines.joined(separator: "\n"))")
+        for _ in 0..<20 {
+            usleep(150_000)
+            let next = try pane.text()
+            if Golden.normalise(next) == Golden.normalise(lines) && condition(next) { return next }
+            lines = next
+        }
+        return lines
+    }
+
+    @Test(arguments: sizes)
+    func aFourPartyCallDrivenByKeys(columns: Int, rows: Int) throws {
+        let pane = try demo(columns: columns, rows: rows)
+        let tag = "\(columns)x\(rows)"
+        func has(_ text: String) -> ([String]) -> Bool { { $0.contains { $0.contains(text) } } }
+        func lacks(_ text: String) -> ([String]) -> Bool { { !$0.contains { $0.contains(text) } } }
+
+        var lines = try screen(pane, until: { has("4 people · connected")($0) && lacks("waiting for video")($0) },
+                               "four people with video")
+        try Golden.check(lines, named: "demo_\(tag)_start")
+
+        try pane.send(["m"])
+        lines = try screen(pane, until: has("Mic off"), "the microphone muted")
+        try pane.send(["v"])
+        lines = try screen(pane, until: has("camera off"), "the camera off")
+        try Golden.check(lines, named: "demo_\(tag)_muted")
+
+        try pane.send(["2"])
+        try pane.send(["2"])
+        lines = try screen(pane, until: has("Esc grid"), "ana fullscreen")
+        try Golden.check(lines, named: "demo_\(tag)_fullscreen")
+        try pane.send(["Escape"])
+        lines = try screen(pane, until: lacks("Esc grid"), "the grid again")
+
+        try pane.send(["t"])
+        try pane.sendLiteral("hello from tmux ✓")
+        try pane.send(["Enter"])
+        lines = try screen(pane, until: has("you: hello from tmux ✓"), "the chat line")
+        try pane.send(["Escape"])
+        lines = try screen(pane, until: lacks("Enter sends"), "the chat input closed")
+        try Golden.check(lines, named: "demo_\(tag)_chat")
+
+        try pane.send(["h"])
+        lines = try screen(pane, until: lacks("Leave"), "controls and chat hidden")
+        try Golden.check(lines, named: "demo_\(tag)_hidden")
+        try pane.send(["h"])
+        lines = try screen(pane, until: has("Leave"), "controls back")
+
+        try pane.send(["?"])
+        lines = try screen(pane, until: has("Keys"), "the help overlay")
+        try Golden.check(lines, named: "demo_\(tag)_help")
+        try pane.send(["Escape"])
+        lines = try screen(pane, until: lacks("Keys"), "help closed")
+
+        try pane.send(["i"])
+        lines = try screen(pane, until: has("kb/s"), "per-tile stats")
+        #expect(lines.contains { $0.contains("320x240") }, "the bots' resolution shows in their tiles")
+        try pane.send(["i"])
+
+        try pane.send(["q"])
+        lines = try screen(pane, until: has("Leave the call?"), "the leave question")
+        try pane.send(["y"])
+        lines = try screen(pane, until: has("EXITED rc=0"), "parley to exit")
+        #expect(lines.contains { $0.contains("You left demo after") })
+        let modes = try pane.modes()
+        #expect(modes.contains("alt=0"), "the alternate screen is gone: \(modes)")
+        #expect(modes.contains("cursor=1"), "the cursor is back: \(modes)")
+    }
+}
+
+/// `parley join` against a separate `parley serve` process: what the keys do must reach the relay.
+@Suite(.serialized)
+struct JoinAgainstRelayTests {
+    @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() throws {
+        let parley = try #require(parleyBinaryPath())
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "info"])
+        #expect(relay.waitForOutput(containing: "listening on"))
+        let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
+        let bot = try BackgroundProcess(parley, ["bot", "standup", "--server", "127.0.0.1:\(port)", "--name", "watcher",
+                                                 "--log-level", "info", "--no-decode"])
+        #expect(relay.waitForOutput(containing: "member joined"))
+        let log = NSTemporaryDirectory() + "parley-join-\(getpid()).log"
+        let pane = try TmuxPane(
+            command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
+                + "--log \(log); echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let lines = try pane.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        #expect(lines.contains { $0.contains("2 people · connected") }, "\(lines.joined(separator: "\n"))")
+
+        try pane.send(["m"])
+        #expect(relay.waitForOutput(containing: "audio=true"), "the relay saw the mute:\n\(relay.output)")
+        #expect(bot.waitForOutput(containing: "remoteAudioMuted"), "the other member was told:\n\(bot.output)")
+        try pane.send(["v"])
+        #expect(relay.waitForOutput(containing: "video=true"), "the relay saw the camera go off")
+
+        try pane.send(["q"])
+        try pane.send(["y"])
+        let end = try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }
+        #expect(end.contains { $0.contains("EXITED rc=0") })
+        #expect(bot.waitForOutput(containing: "reason: ParleyRoom.OfflineReason.quit")
+            || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
+        relay.signal(SIGTERM)
+        #expect(relay.waitForExit(seconds: 5) == 0, "the relay shuts down cleanly on SIGTERM")
+    }
+
+    @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() throws {
+        let parley = try #require(parleyBinaryPath())
+        let pane = try TmuxPane(
+            command: "sh -c '\(parley) join standup --server 127.0.0.1:9 --name alice --log /dev/null; "
+                + "echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        let text = lines.joined(separator: "\n")
+        #expect(text.contains("cannot reach the relay at 127.0.0.1:9"), "\(text)")
+        #expect(text.contains("EXITED rc=64") || text.contains("EXITED rc=1"), "\(text)")
+        #expect(try pane.modes().contains("alt=0"))
+    }
+
+    @Test func badArgumentsSayWhatToTypeInstead() throws {
+        let parley = try #require(parleyBinaryPath())
+        let cases: [([String], String)] = [
+            (["join", "standup", "--name", "a b"], "contains a space: use a_b instead"),
+            (["join", "", "--name", "alice"], "Room name is empty"),
+            (["join", "r", "--name", "alice", "--server", "host:99999"], "not a number from 1 to 65535"),
+            (["join", "r", "--name", "alice", "--profile", "999x1"], "unknown video profile \"999x1\""),
+            (["join", "r", "--name", "alice", "--role", "king"], "--role must be broadcaster or audience"),
+            (["serve", "--port", "70000"], "--port must be 0…65535"),
+            (["bot", "r", "--video", "cat.png"], "neither \"synthetic\" nor a .y4m file"),
+        ]
+        for (arguments, message) in cases {
+            let result = try ChildProcess.run(parley, arguments)
+            #expect(result.status != 0, "\(arguments) should fail")
+            #expect(result.output.contains(message), "\(arguments): \(result.output)")
+        }
+    }
+}
