@@ -27,6 +27,15 @@ struct Bot: AsyncParsableCommand {
     @Option(help: "Video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
     var profile = "320x240"
 
+    @Option(help: "Override the profile's video bitrate, kbit/s.")
+    var bitrate: Int?
+
+    @Option(help: "Override the profile's frame rate.")
+    var fps: Int?
+
+    @Option(name: .customLong("audio-out"), help: "Write received, mixed audio to this .wav file.")
+    var audioOut: String?
+
     @Option(name: .customLong("chat-every"), help: "Send a chat line every S seconds.")
     var chatEvery: Double?
 
@@ -60,17 +69,28 @@ struct Bot: AsyncParsableCommand {
                               ("--duration", duration)] {
             if let value, !(value > 0) { throw ValidationError("\(flag) must be a positive number of seconds") }
         }
+        if let bitrate, !(20...20_000).contains(bitrate) {
+            throw ValidationError("--bitrate must be 20…20000 kbit/s, got \(bitrate)")
+        }
+        if let fps, !(1...60).contains(fps) { throw ValidationError("--fps must be 1…60, got \(fps)") }
+        if let audioOut, !audioOut.lowercased().hasSuffix(".wav") {
+            throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
+        }
         _ = try LogSetup.level(logLevel)
     }
 
     func run() async throws {
         LogSetup.toStandardError(level: try LogSetup.level(logLevel))
         let logger = Logger(label: "parley.bot.\(name)")
+        var videoProfile = try VideoProfile.named(profile)
+        if let bitrate { videoProfile.bitrateKbps = bitrate }
+        if let fps { videoProfile.fps = fps }
         let configuration = CallConfiguration(
             server: try ServerAddress(parsing: server), room: try RoomName.validate(room), name: name,
-            profile: try VideoProfile.named(profile),
+            profile: videoProfile,
             videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
-            audioSource: try AudioSourceChoice(parsing: audio), decodesVideo: !noDecode, decodesAudio: !noDecode,
+            audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
+            decodesVideo: !noDecode, decodesAudio: !noDecode,
             showsSelfView: false, logger: logger)
         let engine = try CallEngine(configuration)
         let runner = BotRunner(engine: engine, name: name, logger: logger)

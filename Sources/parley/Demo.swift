@@ -77,7 +77,7 @@ struct Demo: AsyncParsableCommand {
         var direct = app
         direct.directJoin = JoinSettings(
             server: server, name: try DisplayName.validate(name), room: "demo", role: .broadcaster,
-            profile: try VideoProfile.named(profile), encryption: nil)
+            profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
         defer {}
         do {
             try await runTerminal(direct)

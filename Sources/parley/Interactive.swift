@@ -28,6 +28,23 @@ struct InteractiveOptions: ParsableArguments {
     @Option(name: .customLong("double-key-ms"), help: "Window for pressing a tile's number twice, in ms.")
     var doubleKeyMilliseconds = 400
 
+    @Option(help: "Override the profile's video bitrate, kbit/s.")
+    var bitrate: Int?
+
+    @Option(help: "Override the profile's frame rate.")
+    var fps: Int?
+
+    @Option(name: .customLong("draw-fps"), help: "Highest redraw rate of the call screen.")
+    var drawFPS = 30
+
+    /// `profile` with the bitrate and frame-rate overrides applied.
+    func adjusted(_ profile: VideoProfile) -> VideoProfile {
+        var profile = profile
+        if let bitrate { profile.bitrateKbps = bitrate }
+        if let fps { profile.fps = fps }
+        return profile
+    }
+
     func validate() throws {
         do {
             for choice in video { _ = try VideoSourceChoice(parsing: choice) }
@@ -38,6 +55,11 @@ struct InteractiveOptions: ParsableArguments {
         if let audioOut, !audioOut.lowercased().hasSuffix(".wav") {
             throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
         }
+        if let bitrate, !(20...20_000).contains(bitrate) {
+            throw ValidationError("--bitrate must be 20…20000 kbit/s, got \(bitrate)")
+        }
+        if let fps, !(1...60).contains(fps) { throw ValidationError("--fps must be 1…60, got \(fps)") }
+        guard (1...60).contains(drawFPS) else { throw ValidationError("--draw-fps must be 1…60, got \(drawFPS)") }
         guard (100...2000).contains(doubleKeyMilliseconds) else {
             throw ValidationError("--double-key-ms must be 100…2000, got \(doubleKeyMilliseconds)")
         }
@@ -70,7 +92,8 @@ struct InteractiveOptions: ParsableArguments {
             videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
             audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
             roomSettings: RoomSettings(doubleKeyWindow: .milliseconds(doubleKeyMilliseconds), keymap: try keymap()),
-            returnToLobby: returnToLobby, standardErrorPath: logPath, logger: Logger(label: "parley.engine"))
+            returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath,
+            logger: Logger(label: "parley.engine"))
     }
 }
 
@@ -156,7 +179,7 @@ struct Join: AsyncParsableCommand {
         let settings = JoinSettings(
             server: try ServerAddress(parsing: server), name: try DisplayName.validate(name),
             room: try RoomName.validate(room), role: Role(rawValue: role) ?? .broadcaster,
-            profile: try VideoProfile.named(profile), encryption: nil)
+            profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
         do {
             try await runTerminal(try options.appOptions(
                 directJoin: settings, lobby: LobbyState(server: server, name: name, room: room), returnToLobby: false))
