@@ -37,10 +37,10 @@ public enum CodecBench {
         VideoProfile(width: 1280, height: 720, kbps: 1500, frames: 150),
     ]
 
-    /// Runs every measurement `repeats` times (alternating Parley and reference) and reports medians.
-    /// `log` receives progress lines. Throws `CodecBenchError` when a reference tool is missing or fails.
+    /// Measures each case `repeats` times, alternating Parley and reference, keeping each side's fastest round;
+    /// `log` gets progress lines. Throws `CodecBenchError` if a reference tool is missing or fails.
     public static func run(
-        profiles: [VideoProfile] = defaultProfiles, audioSeconds: Int = 60, repeats: Int = 5,
+        profiles: [VideoProfile] = defaultProfiles, audioSeconds: Int = 30, repeats: Int = 3,
         log: (String) -> Void = { _ in }
     ) throws -> [BenchTable] {
         let directory = try makeTemporaryDirectory()
@@ -52,14 +52,37 @@ public enum CodecBench {
 
     // MARK: - VP8
 
+    /// Frames per second of CPU time and of wall-clock time for one round.
+    struct Rate {
+        var cpu: Double
+        var wall: Double
+    }
+
+    /// The rounds of one comparison.
+    struct Rounds {
+        var parley: [Rate] = []
+        var reference: [Rate] = []
+
+        /// A table row: CPU-time rates and their ratio, plus the wall-clock ratio, each side's fastest round.
+        func row(_ operation: String, _ content: String, _ tool: String) -> [String] {
+            let parleyCPU = parley.map(\.cpu).max() ?? .nan
+            let referenceCPU = reference.map(\.cpu).max() ?? .nan
+            let wallRatio = (parley.map(\.wall).max() ?? .nan) / (reference.map(\.wall).max() ?? .nan)
+            return [
+                operation, content, formatted(parleyCPU, decimals: 0), tool, formatted(referenceCPU, decimals: 0),
+                formatted(parleyCPU / referenceCPU, decimals: 2) + "x", formatted(wallRatio, decimals: 2) + "x",
+            ]
+        }
+    }
+
+    static let columns = ["Operation", "Content", "Parley fps", "Reference", "Reference fps", "Ratio", "Wall ratio"]
+
     static func videoTable(
         profiles: [VideoProfile], repeats: Int, directory: String, log: (String) -> Void
-    ) throws
-        -> BenchTable
-    {
+    ) throws -> BenchTable {
         var table = BenchTable(
-            title: "Codecs: VP8 (Parley vs vpxenc/vpxdec, libvpx \(String(cString: vpxVersion())))",
-            columns: ["Operation", "Content", "Parley fps", "Reference", "Reference fps", "Ratio"])
+            title: "Codecs: VP8 (Parley vs vpxenc/vpxdec, libvpx \(String(cString: vpx_codec_version_str())))",
+            columns: columns)
         var notes: [String] = []
         for profile in profiles {
             let label = "\(profile.width)x\(profile.height) \(profile.kbps) kbit/s"
@@ -70,10 +93,8 @@ public enum CodecBench {
             let writer = try Y4MFileWriter(path: input)
             for _ in 0..<profile.frames { try writer.write(camera.nextFrame()) }
 
-            var parleyEncode: [Double] = []
-            var referenceEncode: [Double] = []
-            var parleyDecode: [Double] = []
-            var referenceDecode: [Double] = []
+            var encoding = Rounds()
+            var decoding = Rounds()
             var parleyStream: [EncodedVideoFrame] = []
             var referenceBytes = 0
             var referenceFrames: [[UInt8]] = []
@@ -82,38 +103,41 @@ public enum CodecBench {
             for round in 0..<repeats {
                 log("VP8 \(label): round \(round + 1) of \(repeats)")
                 let encoded = try parleyEncodeRun(profile: profile, input: input)
-                parleyEncode.append(encoded.fps)
+                encoding.parley.append(encoded.rate)
                 parleyStream = encoded.frames
                 let reference = try vpxencRun(profile: profile, input: input, output: referenceIVF)
-                referenceEncode.append(reference.fps)
+                encoding.reference.append(reference.rate)
                 referenceBytes = reference.bytes
                 if round == 0 {
                     try writeIVF(parleyStream, width: profile.width, height: profile.height, to: parleyIVF)
                     referenceFrames = try readIVF(referenceIVF)
                 }
-                parleyDecode.append(try parleyDecodeRun(parleyStream))
-                referenceDecode.append(try vpxdecRun(parleyIVF, frames: parleyStream.count))
+                decoding.parley.append(try parleyDecodeRun(parleyStream))
+                decoding.reference.append(try vpxdecRun(parleyIVF, frames: parleyStream.count))
             }
-            let parleyBytes = parleyStream.reduce(0) { $0 + $1.bytes.count }
+            table.add(encoding.row("encode", label, "vpxenc --rt"))
+            table.add(decoding.row("decode", label, "vpxdec"))
             let seconds = Double(profile.frames) / 30
-            let identical = referenceFrames == parleyStream.map(\.bytes)
-            table.add(row("encode", label, median(parleyEncode), "vpxenc --rt", median(referenceEncode)))
-            table.add(row("decode", label, median(parleyDecode), "vpxdec", median(referenceDecode)))
-            let parleyKbps = formatted(Double(parleyBytes) * 8 / seconds / 1000)
+            let parleyKbps = formatted(Double(parleyStream.reduce(0) { $0 + $1.bytes.count }) * 8 / seconds / 1000)
             let referenceKbps = formatted(Double(referenceBytes) * 8 / seconds / 1000)
+            let identical = referenceFrames == parleyStream.map(\.bytes)
             notes.append(
                 "- \(label), \(profile.frames) frames: Parley stream \(parleyKbps) kbit/s, vpxenc stream "
                     + "\(referenceKbps) kbit/s; "
                     + (identical ? "the two bitstreams are byte-identical (same settings)." : "bitstreams differ."))
         }
         let method = [
-            "Synthetic camera (moving pattern, text, sensor noise) written to Y4M once; both sides encode that file.",
+            "Synthetic camera (moving pattern, text, sensor noise) written to Y4M once; both sides encode that file, "
+                + "both decoders decode Parley's stream.",
             "Settings on both sides: realtime deadline, cpu-used -6, 1 thread, CBR, error resilient, lag 0, "
                 + "buffer 1000/500/600 ms, q 2-56, static threshold 1, max intra 900 %, keyframe every 300 frames.",
-            "vpxenc/vpxdec fps are their own timers (libvpx calls only, no file I/O or process start); Parley fps "
-                + "time `VP8Encoder.encode` (wrapping the picture, copying the packet out) and `VP8Decoder.decode` "
-                + "(copying the picture into Swift arrays) per call. Both decoders decode Parley's stream. "
-                + "Medians of \(repeats) alternating rounds; the machine is shared, so expect a few percent of noise.",
+            "fps = frames per CPU-second, so other load on this shared machine does not skew the ratio.",
+            "Parley: thread CPU time inside each `VP8Encoder.encode` call (wrapping the picture, copying the packet "
+                + "out) and over the loop of `VP8Decoder.decode` calls (copying each picture into Swift arrays).",
+            "vpxenc: user CPU time for all frames minus a 1-frame run (process start, headers; its system time is "
+                + "file reading). vpxdec: total CPU time minus a 1-frame run.",
+            "Wall ratio: Parley's wall-clock time against the tools' own status/`--summary` timers (libvpx calls "
+                + "only). Each side's fastest of \(repeats) alternating rounds.",
         ]
         table.notes = method + notes
         return table
@@ -121,72 +145,76 @@ public enum CodecBench {
 
     private static func parleyEncodeRun(
         profile: VideoProfile, input: String
-    ) throws -> (fps: Double, frames: [EncodedVideoFrame]) {
+    ) throws -> (rate: Rate, frames: [EncodedVideoFrame]) {
         let source = try Y4MFileSource(path: input)
         let encoder = try VP8Encoder(
             VP8EncoderConfig(
                 width: profile.width, height: profile.height, targetBitrateKbps: profile.kbps, threads: 1))
         var frames: [EncodedVideoFrame] = []
-        var busy = Duration.zero
-        let clock = ContinuousClock()
+        var timer = CallTimer()
         for _ in 0..<profile.frames {
             let picture = try source.nextFrame()
-            let start = clock.now
-            let output = try encoder.encode(picture)
-            busy += start.duration(to: clock.now)
+            let output = try timer.measure { try encoder.encode(picture) }
             frames += output
         }
-        return (Double(profile.frames) / seconds(busy), frames)
+        return (timer.rate(frames: profile.frames), frames)
     }
 
-    private static func parleyDecodeRun(_ stream: [EncodedVideoFrame]) throws -> Double {
+    private static func parleyDecodeRun(_ stream: [EncodedVideoFrame]) throws -> Rate {
         let decoder = try VP8Decoder()
-        var busy = Duration.zero
-        let clock = ContinuousClock()
+        let packets = stream.map(\.bytes)
         var pictures = 0
-        for frame in stream {
-            let start = clock.now
-            let picture = try decoder.decode(frame.bytes)
-            busy += start.duration(to: clock.now)
-            if picture != nil { pictures += 1 }
+        var timer = CallTimer()
+        // One timed loop: per-call CPU clock reads are system calls, a visible share of a 0.4 ms decode.
+        try timer.measure {
+            for packet in packets where try decoder.decode(packet) != nil { pictures += 1 }
         }
         guard pictures == stream.count else {
             throw CodecBenchError.mismatch("Parley decoded \(pictures) of \(stream.count) frames")
         }
-        return Double(stream.count) / seconds(busy)
+        return timer.rate(frames: stream.count)
     }
 
     private static func vpxencRun(
         profile: VideoProfile, input: String, output: String
-    ) throws -> (fps: Double, bytes: Int) {
-        let arguments = [
-            "vpxenc", "--codec=vp8", "--rt", "--cpu-used=-6", "--threads=1", "--end-usage=cbr",
-            "--target-bitrate=\(profile.kbps)", "--lag-in-frames=0", "--error-resilient=1", "--kf-min-dist=0",
-            "--kf-max-dist=300", "--min-q=2", "--max-q=56", "--undershoot-pct=100", "--overshoot-pct=15",
-            "--buf-sz=1000", "--buf-initial-sz=500", "--buf-optimal-sz=600", "--static-thresh=1",
-            "--max-intra-rate=900", "--noise-sensitivity=0", "--token-parts=0", "--drop-frame=0",
-            "--resize-allowed=0", "--timebase=1/1000000", "--limit=\(profile.frames)", "--ivf", "-o", output, input,
-        ]
-        let text = try runTool(arguments)
+    ) throws -> (rate: Rate, bytes: Int) {
+        func arguments(frames: Int, output: String) -> [String] {
+            [
+                "vpxenc", "--codec=vp8", "--rt", "--cpu-used=-6", "--threads=1", "--end-usage=cbr",
+                "--target-bitrate=\(profile.kbps)", "--lag-in-frames=0", "--error-resilient=1", "--kf-min-dist=0",
+                "--kf-max-dist=300", "--min-q=2", "--max-q=56", "--undershoot-pct=100", "--overshoot-pct=15",
+                "--buf-sz=1000", "--buf-initial-sz=500", "--buf-optimal-sz=600", "--static-thresh=1",
+                "--max-intra-rate=900", "--noise-sensitivity=0", "--token-parts=0", "--drop-frame=0",
+                "--resize-allowed=0", "--timebase=1/1000000", "--limit=\(frames)", "--ivf", "-o", output, input,
+            ]
+        }
+        let baseline = try runTool(arguments(frames: 1, output: output + ".one"))
+        let run = try runTool(arguments(frames: profile.frames, output: output))
         // Final status line: "Pass 1/1 frame  300/300  445566B  11881b/f 356448b/s  468123 us (640.87 fps)".
-        guard
-            let summary = text.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last(where: { $0.contains(" fps)") }
-            ),
+        let lines = run.text.split(whereSeparator: { $0 == "\r" || $0 == "\n" })
+        guard let summary = lines.last(where: { $0.contains(" fps)") }),
             let fps = number(in: summary, before: " fps)"), let bytes = number(in: summary, before: "B ")
-        else { throw CodecBenchError.unparsable(tool: "vpxenc", output: String(text.suffix(300))) }
-        return (fps, Int(bytes))
+        else { throw CodecBenchError.unparsable(tool: "vpxenc", output: String(run.text.suffix(300))) }
+        // User time only: the system time is mostly reading the Y4M file, which Parley's timing leaves out too.
+        let cpu = Double(profile.frames - 1) / max(1e-9, run.user - baseline.user)
+        return (Rate(cpu: cpu, wall: fps), Int(bytes))
     }
 
-    private static func vpxdecRun(_ path: String, frames: Int) throws -> Double {
-        let text = try runTool(["vpxdec", "--codec=vp8", "--threads=1", "--summary", "--noblit", path])
+    private static func vpxdecRun(_ path: String, frames: Int) throws -> Rate {
+        let arguments = ["vpxdec", "--codec=vp8", "--threads=1", "--summary", "--noblit"]
+        let baseline = try runTool(arguments + ["--limit=1", path])
+        let run = try runTool(arguments + [path])
         // "300 decoded frames/300 showed frames in 145000 us (2068.97 fps)"
-        guard let line = text.split(separator: "\n").last(where: { $0.contains("decoded frames/") }),
+        guard let line = run.text.split(separator: "\n").last(where: { $0.contains("decoded frames/") }),
             let fps = number(in: line, before: " fps)"), let decoded = number(in: line, before: " decoded frames")
-        else { throw CodecBenchError.unparsable(tool: "vpxdec", output: String(text.suffix(300))) }
+        else { throw CodecBenchError.unparsable(tool: "vpxdec", output: String(run.text.suffix(300))) }
         guard Int(decoded) == frames else {
             throw CodecBenchError.mismatch("vpxdec decoded \(Int(decoded)) of \(frames) frames")
         }
-        return fps
+        // vpxdec reads a few MB at most, so its total CPU time is the decoder's; the kernel's user/system split
+        // is tick-sampled and too coarse for a 0.1 s run.
+        let busy = (run.user + run.system) - (baseline.user + baseline.system)
+        return Rate(cpu: Double(frames - 1) / max(1e-9, busy), wall: fps)
     }
 
     // MARK: - Opus
@@ -194,7 +222,7 @@ public enum CodecBench {
     static func audioTable(seconds audioSeconds: Int, repeats: Int, log: (String) -> Void) throws -> BenchTable {
         var table = BenchTable(
             title: "Codecs: Opus (Parley vs direct libopus calls, \(String(cString: opus_get_version_string())))",
-            columns: ["Operation", "Content", "Parley fps", "Reference", "Reference fps", "Ratio"])
+            columns: columns)
         let config = OpusAudioConfig()
         let frameSamples = config.samplesPerChannel
         log("Opus: generating \(audioSeconds) s of synthetic speech")
@@ -204,31 +232,30 @@ public enum CodecBench {
         }
         let pcm = frames.flatMap(\.samples)
         let label = "48 kHz mono 20 ms, 32 kbit/s VOIP, FEC"
-        var parleyEncode: [Double] = []
-        var referenceEncode: [Double] = []
-        var parleyDecode: [Double] = []
-        var referenceDecode: [Double] = []
+        var encoding = Rounds()
+        var decoding = Rounds()
         var packets: [[UInt8]] = []
         var referencePackets: [[UInt8]] = []
         for round in 0..<repeats {
             log("Opus: round \(round + 1) of \(repeats)")
             let encoded = try parleyOpusEncode(frames, config)
-            parleyEncode.append(encoded.fps)
+            encoding.parley.append(encoded.rate)
             packets = encoded.packets
             let reference = try libopusEncode(pcm, frameSamples: frameSamples, config)
-            referenceEncode.append(reference.fps)
+            encoding.reference.append(reference.rate)
             referencePackets = reference.packets
-            parleyDecode.append(try parleyOpusDecode(packets))
-            referenceDecode.append(try libopusDecode(packets, frameSamples: frameSamples))
+            decoding.parley.append(try parleyOpusDecode(packets))
+            decoding.reference.append(try libopusDecode(packets, frameSamples: frameSamples))
         }
-        table.add(row("encode", label, median(parleyEncode), "opus_encode", median(referenceEncode)))
-        table.add(row("decode", label, median(parleyDecode), "opus_decode", median(referenceDecode)))
+        table.add(encoding.row("encode", label, "opus_encode"))
+        table.add(decoding.row("decode", label, "opus_decode"))
         let kbps = Double(packets.reduce(0) { $0 + $1.count }) * 8 / Double(audioSeconds) / 1000
         table.notes = [
             "\(audioSeconds) s of the synthetic voice (talk spurts and pauses), \(frames.count) frames; complexity 10, "
                 + "10 % expected loss, VBR. Parley: `OpusAudioEncoder.encode(AudioFrame)` / "
                 + "`OpusAudioDecoder.decode` returning new arrays; reference: the same libopus calls on one "
-                + "preallocated buffer. Whole loops timed; medians of \(repeats) alternating rounds.",
+                + "preallocated buffer. Whole loops timed (thread CPU time, and wall-clock for the wall ratio); "
+                + "each side's fastest of \(repeats) alternating rounds.",
             "- Parley stream \(formatted(kbps)) kbit/s; "
                 + (packets == referencePackets ? "packets byte-identical to the reference." : "packets differ."),
         ]
@@ -237,36 +264,33 @@ public enum CodecBench {
 
     private static func parleyOpusEncode(
         _ frames: [AudioFrame], _ config: OpusAudioConfig
-    ) throws
-        -> (fps: Double, packets: [[UInt8]])
-    {
+    ) throws -> (rate: Rate, packets: [[UInt8]]) {
         let encoder = try OpusAudioEncoder(config)
         var packets: [[UInt8]] = []
         packets.reserveCapacity(frames.count)
-        let clock = ContinuousClock()
-        let start = clock.now
-        for frame in frames { packets.append(try encoder.encode(frame)) }
-        return (Double(frames.count) / seconds(start.duration(to: clock.now)), packets)
+        var timer = CallTimer()
+        try timer.measure {
+            for frame in frames { packets.append(try encoder.encode(frame)) }
+        }
+        return (timer.rate(frames: frames.count), packets)
     }
 
-    private static func parleyOpusDecode(_ packets: [[UInt8]]) throws -> Double {
+    private static func parleyOpusDecode(_ packets: [[UInt8]]) throws -> Rate {
         let decoder = try OpusAudioDecoder()
         var samples = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        for packet in packets { samples += try decoder.decode(packet).samples.count }
-        let elapsed = start.duration(to: clock.now)
+        var timer = CallTimer()
+        try timer.measure {
+            for packet in packets { samples += try decoder.decode(packet).samples.count }
+        }
         guard samples == packets.count * 960 else {
             throw CodecBenchError.mismatch("Parley decoded \(samples) samples")
         }
-        return Double(packets.count) / seconds(elapsed)
+        return timer.rate(frames: packets.count)
     }
 
     private static func libopusEncode(
         _ pcm: [Int16], frameSamples: Int, _ config: OpusAudioConfig
-    ) throws
-        -> (fps: Double, packets: [[UInt8]])
-    {
+    ) throws -> (rate: Rate, packets: [[UInt8]]) {
         var status: Int32 = 0
         guard let encoder = opus_encoder_create(48_000, 1, OPUS_APPLICATION_VOIP, &status), status == OPUS_OK else {
             throw CodecBenchError.mismatch("opus_encoder_create failed: \(status)")
@@ -284,24 +308,24 @@ public enum CodecBench {
         let count = pcm.count / frameSamples
         var output = [UInt8](repeating: 0, count: 4000 * count)
         var sizes = [Int](repeating: 0, count: count)
-        let clock = ContinuousClock()
-        let start = clock.now
-        pcm.withUnsafeBufferPointer { input in
-            output.withUnsafeMutableBufferPointer { out in
-                for index in 0..<count {
-                    sizes[index] = Int(
-                        opus_encode(
-                            encoder, input.baseAddress! + index * frameSamples, Int32(frameSamples),
-                            out.baseAddress! + index * 4000, 4000))
+        var timer = CallTimer()
+        timer.measure {
+            pcm.withUnsafeBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { out in
+                    for index in 0..<count {
+                        sizes[index] = Int(
+                            opus_encode(
+                                encoder, input.baseAddress! + index * frameSamples, Int32(frameSamples),
+                                out.baseAddress! + index * 4000, 4000))
+                    }
                 }
             }
         }
-        let elapsed = start.duration(to: clock.now)
-        let packets = (0..<count).map { Array(output[(($0) * 4000)..<($0 * 4000 + max(0, sizes[$0]))]) }
-        return (Double(count) / seconds(elapsed), packets)
+        let packets = (0..<count).map { Array(output[($0 * 4000)..<($0 * 4000 + max(0, sizes[$0]))]) }
+        return (timer.rate(frames: count), packets)
     }
 
-    private static func libopusDecode(_ packets: [[UInt8]], frameSamples: Int) throws -> Double {
+    private static func libopusDecode(_ packets: [[UInt8]], frameSamples: Int) throws -> Rate {
         var status: Int32 = 0
         guard let decoder = opus_decoder_create(48_000, 1, &status), status == OPUS_OK else {
             throw CodecBenchError.mismatch("opus_decoder_create failed: \(status)")
@@ -312,47 +336,48 @@ public enum CodecBench {
         let offsets = packets.reduce(into: [0]) { $0.append($0.last! + $1.count) }
         var pcm = [Int16](repeating: 0, count: 5760)
         var total = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        joined.withUnsafeBufferPointer { data in
-            pcm.withUnsafeMutableBufferPointer { out in
-                for index in 0..<packets.count {
-                    total += Int(
-                        opus_decode(
-                            decoder, data.baseAddress! + offsets[index],
-                            opus_int32(offsets[index + 1] - offsets[index]),
-                            out.baseAddress!, 5760, 0))
+        var timer = CallTimer()
+        timer.measure {
+            joined.withUnsafeBufferPointer { data in
+                pcm.withUnsafeMutableBufferPointer { out in
+                    for index in 0..<packets.count {
+                        total += Int(
+                            opus_decode(
+                                decoder, data.baseAddress! + offsets[index],
+                                opus_int32(offsets[index + 1] - offsets[index]), out.baseAddress!, 5760, 0))
+                    }
                 }
             }
         }
-        let elapsed = start.duration(to: clock.now)
         guard total == packets.count * frameSamples else {
             throw CodecBenchError.mismatch("libopus decoded \(total) samples")
         }
-        return Double(packets.count) / seconds(elapsed)
+        return timer.rate(frames: packets.count)
+    }
+
+    /// Adds up thread CPU time and wall-clock time spent inside measured calls.
+    struct CallTimer {
+        var cpu = 0.0
+        var wall = Duration.zero
+        private let clock = ContinuousClock()
+
+        mutating func measure<T>(_ body: () throws -> T) rethrows -> T {
+            let cpuStart = threadCPUSeconds()
+            let wallStart = clock.now
+            let result = try body()
+            wall += wallStart.duration(to: clock.now)
+            cpu += threadCPUSeconds() - cpuStart
+            return result
+        }
+
+        func rate(frames: Int) -> Rate {
+            Rate(cpu: Double(frames) / max(1e-9, cpu), wall: Double(frames) / max(1e-9, seconds(wall)))
+        }
     }
 
     // MARK: - Helpers
 
-    private static func row(
-        _ operation: String, _ content: String, _ parley: Double, _ tool: String, _ reference: Double
-    )
-        -> [String]
-    {
-        [
-            operation, content, formatted(parley, decimals: 0), tool, formatted(reference, decimals: 0),
-            formatted(parley / reference, decimals: 2) + "x",
-        ]
-    }
-
-    private static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        guard !sorted.isEmpty else { return .nan }
-        return sorted.count % 2 == 1
-            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
+    fileprivate static func seconds(_ duration: Duration) -> Double {
         let parts = duration.components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
@@ -365,7 +390,8 @@ public enum CodecBench {
         return Double(String(digits.reversed()))
     }
 
-    private static func runTool(_ arguments: [String]) throws -> String {
+    /// Runs a tool; returns its output and the CPU time (user, system) it used, from the kernel's accounting.
+    private static func runTool(_ arguments: [String]) throws -> (text: String, user: Double, system: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -375,8 +401,10 @@ public enum CodecBench {
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardOutput = log
         process.standardError = log
+        let before = childrenUsage()
         try process.run()
         process.waitUntilExit()
+        let after = childrenUsage()
         try log.close()
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         if process.terminationStatus == 127 {
@@ -387,7 +415,22 @@ public enum CodecBench {
                 command: arguments.joined(separator: " "), status: process.terminationStatus,
                 output: String(text.suffix(400)))
         }
-        return text
+        return (text, after.user - before.user, after.system - before.system)
+    }
+
+    /// CPU seconds used by all waited-for child processes so far.
+    private static func childrenUsage() -> (user: Double, system: Double) {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return (seconds(usage.ru_utime), seconds(usage.ru_stime))
+    }
+
+    /// CPU time this thread has used, in seconds.
+    fileprivate static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     private static func makeTemporaryDirectory() throws -> String {
@@ -435,7 +478,6 @@ public enum CodecBench {
         (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    private static func vpxVersion() -> UnsafePointer<CChar> { vpx_codec_version_str() }
 }
 
 /// Why the codec benchmark could not finish.

@@ -75,18 +75,27 @@ public final class SyntheticCamera: VideoSource {
                     + 12 * sin(2 * Double.pi * (Double(column) - t) / 24))
         }
         let noiseStart = addsNoise ? Int((frameNumber &* 2_654_435_761) >> 16) : 0
+        // Textured "wallpaper" panning 1.5 px right and 0.5 px down per frame: half-pixel steps make the encoder
+        // interpolate and code real detail, as a handheld webcam does.
+        let panX = Int(frameNumber) * 3 / 2
+        let halfStep = frameNumber % 2 == 1
+        let panY = Int(frameNumber) / 2
         let luma = [UInt8](unsafeUninitializedCapacity: width * height) { out, count in
             Self.noise.withUnsafeBufferPointer { noise in
-                for row in 0..<height {
-                    let base = rowTerm[row]
-                    let offset = row * width
-                    if addsNoise {
+                Self.texture.withUnsafeBufferPointer { texture in
+                    for row in 0..<height {
+                        let base = rowTerm[row]
+                        let offset = row * width
+                        let textureRow = ((row + panY) & 255) * 256
+                        let noiseBase = noiseStart + offset
                         for column in 0..<width {
-                            let value = base + columnTerm[column] + Int(noise[(noiseStart + offset + column) & 0xFFFF])
+                            let x = (column + panX) & 255
+                            var detail = Int(texture[textureRow + x])
+                            if halfStep { detail = (detail + Int(texture[textureRow + ((x + 1) & 255)]) + 1) >> 1 }
+                            var value = base + columnTerm[column] + detail
+                            if addsNoise { value += Int(noise[(noiseBase + column) & 0xFFFF]) }
                             out[offset + column] = UInt8(clamping: value)
                         }
-                    } else {
-                        for column in 0..<width { out[offset + column] = UInt8(clamping: base + columnTerm[column]) }
                     }
                 }
             }
@@ -179,6 +188,31 @@ public final class SyntheticCamera: VideoSource {
             for column in left..<right { frame.y[row * width + column] = luma }
         }
     }
+
+    /// A 256x256 tile of soft random blobs (4-pixel cells, box-blurred) between about -28 and +28.
+    private static let texture: [Int16] = {
+        var state: UInt32 = 0x2545_F491
+        func next() -> Int {
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            return Int(state % 81) - 40
+        }
+        let cells = (0..<(64 * 64)).map { _ in next() }
+        let blocky: [Int] = (0..<(256 * 256)).map { (index: Int) -> Int in
+            let cellRow = index / 1024
+            let cellColumn = (index % 256) / 4
+            return cells[cellRow * 64 + cellColumn]
+        }
+        return (0..<(256 * 256)).map { index in
+            let (row, column) = (index / 256, index % 256)
+            var sum = 0
+            for dy in -1...1 {
+                for dx in -1...1 { sum += blocky[((row + dy) & 255) * 256 + ((column + dx) & 255)] }
+            }
+            return Int16(sum / 9 * 3 / 10)
+        }
+    }()
 
     /// 64 Ki noise samples, roughly Gaussian with a standard deviation near 2 (a decent webcam in good light).
     private static let noise: [Int8] = {

@@ -98,25 +98,26 @@ import Testing
     }
 
     @Test func writerOutputReadsBackExactly() throws {
-        let directory = try temporaryDirectory()
-        let path = directory + "/camera.y4m"
-        let camera = SyntheticCamera(name: "File", participant: 5, width: 160, height: 120)
-        let written = (0..<3).map { _ in camera.nextFrame() }
-        do {
-            let writer = try Y4MFileWriter(path: path)
-            for frame in written { try writer.write(frame) }
-            #expect(
-                throws: MediaFileError.unsupportedFrame(
-                    "Y4M file \(path) is 160x120; cannot append a 320x240 frame (Y4M cannot change size)")
-            ) {
-                try writer.write(VideoFrame(width: 320, height: 240, fillY: 0))
+        try withTemporaryDirectory { directory in
+            let path = directory + "/camera.y4m"
+            let camera = SyntheticCamera(name: "File", participant: 5, width: 160, height: 120)
+            let written = (0..<3).map { _ in camera.nextFrame() }
+            do {
+                let writer = try Y4MFileWriter(path: path)
+                for frame in written { try writer.write(frame) }
+                #expect(
+                    throws: MediaFileError.unsupportedFrame(
+                        "Y4M file \(path) is 160x120; cannot append a 320x240 frame (Y4M cannot change size)")
+                ) {
+                    try writer.write(VideoFrame(width: 320, height: 240, fillY: 0))
+                }
             }
+            let raw = try FileInput(path: path).read(at: 0, count: 64)
+            #expect(raw.starts(with: Self.bytes("YUV4MPEG2 W160 H120 F30:1 Ip A1:1 C420jpeg\nFRAME\n")))
+            let source = try Y4MFileSource(path: path)
+            for frame in written { #expect(try source.nextFrame() == frame) }
+            #expect(SyntheticCamera.readStamp(from: try source.nextFrame())?.frame == 0, "loops to frame 0")
         }
-        let raw = try FileInput(path: path).read(at: 0, count: 64)
-        #expect(raw.starts(with: Self.bytes("YUV4MPEG2 W160 H120 F30:1 Ip A1:1 C420jpeg\nFRAME\n")))
-        let source = try Y4MFileSource(path: path)
-        for frame in written { #expect(try source.nextFrame() == frame) }
-        #expect(SyntheticCamera.readStamp(from: try source.nextFrame())?.frame == 0, "loops to frame 0")
     }
 
     @Test func missingFileNamesPathAndReason() {
@@ -223,22 +224,24 @@ import Testing
     }
 
     @Test func writerKeepsHeaderCurrentAndReadsBack() throws {
-        let path = try temporaryDirectory() + "/voice.wav"
-        let voice = SyntheticVoice(participant: 2)
-        let frames = (0..<5).map { _ in voice.nextFrame(samplesPerChannel: 960) }
-        let writer = try WAVFileWriter(path: path)
-        for frame in frames { try writer.write(frame) }
-        #expect(
-            throws: MediaFileError.unsupportedFrame(
-                "WAV file \(path) is 48000 Hz, 1 channel(s); cannot append 48000 Hz, 2 channel(s)")
-        ) {
-            try writer.write(AudioFrame(channels: 2, samples: [0, 0]))
+        try withTemporaryDirectory { directory in
+            let path = directory + "/voice.wav"
+            let voice = SyntheticVoice(participant: 2)
+            let frames = (0..<5).map { _ in voice.nextFrame(samplesPerChannel: 960) }
+            let writer = try WAVFileWriter(path: path)
+            for frame in frames { try writer.write(frame) }
+            #expect(
+                throws: MediaFileError.unsupportedFrame(
+                    "WAV file \(path) is 48000 Hz, 1 channel(s); cannot append 48000 Hz, 2 channel(s)")
+            ) {
+                try writer.write(AudioFrame(channels: 2, samples: [0, 0]))
+            }
+            // Still open, yet already a complete file.
+            let input = try FileInput(path: path)
+            let audio = try WAVAudio.parse(input.read(at: 0, count: input.size))
+            #expect(audio.samples == frames.flatMap(\.samples))
+            #expect(writer.framesWritten == 4800)
         }
-        // Still open, yet already a complete file.
-        let input = try FileInput(path: path)
-        let audio = try WAVAudio.parse(input.read(at: 0, count: input.size))
-        #expect(audio.samples == frames.flatMap(\.samples))
-        #expect(writer.framesWritten == 4800)
     }
 
     @Test func sourceLoopsAndStampsMediaTime() throws {
@@ -250,16 +253,18 @@ import Testing
     }
 
     @Test func fileSourceReportsParseErrors() throws {
-        let path = try temporaryDirectory() + "/bad.wav"
-        let output = try FileOutput(path: path)
-        try output.append(Self.wav(rate: 8000))
-        #expect(
-            throws: MediaFileError.wav(
-                "sample rate 8000 Hz is not supported; Parley needs 48000 Hz "
-                    + "(convert with: sox in.wav -r 48000 out.wav)"
-            )
-        ) {
-            try WAVFileSource(path: path)
+        try withTemporaryDirectory { directory in
+            let path = directory + "/bad.wav"
+            let output = try FileOutput(path: path)
+            try output.append(Self.wav(rate: 8000))
+            #expect(
+                throws: MediaFileError.wav(
+                    "sample rate 8000 Hz is not supported; Parley needs 48000 Hz "
+                        + "(convert with: sox in.wav -r 48000 out.wav)"
+                )
+            ) {
+                try WAVFileSource(path: path)
+            }
         }
     }
 }

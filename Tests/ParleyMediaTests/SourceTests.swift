@@ -76,6 +76,15 @@ import Testing
         #expect(released.map(\.late) == [0, 6_667, 3_334])
     }
 
+    @Test func anyClockOfDurationCanDriveThePacer() async throws {
+        let manual = ManualClock()
+        let clock: any Clock<Duration> = manual
+        let pacer = MediaPacer(clock: clock)
+        manual.advance(by: .milliseconds(50))
+        #expect(pacer.elapsedMicros == 50_000)
+        #expect(try await pacer.waitUntilDue(20_000) == 30_000, "already due: returns at once, 30 ms late")
+    }
+
     @Test func cancellingAWaitingLoopEndsIt() async {
         let clock = ManualClock()
         let pacer = MediaPacer(clock: clock)

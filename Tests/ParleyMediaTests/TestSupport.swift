@@ -1,11 +1,13 @@
 import Foundation
 import ParleyMedia
 
-/// A fresh private directory for one test's files (tests run in parallel).
-func temporaryDirectory() throws -> String {
+/// Runs `body` with a fresh private directory (tests run in parallel) and removes the directory afterwards.
+func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
     var template = Array((NSTemporaryDirectory() + "parley-media-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-    return String(cString: made)
+    let directory = String(cString: made)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    return try body(directory)
 }
 
 /// Normalised cross-correlation of two equally long signals (1 = identical shape).

@@ -7,19 +7,20 @@ import Testing
         var width: Int
         var height: Int
         var kbps: Int
+        /// Lowest acceptable mean Y-PSNR in dB.
+        var minimumPSNR: Double
         var testDescription: String { "\(width)x\(height) at \(kbps) kbit/s" }
     }
 
-    // Measured here (libvpx 1.12, cpu-used -6, 2 s of the noisy moving camera, frames 10...59):
-    // Y-PSNR 38.8 dB at 320x180/300, 39.2 dB at 640x360/600, 39.7 dB at 1280x720/1500 (overall about 1 dB higher).
-    // 35 dB leaves margin for other libvpx builds yet fails on a broken path: a wrong stride or plane order gives
-    // under 20 dB, a starved rate (bit/s read as kbit/s the other way round) under 30 dB.
-    static let minimumPSNR = 35.0
-
+    // Measured here (libvpx 1.12, cpu-used -6, one thread, so the encode is deterministic; frames 10...59 of the
+    // textured, noisy camera): Y-PSNR 34.7 dB at 320x180/300, 34.5 at 640x360/600, 34.3 at 1280x720/1500
+    // (overall about 1.3 dB higher). The same content pinned at the worst quantizer (rate far too low) gives
+    // 31.6 / 32.7 / 33.3 dB, and a picture shifted by one pixel (a stride slip) about 25 dB. Thresholds sit about
+    // 1 dB under the measurement: they fail on a damaged pipeline, a starved rate or a quality regression.
     @Test(arguments: [
-        RoundTrip(width: 320, height: 180, kbps: 300),
-        RoundTrip(width: 640, height: 360, kbps: 600),
-        RoundTrip(width: 1280, height: 720, kbps: 1500),
+        RoundTrip(width: 320, height: 180, kbps: 300, minimumPSNR: 33.7),
+        RoundTrip(width: 640, height: 360, kbps: 600, minimumPSNR: 33.5),
+        RoundTrip(width: 1280, height: 720, kbps: 1500, minimumPSNR: 33.4),
     ])
     func movingPatternSurvivesRoundTrip(_ row: RoundTrip) throws {
         let camera = SyntheticCamera(name: "Alice", participant: 1, width: row.width, height: row.height)
@@ -46,8 +47,8 @@ import Testing
         let meanY = lumaPSNR.reduce(0, +) / Double(lumaPSNR.count)
         let meanOverall = overallPSNR.reduce(0, +) / Double(overallPSNR.count)
         print("VP8 \(row.testDescription): Y-PSNR \(meanY) dB, overall \(meanOverall) dB")
-        #expect(meanY >= Self.minimumPSNR)
-        #expect(meanOverall >= Self.minimumPSNR)
+        #expect(meanY >= row.minimumPSNR)
+        #expect(meanOverall >= row.minimumPSNR + 1)
     }
 
     struct RateCase: CustomTestStringConvertible, Sendable {
