@@ -63,7 +63,10 @@ let package = Package(
         // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run.
         .target(
             name: "ParleyBench",
-            dependencies: ["ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI"]
+            dependencies: [
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
+                "COpus", "COpusShim", "CVPX",
+            ]
         ),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
         // and runs the in-pane half of RenderBench (`--bench`).
