@@ -65,6 +65,7 @@ public enum RelayBench {
     /// forwarder; returns the table.
     public static func run(executable: String, settings: Settings = Settings(),
                            log: @Sendable (String) -> Void) throws -> BenchTable {
+        var settings = settings
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
@@ -187,7 +188,11 @@ public enum RelayBench {
             }
             members = made
         }
-        defer { forwarder.stop() }
+        defer {
+            forwarder.stop()
+            // Receive-only members are otherwise released (and their sockets closed) after the last use below.
+            withExtendedLifetime(members) {}
+        }
 
         let counters = LoadCounters()
         let receiver = LoadReceiver(sockets: members.map(\.media.descriptor), counters: counters)
@@ -203,17 +208,17 @@ public enum RelayBench {
             let perSender = Double(offered) / Double(deliveriesPerRound)
             let before = counters.snapshot()
             let generator = LoadGenerator(members: senders, packetsPerSecond: perSender, counters: counters,
-                                          duration: settings.warmUp + settings.window)
+                                          duration: settings.warmUp + settings.window + .milliseconds(100))
             let generating = generator.start(cpu: pinning?.generator)
             sleep(settings.warmUp, keepingAlive: signaling)
             let startCounters = counters.snapshot()
             let startCPU = forwarder.cpuSeconds()
-            let startSelf = processCPUSeconds(pid: getpid()) - forwarder.inProcessCPUSeconds()
+            let startSelf = ownCPUSeconds() - forwarder.inProcessCPUSeconds()
             let startWall = ContinuousClock.now
             sleep(settings.window, keepingAlive: signaling)
             let endCounters = counters.snapshot()
             let endCPU = forwarder.cpuSeconds()
-            let endSelf = processCPUSeconds(pid: getpid()) - forwarder.inProcessCPUSeconds()
+            let endSelf = ownCPUSeconds() - forwarder.inProcessCPUSeconds()
             let wall = seconds(ContinuousClock.now - startWall)
             generating.wait()
             sleep(.milliseconds(300), keepingAlive: signaling)
@@ -329,6 +334,14 @@ func pinCurrentThread(to cpu: Int) -> Bool {
     guard cpu < 1024 else { return false }
     set[cpu / 8] |= UInt8(1 << (cpu % 8))
     return BatchIO.setAffinity(0, set.count, set) == 0
+}
+
+/// CPU seconds (user + sys) of this process so far, exited threads included.
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 /// CPU seconds (user + sys) of every thread of a process so far, from the scheduler's nanosecond runtime.
