@@ -65,7 +65,6 @@ public enum RelayBench {
     /// forwarder; returns the table.
     public static func run(executable: String, settings: Settings = Settings(),
                            log: @Sendable (String) -> Void) throws -> BenchTable {
-        var settings = settings
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
