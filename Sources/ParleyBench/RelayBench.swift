@@ -65,6 +65,9 @@ public enum RelayBench {
     /// forwarder; returns the table.
     public static func run(executable: String, settings: Settings = Settings(),
                            log: @Sendable (String) -> Void) throws -> BenchTable {
+        var settings = settings
+        let quick = ProcessInfo.processInfo.environment["QUICK"] != nil
+        if quick { settings.layouts.removeLast(); settings.offeredRates = [50_000, 100_000] }
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
@@ -72,17 +75,18 @@ public enum RelayBench {
         var table = BenchTable(
             title: "Relay forwarding on loopback (delivered RTP packets, mixed 1212/100-byte datagrams)",
             columns: ["forwarder", "layout", "offered pkt/s", "delivered pkt/s", "Mbit/s", "forwarder CPU %",
-                      "pkt/s per core", "loss %", "load gen CPU %"])
+                      "forwarder waiting %", "pkt/s per core", "loss %", "load gen CPU %"])
         var best: [String: (delivered: Double, perCore: Double)] = [:]
         for layout in settings.layouts {
-            for forwarder in [ForwarderKind.parley, .reference] {
+            for forwarder in quick ? [ForwarderKind.parley] : [ForwarderKind.parley, .reference] {
                 log("relay bench: \(forwarder.label), \(layout.name)")
                 let rows = try measure(forwarder, layout: layout, settings: settings, pinning: pinning,
                                        executable: executable, log: log)
                 for row in rows {
                     table.add([forwarder.label, layout.name, formatted(row.offered, decimals: 0),
                                formatted(row.delivered, decimals: 0), formatted(row.megabits, decimals: 0),
-                               formatted(row.forwarderCPU * 100, decimals: 1), formatted(row.perCore, decimals: 0),
+                               formatted(row.forwarderCPU * 100, decimals: 1),
+                               formatted(row.forwarderWait * 100, decimals: 0), formatted(row.perCore, decimals: 0),
                                formatted(row.loss * 100, decimals: 2), formatted(row.generatorCPU * 100, decimals: 0)])
                     // The best step is the highest delivered rate that lost under 1 %.
                     let key = "\(forwarder.label)|\(layout.name)"
@@ -98,6 +102,8 @@ public enum RelayBench {
             "forwarder CPU % = its user+sys CPU time over the window ÷ wall time (100 % = one core), from the "
                 + "scheduler's runtime of every thread (/proc/PID/task/*/schedstat for `parley serve`, the thread CPU "
                 + "clock for the reference). pkt/s per core = delivered ÷ CPU fraction.",
+            "forwarder waiting % = time it was runnable but another process had its CPU (schedstat run-queue wait) "
+                + "÷ wall time: when high, the delivered rate measures the machine's other load, not the forwarder.",
             "loss % = 1 − received ÷ (sent × fan-out) over the whole step including a 300 ms drain.",
             pinning.map { "Pinned: forwarder on CPU \($0.forwarder), load generator (1 sender + 1 receiver thread, "
                 + "sendmmsg/recvmmsg) on CPU \($0.generator)." } ?? "One core: nothing pinned; generator and "
@@ -141,6 +147,7 @@ public enum RelayBench {
         var delivered: Double
         var megabits: Double
         var forwarderCPU: Double
+        var forwarderWait: Double
         var perCore: Double
         var loss: Double
         var generatorCPU: Double
@@ -212,11 +219,13 @@ public enum RelayBench {
             sleep(settings.warmUp, keepingAlive: signaling)
             let startCounters = counters.snapshot()
             let startCPU = forwarder.cpuSeconds()
+            let startWait = forwarder.waitSeconds()
             let startSelf = ownCPUSeconds() - forwarder.inProcessCPUSeconds()
             let startWall = ContinuousClock.now
             sleep(settings.window, keepingAlive: signaling)
             let endCounters = counters.snapshot()
             let endCPU = forwarder.cpuSeconds()
+            let endWait = forwarder.waitSeconds()
             let endSelf = ownCPUSeconds() - forwarder.inProcessCPUSeconds()
             let wall = seconds(ContinuousClock.now - startWall)
             generating.wait()
@@ -230,11 +239,12 @@ public enum RelayBench {
                 offered: Double(endCounters.expected - startCounters.expected) / wall,
                 delivered: delivered,
                 megabits: Double(endCounters.receivedBytes - startCounters.receivedBytes) * 8 / 1e6 / wall,
-                forwarderCPU: cpu, perCore: cpu > 0 ? delivered / cpu : .nan,
+                forwarderCPU: cpu, forwarderWait: (endWait - startWait) / wall, perCore: cpu > 0 ? delivered / cpu : .nan,
                 loss: expected > 0 ? max(0, 1 - Double(after.received - before.received) / Double(expected)) : 0,
                 generatorCPU: (endSelf - startSelf) / wall)
             log("  offered \(offered): delivered \(formatted(delivered, decimals: 0)) pkt/s, CPU "
-                + "\(formatted(cpu * 100, decimals: 1)) %, loss \(formatted(result.loss * 100, decimals: 2)) %")
+                + "\(formatted(cpu * 100, decimals: 1)) %, waiting \(formatted(result.forwarderWait * 100, decimals: 0)) %, "
+                + "loss \(formatted(result.loss * 100, decimals: 2)) %")
             results.append(result)
         }
         for socket in signaling { socket.leave() }
@@ -272,6 +282,10 @@ enum BatchIO {
     private static let receiveFunction = symbol("recvmmsg", as: Receive.self)
     private static let sendFunction = symbol("sendmmsg", as: Send.self)
     private static let affinityFunction = symbol("sched_setaffinity", as: Affinity.self)
+    private static let threadIDFunction = symbol("gettid", as: (@convention(c) () -> Int32).self)
+
+    /// The calling thread's kernel id (for /proc/self/task/ID).
+    static func threadID() -> Int32 { threadIDFunction() }
 
     static func recvmmsg(_ descriptor: Int32, _ headers: UnsafeMutablePointer<MultiMessageHeader>, _ count: UInt32,
                          _ flags: Int32, _ timeout: UnsafeMutablePointer<timespec>?) -> Int32 {
@@ -343,17 +357,25 @@ func ownCPUSeconds() -> Double {
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
-/// CPU seconds (user + sys) of every thread of a process so far, from the scheduler's nanosecond runtime.
-func processCPUSeconds(pid: Int32) -> Double {
+/// (run, wait) seconds of every thread of a process so far, from the scheduler: time on a CPU (user + sys) and time
+/// runnable but waiting for one.
+func processSchedulerSeconds(pid: Int32) -> (run: Double, wait: Double) {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-    var total: UInt64 = 0
+    var total = (run: 0.0, wait: 0.0)
     for task in tasks {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
-              let first = text.split(separator: " ").first, let nanoseconds = UInt64(first)
-        else { continue }
-        total += nanoseconds
+        let times = threadSchedulerSeconds(path: "/proc/\(pid)/task/\(task)/schedstat")
+        total.run += times.run
+        total.wait += times.wait
     }
-    return Double(total) / 1e9
+    return total
+}
+
+/// (run, wait) seconds of one thread from its schedstat file.
+func threadSchedulerSeconds(path: String) -> (run: Double, wait: Double) {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return (0, 0) }
+    let fields = text.split(separator: " ").prefix(2).compactMap { UInt64($0) }
+    guard fields.count == 2 else { return (0, 0) }
+    return (Double(fields[0]) / 1e9, Double(fields[1]) / 1e9)
 }
 
 // MARK: - Forwarders under test
@@ -362,6 +384,8 @@ func processCPUSeconds(pid: Int32) -> Double {
 protocol MeasuredForwarder {
     /// CPU seconds used so far.
     func cpuSeconds() -> Double
+    /// Seconds spent runnable but waiting for a CPU so far (other processes had it).
+    func waitSeconds() -> Double
     /// The part of `cpuSeconds()` spent inside this process (to subtract from the generator's CPU).
     func inProcessCPUSeconds() -> Double
     /// Stops it.
@@ -414,7 +438,9 @@ final class RelayProcess: MeasuredForwarder {
         mediaPort = media
     }
 
-    func cpuSeconds() -> Double { processCPUSeconds(pid: process.processIdentifier) }
+    func cpuSeconds() -> Double { processSchedulerSeconds(pid: process.processIdentifier).run }
+
+    func waitSeconds() -> Double { processSchedulerSeconds(pid: process.processIdentifier).wait }
 
     func inProcessCPUSeconds() -> Double { 0 }
 
@@ -437,10 +463,12 @@ final class RawForwarder: MeasuredForwarder, @unchecked Sendable {
     private let roomMembers: [[Int]]
     private let running = Atomic<Bool>(true)
     private let threadID = Atomic<UInt>(0)
+    private let kernelThreadID = Atomic<Int32>(0)
     private let finished = DispatchSemaphore(value: 0)
 
     init(rooms: [[Int]], cpu: Int?) throws {
-        let socket = try UDPSocketFactory.make(receiveBuffer: nil)
+        // The relay's receive queue size (Relay.swift asks for 2 MB), so both forwarders ride out the same stalls.
+        let socket = try UDPSocketFactory.make(receiveBuffer: 2 << 20)
         descriptor = socket.descriptor
         port = socket.port
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
@@ -464,6 +492,7 @@ final class RawForwarder: MeasuredForwarder, @unchecked Sendable {
         self.roomMembers = roomMembers
         let thread = Thread { [self] in
             if let cpu { pinCurrentThread(to: cpu) }
+            kernelThreadID.store(BatchIO.threadID(), ordering: .releasing)
             threadID.store(UInt(pthread_self()), ordering: .releasing)
             loop()
             finished.signal()
@@ -486,6 +515,10 @@ final class RawForwarder: MeasuredForwarder, @unchecked Sendable {
     }
 
     func inProcessCPUSeconds() -> Double { cpuSeconds() }
+
+    func waitSeconds() -> Double {
+        threadSchedulerSeconds(path: "/proc/self/task/\(kernelThreadID.load(ordering: .acquiring))/schedstat").wait
+    }
 
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
@@ -578,7 +611,6 @@ enum UDPSocketFactory {
         }
         if var size = receiveBuffer.map(Int32.init) {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         withUnsafeMutablePointer(to: &address) {
