@@ -65,9 +65,6 @@ public enum RelayBench {
     /// forwarder; returns the table.
     public static func run(executable: String, settings: Settings = Settings(),
                            log: @Sendable (String) -> Void) throws -> BenchTable {
-        var settings = settings
-        let quick = ProcessInfo.processInfo.environment["QUICK"] != nil
-        if quick { settings.layouts.removeLast(); settings.offeredRates = [50_000, 100_000] }
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
@@ -78,7 +75,7 @@ public enum RelayBench {
                       "forwarder waiting %", "pkt/s per core", "loss %", "load gen CPU %"])
         var best: [String: (delivered: Double, perCore: Double)] = [:]
         for layout in settings.layouts {
-            for forwarder in quick ? [ForwarderKind.parley] : [ForwarderKind.parley, .reference] {
+            for forwarder in [ForwarderKind.parley, .reference] {
                 log("relay bench: \(forwarder.label), \(layout.name)")
                 let rows = try measure(forwarder, layout: layout, settings: settings, pinning: pinning,
                                        executable: executable, log: log)
