@@ -109,7 +109,11 @@ public enum RelayBench {
             "Reference: a raw recvmmsg(64) → sendmmsg forwarder in Swift with a static port → room table, no "
                 + "signaling, no bind checks, no retransmission buffer, same socket buffer size as the relay.",
         ]
-        func median(_ values: [Double]) -> Double? { values.isEmpty ? nil : values.sorted()[values.count / 2] }
+        func median(_ values: [Double]) -> Double? {
+            guard !values.isEmpty else { return nil }
+            let sorted = values.sorted()
+            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
+        }
         for layout in settings.layouts {
             let parleyKey = "\(ForwarderKind.parley.label)|\(layout.name)"
             let referenceKey = "\(ForwarderKind.reference.label)|\(layout.name)"
@@ -154,7 +158,6 @@ public enum RelayBench {
 
     private static func measure(_ kind: ForwarderKind, layout: Layout, settings: Settings, pinning: CPUPinning?,
                                 executable: String, log: @Sendable (String) -> Void) throws -> [StepResult] {
-        if let pinning { _ = pinCurrentThread(to: pinning.generator) }
         let forwarder: any MeasuredForwarder
         let members: [LoadMember]
         var signaling: [SignalingSocket] = []
@@ -163,16 +166,21 @@ public enum RelayBench {
             let relay = try RelayProcess(executable: executable, cpu: pinning?.forwarder)
             forwarder = relay
             var joined: [LoadMember] = []
-            for room in 0..<layout.rooms {
-                for index in 0..<layout.membersPerRoom {
-                    let socket = try SignalingSocket(port: relay.signalingPort)
-                    let grant = try socket.join(room: "bench\(room)", name: "load\(room)x\(index)")
-                    signaling.append(socket)
-                    let media = try MediaSocket(connectingTo: grant.media.udpPort)
-                    try media.bind(grant)
-                    joined.append(LoadMember(media: media, ssrcs: grant.media.ssrcs, room: room,
-                                             sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
+            do {
+                for room in 0..<layout.rooms {
+                    for index in 0..<layout.membersPerRoom {
+                        let socket = try SignalingSocket(port: relay.signalingPort)
+                        let grant = try socket.join(room: "bench\(room)", name: "load\(room)x\(index)")
+                        signaling.append(socket)
+                        let media = try MediaSocket(connectingTo: grant.media.udpPort)
+                        try media.bind(grant)
+                        joined.append(LoadMember(media: media, ssrcs: grant.media.ssrcs, room: room,
+                                                 sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
+                    }
                 }
+            } catch {
+                relay.stop()
+                throw error
             }
             members = joined
         case .reference:
@@ -238,11 +246,13 @@ public enum RelayBench {
                 offered: Double(endCounters.expected - startCounters.expected) / wall,
                 delivered: delivered,
                 megabits: Double(endCounters.receivedBytes - startCounters.receivedBytes) * 8 / 1e6 / wall,
-                forwarderCPU: cpu, forwarderWait: (endWait - startWait) / wall, perCore: cpu > 0 ? delivered / cpu : .nan,
+                forwarderCPU: cpu, forwarderWait: (endWait - startWait) / wall,
+                perCore: cpu > 0 ? delivered / cpu : .nan,
                 loss: expected > 0 ? max(0, 1 - Double(after.received - before.received) / Double(expected)) : 0,
                 generatorCPU: (endSelf - startSelf) / wall)
             log("  offered \(offered): delivered \(formatted(delivered, decimals: 0)) pkt/s, CPU "
-                + "\(formatted(cpu * 100, decimals: 1)) %, waiting \(formatted(result.forwarderWait * 100, decimals: 0)) %, "
+                + "\(formatted(cpu * 100, decimals: 1)) %, "
+                + "waiting \(formatted(result.forwarderWait * 100, decimals: 0)) %, "
                 + "loss \(formatted(result.loss * 100, decimals: 2)) %")
             results.append(result)
         }
@@ -426,13 +436,12 @@ final class RelayProcess: MeasuredForwarder {
             guard let range = text.range(of: marker) else { return nil }
             return Int(text[range.upperBound...].prefix { $0.isNumber })
         }
-        guard let line = text.split(separator: "\n").first(where: { $0.contains("listening") }),
-              let signaling = number(after: "127.0.0.1:"), let media = number(after: "media udp ")
+        guard text.contains("listening"), let signaling = number(after: "127.0.0.1:"),
+              let media = number(after: "media udp ")
         else {
             process.terminate()
             throw RelayBenchError.relayDidNotStart("expected a \"listening\" line, got \"\(text)\"")
         }
-        _ = line
         signalingPort = signaling
         mediaPort = media
     }
@@ -697,6 +706,8 @@ final class DatagramBatch {
     let headers: UnsafeMutablePointer<MultiMessageHeader>
 
     init(count: Int, size: Int) {
+        precondition(MemoryLayout<MultiMessageHeader>.stride == MemoryLayout<msghdr>.stride + 8,
+                     "MultiMessageHeader must have the C layout of struct mmsghdr")
         self.count = count
         self.size = size
         storage = .allocate(byteCount: count * size, alignment: 16)
@@ -815,7 +826,9 @@ final class LoadGenerator: @unchecked Sendable {
                 }
                 store(UInt16(inFrame == 0 ? 0x90 : 0x80), at: base + 12, bytes: 1)
                 store(UInt16(0x8000 | stream.pictureID), at: base + 14, bytes: 2)
-                if inFrame == 2 { base.storeBytes(of: UInt8(0x80 | MediaPayloadType.vp8), toByteOffset: 1, as: UInt8.self) }
+                if inFrame == 2 {
+                    base.storeBytes(of: UInt8(0x80 | MediaPayloadType.vp8), toByteOffset: 1, as: UInt8.self)
+                }
                 store(stream.videoSequence, at: base + 2, bytes: 2)
                 store32(stream.videoTimestamp, at: base + 4)
                 store32(member.ssrcs.video, at: base + 8)
@@ -1045,7 +1058,8 @@ final class SignalingSocket {
 
 private func findSubsequence(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
     guard haystack.count >= needle.count else { return nil }
-    for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+    for start in 0...(haystack.count - needle.count)
+    where haystack[start..<(start + needle.count)].elementsEqual(needle) {
         return start
     }
     return nil
