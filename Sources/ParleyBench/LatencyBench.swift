@@ -113,7 +113,10 @@ public enum LatencyBench {
         }
         recorder.startWindow()
         try await Task.sleep(for: settings.window)
-        let (latencies, lost) = recorder.finishWindow()
+        recorder.endWindow()
+        // Frames captured at the end of the window are still on their way.
+        try await Task.sleep(for: .milliseconds(300))
+        let (latencies, lost) = recorder.results()
         let stats = await receiver.statistics()
         await sender.leave()
         await receiver.leave()
@@ -200,13 +203,14 @@ final class LatencyRecorder: Sendable {
         }
     }
 
-    /// Stops the window; frames captured in it still arriving in the next 300 ms count; returns (latencies, lost).
-    func finishWindow() -> ([Double], Int) {
+    /// Frames captured from now on no longer count; those captured before still count when they arrive.
+    func endWindow() {
         state.withLock { $0.windowEnd = .now }
-        Thread.sleep(forTimeInterval: 0.3)
-        return state.withLock { state in
-            (state.latencies, max(0, state.captures.count - state.latencies.count))
-        }
+    }
+
+    /// Latencies measured in the window and the number of frames captured in it that were never decoded.
+    func results() -> ([Double], Int) {
+        state.withLock { state in (state.latencies, max(0, state.captures.count - state.latencies.count)) }
     }
 }
 
