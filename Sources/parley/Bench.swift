@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, all
+        case codecs, wire, relay, latency, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -24,7 +24,18 @@ struct Bench: AsyncParsableCommand {
         if suite == .wire || suite == .all {
             print(WireBench.run().markdown + "\n")
         }
+        if suite == .relay || suite == .all {
+            print(try RelayBench.run(executable: executablePath(), log: log).markdown + "\n")
+        }
+        if suite == .latency || suite == .all {
+            print(try await LatencyBench.run(log: log).markdown + "\n")
+        }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
+    }
+
+    /// This program's own path, so the relay benchmark can start `parley serve` from the same build.
+    private func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
     private func machineDescription() -> String {
