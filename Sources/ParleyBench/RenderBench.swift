@@ -119,6 +119,8 @@ public enum RenderBench {
         var renderSeconds: Double
         var totalSeconds: Double
         var changedCellsPerFrame: Double
+        /// CPU time of the rendering process (user + system), for comparing work independent of machine load.
+        var cpuSeconds: Double
     }
 
     /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH` inside tmux: renders N
@@ -146,8 +148,12 @@ public enum RenderBench {
                 var previous: Screen?
                 var renderNanos: UInt64 = 0, changed = 0
                 var start: UInt64 = 0
+                var cpuStart = 0.0
                 for frame in 0..<(warmup + frames) {
-                    if frame == warmup { start = monotonicNanos() }
+                    if frame == warmup {
+                        start = monotonicNanos()
+                        cpuStart = processCPUSeconds()
+                    }
                     let t0 = monotonicNanos()
                     var screen = Screen(width: size.columns, height: size.rows)
                     for (tile, rect) in rects.enumerated() {
@@ -169,10 +175,11 @@ public enum RenderBench {
                 let total = monotonicNanos() - start
                 return PaneResult(frames: frames, renderSeconds: Double(renderNanos) / 1e9,
                                   totalSeconds: Double(total) / 1e9,
-                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)))
+                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)),
+                                  cpuSeconds: processCPUSeconds() - cpuStart)
             }
             let text = "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
-                + "changed=\(result.changedCellsPerFrame)\ndone\n"
+                + "changed=\(result.changedCellsPerFrame)\ncpu=\(result.cpuSeconds)\ndone\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: out))
             return 0
         } catch {
@@ -208,7 +215,12 @@ public enum RenderBench {
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
         _ = try timeCommand(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                    "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
-        defer { _ = try? runCommand(tmux, ["-L", socket, "kill-server"]) }
+        let socketPath = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        defer {
+            _ = try? runCommand(tmux, ["-L", socket, "kill-server"])
+            if socketPath.hasSuffix("/" + socket) { unlink(socketPath) }
+        }
         let limit = 300
         let deadline = Date().addingTimeInterval(TimeInterval(limit))
         while Date() < deadline {
@@ -221,11 +233,12 @@ public enum RenderBench {
                 if let error = values["error"] { throw RenderBenchError.badPaneResult(error) }
                 guard let frames = values["frames"].flatMap(Int.init), let render = values["render"].flatMap(Double.init),
                       let total = values["total"].flatMap(Double.init),
-                      let changed = values["changed"].flatMap(Double.init) else {
+                      let changed = values["changed"].flatMap(Double.init),
+                      let cpu = values["cpu"].flatMap(Double.init) else {
                     throw RenderBenchError.badPaneResult(text)
                 }
                 return PaneResult(frames: frames, renderSeconds: render, totalSeconds: total,
-                                  changedCellsPerFrame: changed)
+                                  changedCellsPerFrame: changed, cpuSeconds: cpu)
             }
             usleep(50_000)
         }
@@ -286,37 +299,22 @@ public enum RenderBench {
 
     @discardableResult
     private static func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let output = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        let result = try ChildProcess.run(executable, arguments, captureOutput: true)
+        guard result.status == 0 else {
             throw RenderBenchError.commandFailed(command: ([executable] + arguments).joined(separator: " "),
-                                                 status: process.terminationStatus, output: output)
+                                                 status: result.status, output: result.output)
         }
-        return output
+        return result.output
     }
 
     /// Wall-clock seconds of a command whose output goes to /dev/null.
     private static func timeCommand(_ executable: String, _ arguments: [String]) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         let start = monotonicNanos()
-        try process.run()
-        process.waitUntilExit()
+        let result = try ChildProcess.run(executable, arguments, captureOutput: false)
         let elapsed = Double(monotonicNanos() - start) / 1e9
-        guard process.terminationStatus == 0 else {
+        guard result.status == 0 else {
             throw RenderBenchError.commandFailed(command: ([executable] + arguments.prefix(14)).joined(separator: " "),
-                                                 status: process.terminationStatus, output: "")
+                                                 status: result.status, output: "")
         }
         return elapsed
     }
@@ -325,10 +323,90 @@ public enum RenderBench {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
     static func monotonicNanos() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// Runs a program with posix_spawn and waits for it.
+///
+/// Not Foundation's `Process`: the child must start with no signals blocked (threads of the Swift runtime block
+/// SIGTERM, and a tmux server inheriting that ignores `kill-server`), and output pipes must not leak into the tmux
+/// server, which would keep them open forever.
+enum ChildProcess {
+    struct Result {
+        var status: Int32
+        var output: String
+    }
+
+    private static let spawnLock = NSLock()
+
+    static func run(_ path: String, _ arguments: [String], captureOutput: Bool) throws -> Result {
+        var fds: [Int32] = [-1, -1]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t(), allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        spawnLock.lock()
+        if captureOutput {
+            guard pipe(&fds) == 0 else {
+                spawnLock.unlock()
+                throw RenderBenchError.commandFailed(command: path, status: -1, output: "pipe failed")
+            }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        spawnLock.unlock()
+        if captureOutput { close(fds[1]) }
+        guard spawned == 0 else {
+            if captureOutput { close(fds[0]) }
+            throw RenderBenchError.commandFailed(command: path, status: -1, output: String(cString: strerror(spawned)))
+        }
+        var output = [UInt8]()
+        if captureOutput {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(fds[0], &buffer, buffer.count)
+                if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
+            }
+            close(fds[0])
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Result(status: exitStatus, output: String(decoding: output, as: UTF8.self))
     }
 }
 

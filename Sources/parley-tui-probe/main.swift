@@ -4,6 +4,7 @@
 //   parley-tui-probe            red/blue video split, text, last key read; 'q' quits
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
 //   parley-tui-probe --bench …  see RenderBench.paneMain
+//   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
 import Foundation
 import ParleyBench
 import ParleyMedia
@@ -66,5 +67,14 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "--bench": exit(RenderBench.paneMain(arguments: Array(arguments.dropFirst())))
 case "--crash": exit(runProbe(crash: true))
+case "--render-bench":
+    do {
+        let frames = arguments.dropFirst().first.flatMap(Int.init) ?? 300
+        let tables = try RenderBench.run(frames: frames) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        print(tables.map(\.markdown).joined(separator: "\n\n"))
+    } catch {
+        FileHandle.standardError.write(Data("parley-tui-probe: \(error)\n".utf8))
+        exit(1)
+    }
 default: exit(runProbe(crash: false))
 }
