@@ -48,6 +48,12 @@ public enum Palette {
             : UInt8(truncatingIfNeeded: 16 &+ 36 &* lr &+ 6 &* lg &+ lb)
     }
 
+    /// Red, green and blue of all 256 indices, three bytes each, for hot loops.
+    static let rgbTable: [UInt8] = (0..<256).flatMap { index -> [UInt8] in
+        let rgb = rgb(ofIndex: UInt8(index))
+        return [rgb.r, rgb.g, rgb.b]
+    }
+
     /// For each channel value, the index (0–5) of the nearest cube level.
     static let levelTable: [UInt8] = (0..<256).map { value in
         var best = 0

@@ -57,6 +57,16 @@ public struct VideoCellRenderer: Sendable {
     // for rows. Reused between frames.
     private var columns = SampleTable()
     private var rows = SampleTable()
+    // What each pixel of the screen showed last time (two per cell, 0 = nothing yet): a palette index or an RGB
+    // value with bit 24 set. Kept for the colour hysteresis below; reset when the screen size changes.
+    private var shown: [UInt32] = []
+    private var shownWidth = 0
+
+    /// How much closer (weighted squared RGB distance) a new colour must be than the one a pixel already shows
+    /// before the pixel changes: about 6 levels on every channel. Camera noise near the boundary between two
+    /// palette colours would otherwise make cells flicker between them every frame, which looks bad and makes the
+    /// terminal redraw cells that did not really change.
+    public static let hysteresis = 9 * 6 * 6
 
     /// A renderer for one colour mode.
     public init(mode: VideoColorMode) {
@@ -96,6 +106,10 @@ public struct VideoCellRenderer: Sendable {
         let mode = self.mode
         let frameWidth = frame.width, chromaWidth = frame.chromaWidth
         let screenWidth = screen.width
+        if shownWidth != screen.width || shown.count != 2 * screen.cells.count {
+            shown = [UInt32](repeating: 0, count: 2 * screen.cells.count)
+            shownWidth = screen.width
+        }
         columns.luma.withUnsafeBufferPointer { colX in
         columns.chroma.withUnsafeBufferPointer { colCX in
         columns.counts.withUnsafeBufferPointer { colN in
@@ -108,6 +122,8 @@ public struct VideoCellRenderer: Sendable {
         Palette.levelTable.withUnsafeBufferPointer { levels in
         Palette.greyTable.withUnsafeBufferPointer { greys in
         Self.reciprocals.withUnsafeBufferPointer { reciprocals in
+        Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
+        shown.withUnsafeMutableBufferPointer { shown in
         screen.cells.withUnsafeMutableBufferPointer { cells in
             let upper: Character = "▀", lower: Character = "▄", space: Character = " "
             let empty = Cell(space, style: CellStyle(background: background))
@@ -142,14 +158,38 @@ public struct VideoCellRenderer: Sendable {
             }
 
             @inline(__always)
-            func color(_ px: Int, _ py: Int) -> TerminalColor {
+            func weighted(_ dr: Int, _ dg: Int, _ db: Int) -> Int { 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db }
+
+            /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
+            @inline(__always)
+            func color(_ px: Int, _ py: Int, _ slot: Int) -> TerminalColor {
                 let y = luma(px, py), (u, v) = chroma(px, py)
                 let c = 76284 &* (y &- 16), d = u &- 128, e = v &- 128
                 let r = Self.clamp((c &+ 104595 &* e &+ 32768) >> 16)
                 let g = Self.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16)
                 let b = Self.clamp((c &+ 132252 &* d &+ 32768) >> 16)
-                if mode == .trueColor { return .rgb(UInt8(r), UInt8(g), UInt8(b)) }
-                return .palette(Palette.nearestIndex(r: r, g: g, b: b, levels: levels, greys: greys))
+                let before = shown[slot]
+                if mode == .trueColor {
+                    if before != 0 {
+                        let pr = Int((before >> 16) & 0xFF), pg = Int((before >> 8) & 0xFF), pb = Int(before & 0xFF)
+                        if weighted(r &- pr, g &- pg, b &- pb) <= Self.hysteresis {
+                            return .rgb(UInt8(pr), UInt8(pg), UInt8(pb))
+                        }
+                    }
+                    shown[slot] = 1 << 24 | UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
+                    return .rgb(UInt8(r), UInt8(g), UInt8(b))
+                }
+                var index = Int(Palette.nearestIndex(r: r, g: g, b: b, levels: levels, greys: greys))
+                if before != 0 && Int(before & 0xFF) != index {
+                    let old = Int(before & 0xFF)
+                    let distanceOld = weighted(r &- Int(paletteRGB[3 &* old]), g &- Int(paletteRGB[3 &* old &+ 1]),
+                                               b &- Int(paletteRGB[3 &* old &+ 2]))
+                    let distanceNew = weighted(r &- Int(paletteRGB[3 &* index]), g &- Int(paletteRGB[3 &* index &+ 1]),
+                                               b &- Int(paletteRGB[3 &* index &+ 2]))
+                    if distanceOld <= distanceNew &+ Self.hysteresis { index = old }
+                }
+                shown[slot] = 1 << 24 | UInt32(index)
+                return .palette(UInt8(truncatingIfNeeded: index))
             }
 
             @inline(__always)
@@ -170,6 +210,8 @@ public struct VideoCellRenderer: Sendable {
                     defer { index += 1 }
                     let px = column - rect.column - area.x
                     guard px >= 0, px < area.width, topInside || bottomInside else {
+                        shown[2 &* index] = 0
+                        shown[2 &* index &+ 1] = 0
                         cells[index] = empty
                         left = (empty.style.foreground, empty.style.background)
                         continue
@@ -181,7 +223,7 @@ public struct VideoCellRenderer: Sendable {
                         let level = min(4, (total * 5) >> 9)
                         cells[index] = Cell(Self.shades[level], style: CellStyle(background: background))
                     } else if topInside && bottomInside {
-                        let top = color(px, topY), bottom = color(px, bottomY)
+                        let top = color(px, topY, 2 &* index), bottom = color(px, bottomY, 2 &* index &+ 1)
                         let cell: Cell
                         if let left, top == bottom {
                             if left.background == top {
@@ -199,17 +241,19 @@ public struct VideoCellRenderer: Sendable {
                         cells[index] = cell
                         left = (cell.style.foreground, cell.style.background)
                     } else if topInside {
-                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY),
+                        shown[2 &* index &+ 1] = 0
+                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
                                                                     background: background))
                         left = nil
                     } else {
-                        cells[index] = Cell(lower, style: CellStyle(foreground: color(px, bottomY),
+                        shown[2 &* index] = 0
+                        cells[index] = Cell(lower, style: CellStyle(foreground: color(px, bottomY, 2 &* index &+ 1),
                                                                     background: background))
                         left = nil
                     }
                 }
             }
-        }}}}}}}}}}}}}
+        }}}}}}}}}}}}}}}
         screen.repairWideCharacters(around: visible)
     }
 

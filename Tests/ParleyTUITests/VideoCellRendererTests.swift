@@ -233,6 +233,33 @@ struct VideoCellRendererTests {
         #expect(screen.cells.allSatisfy { !$0.isContinuation })
     }
 
+    @Test("hysteresis: a small change near a palette boundary keeps the shown colour, a big change switches")
+    func hysteresis() throws {
+        func freshColor(_ luma: UInt8) -> TerminalColor? {
+            var screen = Screen(width: 1, height: 1)
+            var renderer = VideoCellRenderer(mode: .palette256)
+            renderer.draw(TestFrames.solid((luma, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+            return screen[0, 0].visibleHalves?.top
+        }
+        // A grey level where two luma steps cross from one palette colour to the next.
+        let boundary = try #require((UInt8(16)...UInt8(200)).first { freshColor($0) != freshColor($0 + 2) })
+        var screen = Screen(width: 1, height: 1)
+        var renderer = VideoCellRenderer(mode: .palette256)
+        for (luma, expected) in [(boundary, freshColor(boundary)), (boundary + 2, freshColor(boundary)),
+                                 (boundary, freshColor(boundary)), (boundary + 30, freshColor(boundary + 30))] {
+            renderer.draw(TestFrames.solid((luma, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+            #expect(screen[0, 0].visibleHalves?.top == expected, "luma \(luma)")
+        }
+        // True colour: the same for exact RGB values.
+        var exact = VideoCellRenderer(mode: .trueColor)
+        exact.draw(TestFrames.solid((120, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        let first = screen[0, 0].visibleHalves?.top
+        exact.draw(TestFrames.solid((122, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        #expect(screen[0, 0].visibleHalves?.top == first)
+        exact.draw(TestFrames.solid((160, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        #expect(screen[0, 0].visibleHalves?.top != first)
+    }
+
     @Test("cells keep their left neighbour's colour pair when the picture allows")
     func pairReuse() {
         // 4x8 source into 2x2 cells (2x4 pixels, each a 2x2 source block): red/blue over blue/red, then solid.
