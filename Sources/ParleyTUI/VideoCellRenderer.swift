@@ -39,9 +39,13 @@ public struct PictureArea: Hashable, Sendable {
     }
 }
 
-/// Draws I420 video frames into screen cells with half blocks: each cell shows two pixels stacked, the top one as
-/// the foreground of '▀' and the bottom one as its background (or the same picture drawn as '▄', ' ' or '█' when
-/// that lets the cell keep its left neighbour's colour pair; `Cell.visibleHalves` reads any of them back).
+/// Draws I420 video frames into screen cells with upper-half blocks: each cell shows two pixels stacked, the top
+/// one as the foreground of '▀' and the bottom one as its background.
+///
+/// Every picture cell is '▀' (or '▄' where only the bottom half is picture, at a letterbox edge), whatever its
+/// colours, so text dumps and golden screens of video areas do not depend on the video. (Drawing some cells as
+/// ' ', '█' or a swapped '▄' to keep the left neighbour's colour pair saved curses only ~7% of its colour changes
+/// on moving video; not worth content-dependent goldens.)
 ///
 /// A cell is about twice as tall as wide, so a w×h-cell tile holds w×2h square pixels; the frame is scaled to fit
 /// keeping its aspect and centred, with the rest of the tile in the background colour (letterbox or pillarbox,
@@ -195,17 +199,11 @@ public struct VideoCellRenderer: Sendable {
             @inline(__always)
             func ink(_ px: Int, _ py: Int) -> Int { Self.clamp(((luma(px, py) &- 16) &* 255 &+ 109) / 219) }
 
-            let full: Character = "█"
             for row in visible.row..<visible.endRow {
                 let topY = 2 * (row - rect.row) - area.y, bottomY = topY + 1
                 let topInside = topY >= 0 && topY < area.height
                 let bottomInside = bottomY >= 0 && bottomY < area.height
                 var index = row * screenWidth + visible.column
-                // The colour pair of the cell to the left. curses sends both colours again whenever the pair changes
-                // between neighbours (two tparm calls and ~20 bytes), so each cell picks, among the drawings that
-                // look the same, one that keeps its left neighbour's pair: '▄' instead of '▀' with the colours
-                // swapped, and for a one-colour cell a space or '█' in the neighbour's pair.
-                var left: (foreground: TerminalColor, background: TerminalColor)?
                 for column in visible.column..<visible.endColumn {
                     defer { index += 1 }
                     let px = column - rect.column - area.x
@@ -213,7 +211,6 @@ public struct VideoCellRenderer: Sendable {
                         shown[2 &* index] = 0
                         shown[2 &* index &+ 1] = 0
                         cells[index] = empty
-                        left = (empty.style.foreground, empty.style.background)
                         continue
                     }
                     if mode == .shades {
@@ -223,33 +220,16 @@ public struct VideoCellRenderer: Sendable {
                         let level = min(4, (total * 5) >> 9)
                         cells[index] = Cell(Self.shades[level], style: CellStyle(background: background))
                     } else if topInside && bottomInside {
-                        let top = color(px, topY, 2 &* index), bottom = color(px, bottomY, 2 &* index &+ 1)
-                        let cell: Cell
-                        if let left, top == bottom {
-                            if left.background == top {
-                                cell = Cell(space, style: CellStyle(foreground: left.foreground, background: top))
-                            } else if left.foreground == top {
-                                cell = Cell(full, style: CellStyle(foreground: top, background: left.background))
-                            } else {
-                                cell = Cell(space, style: CellStyle(foreground: left.foreground, background: top))
-                            }
-                        } else if let left, left.foreground == bottom && left.background == top {
-                            cell = Cell(lower, style: CellStyle(foreground: bottom, background: top))
-                        } else {
-                            cell = Cell(upper, style: CellStyle(foreground: top, background: bottom))
-                        }
-                        cells[index] = cell
-                        left = (cell.style.foreground, cell.style.background)
+                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
+                                                                    background: color(px, bottomY, 2 &* index &+ 1)))
                     } else if topInside {
                         shown[2 &* index &+ 1] = 0
                         cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
                                                                     background: background))
-                        left = nil
                     } else {
                         shown[2 &* index] = 0
                         cells[index] = Cell(lower, style: CellStyle(foreground: color(px, bottomY, 2 &* index &+ 1),
                                                                     background: background))
-                        left = nil
                     }
                 }
             }

@@ -61,6 +61,7 @@ struct VideoCellRendererTests {
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen, in: screen.bounds)
         #expect(screen.cells.allSatisfy { Self.seen($0) == Self.red })
+        #expect(screen.text == String(repeating: "▀▀▀▀▀▀▀▀\n", count: 3) + "▀▀▀▀▀▀▀▀", "picture cells are '▀'")
     }
 
     @Test("a top/bottom split puts red above blue inside the boundary cell")
@@ -228,7 +229,7 @@ struct VideoCellRendererTests {
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
                       in: ScreenRect(column: 3, row: 0, width: 2, height: 1))
-        #expect(screen.text(row: 0) == "ab ▀ d")
+        #expect(screen.text(row: 0) == "ab ▀▀d")
         #expect(Self.row(screen, 0, from: 3, width: 2) == Self.repeated(Self.red, 2))
         #expect(screen.cells.allSatisfy { !$0.isContinuation })
     }
@@ -258,23 +259,5 @@ struct VideoCellRendererTests {
         #expect(screen[0, 0].visibleHalves?.top == first)
         exact.draw(TestFrames.solid((160, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
         #expect(screen[0, 0].visibleHalves?.top != first)
-    }
-
-    @Test("cells keep their left neighbour's colour pair when the picture allows")
-    func pairReuse() {
-        // 4x8 source into 2x2 cells (2x4 pixels, each a 2x2 source block): red/blue over blue/red, then solid.
-        let frame = TestFrames.make(width: 4, height: 8) { column, row in
-            if row >= 4 { return TestFrames.blue }
-            return (column / 2 + row / 2) % 2 == 0 ? TestFrames.red : TestFrames.blue
-        }
-        var screen = Screen(width: 2, height: 2)
-        var renderer = VideoCellRenderer(mode: .palette256)
-        renderer.draw(frame, into: &screen, in: screen.bounds)
-        #expect(Self.seen(screen[0, 0]) == [.palette(196), .palette(21)])
-        #expect(Self.seen(screen[1, 0]) == [.palette(21), .palette(196)])
-        #expect(screen[1, 0].character == "▄")
-        #expect(screen[1, 0].style == screen[0, 0].style, "swapped colours reuse the pair")
-        #expect(Self.seen(screen[1, 1]) == Self.blue)
-        #expect(screen[1, 1].style == screen[0, 1].style, "a solid cell reuses the pair")
     }
 }
