@@ -64,8 +64,8 @@ public enum RenderBench {
 
         var table = BenchTable(
             title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into half-block cells, 256 colours",
-            columns: ["Content", "Size", "Tiles", "Parley render only", "Parley + ncurses + tmux", "Parley CPU ms/frame",
-                      "Cells changed/frame", "chafa", "chafa --work", "Parley/chafa"])
+            columns: ["Content", "Size", "Tiles", "Cells changed/frame", "Parley render only",
+                      "Parley + ncurses + tmux", "CPU ms/frame Parley + tmux", "chafa", "chafa --work", "Parley/chafa"])
         var runIndex = 0
         for content in BenchPattern.Content.allCases {
             // chafa reads the same frames as uncompressed PNG files (its cheapest loader for RGB input).
@@ -97,10 +97,11 @@ public enum RenderBench {
                     let chafaFPS = Double(chafaFrames) / reference.seconds
                     table.add([
                         content.rawValue, "\(size.columns)x\(size.rows)", "\(tiles)",
+                        formatted(pane.changedCellsPerFrame, decimals: 0),
                         formatted(Double(pane.frames) / pane.renderSeconds, decimals: 0),
                         formatted(parleyFPS, decimals: 0),
-                        formatted(pane.cpuSeconds * 1000 / Double(pane.frames), decimals: 1),
-                        formatted(pane.changedCellsPerFrame, decimals: 0),
+                        formatted(pane.cpuSeconds * 1000 / Double(pane.frames), decimals: 1) + " + "
+                            + formatted(pane.tmuxSecondsPerFrame * 1000, decimals: 1),
                         formatted(chafaFPS, decimals: 0), reference.work,
                         formatted(parleyFPS / chafaFPS, decimals: 1) + "x",
                     ])
@@ -117,7 +118,8 @@ public enum RenderBench {
                 + "detached tmux pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: scale "
                 + "every tile from I420 (box filter, up to 4x4 luma and 2x2 chroma samples per pixel), BT.601 to RGB, "
                 + "nearest of 240 palette colours, then ncurses writes the changed cells; the time runs until tmux has "
-                + "read them (tcdrain). Render only = the same frames into a Screen without a terminal.",
+                + "read them (tcdrain). Render only = the same frames into a Screen without a terminal. CPU ms/frame: "
+                + "the probe process, then the tmux server parsing its output (the two run in parallel on 2 cores).",
             "chafa \(chafaVersion(chafa)): the same frames as RGB uncompressed PNG, one conversion per tile at the tile's "
                 + "size, --symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all cores, "
                 + "fastest of --work 5 (default), 7 and 9 on \(chafaFrames) frames; start-up time measured and "
@@ -138,6 +140,8 @@ public enum RenderBench {
         var changedCellsPerFrame: Double
         /// CPU time of the rendering process (user + system), for comparing work independent of machine load.
         var cpuSeconds: Double
+        /// CPU time of the tmux server per drawn frame (NaN when it could not be read).
+        var tmuxSecondsPerFrame: Double = .nan
     }
 
     /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH [--content call|motion]`
@@ -197,7 +201,7 @@ public enum RenderBench {
                                   cpuSeconds: processCPUSeconds() - cpuStart)
             }
             let text = "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
-                + "changed=\(result.changedCellsPerFrame)\ncpu=\(result.cpuSeconds)\ndone\n"
+                + "changed=\(result.changedCellsPerFrame)\ncpu=\(result.cpuSeconds)\ndrawn=\(warmup + frames)\ndone\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: out))
             return 0
         } catch {
@@ -230,12 +234,14 @@ public enum RenderBench {
         let out = "\(directory)/pane\(index).txt"
         let socket = "parley-bench-\(getpid())-\(index)"
         let command = "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
-            + "--content \(content.rawValue) --out \(shellQuote(out))"
+            + "--content \(content.rawValue) --out \(shellQuote(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
         _ = try timeCommand(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                    "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
         let socketPath = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let serverPID = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{pid}"]))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         defer {
             _ = try? runCommand(tmux, ["-L", socket, "kill-server"])
             if socketPath.hasSuffix("/" + socket) { unlink(socketPath) }
@@ -253,11 +259,16 @@ public enum RenderBench {
                 guard let frames = values["frames"].flatMap(Int.init), let render = values["render"].flatMap(Double.init),
                       let total = values["total"].flatMap(Double.init),
                       let changed = values["changed"].flatMap(Double.init),
-                      let cpu = values["cpu"].flatMap(Double.init) else {
+                      let cpu = values["cpu"].flatMap(Double.init),
+                      let drawn = values["drawn"].flatMap(Int.init) else {
                     throw RenderBenchError.badPaneResult(text)
                 }
+                // The server was idle before the first frame, so its CPU time over all drawn frames (warm-up
+                // included) is its cost per frame. The pane's shell keeps it alive until it is read here.
+                let tmuxSeconds = serverPID.flatMap(processCPUSeconds(pid:)) ?? .nan
                 return PaneResult(frames: frames, renderSeconds: render, totalSeconds: total,
-                                  changedCellsPerFrame: changed, cpuSeconds: cpu)
+                                  changedCellsPerFrame: changed, cpuSeconds: cpu,
+                                  tmuxSecondsPerFrame: tmuxSeconds / Double(drawn))
             }
             usleep(50_000)
         }
@@ -340,6 +351,16 @@ public enum RenderBench {
 
     private static func shellQuote(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// User + system CPU seconds of another process, from /proc/PID/stat (fields 14 and 15, in clock ticks).
+    static func processCPUSeconds(pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name, which may contain spaces: state is field 3, utime 14, stime 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     static func processCPUSeconds() -> Double {
