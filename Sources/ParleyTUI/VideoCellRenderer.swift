@@ -269,12 +269,14 @@ struct SampleTable: Sendable {
             let span = end - start
             let lumaCount = min(4, span)
             for k in 0..<4 {
-                luma.append(Int32(min(source - 1, k < lumaCount ? start + ((2 * k + 1) * span) / (2 * lumaCount) : start)))
+                let position = k < lumaCount ? start + ((2 * k + 1) * span) / (2 * lumaCount) : start
+                luma.append(Int32(min(source - 1, position)))
             }
             let chromaStart = start / 2, chromaSpan = (end - 1) / 2 - chromaStart + 1
             let chromaCount = min(2, chromaSpan)
             for k in 0..<2 {
-                let position = k < chromaCount ? chromaStart + ((2 * k + 1) * chromaSpan) / (2 * chromaCount) : chromaStart
+                let position = k < chromaCount
+                    ? chromaStart + ((2 * k + 1) * chromaSpan) / (2 * chromaCount) : chromaStart
                 chroma.append(Int32(min(chromaSize - 1, position)))
             }
             counts.append(Int32(lumaCount))

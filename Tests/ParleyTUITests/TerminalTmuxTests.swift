@@ -137,8 +137,8 @@ struct TerminalTmuxTests {
 
     @Test("a crash (Swift trap) restores the terminal before the process dies")
     func crash() throws {
-        let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null",
-                                                          environment: "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"))
+        let environment = "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"
+        let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null", environment: environment))
         let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
         let status = after.first { $0.hasPrefix("RESTORED") }
         // fatalError traps with SIGILL on x86-64 and SIGTRAP on arm64.

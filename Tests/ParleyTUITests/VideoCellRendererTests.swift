@@ -89,7 +89,8 @@ struct VideoCellRendererTests {
         let green = Palette.nearestIndex(r: 0, g: 255, b: 0)
         for row in 0..<4 {
             #expect(Self.row(screen, row)
-                == Self.repeated([.palette(green), .palette(green)], 4) + Self.repeated([.palette(231), .palette(231)], 4))
+                == Self.repeated([.palette(green), .palette(green)], 4)
+                    + Self.repeated([.palette(231), .palette(231)], 4))
         }
     }
 
