@@ -44,6 +44,26 @@ int parley_curses_put_cluster(WINDOW *win, int y, int x, const wchar_t *text, in
     return mvwadd_wch(win, y, x, &cell);
 }
 
+int parley_curses_put_run(WINDOW *win, int y, int x, const wchar_t *chars, const attr_t *attrs, const int *pairs,
+                          int count) {
+    cchar_t buffer[256];
+    int done = 0;
+    while (done < count) {
+        int n = count - done > 256 ? 256 : count - done;
+        memset(buffer, 0, sizeof(cchar_t) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            int pair = pairs[done + i];
+            /* What setcchar does: the pair goes in ext_color, and (capped at 255) in the attribute's colour bits. */
+            buffer[i].attr = (attrs[done + i] & ~A_COLOR) | (attr_t)COLOR_PAIR(pair > 255 ? 255 : pair);
+            buffer[i].chars[0] = chars[done + i];
+            buffer[i].ext_color = pair;
+        }
+        if (mvwadd_wchnstr(win, y, x + done, buffer, n) == ERR) return ERR;
+        done += n;
+    }
+    return OK;
+}
+
 SCREEN *parley_curses_newterm(const char *term) {
     return newterm(term, stdout, stdin);
 }

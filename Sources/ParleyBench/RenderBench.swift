@@ -49,9 +49,10 @@ public enum RenderBench {
     /// Distinct frames cycled through (each tile starts at a different one).
     static let patternLength = 24
 
-    /// Runs every size and tile count; `frames` frames per Parley run, `chafaFrames` per chafa run.
-    /// `probePath` is the parley-tui-probe executable (default: PARLEY_TUI_PROBE, or next to this executable).
-    public static func run(frames: Int = 300, chafaFrames: Int = 40, probePath: String? = nil,
+    /// Runs every content, size and tile count; each Parley figure is the best of `repeats` runs of `frames`
+    /// frames, each chafa figure the best of two rounds of its work levels on `chafaFrames` frames. `probePath` is
+    /// the parley-tui-probe executable (default: PARLEY_TUI_PROBE, or next to this executable).
+    public static func run(frames: Int = 300, chafaFrames: Int = 60, repeats: Int = 3, probePath: String? = nil,
                            progress: (String) -> Void = { _ in }) throws -> [BenchTable] {
         let tmux = try findExecutable("tmux")
         let chafa = try findExecutable("chafa")
@@ -61,53 +62,72 @@ public enum RenderBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
-        // chafa reads the same frames as uncompressed PNG files (its cheapest loader for RGB input).
-        let pattern = BenchPattern.frames(count: patternLength, width: frameWidth, height: frameHeight)
-        var pngPaths: [String] = []
-        for (index, frame) in pattern.enumerated() {
-            let path = "\(directory)/frame\(index).png"
-            try Data(PNG.encode(rgb: BenchPattern.rgb(of: frame), width: frame.width, height: frame.height))
-                .write(to: URL(fileURLWithPath: path))
-            pngPaths.append(path)
-        }
-
         var table = BenchTable(
             title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into half-block cells, 256 colours",
-            columns: ["Size", "Tiles", "Parley render only", "Parley + ncurses + tmux", "Cells changed/frame",
-                      "chafa", "chafa flags", "Parley/chafa"])
+            columns: ["Content", "Size", "Tiles", "Cells changed/frame", "Parley render only",
+                      "Parley + ncurses + tmux", "CPU ms/frame Parley + tmux", "chafa", "chafa --work", "Parley/chafa"])
         var runIndex = 0
-        for size in sizes {
-            for tiles in tileCounts {
-                runIndex += 1
-                progress("render bench: \(size.columns)x\(size.rows), \(tiles) tile(s): Parley in tmux")
-                let pane = try runPane(tmux: tmux, probe: probe, directory: directory, columns: size.columns,
-                                       rows: size.rows, tiles: tiles, frames: frames, index: runIndex)
-                progress("render bench: \(size.columns)x\(size.rows), \(tiles) tile(s): chafa")
-                let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
-                let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames)
-                let parleyFPS = Double(pane.frames) / pane.totalSeconds
-                let chafaFPS = Double(chafaFrames) / reference.seconds
-                table.add([
-                    "\(size.columns)x\(size.rows)", "\(tiles)",
-                    formatted(Double(pane.frames) / pane.renderSeconds, decimals: 0),
-                    formatted(parleyFPS, decimals: 0),
-                    formatted(pane.changedCellsPerFrame, decimals: 0),
-                    formatted(chafaFPS, decimals: 0), reference.flags,
-                    formatted(parleyFPS / chafaFPS, decimals: 1) + "x",
-                ])
+        for content in BenchPattern.Content.allCases {
+            // chafa reads the same frames as uncompressed PNG files (its cheapest loader for RGB input).
+            let pattern = BenchPattern.frames(content, count: patternLength, width: frameWidth, height: frameHeight)
+            var pngPaths: [String] = []
+            for (index, frame) in pattern.enumerated() {
+                let path = "\(directory)/\(content.rawValue)\(index).png"
+                try Data(PNG.encode(rgb: BenchPattern.rgb(of: frame), width: frame.width, height: frame.height))
+                    .write(to: URL(fileURLWithPath: path))
+                pngPaths.append(path)
+            }
+            for size in sizes {
+                for tiles in tileCounts {
+                    let label = "\(content.rawValue) \(size.columns)x\(size.rows), \(tiles) tile(s)"
+                    var best: PaneResult?
+                    for attempt in 1...max(1, repeats) {
+                        runIndex += 1
+                        progress("render bench: \(label): Parley in tmux, run \(attempt)")
+                        let pane = try runPane(tmux: tmux, probe: probe, directory: directory, content: content,
+                                               columns: size.columns, rows: size.rows, tiles: tiles, frames: frames,
+                                               index: runIndex)
+                        if best == nil || pane.totalSeconds < best!.totalSeconds { best = pane }
+                    }
+                    let pane = best!
+                    progress("render bench: \(label): chafa")
+                    let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
+                    let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames)
+                    let parleyFPS = Double(pane.frames) / pane.totalSeconds
+                    let chafaFPS = Double(chafaFrames) / reference.seconds
+                    table.add([
+                        content.rawValue, "\(size.columns)x\(size.rows)", "\(tiles)",
+                        formatted(pane.changedCellsPerFrame, decimals: 0),
+                        formatted(Double(pane.frames) / pane.renderSeconds, decimals: 0),
+                        formatted(parleyFPS, decimals: 0),
+                        formatted(pane.cpuSeconds * 1000 / Double(pane.frames), decimals: 1) + " + "
+                            + formatted(pane.tmuxSecondsPerFrame * 1000, decimals: 1),
+                        formatted(chafaFPS, decimals: 0), reference.work,
+                        formatted(parleyFPS / chafaFPS, decimals: 1) + "x",
+                    ])
+                }
             }
         }
+        var load = [Double](repeating: 0, count: 3)
+        getloadavg(&load, 3)
         table.notes = [
-            "Parley: \(frames) frames per row after 20 warm-up frames, drawn by parley-tui-probe inside a detached tmux "
-                + "pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: scale every tile from "
-                + "I420 (box filter, up to 4x4 samples per pixel), BT.601 to RGB, nearest of 240 palette colours by "
-                + "table, then ncurses writes the changed cells and the time runs until tmux has read them (tcdrain).",
-            "chafa \(chafaVersion(chafa)): converts the same frames (RGB, uncompressed PNG) to the same tile sizes, "
-                + "--symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all cores; "
-                + "fastest of --work 5 (default), 7 and 9; its start-up time is measured and subtracted. chafa only "
-                + "converts to an ANSI string; Parley also writes through ncurses into tmux, which is more work.",
-            "Tiles: equal grid over the whole terminal, no borders. One process each, \(ProcessInfo.processInfo.activeProcessorCount) "
-                + "cores shared with other work.",
+            "Content: call = still background gradient, a moving head-and-shoulders shape and sensor noise (what a "
+                + "camera in a call looks like); motion = every pixel moves every frame (scrolling gradient, moving "
+                + "colour bands and shapes), the worst case for a renderer that only redraws changed cells.",
+            "Parley: best of \(repeats) runs of \(frames) frames after 20 warm-up frames, drawn by parley-tui-probe "
+                + "in a detached tmux pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: "
+                + "scale every tile from I420 (box filter, up to 4x4 luma and 2x2 chroma samples per pixel), BT.601 "
+                + "to RGB, nearest of 240 palette colours, then ncurses writes the changed cells; the time runs until "
+                + "tmux has read them (tcdrain). Render only = the same frames into a Screen without a terminal. "
+                + "CPU ms/frame: the probe process, then the tmux server parsing its output (the two run in parallel "
+                + "on 2 cores).",
+            "chafa \(chafaVersion(chafa)): the same frames as RGB uncompressed PNG, one conversion per tile at the "
+                + "tile's size, --symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all "
+                + "cores, fastest of two rounds of --work 5 (default), 7 and 9 on \(chafaFrames) frames; start-up "
+                + "time measured and subtracted. chafa only converts to an ANSI string and redraws every cell; Parley "
+                + "also writes through ncurses into tmux (more work) but sends only cells that changed.",
+            "Tiles: equal grid over the whole terminal, no borders. \(ProcessInfo.processInfo.activeProcessorCount) "
+                + "cores shared with other work; load average at the end \(formatted(load[0], decimals: 1)).",
         ]
         return [table]
     }
@@ -119,10 +139,14 @@ public enum RenderBench {
         var renderSeconds: Double
         var totalSeconds: Double
         var changedCellsPerFrame: Double
+        /// CPU time of the rendering process (user + system), for comparing work independent of machine load.
+        var cpuSeconds: Double
+        /// CPU time of the tmux server per drawn frame (NaN when it could not be read).
+        var tmuxSecondsPerFrame: Double = .nan
     }
 
-    /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH` inside tmux: renders N
-    /// frames of T tiles through `Terminal` and writes timings to PATH. Returns the process exit status.
+    /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH [--content call|motion]`
+    /// inside tmux: renders N frames of T tiles through `Terminal` and writes timings to PATH. Returns the exit status.
     public static func paneMain(arguments: [String]) -> Int32 {
         var options: [String: String] = [:]
         var index = 0
@@ -137,7 +161,8 @@ public enum RenderBench {
             return 2
         }
         let warmup = options["--warmup"].flatMap(Int.init) ?? 20
-        let pattern = BenchPattern.frames(count: patternLength, width: frameWidth, height: frameHeight)
+        let content = options["--content"].flatMap(BenchPattern.Content.init(rawValue:)) ?? .motion
+        let pattern = BenchPattern.frames(content, count: patternLength, width: frameWidth, height: frameHeight)
         do {
             let result = try Terminal.withTerminal { terminal -> PaneResult in
                 let size = terminal.size
@@ -146,8 +171,12 @@ public enum RenderBench {
                 var previous: Screen?
                 var renderNanos: UInt64 = 0, changed = 0
                 var start: UInt64 = 0
+                var cpuStart = 0.0
                 for frame in 0..<(warmup + frames) {
-                    if frame == warmup { start = monotonicNanos() }
+                    if frame == warmup {
+                        start = monotonicNanos()
+                        cpuStart = processCPUSeconds()
+                    }
                     let t0 = monotonicNanos()
                     var screen = Screen(width: size.columns, height: size.rows)
                     for (tile, rect) in rects.enumerated() {
@@ -169,10 +198,11 @@ public enum RenderBench {
                 let total = monotonicNanos() - start
                 return PaneResult(frames: frames, renderSeconds: Double(renderNanos) / 1e9,
                                   totalSeconds: Double(total) / 1e9,
-                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)))
+                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)),
+                                  cpuSeconds: processCPUSeconds() - cpuStart)
             }
             let text = "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
-                + "changed=\(result.changedCellsPerFrame)\ndone\n"
+                + "changed=\(result.changedCellsPerFrame)\ncpu=\(result.cpuSeconds)\ndrawn=\(warmup + frames)\ndone\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: out))
             return 0
         } catch {
@@ -200,15 +230,23 @@ public enum RenderBench {
 
     // MARK: - The driver side
 
-    private static func runPane(tmux: String, probe: String, directory: String, columns: Int, rows: Int,
-                                tiles: Int, frames: Int, index: Int) throws -> PaneResult {
+    private static func runPane(tmux: String, probe: String, directory: String, content: BenchPattern.Content,
+                                columns: Int, rows: Int, tiles: Int, frames: Int, index: Int) throws -> PaneResult {
         let out = "\(directory)/pane\(index).txt"
         let socket = "parley-bench-\(getpid())-\(index)"
-        let command = "TERM=tmux-256color \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) --out \(shellQuote(out))"
+        let command = "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
+            + "--content \(content.rawValue) --out \(shellQuote(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
         _ = try timeCommand(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                    "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
-        defer { _ = try? runCommand(tmux, ["-L", socket, "kill-server"]) }
+        let socketPath = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let serverPID = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{pid}"]))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        defer {
+            _ = try? runCommand(tmux, ["-L", socket, "kill-server"])
+            if socketPath.hasSuffix("/" + socket) { unlink(socketPath) }
+        }
         let limit = 300
         let deadline = Date().addingTimeInterval(TimeInterval(limit))
         while Date() < deadline {
@@ -219,26 +257,34 @@ public enum RenderBench {
                     if parts.count == 2 { values[parts[0]] = parts[1] }
                 }
                 if let error = values["error"] { throw RenderBenchError.badPaneResult(error) }
-                guard let frames = values["frames"].flatMap(Int.init), let render = values["render"].flatMap(Double.init),
+                guard let frames = values["frames"].flatMap(Int.init),
+                      let render = values["render"].flatMap(Double.init),
                       let total = values["total"].flatMap(Double.init),
-                      let changed = values["changed"].flatMap(Double.init) else {
+                      let changed = values["changed"].flatMap(Double.init),
+                      let cpu = values["cpu"].flatMap(Double.init),
+                      let drawn = values["drawn"].flatMap(Int.init) else {
                     throw RenderBenchError.badPaneResult(text)
                 }
+                // The server was idle before the first frame, so its CPU time over all drawn frames (warm-up
+                // included) is its cost per frame. The pane's shell keeps it alive until it is read here.
+                let tmuxSeconds = serverPID.flatMap(processCPUSeconds(pid:)) ?? .nan
                 return PaneResult(frames: frames, renderSeconds: render, totalSeconds: total,
-                                  changedCellsPerFrame: changed)
+                                  changedCellsPerFrame: changed, cpuSeconds: cpu,
+                                  tmuxSecondsPerFrame: tmuxSeconds / Double(drawn))
             }
             usleep(50_000)
         }
         throw RenderBenchError.paneTimedOut(columns: columns, rows: rows, tiles: tiles, seconds: limit)
     }
 
-    /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted), at its fastest work level.
+    /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted): the best of two rounds over
+    /// its work levels 5 (the default), 7 and 9.
     private static func timeChafa(chafa: String, pngPaths: [String], tiles: [ScreenRect],
-                                  frames: Int) throws -> (seconds: Double, flags: String) {
+                                  frames: Int) throws -> (seconds: Double, work: String) {
         var sizes: [String: Int] = [:]
         for tile in tiles { sizes["\(tile.width)x\(tile.height)", default: 0] += 1 }
-        var best: (seconds: Double, flags: String)?
-        for work in [5, 7, 9] {
+        var best: (seconds: Double, work: String)?
+        for work in [5, 7, 9, 5, 7, 9] {
             var seconds = 0.0
             for (size, count) in sizes.sorted(by: { $0.key < $1.key }) {
                 let files = (0..<(frames * count)).map { pngPaths[$0 % pngPaths.count] }
@@ -248,7 +294,7 @@ public enum RenderBench {
                 let all = try timeCommand(chafa, arguments + files)
                 seconds += max(0, all - startup) * Double(files.count) / Double(files.count - 1)
             }
-            if best == nil || seconds < best!.seconds { best = (seconds, "--work \(work)") }
+            if best == nil || seconds < best!.seconds { best = (seconds, "\(work)") }
         }
         return best!
     }
@@ -286,43 +332,45 @@ public enum RenderBench {
 
     @discardableResult
     private static func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let output = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        let result = try ChildProcess.run(executable, arguments, captureOutput: true)
+        guard result.status == 0 else {
             throw RenderBenchError.commandFailed(command: ([executable] + arguments).joined(separator: " "),
-                                                 status: process.terminationStatus, output: output)
+                                                 status: result.status, output: result.output)
         }
-        return output
+        return result.output
     }
 
     /// Wall-clock seconds of a command whose output goes to /dev/null.
     private static func timeCommand(_ executable: String, _ arguments: [String]) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         let start = monotonicNanos()
-        try process.run()
-        process.waitUntilExit()
+        let result = try ChildProcess.run(executable, arguments, captureOutput: false)
         let elapsed = Double(monotonicNanos() - start) / 1e9
-        guard process.terminationStatus == 0 else {
+        guard result.status == 0 else {
             throw RenderBenchError.commandFailed(command: ([executable] + arguments.prefix(14)).joined(separator: " "),
-                                                 status: process.terminationStatus, output: "")
+                                                 status: result.status, output: "")
         }
         return elapsed
     }
 
     private static func shellQuote(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// User + system CPU seconds of another process, from /proc/PID/stat (fields 14 and 15, in clock ticks).
+    static func processCPUSeconds(pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name, which may contain spaces: state is field 3, utime 14, stime 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     static func monotonicNanos() -> UInt64 {
@@ -332,10 +380,91 @@ public enum RenderBench {
     }
 }
 
-/// Moving synthetic video: a drifting diagonal gradient with moving colour bands, a white disc and a red square
-/// that travel across the picture, and a little sensor-like noise, so most cells change every frame.
+/// Runs a program with posix_spawn and waits for it.
+///
+/// Not Foundation's `Process`: the child must start with no signals blocked (threads of the Swift runtime block
+/// SIGTERM, and a tmux server inheriting that ignores `kill-server`), and output pipes must not leak into the tmux
+/// server, which would keep them open forever.
+enum ChildProcess {
+    struct Result {
+        var status: Int32
+        var output: String
+    }
+
+    private static let spawnLock = NSLock()
+
+    static func run(_ path: String, _ arguments: [String], captureOutput: Bool) throws -> Result {
+        var fds: [Int32] = [-1, -1]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t(), allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        spawnLock.lock()
+        if captureOutput {
+            guard pipe(&fds) == 0 else {
+                spawnLock.unlock()
+                throw RenderBenchError.commandFailed(command: path, status: -1, output: "pipe failed")
+            }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        spawnLock.unlock()
+        if captureOutput { close(fds[1]) }
+        guard spawned == 0 else {
+            if captureOutput { close(fds[0]) }
+            throw RenderBenchError.commandFailed(command: path, status: -1, output: String(cString: strerror(spawned)))
+        }
+        var output = [UInt8]()
+        if captureOutput {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(fds[0], &buffer, buffer.count)
+                if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
+            }
+            close(fds[0])
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Result(status: exitStatus, output: String(decoding: output, as: UTF8.self))
+    }
+}
+
+/// Synthetic camera video for the benchmark, in two kinds (see `Content`).
 enum BenchPattern {
-    static func frames(count: Int, width: Int, height: Int) -> [VideoFrame] {
+    /// What the frames show.
+    enum Content: String, CaseIterable {
+        /// A still background gradient, a head-and-shoulders shape swaying and moving its "mouth", sensor noise.
+        case call
+        /// A gradient scrolling diagonally with moving colour bands, a white disc and a red square crossing the
+        /// picture, and noise: every cell changes every frame.
+        case motion
+    }
+
+    static func frames(_ content: Content, count: Int, width: Int, height: Int) -> [VideoFrame] {
         var seed: UInt32 = 12345
         return (0..<count).map { t in
             let phase = Double(t) / Double(count) * 2 * Double.pi
@@ -343,31 +472,48 @@ enum BenchPattern {
             let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
             var u = [UInt8](repeating: 128, count: chromaWidth * chromaHeight)
             var v = u
-            let discX = Double(width) / 2 + Double(width) / 3 * cos(phase)
-            let discY = Double(height) / 2 + Double(height) / 4 * sin(phase)
-            let squareX = Int(Double(width) / 2 - Double(width) / 3 * cos(phase))
-            let squareY = Int(Double(height) / 2 - Double(height) / 4 * sin(2 * phase))
+            // Shapes in luma coordinates.
+            let motion = content == .motion
+            let discX = Double(width) / 2 + (motion ? Double(width) / 3 * cos(phase) : 12 * sin(phase))
+            let discY = motion ? Double(height) / 2 + Double(height) / 4 * sin(phase) : Double(height) * 0.42
+            let radius = motion ? 60.0 : Double(height) / 4
+            let squareX = motion ? Int(Double(width) / 2 - Double(width) / 3 * cos(phase)) : Int(discX)
+            let squareY = motion ? Int(Double(height) / 2 - Double(height) / 4 * sin(2 * phase)) : height - 40
+            let squareHalf = motion ? 40 : width / 5
+            let mouthOpen = 3 + 5 * abs(sin(3 * phase))
+            let shift = motion ? 9 * t : 0
             for row in 0..<height {
                 for column in 0..<width {
                     seed = seed &* 1_103_515_245 &+ 12345
-                    let noise = Int((seed >> 16) % 7) - 3
-                    var luma = 16 + (column + 2 * row + 9 * t) % 220 + noise
+                    let noise = Int((seed >> 16) % 5) - 2
+                    var luma = motion
+                        ? 16 + (column + 2 * row + shift) % 220 : 60 + (column + row) * 120 / (width + height)
                     let dx = Double(column) - discX, dy = Double(row) - discY
-                    if dx * dx + dy * dy < 3600 { luma = 235 + noise }
-                    if abs(column - squareX) < 40 && abs(row - squareY) < 40 { luma = 81 + noise }
-                    y[row * width + column] = UInt8(min(255, max(0, luma)))
+                    let inDisc = dx * dx + dy * dy < radius * radius
+                    if inDisc { luma = motion ? 235 : 170 }
+                    if !motion && inDisc && abs(dx) < 20 && abs(dy - radius / 2) < mouthOpen { luma = 70 }
+                    if abs(column - squareX) < squareHalf && abs(row - squareY) < 40 { luma = motion ? 81 : 50 }
+                    y[row * width + column] = UInt8(min(255, max(0, luma + noise)))
                 }
             }
             for row in 0..<chromaHeight {
                 for column in 0..<chromaWidth {
                     let lumaX = 2 * column, lumaY = 2 * row
-                    var cb = 128 + Int(90 * sin(Double(lumaX) / 60 + phase))
-                    var cr = 128 + Int(90 * cos(Double(lumaY) / 45 - 2 * phase))
+                    var cb: Int, cr: Int
+                    if motion {
+                        cb = 128 + Int(90 * sin(Double(lumaX) / 60 + phase))
+                        cr = 128 + Int(90 * cos(Double(lumaY) / 45 - 2 * phase))
+                    } else {
+                        cb = 140 - lumaX * 30 / width
+                        cr = 120 + lumaY * 20 / height
+                    }
                     let dx = Double(lumaX) - discX, dy = Double(lumaY) - discY
-                    if dx * dx + dy * dy < 3600 { cb = 128; cr = 128 }
-                    if abs(lumaX - squareX) < 40 && abs(lumaY - squareY) < 40 { cb = 90; cr = 240 }
-                    u[row * chromaWidth + column] = UInt8(cb)
-                    v[row * chromaWidth + column] = UInt8(cr)
+                    if dx * dx + dy * dy < radius * radius { (cb, cr) = motion ? (128, 128) : (110, 150) }
+                    if abs(lumaX - squareX) < squareHalf && abs(lumaY - squareY) < 40 {
+                        (cb, cr) = motion ? (90, 240) : (150, 110)
+                    }
+                    u[row * chromaWidth + column] = UInt8(min(255, max(0, cb)))
+                    v[row * chromaWidth + column] = UInt8(min(255, max(0, cr)))
                 }
             }
             return VideoFrame(width: width, height: height, y: y, u: u, v: v, timestampMicros: Int64(t) * 33_333)

@@ -19,11 +19,52 @@ public enum Palette {
 
     /// The nearest colour among indices 16–255 (the cube and the grey ramp, which users do not re-theme).
     ///
-    /// One table lookup: the table holds the answer for every colour at 6 bits per channel.
+    /// Exact for a channel-weighted distance, without a search: the nearest cube colour is the nearest level on each
+    /// channel separately, and the nearest grey is the ramp step closest to the weighted mean; the closer of the two
+    /// wins. Two 256-byte tables, so it stays in the L1 cache (a 2^18-entry table did not, and stalled).
     @inline(__always)
     public static func nearestIndex(r: UInt8, g: UInt8, b: UInt8) -> UInt8 {
-        nearestTable[Int(r >> 2) << 12 | Int(g >> 2) << 6 | Int(b >> 2)]
+        levelTable.withUnsafeBufferPointer { levels in
+            greyTable.withUnsafeBufferPointer { greys in
+                nearestIndex(r: Int(r), g: Int(g), b: Int(b), levels: levels, greys: greys)
+            }
+        }
     }
+
+    /// `nearestIndex` with the tables passed in, for hot loops that hold them already (`levelTable`, `greyTable`).
+    @inline(__always)
+    static func nearestIndex(r: Int, g: Int, b: Int, levels: UnsafeBufferPointer<UInt8>,
+                             greys: UnsafeBufferPointer<UInt8>) -> UInt8 {
+        let lr = Int(levels[r]), lg = Int(levels[g]), lb = Int(levels[b])
+        let cr = lr == 0 ? 0 : 55 &+ 40 &* lr, cg = lg == 0 ? 0 : 55 &+ 40 &* lg, cb = lb == 0 ? 0 : 55 &+ 40 &* lb
+        let dr = r &- cr, dg = g &- cg, db = b &- cb
+        let cubeDistance = 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db
+        // Weighted mean (2r + 4g + 3b) / 9 rounded, then the nearest of the 24 greys 8, 18, …, 238.
+        let step = Int(greys[(2 &* r &+ 4 &* g &+ 3 &* b &+ 4) / 9])
+        let grey = 8 &+ 10 &* step
+        let gr = r &- grey, gg = g &- grey, gb = b &- grey
+        let greyDistance = 2 &* gr &* gr &+ 4 &* gg &* gg &+ 3 &* gb &* gb
+        return greyDistance < cubeDistance ? UInt8(truncatingIfNeeded: 232 &+ step)
+            : UInt8(truncatingIfNeeded: 16 &+ 36 &* lr &+ 6 &* lg &+ lb)
+    }
+
+    /// Red, green and blue of all 256 indices, three bytes each, for hot loops.
+    static let rgbTable: [UInt8] = (0..<256).flatMap { index -> [UInt8] in
+        let rgb = rgb(ofIndex: UInt8(index))
+        return [rgb.r, rgb.g, rgb.b]
+    }
+
+    /// For each channel value, the index (0–5) of the nearest cube level.
+    static let levelTable: [UInt8] = (0..<256).map { value in
+        var best = 0
+        for level in 1..<6 where abs(Int(cubeLevels[level]) - value) < abs(Int(cubeLevels[best]) - value) {
+            best = level
+        }
+        return UInt8(best)
+    }
+
+    /// For each grey value, the step (0–23) of the nearest ramp grey 8 + 10 * step.
+    static let greyTable: [UInt8] = (0..<256).map { UInt8(min(23, max(0, ($0 - 8 + 5) / 10))) }
 
     /// The nearest of the first `count` system colours (8 or 16), for terminals without the 256-colour palette.
     public static func nearestSystemIndex(r: UInt8, g: UInt8, b: UInt8, count: Int) -> UInt8 {
@@ -72,35 +113,4 @@ public enum Palette {
         let dr = Int(r1) - Int(r2), dg = Int(g1) - Int(g2), db = Int(b1) - Int(b2)
         return weights.r * dr * dr + weights.g * dg * dg + weights.b * db * db
     }
-
-    /// 2^18 entries, one per 6-bit RGB triple.
-    ///
-    /// With a per-channel weighted distance the nearest cube colour is the nearest level on each channel separately,
-    /// and the nearest grey is the ramp step closest to the weighted mean, so each entry costs two candidates.
-    static let nearestTable: [UInt8] = {
-        var nearestLevel = [Int](repeating: 0, count: 256)
-        for value in 0..<256 {
-            var best = 0
-            for level in 1..<6 where abs(Int(cubeLevels[level]) - value) < abs(Int(cubeLevels[best]) - value) {
-                best = level
-            }
-            nearestLevel[value] = best
-        }
-        let weightSum = weights.r + weights.g + weights.b
-        var table = [UInt8](repeating: 0, count: 1 << 18)
-        for q in 0..<(1 << 18) {
-            // The 6-bit value stands for the middle of its range, with the ends pinned to 0 and 255.
-            func expand(_ v: Int) -> UInt8 { UInt8((v * 255 + 31) / 63) }
-            let r = expand(q >> 12), g = expand((q >> 6) & 63), b = expand(q & 63)
-            let lr = nearestLevel[Int(r)], lg = nearestLevel[Int(g)], lb = nearestLevel[Int(b)]
-            let cubeIndex = 16 + 36 * lr + 6 * lg + lb
-            let cubeDistance = weightedDistance(r, g, b, cubeLevels[lr], cubeLevels[lg], cubeLevels[lb])
-            let mean = (weights.r * Int(r) + weights.g * Int(g) + weights.b * Int(b)) / weightSum
-            let step = min(23, max(0, (mean - 8 + 5) / 10))
-            let grey = UInt8(8 + 10 * step)
-            let greyDistance = weightedDistance(r, g, b, grey, grey, grey)
-            table[q] = greyDistance < cubeDistance ? UInt8(232 + step) : UInt8(cubeIndex)
-        }
-        return table
-    }()
 }

@@ -65,6 +65,18 @@ public struct Cell: Hashable, Sendable {
     /// A space in the terminal's default colours.
     public static let blank = Cell()
 
+    /// The colours a viewer sees in the top and bottom halves of a block cell ('▀', '▄', '█' or a space); nil for
+    /// any other character. Video cells are read back through this, whichever of the four drew them.
+    public var visibleHalves: (top: TerminalColor, bottom: TerminalColor)? {
+        switch character {
+        case "▀": return (style.foreground, style.background)
+        case "▄": return (style.background, style.foreground)
+        case "█": return (style.foreground, style.foreground)
+        case " ": return (style.background, style.background)
+        default: return nil
+        }
+    }
+
     static func continuation(style: CellStyle) -> Cell {
         var cell = Cell(" ", style: style)
         cell.isContinuation = true

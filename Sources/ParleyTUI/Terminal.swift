@@ -103,6 +103,10 @@ public final class Terminal {
     private let pairLimit: Int32
     private var pairsWereReset = false
     private let attributeBits: [attr_t]
+    // Scratch for one run of cells handed to curses at once, reused between frames.
+    private var runChars: [wchar_t] = []
+    private var runAttributes: [attr_t] = []
+    private var runPairs: [Int32] = []
     private let systemColorFor: [Int32]
 
     private static let openLock = NSLock()
@@ -294,29 +298,62 @@ public final class Terminal {
         let columns = min(screen.width, Int(getmaxx(window)))
         guard rows > 0, columns > 0 else { return }
         let width = screen.width
-        screen.cells.withUnsafeBufferPointer { cells in
-            if let old {
-                old.cells.withUnsafeBufferPointer { oldCells in
-                    for row in 0..<rows {
-                        var index = row * width
-                        for column in 0..<columns {
-                            if cells[index] != oldCells[index] && !cells[index].isContinuation {
-                                put(cells[index], row: row, column: column)
-                            }
-                            index += 1
-                        }
-                    }
-                }
-            } else {
-                for row in 0..<rows {
-                    var index = row * width
-                    for column in 0..<columns {
-                        if !cells[index].isContinuation { put(cells[index], row: row, column: column) }
-                        index += 1
-                    }
-                }
-            }
+        if runChars.count < columns {
+            runChars = [wchar_t](repeating: 0, count: columns)
+            runAttributes = [attr_t](repeating: 0, count: columns)
+            runPairs = [Int32](repeating: 0, count: columns)
         }
+        screen.cells.withUnsafeBufferPointer { cells in
+        (old?.cells ?? []).withUnsafeBufferPointer { oldCells in
+        runChars.withUnsafeMutableBufferPointer { runChars in
+        runAttributes.withUnsafeMutableBufferPointer { runAttributes in
+        runPairs.withUnsafeMutableBufferPointer { runPairs in
+            let compare = oldCells.count == cells.count
+            for row in 0..<rows {
+                // Consecutive changed one-scalar narrow cells go to curses as one run (mvwadd_wchnstr); anything
+                // else (wide characters, clusters) one cell at a time.
+                var runStart = 0, runLength = 0
+                func flush() {
+                    if runLength > 0 {
+                        parley_curses_put_run(window, Int32(row), Int32(runStart), runChars.baseAddress,
+                                              runAttributes.baseAddress, runPairs.baseAddress, Int32(runLength))
+                        runLength = 0
+                    }
+                }
+                var index = row * width
+                for column in 0..<columns {
+                    defer { index += 1 }
+                    let cell = cells[index]
+                    if cell.isContinuation || (compare && cell == oldCells[index]) {
+                        flush()
+                        continue
+                    }
+                    guard let scalar = Self.singleNarrowScalar(cell.character) else {
+                        flush()
+                        put(cell, row: row, column: column)
+                        continue
+                    }
+                    if runLength == 0 { runStart = column }
+                    runChars[runLength] = wchar_t(scalar.value)
+                    runAttributes[runLength] = attributeBits[Int(cell.style.attributes.rawValue & 15)]
+                    runPairs[runLength] = pairNumber(foreground: colorNumber(cell.style.foreground),
+                                                     background: colorNumber(cell.style.background))
+                    runLength += 1
+                }
+                flush()
+            }
+        }}}}}
+    }
+
+    /// The character's only scalar when it is one narrow scalar (the run fast path), else nil.
+    @inline(__always)
+    private static func singleNarrowScalar(_ character: Character) -> Unicode.Scalar? {
+        let scalars = character.unicodeScalars
+        var iterator = scalars.makeIterator()
+        guard let first = iterator.next(), iterator.next() == nil else { return nil }
+        let value = first.value
+        if (0x20..<0x7F).contains(value) || (0x2500...0x259F).contains(value) { return first }
+        return DisplayWidth.of(first) == 1 ? first : nil
     }
 
     @inline(__always)
@@ -324,17 +361,9 @@ public final class Terminal {
         let pair = pairNumber(foreground: colorNumber(cell.style.foreground),
                               background: colorNumber(cell.style.background))
         let attributes = attributeBits[Int(cell.style.attributes.rawValue & 15)]
-        let scalars = cell.character.unicodeScalars
-        var iterator = scalars.makeIterator()
-        guard let first = iterator.next() else { return }
-        guard let second = iterator.next() else {
-            parley_curses_put_wch(window, Int32(row), Int32(column), wchar_t(first.value), attributes, pair)
-            return
-        }
         // A cluster: base plus combining or joining characters. curses holds at most 5 per cell; longer clusters
         // (family emoji) show their first character rather than a broken sequence.
-        var text: [wchar_t] = [wchar_t(first.value), wchar_t(second.value)]
-        while let next = iterator.next() { text.append(wchar_t(next.value)) }
+        var text = cell.character.unicodeScalars.map { wchar_t($0.value) }
         if text.count > Int(CCHARW_MAX) { text = [text[0]] }
         parley_curses_put_cluster(window, Int32(row), Int32(column), text, Int32(text.count), attributes, pair)
     }

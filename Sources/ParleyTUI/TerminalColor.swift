@@ -10,6 +10,7 @@ public enum TerminalColor: Hashable, Sendable {
 
 /// Text attributes of a cell.
 public struct CellAttributes: OptionSet, Hashable, Sendable {
+    /// The attribute bits.
     public let rawValue: UInt8
     /// Attributes from their bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }

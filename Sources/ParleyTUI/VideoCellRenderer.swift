@@ -42,6 +42,11 @@ public struct PictureArea: Hashable, Sendable {
 /// Draws I420 video frames into screen cells with upper-half blocks: each cell shows two pixels stacked, the top
 /// one as the foreground of '▀' and the bottom one as its background.
 ///
+/// Every picture cell is '▀' (or '▄' where only the bottom half is picture, at a letterbox edge), whatever its
+/// colours, so text dumps and golden screens of video areas do not depend on the video. (Drawing some cells as
+/// ' ', '█' or a swapped '▄' to keep the left neighbour's colour pair saved curses only ~7% of its colour changes
+/// on moving video; not worth content-dependent goldens.)
+///
 /// A cell is about twice as tall as wide, so a w×h-cell tile holds w×2h square pixels; the frame is scaled to fit
 /// keeping its aspect and centred, with the rest of the tile in the background colour (letterbox or pillarbox,
 /// down to half a cell). Scaling samples the I420 planes directly: each tile pixel averages up to 4×4 source
@@ -52,11 +57,20 @@ public struct VideoCellRenderer: Sendable {
     /// How pixels become colours.
     public let mode: VideoColorMode
 
-    // Per tile pixel column: up to 4 luma x positions, and how many. The same for rows. Reused between frames.
-    private var columnSamples: [Int32] = []
-    private var columnCounts: [Int32] = []
-    private var rowSamples: [Int32] = []
-    private var rowCounts: [Int32] = []
+    // Per tile pixel column: up to 4 luma x positions and up to 2 chroma x positions, with their counts. The same
+    // for rows. Reused between frames.
+    private var columns = SampleTable()
+    private var rows = SampleTable()
+    // What each pixel of the screen showed last time (two per cell, 0 = nothing yet): a palette index or an RGB
+    // value with bit 24 set. Kept for the colour hysteresis below; reset when the screen size changes.
+    private var shown: [UInt32] = []
+    private var shownWidth = 0
+
+    /// How much closer (weighted squared RGB distance) a new colour must be than the one a pixel already shows
+    /// before the pixel changes: about 6 levels on every channel. Camera noise near the boundary between two
+    /// palette colours would otherwise make cells flicker between them every frame, which looks bad and makes the
+    /// terminal redraw cells that did not really change.
+    public static let hysteresis = 9 * 6 * 6
 
     /// A renderer for one colour mode.
     public init(mode: VideoColorMode) {
@@ -90,57 +104,100 @@ public struct VideoCellRenderer: Sendable {
         guard !visible.isEmpty else { return }
         let area = Self.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
                                     columns: rect.width, rows: rect.height)
-        Self.fillSamples(&columnSamples, &columnCounts, source: frame.width, target: area.width)
-        Self.fillSamples(&rowSamples, &rowCounts, source: frame.height, target: area.height)
+        columns.fill(source: frame.width, target: area.width)
+        rows.fill(source: frame.height, target: area.height)
 
         let mode = self.mode
         let frameWidth = frame.width, chromaWidth = frame.chromaWidth
         let screenWidth = screen.width
-        columnSamples.withUnsafeBufferPointer { colX in
-        columnCounts.withUnsafeBufferPointer { colN in
-        rowSamples.withUnsafeBufferPointer { rowY in
-        rowCounts.withUnsafeBufferPointer { rowN in
+        if shownWidth != screen.width || shown.count != 2 * screen.cells.count {
+            shown = [UInt32](repeating: 0, count: 2 * screen.cells.count)
+            shownWidth = screen.width
+        }
+        columns.luma.withUnsafeBufferPointer { colX in
+        columns.chroma.withUnsafeBufferPointer { colCX in
+        columns.counts.withUnsafeBufferPointer { colN in
+        rows.luma.withUnsafeBufferPointer { rowY in
+        rows.chroma.withUnsafeBufferPointer { rowCY in
+        rows.counts.withUnsafeBufferPointer { rowN in
         frame.y.withUnsafeBufferPointer { lumaPlane in
         frame.u.withUnsafeBufferPointer { uPlane in
         frame.v.withUnsafeBufferPointer { vPlane in
-        Palette.nearestTable.withUnsafeBufferPointer { nearest in
+        Palette.levelTable.withUnsafeBufferPointer { levels in
+        Palette.greyTable.withUnsafeBufferPointer { greys in
+        Self.reciprocals.withUnsafeBufferPointer { reciprocals in
+        Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
+        shown.withUnsafeMutableBufferPointer { shown in
         screen.cells.withUnsafeMutableBufferPointer { cells in
             let upper: Character = "▀", lower: Character = "▄", space: Character = " "
             let empty = Cell(space, style: CellStyle(background: background))
 
-            /// Average Y, U, V of tile pixel (px, py) of the picture.
+            /// Average Y of tile pixel (px, py): up to 4x4 samples spread over the source area it covers.
             @inline(__always)
-            func sample(_ px: Int, _ py: Int) -> (y: Int, u: Int, v: Int) {
-                let nx = Int(colN[px]), ny = Int(rowN[py])
-                var sumY = 0, sumU = 0, sumV = 0
+            func luma(_ px: Int, _ py: Int) -> Int {
+                let nx = Int(colN[px &* 2]), ny = Int(rowN[py &* 2])
+                var sum = 0
                 for j in 0..<ny {
-                    let sy = Int(rowY[py &* 4 &+ j])
-                    let lumaRow = sy &* frameWidth
-                    let chromaRow = (sy >> 1) &* chromaWidth
+                    let line = Int(rowY[py &* 4 &+ j]) &* frameWidth
+                    for i in 0..<nx { sum &+= Int(lumaPlane[line &+ Int(colX[px &* 4 &+ i])]) }
+                }
+                return (sum &* reciprocals[nx &* ny]) >> 16
+            }
+
+            /// Average U and V of tile pixel (px, py): up to 2x2 samples of the half-resolution chroma planes.
+            @inline(__always)
+            func chroma(_ px: Int, _ py: Int) -> (u: Int, v: Int) {
+                let nx = Int(colN[px &* 2 &+ 1]), ny = Int(rowN[py &* 2 &+ 1])
+                var sumU = 0, sumV = 0
+                for j in 0..<ny {
+                    let line = Int(rowCY[py &* 2 &+ j]) &* chromaWidth
                     for i in 0..<nx {
-                        let sx = Int(colX[px &* 4 &+ i])
-                        sumY &+= Int(lumaPlane[lumaRow &+ sx])
-                        let c = chromaRow &+ (sx >> 1)
+                        let c = line &+ Int(colCX[px &* 2 &+ i])
                         sumU &+= Int(uPlane[c])
                         sumV &+= Int(vPlane[c])
                     }
                 }
-                let reciprocal = Self.reciprocals[nx &* ny]
-                return ((sumY &* reciprocal) >> 16, (sumU &* reciprocal) >> 16, (sumV &* reciprocal) >> 16)
+                let reciprocal = reciprocals[nx &* ny]
+                return ((sumU &* reciprocal) >> 16, (sumV &* reciprocal) >> 16)
             }
 
             @inline(__always)
-            func color(_ p: (y: Int, u: Int, v: Int)) -> TerminalColor {
-                let c = 76284 &* (p.y &- 16), d = p.u &- 128, e = p.v &- 128
+            func weighted(_ dr: Int, _ dg: Int, _ db: Int) -> Int { 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db }
+
+            /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
+            @inline(__always)
+            func color(_ px: Int, _ py: Int, _ slot: Int) -> TerminalColor {
+                let y = luma(px, py), (u, v) = chroma(px, py)
+                let c = 76284 &* (y &- 16), d = u &- 128, e = v &- 128
                 let r = Self.clamp((c &+ 104595 &* e &+ 32768) >> 16)
                 let g = Self.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16)
                 let b = Self.clamp((c &+ 132252 &* d &+ 32768) >> 16)
-                if mode == .trueColor { return .rgb(UInt8(r), UInt8(g), UInt8(b)) }
-                return .palette(nearest[(r >> 2) << 12 | (g >> 2) << 6 | (b >> 2)])
+                let before = shown[slot]
+                if mode == .trueColor {
+                    if before != 0 {
+                        let pr = Int((before >> 16) & 0xFF), pg = Int((before >> 8) & 0xFF), pb = Int(before & 0xFF)
+                        if weighted(r &- pr, g &- pg, b &- pb) <= Self.hysteresis {
+                            return .rgb(UInt8(pr), UInt8(pg), UInt8(pb))
+                        }
+                    }
+                    shown[slot] = 1 << 24 | UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
+                    return .rgb(UInt8(r), UInt8(g), UInt8(b))
+                }
+                var index = Int(Palette.nearestIndex(r: r, g: g, b: b, levels: levels, greys: greys))
+                if before != 0 && Int(before & 0xFF) != index {
+                    let old = Int(before & 0xFF)
+                    let distanceOld = weighted(r &- Int(paletteRGB[3 &* old]), g &- Int(paletteRGB[3 &* old &+ 1]),
+                                               b &- Int(paletteRGB[3 &* old &+ 2]))
+                    let distanceNew = weighted(r &- Int(paletteRGB[3 &* index]), g &- Int(paletteRGB[3 &* index &+ 1]),
+                                               b &- Int(paletteRGB[3 &* index &+ 2]))
+                    if distanceOld <= distanceNew &+ Self.hysteresis { index = old }
+                }
+                shown[slot] = 1 << 24 | UInt32(index)
+                return .palette(UInt8(truncatingIfNeeded: index))
             }
 
             @inline(__always)
-            func luminance(_ y: Int) -> Int { Self.clamp(((y &- 16) &* 255 &+ 109) / 219) }
+            func ink(_ px: Int, _ py: Int) -> Int { Self.clamp(((luma(px, py) &- 16) &* 255 &+ 109) / 219) }
 
             for row in visible.row..<visible.endRow {
                 let topY = 2 * (row - rect.row) - area.y, bottomY = topY + 1
@@ -151,29 +208,32 @@ public struct VideoCellRenderer: Sendable {
                     defer { index += 1 }
                     let px = column - rect.column - area.x
                     guard px >= 0, px < area.width, topInside || bottomInside else {
+                        shown[2 &* index] = 0
+                        shown[2 &* index &+ 1] = 0
                         cells[index] = empty
                         continue
                     }
                     if mode == .shades {
-                        var ink = 0
-                        if topInside { ink += luminance(sample(px, topY).y) }
-                        if bottomInside { ink += luminance(sample(px, bottomY).y) }
-                        let level = min(4, (ink * 5) >> 9)
+                        var total = 0
+                        if topInside { total += ink(px, topY) }
+                        if bottomInside { total += ink(px, bottomY) }
+                        let level = min(4, (total * 5) >> 9)
                         cells[index] = Cell(Self.shades[level], style: CellStyle(background: background))
                     } else if topInside && bottomInside {
-                        let style = CellStyle(foreground: color(sample(px, topY)),
-                                              background: color(sample(px, bottomY)))
-                        cells[index] = Cell(upper, style: style)
+                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
+                                                                    background: color(px, bottomY, 2 &* index &+ 1)))
                     } else if topInside {
-                        cells[index] = Cell(upper, style: CellStyle(foreground: color(sample(px, topY)),
+                        shown[2 &* index &+ 1] = 0
+                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
                                                                     background: background))
                     } else {
-                        cells[index] = Cell(lower, style: CellStyle(foreground: color(sample(px, bottomY)),
+                        shown[2 &* index] = 0
+                        cells[index] = Cell(lower, style: CellStyle(foreground: color(px, bottomY, 2 &* index &+ 1),
                                                                     background: background))
                     }
                 }
             }
-        }}}}}}}}}
+        }}}}}}}}}}}}}}}
         screen.repairWideCharacters(around: visible)
     }
 
@@ -185,23 +245,42 @@ public struct VideoCellRenderer: Sendable {
 
     /// 65536 / n rounded, for averaging 1…16 samples with a multiply.
     private static let reciprocals: [Int] = (0...16).map { $0 == 0 ? 0 : (65536 + $0 / 2) / $0 }
+}
 
-    /// For each of `target` tile pixels along one axis, up to 4 source positions spread over the source pixels it
-    /// covers (one position when enlarging).
-    private static func fillSamples(_ samples: inout [Int32], _ counts: inout [Int32], source: Int, target: Int) {
-        samples.removeAll(keepingCapacity: true)
+/// Where to sample the source along one axis for each tile pixel: up to 4 luma positions spread over the source
+/// pixels the tile pixel covers (one when enlarging) and up to 2 positions in the half-resolution chroma plane.
+struct SampleTable: Sendable {
+    /// 4 luma positions per tile pixel (unused slots repeat the first).
+    var luma: [Int32] = []
+    /// 2 chroma positions per tile pixel.
+    var chroma: [Int32] = []
+    /// Luma count and chroma count per tile pixel.
+    var counts: [Int32] = []
+
+    mutating func fill(source: Int, target: Int) {
+        luma.removeAll(keepingCapacity: true)
+        chroma.removeAll(keepingCapacity: true)
         counts.removeAll(keepingCapacity: true)
         guard target > 0 else { return }
+        let chromaSize = (source + 1) / 2
         for index in 0..<target {
             let start = index * source / target
             let end = max(start + 1, (index + 1) * source / target)
             let span = end - start
-            let count = min(4, span)
-            counts.append(Int32(count))
+            let lumaCount = min(4, span)
             for k in 0..<4 {
-                let position = k < count ? start + ((2 * k + 1) * span) / (2 * count) : start
-                samples.append(Int32(min(source - 1, position)))
+                let position = k < lumaCount ? start + ((2 * k + 1) * span) / (2 * lumaCount) : start
+                luma.append(Int32(min(source - 1, position)))
             }
+            let chromaStart = start / 2, chromaSpan = (end - 1) / 2 - chromaStart + 1
+            let chromaCount = min(2, chromaSpan)
+            for k in 0..<2 {
+                let position = k < chromaCount
+                    ? chromaStart + ((2 * k + 1) * chromaSpan) / (2 * chromaCount) : chromaStart
+                chroma.append(Int32(min(chromaSize - 1, position)))
+            }
+            counts.append(Int32(lumaCount))
+            counts.append(Int32(chromaCount))
         }
     }
 }

@@ -1,9 +1,11 @@
 // Hidden test helper (not shipped): draws a known screen through `Terminal` so that ParleyTUITests can check it in a
 // real tmux pane, and runs the in-pane half of RenderBench.
 //
-//   parley-tui-probe            red/blue video split, text, last key read; 'q' quits
+//   parley-tui-probe            red/blue video split, text, last key read; 'q' quits, 'c' toggles the text cursor,
+//                               'p' first cycles through every colour pair (to run curses out of pairs)
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
 //   parley-tui-probe --bench …  see RenderBench.paneMain
+//   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
 import Foundation
 import ParleyBench
 import ParleyMedia
@@ -42,17 +44,37 @@ func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRend
     return screen
 }
 
+/// Draws screens that together use every foreground/background combination of the palette (65536, one more than
+/// tmux-256color has pairs), so the terminal's pair cache must start over.
+func cycleColorPairs(_ terminal: Terminal) {
+    let size = terminal.size
+    var combination = 0
+    while combination < 256 * 256 + 1000 {
+        var screen = Screen(width: size.columns, height: size.rows)
+        for index in 0..<(size.columns * size.rows) {
+            let style = CellStyle(foreground: .palette(UInt8(combination & 255)),
+                                  background: .palette(UInt8((combination >> 8) & 255)))
+            screen.put("x", column: index % size.columns, row: index / size.columns, style: style)
+            combination += 1
+        }
+        terminal.draw(screen)
+    }
+}
+
 func runProbe(crash: Bool) -> Int32 {
     do {
         return try Terminal.withTerminal { terminal in
             var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
             var lastKey = "none"
+            var cursor = false
             while true {
                 terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
-                                          lastKey: lastKey))
+                                          lastKey: lastKey), cursor: cursor ? (column: 5, row: 9) : nil)
                 if crash { fatalError("probe: crashing on purpose") }
                 guard let key = terminal.readKey(timeout: 1000) else { continue }
                 if key == .char("q") { return 0 }
+                if key == .char("c") { cursor.toggle() }
+                if key == .char("p") { cycleColorPairs(terminal) }
                 lastKey = String(describing: key)
             }
         }
@@ -66,5 +88,14 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "--bench": exit(RenderBench.paneMain(arguments: Array(arguments.dropFirst())))
 case "--crash": exit(runProbe(crash: true))
+case "--render-bench":
+    do {
+        let frames = arguments.dropFirst().first.flatMap(Int.init) ?? 300
+        let tables = try RenderBench.run(frames: frames) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        print(tables.map(\.markdown).joined(separator: "\n\n"))
+    } catch {
+        FileHandle.standardError.write(Data("parley-tui-probe: \(error)\n".utf8))
+        exit(1)
+    }
 default: exit(runProbe(crash: false))
 }

@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, latency, all
+        case codecs, wire, relay, latency, render, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -29,6 +29,9 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .latency || suite == .all {
             print(try await LatencyBench.run(log: log).markdown + "\n")
+        }
+        if suite == .render || suite == .all {
+            for table in try RenderBench.run(progress: log) { print(table.markdown + "\n") }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
     }

@@ -71,7 +71,8 @@ struct DisplayWidthTests {
 
     @Test("wrapping at spaces and inside long words", arguments: [
         WrapCase(name: "fits on one line", text: "hi there", width: 10, expected: ["hi there"]),
-        WrapCase(name: "breaks at spaces", text: "the quick brown fox", width: 10, expected: ["the quick", "brown fox"]),
+        WrapCase(name: "breaks at spaces", text: "the quick brown fox", width: 10,
+                 expected: ["the quick", "brown fox"]),
         WrapCase(name: "long word is split", text: "abcdefghij xy", width: 4, expected: ["abcd", "efgh", "ij", "xy"]),
         WrapCase(name: "newlines start lines", text: "a\nb c", width: 10, expected: ["a", "b c"]),
         WrapCase(name: "wide characters", text: "日本語の文", width: 4, expected: ["日本", "語の", "文"]),

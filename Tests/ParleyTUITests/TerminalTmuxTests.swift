@@ -64,6 +64,43 @@ struct TerminalTmuxTests {
         #expect(try pane.modes() == restoredModes)
     }
 
+    @Test("the text cursor shows where asked and hides again")
+    func cursor() throws {
+        let pane = try TmuxPane(command: try probeCommand())
+        try pane.waitFor { $0.contains("q quits") }
+        func cursorState() throws -> String {
+            try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try cursorState().hasPrefix("0 "))
+        try pane.send(["c"])
+        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        #expect(try cursorState() == "1 5,9")
+        try pane.send(["c"])
+        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        usleep(100_000)
+        #expect(try cursorState().hasPrefix("0 "))
+        try pane.send(["q"])
+        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+    }
+
+    @Test("colours stay right after curses runs out of colour pairs")
+    func pairExhaustion() throws {
+        let pane = try TmuxPane(command: try probeCommand())
+        try pane.waitFor { $0.contains("q quits") }
+        try pane.send(["p"])
+        let lines = try pane.waitFor(seconds: 60) { $0.count > 7 && $0[7] == "key: char(\"p\")" }
+        #expect(lines[7] == "key: char(\"p\")")
+        let escapes = try pane.escapes()
+        #expect(escapes[1].contains("\u{1B}[38;5;196m\u{1B}[48;5;196m▀▀▀"), "red above red")
+        #expect(escapes[3].contains("\u{1B}[38;5;196m\u{1B}[48;5;21m▀▀▀"), "red above blue")
+        #expect(escapes[1].contains("\u{1B}[1m\u{1B}[38;5;46m┌"), "speaking border")
+        #expect(escapes[8].contains("\u{1B}[38;5;231m\u{1B}[48;5;24mheader role"), "header role")
+        #expect(!escapes.joined().contains("x"), "nothing of the pair-cycling screens is left")
+        try pane.send(["q"])
+        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+    }
+
     @Test("a resize redraws at the new size")
     func resize() throws {
         let pane = try TmuxPane(command: try probeCommand())
@@ -100,8 +137,8 @@ struct TerminalTmuxTests {
 
     @Test("a crash (Swift trap) restores the terminal before the process dies")
     func crash() throws {
-        let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null",
-                                                          environment: "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"))
+        let environment = "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"
+        let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null", environment: environment))
         let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
         let status = after.first { $0.hasPrefix("RESTORED") }
         // fatalError traps with SIGILL on x86-64 and SIGTRAP on arm64.

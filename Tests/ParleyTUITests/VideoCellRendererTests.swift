@@ -37,13 +37,22 @@ enum TestFrames {
 
 @Suite("Video cell renderer")
 struct VideoCellRendererTests {
-    static let redCell = Cell("▀", style: CellStyle(foreground: .palette(196), background: .palette(196)))
-    static let blueCell = Cell("▀", style: CellStyle(foreground: .palette(21), background: .palette(21)))
+    static let red = [TerminalColor.palette(196), .palette(196)]
+    static let blue = [TerminalColor.palette(21), .palette(21)]
 
-    /// The cells of one screen row inside a rectangle.
-    static func row(_ screen: Screen, _ row: Int, from column: Int = 0, width: Int? = nil) -> [Cell] {
+    /// What a viewer sees in a cell: top and bottom colour (nil for a cell that is not a block).
+    static func seen(_ cell: Cell) -> [TerminalColor]? {
+        cell.visibleHalves.map { [$0.top, $0.bottom] }
+    }
+
+    /// What a viewer sees along one screen row inside a rectangle.
+    static func row(_ screen: Screen, _ row: Int, from column: Int = 0, width: Int? = nil) -> [[TerminalColor]?] {
         let count = width ?? screen.width - column
-        return (column..<(column + count)).map { screen[$0, row] }
+        return (column..<(column + count)).map { seen(screen[$0, row]) }
+    }
+
+    static func repeated(_ colors: [TerminalColor], _ count: Int) -> [[TerminalColor]?] {
+        Array(repeating: colors, count: count)
     }
 
     @Test("a solid red frame gives red half blocks in every cell")
@@ -51,7 +60,8 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 8, height: 4)
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen, in: screen.bounds)
-        #expect(screen.cells.allSatisfy { $0 == Self.redCell })
+        #expect(screen.cells.allSatisfy { Self.seen($0) == Self.red })
+        #expect(screen.text == String(repeating: "▀▀▀▀▀▀▀▀\n", count: 3) + "▀▀▀▀▀▀▀▀", "picture cells are '▀'")
     }
 
     @Test("a top/bottom split puts red above blue inside the boundary cell")
@@ -61,11 +71,11 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 8, height: 4)
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(frame, into: &screen, in: screen.bounds)
-        let boundary = Cell("▀", style: CellStyle(foreground: .palette(196), background: .palette(21)))
-        #expect(Self.row(screen, 0) == Array(repeating: Self.redCell, count: 8))
-        #expect(Self.row(screen, 1) == Array(repeating: boundary, count: 8))
-        #expect(Self.row(screen, 2) == Array(repeating: Self.blueCell, count: 8))
-        #expect(Self.row(screen, 3) == Array(repeating: Self.blueCell, count: 8))
+        #expect(Self.row(screen, 0) == Self.repeated(Self.red, 8))
+        #expect(Self.row(screen, 1) == Self.repeated([.palette(196), .palette(21)], 8))
+        #expect(Self.row(screen, 2) == Self.repeated(Self.blue, 8))
+        #expect(Self.row(screen, 3) == Self.repeated(Self.blue, 8))
+        #expect(screen[0, 1].character == "▀")
     }
 
     @Test("a left/right split keeps its columns")
@@ -78,8 +88,9 @@ struct VideoCellRendererTests {
         renderer.draw(frame, into: &screen, in: screen.bounds)
         let green = Palette.nearestIndex(r: 0, g: 255, b: 0)
         for row in 0..<4 {
-            #expect(Self.row(screen, row).map(\.style.foreground)
-                == Array(repeating: .palette(green), count: 4) + Array(repeating: .palette(231), count: 4))
+            #expect(Self.row(screen, row)
+                == Self.repeated([.palette(green), .palette(green)], 4)
+                    + Self.repeated([.palette(231), .palette(231)], 4))
         }
     }
 
@@ -118,12 +129,13 @@ struct VideoCellRendererTests {
         renderer.draw(TestFrames.solid(TestFrames.red, width: 32, height: 8), into: &screen, in: screen.bounds,
                       background: background)
         let bar = Cell(" ", style: CellStyle(background: background))
-        #expect(Self.row(screen, 0) == Array(repeating: bar, count: 8))
-        #expect(Self.row(screen, 1) == Array(repeating: Cell("▄", style: CellStyle(
+        func cells(_ row: Int) -> [Cell] { (0..<8).map { screen[$0, row] } }
+        #expect(cells(0) == Array(repeating: bar, count: 8))
+        #expect(cells(1) == Array(repeating: Cell("▄", style: CellStyle(
             foreground: .palette(196), background: background)), count: 8))
-        #expect(Self.row(screen, 2) == Array(repeating: Cell("▀", style: CellStyle(
+        #expect(cells(2) == Array(repeating: Cell("▀", style: CellStyle(
             foreground: .palette(196), background: background)), count: 8))
-        #expect(Self.row(screen, 3) == Array(repeating: bar, count: 8))
+        #expect(cells(3) == Array(repeating: bar, count: 8))
     }
 
     @Test("a tall frame is pillarboxed")
@@ -133,10 +145,11 @@ struct VideoCellRendererTests {
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.blue, width: 8, height: 16), into: &screen, in: screen.bounds)
         for row in 0..<4 {
-            #expect(Self.row(screen, row).map { $0 == Self.blueCell }
+            #expect(Self.row(screen, row).map { $0 == Self.blue }
                 == [false, false, true, true, true, true, false, false])
         }
         #expect(screen[0, 0] == Cell(" ", style: .plain))
+        #expect(screen[7, 3] == Cell(" ", style: .plain))
     }
 
     @Test("enlarging a tiny frame repeats its pixels")
@@ -148,7 +161,7 @@ struct VideoCellRendererTests {
         // Both chroma samples come from the left pixel (2x2 chroma block), so compare luma-driven results only.
         #expect(Self.row(screen, 0, from: 0, width: 4).allSatisfy { $0 == Self.row(screen, 3)[0] })
         #expect(Self.row(screen, 0, from: 4, width: 4).allSatisfy { $0 == Self.row(screen, 3)[7] })
-        #expect(screen[0, 0] != screen[7, 0])
+        #expect(Self.seen(screen[0, 0]) != Self.seen(screen[7, 0]))
     }
 
     @Test("true colour gives exact RGB")
@@ -159,7 +172,7 @@ struct VideoCellRendererTests {
         #expect(screen[0, 0] == Cell("▀", style: CellStyle(foreground: .rgb(255, 255, 255),
                                                           background: .rgb(255, 255, 255))))
         renderer.draw(TestFrames.solid(TestFrames.red, width: 4, height: 4), into: &screen, in: screen.bounds)
-        #expect(screen[1, 0] == Cell("▀", style: CellStyle(foreground: .rgb(254, 0, 0), background: .rgb(254, 0, 0))))
+        #expect(Self.seen(screen[1, 0]) == [.rgb(254, 0, 0), .rgb(254, 0, 0)])
     }
 
     @Test("shade mode draws luminance with shade characters")
@@ -205,8 +218,8 @@ struct VideoCellRendererTests {
         #expect(screen.text(row: 0) == "abcdefghij")
         // 16x16 into 8x4 cells fills it; the visible part is columns 6–9, rows 1–3.
         for row in 1..<4 {
-            #expect(Self.row(screen, row, from: 6) == Array(repeating: Self.redCell, count: 4))
-            #expect(Self.row(screen, row, from: 0, width: 6) == Array(repeating: .blank, count: 6))
+            #expect(Self.row(screen, row, from: 6) == Self.repeated(Self.red, 4))
+            #expect((0..<6).allSatisfy { screen[$0, row] == .blank })
         }
     }
 
@@ -218,6 +231,34 @@ struct VideoCellRendererTests {
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
                       in: ScreenRect(column: 3, row: 0, width: 2, height: 1))
         #expect(screen.text(row: 0) == "ab ▀▀d")
+        #expect(Self.row(screen, 0, from: 3, width: 2) == Self.repeated(Self.red, 2))
         #expect(screen.cells.allSatisfy { !$0.isContinuation })
+    }
+
+    @Test("hysteresis: a small change near a palette boundary keeps the shown colour, a big change switches")
+    func hysteresis() throws {
+        func freshColor(_ luma: UInt8) -> TerminalColor? {
+            var screen = Screen(width: 1, height: 1)
+            var renderer = VideoCellRenderer(mode: .palette256)
+            renderer.draw(TestFrames.solid((luma, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+            return screen[0, 0].visibleHalves?.top
+        }
+        // A grey level where two luma steps cross from one palette colour to the next.
+        let boundary = try #require((UInt8(16)...UInt8(200)).first { freshColor($0) != freshColor($0 + 2) })
+        var screen = Screen(width: 1, height: 1)
+        var renderer = VideoCellRenderer(mode: .palette256)
+        for (luma, expected) in [(boundary, freshColor(boundary)), (boundary + 2, freshColor(boundary)),
+                                 (boundary, freshColor(boundary)), (boundary + 30, freshColor(boundary + 30))] {
+            renderer.draw(TestFrames.solid((luma, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+            #expect(screen[0, 0].visibleHalves?.top == expected, "luma \(luma)")
+        }
+        // True colour: the same for exact RGB values.
+        var exact = VideoCellRenderer(mode: .trueColor)
+        exact.draw(TestFrames.solid((120, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        let first = screen[0, 0].visibleHalves?.top
+        exact.draw(TestFrames.solid((122, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        #expect(screen[0, 0].visibleHalves?.top == first)
+        exact.draw(TestFrames.solid((160, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
+        #expect(screen[0, 0].visibleHalves?.top != first)
     }
 }

@@ -32,6 +32,13 @@ int parley_curses_put_wch(WINDOW *win, int y, int x, wchar_t ch, attr_t attrs, i
 /* Writes one grapheme cluster (up to CCHARW_MAX wide characters: a base plus combining or joining characters). */
 int parley_curses_put_cluster(WINDOW *win, int y, int x, const wchar_t *text, int count, attr_t attrs, int pair);
 
+/*
+ * Writes `count` cells of one character each (narrow, no combining characters) from column x of row y with one
+ * mvwadd_wchnstr call per 256 cells: much cheaper than a setcchar + mvwadd_wch per cell. Pairs above 32767 work.
+ */
+int parley_curses_put_run(WINDOW *win, int y, int x, const wchar_t *chars, const attr_t *attrs, const int *pairs,
+                          int count);
+
 /* newterm(term, stdout, stdin): `stdout`/`stdin` are C globals Swift 6 cannot read. NULL term means $TERM. */
 SCREEN *parley_curses_newterm(const char *term);
 
