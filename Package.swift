@@ -101,7 +101,8 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "ParleyTUITests", dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine"],
+            name: "ParleyTUITests",
+            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyTestSupport"],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 let restoredModes = "alt=0 cursor=1 mouse=0 keypad=0"
