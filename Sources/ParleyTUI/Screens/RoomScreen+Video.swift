@@ -46,7 +46,8 @@ extension RoomScreen {
         } else {
             drawPlaceholder(session: session, colorIndex: colorIndex, state: state, into: &screen, in: inner)
         }
-        if state.statsShown {
+        // A camera that is off sends nothing: its tile keeps the placeholder instead of stale figures.
+        if state.statsShown, session.tileContent != .videoOff {
             drawStats(session.media, into: &screen, in: inner)
         }
 
