@@ -38,6 +38,8 @@ public struct CallStatistics: Sendable {
     public var videoBytesSent = 0
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived = 0
+    /// Video packets sent again because a NACK said the relay never got them.
+    public var videoPacketsResent = 0
     /// Peers by member id.
     public var peers: [UInt32: Peer] = [:]
 }
@@ -140,6 +142,11 @@ final class EngineCore {
     private var audioSink: (any AudioSink)?
     private var localLevelReported = -1.0
     private var keyframeRequestsReceived = 0
+    /// Video packets sent in the last second, to resend what a NACK says the relay never got.
+    private var sentVideo = RetransmissionBuffer<RTPPacket>(retention: .seconds(1), capacityPerStream: 512)
+    /// When each sequence number was last resent: several receivers NACKing one loss get one resend.
+    private var lastResent: [UInt16: Duration] = [:]
+    private var videoPacketsResent = 0
 
     private var timers: [PacedTimer] = []
     private var repeating: [RepeatedTask] = []
@@ -174,6 +181,7 @@ final class EngineCore {
         stats.videoPacketsSent = videoSender?.packetsSent ?? 0
         stats.videoBytesSent = videoSender?.bytesSent ?? 0
         stats.keyframeRequestsReceived = keyframeRequestsReceived
+        stats.videoPacketsResent = videoPacketsResent
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
@@ -542,7 +550,13 @@ final class EngineCore {
                 videoSink?.deliver(frame, from: ParticipantID(id))
             }
             if mediaBound {
-                send(try sender.encode(frame))
+                let packets = try sender.encode(frame)
+                let at = now
+                for packet in packets {
+                    sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
+                                    at: at)
+                }
+                send(packets)
             } else {
                 sender.skipFrame()
             }
@@ -576,6 +590,23 @@ final class EngineCore {
             if output.needsKeyframe { sendKeyframeRequest(for: peer) }
         }
         udp?.flush()
+    }
+
+    /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
+    /// sequence number at most once per 30 ms however many receivers missed it.
+    private func resend(_ nack: GenericNACK) {
+        let at = now
+        if lastResent.count > 512 { lastResent = lastResent.filter { at - $0.value < .milliseconds(30) } }
+        var packets: [RTPPacket] = []
+        for sequenceNumber in nack.lostSequenceNumbers {
+            if let last = lastResent[sequenceNumber], at - last < .milliseconds(30) { continue }
+            guard let packet = sentVideo.packet(ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: at)
+            else { continue }
+            lastResent[sequenceNumber] = at
+            packets.append(packet)
+        }
+        videoPacketsResent += packets.count
+        send(packets)
     }
 
     private func sendKeyframeRequest(for peer: PeerReceiver) {
@@ -750,6 +781,8 @@ final class EngineCore {
                 case .pictureLossIndication(let pli) where pli.mediaSSRC == joined?.media.ssrcs.video:
                     keyframeRequestsReceived += 1
                     videoSender?.requestKeyframe()
+                case .nack(let nack) where nack.mediaSSRC == joined?.media.ssrcs.video:
+                    resend(nack)
                 case .senderReport(let report):
                     guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else { continue }
                     if report.ssrc == peer.info.ssrcs.audio {

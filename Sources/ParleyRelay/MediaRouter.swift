@@ -107,6 +107,9 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     /// The route of a member.
     public func route(of member: UInt32) -> Route? { routes[member] }
 
+    /// The member whose SSRC block holds `ssrc`, if any.
+    public func owner(of ssrc: UInt32) -> UInt32? { memberByBlock[ssrc & ~3] }
+
     /// Every bound member of the room except `member`, to forward to.
     public func destinations(from member: UInt32, in room: String, into out: inout [Address]) {
         out.removeAll(keepingCapacity: true)

@@ -188,6 +188,7 @@ final class RelayCore {
     private var destinations: [SocketAddress] = []
     private var forwarded = 0
     private var retransmitted = 0
+    private var nacksForwarded = 0
     let logger: Logger
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
@@ -216,6 +217,7 @@ final class RelayCore {
         counters.packetsDropped = media.dropped.values.reduce(0, +)
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
+        counters.nacksForwardedToSenders = nacksForwarded
         return counters
     }
 
@@ -394,11 +396,21 @@ final class RelayCore {
             case .sendToMember(let member, let bytes):
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
+                var missing: [UInt16] = []
                 for sequenceNumber in sequenceNumbers {
                     guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: at)
-                    else { continue }
+                    else {
+                        missing.append(sequenceNumber)
+                        continue
+                    }
                     udp.write(AddressedEnvelope(remoteAddress: remote, data: packet), promise: nil)
                     retransmitted += 1
+                }
+                // Lost between the sender and the relay: only the sender can resend it (to the whole room).
+                if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != route.member {
+                    let nack = GenericNACK(senderSSRC: route.ssrcs.audio, mediaSSRC: ssrc, lost: missing)
+                    send(RTCPPacket.nack(nack).serialized(), toMember: owner)
+                    nacksForwarded += 1
                 }
             }
         }

@@ -72,6 +72,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var keyframeRequestsThrottled = 0
     /// NACKed packets answered from the relay's retransmission buffer.
     public var retransmissionsServed = 0
+    /// NACKs passed on to a stream's sender for packets the relay never got (lost on the sender's uplink).
+    public var nacksForwardedToSenders = 0
 
     /// All zero.
     public init() {}
