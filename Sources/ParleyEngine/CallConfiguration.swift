@@ -104,6 +104,9 @@ public struct CallConfiguration: Sendable {
     public var reconnectInterval: Duration
     /// Interval of signaling keep-alives (the relay drops members silent for 10 s).
     public var keepAliveInterval: Duration
+    /// Send media here instead of the relay's host and the UDP port it announces in `joined`: for a relay reached
+    /// through a port forward or a UDP proxy (tests put a lossy proxy in front of one client). Nil: as announced.
+    public var mediaAddressOverride: ServerAddress?
     /// Where the engine logs.
     public var logger: Logger
 
@@ -114,7 +117,7 @@ public struct CallConfiguration: Sendable {
                 microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
                 decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
                 reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
-                logger: Logger = Logger(label: "parley.engine")) {
+                mediaAddressOverride: ServerAddress? = nil, logger: Logger = Logger(label: "parley.engine")) {
         self.server = server
         self.room = room
         self.name = name
@@ -131,6 +134,7 @@ public struct CallConfiguration: Sendable {
         self.lostAfter = lostAfter
         self.reconnectInterval = reconnectInterval
         self.keepAliveInterval = keepAliveInterval
+        self.mediaAddressOverride = mediaAddressOverride
         self.logger = logger
     }
 }

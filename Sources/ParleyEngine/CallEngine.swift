@@ -24,6 +24,11 @@ public struct CallStatistics: Sendable {
         public var lastStamp: (participant: UInt32, frame: UInt32)?
         /// Size of the latest decoded picture.
         public var lastFrameSize: VideoSize?
+        /// Longest stretch of silence played since this peer's audio started (loss the jitter buffer and FEC
+        /// could not cover, or the peer muting).
+        public var longestAudioGap: Duration = .zero
+        /// Stretches of silence played since this peer's audio started: dropouts a listener hears, or the peer muting.
+        public var audioDropouts = 0
     }
 
     /// This member's id (0 before joining).
@@ -190,7 +195,9 @@ final class EngineCore {
                 audioFramesPlayed: peer.audioFramesPlayed, fecRecoveries: peer.fecRecoveries,
                 concealments: peer.concealments, nacksSent: peer.nacksSent,
                 keyframeRequestsSent: peer.keyframeRequestsSent, lastStamp: peer.lastStamp,
-                lastFrameSize: peer.lastFrameSize)
+                lastFrameSize: peer.lastFrameSize,
+                longestAudioGap: AudioSender.frameDuration * peer.longestAudioGapSlots,
+                audioDropouts: peer.audioDropouts)
         }
         return stats
     }
@@ -381,9 +388,9 @@ final class EngineCore {
         }
         for member in room.members { addPeer(member) }
         do {
-            let resolved = try SocketAddress.makeAddressResolvingHost(configuration.server.host,
-                                                                        port: room.media.udpPort)
-            relayMedia = resolved
+            let media = configuration.mediaAddressOverride
+                ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
+            relayMedia = try SocketAddress.makeAddressResolvingHost(media.host, port: media.port)
         } catch {
             emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))
         }

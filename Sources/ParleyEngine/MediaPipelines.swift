@@ -149,6 +149,11 @@ final class PeerReceiver {
     var concealments = 0
     var nacksSent = 0
     var keyframeRequestsSent = 0
+    /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
+    private(set) var longestAudioGapSlots = 0
+    /// Runs of silent play-out slots since the first played frame.
+    private(set) var audioDropouts = 0
+    private var audioGapSlots = 0
 
     // Per stats window.
     private var windowFrames = 0
@@ -197,8 +202,14 @@ final class PeerReceiver {
             }
             if let frame {
                 audioFramesPlayed += 1
+                audioGapSlots = 0
                 level.update(with: frame)
             } else {
+                if audioFramesPlayed > 0 {
+                    if audioGapSlots == 0 { audioDropouts += 1 }
+                    audioGapSlots += 1
+                    longestAudioGapSlots = max(longestAudioGapSlots, audioGapSlots)
+                }
                 level.update(with: AudioFrame(samples: [Int16](repeating: 0, count: AudioSender.samplesPerFrame)))
             }
             return frame
