@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import ParleyMedia
+import ParleyRoom
+import ParleyWire
+import Testing
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// Calls on a bad network and with bad peers: the real relay, real engines with real codecs, real sockets on
+/// loopback. Serialized so the CPU-bound media of one test does not starve another's timers.
+@Suite(.serialized)
+struct ResilienceTests {
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    func startRelay(port: Int = 0, liveness: Duration = .seconds(10)) async throws -> Relay {
+        try await Relay.start(RelayConfiguration(
+            host: "127.0.0.1", port: port, limits: SignalingLimits(livenessTimeout: liveness), logger: quietLogger()))
+    }
+
+    func configuration(_ name: String, port: Int) -> CallConfiguration {
+        CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
+            profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), showsSelfView: false,
+            logger: quietLogger())
+    }
+
+    /// Starts an engine and collects its events.
+    func startEngine(_ configuration: CallConfiguration) throws -> (CallEngine, EventLog, Task<Void, Never>) {
+        let engine = try CallEngine(configuration)
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        return (engine, log, task)
+    }
+
+    /// Waits until every engine decodes at least `frames` pictures from `peers` others.
+    func allDecode(_ engines: [CallEngine], peers: Int, frames: Int, within window: Duration = .seconds(8)) async
+        -> Bool {
+        await eventually(within: window) {
+            var ok = true
+            for engine in engines {
+                let stats = await engine.statistics()
+                ok = ok && stats.peers.count == peers && stats.peers.values.allSatisfy { $0.framesDecoded >= frames }
+            }
+            return ok
+        }
+    }
+
+    // MARK: - Lossy network
+
+    @Test func callSurvivesFivePercentLossBothWays() async throws {
+        let relay = try await startRelay()
+        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 5, seed: 0x5EED)
+        var lossy = configuration("alice", port: relay.signalingPort)
+        lossy.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: proxy.port)
+        let (alice, _, aliceTask) = try startEngine(lossy)
+        let (bob, _, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 10))
+
+        let start = ContinuousClock.now
+        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+        let aliceID = aliceBefore.localID, bobID = bobBefore.localID
+        let relayBefore = try await relay.counters()
+        try await Task.sleep(for: .seconds(6))
+        // Stop the cameras and let the last frames arrive, so every frame counted as sent had its chance.
+        alice.perform(.setCameraEnabled(false))
+        bob.perform(.setCameraEnabled(false))
+        try await Task.sleep(for: .milliseconds(700))
+        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        let elapsed = ContinuousClock.now - start
+        let relayAfter = try await relay.counters()
+        let counts = try await proxy.counts()
+        let slots = (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 50
+
+        // The proxy really lost about 5 % each way.
+        for (direction, passed, dropped) in [
+            ("to relay", counts.toRelay, counts.droppedToRelay), ("to alice", counts.toClient, counts.droppedToClient),
+        ] {
+            #expect(dropped * 100 >= 2 * passed && dropped * 100 <= 9 * passed, "\(direction): \(counts)")
+        }
+
+        // Repair happened: receivers NACKed, the relay answered from its buffer what it had, and NACKed on to alice
+        // what her lossy uplink never delivered, which she resent. No garbage reached a decoder.
+        #expect(aliceAfter.peers[bobID].map { $0.nacksSent } ?? 0 > aliceBefore.peers[bobID]?.nacksSent ?? 0)
+        #expect(bobAfter.peers[aliceID].map { $0.nacksSent } ?? 0 > bobBefore.peers[aliceID]?.nacksSent ?? 0)
+        #expect(relayAfter.retransmissionsServed > relayBefore.retransmissionsServed)
+        #expect(relayAfter.nacksForwardedToSenders > relayBefore.nacksForwardedToSenders)
+        #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
+        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+
+        // How well the call played depends on the engines' timers keeping time. On a machine so busy that they
+        // fell behind (fewer 20 ms audio packets sent than the wall clock allows), a miss says nothing about loss
+        // handling: it is recorded as a known issue there, and fails everywhere else.
+        let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
+                            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
+        let starved = Double(audioSent) < slots * 0.97
+        let playedWell = {
+            // Video keeps completing both ways.
+            for (direction, sent, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
+                 aliceAfter, bobID),
+                ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
+                 bobAfter, aliceID),
+            ] {
+                let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
+                    - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
+                #expect(sent >= 80, "\(direction): \(sent) frames sent in 6 s at 15 fps")
+                #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
+            }
+            // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
+            // concealed.
+            for (direction, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
+            ] {
+                guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
+                    Issue.record("\(direction): no such peer")
+                    continue
+                }
+                let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
+                #expect(played >= slots * 0.95 && played <= slots * 1.05,
+                        "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
+                #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
+                        "\(direction): lost audio was neither FEC-recovered nor concealed")
+                #expect(after.audioDropouts == before.audioDropouts,
+                        "\(direction): \(after.audioDropouts - before.audioDropouts) dropouts, longest \(after.longestAudioGap)")
+            }
+        }
+        if starved {
+            withKnownIssue("the machine starved the call: \(audioSent) audio packets sent of \(Int(slots))",
+                           isIntermittent: true, playedWell)
+        } else {
+            playedWell()
+        }
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await proxy.stop()
+        await relay.shutdown()
+    }
+}
