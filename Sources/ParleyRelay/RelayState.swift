@@ -321,7 +321,8 @@ public struct RelayState: Sendable {
         let joined = JoinedRoom(
             room: room, you: info, members: existing,
             media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: ssrcs),
-            livenessTimeout: Double(limits.livenessTimeout.components.seconds))
+            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
+                + Double(limits.livenessTimeout.components.attoseconds) / 1e18)
         return [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
