@@ -102,7 +102,8 @@ public struct CallConfiguration: Sendable {
     public var lostAfter: Duration
     /// Pause between reconnect attempts.
     public var reconnectInterval: Duration
-    /// Interval of signaling keep-alives (the relay drops members silent for 10 s).
+    /// Longest interval between signaling keep-alives; shortened to a third of the liveness timeout the relay
+    /// announces in `joined` (10 s by default), since the relay drops members silent for that long.
     public var keepAliveInterval: Duration
     /// Send media here instead of the relay's host and the UDP port it announces in `joined`: for a relay reached
     /// through a port forward or a UDP proxy (tests put a lossy proxy in front of one client). Nil: as announced.

@@ -157,6 +157,7 @@ final class EngineCore {
     private var repeating: [RepeatedTask] = []
     private var bindTask: Scheduled<Void>?
     private var reconnectTask: Scheduled<Void>?
+    private var keepAliveTask: RepeatedTask?
     private var lastStats: Duration = .zero
 
     init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
@@ -235,6 +236,7 @@ final class EngineCore {
         bindTask?.cancel()
         for task in repeating { task.cancel() }
         repeating.removeAll()
+        keepAliveTask?.cancel()
         signaling?.send(.leave)
         signaling?.close()
         signaling = nil
@@ -404,6 +406,7 @@ final class EngineCore {
         mediaBound = false
         bindAttempts = 0
         sendBind()
+        startKeepAlive(livenessTimeout: room.livenessTimeout)
         if repeating.isEmpty { startSignalingTimers() }
     }
 
@@ -421,12 +424,21 @@ final class EngineCore {
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }
 
+    /// Pings the relay often enough for its liveness timeout (announced in `joined`): three pings per timeout
+    /// at most apart, so one late ping does not get the member dropped, and never slower than configured.
+    private func startKeepAlive(livenessTimeout seconds: Double) {
+        guard let bound else { return }
+        var interval = configuration.keepAliveInterval
+        if seconds > 0 { interval = min(interval, .milliseconds(Int64(seconds * 1000 / 3))) }
+        let keepAlive = timeAmount(max(interval, .milliseconds(50)))
+        keepAliveTask?.cancel()
+        keepAliveTask = loop.scheduleRepeatedTask(initialDelay: keepAlive, delay: keepAlive) { _ in
+            bound.value.signaling?.send(.ping(KeepAlive(token: UInt64(bound.value.now.components.seconds))))
+        }
+    }
+
     private func startSignalingTimers() {
         guard let bound else { return }
-        let keepAlive = timeAmount(configuration.keepAliveInterval)
-        repeating.append(loop.scheduleRepeatedTask(initialDelay: keepAlive, delay: keepAlive) { _ in
-            bound.value.signaling?.send(.ping(KeepAlive(token: UInt64(bound.value.now.components.seconds))))
-        })
         repeating.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             bound.value.reportStatistics()
         })
