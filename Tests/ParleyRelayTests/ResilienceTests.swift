@@ -51,6 +51,23 @@ struct ResilienceTests {
         }
     }
 
+    /// The id of the first participant called `name` that joined, as an engine reported it.
+    func participant(named name: String, in log: EventLog) -> UInt32? {
+        log.all.lazy.compactMap { event -> UInt32? in
+            if case .userJoined(let id, name, _) = event { id.rawValue } else { nil }
+        }.first
+    }
+
+    /// Whether an engine reported this participant as gone for this reason.
+    func reported(_ id: UInt32, offline reason: OfflineReason, in log: EventLog) -> Bool {
+        log.all.contains { $0 == .userOffline(ParticipantID(id), reason: reason) }
+    }
+
+    /// Every participant an engine reported as gone.
+    func departures(in log: EventLog) -> [RoomEvent] {
+        log.all.filter { if case .userOffline = $0 { true } else { false } }
+    }
+
     // MARK: - Lossy network
 
     @Test func callSurvivesFivePercentLossBothWays() async throws {
@@ -143,5 +160,85 @@ struct ResilienceTests {
         bobTask.cancel()
         await proxy.stop()
         await relay.shutdown()
+    }
+
+    // MARK: - Processes
+
+    @Test func relayAnnouncesItsLivenessTimeoutWithoutRoundingItDown() async throws {
+        let relay = try await startRelay(liveness: .milliseconds(1500))
+        let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+        let joined = try await member.join("alice")
+        #expect(joined.livenessTimeout == 1.5)
+        await relay.shutdown()
+    }
+
+    @Test func killedClientIsReportedAsTimedOutToTheRest() async throws {
+        let liveness = Duration.milliseconds(1500)
+        let relay = try await startRelay(liveness: liveness)
+        let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: relay.signalingPort))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        let victim = try ParleyProcess([
+            "bot", "standup", "--server", "127.0.0.1:\(relay.signalingPort)", "--name", "victim",
+            "--profile", "160x120", "--no-decode",
+        ])
+        // Both see the victim arrive and decode its camera.
+        let arrived = await eventually(within: .seconds(8)) {
+            participant(named: "victim", in: aliceLog) != nil && participant(named: "victim", in: bobLog) != nil
+        }
+        try #require(arrived, "victim never joined; its stderr: \(victim.standardError)")
+        let joinedAt = ContinuousClock.now
+        let victimID = try #require(participant(named: "victim", in: aliceLog))
+        let seen = await eventually(within: .seconds(8)) {
+            let a = await alice.statistics(), b = await bob.statistics()
+            return (a.peers[victimID]?.framesDecoded ?? 0) >= 5 && (b.peers[victimID]?.framesDecoded ?? 0) >= 5
+        }
+        #expect(seen)
+        // It stays past the liveness timeout: keep-alives (the bot's and the engines') keep everyone in the room.
+        try await Task.sleep(until: joinedAt + liveness + .milliseconds(500))
+        #expect(departures(in: aliceLog).isEmpty && departures(in: bobLog).isEmpty,
+                "\(departures(in: aliceLog)) \(departures(in: bobLog))")
+
+        victim.send(SIGKILL)
+        let ended = try await victim.exit()
+        #expect(ended.signal == SIGKILL)
+        let timedOut = await eventually(within: liveness + .seconds(3)) {
+            reported(victimID, offline: .timeout, in: aliceLog) && reported(victimID, offline: .timeout, in: bobLog)
+        }
+        #expect(timedOut, "\(departures(in: aliceLog)) \(departures(in: bobLog))")
+        // The two that stayed are still together.
+        #expect(departures(in: aliceLog).count == 1 && departures(in: bobLog).count == 1)
+        #expect(try await relay.rooms()["standup"]?.count == 2)
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    @Test func servedRelayStopsCleanlyOnSIGTERMAndClientsAreTold() async throws {
+        let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
+        // "parley relay listening on 127.0.0.1:PORT (signaling tcp, media udp PORT)"
+        let port = try await server.line { line -> Int? in
+            guard line.hasPrefix("parley relay listening on ") else { return nil }
+            return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
+        }
+        let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+
+        server.send(SIGTERM)
+        let ended = try await server.exit()
+        #expect(ended.status == 0, "stderr: \(server.standardError)")
+        #expect(server.standardOutput.contains("relay stopped: forwarded"), "\(server.standardOutput)")
+        let told = await eventually {
+            aliceLog.all.contains(.alert(.interrupted)) && bobLog.all.contains(.alert(.interrupted))
+        }
+        #expect(told)
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
     }
 }
