@@ -158,6 +158,7 @@ final class EngineCore {
     private var bindTask: Scheduled<Void>?
     private var reconnectTask: Scheduled<Void>?
     private var keepAliveTask: RepeatedTask?
+    private var reconnectAttempts = 0
     private var lastStats: Duration = .zero
 
     init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
@@ -295,6 +296,7 @@ final class EngineCore {
             switch phase {
             case .joined:
                 phase = .reconnecting(since: now, announcedLost: false)
+                reconnectAttempts = 0
                 mediaBound = false
                 emit(.alert(.interrupted))
                 scheduleReconnect()
@@ -320,8 +322,10 @@ final class EngineCore {
         reconnectTask?.cancel()
         reconnectTask = loop.scheduleTask(in: timeAmount(configuration.reconnectInterval)) {
             let core = bound.value
-            guard case .reconnecting = core.phase else { return }
-            core.emit(.alert(.reconnecting))
+            guard case .reconnecting(_, let announcedLost) = core.phase else { return }
+            // Said once per interruption: after that the status stays "reconnecting" (or "lost") until it is back.
+            if core.reconnectAttempts == 0 && !announcedLost { core.emit(.alert(.reconnecting)) }
+            core.reconnectAttempts += 1
             core.connect(first: false)
         }
     }
