@@ -382,17 +382,23 @@ final class EngineCore {
         joined = room
         phase = .joined
         reconnectTask?.cancel()
-        emit(.joined(localID: ParticipantID(room.you.id)))
         if rejoin {
-            emit(.alert(.reconnected))
-            // Ids and SSRCs are new after a rejoin: old peers go, the current members arrive afresh.
-            for id in peers.keys.sorted() where !room.members.contains(where: { $0.id == id }) {
+            // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay
+            // restart) go before the new local id is announced, since ids restart with the relay.
+            for (id, peer) in peers.sorted(by: { $0.key < $1.key })
+            where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
                 emit(.userOffline(ParticipantID(id), reason: .dropped))
             }
             peers.removeAll()
             ownerOfBlock.removeAll()
         }
-        for member in room.members { addPeer(member) }
+        emit(.joined(localID: ParticipantID(room.you.id)))
+        if rejoin { emit(.alert(.reconnected)) }
+        // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
+        let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
+        for member in room.members where !(member.id == ghost?.id && member.ssrcs == ghost?.ssrcs) {
+            addPeer(member)
+        }
         do {
             let media = configuration.mediaAddressOverride
                 ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
