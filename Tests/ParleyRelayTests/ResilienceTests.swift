@@ -162,6 +162,101 @@ struct ResilienceTests {
         await relay.shutdown()
     }
 
+    // MARK: - Reconnect
+
+    /// Where `alert` first appears in a log.
+    func position(of event: RoomEvent, in log: EventLog) -> Int? {
+        log.all.firstIndex(of: event)
+    }
+
+    @Test func engineRidesOutARelayRestartOnTheSamePort() async throws {
+        let first = try await startRelay()
+        let port = first.signalingPort
+        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        for name in ["alice", "bob"] {
+            var settings = configuration(name, port: port)
+            settings.lostAfter = .milliseconds(1500)
+            settings.reconnectInterval = .milliseconds(250)
+            let (engine, log, task) = try startEngine(settings)
+            engines.append(engine)
+            logs.append(log)
+            tasks.append(task)
+        }
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+
+        await first.shutdown()
+        let lost = await eventually(within: .seconds(5)) { logs.allSatisfy { $0.all.contains(.alert(.lost)) } }
+        #expect(lost)
+        // The relay comes back on the same port (signaling and media); both rejoin and see each other again.
+        let second = try await startRelay(port: port)
+        let back = await eventually(within: .seconds(5)) {
+            logs.allSatisfy { $0.all.contains(.alert(.reconnected)) }
+        }
+        #expect(back)
+        for log in logs {
+            let interrupted = try #require(position(of: .alert(.interrupted), in: log))
+            let reconnecting = try #require(position(of: .alert(.reconnecting), in: log))
+            let lostAt = try #require(position(of: .alert(.lost), in: log))
+            let reconnected = try #require(position(of: .alert(.reconnected), in: log))
+            #expect(interrupted < reconnecting && reconnecting < lostAt && lostAt < reconnected)
+            let rejoined = log.all[interrupted...].contains { if case .joined = $0 { true } else { false } }
+            #expect(rejoined, "no joined after the interruption")
+            // One notice per state: the status line says "lost" until it is back, and the chat pane is not
+            // flooded with a "Reconnecting…" per attempt.
+            let alerts = log.all.filter { if case .alert = $0 { true } else { false } }
+            #expect(alerts == [.alert(.interrupted), .alert(.reconnecting), .alert(.lost), .alert(.reconnected)])
+        }
+        #expect(try await second.rooms()["standup"]?.count == 2)
+        // Media flows again: each decodes the other's new stream, and the count keeps rising.
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+        let before = await engines[0].statistics().peers.values.first?.framesDecoded ?? 0
+        #expect(await eventually { (await engines[0].statistics().peers.values.first?.framesDecoded ?? 0) > before + 5 })
+
+        for engine in engines { await engine.leave() }
+        for task in tasks { task.cancel() }
+        await second.shutdown()
+    }
+
+    @Test func droppedSignalingRejoinsWithoutAGhostOfItself() async throws {
+        let relay = try await startRelay()
+        var settings = configuration("alice", port: relay.signalingPort)
+        settings.reconnectInterval = .milliseconds(100)
+        let (alice, aliceLog, aliceTask) = try startEngine(settings)
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let oldAlice = await alice.statistics().localID
+        let bobID = await bob.statistics().localID
+
+        // Alice's WebSocket breaks without a goodbye: the relay keeps her old self until the liveness timeout,
+        // and she rejoins with a new id while it lingers.
+        alice.simulateSignalingFailure()
+        let back = await eventually { aliceLog.all.contains(.alert(.reconnected)) }
+        try #require(back)
+        let newAlice = await alice.statistics().localID
+        #expect(newAlice != oldAlice)
+        #expect(try await relay.rooms()["standup"]?.count == 3, "the old alice lingers at the relay")
+
+        // Alice does not see herself as a remote participant, and still sees bob.
+        let sawGhost = aliceLog.all.contains { if case .userJoined(ParticipantID(oldAlice), _, _) = $0 { true } else { false } }
+        #expect(!sawGhost)
+        #expect(await alice.statistics().peers.keys.sorted() == [bobID])
+        #expect(await allDecode([alice], peers: 1, frames: 5))
+
+        // Bob's media reaches alice's socket once, not once per alice the relay knows.
+        let start = await (alice.statistics().peers[bobID]?.videoPacketsReceived ?? 0, bob.statistics().videoPacketsSent)
+        try await Task.sleep(for: .seconds(1))
+        let end = await (alice.statistics().peers[bobID]?.videoPacketsReceived ?? 0, bob.statistics().videoPacketsSent)
+        let received = end.0 - start.0, sent = end.1 - start.1
+        #expect(sent > 10 && received <= sent + sent / 5, "alice received \(received) of bob's \(sent) packets")
+        _ = bobLog
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
     // MARK: - Processes
 
     @Test func relayAnnouncesItsLivenessTimeoutWithoutRoundingItDown() async throws {
