@@ -147,8 +147,9 @@ final class EngineCore {
     private var audioSink: (any AudioSink)?
     private var localLevelReported = -1.0
     private var keyframeRequestsReceived = 0
-    /// Video packets sent in the last second, to resend what a NACK says the relay never got.
-    private var sentVideo = RetransmissionBuffer<RTPPacket>(retention: .seconds(1), capacityPerStream: 512)
+    /// Video packets of the last 500 ms, to resend what a NACK says the relay never got. No longer than the relay
+    /// keeps them itself: older ones were not lost on the way in, and a peer NACKing them must not make us resend.
+    private var sentVideo = RetransmissionBuffer<RTPPacket>(retention: .milliseconds(500), capacityPerStream: 512)
     /// When each sequence number was last resent: several receivers NACKing one loss get one resend.
     private var lastResent: [UInt16: Duration] = [:]
     private var videoPacketsResent = 0
