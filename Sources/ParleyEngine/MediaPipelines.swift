@@ -167,8 +167,18 @@ final class PeerReceiver {
 
     var participant: ParticipantID { ParticipantID(info.id) }
 
+    /// Largest picture accepted from a peer (4K). A keyframe header may claim up to 16383x16383, which libvpx would
+    /// allocate (about a gigabyte) and spend seconds decoding: one 600-byte packet would stall the whole call.
+    static let largestPicture = (width: 3840, height: 2160)
+
     /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode.
     func decodeVideo(_ frame: VP8Frame) -> VideoFrame? {
+        if let size = VP8FrameHeader(frame.data)?.size,
+           size.width > Self.largestPicture.width || size.height > Self.largestPicture.height {
+            decodeErrors += 1
+            videoBuffer.decoderNeedsKeyframe()
+            return nil
+        }
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let picture = try videoDecoder?.decode(frame.data) else { return nil }
