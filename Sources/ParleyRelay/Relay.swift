@@ -472,6 +472,19 @@ final class SignalingHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         guard let id else { return }
+        // RFC 6455 §5.2: reserved bits without a negotiated extension, or an opcode nobody defined, fail the
+        // connection (NIO hands both through).
+        let known: [WebSocketOpcode] = [.text, .binary, .ping, .pong, .connectionClose]
+        guard frame.reservedBits.isEmpty, known.contains(frame.opcode) else {
+            core.value.refused(on: id, reason: "frame with opcode \(frame.opcode) and reserved bits "
+                                   + "\(frame.reservedBits.rawValue) is not part of the protocol")
+            var data = context.channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: .protocolError)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+                .whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData
