@@ -257,6 +257,179 @@ struct ResilienceTests {
         await relay.shutdown()
     }
 
+    // MARK: - Bad peers
+
+    @Test func garbageFromAMemberAndStrangersLeavesTheCallIntact() async throws {
+        let relay = try await startRelay()
+        let port = relay.signalingPort
+        let (alice, _, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let aliceID = await alice.statistics().localID, bobID = await bob.statistics().localID
+        let aliceSSRCs = try #require(try await relay.member(aliceID)).ssrcs
+        let bobSSRCs = try #require(try await relay.member(bobID)).ssrcs
+
+        // The vandal is a member in good standing, joined and bound, so its garbage gets past the front door.
+        let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
+        let v = try await vandal.join("vandal")
+        let vandalUDP = try TestUDPSocket(), stranger = try TestUDPSocket()
+        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        try await Task.sleep(for: .milliseconds(200))
+        let countersBefore = try await relay.counters()
+        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+
+        // Signaling garbage on the vandal's own WebSocket.
+        let texts = [
+            "", "{", "[]", "null", "42", #"{"v":1}"#, #"{"v":9,"type":"chat","text":"x"}"#, #"{"v":1,"type":"fly"}"#,
+            #"{"v":1,"type":"chat"}"#, #"{"v":1,"type":"chat","text":42}"#, #"{"v":1,"type":"mute","audio":"yes"}"#,
+            #"{"v":1,"type":"join","room":"standup","name":"again"}"#, #"{"v":1,"type":"role","role":"king"}"#,
+            String(repeating: "[", count: 5000), String(repeating: "x", count: 20_000),
+        ]
+        for text in texts { vandal.connection.sendRawText(text) }
+        // Frames no WebSocket library would send, each on a connection of its own.
+        let forbidden: [(String, [UInt8])] = [
+            ("binary frame", RawWebSocket.frame(opcode: 0x2, payload: [1, 2, 3])),
+            ("unmasked client frame", RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8), masked: false)),
+            ("reserved opcode", RawWebSocket.frame(opcode: 0x3, payload: [])),
+            ("reserved bit set", [0xC1] + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)).dropFirst()),
+            ("continuation without a start", RawWebSocket.frame(opcode: 0x0, payload: Array("x".utf8))),
+            ("a terabyte announced", RawWebSocket.frame(opcode: 0x1, payload: [], declaredLength: 1 << 40)),
+            ("oversized text", RawWebSocket.frame(opcode: 0x1, payload: [UInt8](repeating: 0x41, count: 3 << 14))),
+            ("invalid UTF-8", RawWebSocket.frame(opcode: 0x1, payload: [0xC3, 0x28, 0xFF])),
+        ]
+        var rawSockets: [(String, RawWebSocket)] = []
+        for (name, bytes) in forbidden {
+            let socket = try RawWebSocket(port: port)
+            socket.write(bytes)
+            rawSockets.append((name, socket))
+        }
+        let notHTTP = try RawWebSocket(port: port, upgrade: false)
+        notHTTP.write(Array("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n".utf8))
+
+        // Media garbage for about two seconds, while alice chats.
+        var garbage = MediaGarbage(random: SeededRandom(state: 0xBAD))
+        let wrongToken = try #require(BindToken(bytes: garbage.bytes(16)))
+        let mediaPort = v.media.udpPort
+        var sentGarbage = 0, sentBogusBinds = 0
+        for round in 0..<40 {
+            for _ in 0..<5 {
+                vandalUDP.send(garbage.noise(), toPort: mediaPort)
+                stranger.send(garbage.noise(), toPort: mediaPort)
+            }
+            // Other members' SSRCs, from the vandal's bound address and from a stranger's.
+            vandalUDP.send(garbage.rtp(ssrc: aliceSSRCs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            stranger.send(garbage.rtp(ssrc: bobSSRCs.audio, payloadType: MediaPayloadType.opus), toPort: mediaPort)
+            // RTCP cut short, and feedback claiming to come from alice.
+            vandalUDP.send(garbage.truncatedRTCP(senderSSRC: v.media.ssrcs.audio, mediaSSRC: bobSSRCs.video),
+                           toPort: mediaPort)
+            let fakePLI = PictureLossIndication(senderSSRC: aliceSSRCs.audio, mediaSSRC: bobSSRCs.video)
+            vandalUDP.send(RTCPPacket.pictureLossIndication(fakePLI).serialized(), toPort: mediaPort)
+            sentGarbage += 14
+            // Bogus binds: alice's member with a wrong token, a member that does not exist, a cut-off request.
+            stranger.send(BindRequest(ssrc: aliceSSRCs.audio, memberID: aliceID, token: wrongToken).serialized(),
+                          toPort: mediaPort)
+            stranger.send(BindRequest(ssrc: 4, memberID: 999_999, token: wrongToken).serialized(), toPort: mediaPort)
+            stranger.send(Array(BindRequest(ssrc: 4, memberID: 1, token: wrongToken).serialized().prefix(20)),
+                          toPort: mediaPort)
+            sentBogusBinds += 2
+            // The vandal's own streams carry garbage: the relay forwards them, the engines must shrug it off.
+            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.audio, payloadType: MediaPayloadType.opus),
+                           toPort: mediaPort)
+            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(1000 + round)),
+                           toPort: mediaPort)
+            // Floods of feedback for alice's video: NACKs for numbers she never sent, keyframe requests.
+            let lost = (0..<17).map { _ in UInt16.random(in: 0...UInt16.max, using: &garbage.random) }.sorted()
+            let nack = GenericNACK(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video, lost: lost)
+            vandalUDP.send(RTCPPacket.nack(nack).serialized(), toPort: mediaPort)
+            let pli = PictureLossIndication(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video)
+            vandalUDP.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: mediaPort)
+            if round % 4 == 0 { alice.perform(.sendChat("still here \(round / 4)")) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+
+        // The call goes on: bob's and alice's pictures keep decoding without errors, chat arrives in order.
+        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        for (direction, sent, received) in [
+            ("bob → alice", bobAfter.videoFramesSent - bobBefore.videoFramesSent,
+             (aliceAfter.peers[bobID]?.framesDecoded ?? 0) - (aliceBefore.peers[bobID]?.framesDecoded ?? 0)),
+            ("alice → bob", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent,
+             (bobAfter.peers[aliceID]?.framesDecoded ?? 0) - (bobBefore.peers[aliceID]?.framesDecoded ?? 0)),
+        ] {
+            #expect(sent >= 20 && received * 10 >= sent * 8, "\(direction): decoded \(received) of \(sent) frames sent")
+        }
+        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+        #expect((aliceAfter.peers[v.you.id]?.videoPacketsReceived ?? 0) >= 40, "the vandal's garbage reached alice")
+        let chats = await eventually { bobLog.chats.count == 10 }
+        #expect(chats)
+        #expect(bobLog.chats == (0..<10).map { "still here \($0)" })
+        #expect(try await relay.rooms()["standup"]?.contains(aliceID) == true)
+        #expect(try await relay.rooms()["standup"]?.contains(bobID) == true)
+
+        // Each forbidden frame was answered (an error message or a close), and the relay counted the garbage.
+        for (name, socket) in rawSockets {
+            let answered = !socket.read(for: .milliseconds(300)).isEmpty || socket.isClosed(within: .milliseconds(200))
+            #expect(answered, "\(name): no answer")
+        }
+        let counters = try await relay.counters()
+        #expect(counters.signalingErrors + counters.rateLimited - countersBefore.signalingErrors
+                    - countersBefore.rateLimited >= texts.count - 1, "\(counters)")
+        #expect(counters.refusedFrames - countersBefore.refusedFrames >= 2, "\(counters)")
+        #expect(counters.packetsDropped - countersBefore.packetsDropped >= sentGarbage, "\(counters)")
+        #expect(counters.bindFailures - countersBefore.bindFailures == sentBogusBinds, "\(counters)")
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    /// Resident memory of this process, from /proc.
+    func residentMegabytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+
+    @Test func giantKeyframeFromAPeerIsRefusedWithoutStallingTheCall() async throws {
+        let relay = try await startRelay()
+        let port = relay.signalingPort
+        let (alice, _, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, _, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let bobID = await bob.statistics().localID
+        let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
+        let v = try await vandal.join("vandal")
+        let vandalUDP = try TestUDPSocket()
+        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        try await Task.sleep(for: .milliseconds(300))
+        let memoryBefore = residentMegabytes()
+        let before = await alice.statistics()
+        let bobSentBefore = await bob.statistics().videoFramesSent
+        var garbage = MediaGarbage(random: SeededRandom(state: 0x6A4))
+        for index in 0..<3 {
+            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(100 + index)),
+                           toPort: v.media.udpPort)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let after = await alice.statistics()
+        let memoryAfter = residentMegabytes()
+        // Refused as broken, without allocating the picture, and bob's video kept decoding meanwhile.
+        #expect(after.peers[v.you.id]?.decodeErrors == 3)
+        #expect(after.peers[v.you.id]?.framesDecoded == 0)
+        #expect(memoryAfter - memoryBefore < 300, "resident memory grew from \(memoryBefore) to \(memoryAfter) MB")
+        let sent = (await bob.statistics().videoFramesSent) - bobSentBefore
+        let decoded = (after.peers[bobID]?.framesDecoded ?? 0) - (before.peers[bobID]?.framesDecoded ?? 0)
+        #expect(decoded * 10 >= sent * 7, "bob → alice: decoded \(decoded) of \(sent) frames sent")
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
     // MARK: - Processes
 
     @Test func relayAnnouncesItsLivenessTimeoutWithoutRoundingItDown() async throws {
