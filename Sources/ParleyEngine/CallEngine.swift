@@ -159,6 +159,9 @@ final class EngineCore {
     private var bindTask: Scheduled<Void>?
     private var reconnectTask: Scheduled<Void>?
     private var keepAliveTask: RepeatedTask?
+    private var lostTask: Scheduled<Void>?
+    /// When the relay last said anything on signaling (pongs included).
+    private var lastHeard: Duration = .zero
     private var reconnectAttempts = 0
     private var lastStats: Duration = .zero
 
@@ -235,6 +238,7 @@ final class EngineCore {
         phase = .left
         stopMedia()
         reconnectTask?.cancel()
+        lostTask?.cancel()
         bindTask?.cancel()
         for task in repeating { task.cancel() }
         repeating.removeAll()
@@ -268,6 +272,7 @@ final class EngineCore {
             switch result {
             case .success(let connection):
                 core.signaling = connection
+                core.lastHeard = core.now
                 connection.send(.join(JoinRequest(
                     room: core.configuration.room, name: core.configuration.name,
                     role: core.role == .audience ? .audience : .broadcaster,
@@ -289,8 +294,10 @@ final class EngineCore {
     private func handle(_ event: SignalingEvent) {
         switch event {
         case .message(let message):
+            lastHeard = now
             handle(message)
         case .invalid(let error):
+            lastHeard = now
             logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
         case .closed:
             signaling = nil
@@ -298,6 +305,7 @@ final class EngineCore {
             case .joined:
                 phase = .reconnecting(since: now, announcedLost: false)
                 reconnectAttempts = 0
+                scheduleLostAlert()
                 mediaBound = false
                 emit(.alert(.interrupted))
                 scheduleReconnect()
@@ -314,12 +322,20 @@ final class EngineCore {
         }
     }
 
-    private func scheduleReconnect() {
-        guard case .reconnecting(let since, let announcedLost) = phase, let bound else { return }
-        if !announcedLost && now - since >= configuration.lostAfter {
-            phase = .reconnecting(since: since, announcedLost: true)
-            emit(.alert(.lost))
+    /// The call counts as lost `lostAfter` into an interruption, whether the attempts so far failed or still hang.
+    private func scheduleLostAlert() {
+        guard let bound else { return }
+        lostTask?.cancel()
+        lostTask = loop.scheduleTask(in: timeAmount(configuration.lostAfter)) {
+            let core = bound.value
+            guard case .reconnecting(let since, false) = core.phase else { return }
+            core.phase = .reconnecting(since: since, announcedLost: true)
+            core.emit(.alert(.lost))
         }
+    }
+
+    private func scheduleReconnect() {
+        guard case .reconnecting = phase, let bound else { return }
         reconnectTask?.cancel()
         reconnectTask = loop.scheduleTask(in: timeAmount(configuration.reconnectInterval)) {
             let core = bound.value
@@ -383,6 +399,7 @@ final class EngineCore {
         joined = room
         phase = .joined
         reconnectTask?.cancel()
+        lostTask?.cancel()
         if rejoin {
             // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay
             // restart) go before the new local id is announced, since ids restart with the relay.
@@ -437,14 +454,25 @@ final class EngineCore {
 
     /// Pings the relay often enough for its liveness timeout (announced in `joined`): three pings per timeout
     /// at most apart, so one late ping does not get the member dropped, and never slower than configured.
+    /// The relay answers every ping, so three intervals without a word from it mean the connection stalled (a
+    /// frozen relay or a dead network path that closed nothing): it is dropped and the reconnect begins.
     private func startKeepAlive(livenessTimeout seconds: Double) {
         guard let bound else { return }
         var interval = configuration.keepAliveInterval
         if seconds > 0 { interval = min(interval, .milliseconds(Int64(seconds * 1000 / 3))) }
-        let keepAlive = timeAmount(max(interval, .milliseconds(50)))
+        interval = max(interval, .milliseconds(50))
+        let stallAfter = interval * 3
         keepAliveTask?.cancel()
-        keepAliveTask = loop.scheduleRepeatedTask(initialDelay: keepAlive, delay: keepAlive) { _ in
-            bound.value.signaling?.send(.ping(KeepAlive(token: UInt64(bound.value.now.components.seconds))))
+        let period = timeAmount(interval)
+        keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
+            let core = bound.value
+            guard let signaling = core.signaling, case .joined = core.phase else { return }
+            if core.now - core.lastHeard > stallAfter {
+                core.logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(stallAfter)"])
+                signaling.abort()
+                return
+            }
+            signaling.send(.ping(KeepAlive(token: UInt64(core.now.components.seconds))))
         }
     }
 
