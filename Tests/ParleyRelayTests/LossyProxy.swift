@@ -12,9 +12,13 @@ final class LossyUDPProxy: Sendable {
         var droppedToRelay = 0
         var toClient = 0
         var droppedToClient = 0
+        /// The longest time without a datagram from either side since `restartSilenceWatch` (a client sends
+        /// audio every 20 ms, so anything near 100 ms means a thread of the call did not run).
+        var longestSilence: Duration = .zero
 
         var description: String {
-            "to relay \(droppedToRelay)/\(toRelay) dropped, to client \(droppedToClient)/\(toClient) dropped"
+            "to relay \(droppedToRelay)/\(toRelay) dropped, to client \(droppedToClient)/\(toClient) dropped, "
+                + "longest silence \(longestSilence)"
         }
     }
 
@@ -61,6 +65,14 @@ final class LossyUDPProxy: Sendable {
         try await state.eventLoop.submit { [state] in state.value.counts }.get()
     }
 
+    /// Forgets the longest silence so far and the time of the last datagrams.
+    func restartSilenceWatch() async throws {
+        try await state.eventLoop.submit { [state] in
+            state.value.counts.longestSilence = .zero
+            state.value.lastSeen = [:]
+        }.get()
+    }
+
     /// Closes both sockets and stops the proxy's thread.
     func stop() async {
         try? await front.close()
@@ -78,6 +90,8 @@ private final class ProxyState {
     var front: (any Channel)?
     var back: (any Channel)?
     var counts = LossyUDPProxy.Counts()
+    /// When a datagram last came from the client (true) and from the relay (false).
+    var lastSeen: [Bool: ContinuousClock.Instant] = [:]
 
     init(relay: SocketAddress, lossPercent: Double, seed: UInt64) {
         self.relay = relay
@@ -88,6 +102,9 @@ private final class ProxyState {
     /// One datagram in; forwarded unless the dice say it is lost.
     func pass(_ envelope: AddressedEnvelope<ByteBuffer>, fromClient: Bool) {
         let lost = Double(random.next() % 10_000) < lossPercent * 100
+        let now = ContinuousClock.now
+        if let last = lastSeen[fromClient] { counts.longestSilence = max(counts.longestSilence, now - last) }
+        lastSeen[fromClient] = now
         if fromClient {
             client = envelope.remoteAddress
             counts.toRelay += 1

@@ -83,6 +83,7 @@ struct ResilienceTests {
         let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
         let aliceID = aliceBefore.localID, bobID = bobBefore.localID
         let relayBefore = try await relay.counters()
+        try await proxy.restartSilenceWatch()
         try await Task.sleep(for: .seconds(6))
         // Stop the cameras and let the last frames arrive, so every frame counted as sent had its chance.
         alice.perform(.setCameraEnabled(false))
@@ -110,12 +111,13 @@ struct ResilienceTests {
         #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
 
-        // How well the call played depends on the engines' timers keeping time. On a machine so busy that they
-        // fell behind (fewer 20 ms audio packets sent than the wall clock allows), a miss says nothing about loss
-        // handling: it is recorded as a known issue there, and fails everywhere else.
+        // How well the call played depends on its threads running on time. On a machine so busy that they did
+        // not (fewer 20 ms audio packets sent than the wall clock allows, or a tenth of a second with no datagram
+        // through the proxy), a miss says nothing about loss handling: it is recorded as a known issue there, and
+        // fails everywhere else.
         let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
                             bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
-        let starved = Double(audioSent) < slots * 0.97
+        let starved = Double(audioSent) < slots * 0.97 || counts.longestSilence > .milliseconds(100)
         let playedWell = {
             // Video keeps completing both ways.
             for (direction, sent, receiverBefore, receiverAfter, senderID) in [
@@ -148,7 +150,7 @@ struct ResilienceTests {
             }
         }
         if starved {
-            withKnownIssue("the machine starved the call: \(audioSent) audio packets sent of \(Int(slots))",
+            withKnownIssue("the machine starved the call: \(audioSent) of \(Int(slots)) audio packets sent, \(counts)",
                            isIntermittent: true, playedWell)
         } else {
             playedWell()
