@@ -58,13 +58,16 @@ final class ParleyProcess: Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         let transcript = self.transcript
+        // At end of file the handler would keep firing with nothing to read: it unregisters itself.
         stdout.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            transcript.output.withLock { $0 += text }
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
+            transcript.output.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
         stderr.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            transcript.errors.withLock { $0 += text }
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
+            transcript.errors.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
         try process.run()
     }
