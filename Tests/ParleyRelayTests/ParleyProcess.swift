@@ -18,6 +18,20 @@ final class ParleyProcess: Sendable {
     private final class Transcript: Sendable {
         let output = Mutex("")
         let errors = Mutex("")
+        /// A signal to send the moment standard output contains a text: (text, signal, pid).
+        let trigger = Mutex<(text: String, signal: Int32, pid: Int32)?>(nil)
+
+        func append(output text: String) {
+            let all = output.withLock {
+                $0 += text
+                return $0
+            }
+            trigger.withLock { pending in
+                guard let armed = pending, all.contains(armed.text) else { return }
+                kill(armed.pid, armed.signal)
+                pending = nil
+            }
+        }
     }
 
     private let process: Process
@@ -62,7 +76,7 @@ final class ParleyProcess: Sendable {
         stdout.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil }
-            transcript.output.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            transcript.append(output: String(decoding: data, as: UTF8.self))
         }
         stderr.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
@@ -84,6 +98,13 @@ final class ParleyProcess: Sendable {
     /// Sends a signal to this process (and only it).
     func send(_ signal: Int32) {
         kill(process.processIdentifier, signal)
+    }
+
+    /// Sends `signal` the moment standard output contains `text` (from the thread reading the pipe, with no
+    /// polling delay), or at once if it already does.
+    func send(_ signal: Int32, whenOutputContains text: String) {
+        transcript.trigger.withLock { $0 = (text, signal, process.processIdentifier) }
+        transcript.append(output: "")
     }
 
     /// Waits for the first standard-output line that `match` maps to a value.

@@ -520,6 +520,22 @@ struct ResilienceTests {
         bobTask.cancel()
     }
 
+    @Test func servedRelayExitsCleanlyOnSIGTERMRightAfterSayingItListens() async throws {
+        // A supervisor that waits for the "listening" line and then stops the relay must get a clean exit.
+        // Known bug outside this module: Serve prints the line before installing its signal handlers, so an early
+        // SIGTERM kills it (status 143 from a shell). Fix in Sources/parley/Serve.swift, then drop the wrapper.
+        var outcomes: [String] = []
+        for _ in 0..<5 {
+            let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
+            server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
+            let ended = try await server.exit()
+            outcomes.append(ended.status.map { "exit \($0)" } ?? "signal \(ended.signal ?? 0)")
+        }
+        withKnownIssue("parley serve dies of an early SIGTERM", isIntermittent: true) {
+            #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
+        }
+    }
+
     @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
         // A stopped process keeps its sockets open: nothing closes, the engines must notice the silence themselves.
         let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error"])
