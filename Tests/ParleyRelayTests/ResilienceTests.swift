@@ -166,7 +166,7 @@ struct ResilienceTests {
 
     // MARK: - Reconnect
 
-    /// Where `alert` first appears in a log.
+    /// Where `event` first appears in a log.
     func position(of event: RoomEvent, in log: EventLog) -> Int? {
         log.all.firstIndex(of: event)
     }
