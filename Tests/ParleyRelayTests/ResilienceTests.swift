@@ -523,15 +523,22 @@ struct ResilienceTests {
     @Test func servedRelayExitsCleanlyOnSIGTERMRightAfterSayingItListens() async throws {
         // A supervisor that waits for the "listening" line and then stops the relay must get a clean exit.
         // Known bug outside this module: Serve prints the line before installing its signal handlers, so an early
-        // SIGTERM kills it (status 143 from a shell). Fix in Sources/parley/Serve.swift, then drop the wrapper.
+        // SIGTERM either kills it (status 143 from a shell) or, caught between SIG_IGN and the dispatch source, is
+        // lost and the relay keeps running. Fix in Sources/parley/Serve.swift, then drop the wrapper.
         var outcomes: [String] = []
         for _ in 0..<5 {
             let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
             server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
-            let ended = try await server.exit()
-            outcomes.append(ended.status.map { "exit \($0)" } ?? "signal \(ended.signal ?? 0)")
+            do {
+                let ended = try await server.exit(within: .seconds(2))
+                outcomes.append(ended.status.map { "exit \($0)" } ?? "signal \(ended.signal ?? 0)")
+            } catch {
+                outcomes.append("ignored SIGTERM")
+                server.send(SIGKILL)
+                _ = try await server.exit()
+            }
         }
-        withKnownIssue("parley serve dies of an early SIGTERM", isIntermittent: true) {
+        withKnownIssue("parley serve dies of, or ignores, an early SIGTERM", isIntermittent: true) {
             #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
         }
     }
