@@ -68,102 +68,6 @@ struct ResilienceTests {
         log.all.filter { if case .userOffline = $0 { true } else { false } }
     }
 
-    // MARK: - Lossy network
-
-    @Test func callSurvivesFivePercentLossBothWays() async throws {
-        let relay = try await startRelay()
-        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 5, seed: 0x5EED)
-        var lossy = configuration("alice", port: relay.signalingPort)
-        lossy.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: proxy.port)
-        let (alice, _, aliceTask) = try startEngine(lossy)
-        let (bob, _, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
-        #expect(await allDecode([alice, bob], peers: 1, frames: 10))
-
-        let start = ContinuousClock.now
-        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
-        let aliceID = aliceBefore.localID, bobID = bobBefore.localID
-        let relayBefore = try await relay.counters()
-        try await proxy.restartSilenceWatch()
-        try await Task.sleep(for: .seconds(6))
-        // Stop the cameras and let the last frames arrive, so every frame counted as sent had its chance.
-        alice.perform(.setCameraEnabled(false))
-        bob.perform(.setCameraEnabled(false))
-        try await Task.sleep(for: .milliseconds(700))
-        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
-        let elapsed = ContinuousClock.now - start
-        let relayAfter = try await relay.counters()
-        let counts = try await proxy.counts()
-        let slots = (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 50
-
-        // The proxy really lost about 5 % each way.
-        for (direction, passed, dropped) in [
-            ("to relay", counts.toRelay, counts.droppedToRelay), ("to alice", counts.toClient, counts.droppedToClient),
-        ] {
-            #expect(dropped * 100 >= 2 * passed && dropped * 100 <= 9 * passed, "\(direction): \(counts)")
-        }
-
-        // Repair happened: receivers NACKed, the relay answered from its buffer what it had, and NACKed on to alice
-        // what her lossy uplink never delivered, which she resent. No garbage reached a decoder.
-        #expect(aliceAfter.peers[bobID].map { $0.nacksSent } ?? 0 > aliceBefore.peers[bobID]?.nacksSent ?? 0)
-        #expect(bobAfter.peers[aliceID].map { $0.nacksSent } ?? 0 > bobBefore.peers[aliceID]?.nacksSent ?? 0)
-        #expect(relayAfter.retransmissionsServed > relayBefore.retransmissionsServed)
-        #expect(relayAfter.nacksForwardedToSenders > relayBefore.nacksForwardedToSenders)
-        #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
-        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
-
-        // How well the call played depends on its threads running on time. On a machine so busy that they did
-        // not (fewer 20 ms audio packets sent than the wall clock allows, or a tenth of a second with no datagram
-        // through the proxy), a miss says nothing about loss handling: it is recorded as a known issue there, and
-        // fails everywhere else.
-        let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
-                            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
-        let starved = Double(audioSent) < slots * 0.97 || counts.longestSilence > .milliseconds(100)
-        let playedWell = {
-            // Video keeps completing both ways.
-            for (direction, sent, receiverBefore, receiverAfter, senderID) in [
-                ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
-                 aliceAfter, bobID),
-                ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
-                 bobAfter, aliceID),
-            ] {
-                let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
-                    - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
-                #expect(sent >= 80, "\(direction): \(sent) frames sent in 6 s at 15 fps")
-                #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
-            }
-            // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
-            // concealed.
-            for (direction, receiverBefore, receiverAfter, senderID) in [
-                ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
-            ] {
-                guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
-                    Issue.record("\(direction): no such peer")
-                    continue
-                }
-                let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
-                #expect(played >= slots * 0.95 && played <= slots * 1.05,
-                        "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
-                #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
-                        "\(direction): lost audio was neither FEC-recovered nor concealed")
-                let dropouts = after.audioDropouts - before.audioDropouts
-                #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
-            }
-        }
-        if starved {
-            withKnownIssue("the machine starved the call: \(audioSent) of \(Int(slots)) audio packets sent, \(counts)",
-                           isIntermittent: true, playedWell)
-        } else {
-            playedWell()
-        }
-
-        await alice.leave()
-        await bob.leave()
-        aliceTask.cancel()
-        bobTask.cancel()
-        await proxy.stop()
-        await relay.shutdown()
-    }
-
     // MARK: - Reconnect
 
     /// Where `event` first appears in a log.
@@ -321,7 +225,7 @@ struct ResilienceTests {
         let wrongToken = try #require(BindToken(bytes: garbage.bytes(16)))
         let mediaPort = v.media.udpPort
         var sentGarbage = 0, sentBogusBinds = 0
-        for round in 0..<40 {
+        for round in 0..<32 {
             for _ in 0..<5 {
                 vandalUDP.send(garbage.noise(), toPort: mediaPort)
                 stranger.send(garbage.noise(), toPort: mediaPort)
@@ -371,9 +275,9 @@ struct ResilienceTests {
         }
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
         #expect((aliceAfter.peers[v.you.id]?.videoPacketsReceived ?? 0) >= 40, "the vandal's garbage reached alice")
-        let chats = await eventually { bobLog.chats.count == 10 }
+        let chats = await eventually { bobLog.chats.count == 8 }
         #expect(chats)
-        #expect(bobLog.chats == (0..<10).map { "still here \($0)" })
+        #expect(bobLog.chats == (0..<8).map { "still here \($0)" })
         #expect(try await relay.rooms()["standup"]?.contains(aliceID) == true)
         #expect(try await relay.rooms()["standup"]?.contains(bobID) == true)
 
@@ -581,5 +485,101 @@ struct ResilienceTests {
         for task in tasks { task.cancel() }
         server.send(SIGTERM)
         #expect(try await server.exit().status == 0)
+    }
+
+    // MARK: - Lossy network (last: by then the other suites are done and the machine is quieter)
+
+    @Test func callSurvivesFivePercentLossBothWays() async throws {
+        let relay = try await startRelay()
+        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 5, seed: 0x5EED)
+        var lossy = configuration("alice", port: relay.signalingPort)
+        lossy.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: proxy.port)
+        let (alice, _, aliceTask) = try startEngine(lossy)
+        let (bob, _, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 10))
+
+        let start = ContinuousClock.now
+        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+        let aliceID = aliceBefore.localID, bobID = bobBefore.localID
+        let relayBefore = try await relay.counters()
+        try await proxy.restartSilenceWatch()
+        try await Task.sleep(for: .seconds(5))
+        // Stop the cameras and let the last frames arrive, so every frame counted as sent had its chance.
+        alice.perform(.setCameraEnabled(false))
+        bob.perform(.setCameraEnabled(false))
+        try await Task.sleep(for: .milliseconds(700))
+        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        let elapsed = ContinuousClock.now - start
+        let relayAfter = try await relay.counters()
+        let counts = try await proxy.counts()
+        let slots = (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 50
+
+        // The proxy really lost about 5 % each way.
+        for (direction, passed, dropped) in [
+            ("to relay", counts.toRelay, counts.droppedToRelay), ("to alice", counts.toClient, counts.droppedToClient),
+        ] {
+            #expect(dropped * 100 >= 2 * passed && dropped * 100 <= 9 * passed, "\(direction): \(counts)")
+        }
+
+        // Repair happened: receivers NACKed, the relay answered from its buffer what it had, and NACKed on to alice
+        // what her lossy uplink never delivered, which she resent. No garbage reached a decoder.
+        #expect(aliceAfter.peers[bobID].map { $0.nacksSent } ?? 0 > aliceBefore.peers[bobID]?.nacksSent ?? 0)
+        #expect(bobAfter.peers[aliceID].map { $0.nacksSent } ?? 0 > bobBefore.peers[aliceID]?.nacksSent ?? 0)
+        #expect(relayAfter.retransmissionsServed > relayBefore.retransmissionsServed)
+        #expect(relayAfter.nacksForwardedToSenders > relayBefore.nacksForwardedToSenders)
+        #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
+        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+
+        // How well the call played depends on its threads running on time. On a machine so busy that they did
+        // not (fewer 20 ms audio packets sent than the wall clock allows, or a tenth of a second with no datagram
+        // through the proxy), a miss says nothing about loss handling: it is recorded as a known issue there, and
+        // fails everywhere else.
+        let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
+                            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
+        let starved = Double(audioSent) < slots * 0.97 || counts.longestSilence > .milliseconds(100)
+        let playedWell = {
+            // Video keeps completing both ways.
+            for (direction, sent, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
+                 aliceAfter, bobID),
+                ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
+                 bobAfter, aliceID),
+            ] {
+                let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
+                    - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
+                #expect(sent >= 65, "\(direction): \(sent) frames sent in 5 s at 15 fps")
+                #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
+            }
+            // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
+            // concealed.
+            for (direction, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
+            ] {
+                guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
+                    Issue.record("\(direction): no such peer")
+                    continue
+                }
+                let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
+                #expect(played >= slots * 0.95 && played <= slots * 1.05,
+                        "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
+                #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
+                        "\(direction): lost audio was neither FEC-recovered nor concealed")
+                let dropouts = after.audioDropouts - before.audioDropouts
+                #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
+            }
+        }
+        if starved {
+            withKnownIssue("the machine starved the call: \(audioSent) of \(Int(slots)) audio packets sent, \(counts)",
+                           isIntermittent: true, playedWell)
+        } else {
+            playedWell()
+        }
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await proxy.stop()
+        await relay.shutdown()
     }
 }
