@@ -102,8 +102,12 @@ public struct CallConfiguration: Sendable {
     public var lostAfter: Duration
     /// Pause between reconnect attempts.
     public var reconnectInterval: Duration
-    /// Interval of signaling keep-alives (the relay drops members silent for 10 s).
+    /// Longest interval between signaling keep-alives; shortened to a third of the liveness timeout the relay
+    /// announces in `joined` (10 s by default), since the relay drops members silent for that long.
     public var keepAliveInterval: Duration
+    /// Send media here instead of the relay's host and the UDP port it announces in `joined`: for a relay reached
+    /// through a port forward or a UDP proxy (tests put a lossy proxy in front of one client). Nil: as announced.
+    public var mediaAddressOverride: ServerAddress?
     /// Where the engine logs.
     public var logger: Logger
 
@@ -114,7 +118,7 @@ public struct CallConfiguration: Sendable {
                 microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
                 decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
                 reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
-                logger: Logger = Logger(label: "parley.engine")) {
+                mediaAddressOverride: ServerAddress? = nil, logger: Logger = Logger(label: "parley.engine")) {
         self.server = server
         self.room = room
         self.name = name
@@ -131,6 +135,7 @@ public struct CallConfiguration: Sendable {
         self.lostAfter = lostAfter
         self.reconnectInterval = reconnectInterval
         self.keepAliveInterval = keepAliveInterval
+        self.mediaAddressOverride = mediaAddressOverride
         self.logger = logger
     }
 }

@@ -24,6 +24,11 @@ public struct CallStatistics: Sendable {
         public var lastStamp: (participant: UInt32, frame: UInt32)?
         /// Size of the latest decoded picture.
         public var lastFrameSize: VideoSize?
+        /// Longest stretch of silence played since this peer's audio started (loss the jitter buffer and FEC
+        /// could not cover, or the peer muting).
+        public var longestAudioGap: Duration = .zero
+        /// Stretches of silence played since this peer's audio started: dropouts a listener hears, or the peer muting.
+        public var audioDropouts = 0
     }
 
     /// This member's id (0 before joining).
@@ -38,6 +43,8 @@ public struct CallStatistics: Sendable {
     public var videoBytesSent = 0
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived = 0
+    /// Video packets sent again because a NACK said the relay never got them.
+    public var videoPacketsResent = 0
     /// Peers by member id.
     public var peers: [UInt32: Peer] = [:]
 }
@@ -140,11 +147,22 @@ final class EngineCore {
     private var audioSink: (any AudioSink)?
     private var localLevelReported = -1.0
     private var keyframeRequestsReceived = 0
+    /// Video packets of the last 500 ms, to resend what a NACK says the relay never got. No longer than the relay
+    /// keeps them itself: older ones were not lost on the way in, and a peer NACKing them must not make us resend.
+    private var sentVideo = RetransmissionBuffer<RTPPacket>(retention: .milliseconds(500), capacityPerStream: 512)
+    /// When each sequence number was last resent: several receivers NACKing one loss get one resend.
+    private var lastResent: [UInt16: Duration] = [:]
+    private var videoPacketsResent = 0
 
     private var timers: [PacedTimer] = []
     private var repeating: [RepeatedTask] = []
     private var bindTask: Scheduled<Void>?
     private var reconnectTask: Scheduled<Void>?
+    private var keepAliveTask: RepeatedTask?
+    private var lostTask: Scheduled<Void>?
+    /// When the relay last said anything on signaling (pongs included).
+    private var lastHeard: Duration = .zero
+    private var reconnectAttempts = 0
     private var lastStats: Duration = .zero
 
     init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
@@ -174,6 +192,7 @@ final class EngineCore {
         stats.videoPacketsSent = videoSender?.packetsSent ?? 0
         stats.videoBytesSent = videoSender?.bytesSent ?? 0
         stats.keyframeRequestsReceived = keyframeRequestsReceived
+        stats.videoPacketsResent = videoPacketsResent
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
@@ -182,7 +201,9 @@ final class EngineCore {
                 audioFramesPlayed: peer.audioFramesPlayed, fecRecoveries: peer.fecRecoveries,
                 concealments: peer.concealments, nacksSent: peer.nacksSent,
                 keyframeRequestsSent: peer.keyframeRequestsSent, lastStamp: peer.lastStamp,
-                lastFrameSize: peer.lastFrameSize)
+                lastFrameSize: peer.lastFrameSize,
+                longestAudioGap: AudioSender.frameDuration * peer.longestAudioGapSlots,
+                audioDropouts: peer.audioDropouts)
         }
         return stats
     }
@@ -217,9 +238,11 @@ final class EngineCore {
         phase = .left
         stopMedia()
         reconnectTask?.cancel()
+        lostTask?.cancel()
         bindTask?.cancel()
         for task in repeating { task.cancel() }
         repeating.removeAll()
+        keepAliveTask?.cancel()
         signaling?.send(.leave)
         signaling?.close()
         signaling = nil
@@ -249,6 +272,7 @@ final class EngineCore {
             switch result {
             case .success(let connection):
                 core.signaling = connection
+                core.lastHeard = core.now
                 connection.send(.join(JoinRequest(
                     room: core.configuration.room, name: core.configuration.name,
                     role: core.role == .audience ? .audience : .broadcaster,
@@ -270,14 +294,18 @@ final class EngineCore {
     private func handle(_ event: SignalingEvent) {
         switch event {
         case .message(let message):
+            lastHeard = now
             handle(message)
         case .invalid(let error):
+            lastHeard = now
             logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
         case .closed:
             signaling = nil
             switch phase {
             case .joined:
                 phase = .reconnecting(since: now, announcedLost: false)
+                reconnectAttempts = 0
+                scheduleLostAlert()
                 mediaBound = false
                 emit(.alert(.interrupted))
                 scheduleReconnect()
@@ -294,17 +322,27 @@ final class EngineCore {
         }
     }
 
-    private func scheduleReconnect() {
-        guard case .reconnecting(let since, let announcedLost) = phase, let bound else { return }
-        if !announcedLost && now - since >= configuration.lostAfter {
-            phase = .reconnecting(since: since, announcedLost: true)
-            emit(.alert(.lost))
+    /// The call counts as lost `lostAfter` into an interruption, whether the attempts so far failed or still hang.
+    private func scheduleLostAlert() {
+        guard let bound else { return }
+        lostTask?.cancel()
+        lostTask = loop.scheduleTask(in: timeAmount(configuration.lostAfter)) {
+            let core = bound.value
+            guard case .reconnecting(let since, false) = core.phase else { return }
+            core.phase = .reconnecting(since: since, announcedLost: true)
+            core.emit(.alert(.lost))
         }
+    }
+
+    private func scheduleReconnect() {
+        guard case .reconnecting = phase, let bound else { return }
         reconnectTask?.cancel()
         reconnectTask = loop.scheduleTask(in: timeAmount(configuration.reconnectInterval)) {
             let core = bound.value
-            guard case .reconnecting = core.phase else { return }
-            core.emit(.alert(.reconnecting))
+            guard case .reconnecting(_, let announcedLost) = core.phase else { return }
+            // Said once per interruption: after that the status stays "reconnecting" (or "lost") until it is back.
+            if core.reconnectAttempts == 0 && !announcedLost { core.emit(.alert(.reconnecting)) }
+            core.reconnectAttempts += 1
             core.connect(first: false)
         }
     }
@@ -361,21 +399,28 @@ final class EngineCore {
         joined = room
         phase = .joined
         reconnectTask?.cancel()
-        emit(.joined(localID: ParticipantID(room.you.id)))
+        lostTask?.cancel()
         if rejoin {
-            emit(.alert(.reconnected))
-            // Ids and SSRCs are new after a rejoin: old peers go, the current members arrive afresh.
-            for id in peers.keys.sorted() where !room.members.contains(where: { $0.id == id }) {
+            // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay
+            // restart) go before the new local id is announced, since ids restart with the relay.
+            for (id, peer) in peers.sorted(by: { $0.key < $1.key })
+            where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
                 emit(.userOffline(ParticipantID(id), reason: .dropped))
             }
             peers.removeAll()
             ownerOfBlock.removeAll()
         }
-        for member in room.members { addPeer(member) }
+        emit(.joined(localID: ParticipantID(room.you.id)))
+        if rejoin { emit(.alert(.reconnected)) }
+        // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
+        let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
+        for member in room.members where !(member.id == ghost?.id && member.ssrcs == ghost?.ssrcs) {
+            addPeer(member)
+        }
         do {
-            let resolved = try SocketAddress.makeAddressResolvingHost(configuration.server.host,
-                                                                        port: room.media.udpPort)
-            relayMedia = resolved
+            let media = configuration.mediaAddressOverride
+                ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
+            relayMedia = try SocketAddress.makeAddressResolvingHost(media.host, port: media.port)
         } catch {
             emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))
         }
@@ -389,6 +434,7 @@ final class EngineCore {
         mediaBound = false
         bindAttempts = 0
         sendBind()
+        startKeepAlive(livenessTimeout: room.livenessTimeout)
         if repeating.isEmpty { startSignalingTimers() }
     }
 
@@ -406,12 +452,32 @@ final class EngineCore {
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }
 
+    /// Pings the relay often enough for its liveness timeout (announced in `joined`): three pings per timeout
+    /// at most apart, so one late ping does not get the member dropped, and never slower than configured.
+    /// The relay answers every ping, so three intervals without a word from it mean the connection stalled (a
+    /// frozen relay or a dead network path that closed nothing): it is dropped and the reconnect begins.
+    private func startKeepAlive(livenessTimeout seconds: Double) {
+        guard let bound else { return }
+        var interval = configuration.keepAliveInterval
+        if seconds > 0 { interval = min(interval, .milliseconds(Int64(seconds * 1000 / 3))) }
+        interval = max(interval, .milliseconds(50))
+        let stallAfter = interval * 3
+        keepAliveTask?.cancel()
+        let period = timeAmount(interval)
+        keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
+            let core = bound.value
+            guard let signaling = core.signaling, case .joined = core.phase else { return }
+            if core.now - core.lastHeard > stallAfter {
+                core.logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(stallAfter)"])
+                signaling.abort()
+                return
+            }
+            signaling.send(.ping(KeepAlive(token: UInt64(core.now.components.seconds))))
+        }
+    }
+
     private func startSignalingTimers() {
         guard let bound else { return }
-        let keepAlive = timeAmount(configuration.keepAliveInterval)
-        repeating.append(loop.scheduleRepeatedTask(initialDelay: keepAlive, delay: keepAlive) { _ in
-            bound.value.signaling?.send(.ping(KeepAlive(token: UInt64(bound.value.now.components.seconds))))
-        })
         repeating.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             bound.value.reportStatistics()
         })
@@ -542,7 +608,13 @@ final class EngineCore {
                 videoSink?.deliver(frame, from: ParticipantID(id))
             }
             if mediaBound {
-                send(try sender.encode(frame))
+                let packets = try sender.encode(frame)
+                let at = now
+                for packet in packets {
+                    sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
+                                    at: at)
+                }
+                send(packets)
             } else {
                 sender.skipFrame()
             }
@@ -576,6 +648,23 @@ final class EngineCore {
             if output.needsKeyframe { sendKeyframeRequest(for: peer) }
         }
         udp?.flush()
+    }
+
+    /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
+    /// sequence number at most once per 30 ms however many receivers missed it.
+    private func resend(_ nack: GenericNACK) {
+        let at = now
+        if lastResent.count > 512 { lastResent = lastResent.filter { at - $0.value < .milliseconds(30) } }
+        var packets: [RTPPacket] = []
+        for sequenceNumber in nack.lostSequenceNumbers {
+            if let last = lastResent[sequenceNumber], at - last < .milliseconds(30) { continue }
+            guard let packet = sentVideo.packet(ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: at)
+            else { continue }
+            lastResent[sequenceNumber] = at
+            packets.append(packet)
+        }
+        videoPacketsResent += packets.count
+        send(packets)
     }
 
     private func sendKeyframeRequest(for peer: PeerReceiver) {
@@ -750,6 +839,8 @@ final class EngineCore {
                 case .pictureLossIndication(let pli) where pli.mediaSSRC == joined?.media.ssrcs.video:
                     keyframeRequestsReceived += 1
                     videoSender?.requestKeyframe()
+                case .nack(let nack) where nack.mediaSSRC == joined?.media.ssrcs.video:
+                    resend(nack)
                 case .senderReport(let report):
                     guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else { continue }
                     if report.ssrc == peer.info.ssrcs.audio {

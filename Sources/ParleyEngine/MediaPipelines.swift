@@ -149,6 +149,11 @@ final class PeerReceiver {
     var concealments = 0
     var nacksSent = 0
     var keyframeRequestsSent = 0
+    /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
+    private(set) var longestAudioGapSlots = 0
+    /// Runs of silent play-out slots since the first played frame.
+    private(set) var audioDropouts = 0
+    private var audioGapSlots = 0
 
     // Per stats window.
     private var windowFrames = 0
@@ -162,8 +167,18 @@ final class PeerReceiver {
 
     var participant: ParticipantID { ParticipantID(info.id) }
 
+    /// Largest picture accepted from a peer (4K). A keyframe header may claim up to 16383x16383, which libvpx would
+    /// allocate (about a gigabyte) and spend seconds decoding: one 600-byte packet would stall the whole call.
+    static let largestPicture = (width: 3840, height: 2160)
+
     /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode.
     func decodeVideo(_ frame: VP8Frame) -> VideoFrame? {
+        if let size = VP8FrameHeader(frame.data)?.size,
+           size.width > Self.largestPicture.width || size.height > Self.largestPicture.height {
+            decodeErrors += 1
+            videoBuffer.decoderNeedsKeyframe()
+            return nil
+        }
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let picture = try videoDecoder?.decode(frame.data) else { return nil }
@@ -197,8 +212,14 @@ final class PeerReceiver {
             }
             if let frame {
                 audioFramesPlayed += 1
+                audioGapSlots = 0
                 level.update(with: frame)
             } else {
+                if audioFramesPlayed > 0 {
+                    if audioGapSlots == 0 { audioDropouts += 1 }
+                    audioGapSlots += 1
+                    longestAudioGapSlots = max(longestAudioGapSlots, audioGapSlots)
+                }
                 level.update(with: AudioFrame(samples: [Int16](repeating: 0, count: AudioSender.samplesPerFrame)))
             }
             return frame

@@ -77,6 +77,14 @@ final class SignalingConnection: Sendable {
             channel.closeFuture.whenComplete { _ in
                 upgraded.fail(SignalingConnectError.notARelay(address, status: "connection closed"))
             }
+            // Something that accepts the connection but never answers the upgrade (a frozen relay, a black hole
+            // behind a proxy) must not leave the attempt hanging.
+            let deadline = loop.scheduleTask(in: timeout) {
+                let status = "no WebSocket upgrade within \(timeout)"
+                upgraded.fail(SignalingConnectError.notARelay(address, status: status))
+                channel.close(promise: nil)
+            }
+            upgraded.futureResult.whenComplete { _ in deadline.cancel() }
             return upgraded.futureResult.map { SignalingConnection(channel: channel) }
         }
     }

@@ -84,11 +84,17 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         rebuildFanOut(route.room)
     }
 
-    /// A bind was verified: `address` now speaks for `member` (a new address replaces the old one).
+    /// A bind was verified: `address` now speaks for `member` (a new address replaces the old one). A member
+    /// bound to the same address before is the same client's earlier self (its signaling dropped and it rejoined):
+    /// it loses the address, so the client does not get every packet twice and its own packets echoed back.
     public mutating func bind(member: UInt32, to address: Address) {
-        guard routes[member] != nil else { return }
+        guard let room = routes[member]?.room else { return }
+        for (other, route) in routes where other != member && route.address == address {
+            routes[other]?.address = nil
+            if route.room != room { rebuildFanOut(route.room) }
+        }
         routes[member]?.address = address
-        rebuildFanOut(routes[member]!.room)
+        rebuildFanOut(room)
     }
 
     /// The member whose block holds `ssrc`, if it is bound to `address`; otherwise counts the drop.
@@ -106,6 +112,9 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
 
     /// The route of a member.
     public func route(of member: UInt32) -> Route? { routes[member] }
+
+    /// The member whose SSRC block holds `ssrc`, if any.
+    public func owner(of ssrc: UInt32) -> UInt32? { memberByBlock[ssrc & ~3] }
 
     /// Every bound member of the room except `member`, to forward to.
     public func destinations(from member: UInt32, in room: String, into out: inout [Address]) {

@@ -191,6 +191,7 @@ final class RelayCore {
     private var destinations: [SocketAddress] = []
     private var forwarded = 0
     private var retransmitted = 0
+    private var nacksForwarded = 0
     let logger: Logger
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
@@ -219,6 +220,7 @@ final class RelayCore {
         counters.packetsDropped = media.dropped.values.reduce(0, +)
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
+        counters.nacksForwardedToSenders = nacksForwarded
         return counters
     }
 
@@ -402,11 +404,21 @@ final class RelayCore {
             case .sendToMember(let member, let bytes):
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
+                var missing: [UInt16] = []
                 for sequenceNumber in sequenceNumbers {
                     guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: at)
-                    else { continue }
+                    else {
+                        missing.append(sequenceNumber)
+                        continue
+                    }
                     udp.write(AddressedEnvelope(remoteAddress: remote, data: packet), promise: nil)
                     retransmitted += 1
+                }
+                // Lost between the sender and the relay: only the sender can resend it (to the whole room).
+                if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != route.member {
+                    let nack = GenericNACK(senderSSRC: route.ssrcs.audio, mediaSSRC: ssrc, lost: missing)
+                    send(RTCPPacket.nack(nack).serialized(), toMember: owner)
+                    nacksForwarded += 1
                 }
             }
         }
@@ -468,6 +480,19 @@ final class SignalingHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         guard let id else { return }
+        // RFC 6455 §5.2: reserved bits without a negotiated extension, or an opcode nobody defined, fail the
+        // connection (NIO hands both through).
+        let known: [WebSocketOpcode] = [.text, .binary, .ping, .pong, .connectionClose]
+        guard frame.reservedBits.isEmpty, known.contains(frame.opcode) else {
+            core.value.refused(on: id, reason: "frame with opcode \(frame.opcode) and reserved bits "
+                                   + "\(frame.reservedBits.rawValue) is not part of the protocol")
+            var data = context.channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: .protocolError)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+                .whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData

@@ -72,6 +72,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var keyframeRequestsThrottled = 0
     /// NACKed packets answered from the relay's retransmission buffer.
     public var retransmissionsServed = 0
+    /// NACKs passed on to a stream's sender for packets the relay never got (lost on the sender's uplink).
+    public var nacksForwardedToSenders = 0
 
     /// All zero.
     public init() {}
@@ -319,7 +321,8 @@ public struct RelayState: Sendable {
         let joined = JoinedRoom(
             room: room, you: info, members: existing,
             media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: ssrcs),
-            livenessTimeout: Double(limits.livenessTimeout.components.seconds))
+            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
+                + Double(limits.livenessTimeout.components.attoseconds) / 1e18)
         return [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),

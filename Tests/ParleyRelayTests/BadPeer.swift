@@ -1,0 +1,152 @@
+import Foundation
+import ParleyWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking TCP connection to the relay that speaks just enough HTTP to upgrade to a WebSocket and then writes
+/// whatever bytes a test wants: frames the protocol forbids, which no well-behaved client library would send.
+final class RawWebSocket {
+    private let descriptor: Int32
+
+    /// Connects to 127.0.0.1:`port`; with `upgrade`, completes the WebSocket handshake (101) first.
+    init(port: Int, upgrade: Bool = true) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard upgrade else { return }
+        write(Array("""
+            GET /parley HTTP/1.1\r
+            Host: 127.0.0.1:\(port)\r
+            Upgrade: websocket\r
+            Connection: Upgrade\r
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r
+            Sec-WebSocket-Version: 13\r
+            \r
+
+            """.utf8))
+        let answer = String(decoding: read(for: .seconds(2), until: { $0.contains("\r\n\r\n") }), as: UTF8.self)
+        guard answer.hasPrefix("HTTP/1.1 101") else {
+            close(descriptor)
+            throw POSIXError(.EPROTO)
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Writes bytes (errors ignored: the relay may already have closed on us).
+    func write(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads for up to `window`, or until `done` holds for what arrived, or the relay closes.
+    func read(for window: Duration, until done: (String) -> Bool = { _ in false }) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + window
+        while ContinuousClock.now < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { break }
+            if count > 0 {
+                received += buffer[0..<count]
+                if done(String(decoding: received, as: UTF8.self)) { break }
+            }
+        }
+        return received
+    }
+
+    /// True once the relay has closed the connection (read returns end of file) within `window`.
+    func isClosed(within window: Duration) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + window
+        while ContinuousClock.now < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
+        }
+        return false
+    }
+
+    /// One WebSocket frame (RFC 6455 §5.2). `declaredLength` lies about the payload length.
+    static func frame(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true,
+                      declaredLength: UInt64? = nil) -> [UInt8] {
+        var bytes: [UInt8] = [(fin ? 0x80 : 0) | (opcode & 0x0F)]
+        let length = declaredLength ?? UInt64(payload.count)
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if length < 126 {
+            bytes.append(maskBit | UInt8(length))
+        } else if length <= 0xFFFF {
+            bytes.append(maskBit | 126)
+            bytes += [UInt8(length >> 8), UInt8(length & 0xFF)]
+        } else {
+            bytes.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((length >> UInt64(shift)) & 0xFF)) }
+        }
+        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+        if masked { bytes += mask }
+        bytes += payload.enumerated().map { masked ? $0.element ^ mask[$0.offset % 4] : $0.element }
+        return bytes
+    }
+}
+
+/// Seeded garbage for the media socket: what a broken or hostile member might send.
+struct MediaGarbage {
+    var random: SeededRandom
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+    }
+
+    /// Random bytes of random length, from empty to a jumbo datagram.
+    mutating func noise() -> [UInt8] {
+        bytes([0, 1, 2, 3, 11, 12, 13, 40, 200, 1199, 1500, 4000][Int.random(in: 0..<12, using: &random)])
+    }
+
+    /// A well-formed RTP header with this SSRC and payload type, random counters and a random payload.
+    mutating func rtp(ssrc: UInt32, payloadType: UInt8) -> [UInt8] {
+        RTPPacket(header: RTPHeader(
+            marker: Bool.random(using: &random), payloadType: payloadType,
+            sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
+            timestamp: UInt32.random(in: 0...UInt32.max, using: &random), ssrc: ssrc),
+                  payload: bytes(Int.random(in: 0...1200, using: &random))).serialized()
+    }
+
+    /// A VP8 payload claiming to start a 16383x16383 keyframe (the largest size the header can state).
+    mutating func giantKeyframe(ssrc: UInt32, sequenceNumber: UInt16) -> [UInt8] {
+        // Descriptor: X=1, S=1, PID=0; I=1; 15-bit PictureID. Then a keyframe header: frame tag (P=0, show),
+        // start code 9d 01 2a, 14-bit width and height with no scaling, then noise.
+        let payload: [UInt8] = [0x90, 0x80, 0x80, 0x01, 0x50, 0x42, 0x00, 0x9D, 0x01, 0x2A, 0xFF, 0x3F, 0xFF, 0x3F]
+            + bytes(600)
+        return RTPPacket(header: RTPHeader(marker: true, payloadType: MediaPayloadType.vp8,
+                                           sequenceNumber: sequenceNumber, timestamp: UInt32(sequenceNumber) * 6000,
+                                           ssrc: ssrc), payload: payload).serialized()
+    }
+
+    /// A real RTCP packet cut short somewhere inside.
+    mutating func truncatedRTCP(senderSSRC: UInt32, mediaSSRC: UInt32) -> [UInt8] {
+        let whole: [UInt8]
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0: whole = RTCPPacket.nack(GenericNACK(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, lost: [1, 2, 40]))
+                .serialized()
+        case 1: whole = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: senderSSRC,
+                                                                                mediaSSRC: mediaSSRC)).serialized()
+        case 2: whole = RTCPPacket.receiverReport(ReceiverReport(ssrc: senderSSRC, reports: [])).serialized()
+        default: whole = RTCPPacket.sourceDescription(SourceDescription(ssrc: senderSSRC, cname: "vandal"))
+                .serialized()
+        }
+        return Array(whole.prefix(Int.random(in: 2..<max(3, whole.count), using: &random)))
+    }
+}

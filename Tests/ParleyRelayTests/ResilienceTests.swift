@@ -1,0 +1,585 @@
+import Foundation
+import Logging
+import ParleyMedia
+import ParleyRoom
+import ParleyWire
+import Testing
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// Calls on a bad network and with bad peers: the real relay, real engines with real codecs, real sockets on
+/// loopback. Serialized so the CPU-bound media of one test does not starve another's timers.
+@Suite(.serialized)
+struct ResilienceTests {
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    func startRelay(port: Int = 0, liveness: Duration = .seconds(10)) async throws -> Relay {
+        try await Relay.start(RelayConfiguration(
+            host: "127.0.0.1", port: port, limits: SignalingLimits(livenessTimeout: liveness), logger: quietLogger()))
+    }
+
+    func configuration(_ name: String, port: Int) -> CallConfiguration {
+        CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
+            profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), showsSelfView: false,
+            logger: quietLogger())
+    }
+
+    /// Starts an engine and collects its events.
+    func startEngine(_ configuration: CallConfiguration) throws -> (CallEngine, EventLog, Task<Void, Never>) {
+        let engine = try CallEngine(configuration)
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        return (engine, log, task)
+    }
+
+    /// Waits until every engine decodes at least `frames` pictures from `peers` others.
+    func allDecode(_ engines: [CallEngine], peers: Int, frames: Int, within window: Duration = .seconds(8)) async
+        -> Bool {
+        await eventually(within: window) {
+            var ok = true
+            for engine in engines {
+                let stats = await engine.statistics()
+                ok = ok && stats.peers.count == peers && stats.peers.values.allSatisfy { $0.framesDecoded >= frames }
+            }
+            return ok
+        }
+    }
+
+    /// The id of the first participant called `name` that joined, as an engine reported it.
+    func participant(named name: String, in log: EventLog) -> UInt32? {
+        log.all.lazy.compactMap { event -> UInt32? in
+            if case .userJoined(let id, name, _) = event { id.rawValue } else { nil }
+        }.first
+    }
+
+    /// Whether an engine reported this participant as gone for this reason.
+    func reported(_ id: UInt32, offline reason: OfflineReason, in log: EventLog) -> Bool {
+        log.all.contains { $0 == .userOffline(ParticipantID(id), reason: reason) }
+    }
+
+    /// Every participant an engine reported as gone.
+    func departures(in log: EventLog) -> [RoomEvent] {
+        log.all.filter { if case .userOffline = $0 { true } else { false } }
+    }
+
+    // MARK: - Reconnect
+
+    /// Where `event` first appears in a log.
+    func position(of event: RoomEvent, in log: EventLog) -> Int? {
+        log.all.firstIndex(of: event)
+    }
+
+    @Test func engineRidesOutARelayRestartOnTheSamePort() async throws {
+        let first = try await startRelay()
+        let port = first.signalingPort
+        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        for name in ["alice", "bob"] {
+            var settings = configuration(name, port: port)
+            settings.lostAfter = .milliseconds(1500)
+            settings.reconnectInterval = .milliseconds(250)
+            let (engine, log, task) = try startEngine(settings)
+            engines.append(engine)
+            logs.append(log)
+            tasks.append(task)
+        }
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+
+        await first.shutdown()
+        let lost = await eventually(within: .seconds(5)) { logs.allSatisfy { $0.all.contains(.alert(.lost)) } }
+        #expect(lost)
+        // The relay comes back on the same port (signaling and media); both rejoin and see each other again.
+        let second = try await startRelay(port: port)
+        let back = await eventually(within: .seconds(5)) {
+            logs.allSatisfy { $0.all.contains(.alert(.reconnected)) }
+        }
+        #expect(back)
+        for log in logs {
+            let interrupted = try #require(position(of: .alert(.interrupted), in: log))
+            let reconnecting = try #require(position(of: .alert(.reconnecting), in: log))
+            let lostAt = try #require(position(of: .alert(.lost), in: log))
+            let reconnected = try #require(position(of: .alert(.reconnected), in: log))
+            #expect(interrupted < reconnecting && reconnecting < lostAt && lostAt < reconnected)
+            let rejoined = log.all[interrupted...].contains { if case .joined = $0 { true } else { false } }
+            #expect(rejoined, "no joined after the interruption")
+            // One notice per state: the status line says "lost" until it is back, and the chat pane is not
+            // flooded with a "Reconnecting…" per attempt.
+            let alerts = log.all.filter { if case .alert = $0 { true } else { false } }
+            #expect(alerts == [.alert(.interrupted), .alert(.reconnecting), .alert(.lost), .alert(.reconnected)])
+        }
+        #expect(try await second.rooms()["standup"]?.count == 2)
+        // Media flows again: each decodes the other's new stream, and the count keeps rising.
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+        let before = await engines[0].statistics().peers.values.first?.framesDecoded ?? 0
+        let rising = await eventually {
+            (await engines[0].statistics().peers.values.first?.framesDecoded ?? 0) > before + 5
+        }
+        #expect(rising)
+
+        for engine in engines { await engine.leave() }
+        for task in tasks { task.cancel() }
+        await second.shutdown()
+    }
+
+    @Test func droppedSignalingRejoinsWithoutAGhostOfItself() async throws {
+        let relay = try await startRelay()
+        var settings = configuration("alice", port: relay.signalingPort)
+        settings.reconnectInterval = .milliseconds(100)
+        let (alice, aliceLog, aliceTask) = try startEngine(settings)
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let oldAlice = await alice.statistics().localID
+        let bobID = await bob.statistics().localID
+
+        // Alice's WebSocket breaks without a goodbye: the relay keeps her old self until the liveness timeout,
+        // and she rejoins with a new id while it lingers.
+        alice.simulateSignalingFailure()
+        let back = await eventually { aliceLog.all.contains(.alert(.reconnected)) }
+        try #require(back)
+        let newAlice = await alice.statistics().localID
+        #expect(newAlice != oldAlice)
+        #expect(try await relay.rooms()["standup"]?.count == 3, "the old alice lingers at the relay")
+
+        // Alice does not see herself as a remote participant, and still sees bob.
+        let sawGhost = aliceLog.all.contains {
+            if case .userJoined(ParticipantID(oldAlice), _, _) = $0 { true } else { false }
+        }
+        #expect(!sawGhost)
+        #expect(await alice.statistics().peers.keys.sorted() == [bobID])
+        #expect(await allDecode([alice], peers: 1, frames: 5))
+
+        // Bob's media reaches alice's socket once, not once per alice the relay knows.
+        func counts() async -> (received: Int, sent: Int) {
+            await (alice.statistics().peers[bobID]?.videoPacketsReceived ?? 0, bob.statistics().videoPacketsSent)
+        }
+        let start = await counts()
+        try await Task.sleep(for: .seconds(1))
+        let end = await counts()
+        let received = end.received - start.received, sent = end.sent - start.sent
+        #expect(sent > 10 && received <= sent + sent / 5, "alice received \(received) of bob's \(sent) packets")
+        _ = bobLog
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    // MARK: - Bad peers
+
+    @Test func garbageFromAMemberAndStrangersLeavesTheCallIntact() async throws {
+        let relay = try await startRelay()
+        let port = relay.signalingPort
+        let (alice, _, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let aliceID = await alice.statistics().localID, bobID = await bob.statistics().localID
+        let aliceSSRCs = try #require(try await relay.member(aliceID)).ssrcs
+        let bobSSRCs = try #require(try await relay.member(bobID)).ssrcs
+
+        // The vandal is a member in good standing, joined and bound, so its garbage gets past the front door.
+        let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
+        let v = try await vandal.join("vandal")
+        let vandalUDP = try TestUDPSocket(), stranger = try TestUDPSocket()
+        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        try await Task.sleep(for: .milliseconds(200))
+        let countersBefore = try await relay.counters()
+        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+
+        // Signaling garbage on the vandal's own WebSocket.
+        let texts = [
+            "", "{", "[]", "null", "42", #"{"v":1}"#, #"{"v":9,"type":"chat","text":"x"}"#, #"{"v":1,"type":"fly"}"#,
+            #"{"v":1,"type":"chat"}"#, #"{"v":1,"type":"chat","text":42}"#, #"{"v":1,"type":"mute","audio":"yes"}"#,
+            #"{"v":1,"type":"join","room":"standup","name":"again"}"#, #"{"v":1,"type":"role","role":"king"}"#,
+            String(repeating: "[", count: 5000), String(repeating: "x", count: 20_000),
+        ]
+        for text in texts { vandal.connection.sendRawText(text) }
+        // Frames no WebSocket library would send, each on a connection of its own.
+        let forbidden: [(String, [UInt8])] = [
+            ("binary frame", RawWebSocket.frame(opcode: 0x2, payload: [1, 2, 3])),
+            ("unmasked client frame", RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8), masked: false)),
+            ("reserved opcode", RawWebSocket.frame(opcode: 0x3, payload: [])),
+            ("reserved bit set", [0xC1] + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)).dropFirst()),
+            ("continuation without a start", RawWebSocket.frame(opcode: 0x0, payload: Array("x".utf8))),
+            ("a terabyte announced", RawWebSocket.frame(opcode: 0x1, payload: [], declaredLength: 1 << 40)),
+            ("oversized text", RawWebSocket.frame(opcode: 0x1, payload: [UInt8](repeating: 0x41, count: 3 << 14))),
+            ("invalid UTF-8", RawWebSocket.frame(opcode: 0x1, payload: [0xC3, 0x28, 0xFF])),
+        ]
+        var rawSockets: [(String, RawWebSocket)] = []
+        for (name, bytes) in forbidden {
+            let socket = try RawWebSocket(port: port)
+            socket.write(bytes)
+            rawSockets.append((name, socket))
+        }
+        let notHTTP = try RawWebSocket(port: port, upgrade: false)
+        notHTTP.write(Array("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n".utf8))
+
+        // Media garbage for about two seconds, while alice chats.
+        var garbage = MediaGarbage(random: SeededRandom(state: 0xBAD))
+        let wrongToken = try #require(BindToken(bytes: garbage.bytes(16)))
+        let mediaPort = v.media.udpPort
+        var sentGarbage = 0, sentBogusBinds = 0
+        for round in 0..<32 {
+            for _ in 0..<5 {
+                vandalUDP.send(garbage.noise(), toPort: mediaPort)
+                stranger.send(garbage.noise(), toPort: mediaPort)
+            }
+            // Other members' SSRCs, from the vandal's bound address and from a stranger's.
+            vandalUDP.send(garbage.rtp(ssrc: aliceSSRCs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            stranger.send(garbage.rtp(ssrc: bobSSRCs.audio, payloadType: MediaPayloadType.opus), toPort: mediaPort)
+            // RTCP cut short, and feedback claiming to come from alice.
+            vandalUDP.send(garbage.truncatedRTCP(senderSSRC: v.media.ssrcs.audio, mediaSSRC: bobSSRCs.video),
+                           toPort: mediaPort)
+            let fakePLI = PictureLossIndication(senderSSRC: aliceSSRCs.audio, mediaSSRC: bobSSRCs.video)
+            vandalUDP.send(RTCPPacket.pictureLossIndication(fakePLI).serialized(), toPort: mediaPort)
+            sentGarbage += 14
+            // Bogus binds: alice's member with a wrong token, a member that does not exist, a cut-off request.
+            stranger.send(BindRequest(ssrc: aliceSSRCs.audio, memberID: aliceID, token: wrongToken).serialized(),
+                          toPort: mediaPort)
+            stranger.send(BindRequest(ssrc: 4, memberID: 999_999, token: wrongToken).serialized(), toPort: mediaPort)
+            stranger.send(Array(BindRequest(ssrc: 4, memberID: 1, token: wrongToken).serialized().prefix(20)),
+                          toPort: mediaPort)
+            sentBogusBinds += 2
+            // The vandal's own streams carry garbage: the relay forwards them, the engines must shrug it off.
+            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.audio, payloadType: MediaPayloadType.opus),
+                           toPort: mediaPort)
+            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(1000 + round)),
+                           toPort: mediaPort)
+            // Floods of feedback for alice's video: NACKs for numbers she never sent, keyframe requests.
+            let lost = (0..<17).map { _ in UInt16.random(in: 0...UInt16.max, using: &garbage.random) }.sorted()
+            let nack = GenericNACK(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video, lost: lost)
+            vandalUDP.send(RTCPPacket.nack(nack).serialized(), toPort: mediaPort)
+            let pli = PictureLossIndication(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video)
+            vandalUDP.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: mediaPort)
+            if round % 4 == 0 { alice.perform(.sendChat("still here \(round / 4)")) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+
+        // The call goes on: bob's and alice's pictures keep decoding without errors, chat arrives in order.
+        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        for (direction, sent, received) in [
+            ("bob → alice", bobAfter.videoFramesSent - bobBefore.videoFramesSent,
+             (aliceAfter.peers[bobID]?.framesDecoded ?? 0) - (aliceBefore.peers[bobID]?.framesDecoded ?? 0)),
+            ("alice → bob", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent,
+             (bobAfter.peers[aliceID]?.framesDecoded ?? 0) - (bobBefore.peers[aliceID]?.framesDecoded ?? 0)),
+        ] {
+            #expect(sent >= 20 && received * 10 >= sent * 8, "\(direction): decoded \(received) of \(sent) frames sent")
+        }
+        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+        #expect((aliceAfter.peers[v.you.id]?.videoPacketsReceived ?? 0) >= 40, "the vandal's garbage reached alice")
+        let chats = await eventually { bobLog.chats.count == 8 }
+        #expect(chats)
+        #expect(bobLog.chats == (0..<8).map { "still here \($0)" })
+        #expect(try await relay.rooms()["standup"]?.contains(aliceID) == true)
+        #expect(try await relay.rooms()["standup"]?.contains(bobID) == true)
+
+        // Each forbidden frame was answered (an error message or a close), and the relay counted the garbage.
+        for (name, socket) in rawSockets {
+            let answered = !socket.read(for: .milliseconds(300)).isEmpty || socket.isClosed(within: .milliseconds(200))
+            #expect(answered, "\(name): no answer")
+        }
+        let counters = try await relay.counters()
+        #expect(counters.signalingErrors + counters.rateLimited - countersBefore.signalingErrors
+                    - countersBefore.rateLimited >= texts.count - 1, "\(counters)")
+        #expect(counters.refusedFrames - countersBefore.refusedFrames >= 2, "\(counters)")
+        #expect(counters.packetsDropped - countersBefore.packetsDropped >= sentGarbage, "\(counters)")
+        #expect(counters.bindFailures - countersBefore.bindFailures == sentBogusBinds, "\(counters)")
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    /// Resident memory of this process, from /proc.
+    func residentMegabytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+
+    @Test func giantKeyframeFromAPeerIsRefusedWithoutStallingTheCall() async throws {
+        let relay = try await startRelay()
+        let port = relay.signalingPort
+        let (alice, _, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, _, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+        let bobID = await bob.statistics().localID
+        let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
+        let v = try await vandal.join("vandal")
+        let vandalUDP = try TestUDPSocket()
+        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        try await Task.sleep(for: .milliseconds(300))
+        let memoryBefore = residentMegabytes()
+        let before = await alice.statistics()
+        let bobSentBefore = await bob.statistics().videoFramesSent
+        var garbage = MediaGarbage(random: SeededRandom(state: 0x6A4))
+        for index in 0..<3 {
+            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(100 + index)),
+                           toPort: v.media.udpPort)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let after = await alice.statistics()
+        let memoryAfter = residentMegabytes()
+        // Refused as broken, without allocating the picture, and bob's video kept decoding meanwhile.
+        #expect(after.peers[v.you.id]?.decodeErrors == 3)
+        #expect(after.peers[v.you.id]?.framesDecoded == 0)
+        #expect(memoryAfter - memoryBefore < 300, "resident memory grew from \(memoryBefore) to \(memoryAfter) MB")
+        let sent = (await bob.statistics().videoFramesSent) - bobSentBefore
+        let decoded = (after.peers[bobID]?.framesDecoded ?? 0) - (before.peers[bobID]?.framesDecoded ?? 0)
+        #expect(decoded * 10 >= sent * 7, "bob → alice: decoded \(decoded) of \(sent) frames sent")
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    // MARK: - Processes
+
+    @Test func relayAnnouncesItsLivenessTimeoutWithoutRoundingItDown() async throws {
+        let relay = try await startRelay(liveness: .milliseconds(1500))
+        let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+        let joined = try await member.join("alice")
+        #expect(joined.livenessTimeout == 1.5)
+        await relay.shutdown()
+    }
+
+    @Test func killedClientIsReportedAsTimedOutToTheRest() async throws {
+        let liveness = Duration.milliseconds(1500)
+        let relay = try await startRelay(liveness: liveness)
+        let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: relay.signalingPort))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        let victim = try ParleyProcess([
+            "bot", "standup", "--server", "127.0.0.1:\(relay.signalingPort)", "--name", "victim",
+            "--profile", "160x120", "--no-decode",
+        ])
+        // Both see the victim arrive and decode its camera.
+        let arrived = await eventually(within: .seconds(8)) {
+            participant(named: "victim", in: aliceLog) != nil && participant(named: "victim", in: bobLog) != nil
+        }
+        try #require(arrived, "victim never joined; its stderr: \(victim.standardError)")
+        let joinedAt = ContinuousClock.now
+        let victimID = try #require(participant(named: "victim", in: aliceLog))
+        let seen = await eventually(within: .seconds(8)) {
+            let a = await alice.statistics(), b = await bob.statistics()
+            return (a.peers[victimID]?.framesDecoded ?? 0) >= 5 && (b.peers[victimID]?.framesDecoded ?? 0) >= 5
+        }
+        #expect(seen)
+        // It stays past the liveness timeout: keep-alives (the bot's and the engines') keep everyone in the room.
+        try await Task.sleep(until: joinedAt + liveness + .milliseconds(500))
+        #expect(departures(in: aliceLog).isEmpty && departures(in: bobLog).isEmpty,
+                "\(departures(in: aliceLog)) \(departures(in: bobLog))")
+
+        victim.send(SIGKILL)
+        let ended = try await victim.exit()
+        #expect(ended.signal == SIGKILL)
+        let timedOut = await eventually(within: liveness + .seconds(3)) {
+            reported(victimID, offline: .timeout, in: aliceLog) && reported(victimID, offline: .timeout, in: bobLog)
+        }
+        #expect(timedOut, "\(departures(in: aliceLog)) \(departures(in: bobLog))")
+        // The two that stayed are still together.
+        #expect(departures(in: aliceLog).count == 1 && departures(in: bobLog).count == 1)
+        #expect(try await relay.rooms()["standup"]?.count == 2)
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await relay.shutdown()
+    }
+
+    @Test func servedRelayStopsCleanlyOnSIGTERMAndClientsAreTold() async throws {
+        let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
+        // "parley relay listening on 127.0.0.1:PORT (signaling tcp, media udp PORT)"
+        let port = try await server.line { line -> Int? in
+            guard line.hasPrefix("parley relay listening on ") else { return nil }
+            return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
+        }
+        let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: port))
+        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 5))
+
+        server.send(SIGTERM)
+        let ended = try await server.exit()
+        #expect(ended.status == 0, "stderr: \(server.standardError)")
+        #expect(server.standardOutput.contains("relay stopped: forwarded"), "\(server.standardOutput)")
+        let told = await eventually {
+            aliceLog.all.contains(.alert(.interrupted)) && bobLog.all.contains(.alert(.interrupted))
+        }
+        #expect(told)
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+    }
+
+    @Test func servedRelayExitsCleanlyOnSIGTERMRightAfterSayingItListens() async throws {
+        // A supervisor that waits for the "listening" line and then stops the relay must get a clean exit.
+        // Known bug outside this module: Serve prints the line before installing its signal handlers, so an early
+        // SIGTERM either kills it (status 143 from a shell) or, caught between SIG_IGN and the dispatch source, is
+        // lost and the relay keeps running. Fix in Sources/parley/Serve.swift, then drop the wrapper.
+        var outcomes: [String] = []
+        for _ in 0..<5 {
+            let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
+            server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
+            do {
+                let ended = try await server.exit(within: .seconds(2))
+                outcomes.append(ended.status.map { "exit \($0)" } ?? "signal \(ended.signal ?? 0)")
+            } catch {
+                outcomes.append("ignored SIGTERM")
+                server.send(SIGKILL)
+                _ = try await server.exit()
+            }
+        }
+        withKnownIssue("parley serve dies of, or ignores, an early SIGTERM", isIntermittent: true) {
+            #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
+        }
+    }
+
+    @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
+        // A stopped process keeps its sockets open: nothing closes, the engines must notice the silence themselves.
+        let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error"])
+        let port = try await server.line { line -> Int? in
+            guard line.hasPrefix("parley relay listening on ") else { return nil }
+            return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
+        }
+        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        for name in ["alice", "bob"] {
+            var settings = configuration(name, port: port)
+            settings.lostAfter = .milliseconds(1500)
+            settings.reconnectInterval = .milliseconds(250)
+            let (engine, log, task) = try startEngine(settings)
+            engines.append(engine)
+            logs.append(log)
+            tasks.append(task)
+        }
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+
+        server.send(SIGSTOP)
+        let interrupted = await eventually(within: .seconds(4)) {
+            logs.allSatisfy { $0.all.contains(.alert(.interrupted)) }
+        }
+        #expect(interrupted, "the engines did not notice a relay that stopped answering")
+        let lost = await eventually(within: .seconds(3)) { logs.allSatisfy { $0.all.contains(.alert(.lost)) } }
+        #expect(lost, "reconnect attempts that hang never announced the call as lost")
+
+        server.send(SIGCONT)
+        let back = await eventually(within: .seconds(8)) {
+            logs.allSatisfy { $0.all.contains(.alert(.reconnected)) }
+        }
+        #expect(back)
+        #expect(await allDecode(engines, peers: 1, frames: 5, within: .seconds(8)))
+
+        for engine in engines { await engine.leave() }
+        for task in tasks { task.cancel() }
+        server.send(SIGTERM)
+        #expect(try await server.exit().status == 0)
+    }
+
+    // MARK: - Lossy network (last: by then the other suites are done and the machine is quieter)
+
+    @Test func callSurvivesFivePercentLossBothWays() async throws {
+        let relay = try await startRelay()
+        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 5, seed: 0x5EED)
+        var lossy = configuration("alice", port: relay.signalingPort)
+        lossy.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: proxy.port)
+        let (alice, _, aliceTask) = try startEngine(lossy)
+        let (bob, _, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
+        #expect(await allDecode([alice, bob], peers: 1, frames: 10))
+
+        let start = ContinuousClock.now
+        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+        let aliceID = aliceBefore.localID, bobID = bobBefore.localID
+        let relayBefore = try await relay.counters()
+        try await proxy.restartSilenceWatch()
+        try await Task.sleep(for: .seconds(5))
+        // Stop the cameras and let the last frames arrive, so every frame counted as sent had its chance.
+        alice.perform(.setCameraEnabled(false))
+        bob.perform(.setCameraEnabled(false))
+        try await Task.sleep(for: .milliseconds(700))
+        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        let elapsed = ContinuousClock.now - start
+        let relayAfter = try await relay.counters()
+        let counts = try await proxy.counts()
+        let slots = (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 50
+
+        // The proxy really lost about 5 % each way.
+        for (direction, passed, dropped) in [
+            ("to relay", counts.toRelay, counts.droppedToRelay), ("to alice", counts.toClient, counts.droppedToClient),
+        ] {
+            #expect(dropped * 100 >= 2 * passed && dropped * 100 <= 9 * passed, "\(direction): \(counts)")
+        }
+
+        // Repair happened: receivers NACKed, the relay answered from its buffer what it had, and NACKed on to alice
+        // what her lossy uplink never delivered, which she resent. No garbage reached a decoder.
+        #expect(aliceAfter.peers[bobID].map { $0.nacksSent } ?? 0 > aliceBefore.peers[bobID]?.nacksSent ?? 0)
+        #expect(bobAfter.peers[aliceID].map { $0.nacksSent } ?? 0 > bobBefore.peers[aliceID]?.nacksSent ?? 0)
+        #expect(relayAfter.retransmissionsServed > relayBefore.retransmissionsServed)
+        #expect(relayAfter.nacksForwardedToSenders > relayBefore.nacksForwardedToSenders)
+        #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
+        #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+
+        // How well the call played depends on its threads running on time. On a machine so busy that they did
+        // not (fewer 20 ms audio packets sent than the wall clock allows, or a tenth of a second with no datagram
+        // through the proxy), a miss says nothing about loss handling: it is recorded as a known issue there, and
+        // fails everywhere else.
+        let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
+                            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
+        let starved = Double(audioSent) < slots * 0.97 || counts.longestSilence > .milliseconds(100)
+        let playedWell = {
+            // Video keeps completing both ways.
+            for (direction, sent, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
+                 aliceAfter, bobID),
+                ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
+                 bobAfter, aliceID),
+            ] {
+                let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
+                    - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
+                #expect(sent >= 65, "\(direction): \(sent) frames sent in 5 s at 15 fps")
+                #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
+            }
+            // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
+            // concealed.
+            for (direction, receiverBefore, receiverAfter, senderID) in [
+                ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
+            ] {
+                guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
+                    Issue.record("\(direction): no such peer")
+                    continue
+                }
+                let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
+                #expect(played >= slots * 0.95 && played <= slots * 1.05,
+                        "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
+                #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
+                        "\(direction): lost audio was neither FEC-recovered nor concealed")
+                let dropouts = after.audioDropouts - before.audioDropouts
+                #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
+            }
+        }
+        if starved {
+            withKnownIssue("the machine starved the call: \(audioSent) of \(Int(slots)) audio packets sent, \(counts)",
+                           isIntermittent: true, playedWell)
+        } else {
+            playedWell()
+        }
+
+        await alice.leave()
+        await bob.leave()
+        aliceTask.cancel()
+        bobTask.cancel()
+        await proxy.stop()
+        await relay.shutdown()
+    }
+}
