@@ -118,6 +118,7 @@ final class BotRunner: @unchecked Sendable {
     }
 
     func run(chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?) async {
+        let signals = duration == nil ? Signals() : nil
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { [self] in
                 for await event in engine.events {
@@ -158,7 +159,7 @@ final class BotRunner: @unchecked Sendable {
                     try? await Task.sleep(for: .milliseconds(Int64(duration * 1000)))
                     return true
                 }
-                _ = await Signals.wait()
+                _ = await signals?.wait()
                 return true
             }
             for await finished in group where finished {

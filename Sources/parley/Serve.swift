@@ -35,6 +35,7 @@ struct Serve: AsyncParsableCommand {
         let level = try LogSetup.level(logLevel)
         if let log { try LogSetup.toFile(log, level: level) } else { LogSetup.toStandardError(level: level) }
         let logger = Logger(label: "parley.relay")
+        let signals = Signals()
         let relay: Relay
         do {
             relay = try await Relay.start(RelayConfiguration(
@@ -44,7 +45,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         say("parley relay listening on \(host):\(relay.signalingPort) (signaling tcp, media udp \(relay.mediaPort))")
-        let signal = await Signals.wait()
+        let signal = await signals.wait()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
         await relay.shutdown()

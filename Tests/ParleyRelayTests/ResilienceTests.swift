@@ -425,12 +425,10 @@ struct ResilienceTests {
     }
 
     @Test func servedRelayExitsCleanlyOnSIGTERMRightAfterSayingItListens() async throws {
-        // A supervisor that waits for the "listening" line and then stops the relay must get a clean exit.
-        // Known bug outside this module: Serve prints the line before installing its signal handlers, so an early
-        // SIGTERM either kills it (status 143 from a shell) or, caught between SIG_IGN and the dispatch source, is
-        // lost and the relay keeps running. Fix in Sources/parley/Serve.swift, then drop the wrapper.
+        // A supervisor that waits for the "listening" line and then stops the relay must get a clean exit: the
+        // signal handlers are in place before the line is printed.
         var outcomes: [String] = []
-        for _ in 0..<5 {
+        for _ in 0..<10 {
             let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
             server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
             do {
@@ -442,9 +440,7 @@ struct ResilienceTests {
                 _ = try await server.exit()
             }
         }
-        withKnownIssue("parley serve dies of, or ignores, an early SIGTERM", isIntermittent: true) {
-            #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
-        }
+        #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
     }
 
     @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
