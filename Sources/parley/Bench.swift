@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, all
+        case codecs, wire, call, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -23,6 +23,16 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .wire || suite == .all {
             print(WireBench.run().markdown + "\n")
+        }
+        if suite == .call || suite == .all {
+            let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+            do {
+                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executable)
+                for table in try CallBench.run(settings, log: log) { print(table.markdown + "\n") }
+            } catch let error as CallBenchError {
+                throw ValidationError("call benchmark: \(error)")
+            }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
     }
