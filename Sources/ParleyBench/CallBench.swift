@@ -79,6 +79,7 @@ public enum CallBench {
 
         var parleyRuns: [PairResult] = []
         var baresipRuns: [PairResult] = []
+        var headlessRuns: [PairResult] = []
         var groupRuns: [Int: [GroupResult]] = [:]
         for round in 0..<settings.runs {
             // Alternate which client goes first, so slow drift in the machine's load does not favour one side.
@@ -86,12 +87,18 @@ public enum CallBench {
             for parley in order {
                 if parley {
                     log("call bench round \(round + 1)/\(settings.runs): Parley 1:1, \(Int(settings.pairSeconds)) s")
-                    parleyRuns.append(try parleyPair(settings, tools: tools, media: media, directory: directory))
+                    parleyRuns.append(try parleyPair(
+                        settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory))
                 } else {
                     log("call bench round \(round + 1)/\(settings.runs): baresip 1:1, \(Int(settings.pairSeconds)) s")
                     baresipRuns.append(try baresipPair(settings, tools: tools, media: media, directory: directory))
                 }
             }
+            log("call bench round \(round + 1)/\(settings.runs): Parley 1:1 headless (parley bot), "
+                + "\(Int(settings.groupSeconds)) s")
+            headlessRuns.append(try parleyPair(
+                settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
+                directory: directory))
             for size in settings.groupSizes {
                 log("call bench round \(round + 1)/\(settings.runs): Parley \(size)-party, "
                     + "\(Int(settings.groupSeconds)) s")
@@ -99,7 +106,8 @@ public enum CallBench {
                     try group(size: size, settings, tools: tools, directory: directory))
             }
         }
-        let pair = pairTable(settings, parley: parleyRuns, baresip: baresipRuns, media: media)
+        let pair = pairTable(
+            settings, parley: parleyRuns, headless: headlessRuns, baresip: baresipRuns, media: media)
         let groups = groupTable(settings, runs: groupRuns)
         let goals = goalTable(settings, parley: parleyRuns, baresip: baresipRuns, groups: groupRuns)
         return [pair, groups, goals]
@@ -315,9 +323,10 @@ public enum CallBench {
         return (relay, signaling, mediaPort)
     }
 
-    static func parleyPair(_ settings: Settings, tools: Tools, media: BenchMedia, directory: String) throws
-        -> PairResult
-    {
+    /// A 1:1 Parley call: two `parley join`s drawing into tmux panes, or (`headless`) two `parley bot`s that decode
+    /// everything and draw nothing; measured over `seconds`.
+    static func parleyPair(_ settings: Settings, headless: Bool = false, seconds: Double, tools: Tools,
+                           media: BenchMedia, directory: String) throws -> PairResult {
         let (relay, port, mediaPort) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
         var capture: PacketCapture?
@@ -333,29 +342,38 @@ public enum CallBench {
         }
         var panes: [BenchPane] = []
         defer { panes.forEach { $0.close() } }
+        var bots: [BenchChild] = []
+        defer { bots.forEach { $0.stop() } }
         var statsPaths: [String] = []
         for name in ["alice", "bob"] {
             let stats = "\(directory)/parley-\(name).json"
             statsPaths.append(stats)
-            let command = [
-                tools.parley, "join", "callbench", "--server", "127.0.0.1:\(port)", "--name", name,
-                "--profile", "\(width)x\(height)", "--bitrate", "\(videoKbps)", "--fps", "\(fps)",
-                "--video", media.video, "--audio", media.loopedVoice, "--log", "\(directory)/parley-\(name).log",
+            let call = [
+                "callbench", "--server", "127.0.0.1:\(port)", "--name", name, "--profile", "\(width)x\(height)",
+                "--bitrate", "\(videoKbps)", "--fps", "\(fps)", "--video", media.video, "--audio", media.loopedVoice,
                 "--log-level", "warning", "--stats-file", stats,
-            ].map(shellQuoted).joined(separator: " ")
-            panes.append(try BenchPane(
-                command: command, columns: paneColumns, rows: paneRows, tmux: tools.tmux, directory: directory))
+            ]
+            if headless {
+                bots.append(try BenchChild(
+                    tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))
+            } else {
+                let command = ([tools.parley, "join"] + call + ["--log", "\(directory)/parley-\(name).log"])
+                    .map(shellQuoted).joined(separator: " ")
+                panes.append(try BenchPane(
+                    command: command, columns: paneColumns, rows: paneRows, tmux: tools.tmux, directory: directory))
+            }
         }
         try waitUntil(seconds: 30, "both Parley clients decoding each other's video") {
             statsPaths.allSatisfy { StatsSnapshot(path: $0)?.framesDecoded.values.contains { $0 > 0 } == true }
         }
         Thread.sleep(forTimeInterval: warmUp)
 
-        let ports = panes.map { ProcessProbe.udpPorts($0.panePID) }
+        let clientPIDs = headless ? bots.map(\.pid) : panes.map(\.panePID)
+        let ports = clientPIDs.map { ProcessProbe.udpPorts($0) }
         let before = statsPaths.map { StatsSnapshot(path: $0) }
-        let window = CPUWindow(panes.map(\.panePID) + panes.map(\.serverPID) + [relay.pid])
+        let window = CPUWindow(clientPIDs + panes.map(\.serverPID) + [relay.pid])
         let start = wallClock()
-        Thread.sleep(forTimeInterval: settings.pairSeconds)
+        Thread.sleep(forTimeInterval: seconds)
         let end = wallClock()
         let figures = window.finish()
         // Let the next statistics write land so the counters cover the window.
@@ -371,7 +389,7 @@ public enum CallBench {
             }
         }
         var clients: [ClientResult] = []
-        for (index, pane) in panes.enumerated() {
+        for (index, pid) in clientPIDs.enumerated() {
             var shown: Double?
             var redraws: Double?
             if let earlier = before[index], let later = after[index] {
@@ -379,9 +397,9 @@ public enum CallBench {
                 redraws = later.drawsPerSecond(since: earlier)
             }
             clients.append(ClientResult(
-                process: figures[pane.panePID] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
+                process: figures[pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
                 wire: traffic?.figures(forPorts: ports[index]), shownPerSecond: shown, redrawsPerSecond: redraws,
-                terminal: figures[pane.serverPID]))
+                terminal: headless ? nil : figures[panes[index].serverPID]))
         }
         return PairResult(clients: clients, relay: figures[relay.pid], captureProblem: captureProblem)
     }
@@ -598,9 +616,8 @@ public enum CallBench {
 
     // MARK: - Tables
 
-    static func pairTable(_ settings: Settings, parley: [PairResult], baresip: [PairResult], media: BenchMedia)
-        -> BenchTable
-    {
+    static func pairTable(_ settings: Settings, parley: [PairResult], headless: [PairResult],
+                          baresip: [PairResult], media: BenchMedia) -> BenchTable {
         var table = BenchTable(
             title: "Call 1:1 on loopback, Parley vs baresip: \(width)x\(height) at \(fps) fps, VP8 \(videoKbps) "
                 + "kbit/s, Opus 32 kbit/s (\(Int(settings.pairSeconds)) s window, median of \(settings.runs) "
@@ -624,21 +641,29 @@ public enum CallBench {
         clientRow("baresip bob (display discarded)", baresip, 1)
 
         // Ratio of the two clients' mean, per run, then the median over runs.
-        func ratio(_ value: (ClientResult) -> Double?) -> String {
-            let ratios = zip(parley, baresip).map { pair -> Double? in
-                let ours = pair.0.clients.compactMap(value)
+        func ratio(_ ours: [PairResult], _ value: (ClientResult) -> Double?) -> String {
+            let ratios = zip(ours, baresip).map { pair -> Double? in
+                let mine = pair.0.clients.compactMap(value)
                 let theirs = pair.1.clients.compactMap(value)
-                guard ours.count == 2, theirs.count == 2, theirs.reduce(0, +) > 0 else { return nil }
-                return ours.reduce(0, +) / theirs.reduce(0, +)
+                guard mine.count == 2, theirs.count == 2, theirs.reduce(0, +) > 0 else { return nil }
+                return mine.reduce(0, +) / theirs.reduce(0, +)
             }
             guard let middle = median(ratios.compactMap { $0 }) else { return "n/a" }
             return formatted(middle, decimals: 2) + "x"
         }
-        table.add([
-            "**Parley / baresip** (mean of the two clients)", ratio { $0.process.cpuPercent },
-            ratio { $0.process.peakMiB }, ratio { $0.wire?.videoKbps }, ratio { $0.wire?.totalKbps },
-            ratio { $0.wire?.framesArrivingPerSecond }, ratio { $0.shownPerSecond }, "",
-        ])
+        func ratioRow(_ label: String, _ ours: [PairResult]) {
+            table.add([
+                label, ratio(ours) { $0.process.cpuPercent }, ratio(ours) { $0.process.peakMiB },
+                ratio(ours) { $0.wire?.videoKbps }, ratio(ours) { $0.wire?.totalKbps },
+                ratio(ours) { $0.wire?.framesArrivingPerSecond }, ratio(ours) { $0.shownPerSecond }, "",
+            ])
+        }
+        ratioRow("**Parley / baresip** (mean of the two clients)", parley)
+        if !headless.isEmpty {
+            clientRow("Parley alice headless (`parley bot`: decodes, draws nothing)", headless, 0)
+            clientRow("Parley bob headless (`parley bot`)", headless, 1)
+            ratioRow("Parley headless / baresip", headless)
+        }
         table.add([
             "parley serve (Parley's relay; not in the client figures)", cell(parley.map { $0.relay?.cpuPercent }),
             cell(parley.map { $0.relay?.peakMiB }), "", "", "", "", "",
@@ -659,16 +684,19 @@ public enum CallBench {
                 + "Frames in/s: video RTP packets with the marker bit arriving at the client's sockets.",
             "Frames shown/s: Parley, frames decoded (`--stats-file`); baresip, frames handed to its display "
                 + "(`/video_debug` on its console). Redraws/s: Parley's call screen written to the terminal.",
+            "Headless rows: the same Parley call between two `parley bot`s (same files and settings, every frame "
+                + "decoded, nothing drawn), measured over \(Int(settings.groupSeconds)) s: what drawing costs.",
             "Same work on both sides: video from the same file, \(media.videoFrames) frames of Parley's synthetic "
                 + "camera (moving pattern, text, sensor noise) as raw Y4M (Parley `--video`, baresip `avformat`); "
                 + "audio the synthetic voice as 48 kHz mono WAV (Parley loops a 10 s clip, baresip's `aufile` "
                 + "cannot loop and holds the whole \(fileSeconds(media.longVoice)) s file, ~"
                 + "\(formatted(Double(fileBytes(media.longVoice)) / 1_048_576, decimals: 1)) MiB, in memory).",
             "Parley: `parley join --profile \(width)x\(height) --bitrate \(videoKbps) --fps \(fps)` twice, each in "
-                + "its own tmux server (TERM=tmux-256color), VP8 CBR cpu-used -6, Opus 32 kbit/s VOIP FEC.",
+                + "its own tmux server (TERM=tmux-256color), VP8 CBR at speed -16, Opus 32 kbit/s mono VOIP FEC "
+                + "complexity 10.",
             "baresip 1.0.0: `video_bitrate \(baresipVideoBitrateSetting)`. Its vp8 module passes this number to "
                 + "libvpx's rc_target_bitrate, which is in kbit/s, so the video on the wire is ~\(videoKbps) kbit/s "
-                + "like Parley's (compare the \"Video sent\" column); VP8 VBR at its fixed cpu-used 16; Opus "
+                + "like Parley's (compare the \"Video sent\" column); VP8 VBR at its fixed speed 16; Opus "
                 + "32 kbit/s mono VOIP FEC complexity 10; modules avformat, fakevideo (display), aufile, aubridge "
                 + "(player), cons; direct SIP call on 127.0.0.1 without a registrar.",
         ]
