@@ -75,7 +75,8 @@ public enum CallBench {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Media must outlast set-up, warm-up and the window: baresip's file source pauses a second to rewind.
-        let media = try BenchMedia.prepare(videoSeconds: settings.pairSeconds + warmUp + 15, log: log)
+        // (At least the default's 48 s, so shorter trial runs reuse the same file.)
+        let media = try BenchMedia.prepare(videoSeconds: max(48, settings.pairSeconds + warmUp + 15), log: log)
 
         var parleyRuns: [PairResult] = []
         var baresipRuns: [PairResult] = []
@@ -110,7 +111,9 @@ public enum CallBench {
             settings, parley: parleyRuns, headless: headlessRuns, baresip: baresipRuns, media: media)
         let groups = groupTable(settings, runs: groupRuns)
         let goals = goalTable(settings, parley: parleyRuns, baresip: baresipRuns, groups: groupRuns)
-        return [pair, groups, goals]
+        log("call bench: VP8 speed and picture quality (300 frames, twice)")
+        let speeds = try encoderSpeedTable(media: media)
+        return [pair, groups, speeds, goals]
     }
 
     // MARK: - Programs and media
