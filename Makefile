@@ -9,7 +9,7 @@ BIN         := .build/release/parley
 # Needed to build and test.
 APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux
 # Reference tools the benchmarks compare against.
-BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core valgrind
+BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark valgrind
 
 .PHONY: deps bench-deps build run test bench bench-call clean
 

@@ -107,5 +107,6 @@ let package = Package(
             exclude: ["Screens/Golden"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["ParleyTestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench"]),
     ]
 )

@@ -60,6 +60,11 @@ final class VideoSender {
     private(set) var bytesSent = 0
     private(set) var framesCaptured = 0
 
+    /// libvpx speed for call video: the fastest fixed speed. Every receiver shows the picture in character cells,
+    /// at most about 200x120 pixels; scaled that far, speed -16 is within 2.5 dB of -6 (47 vs 49.7 dB PSNR at
+    /// 640x480, 1000 kbit/s, 4x smaller) and costs half the encoding time (docs/benchmarks.md, "Call").
+    static let encoderSpeed = -16
+
     init(sources: [any VideoSource], profile: VideoProfile, ssrc: UInt32,
          random: inout some RandomNumberGenerator) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
@@ -67,7 +72,7 @@ final class VideoSender {
         self.profile = profile
         encoder = try VP8Encoder(VP8EncoderConfig(
             width: profile.width, height: profile.height, targetBitrateKbps: profile.bitrateKbps,
-            framesPerSecond: profile.fps))
+            framesPerSecond: profile.fps, cpuUsed: Self.encoderSpeed))
         payloader = try VP8Payloader(initialPictureID: UInt16.random(in: 0...0x7FFF, using: &random))
         packetizer = RTPPacketizer(
             ssrc: ssrc, payloadType: MediaPayloadType.vp8, clockRate: MediaClockRate.video,

@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, latency, render, all
+        case codecs, wire, relay, latency, render, call, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -32,6 +32,16 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .render || suite == .all {
             for table in try RenderBench.run(progress: log) { print(table.markdown + "\n") }
+        }
+        if suite == .call || suite == .all {
+            let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+            do {
+                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executable)
+                for table in try CallBench.run(settings, log: log) { print(table.markdown + "\n") }
+            } catch let error as CallBenchError {
+                throw ValidationError("call benchmark: \(error)")
+            }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
     }

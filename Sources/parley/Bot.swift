@@ -51,6 +51,9 @@ struct Bot: AsyncParsableCommand {
     @Flag(help: "Print call statistics as JSON when leaving.")
     var stats = false
 
+    @Option(name: .customLong("stats-file"), help: "Keep this file updated every second with call statistics as JSON.")
+    var statsFile: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "notice"
 
@@ -73,6 +76,7 @@ struct Bot: AsyncParsableCommand {
             throw ValidationError("--bitrate must be 20…20000 kbit/s, got \(bitrate)")
         }
         if let fps, !(1...60).contains(fps) { throw ValidationError("--fps must be 1…60, got \(fps)") }
+        if let statsFile { try validateStatsFile(statsFile) }
         if let audioOut, !audioOut.lowercased().hasSuffix(".wav") {
             throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
         }
@@ -95,7 +99,8 @@ struct Bot: AsyncParsableCommand {
         let engine = try CallEngine(configuration)
         let runner = BotRunner(engine: engine, name: name, logger: logger)
         engine.start()
-        await runner.run(chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration)
+        await runner.run(chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration,
+                         statisticsFile: statsFile.map(CallStatisticsFile.init(path:)))
         if stats {
             say(BotRunner.json(await engine.statistics()))
         }
@@ -117,9 +122,24 @@ final class BotRunner: @unchecked Sendable {
         self.logger = logger
     }
 
-    func run(chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?) async {
+    func run(chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?,
+             statisticsFile: CallStatisticsFile? = nil) async {
         let signals = duration == nil ? Signals() : nil
         await withTaskGroup(of: Bool.self) { group in
+            if let statisticsFile {
+                group.addTask { [self] in
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        guard !Task.isCancelled else { break }
+                        do {
+                            try statisticsFile.write(await engine.statistics())
+                        } catch {
+                            logger.warning("statistics file not written", metadata: ["error": "\(error)"])
+                        }
+                    }
+                    return false
+                }
+            }
             group.addTask { [self] in
                 for await event in engine.events {
                     logger.info("event", metadata: ["event": "\(event)"])
@@ -194,5 +214,17 @@ final class BotRunner: @unchecked Sendable {
             {"localID":\(stats.localID),"videoFramesSent":\(stats.videoFramesSent),\
             "audioPacketsSent":\(stats.audioPacketsSent),"peers":[\(peers.joined(separator: ","))]}
             """
+    }
+}
+
+/// Checks that a `--stats-file` can be created: its folder exists and it is not a folder itself.
+func validateStatsFile(_ path: String) throws {
+    var isDirectory: ObjCBool = false
+    let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+        throw ValidationError("--stats-file \(path): the folder \(folder) does not exist")
+    }
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        throw ValidationError("--stats-file \(path) is a folder; give a file name")
     }
 }

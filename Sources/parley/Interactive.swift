@@ -37,6 +37,9 @@ struct InteractiveOptions: ParsableArguments {
     @Option(name: .customLong("draw-fps"), help: "Highest redraw rate of the call screen.")
     var drawFPS = 30
 
+    @Option(name: .customLong("stats-file"), help: "Keep this file updated every second with call statistics as JSON.")
+    var statsFile: String?
+
     /// `profile` with the bitrate and frame-rate overrides applied.
     func adjusted(_ profile: VideoProfile) -> VideoProfile {
         var profile = profile
@@ -60,6 +63,7 @@ struct InteractiveOptions: ParsableArguments {
         }
         if let fps, !(1...60).contains(fps) { throw ValidationError("--fps must be 1…60, got \(fps)") }
         guard (1...60).contains(drawFPS) else { throw ValidationError("--draw-fps must be 1…60, got \(drawFPS)") }
+        if let statsFile { try validateStatsFile(statsFile) }
         guard (100...2000).contains(doubleKeyMilliseconds) else {
             throw ValidationError("--double-key-ms must be 100…2000, got \(doubleKeyMilliseconds)")
         }
@@ -92,7 +96,7 @@ struct InteractiveOptions: ParsableArguments {
             videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
             audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
             roomSettings: RoomSettings(doubleKeyWindow: .milliseconds(doubleKeyMilliseconds), keymap: try keymap()),
-            returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath,
+            returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath, statisticsPath: statsFile,
             logger: Logger(label: "parley.engine"))
     }
 }

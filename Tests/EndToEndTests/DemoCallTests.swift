@@ -195,6 +195,9 @@ struct JoinAgainstRelayTests {
             (["join", "r", "--name", "alice", "--role", "king"], "--role must be broadcaster or audience"),
             (["serve", "--port", "70000"], "--port must be 0…65535"),
             (["bot", "r", "--video", "cat.png"], "neither \"synthetic\" nor a .y4m file"),
+            (["join", "r", "--name", "alice", "--stats-file", "/nonexistent-parley/s.json"],
+             "--stats-file /nonexistent-parley/s.json: the folder /nonexistent-parley does not exist"),
+            (["bot", "r", "--stats-file", "/tmp"], "--stats-file /tmp is a folder; give a file name"),
         ]
         for (arguments, message) in cases {
             let result = try ChildProcess.run(parley, arguments)

@@ -34,6 +34,10 @@ struct DisplayWidthTests {
         WidthCase(name: "heart as text", character: "❤", width: 1),
         WidthCase(name: "heart with VS16", character: "❤️", width: 2),
         WidthCase(name: "Cyrillic", character: "Ж", width: 1),
+        WidthCase(name: "watch, emoji presentation below U+3000", character: "\u{231A}", width: 2),
+        WidthCase(name: "medium small square, emoji presentation", character: "\u{25FE}", width: 2),
+        WidthCase(name: "Hangul vowel filler", character: "\u{1160}", width: 0),
+        WidthCase(name: "angle bracket, East Asian wide", character: "\u{2329}", width: 2),
     ])
     func width(_ c: WidthCase) {
         #expect(DisplayWidth.of(c.character) == c.width)

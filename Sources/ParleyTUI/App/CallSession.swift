@@ -32,6 +32,17 @@ public final class FrameStore: VideoFrameSink {
     }
 }
 
+/// A flag one side claims and later releases, so a slow background job is not started twice.
+final class BusyFlag: Sendable {
+    private let busy = Atomic<Bool>(false)
+
+    /// True if the flag was free and is now claimed.
+    func claim() -> Bool { !busy.exchange(true, ordering: .acquiring) }
+
+    /// Frees the flag.
+    func release() { busy.store(false, ordering: .releasing) }
+}
+
 /// Engine events queued by a background task for the synchronous draw loop.
 final class EventInbox: Sendable {
     private let queue = Mutex<[RoomEvent]>([])
@@ -84,9 +95,15 @@ final class CallSession {
     private var mustDraw = true
     /// True once the relay accepted the join.
     private(set) var hasJoined = false
+    /// Screens drawn so far (reported in the statistics file).
+    private(set) var screenDraws = 0
+    private let statisticsFile: CallStatisticsFile?
+    private var lastStatisticsWrite: Duration = .zero
+    private let statisticsWriting = BusyFlag()
 
     init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
-         drawRate: Int = 30) throws {
+         drawRate: Int = 30, statisticsPath: String? = nil) throws {
+        statisticsFile = statisticsPath.map(CallStatisticsFile.init(path:))
         frames = FrameStore()
         engine = try CallEngine(configuration, videoSink: frames)
         state = RoomState(
@@ -138,6 +155,10 @@ final class CallSession {
             if case .leave = effect { return .left(note: leaveNote()) }
             engine.perform(effect)
         }
+        if statisticsFile != nil, at - lastStatisticsWrite >= .seconds(1) {
+            lastStatisticsWrite = at
+            writeStatistics()
+        }
         let changes = state.takeChanges()
         let framesChanged = frames.hasNewFrames
         guard draws else { return .running }
@@ -163,6 +184,21 @@ final class CallSession {
         terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)
         lastDraw = at
         mustDraw = false
+        screenDraws += 1
+    }
+
+    /// Writes the statistics file from a background task (the engine answers on its own loop); skipped while the
+    /// previous write is still under way.
+    private func writeStatistics() {
+        guard let file = statisticsFile, statisticsWriting.claim() else { return }
+        let engine = self.engine
+        let draws = screenDraws
+        let writing = statisticsWriting
+        Task.detached {
+            let stats = await engine.statistics()
+            try? file.write(stats, extra: [("screenDraws", draws)])
+            writing.release()
+        }
     }
 
     /// Says goodbye to the relay and stops the engine (blocks briefly; called from the draw loop's thread).

@@ -23,6 +23,8 @@ public struct AppOptions: Sendable {
     public var drawRate: Int
     /// Where standard error goes while the screen is open (library warnings must not garble it).
     public var standardErrorPath: String?
+    /// A file kept up to date (every second) with the call's statistics as JSON, for scripts and benchmarks.
+    public var statisticsPath: String?
     /// The engine's logger.
     public var logger: Logger
 
@@ -31,7 +33,7 @@ public struct AppOptions: Sendable {
                 videoSources: [VideoSourceChoice] = [.synthetic], audioSource: AudioSourceChoice = .synthetic,
                 audioSink: AudioSinkChoice = .none, roomSettings: RoomSettings = RoomSettings(),
                 returnToLobby: Bool = true, drawRate: Int = 30, standardErrorPath: String? = nil,
-                logger: Logger = Logger(label: "parley.engine")) {
+                statisticsPath: String? = nil, logger: Logger = Logger(label: "parley.engine")) {
         self.directJoin = directJoin
         self.lobby = lobby
         self.videoSources = videoSources
@@ -41,6 +43,7 @@ public struct AppOptions: Sendable {
         self.returnToLobby = returnToLobby
         self.drawRate = drawRate
         self.standardErrorPath = standardErrorPath
+        self.statisticsPath = statisticsPath
         self.logger = logger
     }
 }
@@ -188,6 +191,6 @@ public enum TerminalApp {
             audioSink: options.audioSink, logger: options.logger)
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
-            videoMode: terminal.videoColorMode, drawRate: options.drawRate)
+            videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath)
     }
 }

@@ -1,0 +1,201 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One UDP datagram seen on the loopback interface: when, between which ports, how big, and its first bytes.
+struct CapturedDatagram: Sendable {
+    /// Capture time, seconds since the Unix epoch.
+    var time: Double
+    var sourcePort: UInt16
+    var destinationPort: UInt16
+    /// UDP payload bytes (RTP or RTCP header and payload), from the UDP length field.
+    var length: Int
+    /// The first bytes of the payload (up to 12: a whole RTP fixed header).
+    var head: [UInt8]
+}
+
+/// Packets on `lo` recorded by dumpcap (Wireshark's capture engine) for the measurement window.
+///
+/// Why a capture: it counts what really goes over the wire for both clients the same way, without touching either
+/// program (no proxy in the path, no counters that one side has and the other lacks).
+final class PacketCapture {
+    private let child: BenchChild
+    private let path: String
+
+    /// Starts dumpcap on `lo` with a BPF `filter`, writing classic pcap (128-byte snapshots) to `path`.
+    init(dumpcap: String, filter: String, path: String, directory: String) throws {
+        self.path = path
+        child = try BenchChild(
+            dumpcap, ["-q", "-i", "lo", "-P", "-s", "128", "-f", filter, "-w", path],
+            outputPath: directory + "/dumpcap-\(UUID().uuidString.prefix(8)).log")
+        let started = child.waitForOutput(seconds: 8) { $0.contains("Capturing on") || $0.contains("rror") }
+        guard started, child.output.contains("Capturing on") else {
+            child.stop(grace: 1)
+            throw CallBenchError.unexpected(
+                "dumpcap could not capture on lo (run as root or in the wireshark group): "
+                    + child.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// Stops the capture and reads every UDP datagram it recorded.
+    func stop() throws -> [CapturedDatagram] {
+        child.stop(grace: 3)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CallBenchError.unexpected("dumpcap wrote no file at \(path): \(child.output)")
+        }
+        defer { unlink(path) }
+        return try Self.parse([UInt8](data))
+    }
+
+    /// Reads a classic pcap file (either byte order, micro- or nanosecond stamps) of Ethernet, Linux cooked (v1/v2),
+    /// BSD loopback or raw IP frames; keeps IPv4 UDP datagrams.
+    static func parse(_ bytes: [UInt8]) throws -> [CapturedDatagram] {
+        guard bytes.count >= 24 else { throw CallBenchError.unexpected("pcap file too short (\(bytes.count) bytes)") }
+        let magic = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+        let little: Bool
+        let nanoseconds: Bool
+        switch magic {
+        case 0xA1B2_C3D4: (little, nanoseconds) = (true, false)
+        case 0xD4C3_B2A1: (little, nanoseconds) = (false, false)
+        case 0xA1B2_3C4D: (little, nanoseconds) = (true, true)
+        case 0x4D3C_B2A1: (little, nanoseconds) = (false, true)
+        default: throw CallBenchError.unexpected("not a pcap file (magic \(String(magic, radix: 16)))")
+        }
+        func u32(_ at: Int) -> Int {
+            let b = (UInt32(bytes[at]), UInt32(bytes[at + 1]), UInt32(bytes[at + 2]), UInt32(bytes[at + 3]))
+            return Int(little ? b.0 | b.1 << 8 | b.2 << 16 | b.3 << 24 : b.3 | b.2 << 8 | b.1 << 16 | b.0 << 24)
+        }
+        func u16be(_ at: Int) -> Int { Int(bytes[at]) << 8 | Int(bytes[at + 1]) }
+        let linkType = u32(20)
+        var datagrams: [CapturedDatagram] = []
+        var offset = 24
+        while offset + 16 <= bytes.count {
+            let seconds = Double(u32(offset))
+            let fraction = Double(u32(offset + 4)) / (nanoseconds ? 1e9 : 1e6)
+            let captured = u32(offset + 8)
+            let start = offset + 16
+            offset = start + captured
+            guard offset <= bytes.count else { break }
+            // Where the IP header starts, and whether the frame says it carries IPv4.
+            var ip: Int
+            switch linkType {
+            case 1:  // Ethernet
+                guard captured >= 14, u16be(start + 12) == 0x0800 else { continue }
+                ip = start + 14
+            case 113:  // Linux cooked v1
+                guard captured >= 16, u16be(start + 14) == 0x0800 else { continue }
+                ip = start + 16
+            case 276:  // Linux cooked v2
+                guard captured >= 20, u16be(start) == 0x0800 else { continue }
+                ip = start + 20
+            case 0:  // BSD loopback
+                ip = start + 4
+            case 101, 228:  // raw IP, raw IPv4
+                ip = start
+            default:
+                throw CallBenchError.unexpected("pcap link type \(linkType) is not supported")
+            }
+            guard ip + 20 <= offset, bytes[ip] >> 4 == 4, bytes[ip + 9] == 17 else { continue }
+            let udp = ip + Int(bytes[ip] & 0x0F) * 4
+            guard udp + 8 <= offset else { continue }
+            let length = u16be(udp + 4) - 8
+            let payload = udp + 8
+            datagrams.append(CapturedDatagram(
+                time: seconds + fraction, sourcePort: UInt16(u16be(udp)), destinationPort: UInt16(u16be(udp + 2)),
+                length: max(0, length), head: Array(bytes[payload..<min(offset, payload + 12)])))
+        }
+        return datagrams
+    }
+}
+
+/// What a set of datagrams says about one client's media: sent rates and frames arriving, within a time window.
+struct WireTraffic {
+    /// Per-second figures for one process (identified by its UDP ports).
+    struct Figures {
+        /// RTP bytes (header and payload) of its video streams, in kbit/s.
+        var videoKbps: Double
+        /// RTP bytes of its audio streams, in kbit/s.
+        var audioKbps: Double
+        /// Everything it sent (RTP and RTCP), in kbit/s.
+        var totalKbps: Double
+        /// Video frames sent (RTP packets with the marker bit) per second.
+        var framesSentPerSecond: Double
+        /// Video frames arriving at its ports per second (marker bits of video packets addressed to it).
+        var framesArrivingPerSecond: Double
+    }
+
+    private let datagrams: [CapturedDatagram]
+    private let window: ClosedRange<Double>
+    private var videoSSRCs = Set<UInt32>()
+
+    /// Classifies every RTP stream in `datagrams` as audio or video by its clock rate (RTP timestamp advance per
+    /// second of capture: 48 kHz for Opus, 90 kHz for VP8), then keeps the datagrams inside `window`.
+    init(_ datagrams: [CapturedDatagram], window: ClosedRange<Double>) {
+        var first: [UInt32: (time: Double, timestamp: UInt32)] = [:]
+        var last: [UInt32: (time: Double, timestamp: UInt32)] = [:]
+        var sizes: [UInt32: (bytes: Int, packets: Int)] = [:]
+        for datagram in datagrams {
+            guard let rtp = Self.rtp(datagram) else { continue }
+            if first[rtp.ssrc] == nil { first[rtp.ssrc] = (datagram.time, rtp.timestamp) }
+            last[rtp.ssrc] = (datagram.time, rtp.timestamp)
+            sizes[rtp.ssrc, default: (0, 0)].bytes += datagram.length
+            sizes[rtp.ssrc, default: (0, 0)].packets += 1
+        }
+        for (ssrc, start) in first {
+            guard let end = last[ssrc] else { continue }
+            let span = end.time - start.time
+            if span > 1 {
+                let rate = Double(end.timestamp &- start.timestamp) / span
+                if rate > 69_000 && rate < 200_000 { videoSSRCs.insert(ssrc) }
+            } else if let size = sizes[ssrc], size.bytes / max(1, size.packets) > 400 {
+                videoSSRCs.insert(ssrc)  // Too short to time: big packets are video.
+            }
+        }
+        self.datagrams = datagrams.filter { window.contains($0.time) }
+        self.window = window
+    }
+
+    /// The figures for the process holding `ports`.
+    func figures(forPorts ports: Set<UInt16>) -> Figures {
+        var video = 0
+        var audio = 0
+        var total = 0
+        var framesSent = 0
+        var framesArriving = 0
+        for datagram in datagrams {
+            let sent = ports.contains(datagram.sourcePort)
+            let arriving = ports.contains(datagram.destinationPort)
+            guard sent || arriving else { continue }
+            let rtp = Self.rtp(datagram)
+            if sent {
+                total += datagram.length
+                if let rtp {
+                    if videoSSRCs.contains(rtp.ssrc) {
+                        video += datagram.length
+                        if rtp.marker { framesSent += 1 }
+                    } else {
+                        audio += datagram.length
+                    }
+                }
+            }
+            if arriving, let rtp, rtp.marker, videoSSRCs.contains(rtp.ssrc) { framesArriving += 1 }
+        }
+        let seconds = max(0.001, window.upperBound - window.lowerBound)
+        return Figures(
+            videoKbps: Double(video) * 8 / 1000 / seconds, audioKbps: Double(audio) * 8 / 1000 / seconds,
+            totalKbps: Double(total) * 8 / 1000 / seconds, framesSentPerSecond: Double(framesSent) / seconds,
+            framesArrivingPerSecond: Double(framesArriving) / seconds)
+    }
+
+    /// The RTP fields used here, or nil for RTCP (packet types 192…223 in the second byte) and anything else.
+    private static func rtp(_ datagram: CapturedDatagram) -> (ssrc: UInt32, timestamp: UInt32, marker: Bool)? {
+        let head = datagram.head
+        guard head.count >= 12, head[0] >> 6 == 2, !(192...223).contains(head[1]) else { return nil }
+        func u32(_ at: Int) -> UInt32 {
+            UInt32(head[at]) << 24 | UInt32(head[at + 1]) << 16 | UInt32(head[at + 2]) << 8 | UInt32(head[at + 3])
+        }
+        return (u32(8), u32(4), head[1] & 0x80 != 0)
+    }
+}
