@@ -251,7 +251,8 @@ final class PeerReceiver {
         let info = MediaInfo(
             resolution: lastFrameSize, fps: Double(windowFrames) / seconds,
             bitrateKbps: Double(windowBytes) * 8 / 1000 / seconds,
-            lossPercent: windowExpected > 0 ? 100 * Double(max(0, windowLost)) / Double(windowExpected) : 0)
+            lossPercent: windowExpected > 0 ? 100 * Double(max(0, windowLost)) / Double(windowExpected) : 0,
+            jitterMilliseconds: statistics.jitter / Double(MediaClockRate.video) * 1000)
         self.windowExpected = expected
         self.windowLost = lost
         windowFrames = 0

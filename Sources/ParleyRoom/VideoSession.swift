@@ -58,13 +58,17 @@ public struct MediaInfo: Hashable, Sendable {
     public var bitrateKbps: Double
     /// Packet loss in percent (0…100).
     public var lossPercent: Double
+    /// Interarrival jitter (RFC 3550) in milliseconds; 0 when unknown or for the local stream.
+    public var jitterMilliseconds: Double
 
     /// Statistics; all zero by default.
-    public init(resolution: VideoSize? = nil, fps: Double = 0, bitrateKbps: Double = 0, lossPercent: Double = 0) {
+    public init(resolution: VideoSize? = nil, fps: Double = 0, bitrateKbps: Double = 0, lossPercent: Double = 0,
+                jitterMilliseconds: Double = 0) {
         self.resolution = resolution
         self.fps = fps
         self.bitrateKbps = bitrateKbps
         self.lossPercent = lossPercent
+        self.jitterMilliseconds = jitterMilliseconds
     }
 }
 

@@ -129,8 +129,8 @@ extension RoomScreen {
         let parts = Self.statsParts(media)
         let oneLine = parts.joined(separator: " ")
         var rows = [oneLine]
-        if DisplayWidth.of(oneLine) > rect.width, rect.height >= 2, parts.count == 4 {
-            rows = [parts[0] + " " + parts[1], parts[2] + " " + parts[3]]
+        if DisplayWidth.of(oneLine) > rect.width, rect.height >= 2, parts.count >= 4 {
+            rows = [parts[0] + " " + parts[1], parts[2...].joined(separator: " ")]
         }
         for (offset, text) in rows.enumerated() {
             let row = rect.endRow - rows.count + offset
@@ -140,14 +140,16 @@ extension RoomScreen {
         }
     }
 
-    /// "640x360", "30fps", "600kb/s", "loss 0.5%"; "no stats yet" before any arrived.
+    /// "640x360", "30fps", "600kb/s", "loss 0.5%", "jitter 3ms"; "no stats yet" before any arrived.
     static func statsParts(_ media: MediaInfo) -> [String] {
         guard media.resolution != nil || media.fps > 0 || media.bitrateKbps > 0 else { return ["no stats yet"] }
         let resolution = media.resolution.map { "\($0.width)x\($0.height)" } ?? "?x?"
         let tenths = Int((max(0, media.lossPercent) * 10).rounded())
-        return [
+        var parts = [
             resolution, "\(Int(media.fps.rounded()))fps", "\(Int(media.bitrateKbps.rounded()))kb/s",
             "loss \(tenths / 10).\(tenths % 10)%",
         ]
+        if media.jitterMilliseconds > 0 { parts.append("jitter \(Int(media.jitterMilliseconds.rounded()))ms") }
+        return parts
     }
 }

@@ -375,6 +375,9 @@ struct RoomScreenTests {
             resolution: VideoSize(width: 640, height: 360), fps: 29.6, bitrateKbps: 612.4,
             lossPercent: 0.25)
         #expect(RoomScreen.statsParts(media) == ["640x360", "30fps", "612kb/s", "loss 0.3%"])
+        var jittery = media
+        jittery.jitterMilliseconds = 3.4
+        #expect(RoomScreen.statsParts(jittery) == ["640x360", "30fps", "612kb/s", "loss 0.3%", "jitter 3ms"])
     }
 
     @Test("render keeps the video renderer's scratch between frames and draws the same screen")
