@@ -543,9 +543,10 @@ final class EngineCore {
         let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
             bound.value.videoTick()
         }
-        let poll = PacedTimer(loop: loop, interval: .milliseconds(10)) { bound.value.pollVideo() }
+        // No separate video poll timer: a frame is decoded as its last packet arrives (`receive`), and the 20 ms
+        // audio tick polls for NACK and keyframe-request timing. That spares 100 wake-ups a second.
         let rtcp = PacedTimer(loop: loop, interval: .seconds(1)) { bound.value.sendReports() }
-        timers = [audio, video, poll, rtcp]
+        timers = [audio, video, rtcp]
         for timer in timers { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
     }
 
@@ -590,6 +591,7 @@ final class EngineCore {
             logger.warning("audio capture failed", metadata: ["error": "\(error)"])
         }
         playOutAudio()
+        pollVideo()
     }
 
     private func videoTick() {
@@ -623,31 +625,35 @@ final class EngineCore {
         }
     }
 
+    /// Polls every peer's video jitter buffer (for NACK and keyframe timing); frames normally leave earlier, from
+    /// `pollVideo(peer)` as their last packet arrives.
     private func pollVideo() {
         guard configuration.decodesVideo else { return }
-        let at = now
-        for peer in peers.values {
-            let output = peer.videoBuffer.poll(at: at)
-            for frame in output.frames {
-                guard var picture = peer.decodeVideo(frame) else { continue }
-                picture.timestampMicros = Int64(frame.timestamp)
-                let size = VideoSize(width: picture.width, height: picture.height)
-                if !peer.sawFirstFrame || peer.lastFrameSize != size {
-                    peer.sawFirstFrame = true
-                    emit(.firstRemoteFrame(peer.participant, size: size))
-                }
-                peer.lastFrameSize = size
-                if let stamp = SyntheticCamera.readStamp(from: picture) { peer.lastStamp = stamp }
-                videoSink?.deliver(picture, from: peer.participant)
-            }
-            if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
-                let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video, lost: output.nacks)
-                sendRaw(RTCPPacket.nack(nack).serialized())
-                peer.nacksSent += 1
-            }
-            if output.needsKeyframe { sendKeyframeRequest(for: peer) }
-        }
+        for peer in peers.values { pollVideo(peer, at: now) }
         udp?.flush()
+    }
+
+    /// Decodes and delivers what one peer's jitter buffer has completed; sends its NACKs and keyframe requests.
+    private func pollVideo(_ peer: PeerReceiver, at: Duration) {
+        let output = peer.videoBuffer.poll(at: at)
+        for frame in output.frames {
+            guard var picture = peer.decodeVideo(frame) else { continue }
+            picture.timestampMicros = Int64(frame.timestamp)
+            let size = VideoSize(width: picture.width, height: picture.height)
+            if !peer.sawFirstFrame || peer.lastFrameSize != size {
+                peer.sawFirstFrame = true
+                emit(.firstRemoteFrame(peer.participant, size: size))
+            }
+            peer.lastFrameSize = size
+            if let stamp = SyntheticCamera.readStamp(from: picture) { peer.lastStamp = stamp }
+            videoSink?.deliver(picture, from: peer.participant)
+        }
+        if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
+            let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video, lost: output.nacks)
+            sendRaw(RTCPPacket.nack(nack).serialized())
+            peer.nacksSent += 1
+        }
+        if output.needsKeyframe { sendKeyframeRequest(for: peer) }
     }
 
     /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
@@ -811,7 +817,13 @@ final class EngineCore {
             } else if header.ssrc == peer.info.ssrcs.video {
                 peer.countVideo(bytes: packet.payload.count)
                 guard configuration.decodesVideo else { return }
-                _ = peer.videoBuffer.insert(packet, at: now)
+                let at = now
+                _ = peer.videoBuffer.insert(packet, at: at)
+                // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
+                if packet.header.marker {
+                    pollVideo(peer, at: at)
+                    udp?.flush()
+                }
             }
         case .rtcp:
             if Bind.isBindPacket(bytes) {

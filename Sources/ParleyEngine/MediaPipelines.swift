@@ -5,6 +5,10 @@ import ParleyWire
 /// Microphone → Opus → RTP. Owned by the engine core on its event loop.
 final class AudioSender {
     static let frameDuration = Duration.milliseconds(20)
+    /// Opus encoder effort for calls. 5 instead of libopus's default 10 takes about 40 % less CPU (opusenc on 58 s
+    /// of the synthetic voice: 0.49 s against 0.78 s); for 32 kbit/s wideband speech the difference is hard to hear,
+    /// and it is what many mobile WebRTC stacks use. The codec tests keep exercising the default.
+    static let complexity = 5
     static let samplesPerFrame = 960
 
     private let source: any AudioSource
@@ -18,7 +22,7 @@ final class AudioSender {
 
     init(source: any AudioSource, ssrc: UInt32, random: inout some RandomNumberGenerator) throws {
         self.source = source
-        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels))
+        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels, complexity: Self.complexity))
         packetizer = RTPPacketizer(
             ssrc: ssrc, payloadType: MediaPayloadType.opus, clockRate: MediaClockRate.opus,
             initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),

@@ -184,18 +184,19 @@ public final class Y4MFileSource: VideoSource {
             throw MediaFileError.y4m("frame \(frameInFile) header has no newline in its first 256 bytes")
         }
         let dataStart = offset + newline + 1
-        let data = try input.read(at: dataStart, count: header.frameDataSize)
-        guard data.count == header.frameDataSize else {
-            throw MediaFileError.y4m(
-                "frame \(frameInFile) is truncated: \(data.count) of \(header.frameDataSize) bytes")
-        }
-        offset = dataStart + data.count
-        frameInFile += 1
         let lumaSize = header.width * header.height
         let chromaSize = (header.frameDataSize - lumaSize) / 2
-        return VideoFrame(
-            width: header.width, height: header.height, y: Array(data[0..<lumaSize]),
-            u: Array(data[lumaSize..<(lumaSize + chromaSize)]), v: Array(data[(lumaSize + chromaSize)...]))
+        // Each plane is read straight into its own array: one copy per frame instead of two.
+        let y = try input.read(at: dataStart, count: lumaSize)
+        let u = try input.read(at: dataStart + lumaSize, count: chromaSize)
+        let v = try input.read(at: dataStart + lumaSize + chromaSize, count: chromaSize)
+        let got = y.count + u.count + v.count
+        guard got == header.frameDataSize else {
+            throw MediaFileError.y4m("frame \(frameInFile) is truncated: \(got) of \(header.frameDataSize) bytes")
+        }
+        offset = dataStart + header.frameDataSize
+        frameInFile += 1
+        return VideoFrame(width: header.width, height: header.height, y: y, u: u, v: v)
     }
 }
 
