@@ -273,10 +273,14 @@ final class EngineCore {
             case .success(let connection):
                 core.signaling = connection
                 core.lastHeard = core.now
+                // After a drop, ask for the old membership back so the others never see us leave and rejoin.
+                let resume = first ? nil : core.joined.map {
+                    ResumeToken(member: $0.you.id, credential: $0.media.credential)
+                }
                 connection.send(.join(JoinRequest(
                     room: core.configuration.room, name: core.configuration.name,
                     role: core.role == .audience ? .audience : .broadcaster,
-                    audioMuted: core.microphoneMuted, videoMuted: core.cameraOff)))
+                    audioMuted: core.microphoneMuted, videoMuted: core.cameraOff, resume: resume)))
             case .failure(let error):
                 if first {
                     core.emit(.joinFailed(reason: "\(error)"))

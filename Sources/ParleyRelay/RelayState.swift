@@ -155,7 +155,7 @@ public struct RelayState: Sendable {
     /// timeout (so a client that comes back quickly could resume) and is then reported as `timeout`.
     public mutating func disconnected(_ connection: ConnectionID, now: Duration) -> [RelayAction] {
         guard let state = connections.removeValue(forKey: connection), let id = state.member else { return [] }
-        members[id]?.connection = nil
+        if members[id]?.connection == connection { members[id]?.connection = nil }
         return []
     }
 
@@ -305,6 +305,10 @@ public struct RelayState: Sendable {
             counters.signalingErrors += 1
             return [.send(.error(SignalingError(.badName, rejection.message)), to: [connection])]
         }
+        if let resume = request.resume, let actions = self.resume(resume, room: room, request: request,
+                                                                  on: connection, now: now) {
+            return actions
+        }
         let id = nextMemberID
         nextMemberID &+= 1
         let ssrcs = self.ssrcs.allocate(using: &random)
@@ -328,6 +332,42 @@ public struct RelayState: Sendable {
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
         ]
+    }
+
+    /// Takes back a membership whose connection dropped: same id, SSRCs, credential and media binding, nothing
+    /// told to the others (for them the member never left). Nil when there is nothing to resume (it timed out, the
+    /// relay restarted, the credential or room does not match): the caller then joins afresh.
+    private mutating func resume(_ token: ResumeToken, room: String, request: JoinRequest, on connection: ConnectionID,
+                                 now: Duration) -> [RelayAction]? {
+        guard var member = members[token.member], member.room == room,
+              let credential = BindToken(hex: token.credential), member.credential.matches(credential)
+        else { return nil }
+        var actions: [RelayAction] = []
+        if let old = member.connection, old != connection {
+            // A half-open old connection (the client saw it fail first): it no longer speaks for the member.
+            connections[old]?.member = nil
+            actions.append(.close(old))
+        }
+        member.connection = connection
+        member.lastSeen = now
+        let changedMute = member.info.audioMuted != request.audioMuted || member.info.videoMuted != request.videoMuted
+        member.info.audioMuted = request.audioMuted
+        member.info.videoMuted = request.videoMuted
+        members[token.member] = member
+        connections[connection]?.member = token.member
+        let others = (rooms[room]?.members ?? []).filter { $0 != token.member }.compactMap { members[$0]?.info }
+        let joined = JoinedRoom(
+            room: room, you: member.info, members: others,
+            media: MediaGrant(udpPort: udpPort, credential: member.credential.hex, ssrcs: member.info.ssrcs),
+            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
+                + Double(limits.livenessTimeout.components.attoseconds) / 1e18)
+        actions.append(.send(.joined(joined), to: [connection]))
+        if changedMute {
+            actions.append(.send(.mute(MemberMute(id: token.member, audio: request.audioMuted,
+                                                  video: request.videoMuted)),
+                                 to: connections(in: room, except: token.member)))
+        }
+        return actions
     }
 
     private mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {

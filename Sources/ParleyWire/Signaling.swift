@@ -75,6 +75,20 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     }
 }
 
+/// Proof that a client is the member it was before its connection dropped: the old member id and its credential.
+public struct ResumeToken: Codable, Sendable, Equatable {
+    /// The member id from the earlier `joined`.
+    public var member: UInt32
+    /// The credential from the earlier `joined` (32 hex digits).
+    public var credential: String
+
+    /// A resume token.
+    public init(member: UInt32, credential: String) {
+        self.member = member
+        self.credential = credential
+    }
+}
+
 /// What a client asks for when it joins.
 public struct JoinRequest: Codable, Sendable, Equatable {
     /// Room name; the room is created on first join.
@@ -87,18 +101,22 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     public var audioMuted: Bool
     /// Initial camera state.
     public var videoMuted: Bool
+    /// After a dropped connection: take the old membership back (same id, SSRCs and credential) instead of
+    /// appearing twice until the old one times out.
+    public var resume: ResumeToken?
 
     /// A join request.
     public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
-                videoMuted: Bool = false) {
+                videoMuted: Bool = false, resume: ResumeToken? = nil) {
         self.room = room
         self.name = name
         self.role = role
         self.audioMuted = audioMuted
         self.videoMuted = videoMuted
+        self.resume = resume
     }
 
-    enum CodingKeys: String, CodingKey { case room, name, role, audioMuted, videoMuted }
+    enum CodingKeys: String, CodingKey { case room, name, role, audioMuted, videoMuted, resume }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -107,6 +125,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         role = try c.decodeIfPresent(MemberRole.self, forKey: .role) ?? .broadcaster
         audioMuted = try c.decodeIfPresent(Bool.self, forKey: .audioMuted) ?? false
         videoMuted = try c.decodeIfPresent(Bool.self, forKey: .videoMuted) ?? false
+        resume = try c.decodeIfPresent(ResumeToken.self, forKey: .resume)
     }
 }
 

@@ -203,3 +203,65 @@ struct RelayStateTests {
         #expect(relay.state.counters.signalingErrors == 1)
     }
 }
+
+struct RelayResumeTests {
+    /// Alice and Bob in "standup"; returns Alice's joined answer.
+    func twoMembers(_ relay: inout Harness) -> JoinedRoom? {
+        let a = relay.connect(1), b = relay.connect(2)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)
+        _ = relay.join("bob", on: b)
+        for case .send(.joined(let joined), _) in actions { return joined }
+        return nil
+    }
+
+    @Test func aDroppedMemberResumesWithoutTheOthersNoticing() throws {
+        var relay = Harness()
+        let alice = try #require(twoMembers(&relay))
+        _ = relay.state.disconnected(ConnectionID(1), now: relay.now)
+        relay.now += .seconds(3)
+        let again = relay.connect(3)
+        let token = ResumeToken(member: alice.you.id, credential: alice.media.credential)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", audioMuted: true,
+                                                   resume: token)), on: again)
+        guard case .joined(let joined) = messages(to: again, in: actions).first else {
+            Issue.record("no joined: \(actions)")
+            return
+        }
+        #expect(joined.you.id == alice.you.id)
+        #expect(joined.media == alice.media, "same SSRCs and credential: media keeps flowing")
+        #expect(joined.members.map(\.name) == ["bob"])
+        #expect(messages(to: ConnectionID(2), in: actions)
+            == [.mute(MemberMute(id: alice.you.id, audio: true, video: false))],
+            "bob hears only the changed mute, no leave or join")
+        #expect(relay.state.rooms["standup"]?.members.count == 2)
+        relay.now += .seconds(8)
+        #expect(!relay.state.tick(now: relay.now).contains(.memberRemoved(id: alice.you.id, room: "standup")),
+                "the resumed member counts as alive from the resume on")
+    }
+
+    @Test func aLateOrWrongResumeJoinsAfresh() throws {
+        var relay = Harness()
+        let alice = try #require(twoMembers(&relay))
+        let wrong = ResumeToken(member: alice.you.id, credential: String(repeating: "0", count: 32))
+        let c = relay.connect(3)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: wrong)), on: c)
+        guard case .joined(let joined) = messages(to: c, in: actions).first else { return }
+        #expect(joined.you.id != alice.you.id, "a wrong credential cannot take over someone's membership")
+        let other = relay.connect(4)
+        let elsewhere = ResumeToken(member: alice.you.id, credential: alice.media.credential)
+        let moved = relay.send(.join(JoinRequest(room: "other", name: "alice", resume: elsewhere)), on: other)
+        guard case .joined(let second) = messages(to: other, in: moved).first else { return }
+        #expect(second.you.id != alice.you.id, "a resume only works in the same room")
+    }
+
+    @Test func theOldConnectionClosingLaterDoesNotDetachTheResumedOne() throws {
+        var relay = Harness()
+        let alice = try #require(twoMembers(&relay))
+        let again = relay.connect(3)
+        let token = ResumeToken(member: alice.you.id, credential: alice.media.credential)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: token)), on: again)
+        #expect(actions.contains(.close(ConnectionID(1))), "the half-open old connection is closed")
+        _ = relay.state.disconnected(ConnectionID(1), now: relay.now)
+        #expect(relay.state.members[alice.you.id]?.connection == again)
+    }
+}
