@@ -65,7 +65,7 @@ let package = Package(
             name: "ParleyBench",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
-                "COpus", "COpusShim", "CVPX",
+                "COpus", "COpusShim", "CVPX", "ParleyProcesses",
             ]
         ),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
@@ -84,8 +84,8 @@ let package = Package(
             ]
         ),
 
-        // Helpers shared by the tests that drive real processes: spawning, tmux panes, finding the binary.
-        .target(name: "ParleyTestSupport"),
+        // Running real programs for tests and benchmarks: spawning, background processes, tmux panes.
+        .target(name: "ParleyProcesses"),
 
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
@@ -102,11 +102,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ParleyTUITests",
-            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyTestSupport"],
+            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses"],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["ParleyTestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses"], exclude: ["Golden"]),
         .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 import ParleyMedia
 
 #if canImport(Glibc)
@@ -309,8 +310,8 @@ public enum CallBench {
     // MARK: - Parley 1:1
 
     /// Starts `parley serve` on free ports; returns it with its signaling and media ports.
-    static func startRelay(_ tools: Tools, directory: String) throws -> (BenchChild, UInt16, UInt16) {
-        let relay = try BenchChild(
+    static func startRelay(_ tools: Tools, directory: String) throws -> (BackgroundProcess, UInt16, UInt16) {
+        let relay = try BackgroundProcess(
             tools.parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning"],
             outputPath: directory + "/relay-\(UUID().uuidString.prefix(8)).log")
         guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
@@ -345,7 +346,7 @@ public enum CallBench {
         }
         var panes: [BenchPane] = []
         defer { panes.forEach { $0.close() } }
-        var bots: [BenchChild] = []
+        var bots: [BackgroundProcess] = []
         defer { bots.forEach { $0.stop() } }
         var statsPaths: [String] = []
         for name in ["alice", "bob"] {
@@ -357,7 +358,7 @@ public enum CallBench {
                 "--log-level", "warning", "--stats-file", stats,
             ]
             if headless {
-                bots.append(try BenchChild(
+                bots.append(try BackgroundProcess(
                     tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))
             } else {
                 let command = ([tools.parley, "join"] + call + ["--log", "\(directory)/parley-\(name).log"])
@@ -477,7 +478,7 @@ public enum CallBench {
                 break
             }
         }
-        var children: [BenchChild] = []
+        var children: [BackgroundProcess] = []
         defer { children.forEach { $0.stop() } }
         var capture: PacketCapture?
         var captureProblem = tools.dumpcapProblem
@@ -504,12 +505,12 @@ public enum CallBench {
             else { throw CallBenchError.unexpected("cannot write baresip's configuration in \(folder)") }
             folders.append(folder)
         }
-        let bob = try BenchChild(tools.baresip, ["-f", folders[1]], outputPath: directory + "/baresip-bob.log")
+        let bob = try BackgroundProcess(tools.baresip, ["-f", folders[1]], outputPath: directory + "/baresip-bob.log")
         children.append(bob)
         guard bob.waitForOutput(seconds: 15, { $0.contains("baresip is ready") }) else {
             throw CallBenchError.timedOut("baresip (bob) did not start: \(bob.output.suffix(600))")
         }
-        let alice = try BenchChild(
+        let alice = try BackgroundProcess(
             tools.baresip, ["-f", folders[0], "-e", "/dial sip:bob@127.0.0.1:\(sipB)"],
             outputPath: directory + "/baresip-alice.log")
         children.append(alice)
@@ -578,11 +579,11 @@ public enum CallBench {
         let pane = try BenchPane(
             command: command, columns: paneColumns, rows: paneRows, tmux: tools.tmux, directory: directory)
         defer { pane.close() }
-        var bots: [BenchChild] = []
+        var bots: [BackgroundProcess] = []
         defer { bots.forEach { $0.stop() } }
         for index in 1..<size {
             let name = groupNames[index % groupNames.count] + (index >= groupNames.count ? "\(index)" : "")
-            bots.append(try BenchChild(
+            bots.append(try BackgroundProcess(
                 tools.parley,
                 ["bot", room, "--server", server, "--name", name, "--profile", groupProfile, "--log-level", "warning",
                  "--stats-file", "\(directory)/group-\(size)-\(name).json"],

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 
 #if canImport(Glibc)
 import Glibc
@@ -21,13 +22,13 @@ struct CapturedDatagram: Sendable {
 /// Why a capture: it counts what really goes over the wire for both clients the same way, without touching either
 /// program (no proxy in the path, no counters that one side has and the other lacks).
 final class PacketCapture {
-    private let child: BenchChild
+    private let child: BackgroundProcess
     private let path: String
 
     /// Starts dumpcap on `lo` with a BPF `filter`, writing classic pcap (128-byte snapshots) to `path`.
     init(dumpcap: String, filter: String, path: String, directory: String) throws {
         self.path = path
-        child = try BenchChild(
+        child = try BackgroundProcess(
             dumpcap, ["-q", "-i", "lo", "-P", "-s", "128", "-f", filter, "-w", path],
             outputPath: directory + "/dumpcap-\(UUID().uuidString.prefix(8)).log")
         let started = child.waitForOutput(seconds: 8) { $0.contains("Capturing on") || $0.contains("rror") }

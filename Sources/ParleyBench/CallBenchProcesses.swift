@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +9,6 @@ import Glibc
 public enum CallBenchError: Error, CustomStringConvertible {
     /// A program the benchmark needs is not installed.
     case missingTool(String, package: String)
-    /// A program could not be started.
-    case spawnFailed(String, errno: Int32)
     /// A program exited or printed something unexpected.
     case unexpected(String)
     /// A call did not get going in time.
@@ -19,108 +18,11 @@ public enum CallBenchError: Error, CustomStringConvertible {
         switch self {
         case .missingTool(let tool, let package):
             return "\(tool) is not installed; run `make bench-deps` (Debian package \(package))"
-        case .spawnFailed(let command, let code):
-            return "cannot start \(command): \(String(cString: strerror(code)))"
         case .unexpected(let text):
             return text
         case .timedOut(let text):
             return "timed out: \(text)"
         }
-    }
-}
-
-/// A program started by the call benchmark, with its output in a file. SIGKILLed on deinit if still running.
-///
-/// posix_spawn rather than Foundation's `Process`: the child must start with no signals blocked (the async runtime's
-/// threads block some, and a child inheriting that mask ignores SIGTERM), and its output goes to a file rather than a
-/// pipe, so a daemon it forks (a tmux server) cannot hold a pipe open.
-final class BenchChild {
-    let pid: pid_t
-    let command: String
-    let outputPath: String
-    private var exitStatus: Int32?
-
-    init(_ path: String, _ arguments: [String], outputPath: String) throws {
-        command = ([path] + arguments).joined(separator: " ")
-        self.outputPath = outputPath
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        var allSignals = sigset_t()
-        sigemptyset(&noSignals)
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard spawned == 0 else { throw CallBenchError.spawnFailed(command, errno: spawned) }
-        self.pid = pid
-    }
-
-    deinit {
-        if exitStatus == nil {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
-    }
-
-    /// Everything the program printed so far.
-    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-
-    /// Sends a signal.
-    func signal(_ number: Int32) { kill(pid, number) }
-
-    /// Waits up to `seconds` for the program to exit; its status (128 + signal when killed), or nil if still running.
-    @discardableResult
-    func waitForExit(seconds: Double) -> Int32? {
-        if let exitStatus { return exitStatus }
-        let deadline = Date().addingTimeInterval(seconds)
-        repeat {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-                exitStatus = code
-                return code
-            }
-            usleep(20_000)
-        } while Date() < deadline
-        return nil
-    }
-
-    /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds.
-    func stop(grace: Double = 3) {
-        guard exitStatus == nil else { return }
-        signal(SIGTERM)
-        if waitForExit(seconds: grace) == nil {
-            signal(SIGKILL)
-            waitForExit(seconds: 2)
-        }
-    }
-
-    /// Polls the output until `condition` holds; false after `seconds` (or when the program exits first).
-    func waitForOutput(seconds: Double, _ condition: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition(output) { return true }
-            if waitForExit(seconds: 0) != nil { return condition(output) }
-            usleep(50_000)
-        }
-        return condition(output)
     }
 }
 
@@ -130,7 +32,7 @@ func runToCompletion(_ path: String, _ arguments: [String], in directory: String
 {
     let outputPath = directory + "/command-\(UUID().uuidString.prefix(8)).log"
     defer { unlink(outputPath) }
-    let child = try BenchChild(path, arguments, outputPath: outputPath)
+    let child = try BackgroundProcess(path, arguments, outputPath: outputPath)
     guard let status = child.waitForExit(seconds: 30) else {
         throw CallBenchError.timedOut("\(child.command) did not finish in 30 s")
     }

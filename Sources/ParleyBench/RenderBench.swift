@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 import ParleyMedia
 import ParleyTUI
 
@@ -377,79 +378,6 @@ public enum RenderBench {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
-}
-
-/// Runs a program with posix_spawn and waits for it.
-///
-/// Not Foundation's `Process`: the child must start with no signals blocked (threads of the Swift runtime block
-/// SIGTERM, and a tmux server inheriting that ignores `kill-server`), and output pipes must not leak into the tmux
-/// server, which would keep them open forever.
-enum ChildProcess {
-    struct Result {
-        var status: Int32
-        var output: String
-    }
-
-    private static let spawnLock = NSLock()
-
-    static func run(_ path: String, _ arguments: [String], captureOutput: Bool) throws -> Result {
-        var fds: [Int32] = [-1, -1]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t(), allSignals = sigset_t()
-        sigemptyset(&noSignals)
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        spawnLock.lock()
-        if captureOutput {
-            guard pipe(&fds) == 0 else {
-                spawnLock.unlock()
-                throw RenderBenchError.commandFailed(command: path, status: -1, output: "pipe failed")
-            }
-            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-            posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        }
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        spawnLock.unlock()
-        if captureOutput { close(fds[1]) }
-        guard spawned == 0 else {
-            if captureOutput { close(fds[0]) }
-            throw RenderBenchError.commandFailed(command: path, status: -1, output: String(cString: strerror(spawned)))
-        }
-        var output = [UInt8]()
-        if captureOutput {
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let count = read(fds[0], &buffer, buffer.count)
-                if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
-            }
-            close(fds[0])
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Result(status: exitStatus, output: String(decoding: output, as: UTF8.self))
     }
 }
 

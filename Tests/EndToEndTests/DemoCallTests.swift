@@ -1,5 +1,5 @@
 import Foundation
-import ParleyTestSupport
+import ParleyProcesses
 import Testing
 
 /// Golden screens: stored as text, compared after normalising what changes from run to run (the call clock, the

@@ -1,5 +1,5 @@
 import Foundation
-import ParleyTestSupport
+import ParleyProcesses
 import Testing
 
 let restoredModes = "alt=0 cursor=1 mouse=0 keypad=0"

@@ -1,5 +1,5 @@
 import Foundation
-import ParleyTestSupport
+import ParleyProcesses
 import Testing
 
 #if canImport(Glibc)
