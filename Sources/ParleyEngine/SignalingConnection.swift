@@ -72,7 +72,7 @@ final class SignalingConnection: Sendable {
             .connect(host: address.host, port: address.port)
         return connect.flatMapError { error in
             upgraded.fail(error)
-            return loop.makeFailedFuture(SignalingConnectError.unreachable(address, underlying: "\(error)"))
+            return loop.makeFailedFuture(SignalingConnectError.unreachable(address, underlying: explain(error)))
         }.flatMap { channel in
             channel.closeFuture.whenComplete { _ in
                 upgraded.fail(SignalingConnectError.notARelay(address, status: "connection closed"))
@@ -199,4 +199,29 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
+}
+
+/// A connect failure in words a user can act on, instead of NIO's nested error dump.
+func explain(_ error: any Error) -> String {
+    var underlying: [any Error] = [error]
+    if let connection = error as? NIOConnectionError {
+        if connection.dnsAError != nil || connection.dnsAAAAError != nil {
+            return "the host name \"\(connection.host)\" does not resolve"
+        }
+        underlying = connection.connectionErrors.map(\.error)
+    }
+    for error in underlying {
+        if let io = error as? IOError {
+            switch io.errnoCode {
+            case ECONNREFUSED: return "connection refused (is `parley serve` running on that port?)"
+            case ENETUNREACH, EHOSTUNREACH: return "no route to that host"
+            case ETIMEDOUT: return "no answer (a firewall, or the wrong host?)"
+            default: return String(cString: strerror(io.errnoCode))
+            }
+        }
+        if error is ChannelError, case .connectTimeout = error as! ChannelError {
+            return "no answer within the connect timeout (a firewall, or the wrong host?)"
+        }
+    }
+    return "\(error)"
 }

@@ -40,7 +40,7 @@ struct Bench: AsyncParsableCommand {
                 let settings = try CallBench.Settings.fromEnvironment(parleyPath: executable)
                 for table in try CallBench.run(settings, log: log) { print(table.markdown + "\n") }
             } catch let error as CallBenchError {
-                throw ValidationError("call benchmark: \(error)")
+                throw CommandFailure("call benchmark: \(error)")
             }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")

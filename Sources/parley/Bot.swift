@@ -105,7 +105,7 @@ struct Bot: AsyncParsableCommand {
             say(BotRunner.json(await engine.statistics()))
         }
         await engine.leave()
-        if let failure = runner.failure { throw ValidationError(failure) }
+        if let failure = runner.failure { throw CommandFailure(failure) }
     }
 }
 

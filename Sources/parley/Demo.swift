@@ -78,12 +78,11 @@ struct Demo: AsyncParsableCommand {
         direct.directJoin = JoinSettings(
             server: server, name: try DisplayName.validate(name), room: "demo", role: .broadcaster,
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
-        defer {}
         do {
             try await runTerminal(direct)
         } catch {
             await stop(engines: engines, runners: runners, relay: relay)
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         await stop(engines: engines, runners: runners, relay: relay)
     }

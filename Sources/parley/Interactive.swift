@@ -139,7 +139,7 @@ struct Lobby: AsyncParsableCommand {
         do {
             try await runTerminal(try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true))
         } catch let error as TerminalError {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
     }
 }
@@ -188,7 +188,7 @@ struct Join: AsyncParsableCommand {
             try await runTerminal(try options.appOptions(
                 directJoin: settings, lobby: LobbyState(server: server, name: name, room: room), returnToLobby: false))
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
     }
 }

@@ -57,11 +57,11 @@ struct FileLogHandler: LogHandler {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw ValidationError("cannot create the log file \(path)")
+                throw CommandFailure("cannot create the log file \(path)")
             }
         }
         guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw ValidationError("cannot open the log file \(path) for writing")
+            throw CommandFailure("cannot open the log file \(path) for writing")
         }
         handle.seekToEndOfFile()
         return SharedFile(handle: handle)
@@ -94,4 +94,11 @@ struct FileLogHandler: LogHandler {
 /// Writes a line to standard output at once (print is block-buffered when stdout is a pipe).
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// A failure while running (not a usage mistake): printed as "Error: …" without the usage text, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
 }

@@ -42,7 +42,7 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: port, limits: SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000))),
                 logger: logger))
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         say("parley relay listening on \(host):\(relay.signalingPort) (signaling tcp, media udp \(relay.mediaPort))")
         let signal = await signals.wait()
