@@ -411,7 +411,7 @@ public enum CallBench {
     // MARK: - baresip 1:1
 
     /// A baresip configuration doing what Parley's call does: the same Y4M and WAV files as sources, VP8 at
-    /// 640x480@30 and Opus 32 kbit/s (mono, VOIP, in-band FEC, 10 % expected loss, complexity 10) over RTP on
+    /// 640x480@30 and Opus 32 kbit/s (mono, VOIP, in-band FEC, 10 % loss, its default complexity 10) over RTP on
     /// 127.0.0.1, the picture decoded and handed to a display that discards it, received audio decoded into a
     /// bridge nobody listens to. A console on UDP answers `/video_debug`.
     static func baresipConfig(sipPort: UInt16, consolePort: UInt16, rtpPorts: ClosedRange<Int>, media: BenchMedia)
@@ -697,7 +697,7 @@ public enum CallBench {
                 + "\(formatted(Double(fileBytes(media.longVoice)) / 1_048_576, decimals: 1)) MiB, in memory).",
             "Parley: `parley join --profile \(width)x\(height) --bitrate \(videoKbps) --fps \(fps)` twice, each in "
                 + "its own tmux server (TERM=tmux-256color), VP8 CBR at speed -16, Opus 32 kbit/s mono VOIP FEC "
-                + "complexity 10.",
+                + "complexity 5 (Parley's call default; baresip runs its default, 10).",
             "baresip 1.0.0: `video_bitrate \(baresipVideoBitrateSetting)`. Its vp8 module passes this number to "
                 + "libvpx's rc_target_bitrate, which is in kbit/s, so the video on the wire is ~\(videoKbps) kbit/s "
                 + "like Parley's (compare the \"Video sent\" column); VP8 VBR at its fixed speed 16; Opus "

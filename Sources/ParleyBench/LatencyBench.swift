@@ -50,8 +50,8 @@ public enum LatencyBench {
             "Captured = the sender's camera picture handed to its self-view sink, right before VP8 encoding; decoded = "
                 + "the receiver's video sink gets the picture. Both sinks share one process and clock; the frame is "
                 + "matched by the stamp the synthetic camera draws into it (participant id + frame counter).",
-            "The call includes the sender's encode and RTP send, the relay, the receiver's jitter buffer (polled every "
-                + "10 ms) and decode. Relay, sender and receiver each run on their own event loop thread; "
+            "The call includes the sender's encode and RTP send, the relay, the receiver's jitter buffer (a frame is "
+                + "decoded as its last packet arrives) and decode. Relay, sender and receiver each run on their own event loop thread; "
                 + "frames lost = captured in the window (after the bind) but never decoded.",
             "Goal: p50 within one frame interval + 10 ms = \(formatted(goal, decimals: 1)) ms: "
                 + (p50 <= goal ? "met" : "NOT met") + " (p50 \(formatted(p50, decimals: 1)) ms). "
