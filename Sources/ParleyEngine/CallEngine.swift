@@ -164,6 +164,8 @@ final class EngineCore {
     private var lastHeard: Duration = .zero
     private var reconnectAttempts = 0
     private var lastStats: Duration = .zero
+    private var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
+    private var statsReports = 0
 
     init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
          emit: @escaping @Sendable (RoomEvent) -> Void, finish: @escaping @Sendable () -> Void) {
@@ -741,17 +743,22 @@ final class EngineCore {
         for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
             emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
         }
-        guard let video = videoSender else { return }
-        let stats = SenderStats(
-            width: cameraOff ? 0 : configuration.profile.width, height: cameraOff ? 0 : configuration.profile.height,
-            fps: Double(configuration.profile.fps), videoKbps: Double(video.bytesSent * 8) / 1000 / max(1, seconds),
-            audioKbps: 0)
-        _ = stats
-        emit(.localStats(MediaInfo(
-            resolution: cameraOff ? nil : VideoSize(width: configuration.profile.width,
-                                                   height: configuration.profile.height),
-            fps: cameraOff ? 0 : Double(configuration.profile.fps),
-            bitrateKbps: Double(configuration.profile.bitrateKbps))))
+        guard let video = videoSender, let audio = audioSender else { return }
+        // What actually went out in this window, for the local tile's stats and for the room.
+        // (New senders after a fresh rejoin start from zero: a negative window counts as zero.)
+        let frames = max(0, video.framesSent - sentWindow.videoFrames)
+        let videoKbps = Double(max(0, video.bytesSent - sentWindow.videoBytes)) * 8 / 1000 / seconds
+        let audioKbps = Double(max(0, audio.bytesSent - sentWindow.audioBytes)) * 8 / 1000 / seconds
+        sentWindow = (video.framesSent, video.bytesSent, audio.bytesSent)
+        let sending = !cameraOff && role == .broadcaster
+        let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
+        emit(.localStats(MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)))
+        statsReports += 1
+        if statsReports % 2 == 0 {
+            signaling?.send(.stats(SenderStats(
+                width: size?.width ?? 0, height: size?.height ?? 0, fps: Double(frames) / seconds,
+                videoKbps: videoKbps, audioKbps: audioKbps)))
+        }
     }
 
     private func reportLevels() {

@@ -84,6 +84,17 @@ struct CallTests {
             }
         }
 
+        // Each sees what it actually sends (the local tile's stats) and what arrives from each peer.
+        let measured = await eventually {
+            logs[0].all.contains { if case .localStats(let info) = $0 { info.fps >= 5 && info.bitrateKbps > 20 } else { false } }
+                && logs[0].all.contains {
+                    if case .remoteStats(ParticipantID(ids[1]), let info) = $0 {
+                        info.resolution == VideoSize(width: 160, height: 120) && info.fps >= 5
+                    } else { false }
+                }
+        }
+        #expect(measured, "local and remote stats carry measured rates")
+
         // Chat arrives in order at everyone.
         for line in 0..<5 { engines[0].perform(.sendChat("a\(line)")) }
         for line in 0..<5 { engines[1].perform(.sendChat("b\(line)")) }
