@@ -113,7 +113,7 @@ final class BenchPane {
         self.directory = directory
         socket = "parley-call-bench-\(getpid())-\(UUID().uuidString.prefix(8))"
         let started = try runToCompletion(
-            tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
+            tmux, ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
                    "-e", "TERM=tmux-256color", "exec " + command], in: directory)
         guard started.status == 0 else {
             throw CallBenchError.unexpected("tmux new-session failed (\(started.status)): \(started.output)")

@@ -238,7 +238,7 @@ public enum RenderBench {
         let command = "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
             + "--content \(content.rawValue) --out \(shellQuote(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
-        _ = try timeCommand(tmux, ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
+        _ = try timeCommand(tmux, ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                    "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
         let socketPath = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""

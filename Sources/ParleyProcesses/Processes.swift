@@ -218,7 +218,7 @@ public final class TmuxPane {
     public init(command: String, columns: Int = 40, rows: Int = 12) throws {
         socket = "parley-tui-test-\(getpid())-\(UUID().uuidString.prefix(8))"
         _ = try ChildProcess.run(Self.tmuxPath ?? "/usr/bin/tmux",
-                                 ["-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
+                                 ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                   "-y", "\(rows)", "-e", "TERM=tmux-256color", command], captureOutput: false)
         socketPath = try run(["display", "-p", "#{socket_path}"]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -231,7 +231,7 @@ public final class TmuxPane {
 
     @discardableResult
     public func run(_ arguments: [String]) throws -> String {
-        try ChildProcess.run(Self.tmuxPath ?? "/usr/bin/tmux", ["-L", socket] + arguments).output
+        try ChildProcess.run(Self.tmuxPath ?? "/usr/bin/tmux", ["-u", "-L", socket] + arguments).output
     }
 
     /// The pane's characters, one line per row, trailing spaces removed.

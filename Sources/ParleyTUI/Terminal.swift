@@ -136,8 +136,11 @@ public final class Terminal {
             Glibc.close(fd)
         }
 
-        // Without the locale, curses writes U+2580 and every other non-ASCII character as garbage.
+        // Without a UTF-8 locale, curses writes U+2580 and every other non-ASCII character as garbage. Use the
+        // user's locale; when it is not UTF-8 (LANG unset in a container, over a bare ssh), take C.UTF-8 for the
+        // character type only, which glibc always has: every terminal Parley supports speaks UTF-8.
         setlocale(LC_ALL, "")
+        Self.ensureUTF8CharacterType()
         _ = parley_curses_save_tty(STDOUT_FILENO)
         let term = options.environment["TERM"] ?? ""
         guard let screen = term.withCString({ parley_curses_newterm(term.isEmpty ? nil : $0) }) else {
@@ -200,6 +203,19 @@ public final class Terminal {
 
     deinit {
         close()
+    }
+
+    /// Switches LC_CTYPE to C.UTF-8 (or C.utf8) when the current one is not UTF-8.
+    static func ensureUTF8CharacterType() {
+        func isUTF8() -> Bool {
+            guard let codeset = nl_langinfo(nl_item(CODESET)) else { return false }
+            let name = String(cString: codeset).uppercased()
+            return name == "UTF-8" || name == "UTF8"
+        }
+        guard !isUTF8() else { return }
+        for candidate in ["C.UTF-8", "C.utf8", "en_US.UTF-8"] where setlocale(LC_CTYPE, candidate) != nil {
+            if isUTF8() { return }
+        }
     }
 
     /// Opens a terminal, runs `body` with it, and closes it however `body` ends (returning or throwing).
