@@ -22,6 +22,23 @@ struct ResilienceTests {
             host: "127.0.0.1", port: port, limits: SignalingLimits(livenessTimeout: liveness), logger: quietLogger()))
     }
 
+    /// A relay on a fixed port below the kernel's ephemeral range (32768 and up), so that it can be restarted on
+    /// the same port: in the ephemeral range, a reconnecting client's connect to the closed port can be given that
+    /// very port as its own source port (a TCP self-connect), and the restarted relay could not bind it.
+    func startRelayOnFixedPort(liveness: Duration = .seconds(10)) async throws -> Relay {
+        var generator = SystemRandomNumberGenerator()
+        var lastError: (any Error)?
+        for _ in 0..<20 {
+            do {
+                return try await startRelay(port: Int.random(in: 20_000..<32_000, using: &generator),
+                                            liveness: liveness)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
     func configuration(_ name: String, port: Int) -> CallConfiguration {
         CallConfiguration(
             server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
@@ -76,7 +93,7 @@ struct ResilienceTests {
     }
 
     @Test func engineRidesOutARelayRestartOnTheSamePort() async throws {
-        let first = try await startRelay()
+        let first = try await startRelayOnFixedPort()
         let port = first.signalingPort
         var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
         for name in ["alice", "bob"] {
