@@ -31,6 +31,16 @@ private enum OutputTarget {
 
 private let spawnLock = NSLock()
 
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not import.
+private let closeInheritedDescriptors:
+    (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let program = dlopen(nil, RTLD_NOW),
+              let symbol = dlsym(program, "posix_spawn_file_actions_addclosefrom_np")
+        else { return nil }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
 /// Starts `path` with `arguments`: standard input from /dev/null, output as given, clean signal state, the same
 /// environment. Callers that create pipes hold `spawnLock` around pipe creation and this call.
 private func spawn(_ path: String, _ arguments: [String], output: OutputTarget) throws(SpawnError) -> pid_t {
@@ -49,6 +59,9 @@ private func spawn(_ path: String, _ arguments: [String], output: OutputTarget) 
         posix_spawn_file_actions_adddup2(&actions, descriptor, 1)
         posix_spawn_file_actions_adddup2(&actions, descriptor, 2)
     }
+    // Last, after the pipe is in place: SwiftNIO's sockets are not close-on-exec, and a child (a tmux server living
+    // on for a minute) would otherwise inherit a relay's listening socket and keep its port busy after it closed.
+    _ = closeInheritedDescriptors?(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
