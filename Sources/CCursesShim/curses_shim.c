@@ -64,6 +64,23 @@ int parley_curses_put_run(WINDOW *win, int y, int x, const wchar_t *chars, const
     return OK;
 }
 
+const char *parley_curses_string_capability(const char *name) {
+    const char *value = tigetstr(name);
+    return (value == NULL || value == (char *)-1) ? NULL : value;
+}
+
+const char *parley_curses_tiparm1(const char *capability, int a) {
+    return capability == NULL ? NULL : tiparm(capability, a);
+}
+
+const char *parley_curses_tiparm2(const char *capability, int a, int b) {
+    return capability == NULL ? NULL : tiparm(capability, a, b);
+}
+
+void parley_curses_assume_normal_attributes(void) {
+    vid_attr(A_NORMAL, 0, NULL);
+}
+
 SCREEN *parley_curses_newterm(const char *term) {
     return newterm(term, stdout, stdin);
 }

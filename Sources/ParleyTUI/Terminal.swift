@@ -108,6 +108,13 @@ public final class Terminal {
     private var runAttributes: [attr_t] = []
     private var runPairs: [Int32] = []
     private let systemColorFor: [Int32]
+    // Picture cells ('▀'/'▄' in two concrete colours) bypass curses' output: see `PictureOutput`. Curses holds a
+    // placeholder for each (the same character in `placeholderPair`, a pair nothing else uses). Nil when the
+    // terminal lacks a capability, has fewer than 256 colours, or PARLEY_PICTURES_VIA_CURSES=1.
+    private var pictureOutput: PictureOutput?
+    private var placeholderPair: Int32 = 0
+    private var firstFreePair: Int32 = 1
+    private var pictureIndices: [Int] = []
 
     private static let openLock = NSLock()
     nonisolated(unsafe) private static var someTerminalIsOpen = false
@@ -191,6 +198,20 @@ public final class Terminal {
             if index < systemCount { return Int32(index) }
             let rgb = Palette.rgb(ofIndex: UInt8(index))
             return Int32(Palette.nearestSystemIndex(r: rgb.r, g: rgb.g, b: rgb.b, count: systemCount))
+        }
+
+        if colorDepth == .palette256 || colorDepth == .direct,
+           options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
+           let output = PictureOutput(capabilities: Self.terminfoPictureCapabilities()) {
+            pictureOutput = output
+            placeholderPair = 1
+            firstFreePair = 2
+            nextPair = 2
+            init_extended_pair(placeholderPair, -1, -1)
+            // Curses must not shift cells sideways (insert/delete character) or scroll lines: it would move
+            // pictures it only knows as placeholders.
+            idcok(window, false)
+            idlok(window, false)
         }
 
         if options.mouse {
@@ -278,7 +299,76 @@ public final class Terminal {
         cursorVisible = cursor != nil
         wnoutrefresh(window)
         doupdate()
+        if !pictureIndices.isEmpty { writePictures(screen) }
         previous = screen
+    }
+
+    /// Reads the terminfo strings the picture path needs (copied: terminfo's buffers belong to curses).
+    private static func terminfoPictureCapabilities() -> PictureCapabilities {
+        func string(_ name: String) -> [CChar]? {
+            guard let value = parley_curses_string_capability(name) else { return nil }
+            return Array(UnsafeBufferPointer(start: value, count: strlen(value) + 1))
+        }
+        func bytes(_ value: UnsafePointer<CChar>?) -> [UInt8]? {
+            guard let value else { return nil }
+            return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))
+        }
+        let setaf = string("setaf"), setab = string("setab"), cup = string("cup")
+        return PictureCapabilities(
+            saveCursor: string("sc").flatMap { bytes($0) } ?? [],
+            restoreCursor: string("rc").flatMap { bytes($0) } ?? [],
+            resetAttributes: string("sgr0").flatMap { bytes($0) } ?? [],
+            foreground: { color in setaf.flatMap { bytes(parley_curses_tiparm1($0, color)) } },
+            background: { color in setab.flatMap { bytes(parley_curses_tiparm1($0, color)) } },
+            moveTo: { row, column in cup.flatMap { bytes(parley_curses_tiparm2($0, Int32(row), Int32(column))) } })
+    }
+
+    /// The character of a picture cell ('▀' or '▄', both colours concrete, no attributes), else nil.
+    @inline(__always)
+    private static func pictureScalar(_ cell: Cell) -> UInt32? {
+        guard cell.style.attributes.isEmpty, cell.style.foreground != .default, cell.style.background != .default,
+              !cell.isContinuation else { return nil }
+        let scalars = cell.character.unicodeScalars
+        guard let first = scalars.first, first.value == 0x2580 || first.value == 0x2584,
+              scalars.count == 1 else { return nil }
+        return first.value
+    }
+
+    /// Writes the picture cells listed in `pictureIndices` straight to the terminal in one burst.
+    private func writePictures(_ screen: Screen) {
+        guard var output = pictureOutput else { return }
+        pictureOutput = nil  // keep the buffer uniquely referenced while building
+        let width = screen.width
+        output.begin(width: width)
+        screen.cells.withUnsafeBufferPointer { cells in
+            for index in pictureIndices {
+                let cell = cells[index]
+                guard let scalar = Self.pictureScalar(cell) else { continue }
+                let row = index / width
+                output.add(scalar: scalar, foreground: colorNumber(cell.style.foreground),
+                           background: colorNumber(cell.style.background), row: row, column: index - row * width) {
+                    column in
+                    let neighbour = cells[row * width + column]
+                    guard let scalar = Self.pictureScalar(neighbour) else { return nil }
+                    return (scalar, colorNumber(neighbour.style.foreground), colorNumber(neighbour.style.background))
+                }
+            }
+        }
+        output.finish()
+        output.bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    break
+                }
+                offset += written
+            }
+        }
+        parley_curses_assume_normal_attributes()
+        pictureOutput = output
+        pictureIndices.removeAll(keepingCapacity: true)
     }
 
     /// Waits up to `milliseconds` (nil: forever, 0: just look) for a key or mouse click.
@@ -325,6 +415,12 @@ public final class Terminal {
         runAttributes.withUnsafeMutableBufferPointer { runAttributes in
         runPairs.withUnsafeMutableBufferPointer { runPairs in
             let compare = oldCells.count == cells.count
+            let pictures = pictureOutput != nil
+            // A cell that became a picture this frame gets its placeholder from curses, which may then have
+            // written placeholders over neighbouring pictures too (moving the cursor by rewriting cells): after
+            // such a frame every picture is written again. Rare: tiles appearing, dialogs closing.
+            var placeholdersWritten = !compare
+            pictureIndices.removeAll(keepingCapacity: true)
             for row in 0..<rows {
                 // Consecutive changed one-scalar narrow cells go to curses as one run (mvwadd_wchnstr); anything
                 // else (wide characters, clusters) one cell at a time.
@@ -344,6 +440,20 @@ public final class Terminal {
                         flush()
                         continue
                     }
+                    if pictures, let scalar = Self.pictureScalar(cell) {
+                        pictureIndices.append(index)
+                        if compare && Self.pictureScalar(oldCells[index]) == scalar {
+                            flush()  // curses already holds this placeholder
+                            continue
+                        }
+                        placeholdersWritten = true
+                        if runLength == 0 { runStart = column }
+                        runChars[runLength] = wchar_t(scalar)
+                        runAttributes[runLength] = attributeBits[0]
+                        runPairs[runLength] = placeholderPair
+                        runLength += 1
+                        continue
+                    }
                     guard let scalar = Self.singleNarrowScalar(cell.character) else {
                         flush()
                         put(cell, row: row, column: column)
@@ -357,6 +467,14 @@ public final class Terminal {
                     runLength += 1
                 }
                 flush()
+            }
+            if pictures && placeholdersWritten && compare {
+                pictureIndices.removeAll(keepingCapacity: true)
+                for row in 0..<rows {
+                    for index in (row * width)..<(row * width + columns) where Self.pictureScalar(cells[index]) != nil {
+                        pictureIndices.append(index)
+                    }
+                }
             }
         }}}}}
     }
@@ -433,7 +551,7 @@ public final class Terminal {
         if nextPair >= pairLimit {
             for index in pairTable.indices { pairTable[index] = 0 }
             directPairs.removeAll(keepingCapacity: true)
-            nextPair = 1
+            nextPair = firstFreePair
             pairsWereReset = true
         }
         let pair = nextPair

@@ -2,7 +2,8 @@
 // real tmux pane, and runs the in-pane half of RenderBench.
 //
 //   parley-tui-probe            red/blue video split, text, last key read; 'q' quits, 'c' toggles the text cursor,
-//                               'p' first cycles through every colour pair (to run curses out of pairs)
+//                               'p' first cycles through every colour pair (to run curses out of pairs),
+//                               'o' toggles a text box over part of the video, 'v' swaps the video's colours
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
 //   parley-tui-probe --bench …  see RenderBench.paneMain
 //   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
@@ -13,13 +14,13 @@ import ParleyRoom
 import ParleyTUI
 
 /// 40x20 frame: red above blue, the boundary inside the middle cell row of a 20x5 tile.
-func splitFrame() -> VideoFrame {
+func splitFrame(swapped: Bool = false) -> VideoFrame {
     let width = 40, height = 20
     var y = [UInt8](repeating: 0, count: width * height)
     var u = [UInt8](repeating: 0, count: width * height / 4)
     var v = u
     for row in 0..<height {
-        let red = row < 10
+        let red = (row < 10) != swapped
         for column in 0..<width { y[row * width + column] = red ? 81 : 41 }
         if row % 2 == 0 {
             for column in 0..<(width / 2) {
@@ -31,10 +32,12 @@ func splitFrame() -> VideoFrame {
     return VideoFrame(width: width, height: height, y: y, u: u, v: v)
 }
 
-func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String) -> Screen {
+func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String,
+                 overlay: Bool = false, swapped: Bool = false) -> Screen {
     var screen = Screen(width: size.columns, height: size.rows)
     screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
-    renderer.draw(splitFrame(), into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
+    renderer.draw(splitFrame(swapped: swapped), into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
+    if overlay { screen.write(" OVER ", column: 6, row: 3, style: theme.style(.header)) }
     let box = ScreenRect(column: 21, row: 1, width: 12, height: 5)
     screen.drawBox(box, style: theme.style(.tileBorderSpeaking), title: "Ada", titleStyle: theme.participantStyle(0))
     screen.write("日本 ok", column: 22, row: 3, style: theme.style(.tileName))
@@ -66,15 +69,18 @@ func runProbe(crash: Bool) -> Int32 {
         return try Terminal.withTerminal { terminal in
             var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
             var lastKey = "none"
-            var cursor = false
+            var cursor = false, overlay = false, swapped = false
             while true {
                 terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
-                                          lastKey: lastKey), cursor: cursor ? (column: 5, row: 9) : nil)
+                                          lastKey: lastKey, overlay: overlay, swapped: swapped),
+                              cursor: cursor ? (column: 5, row: 9) : nil)
                 if crash { fatalError("probe: crashing on purpose") }
                 guard let key = terminal.readKey(timeout: 1000) else { continue }
                 if key == .char("q") { return 0 }
                 if key == .char("c") { cursor.toggle() }
                 if key == .char("p") { cycleColorPairs(terminal) }
+                if key == .char("o") { overlay.toggle() }
+                if key == .char("v") { swapped.toggle() }
                 lastKey = String(describing: key)
             }
         }

@@ -102,6 +102,41 @@ struct TerminalTmuxTests {
         #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
     }
 
+    /// What the probe's pane shows (characters and colours, as tmux re-encodes them) after each step: first
+    /// screen, a box opened over the video, the box closed again, every picture cell changed, and the same with the
+    /// text cursor showing; plus where the cursor is.
+    static func pictureSteps(environment: String) throws -> [[String]] {
+        let pane = try TmuxPane(command: try probeCommand(environment: environment))
+        try pane.waitFor { $0.contains("q quits") }
+        var shown: [[String]] = [try pane.escapes()]
+        for (key, shows) in [("o", "OVER"), ("o", "▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), ("v", "char(\"v\")"), ("c", "char(\"c\")"),
+                             ("v", "char(\"v\")")] {
+            try pane.send(["x"])
+            try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"x\")" }
+            try pane.send([key])
+            try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"\(key)\")" && $0.joined().contains(shows) }
+            let cursor = try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
+            shown.append(try pane.escapes() + [cursor.trimmingCharacters(in: .whitespacesAndNewlines)])
+        }
+        try pane.send(["q"])
+        try pane.waitFor { $0.contains("RESTORED rc=0") }
+        return shown
+    }
+
+    @Test("pictures written straight to the terminal look exactly as curses would have drawn them")
+    func picturesMatchCurses() throws {
+        let direct = try Self.pictureSteps(environment: "TERM=tmux-256color NO_COLOR=")
+        let curses = try Self.pictureSteps(environment: "TERM=tmux-256color NO_COLOR= PARLEY_PICTURES_VIA_CURSES=1")
+        #expect(direct.count == 6)
+        for (step, (viaDirect, viaCurses)) in zip(direct, curses).enumerated() {
+            #expect(viaDirect.dropFirst() == viaCurses.dropFirst(), "step \(step)")  // line 0 holds the pid
+        }
+        #expect(direct[1][3].contains("OVER"), "the box covers the video")
+        #expect(direct[2][1].contains("\u{1B}[38;5;196m\u{1B}[48;5;196m▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), "video back under the box")
+        #expect(direct[3][1].contains("\u{1B}[38;5;21m\u{1B}[48;5;21m▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), "swapped: blue on top")
+        #expect(direct[4].last == "1 5,9" && direct[5].last == "1 5,9", "the text cursor stays where curses put it")
+    }
+
     @Test("a resize redraws at the new size")
     func resize() throws {
         let pane = try TmuxPane(command: try probeCommand())

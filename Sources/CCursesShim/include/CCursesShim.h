@@ -39,6 +39,17 @@ int parley_curses_put_cluster(WINDOW *win, int y, int x, const wchar_t *text, in
 int parley_curses_put_run(WINDOW *win, int y, int x, const wchar_t *chars, const attr_t *attrs, const int *pairs,
                           int count);
 
+/*
+ * Terminfo strings for writing picture cells straight to the terminal (see `PictureOutput` in ParleyTUI).
+ * `parley_curses_string_capability` returns NULL when the terminal lacks the capability. The tiparm wrappers
+ * exist because tiparm is variadic, which Swift cannot call; they return NULL on failure.
+ */
+const char *parley_curses_string_capability(const char *name);
+const char *parley_curses_tiparm1(const char *capability, int a);
+const char *parley_curses_tiparm2(const char *capability, int a, int b);
+/* Makes curses' idea of the terminal's current attributes "normal" (emitting sgr0 only if it thought otherwise). */
+void parley_curses_assume_normal_attributes(void);
+
 /* newterm(term, stdout, stdin): `stdout`/`stdin` are C globals Swift 6 cannot read. NULL term means $TERM. */
 SCREEN *parley_curses_newterm(const char *term);
 

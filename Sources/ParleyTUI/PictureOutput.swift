@@ -1,0 +1,196 @@
+/// The terminfo strings `PictureOutput` needs, as functions so tests can supply an xterm-like set without a
+/// terminal. Each returns nil when the terminal cannot do it.
+struct PictureCapabilities {
+    /// Saves the cursor position and attributes (`sc`).
+    var saveCursor: [UInt8]
+    /// Restores what `saveCursor` saved (`rc`).
+    var restoreCursor: [UInt8]
+    /// Turns every attribute off (`sgr0`).
+    var resetAttributes: [UInt8]
+    /// Sets the foreground colour (`setaf` with the colour number).
+    var foreground: (Int32) -> [UInt8]?
+    /// Sets the background colour (`setab`).
+    var background: (Int32) -> [UInt8]?
+    /// Moves the cursor to a row and column (`cup`).
+    var moveTo: (_ row: Int, _ column: Int) -> [UInt8]?
+}
+
+/// Turns the picture cells of one frame into a single burst of terminal output.
+///
+/// Why not curses: ncurses flushes its output buffer (one `write` to the terminal) after every cursor jump, and
+/// expands `setaf`/`setab` through `tparm` on every colour change. A video tile whose cells change in scattered
+/// places made ~130 writes per frame (3,900 system calls a second for one 88x36 tile). Curses still owns the
+/// screen: it holds a placeholder for every picture cell (same character, a colour pair used for nothing else), so
+/// its model of the screen stays true enough for its own optimisations, and `Terminal` only hands picture cells
+/// here. The burst starts with save-cursor and ends with reset-attributes + restore-cursor, so curses finds the
+/// cursor and attributes where it left them.
+///
+/// Colour and cursor-address strings come from terminfo once and are cached; nothing is formatted per cell.
+struct PictureOutput {
+    /// Bytes of the burst being built (reused between frames).
+    private(set) var bytes: [UInt8] = []
+    private let capabilities: PictureCapabilities
+    // setaf/setab for colours 0…255, flat: `store[offset..<offset+length]`, offset << 8 | length per colour.
+    private var paletteStore: [UInt8] = []
+    private var foregroundSpans: [UInt32] = []
+    private var backgroundSpans: [UInt32] = []
+    // Direct colours (above 255): cached as met, dropped when the cache grows past `directCacheLimit` entries.
+    private var directForeground: [Int32: [UInt8]] = [:]
+    private var directBackground: [Int32: [UInt8]] = [:]
+    private static let directCacheLimit = 1 << 16
+    // cup per cell of the current screen size, filled as used: offset << 8 | length into `cupStore`, 0 = not yet.
+    private var cupStore: [UInt8] = [0]
+    private var cupSpans: [UInt32] = []
+    private var cupWidth = 0
+    // What the terminal shows while the burst is built.
+    private var pen: (foreground: Int32, background: Int32) = (.min, .min)
+    private var cursor: (row: Int, column: Int) = (-1, -1)
+    private var width = 0
+
+    /// Gaps of at most this many unchanged picture cells on a row are written again rather than jumped over: a
+    /// cursor address costs about as many bytes as three cells with unchanged colours.
+    static let maximumGap = 3
+
+    /// A writer for these capabilities, or nil when one is missing.
+    init?(capabilities: PictureCapabilities) {
+        guard !capabilities.saveCursor.isEmpty, !capabilities.restoreCursor.isEmpty,
+              capabilities.moveTo(0, 0) != nil else { return nil }
+        for color in Int32(0)...255 {
+            guard let foreground = capabilities.foreground(color), let background = capabilities.background(color),
+                  foreground.count < 256, background.count < 256 else { return nil }
+            foregroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(foreground.count))
+            paletteStore += foreground
+            backgroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(background.count))
+            paletteStore += background
+        }
+        self.capabilities = capabilities
+    }
+
+    /// Starts a burst for a screen `width` columns wide.
+    mutating func begin(width: Int) {
+        if width != cupWidth {
+            cupWidth = width
+            cupSpans.removeAll(keepingCapacity: true)
+            cupStore = [0]
+        }
+        self.width = width
+        bytes.removeAll(keepingCapacity: true)
+        bytes += capabilities.saveCursor
+        bytes += capabilities.resetAttributes
+        pen = (.min, .min)
+        cursor = (-1, -1)
+    }
+
+    /// Adds one cell: `scalar` (a narrow character) in two concrete curses colour numbers at `row`, `column`.
+    /// `gapFiller` gives the cell at a column of the same row, for gaps worth writing over instead of jumping
+    /// (nil: not a picture cell, so jump).
+    @inline(__always)
+    mutating func add(scalar: UInt32, foreground: Int32, background: Int32, row: Int, column: Int,
+                      gapFiller: (Int) -> (scalar: UInt32, foreground: Int32, background: Int32)?) {
+        if cursor.row == row && column >= cursor.column && column - cursor.column <= Self.maximumGap {
+            var fill = cursor.column
+            while fill < column, let cell = gapFiller(fill) {
+                put(cell.scalar, cell.foreground, cell.background)
+                fill += 1
+            }
+            cursor.column = fill
+            if fill < column { move(row, column) }
+        } else if cursor.row != row || cursor.column != column {
+            move(row, column)
+        }
+        put(scalar, foreground, background)
+        cursor.column += 1
+        // Past the last column the terminal's cursor waits to wrap: where it is exactly is not known.
+        if cursor.column >= width { cursor = (-1, -1) }
+    }
+
+    /// Ends the burst: attributes off, cursor and attributes back where curses left them.
+    mutating func finish() {
+        bytes += capabilities.resetAttributes
+        bytes += capabilities.restoreCursor
+    }
+
+    @inline(__always)
+    private mutating func put(_ scalar: UInt32, _ foreground: Int32, _ background: Int32) {
+        if foreground != pen.foreground {
+            appendColor(foreground, spans: foregroundSpans, direct: \.directForeground, make: capabilities.foreground)
+            pen.foreground = foreground
+        }
+        if background != pen.background {
+            appendColor(background, spans: backgroundSpans, direct: \.directBackground, make: capabilities.background)
+            pen.background = background
+        }
+        appendUTF8(scalar)
+    }
+
+    @inline(__always)
+    private mutating func appendColor(_ color: Int32, spans: [UInt32], direct: WritableKeyPath<Self, [Int32: [UInt8]]>,
+                                      make: (Int32) -> [UInt8]?) {
+        if color >= 0 && color < 256 {
+            let span = spans[Int(color)]
+            let start = Int(span >> 8), length = Int(span & 0xFF)
+            paletteStore.withUnsafeBufferPointer { store in
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
+            }
+            return
+        }
+        if let cached = self[keyPath: direct][color] {
+            bytes += cached
+            return
+        }
+        let sequence = make(color) ?? []
+        if self[keyPath: direct].count >= Self.directCacheLimit { self[keyPath: direct].removeAll() }
+        self[keyPath: direct][color] = sequence
+        bytes += sequence
+    }
+
+    private mutating func move(_ row: Int, _ column: Int) {
+        let index = row * cupWidth + column
+        if index >= cupSpans.count {
+            cupSpans += [UInt32](repeating: 0, count: index + 1 - cupSpans.count)
+        }
+        var span = cupSpans[index]
+        if span == 0 {
+            let sequence = capabilities.moveTo(row, column) ?? []
+            span = UInt32(cupStore.count) << 8 | UInt32(min(255, sequence.count))
+            cupStore += sequence.prefix(255)
+            cupSpans[index] = span
+        }
+        let start = Int(span >> 8), length = Int(span & 0xFF)
+        cupStore.withUnsafeBufferPointer { store in
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
+        }
+        cursor = (row, column)
+    }
+
+    @inline(__always)
+    private mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case ..<0x80:
+            bytes.append(UInt8(scalar))
+        case ..<0x800:
+            bytes.append(UInt8(0xC0 | (scalar >> 6)))
+            bytes.append(UInt8(0x80 | (scalar & 0x3F)))
+        case ..<0x10000:
+            bytes.append(UInt8(0xE0 | (scalar >> 12)))
+            bytes.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            bytes.append(UInt8(0x80 | (scalar & 0x3F)))
+        default:
+            bytes.append(UInt8(0xF0 | (scalar >> 18)))
+            bytes.append(UInt8(0x80 | ((scalar >> 12) & 0x3F)))
+            bytes.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            bytes.append(UInt8(0x80 | (scalar & 0x3F)))
+        }
+    }
+}
+
+extension PictureCapabilities {
+    /// xterm's strings (ECMA-48 SGR 38;5/48;5, CUP), for tests.
+    static var xterm: PictureCapabilities {
+        PictureCapabilities(
+            saveCursor: Array("\u{1B}7".utf8), restoreCursor: Array("\u{1B}8".utf8),
+            resetAttributes: Array("\u{1B}[m".utf8),
+            foreground: { Array("\u{1B}[38;5;\($0)m".utf8) }, background: { Array("\u{1B}[48;5;\($0)m".utf8) },
+            moveTo: { Array("\u{1B}[\($0 + 1);\($1 + 1)H".utf8) })
+    }
+}
