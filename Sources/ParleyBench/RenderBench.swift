@@ -118,7 +118,8 @@ public enum RenderBench {
             "Parley: best of \(repeats) runs of \(frames) frames after 20 warm-up frames, drawn by parley-tui-probe "
                 + "in a detached tmux pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: "
                 + "scale every tile from I420 (box filter, up to 4x4 luma and 2x2 chroma samples per pixel), BT.601 "
-                + "to RGB, nearest of 240 palette colours, then ncurses writes the changed cells; the time runs until "
+                + "to RGB, nearest of 240 palette colours, then `Terminal` writes the changed cells (picture cells in "
+                + "one burst of cached terminfo strings, the rest through ncurses); the time runs until "
                 + "tmux has read them (tcdrain). Render only = the same frames into a Screen without a terminal. "
                 + "CPU ms/frame: the probe process, then the tmux server parsing its output (the two run in parallel "
                 + "on 2 cores).",
@@ -126,7 +127,7 @@ public enum RenderBench {
                 + "tile's size, --symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all "
                 + "cores, fastest of two rounds of --work 5 (default), 7 and 9 on \(chafaFrames) frames; start-up "
                 + "time measured and subtracted. chafa only converts to an ANSI string and redraws every cell; Parley "
-                + "also writes through ncurses into tmux (more work) but sends only cells that changed.",
+                + "also writes into tmux through a real terminal (more work) but sends only cells that changed.",
             "Tiles: equal grid over the whole terminal, no borders. \(ProcessInfo.processInfo.activeProcessorCount) "
                 + "cores shared with other work; load average at the end \(formatted(load[0], decimals: 1)).",
         ]
