@@ -38,14 +38,13 @@ struct PictureOutput {
     private var directForeground: [Int32: [UInt8]] = [:]
     private var directBackground: [Int32: [UInt8]] = [:]
     private static let directCacheLimit = 1 << 16
-    // cup per cell of the current screen size, filled as used: offset << 8 | length into `cupStore`, 0 = not yet.
+    // cup per cell of the current screen width, filled as used: offset << 8 | length into `cupStore`, 0 = not yet.
     private var cupStore: [UInt8] = [0]
     private var cupSpans: [UInt32] = []
     private var cupWidth = 0
     // What the terminal shows while the burst is built.
     private var pen: (foreground: Int32, background: Int32) = (.min, .min)
     private var cursor: (row: Int, column: Int) = (-1, -1)
-    private var width = 0
 
     /// Gaps of at most this many unchanged picture cells on a row are written again rather than jumped over: a
     /// cursor address costs about as many bytes as three cells with unchanged colours.
@@ -73,7 +72,6 @@ struct PictureOutput {
             cupSpans.removeAll(keepingCapacity: true)
             cupStore = [0]
         }
-        self.width = width
         bytes.removeAll(keepingCapacity: true)
         bytes += capabilities.saveCursor
         bytes += capabilities.resetAttributes
@@ -101,7 +99,7 @@ struct PictureOutput {
         put(scalar, foreground, background)
         cursor.column += 1
         // Past the last column the terminal's cursor waits to wrap: where it is exactly is not known.
-        if cursor.column >= width { cursor = (-1, -1) }
+        if cursor.column >= cupWidth { cursor = (-1, -1) }
     }
 
     /// Ends the burst: attributes off, cursor and attributes back where curses left them.

@@ -400,6 +400,7 @@ public final class Terminal {
     // MARK: - Drawing
 
     private func writeCells(_ screen: Screen, comparedTo old: Screen?) {
+        pictureIndices.removeAll(keepingCapacity: true)
         let rows = min(screen.height, Int(getmaxy(window)))
         let columns = min(screen.width, Int(getmaxx(window)))
         guard rows > 0, columns > 0 else { return }
@@ -420,7 +421,6 @@ public final class Terminal {
             // written placeholders over neighbouring pictures too (moving the cursor by rewriting cells): after
             // such a frame every picture is written again. Rare: tiles appearing, dialogs closing.
             var placeholdersWritten = !compare
-            pictureIndices.removeAll(keepingCapacity: true)
             for row in 0..<rows {
                 // Consecutive changed one-scalar narrow cells go to curses as one run (mvwadd_wchnstr); anything
                 // else (wide characters, clusters) one cell at a time.
