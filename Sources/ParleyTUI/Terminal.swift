@@ -328,10 +328,9 @@ public final class Terminal {
     private static func pictureScalar(_ cell: Cell) -> UInt32? {
         guard cell.style.attributes.isEmpty, cell.style.foreground != .default, cell.style.background != .default,
               !cell.isContinuation else { return nil }
-        let scalars = cell.character.unicodeScalars
-        guard let first = scalars.first, first.value == 0x2580 || first.value == 0x2584,
-              scalars.count == 1 else { return nil }
-        return first.value
+        guard let scalar = singleNarrowScalar(cell.character), scalar.value == 0x2580 || scalar.value == 0x2584
+        else { return nil }
+        return scalar.value
     }
 
     /// Writes the picture cells listed in `pictureIndices` straight to the terminal in one burst.
