@@ -7,7 +7,9 @@ BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 
 # Needed to build and test.
-APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux
+APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux \
+                portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
+                pulseaudio pulseaudio-utils libasound2-plugins
 # Reference tools the benchmarks compare against.
 BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark valgrind
 

@@ -19,14 +19,28 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+        .systemLibrary(name: "CPortAudio", pkgConfig: "portaudio-2.0", providers: [.apt(["portaudio19-dev"])]),
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
         // One small C shim per library, for exactly what Swift cannot call (macros, varargs, C globals).
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .target(name: "CVPXShim", dependencies: ["CVPX"]),
         .target(name: "CCursesShim", dependencies: ["CNcursesw"]),
+        // ALSA's error handler is variadic: the shim keeps ALSA from printing over the call screen.
+        .target(
+            name: "CAudioShim", dependencies: ["CPortAudio"],
+            linkerSettings: [.linkedLibrary("asound", .when(platforms: [.linux]))]),
+        // V4L2 ioctls are variadic.
+        .target(name: "CV4L2Shim"),
 
         // Media engine: frames, Opus and VP8 codecs, sources and sinks (Y4M, WAV, synthetic camera and voice).
-        .target(name: "ParleyMedia", dependencies: ["COpus", "COpusShim", "CVPX", "CVPXShim"]),
+        .target(name: "ParleyMedia", dependencies: ["COpus", "COpusShim", "CVPX", "CVPXShim", "CSpeexDSP"]),
+        // Real devices: microphones and speakers through PortAudio, cameras through V4L2 (MJPEG via libturbojpeg).
+        .target(
+            name: "ParleyDevices",
+            dependencies: ["ParleyMedia", "CPortAudio", "CAudioShim", "CTurboJPEG", "CV4L2Shim"]
+        ),
         // Pure room core: sessions, reducer, layout, names, chat log, command table.
         .target(
             name: "ParleyRoom",
@@ -88,6 +102,10 @@ let package = Package(
         .target(name: "ParleyProcesses"),
 
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
+        .testTarget(
+            name: "ParleyDevicesTests", dependencies: ["ParleyDevices", "ParleyMedia", "ParleyProcesses"],
+            exclude: ["Fixtures"]),
+        .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(

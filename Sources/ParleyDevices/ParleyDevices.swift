@@ -1,0 +1,2 @@
+/// Real devices: microphones, speakers and cameras. See docs/devices.md.
+public enum ParleyDevices {}
