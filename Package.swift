@@ -88,6 +88,9 @@ let package = Package(
             name: "parley-tui-probe",
             dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyBench"]
         ),
+        // Hidden test helper, not a product: runs a microphone or speaker (or a camera) in a child process with its own
+        // environment (sound server, ALSA configuration) for ParleyDevicesTests.
+        .executableTarget(name: "parley-device-probe", dependencies: ["ParleyDevices", "ParleyMedia"]),
         // The `parley` command: join, serve, demo, bot, bench.
         .executableTarget(
             name: "parley",
