@@ -13,7 +13,9 @@ APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tm
 # Reference tools the benchmarks compare against.
 BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark valgrind
 
-.PHONY: deps bench-deps build run test bench bench-call clean
+PREFIX      ?= /usr/local
+
+.PHONY: deps bench-deps build run test bench bench-call install clean
 
 define apt_install
 	@missing=""; \
@@ -48,6 +50,12 @@ bench: bench-deps build
 
 bench-call: bench-deps build
 	$(BIN) bench call
+
+# The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
+install: build
+	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/parley
+	mkdir -p $(DESTDIR)$(PREFIX)/share/parley
+	cp -R Resources/. $(DESTDIR)$(PREFIX)/share/parley/
 
 clean:
 	rm -rf .build

@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "ParleyEngine",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire",
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyDevices",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [
-                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom",
+                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -127,7 +127,7 @@ let package = Package(
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses"], exclude: ["Golden"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia"], exclude: ["Golden"]),
         .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench"]),
     ]
 )

@@ -8,6 +8,10 @@ public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {
     case synthetic
     /// A looping Y4M file.
     case file(String)
+    /// A real camera by the name `parley devices` shows (or its /dev/video path).
+    case camera(String)
+    /// Every camera found when the call starts (none: the call starts with the camera off and says why).
+    case allCameras
 
     /// Parses `synthetic` or a path ending in `.y4m`, with a message saying what to type otherwise.
     public init(parsing text: String) throws(CallSetupError) {
@@ -16,7 +20,8 @@ public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {
         } else if text.lowercased().hasSuffix(".y4m") {
             self = .file(text)
         } else {
-            throw CallSetupError("video source \"\(text)\" is neither \"synthetic\" nor a .y4m file")
+            throw CallSetupError(
+                "video source \"\(text)\" is neither \"synthetic\" nor a .y4m file (a camera goes in --camera)")
         }
     }
 
@@ -24,6 +29,8 @@ public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .synthetic: "synthetic"
         case .file(let path): path
+        case .camera(let name): name
+        case .allCameras: "every camera"
         }
     }
 }
@@ -36,6 +43,8 @@ public enum AudioSourceChoice: Sendable, Hashable {
     case file(String)
     /// Digital silence (a muted microphone that still sends nothing).
     case silence
+    /// A real microphone by the name `parley devices` shows; nil is the system's default microphone.
+    case microphone(String?)
 
     /// Parses `synthetic`, `silence` or a path ending in `.wav`.
     public init(parsing text: String) throws(CallSetupError) {
@@ -57,6 +66,8 @@ public enum AudioSinkChoice: Sendable, Hashable {
     case none
     /// A WAV file, written as the call goes.
     case file(String)
+    /// A real speaker by the name `parley devices` shows; nil is the system's default output.
+    case speaker(String?)
 }
 
 /// A setting that cannot be used; the message says what to do instead.
@@ -108,6 +119,8 @@ public struct CallConfiguration: Sendable {
     /// Send media here instead of the relay's host and the UDP port it announces in `joined`: for a relay reached
     /// through a port forward or a UDP proxy (tests put a lossy proxy in front of one client). Nil: as announced.
     public var mediaAddressOverride: ServerAddress?
+    /// Echo cancellation and noise suppression on a real microphone.
+    public var echoCancellation: Bool
     /// Where the engine logs.
     public var logger: Logger
 
@@ -118,7 +131,8 @@ public struct CallConfiguration: Sendable {
                 microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
                 decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
                 reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
-                mediaAddressOverride: ServerAddress? = nil, logger: Logger = Logger(label: "parley.engine")) {
+                mediaAddressOverride: ServerAddress? = nil, echoCancellation: Bool = true,
+                logger: Logger = Logger(label: "parley.engine")) {
         self.server = server
         self.room = room
         self.name = name
@@ -136,6 +150,7 @@ public struct CallConfiguration: Sendable {
         self.reconnectInterval = reconnectInterval
         self.keepAliveInterval = keepAliveInterval
         self.mediaAddressOverride = mediaAddressOverride
+        self.echoCancellation = echoCancellation
         self.logger = logger
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import ParleyDevices
 import ParleyMedia
 import ParleyRoom
 import ParleyWire
@@ -57,15 +58,17 @@ public final class CallEngine: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let core: NIOLoopBound<EngineCore>
 
-    /// Creates an engine; nothing happens until `start()`.
-    public init(_ configuration: CallConfiguration, videoSink: (any VideoFrameSink)? = nil) throws {
+    /// Creates an engine; nothing happens until `start()`. Real microphones, speakers and cameras are opened through
+    /// `devices` (the system's unless a test injects others).
+    public init(_ configuration: CallConfiguration, videoSink: (any VideoFrameSink)? = nil,
+                devices: MediaDevices = .system) throws {
         let (events, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .unbounded)
         self.events = events
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         core = try loop.submit {
             NIOLoopBound(
-                EngineCore(configuration: configuration, loop: loop, videoSink: videoSink,
+                EngineCore(configuration: configuration, loop: loop, videoSink: videoSink, devices: devices,
                            emit: { continuation.yield($0) }, finish: { continuation.finish() }),
                 eventLoop: loop)
         }.wait()
@@ -113,19 +116,19 @@ final class EngineCore {
         case left
     }
 
-    private let configuration: CallConfiguration
-    private let loop: any EventLoop
+    let configuration: CallConfiguration
+    let loop: any EventLoop
     private let videoSink: (any VideoFrameSink)?
-    private let emit: @Sendable (RoomEvent) -> Void
+    let emit: @Sendable (RoomEvent) -> Void
     private let finish: @Sendable () -> Void
-    private let logger: Logger
+    let logger: Logger
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
     private var random = SystemRandomNumberGenerator()
-    private var bound: NIOLoopBound<EngineCore>?
+    var bound: NIOLoopBound<EngineCore>?
 
     private var phase = Phase.idle
-    private var signaling: SignalingConnection?
+    var signaling: SignalingConnection?
     private var joined: JoinedRoom?
     private var peers: [UInt32: PeerReceiver] = [:]
     private var ownerOfBlock: [UInt32: UInt32] = [:]
@@ -135,16 +138,30 @@ final class EngineCore {
     private var mediaBound = false
     private var bindAttempts = 0
 
-    private var microphoneMuted: Bool
-    private var cameraOff: Bool
-    private var speakerOn = true
+    var microphoneMuted: Bool
+    var cameraOff: Bool
+    var speakerOn = true
     private var filterOn = false
-    private var role: Role
+    var role: Role
     private var sentFirstLocalFrame = false
 
-    private var audioSender: AudioSender?
-    private var videoSender: VideoSender?
+    var audioSender: AudioSender?
+    var videoSender: VideoSender?
     private var audioSink: (any AudioSink)?
+    let devices: MediaDevices
+    /// The real microphone while one is open: it paces sending (the 20 ms timer only paces other sources).
+    var microphone: MicrophoneCapture?
+    var microphoneName: String?
+    /// The real speaker while one is open: it asks for each block (play-out paced by the device's clock).
+    var speaker: SpeakerPlayout?
+    var speakerName: String?
+    var echoCanceller: EchoCanceller?
+    /// Consecutive all-zero blocks from an unmuted microphone, and whether that was already reported.
+    var silentMicrophoneBlocks = 0
+    var silenceReported = false
+    var meterReported: Double?
+    var microphoneFailures = 0
+    var speakerFailures = 0
     private var localLevelReported = -1.0
     private var keyframeRequestsReceived = 0
     /// Video packets of the last 500 ms, to resend what a NACK says the relay never got. No longer than the relay
@@ -168,8 +185,10 @@ final class EngineCore {
     private var statsReports = 0
 
     init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
-         emit: @escaping @Sendable (RoomEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+         devices: MediaDevices, emit: @escaping @Sendable (RoomEvent) -> Void,
+         finish: @escaping @Sendable () -> Void) {
         self.configuration = configuration
+        self.devices = devices
         self.loop = loop
         self.videoSink = videoSink
         self.emit = emit
@@ -181,7 +200,7 @@ final class EngineCore {
         epoch = clock.now
     }
 
-    private var now: Duration { clock.now - epoch }
+    var now: Duration { clock.now - epoch }
 
     var statistics: CallStatistics {
         var stats = CallStatistics()
@@ -221,6 +240,9 @@ final class EngineCore {
         } catch {
             emit(.alert(.message("Audio output unavailable: \(error)")))
         }
+        if case .speaker(let name) = configuration.audioSink, configuration.decodesAudio {
+            openSpeaker(named: name)
+        }
         openMediaSocket().whenComplete { result in
             let core = bound.value
             switch result {
@@ -239,6 +261,7 @@ final class EngineCore {
         if case .left = phase { return loop.makeSucceededVoidFuture() }
         phase = .left
         stopMedia()
+        closeDevices()
         reconnectTask?.cancel()
         lostTask?.cancel()
         bindTask?.cancel()
@@ -504,7 +527,7 @@ final class EngineCore {
             signaling?.send(.mute(MuteChange(video: !enabled)))
             if enabled { videoSender?.requestKeyframe() }
         case .switchCamera:
-            videoSender?.switchSource()
+            switchCamera()
         case .setSpeakerEnabled(let enabled):
             speakerOn = enabled
         case .setFilter(let enabled):
@@ -542,9 +565,25 @@ final class EngineCore {
         let profile = configuration.profile
         audioSender = try AudioSender(source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
                                       random: &random)
-        let sources = try configuration.videoSources.map { try makeVideoSource($0, participant: participant) }
+        var sources: [VideoSender.Source] = []
+        for choice in configuration.videoSources {
+            do {
+                let isCamera: Bool = if case .camera = choice { true } else { false }
+                sources.append(VideoSender.Source(
+                    name: choice == .synthetic ? "synthetic test picture" : choice.description, isCamera: isCamera,
+                    source: try makeVideoSource(choice, participant: participant)))
+            } catch {
+                emit(.alert(.message("Camera \(choice): \(error)")))
+            }
+        }
+        if sources.isEmpty {
+            sources.append(VideoSender.Source(
+                name: "synthetic test picture", isCamera: false,
+                source: try makeVideoSource(.synthetic, participant: participant)))
+        }
         videoSender = try VideoSender(sources: sources, profile: profile, ssrc: ssrcs.video, random: &random)
         guard let bound else { return }
+        if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
         let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
         let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
             bound.value.videoTick()
@@ -559,13 +598,23 @@ final class EngineCore {
     private func stopMedia() {
         for timer in timers { timer.stop() }
         timers.removeAll()
+        videoSender?.close()
+    }
+
+    /// Closes the real microphone and speaker (leaving the call).
+    private func closeDevices() {
+        microphone?.stop()
+        microphone = nil
+        speaker?.stop()
+        speaker = nil
     }
 
     private func makeAudioSource(participant: UInt32) throws -> any AudioSource {
         switch configuration.audioSource {
         case .synthetic: SyntheticVoice(participant: participant)
         case .file(let path): try WAVFileSource(path: path)
-        case .silence: SilenceSource()
+        // A real microphone pushes its blocks (`captured`); this stands in whenever none is open.
+        case .silence, .microphone: SilenceSource()
         }
     }
 
@@ -576,27 +625,34 @@ final class EngineCore {
                             height: configuration.profile.height, framesPerSecond: configuration.profile.fps)
         case .file(let path):
             try Y4MFileSource(path: path)
+        case .camera(let name):
+            try openCamera(named: name)
+        case .allCameras:
+            // Resolved into the cameras found before the call starts (`resolvingDevices`); none left means none.
+            throw CallSetupError("no camera was found")
         }
     }
 
     private func makeAudioSink() throws -> (any AudioSink)? {
         switch configuration.audioSink {
-        case .none: nil
+        case .none, .speaker: nil
         case .file(let path): try WAVFileWriter(path: path)
         }
     }
 
-    private var sendsMedia: Bool { role == .broadcaster && mediaBound }
+    var sendsMedia: Bool { role == .broadcaster && mediaBound }
 
     private func audioTick() {
-        do {
-            if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
-                send([packet])
+        if microphone == nil {
+            do {
+                if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
+                    send([packet])
+                }
+            } catch {
+                logger.warning("audio capture failed", metadata: ["error": "\(error)"])
             }
-        } catch {
-            logger.warning("audio capture failed", metadata: ["error": "\(error)"])
         }
-        playOutAudio()
+        if speaker == nil { playOutAudio() }
         pollVideo()
     }
 
@@ -686,8 +742,8 @@ final class EngineCore {
         peer.keyframeRequestsSent += 1
     }
 
-    private func playOutAudio() {
-        guard configuration.decodesAudio else { return }
+    /// One 20 ms block of every peer's audio mixed (silence when the speaker is off or nobody talks).
+    func mixBlock() -> [Int16] {
         let at = now
         var mix: [Int32]?
         for peer in peers.values {
@@ -696,13 +752,14 @@ final class EngineCore {
             guard mix!.count == frame.samples.count else { continue }
             for index in frame.samples.indices { mix![index] += Int32(frame.samples[index]) }
         }
+        if speakerOn, let mix { return mix.map { Int16(clamping: $0) } }
+        return [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+    }
+
+    private func playOutAudio() {
+        guard configuration.decodesAudio else { return }
+        let samples = mixBlock()
         guard let sink = audioSink else { return }
-        let samples: [Int16]
-        if speakerOn, let mix {
-            samples = mix.map { Int16(clamping: $0) }
-        } else {
-            samples = [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
-        }
         do {
             try sink.write(AudioFrame(samples: samples))
         } catch {
@@ -762,6 +819,13 @@ final class EngineCore {
     }
 
     private func reportLevels() {
+        if microphone != nil, let sender = audioSender {
+            let level: Double? = microphoneMuted ? 0 : sender.level.level
+            if meterReported.map({ abs($0 - (level ?? 0)) > 0.06 }) ?? true {
+                meterReported = level
+                emit(.microphoneLevel(level))
+            }
+        }
         if let sender = audioSender, let id = joined?.you.id {
             let level = microphoneMuted ? 0 : (sender.level.isSpeaking ? max(0.2, sender.level.level) : 0)
             if abs(level - localLevelReported) > 0.05 {
@@ -793,7 +857,7 @@ final class EngineCore {
         bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
     }
 
-    private func send(_ packets: [RTPPacket]) {
+    func send(_ packets: [RTPPacket]) {
         guard let udp, let relayMedia, !packets.isEmpty else { return }
         for packet in packets {
             let bytes = packet.serialized()

@@ -1,3 +1,4 @@
+import ParleyDevices
 import ParleyMedia
 import ParleyRoom
 import ParleyWire
@@ -29,9 +30,14 @@ final class AudioSender {
             initialTimestamp: UInt32.random(in: 0...UInt32.max, using: &random))
     }
 
-    /// Captures one 20 ms block; returns the RTP packet to send when `sending`, nil otherwise (muted, audience).
+    /// Captures one 20 ms block from the source; returns the RTP packet to send when `sending`, nil otherwise
+    /// (muted, audience).
     func tick(sending: Bool) throws -> RTPPacket? {
-        let frame = try source.nextFrame(samplesPerChannel: Self.samplesPerFrame)
+        try send(source.nextFrame(samplesPerChannel: Self.samplesPerFrame), sending: sending)
+    }
+
+    /// Encodes one 20 ms block a microphone delivered (the device's clock paces these).
+    func send(_ frame: AudioFrame, sending: Bool) throws -> RTPPacket? {
         level.update(with: frame)
         defer { mediaTime += Self.frameDuration }
         guard sending else { return nil }
@@ -50,7 +56,16 @@ final class AudioSender {
 
 /// Camera → (filter) → VP8 → RTP. Owned by the engine core on its event loop.
 final class VideoSender {
-    private var sources: [any VideoSource]
+    /// One picture source `c` can switch to.
+    struct Source {
+        /// What the user calls it: a camera's name, a file, "synthetic test picture".
+        var name: String
+        /// A real camera (closed when the call ends).
+        var isCamera: Bool
+        var source: any VideoSource
+    }
+
+    private var sources: [Source]
     private(set) var sourceIndex = 0
     private let profile: VideoProfile
     private var encoder: VP8Encoder
@@ -69,7 +84,7 @@ final class VideoSender {
     /// 640x480, 1000 kbit/s, 4x smaller) and costs half the encoding time (docs/benchmarks.md, "Call").
     static let encoderSpeed = -16
 
-    init(sources: [any VideoSource], profile: VideoProfile, ssrc: UInt32,
+    init(sources: [Source], profile: VideoProfile, ssrc: UInt32,
          random: inout some RandomNumberGenerator) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
@@ -90,12 +105,39 @@ final class VideoSender {
         keyframeWanted = true
     }
 
+    /// How many sources `c` cycles through.
+    var sourceCount: Int { sources.count }
+
+    /// The name of the source in use.
+    var currentSourceName: String { sources[sourceIndex].name }
+
+    /// Takes a failed source out (never the last one); returns the source now in use, or nil when `name` is not a
+    /// source or is the only one.
+    func removeSource(named name: String) -> (name: String, isCamera: Bool)? {
+        guard sources.count > 1, let index = sources.firstIndex(where: { $0.name == name }) else { return nil }
+        (sources[index].source as? CameraSource)?.stop()
+        let wasCurrent = index == sourceIndex
+        sources.remove(at: index)
+        if index < sourceIndex || sourceIndex >= sources.count { sourceIndex = max(0, sourceIndex - 1) }
+        if wasCurrent {
+            // Prefer another real camera over a file or the test picture.
+            if let camera = sources.firstIndex(where: \.isCamera) { sourceIndex = camera }
+            keyframeWanted = true
+        }
+        return (sources[sourceIndex].name, sources[sourceIndex].isCamera)
+    }
+
+    /// Stops the real cameras' capture threads.
+    func close() {
+        for entry in sources { (entry.source as? CameraSource)?.stop() }
+    }
+
     /// A receiver lost the picture (PLI): the next frame is a keyframe.
     func requestKeyframe() { keyframeWanted = true }
 
     /// Captures one frame at the profile's size (scaling when the source differs), optionally filtered.
     func capture(filter: Bool) throws -> VideoFrame {
-        var frame = try sources[sourceIndex].nextFrame()
+        var frame = try sources[sourceIndex].source.nextFrame()
         framesCaptured += 1
         if frame.width != profile.width || frame.height != profile.height {
             frame = frame.scaled(width: profile.width, height: profile.height)

@@ -52,6 +52,13 @@ public enum RoomEvent: Hashable, Sendable {
     case alert(RoomAlert)
     /// A participant (possibly the local user) became a broadcaster or audience member.
     case roleChanged(ParticipantID, Role)
+    /// The local microphone's level, 0…1, for the meter on the own tile (sent only for a real microphone; nil
+    /// takes the meter away, e.g. after the microphone failed).
+    case microphoneLevel(Double?)
+    /// A short-lived status-line notice ("Camera: Integrated Webcam").
+    case notice(String)
+    /// The local camera stopped and nothing else can stand in: the camera is now off; the text says why.
+    case cameraStopped(String)
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.

@@ -36,6 +36,12 @@ extension RoomState {
         }
     }
 
+    /// The meter's resolution: a level is drawn as one of `meterSteps + 1` fillings; only a change of step redraws.
+    public static let meterSteps = 8
+
+    /// 0…`meterSteps` for a level 0…1.
+    public static func meterStep(_ level: Double) -> Int { Int((level * Double(meterSteps)).rounded()) }
+
     mutating func show(_ text: String) {
         notice = Notice(text: text, until: now + settings.noticeDuration)
         changes.insert(.status)
@@ -172,6 +178,23 @@ extension RoomState {
 
         case .alert(let alert):
             applyAlert(alert)
+
+        case .microphoneLevel(let level):
+            let clamped = level.map { $0.isNaN ? 0 : min(1, max(0, $0)) }
+            let before = microphoneLevel.map(RoomState.meterStep)
+            microphoneLevel = clamped
+            if clamped.map(RoomState.meterStep) != before { changes.insert(.tiles) }
+
+        case .notice(let text):
+            guard !text.isEmpty else { break }
+            show(text)
+
+        case .cameraStopped(let text):
+            log(text, kind: .alert)
+            if !sessions[0].videoMuted {
+                sessions[0].videoMuted = true
+                changes.insert([.controls, .tiles])
+            }
 
         case .roleChanged(let id, let role):
             guard let index = index(of: id), sessions[index].role != role else { break }

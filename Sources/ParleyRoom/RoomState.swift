@@ -143,6 +143,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var filterEnabled: Bool
     /// The status-line notice, if one is showing.
     public internal(set) var notice: Notice?
+    /// The local microphone's level for the own tile's meter, 0…1; nil when there is no real microphone.
+    public internal(set) var microphoneLevel: Double?
     /// A first tile-number press waiting for its second.
     public internal(set) var pendingDigit: PendingDigit?
     /// Where the video tiles are on screen, as last reported by the shell.

@@ -71,6 +71,8 @@ public final class Terminal {
         /// A file that receives standard error while the screen is open, so stray log lines and library warnings
         /// never land on the screen. Nil leaves standard error alone.
         public var standardErrorPath: String?
+        /// Styles from a theme file (`Theme.parseOverrides`), replacing the built-in 256-colour looks.
+        public var themeOverrides: [ColorRole: CellStyle] = [:]
 
         /// Options with Parley's defaults: mouse on, 25 ms Esc delay, 250 ms double clicks, the process environment.
         public init(mouse: Bool = true, escapeDelayMilliseconds: Int = 25, doubleClickMilliseconds: Int = 250,
@@ -86,6 +88,8 @@ public final class Terminal {
 
     /// What the terminal can show (NO_COLOR honoured).
     public let colorDepth: ColorDepth
+    /// The theme file's styles.
+    private let themeOverrides: [ColorRole: CellStyle]
 
     private let screenPointer: OpaquePointer
     private let window: UnsafeMutablePointer<WINDOW>
@@ -135,6 +139,7 @@ public final class Terminal {
             if cleanup { Self.openLock.withLock { Self.someTerminalIsOpen = false } }
         }
 
+        themeOverrides = options.themeOverrides
         if let path = options.standardErrorPath {
             let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw TerminalError.cannotOpenLog(path: path, errno: errno) }
@@ -264,7 +269,7 @@ public final class Terminal {
     }
 
     /// The theme for this terminal's colour depth.
-    public var theme: Theme { Theme(depth: colorDepth) }
+    public var theme: Theme { Theme(depth: colorDepth, overrides: themeOverrides) }
 
     /// The video colour mode for this terminal's colour depth.
     public var videoColorMode: VideoColorMode { VideoColorMode(depth: colorDepth) }

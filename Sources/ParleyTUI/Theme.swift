@@ -56,16 +56,20 @@ public struct Theme: Hashable, Sendable {
     /// The depth colours are chosen for.
     public let depth: ColorDepth
 
-    /// A theme for a terminal's colour depth.
-    public init(depth: ColorDepth) {
+    /// Styles from a theme file, used instead of the built-in ones on 256-colour and direct-colour terminals.
+    public let overrides: [ColorRole: CellStyle]
+
+    /// A theme for a terminal's colour depth, with a theme file's styles (`parseOverrides`) where given.
+    public init(depth: ColorDepth, overrides: [ColorRole: CellStyle] = [:]) {
         self.depth = depth
+        self.overrides = overrides
     }
 
     /// The style of a role.
     public func style(_ role: ColorRole) -> CellStyle {
         let look = Theme.look(role)
         switch depth {
-        case .palette256, .direct: return look.rich
+        case .palette256, .direct: return overrides[role] ?? look.rich
         case .ansi8, .ansi16: return look.basic
         case .monochrome: return CellStyle(attributes: look.mono)
         }

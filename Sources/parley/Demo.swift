@@ -53,7 +53,7 @@ struct Demo: AsyncParsableCommand {
 
     func run() async throws {
         let app = try options.appOptions(
-            directJoin: nil, lobby: LobbyState(), returnToLobby: false)
+            directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
         let relay = try await Relay.start(RelayConfiguration(
             host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay")))
         let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)

@@ -7,14 +7,26 @@ import ParleyTUI
 
 /// Options shared by the interactive commands (`parley`, `join`, `demo`).
 struct InteractiveOptions: ParsableArguments {
-    @Option(help: "\"synthetic\" or a .y4m file (looped). Repeat to give `c` (switch camera) more sources.")
+    @Option(help: "\"synthetic\" or a .y4m file (looped), instead of the cameras. Repeat to give `c` more sources.")
     var video: [String] = []
 
-    @Option(help: "\"synthetic\", \"silence\" or a .wav file (looped).")
-    var audio = "synthetic"
+    @Option(help: "A camera by the name `parley devices` shows (or /dev/videoN). Repeat for more; default: every one.")
+    var camera: [String] = []
 
-    @Option(name: .customLong("audio-out"), help: "Write the call's received audio to this .wav file.")
+    @Option(help: "\"synthetic\", \"silence\" or a .wav file (looped), instead of the microphone.")
+    var audio: String?
+
+    @Option(help: "A microphone by the name `parley devices` shows (default: the system's default microphone).")
+    var mic: String?
+
+    @Option(help: "A speaker by the name `parley devices` shows, or \"none\" (default: the system's default output).")
+    var speaker: String?
+
+    @Option(name: .customLong("audio-out"), help: "Write the call's received audio to this .wav file (no speaker).")
     var audioOut: String?
+
+    @Flag(name: .customLong("no-echo-cancel"), help: "Turn off echo cancellation and noise suppression.")
+    var noEchoCancel = false
 
     @Option(help: "Log file (default: $XDG_STATE_HOME/parley/parley.log). Logs never go to the screen.")
     var log: String?
@@ -24,6 +36,9 @@ struct InteractiveOptions: ParsableArguments {
 
     @Option(help: "Key configuration file (default: ~/.config/parley/keys if it exists).")
     var keys: String?
+
+    @Option(help: "Theme file (default: ~/.config/parley/theme if it exists; `parley resources` shows the default one).")
+    var theme: String?
 
     @Option(name: .customLong("double-key-ms"), help: "Window for pressing a tile's number twice, in ms.")
     var doubleKeyMilliseconds = 400
@@ -51,9 +66,18 @@ struct InteractiveOptions: ParsableArguments {
     func validate() throws {
         do {
             for choice in video { _ = try VideoSourceChoice(parsing: choice) }
-            _ = try AudioSourceChoice(parsing: audio)
+            if let audio { _ = try AudioSourceChoice(parsing: audio) }
         } catch {
             throw ValidationError("\(error)")
+        }
+        if audio != nil, mic != nil {
+            throw ValidationError("give either --mic (a microphone) or --audio (a file or synthetic source), not both")
+        }
+        if audioOut != nil, speaker != nil {
+            throw ValidationError("give either --speaker or --audio-out (a .wav file), not both")
+        }
+        for name in [mic, speaker].compactMap({ $0 }) + camera where name.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("a device name cannot be empty: `parley devices` lists the names")
         }
         if let audioOut, !audioOut.lowercased().hasSuffix(".wav") {
             throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
@@ -69,6 +93,22 @@ struct InteractiveOptions: ParsableArguments {
         }
         _ = try LogSetup.level(logLevel)
         _ = try keymap()
+        _ = try themeOverrides()
+    }
+
+    /// The styles of the theme file, or none.
+    func themeOverrides() throws -> [ColorRole: CellStyle] {
+        let defaultPath = NSHomeDirectory() + "/.config/parley/theme"
+        let path = theme ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
+        guard let path else { return [:] }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("cannot read the theme file \(path)")
+        }
+        do {
+            return try Theme.parseOverrides(text)
+        } catch {
+            throw ValidationError("\(path): \(error)")
+        }
     }
 
     var logPath: String { log ?? LogSetup.defaultLogPath }
@@ -88,16 +128,45 @@ struct InteractiveOptions: ParsableArguments {
         }
     }
 
-    /// App options with these devices, keys and logs; sets up logging to the file.
-    func appOptions(directJoin: JoinSettings?, lobby: LobbyState, returnToLobby: Bool) throws -> AppOptions {
+    /// Where local video comes from: the cameras named, then the files given; with neither, every camera
+    /// (`realDevices`) or the synthetic picture.
+    func videoSources(realDevices: Bool) throws -> [VideoSourceChoice] {
+        let files = try video.map { try VideoSourceChoice(parsing: $0) }
+        let cameras = camera.map { VideoSourceChoice.camera($0) }
+        if cameras.isEmpty && files.isEmpty { return realDevices ? [.allCameras] : [.synthetic] }
+        return cameras + files
+    }
+
+    /// Local audio: `--mic`, `--audio`, else the default microphone (`realDevices`) or the synthetic voice.
+    func audioSource(realDevices: Bool) throws -> AudioSourceChoice {
+        if let mic { return .microphone(mic) }
+        if let audio { return try AudioSourceChoice(parsing: audio) }
+        return realDevices ? .microphone(nil) : .synthetic
+    }
+
+    /// Received audio: `--audio-out`, `--speaker`, else the default speaker (`realDevices`) or nowhere.
+    func audioSink(realDevices: Bool) -> AudioSinkChoice {
+        if let audioOut { return .file(audioOut) }
+        if let speaker { return speaker.lowercased() == "none" ? .none : .speaker(speaker) }
+        return realDevices ? .speaker(nil) : .none
+    }
+
+    /// App options with these devices, keys and logs; sets up logging to the file. `realDevices`: use the
+    /// microphone, speaker and cameras unless told otherwise (`parley`, `join`); the demo keeps synthetic sources.
+    func appOptions(directJoin: JoinSettings?, lobby: LobbyState, returnToLobby: Bool, realDevices: Bool = true)
+        throws -> AppOptions
+    {
         try LogSetup.toFile(logPath, level: try LogSetup.level(logLevel))
-        return AppOptions(
+        var options = AppOptions(
             directJoin: directJoin, lobby: lobby,
-            videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
-            audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
+            videoSources: try videoSources(realDevices: realDevices),
+            audioSource: try audioSource(realDevices: realDevices), audioSink: audioSink(realDevices: realDevices),
+            echoCancellation: !noEchoCancel,
             roomSettings: RoomSettings(doubleKeyWindow: .milliseconds(doubleKeyMilliseconds), keymap: try keymap()),
             returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath, statisticsPath: statsFile,
             logger: Logger(label: "parley.engine"))
+        options.themeOverrides = try themeOverrides()
+        return options
     }
 }
 

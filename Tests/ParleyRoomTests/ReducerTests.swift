@@ -569,3 +569,49 @@ struct ChangeTests {
         #expect(room.state.takeChanges() == [])
     }
 }
+
+@Suite("Room reducer: local devices")
+struct LocalDeviceTests {
+    @Test("the microphone meter appears with the first level, redraws only when its step changes, and goes with nil")
+    func meter() {
+        var room = Room()
+        #expect(room.state.microphoneLevel == nil)
+        _ = room.state.takeChanges()
+        room.send(.microphoneLevel(0.5))
+        #expect(room.state.microphoneLevel == 0.5)
+        #expect(room.state.takeChanges().contains(.tiles))
+        room.send(.microphoneLevel(0.51))
+        #expect(!room.state.takeChanges().contains(.tiles), "same step of the meter: nothing to redraw")
+        room.send(.microphoneLevel(0.9))
+        #expect(room.state.takeChanges().contains(.tiles))
+        room.send(.microphoneLevel(7))
+        #expect(room.state.microphoneLevel == 1, "levels are clamped to 0…1")
+        room.send(.microphoneLevel(.nan))
+        #expect(room.state.microphoneLevel == 0)
+        room.send(.microphoneLevel(nil))
+        #expect(room.state.microphoneLevel == nil)
+    }
+
+    @Test("a notice shows in the status line and expires; an empty one is ignored")
+    func notice() {
+        var room = Room()
+        room.send(.notice(""))
+        #expect(room.notice == nil)
+        room.send(.notice("Camera: Integrated Webcam"))
+        #expect(room.notice == "Camera: Integrated Webcam")
+        #expect(room.lastChat?.text != "Camera: Integrated Webcam", "a notice is not a chat line")
+        room.tick(after: 3100)
+        #expect(room.notice == nil)
+    }
+
+    @Test("a camera that stopped turns the local camera off and says why in the chat pane")
+    func cameraStopped() {
+        var room = Room()
+        #expect(room.state.cameraEnabled)
+        room.send(.cameraStopped("Camera Webcam stopped (disconnected): your camera is off"))
+        #expect(!room.state.cameraEnabled)
+        #expect(room.lastChat?.text == "Camera Webcam stopped (disconnected): your camera is off")
+        #expect(room.lastChat?.kind == .alert)
+        #expect(room.press(.char("v")) == [.setCameraEnabled(true)], "v turns it back on (the next source)")
+    }
+}

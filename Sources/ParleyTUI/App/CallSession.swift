@@ -102,14 +102,16 @@ final class CallSession {
     private let statisticsWriting = BusyFlag()
 
     init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
-         drawRate: Int = 30, statisticsPath: String? = nil) throws {
+         drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
+         notices: [String] = []) throws {
         statisticsFile = statisticsPath.map(CallStatisticsFile.init(path:))
         frames = FrameStore()
-        engine = try CallEngine(configuration, videoSink: frames)
+        engine = try CallEngine(configuration, videoSink: frames, devices: devices)
         state = RoomState(
             roomName: configuration.room, localName: configuration.name, role: configuration.role,
             microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
             settings: settings)
+        for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
         screen = RoomScreen(theme: theme, videoMode: videoMode)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))

@@ -15,6 +15,12 @@ public struct AppOptions: Sendable {
     public var audioSource: AudioSourceChoice
     /// Where received audio goes.
     public var audioSink: AudioSinkChoice
+    /// Echo cancellation and noise suppression on a real microphone.
+    public var echoCancellation: Bool
+    /// The devices real microphones, speakers and cameras are opened through.
+    public var devices: MediaDevices
+    /// Styles from a theme file, replacing the built-in 256-colour looks.
+    public var themeOverrides: [ColorRole: CellStyle] = [:]
     /// Room settings: keys, double-key window, chat history.
     public var roomSettings: RoomSettings
     /// Return to the lobby after a call (true) or exit (false, for `parley join`).
@@ -31,7 +37,8 @@ public struct AppOptions: Sendable {
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
                 videoSources: [VideoSourceChoice] = [.synthetic], audioSource: AudioSourceChoice = .synthetic,
-                audioSink: AudioSinkChoice = .none, roomSettings: RoomSettings = RoomSettings(),
+                audioSink: AudioSinkChoice = .none, echoCancellation: Bool = true,
+                devices: MediaDevices = .system, roomSettings: RoomSettings = RoomSettings(),
                 returnToLobby: Bool = true, drawRate: Int = 30, standardErrorPath: String? = nil,
                 statisticsPath: String? = nil, logger: Logger = Logger(label: "parley.engine")) {
         self.directJoin = directJoin
@@ -39,6 +46,8 @@ public struct AppOptions: Sendable {
         self.videoSources = videoSources
         self.audioSource = audioSource
         self.audioSink = audioSink
+        self.echoCancellation = echoCancellation
+        self.devices = devices
         self.roomSettings = roomSettings
         self.returnToLobby = returnToLobby
         self.drawRate = drawRate
@@ -62,7 +71,10 @@ public enum TerminalApp {
     /// Runs until the user quits; returns a line to print after the terminal is restored (or nil), or throws when
     /// the terminal cannot be opened or a direct join fails.
     public static func run(_ options: AppOptions) throws -> String? {
-        let terminal = try Terminal(options: Terminal.Options(standardErrorPath: options.standardErrorPath))
+        var options = options
+        var terminalOptions = Terminal.Options(standardErrorPath: options.standardErrorPath)
+        terminalOptions.themeOverrides = options.themeOverrides
+        let terminal = try Terminal(options: terminalOptions)
         defer { terminal.close() }
         var lobby = options.lobby
         var mode = Mode.lobby
@@ -98,7 +110,7 @@ public enum TerminalApp {
                         lobby.fail("\(error)")
                     }
                 case .openSettings?:
-                    mode = .settings(SettingsState(current: lobby.profile))
+                    mode = .settings(SettingsState(current: lobby.profile, devices: options.deviceSettings()))
                 case .quit?:
                     return nil
                 case nil:
@@ -123,6 +135,7 @@ public enum TerminalApp {
                 switch action {
                 case .confirm(let profile)?:
                     lobby.profile = profile
+                    if settings.devicesChanged { options.choose(settings.devices) }
                     lastLobbyDraw = nil
                     mode = .lobby
                 case .cancel?:
@@ -185,12 +198,38 @@ public enum TerminalApp {
     private static func startCall(_ settings: JoinSettings, options: AppOptions, terminal: Terminal) throws
         -> CallSession
     {
-        let configuration = CallConfiguration(
+        let requested = CallConfiguration(
             server: settings.server, room: settings.room, name: settings.name, role: settings.role,
             profile: settings.profile, videoSources: options.videoSources, audioSource: options.audioSource,
-            audioSink: options.audioSink, logger: options.logger)
+            audioSink: options.audioSink, echoCancellation: options.echoCancellation, logger: options.logger)
+        let (configuration, notices) = requested.resolvingDevices(options.devices)
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
-            videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath)
+            videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
+            devices: options.devices, notices: notices)
+    }
+}
+
+extension AppOptions {
+    /// The devices found now, with the ones these options use chosen.
+    func deviceSettings() -> DeviceSettings {
+        let microphones = ((try? devices.audio.inputDevices()) ?? []).map(\.name)
+        let speakers = ((try? devices.audio.outputDevices()) ?? []).map(\.name)
+        let cameras = ((try? devices.cameras.cameras()) ?? []).map(\.name)
+        var chosen = DeviceSettings(
+            microphones: microphones, speakers: speakers, cameras: cameras, echoCancellation: echoCancellation)
+        if case .microphone(let name) = audioSource { chosen.microphone = name }
+        if case .speaker(let name) = audioSink { chosen.speaker = name }
+        if videoSources.count == 1, case .camera(let name) = videoSources[0] { chosen.camera = name }
+        return chosen
+    }
+
+    /// Uses the devices chosen on the settings screen for the next call: they replace files and synthetic sources
+    /// given on the command line.
+    mutating func choose(_ chosen: DeviceSettings) {
+        audioSource = .microphone(chosen.microphone)
+        audioSink = .speaker(chosen.speaker)
+        videoSources = chosen.camera.map { [.camera($0)] } ?? [.allCameras]
+        echoCancellation = chosen.echoCancellation
     }
 }

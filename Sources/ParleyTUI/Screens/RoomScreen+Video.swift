@@ -64,6 +64,24 @@ extension RoomScreen {
         }
         drawLabel(
             tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
+        if bordered, session.isLocal, !session.audioMuted, let level = state.microphoneLevel {
+            drawMeter(level: level, into: &screen, row: rect.endRow - 1, from: rect.column + 1, width: rect.width - 2,
+                      base: borderStyle)
+        }
+    }
+
+    /// " mic ██████·· " on the own tile's bottom edge: the microphone's level in `RoomState.meterSteps` cells.
+    func drawMeter(level: Double, into screen: inout Screen, row: Int, from column: Int, width: Int, base: CellStyle) {
+        let steps = RoomState.meterSteps
+        guard width >= steps + 7 else { return }
+        let filled = RoomState.meterStep(level)
+        let runs = [
+            StyledRun(" mic ", base.overlaid(with: theme.style(.tileName))),
+            StyledRun(String(repeating: "█", count: filled), base.overlaid(with: theme.style(.tileBorderSpeaking))),
+            StyledRun(String(repeating: "·", count: steps - filled), base.overlaid(with: theme.style(.placeholder))),
+            StyledRun(" ", base),
+        ]
+        screen.write(runs, column: column, row: row, width: steps + 7)
     }
 
     /// " 2 bob " at the left of the top edge and " mic off " at its right; the name gives way first.

@@ -11,7 +11,70 @@ public enum SettingsAction: Hashable, Sendable {
     case quit
 }
 
-/// The settings screen: the video profiles, the one in use marked, one highlighted for choosing.
+/// The devices a call uses, as chosen on the settings screen: nil names mean the system's default device (for the
+/// camera: every camera found).
+public struct DeviceSettings: Hashable, Sendable {
+    /// Microphones found, by the names `--mic` accepts.
+    public var microphones: [String]
+    /// Speakers found.
+    public var speakers: [String]
+    /// Cameras found.
+    public var cameras: [String]
+    /// The chosen microphone; nil: the default.
+    public var microphone: String?
+    /// The chosen speaker; nil: the default.
+    public var speaker: String?
+    /// The chosen camera; nil: every camera (and the synthetic picture after them).
+    public var camera: String?
+    /// Echo cancellation and noise suppression.
+    public var echoCancellation: Bool
+
+    /// Devices found and chosen.
+    public init(microphones: [String] = [], speakers: [String] = [], cameras: [String] = [],
+                microphone: String? = nil, speaker: String? = nil, camera: String? = nil,
+                echoCancellation: Bool = true) {
+        self.microphones = microphones
+        self.speakers = speakers
+        self.cameras = cameras
+        self.microphone = microphone
+        self.speaker = speaker
+        self.camera = camera
+        self.echoCancellation = echoCancellation
+    }
+
+    /// The rows of the devices panel, top to bottom.
+    public enum Row: Int, CaseIterable, Hashable, Sendable {
+        case microphone, speaker, camera, echoCancellation
+    }
+
+    /// What a row shows: its label and the value chosen.
+    public func text(_ row: Row) -> (label: String, value: String) {
+        switch row {
+        case .microphone: ("Microphone", microphone ?? (microphones.isEmpty ? "none found" : "System default"))
+        case .speaker: ("Speaker", speaker ?? (speakers.isEmpty ? "none found" : "System default"))
+        case .camera: ("Camera", camera ?? (cameras.isEmpty ? "none found" : "Every camera"))
+        case .echoCancellation: ("Echo cancellation", echoCancellation ? "on (and noise suppression)" : "off")
+        }
+    }
+
+    /// Moves a row's value to the next (`step` 1) or previous (-1) choice: the default, then each device in turn.
+    mutating func cycle(_ row: Row, by step: Int) {
+        func next(_ current: String?, in names: [String]) -> String? {
+            let choices: [String?] = [nil] + names.map { Optional($0) }
+            let index = choices.firstIndex(of: current) ?? 0
+            return choices[((index + step) % choices.count + choices.count) % choices.count]
+        }
+        switch row {
+        case .microphone: microphone = next(microphone, in: microphones)
+        case .speaker: speaker = next(speaker, in: speakers)
+        case .camera: camera = next(camera, in: cameras)
+        case .echoCancellation: echoCancellation.toggle()
+        }
+    }
+}
+
+/// The settings screen: the video profiles, the one in use marked, one highlighted for choosing; below them the
+/// devices (microphone, speaker, camera, echo cancellation), reached with Tab.
 public struct SettingsState: Hashable, Sendable {
     /// The profiles offered, smallest first.
     public let profiles: [VideoProfile]
@@ -19,11 +82,22 @@ public struct SettingsState: Hashable, Sendable {
     public let current: VideoProfile
     /// The highlighted row.
     public private(set) var highlighted: Int
+    /// The devices found and chosen.
+    public private(set) var devices: DeviceSettings
+    /// The devices as the screen opened.
+    public let openedWith: DeviceSettings
+    /// True when a device choice was changed (only then do they replace the command line's sources).
+    public var devicesChanged: Bool { devices != openedWith }
+    /// The highlighted devices row while the devices panel has the focus (Tab); nil while the profiles have it.
+    public private(set) var deviceRow: DeviceSettings.Row?
 
     /// The screen opened with `current` in use and highlighted (or the first profile when it is not listed).
-    public init(current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all) {
+    public init(current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all,
+                devices: DeviceSettings = DeviceSettings()) {
         self.profiles = profiles.isEmpty ? [current] : profiles
         self.current = current
+        self.devices = devices
+        openedWith = devices
         highlighted = self.profiles.firstIndex(of: current) ?? 0
     }
 
@@ -36,8 +110,27 @@ public struct SettingsState: Hashable, Sendable {
 }
 
 /// Applies a key to the settings screen: Up/Down (k/j) move, Home/End or PgUp/PgDn jump to the ends, a digit
-/// picks that row, Enter or Space confirms, Esc or q cancels, Ctrl-C quits.
+/// picks that row, Enter or Space confirms, Esc or q cancels, Ctrl-C quits. Tab moves between the profiles and the
+/// devices; there Up/Down choose a row, Left/Right (h/l) or Space change its value, Enter confirms.
 public func reduce(_ settings: inout SettingsState, _ key: Key) -> SettingsAction? {
+    if key == .tab {
+        settings.deviceRow = settings.deviceRow == nil ? .microphone : nil
+        return nil
+    }
+    if let row = settings.deviceRow {
+        let rows = DeviceSettings.Row.allCases
+        switch key {
+        case .control(let letter) where letter == "c" || letter == "C": return .quit
+        case .up, .char("k"): settings.deviceRow = rows[max(0, row.rawValue - 1)]
+        case .down, .char("j"): settings.deviceRow = rows[min(rows.count - 1, row.rawValue + 1)]
+        case .left, .char("h"): settings.devices.cycle(row, by: -1)
+        case .right, .char("l"), .char(" "): settings.devices.cycle(row, by: 1)
+        case .enter: return .confirm(settings.highlightedProfile)
+        case .escape, .char("q"): return .cancel
+        default: break
+        }
+        return nil
+    }
     switch key {
     case .control(let letter) where letter == "c" || letter == "C": return .quit
     case .up, .char("k"): settings.highlight(settings.highlighted - 1)
@@ -56,12 +149,19 @@ public func reduce(_ settings: inout SettingsState, _ key: Key) -> SettingsActio
 
 /// Draws the settings screen: a table of profiles (resolution, frame rate, bitrate) in a centred box.
 public enum SettingsScreen {
+    /// Rows of the devices panel, borders included.
+    static let devicesHeight = DeviceSettings.Row.allCases.count + 2
+
     static func box(profileCount: Int, size: TerminalSize) -> ScreenRect {
         let width = min(60, size.columns - 4)
         let height = profileCount + 7
         return ScreenRect(
-            column: (size.columns - width) / 2, row: max(0, (size.rows - height - 1) / 2), width: width,
-            height: height)
+            column: (size.columns - width) / 2, row: max(0, (size.rows - height - devicesHeight - 1) / 2),
+            width: width, height: height)
+    }
+
+    static func devicesBox(below box: ScreenRect) -> ScreenRect {
+        ScreenRect(column: box.column, row: box.endRow, width: box.width, height: devicesHeight)
     }
 
     /// A mouse click (`double`: a double-click) at a cell: a click on a profile highlights it, a double-click
@@ -121,9 +221,35 @@ public enum SettingsScreen {
         screen.writeCentered(
             "Sent at this size; others see it scaled to their tiles.", row: box.endRow - 3, in: box.inset(by: 1),
             style: theme.style(.placeholder))
+        let devicesBox = devicesBox(below: box)
+        drawDevices(settings, into: &screen, in: devicesBox, theme: theme)
+        let hint = settings.deviceRow == nil
+            ? "Up/Down choose · Tab devices · Enter confirm · Esc cancel"
+            : "Up/Down row · Left/Right change · Tab profiles · Enter confirm"
         screen.writeCentered(
-            "Up/Down choose · Enter confirm · Esc cancel", row: min(screen.height - 1, box.endRow), in: screen.bounds,
-            style: theme.style(.chatSystem))
+            hint, row: min(screen.height - 1, devicesBox.endRow), in: screen.bounds, style: theme.style(.chatSystem))
         return screen
+    }
+
+    /// The devices panel: one row each for microphone, speaker, camera and echo cancellation, the focused one
+    /// highlighted with its value between arrows.
+    static func drawDevices(_ settings: SettingsState, into screen: inout Screen, in box: ScreenRect, theme: Theme) {
+        screen.drawBox(
+            box, style: theme.style(.tileBorder), lines: .rounded, title: "Devices",
+            titleStyle: theme.style(.tileName))
+        let left = box.column + 2
+        for (offset, row) in DeviceSettings.Row.allCases.enumerated() {
+            let line = ScreenRect(column: left, row: box.row + 1 + offset, width: box.width - 4, height: 1)
+            let focused = settings.deviceRow == row
+            let style = theme.style(focused ? .selection : .text)
+            if focused {
+                screen.fill(line, style: style)
+                screen.write(">", column: left, row: line.row, style: style)
+            }
+            let (label, value) = settings.devices.text(row)
+            screen.write(label, column: left + 2, row: line.row, style: style, clip: line)
+            screen.write(
+                focused ? "< \(value) >" : value, column: left + 21, row: line.row, style: style, clip: line)
+        }
     }
 }

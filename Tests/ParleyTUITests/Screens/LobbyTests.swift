@@ -430,3 +430,57 @@ struct ClickTests {
         #expect(SettingsScreen.click(&settings, column: column, row: row - 10, double: true, size: size) == nil)
     }
 }
+
+@Suite("Settings: devices")
+struct DeviceSettingsTests {
+    static let found = DeviceSettings(
+        microphones: ["USB Mic", "Built-in"], speakers: ["Headphones"], cameras: ["Webcam"])
+
+    @Test("Tab moves to the devices; Left/Right cycle default → each device → default; Enter confirms")
+    func cycling() {
+        var settings = SettingsState(current: .standard, devices: Self.found)
+        #expect(reduce(&settings, .tab) == nil)
+        #expect(settings.deviceRow == .microphone)
+        #expect(!settings.devicesChanged)
+        _ = reduce(&settings, .right)
+        #expect(settings.devices.microphone == "USB Mic")
+        _ = reduce(&settings, .right)
+        #expect(settings.devices.microphone == "Built-in")
+        _ = reduce(&settings, .right)
+        #expect(settings.devices.microphone == nil, "back to the system default")
+        _ = reduce(&settings, .left)
+        #expect(settings.devices.microphone == "Built-in")
+        _ = reduce(&settings, .down)
+        _ = reduce(&settings, .char(" "))
+        #expect(settings.devices.speaker == "Headphones")
+        _ = reduce(&settings, .down)
+        _ = reduce(&settings, .down)
+        #expect(settings.deviceRow == .echoCancellation)
+        _ = reduce(&settings, .down)
+        #expect(settings.deviceRow == .echoCancellation, "stops at the last row")
+        _ = reduce(&settings, .right)
+        #expect(!settings.devices.echoCancellation)
+        #expect(settings.devicesChanged)
+        #expect(settings.highlightedProfile == .standard, "the profile choice is untouched")
+        #expect(reduce(&settings, .enter) == .confirm(.standard))
+        _ = reduce(&settings, .tab)
+        #expect(settings.deviceRow == nil)
+        #expect(reduce(&settings, .escape) == .cancel)
+    }
+
+    @Test("the devices panel shows each choice; the focused one between arrows; nothing found says so")
+    func drawn() throws {
+        var settings = SettingsState(current: .standard, devices: Self.found)
+        _ = reduce(&settings, .tab)
+        _ = reduce(&settings, .right)
+        let screen = SettingsScreen.render(settings, size: RoomFixture.small, theme: Theme(depth: .palette256))
+        let mic = try #require(screen.rows(containing: "Microphone").first)
+        #expect(screen.text(row: mic).contains("< USB Mic >"))
+        let echo = try #require(screen.rows(containing: "Echo cancellation").first)
+        #expect(screen.text(row: echo).contains("on (and noise suppression)"))
+        let empty = SettingsScreen.render(
+            SettingsState(current: .standard), size: RoomFixture.small, theme: Theme(depth: .palette256))
+        let camera = try #require(empty.rows(containing: "Camera").first)
+        #expect(empty.text(row: camera).contains("none found"))
+    }
+}

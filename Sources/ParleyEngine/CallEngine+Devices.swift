@@ -1,0 +1,192 @@
+import NIOCore
+import ParleyDevices
+import ParleyMedia
+import ParleyRoom
+
+// Real microphones, speakers and cameras in a call. Device threads never touch the engine's state: they hop onto
+// the engine's event loop with each block (microphone), each request for a block (speaker) or a failure.
+//
+// Trouble is a notice, never the end of the call: a device that fails to open or stops mid-call is replaced once by
+// the system's default device, and if that fails too the call goes on without it (silence sent, nothing played,
+// camera off), each step said in the chat pane.
+
+extension EngineCore {
+    /// Blocks of silence from an unmuted microphone before the user is told (5 s).
+    static let silentBlocksBeforeNotice = 250
+
+    // MARK: Microphone
+
+    /// Opens the named (nil: default) microphone; on failure falls back to the default once, then to silence.
+    func openMicrophone(named name: String?, after notice: String? = nil) {
+        guard let bound else { return }
+        let stream: any AudioInputStream
+        do {
+            stream = try devices.audio.openInput(
+                named: name, sampleRate: DeviceAudioFormat.sampleRate, channels: DeviceAudioFormat.channels,
+                framesPerBlock: DeviceAudioFormat.framesPerBlock)
+        } catch {
+            let what = name.map { "Microphone \($0)" } ?? "The default microphone"
+            if name != nil, microphoneFailures == 0 {
+                microphoneFailures += 1
+                openMicrophone(named: nil, after: "\(what): \(error); using the default microphone")
+            } else {
+                emit(.alert(.message("\(what): \(error); sending silence (pick another with --mic or in settings)")))
+            }
+            return
+        }
+        if let notice { emit(.alert(.message(notice))) }
+        microphoneName = stream.deviceName
+        if configuration.echoCancellation, echoCanceller == nil {
+            do {
+                echoCanceller = try EchoCanceller(
+                    sampleRate: DeviceAudioFormat.sampleRate, frameSamples: DeviceAudioFormat.framesPerBlock)
+            } catch {
+                emit(.alert(.message("Echo cancellation is unavailable: \(error)")))
+            }
+        }
+        silentMicrophoneBlocks = 0
+        let capture = MicrophoneCapture(
+            stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
+            framesPerBlock: DeviceAudioFormat.framesPerBlock,
+            onBlock: { frame in bound.eventLoop.execute { bound.value.captured(frame) } },
+            onFailure: { error in bound.eventLoop.execute { bound.value.microphoneFailed(error) } })
+        microphone = capture
+        capture.start()
+        logger.info("microphone open", metadata: ["device": "\(microphoneName ?? "")"])
+    }
+
+    /// One block from the real microphone: echo and noise removed, checked for digital silence, encoded, sent.
+    func captured(_ frame: AudioFrame) {
+        guard microphone != nil, let sender = audioSender else { return }
+        if !microphoneMuted, frame.samples.allSatisfy({ $0 == 0 }) {
+            silentMicrophoneBlocks += 1
+            if silentMicrophoneBlocks == Self.silentBlocksBeforeNotice, !silenceReported {
+                silenceReported = true
+                emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
+            }
+        } else {
+            silentMicrophoneBlocks = 0
+        }
+        var cleaned = frame
+        if let echoCanceller { cleaned.samples = echoCanceller.capture(frame.samples) }
+        do {
+            if let packet = try sender.send(cleaned, sending: sendsMedia && !microphoneMuted) { send([packet]) }
+        } catch {
+            logger.warning("audio encoding failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The microphone stopped mid-call: the default microphone once, then silence.
+    func microphoneFailed(_ error: AudioDeviceError) {
+        guard let failed = microphone else { return }
+        failed.stop()
+        microphone = nil
+        emit(.microphoneLevel(nil))
+        meterReported = nil
+        let name = microphoneName ?? "the microphone"
+        microphoneFailures += 1
+        if microphoneFailures == 1 {
+            openMicrophone(named: nil, after: "Microphone \(name) stopped (\(error)): switched to the default microphone")
+        } else {
+            emit(.alert(.message(
+                "Microphone \(name) stopped (\(error)): sending silence (pick another with --mic or in settings)")))
+        }
+    }
+
+    // MARK: Speaker
+
+    /// Opens the named (nil: default) speaker; on failure the default once, then no playback.
+    func openSpeaker(named name: String?, after notice: String? = nil) {
+        guard let bound else { return }
+        let stream: any AudioOutputStream
+        do {
+            stream = try devices.audio.openOutput(
+                named: name, sampleRate: DeviceAudioFormat.sampleRate, channels: DeviceAudioFormat.channels,
+                framesPerBlock: DeviceAudioFormat.framesPerBlock)
+        } catch {
+            let what = name.map { "Speaker \($0)" } ?? "The default speaker"
+            if name != nil, speakerFailures == 0 {
+                speakerFailures += 1
+                openSpeaker(named: nil, after: "\(what): \(error); using the default speaker")
+            } else {
+                emit(.alert(.message("\(what): \(error); call audio is not played (pick another with --speaker)")))
+            }
+            return
+        }
+        if let notice { emit(.alert(.message(notice))) }
+        speakerName = stream.deviceName
+        let playout = SpeakerPlayout(
+            stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
+            framesPerBlock: DeviceAudioFormat.framesPerBlock, prebufferBlocks: 2, maxQueuedBlocks: 8,
+            onDemand: { bound.eventLoop.execute { bound.value.speakerDemand() } },
+            onFailure: { error in bound.eventLoop.execute { bound.value.speakerFailed(error) } })
+        speaker = playout
+        playout.start()
+        logger.info("speaker open", metadata: ["device": "\(speakerName ?? "")"])
+    }
+
+    /// The speaker took a block: mix the next one from the peers' jitter buffers (play-out paced by the device).
+    func speakerDemand() {
+        guard let speaker else { return }
+        let samples = configuration.decodesAudio
+            ? mixBlock() : [Int16](repeating: 0, count: DeviceAudioFormat.framesPerBlock)
+        echoCanceller?.playback(samples)
+        speaker.enqueue(AudioFrame(samples: samples))
+    }
+
+    /// The speaker stopped mid-call: the default speaker once, then no playback.
+    func speakerFailed(_ error: AudioDeviceError) {
+        guard let failed = speaker else { return }
+        failed.stop()
+        speaker = nil
+        let name = speakerName ?? "the speaker"
+        speakerFailures += 1
+        if speakerFailures == 1 {
+            openSpeaker(named: nil, after: "Speaker \(name) stopped (\(error)): switched to the default speaker")
+        } else {
+            emit(.alert(.message("Speaker \(name) stopped (\(error)): call audio is not played")))
+        }
+    }
+
+    // MARK: Camera
+
+    /// A video source over the named camera at the profile's size (the nearest format it offers, scaled).
+    func openCamera(named name: String) throws -> any VideoSource {
+        guard let bound else { throw CallSetupError("the engine is not running") }
+        let cameras = try devices.cameras.cameras()
+        guard let camera = cameras.first(where: { $0.name == name || $0.path == name }) else {
+            throw CameraError.unknownCamera(name: name, available: cameras.map(\.name))
+        }
+        let profile = configuration.profile
+        let format = try chooseCameraFormat(
+            camera.formats, width: profile.width, height: profile.height, fps: profile.fps)
+        let stream = try devices.cameras.open(camera, format: format)
+        return CameraSource(
+            stream: stream, name: camera.name, format: format, width: profile.width, height: profile.height,
+            fps: profile.fps,
+            onFailure: { error in bound.eventLoop.execute { bound.value.cameraFailed(camera.name, error) } })
+    }
+
+    /// A camera stopped mid-call: the next camera if there is one, else the camera goes off.
+    func cameraFailed(_ name: String, _ error: CameraError) {
+        guard let sender = videoSender, let next = sender.removeSource(named: name) else { return }
+        if next.isCamera {
+            emit(.alert(.message("Camera \(name) stopped (\(error)): switched to \(next.name)")))
+        } else if !cameraOff {
+            cameraOff = true
+            signaling?.send(.mute(MuteChange(video: true)))
+            emit(.cameraStopped("Camera \(name) stopped (\(error)): your camera is off"))
+        }
+    }
+
+    /// `c`: the next source, and a notice naming it.
+    func switchCamera() {
+        guard let sender = videoSender else { return }
+        guard sender.sourceCount > 1 else {
+            emit(.notice("Only one camera: \(sender.currentSourceName)"))
+            return
+        }
+        sender.switchSource()
+        emit(.notice("Camera: \(sender.currentSourceName)"))
+    }
+}

@@ -1,0 +1,85 @@
+import ParleyDevices
+import ParleyMedia
+
+/// The device layers a call opens its microphone, speaker and cameras through. Production uses the system's
+/// (PortAudio, V4L2); tests inject layers whose devices fail on cue.
+public struct MediaDevices: Sendable {
+    /// Microphones and speakers.
+    public var audio: any AudioDeviceLayer
+    /// Cameras.
+    public var cameras: any CameraDeviceLayer
+
+    /// Layers as given.
+    public init(audio: any AudioDeviceLayer, cameras: any CameraDeviceLayer) {
+        self.audio = audio
+        self.cameras = cameras
+    }
+
+    /// The machine's real devices.
+    public static var system: MediaDevices { MediaDevices(audio: PortAudioLayer(), cameras: V4L2Cameras()) }
+}
+
+extension CallConfiguration {
+    /// The configuration with "every camera" replaced by the cameras found, and with a fallback wherever a real
+    /// device was asked for and none exists: a synthetic voice for a missing microphone, no playback for a missing
+    /// speaker, the camera off (the synthetic picture one `v` away) for a missing camera. Each fallback comes with
+    /// a notice for the user that says what happened.
+    public func resolvingDevices(_ devices: MediaDevices) -> (configuration: CallConfiguration, notices: [String]) {
+        var resolved = self
+        var notices: [String] = []
+        if case .microphone = audioSource {
+            let found = (try? devices.audio.inputDevices()) ?? []
+            if found.isEmpty {
+                resolved.audioSource = .synthetic
+                notices.append("No microphone found: the others hear a synthetic voice (see `parley devices`)")
+            }
+        }
+        if case .speaker = audioSink {
+            let found = (try? devices.audio.outputDevices()) ?? []
+            if found.isEmpty {
+                resolved.audioSink = .none
+                notices.append("No speaker found: call audio is not played (see `parley devices`)")
+            }
+        }
+        let wantsCamera = videoSources.contains {
+            switch $0 {
+            case .camera, .allCameras: true
+            case .synthetic, .file: false
+            }
+        }
+        if wantsCamera {
+            var cameraError: String?
+            let cameras: [CameraInfo]
+            do {
+                cameras = try devices.cameras.cameras()
+            } catch {
+                cameras = []
+                cameraError = "\(error)"
+            }
+            var sources: [VideoSourceChoice] = []
+            for choice in videoSources {
+                if case .allCameras = choice {
+                    sources += cameras.map { .camera($0.name) }
+                } else {
+                    sources.append(choice)
+                }
+            }
+            let hasCamera = sources.contains { if case .camera = $0 { true } else { false } }
+            if !hasCamera {
+                resolved.cameraOff = true
+                notices.append("No camera found (\(cameraError ?? "no video devices")): your camera is off; "
+                    + "turning it on sends a synthetic picture")
+            }
+            if !sources.contains(where: { $0 == .synthetic }) { sources.append(.synthetic) }
+            resolved.videoSources = sources
+        }
+        return (resolved, notices)
+    }
+}
+
+/// Blocks of Parley's audio: 20 ms at 48 kHz, mono.
+enum DeviceAudioFormat {
+    static let sampleRate = 48_000
+    static let channels = 1
+    static let framesPerBlock = 960
+}

@@ -1,0 +1,282 @@
+import Foundation
+import Logging
+import ParleyDevices
+import ParleyMedia
+import ParleyRoom
+import Synchronization
+import Testing
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// Sound devices made of memory for calls on loopback: microphones play a tone in real time (20 ms blocks) until
+/// they are told to fail; speakers record what they are given. Only the engine's handling of devices is under test
+/// here; PortAudio itself is tested against a real sound server in ParleyDevicesTests.
+final class FakeSoundDevices: AudioDeviceLayer {
+    struct Device: Sendable {
+        var name: String
+        /// Blocks a stream delivers or takes before it fails as unplugged; nil: never.
+        var failAfterBlocks: Int?
+        /// Deliver digital silence instead of a tone.
+        var silent = false
+        /// Opening fails (busy).
+        var busy = false
+    }
+
+    let microphones: [Device]
+    let speakers: [Device]
+    /// Samples every speaker was given, by device name.
+    let played = Mutex<[String: [Int16]]>([:])
+    let opened = Mutex<[String]>([])
+
+    init(microphones: [Device], speakers: [Device]) {
+        self.microphones = microphones
+        self.speakers = speakers
+    }
+
+    private func info(_ device: Device, input: Bool, isDefault: Bool) -> AudioDeviceInfo {
+        AudioDeviceInfo(
+            name: device.name, inputChannels: input ? 1 : 0, outputChannels: input ? 0 : 1, defaultSampleRate: 48_000,
+            isDefaultInput: input && isDefault, isDefaultOutput: !input && isDefault, hostAPI: "fake")
+    }
+
+    func inputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
+        microphones.enumerated().map { info($1, input: true, isDefault: $0 == microphones.count - 1) }
+    }
+
+    func outputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
+        speakers.enumerated().map { info($1, input: false, isDefault: $0 == speakers.count - 1) }
+    }
+
+    /// The last device of each list is the default.
+    private func pick(_ name: String?, in devices: [Device], kind: AudioDeviceKind) throws(AudioDeviceError) -> Device {
+        guard let device = name.map({ name in devices.first { $0.name == name } }) ?? devices.last else {
+            if let name { throw .unknownDevice(kind: kind, name: name, available: devices.map(\.name)) }
+            throw .noDevice(kind: kind)
+        }
+        if device.busy { throw .busy(name: device.name) }
+        opened.withLock { $0.append(device.name) }
+        return device
+    }
+
+    func openInput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
+        throws(AudioDeviceError) -> any AudioInputStream
+    {
+        FakeInput(device: try pick(named, in: microphones, kind: .input), framesPerBlock: framesPerBlock)
+    }
+
+    func openOutput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
+        throws(AudioDeviceError) -> any AudioOutputStream
+    {
+        FakeOutput(device: try pick(named, in: speakers, kind: .output), owner: self)
+    }
+
+    final class FakeInput: AudioInputStream {
+        let device: Device
+        let framesPerBlock: Int
+        var blocks = 0
+        var phase = 0.0
+        let start = ContinuousClock.now
+
+        init(device: Device, framesPerBlock: Int) {
+            self.device = device
+            self.framesPerBlock = framesPerBlock
+        }
+
+        var deviceName: String { device.name }
+
+        func read() throws(AudioDeviceError) -> [Int16] {
+            if let limit = device.failAfterBlocks, blocks >= limit { throw .disconnected(name: device.name) }
+            blocks += 1
+            // Paced like a real device: block n is ready 20 ms × n after the start.
+            let due = start + .milliseconds(20 * blocks)
+            let wait = due - ContinuousClock.now
+            if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18) }
+            if device.silent { return [Int16](repeating: 0, count: framesPerBlock) }
+            return (0..<framesPerBlock).map { _ in
+                phase += 2 * .pi * 440 / 48_000
+                return Int16(8000 * sin(phase))
+            }
+        }
+
+        func close() {}
+    }
+
+    final class FakeOutput: AudioOutputStream {
+        let device: Device
+        let owner: FakeSoundDevices
+        var blocks = 0
+        let start = ContinuousClock.now
+
+        init(device: Device, owner: FakeSoundDevices) {
+            self.device = device
+            self.owner = owner
+        }
+
+        var deviceName: String { device.name }
+
+        func write(_ samples: [Int16]) throws(AudioDeviceError) {
+            if let limit = device.failAfterBlocks, blocks >= limit { throw .disconnected(name: device.name) }
+            blocks += 1
+            owner.played.withLock { $0[device.name, default: []] += samples }
+            let due = start + .milliseconds(20 * blocks)
+            let wait = due - ContinuousClock.now
+            if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18) }
+        }
+
+        func close() {}
+    }
+}
+
+/// A camera list that is empty or fails: the engine's fallbacks without V4L2.
+struct NoCameras: CameraDeviceLayer {
+    var error: CameraError?
+
+    func cameras() throws(CameraError) -> [CameraInfo] {
+        if let error { throw error }
+        return []
+    }
+
+    func open(_ camera: CameraInfo, format: CameraFormat) throws(CameraError) -> any CameraStream {
+        throw .noCamera
+    }
+}
+
+/// Calls whose microphone and speaker are real engine paths over injected devices that fail on cue.
+@Suite(.serialized)
+struct DeviceCallTests {
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    func configuration(_ name: String, port: Int, audio: AudioSourceChoice, sink: AudioSinkChoice) -> CallConfiguration {
+        CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "devices", name: name,
+            profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), audioSource: audio,
+            audioSink: sink, showsSelfView: false, logger: quietLogger())
+    }
+
+    func alerts(_ log: EventLog) -> [String] {
+        log.all.compactMap { if case .alert(.message(let text)) = $0 { text } else { nil } }
+    }
+
+    @Test("a microphone unplugged mid-call: a notice, the default microphone takes over, the others keep hearing")
+    func microphoneUnplugged() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let aliceDevices = FakeSoundDevices(
+            microphones: [.init(name: "USB Mic", failAfterBlocks: 75), .init(name: "Built-in")], speakers: [])
+        let bobDevices = FakeSoundDevices(microphones: [], speakers: [.init(name: "Headphones")])
+        let alice = try CallEngine(
+            configuration("alice", port: relay.signalingPort, audio: .microphone("USB Mic"), sink: .none),
+            devices: MediaDevices(audio: aliceDevices, cameras: NoCameras()))
+        let bob = try CallEngine(
+            configuration("bob", port: relay.signalingPort, audio: .silence, sink: .speaker(nil)),
+            devices: MediaDevices(audio: bobDevices, cameras: NoCameras()))
+        let aliceLog = EventLog(), bobLog = EventLog()
+        let tasks = [aliceLog.consume(alice), bobLog.consume(bob)]
+        alice.start()
+        bob.start()
+
+        let switched = await eventually(within: .seconds(8)) {
+            self.alerts(aliceLog).contains {
+                $0.hasPrefix("Microphone USB Mic stopped (") && $0.hasSuffix("): switched to the default microphone")
+            }
+        }
+        #expect(switched, "alerts: \(alerts(aliceLog))")
+        #expect(aliceDevices.opened.withLock { $0 } == ["USB Mic", "Built-in"])
+        let before = await bob.statistics().peers.values.first?.audioPacketsReceived ?? 0
+        try await Task.sleep(for: .seconds(1))
+        let after = await bob.statistics().peers.values.first?.audioPacketsReceived ?? 0
+        #expect(after - before >= 35, "bob keeps receiving alice's audio from the default microphone (\(after - before))")
+        #expect(aliceLog.all.contains { if case .microphoneLevel(let level?) = $0 { level > 0.3 } else { false } },
+                "the meter shows the tone")
+
+        // Bob's speaker is paced by the device and plays alice's tone.
+        let played = bobDevices.played.withLock { $0["Headphones"] ?? [] }
+        #expect(played.count > 48_000, "more than a second played")
+        let loud = played.suffix(48_000).map { abs(Int($0)) }.max() ?? 0
+        #expect(loud > 2000, "the tone reached bob's speaker (peak \(loud))")
+
+        await alice.leave()
+        await bob.leave()
+        for task in tasks { task.cancel() }
+        await relay.shutdown()
+    }
+
+    @Test("no microphone left: the call goes on sending silence and says so; a speaker that fails twice stops playing")
+    func everythingFails() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let devices = FakeSoundDevices(
+            microphones: [.init(name: "Busy Mic", busy: true), .init(name: "Flaky", failAfterBlocks: 10)],
+            speakers: [.init(name: "Broken", failAfterBlocks: 5)])
+        let engine = try CallEngine(
+            configuration("carol", port: relay.signalingPort, audio: .microphone("Busy Mic"), sink: .speaker(nil)),
+            devices: MediaDevices(audio: devices, cameras: NoCameras()))
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        let told = await eventually(within: .seconds(6)) {
+            let alerts = self.alerts(log)
+            return alerts.contains { $0.hasPrefix("Microphone Busy Mic: ") && $0.hasSuffix("; using the default microphone") }
+                && alerts.contains { $0.hasPrefix("Microphone Flaky stopped (") && $0.contains("sending silence") }
+                && alerts.contains { $0.hasPrefix("Speaker Broken stopped (") && $0.hasSuffix("call audio is not played") }
+        }
+        #expect(told, "alerts: \(alerts(log))")
+        #expect(log.all.contains { $0 == .microphoneLevel(nil) }, "the meter goes away with the microphone")
+        let sent = await engine.statistics().audioPacketsSent
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(await engine.statistics().audioPacketsSent - sent >= 20, "silence keeps the audio stream going")
+        await engine.leave()
+        task.cancel()
+        await relay.shutdown()
+    }
+
+    @Test("an unmuted microphone that delivers digital silence for 5 s gets a notice, once")
+    func silentMicrophone() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let devices = FakeSoundDevices(microphones: [.init(name: "Dead", silent: true)], speakers: [])
+        let engine = try CallEngine(
+            configuration("dave", port: relay.signalingPort, audio: .microphone(nil), sink: .none),
+            devices: MediaDevices(audio: devices, cameras: NoCameras()))
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        let notice = "Your microphone is silent: pick another with --mic or in settings"
+        try await Task.sleep(for: .seconds(4))
+        #expect(!alerts(log).contains(notice), "not before 5 s")
+        let told = await eventually(within: .seconds(4)) { self.alerts(log).contains(notice) }
+        #expect(told)
+        try await Task.sleep(for: .seconds(1))
+        #expect(alerts(log).filter { $0 == notice }.count == 1)
+        await engine.leave()
+        task.cancel()
+        await relay.shutdown()
+    }
+
+    @Test("devices that are missing before the call: synthetic voice, no playback, camera off, each said")
+    func resolution() {
+        let config = configuration("erin", port: 1, audio: .microphone(nil), sink: .speaker(nil))
+        var wanted = config
+        wanted.videoSources = [.allCameras]
+        let none = MediaDevices(
+            audio: FakeSoundDevices(microphones: [], speakers: []), cameras: NoCameras(error: .noCamera))
+        let (resolved, notices) = wanted.resolvingDevices(none)
+        #expect(resolved.audioSource == .synthetic)
+        #expect(resolved.audioSink == .none)
+        #expect(resolved.cameraOff)
+        #expect(resolved.videoSources == [.synthetic])
+        #expect(notices.count == 3)
+        #expect(notices[0] == "No microphone found: the others hear a synthetic voice (see `parley devices`)")
+        #expect(notices[1] == "No speaker found: call audio is not played (see `parley devices`)")
+        #expect(notices[2].hasPrefix("No camera found ("))
+
+        let some = MediaDevices(
+            audio: FakeSoundDevices(microphones: [.init(name: "Mic")], speakers: [.init(name: "Spk")]),
+            cameras: NoCameras())
+        let (kept, quiet) = config.resolvingDevices(some)
+        #expect(kept.audioSource == .microphone(nil) && kept.audioSink == .speaker(nil))
+        #expect(kept.videoSources == [.synthetic] && !kept.cameraOff, "no camera asked for: nothing changes")
+        #expect(quiet.isEmpty)
+    }
+}
