@@ -2,6 +2,7 @@ import NIOCore
 import ParleyDevices
 import ParleyMedia
 import ParleyRoom
+import ParleyWire
 
 // Real microphones, speakers and cameras in a call. Device threads never touch the engine's state: they hop onto
 // the engine's event loop with each block (microphone), each request for a block (speaker) or a failure.
@@ -153,18 +154,10 @@ extension EngineCore {
     /// A video source over the named camera at the profile's size (the nearest format it offers, scaled).
     func openCamera(named name: String) throws -> any VideoSource {
         guard let bound else { throw CallSetupError("the engine is not running") }
-        let cameras = try devices.cameras.cameras()
-        guard let camera = cameras.first(where: { $0.name == name || $0.path == name }) else {
-            throw CameraError.unknownCamera(name: name, available: cameras.map(\.name))
-        }
         let profile = configuration.profile
-        let format = try chooseCameraFormat(
-            camera.formats, width: profile.width, height: profile.height, fps: profile.fps)
-        let stream = try devices.cameras.open(camera, format: format)
-        return CameraSource(
-            stream: stream, name: camera.name, format: format, width: profile.width, height: profile.height,
-            fps: profile.fps,
-            onFailure: { error in bound.eventLoop.execute { bound.value.cameraFailed(camera.name, error) } })
+        return try CameraSource(
+            named: name, layer: devices.cameras, width: profile.width, height: profile.height, fps: profile.fps,
+            onFailure: { error in bound.eventLoop.execute { bound.value.cameraFailed(name, error) } })
     }
 
     /// A camera stopped mid-call: the next camera if there is one, else the camera goes off.

@@ -50,8 +50,8 @@ final class FakeSoundDevices: AudioDeviceLayer {
     /// The last device of each list is the default.
     private func pick(_ name: String?, in devices: [Device], kind: AudioDeviceKind) throws(AudioDeviceError) -> Device {
         guard let device = name.map({ name in devices.first { $0.name == name } }) ?? devices.last else {
-            if let name { throw .unknownDevice(kind: kind, name: name, available: devices.map(\.name)) }
-            throw .noDevice(kind: kind)
+            if let name { throw .unknownDevice(kind, name: name, available: devices.map(\.name)) }
+            throw .noDevice(kind)
         }
         if device.busy { throw .busy(name: device.name) }
         opened.withLock { $0.append(device.name) }
@@ -61,13 +61,13 @@ final class FakeSoundDevices: AudioDeviceLayer {
     func openInput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
         throws(AudioDeviceError) -> any AudioInputStream
     {
-        FakeInput(device: try pick(named, in: microphones, kind: .input), framesPerBlock: framesPerBlock)
+        FakeInput(device: try pick(named, in: microphones, kind: .microphone), framesPerBlock: framesPerBlock)
     }
 
     func openOutput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
         throws(AudioDeviceError) -> any AudioOutputStream
     {
-        FakeOutput(device: try pick(named, in: speakers, kind: .output), owner: self)
+        FakeOutput(device: try pick(named, in: speakers, kind: .speaker), owner: self)
     }
 
     final class FakeInput: AudioInputStream {

@@ -83,13 +83,13 @@ public struct SettingsState: Hashable, Sendable {
     /// The highlighted row.
     public private(set) var highlighted: Int
     /// The devices found and chosen.
-    public private(set) var devices: DeviceSettings
+    public internal(set) var devices: DeviceSettings
     /// The devices as the screen opened.
     public let openedWith: DeviceSettings
     /// True when a device choice was changed (only then do they replace the command line's sources).
     public var devicesChanged: Bool { devices != openedWith }
     /// The highlighted devices row while the devices panel has the focus (Tab); nil while the profiles have it.
-    public private(set) var deviceRow: DeviceSettings.Row?
+    public internal(set) var deviceRow: DeviceSettings.Row?
 
     /// The screen opened with `current` in use and highlighted (or the first profile when it is not listed).
     public init(current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all,
