@@ -18,6 +18,8 @@ public enum CameraError: Error, Equatable, CustomStringConvertible {
     case noUsableFormat(name: String, offered: [String])
     /// The camera went away (unplugged) while open (ENODEV and friends).
     case disconnected(name: String)
+    /// The camera is open but has delivered nothing for `seconds` seconds.
+    case stalled(name: String, seconds: Int)
     /// One frame could not be used: truncated or garbage JPEG, a buffer shorter than its size needs.
     case badFrame(reason: String)
     /// A system call failed for another reason: which camera, which call, and the errno text.
@@ -39,6 +41,8 @@ public enum CameraError: Error, Equatable, CustomStringConvertible {
             return "camera \"\(name)\" offers no format Parley can use (YUYV, NV12, I420 or MJPEG); it offers \(list)"
         case .disconnected(let name):
             return "camera \"\(name)\" was disconnected"
+        case .stalled(let name, let seconds):
+            return "camera \"\(name)\" has delivered no picture for \(seconds) s"
         case .badFrame(let reason):
             return "bad camera frame: \(reason)"
         case .failed(let name, let call, let reason):

@@ -13,7 +13,7 @@ public final class MJPEGDecoder {
     /// Largest picture height accepted.
     public static let maximumHeight = PixelFormatConversion.maximumHeight
 
-    private let handle: tjhandle
+    private var handle: tjhandle
 
     /// A decoder; fails only when libturbojpeg cannot allocate one.
     public init() throws(CameraError) {
@@ -43,10 +43,13 @@ public final class MJPEGDecoder {
             tjDecompressHeader3(
                 handle, buffer.baseAddress, UInt(buffer.count), &width, &height, &subsampling, &colourspace)
         }
-        guard header == 0 else { throw .badFrame(reason: "JPEG header: " + lastError) }
+        guard header == 0 else { throw failure("JPEG header") }
         let w = Int(width)
         let h = Int(height)
-        guard w > 0, h > 0, w <= Self.maximumWidth, h <= Self.maximumHeight else {
+        guard w > 0, h > 0 else {
+            throw .badFrame(reason: "JPEG has no start-of-frame header (no picture in \(jpeg.count) bytes)")
+        }
+        guard w <= Self.maximumWidth, h <= Self.maximumHeight else {
             throw .badFrame(
                 reason: "JPEG is \(w)x\(h), outside the 1x1 to \(Self.maximumWidth)x\(Self.maximumHeight) limit")
         }
@@ -91,7 +94,7 @@ public final class MJPEGDecoder {
                 }
             }
         }
-        guard result == 0 else { throw .badFrame(reason: "JPEG decode: " + lastError) }
+        guard result == 0 else { throw failure("JPEG decode") }
         return (y, u, v)
     }
 
@@ -136,8 +139,14 @@ public final class MJPEGDecoder {
         return VideoFrame(width: width, height: height, y: planes.y, u: resample(planes.u), v: resample(planes.v))
     }
 
-    /// libturbojpeg's message for the last failure on this handle.
-    private var lastError: String {
-        String(cString: tjGetErrorStr2(handle))
+    /// The error for a failed libturbojpeg call, with its message. libjpeg-turbo 2.1 can leave a decompressor that
+    /// failed mid-header unable to read the next good picture, so the handle is replaced (only bad frames pay).
+    private func failure(_ stage: String) -> CameraError {
+        let error = CameraError.badFrame(reason: "\(stage): " + String(cString: tjGetErrorStr2(handle)))
+        if let fresh = tjInitDecompress() {
+            tjDestroy(handle)
+            handle = fresh
+        }
+        return error
     }
 }
