@@ -13,20 +13,20 @@ struct MJPEGTests {
         var testDescription: String { name }
     }
 
-    /// Floors a few dB under what libjpeg-turbo 2.1.5 gives at quality 92 (measured 2026-11-23), so a wrong plane
-    /// order, a chroma shift or a broken resample fails them by far.
+    /// Floors a few dB under what libjpeg-turbo 2.1.5 gives at quality 92 on this smooth picture (measured: luma
+    /// 58.9 dB, overall 56.3 / 56.7 / 58.0 dB for 4:2:0 / 4:2:2 / 4:4:4), so a swapped plane, a chroma shift or a
+    /// broken resample fails them by far.
     @Test(
         "committed JPEGs decode close to the picture they were made from",
         arguments: [
-            Row(name: "4:2:0, decoded straight to planes", file: "camera-64x48-420.jpg", lumaFloor: 40, overallFloor: 40),
-            Row(name: "4:2:2, chroma averaged vertically", file: "camera-64x48-422.jpg", lumaFloor: 40, overallFloor: 40),
-            Row(name: "4:4:4, chroma averaged 2x2", file: "camera-64x48-444.jpg", lumaFloor: 40, overallFloor: 40),
+            Row(name: "4:2:0, decoded straight to planes", file: "camera-64x48-420.jpg", lumaFloor: 55, overallFloor: 53),
+            Row(name: "4:2:2, chroma averaged vertically", file: "camera-64x48-422.jpg", lumaFloor: 55, overallFloor: 53),
+            Row(name: "4:4:4, chroma averaged 2x2", file: "camera-64x48-444.jpg", lumaFloor: 55, overallFloor: 53),
         ])
     func decodes(_ row: Row) throws {
         let frame = try MJPEGDecoder().decode(CameraFixtures.bytes(row.file), timestampMicros: 77)
         #expect(frame.width == 64 && frame.height == 48 && frame.timestampMicros == 77)
         let psnr = try #require(frame.psnr(against: CameraFixtures.reference))
-        print("PSNR", row.file, psnr.y, psnr.overall)
         #expect(psnr.y >= row.lumaFloor)
         #expect(psnr.overall >= row.overallFloor)
     }
@@ -38,8 +38,7 @@ struct MJPEGTests {
         lumaOnly.u = [UInt8](repeating: 128, count: lumaOnly.u.count)
         lumaOnly.v = lumaOnly.u
         #expect(frame.u == lumaOnly.u && frame.v == lumaOnly.v)
-        print("PSNR gray", try #require(frame.psnr(against: lumaOnly)))
-        #expect(try #require(frame.psnr(against: lumaOnly)).y >= 40)
+        #expect(try #require(frame.psnr(against: lumaOnly)).y >= 55)
     }
 
     /// UVC webcams leave the Huffman tables out of their MJPEG frames; the decoder must supply the standard ones.
