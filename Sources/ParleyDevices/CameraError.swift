@@ -30,7 +30,9 @@ public enum CameraError: Error, Equatable, CustomStringConvertible {
         case .noCamera:
             return "no camera found (no /dev/video* device that can capture video)"
         case .unknownCamera(let name, let available):
-            let list = available.isEmpty ? "there are none" : "available: " + available.map { "\"\($0)\"" }.joined(separator: ", ")
+            let list =
+                available.isEmpty
+                ? "there are none" : "available: " + available.map { "\"\($0)\"" }.joined(separator: ", ")
             return "no camera called \"\(name)\" (\(list))"
         case .busy(let name):
             return "camera \"\(name)\" is in use by another program"

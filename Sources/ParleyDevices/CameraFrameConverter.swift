@@ -50,7 +50,9 @@ public final class CameraFrameConverter {
         func cut(_ plane: [UInt8], _ planeWidth: Int, _ x: Int, _ y: Int, _ w: Int, _ h: Int) -> [UInt8] {
             var out = [UInt8]()
             out.reserveCapacity(w * h)
-            for row in y..<(y + h) { out.append(contentsOf: plane[(row * planeWidth + x)..<(row * planeWidth + x + w)]) }
+            for row in y..<(y + h) {
+                out.append(contentsOf: plane[(row * planeWidth + x)..<(row * planeWidth + x + w)])
+            }
             return out
         }
         let chromaWidth = (cropWidth + 1) / 2

@@ -7,8 +7,9 @@ import Synchronization
 /// size (`CameraFrameConverter`) and keeps only the newest; `nextFrame()` never blocks and returns that newest frame
 /// (or the previous one again when the camera has not delivered since, or black before the first frame).
 ///
-/// A capture error (unplugged, no picture for `stallTimeout`, too many bad frames in a row) stops the thread; it is reported
-/// once through `onFailure` and from then on `nextFrame()` throws it, so the caller can switch sources and say why.
+/// A capture error (unplugged, no picture for `stallTimeout`, too many bad frames in a row) stops the thread; it is
+/// reported once through `onFailure` and from then on `nextFrame()` throws it, so the caller can switch sources and
+/// say why.
 /// Single bad frames (a damaged JPEG) are skipped and counted.
 public final class CameraSource: VideoSource {
     /// Bad frames in a row after which the camera counts as failed.
@@ -34,7 +35,7 @@ public final class CameraSource: VideoSource {
     /// Finds the camera `name` (or the first one when nil) through `layer`, chooses its best format for the profile
     /// and starts capturing. Throws `noCamera`, `unknownCamera`, `noUsableFormat`, `busy`, `permissionDenied`...
     public convenience init(
-        named name: String?, layer: any CameraDeviceLayer = V4L2Cameras(), width: Int, height: Int, fps: Int,
+        named name: String?, layer: any CameraDeviceLayer = systemCameras(), width: Int, height: Int, fps: Int,
         stallTimeout: Duration = .seconds(5), onFailure: @escaping @Sendable (CameraError) -> Void = { _ in }
     ) throws(CameraError) {
         let camera = try selectCamera(name, from: layer.cameras())

@@ -183,3 +183,25 @@ func uniqueCameraNames(_ names: [String]) -> [String] {
         return candidate
     }
 }
+
+/// This computer's cameras: V4L2 on Linux. Elsewhere there is no camera backend yet, so the list is empty and
+/// opening one says there is no camera.
+public func systemCameras() -> any CameraDeviceLayer {
+    #if os(Linux)
+    return V4L2Cameras()
+    #else
+    return NoCameras()
+    #endif
+}
+
+/// A device layer with no cameras (platforms without a camera backend).
+public struct NoCameras: CameraDeviceLayer {
+    /// The empty layer.
+    public init() {}
+    /// Always empty.
+    public func cameras() throws(CameraError) -> [CameraInfo] { [] }
+    /// Always `noCamera`.
+    public func open(_ camera: CameraInfo, format: CameraFormat) throws(CameraError) -> any CameraStream {
+        throw .noCamera
+    }
+}

@@ -70,7 +70,8 @@ public struct V4L2Cameras: CameraDeviceLayer {
                 if !formats.contains(format) { formats.append(format) }
             }
         }
-        return CameraInfo(name: card.isEmpty ? "Camera" : card, path: path, formats: formats, otherPixelFormats: others)
+        return CameraInfo(
+            name: card.isEmpty ? "Camera" : card, path: path, formats: formats, otherPixelFormats: others)
     }
 
     /// Sizes offered for one pixel format: every discrete size, or for a range its largest plus common sizes inside.
@@ -98,8 +99,10 @@ public struct V4L2Cameras: CameraDeviceLayer {
             sizes.append((Int(range.max_width), Int(range.max_height)))
             break  // A range is the only entry.
         }
-        return sizes.filter { (1...PixelFormatConversion.maximumWidth).contains($0.0)
-            && (1...PixelFormatConversion.maximumHeight).contains($0.1) }
+        return sizes.filter {
+            (1...PixelFormatConversion.maximumWidth).contains($0.0)
+                && (1...PixelFormatConversion.maximumHeight).contains($0.1)
+        }
     }
 
     /// The highest whole frame rate offered at one size; 0 when the driver does not list intervals.
@@ -112,7 +115,8 @@ public struct V4L2Cameras: CameraDeviceLayer {
             interval.width = UInt32(width)
             interval.height = UInt32(height)
             guard system.call(fd, parley_VIDIOC_ENUM_FRAMEINTERVALS, &interval) == 0 else { break }
-            let fraction = interval.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue ? interval.discrete : interval.stepwise.min
+            let fraction =
+                interval.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue ? interval.discrete : interval.stepwise.min
             if fraction.numerator > 0 {
                 best = max(best, Int((Double(fraction.denominator) / Double(fraction.numerator)).rounded()))
             }

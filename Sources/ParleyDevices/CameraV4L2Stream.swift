@@ -41,11 +41,14 @@ final class V4L2CameraStream: CameraStream {
         var code = system.call(fd, parley_VIDIOC_S_FMT, &setting)
         guard code == 0 else { throw failure(code, "VIDIOC_S_FMT") }
         let chosen = setting.fmt.pix
-        guard chosen.pixelformat == format.pixelFormat.fourcc || CameraPixelFormat(fourcc: chosen.pixelformat) == format.pixelFormat
+        guard
+            chosen.pixelformat == format.pixelFormat.fourcc
+                || CameraPixelFormat(fourcc: chosen.pixelformat) == format.pixelFormat
         else {
             throw .failed(
                 name: camera.name, call: "VIDIOC_S_FMT",
-                reason: "asked for \(format.pixelFormat), the driver chose \(fourCharacterText(chosen.pixelformat))")
+                reason: "asked for \(format.pixelFormat), the driver chose \(fourCharacterText(chosen.pixelformat))"
+            )
         }
         guard (1...PixelFormatConversion.maximumWidth).contains(Int(chosen.width)),
             (1...PixelFormatConversion.maximumHeight).contains(Int(chosen.height))
@@ -98,7 +101,8 @@ final class V4L2CameraStream: CameraStream {
             if code == ENOSPC {
                 throw .failed(
                     name: camera.name, call: "VIDIOC_STREAMON",
-                    reason: "not enough USB bandwidth for \(format) (try a smaller size, MJPEG, or another USB port)")
+                    reason:
+                        "not enough USB bandwidth for \(format) (try a smaller size, MJPEG, or another USB port)")
             }
             throw failure(code, "VIDIOC_STREAMON")
         }
@@ -129,7 +133,8 @@ final class V4L2CameraStream: CameraStream {
         let mapped = buffers[Int(buffer.index)]
         let used = Int(buffer.bytesused)
         let damaged = buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0
-        let bytes = used <= mapped.length && !damaged
+        let bytes =
+            used <= mapped.length && !damaged
             ? [UInt8](UnsafeRawBufferPointer(start: mapped.pointer, count: used)) : []
         let timestamp = Int64(buffer.timestamp.tv_sec) * 1_000_000 + Int64(buffer.timestamp.tv_usec)
         // Hand the buffer back before converting, so the driver never runs dry.

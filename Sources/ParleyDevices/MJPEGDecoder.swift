@@ -73,7 +73,8 @@ public final class MJPEGDecoder {
     ) throws(CameraError) -> (y: [UInt8], u: [UInt8], v: [UInt8]) {
         let grey = subsampling == Int32(TJSAMP_GRAY.rawValue)
         func planeSize(_ component: Int32) -> Int {
-            Int(tjPlaneWidth(component, Int32(width), subsampling)) * Int(tjPlaneHeight(component, Int32(height), subsampling))
+            Int(tjPlaneWidth(component, Int32(width), subsampling))
+                * Int(tjPlaneHeight(component, Int32(height), subsampling))
         }
         var y = [UInt8](repeating: 0, count: planeSize(0))
         var u = [UInt8](repeating: 0, count: grey ? 0 : planeSize(1))
@@ -129,7 +130,8 @@ public final class MJPEGDecoder {
                 for column in 0..<chromaWidth {
                     let left = min(2 * column / stepX, sourceWidth - 1)
                     let right = min((2 * column + 1) / stepX, sourceWidth - 1)
-                    let sum = Int(plane[top * sourceWidth + left]) + Int(plane[top * sourceWidth + right])
+                    let sum =
+                        Int(plane[top * sourceWidth + left]) + Int(plane[top * sourceWidth + right])
                         + Int(plane[bottom * sourceWidth + left]) + Int(plane[bottom * sourceWidth + right])
                     out[row * chromaWidth + column] = UInt8((sum + 2) / 4)
                 }

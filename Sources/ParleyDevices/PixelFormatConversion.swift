@@ -16,11 +16,14 @@ public enum PixelFormatConversion {
         var picture: VideoFrame
         switch format.pixelFormat {
         case .yuyv:
-            picture = try fromYUYV(frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
+            picture = try fromYUYV(
+                frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
         case .nv12:
-            picture = try fromNV12(frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
+            picture = try fromNV12(
+                frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
         case .i420:
-            picture = try fromI420(frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
+            picture = try fromI420(
+                frame.bytes, width: format.width, height: format.height, bytesPerLine: frame.bytesPerLine)
         case .mjpeg:
             throw .badFrame(reason: "an MJPEG frame needs the JPEG decoder, not a direct conversion")
         }
@@ -79,7 +82,8 @@ public enum PixelFormatConversion {
         try checkStride("NV12", bytesPerLine == 0 ? chromaStride : lumaStride, minimum: 2 * chromaWidth, width: width)
         let chromaStart = lumaStride * height
         try checkLength(
-            "NV12", bytes.count, needed: chromaStart + chromaStride * (chromaHeight - 1) + 2 * chromaWidth, width, height)
+            "NV12", bytes.count, needed: chromaStart + chromaStride * (chromaHeight - 1) + 2 * chromaWidth, width,
+            height)
         var y = [UInt8](repeating: 0, count: width * height)
         var u = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
         var v = u
@@ -113,7 +117,8 @@ public enum PixelFormatConversion {
         try checkStride("I420", lumaStride, minimum: width, width: width)
         let uStart = lumaStride * height
         let vStart = uStart + chromaStride * chromaHeight
-        try checkLength("I420", bytes.count, needed: vStart + chromaStride * (chromaHeight - 1) + chromaWidth, width, height)
+        try checkLength(
+            "I420", bytes.count, needed: vStart + chromaStride * (chromaHeight - 1) + chromaWidth, width, height)
         var y = [UInt8](repeating: 0, count: width * height)
         var u = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
         var v = u
@@ -139,7 +144,8 @@ public enum PixelFormatConversion {
 
     private static func checkStride(_ layout: String, _ stride: Int, minimum: Int, width: Int) throws(CameraError) {
         guard stride >= minimum else {
-            throw .badFrame(reason: "\(layout) row pitch \(stride) bytes is less than the \(minimum) a \(width)-pixel row needs")
+            throw .badFrame(
+                reason: "\(layout) row pitch \(stride) bytes is less than the \(minimum) a \(width)-pixel row needs")
         }
     }
 

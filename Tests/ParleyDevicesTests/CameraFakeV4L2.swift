@@ -159,16 +159,19 @@ final class FakeV4L2: V4L2System, @unchecked Sendable {
                 case .discrete(let width, let height, _):
                     size.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
                     size.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(width), height: UInt32(height))
-                case .stepwise(let minWidth, let maxWidth, let stepWidth, let minHeight, let maxHeight, let stepHeight):
+                case .stepwise(
+                    let minWidth, let maxWidth, let stepWidth, let minHeight, let maxHeight, let stepHeight):
                     size.pointee.type = V4L2_FRMSIZE_TYPE_STEPWISE.rawValue
                     size.pointee.stepwise = v4l2_frmsize_stepwise(
                         min_width: UInt32(minWidth), max_width: UInt32(maxWidth), step_width: UInt32(stepWidth),
-                        min_height: UInt32(minHeight), max_height: UInt32(maxHeight), step_height: UInt32(stepHeight))
+                        min_height: UInt32(minHeight), max_height: UInt32(maxHeight),
+                        step_height: UInt32(stepHeight))
                 }
                 return 0
             case parley_VIDIOC_ENUM_FRAMEINTERVALS:
                 let interval = argument.assumingMemoryBound(to: v4l2_frmivalenum.self)
-                guard let format = device.formats.first(where: { $0.fourcc == interval.pointee.pixel_format }) else {
+                guard let format = device.formats.first(where: { $0.fourcc == interval.pointee.pixel_format })
+                else {
                     return EINVAL
                 }
                 for case .discrete(let width, let height, let intervals) in format.sizes
@@ -176,7 +179,8 @@ final class FakeV4L2: V4L2System, @unchecked Sendable {
                     guard Int(interval.pointee.index) < intervals.count else { return EINVAL }
                     let fraction = intervals[Int(interval.pointee.index)]
                     interval.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
-                    interval.pointee.discrete = v4l2_fract(numerator: fraction.numerator, denominator: fraction.denominator)
+                    interval.pointee.discrete = v4l2_fract(
+                        numerator: fraction.numerator, denominator: fraction.denominator)
                     return 0
                 }
                 return EINVAL
@@ -224,7 +228,9 @@ final class FakeV4L2: V4L2System, @unchecked Sendable {
                     buffer.pointee.timestamp = timeval(tv_sec: 7, tv_usec: state.delivered * 1000)
                     if case .frame(let bytes) = delivery {
                         let target = state.buffers[Int(bufferIndex) * 0x10000]!
-                        bytes.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, device.bufferLength)) }
+                        bytes.withUnsafeBytes {
+                            target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, device.bufferLength))
+                        }
                         buffer.pointee.bytesused = UInt32(bytes.count)
                     } else {
                         buffer.pointee.flags = UInt32(V4L2_BUF_FLAG_ERROR)

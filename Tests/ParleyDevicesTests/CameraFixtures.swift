@@ -3,7 +3,8 @@ import ParleyMedia
 
 /// Reads the committed camera fixtures (Fixtures/ is excluded from the build and found through #filePath).
 enum CameraFixtures {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures")
 
     static func bytes(_ name: String) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else {

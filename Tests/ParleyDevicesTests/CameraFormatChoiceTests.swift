@@ -77,8 +77,10 @@ struct CameraFormatChoiceTests {
     @Test(
         "nothing usable names what was offered",
         arguments: [
-            (CameraInfo(name: "Cam", path: "/dev/video0", formats: [], otherPixelFormats: ["H264", "GREY"]),
-             CameraError.noUsableFormat(name: "Cam", offered: ["H264", "GREY"])),
+            (
+                CameraInfo(name: "Cam", path: "/dev/video0", formats: [], otherPixelFormats: ["H264", "GREY"]),
+                CameraError.noUsableFormat(name: "Cam", offered: ["H264", "GREY"])
+            ),
             (CameraInfo(name: "Cam", path: "/dev/video0", formats: []), .noUsableFormat(name: "Cam", offered: [])),
         ])
     func nothingUsable(_ camera: CameraInfo, _ error: CameraError) {
@@ -127,15 +129,21 @@ struct CameraFormatChoiceTests {
             (.unknownCamera(name: "x", available: ["A", "B"]), "no camera called \"x\" (available: \"A\", \"B\")"),
             (.unknownCamera(name: "x", available: []), "no camera called \"x\" (there are none)"),
             (.busy(name: "A"), "camera \"A\" is in use by another program"),
-            (.permissionDenied(path: "/dev/video0"),
-             "no permission to open /dev/video0 (add your user to the 'video' group)"),
-            (.noUsableFormat(name: "A", offered: ["H264"]),
-             "camera \"A\" offers no format Parley can use (YUYV, NV12, I420 or MJPEG); it offers H264"),
+            (
+                .permissionDenied(path: "/dev/video0"),
+                "no permission to open /dev/video0 (add your user to the 'video' group)"
+            ),
+            (
+                .noUsableFormat(name: "A", offered: ["H264"]),
+                "camera \"A\" offers no format Parley can use (YUYV, NV12, I420 or MJPEG); it offers H264"
+            ),
             (.disconnected(name: "A"), "camera \"A\" was disconnected"),
             (.stalled(name: "A", seconds: 5), "camera \"A\" has delivered no picture for 5 s"),
             (.badFrame(reason: "why"), "bad camera frame: why"),
-            (.failed(name: "A", call: "VIDIOC_S_FMT", reason: "Invalid argument (errno 22)"),
-             "camera \"A\": VIDIOC_S_FMT failed: Invalid argument (errno 22)"),
+            (
+                .failed(name: "A", call: "VIDIOC_S_FMT", reason: "Invalid argument (errno 22)"),
+                "camera \"A\": VIDIOC_S_FMT failed: Invalid argument (errno 22)"
+            ),
         ])
     func messages(_ error: CameraError, _ text: String) {
         #expect(error.description == text)
@@ -143,7 +151,9 @@ struct CameraFormatChoiceTests {
 
     @Test("errno values map to their own cases")
     func errnoMapping() {
-        func map(_ code: Int32) -> CameraError { CameraError.from(errno: code, call: "open", name: "A", path: "/dev/video0") }
+        func map(_ code: Int32) -> CameraError {
+            CameraError.from(errno: code, call: "open", name: "A", path: "/dev/video0")
+        }
         #expect(map(16) == .busy(name: "A"))  // EBUSY
         #expect(map(13) == .permissionDenied(path: "/dev/video0"))  // EACCES
         #expect(map(19) == .disconnected(name: "A"))  // ENODEV

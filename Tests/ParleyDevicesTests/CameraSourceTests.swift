@@ -47,7 +47,8 @@ final class ScriptedStream: CameraStream, @unchecked Sendable {
         case .frame(let frame): return frame
         case .error(let error): throw error
         case nil:
-            Thread.sleep(forTimeInterval: Double(timeout.components.attoseconds) / 1e18 + Double(timeout.components.seconds))
+            Thread.sleep(
+                forTimeInterval: Double(timeout.components.attoseconds) / 1e18 + Double(timeout.components.seconds))
             return nil
         }
     }
@@ -106,9 +107,12 @@ struct CameraSourceTests {
         let failures = FailureLog()
         let stream = ScriptedStream(
             format: Self.format,
-            script: [.frame(Self.yuyvFrame(CameraFixtures.reference)), .error(.disconnected(name: "Cam")),
-                     .error(.disconnected(name: "Cam"))])
-        let source = CameraSource(stream: stream, name: "Cam", width: 32, height: 24, fps: 30, onFailure: failures.record)
+            script: [
+                .frame(Self.yuyvFrame(CameraFixtures.reference)), .error(.disconnected(name: "Cam")),
+                .error(.disconnected(name: "Cam")),
+            ])
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 32, height: 24, fps: 30, onFailure: failures.record)
         try waitUntil { stream.closed }
         #expect(failures.all == [.disconnected(name: "Cam")])
         #expect(throws: CameraError.disconnected(name: "Cam")) { try source.nextFrame() }
@@ -124,9 +128,12 @@ struct CameraSourceTests {
         let short = RawCameraFrame(format: Self.format, bytes: [1, 2, 3])
         let stream = ScriptedStream(
             format: Self.format,
-            script: [.frame(Self.yuyvFrame(CameraFixtures.reference)), .frame(garbage), .frame(short),
-                     .error(.badFrame(reason: "the driver marked a frame as damaged"))])
-        let source = CameraSource(stream: stream, name: "Cam", width: 64, height: 48, fps: 30, onFailure: failures.record)
+            script: [
+                .frame(Self.yuyvFrame(CameraFixtures.reference)), .frame(garbage), .frame(short),
+                .error(.badFrame(reason: "the driver marked a frame as damaged")),
+            ])
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 64, height: 48, fps: 30, onFailure: failures.record)
         try waitUntil { source.badFrames == 3 }
         #expect(failures.all.isEmpty)
         #expect(try source.nextFrame() == CameraFixtures.reference)
@@ -139,7 +146,8 @@ struct CameraSourceTests {
         let short = RawCameraFrame(format: Self.format, bytes: [1, 2, 3])
         let stream = ScriptedStream(
             format: Self.format, script: Array(repeating: .frame(short), count: CameraSource.badFrameLimit + 5))
-        let source = CameraSource(stream: stream, name: "Cam", width: 64, height: 48, fps: 30, onFailure: failures.record)
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 64, height: 48, fps: 30, onFailure: failures.record)
         try waitUntil { !failures.all.isEmpty }
         let error = CameraError.badFrame(reason: "YUYV buffer holds 3 bytes, 64x48 needs 6144")
         #expect(failures.all == [error])
@@ -176,6 +184,9 @@ struct CameraSourceTests {
         }
         #expect(throws: CameraError.noUsableFormat(name: "H264 Cam", offered: ["H264"])) {
             try CameraSource(named: nil, layer: H264Only(), width: 64, height: 48, fps: 30)
+        }
+        #expect(throws: CameraError.noCamera) {
+            try CameraSource(named: nil, layer: NoCameras(), width: 64, height: 48, fps: 30)
         }
     }
 }

@@ -56,7 +56,8 @@ struct CameraV4L2Tests {
         #expect(
             cameras == [
                 CameraInfo(name: "USB Camera", path: "/dev/video0", formats: offered, otherPixelFormats: ["H264"]),
-                CameraInfo(name: "USB Camera #2", path: "/dev/video2", formats: offered, otherPixelFormats: ["H264"]),
+                CameraInfo(
+                    name: "USB Camera #2", path: "/dev/video2", formats: offered, otherPixelFormats: ["H264"]),
             ])
         #expect(fake.openDescriptors == 0)
     }
@@ -67,7 +68,10 @@ struct CameraV4L2Tests {
         device.formats = [
             .init(
                 fourcc: fourCharacterCode("NV12"),
-                sizes: [.stepwise(minWidth: 320, maxWidth: 1000, stepWidth: 16, minHeight: 240, maxHeight: 800, stepHeight: 8)])
+                sizes: [
+                    .stepwise(
+                        minWidth: 320, maxWidth: 1000, stepWidth: 16, minHeight: 240, maxHeight: 800, stepHeight: 8)
+                ])
         ]
         let camera = try #require(try V4L2Cameras(system: FakeV4L2([device])).cameras().first)
         #expect(
@@ -112,7 +116,8 @@ struct CameraV4L2Tests {
                 name: "open: EACCES", change: { $0.openError = EACCES },
                 error: .permissionDenied(path: "/dev/video0")),
             OpenFailure(
-                name: "open: gone (ENOENT)", change: { $0.openError = ENOENT }, error: .disconnected(name: "USB Camera")),
+                name: "open: gone (ENOENT)", change: { $0.openError = ENOENT },
+                error: .disconnected(name: "USB Camera")),
             OpenFailure(
                 name: "S_FMT: EBUSY (another program streams)", change: { $0.failing[parley_VIDIOC_S_FMT] = EBUSY },
                 error: .busy(name: "USB Camera")),
@@ -122,14 +127,17 @@ struct CameraV4L2Tests {
             OpenFailure(
                 name: "S_FMT: the driver substitutes another pixel format",
                 change: { $0.substitutedFourcc = fourCharacterCode("GREY") },
-                error: .failed(name: "USB Camera", call: "VIDIOC_S_FMT", reason: "asked for YUYV, the driver chose GREY")),
+                error: .failed(
+                    name: "USB Camera", call: "VIDIOC_S_FMT", reason: "asked for YUYV, the driver chose GREY")),
             OpenFailure(
                 name: "S_FMT: the driver answers 0x0", change: { $0.adjustedSize = (0, 0) },
-                error: .failed(name: "USB Camera", call: "VIDIOC_S_FMT", reason: "the driver chose an unusable size 0x0")),
+                error: .failed(
+                    name: "USB Camera", call: "VIDIOC_S_FMT", reason: "the driver chose an unusable size 0x0")),
             OpenFailure(
                 name: "REQBUFS: one buffer granted", change: { $0.grantedBuffers = 1 },
                 error: .failed(
-                    name: "USB Camera", call: "VIDIOC_REQBUFS", reason: "the driver granted 1 buffers (2 to 32 are usable)")),
+                    name: "USB Camera", call: "VIDIOC_REQBUFS",
+                    reason: "the driver granted 1 buffers (2 to 32 are usable)")),
             OpenFailure(
                 name: "QUERYBUF: EINVAL", change: { $0.failing[parley_VIDIOC_QUERYBUF] = EINVAL },
                 error: .failed(name: "USB Camera", call: "VIDIOC_QUERYBUF", reason: "Invalid argument (errno 22)")),
@@ -137,7 +145,9 @@ struct CameraV4L2Tests {
                 name: "STREAMON: no USB bandwidth", change: { $0.failing[parley_VIDIOC_STREAMON] = ENOSPC },
                 error: .failed(
                     name: "USB Camera", call: "VIDIOC_STREAMON",
-                    reason: "not enough USB bandwidth for YUYV 640x360@30 (try a smaller size, MJPEG, or another USB port)")),
+                    reason:
+                        "not enough USB bandwidth for YUYV 640x360@30 (try a smaller size, MJPEG, or another USB port)"
+                )),
             OpenFailure(
                 name: "STREAMON: unplugged", change: { $0.failing[parley_VIDIOC_STREAMON] = ENODEV },
                 error: .disconnected(name: "USB Camera")),
@@ -200,7 +210,8 @@ struct CameraV4L2Tests {
     @Test(
         "capture errors mid-stream",
         arguments: [
-            CaptureFailure(name: "unplugged (ENODEV)", delivery: .error(ENODEV), error: .disconnected(name: "USB Camera")),
+            CaptureFailure(
+                name: "unplugged (ENODEV)", delivery: .error(ENODEV), error: .disconnected(name: "USB Camera")),
             CaptureFailure(
                 name: "damaged frame", delivery: .damaged,
                 error: .badFrame(reason: "the driver marked a frame as damaged")),
@@ -243,6 +254,47 @@ struct CameraV4L2Tests {
         #expect(throws: CameraError.disconnected(name: "USB Camera")) { try source.nextFrame() }
         source.stop()
         #expect(fake.openDescriptors == 0 && fake.liveMappings == 0)
+    }
+}
+#endif
+
+#if os(Linux)
+import CV4L2Shim
+
+@Suite("V4L2 system calls on this machine")
+struct CameraV4L2SystemTests {
+    /// The request codes the shim exports, against the values the kernel headers give on 64-bit Linux
+    /// (`_IOR('V', 0, struct v4l2_capability)` = 0x80685600, and so on), so a swapped or mistyped export shows.
+    @Test(
+        "request codes",
+        arguments: [
+            ("QUERYCAP", parley_VIDIOC_QUERYCAP, UInt(0x8068_5600)),
+            ("ENUM_FMT", parley_VIDIOC_ENUM_FMT, 0xC040_5602),
+            ("S_FMT", parley_VIDIOC_S_FMT, 0xC0D0_5605),
+            ("REQBUFS", parley_VIDIOC_REQBUFS, 0xC014_5608),
+            ("QUERYBUF", parley_VIDIOC_QUERYBUF, 0xC058_5609),
+            ("QBUF", parley_VIDIOC_QBUF, 0xC058_560F),
+            ("DQBUF", parley_VIDIOC_DQBUF, 0xC058_5611),
+            ("STREAMON", parley_VIDIOC_STREAMON, 0x4004_5612),
+            ("STREAMOFF", parley_VIDIOC_STREAMOFF, 0x4004_5613),
+            ("S_PARM", parley_VIDIOC_S_PARM, 0xC0CC_5616),
+            ("ENUM_FRAMESIZES", parley_VIDIOC_ENUM_FRAMESIZES, 0xC02C_564A),
+            ("ENUM_FRAMEINTERVALS", parley_VIDIOC_ENUM_FRAMEINTERVALS, 0xC034_564B),
+        ])
+    func requestCodes(_ name: String, _ exported: UInt, _ expected: UInt) {
+        #expect(exported == expected, "VIDIOC_\(name)")
+    }
+
+    @Test("the real layer on a node that is not a camera: open works, QUERYCAP says ENOTTY, a missing node ENOENT")
+    func realCalls() throws {
+        let system = LinuxV4L2System()
+        let fd = try system.open("/dev/null").get()
+        defer { system.close(fd) }
+        var capability = v4l2_capability()
+        #expect(system.call(fd, parley_VIDIOC_QUERYCAP, &capability) == ENOTTY)
+        #expect(try system.poll(fd, timeoutMillis: 0).get() == true)
+        #expect(throws: V4L2Errno(code: ENOENT)) { try system.open("/dev/parley-no-such-video").get() }
+        #expect(system.deviceNodes().allSatisfy { $0.hasPrefix("/dev/video") })
     }
 }
 #endif

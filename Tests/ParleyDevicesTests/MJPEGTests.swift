@@ -19,8 +19,12 @@ struct MJPEGTests {
     @Test(
         "committed JPEGs decode close to the picture they were made from",
         arguments: [
-            Row(name: "4:2:0, decoded straight to planes", file: "camera-64x48-420.jpg", lumaFloor: 55, overallFloor: 53),
-            Row(name: "4:2:2, chroma averaged vertically", file: "camera-64x48-422.jpg", lumaFloor: 55, overallFloor: 53),
+            Row(
+                name: "4:2:0, decoded straight to planes", file: "camera-64x48-420.jpg", lumaFloor: 55, overallFloor: 53
+            ),
+            Row(
+                name: "4:2:2, chroma averaged vertically", file: "camera-64x48-422.jpg", lumaFloor: 55, overallFloor: 53
+            ),
             Row(name: "4:4:4, chroma averaged 2x2", file: "camera-64x48-444.jpg", lumaFloor: 55, overallFloor: 53),
         ])
     func decodes(_ row: Row) throws {

@@ -65,7 +65,10 @@ struct PixelFormatTests {
             format: CameraFormat(pixelFormat: row.layout, width: row.width, height: row.height, fps: 30),
             bytesPerLine: row.bytesPerLine, bytes: row.bytes, timestampMicros: 1234)
         let frame = try PixelFormatConversion.i420(from: raw)
-        #expect(frame == VideoFrame(width: row.width, height: row.height, y: row.y, u: row.u, v: row.v, timestampMicros: 1234))
+        #expect(
+            frame
+                == VideoFrame(width: row.width, height: row.height, y: row.y, u: row.u, v: row.v, timestampMicros: 1234)
+        )
     }
 
     struct ReferenceRow: CustomTestStringConvertible, Sendable {
