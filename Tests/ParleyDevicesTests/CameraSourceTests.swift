@@ -29,6 +29,8 @@ final class ScriptedStream: CameraStream, @unchecked Sendable {
     enum Step {
         case frame(RawCameraFrame)
         case error(CameraError)
+        /// The read takes this long (a camera warming up), then returns nothing.
+        case pause(Duration)
     }
 
     let format: CameraFormat
@@ -46,14 +48,21 @@ final class ScriptedStream: CameraStream, @unchecked Sendable {
         switch step {
         case .frame(let frame): return frame
         case .error(let error): throw error
+        case .pause(let duration):
+            Self.sleep(duration)
+            return nil
         case nil:
-            Thread.sleep(
-                forTimeInterval: Double(timeout.components.attoseconds) / 1e18 + Double(timeout.components.seconds))
+            Self.sleep(timeout)
             return nil
         }
     }
 
     func close() { closedFlag.withLock { $0 = true } }
+
+    private static func sleep(_ duration: Duration) {
+        Thread.sleep(
+            forTimeInterval: Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
 }
 
 @Suite("Camera source")
@@ -91,15 +100,21 @@ struct CameraSourceTests {
         #expect(CameraFrameConverter.cropToAspect(reference, width: 32, height: 18).height == 36)
     }
 
-    @Test("nextFrame never waits for the camera: black before the first frame")
+    @Test("nextFrame never waits for the camera: black until the first frame arrives")
     func neverBlocks() throws {
-        let stream = ScriptedStream(format: Self.format, script: [])
-        let source = CameraSource(stream: stream, name: "Cam", width: 16, height: 16, fps: 30)
+        // The camera needs a second before its first frame; a source that waited for it would return that frame.
+        let stream = ScriptedStream(
+            format: Self.format, script: [.pause(.seconds(1)), .frame(Self.yuyvFrame(CameraFixtures.reference))])
+        let source = CameraSource(stream: stream, name: "Cam", width: 64, height: 48, fps: 30)
         let clock = ContinuousClock()
-        var frame = VideoFrame(width: 1, height: 1, fillY: 0)
-        let elapsed = try clock.measure { for _ in 0..<100 { frame = try source.nextFrame() } }
-        #expect(elapsed < .milliseconds(50))  // The stream sleeps 100 ms per read; one wait would exceed this.
-        #expect(frame == VideoFrame(width: 16, height: 16, fillY: 16, timestampMicros: 99 * 33_333))
+        var frames: [VideoFrame] = []
+        let elapsed = try clock.measure { for _ in 0..<100 { frames.append(try source.nextFrame()) } }
+        #expect(elapsed < .milliseconds(500))
+        #expect(frames.first == VideoFrame(width: 64, height: 48, fillY: 16))
+        #expect(frames.last == VideoFrame(width: 64, height: 48, fillY: 16, timestampMicros: 99 * 33_333))
+        try waitUntil { source.hasFrame }
+        #expect(try source.nextFrame().y == CameraFixtures.reference.y)
+        source.stop()
     }
 
     @Test("a capture error stops the thread, is reported once, and nextFrame throws it")
