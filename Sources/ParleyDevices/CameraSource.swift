@@ -47,7 +47,7 @@ public final class CameraSource: VideoSource {
     }
 
     /// Starts capturing from an open stream, producing `width`x`height` frames at a nominal `fps`. The source owns
-    /// the stream from now on and closes it when stopped.
+    /// the stream from now on and closes it when stopped. `onFailure` runs once, on the capture thread.
     public init(
         stream: any CameraStream, name: String, width: Int, height: Int, fps: Int,
         stallTimeout: Duration = .seconds(5), onFailure: @escaping @Sendable (CameraError) -> Void = { _ in }
