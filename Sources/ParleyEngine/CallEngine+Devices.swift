@@ -69,7 +69,14 @@ extension EngineCore {
             silentMicrophoneBlocks = 0
         }
         var cleaned = frame
-        if let echoCanceller { cleaned.samples = echoCanceller.capture(frame.samples) }
+        if let echoCanceller {
+            do {
+                cleaned.samples = try echoCanceller.capture(frame.samples)
+            } catch {
+                // A block the canceller cannot take (it names why) goes out unprocessed rather than not at all.
+                logger.warning("echo cancellation skipped a block", metadata: ["error": "\(error)"])
+            }
+        }
         do {
             if let packet = try sender.send(cleaned, sending: sendsMedia && !microphoneMuted) { send([packet]) }
         } catch {
