@@ -12,12 +12,13 @@ struct AudioPacer {
     /// How far ahead of the wall clock a device may get at once.
     static let burstNanos: UInt64 = 100_000_000
 
-    private let blockNanos: UInt64
-    private var allowed: UInt64
+    private let blockNanos: Int64
+    /// Signed, so the start (`now - burst`) cannot wrap on a clock that starts near zero.
+    private var allowed: Int64
 
     init(framesPerBlock: Int, sampleRate: Int, now: UInt64 = AudioPacer.now()) {
-        blockNanos = UInt64(Double(framesPerBlock) / Double(sampleRate) * (1 - Self.tolerance) * 1e9)
-        allowed = now &- Self.burstNanos
+        blockNanos = Int64(Double(framesPerBlock) / Double(sampleRate) * (1 - Self.tolerance) * 1e9)
+        allowed = Int64(clamping: now) - Int64(Self.burstNanos)
     }
 
     /// Monotonic nanoseconds.
@@ -25,8 +26,9 @@ struct AudioPacer {
 
     /// Called after each block: how long to wait before the next one (0 when the device itself is slow enough).
     mutating func delayAfterBlock(now: UInt64 = AudioPacer.now()) -> UInt64 {
-        allowed = max(allowed &+ blockNanos, now &- Self.burstNanos)
-        return allowed > now ? allowed - now : 0
+        let now = Int64(clamping: now)
+        allowed = max(allowed + blockNanos, now - Int64(Self.burstNanos))
+        return allowed > now ? UInt64(allowed - now) : 0
     }
 }
 

@@ -186,3 +186,10 @@ public enum AudioStreamFormat {
         }
     }
 }
+
+extension AudioDeviceLayer {
+    /// The device `--mic` / `--speaker` would open for `name` (nil: the default), without opening it.
+    public func device(named name: String?, kind: AudioDeviceKind) throws(AudioDeviceError) -> AudioDeviceInfo {
+        try AudioDeviceMatch.pick(name, kind: kind, among: kind == .microphone ? inputDevices() : outputDevices())
+    }
+}

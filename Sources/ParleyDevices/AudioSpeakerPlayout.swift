@@ -13,6 +13,7 @@ struct PlayoutQueue: Sendable, Equatable {
     /// True until `prebufferBlocks` are queued, at the start and again after running dry.
     private(set) var priming = true
     private(set) var underruns = 0
+    private(set) var hasPlayed = false
     private(set) var dropped = 0
 
     init(framesPerBlock: Int, channels: Int, prebufferBlocks: Int, maxQueuedBlocks: Int) {
@@ -38,18 +39,16 @@ struct PlayoutQueue: Sendable, Equatable {
         }
     }
 
-    /// The next block to write: queued audio, or silence while priming or when the queue ran dry (counted once
-    /// playing began).
+    /// The next block to write: queued audio, or silence while priming or when the queue ran dry (each silent block
+    /// after playing began counts as an underrun).
     mutating func next() -> [Int16] {
-        if priming {
-            guard blocks.count >= max(1, prebufferBlocks) else { return silence }
-            priming = false
-        }
-        guard !blocks.isEmpty else {
-            underruns += 1
-            priming = prebufferBlocks > 0
+        if priming && blocks.count >= max(1, prebufferBlocks) { priming = false }
+        guard !priming, !blocks.isEmpty else {
+            if hasPlayed { underruns += 1 }
+            if blocks.isEmpty { priming = true }
             return silence
         }
+        hasPlayed = true
         return blocks.removeFirst()
     }
 
