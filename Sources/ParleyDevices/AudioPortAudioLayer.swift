@@ -112,7 +112,10 @@ final class PortAudioStream {
     let channels: Int
     let framesPerBlock: Int
     private let kind: AudioDeviceKind
+    private let sampleRate: Int
     private var stream: UnsafeMutableRawPointer?
+    /// A speaker's buffer in frames, as free right after starting (0 if PortAudio could not say).
+    private var bufferFrames = 0
 
     init(
         device: String, index: PaDeviceIndex, kind: AudioDeviceKind, sampleRate: Int, channels: Int,
@@ -122,6 +125,7 @@ final class PortAudioStream {
         self.channels = channels
         self.framesPerBlock = framesPerBlock
         self.kind = kind
+        self.sampleRate = sampleRate
         guard index != paNoDevice, let info = Pa_GetDeviceInfo(index)?.pointee else { throw .disconnected(name: device) }
         // The system's low latency, but never under three blocks: blocking writes need room to absorb scheduling.
         let blockSeconds = Double(framesPerBlock) / Double(sampleRate)
@@ -146,6 +150,7 @@ final class PortAudioStream {
             throw error
         }
         stream = opened
+        if kind == .speaker { bufferFrames = max(0, Pa_GetStreamWriteAvailable(opened)) }
     }
 
     deinit { close() }
@@ -181,10 +186,17 @@ final class PortAudioStream {
         }
     }
 
-    /// A speaker plays what it holds first; a microphone stops at once.
+    /// A speaker plays what it holds first; a microphone stops at once. PortAudio 19.6's ALSA `Pa_StopStream` drops
+    /// what the device still holds (it avoids `snd_pcm_drain`, which "tends to lock up"), so the speaker waits for
+    /// its buffer to play out itself, at most one second.
     func close() {
         guard let stream else { return }
         self.stream = nil
+        if kind == .speaker, bufferFrames > 0 {
+            let pending = bufferFrames - max(0, Pa_GetStreamWriteAvailable(stream))
+            let nanoseconds = min(1_000_000_000, max(0, pending + framesPerBlock) * 1_000_000_000 / sampleRate)
+            audioSleep(nanoseconds: UInt64(nanoseconds))
+        }
         PortAudioLayer.lock.withLock { _ in
             if kind == .speaker { Pa_StopStream(stream) } else { Pa_AbortStream(stream) }
             Pa_CloseStream(stream)
