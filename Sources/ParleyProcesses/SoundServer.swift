@@ -32,7 +32,8 @@ public enum SoundServerError: Error, CustomStringConvertible {
 /// A private, headless PulseAudio for tests: its own runtime folder (mode 700), no sound card, two null sinks paced by
 /// the wall clock — `parley_speaker` for a program's speaker, and `parley_microphone`, whose monitor is a program's
 /// microphone. Children reach it through `clientEnvironment`; it is stopped (SIGTERM) and its folder removed on
-/// deinit. Configuration: Resources/sound/parley-test.pa.
+/// deinit, which ARC may run right after the last mention: keep it alive (`withExtendedLifetime`) while children use
+/// it. Configuration: Resources/sound/parley-test.pa.
 public final class SoundServer: Sendable {
     /// The sink a program plays into.
     public static let speakerSink = "parley_speaker"
@@ -103,6 +104,11 @@ public final class SoundServer: Sendable {
     deinit {
         daemon.stop()
         try? FileManager.default.removeItem(atPath: runtimeDirectory)
+    }
+
+    /// Stops the server now (SIGTERM), as a desktop's sound server going away would; deinit does it too.
+    public func stop() {
+        daemon.stop()
     }
 
     /// `PULSE_SERVER` for clients.

@@ -34,6 +34,7 @@ import Glibc
 
     @Test func theProbeListsTheServerThroughALSA() throws {
         let server = try SoundServer()
+        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-home")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let result = try runProbe(["list"], environment: server.clientEnvironment(home: home))
@@ -45,6 +46,7 @@ import Glibc
 
     @Test func theMicrophoneHearsWhatIsPlayedIntoIt() throws {
         let server = try SoundServer()
+        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-mic")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let signal = noise(seconds: 2, seed: 21)
@@ -72,6 +74,7 @@ import Glibc
 
     @Test func theSpeakerPlaysAtRealTimeAndTheMonitorHearsIt() throws {
         let server = try SoundServer()
+        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-speaker")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let signal = noise(seconds: 3, seed: 33)
@@ -94,5 +97,22 @@ import Glibc
         #expect(zip(heard, signal).filter { $0 != $1 }.count == 0 && heard.count == signal.count,
                 "\(zip(heard, signal).filter { $0 != $1 }.count) samples differ")
         #expect(try readWAV(home + "/monitor.wav") == recorded)
+    }
+
+    /// The sound server going away mid-call is the real "unplugged": PortAudio reports an ALSA I/O error, which
+    /// becomes `disconnected`, the probe says so in plain words and exits instead of hanging.
+    @Test(arguments: [["capture", "--seconds", "8", "--out"], ["play", "--in"]])
+    func aServerThatGoesAwayIsReportedAsDisconnected(_ command: [String]) throws {
+        let server = try SoundServer()
+        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
+        let home = try temporaryFolder("pulse-gone")
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        try writeWAV(noise(seconds: 8, seed: 5), to: home + "/long.wav")
+        let probe = try startProbe(command + [home + "/long.wav"], environment: server.clientEnvironment(home: home))
+        usleep(1_500_000)
+        server.stop()
+        let status = probe.waitForExit(seconds: 10)
+        #expect(status == 2, "\(probe.output)")
+        #expect(probe.output.contains("error: \"default\" stopped working (unplugged or taken away)"), "\(probe.output)")
     }
 }
