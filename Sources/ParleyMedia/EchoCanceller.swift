@@ -130,6 +130,10 @@ public final class EchoCanceller {
         if let echo { speex_echo_state_destroy(echo) }
     }
 
+    /// Samples the output lags the microphone: one block with noise suppression (the preprocessor's overlap-add),
+    /// none without.
+    public var latencySamples: Int { preprocess == nil ? 0 : frameSamples }
+
     /// Far-end samples waiting to be matched with microphone blocks.
     public var farEndBuffered: Int { farEnd.count - farEndStart }
 
