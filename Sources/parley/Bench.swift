@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, latency, render, call, all
+        case codecs, wire, relay, latency, render, call, echo, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -32,6 +32,9 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .render || suite == .all {
             for table in try RenderBench.run(progress: log) { print(table.markdown + "\n") }
+        }
+        if suite == .echo || suite == .all {
+            for table in try EchoBench.run(log: log) { print(table.markdown + "\n") }
         }
         if suite == .call || suite == .all {
             let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))

@@ -1,0 +1,138 @@
+import ParleyMedia
+import Synchronization
+
+/// The playout FIFO as a plain value: blocks of exactly one device block, bounded, primed before playing.
+struct PlayoutQueue: Sendable, Equatable {
+    let samplesPerBlock: Int
+    let channels: Int
+    let prebufferBlocks: Int
+    let maxQueuedBlocks: Int
+    private(set) var blocks: [[Int16]] = []
+    /// Samples of a frame that did not fill a whole block yet.
+    private(set) var partial: [Int16] = []
+    /// True until `prebufferBlocks` are queued, at the start and again after running dry.
+    private(set) var priming = true
+    private(set) var underruns = 0
+    private(set) var hasPlayed = false
+    private(set) var dropped = 0
+
+    init(framesPerBlock: Int, channels: Int, prebufferBlocks: Int, maxQueuedBlocks: Int) {
+        samplesPerBlock = framesPerBlock * channels
+        self.channels = channels
+        self.maxQueuedBlocks = max(1, maxQueuedBlocks)
+        self.prebufferBlocks = min(max(0, prebufferBlocks), self.maxQueuedBlocks)
+    }
+
+    /// Adds a frame of any length, converting mono/stereo to the device's channels; beyond the bound the oldest
+    /// blocks are dropped (and counted).
+    mutating func enqueue(_ frame: AudioFrame) {
+        partial += Self.convert(frame.samples, from: frame.channels, to: channels)
+        var start = 0
+        while partial.count - start >= samplesPerBlock {
+            blocks.append(Array(partial[start..<(start + samplesPerBlock)]))
+            start += samplesPerBlock
+        }
+        partial.removeFirst(start)
+        if blocks.count > maxQueuedBlocks {
+            dropped += blocks.count - maxQueuedBlocks
+            blocks.removeFirst(blocks.count - maxQueuedBlocks)
+        }
+    }
+
+    /// The next block to write: queued audio, or silence while priming or when the queue ran dry (each silent block
+    /// after playing began counts as an underrun).
+    mutating func next() -> [Int16] {
+        if priming && blocks.count >= max(1, prebufferBlocks) { priming = false }
+        guard !priming, !blocks.isEmpty else {
+            if hasPlayed { underruns += 1 }
+            if blocks.isEmpty { priming = true }
+            return silence
+        }
+        hasPlayed = true
+        return blocks.removeFirst()
+    }
+
+    private var silence: [Int16] { [Int16](repeating: 0, count: samplesPerBlock) }
+
+    static func convert(_ samples: [Int16], from: Int, to: Int) -> [Int16] {
+        if from == to { return samples }
+        if from == 1 { return samples.flatMap { [$0, $0] } }
+        return stride(from: 0, to: samples.count - 1, by: 2).map {
+            Int16((Int32(samples[$0]) + Int32(samples[$0 + 1])) / 2)
+        }
+    }
+}
+
+/// Writes blocks to a speaker on its own thread from a bounded FIFO: drops the oldest beyond `maxQueuedBlocks`
+/// (counted), writes silence when the queue runs dry (counted) and waits for `prebufferBlocks` again, and calls
+/// `onDemand` after each block it writes so the owner can produce the next one: playout is paced by the device's
+/// clock. The wall-clock guard and the failure rules are the microphone's. Call `stop()` when done.
+public final class SpeakerPlayout: Sendable {
+    private let pending: Mutex<(any AudioOutputStream)?>
+    private let queue: Mutex<PlayoutQueue>
+    private let sampleRate: Int
+    private let framesPerBlock: Int
+    private let onDemand: @Sendable () -> Void
+    private let onFailure: @Sendable (AudioDeviceError) -> Void
+    private let thread = AudioDeviceThread(name: "parley-speaker")
+    private let written = Atomic(0)
+
+    /// A playout into an open stream of `channels` channels; nothing is written before `start()`.
+    public init(
+        stream: sending any AudioOutputStream, sampleRate: Int, channels: Int = 1, framesPerBlock: Int,
+        prebufferBlocks: Int = 3, maxQueuedBlocks: Int = 25,
+        onDemand: @escaping @Sendable () -> Void = {},
+        onFailure: @escaping @Sendable (AudioDeviceError) -> Void
+    ) {
+        pending = Mutex(stream)
+        queue = Mutex(PlayoutQueue(
+            framesPerBlock: framesPerBlock, channels: channels, prebufferBlocks: prebufferBlocks,
+            maxQueuedBlocks: maxQueuedBlocks))
+        self.sampleRate = sampleRate
+        self.framesPerBlock = framesPerBlock
+        self.onDemand = onDemand
+        self.onFailure = onFailure
+    }
+
+    /// Queues audio to play (any length; cut into device blocks).
+    public func enqueue(_ frame: AudioFrame) {
+        queue.withLock { $0.enqueue(frame) }
+    }
+
+    /// Blocks of silence written because the queue ran dry after playing began.
+    public var underruns: Int { queue.withLock { $0.underruns } }
+    /// Blocks dropped because the queue was full.
+    public var dropped: Int { queue.withLock { $0.dropped } }
+    /// Whole blocks waiting to be played.
+    public var queuedBlocks: Int { queue.withLock { $0.blocks.count } }
+    /// Blocks written to the device so far (audio and silence).
+    public var blocksWritten: Int { written.load(ordering: .relaxed) }
+
+    /// Starts writing; a second call does nothing.
+    public func start() {
+        thread.start { [self] in run() }
+    }
+
+    /// Stops, lets the device play what it holds, and closes it; returns when closed (bounded like the capture's).
+    public func stop() {
+        thread.stop { pending.withLock { $0.take() }?.close() }
+    }
+
+    private func run() {
+        guard let stream = pending.withLock({ $0.take() }) else { return }
+        defer { stream.close() }
+        var pacer = AudioPacer(framesPerBlock: framesPerBlock, sampleRate: sampleRate)
+        while !thread.isStopping {
+            let block = queue.withLock { $0.next() }
+            do {
+                try stream.write(block)
+            } catch {
+                if !thread.isStopping { onFailure(error) }
+                return
+            }
+            written.add(1, ordering: .relaxed)
+            onDemand()
+            audioSleep(nanoseconds: pacer.delayAfterBlock())
+        }
+    }
+}

@@ -1,0 +1,308 @@
+import Foundation
+import ParleyMedia
+import Synchronization
+import Testing
+@testable import ParleyDevices
+
+/// 10 ms blocks at 48 kHz mono.
+private let block = 480
+private let blockMicros: Int64 = 10_000
+
+/// Everything a capture or playout reported through its callbacks.
+private final class Reports: Sendable {
+    let frames = Mutex<[AudioFrame]>([])
+    let failures = Mutex<[AudioDeviceError]>([])
+    let demands = Atomic(0)
+}
+
+private func frame(_ value: Int16, count: Int = block, channels: Int = 1) -> AudioFrame {
+    AudioFrame(channels: channels, samples: [Int16](repeating: value, count: count * channels))
+}
+
+private func capture(_ stream: sending FakeInputStream, _ reports: Reports) -> MicrophoneCapture {
+    MicrophoneCapture(
+        stream: stream, sampleRate: 48_000, framesPerBlock: block,
+        onBlock: { frame in reports.frames.withLock { $0.append(frame) } },
+        onFailure: { error in reports.failures.withLock { $0.append(error) } })
+}
+
+private func playout(
+    _ stream: sending FakeOutputStream, _ reports: Reports, prebuffer: Int = 2, maxQueued: Int = 10,
+    onDemand: @escaping @Sendable () -> Void = {}
+) -> SpeakerPlayout {
+    SpeakerPlayout(
+        stream: stream, sampleRate: 48_000, channels: 1, framesPerBlock: block, prebufferBlocks: prebuffer,
+        maxQueuedBlocks: maxQueued,
+        onDemand: {
+            reports.demands.add(1, ordering: .relaxed)
+            onDemand()
+        },
+        onFailure: { error in reports.failures.withLock { $0.append(error) } })
+}
+
+/// Seconds `body` took.
+private func timed(_ body: () -> Void) -> Double {
+    let start = Date()
+    body()
+    return Date().timeIntervalSince(start)
+}
+
+@Suite struct MicrophoneCaptureTests {
+    @Test func deliversBlocksInOrderWithTimestampsAndClosesOnStop() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
+        capture.start()
+        #expect(eventually { reports.frames.withLock { $0.count } >= 5 })
+        capture.stop()
+        let frames = reports.frames.withLock { $0 }
+        #expect(frames.prefix(5).map { $0.samples[0] } == [1, 2, 3, 4, 5])
+        #expect(frames.prefix(5).map(\.timestampMicros) == [0, 1, 2, 3, 4].map { $0 * blockMicros })
+        #expect(frames.allSatisfy { $0.sampleRate == 48_000 && $0.channels == 1 && $0.frameCount == block })
+        #expect(log.closes.load(ordering: .relaxed) == 1)
+        #expect(reports.failures.withLock { $0 }.isEmpty)
+    }
+
+    @Test func holdsAnUnpacedDeviceToRealTime() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
+        let elapsed = timed {
+            capture.start()
+            _ = eventually { reports.frames.withLock { $0.count } >= 50 }
+        }
+        capture.stop()
+        // 50 blocks are 0.5 s of sound; the guard lets 0.1 s through at once and runs 0.5 % fast at most.
+        #expect(elapsed >= 0.5 * 0.995 - 0.1 - 0.01, "took \(elapsed) s")
+        #expect(elapsed < 2, "took \(elapsed) s")
+    }
+
+    @Test func aFailingDeviceIsReportedOnceAndClosed() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(
+            FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 4, microsPerCall: 2_000), log: log),
+            reports)
+        capture.start()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        usleep(50_000)
+        #expect(reports.failures.withLock { $0 } == [.disconnected(name: "fake")])
+        #expect(reports.frames.withLock { $0.count } == 3)
+        #expect(log.reads.load(ordering: .relaxed) == 4, "no read after the failure")
+        #expect(timed { capture.stop() } < 0.5)
+        #expect(log.closes.load(ordering: .relaxed) == 1)
+        #expect(reports.failures.withLock { $0.count } == 1)
+    }
+
+    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(
+            FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 3, hangFrom: 3), log: log), reports)
+        capture.start()
+        #expect(eventually { log.reads.load(ordering: .relaxed) == 3 })
+        let stopping = timed { capture.stop() }
+        #expect(stopping >= 1.5 && stopping < 3, "stop took \(stopping) s")
+        log.release.signal()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        #expect(reports.failures.withLock { $0 }.isEmpty, "a failure after stop() is not reported")
+    }
+
+    @Test func stopFromItsOwnCallbackDoesNotWaitForItself() {
+        let log = FakeStreamLog()
+        let box = Mutex<MicrophoneCapture?>(nil)
+        let stopTimes = Mutex<[Double]>([])
+        let capture = MicrophoneCapture(
+            stream: FakeInputStream(samplesPerBlock: block, script: .init(microsPerCall: 1_000), log: log),
+            sampleRate: 48_000, framesPerBlock: block,
+            onBlock: { frame in
+                guard frame.samples[0] == 3, let capture = box.withLock({ $0 }) else { return }
+                let elapsed = timed { capture.stop() }
+                stopTimes.withLock { $0.append(elapsed) }
+            },
+            onFailure: { _ in })
+        box.withLock { $0 = capture }
+        capture.start()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        #expect(stopTimes.withLock { $0 }.count == 1)
+        #expect(stopTimes.withLock { $0 }.allSatisfy { $0 < 0.1 })
+        #expect(log.reads.load(ordering: .relaxed) == 3)
+        box.withLock { $0 = nil }
+    }
+
+    @Test func stopWithoutStartReleasesTheDevice() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
+        capture.stop()
+        capture.start()
+        usleep(30_000)
+        #expect(log.closes.load(ordering: .relaxed) == 1)
+        #expect(log.reads.load(ordering: .relaxed) == 0, "a stopped capture does not start again")
+    }
+
+    @Test func aBlockOfTheWrongSizeIsAFailure() {
+        let log = FakeStreamLog(), reports = Reports()
+        let capture = capture(FakeInputStream(samplesPerBlock: block * 3, log: log), reports)
+        capture.start()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        #expect(reports.failures.withLock { $0 } == [.failed(
+            name: "fake", call: "read", message: "block of 1440 samples is not 480 frames of 1 or 2 channels")])
+        capture.stop()
+    }
+}
+
+@Suite struct SpeakerPlayoutTests {
+    @Test func playsWhatIsQueuedThenSilenceCountedAsUnderruns() {
+        let log = FakeStreamLog(), reports = Reports()
+        let playout = playout(FakeOutputStream(log: log), reports)
+        for value in Int16(1)...3 { playout.enqueue(frame(value)) }
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) >= 6 })
+        playout.stop()
+        let written = log.written.withLock { $0 }
+        #expect(written.prefix(6).map { $0[0] } == [1, 2, 3, 0, 0, 0])
+        #expect(written.allSatisfy { $0.count == block })
+        #expect(playout.underruns == written.count - 3)
+        #expect(reports.demands.load(ordering: .relaxed) == written.count)
+        #expect(log.closes.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func onDemandFeedingPlaysWithoutGapsAfterPriming() {
+        let log = FakeStreamLog(), reports = Reports()
+        let box = Mutex<SpeakerPlayout?>(nil)
+        let next = Atomic<Int16>(1)
+        let playout = playout(FakeOutputStream(log: log), reports, prebuffer: 2) {
+            box.withLock { $0 }?.enqueue(frame(next.add(1, ordering: .relaxed).oldValue))
+        }
+        box.withLock { $0 = playout }
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) >= 12 })
+        playout.stop()
+        box.withLock { $0 = nil }
+        let values = log.written.withLock { $0 }.map { $0[0] }
+        #expect(Array(values.prefix(2)) == [0, 0], "silence while priming")
+        #expect(Array(values.dropFirst(2)) == (1...Int16(values.count - 2)).map { $0 })
+        #expect(playout.underruns == 0)
+    }
+
+    @Test func dropsTheOldestBeyondItsBound() {
+        let log = FakeStreamLog(), reports = Reports()
+        let playout = playout(FakeOutputStream(log: log), reports, prebuffer: 0, maxQueued: 3)
+        for value in Int16(1)...5 { playout.enqueue(frame(value)) }
+        #expect(playout.dropped == 2)
+        #expect(playout.queuedBlocks == 3)
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) >= 3 })
+        playout.stop()
+        #expect(log.written.withLock { $0 }.prefix(3).map { $0[0] } == [3, 4, 5])
+    }
+
+    @Test func holdsAnUnpacedDeviceToRealTime() {
+        let log = FakeStreamLog(), reports = Reports()
+        let playout = playout(FakeOutputStream(log: log), reports)
+        let elapsed = timed {
+            playout.start()
+            _ = eventually { log.writes.load(ordering: .relaxed) >= 50 }
+        }
+        playout.stop()
+        #expect(elapsed >= 0.5 * 0.995 - 0.1 - 0.01, "took \(elapsed) s")
+        #expect(elapsed < 2, "took \(elapsed) s")
+    }
+
+    @Test func aFailingDeviceIsReportedOnceAndClosed() {
+        let log = FakeStreamLog(), reports = Reports()
+        let playout = playout(
+            FakeOutputStream(script: .init(failFrom: 4, error: .busy(name: "fake"), microsPerCall: 2_000), log: log),
+            reports)
+        playout.start()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        usleep(50_000)
+        #expect(reports.failures.withLock { $0 } == [.busy(name: "fake")])
+        #expect(log.writes.load(ordering: .relaxed) == 4, "no write after the failure")
+        #expect(reports.demands.load(ordering: .relaxed) == 3)
+        #expect(timed { playout.stop() } < 0.5)
+    }
+
+    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
+        let log = FakeStreamLog(), reports = Reports()
+        let playout = playout(FakeOutputStream(script: .init(failFrom: 2, hangFrom: 2), log: log), reports)
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) == 2 })
+        let stopping = timed { playout.stop() }
+        #expect(stopping >= 1.5 && stopping < 3, "stop took \(stopping) s")
+        log.release.signal()
+        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        #expect(reports.failures.withLock { $0 }.isEmpty)
+    }
+}
+
+@Suite struct PlayoutQueueTests {
+    struct Row: CustomTestStringConvertible, Sendable {
+        var label: String
+        var channels = 1
+        var prebuffer = 1
+        var maxQueued = 4
+        /// Frames enqueued (channels, samples), then how many blocks are taken.
+        var frames: [(Int, [Int16])]
+        var takes: Int
+        var expectedBlocks: [[Int16]]
+        var underruns = 0
+        var dropped = 0
+        var testDescription: String { label }
+    }
+
+    // Blocks of 2 frames.
+    static let rows: [Row] = [
+        Row(label: "whole blocks pass through", frames: [(1, [1, 2, 3, 4])], takes: 2,
+            expectedBlocks: [[1, 2], [3, 4]]),
+        Row(label: "odd lengths are re-cut into blocks", frames: [(1, [1]), (1, [2, 3]), (1, [4, 5, 6])], takes: 3,
+            expectedBlocks: [[1, 2], [3, 4], [5, 6]]),
+        Row(label: "a partial block waits; silence meanwhile counts as underrun", frames: [(1, [1, 2, 3])], takes: 2,
+            expectedBlocks: [[1, 2], [0, 0]], underruns: 1),
+        Row(label: "mono into a stereo device is doubled", channels: 2, frames: [(1, [5, 7])], takes: 1,
+            expectedBlocks: [[5, 5, 7, 7]]),
+        Row(label: "stereo into a mono device is averaged", frames: [(2, [2, 4, -6, -2])], takes: 1,
+            expectedBlocks: [[3, -4]]),
+        Row(label: "priming waits for the prebuffer without counting", prebuffer: 2, frames: [(1, [1, 2])], takes: 2,
+            expectedBlocks: [[0, 0], [0, 0]]),
+        Row(label: "the bound drops the oldest", maxQueued: 2, frames: [(1, [1, 1, 2, 2, 3, 3])], takes: 2,
+            expectedBlocks: [[2, 2], [3, 3]], dropped: 1),
+        Row(label: "running dry primes again", prebuffer: 2, frames: [(1, [1, 1, 2, 2])], takes: 4,
+            expectedBlocks: [[1, 1], [2, 2], [0, 0], [0, 0]], underruns: 2),
+    ]
+
+    @Test(arguments: rows)
+    func queues(_ row: Row) {
+        var queue = PlayoutQueue(
+            framesPerBlock: 2, channels: row.channels, prebufferBlocks: row.prebuffer, maxQueuedBlocks: row.maxQueued)
+        for (channels, samples) in row.frames {
+            queue.enqueue(AudioFrame(channels: channels, samples: samples))
+        }
+        let blocks = (0..<row.takes).map { _ in queue.next() }
+        #expect(blocks == row.expectedBlocks)
+        #expect(queue.underruns == row.underruns)
+        #expect(queue.dropped == row.dropped)
+    }
+}
+
+@Suite struct AudioPacerTests {
+    @Test func lets_a_burst_through_then_one_block_per_block_length() {
+        var pacer = AudioPacer(framesPerBlock: 480, sampleRate: 48_000, now: 1_000_000_000)
+        // An unpaced device: every block arrives at the same instant.
+        let delays = (0..<12).map { _ in pacer.delayAfterBlock(now: 1_000_000_000) }
+        let block = UInt64(10_000_000.0 * (1 - AudioPacer.tolerance))
+        #expect(delays.prefix(10).allSatisfy { $0 == 0 }, "\(delays)")
+        #expect(delays[10] == 11 * block - 100_000_000 && delays[11] == 12 * block - 100_000_000)
+    }
+
+    @Test func a_stall_then_a_flood_releases_one_burst_at_most() {
+        var pacer = AudioPacer(framesPerBlock: 480, sampleRate: 48_000, now: 0)
+        _ = pacer.delayAfterBlock(now: 5_000_000_000)   // the device stalled for five seconds
+        let delays = (0..<12).map { _ in pacer.delayAfterBlock(now: 5_000_000_000) }
+        #expect(delays.prefix(9).allSatisfy { $0 == 0 })
+        #expect(delays[10] > 0)
+    }
+
+    @Test func a_device_running_200_ppm_fast_is_never_held() {
+        var pacer = AudioPacer(framesPerBlock: 960, sampleRate: 48_000, now: 0)
+        let period = 20_000_000.0 * (1 - 200e-6)
+        let delays = (1...180_000).map { pacer.delayAfterBlock(now: UInt64(Double($0) * period)) }   // an hour
+        #expect(delays.allSatisfy { $0 == 0 })
+    }
+}
