@@ -472,7 +472,12 @@ final class EngineCore {
         if let existing = peers[member.id] {
             existing.info = member
         } else {
-            peers[member.id] = PeerReceiver(info: member)
+            do {
+                peers[member.id] = try PeerReceiver(info: member)
+            } catch {
+                logger.error("cannot receive a member's media", metadata: ["member": "\(member.id)", "error": "\(error)"])
+                return
+            }
         }
         ownerOfBlock[member.ssrcs.block] = member.id
         let id = ParticipantID(member.id)
@@ -782,7 +787,7 @@ final class EngineCore {
         }
         var blocks: [ReportBlock] = []
         for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) {
-            if peer.audioPacketsReceived > 0 { blocks.append(peer.audioBuffer.makeReportBlock(now: now)) }
+            if peer.audioPacketsReceived > 0 { blocks.append(peer.audio.makeReportBlock(now: now)) }
             if peer.videoPacketsReceived > 0 { blocks.append(peer.videoBuffer.makeReportBlock(now: now)) }
         }
         if !blocks.isEmpty { packets.append(.receiverReport(ReceiverReport(ssrc: own.audio, reports: blocks))) }
@@ -888,7 +893,7 @@ final class EngineCore {
             if header.ssrc == peer.info.ssrcs.audio {
                 guard configuration.decodesAudio else { return }
                 peer.audioPacketsReceived += 1
-                _ = peer.audioBuffer.insert(packet, at: now)
+                _ = peer.audio.insert(packet, at: now)
             } else if header.ssrc == peer.info.ssrcs.video {
                 peer.countVideo(bytes: packet.payload.count)
                 guard configuration.decodesVideo else { return }
@@ -931,7 +936,7 @@ final class EngineCore {
                 case .senderReport(let report):
                     guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else { continue }
                     if report.ssrc == peer.info.ssrcs.audio {
-                        peer.audioBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+                        peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
                     } else {
                         peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
                     }

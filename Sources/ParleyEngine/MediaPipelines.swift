@@ -180,9 +180,9 @@ final class VideoSender {
 /// Everything received from one remote member: jitter buffers, decoders, level and statistics.
 final class PeerReceiver {
     var info: MemberInfo
-    var audioBuffer = AudioJitterBuffer()
+    /// Jitter buffer, Opus decoder and drift-compensating resampler for this peer's audio.
+    let audio: PeerAudioPlayout
     var videoBuffer = VideoJitterBuffer()
-    private var audioDecoder: OpusAudioDecoder?
     private var videoDecoder: VP8Decoder?
     var level = AudioLevel()
     var sawFirstFrame = false
@@ -196,8 +196,8 @@ final class PeerReceiver {
     var framesDecoded = 0
     var decodeErrors = 0
     var audioFramesPlayed = 0
-    var fecRecoveries = 0
-    var concealments = 0
+    var fecRecoveries: Int { audio.counters.fecRecovered }
+    var concealments: Int { audio.counters.concealed }
     var nacksSent = 0
     var keyframeRequestsSent = 0
     /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
@@ -212,8 +212,9 @@ final class PeerReceiver {
     private var windowExpected = 0
     private var windowLost = 0
 
-    init(info: MemberInfo) {
+    init(info: MemberInfo) throws {
         self.info = info
+        audio = try PeerAudioPlayout()
     }
 
     var participant: ParticipantID { ParticipantID(info.id) }
@@ -243,41 +244,24 @@ final class PeerReceiver {
         }
     }
 
-    /// One 20 ms play-out slot: decoded audio, FEC-recovered, concealed, or nil for silence.
+    /// One 20 ms block of this peer's audio at the pace of whoever asks (the speaker, or the 20 ms timer): decoded,
+    /// FEC-recovered or concealed, resampled against clock drift; nil for silence (buffering, idle, never started).
     func playOut(at now: Duration) -> AudioFrame? {
-        do {
-            if audioDecoder == nil { audioDecoder = try OpusAudioDecoder() }
-            guard let decoder = audioDecoder else { return nil }
-            let frame: AudioFrame?
-            switch audioBuffer.nextSlot(at: now) {
-            case .packet(let packet):
-                frame = try decoder.decode(packet.payload)
-            case .missingNextAvailable(let next):
-                frame = decoder.decodeMissing(nextPacket: next.payload)
-                fecRecoveries += 1
-            case .missing:
-                frame = decoder.decodeMissing(nextPacket: nil)
-                concealments += 1
-            case .silence:
-                frame = nil
+        let samples = audio.pull(frames: AudioSender.samplesPerFrame, at: now)
+        guard audio.lastPullHadAudio else {
+            if audioFramesPlayed > 0 {
+                if audioGapSlots == 0 { audioDropouts += 1 }
+                audioGapSlots += 1
+                longestAudioGapSlots = max(longestAudioGapSlots, audioGapSlots)
             }
-            if let frame {
-                audioFramesPlayed += 1
-                audioGapSlots = 0
-                level.update(with: frame)
-            } else {
-                if audioFramesPlayed > 0 {
-                    if audioGapSlots == 0 { audioDropouts += 1 }
-                    audioGapSlots += 1
-                    longestAudioGapSlots = max(longestAudioGapSlots, audioGapSlots)
-                }
-                level.update(with: AudioFrame(samples: [Int16](repeating: 0, count: AudioSender.samplesPerFrame)))
-            }
-            return frame
-        } catch {
-            concealments += 1
+            level.update(with: AudioFrame(samples: samples))
             return nil
         }
+        let frame = AudioFrame(samples: samples)
+        audioFramesPlayed += 1
+        audioGapSlots = 0
+        level.update(with: frame)
+        return frame
     }
 
     /// Counts a received video packet for the bitrate window.
