@@ -17,7 +17,12 @@ struct SoundCallTests {
         let sound = try SoundServer()
         let folder = NSTemporaryDirectory() + "parley-sound-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // PARLEY_KEEP_SOUND=1 keeps the recordings, logs and statistics for a look afterwards.
+        defer {
+            if ProcessInfo.processInfo.environment["PARLEY_KEEP_SOUND"] == nil {
+                try? FileManager.default.removeItem(atPath: folder)
+            }
+        }
 
         let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "error"])
         defer { relay.stop() }
@@ -46,15 +51,21 @@ struct SoundCallTests {
 
         let recording = try sound.record(to: folder + "/heard.wav")
         let input = try WAVAudio.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: Self.speech)))).samples
+        // Alice's own tile shows her microphone's level while she talks.
+        var aliceScreen: [String] = []
+        var meterMoved = false
         for _ in 0..<2 {
             let speaker = try sound.play(wavPath: Self.speech)
+            for _ in 0..<20 where !meterMoved {
+                usleep(250_000)
+                aliceScreen = try alice.text()
+                meterMoved = aliceScreen.contains { $0.contains(" mic █") }
+            }
             #expect(speaker.waitForExit(seconds: 40) == 0, "paplay: \(speaker.output)")
         }
-        // Alice's own tile shows her microphone's level while she talks.
-        let aliceScreen = try alice.text()
         sleep(1)
         let heard = try recording.stop()
-        #expect(aliceScreen.contains { $0.contains(" mic █") }, "alice's meter:\n\(aliceScreen.joined(separator: "\n"))")
+        #expect(meterMoved, "alice's meter:\n\(aliceScreen.joined(separator: "\n"))")
 
         let sent = input + input
         let match = SpeechMatch(sent: sent, heard: heard)
