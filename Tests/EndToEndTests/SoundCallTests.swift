@@ -51,24 +51,25 @@ struct SoundCallTests {
         sleep(2)
 
         let recording = try sound.record(to: folder + "/heard.wav")
+        // The sample twice, as one file: 30 s of speech without a gap.
         let input = try WAVAudio.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: Self.speech)))).samples
+        let sent = input + input
+        let talk = folder + "/talk.wav"
+        try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: sent).encoded()).write(to: URL(fileURLWithPath: talk))
         // Alice's own tile shows her microphone's level while she talks.
         var aliceScreen: [String] = []
         var meterMoved = false
-        for _ in 0..<2 {
-            let speaker = try sound.play(wavPath: Self.speech)
-            for _ in 0..<20 where !meterMoved {
-                usleep(250_000)
-                aliceScreen = try alice.text()
-                meterMoved = aliceScreen.contains { $0.contains(" mic █") }
-            }
-            #expect(speaker.waitForExit(seconds: 40) == 0, "paplay: \(speaker.output)")
+        let speaker = try sound.play(wavPath: talk)
+        for _ in 0..<40 where !meterMoved {
+            usleep(250_000)
+            aliceScreen = try alice.text()
+            meterMoved = aliceScreen.contains { $0.contains(" mic █") }
         }
+        #expect(speaker.waitForExit(seconds: 60) == 0, "paplay: \(speaker.output)")
         sleep(1)
         let heard = try recording.stop()
         #expect(meterMoved, "alice's meter:\n\(aliceScreen.joined(separator: "\n"))")
 
-        let sent = input + input
         let match = SpeechMatch(sent: sent, heard: heard)
         #expect(match.delaySeconds > 0 && match.delaySeconds < 1.5, "delay \(match.delaySeconds) s")
         print("sound path: delay \(match.delaySeconds) s (moved \(match.delayDrift) s), correlation \(match.correlation), "
