@@ -94,12 +94,21 @@ struct SpeechMatch {
     var dropouts: [Double] = []
 
     init(sent: [Int16], heard: [Int16]) {
-        // 8 kHz versions: average of 6 samples (a crude low-pass to 4 kHz).
+        // 8 kHz versions, low-passed at 3.4 kHz first (a 97-tap Hamming-windowed sinc).
+        let taps: [Double] = {
+            let raw = (-48...48).map { n -> Double in
+                let x = 2 * 3400 / 48_000 * Double(n)
+                let sinc = n == 0 ? 1 : sin(.pi * x) / (.pi * x)
+                return sinc * (0.54 + 0.46 * cos(.pi * Double(n) / 48))
+            }
+            let total = raw.reduce(0, +)
+            return raw.map { $0 / total }
+        }()
         func decimate(_ samples: [Int16]) -> [Double] {
-            stride(from: 0, to: samples.count - 5, by: 6).map { start in
+            stride(from: 48, to: samples.count - 48, by: 6).map { centre in
                 var sum = 0.0
-                for offset in 0..<6 { sum += Double(samples[start + offset]) }
-                return sum / 6
+                for (offset, tap) in taps.enumerated() { sum += tap * Double(samples[centre - 48 + offset]) }
+                return sum
             }
         }
         let x = decimate(sent), y = decimate(heard)
@@ -127,7 +136,7 @@ struct SpeechMatch {
         }
         var lag = bestLag * 8
         var fine = -1.0
-        for candidate in max(0, lag - 16)...(lag + 16) where candidate + 8000 * 4 <= y.count {
+        for candidate in max(0, lag - 80)...(lag + 80) where candidate + 8000 * 4 <= y.count {
             let value = correlate(x[8000 * 2..<8000 * 4], y[(candidate + 8000 * 2)..<(candidate + 8000 * 4)])
             if value > fine { fine = value; lag = candidate }
         }
