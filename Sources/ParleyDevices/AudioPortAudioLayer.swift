@@ -128,12 +128,9 @@ final class PortAudioStream {
         self.sampleRate = sampleRate
         guard index != paNoDevice, let info = Pa_GetDeviceInfo(index)?.pointee else { throw .disconnected(name: device) }
         // The system's low latency, but never under three blocks: blocking writes need room to absorb scheduling.
-        // A microphone gets ten: a capture buffer only adds room, not delay (a read returns as soon as a block is
-        // there), and a thread held up for more than the buffer loses audio (an overflow: a 20 ms skip).
         let blockSeconds = Double(framesPerBlock) / Double(sampleRate)
-        let latency = kind == .microphone
-            ? max(info.defaultLowInputLatency, 10 * blockSeconds)
-            : max(info.defaultLowOutputLatency, 3 * blockSeconds)
+        let latency = max(kind == .microphone ? info.defaultLowInputLatency : info.defaultLowOutputLatency,
+                          3 * blockSeconds)
         var parameters = PaStreamParameters(
             device: index, channelCount: Int32(channels), sampleFormat: paInt16Format, suggestedLatency: latency,
             hostApiSpecificStreamInfo: nil)
