@@ -16,7 +16,7 @@ public struct MediaDevices: Sendable {
     }
 
     /// The machine's real devices.
-    public static var system: MediaDevices { MediaDevices(audio: PortAudioLayer(), cameras: V4L2Cameras()) }
+    public static var system: MediaDevices { MediaDevices(audio: PortAudioLayer(), cameras: systemCameras()) }
 }
 
 extension CallConfiguration {

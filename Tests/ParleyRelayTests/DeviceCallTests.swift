@@ -128,7 +128,7 @@ final class FakeSoundDevices: AudioDeviceLayer {
 }
 
 /// A camera list that is empty or fails: the engine's fallbacks without V4L2.
-struct NoCameras: CameraDeviceLayer {
+struct MissingCameras: CameraDeviceLayer {
     var error: CameraError?
 
     func cameras() throws(CameraError) -> [CameraInfo] {
@@ -169,10 +169,10 @@ struct DeviceCallTests {
         let bobDevices = FakeSoundDevices(microphones: [], speakers: [.init(name: "Headphones")])
         let alice = try CallEngine(
             configuration("alice", port: relay.signalingPort, audio: .microphone("USB Mic"), sink: .none),
-            devices: MediaDevices(audio: aliceDevices, cameras: NoCameras()))
+            devices: MediaDevices(audio: aliceDevices, cameras: MissingCameras()))
         let bob = try CallEngine(
             configuration("bob", port: relay.signalingPort, audio: .silence, sink: .speaker(nil)),
-            devices: MediaDevices(audio: bobDevices, cameras: NoCameras()))
+            devices: MediaDevices(audio: bobDevices, cameras: MissingCameras()))
         let aliceLog = EventLog(), bobLog = EventLog()
         let tasks = [aliceLog.consume(alice), bobLog.consume(bob)]
         alice.start()
@@ -195,8 +195,8 @@ struct DeviceCallTests {
         // Bob's speaker is paced by the device and plays alice's tone.
         let played = bobDevices.played.withLock { $0["Headphones"] ?? [] }
         #expect(played.count > 48_000, "more than a second played")
-        let loud = played.suffix(48_000).map { abs(Int($0)) }.max() ?? 0
-        #expect(loud > 2000, "the tone reached bob's speaker (peak \(loud))")
+        let loud = played.map { abs(Int($0)) }.max() ?? 0
+        #expect(loud > 4000, "the tone (peak 8000) reached bob's speaker (peak \(loud))")
 
         await alice.leave()
         await bob.leave()
@@ -212,7 +212,7 @@ struct DeviceCallTests {
             speakers: [.init(name: "Broken", failAfterBlocks: 5)])
         let engine = try CallEngine(
             configuration("carol", port: relay.signalingPort, audio: .microphone("Busy Mic"), sink: .speaker(nil)),
-            devices: MediaDevices(audio: devices, cameras: NoCameras()))
+            devices: MediaDevices(audio: devices, cameras: MissingCameras()))
         let log = EventLog()
         let task = log.consume(engine)
         engine.start()
@@ -238,7 +238,7 @@ struct DeviceCallTests {
         let devices = FakeSoundDevices(microphones: [.init(name: "Dead", silent: true)], speakers: [])
         let engine = try CallEngine(
             configuration("dave", port: relay.signalingPort, audio: .microphone(nil), sink: .none),
-            devices: MediaDevices(audio: devices, cameras: NoCameras()))
+            devices: MediaDevices(audio: devices, cameras: MissingCameras()))
         let log = EventLog()
         let task = log.consume(engine)
         engine.start()
@@ -260,7 +260,7 @@ struct DeviceCallTests {
         var wanted = config
         wanted.videoSources = [.allCameras]
         let none = MediaDevices(
-            audio: FakeSoundDevices(microphones: [], speakers: []), cameras: NoCameras(error: .noCamera))
+            audio: FakeSoundDevices(microphones: [], speakers: []), cameras: MissingCameras(error: .noCamera))
         let (resolved, notices) = wanted.resolvingDevices(none)
         #expect(resolved.audioSource == .synthetic)
         #expect(resolved.audioSink == .none)
@@ -273,10 +273,130 @@ struct DeviceCallTests {
 
         let some = MediaDevices(
             audio: FakeSoundDevices(microphones: [.init(name: "Mic")], speakers: [.init(name: "Spk")]),
-            cameras: NoCameras())
+            cameras: MissingCameras())
         let (kept, quiet) = config.resolvingDevices(some)
         #expect(kept.audioSource == .microphone(nil) && kept.audioSink == .speaker(nil))
         #expect(kept.videoSources == [.synthetic] && !kept.cameraOff, "no camera asked for: nothing changes")
         #expect(quiet.isEmpty)
+    }
+}
+
+/// Cameras made of memory: each delivers grey I420 pictures at 15 frames/s until it fails after `failAfterFrames`.
+struct FakeCameras: CameraDeviceLayer {
+    var cameras: [(name: String, failAfterFrames: Int?)]
+
+    func cameras() throws(CameraError) -> [CameraInfo] {
+        cameras.enumerated().map { index, camera in
+            CameraInfo(
+                name: camera.name, path: "/dev/video\(index)",
+                formats: [CameraFormat(pixelFormat: .i420, width: 160, height: 120, fps: 15)])
+        }
+    }
+
+    func open(_ camera: CameraInfo, format: CameraFormat) throws(CameraError) -> any CameraStream {
+        let limit = cameras.first { $0.name == camera.name }?.failAfterFrames
+        return Stream(name: camera.name, format: format, failAfterFrames: limit)
+    }
+
+    final class Stream: CameraStream {
+        let name: String
+        let format: CameraFormat
+        let failAfterFrames: Int?
+        var frames = 0
+
+        init(name: String, format: CameraFormat, failAfterFrames: Int?) {
+            self.name = name
+            self.format = format
+            self.failAfterFrames = failAfterFrames
+        }
+
+        func nextFrame(timeout: Duration) throws(CameraError) -> RawCameraFrame? {
+            if let failAfterFrames, frames >= failAfterFrames { throw .disconnected(name: name) }
+            frames += 1
+            Thread.sleep(forTimeInterval: 1.0 / 15)
+            let size = format.width * format.height
+            return RawCameraFrame(format: format, bytes: [UInt8](repeating: 128, count: size + size / 2))
+        }
+
+        func close() {}
+    }
+}
+
+extension DeviceCallTests {
+    func videoConfiguration(_ name: String, port: Int, sources: [VideoSourceChoice]) -> CallConfiguration {
+        var configuration = configuration(name, port: port, audio: .silence, sink: .none)
+        configuration.videoSources = sources
+        return configuration
+    }
+
+    func notices(_ log: EventLog) -> [String] {
+        log.all.compactMap { if case .notice(let text) = $0 { text } else { nil } }
+    }
+
+    @Test("c names the camera now live; with one source it says so")
+    func switchingCameras() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let devices = MediaDevices(
+            audio: FakeSoundDevices(microphones: [], speakers: []),
+            cameras: FakeCameras(cameras: [("Webcam", nil), ("USB Camera", nil)]))
+        let (resolved, notices) = videoConfiguration("frank", port: relay.signalingPort, sources: [.allCameras])
+            .resolvingDevices(devices)
+        #expect(notices.isEmpty)
+        #expect(resolved.videoSources == [.camera("Webcam"), .camera("USB Camera"), .synthetic])
+        let engine = try CallEngine(resolved, devices: devices)
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        #expect(await eventually { await engine.statistics().videoFramesSent >= 5 })
+        for _ in 0..<3 { engine.perform(.switchCamera) }
+        let named = await eventually {
+            self.notices(log) == ["Camera: USB Camera", "Camera: synthetic test picture", "Camera: Webcam"]
+        }
+        #expect(named, "notices: \(notices(log))")
+        await engine.leave()
+
+        let single = try CallEngine(videoConfiguration("gina", port: relay.signalingPort, sources: [.synthetic]))
+        let singleLog = EventLog()
+        let singleTask = singleLog.consume(single)
+        single.start()
+        #expect(await eventually { await single.statistics().localID != 0 })
+        single.perform(.switchCamera)
+        #expect(await eventually { self.notices(singleLog) == ["Only one camera: synthetic test picture"] })
+        await single.leave()
+        task.cancel()
+        singleTask.cancel()
+        await relay.shutdown()
+    }
+
+    @Test("a camera unplugged mid-call: the next camera takes over; the last one gone turns the camera off")
+    func cameraUnplugged() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let devices = MediaDevices(
+            audio: FakeSoundDevices(microphones: [], speakers: []),
+            cameras: FakeCameras(cameras: [("Webcam", 20), ("USB Camera", 40)]))
+        let (resolved, _) = videoConfiguration("hank", port: relay.signalingPort, sources: [.allCameras])
+            .resolvingDevices(devices)
+        let engine = try CallEngine(resolved, devices: devices)
+        let log = EventLog()
+        let task = log.consume(engine)
+        engine.start()
+        let switched = await eventually(within: .seconds(6)) {
+            self.alerts(log).contains { $0.hasPrefix("Camera Webcam stopped (") && $0.hasSuffix("): switched to USB Camera") }
+        }
+        #expect(switched, "alerts: \(alerts(log))")
+        let off = await eventually(within: .seconds(8)) {
+            log.all.contains {
+                if case .cameraStopped(let text) = $0 {
+                    text.hasPrefix("Camera USB Camera stopped (") && text.hasSuffix("): your camera is off")
+                } else { false }
+            }
+        }
+        #expect(off, "events: \(log.all.suffix(5))")
+        let sent = await engine.statistics().videoFramesSent
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await engine.statistics().videoFramesSent == sent, "nothing is sent with the camera off")
+        await engine.leave()
+        task.cancel()
+        await relay.shutdown()
     }
 }
