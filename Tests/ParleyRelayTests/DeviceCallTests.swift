@@ -283,10 +283,10 @@ struct DeviceCallTests {
 
 /// Cameras made of memory: each delivers grey I420 pictures at 15 frames/s until it fails after `failAfterFrames`.
 struct FakeCameras: CameraDeviceLayer {
-    var cameras: [(name: String, failAfterFrames: Int?)]
+    var attached: [(name: String, failAfterFrames: Int?)]
 
     func cameras() throws(CameraError) -> [CameraInfo] {
-        cameras.enumerated().map { index, camera in
+        attached.enumerated().map { index, camera in
             CameraInfo(
                 name: camera.name, path: "/dev/video\(index)",
                 formats: [CameraFormat(pixelFormat: .i420, width: 160, height: 120, fps: 15)])
@@ -294,7 +294,7 @@ struct FakeCameras: CameraDeviceLayer {
     }
 
     func open(_ camera: CameraInfo, format: CameraFormat) throws(CameraError) -> any CameraStream {
-        let limit = cameras.first { $0.name == camera.name }?.failAfterFrames
+        let limit = attached.first { $0.name == camera.name }?.failAfterFrames
         return Stream(name: camera.name, format: format, failAfterFrames: limit)
     }
 
@@ -338,7 +338,7 @@ extension DeviceCallTests {
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
         let devices = MediaDevices(
             audio: FakeSoundDevices(microphones: [], speakers: []),
-            cameras: FakeCameras(cameras: [("Webcam", nil), ("USB Camera", nil)]))
+            cameras: FakeCameras(attached: [("Webcam", nil), ("USB Camera", nil)]))
         let (resolved, notices) = videoConfiguration("frank", port: relay.signalingPort, sources: [.allCameras])
             .resolvingDevices(devices)
         #expect(notices.isEmpty)
@@ -373,7 +373,7 @@ extension DeviceCallTests {
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
         let devices = MediaDevices(
             audio: FakeSoundDevices(microphones: [], speakers: []),
-            cameras: FakeCameras(cameras: [("Webcam", 20), ("USB Camera", 40)]))
+            cameras: FakeCameras(attached: [("Webcam", 20), ("USB Camera", 40)]))
         let (resolved, _) = videoConfiguration("hank", port: relay.signalingPort, sources: [.allCameras])
             .resolvingDevices(devices)
         let engine = try CallEngine(resolved, devices: devices)
