@@ -339,9 +339,10 @@ extension DeviceCallTests {
         let devices = MediaDevices(
             audio: FakeSoundDevices(microphones: [], speakers: []),
             cameras: FakeCameras(attached: [("Webcam", nil), ("USB Camera", nil)]))
-        let (resolved, notices) = videoConfiguration("frank", port: relay.signalingPort, sources: [.allCameras])
-            .resolvingDevices(devices)
-        #expect(notices.isEmpty)
+        let (resolved, resolutionNotices) = videoConfiguration(
+            "frank", port: relay.signalingPort, sources: [.allCameras]
+        ).resolvingDevices(devices)
+        #expect(resolutionNotices.isEmpty)
         #expect(resolved.videoSources == [.camera("Webcam"), .camera("USB Camera"), .synthetic])
         let engine = try CallEngine(resolved, devices: devices)
         let log = EventLog()
