@@ -11,6 +11,28 @@ struct SoundCallTests {
     static let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path
 
+    @Test("parley devices lists the sound server's devices by the names --mic and --speaker take, the default marked")
+    func listing() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let sound = try SoundServer()
+        let home = NSTemporaryDirectory() + "parley-devices-\(getpid())"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let command = ChildEnvironment.command(
+            environment: sound.clientEnvironment(home: home), program: parley, arguments: ["devices"])
+        let result = try ChildProcess.run(command.path, command.arguments)
+        withExtendedLifetime(sound) {}
+        #expect(result.status == 0, "\(result.output)")
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let microphones = try #require(lines.firstIndex(of: "Microphones (--mic NAME):"), "\(result.output)")
+        let speakers = try #require(lines.firstIndex(of: "Speakers (--speaker NAME):"), "\(result.output)")
+        let cameras = try #require(lines.firstIndex(of: "Cameras (--camera NAME):"), "\(result.output)")
+        #expect(microphones < speakers && speakers < cameras)
+        #expect(lines[microphones..<speakers].contains { $0.hasPrefix("* \"default\" (") }, "\(result.output)")
+        #expect(lines[speakers..<cameras].contains { $0.hasPrefix("* \"default\" (") }, "\(result.output)")
+        #expect(lines[(cameras + 1)...].first?.contains("none found") == true, "no camera on this machine")
+    }
+
     @Test("30 s of speech from one microphone reaches the other speaker intact: correlation ≥ 0.9, no dropouts")
     func speechThroughTheRelay() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
@@ -77,6 +99,7 @@ struct SoundCallTests {
         #expect(match.correlation >= 0.9, "correlation \(match.correlation) (worst second \(match.worstWindow))")
         #expect(match.dropouts.isEmpty, "silent 20 ms frames where speech was sent, at seconds \(match.dropouts)")
         #expect(match.speechSeconds >= 25, "compared \(match.speechSeconds) s of speech")
+        withExtendedLifetime(sound) {}
     }
 }
 
