@@ -62,13 +62,17 @@ public struct AudioJitterBuffer: Sendable {
         public var idleAfter: Duration
         /// Packets held at most; beyond it the oldest are dropped.
         public var maxBufferedPackets: Int
+        /// Frames above the target at which a packet is dropped to bring the delay down (3: a burst of a few
+        /// frames already costs a 20 ms skip). A receiver that corrects drift by resampling sets more, so bursts
+        /// pass untouched and only a lasting excess is cut.
+        public var dropAboveFrames: Int
 
         /// Settings: 20 ms frames, 60 ms target adapting between 40 and 200 ms.
         public init(
             frameDuration: Duration = .milliseconds(20), targetDelay: Duration = .milliseconds(60),
             adaptive: Bool = true, minimumDelay: Duration = .milliseconds(40),
             maximumDelay: Duration = .milliseconds(200), adaptationWindow: Duration = .seconds(10),
-            idleAfter: Duration = .milliseconds(100), maxBufferedPackets: Int = 100
+            idleAfter: Duration = .milliseconds(100), maxBufferedPackets: Int = 100, dropAboveFrames: Int = 3
         ) {
             self.frameDuration = frameDuration
             self.targetDelay = targetDelay
@@ -78,6 +82,7 @@ public struct AudioJitterBuffer: Sendable {
             self.adaptationWindow = adaptationWindow
             self.idleAfter = idleAfter
             self.maxBufferedPackets = maxBufferedPackets
+            self.dropAboveFrames = max(1, dropAboveFrames)
         }
     }
 
@@ -209,13 +214,14 @@ public struct AudioJitterBuffer: Sendable {
             for key in packets.keys where key < head { packets.removeValue(forKey: key) }
         }
 
-        // Keep the buffered span near the target: drop when three frames long, hold when two frames short while
+        // Keep the buffered span near the target: drop when `dropAboveFrames` long, hold when two frames short while
         // packets are still flowing (at a talkspurt's end the span shrinks to nothing, and that is fine).
         let target = RTPClock.ticks(targetDelay, clockRate: MediaClockRate.opus)
         if let last = packets.keys.max(), let lastDuration = packets[last]?.duration {
             let span = last + lastDuration - head
             let flowing = lastArrival.map { now - $0 < settings.frameDuration * 2 } ?? false
-            if span >= target + 3 * frameTicks, let stored = packets.removeValue(forKey: head) {
+            if span >= target + Int64(settings.dropAboveFrames) * frameTicks,
+               let stored = packets.removeValue(forKey: head) {
                 packetsDiscarded += 1
                 head += stored.duration
             } else if span <= target - 2 * frameTicks, packets[head] != nil, flowing, consecutiveHolds < 2 {

@@ -165,4 +165,20 @@ struct AudioJitterBufferTests {
         #expect(!buffer.isPlaying)
         #expect(describe(buffer.nextSlot(at: ms(160))) == "p0")
     }
+
+    @Test("a burst of five frames over the target: dropped at the default 3, kept whole with dropAboveFrames 8")
+    func burstsPassWithAWiderDropThreshold() {
+        // Packets 0…29 on time, except that 10…16 arrive together at 320 ms (a sender held up for 120 ms).
+        var arrivals: [Int: Int] = [:]
+        for index in 10...16 { arrivals[index] = 320 }
+        for (threshold, dropped) in [(3, true), (8, false)] {
+            var settings = Self.fixed
+            settings.dropAboveFrames = threshold
+            var buffer = AudioJitterBuffer(settings: settings)
+            let played = Self.run(&buffer, packets: Array(0..<30), arrivals: arrivals, slots: 40)
+            #expect((buffer.packetsDiscarded > 0) == dropped, "threshold \(threshold): \(played)")
+            let packets = played.filter { $0.hasPrefix("p") }
+            #expect(packets.count == (dropped ? 30 - buffer.packetsDiscarded : 30), "threshold \(threshold): \(played)")
+        }
+    }
 }
