@@ -176,7 +176,7 @@ struct AudioJitterBufferTests {
             var buffer = AudioJitterBuffer(settings: settings)
             var played: [String] = []
             var next = 0
-            for now in stride(from: 0, through: 800, by: 20) {
+            for now in stride(from: 0, through: 1000, by: 20) {
                 while next < 40, 20 * next <= now {
                     _ = buffer.insert(opus(next), at: ms(20 * next))
                     next += 1
