@@ -98,31 +98,29 @@ struct InteractiveOptions: ParsableArguments {
 
     /// The styles of the theme file, or none.
     func themeOverrides() throws -> [ColorRole: CellStyle] {
-        let defaultPath = NSHomeDirectory() + "/.config/parley/theme"
-        let path = theme ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
-        guard let path else { return [:] }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ValidationError("cannot read the theme file \(path)")
-        }
-        do {
-            return try Theme.parseOverrides(text)
-        } catch {
-            throw ValidationError("\(path): \(error)")
-        }
+        try settingsFile(theme, named: "theme", what: "the theme file") { try Theme.parseOverrides($0) } ?? [:]
     }
 
     var logPath: String { log ?? LogSetup.defaultLogPath }
 
     /// The keymap from the configuration file, or the standard one.
     func keymap() throws -> Keymap {
-        let defaultPath = NSHomeDirectory() + "/.config/parley/keys"
-        let path = keys ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
-        guard let path else { return .standard }
+        try settingsFile(keys, named: "keys", what: "the key configuration") { try Keymap.parse($0) } ?? .standard
+    }
+
+    /// Parses the file `given`, else `~/.config/parley/NAME` if it exists; nil when there is neither. A file that
+    /// cannot be read or parsed is a usage error naming the file (and the parser's line).
+    func settingsFile<Value>(
+        _ given: String?, named name: String, what: String, parse: (String) throws -> Value
+    ) throws -> Value? {
+        let defaultPath = NSHomeDirectory() + "/.config/parley/" + name
+        let path = given ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
+        guard let path else { return nil }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ValidationError("cannot read the key configuration \(path)")
+            throw ValidationError("cannot read \(what) \(path)")
         }
         do {
-            return try Keymap.parse(text)
+            return try parse(text)
         } catch {
             throw ValidationError("\(path): \(error)")
         }

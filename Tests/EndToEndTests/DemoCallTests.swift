@@ -198,6 +198,13 @@ struct JoinAgainstRelayTests {
             (["join", "r", "--name", "alice", "--stats-file", "/nonexistent-parley/s.json"],
              "--stats-file /nonexistent-parley/s.json: the folder /nonexistent-parley does not exist"),
             (["bot", "r", "--stats-file", "/tmp"], "--stats-file /tmp is a folder; give a file name"),
+            (["join", "r", "--name", "alice", "--mic", "USB", "--audio", "synthetic"],
+             "give either --mic (a microphone) or --audio (a file or synthetic source), not both"),
+            (["join", "r", "--name", "alice", "--speaker", "Headphones", "--audio-out", "call.wav"],
+             "give either --speaker or --audio-out (a .wav file), not both"),
+            (["join", "r", "--name", "alice", "--camera", " "],
+             "a device name cannot be empty: `parley devices` lists the names"),
+            (["join", "r", "--name", "alice", "--video", "/dev/video0"], "(a camera goes in --camera)"),
         ]
         for (arguments, message) in cases {
             let result = try ChildProcess.run(parley, arguments)
