@@ -141,8 +141,10 @@ public final class Relay: Sendable {
 
     /// Tells every member the relay is going away, closes all sockets and stops the event loop.
     public func shutdown() async {
-        _ = try? await serverChannel.eventLoop.submit { [core] in core.value.shutDown() }.get()
+        // Stop accepting first: a member whose connection is closed next reconnects within a moment, and must not
+        // find the relay it is leaving still listening and rejoin it on its way out.
         try? await serverChannel.close()
+        _ = try? await serverChannel.eventLoop.submit { [core] in core.value.shutDown() }.get()
         try? await udpChannel.close()
         try? await group.shutdownGracefully()
         logger.info("relay stopped")
