@@ -258,10 +258,11 @@ final class EngineCore {
     }
 
     func leave() -> EventLoopFuture<Void> {
+        // Also after a failed join (already `.left`): the speaker was opened before the relay answered.
+        closeDevices()
         if case .left = phase { return loop.makeSucceededVoidFuture() }
         phase = .left
         stopMedia()
-        closeDevices()
         reconnectTask?.cancel()
         lostTask?.cancel()
         bindTask?.cancel()
