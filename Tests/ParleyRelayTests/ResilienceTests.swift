@@ -504,7 +504,7 @@ struct ResilienceTests {
         #expect(try await server.exit().status == 0)
     }
 
-    // MARK: - Lossy network (last: by then the other suites are done and the machine is quieter)
+    // MARK: - Lossy network (`make test` runs this one on its own, so its threads keep time)
 
     @Test func callSurvivesFivePercentLossBothWays() async throws {
         let relay = try await startRelay()
@@ -547,49 +547,39 @@ struct ResilienceTests {
         #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
 
-        // How well the call played depends on its threads running on time. On a machine so busy that they did
-        // not (fewer 20 ms audio packets sent than the wall clock allows, or a tenth of a second with no datagram
-        // through the proxy), a miss says nothing about loss handling: it is recorded as a known issue there, and
-        // fails everywhere else.
+        // The engines kept real time: each sent an Opus packet for (nearly) every 20 ms of the wall clock. This test
+        // runs on its own (`make test` gives it a quiet machine), so a miss here is a real fault, not noise.
         let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
                             bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
-        let starved = Double(audioSent) < slots * 0.97 || counts.longestSilence > .milliseconds(100)
-        let playedWell = {
-            // Video keeps completing both ways.
-            for (direction, sent, receiverBefore, receiverAfter, senderID) in [
-                ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
-                 aliceAfter, bobID),
-                ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
-                 bobAfter, aliceID),
-            ] {
-                let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
-                    - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
-                #expect(sent >= 65, "\(direction): \(sent) frames sent in 5 s at 15 fps")
-                #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
-            }
-            // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
-            // concealed.
-            for (direction, receiverBefore, receiverAfter, senderID) in [
-                ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
-            ] {
-                guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
-                    Issue.record("\(direction): no such peer")
-                    continue
-                }
-                let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
-                #expect(played >= slots * 0.95 && played <= slots * 1.05,
-                        "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
-                #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
-                        "\(direction): lost audio was neither FEC-recovered nor concealed")
-                let dropouts = after.audioDropouts - before.audioDropouts
-                #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
-            }
+        #expect(Double(audioSent) >= slots * 0.97, "\(audioSent) of \(Int(slots)) audio packets sent; \(counts)")
+        // Video keeps completing both ways.
+        for (direction, sent, receiverBefore, receiverAfter, senderID) in [
+            ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
+             aliceAfter, bobID),
+            ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
+             bobAfter, aliceID),
+        ] {
+            let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
+                - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
+            #expect(sent >= 65, "\(direction): \(sent) frames sent in 5 s at 15 fps")
+            #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
         }
-        if starved {
-            withKnownIssue("the machine starved the call: \(audioSent) of \(Int(slots)) audio packets sent, \(counts)",
-                           isIntermittent: true, playedWell)
-        } else {
-            playedWell()
+        // Audio plays about 50 frames a second without a dropout; lost packets were rebuilt by FEC or
+        // concealed.
+        for (direction, receiverBefore, receiverAfter, senderID) in [
+            ("bob → alice", aliceBefore, aliceAfter, bobID), ("alice → bob", bobBefore, bobAfter, aliceID),
+        ] {
+            guard let before = receiverBefore.peers[senderID], let after = receiverAfter.peers[senderID] else {
+                Issue.record("\(direction): no such peer")
+                continue
+            }
+            let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
+            #expect(played >= slots * 0.95 && played <= slots * 1.05,
+                    "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
+            #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
+                    "\(direction): lost audio was neither FEC-recovered nor concealed")
+            let dropouts = after.audioDropouts - before.audioDropouts
+            #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
         }
 
         await alice.leave()
