@@ -13,6 +13,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // System libraries, found through pkg-config.
@@ -46,13 +50,24 @@ let package = Package(
             name: "ParleyRoom",
             dependencies: [.product(name: "DequeModule", package: "swift-collections")]
         ),
+        // Security, with no UI or socket code: SFrame (RFC 9605) media and chat encryption, room keys and safety
+        // codes, room passwords (HMAC challenge and response), relay certificates and their pinning.
+        .target(
+            name: "ParleySecurity",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer.
         .target(name: "ParleyWire"),
         // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP.
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire", "ParleyRoom",
+                "ParleyWire", "ParleyRoom", "ParleySecurity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -64,7 +79,8 @@ let package = Package(
         .target(
             name: "ParleyEngine",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyDevices",
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyDevices", "ParleySecurity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -111,6 +127,7 @@ let package = Package(
         .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(name: "ParleySecurityTests", dependencies: ["ParleySecurity"], exclude: ["Vectors"]),
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [

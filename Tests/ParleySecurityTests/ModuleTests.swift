@@ -1,0 +1,6 @@
+import Testing
+@testable import ParleySecurity
+
+@Suite struct ModuleTests {
+    @Test func moduleBuilds() {}
+}
