@@ -133,6 +133,7 @@ let package = Package(
             name: "ParleyRelayTests",
             dependencies: [
                 "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
+                "ParleySecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -87,6 +87,9 @@ public struct CallConfiguration: Sendable {
     public var server: ServerAddress
     /// Room to join (created on first join).
     public var room: String
+    /// The room's password: proven to the relay with an HMAC of its challenge, never sent. A room created with
+    /// it keeps it until its last member leaves.
+    public var password: String? = nil
     /// Display name.
     public var name: String
     /// Broadcaster sends media; audience only receives.

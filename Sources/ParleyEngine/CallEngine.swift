@@ -4,6 +4,7 @@ import NIOPosix
 import ParleyDevices
 import ParleyMedia
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 
 /// Counters of one call so far: what was sent, and per peer what arrived and was played.
@@ -36,6 +37,8 @@ public struct CallStatistics: Sendable {
     public var localID: UInt32 = 0
     /// Whether the media socket is bound at the relay.
     public var mediaBound = false
+    /// The local UDP port media arrives on (0 before the socket opened).
+    public var localMediaPort = 0
     public var audioPacketsSent = 0
     public var audioBytesSent = 0
     public var videoFramesSent = 0
@@ -46,6 +49,11 @@ public struct CallStatistics: Sendable {
     public var keyframeRequestsReceived = 0
     /// Video packets sent again because a NACK said the relay never got them.
     public var videoPacketsResent = 0
+    /// Datagrams dropped because they came from an address other than the relay's media port.
+    public var datagramsFromStrangers = 0
+    /// RTCP packets from the relay dropped because they named an SSRC of nobody in the room, or feedback about a
+    /// stream this member does not send.
+    public var forgedFeedbackDropped = 0
     /// Peers by member id.
     public var peers: [UInt32: Peer] = [:]
 }
@@ -170,6 +178,8 @@ final class EngineCore {
     /// When each sequence number was last resent: several receivers NACKing one loss get one resend.
     private var lastResent: [UInt16: Duration] = [:]
     private var videoPacketsResent = 0
+    private var datagramsFromStrangers = 0
+    private var forgedFeedbackDropped = 0
 
     private var timers: [PacedTimer] = []
     private var repeating: [RepeatedTask] = []
@@ -180,6 +190,16 @@ final class EngineCore {
     /// When the relay last said anything on signaling (pongs included).
     private var lastHeard: Duration = .zero
     private var reconnectAttempts = 0
+    /// Whether the join being negotiated is the first of this call (not a resume after a drop).
+    private var joiningFirst = true
+    /// The proof sent with the pending join (a new room asks for the verifier next, with the same proof).
+    private var pendingProof: String?
+    /// The password verifier, derived once (a deliberately slow key derivation).
+    private lazy var passwordVerifier: [UInt8]? = configuration.password.map {
+        RoomPassword.verifier(password: $0, room: roomName)
+    }
+    /// A broadcaster request the host has not granted yet: refused, the local role goes back to audience.
+    private var askedToBroadcast = false
     private var lastStats: Duration = .zero
     private var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     private var statsReports = 0
@@ -206,6 +226,7 @@ final class EngineCore {
         var stats = CallStatistics()
         stats.localID = joined?.you.id ?? 0
         stats.mediaBound = mediaBound
+        stats.localMediaPort = udp?.localAddress?.port ?? 0
         stats.audioPacketsSent = audioSender?.packetsSent ?? 0
         stats.audioBytesSent = audioSender?.bytesSent ?? 0
         stats.videoFramesSent = videoSender?.framesSent ?? 0
@@ -214,6 +235,8 @@ final class EngineCore {
         stats.videoBytesSent = videoSender?.bytesSent ?? 0
         stats.keyframeRequestsReceived = keyframeRequestsReceived
         stats.videoPacketsResent = videoPacketsResent
+        stats.datagramsFromStrangers = datagramsFromStrangers
+        stats.forgedFeedbackDropped = forgedFeedbackDropped
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
@@ -299,14 +322,14 @@ final class EngineCore {
             case .success(let connection):
                 core.signaling = connection
                 core.lastHeard = core.now
-                // After a drop, ask for the old membership back so the others never see us leave and rejoin.
-                let resume = first ? nil : core.joined.map {
-                    ResumeToken(member: $0.you.id, credential: $0.media.credential)
+                core.joiningFirst = first
+                core.pendingProof = nil
+                // A password is proven against a fresh challenge; without one the join goes at once.
+                if core.configuration.password != nil {
+                    connection.send(.challenge)
+                } else {
+                    core.sendJoin(proof: nil, verifier: nil)
                 }
-                connection.send(.join(JoinRequest(
-                    room: core.configuration.room, name: core.configuration.name,
-                    role: core.role == .audience ? .audience : .broadcaster,
-                    audioMuted: core.microphoneMuted, videoMuted: core.cameraOff, resume: resume)))
             case .failure(let error):
                 if first {
                     core.emit(.joinFailed(reason: "\(error)"))
@@ -319,6 +342,28 @@ final class EngineCore {
                 }
             }
         }
+    }
+
+    /// The room and display name as the relay checks them (its proof covers the cleaned names).
+    private var roomName: String { (try? RoomName.validate(configuration.room)) ?? configuration.room }
+    private var displayName: String { (try? DisplayName.validate(configuration.name)) ?? configuration.name }
+
+    private func sendJoin(proof: String?, verifier: String?) {
+        // After a drop, ask for the old membership back so the others never see us leave and rejoin.
+        let resume = joiningFirst ? nil : joined.map {
+            ResumeToken(member: $0.you.id, credential: $0.media.credential)
+        }
+        signaling?.send(.join(JoinRequest(
+            room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
+            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier)))
+    }
+
+    private func answer(_ challenge: AccessChallenge) {
+        guard let verifier = passwordVerifier, let nonce = hexBytes(challenge.nonce) else { return }
+        let proof = hexDigits(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
+                                                  name: displayName))
+        pendingProof = proof
+        sendJoin(proof: proof, verifier: nil)
     }
 
     private func handle(_ event: SignalingEvent) {
@@ -389,6 +434,7 @@ final class EngineCore {
             guard let peer = peers.removeValue(forKey: left.id) else { return }
             ownerOfBlock[peer.info.ssrcs.block] = nil
             let reason: OfflineReason = switch left.reason {
+            case .removed: .removed
             case .quit: .quit
             case .timeout: .timeout
             case .dropped: .dropped
@@ -410,6 +456,34 @@ final class EngineCore {
             emit(.roleChanged(ParticipantID(change.id), newRole))
         case .pong:
             break
+        case .challenge(let challenge):
+            answer(challenge)
+        case .host(let host):
+            emit(.hostChanged(ParticipantID(host.id)))
+        case .hand(let member):
+            emit(.handRaised(ParticipantID(member.id)))
+        case .removed(let removal):
+            // Removed by the host: the call is over, and reconnecting would only walk back in.
+            emit(.removedFromRoom(removal.message))
+            phase = .left
+            stopMedia()
+            closeDevices()
+            reconnectTask?.cancel()
+            lostTask?.cancel()
+            bindTask?.cancel()
+            keepAliveTask?.cancel()
+            for task in repeating { task.cancel() }
+            repeating.removeAll()
+            signaling?.close()
+            signaling = nil
+        case .error(let error) where error.code == .passwordSetup && pendingProof != nil:
+            // Our room is new: it takes the password, given as its verifier (the password itself stays here).
+            sendJoin(proof: pendingProof, verifier: passwordVerifier.map(hexDigits))
+        case .error(let error) where error.code == .notAllowed && askedToBroadcast:
+            askedToBroadcast = false
+            role = .audience
+            if let id = joined?.you.id { emit(.roleChanged(ParticipantID(id), .audience)) }
+            emit(.alert(.message(error.message)))
         case .error(let error):
             if case .connecting = phase {
                 emit(.joinFailed(reason: error.message))
@@ -442,10 +516,15 @@ final class EngineCore {
         }
         emit(.joined(localID: ParticipantID(room.you.id)))
         if rejoin { emit(.alert(.reconnected)) }
+        pendingProof = nil
         // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
         let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
         for member in room.members where !(member.id == ghost?.id && member.ssrcs == ghost?.ssrcs) {
             addPeer(member)
+        }
+        if room.host != 0 { emit(.hostChanged(ParticipantID(room.host))) }
+        if configuration.password != nil && !room.passwordProtected {
+            emit(.alert(.message("\(room.room) has no password: anyone who knows its name can join")))
         }
         do {
             let media = configuration.mediaAddressOverride
@@ -539,6 +618,7 @@ final class EngineCore {
         case .setFilter(let enabled):
             filterOn = enabled
         case .setRole(let newRole):
+            askedToBroadcast = newRole == .broadcaster
             role = newRole
             signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
             if newRole == .broadcaster { videoSender?.requestKeyframe() }
@@ -546,6 +626,10 @@ final class EngineCore {
             signaling?.send(.chat(ChatSend(text: text)))
         case .requestKeyframe(let participant):
             if let peer = peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
+        case .allowBroadcast(let participant):
+            signaling?.send(.allow(MemberRef(id: participant.rawValue)))
+        case .removeParticipant(let participant):
+            signaling?.send(.remove(MemberRef(id: participant.rawValue)))
         case .leave:
             _ = leave()
         }
@@ -881,7 +965,13 @@ final class EngineCore {
         udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
     }
 
-    func receive(_ datagram: ByteBuffer) {
+    /// One datagram from the media socket. Only the relay's media address may speak to us: anyone else who reaches
+    /// the port (a stranger spraying packets, a peer trying to bypass the relay) is dropped and counted.
+    func receive(_ datagram: ByteBuffer, from remote: SocketAddress) {
+        guard let relayMedia, remote == relayMedia else {
+            datagramsFromStrangers += 1
+            return
+        }
         let bytes = Array(datagram.readableBytesView)
         switch MediaPacketKind.classify(bytes) {
         case .unknown:
@@ -929,13 +1019,24 @@ final class EngineCore {
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
             for packet in packets {
                 switch packet {
-                case .pictureLossIndication(let pli) where pli.mediaSSRC == joined?.media.ssrcs.video:
+                case .pictureLossIndication(let pli):
+                    guard pli.mediaSSRC == joined?.media.ssrcs.video else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
                     keyframeRequestsReceived += 1
                     videoSender?.requestKeyframe()
-                case .nack(let nack) where nack.mediaSSRC == joined?.media.ssrcs.video:
+                case .nack(let nack):
+                    guard nack.mediaSSRC == joined?.media.ssrcs.video else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
                     resend(nack)
                 case .senderReport(let report):
-                    guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else { continue }
+                    guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
                     if report.ssrc == peer.info.ssrcs.audio {
                         peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
                     } else {
@@ -960,7 +1061,8 @@ private final class ClientMediaHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.value.receive(unwrapInboundIn(data).data)
+        let envelope = unwrapInboundIn(data)
+        core.value.receive(envelope.data, from: envelope.remoteAddress)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -990,4 +1092,24 @@ func wallClockMilliseconds() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_REALTIME, &spec)
     return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+/// Lower-case hex digits of `bytes`.
+func hexDigits(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+}
+
+/// Bytes from hex digits; nil for an odd length or a character that is not a hex digit.
+func hexBytes(_ text: String) -> [UInt8]? {
+    let characters = Array(text.utf8)
+    guard characters.count % 2 == 0 else { return nil }
+    var result: [UInt8] = []
+    for index in stride(from: 0, to: characters.count, by: 2) {
+        guard let pair = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else {
+            return nil
+        }
+        result.append(pair)
+    }
+    return result
 }

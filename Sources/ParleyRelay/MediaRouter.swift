@@ -23,6 +23,8 @@ public enum DropReason: String, Sendable, Equatable {
     case unprovenAddress = "address not bound to the SSRC's member"
     case audienceSending = "audience member sending media"
     case badBind = "bind refused"
+    case forgedFeedback = "RTCP naming another member's SSRC as its sender"
+    case otherRoom = "feedback about a stream of another room"
 }
 
 /// What to do with one RTCP packet of a compound, decided by the router.
@@ -128,8 +130,15 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         dropped[reason, default: 0] += 1
     }
 
-    /// Decides what to do with each packet of an RTCP compound from `sender`.
+    /// Decides what to do with each packet of an RTCP compound from `sender`. Every SSRC the compound claims as
+    /// its sender must be one of `sender`'s own, or the whole compound is dropped (counted as forged): nobody speaks
+    /// for another member. Feedback about a stream (NACK, PLI, report blocks) is acted on only when that stream's
+    /// owner is in the sender's room; the rest is dropped and counted, so no room can reach into another.
     public mutating func feedback(_ packets: [RTCPPacket], from sender: Route, at now: Duration) -> [FeedbackAction] {
+        for packet in packets where !packet.claimedSenderSSRCs.allSatisfy(sender.ssrcs.contains) {
+            count(.forgedFeedback)
+            return []
+        }
         var actions: [FeedbackAction] = []
         var forwardWhole = false
         for packet in packets {
@@ -137,9 +146,10 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
             case .senderReport, .sourceDescription, .goodbye:
                 forwardWhole = true
             case .nack(let nack):
+                guard peer(owning: nack.mediaSSRC, inRoomOf: sender) != nil else { continue }
                 actions.append(.retransmit(ssrc: nack.mediaSSRC, sequenceNumbers: nack.lostSequenceNumbers))
             case .pictureLossIndication(let pli):
-                guard let owner = memberByBlock[pli.mediaSSRC & ~3], owner != sender.member else { continue }
+                guard let owner = peer(owning: pli.mediaSSRC, inRoomOf: sender) else { continue }
                 if throttle.shouldForward(mediaSSRC: pli.mediaSSRC, at: now) {
                     actions.append(.sendToMember(owner, RTCPPacket.pictureLossIndication(pli).serialized()))
                 }
@@ -147,7 +157,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
                 // Each stream's sender hears how its stream arrives here (loss, jitter) for its own rate decisions.
                 var byOwner: [UInt32: [ReportBlock]] = [:]
                 for block in report.reports {
-                    guard let owner = memberByBlock[block.ssrc & ~3], owner != sender.member else { continue }
+                    guard let owner = peer(owning: block.ssrc, inRoomOf: sender) else { continue }
                     byOwner[owner, default: []].append(block)
                 }
                 for (owner, blocks) in byOwner.sorted(by: { $0.key < $1.key }) {
@@ -160,6 +170,19 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         }
         if forwardWhole { actions.insert(.forwardToRoom, at: 0) }
         return actions
+    }
+
+    /// The member owning `ssrc` when it is someone else in `sender`'s room; nil (counting feedback about another
+    /// room's stream) otherwise. Feedback about one's own streams or unknown SSRCs is ignored without counting.
+    private mutating func peer(owning ssrc: UInt32, inRoomOf sender: Route) -> UInt32? {
+        guard let owner = memberByBlock[ssrc & ~3], owner != sender.member, let route = routes[owner] else {
+            return nil
+        }
+        guard route.room == sender.room else {
+            count(.otherRoom)
+            return nil
+        }
+        return owner
     }
 
     /// Keyframe requests held back by the throttle whose interval has now passed: (owner, PLI bytes).

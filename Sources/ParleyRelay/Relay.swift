@@ -16,6 +16,8 @@ public struct RelayConfiguration: Sendable {
     public var limits: SignalingLimits
     /// Media limits (keyframe request throttle, retransmission window).
     public var media: MediaLimits
+    /// Rooms from the operator's rooms file (passwords, stage rules), by name.
+    public var rooms: [String: ConfiguredRoom] = [:]
     /// Where logs go.
     public var logger: Logger
 
@@ -205,7 +207,7 @@ final class RelayCore {
             nameRule: { text in
                 Result { () throws(NameError) in try DisplayName.validate(text) }.mapError { NameRejection("\($0)") }
             },
-            wallClock: { wallClockMilliseconds() })
+            configuredRooms: configuration.rooms, wallClock: { wallClockMilliseconds() })
         media = MediaRouter(limits: configuration.media)
         retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
         self.udp = udp
@@ -219,7 +221,10 @@ final class RelayCore {
     var counters: RelayCounters {
         var counters = state.counters
         counters.packetsForwarded = forwarded
-        counters.packetsDropped = media.dropped.values.reduce(0, +)
+        // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
+        counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
+        counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
+        counters.crossRoomFeedback = media.dropped[.otherRoom] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded

@@ -1,3 +1,4 @@
+import ParleySecurity
 import ParleyWire
 
 /// Identifies one signaling connection (one WebSocket) for the lifetime of the relay.
@@ -74,6 +75,10 @@ public struct RelayCounters: Sendable, Equatable {
     public var retransmissionsServed = 0
     /// NACKs passed on to a stream's sender for packets the relay never got (lost on the sender's uplink).
     public var nacksForwardedToSenders = 0
+    /// RTCP compounds dropped because a packet in them named another member's SSRC as its sender.
+    public var forgedFeedback = 0
+    /// NACKs, PLIs and report blocks dropped because they were about a stream of another room.
+    public var crossRoomFeedback = 0
 
     /// All zero.
     public init() {}
@@ -94,11 +99,21 @@ public struct RelayState: Sendable {
         public var lastSeen: Duration
     }
 
-    /// One room: members in join order and the chat sequence.
+    /// One room: members in join order, the chat sequence, and who may do what.
     public struct Room: Sendable, Equatable {
         public var name: String
         public var members: [UInt32] = []
         public var chatSequence: UInt64 = 0
+        /// The password verifier (`RoomPassword.verifier`), nil for a room anyone may join.
+        public var verifier: [UInt8]?
+        /// The host: the first member, then the next in join order.
+        public var host: UInt32?
+        /// Whether audience members may start broadcasting on their own.
+        public var openStage = false
+        /// The end-to-end encryption mode its members use, nil for none.
+        public var encryption: String?
+        /// Members who may broadcast without asking (joined as broadcasters, or allowed by the host).
+        public var mayBroadcast: Set<UInt32> = []
     }
 
     private struct Connection {
@@ -106,7 +121,14 @@ public struct RelayState: Sendable {
         var tokens: Double
         var lastRefill: Duration
         var lastRateLimitNotice: Duration?
+        /// The challenge handed out for the next password proof (one use).
+        var challenge: [UInt8]?
+        /// Wrong password proofs so far; the connection closes at `maximumFailedProofs`.
+        var failedProofs = 0
     }
+
+    /// Wrong password proofs a connection may send before the relay closes it.
+    public static let maximumFailedProofs = 5
 
     /// Limits in force.
     public let limits: SignalingLimits
@@ -124,6 +146,8 @@ public struct RelayState: Sendable {
     private var connections: [ConnectionID: Connection] = [:]
     private var nextMemberID: UInt32 = 1
     private var ssrcs = SSRCAllocator()
+    /// Rooms set up by the relay's operator (the rooms file): their password and stage apply whenever they are used.
+    public let configuredRooms: [String: ConfiguredRoom]
     /// What was refused so far.
     public var counters = RelayCounters()
 
@@ -131,8 +155,9 @@ public struct RelayState: Sendable {
     /// stamps chat lines; inject fixed ones in tests.
     public init(limits: SignalingLimits = SignalingLimits(), udpPort: Int, roomRule: @escaping NameRule,
                 nameRule: @escaping NameRule, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-                wallClock: @escaping @Sendable () -> Int64)
+                configuredRooms: [String: ConfiguredRoom] = [:], wallClock: @escaping @Sendable () -> Int64)
     {
+        self.configuredRooms = configuredRooms
         self.wallClock = wallClock
         self.limits = limits
         self.udpPort = udpPort
@@ -252,6 +277,11 @@ public struct RelayState: Sendable {
             return join(request, on: connection, now: now)
         case .ping(let token):
             return [.send(.pong(token), to: [connection])]
+        case .challenge:
+            var nonce = [UInt8](repeating: 0, count: 32)
+            for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255, using: &random) }
+            connections[connection]?.challenge = nonce
+            return [.send(.challenge(AccessChallenge(nonce: hexString(nonce))), to: [connection])]
         default:
             break
         }
@@ -261,7 +291,7 @@ public struct RelayState: Sendable {
                           to: [connection])]
         }
         switch message {
-        case .join, .ping:
+        case .join, .ping, .challenge:
             return []
         case .leave:
             connections[connection]?.member = nil
@@ -284,10 +314,129 @@ public struct RelayState: Sendable {
         case .stats(let stats):
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
         case .role(let request):
-            members[id]?.info.role = request.role
-            return [.roleChanged(id: id, role: request.role), .send(.role(MemberRoleChange(id: id, role: request.role)),
-                          to: connections(in: member.room, except: nil))]
+            if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
+               !(room.openStage || room.host == id || room.mayBroadcast.contains(id)) {
+                // Nobody promotes themselves: the host is asked, and decides with `allow`.
+                counters.signalingErrors += 1
+                let hostName = room.host.flatMap { members[$0]?.info.name } ?? "the host"
+                var actions: [RelayAction] = [.send(.error(SignalingError(
+                    .notAllowed, "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
+                )), to: [connection])]
+                if let host = room.host, let hostConnection = members[host]?.connection {
+                    actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
+                }
+                return actions
+            }
+            return setRole(request.role, of: id)
+        case .allow(let target):
+            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "allow") }
+            guard let other = members[target.id], other.room == member.room else {
+                return unknownMember(target.id, in: member.room, connection)
+            }
+            rooms[member.room]?.mayBroadcast.insert(target.id)
+            return other.info.role == .audience ? setRole(.broadcaster, of: target.id) : []
+        case .remove(let target):
+            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "remove") }
+            guard target.id != id, let other = members[target.id], other.room == member.room else {
+                return unknownMember(target.id, in: member.room, connection)
+            }
+            var actions: [RelayAction] = []
+            if let targetConnection = other.connection {
+                connections[targetConnection]?.member = nil
+                actions.append(.send(.removed(Removal(
+                    by: member.info.name, message: "\(member.info.name), the host, removed you from \(member.room)")),
+                                     to: [targetConnection]))
+                actions.append(.close(targetConnection))
+            }
+            return actions + remove(target.id, reason: .removed)
         }
+    }
+
+    private mutating func setRole(_ role: MemberRole, of id: UInt32) -> [RelayAction] {
+        guard let member = members[id] else { return [] }
+        members[id]?.info.role = role
+        if role == .broadcaster { rooms[member.room]?.mayBroadcast.insert(id) }
+        return [.roleChanged(id: id, role: role), .send(.role(MemberRoleChange(id: id, role: role)),
+                                                         to: connections(in: member.room, except: nil))]
+    }
+
+    private mutating func notHost(_ connection: ConnectionID, _ what: String) -> [RelayAction] {
+        counters.signalingErrors += 1
+        return [.send(.error(SignalingError(.notAllowed, "only the room's host can \(what) members")), to: [connection])]
+    }
+
+    private mutating func unknownMember(_ id: UInt32, in room: String, _ connection: ConnectionID) -> [RelayAction] {
+        counters.signalingErrors += 1
+        return [.send(.error(SignalingError(.badField, "member \(id) is not in \(room)")), to: [connection])]
+    }
+
+    private func refuse(_ code: SignalingErrorCode, _ message: String, _ connection: ConnectionID) -> [RelayAction] {
+        [.send(.error(SignalingError(code, message)), to: [connection])]
+    }
+
+    /// Checks the password, the encryption mode and the name against the room; nil when the join may go ahead,
+    /// otherwise the refusal. A new room takes the joiner's verifier and mode.
+    private mutating func admit(_ request: JoinRequest, room: String, name: String, on connection: ConnectionID)
+        -> (actions: [RelayAction], newRoom: Room?)
+    {
+        let existing = rooms[room]
+        let configured = configuredRooms[room]
+        var newRoom: Room?
+        if let verifier = existing?.verifier ?? configured?.verifier {
+            guard let proofText = request.proof else {
+                counters.signalingErrors += 1
+                return (refuse(.passwordRequired, "\(room) needs its password", connection), nil)
+            }
+            let challenge = connections[connection]?.challenge
+            connections[connection]?.challenge = nil  // one proof per challenge: a captured proof is worth nothing
+            guard let challenge, let proof = bytes(hex: proofText),
+                  RoomPassword.isValid(proof: proof, verifier: verifier, challenge: challenge, room: room, name: name)
+            else {
+                counters.signalingErrors += 1
+                connections[connection]?.failedProofs += 1
+                var actions = refuse(.wrongPassword, "wrong password for \(room)", connection)
+                if (connections[connection]?.failedProofs ?? 0) >= Self.maximumFailedProofs {
+                    actions = refuse(.wrongPassword, "wrong password for \(room) \(Self.maximumFailedProofs) times; "
+                                        + "closing the connection", connection) + [.close(connection)]
+                }
+                return (actions, nil)
+            }
+        } else if existing == nil, request.proof != nil {
+            // The joiner has a password for a room that does not exist yet: it becomes the room's password.
+            guard let text = request.verifier else {
+                counters.signalingErrors += 1
+                return (refuse(.passwordSetup, "\(room) is new: send the password verifier to create it", connection),
+                        nil)
+            }
+            guard let verifier = bytes(hex: text), verifier.count == 32 else {
+                counters.signalingErrors += 1
+                return (refuse(.badField, "join field \"verifier\" must be 64 hex digits", connection), nil)
+            }
+            newRoom = Room(name: room, verifier: verifier)
+        }
+        if let existing {
+            guard existing.encryption == request.encryption else {
+                counters.signalingErrors += 1
+                let message = switch (existing.encryption, request.encryption) {
+                case (let mode?, nil): "\(room) is end-to-end encrypted (\(mode)): join with the room's secret"
+                case (nil, _): "\(room) is not end-to-end encrypted: join without a secret"
+                case (let mode?, let asked?): "\(room) is end-to-end encrypted with \(mode), not \(asked)"
+                }
+                return (refuse(.encryptionMismatch, message, connection), nil)
+            }
+            let taken = existing.members.contains { members[$0]?.info.name.lowercased() == name.lowercased() }
+            guard !taken else {
+                counters.signalingErrors += 1
+                return (refuse(.nameTaken, "someone in \(room) is already called \(name); pick another name",
+                               connection), nil)
+            }
+        } else {
+            var created = newRoom ?? Room(name: room, verifier: configured?.verifier)
+            created.openStage = configured?.openStage ?? false
+            created.encryption = request.encryption
+            newRoom = created
+        }
+        return ([], newRoom)
     }
 
     private mutating func join(_ request: JoinRequest, on connection: ConnectionID, now: Duration) -> [RelayAction] {
@@ -309,6 +458,9 @@ public struct RelayState: Sendable {
                                                                   on: connection, now: now) {
             return actions
         }
+        let admission = admit(request, room: room, name: name, on: connection)
+        guard admission.actions.isEmpty else { return admission.actions }
+        if let newRoom = admission.newRoom { rooms[room] = newRoom }
         let id = nextMemberID
         nextMemberID &+= 1
         let ssrcs = self.ssrcs.allocate(using: &random)
@@ -321,12 +473,10 @@ public struct RelayState: Sendable {
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
         members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now)
         rooms[room, default: Room(name: room)].members.append(id)
+        if rooms[room]?.host == nil { rooms[room]?.host = id }
+        if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
         connections[connection]?.member = id
-        let joined = JoinedRoom(
-            room: room, you: info, members: existing,
-            media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: ssrcs),
-            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
-                + Double(limits.livenessTimeout.components.attoseconds) / 1e18)
+        let joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         return [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
@@ -356,11 +506,7 @@ public struct RelayState: Sendable {
         members[token.member] = member
         connections[connection]?.member = token.member
         let others = (rooms[room]?.members ?? []).filter { $0 != token.member }.compactMap { members[$0]?.info }
-        let joined = JoinedRoom(
-            room: room, you: member.info, members: others,
-            media: MediaGrant(udpPort: udpPort, credential: member.credential.hex, ssrcs: member.info.ssrcs),
-            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
-                + Double(limits.livenessTimeout.components.attoseconds) / 1e18)
+        let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
         actions.append(.send(.joined(joined), to: [connection]))
         if changedMute {
             actions.append(.send(.mute(MemberMute(id: token.member, audio: request.audioMuted,
@@ -370,20 +516,83 @@ public struct RelayState: Sendable {
         return actions
     }
 
+    private func joinedMessage(room: String, you: MemberInfo, others: [MemberInfo], credential: BindToken)
+        -> JoinedRoom
+    {
+        let settings = rooms[room]
+        return JoinedRoom(
+            room: room, you: you, members: others,
+            media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: you.ssrcs),
+            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
+                + Double(limits.livenessTimeout.components.attoseconds) / 1e18,
+            host: settings?.host ?? you.id, passwordProtected: settings?.verifier != nil,
+            openStage: settings?.openStage ?? false, encryption: settings?.encryption)
+    }
+
     private mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
         guard let member = members.removeValue(forKey: id) else { return [] }
         ssrcs.release(member.info.ssrcs)
         rooms[member.room]?.members.removeAll { $0 == id }
-        if rooms[member.room]?.members.isEmpty ?? false { rooms[member.room] = nil }
-        return [
+        rooms[member.room]?.mayBroadcast.remove(id)
+        var actions: [RelayAction] = [
             .memberRemoved(id: id, room: member.room),
             .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),
         ]
+        if rooms[member.room]?.members.isEmpty ?? false {
+            rooms[member.room] = nil
+        } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {
+            rooms[member.room]?.host = next
+            actions.append(.send(.host(MemberRef(id: next)), to: connections(in: member.room, except: nil)))
+        }
+        return actions
     }
 
     private func connections(in room: String, except excluded: UInt32?) -> [ConnectionID] {
         (rooms[room]?.members ?? []).compactMap { id in
             id == excluded ? nil : members[id]?.connection
         }
+    }
+}
+
+/// A room set up in the relay's rooms file.
+public struct ConfiguredRoom: Sendable, Equatable {
+    /// The password verifier, nil for a room without a password.
+    public var verifier: [UInt8]?
+    /// Whether audience members may start broadcasting without the host.
+    public var openStage: Bool
+
+    /// A configured room.
+    public init(verifier: [UInt8]? = nil, openStage: Bool = false) {
+        self.verifier = verifier
+        self.openStage = openStage
+    }
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+}
+
+/// Bytes from hex digits; nil for an odd length or a character that is not a hex digit.
+func bytes(hex: String) -> [UInt8]? {
+    let characters = Array(hex.utf8)
+    guard characters.count % 2 == 0, characters.count <= 256 else { return nil }
+    var result: [UInt8] = []
+    result.reserveCapacity(characters.count / 2)
+    var index = 0
+    while index < characters.count {
+        guard let high = hexValue(characters[index]), let low = hexValue(characters[index + 1]) else { return nil }
+        result.append(high << 4 | low)
+        index += 2
+    }
+    return result
+}
+
+private func hexValue(_ character: UInt8) -> UInt8? {
+    switch character {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+    default: nil
     }
 }

@@ -6,6 +6,8 @@ public enum OfflineReason: String, Hashable, Sendable {
     case timeout
     /// Their connection dropped.
     case dropped
+    /// The host removed them.
+    case removed
 }
 
 /// A connection alert from the call engine; each one is also written to the chat pane.
@@ -59,6 +61,12 @@ public enum RoomEvent: Hashable, Sendable {
     case notice(String)
     /// The local camera stopped and nothing else can stand in: the camera is now off; the text says why.
     case cameraStopped(String)
+    /// The room's host is now this participant (possibly the local user).
+    case hostChanged(ParticipantID)
+    /// To the host: an audience member asks to broadcast.
+    case handRaised(ParticipantID)
+    /// The host removed the local user from the room; the text says so. The call is over.
+    case removedFromRoom(String)
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.
@@ -92,6 +100,10 @@ public enum RoomEffect: Hashable, Sendable {
     case sendChat(String)
     /// Ask a participant for a key frame (their video just resumed).
     case requestKeyframe(ParticipantID)
+    /// Host only: let an audience member broadcast.
+    case allowBroadcast(ParticipantID)
+    /// Host only: remove a participant from the room.
+    case removeParticipant(ParticipantID)
     /// Leave the call and close the room screen.
     case leave
 }

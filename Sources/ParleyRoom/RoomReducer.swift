@@ -123,6 +123,7 @@ extension RoomState {
             case .quit: log("\(name) left", kind: .system)
             case .timeout: log("\(name) stopped responding and was removed", kind: .system)
             case .dropped: log("\(name) dropped out of the call", kind: .system)
+            case .removed: log("\(name) was removed by the host", kind: .system)
             }
             changes.insert(.tiles)
 
@@ -195,6 +196,24 @@ extension RoomState {
                 sessions[0].videoMuted = true
                 changes.insert([.controls, .tiles])
             }
+
+        case .hostChanged(let id):
+            hostID = id
+            if id == localID {
+                log("You are the host: /allow NAME lets someone broadcast, /remove NAME removes them", kind: .system)
+            } else if let name = session(id)?.name {
+                log("\(name) is the host", kind: .system)
+            }
+            changes.insert(.tiles)
+
+        case .handRaised(let id):
+            let name = session(id)?.name ?? id.description
+            log("\(name) asks to broadcast: type /allow \(name) in the chat to let them", kind: .alert)
+
+        case .removedFromRoom(let text):
+            connection = .failed(reason: text)
+            log(text, kind: .alert)
+            changes.insert(.status)
 
         case .roleChanged(let id, let role):
             guard let index = index(of: id), sessions[index].role != role else { break }
@@ -347,8 +366,34 @@ extension RoomState {
         }
         let text = String(chatInput.text.trimmingBlanks())
         chatInput.clear()
+        if text.hasPrefix("/") { return hostCommand(text) }
         log(text, kind: .own, sender: localSession.name)
         return [.sendChat(text)]
+    }
+
+    /// `/allow NAME` and `/remove NAME`, the host's commands typed in the chat line.
+    private mutating func hostCommand(_ text: String) -> [RoomEffect] {
+        let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+        let usage = "Host commands: /allow NAME (let them broadcast), /remove NAME (remove them from the room)"
+        guard words.count == 2, ["/allow", "/remove"].contains(words[0]) else {
+            show(usage)
+            return []
+        }
+        guard hostID == localID else {
+            show("Only the host can \(words[0].dropFirst()) members\(hostName.map { "; the host is \($0)" } ?? "")")
+            return []
+        }
+        let name = words[1].trimmingBlanks()
+        guard let peer = peers.first(where: { $0.name.lowercased() == name.lowercased() }) else {
+            show("Nobody called \(name) is in the room")
+            return []
+        }
+        if words[0] == "/allow" {
+            log("You let \(peer.name) broadcast", kind: .system)
+            return [.allowBroadcast(peer.id)]
+        }
+        log("You removed \(peer.name) from the room", kind: .system)
+        return [.removeParticipant(peer.id)]
     }
 
     private mutating func pressTileNumber(_ number: Int) -> [RoomEffect] {

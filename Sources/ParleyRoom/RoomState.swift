@@ -145,6 +145,10 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var notice: Notice?
     /// The local microphone's level for the own tile's meter, 0…1; nil when there is no real microphone.
     public internal(set) var microphoneLevel: Double?
+    /// The room's host, once the relay said who it is.
+    public internal(set) var hostID: ParticipantID?
+    /// The host's name, when known.
+    public var hostName: String? { hostID.flatMap { id in sessions.first { $0.id == id }?.name } }
     /// A first tile-number press waiting for its second.
     public internal(set) var pendingDigit: PendingDigit?
     /// Where the video tiles are on screen, as last reported by the shell.

@@ -361,6 +361,16 @@ public enum RTCPPacket: Sendable, Equatable {
 }
 
 extension RTCPPacket {
+    /// Every SSRC this packet speaks for as its sender: the reporter of SR, RR, APP and feedback packets, each SDES
+    /// chunk's source, each BYE source. A relay checks them all, not only the first of a compound.
+    public var claimedSenderSSRCs: [UInt32] {
+        switch self {
+        case let .sourceDescription(description): return description.chunks.map(\.ssrc)
+        case let .goodbye(bye): return bye.ssrcs
+        default: return senderSSRC.map { [$0] } ?? []
+        }
+    }
+
     /// The SSRC of whoever sent this packet (for the relay to check it against the sender's SSRC block).
     public var senderSSRC: UInt32? {
         switch self {

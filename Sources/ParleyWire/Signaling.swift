@@ -43,6 +43,8 @@ public enum LeaveReason: String, Codable, Sendable, CaseIterable {
     case timeout
     /// The connection closed without a goodbye, or the relay removed the member.
     case dropped
+    /// The room's host removed the member.
+    case removed
 
     public init(from decoder: any Decoder) throws {
         self = try decodeWord(Self.self, from: decoder)
@@ -104,19 +106,32 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// After a dropped connection: take the old membership back (same id, SSRCs and credential) instead of
     /// appearing twice until the old one times out.
     public var resume: ResumeToken?
+    /// Proof of the room password: HMAC of the connection's challenge, the room and the name (64 hex digits).
+    public var proof: String?
+    /// The password verifier for a room this join creates (64 hex digits); sent only when the relay asked for it.
+    public var verifier: String?
+    /// The end-to-end encryption the client uses ("AES-128-GCM", "AES-256-GCM"), nil for none. The relay never
+    /// sees a key; it keeps a room to one mode so nobody plays what they cannot decrypt.
+    public var encryption: String?
 
     /// A join request.
     public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
-                videoMuted: Bool = false, resume: ResumeToken? = nil) {
+                videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
+                encryption: String? = nil) {
         self.room = room
         self.name = name
         self.role = role
         self.audioMuted = audioMuted
         self.videoMuted = videoMuted
         self.resume = resume
+        self.proof = proof
+        self.verifier = verifier
+        self.encryption = encryption
     }
 
-    enum CodingKeys: String, CodingKey { case room, name, role, audioMuted, videoMuted, resume }
+    enum CodingKeys: String, CodingKey {
+        case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -126,6 +141,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         audioMuted = try c.decodeIfPresent(Bool.self, forKey: .audioMuted) ?? false
         videoMuted = try c.decodeIfPresent(Bool.self, forKey: .videoMuted) ?? false
         resume = try c.decodeIfPresent(ResumeToken.self, forKey: .resume)
+        proof = try c.decodeIfPresent(String.self, forKey: .proof)
+        verifier = try c.decodeIfPresent(String.self, forKey: .verifier)
+        encryption = try c.decodeIfPresent(String.self, forKey: .encryption)
     }
 }
 
@@ -158,14 +176,28 @@ public struct JoinedRoom: Codable, Sendable, Equatable {
     public var media: MediaGrant
     /// Seconds of signaling silence after which the relay drops a member.
     public var livenessTimeout: Double
+    /// The room's host (its first member, or the next in join order once the host left).
+    public var host: UInt32
+    /// Whether joining the room needs its password.
+    public var passwordProtected: Bool
+    /// Whether audience members may start broadcasting without the host's leave.
+    public var openStage: Bool
+    /// The room's end-to-end encryption mode, nil for none.
+    public var encryption: String?
 
     /// A joined answer.
-    public init(room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double) {
+    public init(room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double,
+                host: UInt32 = 0, passwordProtected: Bool = false, openStage: Bool = false,
+                encryption: String? = nil) {
         self.room = room
         self.you = you
         self.members = members
         self.media = media
         self.livenessTimeout = livenessTimeout
+        self.host = host
+        self.passwordProtected = passwordProtected
+        self.openStage = openStage
+        self.encryption = encryption
     }
 }
 
@@ -177,21 +209,25 @@ public struct ChatDelivery: Codable, Sendable, Equatable {
     public var from: UInt32
     /// Sender's display name at the time.
     public var name: String
-    /// The text.
+    /// The text ("" when the line is sealed).
     public var text: String
     /// Relay time, milliseconds since the Unix epoch.
     public var time: Int64
     /// The sender's own reference for the line, echoed back to the sender only.
     public var ref: String?
+    /// The line end-to-end encrypted (base64 SFrame), which only members with the room secret can read.
+    public var sealed: String?
 
     /// A chat delivery.
-    public init(seq: UInt64, from: UInt32, name: String, text: String, time: Int64, ref: String? = nil) {
+    public init(seq: UInt64, from: UInt32, name: String, text: String, time: Int64, ref: String? = nil,
+                sealed: String? = nil) {
         self.seq = seq
         self.from = from
         self.name = name
         self.text = text
         self.time = time
         self.ref = ref
+        self.sealed = sealed
     }
 }
 
@@ -252,8 +288,20 @@ public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
     case badName = "bad-name"
     /// Too many messages too quickly; some were dropped.
     case rateLimited = "rate-limited"
-    /// Audience members cannot do this (e.g. unmute media).
+    /// Audience members cannot do this (e.g. unmute media), or only the host can.
     case notAllowed = "not-allowed"
+    /// The room has a password: answer the challenge (ask with `challenge`) in `proof`.
+    case passwordRequired = "password-required"
+    /// The proof did not match the room's password.
+    case wrongPassword = "wrong-password"
+    /// The room does not exist yet and the join carries a proof: send the password's `verifier` to create it.
+    case passwordSetup = "password-setup"
+    /// Someone in the room already has this display name.
+    case nameTaken = "name-taken"
+    /// The room uses another end-to-end encryption mode (or none).
+    case encryptionMismatch = "encryption-mismatch"
+    /// A room, connection or member limit was reached.
+    case limitReached = "limit-reached"
     /// The relay failed; not the client's fault.
     case `internal` = "internal"
 
@@ -292,17 +340,70 @@ public struct MuteChange: Codable, Sendable, Equatable {
     }
 }
 
-/// A chat line a client sends.
+/// A chat line a client sends: plain `text`, or `sealed` (end-to-end encrypted) with `text` empty.
 public struct ChatSend: Codable, Sendable, Equatable {
-    /// The text, 1…`maxChatCharacters` characters, not only whitespace.
+    /// The text, 1…`maxChatCharacters` characters, not only whitespace; "" when sealed.
     public var text: String
     /// The sender's own reference, echoed back to it in the delivery.
     public var ref: String?
+    /// The encrypted line (base64 SFrame), at most `maxSealedChatCharacters`.
+    public var sealed: String?
 
     /// A chat line.
-    public init(text: String, ref: String? = nil) {
+    public init(text: String, ref: String? = nil, sealed: String? = nil) {
         self.text = text
         self.ref = ref
+        self.sealed = sealed
+    }
+
+    enum CodingKeys: String, CodingKey { case text, ref, sealed }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sealed = try c.decodeIfPresent(String.self, forKey: .sealed)
+        if let text = try c.decodeIfPresent(String.self, forKey: .text) {
+            self.text = text
+        } else if sealed != nil {
+            text = ""
+        } else {
+            text = try c.decode(String.self, forKey: .text)  // missing: the usual "needs field" error
+        }
+        ref = try c.decodeIfPresent(String.self, forKey: .ref)
+    }
+}
+
+/// Longest sealed chat line, in base64 characters: a full-length line of 4-byte characters plus SFrame overhead.
+public let maxSealedChatCharacters = 11_000
+
+/// The challenge a client answers with `JoinRequest.proof` to join a password-protected room.
+public struct AccessChallenge: Codable, Sendable, Equatable {
+    /// 32 random bytes, hex; good for one join attempt on this connection.
+    public var nonce: String
+
+    /// A challenge.
+    public init(nonce: String) { self.nonce = nonce }
+}
+
+/// A member named by id (the host's `allow` and `remove`, the relay's `hand` and `host`).
+public struct MemberRef: Codable, Sendable, Equatable {
+    /// The member.
+    public var id: UInt32
+
+    /// A member reference.
+    public init(id: UInt32) { self.id = id }
+}
+
+/// Why this member was removed from the room.
+public struct Removal: Codable, Sendable, Equatable {
+    /// Who removed it (the host's display name).
+    public var by: String
+    /// A sentence for the user.
+    public var message: String
+
+    /// A removal notice.
+    public init(by: String, message: String) {
+        self.by = by
+        self.message = message
     }
 }
 
@@ -406,8 +507,15 @@ public enum ClientMessage: Sendable, Equatable {
     case stats(SenderStats)
     /// Keep-alive; the relay answers `pong` with the same token.
     case ping(KeepAlive)
-    /// Switch between broadcaster and audience.
+    /// Switch between broadcaster and audience (to broadcaster: only the host, or anyone in an open-stage room;
+    /// otherwise the host is asked).
     case role(RoleRequest)
+    /// Ask for a challenge to prove the room password with.
+    case challenge
+    /// Host only: let an audience member broadcast.
+    case allow(MemberRef)
+    /// Host only: remove a member from the room.
+    case remove(MemberRef)
 
     /// The wire `type` of this message.
     public var type: String {
@@ -419,18 +527,23 @@ public enum ClientMessage: Sendable, Equatable {
         case .stats: "stats"
         case .ping: "ping"
         case .role: "role"
+        case .challenge: "challenge"
+        case .allow: "allow"
+        case .remove: "remove"
         }
     }
 
     private var payload: (any Encodable)? {
         switch self {
         case .join(let value): value
-        case .leave: nil
+        case .leave, .challenge: nil
         case .mute(let value): value
         case .chat(let value): value
         case .stats(let value): value
         case .ping(let value): value
         case .role(let value): value
+        case .allow(let value): value
+        case .remove(let value): value
         }
     }
 
@@ -453,6 +566,17 @@ public enum ClientMessage: Sendable, Equatable {
             return .mute(change)
         case "chat":
             let chat = try message.payload(ChatSend.self)
+            if let sealed = chat.sealed {
+                guard chat.text.isEmpty else {
+                    throw SignalingError(.badField, "chat has both \"text\" and \"sealed\"; a sealed line has no text")
+                }
+                guard !sealed.isEmpty, sealed.count <= maxSealedChatCharacters else {
+                    throw SignalingError(
+                        .badField,
+                        "chat \"sealed\" has \(sealed.count) characters; it must have 1 to \(maxSealedChatCharacters)")
+                }
+                return .chat(chat)
+            }
             guard chat.text.contains(where: { !$0.isWhitespace }) else {
                 throw SignalingError(.badField, "chat \"text\" is empty")
             }
@@ -467,10 +591,17 @@ public enum ClientMessage: Sendable, Equatable {
             return .ping(try message.payload(KeepAlive.self))
         case "role":
             return .role(try message.payload(RoleRequest.self))
+        case "challenge":
+            return .challenge
+        case "allow":
+            return .allow(try message.payload(MemberRef.self))
+        case "remove":
+            return .remove(try message.payload(MemberRef.self))
         default:
             throw SignalingError(
                 .unknownType,
-                "unknown message type \"\(message.type)\"; expected join, leave, mute, chat, stats, ping or role")
+                "unknown message type \"\(message.type)\"; expected join, leave, mute, chat, stats, ping, role, "
+                    + "challenge, allow or remove")
         }
     }
 }
@@ -495,6 +626,14 @@ public enum ServerMessage: Sendable, Equatable {
     case pong(KeepAlive)
     /// Something the client sent was refused; the connection stays open.
     case error(SignalingError)
+    /// Answer to `challenge`.
+    case challenge(AccessChallenge)
+    /// The room has a new host.
+    case host(MemberRef)
+    /// To the host: an audience member asks to broadcast.
+    case hand(MemberRef)
+    /// To a member the host removed, just before the relay closes its connection.
+    case removed(Removal)
 
     /// The wire `type` of this message.
     public var type: String {
@@ -508,6 +647,10 @@ public enum ServerMessage: Sendable, Equatable {
         case .role: "role"
         case .pong: "pong"
         case .error: "error"
+        case .challenge: "challenge"
+        case .host: "host"
+        case .hand: "hand"
+        case .removed: "removed"
         }
     }
 
@@ -522,6 +665,10 @@ public enum ServerMessage: Sendable, Equatable {
         case .role(let value): value
         case .pong(let value): value
         case .error(let value): value
+        case .challenge(let value): value
+        case .host(let value): value
+        case .hand(let value): value
+        case .removed(let value): value
         }
     }
 
@@ -541,6 +688,10 @@ public enum ServerMessage: Sendable, Equatable {
         case "role": return .role(try message.payload(MemberRoleChange.self))
         case "pong": return .pong(try message.payload(KeepAlive.self))
         case "error": return .error(try message.payload(SignalingError.self))
+        case "challenge": return .challenge(try message.payload(AccessChallenge.self))
+        case "host": return .host(try message.payload(MemberRef.self))
+        case "hand": return .hand(try message.payload(MemberRef.self))
+        case "removed": return .removed(try message.payload(Removal.self))
         default: throw SignalingError(.unknownType, "unknown message type \"\(message.type)\"")
         }
     }

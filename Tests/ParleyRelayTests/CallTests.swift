@@ -125,4 +125,94 @@ struct CallTests {
         for task in tasks { task.cancel() }
         await relay.shutdown()
     }
+
+    @Test func mediaIsTakenOnlyFromTheRelay() async throws {
+        // Someone who learns a client's media port and a peer's SSRC (both visible on the wire) sends pictures
+        // and keyframe requests straight to it: the client takes datagrams only from its relay's media address.
+        let relay = try await startRelay()
+        let alice = try CallEngine(configuration("alice", port: relay.signalingPort))
+        let bob = try CallEngine(configuration("bob", port: relay.signalingPort))
+        let logs = [EventLog(), EventLog()]
+        let tasks = [logs[0].consume(alice), logs[1].consume(bob)]
+        alice.start()
+        bob.start()
+        let decoding = await eventually(within: .seconds(8)) {
+            await alice.statistics().peers.values.first.map { $0.framesDecoded >= 5 } ?? false
+        }
+        #expect(decoding)
+        let aliceStats = await alice.statistics(), bobStats = await bob.statistics()
+        let bobID = bobStats.localID
+        let bobSSRCs = MemberSSRCs(block: try #require(try await relay.member(bobID)).ssrcs.block)
+        let ownVideo = try #require(try await relay.member(aliceStats.localID)).ssrcs.video
+        let before = aliceStats.peers[bobID]!
+
+        let stranger = try TestUDPSocket()
+        for sequence in 0..<20 {
+            let audio = RTPPacket(header: RTPHeader(payloadType: 111, sequenceNumber: UInt16(60_000 + sequence),
+                                                    timestamp: 1, ssrc: bobSSRCs.audio), payload: [0xF8, 0xFF, 0xFE])
+            stranger.send(audio.serialized(), toPort: aliceStats.localMediaPort)
+        }
+        let pli = PictureLossIndication(senderSSRC: bobSSRCs.audio, mediaSSRC: ownVideo)
+        stranger.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: aliceStats.localMediaPort)
+        let refused = await eventually(within: .seconds(2)) { await alice.statistics().datagramsFromStrangers == 21 }
+        #expect(refused)
+        let after = await alice.statistics()
+        #expect(after.keyframeRequestsReceived == aliceStats.keyframeRequestsReceived)
+        // Bob's real media keeps arriving through the relay, undisturbed.
+        let stillDecoding = await eventually(within: .seconds(3)) {
+            await alice.statistics().peers[bobID].map { $0.framesDecoded > before.framesDecoded + 5 } ?? false
+        }
+        #expect(stillDecoding)
+        #expect(await alice.statistics().peers[bobID]?.decodeErrors == 0)
+
+        await alice.leave()
+        await bob.leave()
+        for task in tasks { task.cancel() }
+        await relay.shutdown()
+    }
+
+    @Test func aPasswordRoomTheHostAndRemoval() async throws {
+        let relay = try await startRelay()
+        func engine(_ name: String, password: String?) throws -> (CallEngine, EventLog, Task<Void, Never>) {
+            var settings = configuration(name, port: relay.signalingPort)
+            settings.room = "vault"
+            settings.password = password
+            let engine = try CallEngine(settings)
+            let log = EventLog()
+            let task = log.consume(engine)
+            engine.start()
+            return (engine, log, task)
+        }
+        // Alice creates the room with its password and hosts it; Bob knows the password; Eve guesses.
+        let (alice, aliceLog, aliceTask) = try engine("alice", password: "correct horse")
+        let inRoom = await eventually { aliceLog.all.contains { if case .joined = $0 { true } else { false } } }
+        #expect(inRoom)
+        let (bob, bobLog, bobTask) = try engine("bob", password: "correct horse")
+        let (eve, eveLog, eveTask) = try engine("eve", password: "battery staple")
+        let (mallory, malloryLog, malloryTask) = try engine("mallory", password: nil)
+        let settled = await eventually {
+            bobLog.all.contains { if case .joined = $0 { true } else { false } }
+                && eveLog.all.contains { if case .joinFailed = $0 { true } else { false } }
+                && malloryLog.all.contains { if case .joinFailed = $0 { true } else { false } }
+        }
+        #expect(settled)
+        #expect(eveLog.all.contains(.joinFailed(reason: "wrong password for vault")))
+        #expect(malloryLog.all.contains(.joinFailed(reason: "vault needs its password")))
+        let aliceID = await alice.statistics().localID, bobID = await bob.statistics().localID
+        #expect(bobLog.all.contains(.hostChanged(ParticipantID(aliceID))))
+
+        // The host removes Bob: he is told, his call ends, and he does not walk back in by reconnecting.
+        alice.perform(.removeParticipant(ParticipantID(bobID)))
+        let removed = await eventually {
+            bobLog.all.contains { if case .removedFromRoom(let text) = $0 { text.contains("removed you") } else { false } }
+                && aliceLog.all.contains(.userOffline(ParticipantID(bobID), reason: .removed))
+        }
+        #expect(removed)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try await relay.rooms()["vault"] == [aliceID], "bob stayed out")
+
+        for engine in [alice, bob, eve, mallory] { await engine.leave() }
+        for task in [aliceTask, bobTask, eveTask, malloryTask] { task.cancel() }
+        await relay.shutdown()
+    }
 }

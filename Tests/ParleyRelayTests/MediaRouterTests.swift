@@ -101,4 +101,41 @@ struct MediaRouterTests {
                                                                                  mediaSSRC: 0x999))
         #expect(router.feedback([selfPLI, strangerPLI], from: bob, at: .zero).isEmpty)
     }
+
+    static let dave = MemberSSRCs(block: 0x400)
+
+    /// Feedback from Dave, alone in room "s", about streams of room "r", and compounds naming other senders.
+    static let isolation: [(String, [RTCPPacket], DropReason?, Int)] = [
+        ("NACK for another room's stream",
+         [.nack(GenericNACK(senderSSRC: dave.audio, mediaSSRC: alice.video, lost: [1]))], .otherRoom, 1),
+        ("PLI for another room's stream",
+         [.pictureLossIndication(PictureLossIndication(senderSSRC: dave.audio, mediaSSRC: alice.video))], .otherRoom, 1),
+        ("report block about another room's stream",
+         [.receiverReport(ReceiverReport(ssrc: dave.audio, reports: [ReportBlock(
+            ssrc: alice.video, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0, jitter: 0,
+            lastSenderReport: 0, delaySinceLastSenderReport: 0)]))], .otherRoom, 1),
+        ("second packet of a compound names Bob as its sender",
+         [.receiverReport(ReceiverReport(ssrc: dave.audio, reports: [])),
+          .pictureLossIndication(PictureLossIndication(senderSSRC: bob.audio, mediaSSRC: alice.video))],
+         .forgedFeedback, 1),
+        ("sender report in Alice's name",
+         [.senderReport(SenderReport(ssrc: alice.audio, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: 0,
+                                     octetCount: 0, reports: []))], .forgedFeedback, 1),
+        ("SDES with a second chunk for Alice",
+         [.sourceDescription(SourceDescription(chunks: [
+            .init(ssrc: dave.audio, items: []), .init(ssrc: alice.audio, items: []),
+         ]))], .forgedFeedback, 1),
+        ("BYE for Dave and Bob",
+         [.goodbye(Goodbye(ssrcs: [dave.audio, bob.audio]))], .forgedFeedback, 1),
+    ]
+
+    @Test(arguments: isolation)
+    func feedbackStaysInsideTheSendersRoom(name: String, packets: [RTCPPacket], drop: DropReason?, count: Int) {
+        var router = router()
+        router.add(member: 4, room: "s", ssrcs: Self.dave, role: .broadcaster)
+        router.bind(member: 4, to: "d:1")
+        let dave = router.route(of: 4)!
+        #expect(router.feedback(packets, from: dave, at: .zero).isEmpty, "\(name)")
+        #expect(router.dropped == (drop.map { [$0: count] } ?? [:]), "\(name)")
+    }
 }

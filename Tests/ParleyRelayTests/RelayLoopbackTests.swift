@@ -141,6 +141,64 @@ struct RelayLoopbackTests {
         #expect(try await relay.counters().keyframeRequestsThrottled >= 28)
     }
 
+    @Test func aMemberOfAnotherRoomGetsNothingAndCausesNothing() async throws {
+        // Alice and Bob talk in room A; Mallory, in room B, knows their SSRCs (say, from a capture) and asks for
+        // their packets and keyframes, and forges reports in their name.
+        let relay = try await startRelay()
+        defer { Task { await relay.shutdown() } }
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let mallory = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+        let a = try await alice.join("alice", room: "room-a")
+        let b = try await bob.join("bob", room: "room-a")
+        let m = try await mallory.join("mallory", room: "room-b")
+        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket(), malloryUDP = try TestUDPSocket()
+        for (socket, joined) in [(aliceUDP, a), (bobUDP, b), (malloryUDP, m)] {
+            #expect(try bindMedia(socket, joined: joined) == .bound)
+        }
+        let packets = (100..<105).map { rtp(ssrc: a.media.ssrcs.video, sequence: UInt16($0)) }
+        for packet in packets { aliceUDP.send(packet, toPort: a.media.udpPort) }
+        #expect(bobUDP.receive(for: .milliseconds(200)).count == 5)
+        let before = try await relay.counters()
+
+        let own = m.media.ssrcs.audio
+        let attacks: [[RTCPPacket]] = [
+            [.nack(GenericNACK(senderSSRC: own, mediaSSRC: a.media.ssrcs.video, lost: [100, 101, 102]))],
+            [.pictureLossIndication(PictureLossIndication(senderSSRC: own, mediaSSRC: a.media.ssrcs.video))],
+            [.receiverReport(ReceiverReport(ssrc: own, reports: [ReportBlock(
+                ssrc: a.media.ssrcs.video, fractionLost: 255, cumulativeLost: 1000, extendedHighestSequenceNumber: 1,
+                jitter: 0, lastSenderReport: 0, delaySinceLastSenderReport: 0)])),
+            ],
+            // Her own report first, then a NACK and PLI claiming to come from Bob: every packet is checked.
+            [.receiverReport(ReceiverReport(ssrc: own, reports: [])),
+             .nack(GenericNACK(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video, lost: [103])),
+             .pictureLossIndication(PictureLossIndication(senderSSRC: b.media.ssrcs.audio,
+                                                          mediaSSRC: a.media.ssrcs.video))],
+            [.sourceDescription(SourceDescription(chunks: [
+                .init(ssrc: own, items: [.init(type: SourceDescription.Item.cname, text: "mallory")]),
+                .init(ssrc: a.media.ssrcs.audio, items: [.init(type: SourceDescription.Item.cname, text: "alice")]),
+            ]))],
+        ]
+        for attack in attacks { malloryUDP.send(RTCPPacket.serializeCompound(attack), toPort: m.media.udpPort) }
+
+        #expect(malloryUDP.receive(for: .milliseconds(300)).isEmpty, "room A's packets never reach room B")
+        #expect(aliceUDP.receive(for: .milliseconds(600)).isEmpty, "no keyframe request, NACK or report reached alice")
+        #expect(bobUDP.receive(for: .milliseconds(100)).isEmpty, "nothing forged reached bob")
+        let after = try await relay.counters()
+        #expect(after.retransmissionsServed == before.retransmissionsServed)
+        #expect(after.nacksForwardedToSenders == before.nacksForwardedToSenders)
+        #expect(after.packetsDropped - before.packetsDropped == 2, "the two forged compounds, each counted once")
+        #expect(after.crossRoomFeedback - before.crossRoomFeedback == 3, "NACK, PLI and report block about room A")
+
+        // The same request from Bob, in room A, is answered: the rules stop Mallory, not the room.
+        let fresh = (200..<203).map { rtp(ssrc: a.media.ssrcs.video, sequence: UInt16($0)) }
+        for packet in fresh { aliceUDP.send(packet, toPort: a.media.udpPort) }
+        #expect(bobUDP.receive(for: .milliseconds(150)).count == 3)
+        let nack = GenericNACK(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video, lost: [201])
+        bobUDP.send(RTCPPacket.nack(nack).serialized(), toPort: b.media.udpPort)
+        #expect(bobUDP.receive(for: .milliseconds(200)) == [fresh[1]])
+    }
+
     @Test func silentMembersAreReportedAsTimedOut() async throws {
         let relay = try await startRelay(liveness: .seconds(1))
         defer { Task { await relay.shutdown() } }

@@ -134,7 +134,8 @@ struct RelayStateTests {
         let alice = relay.join("alice", on: a)
         let bob = relay.join("bob", on: b)
         let actions = relay.send(.leave, on: a)
-        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .quit))])
+        // Bob is told alice quit, and that he hosts the room now.
+        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .quit)), .host(MemberRef(id: bob))])
         #expect(actions.contains(.close(a)))
         _ = relay.send(.leave, on: b)
         #expect(relay.state.rooms.isEmpty)
@@ -145,7 +146,7 @@ struct RelayStateTests {
         var relay = Harness()
         let a = relay.connect(1), b = relay.connect(2)
         let alice = relay.join("alice", on: a)
-        _ = relay.join("bob", on: b)
+        let bob = relay.join("bob", on: b)
         relay.now += .seconds(5)
         _ = relay.send(.ping(KeepAlive(token: 1)), on: b)
         #expect(relay.state.disconnected(a, now: relay.now).isEmpty, "no goodbye yet: alice may come back")
@@ -153,7 +154,8 @@ struct RelayStateTests {
         #expect(relay.state.tick(now: relay.now).isEmpty, "exactly at the timeout nobody is removed")
         relay.now += .milliseconds(250)
         let actions = relay.state.tick(now: relay.now)
-        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .timeout))])
+        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .timeout)),
+                                                 .host(MemberRef(id: bob))])
         relay.now += .seconds(6)
         let later = relay.state.tick(now: relay.now)
         #expect(later.contains(.close(b)), "bob went silent too and is closed")

@@ -75,7 +75,7 @@ struct SignalingTests {
         ("no type", #"{"v":1}"#, .unknownType, #"missing "type""#),
         ("numeric type", #"{"v":1,"type":5}"#, .unknownType, #""type" must be a string"#),
         ("unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
-         #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping or role"#),
+         #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow or remove"#),
         ("join without room", #"{"v":1,"type":"join","name":"a"}"#, .badField, #"join needs field "room""#),
         ("join numeric name", #"{"v":1,"type":"join","room":"r","name":3}"#, .badField,
          #"join field "name" must be a string"#),
@@ -89,6 +89,13 @@ struct SignalingTests {
         ("chat blank", #"{"v":1,"type":"chat","text":"  "}"#, .badField, #"chat "text" is empty"#),
         ("chat missing", #"{"v":1,"type":"chat"}"#, .badField, #"chat needs field "text""#),
         ("ping negative", #"{"v":1,"type":"ping","token":-1}"#, .badField, "ping has a number out of range"),
+        ("sealed chat with text", #"{"v":1,"type":"chat","text":"hi","sealed":"AAAA"}"#, .badField,
+         #"chat has both "text" and "sealed"; a sealed line has no text"#),
+        ("sealed chat empty", #"{"v":1,"type":"chat","sealed":""}"#, .badField,
+         #"chat "sealed" has 0 characters; it must have 1 to 11000"#),
+        ("allow without id", #"{"v":1,"type":"allow"}"#, .badField, #"allow needs field "id""#),
+        ("remove string id", #"{"v":1,"type":"remove","id":"bob"}"#, .badField,
+         #"remove field "id" must be a whole number"#),
         ("stats text fps", #"{"v":1,"type":"stats","width":1,"height":1,"fps":"x","videoKbps":1,"audioKbps":1}"#,
          .badField, #"stats field "fps" must be a number"#),
     ]
@@ -103,6 +110,23 @@ struct SignalingTests {
             #expect(error.code == code, "\(name)")
             #expect(error.message.hasPrefix(message), "\(name): \(error.message)")
         }
+    }
+
+    @Test func accessAndSealedChatMessagesRoundTrip() throws {
+        let client: [ClientMessage] = [
+            .challenge, .allow(MemberRef(id: 7)), .remove(MemberRef(id: 8)),
+            .chat(ChatSend(text: "", sealed: "c2VhbGVk")),
+            .join(JoinRequest(room: "r", name: "n", proof: "ab", verifier: "cd", encryption: "AES-128-GCM")),
+        ]
+        for message in client { #expect(try ClientMessage.decode(message.encoded()) == message) }
+        let server: [ServerMessage] = [
+            .challenge(AccessChallenge(nonce: "00ff")), .host(MemberRef(id: 1)), .hand(MemberRef(id: 2)),
+            .removed(Removal(by: "alice", message: "alice, the host, removed you from r")),
+            .chat(ChatDelivery(seq: 1, from: 2, name: "bob", text: "", time: 0, sealed: "c2VhbGVk")),
+        ]
+        for message in server { #expect(try ServerMessage.decode(message.encoded()) == message) }
+        #expect(try ClientMessage.decode(#"{"v":1,"type":"chat","sealed":"QUJD"}"#)
+            == .chat(ChatSend(text: "", sealed: "QUJD")))
     }
 
     @Test func oversizedAndOverlongInputIsRejected() {

@@ -1,0 +1,14 @@
+// TEMPORARY stub until the sec branch lands (not committed).
+import Crypto
+import Foundation
+public enum RoomPassword {
+    public static func verifier(password: String, room: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data((room + "\u{0}" + password).utf8)))
+    }
+    public static func proof(verifier: [UInt8], challenge: [UInt8], room: String, name: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: challenge + Array(room.utf8) + [0] + Array(name.utf8), using: SymmetricKey(data: verifier)))
+    }
+    public static func isValid(proof: [UInt8], verifier: [UInt8], challenge: [UInt8], room: String, name: String) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(proof, authenticating: challenge + Array(room.utf8) + [0] + Array(name.utf8), using: SymmetricKey(data: verifier))
+    }
+}
