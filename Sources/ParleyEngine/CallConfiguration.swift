@@ -1,4 +1,5 @@
 import Logging
+import ParleySecurity
 import ParleyMedia
 import ParleyRoom
 
@@ -90,6 +91,8 @@ public struct CallConfiguration: Sendable {
     /// The room's password: proven to the relay with an HMAC of its challenge, never sent. A room created with
     /// it keeps it until its last member leaves.
     public var password: String? = nil
+    /// End-to-end encryption of media and chat with the room secret, nil for none.
+    public var encryption: CallEncryption? = nil
     /// Display name.
     public var name: String
     /// Broadcaster sends media; audience only receives.

@@ -138,7 +138,7 @@ final class EngineCore {
     private var phase = Phase.idle
     var signaling: SignalingConnection?
     private var joined: JoinedRoom?
-    private var peers: [UInt32: PeerReceiver] = [:]
+    var peers: [UInt32: PeerReceiver] = [:]
     private var ownerOfBlock: [UInt32: UInt32] = [:]
 
     private var udp: (any Channel)?
@@ -200,6 +200,10 @@ final class EngineCore {
     }
     /// A broadcaster request the host has not granted yet: refused, the local role goes back to audience.
     private var askedToBroadcast = false
+    /// Seals what this member sends (nil without end-to-end encryption).
+    let sealer: MediaSealer?
+    /// Opens what the others send.
+    var opener: MediaOpener?
     private var lastStats: Duration = .zero
     private var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     private var statsReports = 0
@@ -218,6 +222,8 @@ final class EngineCore {
         cameraOff = configuration.cameraOff
         role = configuration.role
         epoch = clock.now
+        sealer = configuration.encryption.map { MediaSealer(encryption: $0) }
+        opener = configuration.encryption.map { MediaOpener(encryption: $0) }
     }
 
     var now: Duration { clock.now - epoch }
@@ -355,7 +361,8 @@ final class EngineCore {
         }
         signaling?.send(.join(JoinRequest(
             room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
-            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier)))
+            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier,
+            encryption: configuration.encryption?.suite.name)))
     }
 
     private func answer(_ challenge: AccessChallenge) {
@@ -447,7 +454,8 @@ final class EngineCore {
             peer.info.audioMuted = mute.audio
             peer.info.videoMuted = mute.video
         case .chat(let chat):
-            emit(.chatMessage(from: ParticipantID(chat.from), text: chat.text))
+            guard chat.from != joined?.you.id else { return }  // our own line, echoed
+            if let text = chatText(chat) { emit(.chatMessage(from: ParticipantID(chat.from), text: text)) }
         case .stats:
             break  // Receivers measure what arrives themselves; senders' reports are informative only.
         case .role(let change):
@@ -523,6 +531,11 @@ final class EngineCore {
             addPeer(member)
         }
         if room.host != 0 { emit(.hostChanged(ParticipantID(room.host))) }
+        if !rejoin {
+            emit(.security(CallSecurity(
+                insecureTransport: configuration.insecureTransport,
+                encryption: configuration.encryption?.suite.name, safetyCode: configuration.encryption?.safetyCode)))
+        }
         if configuration.password != nil && !room.passwordProtected {
             emit(.alert(.message("\(room.room) has no password: anyone who knows its name can join")))
         }
@@ -623,7 +636,7 @@ final class EngineCore {
             signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
             if newRole == .broadcaster { videoSender?.requestKeyframe() }
         case .sendChat(let text):
-            signaling?.send(.chat(ChatSend(text: text)))
+            signaling?.send(.chat(chatMessage(text)))
         case .requestKeyframe(let participant):
             if let peer = peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
         case .allowBroadcast(let participant):
@@ -949,7 +962,8 @@ final class EngineCore {
 
     func send(_ packets: [RTPPacket]) {
         guard let udp, let relayMedia, !packets.isEmpty else { return }
-        for packet in packets {
+        for plain in packets {
+            guard let packet = sealed(plain) else { continue }
             let bytes = packet.serialized()
             var buffer = udp.allocator.buffer(capacity: bytes.count)
             buffer.writeBytes(bytes)
@@ -979,7 +993,7 @@ final class EngineCore {
         case .rtp:
             guard let header = try? RTPHeaderView(parsing: bytes),
                   let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
-                  let packet = try? RTPPacket(parsing: bytes)
+                  let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
             else { return }
             if header.ssrc == peer.info.ssrcs.audio {
                 guard configuration.decodesAudio else { return }

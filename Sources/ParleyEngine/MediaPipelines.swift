@@ -200,6 +200,10 @@ final class PeerReceiver {
     var concealments: Int { audio.counters.concealed }
     var nacksSent = 0
     var keyframeRequestsSent = 0
+    /// Packets and chat lines that failed to decrypt, in all and in a row; `cannotDecrypt` once the run is long.
+    var decryptFailures = 0
+    var decryptFailuresInARow = 0
+    var cannotDecrypt = false
     /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
     private(set) var longestAudioGapSlots = 0
     /// Runs of silent play-out slots since the first played frame.

@@ -306,7 +306,7 @@ public struct RelayState: Sendable {
             rooms[member.room]?.chatSequence += 1
             let sequence = rooms[member.room]?.chatSequence ?? 0
             var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.name, text: chat.text,
-                                        time: wallClock())
+                                        time: wallClock(), sealed: chat.sealed)
             var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
             delivery.ref = chat.ref
             actions.append(.send(.chat(delivery), to: [connection]))

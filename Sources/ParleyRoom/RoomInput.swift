@@ -24,6 +24,23 @@ public enum RoomAlert: Hashable, Sendable {
     case message(String)
 }
 
+/// How the call is protected, for the header.
+public struct CallSecurity: Hashable, Sendable {
+    /// Signaling runs over plain `ws://` (`--insecure`): anyone on the path reads it.
+    public var insecureTransport: Bool
+    /// The end-to-end encryption mode ("AES-128-GCM"), nil for none.
+    public var encryption: String?
+    /// The code members compare by voice to know they share the room secret.
+    public var safetyCode: String?
+
+    /// A description.
+    public init(insecureTransport: Bool = false, encryption: String? = nil, safetyCode: String? = nil) {
+        self.insecureTransport = insecureTransport
+        self.encryption = encryption
+        self.safetyCode = safetyCode
+    }
+}
+
 /// Something the call engine reports to the room.
 public enum RoomEvent: Hashable, Sendable {
     /// The local user is in the room with this relay-assigned id.
@@ -67,6 +84,10 @@ public enum RoomEvent: Hashable, Sendable {
     case handRaised(ParticipantID)
     /// The host removed the local user from the room; the text says so. The call is over.
     case removedFromRoom(String)
+    /// How the call is protected (sent once joined).
+    case security(CallSecurity)
+    /// A participant's media and chat stopped (true) or started again (false) decrypting with our room secret.
+    case cannotDecrypt(ParticipantID, Bool)
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.

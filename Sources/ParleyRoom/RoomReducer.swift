@@ -210,6 +210,22 @@ extension RoomState {
             let name = session(id)?.name ?? id.description
             log("\(name) asks to broadcast: type /allow \(name) in the chat to let them", kind: .alert)
 
+        case .security(let security):
+            self.security = security
+            if let mode = security.encryption, let code = security.safetyCode {
+                log("End-to-end encrypted (\(mode)). Safety code \(code): compare it with the others by voice",
+                    kind: .system)
+            }
+            changes.insert(.status)
+
+        case .cannotDecrypt(let id, let failing):
+            guard let index = index(of: id), sessions[index].cannotDecrypt != failing else { break }
+            sessions[index].cannotDecrypt = failing
+            if failing {
+                log("Can't decrypt \(sessions[index].name): they use a different room secret", kind: .alert)
+            }
+            changes.insert(.tiles)
+
         case .removedFromRoom(let text):
             connection = .failed(reason: text)
             log(text, kind: .alert)

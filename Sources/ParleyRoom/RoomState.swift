@@ -145,6 +145,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var notice: Notice?
     /// The local microphone's level for the own tile's meter, 0…1; nil when there is no real microphone.
     public internal(set) var microphoneLevel: Double?
+    /// How the call is protected, as the engine reported it.
+    public internal(set) var security = CallSecurity()
     /// The room's host, once the relay said who it is.
     public internal(set) var hostID: ParticipantID?
     /// The host's name, when known.

@@ -114,6 +114,8 @@ public struct VideoSession: Hashable, Sendable, Identifiable {
     public var speakingLevel: Double
     /// Media state for this participant.
     public var connection: SessionConnection
+    /// Their media does not decrypt with our room secret (they use another one): the tile says so.
+    public var cannotDecrypt = false
 
     /// A session with media not yet started.
     public init(

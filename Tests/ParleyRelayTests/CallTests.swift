@@ -4,6 +4,7 @@ import ParleyMedia
 import ParleyRoom
 import ParleyWire
 import Synchronization
+import ParleySecurity
 import Testing
 @testable import ParleyEngine
 @testable import ParleyRelay
@@ -214,5 +215,64 @@ struct CallTests {
         for engine in [alice, bob, eve, mallory] { await engine.leave() }
         for task in [aliceTask, bobTask, eveTask, malloryTask] { task.cancel() }
         await relay.shutdown()
+    }
+
+    @Test func anEncryptedCallAndAMemberWithTheWrongSecret() async throws {
+        let relay = try await startRelay()
+        func engine(_ name: String, secret: String) throws -> (CallEngine, EventLog, Task<Void, Never>) {
+            var settings = configuration(name, port: relay.signalingPort)
+            settings.room = "secret-standup"
+            settings.encryption = try CallEncryption(secret: secret, room: "secret-standup", suite: .aes128GCM)
+            let engine = try CallEngine(settings)
+            let log = EventLog()
+            let task = log.consume(engine)
+            engine.start()
+            return (engine, log, task)
+        }
+        let (alice, aliceLog, aliceTask) = try engine("alice", secret: "tiger lily")
+        let (bob, bobLog, bobTask) = try engine("bob", secret: "tiger lily")
+        let (carol, carolLog, carolTask) = try engine("carol", secret: "daffodil")
+        let aliceID = await waitForID(alice), bobID = await waitForID(bob), carolID = await waitForID(carol)
+
+        // Alice and Bob see and hear each other through the relay, which only ever forwarded ciphertext.
+        let talking = await eventually(within: .seconds(8)) {
+            let a = await alice.statistics().peers[bobID], b = await bob.statistics().peers[aliceID]
+            return (a?.framesDecoded ?? 0) >= 10 && (b?.framesDecoded ?? 0) >= 10
+                && (a?.audioFramesPlayed ?? 0) >= 20 && (b?.audioFramesPlayed ?? 0) >= 20
+        }
+        #expect(talking)
+        // Carol, with another secret, decodes nothing: her tiles say why, and so do theirs for her.
+        let told = await eventually(within: .seconds(5)) {
+            carolLog.all.contains(.cannotDecrypt(ParticipantID(aliceID), true))
+                && carolLog.all.contains(.cannotDecrypt(ParticipantID(bobID), true))
+                && aliceLog.all.contains(.cannotDecrypt(ParticipantID(carolID), true))
+        }
+        #expect(told)
+        let carolStats = await carol.statistics()
+        for peer in carolStats.peers.values {
+            #expect(peer.framesDecoded == 0 && peer.audioFramesPlayed == 0 && peer.decodeErrors == 0,
+                    "never garbage pictures or noise: \(peer)")
+        }
+
+        alice.perform(.sendChat("the launch is on friday"))
+        let chatted = await eventually { bobLog.chats.contains("the launch is on friday") }
+        #expect(chatted)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!carolLog.chats.contains("the launch is on friday"))
+        #expect(aliceLog.all.contains { if case .security(let security) = $0 {
+            security.encryption == "AES-128-GCM" && security.safetyCode != nil } else { false } })
+
+        for engine in [alice, bob, carol] { await engine.leave() }
+        for task in [aliceTask, bobTask, carolTask] { task.cancel() }
+        await relay.shutdown()
+    }
+
+    func waitForID(_ engine: CallEngine) async -> UInt32 {
+        var id: UInt32 = 0
+        _ = await eventually {
+            id = await engine.statistics().localID
+            return id != 0
+        }
+        return id
     }
 }

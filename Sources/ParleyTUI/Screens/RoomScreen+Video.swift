@@ -129,7 +129,11 @@ extension RoomScreen {
                 reason = "camera off"
             }
         case .waitingForVideo, .video:
-            reason = session.connection == .reconnecting ? "reconnecting…" : "waiting for video…"
+            if session.cannotDecrypt {
+                reason = "can't decrypt: different room secret"
+            } else {
+                reason = session.connection == .reconnecting ? "reconnecting…" : "waiting for video…"
+            }
         }
         let name = session.isLocal ? session.name + " (you)" : session.name
         var lines = [(name, background.overlaid(with: theme.participantStyle(colorIndex)))]

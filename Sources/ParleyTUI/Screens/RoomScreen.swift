@@ -101,6 +101,12 @@ public struct RoomScreen: Sendable {
         if state.localRole == .audience {
             after += [separator, StyledRun("audience", base.overlaid(with: theme.style(.statusWarning)))]
         }
+        if let code = state.security.safetyCode {
+            after += [separator, StyledRun("🔒 " + code, base)]
+        }
+        if state.security.insecureTransport {
+            after += [separator, StyledRun("INSECURE", base.overlaid(with: theme.style(.statusError)))]
+        }
 
         var right: [StyledRun] = []
         if videoLayout.fullscreen != nil, let key = state.settings.keymap.keys(for: .grid).first {
