@@ -90,7 +90,9 @@ let package = Package(
             ]
         ),
         // Terminal front end: pure screen rendering plus the one type that calls ncurses.
-        .target(name: "ParleyTUI", dependencies: ["ParleyMedia", "ParleyRoom", "ParleyEngine", "CNcursesw", "CCursesShim"]),
+        .target(
+            name: "ParleyTUI",
+            dependencies: ["ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleySecurity", "CNcursesw", "CCursesShim"]),
         // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run.
         .target(
             name: "ParleyBench",
@@ -113,6 +115,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyBench",
+                "ParleySecurity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -232,6 +232,8 @@ struct Join: AsyncParsableCommand {
 
     @OptionGroup var options: InteractiveOptions
 
+    @OptionGroup var access: RoomAccessOptions
+
     func validate() throws {
         do {
             _ = try ServerAddress(parsing: server)
@@ -247,10 +249,11 @@ struct Join: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = JoinSettings(
+        var settings = JoinSettings(
             server: try ServerAddress(parsing: server), name: try DisplayName.validate(name),
             room: try RoomName.validate(room), role: Role(rawValue: role) ?? .broadcaster,
-            profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
+            profile: options.adjusted(try VideoProfile.named(profile)), encryption: try access.joinEncryption())
+        settings.password = try access.roomPassword()
         do {
             try await runTerminal(try options.appOptions(
                 directJoin: settings, lobby: LobbyState(server: server, name: name, room: room), returnToLobby: false))

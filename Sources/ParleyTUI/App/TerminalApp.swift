@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ParleyEngine
+import ParleySecurity
 import ParleyRoom
 
 /// Everything the terminal front end needs to start: what to prefill, whether to join at once, devices, keys.
@@ -198,10 +199,14 @@ public enum TerminalApp {
     private static func startCall(_ settings: JoinSettings, options: AppOptions, terminal: Terminal) throws
         -> CallSession
     {
-        let requested = CallConfiguration(
+        var requested = CallConfiguration(
             server: settings.server, room: settings.room, name: settings.name, role: settings.role,
             profile: settings.profile, videoSources: options.videoSources, audioSource: options.audioSource,
             audioSink: options.audioSink, echoCancellation: options.echoCancellation, logger: options.logger)
+        requested.password = settings.password
+        if let encryption = settings.encryption, let suite = encryption.cipher.suite {
+            requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
+        }
         let (configuration, notices) = requested.resolvingDevices(options.devices)
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,

@@ -1,7 +1,8 @@
 import ParleyEngine
 import ParleyRoom
+import ParleySecurity
 
-/// The cipher chosen in the lobby. Shown now; calls stay unencrypted until encryption is wired into the engine.
+/// The end-to-end cipher chosen in the lobby (SFrame with AES-GCM), or none.
 public enum LobbyCipher: String, CaseIterable, Hashable, Sendable {
     /// No encryption.
     case none
@@ -9,6 +10,15 @@ public enum LobbyCipher: String, CaseIterable, Hashable, Sendable {
     case aes128GCM = "aes-128-gcm"
     /// AES-256 in GCM mode.
     case aes256GCM = "aes-256-gcm"
+
+    /// The SFrame cipher suite, nil for none.
+    public var suite: SFrameCipherSuite? {
+        switch self {
+        case .none: return nil
+        case .aes128GCM: return .aes128GCM
+        case .aes256GCM: return .aes256GCM
+        }
+    }
 
     /// The name shown on screen.
     public var label: String {
@@ -48,6 +58,8 @@ public struct JoinSettings: Hashable, Sendable {
     public var profile: VideoProfile
     /// The encryption asked for, nil for none.
     public var encryption: JoinEncryption?
+    /// The room password (`--password`), nil for none.
+    public var password: String? = nil
 
     /// Join settings.
     public init(

@@ -104,9 +104,10 @@ public enum LobbyScreen {
         var end = drawChoice(
             lobby.cipher.label, focused: lobby.focus == .cipher, column: geometry.valueColumn,
             row: cipherRow, into: &screen, theme: theme)
+        let cipherNote = lobby.cipher == .none
+            ? "media and chat readable by the relay" : "end to end: only those with the key see and hear"
         screen.writeFitted(
-            "not wired yet: calls are unencrypted", column: end + 2, row: cipherRow,
-            width: box.endColumn - 2 - (end + 2), style: note)
+            cipherNote, column: end + 2, row: cipherRow, width: box.endColumn - 2 - (end + 2), style: note)
 
         let roleRow = geometry.rows[.role]!
         drawLabel("Role", item: .role, lobby: lobby, row: roleRow, geometry: geometry, into: &screen, theme: theme)

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import ParleyTUI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Room password and end-to-end encryption, for `join` and the lobby. Secrets can come from a file or a prompt so
+/// they stay out of shell history and `ps`.
+struct RoomAccessOptions: ParsableArguments {
+    @Option(help: "End-to-end encryption of media and chat: aes-128-gcm or aes-256-gcm (the default with a secret).")
+    var encryption: String?
+
+    @Option(help: "The room secret for end-to-end encryption. Visible in shell history: prefer --secret-file or --ask-secret.")
+    var secret: String?
+
+    @Option(name: .customLong("secret-file"), help: "Read the room secret from the first line of this file.")
+    var secretFile: String?
+
+    @Flag(name: .customLong("ask-secret"), help: "Ask for the room secret on the terminal (not echoed).")
+    var askSecret = false
+
+    @Option(help: "The room's password (joining proves it; creating the room sets it). Prefer --password-file.")
+    var password: String?
+
+    @Option(name: .customLong("password-file"), help: "Read the room password from the first line of this file.")
+    var passwordFile: String?
+
+    @Flag(name: .customLong("ask-password"), help: "Ask for the room password on the terminal (not echoed).")
+    var askPassword = false
+
+    func validate() throws {
+        if [secret != nil, secretFile != nil, askSecret].filter({ $0 }).count > 1 {
+            throw ValidationError("give the room secret one way: --secret, --secret-file or --ask-secret")
+        }
+        if [password != nil, passwordFile != nil, askPassword].filter({ $0 }).count > 1 {
+            throw ValidationError("give the room password one way: --password, --password-file or --ask-password")
+        }
+        if let encryption, cipher(encryption) == nil {
+            throw ValidationError("--encryption must be aes-128-gcm or aes-256-gcm, got \"\(encryption)\"")
+        }
+        if encryption != nil, secret == nil, secretFile == nil, !askSecret {
+            throw ValidationError("--encryption needs the room secret: --secret, --secret-file or --ask-secret")
+        }
+        if secret?.isEmpty == true { throw ValidationError("--secret cannot be empty") }
+        if password?.isEmpty == true { throw ValidationError("--password cannot be empty") }
+    }
+
+    private func cipher(_ text: String) -> LobbyCipher? {
+        LobbyCipher(rawValue: text.lowercased()).flatMap { $0 == .none ? nil : $0 }
+    }
+
+    /// The encryption asked for (reading a file or prompting as told), nil for none.
+    func joinEncryption() throws -> JoinEncryption? {
+        guard let secret = try resolve(secret, file: secretFile, ask: askSecret, what: "room secret") else {
+            return nil
+        }
+        return JoinEncryption(cipher: encryption.flatMap(cipher) ?? .aes128GCM, key: secret)
+    }
+
+    /// The room password asked for, nil for none.
+    func roomPassword() throws -> String? {
+        try resolve(password, file: passwordFile, ask: askPassword, what: "room password")
+    }
+
+    private func resolve(_ value: String?, file: String?, ask: Bool, what: String) throws -> String? {
+        if let value { return value }
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file),
+                  let text = String(data: data, encoding: .utf8)
+            else { throw ValidationError("cannot read the \(what) from \(file)") }
+            let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            guard !line.isEmpty else { throw ValidationError("\(file) is empty: its first line is the \(what)") }
+            return line
+        }
+        guard ask else { return nil }
+        guard let typed = getpass("\(what.prefix(1).uppercased() + what.dropFirst()): ") else {
+            throw ValidationError("could not read the \(what) from the terminal")
+        }
+        let text = String(cString: typed)
+        guard !text.isEmpty else { throw ValidationError("the \(what) cannot be empty") }
+        return text
+    }
+}
