@@ -116,6 +116,6 @@ extension EngineCore {
 }
 
 extension CallConfiguration {
-    /// TEMPORARY until the TLS branch lands.
+    /// Signaling is plain `ws://` until TLS lands (issue 11): the header says so.
     var insecureTransport: Bool { true }
 }

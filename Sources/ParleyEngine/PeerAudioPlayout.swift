@@ -134,6 +134,9 @@ public final class PeerAudioPlayout {
                 }
             }
             pendingStart += result.consumed
+            // Audio decoded by an earlier pull and played now counts too: with the resampler slightly slow, a pull
+            // now and then needs no new slot at all, and was wrongly reported as silence (a phantom dropout).
+            if pendingAudio > 0 && result.consumed > 0 { hadAudio = true }
             pendingAudio = max(0, pendingAudio - result.consumed)
             written += result.written
             if result.consumed == 0 && result.written == 0 {

@@ -1,4 +1,4 @@
-// TEMPORARY stub until the sec branch lands (not committed).
+// Room passwords: verifier = SHA-256 of room and password (interim: issue 11 asks for a stretched KDF), proof = HMAC-SHA256.
 import Crypto
 import Foundation
 public enum RoomPassword {

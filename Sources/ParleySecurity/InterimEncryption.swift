@@ -1,4 +1,5 @@
-// TEMPORARY (lead's stand-in for the sec branch's API; never committed).
+// INTERIM, to be replaced by SFrame (RFC 9605, issue 11): AES-GCM with a random 96-bit nonce per payload, the key
+// derived from the secret and the room with SHA-256. Real encryption, but not SFrame and without a replay window.
 import Crypto
 import Foundation
 
@@ -15,7 +16,11 @@ public struct CallEncryption: Sendable {
     public init(secret: String, room: String, suite: SFrameCipherSuite) {
         key = SymmetricKey(data: SHA256.hash(data: Data((room + secret).utf8)))
         self.suite = suite
-        safetyCode = "1234 5678"
+        let digest = Array(SHA256.hash(data: Data(("parley safety code" + room + secret).utf8)))
+        let number = digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 100_000_000
+        let digits = String(String(number).reversed()).padding(toLength: 8, withPad: "0", startingAt: 0)
+        let text = String(digits.reversed())
+        safetyCode = text.prefix(4) + " " + text.suffix(4)
     }
 }
 public final class MediaSealer: @unchecked Sendable {
