@@ -86,6 +86,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -131,7 +132,15 @@ let package = Package(
         .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
-        .testTarget(name: "ParleySecurityTests", dependencies: ["ParleySecurity"], exclude: ["Vectors"]),
+        .testTarget(
+            name: "ParleySecurityTests",
+            dependencies: [
+                "ParleySecurity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            exclude: ["Vectors"]),
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [

@@ -312,13 +312,14 @@ public enum CallBench {
     /// Starts `parley serve` on free ports; returns it with its signaling and media ports.
     static func startRelay(_ tools: Tools, directory: String) throws -> (BackgroundProcess, UInt16, UInt16) {
         let relay = try BackgroundProcess(
-            tools.parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning"],
+            tools.parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
+                           "--state-dir", directory + "/relay-state"],
             outputPath: directory + "/relay-\(UUID().uuidString.prefix(8)).log")
         guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
             relay.stop()
             throw CallBenchError.timedOut("parley serve did not start: \(relay.output)")
         }
-        // "parley relay listening on 127.0.0.1:PORT (signaling tcp, media udp PORT)"
+        // "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp PORT)"
         let text = relay.output
         guard let listening = text.range(of: "listening on 127.0.0.1:"), let media = text.range(of: "media udp "),
               let signaling = UInt16(text[listening.upperBound...].prefix { $0.isNumber }),
@@ -355,7 +356,7 @@ public enum CallBench {
             let call = [
                 "callbench", "--server", "127.0.0.1:\(port)", "--name", name, "--profile", "\(width)x\(height)",
                 "--bitrate", "\(videoKbps)", "--fps", "\(fps)", "--video", media.video, "--audio", media.loopedVoice,
-                "--log-level", "warning", "--stats-file", stats,
+                "--log-level", "warning", "--stats-file", stats, "--known-relays", "\(directory)/known_relays-\(name)",
             ]
             if headless {
                 bots.append(try BackgroundProcess(

@@ -408,7 +408,8 @@ final class RelayProcess: MeasuredForwarder {
     let mediaPort: Int
 
     init(executable: String, cpu: Int?) throws {
-        let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning"]
+        // Its light clients speak plain WebSocket: this measures forwarding, not TLS.
+        let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure"]
         if let cpu, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             process.arguments = ["-c", "\(cpu)"] + serve
@@ -424,7 +425,7 @@ final class RelayProcess: MeasuredForwarder {
         } catch {
             throw RelayBenchError.relayDidNotStart("\(executable): \(error)")
         }
-        // "parley relay listening on 127.0.0.1:PORT (signaling tcp, media udp PORT)"
+        // "parley relay listening on 127.0.0.1:PORT (signaling ws, INSECURE: no TLS, media udp PORT)"
         var text = ""
         let deadline = ContinuousClock.now + .seconds(10)
         while !text.contains(")\n") && ContinuousClock.now < deadline {

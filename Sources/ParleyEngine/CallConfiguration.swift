@@ -86,6 +86,9 @@ public struct CallSetupError: Error, Equatable, Sendable, CustomStringConvertibl
 public struct CallConfiguration: Sendable {
     /// The relay.
     public var server: ServerAddress
+    /// How signaling is protected: `wss://` with the relay's certificate checked, or plain `ws://`. The CLI asks
+    /// for TLS unless `--insecure` is given; the library default is plain, for tests on loopback.
+    public var signalingSecurity: SignalingSecurity = .insecure
     /// Room to join (created on first join).
     public var room: String
     /// The room's password: proven to the relay with an HMAC of its challenge, never sent. A room created with

@@ -116,6 +116,9 @@ extension EngineCore {
 }
 
 extension CallConfiguration {
-    /// Signaling is plain `ws://` until TLS lands (issue 11): the header says so.
-    var insecureTransport: Bool { true }
+    /// Signaling is plain `ws://` (`--insecure`): the header says so.
+    var insecureTransport: Bool {
+        if case .insecure = signalingSecurity { return true }
+        return false
+    }
 }

@@ -316,7 +316,13 @@ final class EngineCore {
     private func connect(first: Bool) {
         guard let bound else { return }
         let address = configuration.server
-        SignalingConnection.connect(to: address, on: loop) { event in
+        let noticeFirstPin = first
+        SignalingConnection.connect(to: address, on: loop, security: configuration.signalingSecurity, trusted: { decision in
+            guard case .pinnedOnFirstUse(let fingerprint) = decision, noticeFirstPin else { return }
+            bound.value.loop.execute {
+                bound.value.emit(.alert(.message("relay \(address) pinned on first use: \(fingerprint)")))
+            }
+        }) { event in
             bound.value.handle(event)
         }.whenComplete { result in
             let core = bound.value
@@ -337,7 +343,10 @@ final class EngineCore {
                     core.sendJoin(proof: nil, verifier: nil)
                 }
             case .failure(let error):
-                if first {
+                // A relay showing another certificate than the pinned one is not retried, mid-call either.
+                var refused = false
+                if case SignalingConnectError.certificateChanged = error { refused = true }
+                if first || refused {
                     core.emit(.joinFailed(reason: "\(error)"))
                     core.phase = .left
                     core.stopMedia()

@@ -1,8 +1,20 @@
 import NIOCore
 import NIOHTTP1
+import NIOConcurrencyHelpers
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
+import ParleySecurity
 import ParleyWire
+
+/// How signaling to the relay is protected.
+public enum SignalingSecurity: Sendable {
+    /// Plain `ws://`: chat, names and the media credential cross the network readable (`--insecure`; the header
+    /// says INSECURE).
+    case insecure
+    /// `wss://`: the relay's certificate is vouched for by an authority or pinned in the store on first use.
+    case tls(RelayTrustStore)
+}
 
 /// What the relay's WebSocket delivers to the engine.
 enum SignalingEvent: Sendable {
@@ -20,6 +32,10 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
     case unreachable(ServerAddress, underlying: String)
     /// Something answered but did not upgrade to a WebSocket.
     case notARelay(ServerAddress, status: String)
+    /// The TLS handshake failed (a relay started with `--insecure` does not speak TLS).
+    case tlsFailed(ServerAddress, underlying: String)
+    /// The relay's certificate differs from the pinned one: refused, never retried.
+    case certificateChanged(RelayCertificateChanged)
 
     public var description: String {
         switch self {
@@ -27,6 +43,13 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
             "cannot reach the relay at \(address): \(underlying)"
         case .notARelay(let address, let status):
             "\(address) answered HTTP \(status) instead of a Parley relay WebSocket"
+        case .tlsFailed(let address, let underlying):
+            """
+            TLS with the relay at \(address) failed (\(underlying)); a relay started with `parley serve --insecure` \
+            speaks only plain ws://: connect to it with --insecure if you accept that the network can read the call
+            """
+        case .certificateChanged(let changed):
+            "\(changed)"
         }
     }
 }
@@ -40,10 +63,13 @@ final class SignalingConnection: Sendable {
     }
 
     /// Connects, upgrades to WebSocket, and then calls `handler` on `loop` for every event.
-    static func connect(to address: ServerAddress, on loop: any EventLoop, timeout: TimeAmount = .seconds(5),
+    static func connect(to address: ServerAddress, on loop: any EventLoop, security: SignalingSecurity = .insecure,
+                        timeout: TimeAmount = .seconds(5),
+                        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
                         handler: @escaping @Sendable (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
         let callback = handler
+        let decision = DecisionBox()
         let connect = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -60,6 +86,10 @@ final class SignalingConnection: Sendable {
                     }
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if case .tls(let store) = security {
+                        try channel.pipeline.syncOperations.addHandler(
+                            try tlsHandler(address: address, store: store, decision: decision, trusted: trusted))
+                    }
                     // The request sender reads HTTP parts; after the upgrade it must leave before raw frames flow.
                     try channel.pipeline.syncOperations.addHTTPClientHandlers(
                         withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
@@ -85,9 +115,45 @@ final class SignalingConnection: Sendable {
                 channel.close(promise: nil)
             }
             upgraded.futureResult.whenComplete { _ in deadline.cancel() }
-            return upgraded.futureResult.map { SignalingConnection(channel: channel) }
+            return upgraded.futureResult.map { SignalingConnection(channel: channel) }.flatMapError { error in
+                if case .changed(let relay, let pinned, let presented, let file) = decision.value {
+                    return loop.makeFailedFuture(SignalingConnectError.certificateChanged(RelayCertificateChanged(
+                        relay: relay, pinned: pinned, presented: presented, file: file)))
+                }
+                if error is NIOSSLError || error is BoringSSLError {
+                    return loop.makeFailedFuture(SignalingConnectError.tlsFailed(address, underlying: "\(error)"))
+                }
+                return loop.makeFailedFuture(error)
+            }
         }
     }
+
+    /// The TLS client for one connection: the relay's chain is judged by the trust store (authority or pin).
+    private static func tlsHandler(address: ServerAddress, store: RelayTrustStore, decision: DecisionBox,
+                                   trusted: @escaping @Sendable (RelayTrustDecision) -> Void) throws
+        -> NIOSSLClientHandler
+    {
+        let relay = address.description
+        let host = address.host
+        // SNI carries names only; a literal address goes without.
+        let isAddress = host.allSatisfy { $0.isNumber || $0 == "." } || host.contains(":")
+        return try NIOSSLClientHandler(context: clientContext, serverHostname: isAddress ? nil : host) { chain, promise in
+            let der = chain.compactMap { try? $0.toDERBytes() }
+            Task {
+                let verdict = await store.decide(relay: relay, host: host, chainDER: der)
+                decision.value = verdict
+                if verdict.isTrusted { trusted(verdict) }
+                promise.succeed(verdict.isTrusted ? .certificateVerified : .failed)
+            }
+        }
+    }
+
+    /// One TLS client context for every connection (TLS 1.2 or later; verification is the trust store's).
+    private static let clientContext: NIOSSLContext = {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        return try! NIOSSLContext(configuration: configuration)  // a default client configuration always loads
+    }()
 
     /// Sends one message.
     func send(_ message: ClientMessage) {
@@ -114,6 +180,16 @@ final class SignalingConnection: Sendable {
     /// Drops the TCP connection without a goodbye (tests use this to simulate a network failure).
     func abort() {
         channel.close(promise: nil)
+    }
+}
+
+/// The trust decision of one connection attempt, read after its handshake failed.
+private final class DecisionBox: Sendable {
+    private let stored = NIOLockedValueBox<RelayTrustDecision?>(nil)
+
+    var value: RelayTrustDecision? {
+        get { stored.withLockedValue { $0 } }
+        set { stored.withLockedValue { $0 = newValue } }
     }
 }
 

@@ -2,8 +2,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 
 /// How to run a relay.
@@ -18,6 +20,8 @@ public struct RelayConfiguration: Sendable {
     public var media: MediaLimits
     /// Rooms from the operator's rooms file (passwords, stage rules), by name.
     public var rooms: [String: ConfiguredRoom] = [:]
+    /// The certificate and key signaling is served with (`wss://`); nil serves plain `ws://` (`--insecure`).
+    public var tls: RelayIdentity? = nil
     /// Where logs go.
     public var logger: Logger
 
@@ -36,11 +40,15 @@ public struct RelayConfiguration: Sendable {
 public enum RelayError: Error, CustomStringConvertible {
     /// A socket could not be bound.
     case bindFailed(what: String, host: String, port: Int, underlying: any Error)
+    /// The TLS certificate or key was refused by the TLS library.
+    case tlsSetup(String)
 
     public var description: String {
         switch self {
         case .bindFailed(let what, let host, let port, let underlying):
             "cannot listen for \(what) on \(host):\(port): \(underlying)"
+        case .tlsSetup(let why):
+            "cannot set up TLS for signaling: \(why)"
         }
     }
 }
@@ -74,6 +82,13 @@ public final class Relay: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let logger = configuration.logger
+        let tls: NIOSSLContext?
+        do {
+            tls = try configuration.tls.map(Self.serverContext)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw RelayError.tlsSetup("\(error)")
+        }
         do {
             let udpChannel: any Channel
             do {
@@ -105,7 +120,7 @@ public final class Relay: Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                     .childChannelInitializer { channel in
-                        Self.configureSignaling(channel, core: core)
+                        Self.configureSignaling(channel, core: core, tls: tls)
                     }
                     .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
             } catch {
@@ -152,8 +167,17 @@ public final class Relay: Sendable {
         logger.info("relay stopped")
     }
 
-    private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>)
-        -> EventLoopFuture<Void>
+    private static func serverContext(_ identity: RelayIdentity) throws -> NIOSSLContext {
+        let chain = try NIOSSLCertificate.fromPEMBytes(Array(identity.certificateChainPEM.utf8))
+        let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>,
+                                           tls: NIOSSLContext?) -> EventLoopFuture<Void>
     {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 2 * maxSignalingMessageBytes,
@@ -170,6 +194,9 @@ public final class Relay: Sendable {
                 }
             })
         return channel.eventLoop.makeCompletedFuture {
+            if let tls {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+            }
             // The plain-HTTP answerer sits after the HTTP codec; once upgraded it must go, or it would see raw bytes.
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in

@@ -57,6 +57,8 @@ struct Bot: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "notice"
 
+    @OptionGroup var relayTrust: RelayTrustOptions
+
     func validate() throws {
         do {
             _ = try ServerAddress(parsing: server)
@@ -89,13 +91,14 @@ struct Bot: AsyncParsableCommand {
         var videoProfile = try VideoProfile.named(profile)
         if let bitrate { videoProfile.bitrateKbps = bitrate }
         if let fps { videoProfile.fps = fps }
-        let configuration = CallConfiguration(
+        var configuration = CallConfiguration(
             server: try ServerAddress(parsing: server), room: try RoomName.validate(room), name: name,
             profile: videoProfile,
             videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
             audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
             decodesVideo: !noDecode, decodesAudio: !noDecode,
             showsSelfView: false, logger: logger)
+        configuration.signalingSecurity = try relayTrust.security()
         let engine = try CallEngine(configuration)
         let runner = BotRunner(engine: engine, name: name, logger: logger)
         engine.start()

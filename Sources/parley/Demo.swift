@@ -4,6 +4,7 @@ import Logging
 import ParleyEngine
 import ParleyRelay
 import ParleyRoom
+import ParleySecurity
 import ParleyTUI
 
 /// `parley demo` (and `make run`): a live four-party call on an embedded relay, in one command.
@@ -52,19 +53,29 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let app = try options.appOptions(
+        var app = try options.appOptions(
             directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
-        let relay = try await Relay.start(RelayConfiguration(
-            host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay")))
+        var relayConfiguration = RelayConfiguration(host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay"))
+        // The embedded relay gets a fresh self-signed certificate that lives only in memory, and everyone in the
+        // demo pins exactly it: a real TLS call, with nothing written to known_relays.
+        if !options.relayTrust.insecure { relayConfiguration.tls = try RelayIdentity.selfSigned(hosts: ["127.0.0.1"]) }
+        let relay = try await Relay.start(relayConfiguration)
         let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)
+        if let identity = relayConfiguration.tls {
+            var pins = KnownRelays()
+            pins.pin(identity.fingerprint, for: server.description)
+            app.signalingSecurity = .tls(try RelayTrustStore(path: nil, pins: pins))
+        }
         var engines: [CallEngine] = []
         var runners: [Task<Void, Never>] = []
         for index in 0..<bots {
             let botName = Self.botNames[index]
-            let engine = try CallEngine(CallConfiguration(
+            var botConfiguration = CallConfiguration(
                 server: server, room: "demo", name: botName, profile: try VideoProfile.named(botProfile),
                 decodesVideo: false, decodesAudio: false, showsSelfView: false,
-                logger: Logger(label: "parley.bot.\(botName)")))
+                logger: Logger(label: "parley.bot.\(botName)"))
+            botConfiguration.signalingSecurity = app.signalingSecurity
+            let engine = try CallEngine(botConfiguration)
             engine.start()
             engines.append(engine)
             let runner = BotRunner(engine: engine, name: botName, logger: Logger(label: "parley.bot.\(botName)"))

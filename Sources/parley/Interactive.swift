@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyRoom
+import ParleySecurity
 import ParleyTUI
 
 /// Options shared by the interactive commands (`parley`, `join`, `demo`).
@@ -54,6 +55,8 @@ struct InteractiveOptions: ParsableArguments {
 
     @Option(name: .customLong("stats-file"), help: "Keep this file updated every second with call statistics as JSON.")
     var statsFile: String?
+
+    @OptionGroup var relayTrust: RelayTrustOptions
 
     /// `profile` with the bitrate and frame-rate overrides applied.
     func adjusted(_ profile: VideoProfile) -> VideoProfile {
@@ -164,6 +167,7 @@ struct InteractiveOptions: ParsableArguments {
             returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath, statisticsPath: statsFile,
             logger: Logger(label: "parley.engine"))
         options.themeOverrides = try themeOverrides()
+        options.signalingSecurity = try relayTrust.security()
         return options
     }
 }

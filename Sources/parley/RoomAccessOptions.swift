@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import ParleyEngine
+import ParleySecurity
 import ParleyTUI
 
 #if canImport(Glibc)
@@ -81,5 +83,30 @@ struct RoomAccessOptions: ParsableArguments {
         let text = String(cString: typed)
         guard !text.isEmpty else { throw ValidationError("the \(what) cannot be empty") }
         return text
+    }
+}
+
+/// How a client trusts its relay: TLS with the relay pinned in known_relays (default), or plain ws:// on request.
+struct RelayTrustOptions: ParsableArguments {
+    @Flag(help: "Connect with plain ws:// without TLS (to a relay started with --insecure): the network can read chat, names and media credentials.")
+    var insecure = false
+
+    @Option(name: .customLong("known-relays"), help: "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays, or ~/.config/parley/known_relays).")
+    var knownRelays: String?
+
+    func validate() throws {
+        if insecure, knownRelays != nil {
+            throw ValidationError("--insecure does not use TLS, so --known-relays has nothing to check: give one of them")
+        }
+    }
+
+    /// The signaling security these options ask for.
+    func security() throws -> SignalingSecurity {
+        if insecure { return .insecure }
+        do {
+            return .tls(try RelayTrustStore(path: knownRelays ?? RelayTrustStore.defaultPath()))
+        } catch {
+            throw CommandFailure("\(error)")
+        }
     }
 }

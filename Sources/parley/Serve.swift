@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ParleyEngine
 import ParleyRelay
+import ParleySecurity
 
 /// `parley serve`: the relay.
 struct Serve: AsyncParsableCommand {
@@ -23,7 +25,28 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Write logs to this file instead of standard error.")
     var log: String?
 
+    @Option(name: .customLong("tls-cert"), help: "TLS certificate (chain) for signaling, PEM. Without it the relay uses a self-signed one.")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "Private key of --tls-cert, PEM.")
+    var tlsKey: String?
+
+    @Option(name: .customLong("state-dir"), help: "Where the self-signed certificate is kept (default: $XDG_STATE_HOME/parley, or ~/.local/state/parley).")
+    var stateDir: String?
+
+    @Flag(help: "Serve signaling as plain ws:// without TLS: anyone on the network can read chat, names and media credentials.")
+    var insecure = false
+
+    @Option(help: "Rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host]`.")
+    var rooms: String?
+
     func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
+        }
+        if insecure, tlsCert != nil {
+            throw ValidationError("--insecure serves without TLS: drop it, or drop --tls-cert and --tls-key")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
         guard liveness >= 1, liveness <= 600 else {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
@@ -36,15 +59,37 @@ struct Serve: AsyncParsableCommand {
         if let log { try LogSetup.toFile(log, level: level) } else { LogSetup.toStandardError(level: level) }
         let logger = Logger(label: "parley.relay")
         let signals = Signals()
-        let relay: Relay
+        var configuration = RelayConfiguration(
+            host: host, port: port, limits: SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000))),
+            logger: logger)
+        var certificateNote = ""
         do {
-            relay = try await Relay.start(RelayConfiguration(
-                host: host, port: port, limits: SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000))),
-                logger: logger))
+            if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
+            if let tlsCert, let tlsKey {
+                configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)
+                certificateNote = "certificate \(tlsCert)"
+            } else if !insecure {
+                let directory = stateDir ?? Self.defaultStateDirectory
+                let (identity, created) = try RelayIdentity.loadOrCreate(in: directory, hosts: [host])
+                configuration.tls = identity
+                certificateNote = created
+                    ? "new self-signed certificate saved in \(directory)" : "self-signed certificate from \(directory)"
+            }
         } catch {
             throw CommandFailure("\(error)")
         }
-        say("parley relay listening on \(host):\(relay.signalingPort) (signaling tcp, media udp \(relay.mediaPort))")
+        let relay: Relay
+        do {
+            relay = try await Relay.start(configuration)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let scheme = configuration.tls == nil ? "ws, INSECURE: no TLS" : "wss"
+        say("parley relay listening on \(host):\(relay.signalingPort) (signaling \(scheme), media udp \(relay.mediaPort))")
+        if let identity = configuration.tls {
+            say("TLS fingerprint \(identity.fingerprint) (\(certificateNote)); members compare it with what they pinned")
+        }
+        if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
         let signal = await signals.wait()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
@@ -54,6 +99,56 @@ struct Serve: AsyncParsableCommand {
                 relay stopped: forwarded \(counters.packetsForwarded) packets, dropped \(counters.packetsDropped), \
                 refused \(counters.signalingErrors) signaling messages, rate-limited \(counters.rateLimited)
                 """)
+        }
+    }
+
+    /// `$XDG_STATE_HOME/parley`, or `~/.local/state/parley`.
+    static var defaultStateDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (NSHomeDirectory() + "/.local/state")
+        return state + "/parley"
+    }
+}
+
+/// `parley relays`: the relays this user has pinned, and forgetting one whose certificate legitimately changed.
+struct Relays: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List pinned relay certificates, or forget one (`parley relays forget HOST:PORT`).")
+
+    @Argument(help: "\"list\" (default) or \"forget\".")
+    var action = "list"
+
+    @Argument(help: "The relay to forget, HOST:PORT.")
+    var relay: String?
+
+    @Option(name: .customLong("known-relays"), help: "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays).")
+    var knownRelays: String?
+
+    func validate() throws {
+        switch action {
+        case "list": guard relay == nil else { throw ValidationError("`parley relays list` takes no relay") }
+        case "forget": guard relay != nil else { throw ValidationError("say which: `parley relays forget HOST:PORT`") }
+        default: throw ValidationError("unknown action \"\(action)\": use list or forget")
+        }
+    }
+
+    func run() async throws {
+        let path = knownRelays ?? RelayTrustStore.defaultPath()
+        do {
+            let store = try RelayTrustStore(path: path)
+            if let relay {
+                let address = try ServerAddress(parsing: relay)
+                say(try store.forget(address.description)
+                    ? "forgot \(address) in \(path); the next connection pins the certificate it shows then"
+                    : "\(address) is not pinned in \(path)")
+            } else {
+                let pins = store.known.pins
+                if pins.isEmpty { say("no relays pinned in \(path)") }
+                for relay in pins.keys.sorted() { say("\(relay) \(pins[relay]!)") }
+            }
+        } catch {
+            throw CommandFailure("\(error)")
         }
     }
 }

@@ -142,16 +142,20 @@ struct DemoCallTests {
 struct JoinAgainstRelayTests {
     @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() throws {
         let parley = try #require(parleyBinaryPath())
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "info"])
+        let files = NSTemporaryDirectory() + "parley-join-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "info",
+                                                   "--state-dir", files + "/relay"])
         #expect(relay.waitForOutput(containing: "listening on"))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
         let bot = try BackgroundProcess(parley, ["bot", "standup", "--server", "127.0.0.1:\(port)", "--name", "watcher",
-                                                 "--log-level", "info", "--no-decode"])
+                                                 "--log-level", "info", "--no-decode",
+                                                 "--known-relays", files + "/bot-known_relays"])
         #expect(relay.waitForOutput(containing: "member joined"))
         let log = NSTemporaryDirectory() + "parley-join-\(getpid()).log"
         let pane = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
-                + "--log \(log); echo EXITED rc=$?; sleep 60'",
+                + "--known-relays \(files)/known_relays --log \(log); echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         let lines = try pane.waitFor { $0.contains { $0.contains("2 people · connected") } }
         #expect(lines.contains { $0.contains("2 people · connected") }, "\(lines.joined(separator: "\n"))")

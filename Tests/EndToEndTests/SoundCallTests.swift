@@ -46,7 +46,8 @@ struct SoundCallTests {
             }
         }
 
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "error"])
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "error",
+                                                   "--state-dir", folder + "/relay"])
         defer { relay.stop() }
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })

@@ -153,3 +153,11 @@ func bindMedia(_ socket: TestUDPSocket, joined: JoinedRoom) throws -> BindStatus
     return try BindAcknowledgement(parsing: reply).status
 }
 
+
+/// A new empty folder for one relay's or client's files (certificate, known_relays), so tests never touch the
+/// user's own and never share one between processes.
+func stateDirectory() -> String {
+    let path = NSTemporaryDirectory() + "parley-state-\(getpid())-\(UUID().uuidString.prefix(8))"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 import Testing
 @testable import ParleyEngine
@@ -44,6 +45,13 @@ struct ResilienceTests {
             server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
             profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), showsSelfView: false,
             logger: quietLogger())
+    }
+
+    /// A member of a `parley serve` process's call: TLS, the relay pinned on first use in memory.
+    func servedConfiguration(_ name: String, port: Int) -> CallConfiguration {
+        var configuration = configuration(name, port: port)
+        configuration.signalingSecurity = .tls(try! RelayTrustStore(path: nil))  // an empty store always opens
+        return configuration
     }
 
     /// Starts an engine and collects its events.
@@ -381,7 +389,7 @@ struct ResilienceTests {
         let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: relay.signalingPort))
         let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
         let victim = try ParleyProcess([
-            "bot", "standup", "--server", "127.0.0.1:\(relay.signalingPort)", "--name", "victim",
+            "bot", "standup", "--server", "127.0.0.1:\(relay.signalingPort)", "--name", "victim", "--insecure",
             "--profile", "160x120", "--no-decode",
         ])
         // Both see the victim arrive and decode its camera.
@@ -420,14 +428,14 @@ struct ResilienceTests {
     }
 
     @Test func servedRelayStopsCleanlyOnSIGTERMAndClientsAreTold() async throws {
-        let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
-        // "parley relay listening on 127.0.0.1:PORT (signaling tcp, media udp PORT)"
+        let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory()])
+        // "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp PORT)"
         let port = try await server.line { line -> Int? in
             guard line.hasPrefix("parley relay listening on ") else { return nil }
             return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
         }
-        let (alice, aliceLog, aliceTask) = try startEngine(configuration("alice", port: port))
-        let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
+        let (alice, aliceLog, aliceTask) = try startEngine(servedConfiguration("alice", port: port))
+        let (bob, bobLog, bobTask) = try startEngine(servedConfiguration("bob", port: port))
         #expect(await allDecode([alice, bob], peers: 1, frames: 5))
 
         server.send(SIGTERM)
@@ -450,7 +458,7 @@ struct ResilienceTests {
         // signal handlers are in place before the line is printed.
         var outcomes: [String] = []
         for _ in 0..<10 {
-            let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error"])
+            let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory()])
             server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
             do {
                 let ended = try await server.exit(within: .seconds(2))
@@ -466,14 +474,15 @@ struct ResilienceTests {
 
     @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
         // A stopped process keeps its sockets open: nothing closes, the engines must notice the silence themselves.
-        let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error"])
+        let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error",
+                                         "--state-dir", stateDirectory()])
         let port = try await server.line { line -> Int? in
             guard line.hasPrefix("parley relay listening on ") else { return nil }
             return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
         }
         var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
         for name in ["alice", "bob"] {
-            var settings = configuration(name, port: port)
+            var settings = servedConfiguration(name, port: port)
             settings.lostAfter = .milliseconds(1500)
             settings.reconnectInterval = .milliseconds(250)
             let (engine, log, task) = try startEngine(settings)

@@ -34,6 +34,8 @@ public struct AppOptions: Sendable {
     public var statisticsPath: String?
     /// The engine's logger.
     public var logger: Logger
+    /// How signaling is protected: TLS checked against known relays (the CLI's default) or plain (`--insecure`).
+    public var signalingSecurity: SignalingSecurity = .insecure
 
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
@@ -204,6 +206,7 @@ public enum TerminalApp {
             profile: settings.profile, videoSources: options.videoSources, audioSource: options.audioSource,
             audioSink: options.audioSink, echoCancellation: options.echoCancellation, logger: options.logger)
         requested.password = settings.password
+        requested.signalingSecurity = options.signalingSecurity
         if let encryption = settings.encryption, let suite = encryption.cipher.suite {
             requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
         }
