@@ -316,10 +316,11 @@ final class EngineCore {
     private func connect(first: Bool) {
         guard let bound else { return }
         let address = configuration.server
-        let noticeFirstPin = first
+        let loop = self.loop
         SignalingConnection.connect(to: address, on: loop, security: configuration.signalingSecurity, trusted: { decision in
-            guard case .pinnedOnFirstUse(let fingerprint) = decision, noticeFirstPin else { return }
-            bound.value.loop.execute {
+            // Called from the TLS handshake's task: hop onto the engine's loop before touching it.
+            guard case .pinnedOnFirstUse(let fingerprint) = decision else { return }
+            loop.execute {
                 bound.value.emit(.alert(.message("relay \(address) pinned on first use: \(fingerprint)")))
             }
         }) { event in

@@ -1,0 +1,108 @@
+import Foundation
+import ParleyProcesses
+import Testing
+
+/// `parley serve` and `parley bot` as a user runs them: the relay's certificate kept in its state directory, the
+/// client pinning it in its known_relays, a replaced certificate refused until forgotten.
+@Suite(.serialized)
+struct RelayPinningTests {
+    let parley: String
+    let files = NSTemporaryDirectory() + "parley-pinning-\(getpid())-\(UUID().uuidString.prefix(8))"
+
+    init() throws {
+        parley = try #require(parleyBinaryPath())
+    }
+
+    /// Starts `parley serve` and returns it with its port and the fingerprint it printed.
+    func serve(_ extra: [String]) throws -> (BackgroundProcess, String, String?) {
+        let relay = try BackgroundProcess(parley, ["serve", "--log-level", "error"] + extra)
+        #expect(relay.waitForOutput(containing: "media udp"), "\(relay.output)")
+        let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        #expect(relay.waitForOutput(seconds: 2) { $0.contains("TLS fingerprint") || $0.contains("INSECURE") })
+        let fingerprint = relay.output.firstMatch(of: /TLS fingerprint (SHA256:[A-Za-z0-9+\/]{43})/).map { String($0.1) }
+        return (relay, port, fingerprint)
+    }
+
+    /// Runs a bot for a moment; its exit status and everything it printed.
+    func bot(port: String, _ extra: [String] = []) throws -> (Int32?, String) {
+        let bot = try BackgroundProcess(parley, ["bot", "pins", "--server", "127.0.0.1:\(port)", "--name", "bot",
+                                                 "--duration", "1", "--no-decode"] + extra)
+        let status = bot.waitForExit(seconds: 15)
+        return (status, bot.output)
+    }
+
+    func knownRelays() -> String {
+        (try? String(contentsOfFile: files + "/known_relays", encoding: .utf8)) ?? ""
+    }
+
+    @Test func pinnedOnFirstUseKeptAcrossRestartsAndAReplacedCertificateIsRefused() throws {
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let trust = ["--known-relays", files + "/known_relays"]
+
+        // First start: a new certificate in the state directory, its fingerprint printed.
+        var (relay, port, fingerprint) = try serve(["--port", "0", "--state-dir", files + "/relay"])
+        #expect(relay.output.contains("new self-signed certificate saved in \(files)/relay"), "\(relay.output)")
+        let first = try #require(fingerprint, "\(relay.output)")
+        var (status, output) = try bot(port: port, trust)
+        #expect(status == 0, "\(output)")
+        #expect(knownRelays().contains("127.0.0.1:\(port) \(first)"), "\(knownRelays())")
+
+        // Restarted on the same port: the same certificate, so the pinned client goes straight in.
+        relay.stop()
+        (relay, port, fingerprint) = try serve(["--port", port, "--state-dir", files + "/relay"])
+        #expect(fingerprint == first && relay.output.contains("self-signed certificate from"), "\(relay.output)")
+        (status, output) = try bot(port: port, trust)
+        #expect(status == 0, "\(output)")
+
+        // The certificate replaced (state lost, or someone in the middle): refused, with what to do.
+        relay.stop()
+        try FileManager.default.removeItem(atPath: files + "/relay")
+        (relay, port, fingerprint) = try serve(["--port", port, "--state-dir", files + "/relay"])
+        let second = try #require(fingerprint)
+        #expect(second != first)
+        (status, output) = try bot(port: port, trust)
+        #expect(status != 0 && status != nil, "\(output)")
+        #expect(output.contains("shows a different TLS certificate"), "\(output)")
+        #expect(output.contains("pinned \(first), now \(second)") && output.contains("parley relays forget 127.0.0.1:\(port)"),
+                "\(output)")
+        #expect(knownRelays().contains("127.0.0.1:\(port) \(first)"), "the pin stays until the user forgets it")
+
+        // Forgotten on purpose: the next connection pins the new certificate.
+        let forget = try ChildProcess.run(parley, ["relays", "forget", "127.0.0.1:\(port)"] + trust)
+        #expect(forget.output.contains("forgot 127.0.0.1:\(port)"), "\(forget.output)")
+        (status, output) = try bot(port: port, trust)
+        #expect(status == 0, "\(output)")
+        #expect(knownRelays().contains("127.0.0.1:\(port) \(second)"), "\(knownRelays())")
+        let list = try ChildProcess.run(parley, ["relays", "list"] + trust)
+        #expect(list.output.contains("127.0.0.1:\(port) \(second)"), "\(list.output)")
+        relay.stop()
+    }
+
+    @Test func plainSignalingOnlyWhenBothSidesAskForIt() throws {
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let (relay, port, fingerprint) = try serve(["--port", "0", "--insecure"])
+        #expect(fingerprint == nil && relay.output.contains("signaling ws, INSECURE: no TLS"), "\(relay.output)")
+        var (status, output) = try bot(port: port, ["--known-relays", files + "/known_relays"])
+        #expect(status != 0 && output.contains("TLS with the relay at 127.0.0.1:\(port) failed"), "\(output)")
+        #expect(output.contains("--insecure"), "\(output)")
+        (status, output) = try bot(port: port, ["--insecure"])
+        #expect(status == 0, "\(output)")
+        relay.stop()
+    }
+
+    @Test(arguments: [
+        (["serve", "--tls-cert", "/tmp/c.pem"], "--tls-cert and --tls-key go together"),
+        (["serve", "--insecure", "--tls-cert", "c", "--tls-key", "k"], "--insecure serves without TLS"),
+        (["serve", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--port", "0"],
+         "/nonexistent/c.pem: cannot be read"),
+        (["serve", "--rooms", "/nonexistent/rooms", "--port", "0", "--insecure"], "rooms file /nonexistent/rooms cannot be read"),
+        (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
+        (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),
+        (["relays", "shred"], "unknown action \"shred\""),
+    ])
+    func badOptionsAreClearErrors(arguments: [String], expected: String) throws {
+        let result = try ChildProcess.run(parley, arguments)
+        #expect(result.status != 0)
+        #expect(result.output.contains(expected), "\(result.output)")
+    }
+}
