@@ -87,6 +87,16 @@ struct RelayPinningTests {
         #expect(output.contains("--insecure"), "\(output)")
         (status, output) = try bot(port: port, ["--insecure"])
         #expect(status == 0, "\(output)")
+        // And the call screen says so for as long as it lasts.
+        let pane = try TmuxPane(
+            command: "sh -c '\(parley) join pins --server 127.0.0.1:\(port) --name alice --insecure --video synthetic "
+                + "--audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let lines = try pane.waitFor { $0.contains { $0.contains("connected") } }
+        #expect(lines.first { $0.contains("connected") }?.contains("INSECURE") == true, "\(lines.joined(separator: "\n"))")
+        try pane.send(["q"])
+        try pane.send(["y"])
+        #expect(try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }.contains { $0.contains("EXITED rc=0") })
         relay.stop()
     }
 
