@@ -6,10 +6,11 @@ SWIFT       ?= swift
 BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 
-# Needed to build and test.
+# Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with).
 APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
-                pulseaudio pulseaudio-utils libasound2-plugins
+                pulseaudio pulseaudio-utils libasound2-plugins \
+                gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 # Reference tools the benchmarks compare against.
 BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark valgrind
 

@@ -73,6 +73,11 @@ final class LossyUDPProxy: Sendable {
         }.get()
     }
 
+    /// Every datagram that passed so far (up to `captureLimit`), oldest first, with its direction.
+    func capture() async throws -> [(fromClient: Bool, bytes: [UInt8])] {
+        try await state.eventLoop.submit { [state] in state.value.captured }.get()
+    }
+
     /// Closes both sockets and stops the proxy's thread.
     func stop() async {
         try? await front.close()
@@ -92,6 +97,9 @@ private final class ProxyState {
     var counts = LossyUDPProxy.Counts()
     /// When a datagram last came from the client (true) and from the relay (false).
     var lastSeen: [Bool: ContinuousClock.Instant] = [:]
+    /// What passed, for tests that inspect the wire; at most `captureLimit` datagrams.
+    var captured: [(fromClient: Bool, bytes: [UInt8])] = []
+    let captureLimit = 50_000
 
     init(relay: SocketAddress, lossPercent: Double, seed: UInt64) {
         self.relay = relay
@@ -105,6 +113,9 @@ private final class ProxyState {
         let now = ContinuousClock.now
         if let last = lastSeen[fromClient] { counts.longestSilence = max(counts.longestSilence, now - last) }
         lastSeen[fromClient] = now
+        if captured.count < captureLimit {
+            captured.append((fromClient, Array(envelope.data.readableBytesView)))
+        }
         if fromClient {
             client = envelope.remoteAddress
             counts.toRelay += 1
