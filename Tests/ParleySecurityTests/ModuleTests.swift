@@ -1,6 +1,0 @@
-import Testing
-@testable import ParleySecurity
-
-@Suite struct ModuleTests {
-    @Test func moduleBuilds() {}
-}
