@@ -46,17 +46,17 @@ struct TLSCallTests {
         let identity = try RelayIdentity.selfSigned(hosts: ["127.0.0.1"])
         let relay = try await startRelay(tls: identity)
         let store = try RelayTrustStore(path: nil)
+        let relayName = "127.0.0.1:\(relay.signalingPort)"
+        let notice = "relay \(relayName) pinned on first use: \(identity.fingerprint)"
         let (alice, aliceLog, aliceTask) = try start(configuration("alice", port: relay.signalingPort, security: .tls(store)))
+        #expect(await eventually { aliceLog.all.contains(.alert(.message(notice))) }, "\(aliceLog.all.prefix(8))")
         let (bob, bobLog, bobTask) = try start(configuration("bob", port: relay.signalingPort, security: .tls(store)))
         let decoding = await eventually(within: .seconds(10)) {
             let a = await alice.statistics(), b = await bob.statistics()
             return a.peers.values.contains { $0.framesDecoded >= 5 } && b.peers.values.contains { $0.framesDecoded >= 5 }
         }
         #expect(decoding)
-        let relayName = "127.0.0.1:\(relay.signalingPort)"
         #expect(store.known.pin(for: relayName) == identity.fingerprint)
-        let notice = "relay \(relayName) pinned on first use: \(identity.fingerprint)"
-        #expect(aliceLog.all.contains(.alert(.message(notice))), "\(aliceLog.all.prefix(8))")
         // Bob met the relay already pinned (same store): nothing to announce.
         #expect(!bobLog.all.contains(.alert(.message(notice))))
         // The header has nothing to warn about.
