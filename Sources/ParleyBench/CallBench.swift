@@ -331,7 +331,7 @@ public enum CallBench {
     /// A 1:1 Parley call: two `parley join`s drawing into tmux panes, or (`headless`) two `parley bot`s that decode
     /// everything and draw nothing; measured over `seconds`.
     static func parleyPair(_ settings: Settings, headless: Bool = false, seconds: Double, tools: Tools,
-                           media: BenchMedia, directory: String) throws -> PairResult {
+                           media: BenchMedia, directory: String, extraArguments: [String] = []) throws -> PairResult {
         let (relay, port, mediaPort) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
         var capture: PacketCapture?
@@ -357,7 +357,7 @@ public enum CallBench {
                 "callbench", "--server", "127.0.0.1:\(port)", "--name", name, "--profile", "\(width)x\(height)",
                 "--bitrate", "\(videoKbps)", "--fps", "\(fps)", "--video", media.video, "--audio", media.loopedVoice,
                 "--log-level", "warning", "--stats-file", stats, "--known-relays", "\(directory)/known_relays-\(name)",
-            ]
+            ] + extraArguments
             if headless {
                 bots.append(try BackgroundProcess(
                     tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))

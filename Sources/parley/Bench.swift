@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, latency, render, call, echo, all
+        case codecs, wire, relay, latency, render, call, echo, encryption, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -35,6 +35,14 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .echo || suite == .all {
             for table in try EchoBench.run(log: log) { print(table.markdown + "\n") }
+        }
+        if suite == .encryption || suite == .all {
+            do {
+                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executablePath())
+                for table in try EncryptionBench.run(settings, log: log) { print(table.markdown + "\n") }
+            } catch let error as CallBenchError {
+                throw CommandFailure("encryption benchmark: \(error)")
+            }
         }
         if suite == .call || suite == .all {
             let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyRoom
+import ParleySecurity
 
 /// `parley bot`: a headless participant for tests and the demo.
 struct Bot: AsyncParsableCommand {
@@ -59,6 +60,8 @@ struct Bot: AsyncParsableCommand {
 
     @OptionGroup var relayTrust: RelayTrustOptions
 
+    @OptionGroup var access: RoomAccessOptions
+
     func validate() throws {
         do {
             _ = try ServerAddress(parsing: server)
@@ -99,6 +102,14 @@ struct Bot: AsyncParsableCommand {
             decodesVideo: !noDecode, decodesAudio: !noDecode,
             showsSelfView: false, logger: logger)
         configuration.signalingSecurity = try relayTrust.security()
+        configuration.password = try access.roomPassword()
+        if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {
+            do {
+                configuration.encryption = try CallEncryption(secret: encryption.key, room: configuration.room, suite: suite)
+            } catch {
+                throw CommandFailure("\(error)")
+            }
+        }
         let engine = try CallEngine(configuration)
         let runner = BotRunner(engine: engine, name: name, logger: logger)
         engine.start()

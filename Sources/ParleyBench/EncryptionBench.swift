@@ -1,0 +1,109 @@
+import Foundation
+import ParleySecurity
+
+/// What end-to-end encryption costs a client in a 1:1 call at 640x480@30: the same call measured with and without
+/// it in one run (CPU of each headless client), and the SFrame work alone timed on the packet stream such a call
+/// carries, which is too small to see reliably beside encoding and decoding.
+public enum EncryptionBench {
+    /// Rounds of the clear/encrypted pair (alternating which goes first).
+    static let rounds = 2
+    /// The target from issue 11: encryption adds at most this share of a core per client.
+    static let budgetPercent = 3.0
+
+    /// Runs both parts and returns one table.
+    public static func run(_ settings: CallBench.Settings, log: (String) -> Void) throws -> [BenchTable] {
+        let tools = try CallBench.Tools.find(parley: settings.parleyPath)
+        let directory = try CallBench.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let media = try CallBench.BenchMedia.prepare(videoSeconds: max(48, settings.groupSeconds + CallBench.warmUp + 15), log: log)
+        let secret = ["--encryption", "aes-128-gcm", "--secret", "benchmark room secret"]
+
+        var clear: [CallBench.PairResult] = [], sealed: [CallBench.PairResult] = []
+        for round in 0..<rounds {
+            for encrypted in round % 2 == 0 ? [false, true] : [true, false] {
+                log("encryption bench round \(round + 1)/\(rounds): 1:1 headless, "
+                    + (encrypted ? "encrypted" : "clear") + ", \(Int(settings.groupSeconds)) s")
+                let result = try CallBench.parleyPair(
+                    settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
+                    directory: directory, extraArguments: encrypted ? secret : [])
+                if encrypted { sealed.append(result) } else { clear.append(result) }
+            }
+        }
+
+        var table = BenchTable(
+            title: "End-to-end encryption (SFrame) cost per client, 1:1 call at 640x480@30, "
+                + "\(CallBench.videoKbps) kbit/s video + Opus",
+            columns: ["Measure", "Clear", "Encrypted", "Added", "Budget"])
+        func cpu(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
+            CallBench.median(results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].process.cpuPercent : nil })
+        }
+        func shown(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
+            CallBench.median(results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].shownPerSecond : nil })
+        }
+        for (client, name) in ["alice", "bob"].enumerated() {
+            let before = cpu(clear, client), after = cpu(sealed, client)
+            table.add([
+                "\(name) (`parley bot`, decodes everything), CPU % of a core, median of \(rounds)",
+                before.map { formatted($0) } ?? "–", after.map { formatted($0) } ?? "–",
+                before.flatMap { b in after.map { formatted($0 - b) } } ?? "–", "≤ \(formatted(budgetPercent, decimals: 0))",
+            ])
+            table.add([
+                "\(name): frames decoded per second",
+                shown(clear, client).map { formatted($0) } ?? "–", shown(sealed, client).map { formatted($0) } ?? "–",
+                "", "",
+            ])
+        }
+        for suite in SFrameCipherSuite.allCases {
+            let percent = try sframeWorkPercent(suite: suite)
+            table.add([
+                "SFrame alone (\(suite.name)): seal own + open peer's packets, CPU % of a core", "0", formatted(percent, decimals: 2),
+                formatted(percent, decimals: 2), "≤ \(formatted(budgetPercent, decimals: 0))",
+            ])
+        }
+        table.notes = [
+            "Whole-call rows: two `parley bot`s through `parley serve` on loopback (TLS signaling in both columns), "
+                + "the bench's Y4M and WAV as sources, \(Int(settings.groupSeconds)) s windows after "
+                + "\(formatted(CallBench.warmUp, decimals: 0)) s warm-up; clear and encrypted calls alternate. "
+                + "Their difference is within run-to-run noise when it is under a percent or two.",
+            "SFrame-alone rows: the packets one client seals and opens per second of such a call (about "
+                + "\(videoPacketsPerSecond) video and 50 audio packets each way), timed over \(Int(simulatedSeconds)) s "
+                + "of call media, median of 5; includes key-id lookup, replay window and metadata authentication.",
+        ]
+        return [table]
+    }
+
+    static let simulatedSeconds = 10.0
+    static let videoPacketsPerSecond = 30 * 4
+
+    /// The share of a core that sealing one client's sent packets and opening its received ones takes.
+    static func sframeWorkPercent(suite: SFrameCipherSuite) throws -> Double {
+        let room = try CallEncryption(secret: "benchmark room secret", room: "bench", suite: suite)
+        let frameBytes = CallBench.videoKbps * 1000 / 8 / 30
+        // One frame as the packetizer splits it: full packets of 1100 bytes and the rest.
+        let videoSizes = stride(from: 0, to: frameBytes, by: 1100).map { min(1100, frameBytes - $0) }
+        var samples: [Double] = []
+        for _ in 0..<5 {
+            let mine = MediaSealer(encryption: room), theirs = MediaSealer(encryption: room)
+            var opener = MediaOpener(encryption: room)
+            let metadata = [UInt8](repeating: 0x80, count: 16)
+            // The peer's packets are sealed beforehand: only our own work is timed.
+            var incoming: [[UInt8]] = []
+            for _ in 0..<Int(simulatedSeconds) {
+                for _ in 0..<30 { for size in videoSizes { incoming.append(try theirs.seal(Array(repeating: 1, count: size), stream: .video, metadata: metadata)) } }
+                for _ in 0..<50 { incoming.append(try theirs.seal(Array(repeating: 2, count: 80), stream: .audio, metadata: metadata)) }
+            }
+            let outgoingVideo = videoSizes.map { [UInt8](repeating: 3, count: $0) }
+            let outgoingAudio = [UInt8](repeating: 4, count: 80)
+            let started = ContinuousClock.now
+            for _ in 0..<Int(simulatedSeconds) {
+                for _ in 0..<30 { for payload in outgoingVideo { _ = try mine.seal(payload, stream: .video, metadata: metadata) } }
+                for _ in 0..<50 { _ = try mine.seal(outgoingAudio, stream: .audio, metadata: metadata) }
+            }
+            for packet in incoming { _ = try opener.open(packet, metadata: metadata) }
+            let elapsed = ContinuousClock.now - started
+            samples.append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+        }
+        samples.sort()
+        return samples[samples.count / 2] / simulatedSeconds * 100
+    }
+}
