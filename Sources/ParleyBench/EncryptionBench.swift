@@ -26,6 +26,20 @@ public enum EncryptionBench {
                 let result = try CallBench.parleyPair(
                     settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
                     directory: directory, extraArguments: encrypted ? secret : [])
+                // The stats files say whether the call really was encrypted, and that nothing failed to open.
+                for name in ["alice", "bob"] {
+                    let path = "\(directory)/parley-\(name).json"
+                    let stats = FileManager.default.contents(atPath: path)
+                        .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
+                    let cipher = stats["encryption"] as? String
+                    let failures = (stats["peers"] as? [[String: Any]] ?? []).map { $0["decryptFailures"] as? Int ?? -1 }
+                    guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty, failures.allSatisfy({ $0 == 0 })
+                    else {
+                        throw CallBenchError.unexpected(
+                            "\(name)'s statistics show cipher \(cipher ?? "none") and decrypt failures \(failures) "
+                                + "in the \(encrypted ? "encrypted" : "clear") call (\(path))")
+                    }
+                }
                 if encrypted { sealed.append(result) } else { clear.append(result) }
             }
         }

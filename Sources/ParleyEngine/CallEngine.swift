@@ -31,10 +31,14 @@ public struct CallStatistics: Sendable {
         public var longestAudioGap: Duration = .zero
         /// Stretches of silence played since this peer's audio started: dropouts a listener hears, or the peer muting.
         public var audioDropouts = 0
+        /// Payloads and chat lines of this peer that failed SFrame authentication (another secret, or tampering).
+        public var decryptFailures = 0
     }
 
     /// This member's id (0 before joining).
     public var localID: UInt32 = 0
+    /// The end-to-end cipher ("AES-128-GCM"), nil for an unencrypted call.
+    public var encryption: String?
     /// Whether the media socket is bound at the relay.
     public var mediaBound = false
     /// The local UDP port media arrives on (0 before the socket opened).
@@ -243,6 +247,7 @@ final class EngineCore {
         stats.videoPacketsResent = videoPacketsResent
         stats.datagramsFromStrangers = datagramsFromStrangers
         stats.forgedFeedbackDropped = forgedFeedbackDropped
+        stats.encryption = configuration.encryption?.suite.name
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
@@ -253,7 +258,7 @@ final class EngineCore {
                 keyframeRequestsSent: peer.keyframeRequestsSent, lastStamp: peer.lastStamp,
                 lastFrameSize: peer.lastFrameSize,
                 longestAudioGap: AudioSender.frameDuration * peer.longestAudioGapSlots,
-                audioDropouts: peer.audioDropouts)
+                audioDropouts: peer.audioDropouts, decryptFailures: peer.decryptFailures)
         }
         return stats
     }

@@ -14,6 +14,7 @@ extension CallStatistics {
             "\"videoPacketsSent\":\(videoPacketsSent)", "\"videoBytesSent\":\(videoBytesSent)",
             "\"audioPacketsSent\":\(audioPacketsSent)", "\"audioBytesSent\":\(audioBytesSent)",
             "\"keyframeRequestsReceived\":\(keyframeRequestsReceived)",
+            "\"encryption\":\(encryption.map(Self.quoted) ?? "null")",
         ]
         fields += extra.map { "\(Self.quoted($0.name)):\($0.value)" }
         let peerObjects = peers.sorted { $0.key < $1.key }.map { id, peer in
@@ -23,7 +24,7 @@ extension CallStatistics {
             "videoBytes":\(peer.videoBytesReceived),"audioPackets":\(peer.audioPacketsReceived),\
             "audioPlayed":\(peer.audioFramesPlayed),"concealments":\(peer.concealments),\
             "fecRecoveries":\(peer.fecRecoveries),"nacksSent":\(peer.nacksSent),\
-            "keyframeRequestsSent":\(peer.keyframeRequestsSent)}
+            "keyframeRequestsSent":\(peer.keyframeRequestsSent),"decryptFailures":\(peer.decryptFailures)}
             """
         }
         fields.append("\"peers\":[\(peerObjects.joined(separator: ","))]")

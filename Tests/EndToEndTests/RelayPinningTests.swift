@@ -100,12 +100,29 @@ struct RelayPinningTests {
         relay.stop()
     }
 
+    @Test func aRoomsFileGivesARoomItsPassword() throws {
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        try "# rooms of this relay\npins password=open-sesame stage=host\n".write(
+            toFile: files + "/rooms", atomically: true, encoding: .utf8)
+        let (relay, port, _) = try serve(["--port", "0", "--insecure", "--rooms", files + "/rooms"])
+        #expect(relay.output.contains("rooms file \(files)/rooms: 1 rooms"), "\(relay.output)")
+        var (status, output) = try bot(port: port, ["--insecure"])
+        #expect(status != 0 && output.contains("password"), "joining without the password fails: \(output)")
+        (status, output) = try bot(port: port, ["--insecure", "--password", "guess-again"])
+        #expect(status != 0, "a wrong password fails: \(output)")
+        (status, output) = try bot(port: port, ["--insecure", "--password", "open-sesame"])
+        #expect(status == 0, "\(output)")
+        relay.stop()
+    }
+
     @Test(arguments: [
         (["serve", "--tls-cert", "/tmp/c.pem"], "--tls-cert and --tls-key go together"),
         (["serve", "--insecure", "--tls-cert", "c", "--tls-key", "k"], "--insecure serves without TLS"),
         (["serve", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--port", "0"],
          "/nonexistent/c.pem: cannot be read"),
         (["serve", "--rooms", "/nonexistent/rooms", "--port", "0", "--insecure"], "rooms file /nonexistent/rooms cannot be read"),
+        (["bot", "r", "--secret", "short"], "the room secret has 5 characters; it needs at least 8"),
         (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
         (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),
         (["relays", "shred"], "unknown action \"shred\""),

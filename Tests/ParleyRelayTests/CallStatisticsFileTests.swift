@@ -18,7 +18,8 @@ struct CallStatisticsFileTests {
         stats.peers[7] = CallStatistics.Peer(
             name: peerName, audioPacketsReceived: 149, videoPacketsReceived: 298, videoBytesReceived: 119_000,
             framesDecoded: 89, decodeErrors: 0, audioFramesPlayed: 148, fecRecoveries: 1, concealments: 2,
-            nacksSent: 3, keyframeRequestsSent: 4)
+            nacksSent: 3, keyframeRequestsSent: 4, decryptFailures: 5)
+        stats.encryption = "AES-256-GCM"
         return stats
     }
 
@@ -27,9 +28,10 @@ struct CallStatisticsFileTests {
         #expect(json == """
             {"time":1.5,"localID":3,"mediaBound":true,"videoFramesSent":90,"videoKeyframesSent":2,\
             "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,\
-            "keyframeRequestsReceived":1,"screenDraws":88,"peers":[{"id":7,"name":"bob","framesDecoded":89,\
+            "keyframeRequestsReceived":1,"encryption":"AES-256-GCM","screenDraws":88,"peers":[{"id":7,"name":"bob",\
+            "framesDecoded":89,\
             "decodeErrors":0,"videoPackets":298,"videoBytes":119000,"audioPackets":149,"audioPlayed":148,\
-            "concealments":2,"fecRecoveries":1,"nacksSent":3,"keyframeRequestsSent":4}]}
+            "concealments":2,"fecRecoveries":1,"nacksSent":3,"keyframeRequestsSent":4,"decryptFailures":5}]}
             """)
     }
 
