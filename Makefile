@@ -43,17 +43,21 @@ build: deps
 run: build
 	$(BIN) demo
 
-# Every suite in one process, except groups run afterwards, each on its own: the long CPU-bound audio simulations
-# (31 simulated minutes of drift, echo convergence), which would starve the timing-sensitive reconnect tests beside
-# them; the call over a lossy link, which asserts that no 20 ms of audio goes missing and so needs its threads on
+# Every suite in one process, except groups run afterwards, each on its own: the security proofs' processes; the
+# long CPU-bound audio simulations (31 simulated minutes of drift, echo convergence), which would starve the
+# timing-sensitive reconnect tests beside them; the call over a lossy link, which asserts that no 20 ms of audio goes missing and so needs its threads on
 # time; and last the real-time sound call (two cores shared with anything else cannot keep a sound server, two
 # drawing clients and a relay on time).
 SIMULATIONS := PeerAudioPlayoutTests|EchoCancellerTests
 LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests
+# Whole processes and calls recorded for the security proofs (relays, bots, tmux, GStreamer): with everything
+# else beside them they starve the timing tests of the main group, so they run next, among themselves.
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build
-	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)'
+	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'
+	$(TEST) --filter '$(PROCESSES)'
 	$(TEST) --filter '$(SIMULATIONS)'
 	$(TEST) --filter '$(LOSSY_CALL)'
 	$(TEST) --filter '$(REAL_TIME)'
