@@ -54,6 +54,16 @@ struct RelayPinningTests {
         (status, output) = try bot(port: port, trust)
         #expect(status == 0, "\(output)")
 
+        // The same certificate and key given as files (--tls-cert/--tls-key): the same fingerprint, still trusted.
+        relay.stop()
+        (relay, port, fingerprint) = try serve([
+            "--port", port, "--tls-cert", files + "/relay/relay-cert.pem", "--tls-key", files + "/relay/relay-key.pem",
+        ])
+        #expect(fingerprint == first && relay.output.contains("certificate \(files)/relay/relay-cert.pem"),
+                "\(relay.output)")
+        (status, output) = try bot(port: port, trust)
+        #expect(status == 0, "\(output)")
+
         // The certificate replaced (state lost, or someone in the middle): refused, with what to do.
         relay.stop()
         try FileManager.default.removeItem(atPath: files + "/relay")
