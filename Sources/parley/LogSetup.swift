@@ -33,11 +33,14 @@ enum LogSetup {
     }
 
     /// `$XDG_STATE_HOME/parley/parley.log`, or `~/.local/state/parley/parley.log`.
-    static var defaultLogPath: String {
+    static var defaultLogPath: String { stateDirectory + "/parley.log" }
+
+    /// Parley's state folder (logs, the relay's certificate): `$XDG_STATE_HOME/parley`, or `~/.local/state/parley`.
+    static var stateDirectory: String {
         let environment = ProcessInfo.processInfo.environment
         let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() + "/.local/state")
-        return state + "/parley/parley.log"
+        return state + "/parley"
     }
 }
 

@@ -69,7 +69,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)
                 certificateNote = "certificate \(tlsCert)"
             } else if !insecure {
-                let directory = stateDir ?? Self.defaultStateDirectory
+                let directory = stateDir ?? LogSetup.stateDirectory
                 let (identity, created) = try RelayIdentity.loadOrCreate(in: directory, hosts: [host])
                 configuration.tls = identity
                 certificateNote = created
@@ -100,14 +100,6 @@ struct Serve: AsyncParsableCommand {
                 refused \(counters.signalingErrors) signaling messages, rate-limited \(counters.rateLimited)
                 """)
         }
-    }
-
-    /// `$XDG_STATE_HOME/parley`, or `~/.local/state/parley`.
-    static var defaultStateDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (NSHomeDirectory() + "/.local/state")
-        return state + "/parley"
     }
 }
 
