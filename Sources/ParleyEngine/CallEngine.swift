@@ -33,6 +33,8 @@ public struct CallStatistics: Sendable {
         public var audioDropouts = 0
         /// Payloads and chat lines of this peer that failed SFrame authentication (another secret, or tampering).
         public var decryptFailures = 0
+        /// Keyframes of this peer dropped unseen by the decoder: they declared a picture beyond the largest profile.
+        public var oversizedKeyframes = 0
     }
 
     /// This member's id (0 before joining).
@@ -258,7 +260,8 @@ final class EngineCore {
                 keyframeRequestsSent: peer.keyframeRequestsSent, lastStamp: peer.lastStamp,
                 lastFrameSize: peer.lastFrameSize,
                 longestAudioGap: AudioSender.frameDuration * peer.longestAudioGapSlots,
-                audioDropouts: peer.audioDropouts, decryptFailures: peer.decryptFailures)
+                audioDropouts: peer.audioDropouts, decryptFailures: peer.decryptFailures,
+                oversizedKeyframes: peer.oversizedKeyframes)
         }
         return stats
     }

@@ -202,6 +202,8 @@ final class PeerReceiver {
     var keyframeRequestsSent = 0
     /// Packets and chat lines that failed to decrypt, in all and in a row; `cannotDecrypt` once the run is long.
     var decryptFailures = 0
+    /// Keyframes dropped before decoding because they declared a picture beyond the largest profile.
+    var oversizedKeyframes = 0
     var decryptFailuresInARow = 0
     var cannotDecrypt = false
     /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
@@ -225,15 +227,11 @@ final class PeerReceiver {
 
     var participant: ParticipantID { ParticipantID(info.id) }
 
-    /// Largest picture accepted from a peer (4K). A keyframe header may claim up to 16383x16383, which libvpx would
-    /// allocate (about a gigabyte) and spend seconds decoding: one 600-byte packet would stall the whole call.
-    static let largestPicture = (width: 3840, height: 2160)
-
-    /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode.
+    /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode. A keyframe
+    /// declaring a picture beyond the largest profile (`VP8Limits`) never reaches the decoder: it is counted.
     func decodeVideo(_ frame: VP8Frame) -> VideoFrame? {
-        if let size = VP8FrameHeader(frame.data)?.size,
-           size.width > Self.largestPicture.width || size.height > Self.largestPicture.height {
-            decodeErrors += 1
+        if let size = VP8FrameHeader(frame.data)?.size, !VP8Limits.allows(size) {
+            oversizedKeyframes += 1
             videoBuffer.decoderNeedsKeyframe()
             return nil
         }

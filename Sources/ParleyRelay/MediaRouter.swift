@@ -25,6 +25,8 @@ public enum DropReason: String, Sendable, Equatable {
     case badBind = "bind refused"
     case forgedFeedback = "RTCP naming another member's SSRC as its sender"
     case otherRoom = "feedback about a stream of another room"
+    case unallottedSSRC = "SSRC of its member's block that was not handed out (reserved)"
+    case oversizedKeyframe = "VP8 keyframe declaring a picture beyond the largest profile"
 }
 
 /// What to do with one RTCP packet of a compound, decided by the router.
@@ -107,6 +109,11 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         }
         guard route.address == address else {
             count(.unprovenAddress)
+            return nil
+        }
+        // The fourth SSRC of a block is reserved: nobody was told to send with it, so nothing is kept for it.
+        guard ssrc != route.ssrcs.block + 3 else {
+            count(.unallottedSSRC)
             return nil
         }
         return route

@@ -252,6 +252,9 @@ final class RelayCore {
         counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
         counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
         counters.crossRoomFeedback = media.dropped[.otherRoom] ?? 0
+        counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
+        counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
+        counters.retainedStreams = retransmissions.streamCount
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded
@@ -338,7 +341,8 @@ final class RelayCore {
                 logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
             case .memberRemoved(let id, let room):
                 if let route = media.route(of: id) {
-                    for ssrc in [route.ssrcs.video, route.ssrcs.videoLow] { retransmissions.removeStream(ssrc: ssrc) }
+                    // Every stream of the block, so nothing a member stored outlives it.
+                    for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
                 }
                 media.forget(member: id)
                 logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
@@ -370,14 +374,20 @@ final class RelayCore {
     }
 
     private func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
-        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool)? in
+        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool)? in
             guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
             let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
-            let keyframe = header.payloadType == MediaPayloadType.vp8 && VP8PayloadDescriptor.startsKeyframe(payload)
-            return (header, keyframe)
+            guard header.payloadType == MediaPayloadType.vp8 else { return (header, false, true) }
+            let keyframe = VP8PayloadDescriptor.startsKeyframe(payload)
+            let allowed = !keyframe || VP8PayloadDescriptor.keyframeSize(payload).map(VP8Limits.allows) ?? true
+            return (header, keyframe, allowed)
         }
-        guard let (header, keyframe) = parsed else {
+        guard let (header, keyframe, allowed) = parsed else {
             media.count(.malformed)
+            return
+        }
+        guard allowed else {
+            media.count(.oversizedKeyframe)
             return
         }
         guard let route = media.sender(ssrc: header.ssrc, from: remote) else { return }

@@ -79,6 +79,12 @@ public struct RelayCounters: Sendable, Equatable {
     public var forgedFeedback = 0
     /// NACKs, PLIs and report blocks dropped because they were about a stream of another room.
     public var crossRoomFeedback = 0
+    /// VP8 keyframes dropped because they declared a picture beyond the largest profile (`VP8Limits`).
+    public var oversizedKeyframes = 0
+    /// Packets dropped because they used the reserved fourth SSRC of their member's block.
+    public var unallottedSSRC = 0
+    /// Streams held in the retransmission buffer now (none outlives its member).
+    public var retainedStreams = 0
 
     /// All zero.
     public init() {}

@@ -173,6 +173,29 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
         guard let (descriptor, offset) = try? parse(payload) else { return false }
         return descriptor.startsFrame && offset < payload.count && payload[offset] & 0x01 == 0
     }
+
+    /// The picture size a keyframe's first packet declares, nil when the packet does not start a keyframe or its
+    /// start code is not there (an end-to-end encrypted payload, whose size only its receivers can read).
+    public static func keyframeSize(_ payload: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        guard let (descriptor, offset) = try? parse(payload), descriptor.startsFrame, payload.count >= offset + 10
+        else { return nil }
+        let bytes = UnsafeRawBufferPointer(rebasing: payload[offset...])
+        guard bytes[0] & 0x01 == 0, bytes[3] == 0x9D, bytes[4] == 0x01, bytes[5] == 0x2A else { return nil }
+        return (Int(bytes[6]) | Int(bytes[7] & 0x3F) << 8, Int(bytes[8]) | Int(bytes[9] & 0x3F) << 8)
+    }
+}
+
+/// Bounds on what a VP8 stream may declare, checked before anything allocates for it.
+public enum VP8Limits {
+    /// The largest picture any Parley profile sends (1280x720). A keyframe may declare up to 16383x16383, which a
+    /// decoder would allocate (about a gigabyte) and spend seconds on: such keyframes are dropped and counted by the
+    /// relay and by every client before a decoder sees them.
+    public static let largestPicture = (width: 1280, height: 720)
+
+    /// True when a declared size is within `largestPicture`.
+    public static func allows(_ size: (width: Int, height: Int)) -> Bool {
+        size.width <= largestPicture.width && size.height <= largestPicture.height
+    }
 }
 
 /// The VP8 payload header at the start of a frame's data (RFC 7741 §4.3): frame type, version, first partition size.

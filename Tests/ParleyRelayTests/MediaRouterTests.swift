@@ -34,7 +34,7 @@ struct MediaRouterTests {
     static let senders: [(String, UInt32, String, UInt32?, DropReason?)] = [
         ("audio from its bound address", alice.audio, "a:1", 1, nil),
         ("video from its bound address", alice.video, "a:1", 1, nil),
-        ("reserved SSRC of the block", alice.videoLow + 1, "a:1", 1, nil),
+        ("reserved SSRC of the block: never handed out", alice.videoLow + 1, "a:1", nil, .unallottedSSRC),
         ("SSRC of nobody", 0x999, "a:1", nil, .unknownSource),
         ("Alice's SSRC from Bob's address", alice.video, "b:1", nil, .unprovenAddress),
         ("Carol before binding", carol.audio, "c:1", nil, .unprovenAddress),

@@ -303,7 +303,9 @@ struct ResilienceTests {
             #expect(sent >= 20 && received * 10 >= sent * 8, "\(direction): decoded \(received) of \(sent) frames sent")
         }
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
-        #expect((aliceAfter.peers[v.you.id]?.videoPacketsReceived ?? 0) >= 40, "the vandal's garbage reached alice")
+        // The random garbage is forwarded (only receivers can judge it); the giant keyframes stop at the relay.
+        #expect((aliceAfter.peers[v.you.id]?.videoPacketsReceived ?? 0) >= 20, "the vandal's garbage reached alice")
+        #expect(try await relay.counters().oversizedKeyframes == 32)
         let chats = await eventually { bobLog.chats.count == 8 }
         #expect(chats)
         #expect(bobLog.chats == (0..<8).map { "still here \($0)" })
@@ -359,8 +361,9 @@ struct ResilienceTests {
         }
         let after = await alice.statistics()
         let memoryAfter = residentMegabytes()
-        // Refused as broken, without allocating the picture, and bob's video kept decoding meanwhile.
-        #expect(after.peers[v.you.id]?.decodeErrors == 3)
+        // Dropped by the relay before anyone's decoder saw them, and bob's video kept decoding meanwhile.
+        #expect(try await relay.counters().oversizedKeyframes == 3)
+        #expect(after.peers[v.you.id]?.videoPacketsReceived == 0)
         #expect(after.peers[v.you.id]?.framesDecoded == 0)
         #expect(memoryAfter - memoryBefore < 300, "resident memory grew from \(memoryBefore) to \(memoryAfter) MB")
         let sent = (await bob.statistics().videoFramesSent) - bobSentBefore
@@ -596,6 +599,43 @@ struct ResilienceTests {
         aliceTask.cancel()
         bobTask.cancel()
         await proxy.stop()
+        await relay.shutdown()
+    }
+}
+
+/// What the relay keeps for a member, and what a client lets reach its decoder.
+@Suite struct RelayLeakTests {
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    @Test func aMembersRetransmissionStateGoesWithItAndItsReservedSSRCIsRefused() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        for cycle in 0..<5 {
+            let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+            let joined = try await member.join("churn\(cycle)", room: "churn")
+            let socket = try TestUDPSocket()
+            #expect(try bindMedia(socket, joined: joined) == .bound)
+            // Video on the full layer, the low layer and the reserved fourth SSRC of the block.
+            for offset in UInt32(1)...3 {
+                for sequence in UInt16(0)..<20 {
+                    let packet = RTPPacket(
+                        header: RTPHeader(marker: true, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
+                                          timestamp: UInt32(sequence) * 3000, ssrc: joined.media.ssrcs.block + offset),
+                        payload: [0x10] + Array(repeating: UInt8(cycle), count: 900))
+                    socket.send(packet.serialized(), toPort: joined.media.udpPort)
+                }
+            }
+            let stored = try await eventually { try await relay.counters().retainedStreams == 2 }
+            let counters = try await relay.counters()
+            #expect(stored, "the two video layers are kept, the reserved SSRC is not: \(counters)")
+            member.send(.leave)
+            let freed = try await eventually { try await relay.counters().retainedStreams == 0 }
+            #expect(freed, "cycle \(cycle)")
+        }
+        #expect(try await relay.counters().unallottedSSRC == 5 * 20)
         await relay.shutdown()
     }
 }
