@@ -16,6 +16,7 @@ final class Signals: @unchecked Sendable {
     private let lock = NSLock()
     private var received: Int32?
     private var continuation: CheckedContinuation<Int32, Never>?
+    private var cancelled = false
 
     /// Catches `signals` from now on.
     init(_ signals: [Int32] = [SIGINT, SIGTERM]) {
@@ -45,14 +46,25 @@ final class Signals: @unchecked Sendable {
     }
 
     /// Returns when the first caught signal arrives (at once if one already did).
+    /// A cancelled task's wait returns 0 (no signal), so a task group waiting on it can end.
     func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let already = lock.withLock { () -> Int32? in
-                if let received { return received }
-                self.continuation = continuation
-                return nil
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let already = lock.withLock { () -> Int32? in
+                    if let received { return received }
+                    if cancelled { return 0 }
+                    self.continuation = continuation
+                    return nil
+                }
+                if let already { continuation.resume(returning: already) }
             }
-            if let already { continuation.resume(returning: already) }
+        } onCancel: {
+            let waiting = lock.withLock { () -> CheckedContinuation<Int32, Never>? in
+                cancelled = true
+                defer { continuation = nil }
+                return continuation
+            }
+            waiting?.resume(returning: 0)
         }
     }
 

@@ -133,6 +133,9 @@ struct RelayPinningTests {
          "/nonexistent/c.pem: cannot be read"),
         (["serve", "--rooms", "/nonexistent/rooms", "--port", "0", "--insecure"], "rooms file /nonexistent/rooms cannot be read"),
         (["bot", "r", "--secret", "short"], "the room secret has 5 characters; it needs at least 8"),
+        // Without --duration a bot waits for a signal; a relay it cannot reach ends it at once, with the reason.
+        (["bot", "r", "--server", "127.0.0.1:9", "--insecure"], "cannot reach the relay at 127.0.0.1:9: connection refused"),
+        (["bot", "r", "--server", "127.0.0.1:9"], "cannot reach the relay at 127.0.0.1:9: connection refused"),
         (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
         (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),
         (["relays", "shred"], "unknown action \"shred\""),
