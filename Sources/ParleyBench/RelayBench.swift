@@ -409,7 +409,9 @@ final class RelayProcess: MeasuredForwarder {
 
     init(executable: String, cpu: Int?) throws {
         // Its light clients speak plain WebSocket: this measures forwarding, not TLS.
-        let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure"]
+        // Each light sender sends far more than one member's media allowance: the cap is off for this measurement.
+        let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure",
+                     "--max-member-kbps", "0", "--max-connections-per-address", "100000"]
         if let cpu, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             process.arguments = ["-c", "\(cpu)"] + serve

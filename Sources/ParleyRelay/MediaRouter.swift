@@ -6,6 +6,10 @@ public struct MediaLimits: Sendable, Equatable {
     public var keyframeRequestInterval: Duration
     /// How long sent video packets stay available to answer NACKs.
     public var retransmissionWindow: Duration
+    /// RTP a member may send, kbit/s, with a second's worth as burst; beyond it packets are dropped and counted
+    /// (`--max-member-kbps`, 0 for none). The default is twice the largest profile's video and audio (1500 + 100
+    /// kbit/s).
+    public var memberKbps: Int = 3200
 
     /// Defaults: 500 ms throttle, 500 ms retransmission window.
     public init(keyframeRequestInterval: Duration = .milliseconds(500),
@@ -27,6 +31,7 @@ public enum DropReason: String, Sendable, Equatable {
     case otherRoom = "feedback about a stream of another room"
     case unallottedSSRC = "SSRC of its member's block that was not handed out (reserved)"
     case oversizedKeyframe = "VP8 keyframe declaring a picture beyond the largest profile"
+    case overRate = "media beyond the member's rate limit"
 }
 
 /// What to do with one RTCP packet of a compound, decided by the router.
@@ -58,6 +63,9 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     /// Bound members of each room with their addresses, in join order: the fan-out lists.
     private var fanOut: [String: [(member: UInt32, address: Address)]] = [:]
     private var throttle: KeyframeRequestThrottle
+    /// Each member's media allowance in bytes (token bucket), and when it was last topped up.
+    private var allowance: [UInt32: (bytes: Double, at: Duration)] = [:]
+    private let bytesPerSecond: Double
     /// Datagrams dropped, by reason.
     public private(set) var dropped: [DropReason: Int] = [:]
     /// Keyframe requests swallowed by the throttle.
@@ -67,11 +75,13 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     public init(limits: MediaLimits = MediaLimits()) {
         self.limits = limits
         throttle = KeyframeRequestThrottle(minimumInterval: limits.keyframeRequestInterval)
+        bytesPerSecond = Double(limits.memberKbps) * 1000 / 8
     }
 
     /// A member joined: its SSRC block now belongs to it (not yet bound to an address).
     public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole) {
         routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil)
+        allowance[member] = nil
         memberByBlock[ssrcs.block] = member
     }
 
@@ -84,6 +94,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     public mutating func forget(member: UInt32) {
         guard let route = routes.removeValue(forKey: member) else { return }
         memberByBlock[route.ssrcs.block] = nil
+        allowance[member] = nil
         for ssrc in [route.ssrcs.audio, route.ssrcs.video, route.ssrcs.videoLow] { throttle.removeStream(ssrc: ssrc) }
         rebuildFanOut(route.room)
     }
@@ -130,6 +141,21 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         out.removeAll(keepingCapacity: true)
         guard let list = fanOut[room] else { return }
         for entry in list where entry.member != member { out.append(entry.address) }
+    }
+
+    /// Whether `member` may send `bytes` more at `now` under its rate limit; a refusal is counted.
+    public mutating func admitMedia(from member: UInt32, bytes: Int, at now: Duration) -> Bool {
+        guard bytesPerSecond > 0 else { return true }  // 0: no limit
+        let elapsed = allowance[member].map { now - $0.at } ?? .seconds(1)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let available = min(bytesPerSecond, (allowance[member]?.bytes ?? 0) + max(0, seconds) * bytesPerSecond)
+        guard available >= Double(bytes) else {
+            allowance[member] = (available, now)
+            count(.overRate)
+            return false
+        }
+        allowance[member] = (available - Double(bytes), now)
+        return true
     }
 
     /// Counts a drop.

@@ -220,6 +220,7 @@ final class RelayCore {
     private let epoch: ContinuousClock.Instant
     private var timers: [RepeatedTask] = []
     private var destinations: [SocketAddress] = []
+    private var refusedBinds = LogThrottle<String>()
     private var forwarded = 0
     private var retransmitted = 0
     private var nacksForwarded = 0
@@ -255,6 +256,7 @@ final class RelayCore {
         counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
         counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
         counters.retainedStreams = retransmissions.streamCount
+        counters.limitsReached += media.dropped[.overRate] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded
@@ -286,10 +288,10 @@ final class RelayCore {
         let id = ConnectionID(nextConnection)
         nextConnection += 1
         channels[id] = channel
-        state.connected(id, now: now)
         logger.debug("signaling connected", metadata: [
             "connection": "\(id)", "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")",
         ])
+        perform(state.connected(id, from: channel.remoteAddress?.ipAddress, now: now))
         return id
     }
 
@@ -395,6 +397,7 @@ final class RelayCore {
             media.count(.audienceSending)
             return
         }
+        guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
         if header.ssrc != route.ssrcs.audio {
             // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
             var copy = udp.allocator.buffer(capacity: data.readableBytes)
@@ -422,7 +425,14 @@ final class RelayCore {
             media.bind(member: request.memberID, to: remote)
         } else {
             media.count(.badBind)
-            logger.notice("bind refused", metadata: ["member": "\(request.memberID)", "status": "\(status)"])
+            // A spray of bad binds must not flood the log: one line per source address a minute, with a count.
+            let source = remote.ipAddress ?? "\(remote)"
+            if let heldBack = refusedBinds.admit(source, at: now) {
+                logger.notice("bind refused", metadata: [
+                    "member": "\(request.memberID)", "status": "\(status)", "source": "\(source)",
+                    "refused since the last line": "\(heldBack)",
+                ])
+            }
         }
         let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
         udp.write(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: ack)), promise: nil)

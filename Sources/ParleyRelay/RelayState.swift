@@ -46,6 +46,14 @@ public struct SignalingLimits: Sendable, Equatable {
     public var burst: Double = 40
     /// Messages per second a connection may sustain.
     public var messagesPerSecond: Double = 20
+    /// A WebSocket that has not joined a room this long after it opened is closed (`--join-timeout`).
+    public var joinTimeout: Duration = .seconds(10)
+    /// Open signaling connections one source address may hold (`--max-connections-per-address`).
+    public var connectionsPerAddress = 16
+    /// Rooms the relay holds at once (`--max-rooms`).
+    public var rooms = 1000
+    /// Members one room may hold (`--max-members`).
+    public var membersPerRoom = 50
 
     /// Default limits.
     public init(livenessTimeout: Duration = .seconds(10), burst: Double = 40, messagesPerSecond: Double = 20) {
@@ -85,6 +93,11 @@ public struct RelayCounters: Sendable, Equatable {
     public var unallottedSSRC = 0
     /// Streams held in the retransmission buffer now (none outlives its member).
     public var retainedStreams = 0
+    /// Connections closed for not joining within the join timeout.
+    public var joinTimeouts = 0
+    /// Connections, joins and media refused because a limit (connections per address, rooms, members per room,
+    /// a member's media rate) was reached.
+    public var limitsReached = 0
 
     /// All zero.
     public init() {}
@@ -124,6 +137,12 @@ public struct RelayState: Sendable {
 
     private struct Connection {
         var member: UInt32?
+        /// Where it comes from (an IP address), for the per-address connection limit.
+        var source: String?
+        /// When it opened, for the join timeout.
+        var openedAt: Duration = .zero
+        /// True once it joined a room (a member who later leaves is not timed out for not joining).
+        var everJoined = false
         var tokens: Double
         var lastRefill: Duration
         var lastRateLimitNotice: Duration?
@@ -177,9 +196,23 @@ public struct RelayState: Sendable {
         connections[connection]?.member.flatMap { members[$0] }
     }
 
-    /// A new WebSocket connection opened.
-    public mutating func connected(_ connection: ConnectionID, now: Duration) {
-        connections[connection] = Connection(member: nil, tokens: limits.burst, lastRefill: now)
+    /// A new WebSocket connection opened from `source` (an IP address, nil when unknown). Past the per-address
+    /// limit it is told why and closed.
+    @discardableResult
+    public mutating func connected(_ connection: ConnectionID, from source: String? = nil, now: Duration) -> [RelayAction] {
+        if let source, connections.values.count(where: { $0.source == source }) >= limits.connectionsPerAddress {
+            counters.limitsReached += 1
+            return [
+                .send(.error(SignalingError(.limitReached, """
+                    too many connections from \(source): \(limits.connectionsPerAddress) is the limit per address \
+                    (--max-connections-per-address)
+                    """)), to: [connection]),
+                .close(connection),
+            ]
+        }
+        connections[connection] = Connection(member: nil, source: source, openedAt: now, tokens: limits.burst,
+                                             lastRefill: now)
+        return []
     }
 
     /// A connection closed. A member who said goodbye is already gone; one who did not lingers until the liveness
@@ -230,12 +263,24 @@ public struct RelayState: Sendable {
         return handle(message, on: connection, member: state.member, now: now)
     }
 
-    /// Removes members whose signaling has been silent past the liveness timeout.
+    /// Removes members whose signaling has been silent past the liveness timeout, and closes connections that
+    /// never joined within the join timeout.
     public mutating func tick(now: Duration) -> [RelayAction] {
         let expired = members.values
             .filter { now - $0.lastSeen > limits.livenessTimeout }
             .sorted { $0.info.id < $1.info.id }
         var actions: [RelayAction] = []
+        let idle = connections.filter { !$0.value.everJoined && now - $0.value.openedAt > limits.joinTimeout }
+        for connection in idle.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            counters.joinTimeouts += 1
+            connections.removeValue(forKey: connection)
+            let seconds = Int(limits.joinTimeout.components.seconds)
+            actions += [
+                .send(.error(SignalingError(.limitReached, "no join within \(seconds) s of connecting (the join timeout)")),
+                      to: [connection]),
+                .close(connection),
+            ]
+        }
         for member in expired {
             if let connection = member.connection {
                 connections[connection]?.member = nil
@@ -382,6 +427,20 @@ public struct RelayState: Sendable {
 
     /// Checks the password, the encryption mode and the name against the room; nil when the join may go ahead,
     /// otherwise the refusal. A new room takes the joiner's verifier and mode.
+    /// Why `room` cannot take another member (the relay's room limit for a new room, the room's member limit), or nil.
+    private func roomLimit(_ room: String) -> String? {
+        if let existing = rooms[room] {
+            guard existing.members.count < limits.membersPerRoom else {
+                return "room \(room) is full: \(limits.membersPerRoom) members is its limit (--max-members)"
+            }
+            return nil
+        }
+        guard rooms.count < limits.rooms else {
+            return "the relay holds \(limits.rooms) rooms, its limit (--max-rooms); join an existing room or try later"
+        }
+        return nil
+    }
+
     private mutating func admit(_ request: JoinRequest, room: String, name: String, on connection: ConnectionID)
         -> (actions: [RelayAction], newRoom: Room?)
     {
@@ -464,8 +523,13 @@ public struct RelayState: Sendable {
                                                                   on: connection, now: now) {
             return actions
         }
+        if let full = roomLimit(room) {
+            counters.limitsReached += 1
+            return [.send(.error(SignalingError(.limitReached, full)), to: [connection])]
+        }
         let admission = admit(request, room: room, name: name, on: connection)
         guard admission.actions.isEmpty else { return admission.actions }
+        connections[connection]?.everJoined = true
         if let newRoom = admission.newRoom { rooms[room] = newRoom }
         let id = nextMemberID
         nextMemberID &+= 1
@@ -511,6 +575,7 @@ public struct RelayState: Sendable {
         member.info.videoMuted = request.videoMuted
         members[token.member] = member
         connections[connection]?.member = token.member
+        connections[connection]?.everJoined = true
         let others = (rooms[room]?.members ?? []).filter { $0 != token.member }.compactMap { members[$0]?.info }
         let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
         actions.append(.send(.joined(joined), to: [connection]))

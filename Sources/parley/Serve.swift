@@ -40,12 +40,36 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host]`.")
     var rooms: String?
 
+    @Option(name: .customLong("join-timeout"), help: "Seconds a WebSocket may stay open without joining a room.")
+    var joinTimeout = 10.0
+
+    @Option(name: .customLong("max-connections-per-address"), help: "Open signaling connections one IP address may hold.")
+    var maxConnectionsPerAddress = 16
+
+    @Option(name: .customLong("max-rooms"), help: "Rooms the relay holds at once.")
+    var maxRooms = 1000
+
+    @Option(name: .customLong("max-members"), help: "Members one room may hold.")
+    var maxMembers = 50
+
+    @Option(name: .customLong("max-member-kbps"), help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
+    var maxMemberKbps = 3200
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
         }
         if insecure, tlsCert != nil {
             throw ValidationError("--insecure serves without TLS: drop it, or drop --tls-cert and --tls-key")
+        }
+        guard joinTimeout >= 1, joinTimeout <= 600 else {
+            throw ValidationError("--join-timeout must be 1…600 seconds, got \(joinTimeout)")
+        }
+        for (name, value, range) in [
+            ("--max-connections-per-address", maxConnectionsPerAddress, 1...100_000), ("--max-rooms", maxRooms, 1...1_000_000),
+            ("--max-members", maxMembers, 2...10_000), ("--max-member-kbps", maxMemberKbps, 0...1_000_000),
+        ] where !range.contains(value) {
+            throw ValidationError("\(name) must be \(range.lowerBound)…\(range.upperBound), got \(value)")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
         guard liveness >= 1, liveness <= 600 else {
@@ -59,9 +83,14 @@ struct Serve: AsyncParsableCommand {
         if let log { try LogSetup.toFile(log, level: level) } else { LogSetup.toStandardError(level: level) }
         let logger = Logger(label: "parley.relay")
         let signals = Signals()
-        var configuration = RelayConfiguration(
-            host: host, port: port, limits: SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000))),
-            logger: logger)
+        var limits = SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000)))
+        limits.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
+        limits.connectionsPerAddress = maxConnectionsPerAddress
+        limits.rooms = maxRooms
+        limits.membersPerRoom = maxMembers
+        var media = MediaLimits()
+        media.memberKbps = maxMemberKbps
+        var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
         var certificateNote = ""
         do {
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }

@@ -138,6 +138,9 @@ struct RelayPinningTests {
         (["bot", "r", "--server", "127.0.0.1:9"], "cannot reach the relay at 127.0.0.1:9: connection refused"),
         (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
         (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),
+        (["serve", "--max-members", "1"], "--max-members must be 2…10000, got 1"),
+        (["serve", "--join-timeout", "0"], "--join-timeout must be 1…600 seconds, got 0.0"),
+        (["serve", "--max-member-kbps=-5"], "--max-member-kbps must be 0…1000000, got -5"),
         (["relays", "shred"], "unknown action \"shred\""),
     ])
     func badOptionsAreClearErrors(arguments: [String], expected: String) throws {

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ParleyWire
+import Synchronization
 import Testing
 @testable import ParleyEngine
 @testable import ParleyRelay
@@ -207,14 +208,21 @@ struct RelayLoopbackTests {
         _ = try await alice.join("alice")
         let b = try await bob.join("bob")
         bob.connection.abort()
-        let pinger = Task {
-            for token in 0..<40 {
-                alice.send(.ping(KeepAlive(token: UInt64(token))))
-                try await Task.sleep(for: .milliseconds(100))
+        // Alice's keep-alives come from a thread of their own: with a 1 s liveness timeout, a task on the shared
+        // cooperative pool (two threads here, which other suites' blocking socket reads can hold for seconds) would
+        // go quiet long enough for the relay to time alice out too, and she would never hear about bob.
+        let stop = Atomic<Bool>(false)
+        let pinger = Thread {
+            var token: UInt64 = 0
+            while !stop.load(ordering: .relaxed) && token < 100 {
+                alice.send(.ping(KeepAlive(token: token)))
+                token += 1
+                usleep(100_000)
             }
         }
-        defer { pinger.cancel() }
-        let left = try await alice.wait(for: "bob timed out", within: .seconds(4)) {
+        pinger.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        let left = try await alice.wait(for: "bob timed out", within: .seconds(8)) {
             if case .memberLeft(let left) = $0 { left } else { nil }
         }
         #expect(left == MemberLeft(id: b.you.id, reason: .timeout))

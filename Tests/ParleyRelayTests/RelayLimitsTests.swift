@@ -1,0 +1,113 @@
+import ParleyWire
+import Testing
+@testable import ParleyRelay
+
+extension Harness {
+    /// A harness whose relay has these limits.
+    init(limits: SignalingLimits) {
+        self.init()
+        state = RelayState(
+            limits: limits, udpPort: 7878, roomRule: { .success($0) }, nameRule: { .success($0) },
+            random: SeededRandom(state: 1), wallClock: { 1_700_000_000_000 })
+    }
+}
+
+/// Every limit the relay enforces: a default, a refusal that names the limit and its option, a count.
+struct RelayLimitsTests {
+    func errors(to connection: ConnectionID, in actions: [RelayAction]) -> [String] {
+        messages(to: connection, in: actions).compactMap {
+            if case .error(let error) = $0, error.code == .limitReached { error.message } else { nil }
+        }
+    }
+
+    @Test func aConnectionThatNeverJoinsIsClosedAfterTheJoinTimeout() {
+        var relay = Harness()
+        #expect(relay.state.limits.joinTimeout == .seconds(10))
+        let idle = relay.connect(1), member = relay.connect(2), leaver = relay.connect(3)
+        _ = relay.join("alice", on: member)
+        _ = relay.join("bob", on: leaver)
+        _ = relay.send(.leave, on: leaver)
+        relay.now = .seconds(9)
+        _ = relay.send(.ping(KeepAlive(token: 1)), on: member)
+        #expect(relay.state.tick(now: relay.now).isEmpty)
+        relay.now = .milliseconds(10_500)
+        _ = relay.send(.ping(KeepAlive(token: 2)), on: member)
+        let actions = relay.state.tick(now: relay.now)
+        #expect(errors(to: idle, in: actions) == ["no join within 10 s of connecting (the join timeout)"])
+        #expect(actions.contains(.close(idle)))
+        #expect(!actions.contains(.close(member)) && !actions.contains(.close(leaver)), "joined once: not timed out")
+        #expect(relay.state.counters.joinTimeouts == 1)
+        #expect(relay.state.tick(now: .seconds(11)).isEmpty, "closed once")
+    }
+
+    @Test func connectionsPerAddressAreCapped() {
+        var limits = SignalingLimits()
+        limits.connectionsPerAddress = 2
+        var relay = Harness(limits: limits)
+        #expect(relay.state.connected(ConnectionID(1), from: "10.0.0.1", now: .zero).isEmpty)
+        #expect(relay.state.connected(ConnectionID(2), from: "10.0.0.1", now: .zero).isEmpty)
+        let refused = relay.state.connected(ConnectionID(3), from: "10.0.0.1", now: .zero)
+        #expect(errors(to: ConnectionID(3), in: refused) == [
+            "too many connections from 10.0.0.1: 2 is the limit per address (--max-connections-per-address)",
+        ])
+        #expect(refused.contains(.close(ConnectionID(3))))
+        #expect(relay.state.connected(ConnectionID(4), from: "10.0.0.2", now: .zero).isEmpty, "another address")
+        _ = relay.state.disconnected(ConnectionID(1), now: .zero)
+        #expect(relay.state.connected(ConnectionID(5), from: "10.0.0.1", now: .zero).isEmpty, "a slot came free")
+        #expect(relay.state.counters.limitsReached == 1)
+    }
+
+    @Test func roomsPerRelayAndMembersPerRoomAreCapped() {
+        var limits = SignalingLimits()
+        limits.rooms = 2
+        limits.membersPerRoom = 2
+        var relay = Harness(limits: limits)
+        _ = relay.join("a", room: "one", on: relay.connect(1))
+        _ = relay.join("b", room: "two", on: relay.connect(2))
+        let third = relay.connect(3)
+        #expect(errors(to: third, in: relay.send(.join(JoinRequest(room: "three", name: "c")), on: third)) == [
+            "the relay holds 2 rooms, its limit (--max-rooms); join an existing room or try later",
+        ])
+        _ = relay.join("c", room: "one", on: third)
+        let fourth = relay.connect(4)
+        #expect(errors(to: fourth, in: relay.send(.join(JoinRequest(room: "one", name: "d")), on: fourth)) == [
+            "room one is full: 2 members is its limit (--max-members)",
+        ])
+        #expect(relay.state.rooms["one"]?.members.count == 2 && relay.state.rooms["three"] == nil)
+        #expect(relay.state.counters.limitsReached == 2)
+    }
+
+    @Test func aMembersMediaRateIsCappedWithABurstOfOneSecond() {
+        var limits = MediaLimits()
+        #expect(limits.memberKbps == 3200)
+        limits.memberKbps = 80  // 10,000 bytes a second
+        var router = MediaRouter<String>(limits: limits)
+        let first = router.admitMedia(from: 1, bytes: 6000, at: .zero)
+        let second = router.admitMedia(from: 1, bytes: 4000, at: .zero)
+        let third = router.admitMedia(from: 1, bytes: 1, at: .zero)
+        let other = router.admitMedia(from: 2, bytes: 10_000, at: .zero)
+        let later = router.admitMedia(from: 1, bytes: 5000, at: .milliseconds(500))
+        let tooMuch = router.admitMedia(from: 1, bytes: 100, at: .milliseconds(500))
+        #expect(first && second && !third, "a second's worth, then nothing")
+        #expect(other, "another member has its own allowance")
+        #expect(later && !tooMuch, "half a second refills half")
+        #expect(router.dropped[.overRate] == 2)
+        var unlimited = MediaRouter<String>(limits: { var l = MediaLimits(); l.memberKbps = 0; return l }())
+        var admitted = 0
+        for _ in 0..<100 where unlimited.admitMedia(from: 1, bytes: 1 << 20, at: .zero) { admitted += 1 }
+        #expect(admitted == 100)
+    }
+
+    @Test func repeatedLogLinesAreOnePerSourceAMinuteWithACount() {
+        var throttle = LogThrottle<String>(window: .seconds(60), capacity: 2)
+        #expect(throttle.admit("a", at: .zero) == 0)
+        #expect(throttle.admit("a", at: .seconds(1)) == nil)
+        #expect(throttle.admit("a", at: .seconds(59)) == nil)
+        #expect(throttle.admit("b", at: .seconds(2)) == 0)
+        #expect(throttle.admit("c", at: .seconds(3)) == nil, "full of keys still in their window")
+        #expect(throttle.unlogged == 1)
+        #expect(throttle.admit("a", at: .seconds(60)) == 2, "the next line says how many were held back")
+        #expect(throttle.admit("c", at: .seconds(63)) == 0, "b's window ended: it is forgotten to make room")
+        #expect(throttle.count == 2)
+    }
+}
