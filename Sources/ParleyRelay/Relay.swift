@@ -46,7 +46,16 @@ public enum RelayError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .bindFailed(let what, let host, let port, let underlying):
-            "cannot listen for \(what) on \(host):\(port): \(underlying)"
+            switch (underlying as? IOError)?.errnoCode {
+            case EADDRINUSE:
+                "port \(port) is already in use on \(host) (\(what)): another relay or program has it; pick another with --port"
+            case EACCES:
+                "port \(port) on \(host) needs privileges (\(what)): ports below 1024 need root; pick another with --port"
+            case EADDRNOTAVAIL:
+                "\(host) is not an address of this machine (\(what)); use 0.0.0.0 for all of them, or one that `ip addr` lists"
+            default:
+                "cannot listen for \(what) on \(host):\(port): \((underlying as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(underlying)")"
+            }
         case .tlsSetup(let why):
             "cannot set up TLS for signaling: \(why)"
         }

@@ -122,9 +122,8 @@ public struct MediaOpener: Sendable {
 
     /// The plaintext of one SFrame payload and its key id.
     public mutating func open(_ bytes: [UInt8], metadata: [UInt8]) throws(SFrameError) -> (plaintext: [UInt8], keyID: UInt64) {
-        let (header, _) = try SFrameHeader.parse(bytes)
-        if !receiver.knows(header.keyID) { receiver.add(encryption.key(header.keyID)) }
-        let opened = try receiver.open(bytes, metadata: metadata)
+        let encryption = self.encryption
+        let opened = try receiver.open(bytes, metadata: metadata, keyForUnknownID: { encryption.key($0) })
         return (opened.plaintext, opened.header.keyID)
     }
 

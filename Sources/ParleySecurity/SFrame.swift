@@ -271,9 +271,22 @@ public struct SFrameReceiver: Sendable {
         keys[key.keyID] = (key, ReplayWindow(), uses)
     }
 
-    /// The plaintext of an SFrame payload, checked against its key's replay window.
-    public mutating func open(_ bytes: [UInt8], metadata: [UInt8]) throws(SFrameError) -> (plaintext: [UInt8], header: SFrameHeader) {
+    /// The plaintext of an SFrame payload, checked against its key's replay window. For a key id not known yet,
+    /// `keyForUnknownID` may supply its key: it is kept only if the payload authenticates under it, so payloads with
+    /// made-up key ids can never push real keys (and their replay windows) out of the store.
+    public mutating func open(_ bytes: [UInt8], metadata: [UInt8],
+                              keyForUnknownID: ((UInt64) -> SFrameKey)? = nil) throws(SFrameError)
+        -> (plaintext: [UInt8], header: SFrameHeader)
+    {
         let (header, length) = try SFrameHeader.parse(bytes)
+        if keys[header.keyID] == nil, let keyForUnknownID {
+            let key = keyForUnknownID(header.keyID)
+            let plaintext = try key.open(bytes[length...], header: Array(bytes[..<length]), counter: header.counter,
+                                         metadata: metadata)
+            add(key)
+            keys[header.keyID]?.window.accept(header.counter)
+            return (plaintext, header)
+        }
         guard let entry = keys[header.keyID] else { throw .unknownKeyID(header.keyID) }
         try entry.window.check(header.counter, keyID: header.keyID)
         let plaintext = try entry.key.open(bytes[length...], header: Array(bytes[..<length]), counter: header.counter,

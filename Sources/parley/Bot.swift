@@ -156,7 +156,13 @@ final class BotRunner: @unchecked Sendable {
             }
             group.addTask { [self] in
                 for await event in engine.events {
-                    logger.info("event", metadata: ["event": "\(event)"])
+                    // Levels and statistics arrive many times a second: at info they wrote ~150 MB an hour per demo.
+                    switch event {
+                    case .audioLevel, .microphoneLevel, .remoteStats, .localStats:
+                        logger.debug("event", metadata: ["event": "\(event)"])
+                    default:
+                        logger.info("event", metadata: ["event": "\(event)"])
+                    }
                     if case .joinFailed(let reason) = event {
                         failure = "could not join: \(reason)"
                         return true

@@ -46,12 +46,38 @@ enum LogSetup {
 
 /// A swift-log handler writing one line per message to a shared file.
 struct FileLogHandler: LogHandler {
+    /// The log file, capped: past `maximumBytes` it is renamed to `NAME.1` (replacing the previous one) and a new
+    /// one starts, so a long call or a demo with eight bots never fills the disk (at most twice the cap is kept).
     final class SharedFile: @unchecked Sendable {
-        let handle: FileHandle
-        let lock = NSLock()
-        init(handle: FileHandle) { self.handle = handle }
+        static let maximumBytes: UInt64 = 16 << 20
+        private var handle: FileHandle
+        private let path: String
+        private var bytes: UInt64
+        private let lock = NSLock()
+
+        init(handle: FileHandle, path: String) {
+            self.handle = handle
+            self.path = path
+            bytes = handle.offsetInFile
+        }
+
         func write(_ line: String) {
-            lock.withLock { handle.write(Data(line.utf8)) }
+            let data = Data(line.utf8)
+            lock.withLock {
+                if bytes + UInt64(data.count) > Self.maximumBytes { rotate() }
+                handle.write(data)
+                bytes += UInt64(data.count)
+            }
+        }
+
+        private func rotate() {
+            try? handle.close()
+            let files = FileManager.default
+            try? files.removeItem(atPath: path + ".1")
+            try? files.moveItem(atPath: path, toPath: path + ".1")
+            files.createFile(atPath: path, contents: nil)
+            if let fresh = FileHandle(forWritingAtPath: path) { handle = fresh }
+            bytes = 0
         }
     }
 
@@ -67,7 +93,7 @@ struct FileLogHandler: LogHandler {
             throw CommandFailure("cannot open the log file \(path) for writing")
         }
         handle.seekToEndOfFile()
-        return SharedFile(handle: handle)
+        return SharedFile(handle: handle, path: path)
     }
 
     let label: String

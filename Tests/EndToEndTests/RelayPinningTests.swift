@@ -110,6 +110,15 @@ struct RelayPinningTests {
         relay.stop()
     }
 
+    @Test func aPortInUseIsSaidInPlainWords() throws {
+        let (relay, port, _) = try serve(["--port", "0", "--insecure"])
+        let second = try ChildProcess.run(parley, ["serve", "--port", port, "--insecure"])
+        #expect(second.status != 0)
+        #expect(second.output.contains("port \(port) is already in use on 127.0.0.1"), "\(second.output)")
+        #expect(!second.output.contains("errno") && !second.output.contains("bind(descriptor"), "\(second.output)")
+        relay.stop()
+    }
+
     @Test func aRoomsFileGivesARoomItsPassword() throws {
         defer { try? FileManager.default.removeItem(atPath: files) }
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
@@ -139,6 +148,7 @@ struct RelayPinningTests {
         (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
         (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),
         (["serve", "--max-members", "1"], "--max-members must be 2…10000, got 1"),
+        (["serve", "--host", "10.9.9.9", "--insecure"], "10.9.9.9 is not an address of this machine"),
         (["serve", "--join-timeout", "0"], "--join-timeout must be 1…600 seconds, got 0.0"),
         (["serve", "--max-member-kbps=-5"], "--max-member-kbps must be 0…1000000, got -5"),
         (["relays", "shred"], "unknown action \"shred\""),

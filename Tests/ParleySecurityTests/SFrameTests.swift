@@ -256,3 +256,23 @@ func hex(_ text: String) -> [UInt8] {
         #expect(!RoomPassword.isValid(proof: proof, verifier: one, challenge: [1, 2, 3], room: "standup", name: "eve"))
     }
 }
+
+@Suite struct SFrameKeyStoreAttackTests {
+    @Test func madeUpKeyIDsNeverEvictRealKeysOrResetTheirReplayWindows() throws {
+        let room = try CallEncryption(secret: "correct horse", room: "standup", suite: .aes128GCM)
+        let sealer = MediaSealer(encryption: room)
+        var opener = MediaOpener(encryption: room)
+        let first = try sealer.seal([1], stream: .audio, metadata: [])
+        _ = try opener.open(first, metadata: [])
+        // 1,000 payloads under made-up key ids (no secret, so they cannot authenticate).
+        let stranger = try CallEncryption(secret: "not the secret", room: "standup", suite: .aes128GCM)
+        for _ in 0..<1000 {
+            let forged = try MediaSealer(encryption: stranger).seal([2], stream: .video, metadata: [])
+            #expect(throws: SFrameError.self) { _ = try opener.open(forged, metadata: []) }
+        }
+        // The real key is still there with its window: a replay of the first payload is still refused.
+        #expect(throws: SFrameError.replayedCounter(keyID: sealer.senderID << 2, counter: 0)) {
+            _ = try opener.open(first, metadata: [])
+        }
+    }
+}
