@@ -75,7 +75,7 @@ struct FileLogHandler: LogHandler {
             let files = FileManager.default
             try? files.removeItem(atPath: path + ".1")
             try? files.moveItem(atPath: path, toPath: path + ".1")
-            files.createFile(atPath: path, contents: nil)
+            _ = files.createFile(atPath: path, contents: nil)
             if let fresh = FileHandle(forWritingAtPath: path) { handle = fresh }
             bytes = 0
         }
