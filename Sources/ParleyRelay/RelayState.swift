@@ -54,6 +54,11 @@ public struct SignalingLimits: Sendable, Equatable {
     public var rooms = 1000
     /// Members one room may hold (`--max-members`).
     public var membersPerRoom = 50
+    /// Bytes one signaling message may have (`--max-message-bytes`; at most the protocol's 16 KiB).
+    public var messageBytes = maxSignalingMessageBytes
+    /// Characters one chat line may have (`--max-chat-characters`; at most the protocol's 2000; a sealed line may
+    /// carry the same text with its encryption overhead).
+    public var chatCharacters = maxChatCharacters
 
     /// Default limits.
     public init(livenessTimeout: Duration = .seconds(10), burst: Double = 40, messagesPerSecond: Double = 20) {
@@ -252,6 +257,12 @@ public struct RelayState: Sendable {
         state.tokens -= 1
         connections[connection] = state
 
+        guard text.utf8.count <= limits.messageBytes else {
+            counters.signalingErrors += 1
+            return [.send(.error(SignalingError(.tooLarge, """
+                message is \(text.utf8.count) bytes; this relay's limit is \(limits.messageBytes) (--max-message-bytes)
+                """)), to: [connection])]
+        }
         let message: ClientMessage
         do {
             message = try ClientMessage.decode(text)
@@ -354,6 +365,18 @@ public struct RelayState: Sendable {
             return [.send(.mute(MemberMute(id: id, audio: info.audioMuted, video: info.videoMuted)),
                           to: connections(in: member.room, except: id))]
         case .chat(let chat):
+            // A sealed line's text is unreadable here; its base64 length bounds it (4/3 of the bytes, plus the
+            // SFrame header and tag, for 4-byte characters at most).
+            let sealedLimit = (limits.chatCharacters * 4 + 64) * 4 / 3 + 4
+            guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
+                counters.signalingErrors += 1
+                let length = chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
+                    ?? "\(chat.text.count) characters"
+                return [.send(.error(SignalingError(.badField, """
+                    chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
+                    (--max-chat-characters)
+                    """)), to: [connection])]
+            }
             rooms[member.room]?.chatSequence += 1
             let sequence = rooms[member.room]?.chatSequence ?? 0
             var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.name, text: chat.text,

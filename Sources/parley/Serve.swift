@@ -52,6 +52,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-members"), help: "Members one room may hold.")
     var maxMembers = 50
 
+    @Option(name: .customLong("max-message-bytes"), help: "Bytes one signaling message may have (at most 16384).")
+    var maxMessageBytes = 16384
+
+    @Option(name: .customLong("max-chat-characters"), help: "Characters one chat line may have (at most 2000).")
+    var maxChatCharacters = 2000
+
     @Option(name: .customLong("max-member-kbps"), help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
     var maxMemberKbps = 3200
 
@@ -68,6 +74,7 @@ struct Serve: AsyncParsableCommand {
         for (name, value, range) in [
             ("--max-connections-per-address", maxConnectionsPerAddress, 1...100_000), ("--max-rooms", maxRooms, 1...1_000_000),
             ("--max-members", maxMembers, 2...10_000), ("--max-member-kbps", maxMemberKbps, 0...1_000_000),
+            ("--max-message-bytes", maxMessageBytes, 1024...16_384), ("--max-chat-characters", maxChatCharacters, 1...2000),
         ] where !range.contains(value) {
             throw ValidationError("\(name) must be \(range.lowerBound)…\(range.upperBound), got \(value)")
         }
@@ -88,6 +95,8 @@ struct Serve: AsyncParsableCommand {
         limits.connectionsPerAddress = maxConnectionsPerAddress
         limits.rooms = maxRooms
         limits.membersPerRoom = maxMembers
+        limits.messageBytes = maxMessageBytes
+        limits.chatCharacters = maxChatCharacters
         var media = MediaLimits()
         media.memberKbps = maxMemberKbps
         var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)

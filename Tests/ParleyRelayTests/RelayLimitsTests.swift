@@ -111,3 +111,30 @@ struct RelayLimitsTests {
         #expect(throttle.count == 2)
     }
 }
+
+extension RelayLimitsTests {
+    @Test func messageSizeAndChatLengthCanBeLoweredAndSaySo() {
+        var limits = SignalingLimits()
+        #expect(limits.messageBytes == 16_384 && limits.chatCharacters == 2000)
+        limits.messageBytes = 2048
+        limits.chatCharacters = 10
+        var relay = Harness(limits: limits)
+        let a = relay.connect(1), b = relay.connect(2)
+        _ = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        let long = relay.send(.chat(ChatSend(text: "eleven char")), on: a)
+        #expect(messages(to: b, in: long).isEmpty, "nothing reached bob")
+        #expect(messages(to: a, in: long).contains {
+            if case .error(let error) = $0 {
+                error.message == "chat line has 11 characters; this relay's limit is 10 characters (--max-chat-characters)"
+            } else { false }
+        })
+        #expect(!messages(to: b, in: relay.send(.chat(ChatSend(text: "ten chars!")), on: a)).isEmpty)
+        let big = relay.state.received(ClientMessage.chat(ChatSend(text: String(repeating: "x", count: 9))).encoded()
+                                           + String(repeating: " ", count: 2100), on: a, now: relay.now)
+        #expect(messages(to: a, in: big).contains {
+            if case .error(let error) = $0 { error.code == .tooLarge && error.message.hasSuffix("(--max-message-bytes)") }
+            else { false }
+        })
+    }
+}
