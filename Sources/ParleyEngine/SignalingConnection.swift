@@ -69,7 +69,8 @@ final class SignalingConnection: Sendable {
                         handler: @escaping @Sendable (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
         let callback = handler
-        let decision = DecisionBox()
+        // The trust decision of this attempt, read after its handshake failed.
+        let decision = NIOLockedValueBox<RelayTrustDecision?>(nil)
         let connect = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -116,9 +117,8 @@ final class SignalingConnection: Sendable {
             }
             upgraded.futureResult.whenComplete { _ in deadline.cancel() }
             return upgraded.futureResult.map { SignalingConnection(channel: channel) }.flatMapError { error in
-                if case .changed(let relay, let pinned, let presented, let file) = decision.value {
-                    return loop.makeFailedFuture(SignalingConnectError.certificateChanged(RelayCertificateChanged(
-                        relay: relay, pinned: pinned, presented: presented, file: file)))
+                if case .changed(let refusal) = decision.withLockedValue({ $0 }) {
+                    return loop.makeFailedFuture(SignalingConnectError.certificateChanged(refusal))
                 }
                 if error is NIOSSLError || error is BoringSSLError {
                     return loop.makeFailedFuture(SignalingConnectError.tlsFailed(address, underlying: "\(error)"))
@@ -129,19 +129,20 @@ final class SignalingConnection: Sendable {
     }
 
     /// The TLS client for one connection: the relay's chain is judged by the trust store (authority or pin).
-    private static func tlsHandler(address: ServerAddress, store: RelayTrustStore, decision: DecisionBox,
+    private static func tlsHandler(address: ServerAddress, store: RelayTrustStore,
+                                   decision: NIOLockedValueBox<RelayTrustDecision?>,
                                    trusted: @escaping @Sendable (RelayTrustDecision) -> Void) throws
         -> NIOSSLClientHandler
     {
         let relay = address.description
         let host = address.host
         // SNI carries names only; a literal address goes without.
-        let isAddress = host.allSatisfy { $0.isNumber || $0 == "." } || host.contains(":")
-        return try NIOSSLClientHandler(context: clientContext, serverHostname: isAddress ? nil : host) { chain, promise in
+        return try NIOSSLClientHandler(context: clientContext, serverHostname: isIPAddress(host) ? nil : host) {
+            chain, promise in
             let der = chain.compactMap { try? $0.toDERBytes() }
             Task {
                 let verdict = await store.decide(relay: relay, host: host, chainDER: der)
-                decision.value = verdict
+                decision.withLockedValue { $0 = verdict }
                 if verdict.isTrusted { trusted(verdict) }
                 promise.succeed(verdict.isTrusted ? .certificateVerified : .failed)
             }
@@ -180,16 +181,6 @@ final class SignalingConnection: Sendable {
     /// Drops the TCP connection without a goodbye (tests use this to simulate a network failure).
     func abort() {
         channel.close(promise: nil)
-    }
-}
-
-/// The trust decision of one connection attempt, read after its handshake failed.
-private final class DecisionBox: Sendable {
-    private let stored = NIOLockedValueBox<RelayTrustDecision?>(nil)
-
-    var value: RelayTrustDecision? {
-        get { stored.withLockedValue { $0 } }
-        set { stored.withLockedValue { $0 = newValue } }
     }
 }
 

@@ -174,6 +174,8 @@ public struct RelayState: Sendable {
     /// Members by id.
     public private(set) var members: [UInt32: Member] = [:]
     private var connections: [ConnectionID: Connection] = [:]
+    /// Open connections per source address, kept beside `connections` so the per-address limit costs one lookup.
+    private var connectionsFromSource: [String: Int] = [:]
     private var nextMemberID: UInt32 = 1
     private var ssrcs = SSRCAllocator()
     /// Rooms set up by the relay's operator (the rooms file): their password and stage apply whenever they are used.
@@ -205,7 +207,7 @@ public struct RelayState: Sendable {
     /// limit it is told why and closed.
     @discardableResult
     public mutating func connected(_ connection: ConnectionID, from source: String? = nil, now: Duration) -> [RelayAction] {
-        if let source, connections.values.count(where: { $0.source == source }) >= limits.connectionsPerAddress {
+        if let source, connectionsFromSource[source, default: 0] >= limits.connectionsPerAddress {
             counters.limitsReached += 1
             return [
                 .send(.error(SignalingError(.limitReached, """
@@ -217,13 +219,24 @@ public struct RelayState: Sendable {
         }
         connections[connection] = Connection(member: nil, source: source, openedAt: now, tokens: limits.burst,
                                              lastRefill: now)
+        if let source { connectionsFromSource[source, default: 0] += 1 }
         return []
+    }
+
+    /// Forgets a connection, and its place in its source's count.
+    private mutating func dropConnection(_ connection: ConnectionID) -> Connection? {
+        guard let state = connections.removeValue(forKey: connection) else { return nil }
+        if let source = state.source {
+            connectionsFromSource[source, default: 1] -= 1
+            if connectionsFromSource[source] == 0 { connectionsFromSource[source] = nil }
+        }
+        return state
     }
 
     /// A connection closed. A member who said goodbye is already gone; one who did not lingers until the liveness
     /// timeout (so a client that comes back quickly could resume) and is then reported as `timeout`.
     public mutating func disconnected(_ connection: ConnectionID, now: Duration) -> [RelayAction] {
-        guard let state = connections.removeValue(forKey: connection), let id = state.member else { return [] }
+        guard let state = dropConnection(connection), let id = state.member else { return [] }
         if members[id]?.connection == connection { members[id]?.connection = nil }
         return []
     }
@@ -284,7 +297,7 @@ public struct RelayState: Sendable {
         let idle = connections.filter { !$0.value.everJoined && now - $0.value.openedAt > limits.joinTimeout }
         for connection in idle.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             counters.joinTimeouts += 1
-            connections.removeValue(forKey: connection)
+            _ = dropConnection(connection)
             let seconds = Int(limits.joinTimeout.components.seconds)
             actions += [
                 .send(.error(SignalingError(.limitReached, "no join within \(seconds) s of connecting (the join timeout)")),

@@ -78,8 +78,8 @@ public enum RelayTrustDecision: Equatable, Sendable {
     case pinned(CertificateFingerprint)
     /// First contact: the fingerprint is now pinned.
     case pinnedOnFirstUse(CertificateFingerprint)
-    /// The relay shows another certificate than the pinned one: refused.
-    case changed(relay: String, pinned: CertificateFingerprint, presented: CertificateFingerprint, file: String)
+    /// The relay shows another certificate than the pinned one: refused, with what to do.
+    case changed(RelayCertificateChanged)
 
     /// True when the connection may go on.
     public var isTrusted: Bool {
@@ -143,13 +143,16 @@ public final class RelayTrustStore: Sendable {
     /// Decides about the chain (DER, leaf first) that `relay` (`host:port`) showed, pinning it on first use.
     public func decide(relay: String, host: String, chainDER: [[UInt8]]) async -> RelayTrustDecision {
         guard let leafDER = chainDER.first else {
-            return .changed(relay: relay, pinned: CertificateFingerprint(certificateDER: []),
-                            presented: CertificateFingerprint(certificateDER: []), file: path ?? "memory")
+            return .changed(RelayCertificateChanged(relay: relay, pinned: CertificateFingerprint(certificateDER: []),
+                                                    presented: CertificateFingerprint(certificateDER: []),
+                                                    file: path ?? "memory"))
         }
         let presented = CertificateFingerprint(certificateDER: leafDER)
         if let pinned = known.pin(for: relay) {
             return pinned == presented
-                ? .pinned(pinned) : .changed(relay: relay, pinned: pinned, presented: presented, file: path ?? "memory")
+                ? .pinned(pinned)
+                : .changed(RelayCertificateChanged(relay: relay, pinned: pinned, presented: presented,
+                                                   file: path ?? "memory"))
         }
         if await vouchedForByAuthority(host: host, chainDER: chainDER) { return .authority }
         state.withLock { $0.pin(presented, for: relay) }
@@ -182,7 +185,7 @@ public final class RelayTrustStore: Sendable {
         }
         // A self-signed leaf is its own issuer: only a pin can vouch for it, however the system store looks.
         if leaf.issuer == leaf.subject { return false }
-        let isAddress = ipAddressBytes(host) != nil
+        let isAddress = isIPAddress(host)
         var roots = CertificateStore.systemTrustRoots
         roots.append(contentsOf: extraRoots)
         var verifier = Verifier(rootCertificates: roots) {

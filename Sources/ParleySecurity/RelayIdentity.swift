@@ -165,6 +165,9 @@ public struct RelayIdentity: Sendable, Equatable {
     }
 }
 
+/// True when `host` is a literal IPv4 or IPv6 address rather than a name.
+public func isIPAddress(_ host: String) -> Bool { ipAddressBytes(host) != nil }
+
 /// The 4 or 16 bytes of a literal IPv4 or IPv6 address, nil for a host name.
 func ipAddressBytes(_ text: String) -> [UInt8]? {
     var v4 = in_addr()

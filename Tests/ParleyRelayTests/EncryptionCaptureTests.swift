@@ -147,31 +147,36 @@ struct EncryptionCaptureTests {
         return Array(FileManager.default.contents(atPath: output) ?? Data())
     }
 
+    /// What GStreamer makes of alice's busiest stream of `payloadType`: the capture as pcap, through `caps` and
+    /// `decoder` (elements up to the encoder of the output file), into a file whose bytes are returned.
+    func independentlyDecoded(_ recorded: Recorded, payloadType: UInt8, caps: String, decoder: String,
+                              fileExtension: String) throws -> [UInt8] {
+        let capture = try pcap(of: recorded.datagramsFromAlice, payloadType: payloadType)
+        defer { unlink(capture) }
+        let output = capture + "." + fileExtension
+        return try gstreamer(
+            "filesrc location=\(capture) ! pcapparse ! \(caps) ! \(decoder) ! filesink location=\(output)",
+            output: output)
+    }
+
     /// Pictures the independent stack decodes from alice's busiest VP8 stream.
     func independentlyDecodedFrames(_ recorded: Recorded) throws -> Int {
-        let capture = try pcap(of: recorded.datagramsFromAlice, payloadType: MediaPayloadType.vp8)
-        defer { unlink(capture) }
-        let output = capture + ".y4m"
-        let y4m = try gstreamer("""
-            filesrc location=\(capture) ! pcapparse ! \
-            application/x-rtp,media=video,encoding-name=VP8,clock-rate=90000,payload=96 ! \
-            rtpvp8depay ! vp8dec ! videoconvert ! y4menc ! filesink location=\(output)
-            """, output: output)
+        let y4m = try independentlyDecoded(
+            recorded, payloadType: MediaPayloadType.vp8,
+            caps: "application/x-rtp,media=video,encoding-name=VP8,clock-rate=90000,payload=96",
+            decoder: "rtpvp8depay ! vp8dec ! videoconvert ! y4menc", fileExtension: "y4m")
         return String(decoding: y4m, as: UTF8.self).components(separatedBy: "FRAME").count - 1
     }
 
     /// How much of the independently decoded audio is the tone alice sent: its power at 440 Hz over all its power
     /// (1 for a pure tone, near 0 for noise or silence).
     func independentlyDecodedTone(_ recorded: Recorded) throws -> Double {
-        let capture = try pcap(of: recorded.datagramsFromAlice, payloadType: MediaPayloadType.opus)
-        defer { unlink(capture) }
-        let output = capture + ".wav"
-        let wav = try gstreamer("""
-            filesrc location=\(capture) ! pcapparse ! \
-            application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111 ! \
-            rtpopusdepay ! opusdec ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,rate=48000,channels=1 ! \
-            wavenc ! filesink location=\(output)
-            """, output: output)
+        let wav = try independentlyDecoded(
+            recorded, payloadType: MediaPayloadType.opus,
+            caps: "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111",
+            decoder: "rtpopusdepay ! opusdec ! audioconvert ! audioresample ! "
+                + "audio/x-raw,format=S16LE,rate=48000,channels=1 ! wavenc",
+            fileExtension: "wav")
         guard let audio = try? WAVAudio.parse(wav), audio.samples.count > 4800 else { return 0 }
         let samples = audio.samples.dropFirst(4800).map(Double.init)  // past the decoder's start-up
         let total = samples.reduce(0) { $0 + $1 * $1 }

@@ -110,8 +110,8 @@ import X509
         // Another certificate on the same relay: refused, and the pin stays.
         let impostor = try RelayIdentity.selfSigned(hosts: [])
         let third = await reopened.decide(relay: "127.0.0.1:7878", host: "127.0.0.1", chainDER: [try der(impostor)])
-        #expect(third == .changed(relay: "127.0.0.1:7878", pinned: relay.fingerprint, presented: impostor.fingerprint,
-                                  file: path))
+        #expect(third == .changed(RelayCertificateChanged(relay: "127.0.0.1:7878", pinned: relay.fingerprint,
+                                                          presented: impostor.fingerprint, file: path)))
         #expect(!third.isTrusted)
         #expect(try RelayTrustStore(path: path).known.pin(for: "127.0.0.1:7878") == relay.fingerprint)
         // The same certificate on another port is another relay: pinned on its own.
