@@ -124,11 +124,21 @@ public final class RelayTrustStore: Sendable {
         self.path = path
         self.extraRoots = extraRoots
         var known = pins
-        if let path, let data = FileManager.default.contents(atPath: path) {
+        if let path, FileManager.default.fileExists(atPath: path) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            guard size <= Self.maximumFileBytes else {
+                throw .file(path, "is \(size) bytes; a known_relays file may have at most \(Self.maximumFileBytes)")
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw .file(path, "cannot be read (no permission?)")
+            }
             known = try KnownRelays(parsing: String(decoding: data, as: UTF8.self), source: path)
         }
         state = LockedBox(known)
     }
+
+    /// Largest known_relays file read (about 10,000 relays).
+    public static let maximumFileBytes = 1 << 20
 
     /// `$XDG_CONFIG_HOME/parley/known_relays`, or `~/.config/parley/known_relays`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

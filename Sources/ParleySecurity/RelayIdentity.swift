@@ -152,9 +152,16 @@ public struct RelayIdentity: Sendable, Equatable {
         return (identity, true)
     }
 
+    /// Largest certificate chain or key file read.
+    public static let maximumFileBytes = 1 << 20
+
     /// The identity in a certificate (chain) file and a key file, both PEM.
     public static func load(certificate: String, key: String) throws(RelayIdentityError) -> RelayIdentity {
         func read(_ path: String) throws(RelayIdentityError) -> String {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            guard size <= maximumFileBytes else {
+                throw .file(path, "is \(size) bytes; a PEM certificate chain or key may have at most \(maximumFileBytes)")
+            }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw .file(path, "cannot be read (missing, or no permission)")
             }

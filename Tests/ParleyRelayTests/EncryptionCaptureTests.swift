@@ -196,8 +196,10 @@ struct EncryptionCaptureTests {
         return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: gstLaunch)))
-    func anEavesdropperOnTheRelaysPathGetsNothingWhileThePeersGetEverything() async throws {
+    @Test func anEavesdropperOnTheRelaysPathGetsNothingWhileThePeersGetEverything() async throws {
+        // `make test` installs GStreamer: without it this proof must fail, not quietly skip.
+        try #require(FileManager.default.isExecutableFile(atPath: Self.gstLaunch),
+                     "\(Self.gstLaunch) is missing: run `make deps` (gstreamer1.0-tools, -plugins-good, -plugins-bad)")
         // Control: without encryption the independent stack sees the call, and the chat line is on the wire.
         let clear = try await recordCall(encrypted: false)
         let clearFrames = try independentlyDecodedFrames(clear)

@@ -169,3 +169,17 @@ import X509
         #expect(wrongHost == .pinnedOnFirstUse(CertificateFingerprint(certificateDER: serializer.serializedBytes)))
     }
 }
+
+@Suite struct TrustFileSizeTests {
+    @Test func oversizedFilesAreRefusedNamingTheLimit() throws {
+        let path = NSTemporaryDirectory() + "parley-big-\(UUID().uuidString)"
+        defer { unlink(path) }
+        try Data(repeating: 0x23, count: (1 << 20) + 1).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try RelayTrustStore(path: path)
+        } throws: { "\($0)".contains("a known_relays file may have at most 1048576") }
+        #expect {
+            _ = try RelayIdentity.load(certificate: path, key: path)
+        } throws: { "\($0)".contains("a PEM certificate chain or key may have at most 1048576") }
+    }
+}
