@@ -59,6 +59,8 @@ public enum BundledResources {
     public static let defaultTheme = "theme/default.theme"
     /// A short speech recording (48 kHz mono): the sample microphone input of the demo and the tests.
     public static let speech = "media/speech.wav"
+    /// The headless sound server's setup that the device tests start.
+    public static let soundSetup = "sound/parley-test.pa"
     /// A short moving test picture (160x120, 15 frames/s): a sample camera.
     public static let sampleVideo = "media/sample.y4m"
 }

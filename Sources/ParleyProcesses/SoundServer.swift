@@ -48,10 +48,12 @@ public final class SoundServer: Sendable {
     public let runtimeDirectory: String
     private let daemon: BackgroundProcess
 
-    /// The folder holding parley-test.pa and client.conf: PARLEY_SOUND_RESOURCES, else Resources/sound in the source
-    /// tree this file was built from.
+    /// The folder holding parley-test.pa and client.conf: PARLEY_SOUND_RESOURCES, else `sound` in PARLEY_RESOURCES,
+    /// else Resources/sound in the source tree this file was built from.
     public static var resourcesDirectory: String {
-        if let path = ProcessInfo.processInfo.environment["PARLEY_SOUND_RESOURCES"] { return path }
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["PARLEY_SOUND_RESOURCES"], !path.isEmpty { return path }
+        if let path = environment["PARLEY_RESOURCES"], !path.isEmpty { return path + "/sound" }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Resources/sound").path
     }

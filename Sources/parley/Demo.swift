@@ -75,6 +75,13 @@ struct Demo: AsyncParsableCommand {
                 decodesVideo: false, decodesAudio: false, showsSelfView: false,
                 logger: Logger(label: "parley.bot.\(botName)"))
             botConfiguration.signalingSecurity = app.signalingSecurity
+            // The first bot talks and moves with the sample media Parley ships (a real voice and picture); the
+            // others, and every bot when the resources are not installed, use the synthetic ones.
+            if index == 0, let video = try? BundledResources.path(BundledResources.sampleVideo),
+               let speech = try? BundledResources.path(BundledResources.speech) {
+                botConfiguration.videoSources = [.file(video)]
+                botConfiguration.audioSource = .file(speech)
+            }
             let engine = try CallEngine(botConfiguration)
             engine.start()
             engines.append(engine)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ParleyDevices
 import ParleyEngine
+import ParleyTUI
 
 /// `parley devices`: the microphones, speakers and cameras a call can use, by the names the options accept.
 struct Devices: ParsableCommand {
@@ -63,9 +64,11 @@ struct Resources: ParsableCommand {
             let folder = try BundledResources.directory()
             say(folder)
             for name in [BundledResources.defaultKeys, BundledResources.defaultTheme, BundledResources.speech,
-                         BundledResources.sampleVideo] {
+                         BundledResources.sampleVideo, BundledResources.soundSetup] {
                 say("  " + (try BundledResources.path(name)))
             }
+            // The key map and theme are read at every start: a broken one is an error here too.
+            _ = try ShippedSettings.load(folder: folder)
         } catch {
             throw CommandFailure("\(error)")
         }

@@ -99,16 +99,29 @@ struct InteractiveOptions: ParsableArguments {
         _ = try themeOverrides()
     }
 
-    /// The styles of the theme file, or none.
+    /// The shipped theme (Resources/theme/default.theme) with the user's theme file on top.
     func themeOverrides() throws -> [ColorRole: CellStyle] {
-        try settingsFile(theme, named: "theme", what: "the theme file") { try Theme.parseOverrides($0) } ?? [:]
+        let mine = try settingsFile(theme, named: "theme", what: "the theme file") { try Theme.parseOverrides($0) }
+        return try shipped().themeOverrides.merging(mine ?? [:]) { $1 }
+    }
+
+    /// The key map and theme in Parley's resources folder (the built-in ones when it has none).
+    func shipped() throws -> ShippedSettings {
+        do {
+            return try ShippedSettings.installed()
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 
     var logPath: String { log ?? LogSetup.defaultLogPath }
 
-    /// The keymap from the configuration file, or the standard one.
+    /// The shipped key map (Resources/keys/default.keys) with the user's key configuration on top.
     func keymap() throws -> Keymap {
-        try settingsFile(keys, named: "keys", what: "the key configuration") { try Keymap.parse($0) } ?? .standard
+        let base = try shipped().keymap
+        return try settingsFile(keys, named: "keys", what: "the key configuration") {
+            try Keymap.parse($0, base: base)
+        } ?? base
     }
 
     /// Parses the file `given`, else `~/.config/parley/NAME` if it exists; nil when there is neither. A file that
