@@ -33,6 +33,75 @@ struct SoundCallTests {
         #expect(lines[(cameras + 1)...].first?.contains("none found") == true, "no camera on this machine")
     }
 
+    @Test("join and the lobby open the default microphone and speaker; demo and bot keep synthetic sources")
+    func whichCommandsOpenDevices() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let sound = try SoundServer()
+        let folder = NSTemporaryDirectory() + "parley-device-choice-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--log-level", "error"])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        let environment = sound.clientEnvironment(home: folder).merging(
+            ["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
+        let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+        /// Streams the sound server has open: (recording, playing).
+        func streams() throws -> (recording: Int, playing: Int) {
+            (try sound.recordingStreams(),
+             try sound.pactl(["list", "short", "sink-inputs"]).output.split(separator: "\n").count)
+        }
+        #expect(try streams() == (0, 0))
+
+        // Each command runs on its own in a pane; after it shows its call, the sound server's streams are counted.
+        let cases: [(command: String, screen: String, expected: (Int, Int))] = [
+            ("join devices --server 127.0.0.1:\(port) --insecure --name carol", "carol", (1, 1)),
+            ("--server 127.0.0.1:\(port) --insecure --name dave --room devices", "[ Join ]", (0, 0)),
+            ("demo --bots 1 --insecure", "ana", (0, 0)),
+        ]
+        for (command, screen, expected) in cases {
+            let pane = try TmuxPane(
+                command: "sh -c \"env -i \(variables) \(parley) \(command) --log \(folder)/run.log; sleep 60\"",
+                columns: 100, rows: 30)
+            let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(screen) } }
+            #expect(lines.contains { $0.contains(screen) }, "parley \(command):\n\(lines.joined(separator: "\n"))")
+            var seen = try streams()
+            for _ in 0..<40 where seen != expected {
+                usleep(100_000)
+                seen = try streams()
+            }
+            #expect(seen == expected, "parley \(command): \(seen) streams (recording, playing)")
+            if command.hasPrefix("--server") {
+                // The lobby itself opens nothing; joining from it opens both.
+                try pane.send(["Enter"])
+                var joined = try streams()
+                for _ in 0..<100 where joined != (1, 1) {
+                    usleep(100_000)
+                    joined = try streams()
+                }
+                #expect(joined == (1, 1), "joined from the lobby: \(joined) streams (recording, playing)")
+            }
+            try pane.send(["q"])
+            try pane.send(["y"])
+            var closed = try streams()
+            for _ in 0..<50 where closed != (0, 0) {
+                usleep(100_000)
+                closed = try streams()
+            }
+            #expect(closed == (0, 0), "after leaving \(command): \(closed)")
+        }
+
+        let botCommand = ChildEnvironment.command(
+            environment: environment, program: parley,
+            arguments: ["bot", "devices", "--server", "127.0.0.1:\(port)", "--insecure", "--name", "erin", "--duration", "3"])
+        let bot = try BackgroundProcess(botCommand.path, botCommand.arguments)
+        sleep(2)
+        #expect(try streams() == (0, 0), "the bot opened a device")
+        #expect(bot.waitForExit(seconds: 10) == 0, "\(bot.output)")
+        withExtendedLifetime(sound) {}
+    }
+
     @Test("30 s of speech from one microphone reaches the other speaker intact: correlation ≥ 0.9, no dropouts")
     func speechThroughTheRelay() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
