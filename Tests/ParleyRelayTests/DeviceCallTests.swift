@@ -20,6 +20,8 @@ final class FakeSoundDevices: AudioDeviceLayer {
         var silent = false
         /// Opening fails (busy).
         var busy = false
+        /// Opening fails: the device cannot work at the rate and channel count asked for.
+        var refusesFormat = false
     }
 
     let microphones: [Device]
@@ -48,12 +50,17 @@ final class FakeSoundDevices: AudioDeviceLayer {
     }
 
     /// The last device of each list is the default.
-    private func pick(_ name: String?, in devices: [Device], kind: AudioDeviceKind) throws(AudioDeviceError) -> Device {
+    private func pick(
+        _ name: String?, in devices: [Device], kind: AudioDeviceKind, sampleRate: Int, channels: Int
+    ) throws(AudioDeviceError) -> Device {
         guard let device = name.map({ name in devices.first { $0.name == name } }) ?? devices.last else {
             if let name { throw .unknownDevice(kind, name: name, available: devices.map(\.name)) }
             throw .noDevice(kind)
         }
         if device.busy { throw .busy(name: device.name) }
+        if device.refusesFormat {
+            throw .unsupportedFormat(name: device.name, sampleRate: sampleRate, channels: channels)
+        }
         opened.withLock { $0.append(device.name) }
         return device
     }
@@ -61,13 +68,16 @@ final class FakeSoundDevices: AudioDeviceLayer {
     func openInput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
         throws(AudioDeviceError) -> any AudioInputStream
     {
-        FakeInput(device: try pick(named, in: microphones, kind: .microphone), framesPerBlock: framesPerBlock)
+        FakeInput(
+            device: try pick(named, in: microphones, kind: .microphone, sampleRate: sampleRate, channels: channels),
+            framesPerBlock: framesPerBlock)
     }
 
     func openOutput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
         throws(AudioDeviceError) -> any AudioOutputStream
     {
-        FakeOutput(device: try pick(named, in: speakers, kind: .speaker), owner: self)
+        FakeOutput(
+            device: try pick(named, in: speakers, kind: .speaker, sampleRate: sampleRate, channels: channels), owner: self)
     }
 
     final class FakeInput: AudioInputStream {
@@ -229,6 +239,45 @@ struct DeviceCallTests {
         #expect(await engine.statistics().audioPacketsSent - sent >= 20, "silence keeps the audio stream going")
         await engine.leave()
         task.cancel()
+        await relay.shutdown()
+    }
+
+    @Test("a microphone and a speaker that refuse 48 kHz mono: a notice each, the defaults take over, the call is heard")
+    func unsupportedFormat() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let devices = FakeSoundDevices(
+            microphones: [.init(name: "Odd Mic", refusesFormat: true), .init(name: "Desk Mic")],
+            speakers: [.init(name: "Odd Speaker", refusesFormat: true), .init(name: "Desk Speaker")])
+        let bobDevices = FakeSoundDevices(microphones: [], speakers: [.init(name: "Bob Speaker")])
+        let alice = try CallEngine(
+            configuration("alice", port: relay.signalingPort, audio: .microphone("Odd Mic"), sink: .speaker("Odd Speaker")),
+            devices: MediaDevices(audio: devices, cameras: MissingCameras()))
+        let bob = try CallEngine(
+            configuration("bob", port: relay.signalingPort, audio: .synthetic, sink: .speaker(nil)),
+            devices: MediaDevices(audio: bobDevices, cameras: MissingCameras()))
+        let log = EventLog()
+        let tasks = [log.consume(alice), EventLog().consume(bob)]
+        alice.start()
+        bob.start()
+        let told = await eventually(within: .seconds(6)) {
+            let alerts = self.alerts(log)
+            return alerts.contains(
+                "Microphone Odd Mic: \"Odd Mic\" cannot work at 48000 Hz with 1 channel; using the default microphone")
+                && alerts.contains(
+                    "Speaker Odd Speaker: \"Odd Speaker\" cannot work at 48000 Hz with 1 channel; using the default speaker")
+        }
+        #expect(told, "alerts: \(alerts(log))")
+        #expect(devices.opened.withLock { $0 } == ["Desk Mic", "Desk Speaker"] || devices.opened.withLock { $0 } == ["Desk Speaker", "Desk Mic"])
+        // Alice's default microphone reaches bob's speaker, and bob's voice reaches alice's default speaker.
+        let heard = await eventually(within: .seconds(8)) {
+            let bobHears = bobDevices.played.withLock { $0["Bob Speaker"] ?? [] }
+            let aliceHears = devices.played.withLock { $0["Desk Speaker"] ?? [] }
+            return bobHears.contains { abs(Int($0)) > 2000 } && aliceHears.contains { abs(Int($0)) > 500 }
+        }
+        #expect(heard, "the call is heard both ways after the fallbacks")
+        await alice.leave()
+        await bob.leave()
+        for task in tasks { task.cancel() }
         await relay.shutdown()
     }
 
