@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -79,6 +80,14 @@ const char *parley_curses_tiparm2(const char *capability, int a, int b) {
 
 void parley_curses_assume_normal_attributes(void) {
     vid_attr(A_NORMAL, 0, NULL);
+}
+
+int parley_terminal_size(int fd, int *columns, int *rows) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return -1;
+    *columns = size.ws_col;
+    *rows = size.ws_row;
+    return 0;
 }
 
 SCREEN *parley_curses_newterm(const char *term) {

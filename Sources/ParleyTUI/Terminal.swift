@@ -304,8 +304,8 @@ public final class Terminal {
         cursorVisible = cursor != nil
         wnoutrefresh(window)
         doupdate()
-        if !pictureIndices.isEmpty { writePictures(screen) }
-        previous = screen
+        // Pictures left out for a pending resize are missing from the terminal: the next draw repaints everything.
+        previous = pictureIndices.isEmpty || writePictures(screen) ? screen : nil
     }
 
     /// Reads the terminfo strings the picture path needs (copied: terminfo's buffers belong to curses).
@@ -339,8 +339,18 @@ public final class Terminal {
     }
 
     /// Writes the picture cells listed in `pictureIndices` straight to the terminal in one burst.
-    private func writePictures(_ screen: Screen) {
-        guard var output = pictureOutput else { return }
+    ///
+    /// Not while a resize is pending (the kernel's size differs from the screen's): curses has not caught up yet,
+    /// and a burst placed for the old size could land past the edge, wrap and scroll. The next frame, drawn at
+    /// the new size, brings the pictures back.
+    private func writePictures(_ screen: Screen) -> Bool {
+        var columns: Int32 = 0, rows: Int32 = 0
+        if parley_terminal_size(STDOUT_FILENO, &columns, &rows) == 0, columns > 0, rows > 0,
+           Int(columns) != screen.width || Int(rows) != screen.height {
+            pictureIndices.removeAll(keepingCapacity: true)
+            return false
+        }
+        guard var output = pictureOutput else { return true }
         pictureOutput = nil  // keep the buffer uniquely referenced while building
         let width = screen.width
         output.begin(width: width)
@@ -373,6 +383,7 @@ public final class Terminal {
         parley_curses_assume_normal_attributes()
         pictureOutput = output
         pictureIndices.removeAll(keepingCapacity: true)
+        return true
     }
 
     /// Waits up to `milliseconds` (nil: forever, 0: just look) for a key or mouse click.

@@ -50,6 +50,10 @@ const char *parley_curses_tiparm2(const char *capability, int a, int b);
 /* Makes curses' idea of the terminal's current attributes "normal" (emitting sgr0 only if it thought otherwise). */
 void parley_curses_assume_normal_attributes(void);
 
+/* The terminal's size as the kernel knows it now (TIOCGWINSZ on fd): 0 and both set, or -1. Curses learns of a
+   resize only at its next read; this tells whether one is pending. */
+int parley_terminal_size(int fd, int *columns, int *rows);
+
 /* newterm(term, stdout, stdin): `stdout`/`stdin` are C globals Swift 6 cannot read. NULL term means $TERM. */
 SCREEN *parley_curses_newterm(const char *term);
 

@@ -1,0 +1,88 @@
+import Foundation
+import ParleyProcesses
+import Testing
+
+/// The shell's screen after a call is the one before it, however the window was resized during the call; and keys
+/// that arrive in a burst all count.
+@Suite(.serialized)
+struct TerminalRestoreTests {
+    /// A shell in a pane, with a few lines of its own on the screen.
+    /// `variables` are set in the shell (short names keep command lines on one row).
+    func shell(_ variables: String = "") throws -> (pane: TmuxPane, before: [String]) {
+        let pane = try TmuxPane(
+            command: "env -u NO_COLOR \(variables) PS1='$ ' bash --norc --noprofile", columns: 100, rows: 30)
+        try pane.sendLiteral("printf 'before %s\\n' one two three")
+        try pane.send(["Enter"])
+        let lines = try pane.waitFor(seconds: 10) { $0.contains("before three") }
+        #expect(lines.contains("before three"), "\(lines)")
+        // The last row is the prompt, which the next command line is typed on.
+        return (pane, Array(Self.content(lines).dropLast()))
+    }
+
+    /// The pane's rows up to the last non-empty one.
+    static func content(_ lines: [String]) -> [String] {
+        Array(lines.prefix((lines.lastIndex { !$0.trimmingCharacters(in: .whitespaces).isEmpty } ?? -1) + 1))
+    }
+
+    /// Resizes the window through a few sizes and back to 100x30, a moment at each.
+    func resizeAround(_ pane: TmuxPane) throws {
+        for (columns, rows) in [(130, 40), (70, 20), (90, 35), (100, 30)] {
+            try pane.run(["resize-window", "-x", "\(columns)", "-y", "\(rows)"])
+            usleep(600_000)
+        }
+    }
+
+    @Test("less, as a control: resized while open, it leaves the shell's screen as it was")
+    func lessRestores() throws {
+        let (pane, before) = try shell()
+        try pane.sendLiteral("less /etc/os-release")
+        try pane.send(["Enter"])
+        let open = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("/etc/os-release") || $0.hasPrefix("PRETTY_NAME") } }
+        #expect(try pane.modes().contains("alt=1"), "less is on the alternate screen:\n\(open.joined(separator: "\n"))")
+        try resizeAround(pane)
+        try pane.send(["q"])
+        let after = Self.content(try pane.waitFor(seconds: 10) { Self.content($0).last == "$" })
+        #expect(after == before + ["$ less /etc/os-release", "$"], "the pane:\n\(after.joined(separator: "\n"))")
+    }
+
+    @Test("a call resized mid-call and left with q y leaves exactly the shell's screen; pasted and held keys all count")
+    func callRestores() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let log = NSTemporaryDirectory() + "parley-restore-\(getpid()).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let (pane, before) = try shell("P=\(parley) L=\(log)")
+        let command = "$P demo --bots 3 --chat-every 900 --toggle-video-every 900 --log $L"
+        try pane.sendLiteral(command)
+        try pane.send(["Enter"])
+        let call = try pane.waitFor(seconds: 20) {
+            $0.contains { $0.contains("4 people · connected") } && !$0.contains { $0.contains("waiting for video") }
+        }
+        #expect(call.contains { $0.contains("4 people · connected") }, "\(call.joined(separator: "\n"))")
+
+        // A pasted line arrives as one burst of bytes; a held arrow key as a run of escape sequences.
+        let pasted = "pasted: the quick brown fox jumps over the lazy dog 0123456789 ✓ end"
+        try pane.send(["t"])
+        try pane.sendLiteral(pasted)
+        try pane.send(Array(repeating: "Left", count: 20) + ["X", "Enter"])
+        var expected = pasted
+        expected.insert("X", at: expected.index(expected.endIndex, offsetBy: -20))
+        let chat = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("you: " + expected) } }
+        #expect(chat.contains { $0.contains("you: " + expected) }, "every key counted:\n\(chat.joined(separator: "\n"))")
+        try pane.send(["Escape"])
+
+        try resizeAround(pane)
+        try pane.send(["q"])
+        _ = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("Leave the call?") } }
+        try pane.run(["resize-window", "-x", "120", "-y", "36"])
+        usleep(600_000)
+        try pane.run(["resize-window", "-x", "100", "-y", "30"])
+        usleep(600_000)
+        try pane.send(["y"])
+        let after = Self.content(try pane.waitFor(seconds: 15) { Self.content($0).last == "$" })
+        let expectedScreen = before + ["$ " + command]
+        #expect(Array(after.prefix(expectedScreen.count)) == expectedScreen, "the pane:\n\(after.joined(separator: "\n"))")
+        #expect(after.count == expectedScreen.count + 2, "the pane:\n\(after.joined(separator: "\n"))")
+        #expect(after.dropLast().last?.hasPrefix("You left demo after ") == true, "the pane:\n\(after.joined(separator: "\n"))")
+        #expect(try pane.modes().contains("alt=0"))
+    }
+}
