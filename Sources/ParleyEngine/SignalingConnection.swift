@@ -32,6 +32,8 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
     case unreachable(ServerAddress, underlying: String)
     /// Something answered but did not upgrade to a WebSocket.
     case notARelay(ServerAddress, status: String)
+    /// The connection closed before any answer: a full relay refuses new connections this way.
+    case closedBeforeAnswer(ServerAddress)
     /// The TLS handshake failed (a relay started with `--insecure` does not speak TLS).
     case tlsFailed(ServerAddress, underlying: String)
     /// The relay's certificate differs from the pinned one: refused, never retried.
@@ -43,6 +45,9 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
             "cannot reach the relay at \(address): \(underlying)"
         case .notARelay(let address, let status):
             "\(address) answered HTTP \(status) instead of a Parley relay WebSocket"
+        case .closedBeforeAnswer(let address):
+            "\(address) closed the connection without answering: the relay may be full (its log says so), or it is "
+                + "not a Parley relay; try again in a moment"
         case .tlsFailed(let address, let underlying):
             """
             TLS with the relay at \(address) failed (\(underlying)); a relay started with `parley serve --insecure` \
@@ -106,7 +111,7 @@ final class SignalingConnection: Sendable {
             return loop.makeFailedFuture(SignalingConnectError.unreachable(address, underlying: explain(error)))
         }.flatMap { channel in
             channel.closeFuture.whenComplete { _ in
-                upgraded.fail(SignalingConnectError.notARelay(address, status: "connection closed"))
+                upgraded.fail(SignalingConnectError.closedBeforeAnswer(address))
             }
             // Something that accepts the connection but never answers the upgrade (a frozen relay, a black hole
             // behind a proxy) must not leave the attempt hanging.

@@ -127,9 +127,30 @@ public final class Relay: Sendable {
             do {
                 serverChannel = try await ServerBootstrap(group: loop)
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .serverChannelInitializer { [logger = configuration.logger] channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandlers(
+                                AcceptBackoffHandler(shouldForwardIOErrorCaught: true) { _ in AcceptErrorLog.backoff },
+                                AcceptErrorLog(logger: logger))
+                        }
+                    }
                     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                     .childChannelInitializer { channel in
-                        Self.configureSignaling(channel, core: core, tls: tls)
+                        // Every TCP connection counts against the relay's budget from accept to close, and one that
+                        // has not become a WebSocket within the join timeout (a stalled TLS or HTTP handshake) is
+                        // closed: the signaling layer's own join timeout starts only after the upgrade.
+                        guard core.value.admitSocket() else { return channel.close() }
+                        let handshake = channel.eventLoop.scheduleTask(
+                            in: TimeAmount(core.value.state.limits.joinTimeout)
+                        ) {
+                            core.value.handshakeTimedOut()
+                            channel.close(promise: nil)
+                        }
+                        channel.closeFuture.whenComplete { _ in
+                            handshake.cancel()
+                            core.value.socketClosed()
+                        }
+                        return Self.configureSignaling(channel, core: core, tls: tls, handshake: handshake)
                     }
                     .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
             } catch {
@@ -186,14 +207,15 @@ public final class Relay: Sendable {
     }
 
     private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>,
-                                           tls: NIOSSLContext?) -> EventLoopFuture<Void>
+                                           tls: NIOSSLContext?, handshake: Scheduled<Void>) -> EventLoopFuture<Void>
     {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 2 * maxSignalingMessageBytes,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
             upgradePipelineHandler: { channel, _ in
-                channel.eventLoop.makeCompletedFuture {
+                handshake.cancel()
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
@@ -230,6 +252,9 @@ final class RelayCore {
     private var timers: [RepeatedTask] = []
     private var destinations: [SocketAddress] = []
     private var refusedBinds = LogThrottle<String>()
+    private var refusedFullLog = LogThrottle<String>(capacity: 1)
+    private var refusedFull = 0
+    private var openSockets = 0
     private var forwarded = 0
     private var retransmitted = 0
     private var nacksForwarded = 0
@@ -258,6 +283,8 @@ final class RelayCore {
     var counters: RelayCounters {
         var counters = state.counters
         counters.packetsForwarded = forwarded
+        counters.refusedFull = refusedFull
+        counters.limitsReached += refusedFull
         // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
         counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
         counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
@@ -291,6 +318,34 @@ final class RelayCore {
     func shutDown() {
         for timer in timers { timer.cancel() }
         perform(state.shutDown())
+    }
+
+    /// A TCP connection just accepted: true when it may go on to its handshake, false when the relay already holds
+    /// `limits.connections` (it is then closed unanswered, counted, and logged once a minute). Every admitted
+    /// connection is given back with ``socketClosed()``.
+    func admitSocket() -> Bool {
+        guard openSockets < state.limits.connections else {
+            refusedFull += 1
+            if let heldBack = refusedFullLog.admit("full", at: now) {
+                logger.error("""
+                    refusing new connections: the relay holds \(openSockets) connections, its limit \
+                    (--max-connections, or raise ulimit -n); calls in progress go on
+                    """, metadata: heldBack > 0 ? ["held_back": "\(heldBack)"] : [:])
+            }
+            return false
+        }
+        openSockets += 1
+        return true
+    }
+
+    /// A connection that did not finish its TLS/HTTP handshake within the join timeout is being closed.
+    func handshakeTimedOut() {
+        state.counters.joinTimeouts += 1
+    }
+
+    /// An admitted TCP connection closed.
+    func socketClosed() {
+        openSockets -= 1
     }
 
     func register(_ channel: any Channel) -> ConnectionID {
@@ -439,7 +494,7 @@ final class RelayCore {
             if let heldBack = refusedBinds.admit(source, at: now) {
                 logger.notice("bind refused", metadata: [
                     "member": "\(request.memberID)", "status": "\(status)", "source": "\(source)",
-                    "refused since the last line": "\(heldBack)",
+                    "held_back": "\(heldBack)",
                 ])
             }
         }

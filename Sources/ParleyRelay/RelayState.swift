@@ -50,6 +50,9 @@ public struct SignalingLimits: Sendable, Equatable {
     public var joinTimeout: Duration = .seconds(10)
     /// Open signaling connections one source address may hold (`--max-connections-per-address`).
     public var connectionsPerAddress = 16
+    /// TCP connections the relay holds in all, joined or not (`--max-connections`; `parley serve` lowers it to
+    /// what its file descriptors allow, see ``DescriptorBudget``). Past it a new connection is closed at once.
+    public var connections = 100_000
     /// Rooms the relay holds at once (`--max-rooms`).
     public var rooms = 1000
     /// Members one room may hold (`--max-members`).
@@ -103,6 +106,8 @@ public struct RelayCounters: Sendable, Equatable {
     /// Connections, joins and media refused because a limit (connections per address, rooms, members per room,
     /// a member's media rate) was reached.
     public var limitsReached = 0
+    /// Connections refused because the relay held its most connections (`--max-connections`).
+    public var refusedFull = 0
 
     /// All zero.
     public init() {}

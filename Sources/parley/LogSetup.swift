@@ -15,8 +15,11 @@ enum LogSetup {
 
     /// Sends every logger to standard error.
     static func toStandardError(level: Logger.Level) {
+        // The same plain lines as the log file (time, level, logger, message, fields), without swift-log's
+        // default `[Module]` source tag.
+        let standardError = FileLogHandler.SharedFile(handle: FileHandle.standardError, path: nil)
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = FileLogHandler(label: label, file: standardError)
             handler.logLevel = level
             return handler
         }
@@ -51,26 +54,27 @@ struct FileLogHandler: LogHandler {
     final class SharedFile: @unchecked Sendable {
         static let maximumBytes: UInt64 = 16 << 20
         private var handle: FileHandle
-        private let path: String
+        /// nil for a stream (standard error), which is never rotated.
+        private let path: String?
         private var bytes: UInt64
         private let lock = NSLock()
 
-        init(handle: FileHandle, path: String) {
+        init(handle: FileHandle, path: String?) {
             self.handle = handle
             self.path = path
-            bytes = handle.offsetInFile
+            bytes = path == nil ? 0 : handle.offsetInFile
         }
 
         func write(_ line: String) {
             let data = Data(line.utf8)
             lock.withLock {
-                if bytes + UInt64(data.count) > Self.maximumBytes { rotate() }
+                if let path, bytes + UInt64(data.count) > Self.maximumBytes { rotate(path) }
                 handle.write(data)
                 bytes += UInt64(data.count)
             }
         }
 
-        private func rotate() {
+        private func rotate(_ path: String) {
             try? handle.close()
             let files = FileManager.default
             try? files.removeItem(atPath: path + ".1")

@@ -46,6 +46,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections-per-address"), help: "Open signaling connections one IP address may hold.")
     var maxConnectionsPerAddress = 16
 
+    @Option(name: .customLong("max-connections"), help: "Open signaling connections in all (default: what the file descriptor limit allows, 64 kept for the relay).")
+    var maxConnections: Int?
+
     @Option(name: .customLong("max-rooms"), help: "Rooms the relay holds at once.")
     var maxRooms = 1000
 
@@ -78,6 +81,9 @@ struct Serve: AsyncParsableCommand {
         ] where !range.contains(value) {
             throw ValidationError("\(name) must be \(range.lowerBound)…\(range.upperBound), got \(value)")
         }
+        if let maxConnections, !(1...10_000_000).contains(maxConnections) {
+            throw ValidationError("--max-connections must be 1…10000000, got \(maxConnections)")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
         guard liveness >= 1, liveness <= 600 else {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
@@ -93,6 +99,14 @@ struct Serve: AsyncParsableCommand {
         var limits = SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000)))
         limits.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
         limits.connectionsPerAddress = maxConnectionsPerAddress
+        // Each connection is a file descriptor: the relay takes what the hard limit allows and stays below it.
+        let descriptors = DescriptorBudget.raiseSoftLimit()
+        let budget = descriptors.map { DescriptorBudget.connections(descriptors: $0) } ?? 100_000
+        limits.connections = min(maxConnections ?? budget, budget)
+        if let maxConnections, maxConnections > budget {
+            say("--max-connections \(maxConnections) is more than \(descriptors ?? 0) file descriptors allow "
+                + "(ulimit -n): holding at most \(budget)")
+        }
         limits.rooms = maxRooms
         limits.membersPerRoom = maxMembers
         limits.messageBytes = maxMessageBytes

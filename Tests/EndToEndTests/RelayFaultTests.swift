@@ -1,0 +1,95 @@
+import Foundation
+import ParleyProcesses
+import Testing
+
+/// Faults a relay meets in daily use, on the real `parley serve` process.
+@Suite(.serialized)
+struct RelayFaultTests {
+    /// The video packets `bot`'s statistics file says it received from its peers so far.
+    static func videoReceived(_ statsFile: String) -> Int {
+        guard let data = FileManager.default.contents(atPath: statsFile),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let peers = object["peers"] as? [[String: Any]] else { return 0 }
+        return peers.compactMap { $0["videoPackets"] as? Int }.reduce(0, +)
+    }
+
+    /// CPU seconds (user + system) a process has used, from /proc.
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    @Test("at its file descriptor budget the relay refuses new connections with one log line, never spins, keeps its call, recovers")
+    func outOfFileDescriptors() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = NSTemporaryDirectory() + "parley-fds-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // 40 descriptors: the relay keeps half for itself and holds at most 20 connections.
+        let relay = try BackgroundProcess("/bin/sh", [
+            "-c", "ulimit -n 40 && exec '\(parley)' serve --port 0 --insecure --max-connections-per-address 1000",
+        ])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
+            try BackgroundProcess(parley, ["bot", "fds", "--server", "127.0.0.1:\(port)", "--insecure", "--name", name,
+                                           "--no-decode"] + extra)
+        }
+        let alice = try bot("alice", ["--stats-file", folder + "/alice.json"])
+        defer { alice.stop() }
+        let bob = try bot("bob", [])
+        defer { bob.stop() }
+        var hearing = false
+        for _ in 0..<100 where !hearing {
+            usleep(100_000)
+            hearing = Self.videoReceived(folder + "/alice.json") > 20
+        }
+        #expect(hearing, "alice receives bob before the flood")
+
+        // 80 connections that never join: the relay keeps 18 (with the two members, its 20) and refuses the rest.
+        var flood: [Int32] = []
+        defer { for socket in flood { close(socket) } }
+        for _ in 0..<80 {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port)!).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            #expect(connected == 0, "connect: \(String(cString: strerror(errno)))")
+            flood.append(socket)
+        }
+        #expect(relay.waitForOutput(containing: "refusing new connections: the relay holds 20 connections, its limit",
+                                    seconds: 10), "\(relay.output)")
+        let refused = try bot("dave", ["--duration", "2"])
+        #expect(refused.waitForExit(seconds: 20) == 1, "a join while full fails:\n\(refused.output)")
+        #expect(refused.output.contains("closed the connection without answering: the relay may be full"), "\(refused.output)")
+
+        // The call goes on, and the relay waits instead of spinning on the listening socket.
+        let before = Self.videoReceived(folder + "/alice.json")
+        let cpuBefore = Self.cpuSeconds(relay.pid)
+        sleep(3)
+        let cpu = (Self.cpuSeconds(relay.pid) - cpuBefore) / 3
+        let after = Self.videoReceived(folder + "/alice.json")
+        #expect(after - before >= 30, "alice kept receiving bob's video: \(after - before) packets in 3 s")
+        #expect(cpu < 0.5, "the relay used \(Int(cpu * 100)) % of a core while full")
+        let lines = relay.output.components(separatedBy: "\n").filter { $0.contains("refusing new connections") }
+        #expect(lines.count == 1, "one log line a minute, not one per attempt:\n\(lines.joined(separator: "\n"))")
+        #expect(!relay.output.contains("[ParleyRelay]"), "plain log lines:\n\(relay.output)")
+
+        // Descriptors free again: a new member gets in.
+        for socket in flood { close(socket) }
+        flood = []
+        let carol = try bot("carol", ["--duration", "2"])
+        #expect(carol.waitForExit(seconds: 20) == 0, "carol joins once descriptors are free:\n\(carol.output)")
+    }
+}
