@@ -2,14 +2,12 @@ import Logging
 import NIOCore
 
 /// Sits on the listening socket: when accepting a connection fails (most often the process is out of file
-/// descriptors), says so in the log, one line a minute per kind of failure with how many were held back, while
-/// `AcceptBackoffHandler` waits before trying again instead of spinning on a socket that stays readable. The
-/// connections already open go on; the new ones wait in the kernel's backlog until a descriptor frees up.
+/// descriptors), says so in the log, one line a minute per kind of failure with how many were held back. SwiftNIO
+/// (2.101) retries such an accept at once for as long as the connection waits in the backlog, a busy loop, which is
+/// why the relay keeps its connections within ``DescriptorBudget`` and should never get here; if something else
+/// took the descriptors, this line is how an operator finds out.
 final class AcceptErrorLog: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = any Channel
-
-    /// How long accepting pauses after a failure.
-    static let backoff = TimeAmount.milliseconds(200)
 
     private let logger: Logger
     private var throttle = LogThrottle<Int32>(window: .seconds(60), capacity: 16)

@@ -129,9 +129,7 @@ public final class Relay: Sendable {
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .serverChannelInitializer { [logger = configuration.logger] channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandlers(
-                                AcceptBackoffHandler(shouldForwardIOErrorCaught: true) { _ in AcceptErrorLog.backoff },
-                                AcceptErrorLog(logger: logger))
+                            try channel.pipeline.syncOperations.addHandler(AcceptErrorLog(logger: logger))
                         }
                     }
                     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
