@@ -79,10 +79,8 @@ final class VideoSender {
     private(set) var bytesSent = 0
     private(set) var framesCaptured = 0
 
-    /// libvpx speed for call video: the fastest fixed speed. Every receiver shows the picture in character cells,
-    /// at most about 200x120 pixels; scaled that far, speed -16 is within 2.5 dB of -6 (47 vs 49.7 dB PSNR at
-    /// 640x480, 1000 kbit/s, 4x smaller) and costs half the encoding time (docs/benchmarks.md, "Call").
-    static let encoderSpeed = -16
+    /// libvpx speed for call video: ``VP8EncoderConfig/callSpeed``.
+    static let encoderSpeed = VP8EncoderConfig.callSpeed
 
     init(sources: [Source], profile: VideoProfile, ssrc: UInt32,
          random: inout some RandomNumberGenerator) throws {
