@@ -86,3 +86,30 @@ struct TerminalRestoreTests {
         #expect(try pane.modes().contains("alt=0"))
     }
 }
+
+/// The log file of the terminal commands is capped: past 16 MiB it moves to NAME.1 and a new one starts.
+@Suite struct LogFileCapTests {
+    @Test("a full log file is rotated to .1 (replacing the old one) and logging goes on in a fresh file")
+    func rotation() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = NSTemporaryDirectory() + "parley-logcap-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let log = folder + "/parley.log"
+        let full = Data(repeating: UInt8(ascii: "x"), count: 16 << 20)
+        try full.write(to: URL(fileURLWithPath: log))
+        try Data("an older rotation\n".utf8).write(to: URL(fileURLWithPath: log + ".1"))
+        let pane = try TmuxPane(command: "sh -c 'HOME=\(folder) \(parley) demo --bots 0 --log \(log); sleep 60'",
+                                columns: 100, rows: 30)
+        let call = try pane.waitFor(seconds: 20) { $0.contains { $0.contains("Leave") } }
+        #expect(call.contains { $0.contains("Leave") }, "\(call.joined(separator: "\n"))")
+        try pane.send(["q"])
+        try pane.send(["y"])
+        _ = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("You left") } }
+        let rotated = try FileManager.default.attributesOfItem(atPath: log + ".1")[.size] as? Int
+        #expect(rotated == 16 << 20, "the full file became parley.log.1")
+        let fresh = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(!fresh.isEmpty && fresh.utf8.count < 1 << 20, "a fresh log: \(fresh.utf8.count) bytes")
+        #expect(fresh.contains("parley."), "it holds the call's lines:\n\(fresh.prefix(500))")
+    }
+}

@@ -475,6 +475,58 @@ struct ResilienceTests {
         #expect(outcomes.allSatisfy { $0 == "exit 0" }, "\(outcomes)")
     }
 
+    /// `parley serve` on a fixed port (tried until one is free), with its certificate in `state`.
+    func serveOnFixedPort(_ port: Int? = nil, state: String) async throws -> (ParleyProcess, Int) {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10 {
+            let candidate = port ?? Int.random(in: 32_000..<40_000, using: &generator)
+            let server = try ParleyProcess(["serve", "--port", "\(candidate)", "--log-level", "error", "--state-dir", state])
+            if (try? await server.line { $0.hasPrefix("parley relay listening on ") ? true : nil }) == true {
+                return (server, candidate)
+            }
+            server.send(SIGKILL)
+            _ = try? await server.exit()
+        }
+        throw CancellationError()
+    }
+
+    @Test func aRelayKilledMidCallIsRejoinedWithinFiveSecondsOfComingBack() async throws {
+        // SIGKILL: no goodbye, no closed sockets announced by the relay; the kernel resets the connections.
+        let state = stateDirectory()
+        let (first, port) = try await serveOnFixedPort(state: state)
+        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        for name in ["alice", "bob"] {
+            var settings = servedConfiguration(name, port: port)
+            settings.lostAfter = .milliseconds(1500)
+            settings.reconnectInterval = .milliseconds(250)
+            let (engine, log, task) = try startEngine(settings)
+            engines.append(engine)
+            logs.append(log)
+            tasks.append(task)
+        }
+        #expect(await allDecode(engines, peers: 1, frames: 5))
+
+        first.send(SIGKILL)
+        #expect(try await first.exit().signal == SIGKILL)
+        let interrupted = await eventually(within: .seconds(4)) {
+            logs.allSatisfy { $0.all.contains(.alert(.interrupted)) }
+        }
+        #expect(interrupted)
+        // The same relay comes back (same port, same certificate) a moment later.
+        try await Task.sleep(for: .seconds(1))
+        let (second, _) = try await serveOnFixedPort(port, state: state)
+        let back = await eventually(within: .seconds(5)) {
+            logs.allSatisfy { $0.all.contains(.alert(.reconnected)) }
+        }
+        #expect(back, "both rejoin within 5 s of the relay coming back")
+        #expect(await allDecode(engines, peers: 1, frames: 5, within: .seconds(8)))
+
+        for engine in engines { await engine.leave() }
+        for task in tasks { task.cancel() }
+        second.send(SIGTERM)
+        #expect(try await second.exit().status == 0)
+    }
+
     @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
         // A stopped process keeps its sockets open: nothing closes, the engines must notice the silence themselves.
         let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error",
