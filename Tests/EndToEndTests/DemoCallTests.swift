@@ -87,17 +87,20 @@ struct DemoCallTests {
         var lines = try screen(pane, until: { has("4 people · connected")($0) && lacks("waiting for video")($0) },
                                "four people with video")
         try Golden.check(lines, named: "demo_\(tag)_start")
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_start")
 
         try pane.send(["m"])
         lines = try screen(pane, until: has("Mic off"), "the microphone muted")
         try pane.send(["v"])
         lines = try screen(pane, until: has("camera off"), "the camera off")
         try Golden.check(lines, named: "demo_\(tag)_muted")
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_muted")
 
         try pane.send(["2"])
         try pane.send(["2"])
         lines = try screen(pane, until: has("Esc grid"), "ana fullscreen")
         try Golden.check(lines, named: "demo_\(tag)_fullscreen")
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_fullscreen")
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Esc grid"), "the grid again")
 
@@ -108,16 +111,20 @@ struct DemoCallTests {
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Enter sends"), "the chat input closed")
         try Golden.check(lines, named: "demo_\(tag)_chat")
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_chat")
 
         try pane.send(["h"])
         lines = try screen(pane, until: lacks("Leave"), "controls and chat hidden")
         try Golden.check(lines, named: "demo_\(tag)_hidden")
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_hidden")
         try pane.send(["h"])
         lines = try screen(pane, until: has("Leave"), "controls back")
 
         try pane.send(["?"])
         lines = try screen(pane, until: has("Keys"), "the help overlay")
         try Golden.check(lines, named: "demo_\(tag)_help")
+        // The help box may cover every picture on a small terminal.
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", picturesExpected: false)
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Keys"), "help closed")
 
