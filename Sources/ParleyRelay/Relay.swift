@@ -290,6 +290,7 @@ final class RelayCore {
         counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
         counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
         counters.retainedStreams = retransmissions.streamCount
+        counters.retainedPackets = retransmissions.storedPackets
         counters.limitsReached += media.dropped[.overRate] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
@@ -297,9 +298,14 @@ final class RelayCore {
         return counters
     }
 
-    /// Liveness every 250 ms; held-back keyframe requests every 50 ms. Cancelled by `shutDown`.
+    /// Liveness every 250 ms; held-back keyframe requests every 50 ms; packets past the retransmission window
+    /// released every second. Cancelled by `shutDown`.
     func startTimers() {
         let core = NIOLoopBound(self, eventLoop: loop)
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let core = core.value
+            core.retransmissions.dropExpired(at: core.now)
+        })
         timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
             let core = core.value
             core.perform(core.state.tick(now: core.now))

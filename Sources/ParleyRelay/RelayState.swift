@@ -101,6 +101,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var unallottedSSRC = 0
     /// Streams held in the retransmission buffer now (none outlives its member).
     public var retainedStreams = 0
+    /// Packets held for retransmission now (at most about the window plus a second of each stream).
+    public var retainedPackets = 0
     /// Connections closed for not joining within the join timeout.
     public var joinTimeouts = 0
     /// Connections, joins and media refused because a limit (connections per address, rooms, members per room,

@@ -66,6 +66,28 @@ public struct RetransmissionBuffer<Packet: Sendable>: Sendable {
         nack.lostSequenceNumbers.compactMap { packet(ssrc: nack.mediaSSRC, sequenceNumber: $0, at: now) }
     }
 
+    /// Releases every packet stored longer than `retention` ago (the slots stay, empty). Without this a stream's
+    /// ring keeps its last `capacityPerStream` packets however old: about 34 s of a 30-packet-a-second video
+    /// stream, 1.2 MB, where half a second is all a NACK can use. The relay calls it once a second.
+    @inlinable
+    public mutating func dropExpired(at now: Duration) {
+        // Through `values` by index: mutating in place, without copying the dictionary or its rings.
+        var index = streams.values.startIndex
+        while index != streams.values.endIndex {
+            defer { index = streams.values.index(after: index) }
+            streams.values[index].withUnsafeMutableBufferPointer { slots in
+                for index in slots.indices where slots[index].packet != nil && now - slots[index].storedAt > retention {
+                    slots[index].packet = nil
+                }
+            }
+        }
+    }
+
+    /// Packets stored and not yet released, over all streams.
+    public var storedPackets: Int {
+        streams.values.reduce(0) { total, slots in total + slots.reduce(0) { $0 + ($1.packet == nil ? 0 : 1) } }
+    }
+
     /// Forgets a stream (its member left).
     @inlinable
     public mutating func removeStream(ssrc: UInt32) {

@@ -683,6 +683,15 @@ struct ResilienceTests {
             let stored = try await eventually { try await relay.counters().retainedStreams == 2 }
             let counters = try await relay.counters()
             #expect(stored, "the two video layers are kept, the reserved SSRC is not: \(counters)")
+            if cycle == 0 {
+                // Past the retransmission window (500 ms) and the next sweep (every second), the packets go too.
+                #expect(counters.retainedPackets > 0)
+                let released = try await eventually(within: .seconds(3)) {
+                    try await relay.counters().retainedPackets == 0
+                }
+                let left = try await relay.counters().retainedPackets
+                #expect(released, "packets older than the window are released: \(left) left")
+            }
             member.send(.leave)
             let freed = try await eventually { try await relay.counters().retainedStreams == 0 }
             #expect(freed, "cycle \(cycle)")

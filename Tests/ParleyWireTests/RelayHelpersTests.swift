@@ -2,6 +2,20 @@ import ParleyWire
 import Testing
 
 struct RetransmissionBufferTests {
+    @Test func expiredPacketsAreReleasedAndNewOnesKept() {
+        var buffer = RetransmissionBuffer<[UInt8]>(retention: .milliseconds(500))
+        for sequence in UInt16(0)..<100 {
+            buffer.store([UInt8(sequence & 0xFF)], ssrc: 7, sequenceNumber: sequence, at: .milliseconds(Int64(sequence) * 10))
+        }
+        #expect(buffer.storedPackets == 100)
+        // At 1.2 s, packets stored before 0.7 s are past the window: 0…69 go, 70…99 stay.
+        buffer.dropExpired(at: .milliseconds(1200))
+        #expect(buffer.storedPackets == 30)
+        #expect(buffer.packet(ssrc: 7, sequenceNumber: 69, at: .milliseconds(1200)) == nil)
+        #expect(buffer.packet(ssrc: 7, sequenceNumber: 70, at: .milliseconds(1200)) == [70])
+        #expect(buffer.streamCount == 1, "the stream stays until its member leaves")
+    }
+
     @Test func answersNACKsFromStoredPackets() {
         var buffer = RetransmissionBuffer<[UInt8]>(retention: .milliseconds(300))
         for sequence: UInt16 in 10...20 {
