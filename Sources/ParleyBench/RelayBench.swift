@@ -743,6 +743,7 @@ final class LoadGenerator: @unchecked Sendable {
     private let counters: LoadCounters
     private let duration: Duration
     private let finished = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(true)
 
     static let videoSize = 1212
     static let audioSize = 100
@@ -764,6 +765,9 @@ final class LoadGenerator: @unchecked Sendable {
         thread.start()
         return finished
     }
+
+    /// Ends the sending before the duration is over; `wait()` on `start`'s result returns soon after.
+    func stop() { running.store(false, ordering: .relaxed) }
 
     private struct Stream {
         var batch: DatagramBatch
@@ -792,7 +796,7 @@ final class LoadGenerator: @unchecked Sendable {
         let start = clock.now
         while true {
             let elapsed = clock.now - start
-            if elapsed >= duration { break }
+            if elapsed >= duration || !running.load(ordering: .relaxed) { break }
             let due = Int(rate * seconds(elapsed))
             for (slot, member) in members.enumerated() {
                 // Never burst more than 20 ms of packets after a stall: those are simply not sent (counted by the
@@ -847,6 +851,12 @@ final class LoadGenerator: @unchecked Sendable {
                 stream.batch.vectors[slot].iov_len = audio.count
             }
         }
+        // The send time in the last 8 bytes (opaque VP8/Opus data to the relay), for receivers measuring delay.
+        let now = monotonicNanoseconds()
+        for slot in 0..<count {
+            let base = stream.batch.storage + slot * stream.batch.size
+            base.storeBytes(of: now, toByteOffset: stream.batch.vectors[slot].iov_len - 8, as: UInt64.self)
+        }
         stream.index += count
     }
 
@@ -871,9 +881,13 @@ final class LoadReceiver: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(sockets: [Int32], counters: LoadCounters) {
+    private let delays: DelayHistogram?
+
+    /// A receiver; with `delays`, each packet's forwarding delay (its send time, in its last 8 bytes) is recorded.
+    init(sockets: [Int32], counters: LoadCounters, delays: DelayHistogram? = nil) {
         self.sockets = sockets
         self.counters = counters
+        self.delays = delays
     }
 
     /// Starts the thread; `wait()` on the result after `stop()`.
@@ -901,6 +915,8 @@ final class LoadReceiver: @unchecked Sendable {
                     guard count > 0 else { break }
                     var packets = 0
                     var bytes = 0
+                    let now = delays == nil ? 0 : monotonicNanoseconds()
+                    var delayBuckets: [Int] = []
                     for slot in 0..<count {
                         let length = Int(batch.headers[slot].msg_len)
                         let second = batch.storage.load(fromByteOffset: slot * batch.size + 1, as: UInt8.self)
@@ -908,8 +924,14 @@ final class LoadReceiver: @unchecked Sendable {
                         if length >= 12, !(192...223).contains(second) {
                             packets += 1
                             bytes += length
+                            if delays != nil, length >= 20 {
+                                let sent = batch.storage.loadUnaligned(
+                                    fromByteOffset: slot * batch.size + length - 8, as: UInt64.self)
+                                if sent <= now { delayBuckets.append(DelayHistogram.bucket(nanoseconds: now - sent)) }
+                            }
                         }
                     }
+                    if let delays, !delayBuckets.isEmpty { delays.add(delayBuckets) }
                     counters.received.add(packets, ordering: .relaxed)
                     counters.receivedBytes.add(bytes, ordering: .relaxed)
                     if count < batch.count { break }

@@ -104,9 +104,10 @@ public final class Relay: Sendable {
                 udpChannel = try await DatagramBootstrap(group: loop)
                     .channelOption(.socketOption(.so_reuseaddr), value: 1)
                     .channelOption(.datagramVectorReadMessageCount, value: 64)
-                    // A larger receive queue (2 MB asked; Linux caps it at net.core.rmem_max and doubles it) rides out
-                    // a few milliseconds without CPU instead of dropping: the default 208 KB holds ~90 video packets.
-                    .channelOption(.socketOption(.so_rcvbuf), value: 2 << 20)
+                    // A larger receive queue (4 MB asked; Linux caps it at net.core.rmem_max and doubles it) rides out
+                    // a busy moment of the event loop instead of dropping: the default 208 KB holds ~90 video
+                    // packets, a few milliseconds under a flood of garbage (`parley bench load`, hostile).
+                    .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                     .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
                     .bind(host: configuration.host, port: configuration.port).get()
             } catch {

@@ -302,7 +302,9 @@ public struct RelayState: Sendable {
             .sorted { $0.info.id < $1.info.id }
         var actions: [RelayAction] = []
         let idle = connections.filter { !$0.value.everJoined && now - $0.value.openedAt > limits.joinTimeout }
-        for connection in idle.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+        // At most `joinTimeoutClosesPerTick` a tick, oldest first: thousands of idle connections opened together
+        // (a flood) would otherwise all be closed in one turn of the event loop and stall the media behind it.
+        for connection in idle.keys.sorted(by: { $0.rawValue < $1.rawValue }).prefix(Self.joinTimeoutClosesPerTick) {
             counters.joinTimeouts += 1
             _ = dropConnection(connection)
             let seconds = Int(limits.joinTimeout.components.seconds)
@@ -321,6 +323,9 @@ public struct RelayState: Sendable {
         }
         return actions
     }
+
+    /// Connections closed for the join timeout in one tick (4 ticks a second).
+    public static let joinTimeoutClosesPerTick = 250
 
     /// Drops every member (relay shutting down) and says so to each.
     public mutating func shutDown() -> [RelayAction] {

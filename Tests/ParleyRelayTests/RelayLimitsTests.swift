@@ -40,6 +40,24 @@ struct RelayLimitsTests {
         #expect(relay.state.tick(now: .seconds(11)).isEmpty, "closed once")
     }
 
+    @Test func aFloodOfIdleConnectionsIsClosedAFewHundredATickOldestFirst() {
+        var limits = SignalingLimits()
+        limits.connectionsPerAddress = 10_000
+        var relay = Harness(limits: limits)
+        let idle = (1...600).map { relay.connect(UInt64($0)) }
+        relay.now = .seconds(11)
+        func closed(_ actions: [RelayAction]) -> [ConnectionID] {
+            actions.compactMap { if case .close(let connection) = $0 { connection } else { nil } }
+        }
+        let first = closed(relay.state.tick(now: relay.now))
+        #expect(first == Array(idle.prefix(RelayState.joinTimeoutClosesPerTick)))
+        let second = closed(relay.state.tick(now: relay.now + .milliseconds(250)))
+        #expect(second == Array(idle.dropFirst(250).prefix(250)))
+        let third = closed(relay.state.tick(now: relay.now + .milliseconds(500)))
+        #expect(third.count == 100)
+        #expect(relay.state.counters.joinTimeouts == 600)
+    }
+
     @Test func connectionsPerAddressAreCapped() {
         var limits = SignalingLimits()
         limits.connectionsPerAddress = 2
