@@ -99,7 +99,7 @@ let package = Package(
             name: "ParleyBench",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
-                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity",
+                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices",
             ]
         ),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,

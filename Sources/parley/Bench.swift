@@ -38,6 +38,7 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .echo || suite == .all {
             for table in try EchoBench.run(log: log) { print(table.markdown + "\n") }
+            print(try await CallEchoBench.run(log: log).markdown + "\n")
         }
         if suite == .encryption || suite == .all {
             do {
