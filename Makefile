@@ -16,7 +16,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark 
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build run test bench bench-call install clean
+.PHONY: deps bench-deps build run test bench bench-call install clean fuzz fuzz-seeds
 
 define apt_install
 	@missing=""; \
@@ -70,6 +70,37 @@ bench-call: bench-deps build
 	$(BIN) bench call
 
 # The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
+# libFuzzer on the parsers: one instrumented binary (address sanitizer) from the parsers' sources, each target run
+# FUZZ_SECONDS with its seed corpus; the working corpus and any crash stay in .build-fuzz. A crash fails the run:
+# fix it and copy the input to Tests/Fuzz/Crashes/TARGET/, which `make test` replays from then on.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav
+FUZZ_SOURCES := $(wildcard Sources/ParleyWire/*.swift) \
+                $(addprefix Sources/ParleyMedia/,WAV.swift Y4M.swift AudioFrame.swift VideoFrame.swift MediaFile.swift MediaFileError.swift MediaSource.swift)
+FUZZ_SWIFTC  := swiftc -swift-version 6 -parse-as-library
+fuzz: deps
+	mkdir -p .build-fuzz
+	$(FUZZ_SWIFTC) -sanitize=fuzzer,address -O -module-name ParleyFuzz $(FUZZ_SOURCES) \
+		Sources/ParleyFuzzTargets/FuzzTargets.swift Tests/Fuzz/FuzzEntry.swift -o .build-fuzz/parley-fuzz 2>&1 \
+		| grep -v "Cannot export local symbol" || true
+	@printf '| Target | Executions | Executions/s | Seconds |\n|---|---|---|---|\n' > .build-fuzz/table.md
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p .build-fuzz/corpus/$$t; \
+		PARLEY_FUZZ_TARGET=$$t .build-fuzz/parley-fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=.build-fuzz/crash-$$t- .build-fuzz/corpus/$$t Tests/Fuzz/Corpus/$$t \
+			> .build-fuzz/$$t.log 2>&1 || { tail -40 .build-fuzz/$$t.log; echo "fuzz target $$t failed: see .build-fuzz/$$t.log"; exit 1; }; \
+		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' .build-fuzz/$$t.log); \
+		rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' .build-fuzz/$$t.log); \
+		echo "| $$t | $$runs | $$rate | $(FUZZ_SECONDS) |" | tee -a .build-fuzz/table.md; \
+	done
+	@cat .build-fuzz/table.md
+
+# Rewrites Tests/Fuzz/Corpus from Parley's own serializers (Tests/Fuzz/Seeds.swift).
+fuzz-seeds:
+	mkdir -p .build-fuzz
+	$(FUZZ_SWIFTC) -module-name ParleySeeds $(FUZZ_SOURCES) Tests/Fuzz/Seeds.swift -o .build-fuzz/seeds
+	.build-fuzz/seeds Tests/Fuzz/Corpus
+
 install: build
 	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/parley
 	mkdir -p $(DESTDIR)$(PREFIX)/share/parley

@@ -124,6 +124,9 @@ let package = Package(
 
         // Running real programs for tests and benchmarks: spawning, background processes, tmux panes.
         .target(name: "ParleyProcesses"),
+        // What `make fuzz` drives through the parsers; `make test` replays the corpus through the same functions.
+        .target(name: "ParleyFuzzTargets", dependencies: ["ParleyWire", "ParleyMedia"]),
+        .testTarget(name: "ParleyFuzzTests", dependencies: ["ParleyFuzzTargets"]),
 
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
         .testTarget(

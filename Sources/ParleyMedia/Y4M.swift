@@ -105,6 +105,11 @@ public struct Y4MHeader: Sendable, Equatable {
         guard numerator > 0, denominator > 0 else {
             throw MediaFileError.y4m("frame rate \(text) must have a positive numerator and denominator")
         }
+        // Bounded before any arithmetic: a denominator near Int.max overflowed `denominator * 1000` (found by
+        // `make fuzz`, Tests/Fuzz/Crashes/y4m).
+        guard numerator <= 1_000_000, denominator <= 1_000_000 else {
+            throw MediaFileError.y4m("frame rate \(text) has a number above 1000000")
+        }
         guard numerator <= denominator * 1000 else { throw MediaFileError.y4m("frame rate \(text) is above 1000/s") }
         return (numerator, denominator)
     }

@@ -48,6 +48,9 @@ import Testing
             name: "frame rate over zero", bytes: bytes("YUV4MPEG2 W4 H2 F30:0\n"),
             message: "frame rate 30:0 must have a positive numerator and denominator"),
         BadFile(
+            name: "frame rate with a huge denominator", bytes: bytes("YUV4MPEG2 W4 H2 F30:1000000000000000001\n"),
+            message: "frame rate 30:1000000000000000001 has a number above 1000000"),
+        BadFile(
             name: "4:4:4 chroma", bytes: bytes("YUV4MPEG2 W4 H2 C444\n"),
             message:
                 "colour space C444 is not supported; Parley reads 8-bit 4:2:0 (C420, C420jpeg, C420paldv, C420mpeg2)"),

@@ -1,0 +1,121 @@
+// The inputs libFuzzer drives through Parley's parsers (`make fuzz`), and that `make test` replays from the
+// committed corpus and crash folders (Tests/Fuzz). Compiled twice: as this library for the tests, and together with
+// the parsers' own sources into one instrumented module for the fuzzer, hence the conditional imports.
+#if canImport(ParleyWire)
+import ParleyWire
+#endif
+#if canImport(ParleyMedia)
+import ParleyMedia
+#endif
+
+/// One fuzz target: a name (its corpus folder) and what it does with one input.
+public struct FuzzTarget: Sendable {
+    /// The folder name under Tests/Fuzz/Corpus and Tests/Fuzz/Crashes.
+    public let name: String
+    /// Runs one input; a crash, a trap or a sanitizer report is a finding.
+    public let run: @Sendable ([UInt8]) -> Void
+
+    /// Every target.
+    public static let all: [FuzzTarget] = [
+        FuzzTarget(name: "rtp", run: rtp), FuzzTarget(name: "rtcp", run: rtcp), FuzzTarget(name: "vp8", run: vp8),
+        FuzzTarget(name: "opus", run: opus), FuzzTarget(name: "signaling", run: signaling),
+        FuzzTarget(name: "bind", run: bind), FuzzTarget(name: "jitter", run: jitter),
+        FuzzTarget(name: "y4m", run: y4m), FuzzTarget(name: "wav", run: wav),
+    ]
+
+    /// The target called `name`, if any.
+    public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
+
+    /// RTP: the packet and header-view parsers agree, and a parsed packet survives serialize → parse unchanged.
+    @Sendable static func rtp(_ bytes: [UInt8]) {
+        let packet = try? RTPPacket(parsing: bytes)
+        let view = bytes.withUnsafeBytes { try? RTPHeaderView(parsing: $0) }
+        precondition((packet == nil) == (view == nil), "RTPPacket and RTPHeaderView disagree on \(bytes)")
+        if let packet {
+            precondition((try? RTPPacket(parsing: packet.serialized())) == packet, "RTP round trip changed \(bytes)")
+        }
+    }
+
+    /// RTCP compound packets, from an array and from raw memory alike.
+    @Sendable static func rtcp(_ bytes: [UInt8]) {
+        let fromArray = try? RTCPPacket.parseCompound(bytes)
+        let fromMemory = bytes.withUnsafeBytes { try? RTCPPacket.parseCompound($0) }
+        precondition((fromArray == nil) == (fromMemory == nil), "RTCP parsers disagree on \(bytes)")
+    }
+
+    /// The VP8 payload descriptor, the keyframe size guard and the payload header.
+    @Sendable static func vp8(_ bytes: [UInt8]) {
+        if let (descriptor, offset) = try? VP8PayloadDescriptor.parse(bytes) {
+            precondition(offset <= bytes.count, "descriptor length \(offset) past the end of \(bytes.count)")
+            var out: [UInt8] = []
+            descriptor.serialize(into: &out)
+            _ = try? VP8PayloadHeader(parsing: Array(bytes[offset...]))
+        }
+        if let size = bytes.withUnsafeBytes({ VP8PayloadDescriptor.keyframeSize($0) }) {
+            precondition(size.width >= 0 && size.height >= 0 && size.width < 1 << 14 && size.height < 1 << 14)
+        }
+    }
+
+    /// Opus TOC and frame count.
+    @Sendable static func opus(_ bytes: [UInt8]) {
+        if let info = try? OpusPacketInfo(parsing: bytes) {
+            precondition(info.frameCount >= 1 && info.frameCount <= 48, "frame count \(info.frameCount)")
+        }
+    }
+
+    /// Signaling JSON, as the relay reads a client's message and a client reads the relay's.
+    @Sendable static func signaling(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        _ = try? ClientMessage.decode(text)
+        _ = try? ServerMessage.decode(text)
+    }
+
+    /// Media bind requests and acknowledgements.
+    @Sendable static func bind(_ bytes: [UInt8]) {
+        _ = Bind.isBindPacket(bytes)
+        _ = try? BindRequest(parsing: bytes)
+        _ = try? BindAcknowledgement(parsing: bytes)
+    }
+
+    /// The jitter buffers fed a packet sequence: records of [step, length high, length low, bytes…]; an even step
+    /// inserts the bytes as an RTP packet into both buffers, an odd one moves the clock by step milliseconds and
+    /// takes what is due. The buffers' own bounds are checked by their preconditions; this checks they stay bounded.
+    @Sendable static func jitter(_ bytes: [UInt8]) {
+        var audio = AudioJitterBuffer()
+        var video = VideoJitterBuffer()
+        var now = Duration.zero
+        var index = 0
+        var steps = 0
+        while index + 3 <= bytes.count, steps < 4096 {
+            steps += 1
+            let step = bytes[index]
+            let length = min(Int(bytes[index + 1]) << 8 | Int(bytes[index + 2]), bytes.count - index - 3)
+            let body = Array(bytes[(index + 3)..<(index + 3 + length)])
+            index += 3 + length
+            if step & 1 == 0 {
+                guard let packet = try? RTPPacket(parsing: body) else { continue }
+                _ = audio.insert(packet, at: now)
+                _ = video.insert(packet, at: now)
+            } else {
+                now += .milliseconds(Int(step))
+                _ = audio.nextSlot(at: now)
+                let output = video.poll(at: now)
+                precondition(output.frames.count <= 4096 && output.nacks.count <= 4096, "unbounded output")
+            }
+        }
+    }
+
+    /// The Y4M stream header.
+    @Sendable static func y4m(_ bytes: [UInt8]) {
+        if let header = try? Y4MHeader.parse(bytes) {
+            precondition(header.width > 0 && header.height > 0, "accepted \(header.width)x\(header.height)")
+        }
+    }
+
+    /// WAV files.
+    @Sendable static func wav(_ bytes: [UInt8]) {
+        if let audio = try? WAVAudio.parse(bytes) {
+            precondition(audio.channels >= 1 && audio.samples.count % audio.channels == 0, "bad WAV accepted")
+        }
+    }
+}

@@ -1,0 +1,65 @@
+// Writes the seed corpus (Tests/Fuzz/Corpus/TARGET/seed-N) from Parley's own serializers: `make fuzz-seeds`.
+// Compiled with the parsers' sources into one program; not part of the package.
+import Foundation
+
+@main
+struct Seeds {
+    static func main() throws {
+        let root = CommandLine.arguments.dropFirst().first ?? "Tests/Fuzz/Corpus"
+        let ssrc: UInt32 = 0x1234_5678
+        let members = MemberSSRCs(block: 0x1000)
+        let rtp = [
+            RTPPacket(header: RTPHeader(marker: true, payloadType: MediaPayloadType.opus, sequenceNumber: 1,
+                                        timestamp: 960, ssrc: ssrc), payload: [0x78, 1, 2, 3]).serialized(),
+            RTPPacket(header: RTPHeader(marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: 65535,
+                                        timestamp: 3000, ssrc: ssrc),
+                      payload: [0x90, 0x80, 0x80, 0x01, 0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x40, 0x01, 0xf0, 0x00])
+                .serialized(),
+        ]
+        let bind = BindRequest(ssrc: members.audio, memberID: 7, token: BindToken(bytes: Array(0..<16))!).serialized()
+        let ack = BindAcknowledgement(ssrc: members.audio, memberID: 7, status: .bound).serialized()
+        let rtcp: [[UInt8]] = [
+            RTCPPacket.receiverReport(ReceiverReport(ssrc: ssrc, reports: [ReportBlock(
+                ssrc: 9, fractionLost: 3, cumulativeLost: 12, extendedHighestSequenceNumber: 70_000, jitter: 40)]))
+                .serialized(),
+            RTCPPacket.nack(GenericNACK(senderSSRC: ssrc, mediaSSRC: 9, lost: [1, 2, 3, 40])).serialized()
+                + RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: 9)).serialized(),
+            RTCPPacket.sourceDescription(SourceDescription(ssrc: ssrc, cname: "alice@parley")).serialized()
+                + RTCPPacket.goodbye(Goodbye(ssrcs: [ssrc], reason: "left")).serialized(),
+            bind,
+        ]
+        let client: [ClientMessage] = [
+            .join(JoinRequest(room: "standup", name: "alice")), .mute(MuteChange(audio: true, video: false)),
+            .chat(ChatSend(text: "hello ✓", ref: "r1")), .ping(KeepAlive(token: 42)), .allow(MemberRef(id: 3)),
+            .leave,
+        ]
+        let server: [ServerMessage] = [
+            .joined(JoinedRoom(room: "standup", you: MemberInfo(id: 1, name: "alice", role: .broadcaster,
+                                                                audioMuted: false, videoMuted: false, ssrcs: members),
+                               members: [], media: MediaGrant(udpPort: 7878, credential: String(repeating: "ab", count: 16),
+                                                              ssrcs: members), livenessTimeout: 10)),
+            .memberLeft(MemberLeft(id: 2, reason: .quit)), .mute(MemberMute(id: 2, audio: true, video: true)),
+            .error(SignalingError(.limitReached, "room standup is full")), .pong(KeepAlive(token: 42)),
+        ]
+        var jitter: [UInt8] = []
+        for (index, packet) in (rtp + rtp).enumerated() {
+            jitter += [UInt8(index * 2), UInt8(packet.count >> 8), UInt8(packet.count & 0xFF)] + packet
+            jitter += [21, 0, 0]
+        }
+        let y4m = Array("YUV4MPEG2 W4 H2 F30:1 Ip A1:1 C420jpeg\nFRAME\n".utf8) + [UInt8](repeating: 128, count: 12)
+        let wav = WAVAudio(sampleRate: 48_000, channels: 1, samples: [0, 1000, -1000, 32767, -32768]).encoded()
+        let seeds: [String: [[UInt8]]] = [
+            "rtp": rtp, "rtcp": rtcp, "vp8": [Array(rtp[1][12...]), [0x80, 0x00, 0x31, 0x00, 0x00]],
+            "opus": [[0x78], [0xfc, 0xff, 0xfe], [0x03, 0x05, 0x01, 0x02]],
+            "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) },
+            "bind": [bind, ack], "jitter": [jitter], "y4m": [y4m], "wav": [wav],
+        ]
+        for (target, inputs) in seeds {
+            let folder = root + "/" + target
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for (index, bytes) in inputs.enumerated() {
+                try Data(bytes).write(to: URL(fileURLWithPath: folder + "/seed-\(index)"))
+            }
+        }
+    }
+}
