@@ -100,7 +100,7 @@ public struct FuzzTarget: Sendable {
                 now += .milliseconds(Int(step))
                 _ = audio.nextSlot(at: now)
                 let output = video.poll(at: now)
-                precondition(output.frames.count <= 4096 && output.nacks.count <= 4096, "unbounded output")
+                precondition(output.frames.count <= 4096 && output.nacks.count <= 256, "unbounded output")
             }
         }
     }

@@ -95,6 +95,12 @@ public struct VideoJitterBuffer: Sendable {
     var probation: RTPPacket?
 
     static let historyLength: Int64 = 1024
+    /// Numbers of one forward jump tracked as missing (the newest ones); more than the relay keeps of any stream.
+    static let largestGap: Int64 = 256
+    /// Missing numbers tracked at most; the oldest go first.
+    static let largestMissing = 1024
+    /// Numbers in one poll's NACK at most (the newest due ones), so one NACK stays a bounded RTCP packet.
+    static let largestNack = 256
     /// Before the first keyframe, packets this far below the first one are still accepted (startup reordering).
     static let startupReorderWindow: Int64 = 64
 
@@ -153,9 +159,16 @@ public struct VideoJitterBuffer: Sendable {
         }
         if let highest {
             if sequence > highest {
-                // Every number skipped is missing until it arrives; the first NACK waits out reordering.
-                for gap in (highest + 1)..<sequence {
+                // Every number skipped is missing until it arrives; the first NACK waits out reordering. Only the
+                // last `largestGap` of a jump are tracked: a sender can jump by up to 32,767 (found by `make fuzz`),
+                // and nothing that old is still held for retransmission anyway.
+                for gap in max(highest + 1, sequence - Self.largestGap)..<sequence {
                     missing[gap] = MissingPacket(attempts: 0, nextAttempt: now + settings.nackDelay)
+                }
+                if missing.count > Self.largestMissing {
+                    for old in missing.keys.sorted().prefix(missing.count - Self.largestMissing) {
+                        missing.removeValue(forKey: old)
+                    }
                 }
                 self.highest = sequence
             }
@@ -332,6 +345,7 @@ public struct VideoJitterBuffer: Sendable {
             if state.attempts < settings.maxNackAttempts && now >= state.nextAttempt { due.append(sequence) }
         }
         due.sort()
+        if due.count > Self.largestNack { due.removeFirst(due.count - Self.largestNack) }
         for sequence in due {
             guard var state = missing[sequence] else { continue }
             state.attempts += 1
