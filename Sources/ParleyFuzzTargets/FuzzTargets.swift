@@ -77,16 +77,16 @@ public struct FuzzTarget: Sendable {
         _ = try? BindAcknowledgement(parsing: bytes)
     }
 
-    /// The jitter buffers fed a packet sequence: records of [step, length high, length low, bytes…]; an even step
-    /// inserts the bytes as an RTP packet into both buffers, an odd one moves the clock by step milliseconds and
-    /// takes what is due. The buffers' own bounds are checked by their preconditions; this checks they stay bounded.
+    /// The jitter buffers fed a packet sequence of at most 256 records [step, length high, length low, bytes…]: an
+    /// even step inserts the bytes as an RTP packet into both buffers, an odd one moves the clock by step
+    /// milliseconds and takes what is due. The buffers' own bounds are checked by their preconditions; this checks they stay bounded.
     @Sendable static func jitter(_ bytes: [UInt8]) {
         var audio = AudioJitterBuffer()
         var video = VideoJitterBuffer()
         var now = Duration.zero
         var index = 0
         var steps = 0
-        while index + 3 <= bytes.count, steps < 4096 {
+        while index + 3 <= bytes.count, steps < 256 {
             steps += 1
             let step = bytes[index]
             let length = min(Int(bytes[index + 1]) << 8 | Int(bytes[index + 2]), bytes.count - index - 3)
