@@ -29,24 +29,8 @@ public struct ShippedSettings: Sendable {
     /// Reads both files from `folder`; with nil, the built-in settings.
     public static func load(folder: String?) throws(BadFile) -> ShippedSettings {
         guard let folder else { return builtIn }
-        let keysPath = folder + "/" + BundledResources.defaultKeys
-        let themePath = folder + "/" + BundledResources.defaultTheme
-        let keymap: Keymap
-        do {
-            keymap = try Keymap.parse(try read(keysPath))
-        } catch let error as BadFile {
-            throw error
-        } catch {
-            throw BadFile(path: keysPath, reason: "\(error)")
-        }
-        let theme: [ColorRole: CellStyle]
-        do {
-            theme = try Theme.parseOverrides(try read(themePath))
-        } catch let error as BadFile {
-            throw error
-        } catch {
-            throw BadFile(path: themePath, reason: "\(error)")
-        }
+        let keymap = try parse(folder + "/" + BundledResources.defaultKeys) { text in try Keymap.parse(text) }
+        let theme = try parse(folder + "/" + BundledResources.defaultTheme) { text in try Theme.parseOverrides(text) }
         return ShippedSettings(keymap: keymap, themeOverrides: theme, folder: folder)
     }
 
@@ -54,6 +38,16 @@ public struct ShippedSettings: Sendable {
     /// Parley runs without its resources.
     public static func installed() throws(BadFile) -> ShippedSettings {
         try load(folder: try? BundledResources.directory())
+    }
+
+    /// Reads `path` and parses it; any failure is a `BadFile` naming the path.
+    private static func parse<Value>(_ path: String, _ parse: (String) throws -> Value) throws(BadFile) -> Value {
+        let text = try read(path)
+        do {
+            return try parse(text)
+        } catch {
+            throw BadFile(path: path, reason: "\(error)")
+        }
     }
 
     /// Shipped files are small; anything past this is not one of them.
