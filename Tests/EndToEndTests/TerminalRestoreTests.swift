@@ -37,8 +37,14 @@ struct TerminalRestoreTests {
         let (pane, before) = try shell()
         try pane.sendLiteral("less /etc/os-release")
         try pane.send(["Enter"])
-        let open = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("/etc/os-release") || $0.hasPrefix("PRETTY_NAME") } }
-        #expect(try pane.modes().contains("alt=1"), "less is on the alternate screen:\n\(open.joined(separator: "\n"))")
+        // The typed command line shows at once; less is open when the pane is on the alternate screen.
+        var onAlternate = false
+        for _ in 0..<100 where !onAlternate {
+            usleep(50_000)
+            onAlternate = try pane.modes().contains("alt=1")
+        }
+        let shown = try pane.text().joined(separator: "\n")
+        #expect(onAlternate, "less is on the alternate screen:\n\(shown)")
         try resizeAround(pane)
         try pane.send(["q"])
         let after = Self.content(try pane.waitFor(seconds: 10) { Self.content($0).last == "$" })
