@@ -292,6 +292,7 @@ final class RelayCore {
         counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
         counters.retainedStreams = retransmissions.streamCount
         counters.retainedPackets = retransmissions.storedPackets
+        counters.releasedPackets = retransmissions.releasedPackets
         counters.limitsReached += media.dropped[.overRate] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted

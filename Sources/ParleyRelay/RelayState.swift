@@ -103,6 +103,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var retainedStreams = 0
     /// Packets held for retransmission now (at most about the window plus a second of each stream).
     public var retainedPackets = 0
+    /// Packets released from the retransmission buffer for being past its window, since the relay started.
+    public var releasedPackets = 0
     /// Connections closed for not joining within the join timeout.
     public var joinTimeouts = 0
     /// Connections, joins and media refused because a limit (connections per address, rooms, members per room,

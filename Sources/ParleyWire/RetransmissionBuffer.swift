@@ -28,6 +28,12 @@ public struct RetransmissionBuffer<Packet: Sendable>: Sendable {
     @usableFromInline
     var streams: [UInt32: [Slot]] = [:]
 
+    @usableFromInline
+    var releasedCount = 0
+
+    /// Packets released so far for being older than `retention` (by `dropExpired`), over the buffer's life.
+    public var releasedPackets: Int { releasedCount }
+
     /// A buffer keeping `retention` of packets (default 500 ms), at most `capacityPerStream` per stream
     /// (rounded up to a power of two; 1024 holds 500 ms of 15 Mbit/s video in 1200-byte packets).
     @inlinable
@@ -72,12 +78,15 @@ public struct RetransmissionBuffer<Packet: Sendable>: Sendable {
     @inlinable
     public mutating func dropExpired(at now: Duration) {
         // Through `values` by index: mutating in place, without copying the dictionary or its rings.
+        var released = 0
+        defer { releasedCount += released }
         var index = streams.values.startIndex
         while index != streams.values.endIndex {
             defer { index = streams.values.index(after: index) }
             streams.values[index].withUnsafeMutableBufferPointer { slots in
                 for index in slots.indices where slots[index].packet != nil && now - slots[index].storedAt > retention {
                     slots[index].packet = nil
+                    released += 1
                 }
             }
         }

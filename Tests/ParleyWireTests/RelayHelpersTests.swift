@@ -11,6 +11,7 @@ struct RetransmissionBufferTests {
         // At 1.2 s, packets stored before 0.7 s are past the window: 0…69 go, 70…99 stay.
         buffer.dropExpired(at: .milliseconds(1200))
         #expect(buffer.storedPackets == 30)
+        #expect(buffer.releasedPackets == 70)
         #expect(buffer.packet(ssrc: 7, sequenceNumber: 69, at: .milliseconds(1200)) == nil)
         #expect(buffer.packet(ssrc: 7, sequenceNumber: 70, at: .milliseconds(1200)) == [70])
         #expect(buffer.streamCount == 1, "the stream stays until its member leaves")
