@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import NIOConcurrencyHelpers
@@ -221,7 +226,13 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        upgraded.fail(error)
+        // A relay that refuses a connection closes it at once; whether that reaches us as an orderly close or as a
+        // reset (it had not read our upgrade request) is a race, and both mean the same to the user.
+        if let io = error as? IOError, io.errnoCode == ECONNRESET || io.errnoCode == EPIPE {
+            upgraded.fail(SignalingConnectError.closedBeforeAnswer(address))
+        } else {
+            upgraded.fail(error)
+        }
         context.close(promise: nil)
     }
 }
