@@ -21,7 +21,7 @@ public enum LoadBench {
         /// RTP packets one member sends a second (half VP8, half Opus).
         public var packetsPerSecond = 60.0
         public var churnCycles = 2000
-        public var hostile: Duration = .seconds(30)
+        public var hostile: Duration = .seconds(60)
         public var idleWebSockets = 10_000
         public var garbagePerSecond = 50_000
         public var badBindsPerSecond = 2_000
@@ -264,6 +264,8 @@ public enum LoadBench {
         var joinTimes: [Double] = []
         var joinFailures: [String] = []
         var peakRSS = quiet
+        // RSS through the attack, to tell a plateau (bounded) from a climb (a leak under attack).
+        var rssSamples: [(at: Double, kilobytes: Int)] = []
         var idleSeen: [Int] = []
         while ContinuousClock.now - startWall < settings.hostile {
             wait(.seconds(2), keepingAlive: call)
@@ -276,7 +278,9 @@ public enum LoadBench {
             } catch {
                 joinFailures.append("\(error)")
             }
-            peakRSS = max(peakRSS, residentKilobytes(pid: relay.process.processIdentifier))
+            let rss = residentKilobytes(pid: relay.process.processIdentifier)
+            peakRSS = max(peakRSS, rss)
+            rssSamples.append((at: seconds(ContinuousClock.now - startWall), kilobytes: rss))
             idleSeen.append(attack.counts().open)
         }
         generating.wait()
@@ -291,6 +295,16 @@ public enum LoadBench {
         let after = residentKilobytes(pid: relay.process.processIdentifier)
         for socket in call { socket.leave() }
 
+        // Bounded: the highest RSS of the attack's second half at most 5 % above the highest of its first half.
+        let half = wall / 2
+        let firstHalf: [Int] = rssSamples.filter { $0.at <= half }.map { $0.kilobytes }
+        let secondHalf: [Int] = rssSamples.filter { $0.at > half }.map { $0.kilobytes }
+        let firstHalfPeak: Int = firstHalf.max() ?? quiet
+        let secondHalfPeak: Int = secondHalf.max() ?? firstHalfPeak
+        let attackGrowth: Double =
+            firstHalfPeak > 0 ? Double(secondHalfPeak - firstHalfPeak) / Double(firstHalfPeak) * 100 : .nan
+        let firstHalfMiB = formatted(Double(firstHalfPeak) / 1024, decimals: 1)
+        let secondHalfMiB = formatted(Double(secondHalfPeak) / 1024, decimals: 1)
         let expected = endCounters.expected - startCounters.expected
         let loss = expected > 0 ? max(0, 1 - Double(endCounters.received - startCounters.received) / Double(expected)) : 1
         let slowest = joinTimes.max() ?? .nan
@@ -315,7 +329,10 @@ public enum LoadBench {
         table.add(["This process (attacker and call) CPU", "\(formatted(own * 100, decimals: 1)) %", ""])
         table.add(["Relay RSS before / peak / 12 s after", "\(formatted(Double(quiet) / 1024, decimals: 1)) / "
                    + "\(formatted(Double(peakRSS) / 1024, decimals: 1)) / \(formatted(Double(after) / 1024, decimals: 1)) MiB",
-                   "bounded"])
+                   ""])
+        table.add(["Relay RSS peak, attack's first half → second half",
+                   "\(firstHalfMiB) → \(secondHalfMiB) MiB (\(formatted(attackGrowth, decimals: 1)) %)",
+                   "bounded, growth ≤ 5 %: " + (attackGrowth <= 5 ? "met" : "NOT met")])
         table.notes = [
             "Idle WebSockets: upgraded, never joined; the relay closes each after its 10 s join timeout and the "
                 + "attacker opens another at once, so about a thousand handshakes a second arrive throughout. They "

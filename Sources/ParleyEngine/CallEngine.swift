@@ -380,7 +380,8 @@ final class EngineCore {
         signaling?.send(.join(JoinRequest(
             room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
             audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier,
-            encryption: configuration.encryption?.suite.name)))
+            encryption: configuration.encryption?.suite.name,
+            videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange))))
     }
 
     private func answer(_ challenge: AccessChallenge) {
@@ -1144,4 +1145,9 @@ func hexBytes(_ text: String) -> [UInt8]? {
         result.append(pair)
     }
     return result
+}
+
+extension Int {
+    /// This value moved into `range`.
+    fileprivate func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
 }

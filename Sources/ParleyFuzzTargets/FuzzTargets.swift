@@ -105,10 +105,15 @@ public struct FuzzTarget: Sendable {
         }
     }
 
-    /// The Y4M stream header.
+    /// Y4M files: the stream header, then the frame reader over a few frames (looping past the end).
     @Sendable static func y4m(_ bytes: [UInt8]) {
-        if let header = try? Y4MHeader.parse(bytes) {
-            precondition(header.width > 0 && header.height > 0, "accepted \(header.width)x\(header.height)")
+        guard let header = try? Y4MHeader.parse(bytes) else { return }
+        precondition(header.width > 0 && header.height > 0, "accepted \(header.width)x\(header.height)")
+        guard let source = try? Y4MFileSource(input: MemoryInput(bytes)) else { return }
+        for _ in 0..<3 {
+            guard let frame = try? source.nextFrame() else { return }
+            precondition(frame.width == header.width && frame.height == header.height
+                && frame.y.count == header.width * header.height, "frame does not match its header")
         }
     }
 

@@ -8,8 +8,18 @@ public struct MediaLimits: Sendable, Equatable {
     public var retransmissionWindow: Duration
     /// RTP a member may send, kbit/s, with a second's worth as burst; beyond it packets are dropped and counted
     /// (`--max-member-kbps`, 0 for none). The default is twice the largest profile's video and audio (1500 + 100
-    /// kbit/s).
+    /// kbit/s). A member that declares its profile's video rate at join is held to less: `memberKbps(video:)`.
     public var memberKbps: Int = 3200
+
+    /// The audio's share of a member's rate, kbit/s: Opus with in-band FEC, RTCP and retransmissions.
+    public static let audioShareKbps = 100
+
+    /// What a member that declared `video` kbit/s may send: twice its profile's video and audio, never more than
+    /// `memberKbps` (0 for no limit at all).
+    public func memberKbps(video: Int?) -> Int {
+        guard memberKbps > 0, let video else { return memberKbps }
+        return min(memberKbps, 2 * (video + Self.audioShareKbps))
+    }
 
     /// Defaults: 500 ms throttle, 500 ms retransmission window.
     public init(keyframeRequestInterval: Duration = .milliseconds(500),
@@ -65,6 +75,8 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     private var throttle: KeyframeRequestThrottle
     /// Each member's media allowance in bytes (token bucket), and when it was last topped up.
     private var allowance: [UInt32: (bytes: Double, at: Duration)] = [:]
+    /// Each member's rate (bytes a second): twice its declared profile, or the relay-wide cap.
+    private var rates: [UInt32: Double] = [:]
     private let bytesPerSecond: Double
     /// Datagrams dropped, by reason.
     public private(set) var dropped: [DropReason: Int] = [:]
@@ -79,9 +91,11 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     }
 
     /// A member joined: its SSRC block now belongs to it (not yet bound to an address).
-    public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole) {
+    public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole,
+                             videoKbps: Int? = nil) {
         routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil)
         allowance[member] = nil
+        rates[member] = Double(limits.memberKbps(video: videoKbps)) * 1000 / 8
         memberByBlock[ssrcs.block] = member
     }
 
@@ -95,6 +109,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         guard let route = routes.removeValue(forKey: member) else { return }
         memberByBlock[route.ssrcs.block] = nil
         allowance[member] = nil
+        rates[member] = nil
         for ssrc in [route.ssrcs.audio, route.ssrcs.video, route.ssrcs.videoLow] { throttle.removeStream(ssrc: ssrc) }
         rebuildFanOut(route.room)
     }
@@ -145,6 +160,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
 
     /// Whether `member` may send `bytes` more at `now` under its rate limit; a refusal is counted.
     public mutating func admitMedia(from member: UInt32, bytes: Int, at now: Duration) -> Bool {
+        let bytesPerSecond = rates[member] ?? self.bytesPerSecond
         guard bytesPerSecond > 0 else { return true }  // 0: no limit
         let elapsed = allowance[member].map { now - $0.at } ?? .seconds(1)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -408,7 +408,8 @@ final class RelayCore {
                     .whenComplete { _ in channel.close(promise: nil) }
             case .memberAdded(let id, let room):
                 if let member = state.members[id] {
-                    media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role)
+                    media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
+                              videoKbps: member.videoKbps)
                 }
                 logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
             case .memberRemoved(let id, let room):

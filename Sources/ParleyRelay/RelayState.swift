@@ -130,6 +130,8 @@ public struct RelayState: Sendable {
         public var credential: BindToken
         /// When the member last said anything on signaling.
         public var lastSeen: Duration
+        /// The video bitrate its profile sends (kbit/s), as declared at join; nil if not declared.
+        public var videoKbps: Int? = nil
     }
 
     /// One room: members in join order, the chat sequence, and who may do what.
@@ -591,7 +593,8 @@ public struct RelayState: Sendable {
                               videoMuted: request.videoMuted, ssrcs: ssrcs)
         let others = connections(in: room, except: nil)
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
-        members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now)
+        members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
+                             videoKbps: request.videoKbps)
         rooms[room, default: Room(name: room)].members.append(id)
         if rooms[room]?.host == nil { rooms[room]?.host = id }
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }

@@ -113,11 +113,17 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// The end-to-end encryption the client uses ("AES-128-GCM", "AES-256-GCM"), nil for none. The relay never
     /// sees a key; it keeps a room to one mode so nobody plays what they cannot decrypt.
     public var encryption: String?
+    /// The video bitrate of the sender's profile in kbit/s: the relay drops (and counts) what the member sends
+    /// beyond twice that plus the audio's share. Nil: only the relay-wide cap (`--max-member-kbps`) applies.
+    public var videoKbps: Int?
+
+    /// The range `videoKbps` must be in.
+    public static let videoKbpsRange = 1...20_000
 
     /// A join request.
     public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
                 videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
-                encryption: String? = nil) {
+                encryption: String? = nil, videoKbps: Int? = nil) {
         self.room = room
         self.name = name
         self.role = role
@@ -127,10 +133,11 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         self.proof = proof
         self.verifier = verifier
         self.encryption = encryption
+        self.videoKbps = videoKbps
     }
 
     enum CodingKeys: String, CodingKey {
-        case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption
+        case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps
     }
 
     public init(from decoder: any Decoder) throws {
@@ -144,6 +151,12 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         proof = try c.decodeIfPresent(String.self, forKey: .proof)
         verifier = try c.decodeIfPresent(String.self, forKey: .verifier)
         encryption = try c.decodeIfPresent(String.self, forKey: .encryption)
+        videoKbps = try c.decodeIfPresent(Int.self, forKey: .videoKbps)
+        if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .videoKbps, in: c,
+                debugDescription: "videoKbps \(videoKbps) is outside \(Self.videoKbpsRange.lowerBound)…\(Self.videoKbpsRange.upperBound)")
+        }
     }
 }
 

@@ -122,8 +122,9 @@ final class TestMember: Sendable {
     }
 
     /// Joins and returns the `joined` answer.
-    func join(_ name: String, room: String = "standup", role: MemberRole = .broadcaster) async throws -> JoinedRoom {
-        send(.join(JoinRequest(room: room, name: name, role: role)))
+    func join(_ name: String, room: String = "standup", role: MemberRole = .broadcaster,
+              videoKbps: Int? = nil) async throws -> JoinedRoom {
+        send(.join(JoinRequest(room: room, name: name, role: role, videoKbps: videoKbps)))
         return try await wait(for: "joined") { if case .joined(let joined) = $0 { joined } else { nil } }
     }
 }

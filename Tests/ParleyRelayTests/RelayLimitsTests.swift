@@ -1,3 +1,4 @@
+import Logging
 import ParleyWire
 import Testing
 @testable import ParleyRelay
@@ -114,6 +115,68 @@ struct RelayLimitsTests {
         var admitted = 0
         for _ in 0..<100 where unlimited.admitMedia(from: 1, bytes: 1 << 20, at: .zero) { admitted += 1 }
         #expect(admitted == 100)
+    }
+
+    @Test(arguments: [
+        // (declared video kbit/s, relay-wide cap, expected cap): twice the profile's video plus the audio share.
+        (Int?.none, 3200, 3200), (65, 3200, 330), (600, 3200, 1400), (1500, 3200, 3200), (5000, 3200, 3200),
+        (65, 200, 200), (65, 0, 0),
+    ])
+    func aMemberIsHeldToTwiceTheProfileItDeclared(declared: Int?, relayCap: Int, expected: Int) {
+        var limits = MediaLimits()
+        limits.memberKbps = relayCap
+        #expect(limits.memberKbps(video: declared) == expected)
+        var router = MediaRouter<String>(limits: limits)
+        router.add(member: 1, room: "r", ssrcs: MemberSSRCs(block: 0x1000), role: .broadcaster, videoKbps: declared)
+        // A second's worth is the burst: exactly that passes, one byte more does not (0: no limit at all).
+        let burst = expected * 1000 / 8
+        if expected > 0 {
+            let whole = router.admitMedia(from: 1, bytes: burst, at: .zero)
+            let more = router.admitMedia(from: 1, bytes: 1, at: .zero)
+            #expect(whole && !more)
+        } else {
+            let huge = router.admitMedia(from: 1, bytes: 1 << 30, at: .zero)
+            #expect(huge)
+        }
+    }
+
+    @Test func aJoinDeclaringAnImpossibleVideoRateIsRefusedSayingWhy() throws {
+        for bad in [0, -5, 20_001] {
+            let text = #"{"v":1,"type":"join","room":"r","name":"a","videoKbps":\#(bad)}"#
+            #expect(throws: SignalingError.self) { try ClientMessage.decode(text) }
+            do { _ = try ClientMessage.decode(text) } catch {
+                #expect("\(error)".contains("videoKbps \(bad) is outside 1…20000"), "\(error)")
+            }
+        }
+        let good = #"{"v":1,"type":"join","room":"r","name":"a","videoKbps":65}"#
+        guard case .join(let request) = try ClientMessage.decode(good) else {
+            Issue.record("not a join")
+            return
+        }
+        #expect(request.videoKbps == 65)
+    }
+
+    @Test func aRelayDropsWhatAMemberSendsBeyondTwiceItsDeclaredProfile() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger))
+        defer { Task { await relay.shutdown() } }
+        let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+        // 20 kbit/s of video declared: (20 + 100) × 2 = 240 kbit/s, 30,000 bytes of burst.
+        let joined = try await member.join("slow", room: "capped", videoKbps: 20)
+        let socket = try TestUDPSocket()
+        #expect(try bindMedia(socket, joined: joined) == .bound)
+        for sequence in UInt16(0)..<60 {
+            let packet = RTPPacket(
+                header: RTPHeader(marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
+                                  timestamp: 0, ssrc: joined.media.ssrcs.video),
+                payload: [0x10] + Array(repeating: 0, count: 999))
+            socket.send(packet.serialized(), toPort: joined.media.udpPort)
+        }
+        // About 30 of the 60 KB fit the burst; the rest is over the member's rate.
+        let capped = try await eventually { try await relay.counters().limitsReached >= 25 }
+        let counters = try await relay.counters()
+        #expect(capped && counters.limitsReached <= 35, "\(counters)")
     }
 
     @Test func repeatedLogLinesAreOnePerSourceAMinuteWithACount() {
