@@ -40,4 +40,15 @@ public struct LogThrottle<Key: Hashable & Sendable>: Sendable {
         entries[key] = (now, 0)
         return 0
     }
+
+    /// Forgets every key whose window ended at `now` and returns those that held events back since their last
+    /// line, with how many: a spray that stops still gets its count written (call it about once a second).
+    public mutating func expire(at now: Duration) -> [(key: Key, heldBack: Int)] {
+        var due: [(key: Key, heldBack: Int)] = []
+        for (key, entry) in entries where now - entry.since >= window {
+            if entry.heldBack > 0 { due.append((key, entry.heldBack)) }
+            entries[key] = nil
+        }
+        return due
+    }
 }

@@ -10,6 +10,8 @@ public struct MediaLimits: Sendable, Equatable {
     /// (`--max-member-kbps`, 0 for none). The default is twice the largest profile's video and audio (1500 + 100
     /// kbit/s). A member that declares its profile's video rate at join is held to less: `memberKbps(video:)`.
     public var memberKbps: Int = 3200
+    /// Refused binds are logged once per source address in this window, with a count of those held back.
+    public var refusedBindLogWindow: Duration = .seconds(60)
 
     /// The audio's share of a member's rate, kbit/s: Opus with in-band FEC, RTCP and retransmissions.
     public static let audioShareKbps = 100

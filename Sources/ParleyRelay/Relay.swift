@@ -250,7 +250,7 @@ final class RelayCore {
     private let epoch: ContinuousClock.Instant
     private var timers: [RepeatedTask] = []
     private var destinations: [SocketAddress] = []
-    private var refusedBinds = LogThrottle<String>()
+    private var refusedBinds: LogThrottle<String>
     private var refusedFullLog = LogThrottle<String>(capacity: 1)
     private var refusedFull = 0
     private var openSockets = 0
@@ -271,6 +271,7 @@ final class RelayCore {
             configuredRooms: configuration.rooms, wallClock: { wallClockMilliseconds() })
         media = MediaRouter(limits: configuration.media)
         retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
+        refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
         self.udp = udp
         self.loop = loop
         self.logger = configuration.logger
@@ -301,12 +302,17 @@ final class RelayCore {
     }
 
     /// Liveness every 250 ms; held-back keyframe requests every 50 ms; packets past the retransmission window
-    /// released every second. Cancelled by `shutDown`.
+    /// released and held-back refused-bind counts written every second. Cancelled by `shutDown`.
     func startTimers() {
         let core = NIOLoopBound(self, eventLoop: loop)
         timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             let core = core.value
             core.retransmissions.dropExpired(at: core.now)
+            for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
+                core.logger.notice("bind refused, held back", metadata: [
+                    "source": "\(source)", "held_back": "\(heldBack)",
+                ])
+            }
         })
         timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
             let core = core.value

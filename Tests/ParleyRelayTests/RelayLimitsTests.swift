@@ -1,5 +1,6 @@
 import Logging
 import ParleyWire
+import Synchronization
 import Testing
 @testable import ParleyRelay
 
@@ -179,6 +180,19 @@ struct RelayLimitsTests {
         #expect(capped && counters.limitsReached <= 35, "\(counters)")
     }
 
+    @Test func aSourceThatWentQuietHasItsHeldBackCountWrittenWhenItsWindowEnds() {
+        var throttle = LogThrottle<String>(window: .seconds(60), capacity: 8)
+        #expect(throttle.admit("a", at: .zero) == 0)
+        for second in 1...5 { _ = throttle.admit("a", at: .seconds(second)) }
+        #expect(throttle.admit("b", at: .seconds(10)) == 0)
+        #expect(throttle.expire(at: .seconds(59)).isEmpty, "both still in their window")
+        let due = throttle.expire(at: .seconds(60))
+        #expect(due.map(\.key) == ["a"] && due.map(\.heldBack) == [5])
+        #expect(throttle.count == 1, "a forgotten; b (nothing held back) stays until its window ends")
+        #expect(throttle.expire(at: .seconds(70)).isEmpty && throttle.count == 0)
+        #expect(throttle.admit("a", at: .seconds(71)) == 0, "a new line after the summary starts a fresh count")
+    }
+
     @Test func repeatedLogLinesAreOnePerSourceAMinuteWithACount() {
         var throttle = LogThrottle<String>(window: .seconds(60), capacity: 2)
         #expect(throttle.admit("a", at: .zero) == 0)
@@ -217,5 +231,62 @@ extension RelayLimitsTests {
             if case .error(let error) = $0 { error.code == .tooLarge && error.message.hasSuffix("(--max-message-bytes)") }
             else { false }
         })
+    }
+}
+
+/// Log lines a relay writes, for tests that count them.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    /// Everything logged so far, as "message key=value …" with sorted metadata.
+    var all: [String] { lines.withLock { $0 } }
+
+    /// A logger that writes here at `level` and above.
+    func logger(level: Logger.Level = .info) -> Logger {
+        var logger = Logger(label: "captured") { _ in Handler(log: self) }
+        logger.logLevel = level
+        return logger
+    }
+
+    private struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            log.lines.withLock { $0.append("\(event.message) \(fields)") }
+        }
+    }
+}
+
+@Suite struct RefusedBindLogTests {
+    @Test func aSprayOfBadBindsWritesOneLineThenItsCountWhenTheWindowEnds() async throws {
+        let log = CapturedLog()
+        var media = MediaLimits()
+        media.refusedBindLogWindow = .seconds(2)
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, media: media,
+                                                             logger: log.logger()))
+        let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+        let joined = try await member.join("target", room: "sprayed")
+        let socket = try TestUDPSocket()
+        let wrong = try #require(BindToken(hex: String(repeating: "0", count: 32)))
+        for _ in 0..<200 {
+            let request = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: wrong)
+            socket.send(request.serialized(), toPort: joined.media.udpPort)
+        }
+        let refusedAll = try await eventually { try await relay.counters().bindFailures == 200 }
+        let counters = try await relay.counters()
+        #expect(refusedAll, "\(counters)")
+        let first = log.all.filter { $0.hasPrefix("bind refused ") }
+        #expect(first.count == 1, "one line for the spray so far:\n\(first.joined(separator: "\n"))")
+        // The window ends: the 199 held back are written once, even though the spray stopped.
+        let summarized = await eventually { log.all.contains { $0.hasPrefix("bind refused, held back") } }
+        let summary = log.all.filter { $0.hasPrefix("bind refused, held back") }
+        #expect(summarized && summary.count == 1 && summary[0].contains("held_back=199"), "\(log.all)")
+        await relay.shutdown()
     }
 }
