@@ -2,6 +2,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 // Running real programs: the tests drive `parley`, tmux and the reference tools, the benchmarks measure them.
@@ -94,10 +95,15 @@ public enum ChildProcess {
     public struct Result: Sendable {
         public var status: Int32
         public var output: String
+        /// Killed (SIGKILL) because it ran past the timeout given to `run`.
+        public var timedOut = false
     }
 
-    /// Runs `path` with `arguments` and waits for it; with `captureOutput`, its standard output and error.
-    public static func run(_ path: String, _ arguments: [String], captureOutput: Bool = true) throws -> Result {
+    /// Runs `path` with `arguments` and waits for it; with `captureOutput`, its standard output and error. With a
+    /// `timeout`, a program still running then is killed and its result says `timedOut`, so a program that hangs
+    /// fails a test instead of hanging the suite.
+    public static func run(_ path: String, _ arguments: [String], captureOutput: Bool = true,
+                           timeout: Duration? = nil) throws -> Result {
         var fds: [Int32] = [-1, -1]
         spawnLock.lock()
         if captureOutput {
@@ -120,6 +126,20 @@ public enum ChildProcess {
             throw error
         }
         spawnLock.unlock()
+        // The watchdog kills only while the child is unreaped (its pid cannot have been reused): `exited` is set
+        // after the child is seen to exit and before it is reaped.
+        let exited = Mutex(false)
+        let killed = Mutex(false)
+        if let timeout {
+            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+                exited.withLock { done in
+                    guard !done else { return }
+                    kill(pid, SIGKILL)
+                    killed.withLock { $0 = true }
+                }
+            }
+        }
         var output = [UInt8]()
         if captureOutput {
             close(fds[1])
@@ -130,9 +150,13 @@ public enum ChildProcess {
             }
             close(fds[0])
         }
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        exited.withLock { $0 = true }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return Result(status: exitCode(status), output: String(decoding: output, as: UTF8.self))
+        return Result(status: exitCode(status), output: String(decoding: output, as: UTF8.self),
+                      timedOut: killed.withLock { $0 })
     }
 }
 

@@ -154,8 +154,18 @@ struct RelayPinningTests {
         (["relays", "shred"], "unknown action \"shred\""),
     ])
     func badOptionsAreClearErrors(arguments: [String], expected: String) throws {
-        let result = try ChildProcess.run(parley, arguments)
+        let result = try ChildProcess.run(parley, arguments, timeout: .seconds(30))
+        #expect(!result.timedOut, "still running after 30 s: \(result.output)")
         #expect(result.status != 0)
         #expect(result.output.contains(expected), "\(result.output)")
+    }
+}
+
+@Suite struct ChildProcessTimeoutTests {
+    @Test func aProgramThatHangsIsKilledAtItsTimeoutAndSaysSo() throws {
+        let hung = try ChildProcess.run("/bin/sleep", ["30"], timeout: .milliseconds(300))
+        #expect(hung.timedOut && hung.status == 128 + SIGKILL)
+        let quick = try ChildProcess.run("/bin/sh", ["-c", "echo done"], timeout: .seconds(30))
+        #expect(!quick.timedOut && quick.status == 0 && quick.output == "done\n")
     }
 }
