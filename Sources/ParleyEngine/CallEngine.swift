@@ -47,6 +47,8 @@ public struct CallStatistics: Sendable {
     public var localMediaPort = 0
     public var audioPacketsSent = 0
     public var audioBytesSent = 0
+    /// The packet loss (percent) the audio encoder plans in-band FEC for now, from the receivers' reports.
+    public var audioPlannedLossPercent = 0
     public var videoFramesSent = 0
     public var videoKeyframesSent = 0
     public var videoPacketsSent = 0
@@ -160,6 +162,8 @@ final class EngineCore {
     private var sentFirstLocalFrame = false
 
     var audioSender: AudioSender?
+    /// The loss the audio encoder plans FEC for, from receivers' reports about our audio.
+    private var audioLossPlan = AudioLossPlan()
     var videoSender: VideoSender?
     private var audioSink: (any AudioSink)?
     let devices: MediaDevices
@@ -241,6 +245,7 @@ final class EngineCore {
         stats.localMediaPort = udp?.localAddress?.port ?? 0
         stats.audioPacketsSent = audioSender?.packetsSent ?? 0
         stats.audioBytesSent = audioSender?.bytesSent ?? 0
+        stats.audioPlannedLossPercent = audioLossPlan.percent
         stats.videoFramesSent = videoSender?.framesSent ?? 0
         stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
         stats.videoPacketsSent = videoSender?.packetsSent ?? 0
@@ -686,7 +691,7 @@ final class EngineCore {
         stopMedia()
         let profile = configuration.profile
         audioSender = try AudioSender(source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
-                                      random: &random)
+                                      expectedLossPercent: audioLossPlan.percent, random: &random)
         var sources: [VideoSender.Source] = []
         for choice in configuration.videoSources {
             do {
@@ -1065,6 +1070,15 @@ final class EngineCore {
                         continue
                     }
                     resend(nack)
+                case .receiverReport(let report):
+                    // The relay passes on only the blocks about our own streams; the audio one steers FEC.
+                    for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
+                        if let percent = audioLossPlan.record(reporter: report.ssrc, fractionLost: block.fractionLost,
+                                                              at: now) {
+                            audioSender?.planForLoss(percent: percent)
+                            logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
+                        }
+                    }
                 case .senderReport(let report):
                     guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
                         forgedFeedbackDropped += 1

@@ -13,6 +13,7 @@ extension CallStatistics {
             "\"videoFramesSent\":\(videoFramesSent)", "\"videoKeyframesSent\":\(videoKeyframesSent)",
             "\"videoPacketsSent\":\(videoPacketsSent)", "\"videoBytesSent\":\(videoBytesSent)",
             "\"audioPacketsSent\":\(audioPacketsSent)", "\"audioBytesSent\":\(audioBytesSent)",
+            "\"audioPlannedLossPercent\":\(audioPlannedLossPercent)",
             "\"keyframeRequestsReceived\":\(keyframeRequestsReceived)",
             "\"encryption\":\(encryption.map(Self.quoted) ?? "null")",
         ]

@@ -21,9 +21,11 @@ final class AudioSender {
     private(set) var packetsSent = 0
     private(set) var bytesSent = 0
 
-    init(source: any AudioSource, ssrc: UInt32, random: inout some RandomNumberGenerator) throws {
+    init(source: any AudioSource, ssrc: UInt32, expectedLossPercent: Int = 0,
+         random: inout some RandomNumberGenerator) throws {
         self.source = source
-        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels, complexity: Self.complexity))
+        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels, complexity: Self.complexity,
+                                                       expectedLossPercent: expectedLossPercent))
         packetizer = RTPPacketizer(
             ssrc: ssrc, payloadType: MediaPayloadType.opus, clockRate: MediaClockRate.opus,
             initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
@@ -46,6 +48,11 @@ final class AudioSender {
         packetsSent += 1
         bytesSent += payload.count
         return packet
+    }
+
+    /// Tells the encoder how much loss to plan in-band FEC for (`AudioLossPlan`), from the next packet on.
+    func planForLoss(percent: Int) {
+        try? encoder.setExpectedLoss(percent: percent)  // 0...30 from the plan: always valid
     }
 
     /// A sender report for this stream.

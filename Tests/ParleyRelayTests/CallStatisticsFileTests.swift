@@ -14,6 +14,7 @@ struct CallStatisticsFileTests {
         stats.videoBytesSent = 120_000
         stats.audioPacketsSent = 150
         stats.audioBytesSent = 12_000
+        stats.audioPlannedLossPercent = 6
         stats.keyframeRequestsReceived = 1
         stats.peers[7] = CallStatistics.Peer(
             name: peerName, audioPacketsReceived: 149, videoPacketsReceived: 298, videoBytesReceived: 119_000,
@@ -27,7 +28,7 @@ struct CallStatisticsFileTests {
         let json = sample(peerName: "bob").json(time: 1.5, extra: [("screenDraws", 88)])
         #expect(json == """
             {"time":1.5,"localID":3,"mediaBound":true,"videoFramesSent":90,"videoKeyframesSent":2,\
-            "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,\
+            "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,"audioPlannedLossPercent":6,\
             "keyframeRequestsReceived":1,"encryption":"AES-256-GCM","screenDraws":88,"peers":[{"id":7,"name":"bob",\
             "framesDecoded":89,\
             "decodeErrors":0,"videoPackets":298,"videoBytes":119000,"audioPackets":149,"audioPlayed":148,\

@@ -83,6 +83,7 @@ struct CallTests {
                 #expect(peer.lastFrameSize == VideoSize(width: 160, height: 120))
                 #expect(peer.decodeErrors == 0)
             }
+            #expect(stats.audioPlannedLossPercent == 0, "nothing lost on loopback: no FEC planned")
         }
 
         // Each sees what it actually sends (the local tile's stats) and what arrives from each peer.

@@ -610,6 +610,10 @@ struct ResilienceTests {
         #expect(relayAfter.nacksForwardedToSenders > relayBefore.nacksForwardedToSenders)
         #expect(aliceAfter.videoPacketsResent > aliceBefore.videoPacketsResent)
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
+        // Each receiver reports its loss of the other's audio, so each encoder plans FEC for it (a clean call plans
+        // none: CallTests).
+        #expect(aliceAfter.audioPlannedLossPercent >= 2 && bobAfter.audioPlannedLossPercent >= 2,
+                "planned \(aliceAfter.audioPlannedLossPercent) % and \(bobAfter.audioPlannedLossPercent) %")
 
         // The engines kept real time: each sent an Opus packet for (nearly) every 20 ms of the wall clock. This test
         // runs on its own (`make test` gives it a quiet machine), so a miss here is a real fault, not noise.
