@@ -49,6 +49,10 @@ public struct CallStatistics: Sendable {
     public var audioBytesSent = 0
     /// The packet loss (percent) the audio encoder plans in-band FEC for now, from the receivers' reports.
     public var audioPlannedLossPercent = 0
+    /// Blocks of silence the speaker played because the mix did not come in time (a real speaker only).
+    public var speakerUnderruns = 0
+    /// Blocks the speaker dropped because its queue was full (a real speaker only).
+    public var speakerDropped = 0
     public var videoFramesSent = 0
     public var videoKeyframesSent = 0
     public var videoPacketsSent = 0
@@ -246,6 +250,8 @@ final class EngineCore {
         stats.audioPacketsSent = audioSender?.packetsSent ?? 0
         stats.audioBytesSent = audioSender?.bytesSent ?? 0
         stats.audioPlannedLossPercent = audioLossPlan.percent
+        stats.speakerUnderruns = speaker?.underruns ?? 0
+        stats.speakerDropped = speaker?.dropped ?? 0
         stats.videoFramesSent = videoSender?.framesSent ?? 0
         stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
         stats.videoPacketsSent = videoSender?.packetsSent ?? 0

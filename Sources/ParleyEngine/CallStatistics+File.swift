@@ -13,7 +13,8 @@ extension CallStatistics {
             "\"videoFramesSent\":\(videoFramesSent)", "\"videoKeyframesSent\":\(videoKeyframesSent)",
             "\"videoPacketsSent\":\(videoPacketsSent)", "\"videoBytesSent\":\(videoBytesSent)",
             "\"audioPacketsSent\":\(audioPacketsSent)", "\"audioBytesSent\":\(audioBytesSent)",
-            "\"audioPlannedLossPercent\":\(audioPlannedLossPercent)",
+            "\"audioPlannedLossPercent\":\(audioPlannedLossPercent)", "\"speakerUnderruns\":\(speakerUnderruns)",
+            "\"speakerDropped\":\(speakerDropped)",
             "\"keyframeRequestsReceived\":\(keyframeRequestsReceived)",
             "\"encryption\":\(encryption.map(Self.quoted) ?? "null")",
         ]

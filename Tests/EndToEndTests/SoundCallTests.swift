@@ -173,6 +173,8 @@ struct SoundCallTests {
         // bob's own counters must show none on this lossless path.
         let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/bob.json")))
         let peers = (stats as? [String: Any])?["peers"] as? [[String: Any]] ?? []
+        let playback = ["speakerUnderruns", "speakerDropped"].map { (stats as? [String: Any])?[$0] as? Int ?? -1 }
+        print("sound path: bob's speaker underran \(playback[0]) and dropped \(playback[1]) blocks")
         let fromAlice = peers.first { $0["name"] as? String == "alice" }
         #expect((fromAlice?["audioPlayed"] as? Int ?? 0) >= 1_400, "bob played alice's audio: \(peers)")
         #expect(fromAlice?["concealments"] as? Int == 0, "concealed 20 ms frames: \(peers)")

@@ -29,6 +29,7 @@ struct CallStatisticsFileTests {
         #expect(json == """
             {"time":1.5,"localID":3,"mediaBound":true,"videoFramesSent":90,"videoKeyframesSent":2,\
             "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,"audioPlannedLossPercent":6,\
+            "speakerUnderruns":0,"speakerDropped":0,\
             "keyframeRequestsReceived":1,"encryption":"AES-256-GCM","screenDraws":88,"peers":[{"id":7,"name":"bob",\
             "framesDecoded":89,\
             "decodeErrors":0,"videoPackets":298,"videoBytes":119000,"audioPackets":149,"audioPlayed":148,\
