@@ -225,9 +225,7 @@ final class PeerReceiver {
 
     init(info: MemberInfo) throws {
         self.info = info
-        // Drift is corrected by resampling; a burst of packets (a sender's thread held up for a moment) must not
-        // cost a 20 ms skip, so only an excess of 160 ms over the target is cut.
-        audio = try PeerAudioPlayout(settings: AudioJitterBuffer.Settings(dropAboveFrames: 8))
+        audio = try PeerAudioPlayout(settings: PeerAudioPlayout.callSettings)
     }
 
     var participant: ParticipantID { ParticipantID(info.id) }

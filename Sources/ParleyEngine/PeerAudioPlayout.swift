@@ -48,6 +48,9 @@ public final class PeerAudioPlayout {
     /// (far below what Opus at 32 kbit/s leaves) at a third to a half of quality 3's CPU: 0.1 % of a core per peer (`parley bench
     /// echo`).
     public static let defaultResamplerQuality = 1
+    /// The jitter buffer settings of a call. Drift is corrected by resampling; a burst of packets (a sender's thread
+    /// held up for a moment) must not cost a 20 ms skip, so only an excess of 160 ms over the target is cut.
+    public static let callSettings = AudioJitterBuffer.Settings(dropAboveFrames: 8)
     /// Largest pull served in one call: one second.
     public static let maximumPullFrames = sampleRate
     /// Proportional gain: ratio correction per second of queue error.

@@ -88,7 +88,7 @@ struct PlayoutSimulation {
 
     func run() throws -> Result {
         let tones = TonePackets.shared
-        let playout = try PeerAudioPlayout()
+        let playout = try PeerAudioPlayout(settings: PeerAudioPlayout.callSettings)  // as in a call
         var random = seed
         func uniform() -> Double {
             random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
