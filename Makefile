@@ -7,7 +7,7 @@ BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with).
-APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less \
+APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad

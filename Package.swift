@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // System libraries, found through pkg-config.
@@ -60,6 +61,12 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
+        ),
+        // Messages between calls, stored: accounts bound to their keys, direct messages (sealed), delivery state.
+        // `MessageStore` is the protocol; SQLite (GRDB, WAL) is the embedded implementation.
+        .target(
+            name: "ParleyStore",
+            dependencies: ["ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer.
         .target(name: "ParleyWire"),
@@ -134,6 +141,7 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
+        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleySecurity"]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(
             name: "ParleySecurityTests",

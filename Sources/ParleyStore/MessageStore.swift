@@ -1,0 +1,99 @@
+import ParleySecurity
+
+// What the relay keeps between calls, behind one protocol: the embedded SQLite store implements it today; a shared
+// database server (PostgreSQL through postgres-nio is the candidate) can implement it for several relays sharing
+// accounts and messages. Every method is one transaction: when it returns, what it wrote is committed (the relay
+// acknowledges a message only then), and when it throws nothing it would have written is.
+
+/// How a name and keys met the accounts already bound.
+public enum AccountBinding: Sendable, Equatable {
+    /// The name was free: it is now bound to these keys.
+    case created
+    /// The name was bound to these same keys.
+    case matches
+    /// The name belongs to other keys: whoever holds these is not the account's owner.
+    case belongsToOtherKeys
+}
+
+/// A direct message as the sender hands it to the relay: sealed to the recipient (the store never sees text).
+public struct NewDirectMessage: Sendable, Equatable {
+    /// Sender-chosen id, unique per sender: a retry with the same id is the same message, never a duplicate.
+    public var id: String
+    public var sender: String
+    public var recipient: String
+    /// `DirectMessageSeal` output.
+    public var sealed: [UInt8]
+    /// Milliseconds since 1970 when the relay received it.
+    public var receivedAt: Int64
+
+    /// A message to store.
+    public init(id: String, sender: String, recipient: String, sealed: [UInt8], receivedAt: Int64) {
+        self.id = id
+        self.sender = sender
+        self.recipient = recipient
+        self.sealed = sealed
+        self.receivedAt = receivedAt
+    }
+}
+
+/// A stored direct message.
+public struct StoredDirectMessage: Sendable, Equatable {
+    /// The store's order: rising in the order messages were committed (per conversation and overall).
+    public var sequence: Int64
+    public var message: NewDirectMessage
+    /// When it reached the recipient's client (milliseconds since 1970), nil while undelivered.
+    public var deliveredAt: Int64?
+    /// When the recipient read it, nil while unread.
+    public var readAt: Int64?
+
+    /// A stored message.
+    public init(sequence: Int64, message: NewDirectMessage, deliveredAt: Int64? = nil, readAt: Int64? = nil) {
+        self.sequence = sequence
+        self.message = message
+        self.deliveredAt = deliveredAt
+        self.readAt = readAt
+    }
+}
+
+/// What a store refuses or fails at, in words that name the problem.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The database could not be opened, read or written (full disk, read-only file, corrupt file).
+    case database(String)
+    /// A message id reused by its sender for different content.
+    case idReused(sender: String, id: String)
+    /// A limit of the store was reached.
+    case limit(String)
+
+    public var description: String {
+        switch self {
+        case .database(let reason): "message store: \(reason)"
+        case .idReused(let sender, let id):
+            "message id \(id) of \(sender) was already used for another message: choose a new id"
+        case .limit(let reason): reason
+        }
+    }
+}
+
+/// Accounts and direct messages, kept across relay restarts.
+public protocol MessageStore: Sendable {
+    /// Binds `name` to `keys` on first use; afterwards says whether `keys` are the ones bound.
+    func bind(account name: String, to keys: AccountKeys) throws(StoreError) -> AccountBinding
+    /// The keys bound to `name`, nil for an unknown account.
+    func keys(of name: String) throws(StoreError) -> AccountKeys?
+    /// Stores a message once: a retry with the sender's same id and content returns the stored one (`isNew` false).
+    func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool)
+    /// Messages to `recipient` not yet delivered, oldest first, at most `limit`.
+    func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage]
+    /// Marks messages to `recipient` delivered at `at` (sequences of other recipients are ignored).
+    func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
+    /// Marks every message from `sender` to `recipient` up to `sequence` read at `at`.
+    func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64) throws(StoreError)
+    /// The conversation between two accounts, newest first, older than `before` (nil: from the newest), at most
+    /// `limit`: paging backwards.
+    func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
+        -> [StoredDirectMessage]
+    /// Records when an account was last online (milliseconds since 1970).
+    func setLastSeen(_ name: String, at: Int64) throws(StoreError)
+    /// When an account was last online, nil if never.
+    func lastSeen(_ name: String) throws(StoreError) -> Int64?
+}

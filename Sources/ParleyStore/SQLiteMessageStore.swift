@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+import ParleySecurity
+
+/// The embedded `MessageStore`: one SQLite file in WAL mode (GRDB's `DatabasePool`), no set-up needed. Writes are
+/// serialized by GRDB; each method is one transaction.
+public final class SQLiteMessageStore: MessageStore {
+    private let pool: DatabasePool
+    /// The file it lives in.
+    public let path: String
+
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw Self.explain(error, doing: "open \(path)")
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE account (
+                    name TEXT PRIMARY KEY NOT NULL,
+                    signingKey BLOB NOT NULL,
+                    agreementKey BLOB NOT NULL,
+                    lastSeen INTEGER
+                );
+                CREATE TABLE directMessage (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL,
+                    sender TEXT NOT NULL,
+                    recipient TEXT NOT NULL,
+                    sealed BLOB NOT NULL,
+                    receivedAt INTEGER NOT NULL,
+                    deliveredAt INTEGER,
+                    readAt INTEGER,
+                    UNIQUE (sender, id)
+                );
+                CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
+                CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
+                """)
+        }
+        return migrator
+    }
+
+    /// A GRDB or SQLite error in words: which operation, and SQLite's own reason (full disk, read-only, …).
+    private static func explain(_ error: any Error, doing what: String) -> StoreError {
+        if let store = error as? StoreError { return store }
+        if let database = error as? DatabaseError {
+            return .database("could not \(what): \(database.message ?? "\(database.resultCode)")")
+        }
+        return .database("could not \(what): \(error)")
+    }
+
+    private func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try pool.write(body) } catch { throw Self.explain(error, doing: what) }
+    }
+
+    private func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try pool.read(body) } catch { throw Self.explain(error, doing: what) }
+    }
+
+    public func bind(account name: String, to keys: AccountKeys) throws(StoreError) -> AccountBinding {
+        try write("bind account \(name)") { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT signingKey, agreementKey FROM account WHERE name = ?",
+                                          arguments: [name]) {
+                let signing: Data = row["signingKey"], agreement: Data = row["agreementKey"]
+                return Array(signing) == keys.signing && Array(agreement) == keys.agreement
+                    ? .matches : .belongsToOtherKeys
+            }
+            try db.execute(sql: "INSERT INTO account (name, signingKey, agreementKey) VALUES (?, ?, ?)",
+                           arguments: [name, Data(keys.signing), Data(keys.agreement)])
+            return .created
+        }
+    }
+
+    public func keys(of name: String) throws(StoreError) -> AccountKeys? {
+        let row = try read("read the keys of \(name)") { db in
+            try Row.fetchOne(db, sql: "SELECT signingKey, agreementKey FROM account WHERE name = ?", arguments: [name])
+        }
+        guard let row else { return nil }
+        let signing: Data = row["signingKey"], agreement: Data = row["agreementKey"]
+        do {
+            return try AccountKeys(signing: Array(signing), agreement: Array(agreement))
+        } catch {
+            throw .database("the stored keys of \(name) are damaged: \(error)")
+        }
+    }
+
+    public func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool) {
+        try write("store message \(message.id) of \(message.sender)") { db in
+            if let existing = try Self.fetchMessages(
+                db, where: "sender = ? AND id = ?", arguments: [message.sender, message.id], limit: 1).first {
+                guard existing.message.recipient == message.recipient, existing.message.sealed == message.sealed else {
+                    throw StoreError.idReused(sender: message.sender, id: message.id)
+                }
+                return (existing, false)
+            }
+            try db.execute(
+                sql: "INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt) VALUES (?, ?, ?, ?, ?)",
+                arguments: [message.id, message.sender, message.recipient, Data(message.sealed), message.receivedAt])
+            return (StoredDirectMessage(sequence: db.lastInsertedRowID, message: message), true)
+        }
+    }
+
+    public func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage] {
+        try read("read undelivered messages to \(recipient)") { db in
+            try Self.fetchMessages(db, where: "recipient = ? AND deliveredAt IS NULL", arguments: [recipient],
+                                   limit: limit)
+        }
+    }
+
+    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) {
+        guard !sequences.isEmpty else { return }
+        try write("mark \(sequences.count) messages delivered") { db in
+            for sequence in sequences {
+                try db.execute(
+                    sql: "UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL",
+                    arguments: [at, sequence, recipient])
+            }
+        }
+    }
+
+    public func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64)
+        throws(StoreError) {
+        try write("mark messages of \(sender) read") { db in
+            try db.execute(
+                sql: """
+                    UPDATE directMessage SET readAt = ?, deliveredAt = COALESCE(deliveredAt, ?)
+                    WHERE sender = ? AND recipient = ? AND sequence <= ? AND readAt IS NULL
+                    """,
+                arguments: [at, at, sender, recipient, sequence])
+        }
+    }
+
+    public func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
+        -> [StoredDirectMessage] {
+        try read("read the conversation of \(account) and \(peer)") { db in
+            try Self.fetchMessages(
+                db, where: "((sender = ? AND recipient = ?) OR (sender = ? AND recipient = ?)) AND sequence < ?",
+                arguments: [account, peer, peer, account, before ?? Int64.max], limit: limit, newestFirst: true)
+        }
+    }
+
+    public func setLastSeen(_ name: String, at: Int64) throws(StoreError) {
+        try write("record when \(name) was last seen") { db in
+            try db.execute(sql: "UPDATE account SET lastSeen = ? WHERE name = ?", arguments: [at, name])
+        }
+    }
+
+    public func lastSeen(_ name: String) throws(StoreError) -> Int64? {
+        try read("read when \(name) was last seen") { db in
+            try Int64.fetchOne(db, sql: "SELECT lastSeen FROM account WHERE name = ?", arguments: [name])
+        }
+    }
+
+    private static func fetchMessages(_ db: Database, where condition: String, arguments: StatementArguments,
+                                      limit: Int, newestFirst: Bool = false) throws -> [StoredDirectMessage] {
+        let order = newestFirst ? "DESC" : "ASC"
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT * FROM directMessage WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))",
+            arguments: arguments)
+        return rows.map { row in
+            let sealed: Data = row["sealed"]
+            return StoredDirectMessage(
+                sequence: row["sequence"],
+                message: NewDirectMessage(id: row["id"], sender: row["sender"], recipient: row["recipient"],
+                                          sealed: Array(sealed), receivedAt: row["receivedAt"]),
+                deliveredAt: row["deliveredAt"], readAt: row["readAt"])
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import ParleySecurity
+import Testing
+@testable import ParleyStore
+
+struct SQLiteMessageStoreTests {
+    let folder = NSTemporaryDirectory() + "parley-store-\(UUID().uuidString)"
+
+    func open() throws -> SQLiteMessageStore {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return try SQLiteMessageStore(path: folder + "/messages.sqlite")
+    }
+
+    func message(_ id: String, from sender: String = "alice", to recipient: String = "bob", at time: Int64 = 1,
+                 text: String = "x") -> NewDirectMessage {
+        NewDirectMessage(id: id, sender: sender, recipient: recipient, sealed: Array(text.utf8), receivedAt: time)
+    }
+
+    @Test func aNameIsBoundToItsFirstKeysOnly() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try open()
+        let alice = AccountIdentity.create(name: "alice").keys
+        let impostor = AccountIdentity.create(name: "alice").keys
+        #expect(try store.keys(of: "alice") == nil)
+        #expect(try store.bind(account: "alice", to: alice) == .created)
+        #expect(try store.bind(account: "alice", to: alice) == .matches)
+        #expect(try store.bind(account: "alice", to: impostor) == .belongsToOtherKeys)
+        #expect(try store.keys(of: "alice") == alice)
+        #expect(try store.lastSeen("alice") == nil)
+        try store.setLastSeen("alice", at: 1_700_000_000_000)
+        #expect(try store.lastSeen("alice") == 1_700_000_000_000)
+    }
+
+    @Test func aRetryIsNeverADuplicateAndAReusedIdIsRefused() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try open()
+        let first = try store.store(message("m1"))
+        let retry = try store.store(message("m1"))
+        #expect(first.isNew && !retry.isNew && retry.stored == first.stored)
+        #expect(throws: StoreError.idReused(sender: "alice", id: "m1")) { try store.store(message("m1", text: "other")) }
+        let fromBob = try store.store(message("m1", from: "bob", to: "alice"))
+        #expect(fromBob.isNew, "ids are per sender")
+        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m1"])
+    }
+
+    @Test func undeliveredInOrderThenDeliveredAndReadAndPagedBackwards() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try open()
+        var sequences: [Int64] = []
+        for index in 0..<10 {
+            let sender = index % 2 == 0 ? "alice" : "bob", recipient = index % 2 == 0 ? "bob" : "alice"
+            sequences.append(try store.store(message("m\(index)", from: sender, to: recipient, at: Int64(index))).stored.sequence)
+        }
+        _ = try store.store(message("other", from: "carol", to: "bob"))
+        #expect(sequences == sequences.sorted(), "sequences rise in commit order")
+        let toBob = try store.undelivered(to: "bob", limit: 3)
+        #expect(toBob.map(\.message.id) == ["m0", "m2", "m4"], "oldest first, limited")
+        try store.markDelivered(toBob.map(\.sequence), to: "bob", at: 50)
+        try store.markDelivered(toBob.map(\.sequence), to: "alice", at: 99)  // not alice's: ignored
+        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m6", "m8", "other"])
+        try store.markRead(from: "alice", to: "bob", through: sequences[6], at: 60)
+        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m8", "other"], "read implies delivered")
+
+        let newest = try store.history(between: "bob", and: "alice", before: nil, limit: 4)
+        #expect(newest.map(\.message.id) == ["m9", "m8", "m7", "m6"], "newest first, carol's not in it")
+        let older = try store.history(between: "alice", and: "bob", before: newest.last?.sequence, limit: 4)
+        #expect(older.map(\.message.id) == ["m5", "m4", "m3", "m2"])
+        #expect(older.first { $0.message.id == "m4" }?.deliveredAt == 50)
+        #expect(older.first { $0.message.id == "m4" }?.readAt == 60)
+        #expect(older.first { $0.message.id == "m5" }?.readAt == nil, "bob's messages to alice are not bob's to read")
+    }
+
+    @Test func whatWasCommittedIsThereAfterReopening() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        do {
+            let store = try open()
+            _ = try store.bind(account: "alice", to: AccountIdentity.create(name: "alice").keys)
+            _ = try store.store(message("kept"))
+        }
+        let again = try open()
+        #expect(try again.undelivered(to: "bob", limit: 10).map(\.message.id) == ["kept"])
+        #expect(try again.keys(of: "alice") != nil)
+    }
+
+    @Test func aStoreThatCannotBeOpenedSaysWhere() {
+        #expect(throws: StoreError.self) { try SQLiteMessageStore(path: "/nonexistent/folder/messages.sqlite") }
+        do { _ = try SQLiteMessageStore(path: "/nonexistent/folder/messages.sqlite") } catch {
+            #expect("\(error)".contains("could not open /nonexistent/folder/messages.sqlite"), "\(error)")
+        }
+    }
+}
