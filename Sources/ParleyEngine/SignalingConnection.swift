@@ -77,8 +77,23 @@ final class SignalingConnection: Sendable {
                         timeout: TimeAmount = .seconds(5),
                         trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
                         handler: @escaping @Sendable (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
+        connect(to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted) { text in
+            guard let text else { return handler(.closed) }
+            do throws(SignalingError) {
+                handler(.message(try ServerMessage.decode(text)))
+            } catch {
+                handler(.invalid(error))
+            }
+        }
+    }
+
+    /// Connects to the WebSocket at `path` and calls `onText` with each text frame, then nil once it closed.
+    static func connect(to address: ServerAddress, path: String, on loop: any EventLoop,
+                        security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
+                        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
+                        onText: @escaping @Sendable (String?) -> Void) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
-        let callback = handler
+        let callback = onText
         // The trust decision of this attempt, read after its handshake failed.
         let decision = NIOLockedValueBox<RelayTrustDecision?>(nil)
         let connect = ClientBootstrap(group: loop)
@@ -107,7 +122,8 @@ final class SignalingConnection: Sendable {
                             context.pipeline.syncOperations.removeHandler(name: "parley.upgrade-request", promise: nil)
                         }))
                     try channel.pipeline.syncOperations.addHandler(
-                        UpgradeRequestHandler(address: address, upgraded: upgraded), name: "parley.upgrade-request")
+                        UpgradeRequestHandler(address: address, path: path, upgraded: upgraded),
+                        name: "parley.upgrade-request")
                 }
             }
             .connect(host: address.host, port: address.port)
@@ -200,10 +216,12 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     typealias OutboundOut = HTTPClientRequestPart
 
     private let address: ServerAddress
+    private let path: String
     private let upgraded: EventLoopPromise<Void>
 
-    init(address: ServerAddress, upgraded: EventLoopPromise<Void>) {
+    init(address: ServerAddress, path: String, upgraded: EventLoopPromise<Void>) {
         self.address = address
+        self.path = path
         self.upgraded = upgraded
     }
 
@@ -211,7 +229,7 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: address.description)
         headers.add(name: "Content-Length", value: "0")
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/parley", headers: headers)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer()))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -237,15 +255,15 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     }
 }
 
-/// Turns WebSocket frames into signaling events.
+/// Hands on each text frame, then nil once the connection closed.
 private final class ClientSignalingHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let callback: @Sendable (SignalingEvent) -> Void
+    private let callback: @Sendable (String?) -> Void
     private var closed = false
 
-    init(callback: @escaping @Sendable (SignalingEvent) -> Void) {
+    init(callback: @escaping @Sendable (String?) -> Void) {
         self.callback = callback
     }
 
@@ -254,12 +272,7 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData
-            let text = data.readString(length: data.readableBytes) ?? ""
-            do {
-                callback(.message(try ServerMessage.decode(text)))
-            } catch {
-                callback(.invalid(error))
-            }
+            callback(data.readString(length: data.readableBytes) ?? "")
         case .ping:
             context.writeAndFlush(
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)),
@@ -274,7 +287,7 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if !closed {
             closed = true
-            callback(.closed)
+            callback(nil)
         }
         context.fireChannelInactive()
     }

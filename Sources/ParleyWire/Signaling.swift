@@ -315,6 +315,14 @@ public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
     case encryptionMismatch = "encryption-mismatch"
     /// A room, connection or member limit was reached.
     case limitReached = "limit-reached"
+    /// Messaging: the request needs a logged-in account.
+    case notLoggedIn = "not-logged-in"
+    /// Messaging: the account name is bound to other keys, or the proof did not verify.
+    case accountRefused = "account-refused"
+    /// Messaging: no such account.
+    case unknownAccount = "unknown-account"
+    /// Messaging: the store could not commit (full disk, read-only database); nothing was acknowledged.
+    case storeFailed = "store-failed"
     /// The relay failed; not the client's fault.
     case `internal` = "internal"
 
@@ -727,7 +735,7 @@ private struct Envelope: Encodable {
     }
 }
 
-private func encodeSignaling(type: String, payload: (any Encodable)?) -> String {
+func encodeSignaling(type: String, payload: (any Encodable)?) -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     // Every payload is plain strings, integers, booleans and finite doubles, so encoding cannot fail.
@@ -767,7 +775,7 @@ private struct Header: Decodable {
 }
 
 /// One received message: checked for size, JSON syntax, object shape, version and type; payload decoded on demand.
-private struct SignalingMessage {
+struct SignalingMessage {
     let type: String
     private let data: Data
 
