@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire", "ParleyRoom", "ParleySecurity",
+                "ParleyWire", "ParleyRoom", "ParleySecurity", "ParleyStore",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -156,7 +156,7 @@ let package = Package(
             name: "ParleyRelayTests",
             dependencies: [
                 "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
-                "ParleySecurity",
+                "ParleySecurity", "ParleyStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

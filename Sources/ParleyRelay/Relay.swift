@@ -6,6 +6,7 @@ import NIOSSL
 import NIOWebSocket
 import ParleyRoom
 import ParleySecurity
+import ParleyStore
 import ParleyWire
 
 /// How to run a relay.
@@ -24,6 +25,10 @@ public struct RelayConfiguration: Sendable {
     public var tls: RelayIdentity? = nil
     /// Where logs go.
     public var logger: Logger
+    /// Where accounts and direct messages are kept (`/parley/messages`); nil: the relay offers no messaging.
+    public var messageStore: (any MessageStore)? = nil
+    /// Limits of the messaging connections.
+    public var messaging = MessagingLimits()
 
     /// A configuration; defaults are the production values.
     public init(host: String = "127.0.0.1", port: Int = 7878, limits: SignalingLimits = SignalingLimits(),
@@ -74,9 +79,12 @@ public final class Relay: Sendable {
     private let udpChannel: any Channel
     private let core: NIOLoopBound<RelayCore>
     private let logger: Logger
+    /// Messaging between calls, when the relay has a store.
+    public let messaging: MessagingService?
 
     private init(signalingPort: Int, mediaPort: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
-                 udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger) {
+                 udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger, messaging: MessagingService?) {
+        self.messaging = messaging
         self.signalingPort = signalingPort
         self.mediaPort = mediaPort
         self.group = group
@@ -91,6 +99,9 @@ public final class Relay: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let logger = configuration.logger
+        let messaging = configuration.messageStore.map {
+            MessagingService(store: $0, limits: configuration.messaging, logger: logger)
+        }
         let tls: NIOSSLContext?
         do {
             tls = try configuration.tls.map(Self.serverContext)
@@ -149,7 +160,8 @@ public final class Relay: Sendable {
                             handshake.cancel()
                             core.value.socketClosed()
                         }
-                        return Self.configureSignaling(channel, core: core, tls: tls, handshake: handshake)
+                        return Self.configureSignaling(channel, core: core, tls: tls, handshake: handshake,
+                                                       messaging: messaging)
                     }
                     .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
             } catch {
@@ -163,7 +175,8 @@ public final class Relay: Sendable {
                 "host": "\(configuration.host)", "signaling": "\(signalingPort)/tcp", "media": "\(mediaPort)/udp",
             ])
             return Relay(signalingPort: signalingPort, mediaPort: mediaPort, group: group,
-                         serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger)
+                         serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger,
+                         messaging: messaging)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -206,20 +219,28 @@ public final class Relay: Sendable {
     }
 
     private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>,
-                                           tls: NIOSSLContext?, handshake: Scheduled<Void>) -> EventLoopFuture<Void>
+                                           tls: NIOSSLContext?, handshake: Scheduled<Void>,
+                                           messaging: MessagingService?) -> EventLoopFuture<Void>
     {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 2 * maxSignalingMessageBytes,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
-            upgradePipelineHandler: { channel, _ in
+            upgradePipelineHandler: { channel, head in
                 handshake.cancel()
                 return channel.eventLoop.makeCompletedFuture {
+                    // `/parley/messages` is messaging between calls; everything else is a call's signaling.
+                    let handler: any ChannelHandler =
+                        if head.uri == MessagingService.path, let messaging {
+                            MessagingHandler(service: messaging)
+                        } else {
+                            SignalingHandler(core: core)
+                        }
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
                             maxAccumulatedFrameSize: 2 * maxSignalingMessageBytes),
-                        SignalingHandler(core: core),
+                        handler,
                     ])
                 }
             })

@@ -84,6 +84,8 @@ public protocol MessageStore: Sendable {
     func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool)
     /// Messages to `recipient` not yet delivered, oldest first, at most `limit`.
     func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage]
+    /// How many messages to `recipient` are not yet delivered.
+    func undeliveredCount(to recipient: String) throws(StoreError) -> Int
     /// Marks messages to `recipient` delivered at `at` (sequences of other recipients are ignored).
     func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
     /// Marks every message from `sender` to `recipient` up to `sequence` read at `at`.

@@ -117,6 +117,13 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
+    public func undeliveredCount(to recipient: String) throws(StoreError) -> Int {
+        try read("count undelivered messages to \(recipient)") { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM directMessage WHERE recipient = ? AND deliveredAt IS NULL",
+                             arguments: [recipient]) ?? 0
+        }
+    }
+
     public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) {
         guard !sequences.isEmpty else { return }
         try write("mark \(sequences.count) messages delivered") { db in

@@ -55,6 +55,7 @@ struct SQLiteMessageStoreTests {
         #expect(sequences == sequences.sorted(), "sequences rise in commit order")
         let toBob = try store.undelivered(to: "bob", limit: 3)
         #expect(toBob.map(\.message.id) == ["m0", "m2", "m4"], "oldest first, limited")
+        #expect(try store.undeliveredCount(to: "bob") == 6)
         try store.markDelivered(toBob.map(\.sequence), to: "bob", at: 50)
         try store.markDelivered(toBob.map(\.sequence), to: "alice", at: 99)  // not alice's: ignored
         #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m6", "m8", "other"])

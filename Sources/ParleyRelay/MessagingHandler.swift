@@ -1,0 +1,70 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+import ParleyWire
+
+/// The thin NIO side of a messaging connection: text frames to the service, events back as text frames.
+final class MessagingHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private static let nextID = NIOLockedValueBox<UInt64>(1)
+    private let service: MessagingService
+    private let id: UInt64
+
+    init(service: MessagingService) {
+        self.service = service
+        id = Self.nextID.withLockedValue { value in
+            defer { value += 1 }
+            return value
+        }
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        service.open(id, peer: ChannelMessagingPeer(channel: context.channel))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        service.closed(id)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            service.receive(data.readString(length: data.readableBytes) ?? "", on: id)
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
+                                  promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            // Binary and unknown frames are not part of the protocol.
+            service.receive("", on: id)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Sends events on a channel from the service's queue (NIO hops to the channel's event loop).
+final class ChannelMessagingPeer: MessagingPeer {
+    private let channel: any Channel
+
+    init(channel: any Channel) { self.channel = channel }
+
+    func send(_ event: MessagingEvent) {
+        let text = event.encoded()
+        var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+}
