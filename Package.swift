@@ -123,7 +123,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyBench",
-                "ParleySecurity",
+                "ParleySecurity", "ParleyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

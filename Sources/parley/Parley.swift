@@ -10,6 +10,9 @@ struct Parley: AsyncParsableCommand {
             Start with `parley demo` for a four-party call on a local relay, or `parley join ROOM --server HOST:PORT \
             --name NAME` to join a real one. `parley serve` runs the relay.
             """,
-        subcommands: [Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self, Bench.self],
+        subcommands: [
+            Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self, Bench.self,
+            Login.self, Logout.self, Msg.self, Inbox.self, History.self, Status.self, Account.self,
+        ],
         defaultSubcommand: Lobby.self)
 }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyRelay
+import ParleyStore
 import ParleySecurity
 
 /// `parley serve`: the relay.
@@ -115,7 +116,11 @@ struct Serve: AsyncParsableCommand {
         media.memberKbps = maxMemberKbps
         var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
         var certificateNote = ""
+        let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         do {
+            try FileManager.default.createDirectory(atPath: stateDir ?? LogSetup.stateDirectory,
+                                                    withIntermediateDirectories: true)
+            configuration.messageStore = try SQLiteMessageStore(path: messagesPath)
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
                 configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)
@@ -142,6 +147,7 @@ struct Serve: AsyncParsableCommand {
             say("TLS fingerprint \(identity.fingerprint) (\(certificateNote)); members compare it with what they pinned")
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
+        say("accounts and direct messages kept in \(messagesPath)")
         let signal = await signals.wait()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])

@@ -1,0 +1,224 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleySecurity
+import ParleyWire
+import Synchronization
+
+/// A direct message as this account sees it: opened, with its direction.
+public struct ReceivedMessage: Sendable, Equatable {
+    public var sequence: Int64
+    public var id: String
+    public var from: String
+    public var to: String
+    public var text: String
+    /// When the relay received it, milliseconds since 1970.
+    public var sentAt: Int64
+    public var delivered: Bool
+    public var read: Bool
+}
+
+/// What went wrong talking to the relay's messaging, in words for the user.
+public struct MessagingClientError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The relay's error code when it refused something.
+    public var code: SignalingErrorCode?
+    public var description: String
+
+    init(_ description: String, code: SignalingErrorCode? = nil) {
+        self.description = description
+        self.code = code
+    }
+}
+
+/// One logged-in messaging connection to a relay: send, receive what waited, look up presence, read history. One
+/// request at a time (each waits for its answer), which is how the command line and the messages screen use it.
+public final class MessagingClient: Sendable {
+    public let identity: AccountIdentity
+    /// Messages that were waiting at login.
+    public let waiting: Int
+    /// Whether this login created the account on the relay.
+    public let created: Bool
+    private let connection: SignalingConnection
+    private let inbox: Inbox
+    private let group: MultiThreadedEventLoopGroup
+
+    private final class Inbox: Sendable {
+        let events = Mutex<[MessagingEvent]>([])
+        let closed = Mutex(false)
+    }
+
+    private init(identity: AccountIdentity, waiting: Int, created: Bool, connection: SignalingConnection,
+                 inbox: Inbox, group: MultiThreadedEventLoopGroup) {
+        self.identity = identity
+        self.waiting = waiting
+        self.created = created
+        self.connection = connection
+        self.inbox = inbox
+        self.group = group
+    }
+
+    /// Connects to the relay's messaging and logs in with `identity` (binding its name on first use).
+    public static func connect(to server: ServerAddress, security: SignalingSecurity, identity: AccountIdentity,
+                               timeout: Duration = .seconds(10)) async throws -> MessagingClient {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let inbox = Inbox()
+        let connection: SignalingConnection
+        do {
+            connection = try await SignalingConnection.connect(
+                to: server, path: "/parley/messages", on: group.next(), security: security
+            ) { text in
+                guard let text else { return inbox.closed.withLock { $0 = true } }
+                if let event = try? MessagingEvent.decode(text) { inbox.events.withLock { $0.append(event) } }
+            }.get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw MessagingClientError("\(error)")
+        }
+        func fail(_ error: any Error) async -> any Error {
+            connection.close()
+            try? await group.shutdownGracefully()
+            return error
+        }
+        let keys = identity.keys
+        connection.sendRawText(MessagingRequest.login(AccountLogin(
+            name: identity.name, signingKey: Data(keys.signing).base64EncodedString(),
+            agreementKey: Data(keys.agreement).base64EncodedString())).encoded())
+        do {
+            let challenge = try await next(in: inbox, timeout: timeout, what: "the login challenge") {
+                if case .challenge(let challenge) = $0 { challenge } else { nil }
+            }
+            let nonce = Array(Data(base64Encoded: challenge.nonce) ?? Data())
+            let signature = identity.sign(AccountIdentity.loginMessage(name: identity.name, challenge: nonce))
+            connection.sendRawText(MessagingRequest.proof(LoginProof(signature: Data(signature).base64EncodedString())).encoded())
+            let loggedIn = try await next(in: inbox, timeout: timeout, what: "the login answer") {
+                if case .loggedIn(let answer) = $0 { answer } else { nil }
+            }
+            return MessagingClient(identity: identity, waiting: loggedIn.waiting, created: loggedIn.created,
+                                   connection: connection, inbox: inbox, group: group)
+        } catch {
+            throw await fail(error)
+        }
+    }
+
+    /// Waits for the first event `match` accepts (taking it and what came before it out of the inbox); an error event
+    /// from the relay, a closed connection or the timeout throws.
+    private static func next<T>(in inbox: Inbox, timeout: Duration, what: String,
+                                _ match: (MessagingEvent) -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let found: Result<T, MessagingClientError>? = inbox.events.withLock { events in
+                for (index, event) in events.enumerated() {
+                    if let value = match(event) {
+                        events.removeFirst(index + 1)
+                        return .success(value)
+                    }
+                    if case .error(let error) = event {
+                        events.removeFirst(index + 1)
+                        return .failure(MessagingClientError(error.message, code: error.code))
+                    }
+                }
+                return nil
+            }
+            if let found { return try found.get() }
+            if inbox.closed.withLock({ $0 }) {
+                throw MessagingClientError("the relay closed the connection while waiting for \(what)")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw MessagingClientError("no answer from the relay within \(timeout) while waiting for \(what)")
+    }
+
+    private func next<T>(_ what: String, timeout: Duration = .seconds(10), _ match: (MessagingEvent) -> T?)
+        async throws -> T {
+        try await Self.next(in: inbox, timeout: timeout, what: what, match)
+    }
+
+    private func send(_ request: MessagingRequest) { connection.sendRawText(request.encoded()) }
+
+    /// The public keys of `name`.
+    public func keys(of name: String) async throws -> AccountKeys {
+        send(.keys(AccountRef(name: name)))
+        let answer = try await next("the keys of \(name)") { if case .keys(let keys) = $0 { keys } else { nil } }
+        guard let signing = Data(base64Encoded: answer.signingKey), let agreement = Data(base64Encoded: answer.agreementKey)
+        else { throw MessagingClientError("the relay sent keys of \(name) that are not base64") }
+        return try AccountKeys(signing: Array(signing), agreement: Array(agreement))
+    }
+
+    /// Seals `text` to `recipient` and sends it under `id` (a retry with the same id is the same message); returns
+    /// once the relay has stored it.
+    public func send(_ text: String, to recipient: String, id: String = UUID().uuidString) async throws -> MessageStored {
+        let keys = try await keys(of: recipient)
+        let sealed = DirectMessageSeal.seal(text, from: identity, to: recipient, keys: keys, id: id)
+        send(.send(DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString())))
+        return try await next("the relay to store the message") {
+            if case .stored(let stored) = $0, stored.id == id { stored } else { nil }
+        }
+    }
+
+    /// Every message that was waiting at login, opened, oldest first, each acknowledged (so it is not delivered
+    /// again).
+    public func receiveWaiting() async throws -> [ReceivedMessage] {
+        var received: [ReceivedMessage] = []
+        var senders: [String: AccountKeys] = [:]
+        while received.count < waiting {
+            var page: [DirectMessageDelivery] = []
+            let pageSize = min(maxMessagesPerPage, waiting - received.count)
+            while page.count < pageSize {
+                page.append(try await next("waiting messages") { if case .message(let m) = $0 { m } else { nil } })
+            }
+            for delivery in page {
+                if senders[delivery.from] == nil { senders[delivery.from] = try await keys(of: delivery.from) }
+                received.append(open(delivery, senderKeys: senders[delivery.from]!))
+            }
+            send(.received(DeliveryReceipt(sequences: page.map(\.sequence))))
+        }
+        return received
+    }
+
+    /// The conversation with `peer`, newest first, at most `limit` (1…200).
+    public func history(with peer: String, limit: Int = 50) async throws -> [ReceivedMessage] {
+        send(.history(HistoryQuery(peer: peer, before: nil, limit: limit)))
+        var page: [DirectMessageDelivery] = []
+        while true {
+            let event = try await next("the history with \(peer)") { event -> MessagingEvent? in
+                switch event {
+                case .message, .historyEnd: event
+                default: nil
+                }
+            }
+            if case .message(let delivery) = event { page.append(delivery) } else { break }
+        }
+        let peerKeys = page.isEmpty ? nil : try await keys(of: peer)
+        return page.map { open($0, senderKeys: $0.from == identity.name ? identity.keys : peerKeys!) }
+    }
+
+    /// Whether `name` is online, or when it was last.
+    public func presence(of name: String) async throws -> PresenceAnswer {
+        send(.presence(AccountRef(name: name)))
+        return try await next("the presence of \(name)") { if case .presence(let p) = $0 { p } else { nil } }
+    }
+
+    private func open(_ delivery: DirectMessageDelivery, senderKeys: AccountKeys) -> ReceivedMessage {
+        let sealed = Array(Data(base64Encoded: delivery.sealed) ?? Data())
+        let text: String
+        if delivery.from == identity.name {
+            // Our own message, sealed to the peer: we cannot open it (the client's cache keeps our own text).
+            text = "(sent; sealed to \(delivery.to))"
+        } else {
+            do throws(DirectMessageSeal.OpenError) {
+                text = try DirectMessageSeal.open(sealed, by: identity, from: delivery.from, senderKeys: senderKeys,
+                                                  id: delivery.id)
+            } catch {
+                text = "(cannot be read: \(error))"
+            }
+        }
+        return ReceivedMessage(sequence: delivery.sequence, id: delivery.id, from: delivery.from, to: delivery.to,
+                               text: text, sentAt: delivery.sentAt, delivered: delivery.delivered, read: delivery.read)
+    }
+
+    /// Closes the connection.
+    public func close() async {
+        connection.close()
+        try? await group.shutdownGracefully()
+    }
+}

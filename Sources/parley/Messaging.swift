@@ -1,0 +1,290 @@
+import ArgumentParser
+import Foundation
+import ParleyEngine
+import ParleyRoom
+import ParleySecurity
+import ParleyTUI
+import ParleyWire
+
+/// This computer's accounts: one identity file per account (mode 600) and the one logged in now, with its relay.
+struct AccountFiles {
+    let folder: String
+
+    /// `$XDG_CONFIG_HOME/parley` (or `~/.config/parley`), where known_relays lives too.
+    static var standard: AccountFiles {
+        AccountFiles(folder: (RelayTrustStore.defaultPath() as NSString).deletingLastPathComponent)
+    }
+
+    func identityPath(_ name: String) -> String { folder + "/accounts/\(name).identity" }
+    var currentPath: String { folder + "/account" }
+
+    /// The identity of `name`, created (and saved) on first use.
+    func identity(for name: String) throws -> (identity: AccountIdentity, created: Bool) {
+        let path = identityPath(name)
+        if FileManager.default.fileExists(atPath: path) {
+            return (try load(path), false)
+        }
+        let identity = AccountIdentity.create(name: name)
+        try save(identity)
+        return (identity, true)
+    }
+
+    func load(_ path: String) throws -> AccountIdentity {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 64 * 1024 else {
+            throw CommandFailure("\(path) cannot be read (or is larger than 64 KiB)")
+        }
+        do {
+            return try AccountIdentity(parsing: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw CommandFailure("\(path): \(error)")
+        }
+    }
+
+    func save(_ identity: AccountIdentity) throws {
+        let path = identityPath(identity.name)
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        guard FileManager.default.createFile(atPath: path, contents: Data(identity.encoded().utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw CommandFailure("could not write \(path)")
+        }
+    }
+
+    /// The account logged in now and its relay, if any.
+    func current() -> (name: String, server: String)? {
+        guard let text = FileManager.default.contents(atPath: currentPath).map({ String(decoding: $0, as: UTF8.self) })
+        else { return nil }
+        let parts = text.split(separator: "\n").map(String.init)
+        guard parts.count >= 2 else { return nil }
+        return (parts[0], parts[1])
+    }
+
+    func setCurrent(name: String, server: String) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: currentPath, contents: Data("\(name)\n\(server)\n".utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw CommandFailure("could not write \(currentPath)")
+        }
+    }
+}
+
+/// The logged-in account and its relay, for the messaging commands.
+struct AccountOptions: ParsableArguments {
+    @Option(help: "Relay to use (default: the one `parley login` used).")
+    var server: String?
+
+    @OptionGroup var relayTrust: RelayTrustOptions
+
+    /// Connects and logs in as the current account.
+    func connect() async throws -> MessagingClient {
+        let files = AccountFiles.standard
+        guard let current = files.current() else {
+            throw CommandFailure("not logged in: run `parley login NAME --server HOST:PORT` first")
+        }
+        let identity = try files.load(files.identityPath(current.name))
+        return try await Self.login(identity, server: server ?? current.server, trust: relayTrust)
+    }
+
+    static func login(_ identity: AccountIdentity, server: String, trust relayTrust: RelayTrustOptions) async throws
+        -> MessagingClient {
+        let address: ServerAddress
+        do {
+            address = try ServerAddress(parsing: server)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        do {
+            return try await MessagingClient.connect(to: address, security: try relayTrust.security(), identity: identity)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+    }
+}
+
+/// `parley login NAME`: create or use this computer's identity for NAME and prove it to the relay.
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Log in to an account (created with its own key pair on first use; no password).")
+
+    @Argument(help: "Account name: 1-128 characters, no spaces.")
+    var name: String
+
+    @Option(help: "Relay, HOST:PORT.")
+    var server = LobbyState.defaultServer
+
+    @OptionGroup var relayTrust: RelayTrustOptions
+
+    func validate() throws {
+        do {
+            _ = try DisplayName.validate(name)
+        } catch {
+            throw ValidationError("account name: \(error)")
+        }
+    }
+
+    func run() async throws {
+        let files = AccountFiles.standard
+        let (identity, createdHere) = try files.identity(for: name)
+        let client = try await AccountOptions.login(identity, server: server, trust: relayTrust)
+        await client.close()
+        try files.setCurrent(name: name, server: server)
+        var lines = ["logged in as \(name) on \(server)"]
+        if createdHere { lines.append("new identity saved in \(files.identityPath(name)) (mode 600)") }
+        if client.created { lines.append("the relay bound \(name) to this key: fingerprint \(identity.keys.fingerprint)") }
+        if client.waiting > 0 { lines.append("\(client.waiting) messages waiting: parley inbox") }
+        print(lines.joined(separator: "\n"))
+    }
+}
+
+/// `parley logout`: forget which account is logged in (its keys stay, to log in again or export).
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Log out (the account's keys stay on this computer).")
+
+    func run() async throws {
+        let files = AccountFiles.standard
+        guard let current = files.current() else {
+            print("not logged in")
+            return
+        }
+        try? FileManager.default.removeItem(atPath: files.currentPath)
+        print("logged out of \(current.name); its keys stay in \(files.identityPath(current.name))")
+    }
+}
+
+/// `parley msg PEER TEXT`: send a direct message; the exit status says whether the relay stored it.
+struct Msg: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a direct message, end-to-end encrypted; exits 0 only once the relay has stored it.")
+
+    @Argument(help: "The recipient's account name.")
+    var peer: String
+    @Argument(help: "The message.")
+    var text: String
+    @Option(help: "Message id (default: a new one); resending with the same id never makes a duplicate.")
+    var id: String?
+    @OptionGroup var account: AccountOptions
+
+    func validate() throws {
+        guard text.contains(where: { !$0.isWhitespace }) else { throw ValidationError("the message is empty") }
+        guard text.count <= 4000 else {
+            throw ValidationError("the message has \(text.count) characters; at most 4000")
+        }
+    }
+
+    func run() async throws {
+        let client = try await account.connect()
+        do {
+            let stored = try await client.send(text, to: peer, id: id ?? UUID().uuidString)
+            await client.close()
+            print("stored for \(peer) (message \(stored.sequence))")
+        } catch {
+            await client.close()
+            throw CommandFailure("not stored: \(error)")
+        }
+    }
+}
+
+/// `parley inbox`: print the messages that waited for this account and acknowledge them.
+struct Inbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the direct messages waiting for you.")
+
+    @OptionGroup var account: AccountOptions
+
+    func run() async throws {
+        let client = try await account.connect()
+        defer { Task { await client.close() } }
+        let messages = try await client.receiveWaiting()
+        for message in messages { print(Self.line(message)) }
+        if messages.isEmpty { print("no messages waiting") }
+        await client.close()
+    }
+
+    static func line(_ message: ReceivedMessage) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let time = formatter.string(from: Date(timeIntervalSince1970: Double(message.sentAt) / 1000))
+        return "\(time) \(message.from): \(message.text)"
+    }
+}
+
+/// `parley history PEER`: the conversation with one account.
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the conversation with an account, oldest first.")
+
+    @Argument(help: "The other account.")
+    var peer: String
+    @Option(help: "How many messages, newest (1-200).")
+    var limit = 50
+    @OptionGroup var account: AccountOptions
+
+    func validate() throws {
+        guard (1...200).contains(limit) else { throw ValidationError("--limit must be 1…200, got \(limit)") }
+    }
+
+    func run() async throws {
+        let client = try await account.connect()
+        let messages = try await client.history(with: peer, limit: limit)
+        await client.close()
+        for message in messages.reversed() { print(Inbox.line(message)) }
+        if messages.isEmpty { print("no messages with \(peer)") }
+    }
+}
+
+/// `parley status NAME`: online, or when last seen.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Say whether an account is online, or when it last was.")
+
+    @Argument(help: "The account.")
+    var name: String
+    @OptionGroup var account: AccountOptions
+
+    func run() async throws {
+        let client = try await account.connect()
+        let presence: PresenceAnswer
+        do {
+            presence = try await client.presence(of: name)
+        } catch {
+            await client.close()
+            throw CommandFailure("\(error)")
+        }
+        await client.close()
+        if presence.online {
+            print("\(name) is online")
+        } else if let lastSeen = presence.lastSeen {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyy-MM-dd HH:mm"
+            print("\(name) is offline, last seen \(formatter.string(from: Date(timeIntervalSince1970: Double(lastSeen) / 1000)))")
+        } else {
+            print("\(name) is offline, never seen online")
+        }
+    }
+}
+
+/// `parley account export NAME` / `parley account import FILE`: move an account to another computer.
+struct Account: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export an account's identity (keep it secret) or import one on another computer.")
+
+    @Argument(help: "export or import")
+    var action: String
+    @Argument(help: "export: the account name; import: the exported file.")
+    var target: String
+
+    func run() async throws {
+        let files = AccountFiles.standard
+        switch action {
+        case "export":
+            print(try files.load(files.identityPath(target)).encoded(), terminator: "")
+        case "import":
+            let identity = try files.load(target)
+            if FileManager.default.fileExists(atPath: files.identityPath(identity.name)) {
+                throw CommandFailure("an identity for \(identity.name) exists already: \(files.identityPath(identity.name))")
+            }
+            try files.save(identity)
+            print("imported \(identity.name): parley login \(identity.name) --server HOST:PORT")
+        default:
+            throw ValidationError("unknown action \"\(action)\": export NAME or import FILE")
+        }
+    }
+}

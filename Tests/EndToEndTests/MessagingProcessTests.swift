@@ -1,0 +1,94 @@
+import Foundation
+import ParleyProcesses
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Messaging between calls with the real `parley` binary: accounts in separate config folders, a `parley serve`
+/// relay with its state folder, and a relay killed with SIGKILL between send and delivery.
+@Suite struct MessagingProcessTests {
+    let folder = NSTemporaryDirectory() + "parley-msg-\(getpid())-\(UUID().uuidString.prefix(8))"
+
+    func serve(_ parley: String) throws -> (BackgroundProcess, String) {
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--state-dir", folder + "/relay"])
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        return (relay, "127.0.0.1:\(port)")
+    }
+
+    /// Runs `parley ARGUMENTS` as `user` (its own config folder); status and output.
+    func run(_ parley: String, as user: String, _ arguments: [String]) throws -> ChildProcess.Result {
+        let result = try ChildProcess.run(
+            "/usr/bin/env", ["XDG_CONFIG_HOME=\(folder)/\(user)", parley] + arguments, timeout: .seconds(30))
+        #expect(!result.timedOut, "parley \(arguments.joined(separator: " ")) hung")
+        return result
+    }
+
+    @Test func everyAcknowledgedMessageSurvivesARelayKilledBeforeDeliveryAndArrivesOnceInOrder() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var (relay, server) = try serve(parley)
+        #expect(try run(parley, as: "bob", ["login", "bob", "--server", server, "--insecure"]).status == 0)
+        let alice = try run(parley, as: "alice", ["login", "alice", "--server", server, "--insecure"])
+        #expect(alice.status == 0 && alice.output.contains("the relay bound alice to this key"), "\(alice.output)")
+
+        // Bob is offline; each of alice's messages is acknowledged (status 0) only once the relay stored it.
+        for index in 1...5 {
+            let sent = try run(parley, as: "alice", ["msg", "bob", "note \(index) ☕", "--insecure"])
+            #expect(sent.status == 0 && sent.output.contains("stored for bob"), "\(sent.output)")
+        }
+        relay.signal(SIGKILL)
+        #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
+        // Killed: nothing answers, and a message now is not acknowledged.
+        let lost = try run(parley, as: "alice", ["msg", "bob", "while down", "--insecure"])
+        #expect(lost.status != 0, "a message to a dead relay is not reported stored: \(lost.output)")
+
+        (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        let inbox = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
+        let lines = inbox.output.split(separator: "\n").filter { $0.contains("alice: ") }
+        #expect(lines.map { String($0.split(separator: " ", maxSplits: 2)[2]) } == (1...5).map { "alice: note \($0) ☕" },
+                "every acknowledged message, once, in order:\n\(inbox.output)")
+        let again = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
+        #expect(again.output.contains("no messages waiting"), "delivered once: \(again.output)")
+
+        let history = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
+        #expect(history.output.split(separator: "\n").count == 5, "\(history.output)")
+        let status = try run(parley, as: "alice", ["status", "bob", "--insecure", "--server", server])
+        #expect(status.output.contains("bob is offline, last seen"), "\(status.output)")
+    }
+
+    @Test(arguments: [
+        (["login", "two words"], "use two_words instead"),
+        (["msg", "bob", "hi"], "not logged in: run `parley login NAME --server HOST:PORT` first"),
+        (["msg", "bob", "   "], "the message is empty"),
+        (["account", "shred", "x"], "unknown action \"shred\""),
+        (["history", "bob", "--limit", "0"], "--limit must be 1…200, got 0"),
+    ])
+    func badCommandsSayWhatToType(arguments: [String], expected: String) throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let result = try run(parley, as: "nobody", arguments)
+        #expect(result.status != 0 && result.output.contains(expected), "\(result.output)")
+    }
+
+    @Test func anAccountMovesToAnotherComputerByExportAndImport() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        #expect(try run(parley, as: "laptop", ["login", "alice", "--server", server, "--insecure"]).status == 0)
+        let stranger = try run(parley, as: "desktop", ["login", "alice", "--server", server, "--insecure"])
+        #expect(stranger.status != 0 && stranger.output.contains("belongs to another key"), "\(stranger.output)")
+        let exported = try run(parley, as: "laptop", ["account", "export", "alice"])
+        #expect(exported.output.hasPrefix("parley-identity 1"))
+        try exported.output.write(toFile: folder + "/alice.export", atomically: true, encoding: .utf8)
+        // The rejected attempt left a fresh identity on the desktop: it goes, the exported one comes in.
+        try FileManager.default.removeItem(atPath: folder + "/desktop/parley/accounts/alice.identity")
+        #expect(try run(parley, as: "desktop", ["account", "import", folder + "/alice.export"]).status == 0)
+        let moved = try run(parley, as: "desktop", ["login", "alice", "--server", server, "--insecure"])
+        #expect(moved.status == 0 && moved.output.contains("logged in as alice"), "\(moved.output)")
+    }
+}
