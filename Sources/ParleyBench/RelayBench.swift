@@ -407,11 +407,11 @@ final class RelayProcess: MeasuredForwarder {
     let signalingPort: Int
     let mediaPort: Int
 
-    init(executable: String, cpu: Int?) throws {
+    init(executable: String, cpu: Int?, extraArguments: [String] = []) throws {
         // Its light clients speak plain WebSocket: this measures forwarding, not TLS.
         // Each light sender sends far more than one member's media allowance: the cap is off for this measurement.
         let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure",
-                     "--max-member-kbps", "0", "--max-connections-per-address", "100000"]
+                     "--max-member-kbps", "0", "--max-connections-per-address", "100000"] + extraArguments
         if let cpu, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             process.arguments = ["-c", "\(cpu)"] + serve

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix
@@ -40,7 +41,8 @@ public final class MessagingClient: Sendable {
     public let created: Bool
     private let connection: SignalingConnection
     private let inbox: Inbox
-    private let group: MultiThreadedEventLoopGroup
+    /// The event loop group this client made (closed with it), nil when the caller lent one.
+    private let group: MultiThreadedEventLoopGroup?
 
     private final class Inbox: Sendable {
         let events = Mutex<[MessagingEvent]>([])
@@ -48,7 +50,7 @@ public final class MessagingClient: Sendable {
     }
 
     private init(identity: AccountIdentity, waiting: Int, created: Bool, connection: SignalingConnection,
-                 inbox: Inbox, group: MultiThreadedEventLoopGroup) {
+                 inbox: Inbox, group: MultiThreadedEventLoopGroup?) {
         self.identity = identity
         self.waiting = waiting
         self.created = created
@@ -57,26 +59,31 @@ public final class MessagingClient: Sendable {
         self.group = group
     }
 
-    /// Connects to the relay's messaging and logs in with `identity` (binding its name on first use).
+    /// Connects to the relay's messaging and logs in with `identity` (binding its name on first use). `loop`: an event
+    /// loop to share (many clients in one process); `onEvent`: called on that loop with every event as it arrives
+    /// (before the client's own requests see it).
     public static func connect(to server: ServerAddress, security: SignalingSecurity, identity: AccountIdentity,
-                               timeout: Duration = .seconds(10)) async throws -> MessagingClient {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                               timeout: Duration = .seconds(10), loop: (any EventLoop)? = nil,
+                               onEvent: (@Sendable (MessagingEvent) -> Void)? = nil) async throws -> MessagingClient {
+        let group = loop == nil ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
         let inbox = Inbox()
         let connection: SignalingConnection
         do {
             connection = try await SignalingConnection.connect(
-                to: server, path: "/parley/messages", on: group.next(), security: security
+                to: server, path: "/parley/messages", on: loop ?? group!.next(), security: security
             ) { text in
                 guard let text else { return inbox.closed.withLock { $0 = true } }
-                if let event = try? MessagingEvent.decode(text) { inbox.events.withLock { $0.append(event) } }
+                guard let event = try? MessagingEvent.decode(text) else { return }
+                onEvent?(event)
+                inbox.events.withLock { $0.append(event) }
             }.get()
         } catch {
-            try? await group.shutdownGracefully()
+            try? await group?.shutdownGracefully()
             throw MessagingClientError("\(error)")
         }
         func fail(_ error: any Error) async -> any Error {
             connection.close()
-            try? await group.shutdownGracefully()
+            try? await group?.shutdownGracefully()
             return error
         }
         let keys = identity.keys
@@ -123,7 +130,7 @@ public final class MessagingClient: Sendable {
             if inbox.closed.withLock({ $0 }) {
                 throw MessagingClientError("the relay closed the connection while waiting for \(what)")
             }
-            try await Task.sleep(for: .milliseconds(5))
+            try await Task.sleep(for: .milliseconds(1))
         }
         throw MessagingClientError("no answer from the relay within \(timeout) while waiting for \(what)")
     }
@@ -166,11 +173,18 @@ public final class MessagingClient: Sendable {
             while page.count < pageSize {
                 page.append(try await next("waiting messages") { if case .message(let m) = $0 { m } else { nil } })
             }
-            for delivery in page {
-                if senders[delivery.from] == nil { senders[delivery.from] = try await keys(of: delivery.from) }
-                received.append(open(delivery, senderKeys: senders[delivery.from]!))
+            for delivery in page where senders[delivery.from] == nil {
+                senders[delivery.from] = try await keys(of: delivery.from)
             }
+            // The receipt first, so the relay reads the next page while this one is opened, on every core.
             send(.received(DeliveryReceipt(sequences: page.map(\.sequence))))
+            let opened = Mutex([ReceivedMessage?](repeating: nil, count: page.count))
+            let keys = senders, deliveries = page
+            DispatchQueue.concurrentPerform(iterations: deliveries.count) { index in
+                let message = open(deliveries[index], senderKeys: keys[deliveries[index].from]!)
+                opened.withLock { $0[index] = message }
+            }
+            received += opened.withLock { $0 }.compactMap { $0 }
         }
         return received
     }
@@ -216,9 +230,27 @@ public final class MessagingClient: Sendable {
                                text: text, sentAt: delivery.sentAt, delivered: delivery.delivered, read: delivery.read)
     }
 
+    /// Sends an already sealed message without waiting for its acknowledgement (which arrives as a `stored` event):
+    /// for pipelining many messages.
+    public func post(id: String, to recipient: String, sealed: [UInt8]) {
+        send(.send(DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString())))
+    }
+
+    /// Tells the relay these messages arrived (it stops delivering them), without waiting.
+    public func acknowledge(_ sequences: [Int64]) {
+        for start in stride(from: 0, to: sequences.count, by: maxMessagesPerPage) {
+            send(.received(DeliveryReceipt(sequences: Array(sequences[start..<min(sequences.count, start + maxMessagesPerPage)]))))
+        }
+    }
+
+    /// Forgets events received so far (a client that watches them through `onEvent` keeps memory bounded).
+    public func discardEvents() {
+        inbox.events.withLock { $0.removeAll(keepingCapacity: true) }
+    }
+
     /// Closes the connection.
     public func close() async {
         connection.close()
-        try? await group.shutdownGracefully()
+        try? await group?.shutdownGracefully()
     }
 }

@@ -52,6 +52,14 @@ public final class MessagingService: @unchecked Sendable {
     private var connections: [UInt64: Connection] = [:]
     private var online: [String: Set<UInt64>] = [:]
     private var timer: (any DispatchSourceTimer)?
+    /// Sends waiting for the next group commit: every send that arrives while the queue is busy is stored in the
+    /// same transaction, then each is acknowledged (one commit instead of one per message under load; a lone
+    /// message waits for nothing).
+    private var pendingSends: [(connection: UInt64, send: DirectMessageSend, sender: String)] = []
+    private var flushScheduled = false
+    /// Names known to have an account (they never lose it), so a send needs no lookup; bounded.
+    private var knownAccounts: Set<String> = []
+    private static let knownAccountsLimit = 100_000
 
     /// A service over `store`.
     public init(store: any MessageStore, limits: MessagingLimits = MessagingLimits(), logger: Logger,
@@ -241,22 +249,59 @@ public final class MessagingService: @unchecked Sendable {
             sentAt: stored.message.receivedAt, delivered: stored.deliveredAt != nil, read: stored.readAt != nil)
     }
 
+    /// Commits every pending send in one transaction, then acknowledges each and delivers the new ones live.
+    private func flushSends() {
+        flushScheduled = false
+        let batch = pendingSends
+        pendingSends.removeAll(keepingCapacity: true)
+        guard !batch.isEmpty else { return }
+        let now = wallClock()
+        let messages = batch.map { entry in
+            // Decoding checked the base64 and its size.
+            NewDirectMessage(id: entry.send.id, sender: entry.sender, recipient: entry.send.to,
+                             sealed: Array(Data(base64Encoded: entry.send.sealed) ?? Data()), receivedAt: now)
+        }
+        let results: [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
+        do {
+            results = try store.store(batch: messages)
+        } catch {
+            // Nothing was committed: nothing is acknowledged, and the senders say so (their clients resend).
+            for entry in batch { connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)"))) }
+            return
+        }
+        for (entry, result) in zip(batch, results) {
+            let peer = connections[entry.connection]?.peer
+            switch result {
+            case .success(let stored):
+                peer?.send(.stored(MessageStored(id: entry.send.id, sequence: stored.stored.sequence)))
+                if stored.isNew {
+                    for other in online[entry.send.to] ?? [] {
+                        connections[other]?.peer.send(.message(delivery(stored.stored)))
+                    }
+                }
+            case .failure(let error):
+                peer?.send(.error(SignalingError(.badField, "\(error)")))
+            }
+        }
+    }
+
     private func handle(_ request: MessagingRequest, from account: String, on id: UInt64) {
         guard let peer = connections[id]?.peer else { return }
         do throws(StoreError) {
             switch request {
             case .send(let send):
-                guard try store.keys(of: send.to) != nil else {
-                    peer.send(.error(SignalingError(.unknownAccount, "no account is named \(send.to.prefix(128))")))
-                    return
+                if !knownAccounts.contains(send.to) {
+                    guard try store.keys(of: send.to) != nil else {
+                        peer.send(.error(SignalingError(.unknownAccount, "no account is named \(send.to.prefix(128))")))
+                        return
+                    }
+                    if knownAccounts.count >= Self.knownAccountsLimit { knownAccounts.removeAll(keepingCapacity: true) }
+                    knownAccounts.insert(send.to)
                 }
-                // Decoding checked the base64 and its size.
-                let sealed = Array(Data(base64Encoded: send.sealed) ?? Data())
-                let result = try store.store(NewDirectMessage(
-                    id: send.id, sender: account, recipient: send.to, sealed: sealed, receivedAt: wallClock()))
-                peer.send(.stored(MessageStored(id: send.id, sequence: result.stored.sequence)))
-                if result.isNew {
-                    for other in online[send.to] ?? [] { connections[other]?.peer.send(.message(delivery(result.stored))) }
+                pendingSends.append((id, send, account))
+                if !flushScheduled {
+                    flushScheduled = true
+                    queue.async { [self] in flushSends() }
                 }
             case .received(let receipt):
                 try store.markDelivered(receipt.sequences, to: account, at: wallClock())

@@ -82,6 +82,10 @@ public protocol MessageStore: Sendable {
     func keys(of name: String) throws(StoreError) -> AccountKeys?
     /// Stores a message once: a retry with the sender's same id and content returns the stored one (`isNew` false).
     func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool)
+    /// Stores several messages in one transaction (group commit), each as `store` would: one result per message,
+    /// in order; a message refused (a reused id) does not stop the others. Throws only when nothing was committed.
+    func store(batch messages: [NewDirectMessage]) throws(StoreError)
+        -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
     /// Messages to `recipient` not yet delivered, oldest first, at most `limit`.
     func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage]
     /// How many messages to `recipient` are not yet delivered.

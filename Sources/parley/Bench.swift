@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, latency, render, call, echo, encryption, all
+        case codecs, wire, relay, load, messaging, latency, render, call, echo, encryption, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -29,6 +29,9 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .load || suite == .all {
             for table in try LoadBench.run(executable: executablePath(), log: log) { print(table.markdown + "\n") }
+        }
+        if suite == .messaging || suite == .all {
+            for table in try await MessagingBench.run(executable: executablePath(), log: log) { print(table.markdown + "\n") }
         }
         if suite == .latency || suite == .all {
             print(try await LatencyBench.run(log: log).markdown + "\n")

@@ -40,7 +40,13 @@ struct SQLiteMessageStoreTests {
         #expect(throws: StoreError.idReused(sender: "alice", id: "m1")) { try store.store(message("m1", text: "other")) }
         let fromBob = try store.store(message("m1", from: "bob", to: "alice"))
         #expect(fromBob.isNew, "ids are per sender")
-        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m1"])
+        // A group commit: each message as on its own, a refused one not stopping the others.
+        let batch = try store.store(batch: [message("g1"), message("m1", text: "reused"), message("m1"), message("g2")])
+        #expect(batch.count == 4)
+        #expect((try? batch[0].get().isNew) == true && (try? batch[3].get().isNew) == true)
+        #expect(throws: StoreError.idReused(sender: "alice", id: "m1")) { try batch[1].get() }
+        #expect((try? batch[2].get().stored) == first.stored)
+        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m1", "g1", "g2"])
     }
 
     @Test func undeliveredInOrderThenDeliveredAndReadAndPagedBackwards() throws {
