@@ -194,6 +194,12 @@ final class SignalingConnection: Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
     }
 
+    /// Sends arbitrary bytes as one text frame (tests use it to send what is not UTF-8).
+    func sendRawTextBytes(_ bytes: [UInt8]) {
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(bytes: bytes)),
+                              promise: nil)
+    }
+
     /// Sends a close frame and closes.
     func close() {
         guard channel.isActive else { return }

@@ -33,8 +33,13 @@ final class MessagingHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text:
-            var data = frame.unmaskedData
-            service.receive(data.readString(length: data.readableBytes) ?? "", on: id)
+            let data = frame.unmaskedData
+            // RFC 6455 text is UTF-8; anything else is refused by name rather than silently repaired.
+            guard let text = String(validating: data.readableBytesView, as: UTF8.self) else {
+                service.refuse(id, SignalingError(.badJSON, "a text frame that is not valid UTF-8"))
+                return
+            }
+            service.receive(text, on: id)
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
                                   promise: nil)

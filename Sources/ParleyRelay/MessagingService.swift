@@ -90,6 +90,11 @@ public final class MessagingService: @unchecked Sendable {
         queue.async { [self] in handle(text, on: id) }
     }
 
+    /// Refuses something the connection sent before it reached the protocol (a frame that is not UTF-8).
+    public func refuse(_ id: UInt64, _ error: SignalingError) {
+        queue.async { [self] in connections[id]?.peer.send(.error(error)) }
+    }
+
     /// A connection closed.
     public func closed(_ id: UInt64) {
         queue.async { [self] in

@@ -9,19 +9,30 @@ public final class SQLiteMessageStore: MessageStore {
     /// The file it lives in.
     public let path: String
 
-    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
-    public init(path: String) throws(StoreError) {
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date. `maximumBytes` caps the
+    /// file (`parley serve --max-store-mb`): past it every write is refused as "full" and nothing stored is harmed.
+    /// `readOnly` opens an existing store without writing to it.
+    public init(path: String, maximumBytes: Int? = nil, readOnly: Bool = false) throws(StoreError) {
         self.path = path
         do {
             var configuration = Configuration()
             configuration.busyMode = .timeout(5)
+            configuration.readonly = readOnly
+            if let maximumBytes {
+                configuration.prepareDatabase { db in
+                    let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                    try db.execute(sql: "PRAGMA max_page_count = \(max(16, maximumBytes / pageSize))")
+                }
+            }
             // WAL with synchronous=NORMAL: a commit is in the log before `store` returns, so a relay killed at any
             // moment (SIGKILL, a crash) keeps every acknowledged message; only a power cut or kernel crash can lose
             // the last commits before the next checkpoint. FULL would add an fsync to every message (about 1 ms
             // here), which caps a relay at ~1,000 messages a second.
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            if !readOnly {
+                configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            }
             pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
+            if !readOnly { try Self.migrator.migrate(pool) }
         } catch {
             throw Self.explain(error, doing: "open \(path)")
         }
@@ -59,7 +70,16 @@ public final class SQLiteMessageStore: MessageStore {
     private static func explain(_ error: any Error, doing what: String) -> StoreError {
         if let store = error as? StoreError { return store }
         if let database = error as? DatabaseError {
-            return .database("could not \(what): \(database.message ?? "\(database.resultCode)")")
+            switch database.resultCode {
+            case .SQLITE_FULL:
+                return .database("could not \(what): the message store is full (the disk is full, or the store "
+                                 + "reached its size limit, parley serve --max-store-mb)")
+            case .SQLITE_READONLY:
+                return .database("could not \(what): the message store is read-only (check the state folder's "
+                                 + "permissions and that its disk is mounted for writing)")
+            default:
+                return .database("could not \(what): \(database.message ?? "\(database.resultCode)")")
+            }
         }
         return .database("could not \(what): \(error)")
     }

@@ -65,6 +65,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-member-kbps"), help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
     var maxMemberKbps = 3200
 
+    @Option(name: .customLong("max-store-mb"), help: "Size the accounts and direct messages may take on disk, MiB; past it new messages are refused as the store being full.")
+    var maxStoreMB = 4096
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
@@ -79,6 +82,7 @@ struct Serve: AsyncParsableCommand {
             ("--max-connections-per-address", maxConnectionsPerAddress, 1...100_000), ("--max-rooms", maxRooms, 1...1_000_000),
             ("--max-members", maxMembers, 2...10_000), ("--max-member-kbps", maxMemberKbps, 0...1_000_000),
             ("--max-message-bytes", maxMessageBytes, 1024...16_384), ("--max-chat-characters", maxChatCharacters, 1...2000),
+            ("--max-store-mb", maxStoreMB, 1...1_000_000),
         ] where !range.contains(value) {
             throw ValidationError("\(name) must be \(range.lowerBound)…\(range.upperBound), got \(value)")
         }
@@ -120,7 +124,7 @@ struct Serve: AsyncParsableCommand {
         do {
             try FileManager.default.createDirectory(atPath: stateDir ?? LogSetup.stateDirectory,
                                                     withIntermediateDirectories: true)
-            configuration.messageStore = try SQLiteMessageStore(path: messagesPath)
+            configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
                 configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)

@@ -221,6 +221,9 @@ final class TestMessenger: Sendable {
         let proofError = try await forged.wait(for: "bad proof") { if case .error(let e) = $0 { e } else { nil } }
         #expect(proofError.code == .accountRefused && proofError.message.contains("does not verify"))
 
+        alice.connection.sendRawTextBytes([0x7B, 0xFF, 0xFE, 0x7D])
+        let notText = try await alice.wait(for: "not UTF-8") { $0.errorCode == .badJSON ? $0 : nil }
+        #expect("\(notText)".contains("not valid UTF-8"))
         alice.send(.send(DirectMessageSend(id: "x", to: "nobody", sealed: Data([1, 2, 3]).base64EncodedString())))
         _ = try await alice.wait(for: "unknown account") { $0.errorCode == .unknownAccount ? true : nil }
         alice.send(.send(DirectMessageSend(id: "x", to: "alice", sealed: Data(count: maxSealedMessageBytes + 1).base64EncodedString())))
@@ -233,4 +236,50 @@ final class TestMessenger: Sendable {
 extension MessagingEvent {
     /// The error code, if this is an error.
     var errorCode: SignalingErrorCode? { if case .error(let error) = self { error.code } else { nil } }
+}
+
+@Suite struct MessagingStoreTroubleTests {
+    let folder = NSTemporaryDirectory() + "parley-messaging-full-\(UUID().uuidString)"
+
+    @Test func aFullStoreRefusesSendsWithItsReasonAcknowledgesNothingAndKeepsWhatItHas() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 96 * 1024)
+        let relay = try await Relay.start(configuration)
+        let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
+        let bobIdentity = AccountIdentity.create(name: "bob")
+        let bob = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
+        _ = try await alice.login()
+        _ = try await bob.login()
+        bob.connection.close()
+        let long = String(repeating: "x", count: 3000)
+        var sent = 0
+        while sent < 100, alice.errors.isEmpty {
+            try await alice.sendMessage(long, to: "bob", id: "m\(sent)")
+            sent += 1
+            _ = try await alice.wait(for: "answer to m\(sent - 1)") { event -> Bool? in
+                switch event {
+                case .stored(let s) where s.id == "m\(sent - 1)": true
+                case .error: true
+                default: nil
+                }
+            }
+        }
+        let refusal = try #require(alice.errors.first, "the store never filled")
+        #expect(refusal.code == .storeFailed && refusal.message.contains("the message store is full"), "\(refusal)")
+        let acknowledged = alice.stored.map(\.id)
+        #expect(acknowledged.count == sent - 1 && !acknowledged.contains("m\(sent - 1)"), "the refused one is not acknowledged")
+
+        // Everything acknowledged before is still there for bob.
+        let again = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
+        guard case .loggedIn(let loggedIn) = try await again.login() else {
+            Issue.record("bob could not log in to a full store")
+            return
+        }
+        #expect(loggedIn.waiting == acknowledged.count)
+        await relay.shutdown()
+    }
 }

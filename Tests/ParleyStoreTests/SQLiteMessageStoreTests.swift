@@ -89,6 +89,36 @@ struct SQLiteMessageStoreTests {
         #expect(try again.keys(of: "alice") != nil)
     }
 
+    @Test func aFullStoreRefusesWithItsReasonAndKeepsWhatItHas() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let store = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 64 * 1024)
+        _ = try store.store(message("kept"))
+        var refused: StoreError?
+        for index in 0..<200 {
+            do {
+                _ = try store.store(NewDirectMessage(id: "big\(index)", sender: "alice", recipient: "bob",
+                                                     sealed: [UInt8](repeating: 7, count: 4096), receivedAt: 1))
+            } catch {
+                refused = error
+                break
+            }
+        }
+        #expect("\(refused.map { "\($0)" } ?? "never full")".contains("the message store is full"))
+        #expect(try store.undelivered(to: "bob", limit: 1).first?.message.id == "kept", "nothing stored is harmed")
+    }
+
+    @Test func aReadOnlyStoreRefusesWritesAndStillReads() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        _ = try open().store(message("kept"))
+        let readOnly = try SQLiteMessageStore(path: folder + "/messages.sqlite", readOnly: true)
+        #expect(throws: StoreError.self) { try readOnly.store(message("new")) }
+        do { _ = try readOnly.store(message("new")) } catch {
+            #expect("\(error)".contains("the message store is read-only"), "\(error)")
+        }
+        #expect(try readOnly.undelivered(to: "bob", limit: 5).map(\.message.id) == ["kept"])
+    }
+
     @Test func aStoreThatCannotBeOpenedSaysWhere() {
         #expect(throws: StoreError.self) { try SQLiteMessageStore(path: "/nonexistent/folder/messages.sqlite") }
         do { _ = try SQLiteMessageStore(path: "/nonexistent/folder/messages.sqlite") } catch {
