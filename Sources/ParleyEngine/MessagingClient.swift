@@ -87,7 +87,7 @@ public final class MessagingClient: Sendable {
             return error
         }
         let keys = identity.keys
-        connection.sendRawText(MessagingRequest.login(AccountLogin(
+        connection.sendRawText(MessagingRequest.login(AccountCard(
             name: identity.name, signingKey: Data(keys.signing).base64EncodedString(),
             agreementKey: Data(keys.agreement).base64EncodedString())).encoded())
         do {

@@ -164,7 +164,7 @@ public final class MessagingService: @unchecked Sendable {
         }
     }
 
-    private func startLogin(_ login: AccountLogin, on id: UInt64) {
+    private func startLogin(_ login: AccountCard, on id: UInt64) {
         guard let peer = connections[id]?.peer else { return }
         guard connections[id]?.account == nil else {
             peer.send(.error(SignalingError(.notAllowed, "already logged in as \(connections[id]?.account ?? "")")))
@@ -317,7 +317,7 @@ public final class MessagingService: @unchecked Sendable {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
                     return
                 }
-                peer.send(.keys(AccountKeysAnswer(
+                peer.send(.keys(AccountCard(
                     name: ref.name, signingKey: Data(keys.signing).base64EncodedString(),
                     agreementKey: Data(keys.agreement).base64EncodedString())))
             case .presence(let ref):

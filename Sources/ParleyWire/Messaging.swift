@@ -12,8 +12,9 @@ public let maxMessageIDCharacters = 64
 /// Most messages in one delivery batch or history page.
 public let maxMessagesPerPage = 200
 
-/// Log in to (or create, on first use) an account.
-public struct AccountLogin: Codable, Sendable, Equatable {
+/// An account's name and public keys: what a client logs in with (creating the account on first use), and what
+/// the relay answers a key lookup with.
+public struct AccountCard: Codable, Sendable, Equatable {
     public var name: String
     /// Ed25519 public key, base64.
     public var signingKey: String
@@ -115,18 +116,6 @@ public struct AccountRef: Codable, Sendable, Equatable {
     public init(name: String) { self.name = name }
 }
 
-/// An account's public keys.
-public struct AccountKeysAnswer: Codable, Sendable, Equatable {
-    public var name: String
-    public var signingKey: String
-    public var agreementKey: String
-    public init(name: String, signingKey: String, agreementKey: String) {
-        self.name = name
-        self.signingKey = signingKey
-        self.agreementKey = agreementKey
-    }
-}
-
 /// Whether an account is online, and if not when it was last.
 public struct PresenceAnswer: Codable, Sendable, Equatable {
     public var name: String
@@ -165,7 +154,7 @@ public struct HistoryEnd: Codable, Sendable, Equatable {
 
 /// What a client sends on the messaging connection.
 public enum MessagingRequest: Sendable, Equatable {
-    case login(AccountLogin)
+    case login(AccountCard)
     case proof(LoginProof)
     case send(DirectMessageSend)
     case received(DeliveryReceipt)
@@ -207,7 +196,7 @@ public enum MessagingRequest: Sendable, Equatable {
     public static func decode(_ text: String) throws(SignalingError) -> MessagingRequest {
         let message = try SignalingMessage(text)
         switch message.type {
-        case "login": return .login(try message.payload(AccountLogin.self))
+        case "login": return .login(try message.payload(AccountCard.self))
         case "proof": return .proof(try message.payload(LoginProof.self))
         case "send":
             let send = try message.payload(DirectMessageSend.self)
@@ -248,7 +237,7 @@ public enum MessagingEvent: Sendable, Equatable {
     case loggedIn(LoggedIn)
     case stored(MessageStored)
     case message(DirectMessageDelivery)
-    case keys(AccountKeysAnswer)
+    case keys(AccountCard)
     case presence(PresenceAnswer)
     case historyEnd(HistoryEnd)
     case pong(KeepAlive)
@@ -293,7 +282,7 @@ public enum MessagingEvent: Sendable, Equatable {
         case "logged-in": return .loggedIn(try message.payload(LoggedIn.self))
         case "stored": return .stored(try message.payload(MessageStored.self))
         case "message": return .message(try message.payload(DirectMessageDelivery.self))
-        case "keys": return .keys(try message.payload(AccountKeysAnswer.self))
+        case "keys": return .keys(try message.payload(AccountCard.self))
         case "presence": return .presence(try message.payload(PresenceAnswer.self))
         case "history-end": return .historyEnd(try message.payload(HistoryEnd.self))
         case "pong": return .pong(try message.payload(KeepAlive.self))

@@ -201,10 +201,7 @@ struct Inbox: AsyncParsableCommand {
     }
 
     static func line(_ message: ReceivedMessage) -> String {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        let time = formatter.string(from: Date(timeIntervalSince1970: Double(message.sentAt) / 1000))
-        return "\(time) \(message.from): \(message.text)"
+        "\(shortTime(message.sentAt)) \(message.from): \(message.text)"
     }
 }
 
@@ -252,9 +249,7 @@ struct Status: AsyncParsableCommand {
         if presence.online {
             print("\(name) is online")
         } else if let lastSeen = presence.lastSeen {
-            let formatter = DateFormatter()
-            formatter.dateFormat = "yyyy-MM-dd HH:mm"
-            print("\(name) is offline, last seen \(formatter.string(from: Date(timeIntervalSince1970: Double(lastSeen) / 1000)))")
+            print("\(name) is offline, last seen \(shortTime(lastSeen))")
         } else {
             print("\(name) is offline, never seen online")
         }
@@ -287,4 +282,11 @@ struct Account: AsyncParsableCommand {
             throw ValidationError("unknown action \"\(action)\": export NAME or import FILE")
         }
     }
+}
+
+/// A time (milliseconds since 1970) as the messaging commands print it, in local time to the minute.
+func shortTime(_ milliseconds: Int64) -> String {
+    let formatter = DateFormatter()
+    formatter.dateFormat = "yyyy-MM-dd HH:mm"
+    return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
 }

@@ -57,7 +57,7 @@ final class TestMessenger: Sendable {
     func login(as name: String? = nil) async throws -> MessagingEvent {
         let keys = identity.keys, name = name ?? identity.name
         let before = events.count
-        send(.login(AccountLogin(name: name, signingKey: Data(keys.signing).base64EncodedString(),
+        send(.login(AccountCard(name: name, signingKey: Data(keys.signing).base64EncodedString(),
                                  agreementKey: Data(keys.agreement).base64EncodedString())))
         let challenge = try await wait(for: "challenge") { if case .challenge(let c) = $0 { c } else { nil } }
         let nonce = Array(Data(base64Encoded: challenge.nonce) ?? Data())
@@ -207,14 +207,14 @@ final class TestMessenger: Sendable {
 
         let badName = try await TestMessenger.connect(.create(name: "x"), port: relay.signalingPort)
         let keys = badName.identity.keys
-        badName.send(.login(AccountLogin(name: "two words", signingKey: Data(keys.signing).base64EncodedString(),
+        badName.send(.login(AccountCard(name: "two words", signingKey: Data(keys.signing).base64EncodedString(),
                                          agreementKey: Data(keys.agreement).base64EncodedString())))
         let nameError = try await badName.wait(for: "bad name") { if case .error(let e) = $0 { e } else { nil } }
         #expect(nameError.code == .badName && nameError.message.contains("two_words"), "\(nameError)")
 
         let forged = try await TestMessenger.connect(.create(name: "dave"), port: relay.signalingPort)
         let daveKeys = forged.identity.keys
-        forged.send(.login(AccountLogin(name: "dave", signingKey: Data(daveKeys.signing).base64EncodedString(),
+        forged.send(.login(AccountCard(name: "dave", signingKey: Data(daveKeys.signing).base64EncodedString(),
                                         agreementKey: Data(daveKeys.agreement).base64EncodedString())))
         _ = try await forged.wait(for: "challenge") { if case .challenge = $0 { true } else { nil } }
         forged.send(.proof(LoginProof(signature: Data(repeating: 1, count: 64).base64EncodedString())))
