@@ -156,7 +156,9 @@ public final class MessagingClient: Sendable {
     public func send(_ text: String, to recipient: String, id: String = UUID().uuidString) async throws -> MessageStored {
         let keys = try await keys(of: recipient)
         let sealed = DirectMessageSeal.seal(text, from: identity, to: recipient, keys: keys, id: id)
-        send(.send(DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString())))
+        let copy = DirectMessageSeal.seal(text, from: identity, to: identity.name, keys: identity.keys, id: id)
+        send(.send(DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString(),
+                                     senderCopy: Data(copy).base64EncodedString())))
         return try await next("the relay to store the message") {
             if case .stored(let stored) = $0, stored.id == id { stored } else { nil }
         }
@@ -216,8 +218,10 @@ public final class MessagingClient: Sendable {
         let sealed = Array(Data(base64Encoded: delivery.sealed) ?? Data())
         let text: String
         if delivery.from == identity.name {
-            // Our own message, sealed to the peer: we cannot open it (the client's cache keeps our own text).
-            text = "(sent; sealed to \(delivery.to))"
+            // Our own message is sealed to the peer; our copy is sealed to ourselves.
+            let copy = Array(delivery.senderCopy.flatMap { Data(base64Encoded: $0) } ?? Data())
+            text = (try? DirectMessageSeal.open(copy, by: identity, from: identity.name, senderKeys: identity.keys,
+                                                id: delivery.id)) ?? "(sent to \(delivery.to); no readable copy)"
         } else {
             do throws(DirectMessageSeal.OpenError) {
                 text = try DirectMessageSeal.open(sealed, by: identity, from: delivery.from, senderKeys: senderKeys,

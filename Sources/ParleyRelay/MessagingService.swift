@@ -247,11 +247,13 @@ public final class MessagingService: @unchecked Sendable {
         for stored in page { connection.peer.send(.message(delivery(stored))) }
     }
 
-    private func delivery(_ stored: StoredDirectMessage) -> DirectMessageDelivery {
+    /// A stored message as `reader` receives it: the sender's own copy only when the sender reads it.
+    private func delivery(_ stored: StoredDirectMessage, to reader: String? = nil) -> DirectMessageDelivery {
         DirectMessageDelivery(
             sequence: stored.sequence, id: stored.message.id, from: stored.message.sender,
             to: stored.message.recipient, sealed: Data(stored.message.sealed).base64EncodedString(),
-            sentAt: stored.message.receivedAt, delivered: stored.deliveredAt != nil, read: stored.readAt != nil)
+            sentAt: stored.message.receivedAt, delivered: stored.deliveredAt != nil, read: stored.readAt != nil,
+            senderCopy: reader == stored.message.sender ? stored.message.senderCopy.map { Data($0).base64EncodedString() } : nil)
     }
 
     /// Commits every pending send in one transaction, then acknowledges each and delivers the new ones live.
@@ -264,7 +266,8 @@ public final class MessagingService: @unchecked Sendable {
         let messages = batch.map { entry in
             // Decoding checked the base64 and its size.
             NewDirectMessage(id: entry.send.id, sender: entry.sender, recipient: entry.send.to,
-                             sealed: Array(Data(base64Encoded: entry.send.sealed) ?? Data()), receivedAt: now)
+                             sealed: Array(Data(base64Encoded: entry.send.sealed) ?? Data()), receivedAt: now,
+                             senderCopy: entry.send.senderCopy.flatMap { Data(base64Encoded: $0) }.map { Array($0) })
         }
         let results: [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
         do {
@@ -330,7 +333,7 @@ public final class MessagingService: @unchecked Sendable {
                     name: ref.name, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(ref.name))))
             case .history(let query):
                 let page = try store.history(between: account, and: query.peer, before: query.before, limit: query.limit)
-                for stored in page { peer.send(.message(delivery(stored))) }
+                for stored in page { peer.send(.message(delivery(stored, to: account))) }
                 peer.send(.historyEnd(HistoryEnd(peer: query.peer, count: page.count)))
             case .login, .proof, .ping:
                 break

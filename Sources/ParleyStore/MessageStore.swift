@@ -25,14 +25,18 @@ public struct NewDirectMessage: Sendable, Equatable {
     public var sealed: [UInt8]
     /// Milliseconds since 1970 when the relay received it.
     public var receivedAt: Int64
+    /// The sender's own copy, sealed to itself (returned only to the sender).
+    public var senderCopy: [UInt8]?
 
     /// A message to store.
-    public init(id: String, sender: String, recipient: String, sealed: [UInt8], receivedAt: Int64) {
+    public init(id: String, sender: String, recipient: String, sealed: [UInt8], receivedAt: Int64,
+                senderCopy: [UInt8]? = nil) {
         self.id = id
         self.sender = sender
         self.recipient = recipient
         self.sealed = sealed
         self.receivedAt = receivedAt
+        self.senderCopy = senderCopy
     }
 }
 

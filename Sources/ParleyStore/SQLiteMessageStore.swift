@@ -63,6 +63,9 @@ public final class SQLiteMessageStore: MessageStore {
                 CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
                 """)
         }
+        migrator.registerMigration("v2 sender copy") { db in
+            try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
+        }
         return migrator
     }
 
@@ -136,8 +139,12 @@ public final class SQLiteMessageStore: MessageStore {
                     return .success((existing, false))
                 }
                 try db.execute(
-                    sql: "INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [message.id, message.sender, message.recipient, Data(message.sealed), message.receivedAt])
+                    sql: """
+                        INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt, senderCopy)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [message.id, message.sender, message.recipient, Data(message.sealed), message.receivedAt,
+                                message.senderCopy.map { Data($0) }])
                 return .success((StoredDirectMessage(sequence: db.lastInsertedRowID, message: message), true))
             }
         }
@@ -209,10 +216,12 @@ public final class SQLiteMessageStore: MessageStore {
             arguments: arguments)
         return rows.map { row in
             let sealed: Data = row["sealed"]
+            let copy: Data? = row["senderCopy"]
             return StoredDirectMessage(
                 sequence: row["sequence"],
                 message: NewDirectMessage(id: row["id"], sender: row["sender"], recipient: row["recipient"],
-                                          sealed: Array(sealed), receivedAt: row["receivedAt"]),
+                                          sealed: Array(sealed), receivedAt: row["receivedAt"],
+                                          senderCopy: copy.map { Array($0) }),
                 deliveredAt: row["deliveredAt"], readAt: row["readAt"])
         }
     }

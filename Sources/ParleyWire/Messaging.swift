@@ -62,10 +62,14 @@ public struct DirectMessageSend: Codable, Sendable, Equatable {
     public var to: String
     /// Sealed bytes, base64.
     public var sealed: String
-    public init(id: String, to: String, sealed: String) {
+    /// The same text sealed to the sender's own key, base64: the relay returns it only to the sender, so its own
+    /// messages read in history on any of its computers.
+    public var senderCopy: String?
+    public init(id: String, to: String, sealed: String, senderCopy: String? = nil) {
         self.id = id
         self.to = to
         self.sealed = sealed
+        self.senderCopy = senderCopy
     }
 }
 
@@ -91,8 +95,11 @@ public struct DirectMessageDelivery: Codable, Sendable, Equatable {
     public var sentAt: Int64
     public var delivered: Bool
     public var read: Bool
+    /// To the sender only (history): its own copy, sealed to itself.
+    public var senderCopy: String?
     public init(sequence: Int64, id: String, from: String, to: String, sealed: String, sentAt: Int64,
-                delivered: Bool = false, read: Bool = false) {
+                delivered: Bool = false, read: Bool = false, senderCopy: String? = nil) {
+        self.senderCopy = senderCopy
         self.sequence = sequence
         self.id = id
         self.from = from
@@ -208,6 +215,11 @@ public enum MessagingRequest: Sendable, Equatable {
             }
             guard sealed.count <= maxSealedMessageBytes else {
                 throw SignalingError(.tooLarge, "the message is \(sealed.count) bytes sealed; the limit is \(maxSealedMessageBytes)")
+            }
+            if let copy = send.senderCopy {
+                guard let bytes = Data(base64Encoded: copy), !bytes.isEmpty, bytes.count <= maxSealedMessageBytes else {
+                    throw SignalingError(.badField, "send \"senderCopy\" must be base64 of at most \(maxSealedMessageBytes) bytes")
+                }
             }
             return .send(send)
         case "received":

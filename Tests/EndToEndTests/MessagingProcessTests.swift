@@ -56,6 +56,9 @@ import Glibc
 
         let history = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
         #expect(history.output.split(separator: "\n").count == 5, "\(history.output)")
+        // The sender reads its own messages too: its copy, sealed to itself, comes back only to it.
+        let own = try run(parley, as: "alice", ["history", "bob", "--insecure", "--server", server])
+        #expect(own.output.contains("alice: note 1 ☕") && own.output.contains("alice: note 5 ☕"), "\(own.output)")
         let status = try run(parley, as: "alice", ["status", "bob", "--insecure", "--server", server])
         #expect(status.output.contains("bob is offline, last seen"), "\(status.output)")
     }
