@@ -19,6 +19,23 @@ public struct ReceivedMessage: Sendable, Equatable {
     public var read: Bool
 }
 
+/// One line of the conversation list, opened: the last message's text is readable here.
+public struct Conversation: Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable {
+        case direct, channel
+    }
+
+    public var kind: Kind
+    /// The peer's account or the channel's name.
+    public var name: String
+    public var unread: Int
+    /// Milliseconds since 1970 of the last message, 0 for an empty channel.
+    public var lastAt: Int64
+    /// Who wrote the last line, and what it says (an activity line says who joined or left).
+    public var lastFrom: String?
+    public var lastText: String?
+}
+
 /// What went wrong talking to the relay's messaging, in words for the user.
 public struct MessagingClientError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The relay's error code when it refused something.
@@ -43,6 +60,9 @@ public final class MessagingClient: Sendable {
     private let inbox: Inbox
     /// The event loop group this client made (closed with it), nil when the caller lent one.
     private let group: MultiThreadedEventLoopGroup?
+
+    /// Events kept for the client's own requests; past it the oldest half goes (watch live ones through `onEvent`).
+    static let inboxLimit = 10_000
 
     private final class Inbox: Sendable {
         let events = Mutex<[MessagingEvent]>([])
@@ -75,7 +95,11 @@ public final class MessagingClient: Sendable {
                 guard let text else { return inbox.closed.withLock { $0 = true } }
                 guard let event = try? MessagingEvent.decode(text) else { return }
                 onEvent?(event)
-                inbox.events.withLock { $0.append(event) }
+                inbox.events.withLock { events in
+                    // Bounded: a client that never asks for what arrives live keeps only the newest.
+                    if events.count >= Self.inboxLimit { events.removeFirst(events.count / 2) }
+                    events.append(event)
+                }
             }.get()
         } catch {
             try? await group?.shutdownGracefully()
@@ -173,7 +197,9 @@ public final class MessagingClient: Sendable {
             var page: [DirectMessageDelivery] = []
             let pageSize = min(maxMessagesPerPage, waiting - received.count)
             while page.count < pageSize {
-                page.append(try await next("waiting messages") { if case .message(let m) = $0 { m } else { nil } })
+                page.append(try await next("waiting messages") {
+                    if case .message(let m) = $0, m.inHistory != true { m } else { nil }
+                })
             }
             for delivery in page where senders[delivery.from] == nil {
                 senders[delivery.from] = try await keys(of: delivery.from)
@@ -198,7 +224,8 @@ public final class MessagingClient: Sendable {
         while true {
             let event = try await next("the history with \(peer)") { event -> MessagingEvent? in
                 switch event {
-                case .message, .historyEnd: event
+                case .message(let message) where message.inHistory == true: event
+                case .historyEnd(let end) where end.peer == peer: event
                 default: nil
                 }
             }
@@ -208,13 +235,121 @@ public final class MessagingClient: Sendable {
         return page.map { open($0, senderKeys: $0.from == identity.name ? identity.keys : peerKeys!) }
     }
 
+    /// Tells the relay this account read the conversation with `peer` up to `sequence` (the sender gets a read
+    /// receipt), without waiting.
+    public func markRead(_ peer: String, through sequence: Int64) {
+        send(.read(ReadMark(peer: peer, through: sequence)))
+    }
+
+    /// Joins `channel` (creating it with its first member); returns its member count.
+    public func join(channel: String) async throws -> ChannelMembers {
+        send(.joinChannel(ChannelRef(channel: channel)))
+        return try await next("joining channel \(channel)") {
+            if case .members(let members) = $0, members.channel == channel { members } else { nil }
+        }
+    }
+
+    /// Leaves `channel`; returns its member count after.
+    public func leave(channel: String) async throws -> ChannelMembers {
+        send(.leaveChannel(ChannelRef(channel: channel)))
+        return try await next("leaving channel \(channel)") {
+            if case .members(let members) = $0, members.channel == channel { members } else { nil }
+        }
+    }
+
+    /// The channel's member count and its first members.
+    public func members(of channel: String) async throws -> ChannelMembers {
+        send(.members(ChannelRef(channel: channel)))
+        return try await next("the members of \(channel)") {
+            if case .members(let members) = $0, members.channel == channel { members } else { nil }
+        }
+    }
+
+    /// Posts `text` in `channel` (a member's); returns once the relay has stored it.
+    public func post(_ text: String, in channel: String, id: String = UUID().uuidString) async throws -> ChannelPostStored {
+        send(.channelPost(ChannelPostSend(channel: channel, id: id, text: text)))
+        return try await next("the relay to store the channel message") {
+            if case .channelStored(let stored) = $0, stored.channel == channel, stored.id == id { stored } else { nil }
+        }
+    }
+
+    /// The channel's lines (messages and who joined or left), newest first, at most `limit` (1…200).
+    public func channelHistory(_ channel: String, before: Int64? = nil, limit: Int = 50) async throws
+        -> [ChannelPostDelivery] {
+        send(.channelHistory(ChannelHistoryQuery(channel: channel, before: before, limit: limit)))
+        var page: [ChannelPostDelivery] = []
+        while true {
+            let event = try await next("the history of \(channel)") { event -> MessagingEvent? in
+                switch event {
+                case .channelPost(let line) where line.channel == channel && line.inHistory == true: event
+                case .channelHistoryEnd(let end) where end.channel == channel: event
+                default: nil
+                }
+            }
+            if case .channelPost(let line) = event { page.append(line) } else { break }
+        }
+        return page
+    }
+
+    /// Tells the relay this account read `channel` up to `sequence`, without waiting.
+    public func markChannelRead(_ channel: String, through sequence: Int64) {
+        send(.channelRead(ChannelReadMark(channel: channel, through: sequence)))
+    }
+
+    /// Every conversation, direct and channel, newest first, with unread counts; direct ones opened.
+    public func conversations(limit: Int = 50) async throws -> [Conversation] {
+        send(.conversations(ConversationsQuery(limit: limit)))
+        var lines: [ConversationLine] = []
+        while true {
+            let event = try await next("the conversation list") { event -> MessagingEvent? in
+                switch event {
+                case .conversation, .conversationsEnd: event
+                default: nil
+                }
+            }
+            if case .conversation(let line) = event { lines.append(line) } else { break }
+        }
+        var result: [Conversation] = []
+        for line in lines {
+            var conversation = Conversation(kind: line.kind == "channel" ? .channel : .direct, name: line.name,
+                                            unread: line.unread, lastAt: line.lastAt)
+            if let message = line.lastMessage {
+                let keys = message.from == identity.name ? identity.keys : try await keys(of: message.from)
+                let opened = open(message, senderKeys: keys)
+                conversation.lastFrom = opened.from
+                conversation.lastText = opened.text
+            } else if let post = line.lastPost {
+                conversation.lastFrom = post.from
+                conversation.lastText = Self.text(of: post)
+            }
+            result.append(conversation)
+        }
+        return result
+    }
+
+    /// A channel line in words (activity lines say who joined or left and how many remain).
+    public static func text(of line: ChannelPostDelivery) -> String {
+        switch line.kind {
+        case "joined": "\(line.from) joined" + (line.members.map { " (\($0) members)" } ?? "")
+        case "left": "\(line.from) left" + (line.members.map { " (\($0) members)" } ?? "")
+        default: line.text
+        }
+    }
+
+    /// Follows the presence of `names` (replacing the previous list): their current state and every change arrive
+    /// as `presence` events through `onEvent`.
+    public func watch(_ names: [String]) {
+        send(.watch(WatchList(names: names)))
+    }
+
     /// Whether `name` is online, or when it was last.
     public func presence(of name: String) async throws -> PresenceAnswer {
         send(.presence(AccountRef(name: name)))
         return try await next("the presence of \(name)") { if case .presence(let p) = $0 { p } else { nil } }
     }
 
-    private func open(_ delivery: DirectMessageDelivery, senderKeys: AccountKeys) -> ReceivedMessage {
+    /// Opens a delivered message (live ones arrive through `onEvent`) with the sender's keys.
+    public func open(_ delivery: DirectMessageDelivery, senderKeys: AccountKeys) -> ReceivedMessage {
         let sealed = Array(Data(base64Encoded: delivery.sealed) ?? Data())
         let text: String
         if delivery.from == identity.name {

@@ -23,6 +23,10 @@ public struct MessagingLimits: Sendable, Equatable {
     public var burst: Double = 400
     /// Connections one account may hold at once.
     public var connectionsPerAccount = 16
+    /// Channels one account may be a member of.
+    public var channelsPerAccount = 500
+    /// Members one channel may have.
+    public var membersPerChannel = 10_000
 
     /// Default limits.
     public init() {}
@@ -41,6 +45,8 @@ public final class MessagingService: @unchecked Sendable {
         var toppedUp: ContinuousClock.Instant
         /// Sequences sent from the backlog and not yet acknowledged: the next page waits for them.
         var unacknowledged: Set<Int64> = []
+        /// Accounts whose presence this connection follows.
+        var watching: Set<String> = []
     }
 
     private let queue = DispatchQueue(label: "parley.messaging")
@@ -51,6 +57,11 @@ public final class MessagingService: @unchecked Sendable {
     private let wallClock: @Sendable () -> Int64
     private var connections: [UInt64: Connection] = [:]
     private var online: [String: Set<UInt64>] = [:]
+    /// For accounts online: the channels each is a member of; and per channel, its members online (live delivery).
+    private var channelsOf: [String: Set<String>] = [:]
+    private var onlineMembers: [String: Set<String>] = [:]
+    /// Per watched account, the connections that follow its presence.
+    private var watchers: [String: Set<UInt64>] = [:]
     private var timer: (any DispatchSourceTimer)?
     /// Sends waiting for the next group commit: every send that arrives while the queue is busy is stored in the
     /// same transaction, then each is acknowledged (one commit instead of one per message under load; a lone
@@ -98,11 +109,16 @@ public final class MessagingService: @unchecked Sendable {
     /// A connection closed.
     public func closed(_ id: UInt64) {
         queue.async { [self] in
-            guard let connection = connections.removeValue(forKey: id), let account = connection.account else { return }
+            guard let connection = connections.removeValue(forKey: id) else { return }
+            for name in connection.watching { unwatch(name, by: id) }
+            guard let account = connection.account else { return }
             online[account]?.remove(id)
             if online[account]?.isEmpty == true {
                 online[account] = nil
-                try? store.setLastSeen(account, at: wallClock())
+                for channel in channelsOf.removeValue(forKey: account) ?? [] { onlineMembers[channel]?.remove(account) }
+                let now = wallClock()
+                try? store.setLastSeen(account, at: now)
+                announcePresence(of: account, online: false, lastSeen: now)
             }
         }
     }
@@ -224,6 +240,18 @@ public final class MessagingService: @unchecked Sendable {
                 .limitReached, "\(pending.name) holds \(limits.connectionsPerAccount) connections, the most one account may")))
             return
         }
+        if online[pending.name] == nil {
+            let channels: [String]
+            do {
+                channels = try store.channels(of: pending.name)
+            } catch {
+                peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+                return
+            }
+            channelsOf[pending.name] = Set(channels)
+            for channel in channels { onlineMembers[channel, default: []].insert(pending.name) }
+            announcePresence(of: pending.name, online: true, lastSeen: nil)
+        }
         connections[id]?.account = pending.name
         online[pending.name, default: []].insert(id)
         let waiting = (try? store.undeliveredCount(to: pending.name)) ?? 0
@@ -312,9 +340,93 @@ public final class MessagingService: @unchecked Sendable {
                     queue.async { [self] in flushSends() }
                 }
             case .received(let receipt):
-                try store.markDelivered(receipt.sequences, to: account, at: wallClock())
+                let marks = try store.markDelivered(receipt.sequences, to: account, at: wallClock())
                 connections[id]?.unacknowledged.subtract(receipt.sequences)
                 deliverBacklog(to: id)
+                sendReceipts(marks, by: account, read: false)
+            case .read(let mark):
+                let marks = try store.markRead(from: mark.peer, to: account, through: mark.through, at: wallClock())
+                sendReceipts(marks, by: account, read: true)
+            case .joinChannel(let ref):
+                guard let channel = channelName(ref.channel, peer: peer) else { return }
+                let mine = channelsOf[account] ?? []
+                guard mine.count < limits.channelsPerAccount || mine.contains(channel) else {
+                    peer.send(.error(SignalingError(
+                        .limitReached, "\(account) is in \(limits.channelsPerAccount) channels, the most one account may")))
+                    return
+                }
+                let before = try store.members(of: channel, limit: 0).count
+                guard before < limits.membersPerChannel || mine.contains(channel) else {
+                    peer.send(.error(SignalingError(
+                        .limitReached, "channel \(channel) has \(limits.membersPerChannel) members, the most a channel may")))
+                    return
+                }
+                let line = try store.join(channel: channel, account: account, at: wallClock())
+                channelsOf[account, default: []].insert(channel)
+                onlineMembers[channel, default: []].insert(account)
+                if let line { deliver(line) }
+                peer.send(.members(ChannelMembers(channel: channel, count: line?.members ?? before, names: [], member: true)))
+            case .leaveChannel(let ref):
+                guard let channel = channelName(ref.channel, peer: peer) else { return }
+                let line = try store.leave(channel: channel, account: account, at: wallClock())
+                if let line { deliver(line) }
+                channelsOf[account]?.remove(channel)
+                onlineMembers[channel]?.remove(account)
+                if onlineMembers[channel]?.isEmpty == true { onlineMembers[channel] = nil }
+                var count = line?.members ?? 0
+                if line == nil { count = try store.members(of: channel, limit: 0).count }
+                peer.send(.members(ChannelMembers(channel: channel, count: count, names: [], member: false)))
+            case .members(let ref):
+                guard let channel = channelName(ref.channel, peer: peer) else { return }
+                let members = try store.members(of: channel, limit: maxMessagesPerPage)
+                peer.send(.members(ChannelMembers(channel: channel, count: members.count, names: members.names,
+                                                  member: channelsOf[account]?.contains(channel) == true)))
+            case .channelPost(let send):
+                guard let channel = channelName(send.channel, peer: peer), isMember(account, of: channel, peer: peer)
+                else { return }
+                let result = try store.post(NewChannelPost(id: send.id, channel: channel, sender: account, text: send.text,
+                                                           postedAt: wallClock()))
+                peer.send(.channelStored(ChannelPostStored(channel: channel, id: send.id, sequence: result.stored.sequence)))
+                if result.isNew { deliver(result.stored) }
+            case .channelHistory(let query):
+                guard let channel = channelName(query.channel, peer: peer), isMember(account, of: channel, peer: peer)
+                else { return }
+                let page = try store.channelHistory(channel, before: query.before, limit: query.limit)
+                for line in page {
+                    var answer = Self.delivery(line)
+                    answer.inHistory = true
+                    peer.send(.channelPost(answer))
+                }
+                peer.send(.channelHistoryEnd(ChannelHistoryEnd(channel: channel, count: page.count)))
+            case .channelRead(let mark):
+                guard let channel = channelName(mark.channel, peer: peer) else { return }
+                try store.markChannelRead(channel, by: account, through: mark.through)
+            case .conversations(let query):
+                let lines = try store.conversations(of: account, limit: query.limit)
+                for line in lines {
+                    switch line.kind {
+                    case .direct(let peerName, let last):
+                        peer.send(.conversation(ConversationLine(
+                            kind: "direct", name: peerName, unread: line.unread, lastAt: line.lastAt,
+                            lastMessage: delivery(last, to: account))))
+                    case .channel(let name, let last):
+                        peer.send(.conversation(ConversationLine(
+                            kind: "channel", name: name, unread: line.unread, lastAt: line.lastAt,
+                            lastPost: last.map(Self.delivery))))
+                    }
+                }
+                peer.send(.conversationsEnd(ConversationsEnd(count: lines.count)))
+            case .watch(let list):
+                for name in connections[id]?.watching ?? [] { unwatch(name, by: id) }
+                let names = Set(list.names.map { String($0.prefix(DisplayName.maximumLength)) })
+                connections[id]?.watching = names
+                for name in names { watchers[name, default: []].insert(id) }
+                // The current state of each, at once; changes follow.
+                for name in names.sorted() {
+                    let isOnline = !(online[name]?.isEmpty ?? true)
+                    peer.send(.presence(PresenceAnswer(name: name, online: isOnline,
+                                                       lastSeen: isOnline ? nil : try store.lastSeen(name))))
+                }
             case .keys(let ref):
                 guard let keys = try store.keys(of: ref.name) else {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
@@ -333,7 +445,11 @@ public final class MessagingService: @unchecked Sendable {
                     name: ref.name, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(ref.name))))
             case .history(let query):
                 let page = try store.history(between: account, and: query.peer, before: query.before, limit: query.limit)
-                for stored in page { peer.send(.message(delivery(stored, to: account))) }
+                for stored in page {
+                    var answer = delivery(stored, to: account)
+                    answer.inHistory = true
+                    peer.send(.message(answer))
+                }
                 peer.send(.historyEnd(HistoryEnd(peer: query.peer, count: page.count)))
             case .login, .proof, .ping:
                 break
@@ -346,6 +462,54 @@ public final class MessagingService: @unchecked Sendable {
 }
 
 extension MessagingService {
+    /// A channel name as the room name rules allow it, or nil after telling the peer what to type instead.
+    private func channelName(_ text: String, peer: any MessagingPeer) -> String? {
+        if let name = try? RoomName.validate(text), name == text { return name }
+        peer.send(.error(SignalingError(
+            .badRoomName, "channel \"\(text.prefix(80))\" is not a valid name: use letters, digits, spaces or "
+                + "\(RoomName.punctuation), at most \(RoomName.maximumBytes) bytes (e.g. \(RoomName.clean(text).isEmpty ? "team" : RoomName.clean(text)))")))
+        return nil
+    }
+
+    private func isMember(_ account: String, of channel: String, peer: any MessagingPeer) -> Bool {
+        if channelsOf[account]?.contains(channel) == true { return true }
+        peer.send(.error(SignalingError(.notAllowed, "\(account) is not a member of channel \(channel): join it first")))
+        return false
+    }
+
+    static func delivery(_ line: StoredChannelPost) -> ChannelPostDelivery {
+        ChannelPostDelivery(channel: line.post.channel, sequence: line.sequence, id: line.post.id, from: line.post.sender,
+                            kind: line.post.kind.rawValue, text: line.post.text, sentAt: line.post.postedAt,
+                            members: line.members)
+    }
+
+    /// Sends a channel line to every connection of every member online.
+    private func deliver(_ line: StoredChannelPost) {
+        let event = MessagingEvent.channelPost(Self.delivery(line))
+        for member in onlineMembers[line.post.channel] ?? [] {
+            for connection in online[member] ?? [] { connections[connection]?.peer.send(event) }
+        }
+    }
+
+    /// Tells each sender, on every connection it has open, which of its messages reached or were read by `reader`.
+    private func sendReceipts(_ marks: [MessageMark], by reader: String, read: Bool) {
+        for (sender, marked) in Dictionary(grouping: marks, by: \.sender) {
+            let event = MessagingEvent.receipt(MessageReceipt(by: reader, sequences: marked.map(\.sequence), read: read))
+            for connection in online[sender] ?? [] { connections[connection]?.peer.send(event) }
+        }
+    }
+
+    private func unwatch(_ name: String, by id: UInt64) {
+        watchers[name]?.remove(id)
+        if watchers[name]?.isEmpty == true { watchers[name] = nil }
+    }
+
+    /// Tells the connections watching `account` that it came online or went offline.
+    private func announcePresence(of account: String, online isOnline: Bool, lastSeen: Int64?) {
+        let event = MessagingEvent.presence(PresenceAnswer(name: account, online: isOnline, lastSeen: lastSeen))
+        for id in watchers[account] ?? [] { connections[id]?.peer.send(event) }
+    }
+
     /// The WebSocket path of messaging connections.
     public static let path = "/parley/messages"
 }

@@ -94,10 +94,14 @@ public protocol MessageStore: Sendable {
     func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage]
     /// How many messages to `recipient` are not yet delivered.
     func undeliveredCount(to recipient: String) throws(StoreError) -> Int
-    /// Marks messages to `recipient` delivered at `at` (sequences of other recipients are ignored).
-    func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
-    /// Marks every message from `sender` to `recipient` up to `sequence` read at `at`.
+    /// Marks messages to `recipient` delivered at `at` (sequences of other recipients, or delivered already, are
+    /// ignored); returns those it marked, with their senders (for live receipts).
+    @discardableResult
+    func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) -> [MessageMark]
+    /// Marks every message from `sender` to `recipient` up to `sequence` read at `at`; returns those it marked.
+    @discardableResult
     func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64) throws(StoreError)
+        -> [MessageMark]
     /// The conversation between two accounts, newest first, older than `before` (nil: from the newest), at most
     /// `limit`: paging backwards.
     func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
@@ -106,4 +110,104 @@ public protocol MessageStore: Sendable {
     func setLastSeen(_ name: String, at: Int64) throws(StoreError)
     /// When an account was last online, nil if never.
     func lastSeen(_ name: String) throws(StoreError) -> Int64?
+
+    /// Adds `account` to `channel` (creating the channel with its first member) and stores the activity line, in one
+    /// transaction. Nil when it was a member already.
+    func join(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost?
+    /// Removes `account` from `channel` and stores the activity line; nil when it was not a member.
+    func leave(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost?
+    /// How many members `channel` has, and the first `limit` names in order of joining.
+    func members(of channel: String, limit: Int) throws(StoreError) -> (count: Int, names: [String])
+    /// The channels `account` is a member of, in order of joining.
+    func channels(of account: String) throws(StoreError) -> [String]
+    /// Stores a channel message once (a retry with the sender's same id and text returns the stored one).
+    func post(_ post: NewChannelPost) throws(StoreError) -> (stored: StoredChannelPost, isNew: Bool)
+    /// The channel's messages and activity lines, newest first, older than `before`, at most `limit`.
+    func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError) -> [StoredChannelPost]
+    /// Marks `channel` read by `account` up to `sequence` (never backwards).
+    func markChannelRead(_ channel: String, by account: String, through sequence: Int64) throws(StoreError)
+    /// Every conversation of `account`, direct and channel, newest last message first, at most `limit`.
+    func conversations(of account: String, limit: Int) throws(StoreError) -> [ConversationSummary]
+}
+
+/// A message whose state changed, and who sent it (who gets the receipt).
+public struct MessageMark: Sendable, Equatable {
+    public var sequence: Int64
+    public var sender: String
+    public init(sequence: Int64, sender: String) {
+        self.sequence = sequence
+        self.sender = sender
+    }
+}
+
+/// What a channel line is.
+public enum ChannelPostKind: String, Sendable, Equatable, Codable {
+    /// A member's message.
+    case message
+    /// A member joined (the activity lines are part of the channel's history).
+    case joined
+    /// A member left.
+    case left
+}
+
+/// A channel line as the relay hands it to the store. Channels are readable by the relay (like a call's chat);
+/// direct messages are the end-to-end encrypted kind.
+public struct NewChannelPost: Sendable, Equatable {
+    /// Sender-chosen id, unique per sender and channel.
+    public var id: String
+    public var channel: String
+    public var sender: String
+    public var kind: ChannelPostKind
+    public var text: String
+    /// Milliseconds since 1970 when the relay received it.
+    public var postedAt: Int64
+
+    /// A line to store.
+    public init(id: String, channel: String, sender: String, kind: ChannelPostKind = .message, text: String,
+                postedAt: Int64) {
+        self.id = id
+        self.channel = channel
+        self.sender = sender
+        self.kind = kind
+        self.text = text
+        self.postedAt = postedAt
+    }
+}
+
+/// A stored channel line.
+public struct StoredChannelPost: Sendable, Equatable {
+    /// Rising in commit order within the store.
+    public var sequence: Int64
+    public var post: NewChannelPost
+    /// Members after this line (for joined and left lines; nil for messages).
+    public var members: Int?
+
+    /// A stored line.
+    public init(sequence: Int64, post: NewChannelPost, members: Int? = nil) {
+        self.sequence = sequence
+        self.post = post
+        self.members = members
+    }
+}
+
+/// One line of the conversation list.
+public struct ConversationSummary: Sendable, Equatable {
+    /// A direct conversation with `peer`, or a channel.
+    public enum Kind: Sendable, Equatable {
+        case direct(peer: String, last: StoredDirectMessage)
+        case channel(name: String, last: StoredChannelPost?)
+    }
+
+    public var kind: Kind
+    /// Messages to the account not read yet.
+    public var unread: Int
+    /// When the last message arrived (milliseconds since 1970; 0 for an empty channel).
+    public var lastAt: Int64
+
+    /// A summary line.
+    public init(kind: Kind, unread: Int, lastAt: Int64) {
+        self.kind = kind
+        self.unread = unread
+        self.lastAt = lastAt
+    }
 }

@@ -66,6 +66,31 @@ public final class SQLiteMessageStore: MessageStore {
         migrator.registerMigration("v2 sender copy") { db in
             try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
         }
+        migrator.registerMigration("v3 channels") { db in
+            try db.execute(sql: """
+                CREATE TABLE channelMember (
+                    channel TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    joinedAt INTEGER NOT NULL,
+                    readThrough INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (channel, account)
+                );
+                CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
+                CREATE TABLE channelPost (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    channel TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    sender TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    text TEXT NOT NULL,
+                    postedAt INTEGER NOT NULL,
+                    members INTEGER,
+                    UNIQUE (channel, sender, id)
+                );
+                CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
+                CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
+                """)
+        }
         return migrator
     }
 
@@ -164,26 +189,187 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
-    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) {
-        guard !sequences.isEmpty else { return }
-        try write("mark \(sequences.count) messages delivered") { db in
-            for sequence in sequences {
-                try db.execute(
-                    sql: "UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL",
-                    arguments: [at, sequence, recipient])
+    @discardableResult
+    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) -> [MessageMark] {
+        guard !sequences.isEmpty else { return [] }
+        return try write("mark \(sequences.count) messages delivered") { db in
+            try sequences.flatMap { sequence in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL
+                        RETURNING sequence, sender
+                        """,
+                    arguments: [at, sequence, recipient]
+                ).map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }
             }
         }
     }
 
+    @discardableResult
     public func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64)
-        throws(StoreError) {
+        throws(StoreError) -> [MessageMark] {
         try write("mark messages of \(sender) read") { db in
-            try db.execute(
+            try Row.fetchAll(
+                db,
                 sql: """
                     UPDATE directMessage SET readAt = ?, deliveredAt = COALESCE(deliveredAt, ?)
                     WHERE sender = ? AND recipient = ? AND sequence <= ? AND readAt IS NULL
+                    RETURNING sequence, sender
                     """,
-                arguments: [at, at, sender, recipient, sequence])
+                arguments: [at, at, sender, recipient, sequence]
+            ).map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }.sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    public func join(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        try write("add \(account) to channel \(channel)") { db in
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO channelMember (channel, account, joinedAt, readThrough) VALUES (?, ?, ?, 0)",
+                arguments: [channel, account, at])
+            guard db.changesCount > 0 else { return nil }
+            // A member has read everything before it joined.
+            try db.execute(
+                sql: """
+                    UPDATE channelMember SET readThrough = COALESCE((SELECT MAX(sequence) FROM channelPost WHERE channel = ?), 0)
+                    WHERE channel = ? AND account = ?
+                    """,
+                arguments: [channel, channel, account])
+            return try Self.insertActivity(db, channel: channel, account: account, kind: .joined, at: at)
+        }
+    }
+
+    public func leave(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        try write("remove \(account) from channel \(channel)") { db in
+            try db.execute(sql: "DELETE FROM channelMember WHERE channel = ? AND account = ?", arguments: [channel, account])
+            guard db.changesCount > 0 else { return nil }
+            return try Self.insertActivity(db, channel: channel, account: account, kind: .left, at: at)
+        }
+    }
+
+    private static func insertActivity(_ db: Database, channel: String, account: String, kind: ChannelPostKind,
+                                       at: Int64) throws -> StoredChannelPost {
+        let members = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM channelMember WHERE channel = ?",
+                                       arguments: [channel]) ?? 0
+        // Activity ids are the store's own: unique per line, never chosen by a client.
+        let id = "\(kind.rawValue)-\(at)-\(UInt32.random(in: 0...UInt32.max))"
+        try db.execute(
+            sql: """
+                INSERT INTO channelPost (channel, id, sender, kind, text, postedAt, members) VALUES (?, ?, ?, ?, '', ?, ?)
+                """,
+            arguments: [channel, id, account, kind.rawValue, at, members])
+        return StoredChannelPost(
+            sequence: db.lastInsertedRowID,
+            post: NewChannelPost(id: id, channel: channel, sender: account, kind: kind, text: "", postedAt: at),
+            members: members)
+    }
+
+    public func members(of channel: String, limit: Int) throws(StoreError) -> (count: Int, names: [String]) {
+        try read("read the members of channel \(channel)") { db in
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM channelMember WHERE channel = ?",
+                                         arguments: [channel]) ?? 0
+            let names = try String.fetchAll(
+                db, sql: "SELECT account FROM channelMember WHERE channel = ? ORDER BY joinedAt, account LIMIT \(max(0, limit))",
+                arguments: [channel])
+            return (count, names)
+        }
+    }
+
+    public func channels(of account: String) throws(StoreError) -> [String] {
+        try read("read the channels of \(account)") { db in
+            try String.fetchAll(db, sql: "SELECT channel FROM channelMember WHERE account = ? ORDER BY joinedAt, channel",
+                                arguments: [account])
+        }
+    }
+
+    public func post(_ post: NewChannelPost) throws(StoreError) -> (stored: StoredChannelPost, isNew: Bool) {
+        try write("store message \(post.id) of \(post.sender) in channel \(post.channel)") { db in
+            if let existing = try Self.fetchPosts(
+                db, where: "channel = ? AND sender = ? AND id = ?", arguments: [post.channel, post.sender, post.id],
+                limit: 1).first {
+                guard existing.post.text == post.text, existing.post.kind == post.kind else {
+                    throw StoreError.idReused(sender: post.sender, id: post.id)
+                }
+                return (existing, false)
+            }
+            try db.execute(
+                sql: "INSERT INTO channelPost (channel, id, sender, kind, text, postedAt) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [post.channel, post.id, post.sender, post.kind.rawValue, post.text, post.postedAt])
+            return (StoredChannelPost(sequence: db.lastInsertedRowID, post: post), true)
+        }
+    }
+
+    public func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError) -> [StoredChannelPost] {
+        try read("read the history of channel \(channel)") { db in
+            try Self.fetchPosts(db, where: "channel = ? AND sequence < ?", arguments: [channel, before ?? Int64.max],
+                                limit: limit, newestFirst: true)
+        }
+    }
+
+    public func markChannelRead(_ channel: String, by account: String, through sequence: Int64) throws(StoreError) {
+        try write("mark channel \(channel) read") { db in
+            try db.execute(
+                sql: "UPDATE channelMember SET readThrough = MAX(readThrough, ?) WHERE channel = ? AND account = ?",
+                arguments: [sequence, channel, account])
+        }
+    }
+
+    public func conversations(of account: String, limit: Int) throws(StoreError) -> [ConversationSummary] {
+        try read("read the conversations of \(account)") { db in
+            var summaries: [ConversationSummary] = []
+            let peers = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT peer, MAX(sequence) AS last FROM (
+                        SELECT recipient AS peer, sequence FROM directMessage WHERE sender = ?
+                        UNION ALL
+                        SELECT sender AS peer, sequence FROM directMessage WHERE recipient = ?
+                    ) GROUP BY peer ORDER BY last DESC LIMIT \(max(0, limit))
+                    """,
+                arguments: [account, account])
+            for row in peers {
+                let peer: String = row["peer"], last: Int64 = row["last"]
+                guard let message = try Self.fetchMessages(db, where: "sequence = ?", arguments: [last], limit: 1).first
+                else { continue }
+                let unread = try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM directMessage WHERE recipient = ? AND sender = ? AND readAt IS NULL",
+                    arguments: [account, peer]) ?? 0
+                summaries.append(ConversationSummary(kind: .direct(peer: peer, last: message), unread: unread,
+                                                     lastAt: message.message.receivedAt))
+            }
+            let memberships = try Row.fetchAll(
+                db, sql: "SELECT channel, readThrough FROM channelMember WHERE account = ?", arguments: [account])
+            for row in memberships {
+                let channel: String = row["channel"], readThrough: Int64 = row["readThrough"]
+                let last = try Self.fetchPosts(db, where: "channel = ?", arguments: [channel], limit: 1,
+                                               newestFirst: true).first
+                let unread = try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COUNT(*) FROM channelPost
+                        WHERE channel = ? AND sequence > ? AND kind = 'message' AND sender != ?
+                        """,
+                    arguments: [channel, readThrough, account]) ?? 0
+                summaries.append(ConversationSummary(kind: .channel(name: channel, last: last), unread: unread,
+                                                     lastAt: last?.post.postedAt ?? 0))
+            }
+            return Array(summaries.sorted { $0.lastAt > $1.lastAt }.prefix(max(0, limit)))
+        }
+    }
+
+    private static func fetchPosts(_ db: Database, where condition: String, arguments: StatementArguments,
+                                   limit: Int, newestFirst: Bool = false) throws -> [StoredChannelPost] {
+        let order = newestFirst ? "DESC" : "ASC"
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT * FROM channelPost WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))",
+            arguments: arguments)
+        return rows.map { row in
+            StoredChannelPost(
+                sequence: row["sequence"],
+                post: NewChannelPost(id: row["id"], channel: row["channel"], sender: row["sender"],
+                                     kind: ChannelPostKind(rawValue: row["kind"]) ?? .message, text: row["text"],
+                                     postedAt: row["postedAt"]),
+                members: row["members"])
         }
     }
 

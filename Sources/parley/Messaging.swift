@@ -196,6 +196,10 @@ struct Inbox: AsyncParsableCommand {
         defer { Task { await client.close() } }
         let messages = try await client.receiveWaiting()
         for message in messages { print(Self.line(message)) }
+        // Printed is read: each sender gets a read receipt.
+        for (sender, theirs) in Dictionary(grouping: messages, by: \.from) {
+            if let newest = theirs.map(\.sequence).max() { client.markRead(sender, through: newest) }
+        }
         if messages.isEmpty { print("no messages waiting") }
         await client.close()
     }
@@ -220,9 +224,12 @@ struct History: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try await account.connect()
-        let messages = try await client.history(with: peer, limit: limit)
-        await client.close()
+        let messages = try await Channel.with(account) { client in
+            let messages = try await client.history(with: peer, limit: limit)
+            // Printed is read: the peer gets a read receipt.
+            if let newest = messages.first(where: { $0.from == peer }) { client.markRead(peer, through: newest.sequence) }
+            return messages
+        }
         for message in messages.reversed() { print(Inbox.line(message)) }
         if messages.isEmpty { print("no messages with \(peer)") }
     }

@@ -63,6 +63,47 @@ import Glibc
         #expect(status.output.contains("bob is offline, last seen"), "\(status.output)")
     }
 
+    @Test func channelsAndTheConversationListFromTheCommandLine() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        for user in ["alice", "bob"] {
+            #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
+        }
+        let joined = try run(parley, as: "alice", ["channel", "join", "release crew", "--insecure"])
+        #expect(joined.status == 0 && joined.output.contains("joined release crew: 1 member"), "\(joined.output)")
+        #expect(try run(parley, as: "bob", ["channel", "join", "release crew", "--insecure"]).output.contains("2 members"))
+        let said = try run(parley, as: "bob", ["channel", "say", "release crew", "tagging 2.0 now", "--insecure"])
+        #expect(said.status == 0 && said.output.contains("stored in release crew"), "\(said.output)")
+        let outsider = try run(parley, as: "carol", ["login", "carol", "--server", server, "--insecure"])
+        #expect(outsider.status == 0)
+        let refused = try run(parley, as: "carol", ["channel", "say", "release crew", "hi", "--insecure"])
+        #expect(refused.status != 0 && refused.output.contains("not stored") && refused.output.contains("join it first"),
+                "\(refused.output)")
+        #expect(try run(parley, as: "bob", ["msg", "alice", "lunch?", "--insecure"]).status == 0)
+
+        // Alice's list: the direct message is newest, both unread.
+        let chats = try run(parley, as: "alice", ["chats", "--insecure"])
+        let lines = chats.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].hasPrefix("bob (1 unread)") && lines[0].hasSuffix("bob: lunch?")
+                && lines[1].hasPrefix("#release crew (1 unread)") && lines[1].hasSuffix("bob: tagging 2.0 now"),
+                "\(chats.output)")
+        let history = try run(parley, as: "alice", ["channel", "history", "release crew", "--insecure"])
+        #expect(history.output.contains("-- alice joined (1 members)") && history.output.contains("-- bob joined (2 members)")
+                && history.output.contains("bob: tagging 2.0 now"), "\(history.output)")
+        #expect(try run(parley, as: "alice", ["history", "bob", "--insecure"]).output.contains("bob: lunch?"))
+        // Printed is read.
+        let after = try run(parley, as: "alice", ["chats", "--insecure"])
+        #expect(!after.output.contains("unread"), "\(after.output)")
+        let members = try run(parley, as: "carol", ["channel", "members", "release crew", "--insecure"])
+        #expect(members.output.contains("release crew: 2 members\n  alice\n  bob"), "\(members.output)")
+        let left = try run(parley, as: "bob", ["channel", "leave", "release crew", "--insecure"])
+        #expect(left.output.contains("left release crew (1 member now)"), "\(left.output)")
+        let badName = try run(parley, as: "bob", ["channel", "join", "crew/ops", "--insecure"])
+        #expect(badName.status != 0 && badName.output.contains("(e.g. crewops)"), "\(badName.output)")
+    }
+
     @Test(arguments: [
         (["login", "two words"], "use two_words instead"),
         (["msg", "bob", "hi"], "not logged in: run `parley login NAME --server HOST:PORT` first"),

@@ -247,7 +247,7 @@ extension MessagingEvent {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 96 * 1024)
+        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 160 * 1024)
         let relay = try await Relay.start(configuration)
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
         let bobIdentity = AccountIdentity.create(name: "bob")

@@ -92,7 +92,7 @@ struct SQLiteMessageStoreTests {
     @Test func aFullStoreRefusesWithItsReasonAndKeepsWhatItHas() throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let store = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 64 * 1024)
+        let store = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 128 * 1024)
         _ = try store.store(message("kept"))
         var refused: StoreError?
         for index in 0..<200 {
