@@ -42,7 +42,7 @@ public struct MessagingClientError: Error, Sendable, CustomStringConvertible, Eq
     public var code: SignalingErrorCode?
     public var description: String
 
-    init(_ description: String, code: SignalingErrorCode? = nil) {
+    public init(_ description: String, code: SignalingErrorCode? = nil) {
         self.description = description
         self.code = code
     }

@@ -3,6 +3,7 @@ import Foundation
 import ParleyEngine
 import ParleyRoom
 import ParleySecurity
+import ParleyStore
 import ParleyTUI
 import ParleyWire
 
@@ -16,6 +17,8 @@ struct AccountFiles {
     }
 
     func identityPath(_ name: String) -> String { folder + "/accounts/\(name).identity" }
+    /// The account's messages on this computer and its outbox (mode 600 beside the identity).
+    func cachePath(_ name: String) -> String { folder + "/accounts/\(name).messages.sqlite" }
     var currentPath: String { folder + "/account" }
 
     /// The identity of `name`, created (and saved) on first use.
@@ -76,14 +79,50 @@ struct AccountOptions: ParsableArguments {
 
     @OptionGroup var relayTrust: RelayTrustOptions
 
-    /// Connects and logs in as the current account.
-    func connect() async throws -> MessagingClient {
+    /// The current account's name and this computer's cache of its messages.
+    func local() throws -> (name: String, server: String, cache: MessageCache) {
         let files = AccountFiles.standard
         guard let current = files.current() else {
             throw CommandFailure("not logged in: run `parley login NAME --server HOST:PORT` first")
         }
-        let identity = try files.load(files.identityPath(current.name))
-        return try await Self.login(identity, server: server ?? current.server, trust: relayTrust)
+        do {
+            return (current.name, server ?? current.server, try MessageCache(path: files.cachePath(current.name)))
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+    }
+
+    /// Connects and logs in as the current account, then sends what its outbox kept from before (same ids, so the
+    /// relay never stores one twice); returns the client and what became of each outbox message.
+    func connect() async throws -> MessagingClient {
+        try await connectAndSendOutbox().client
+    }
+
+    func connectAndSendOutbox() async throws
+        -> (client: MessagingClient, sent: [String: Result<MessageStored, MessagingClientError>]) {
+        let files = AccountFiles.standard
+        let local = try local()
+        let identity = try files.load(files.identityPath(local.name))
+        let client = try await Self.login(identity, server: local.server, trust: relayTrust)
+        var results: [String: Result<MessageStored, MessagingClientError>] = [:]
+        for message in (try? local.cache.outbox()) ?? [] {
+            do {
+                let stored = try await client.send(message.text, to: message.to, id: message.id)
+                try? local.cache.acknowledged(message.id, sequence: stored.sequence, from: local.name,
+                                              sentAt: Int64(Date().timeIntervalSince1970 * 1000))
+                results[message.id] = .success(stored)
+            } catch let error as MessagingClientError {
+                results[message.id] = .failure(error)
+                // A refusal (unknown account, too large) will not change by retrying: it leaves the outbox. A store
+                // that failed, or no answer, keeps it for next time.
+                if let code = error.code, code != .storeFailed, code != .rateLimited {
+                    try? local.cache.forget(message.id)
+                }
+            } catch {
+                results[message.id] = .failure(MessagingClientError("\(error)"))
+            }
+        }
+        return (client, results)
     }
 
     static func login(_ identity: AccountIdentity, server: String, trust relayTrust: RelayTrustOptions) async throws
@@ -173,14 +212,37 @@ struct Msg: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try await account.connect()
+        // Into the outbox first: a message the relay never acknowledged is sent again by the next command that
+        // reaches it (same id: never twice).
+        let local = try account.local()
+        let id = id ?? UUID().uuidString
         do {
-            let stored = try await client.send(text, to: peer, id: id ?? UUID().uuidString)
-            await client.close()
-            print("stored for \(peer) (message \(stored.sequence))")
+            try local.cache.queue(OutgoingMessage(id: id, to: peer, text: text,
+                                                  writtenAt: Int64(Date().timeIntervalSince1970 * 1000)))
         } catch {
-            await client.close()
             throw CommandFailure("not stored: \(error)")
+        }
+        let session: (client: MessagingClient, sent: [String: Result<MessageStored, MessagingClientError>])
+        do {
+            session = try await account.connectAndSendOutbox()
+        } catch {
+            throw CommandFailure("not stored: \(error)\nkept in this computer's outbox: the next parley command that "
+                                 + "reaches the relay sends it")
+        }
+        await session.client.close()
+        for (other, result) in session.sent where other != id {
+            if case .success = result { print("also sent a message kept from before (\(other))") }
+        }
+        switch session.sent[id] {
+        case .success(let stored):
+            print("stored for \(peer) (message \(stored.sequence))")
+        case .failure(let error) where error.code == nil || error.code == .storeFailed || error.code == .rateLimited:
+            throw CommandFailure("not stored: \(error)\nkept in this computer's outbox: the next parley command that "
+                                 + "reaches the relay sends it")
+        case .failure(let error):
+            throw CommandFailure("not stored: \(error)")
+        case nil:
+            throw CommandFailure("not stored: the outbox lost the message")
         }
     }
 }
@@ -195,6 +257,7 @@ struct Inbox: AsyncParsableCommand {
         let client = try await account.connect()
         defer { Task { await client.close() } }
         let messages = try await client.receiveWaiting()
+        try? account.local().cache.remember(messages.map(\.cached), of: client.identity.name)
         for message in messages { print(Self.line(message)) }
         // Printed is read: each sender gets a read receipt.
         for (sender, theirs) in Dictionary(grouping: messages, by: \.from) {
@@ -224,12 +287,30 @@ struct History: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let messages = try await Channel.with(account) { client in
-            let messages = try await client.history(with: peer, limit: limit)
-            // Printed is read: the peer gets a read receipt.
-            if let newest = messages.first(where: { $0.from == peer }) { client.markRead(peer, through: newest.sequence) }
-            return messages
+        let local = try account.local()
+        let client: MessagingClient
+        do {
+            client = try await account.connect()
+        } catch {
+            // Offline: what this computer has.
+            let cached = try local.cache.history(with: peer, limit: limit)
+            for message in cached.reversed() {
+                print("\(shortTime(message.sentAt)) \(message.from): \(message.text)")
+            }
+            print("(offline: \(error); \(cached.isEmpty ? "nothing with \(peer)" : "these are") in this computer's copy)")
+            return
         }
+        let messages: [ReceivedMessage]
+        do {
+            messages = try await client.history(with: peer, limit: limit)
+        } catch {
+            await client.close()
+            throw CommandFailure("\(error)")
+        }
+        try? local.cache.remember(messages.map(\.cached), of: local.name)
+        // Printed is read: the peer gets a read receipt.
+        if let newest = messages.first(where: { $0.from == peer }) { client.markRead(peer, through: newest.sequence) }
+        await client.close()
         for message in messages.reversed() { print(Inbox.line(message)) }
         if messages.isEmpty { print("no messages with \(peer)") }
     }
@@ -296,4 +377,11 @@ func shortTime(_ milliseconds: Int64) -> String {
     let formatter = DateFormatter()
     formatter.dateFormat = "yyyy-MM-dd HH:mm"
     return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+}
+
+extension ReceivedMessage {
+    /// As this computer's cache keeps it.
+    var cached: CachedMessage {
+        CachedMessage(sequence: sequence, id: id, from: from, to: to, text: text, sentAt: sentAt)
+    }
 }

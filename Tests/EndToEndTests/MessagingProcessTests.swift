@@ -43,7 +43,8 @@ import Glibc
         #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
         // Killed: nothing answers, and a message now is not acknowledged.
         let lost = try run(parley, as: "alice", ["msg", "bob", "while down", "--insecure"])
-        #expect(lost.status != 0, "a message to a dead relay is not reported stored: \(lost.output)")
+        #expect(lost.status != 0 && lost.output.contains("kept in this computer's outbox"),
+                "a message to a dead relay is not reported stored: \(lost.output)")
 
         (relay, server) = try serve(parley)
         defer { relay.stop() }
@@ -54,13 +55,27 @@ import Glibc
         let again = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
         #expect(again.output.contains("no messages waiting"), "delivered once: \(again.output)")
 
+        // Alice's next command that reaches the relay sends what her outbox kept, once.
+        #expect(try run(parley, as: "alice", ["chats", "--insecure", "--server", server]).status == 0)
+        #expect(try run(parley, as: "alice", ["chats", "--insecure", "--server", server]).status == 0)
+        let late = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
+        #expect(late.output.split(separator: "\n").filter { $0.hasSuffix("alice: while down") }.count == 1, "\(late.output)")
+
         let history = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
-        #expect(history.output.split(separator: "\n").count == 5, "\(history.output)")
+        #expect(history.output.split(separator: "\n").count == 6, "\(history.output)")
         // The sender reads its own messages too: its copy, sealed to itself, comes back only to it.
         let own = try run(parley, as: "alice", ["history", "bob", "--insecure", "--server", server])
         #expect(own.output.contains("alice: note 1 ☕") && own.output.contains("alice: note 5 ☕"), "\(own.output)")
         let status = try run(parley, as: "alice", ["status", "bob", "--insecure", "--server", server])
         #expect(status.output.contains("bob is offline, last seen"), "\(status.output)")
+
+        // The relay gone: history reads from this computer's copy.
+        relay.stop()
+        let offline = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
+        let offlineLines = offline.output.split(separator: "\n")
+        #expect(offline.status == 0 && offlineLines.count == 7 && offlineLines[0].hasSuffix("alice: note 1 ☕")
+                && offlineLines[5].hasSuffix("alice: while down") && offlineLines[6].hasPrefix("(offline:"),
+                "\(offline.output)")
     }
 
     @Test func channelsAndTheConversationListFromTheCommandLine() throws {
