@@ -169,7 +169,7 @@ public final class MessagingClient: Sendable {
     /// The public keys of `name`.
     public func keys(of name: String) async throws -> AccountKeys {
         send(.keys(AccountRef(name: name)))
-        let answer = try await next("the keys of \(name)") { if case .keys(let keys) = $0 { keys } else { nil } }
+        let answer = try await next("the keys of \(name)") { if case .keys(let keys) = $0, keys.name == name { keys } else { nil } }
         guard let signing = Data(base64Encoded: answer.signingKey), let agreement = Data(base64Encoded: answer.agreementKey)
         else { throw MessagingClientError("the relay sent keys of \(name) that are not base64") }
         return try AccountKeys(signing: Array(signing), agreement: Array(agreement))
@@ -218,8 +218,8 @@ public final class MessagingClient: Sendable {
     }
 
     /// The conversation with `peer`, newest first, at most `limit` (1…200).
-    public func history(with peer: String, limit: Int = 50) async throws -> [ReceivedMessage] {
-        send(.history(HistoryQuery(peer: peer, before: nil, limit: limit)))
+    public func history(with peer: String, before: Int64? = nil, limit: Int = 50) async throws -> [ReceivedMessage] {
+        send(.history(HistoryQuery(peer: peer, before: before, limit: limit)))
         var page: [DirectMessageDelivery] = []
         while true {
             let event = try await next("the history with \(peer)") { event -> MessagingEvent? in
@@ -386,6 +386,9 @@ public final class MessagingClient: Sendable {
     public func discardEvents() {
         inbox.events.withLock { $0.removeAll(keepingCapacity: true) }
     }
+
+    /// False once the relay closed the connection (or it broke).
+    public var isConnected: Bool { !inbox.closed.withLock { $0 } }
 
     /// Closes the connection.
     public func close() async {

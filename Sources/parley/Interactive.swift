@@ -221,7 +221,12 @@ struct Lobby: AsyncParsableCommand {
     func run() async throws {
         let lobby = LobbyState(server: server, name: name, room: room)
         do {
-            try await runTerminal(try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true))
+            var app = try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true)
+            switch AccountFiles.standard.messagingAccount(server: nil, security: app.signalingSecurity) {
+            case .success(let account): app.messaging = account
+            case .failure(let problem): app.messagingProblem = problem.description
+            }
+            try await runTerminal(app)
         } catch let error as TerminalError {
             throw CommandFailure("\(error)")
         }

@@ -385,3 +385,44 @@ extension ReceivedMessage {
         CachedMessage(sequence: sequence, id: id, from: from, to: to, text: text, sentAt: sentAt)
     }
 }
+
+extension AccountFiles {
+    /// The logged-in account for the messages screen, or why there is none.
+    func messagingAccount(server override: String?, security: SignalingSecurity) -> Result<MessagingAccount, CommandFailure> {
+        guard let current = current() else {
+            return .failure(CommandFailure("Not logged in: run parley login NAME --server HOST:PORT first."))
+        }
+        do {
+            let identity = try load(identityPath(current.name))
+            let server = try ServerAddress(parsing: override ?? current.server)
+            return .success(MessagingAccount(identity: identity, server: server, security: security))
+        } catch {
+            return .failure(CommandFailure("\(error)"))
+        }
+    }
+}
+
+/// `parley messages`: the messages screen (conversation list, conversation, input line).
+struct Messages: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Open the messages screen: your conversations and channels, live (Esc quits).")
+
+    @Option(help: "Relay to use (default: the one `parley login` used).")
+    var server: String?
+
+    @OptionGroup var options: InteractiveOptions
+
+    func run() async throws {
+        var app = try options.appOptions(directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
+        switch AccountFiles.standard.messagingAccount(server: server, security: app.signalingSecurity) {
+        case .success(let account): app.messaging = account
+        case .failure(let problem): throw problem
+        }
+        app.openMessagesFirst = true
+        do {
+            try await runTerminal(app)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+    }
+}

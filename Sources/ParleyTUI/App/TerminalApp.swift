@@ -36,6 +36,12 @@ public struct AppOptions: Sendable {
     public var logger: Logger
     /// How signaling is protected: TLS checked against known relays (the CLI's default) or plain (`--insecure`).
     public var signalingSecurity: SignalingSecurity = .insecure
+    /// The account the messages screen logs in with; nil when none is logged in on this computer.
+    public var messaging: MessagingAccount?
+    /// Why there is no account, as the lobby says when [Messages] is pressed.
+    public var messagingProblem = "Not logged in: run parley login NAME --server HOST:PORT first."
+    /// Open the messages screen first (`parley messages`); Esc there quits instead of showing the lobby.
+    public var openMessagesFirst = false
 
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
@@ -69,6 +75,7 @@ public enum TerminalApp {
         /// there without leaving it.
         case joining(CallSession, fromLobby: Bool)
         case call(CallSession)
+        case messages(MessagesState, MessagesSession)
     }
 
     /// Runs until the user quits; returns a line to print after the terminal is restored (or nil), or throws when
@@ -85,6 +92,11 @@ public enum TerminalApp {
             mode = .joining(try startCall(settings, options: options, terminal: terminal), fromLobby: false)
         }
         var lastLobbyDraw: Screen?
+        var lastMessagesDraw: Screen?
+        if options.openMessagesFirst {
+            guard let account = options.messaging else { return options.messagingProblem }
+            mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
+        }
         while true {
             switch mode {
             case .lobby:
@@ -114,6 +126,14 @@ public enum TerminalApp {
                     }
                 case .openSettings?:
                     mode = .settings(SettingsState(current: lobby.profile, devices: options.deviceSettings()))
+                case .openMessages?:
+                    if let account = options.messaging {
+                        lastMessagesDraw = nil
+                        terminal.invalidate()
+                        mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
+                    } else {
+                        lobby.fail(options.messagingProblem)
+                    }
                 case .quit?:
                     return nil
                 case nil:
@@ -180,6 +200,44 @@ public enum TerminalApp {
                     lobby.fail(reason)
                     mode = .lobby
                 }
+
+            case .messages(var state, let session):
+                for update in session.takeUpdates() {
+                    if let action = apply(&state, update) { session.perform(action) }
+                }
+                let size = terminal.size
+                let screen = MessagesScreen.render(state, size: size, theme: terminal.theme)
+                if screen != lastMessagesDraw {
+                    terminal.draw(screen, cursor: MessagesScreen.cursor(state, size: size)?.tuple)
+                    lastMessagesDraw = screen
+                }
+                guard let key = terminal.readKey(timeout: 100) else {
+                    mode = .messages(state, session)
+                    continue
+                }
+                if key == .resize {
+                    terminal.invalidate()
+                    lastMessagesDraw = nil
+                    mode = .messages(state, session)
+                    continue
+                }
+                switch reduce(&state, key) {
+                case .back?:
+                    session.close()
+                    if options.openMessagesFirst { return nil }
+                    lastLobbyDraw = nil
+                    terminal.invalidate()
+                    mode = .lobby
+                    continue
+                case .quit?:
+                    session.close()
+                    return nil
+                case let action?:
+                    session.perform(action)
+                case nil:
+                    break
+                }
+                mode = .messages(state, session)
 
             case .call(let session):
                 let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds)

@@ -81,6 +81,8 @@ public enum LobbyAction: Hashable, Sendable {
     case join(JoinSettings)
     /// Show the settings screen; give its result to `LobbyState.profile`.
     case openSettings
+    /// Show the messages screen (conversations between calls).
+    case openMessages
     /// Quit Parley.
     case quit
 }
@@ -103,12 +105,14 @@ public enum LobbyItem: Int, CaseIterable, Hashable, Sendable {
     case settings
     /// The [Join] button.
     case join
+    /// The [Messages] button.
+    case messages
 
     /// True for the items that take typing.
     public var isTextField: Bool {
         switch self {
         case .server, .name, .room, .encryptionKey: return true
-        case .cipher, .role, .settings, .join: return false
+        case .cipher, .role, .settings, .join, .messages: return false
         }
     }
 }
@@ -274,7 +278,7 @@ public func reduce(_ lobby: inout LobbyState, _ key: Key) -> LobbyAction? {
         lobby.focus = items[(lobby.focus.rawValue + items.count - 1) % items.count]
         return nil
     case .enter:
-        return lobby.focus == .settings ? .openSettings : join(&lobby)
+        return lobby.focus == .settings ? .openSettings : lobby.focus == .messages ? .openMessages : join(&lobby)
     default:
         break
     }
@@ -305,12 +309,14 @@ public func reduce(_ lobby: inout LobbyState, _ key: Key) -> LobbyAction? {
         } else if key == .char("q") {
             return .quit
         }
-    case .settings, .join:
+    case .settings, .join, .messages:
+        let buttons: [LobbyItem] = [.settings, .join, .messages]
         switch key {
         case .char(" "):
-            return lobby.focus == .settings ? .openSettings : join(&lobby)
+            return lobby.focus == .settings ? .openSettings : lobby.focus == .messages ? .openMessages : join(&lobby)
         case .left, .right:
-            lobby.focus = lobby.focus == .settings ? .join : .settings
+            let index = buttons.firstIndex(of: lobby.focus) ?? 0
+            lobby.focus = buttons[(index + (key == .right ? 1 : buttons.count - 1)) % buttons.count]
         case .char("q"):
             return .quit
         default:

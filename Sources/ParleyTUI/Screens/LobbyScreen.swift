@@ -36,11 +36,11 @@ public enum LobbyScreen {
             let top = box.row + 2
             rows = [
                 .server: top, .name: top + 1, .room: top + 2, .encryptionKey: top + 3, .cipher: top + 4,
-                .role: top + 5, .settings: top + 8, .join: top + 8,
+                .role: top + 5, .settings: top + 8, .join: top + 8, .messages: top + 8,
             ]
             profileRow = top + 6
             messageRow = top + 10
-            let labels = [(LobbyItem.settings, "[ Settings ]"), (.join, "[ Join ]")]
+            let labels = [(LobbyItem.settings, "[ Settings ]"), (.join, "[ Join ]"), (.messages, "[ Messages ]")]
             let gap = 4
             let total = labels.reduce(0) { $0 + DisplayWidth.of($1.1) } + gap * (labels.count - 1)
             var column = box.column + (box.width - total) / 2
@@ -57,7 +57,7 @@ public enum LobbyScreen {
         func item(atColumn column: Int, row: Int) -> LobbyItem? {
             if let button = buttons.first(where: { $0.rect.contains(column: column, row: row) }) { return button.item }
             guard column > box.column, column < box.endColumn - 1 else { return nil }
-            return rows.first { $0.value == row && $0.key != .settings && $0.key != .join }?.key
+            return rows.first { $0.value == row && $0.key != .settings && $0.key != .join && $0.key != .messages }?.key
         }
     }
 
@@ -185,7 +185,7 @@ public enum LobbyScreen {
         guard let item = Geometry(size: size).item(atColumn: column, row: row) else { return nil }
         lobby.focus = item
         switch item {
-        case .cipher, .role, .settings, .join: return reduce(&lobby, .char(" "))
+        case .cipher, .role, .settings, .join, .messages: return reduce(&lobby, .char(" "))
         case .server, .name, .room, .encryptionKey: return nil
         }
     }

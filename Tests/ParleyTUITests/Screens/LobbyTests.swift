@@ -27,7 +27,7 @@ struct LobbyTests {
         #expect(seen == LobbyItem.allCases)
         #expect(lobby.focus == .server)
         #expect(reduce(&lobby, .up) == nil)
-        #expect(lobby.focus == .join)
+        #expect(lobby.focus == .messages)
         #expect(reduce(&lobby, .down) == nil)
         #expect(lobby.focus == .server)
     }
@@ -185,6 +185,8 @@ struct LobbyTests {
             KeyCase(name: "q types in a field", focus: .room, key: .char("q"), action: nil),
             KeyCase(name: "Enter on Settings opens them", focus: .settings, key: .enter, action: .openSettings),
             KeyCase(name: "Space on Settings opens them", focus: .settings, key: .char(" "), action: .openSettings),
+            KeyCase(name: "Enter on Messages opens them", focus: .messages, key: .enter, action: .openMessages),
+            KeyCase(name: "Space on Messages opens them", focus: .messages, key: .char(" "), action: .openMessages),
             KeyCase(name: "Space on a text field types a space", focus: .encryptionKey, key: .char(" "), action: nil),
         ])
     func keys(_ row: KeyCase) {
@@ -201,6 +203,13 @@ struct LobbyTests {
         #expect(lobby.focus == .settings)
         _ = reduce(&lobby, .right)
         #expect(lobby.focus == .join)
+        _ = reduce(&lobby, .right)
+        #expect(lobby.focus == .messages)
+        _ = reduce(&lobby, .right)
+        #expect(lobby.focus == .settings)
+        _ = reduce(&lobby, .left)
+        #expect(lobby.focus == .messages)
+        _ = reduce(&lobby, .left)
         guard case .join(let settings) = reduce(&lobby, .char(" ")) else {
             Issue.record("Space on Join did not join")
             return
@@ -406,6 +415,8 @@ struct ClickTests {
         #expect(LobbyScreen.click(&lobby, column: settings + 14, row: buttonRow, size: size) == nil)
         #expect(LobbyScreen.click(&lobby, column: 0, row: serverRow, size: size) == nil)
         #expect(lobby.focus == .settings)
+        let messages = try #require(screen.column(of: "[ Messages ]", row: buttonRow))
+        #expect(LobbyScreen.click(&lobby, column: messages + 2, row: buttonRow, size: size) == .openMessages)
         lobby.cipher = .none
         let join = try #require(screen.column(of: "[ Join ]", row: buttonRow))
         guard case .join = LobbyScreen.click(&lobby, column: join, row: buttonRow, size: size) else {

@@ -1,0 +1,235 @@
+import Foundation
+import ParleyEngine
+import ParleySecurity
+import ParleyWire
+import Synchronization
+
+/// The account the messages screen logs in with: this computer's identity and its relay.
+public struct MessagingAccount: Sendable {
+    public var identity: AccountIdentity
+    public var server: ServerAddress
+    public var security: SignalingSecurity
+
+    public init(identity: AccountIdentity, server: ServerAddress, security: SignalingSecurity) {
+        self.identity = identity
+        self.server = server
+        self.security = security
+    }
+}
+
+/// The messages screen's connection: logs in, turns what the relay sends into `MessagesUpdate`s (opening direct
+/// messages) and carries out the screen's actions. Everything runs on one task, one item at a time, so requests
+/// and live events never race for the same answer; the terminal loop only queues actions and takes updates.
+final class MessagesSession: Sendable {
+    private enum Work: Sendable {
+        case event(MessagingEvent)
+        case action(MessagesAction)
+    }
+
+    /// What the task and the terminal loop share.
+    private final class Shared: Sendable {
+        let updates = Mutex<[MessagesUpdate]>([])
+        let client = Mutex<MessagingClient?>(nil)
+        let reportedClose = Mutex(false)
+        /// Direct peers whose presence is followed.
+        let watched = Mutex<Set<String>>([])
+
+        func push(_ update: MessagesUpdate) {
+            updates.withLock { list in
+                if list.count >= MessagesSession.updateLimit { list.removeFirst(list.count / 2) }
+                list.append(update)
+            }
+        }
+    }
+
+    private let shared = Shared()
+    private let work: AsyncStream<Work>.Continuation
+    private let task: Task<Void, Never>
+    /// Updates kept for the screen between two looks at most (the oldest go).
+    static let updateLimit = 10_000
+
+    init(account: MessagingAccount) {
+        let (stream, continuation) = AsyncStream<Work>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        work = continuation
+        let shared = shared
+        task = Task { await Self.run(account, stream: stream, continuation: continuation, shared: shared) }
+    }
+
+    /// Carries out an action of the screen (in order, after what came before).
+    func perform(_ action: MessagesAction) {
+        work.yield(.action(action))
+    }
+
+    /// What happened since the last call.
+    func takeUpdates() -> [MessagesUpdate] {
+        var taken = shared.updates.withLock { list in
+            defer { list.removeAll(keepingCapacity: true) }
+            return list
+        }
+        if let client = shared.client.withLock({ $0 }), !client.isConnected, !shared.reportedClose.withLock({ $0 }) {
+            shared.reportedClose.withLock { $0 = true }
+            taken.append(.disconnected("Disconnected from the relay: Esc, then open messages again to reconnect"))
+        }
+        return taken
+    }
+
+    /// Logs out and stops.
+    func close() {
+        work.finish()
+        task.cancel()
+        if let client = shared.client.withLock({ $0 }) { Task { await client.close() } }
+    }
+
+    private static func run(_ account: MessagingAccount, stream: AsyncStream<Work>,
+                            continuation: AsyncStream<Work>.Continuation, shared: Shared) async {
+        let me = account.identity.name
+        let connected: MessagingClient
+        do {
+            connected = try await MessagingClient.connect(
+                to: account.server, security: account.security, identity: account.identity
+            ) { event in continuation.yield(.event(event)) }
+        } catch {
+            shared.push(.disconnected("Cannot log in to \(account.server) as \(me): \(error)"))
+            return
+        }
+        shared.client.withLock { $0 = connected }
+        var keys: [String: AccountKeys] = [me: account.identity.keys]
+        func keysOf(_ name: String) async -> AccountKeys? {
+            if let known = keys[name] { return known }
+            guard keys.count < 10_000, let found = try? await connected.keys(of: name) else { return nil }
+            keys[name] = found
+            return found
+        }
+        // What waited: opened and shown; the same deliveries also come through the event stream, skipped there.
+        var fromBacklog = Set<Int64>()
+        do {
+            for message in try await connected.receiveWaiting() {
+                fromBacklog.insert(message.sequence)
+                shared.push(.arrived(.init(.direct, message.from), line(message, me: me)))
+            }
+            try await refreshList(connected, me: me, shared: shared)
+        } catch {
+            shared.push(.notice("\(error)"))
+        }
+
+        for await item in stream {
+            if Task.isCancelled { break }
+            switch item {
+            case .event(.message(let delivery)) where delivery.inHistory != true:
+                if fromBacklog.remove(delivery.sequence) != nil { continue }
+                guard let senderKeys = await keysOf(delivery.from) else { continue }
+                let message = connected.open(delivery, senderKeys: senderKeys)
+                let peer = message.from == me ? message.to : message.from
+                shared.push(.arrived(.init(.direct, peer), line(message, me: me)))
+                connected.acknowledge([delivery.sequence])
+            case .event(.channelPost(let post)) where post.inHistory != true:
+                shared.push(.arrived(.init(.channel, post.channel), line(post)))
+                if let members = post.members { shared.push(.members(channel: post.channel, count: members)) }
+            case .event(.receipt(let receipt)):
+                shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
+            case .event(.presence(let presence)):
+                shared.push(.presence(name: presence.name, online: presence.online))
+            case .event:
+                break
+            case .action(let action):
+                await perform(action, connected, me: me, shared: shared)
+            }
+        }
+    }
+
+    private static func refreshList(_ client: MessagingClient, me: String, shared: Shared)
+        async throws {
+        let list = try await client.conversations(limit: MessagesState.listLimit)
+        shared.push(.conversations(list.map { conversation in
+            ConversationEntry(
+                key: ConversationKey(conversation.kind == .channel ? .channel : .direct, conversation.name),
+                unread: conversation.unread, lastAt: conversation.lastAt, lastFrom: conversation.lastFrom,
+                lastText: conversation.lastText)
+        }))
+        let names = shared.watched.withLock { watched in
+            watched.formUnion(list.filter { $0.kind == .direct }.map(\.name))
+            return Array(watched.prefix(maxWatchedNames))
+        }
+        client.watch(names)
+    }
+
+    private static func perform(_ action: MessagesAction, _ client: MessagingClient, me: String,
+                                shared: Shared) async {
+        do {
+            switch action {
+            case .sendDirect(let id, let to, let text):
+                do {
+                    let stored = try await client.send(text, to: to, id: id)
+                    shared.push(.stored(id: id, sequence: stored.sequence))
+                } catch {
+                    shared.push(.failed(id: id, reason: "\(error)"))
+                }
+            case .post(let id, let channel, let text):
+                do {
+                    let stored = try await client.post(text, in: channel, id: id)
+                    shared.push(.stored(id: id, sequence: stored.sequence))
+                } catch {
+                    shared.push(.failed(id: id, reason: "\(error)"))
+                }
+            case .open(let key):
+                try await load(key, before: nil, client, me: me, shared: shared)
+            case .loadOlder(let key, let before):
+                try await load(key, before: before, client, me: me, shared: shared)
+            case .markRead(let key, let through):
+                switch key.kind {
+                case .direct: client.markRead(key.name, through: through)
+                case .channel: client.markChannelRead(key.name, through: through)
+                }
+            case .joinChannel(let channel):
+                let members = try await client.join(channel: channel)
+                shared.push(.members(channel: channel, count: members.count))
+                shared.push(.notice("Joined #\(channel): \(members.count) member\(members.count == 1 ? "" : "s")"))
+                try await load(ConversationKey(.channel, channel), before: nil, client, me: me, shared: shared)
+            case .leaveChannel(let channel):
+                let members = try await client.leave(channel: channel)
+                shared.push(.notice("Left #\(channel) (\(members.count) member\(members.count == 1 ? "" : "s") now)"))
+                try await refreshList(client, me: me, shared: shared)
+            case .back, .quit:
+                break
+            }
+        } catch {
+            shared.push(.notice("\(error)"))
+        }
+    }
+
+    /// Loads a page of a conversation and marks it read.
+    private static func load(_ key: ConversationKey, before: Int64?, _ client: MessagingClient, me: String,
+                             shared: Shared) async throws {
+        switch key.kind {
+        case .direct:
+            let page = try await client.history(with: key.name, before: before, limit: maxHistoryPage)
+            shared.push(.history(key, page.map { line($0, me: me) }, older: before != nil))
+            if before == nil, let newest = page.first(where: { $0.from == key.name }) {
+                client.markRead(key.name, through: newest.sequence)
+            }
+            if before == nil, shared.watched.withLock({ $0.insert(key.name).inserted }) {
+                client.watch(shared.watched.withLock { Array($0.prefix(maxWatchedNames)) })
+            }
+        case .channel:
+            let page = try await client.channelHistory(key.name, before: before, limit: maxHistoryPage)
+            shared.push(.history(key, page.map { line($0) }, older: before != nil))
+            if before == nil, let newest = page.first { client.markChannelRead(key.name, through: newest.sequence) }
+            if before == nil {
+                let members = try await client.members(of: key.name)
+                shared.push(.members(channel: key.name, count: members.count))
+            }
+        }
+    }
+
+    static func line(_ message: ReceivedMessage, me: String) -> MessageLine {
+        MessageLine(sequence: message.sequence, id: message.id, from: message.from, text: message.text,
+                    sentAt: message.sentAt,
+                    progress: message.from == me ? (message.read ? .read : message.delivered ? .delivered : .stored) : nil)
+    }
+
+    static func line(_ post: ChannelPostDelivery) -> MessageLine {
+        MessageLine(sequence: post.sequence, id: post.id, from: post.from,
+                    text: post.kind == "message" ? post.text : MessagingClient.text(of: post), sentAt: post.sentAt,
+                    isActivity: post.kind != "message")
+    }
+}
