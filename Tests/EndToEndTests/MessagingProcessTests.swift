@@ -119,6 +119,61 @@ import Glibc
         #expect(badName.status != 0 && badName.output.contains("(e.g. crewops)"), "\(badName.output)")
     }
 
+    /// The messages screen in a real terminal (tmux): what another account sends arrives live, a reply typed there
+    /// is stored and read by the other side, a channel is joined from the input line, and the terminal is restored.
+    @Test func theMessagesScreenShowsConversationsLiveAndSendsReplies() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        for user in ["alice", "bob"] {
+            #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
+        }
+        #expect(try run(parley, as: "bob", ["msg", "alice", "are you there?", "--insecure"]).status == 0)
+        let pane = try TmuxPane(
+            command: "sh -c 'XDG_CONFIG_HOME=\(folder)/alice \(parley) messages --insecure --log \(folder)/alice.log; "
+                + "echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        var lines = try pane.waitFor { $0.contains { $0.contains("bob: are you there?") } }
+        #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains(">bob") && $0.contains("[1]") }, "unread: \(lines.joined(separator: "\n"))")
+
+        // Open bob's conversation (the first), reply.
+        try pane.send(["Enter"])
+        lines = try pane.waitFor { $0.contains { $0.contains("bob >") } }
+        try pane.sendLiteral("yes, here")
+        try pane.send(["Enter"])
+        lines = try pane.waitFor { $0.contains { $0.contains("you: yes, here ✓") } }
+        #expect(lines.contains { $0.contains("you: yes, here ✓") }, "\(lines.joined(separator: "\n"))")
+        let bobReads = try run(parley, as: "bob", ["history", "alice", "--insecure"])
+        #expect(bobReads.output.contains("alice: yes, here"), "\(bobReads.output)")
+        // Bob printed it: alice sees it read, live.
+        lines = try pane.waitFor { $0.contains { $0.contains("you: yes, here ✓✓ read") } }
+        #expect(lines.contains { $0.contains("you: yes, here ✓✓ read") }, "\(lines.joined(separator: "\n"))")
+
+        // A live message from bob while the conversation is open.
+        #expect(try run(parley, as: "bob", ["msg", "alice", "great, call at 3", "--insecure"]).status == 0)
+        lines = try pane.waitFor { $0.contains { $0.contains("bob: great, call at 3") } }
+        #expect(lines.contains { $0.contains("bob: great, call at 3") }, "\(lines.joined(separator: "\n"))")
+
+        // A channel from the input line; bob joins and posts, alice sees both live.
+        try pane.sendLiteral("/join ops")
+        try pane.send(["Enter"])
+        lines = try pane.waitFor { $0.contains { $0.contains("#ops · 1 members") } }
+        #expect(lines.contains { $0.contains("Joined #ops: 1 member") }, "\(lines.joined(separator: "\n"))")
+        #expect(try run(parley, as: "bob", ["channel", "join", "ops", "--insecure"]).status == 0)
+        #expect(try run(parley, as: "bob", ["channel", "say", "ops", "deploy done", "--insecure"]).status == 0)
+        lines = try pane.waitFor { $0.contains { $0.contains("bob: deploy done") } }
+        #expect(lines.contains { $0.contains("-- bob joined (2 members)") } && lines.contains { $0.contains("bob: deploy done") },
+                "\(lines.joined(separator: "\n"))")
+
+        // Esc quits `parley messages`; the terminal comes back.
+        try pane.send(["Escape"])
+        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
+        #expect(try pane.modes().contains("alt=0"), "the alternate screen was left")
+    }
+
     @Test(arguments: [
         (["login", "two words"], "use two_words instead"),
         (["msg", "bob", "hi"], "not logged in: run `parley login NAME --server HOST:PORT` first"),
