@@ -19,12 +19,16 @@ public enum MessagingBench {
 
         public init() {}
 
-        /// PARLEY_MSG_SECONDS and PARLEY_MSG_BACKLOG shorten a run.
+        /// PARLEY_MSG_SECONDS and PARLEY_MSG_BACKLOG shorten a run; PARLEY_MSG_RATES (e.g. "1000,5000") picks the rates.
         public static func fromEnvironment() -> Settings {
             var settings = Settings()
             let environment = ProcessInfo.processInfo.environment
             if let text = environment["PARLEY_MSG_SECONDS"], let value = Double(text), value >= 1 { settings.seconds = value }
             if let text = environment["PARLEY_MSG_BACKLOG"], let value = Int(text), value >= 100 { settings.backlog = value }
+            if let text = environment["PARLEY_MSG_RATES"] {
+                let rates = text.split(separator: ",").compactMap { Int($0) }.filter { (100...20_000).contains($0) }
+                if !rates.isEmpty { settings.rates = rates }
+            }
             return settings
         }
     }
@@ -49,7 +53,7 @@ public enum MessagingBench {
         let relay = try RelayProcess(executable: executable, cpu: nil, extraArguments: ["--state-dir", folder])
         defer { relay.stop() }
         let server = try ServerAddress(parsing: "127.0.0.1:\(relay.signalingPort)")
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { group.shutdownGracefully { _ in } }
         let tally = Tally(users: settings.users)
         let clock = ContinuousClock()
@@ -93,7 +97,8 @@ public enum MessagingBench {
         var table = BenchTable(
             title: "Direct messages through one relay: \(settings.users) users online on loopback, "
                 + "\(Int(settings.seconds)) s at each offered rate",
-            columns: ["Offered", "Stored (acknowledged) a second", "Delivery p50 / p99", "Relay CPU", "Errors"])
+            columns: ["Offered", "Stored (acknowledged) a second", "Delivery p50 / p99", "Relay CPU", "Errors",
+                      "Goal at 5,000/s: all stored, p99 ≤ 20 ms"])
         var serial = 0
         for rate in settings.rates {
             log("messaging: \(rate) a second for \(settings.seconds) s")
@@ -140,17 +145,21 @@ public enum MessagingBench {
             }
             for client in clients { client.discardEvents() }
             let errors = tally.errors.withLock { $0 }
+            let p99 = latencies.isEmpty ? Double.infinity
+                : latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))] * 1000
+            let goal = rate != 5_000 ? "" : stored == total && p99 <= 20 && errors.isEmpty ? "met" : "NOT met"
             table.add(["\(rate) /s (\(total))", "\(formatted(Double(stored) / elapsed, decimals: 0)) (\(stored) of \(total))",
                        "\(percentile(0.5)) / \(percentile(0.99)) ms (\(latencies.count) delivered)",
-                       "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])"])
+                       "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])", goal])
         }
         table.notes = [
             "Delivery: from the sender posting the message to the recipient's client receiving it, live, through the "
                 + "relay's store (each message committed, WAL, synchronous=NORMAL, before it is forwarded or acknowledged). "
                 + "Recipients acknowledge what they got every 100 ms (a receipt per batch). Each user sends to the next "
                 + "at the offered rate divided among them; the relay's limit is 200 requests a second per connection.",
-            "Relay CPU: the `parley serve` process (one core = 100 %); the 100 clients run in this process on one event "
-                + "loop, 2 cores in all.",
+            "Relay CPU: the `parley serve` process (one core = 100 %); the 100 clients run in this process on two event "
+                + "loop threads, 2 cores in all. Past about 14,000 a second the relay's one messaging queue is the limit: "
+                + "what is offered beyond it waits in line (the 15,000 row), nothing is lost.",
         ]
 
         // The backlog: an account offline while others leave it messages, then its login.

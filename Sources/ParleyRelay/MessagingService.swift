@@ -67,6 +67,8 @@ public final class MessagingService: @unchecked Sendable {
     /// same transaction, then each is acknowledged (one commit instead of one per message under load; a lone
     /// message waits for nothing).
     private var pendingSends: [(connection: UInt64, send: DirectMessageSend, sender: String)] = []
+    /// Receipts waiting for the same group commit (a hundred clients acknowledging at once cost one transaction).
+    private var pendingReceipts: [(connection: UInt64, sequences: [Int64], account: String)] = []
     private var flushScheduled = false
     /// Names known to have an account (they never lose it), so a send needs no lookup; bounded.
     private var knownAccounts: Set<String> = []
@@ -98,7 +100,18 @@ public final class MessagingService: @unchecked Sendable {
 
     /// A text frame arrived.
     public func receive(_ text: String, on id: UInt64) {
-        queue.async { [self] in handle(text, on: id) }
+        let request: Result<MessagingRequest, SignalingError>
+        do throws(SignalingError) {
+            request = .success(try MessagingRequest.decode(text))
+        } catch {
+            request = .failure(error)
+        }
+        receive(request, on: id)
+    }
+
+    /// A text frame arrived, already parsed (or refused) on the connection's own thread.
+    public func receive(_ request: Result<MessagingRequest, SignalingError>, on id: UInt64) {
+        queue.async { [self] in handle(request, on: id) }
     }
 
     /// Refuses something the connection sent before it reached the protocol (a frame that is not UTF-8).
@@ -142,7 +155,7 @@ public final class MessagingService: @unchecked Sendable {
         }
     }
 
-    private func handle(_ text: String, on id: UInt64) {
+    private func handle(_ parsed: Result<MessagingRequest, SignalingError>, on id: UInt64) {
         guard var connection = connections[id] else { return }
         let now = clock.now
         let elapsed = now - connection.toppedUp
@@ -158,9 +171,9 @@ public final class MessagingService: @unchecked Sendable {
         connection.allowance -= 1
         connections[id] = connection
         let request: MessagingRequest
-        do throws(SignalingError) {
-            request = try MessagingRequest.decode(text)
-        } catch {
+        switch parsed {
+        case .success(let value): request = value
+        case .failure(let error):
             connection.peer.send(.error(error))
             return
         }
@@ -284,9 +297,36 @@ public final class MessagingService: @unchecked Sendable {
             senderCopy: reader == stored.message.sender ? stored.message.senderCopy.map { Data($0).base64EncodedString() } : nil)
     }
 
+    /// Marks every pending receipt's messages delivered in one transaction, then sends the next backlog pages and
+    /// tells the senders.
+    private func flushReceipts() {
+        let batch = pendingReceipts
+        pendingReceipts.removeAll(keepingCapacity: true)
+        guard !batch.isEmpty else { return }
+        let results: [[MessageMark]]
+        do {
+            results = try store.markDelivered(batch: batch.map { ($0.sequences, $0.account) }, at: wallClock())
+        } catch {
+            for entry in batch { connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)"))) }
+            return
+        }
+        for (entry, marks) in zip(batch, results) {
+            connections[entry.connection]?.unacknowledged.subtract(entry.sequences)
+            deliverBacklog(to: entry.connection)
+            sendReceipts(marks, by: entry.account, read: false)
+        }
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        queue.async { [self] in flushSends() }
+    }
+
     /// Commits every pending send in one transaction, then acknowledges each and delivers the new ones live.
     private func flushSends() {
         flushScheduled = false
+        flushReceipts()
         let batch = pendingSends
         pendingSends.removeAll(keepingCapacity: true)
         guard !batch.isEmpty else { return }
@@ -323,6 +363,13 @@ public final class MessagingService: @unchecked Sendable {
 
     private func handle(_ request: MessagingRequest, from account: String, on id: UInt64) {
         guard let peer = connections[id]?.peer else { return }
+        switch request {
+        case .send, .received:
+            break
+        default:
+            // Anything that reads sees every send and receipt that arrived before it.
+            if flushScheduled { flushSends() }
+        }
         do throws(StoreError) {
             switch request {
             case .send(let send):
@@ -335,15 +382,10 @@ public final class MessagingService: @unchecked Sendable {
                     knownAccounts.insert(send.to)
                 }
                 pendingSends.append((id, send, account))
-                if !flushScheduled {
-                    flushScheduled = true
-                    queue.async { [self] in flushSends() }
-                }
+                scheduleFlush()
             case .received(let receipt):
-                let marks = try store.markDelivered(receipt.sequences, to: account, at: wallClock())
-                connections[id]?.unacknowledged.subtract(receipt.sequences)
-                deliverBacklog(to: id)
-                sendReceipts(marks, by: account, read: false)
+                pendingReceipts.append((id, receipt.sequences, account))
+                scheduleFlush()
             case .read(let mark):
                 let marks = try store.markRead(from: mark.peer, to: account, through: mark.through, at: wallClock())
                 sendReceipts(marks, by: account, read: true)

@@ -98,6 +98,9 @@ public protocol MessageStore: Sendable {
     /// ignored); returns those it marked, with their senders (for live receipts).
     @discardableResult
     func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) -> [MessageMark]
+    /// `markDelivered` for several recipients' receipts in one transaction (group commit); one result per receipt.
+    func markDelivered(batch receipts: [(sequences: [Int64], recipient: String)], at: Int64) throws(StoreError)
+        -> [[MessageMark]]
     /// Marks every message from `sender` to `recipient` up to `sequence` read at `at`; returns those it marked.
     @discardableResult
     func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64) throws(StoreError)

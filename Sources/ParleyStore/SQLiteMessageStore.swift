@@ -156,21 +156,22 @@ public final class SQLiteMessageStore: MessageStore {
         let what = messages.count == 1
             ? "store message \(messages[0].id) of \(messages[0].sender)" : "store \(messages.count) messages"
         return try write(what) { db in
-            try messages.map { message in
-                if let existing = try Self.fetchMessages(
-                    db, where: "sender = ? AND id = ?", arguments: [message.sender, message.id], limit: 1).first {
-                    guard existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
-                    else { return .failure(StoreError.idReused(sender: message.sender, id: message.id)) }
-                    return .success((existing, false))
+            // The common case first: a new id inserts; only a conflict (a retry, or a reused id) reads what is there.
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt, senderCopy)
+                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sender, id) DO NOTHING
+                """)
+            return try messages.map { message in
+                try insert.execute(arguments: [message.id, message.sender, message.recipient, Data(message.sealed),
+                                               message.receivedAt, message.senderCopy.map { Data($0) }])
+                if db.changesCount > 0 {
+                    return .success((StoredDirectMessage(sequence: db.lastInsertedRowID, message: message), true))
                 }
-                try db.execute(
-                    sql: """
-                        INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt, senderCopy)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [message.id, message.sender, message.recipient, Data(message.sealed), message.receivedAt,
-                                message.senderCopy.map { Data($0) }])
-                return .success((StoredDirectMessage(sequence: db.lastInsertedRowID, message: message), true))
+                guard let existing = try Self.fetchMessages(
+                    db, where: "sender = ? AND id = ?", arguments: [message.sender, message.id], limit: 1).first,
+                    existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
+                else { return .failure(StoreError.idReused(sender: message.sender, id: message.id)) }
+                return .success((existing, false))
             }
         }
     }
@@ -192,16 +193,22 @@ public final class SQLiteMessageStore: MessageStore {
     @discardableResult
     public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) -> [MessageMark] {
         guard !sequences.isEmpty else { return [] }
-        return try write("mark \(sequences.count) messages delivered") { db in
-            try sequences.flatMap { sequence in
-                try Row.fetchAll(
-                    db,
-                    sql: """
-                        UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL
-                        RETURNING sequence, sender
-                        """,
-                    arguments: [at, sequence, recipient]
-                ).map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }
+        return try markDelivered(batch: [(sequences, recipient)], at: at)[0]
+    }
+
+    public func markDelivered(batch receipts: [(sequences: [Int64], recipient: String)], at: Int64) throws(StoreError)
+        -> [[MessageMark]] {
+        let count = receipts.reduce(0) { $0 + $1.sequences.count }
+        return try write("mark \(count) messages delivered") { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL
+                RETURNING sequence, sender
+                """)
+            return try receipts.map { receipt in
+                try receipt.sequences.flatMap { sequence in
+                    try Row.fetchAll(update, arguments: [at, sequence, receipt.recipient])
+                        .map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }
+                }
             }
         }
     }
@@ -398,7 +405,8 @@ public final class SQLiteMessageStore: MessageStore {
                                       limit: Int, newestFirst: Bool = false) throws -> [StoredDirectMessage] {
         let order = newestFirst ? "DESC" : "ASC"
         let rows = try Row.fetchAll(
-            db, sql: "SELECT * FROM directMessage WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))",
+            try db.cachedStatement(
+                sql: "SELECT * FROM directMessage WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))"),
             arguments: arguments)
         return rows.map { row in
             let sealed: Data = row["sealed"]
