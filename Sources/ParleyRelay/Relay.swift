@@ -139,6 +139,10 @@ public final class Relay: Sendable {
             do {
                 serverChannel = try await ServerBootstrap(group: loop)
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    // A deep accept queue: under a burst of handshakes (the hostile bench opens about a thousand a
+                    // second) a full queue drops SYNs, and the client's retry waits a whole second. The kernel caps
+                    // it at net.core.somaxconn.
+                    .serverChannelOption(.backlog, value: 4096)
                     .serverChannelInitializer { [logger = configuration.logger] channel in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(AcceptErrorLog(logger: logger))
