@@ -11,8 +11,8 @@ import Glibc
 @Suite struct MessagingProcessTests {
     let folder = NSTemporaryDirectory() + "parley-msg-\(getpid())-\(UUID().uuidString.prefix(8))"
 
-    func serve(_ parley: String) throws -> (BackgroundProcess, String) {
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--state-dir", folder + "/relay"])
+    func serve(_ parley: String, port: String = "0") throws -> (BackgroundProcess, String) {
+        let relay = try BackgroundProcess(parley, ["serve", "--port", port, "--insecure", "--state-dir", folder + "/relay"])
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, "127.0.0.1:\(port)")
@@ -166,6 +166,21 @@ import Glibc
         lines = try pane.waitFor { $0.contains { $0.contains("bob: deploy done") } }
         #expect(lines.contains { $0.contains("-- bob joined (2 members)") } && lines.contains { $0.contains("bob: deploy done") },
                 "\(lines.joined(separator: "\n"))")
+
+        // The relay restarts: the screen says so and logs in again by itself; a line typed meanwhile goes then, once.
+        relay.stop()
+        lines = try pane.waitFor { $0.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") } }
+        #expect(lines.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") },
+                "\(lines.joined(separator: "\n"))")
+        try pane.sendLiteral("back soon")
+        try pane.send(["Enter"])
+        let port = String(server.split(separator: ":").last ?? "0")
+        let (again, _) = try serve(parley, port: port)
+        defer { again.stop() }
+        lines = try pane.waitFor(seconds: 40) { $0.first?.hasSuffix("online") == true && $0.contains { $0.contains("you: back soon") } }
+        #expect(lines.first?.hasSuffix("online") == true, "\(lines.joined(separator: "\n"))")
+        let opsHistory = try run(parley, as: "bob", ["channel", "history", "ops", "--insecure"])
+        #expect(opsHistory.output.components(separatedBy: "alice: back soon").count == 2, "once: \(opsHistory.output)")
 
         // Esc quits `parley messages`; the terminal comes back.
         try pane.send(["Escape"])

@@ -19,18 +19,20 @@ public struct MessagingAccount: Sendable {
 
 /// The messages screen's connection: logs in, turns what the relay sends into `MessagesUpdate`s (opening direct
 /// messages) and carries out the screen's actions. Everything runs on one task, one item at a time, so requests
-/// and live events never race for the same answer; the terminal loop only queues actions and takes updates.
+/// and live events never race for the same answer; the terminal loop only queues actions and takes updates. A
+/// connection that breaks is made again (1, 2, 4 … 30 s apart), and what was open reloads.
 final class MessagesSession: Sendable {
     private enum Work: Sendable {
-        case event(MessagingEvent)
+        /// What the relay sent on the `generation`th connection.
+        case event(MessagingEvent, generation: Int)
         case action(MessagesAction)
+        case tick
     }
 
     /// What the task and the terminal loop share.
     private final class Shared: Sendable {
         let updates = Mutex<[MessagesUpdate]>([])
         let client = Mutex<MessagingClient?>(nil)
-        let reportedClose = Mutex(false)
         /// Direct peers whose presence is followed.
         let watched = Mutex<Set<String>>([])
 
@@ -62,15 +64,10 @@ final class MessagesSession: Sendable {
 
     /// What happened since the last call.
     func takeUpdates() -> [MessagesUpdate] {
-        var taken = shared.updates.withLock { list in
+        shared.updates.withLock { list in
             defer { list.removeAll(keepingCapacity: true) }
             return list
         }
-        if let client = shared.client.withLock({ $0 }), !client.isConnected, !shared.reportedClose.withLock({ $0 }) {
-            shared.reportedClose.withLock { $0 = true }
-            taken.append(.disconnected("Disconnected from the relay: Esc, then open messages again to reconnect"))
-        }
-        return taken
     }
 
     /// Logs out and stops.
@@ -80,60 +77,108 @@ final class MessagesSession: Sendable {
         if let client = shared.client.withLock({ $0 }) { Task { await client.close() } }
     }
 
+    /// Seconds to wait before the next login attempt after `failures` in a row: 1, 2, 4, … at most 30.
+    static func retryDelay(after failures: Int) -> Int { min(30, 1 << min(5, max(0, failures - 1))) }
+
     private static func run(_ account: MessagingAccount, stream: AsyncStream<Work>,
                             continuation: AsyncStream<Work>.Continuation, shared: Shared) async {
         let me = account.identity.name
-        let connected: MessagingClient
-        do {
-            connected = try await MessagingClient.connect(
-                to: account.server, security: account.security, identity: account.identity
-            ) { event in continuation.yield(.event(event)) }
-        } catch {
-            shared.push(.disconnected("Cannot log in to \(account.server) as \(me): \(error)"))
-            return
-        }
-        shared.client.withLock { $0 = connected }
+        var iterator = stream.makeAsyncIterator()
         var keys: [String: AccountKeys] = [me: account.identity.keys]
-        func keysOf(_ name: String) async -> AccountKeys? {
-            if let known = keys[name] { return known }
-            guard keys.count < 10_000, let found = try? await connected.keys(of: name) else { return nil }
-            keys[name] = found
-            return found
-        }
-        // What waited: opened and shown; the same deliveries also come through the event stream, skipped there.
-        var fromBacklog = Set<Int64>()
-        do {
-            for message in try await connected.receiveWaiting() {
-                fromBacklog.insert(message.sequence)
-                shared.push(.arrived(.init(.direct, message.from), line(message, me: me)))
+        var generation = 0
+        var failures = 0
+        var lastOpened: ConversationKey?
+        var unsent: [MessagesAction] = []
+        // A beat once a second, so a connection that broke is noticed even when nothing else happens.
+        let beat = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                continuation.yield(.tick)
             }
-            try await refreshList(connected, me: me, shared: shared)
-        } catch {
-            shared.push(.notice("\(error)"))
         }
+        defer { beat.cancel() }
 
-        for await item in stream {
-            if Task.isCancelled { break }
-            switch item {
-            case .event(.message(let delivery)) where delivery.inHistory != true:
-                if fromBacklog.remove(delivery.sequence) != nil { continue }
-                guard let senderKeys = await keysOf(delivery.from) else { continue }
-                let message = connected.open(delivery, senderKeys: senderKeys)
-                let peer = message.from == me ? message.to : message.from
-                shared.push(.arrived(.init(.direct, peer), line(message, me: me)))
-                connected.acknowledge([delivery.sequence])
-            case .event(.channelPost(let post)) where post.inHistory != true:
-                shared.push(.arrived(.init(.channel, post.channel), line(post)))
-                if let members = post.members { shared.push(.members(channel: post.channel, count: members)) }
-            case .event(.receipt(let receipt)):
-                shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
-            case .event(.presence(let presence)):
-                shared.push(.presence(name: presence.name, online: presence.online))
-            case .event:
-                break
-            case .action(let action):
-                await perform(action, connected, me: me, shared: shared)
+        while !Task.isCancelled {
+            generation += 1
+            let current = generation
+            let connected: MessagingClient
+            do {
+                connected = try await MessagingClient.connect(
+                    to: account.server, security: account.security, identity: account.identity
+                ) { event in continuation.yield(.event(event, generation: current)) }
+            } catch {
+                failures += 1
+                let delay = retryDelay(after: failures)
+                shared.push(.disconnected("Cannot log in to \(account.server) as \(me): \(error); trying again in \(delay) s"))
+                // Actions wait in the stream until a connection is back (a sent message goes then, same id).
+                try? await Task.sleep(for: .seconds(delay))
+                continue
             }
+            failures = 0
+            shared.client.withLock { $0 = connected }
+            func keysOf(_ name: String) async -> AccountKeys? {
+                if let known = keys[name] { return known }
+                guard keys.count < 10_000, let found = try? await connected.keys(of: name) else { return nil }
+                keys[name] = found
+                return found
+            }
+            // What waited: opened and shown; the same deliveries also come through the event stream, skipped there.
+            var fromBacklog = Set<Int64>()
+            do {
+                for message in try await connected.receiveWaiting() {
+                    fromBacklog.insert(message.sequence)
+                    shared.push(.arrived(.init(.direct, message.from), line(message, me: me)))
+                }
+                try await refreshList(connected, me: me, shared: shared)
+                if let lastOpened { try await load(lastOpened, before: nil, connected, me: me, shared: shared) }
+                let retried = unsent
+                unsent.removeAll()
+                for action in retried { await perform(action, connected, me: me, shared: shared) }
+            } catch {
+                shared.push(.notice("\(error)"))
+            }
+
+            while !Task.isCancelled, let item = await iterator.next() {
+                switch item {
+                case .tick:
+                    break
+                case .event(_, let from) where from != current:
+                    continue  // from a connection that is gone
+                case .event(.message(let delivery), _) where delivery.inHistory != true:
+                    if fromBacklog.remove(delivery.sequence) != nil { continue }
+                    guard let senderKeys = await keysOf(delivery.from) else { continue }
+                    let message = connected.open(delivery, senderKeys: senderKeys)
+                    let peer = message.from == me ? message.to : message.from
+                    shared.push(.arrived(.init(.direct, peer), line(message, me: me)))
+                    connected.acknowledge([delivery.sequence])
+                case .event(.channelPost(let post), _) where post.inHistory != true:
+                    shared.push(.arrived(.init(.channel, post.channel), line(post)))
+                    if let members = post.members { shared.push(.members(channel: post.channel, count: members)) }
+                case .event(.receipt(let receipt), _):
+                    shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
+                case .event(.presence(let presence), _):
+                    shared.push(.presence(name: presence.name, online: presence.online))
+                case .event:
+                    break
+                case .action(let action):
+                    if case .open(let key) = action { lastOpened = key }
+                    if case .joinChannel(let channel) = action { lastOpened = ConversationKey(.channel, channel) }
+                    await perform(action, connected, me: me, shared: shared)
+                    // A message caught by the break goes again on the next connection, under the same id.
+                    if !connected.isConnected, unsent.count < 1_000 {
+                        switch action {
+                        case .sendDirect, .post: unsent.append(action)
+                        default: break
+                        }
+                    }
+                }
+                if !connected.isConnected { break }
+            }
+            await connected.close()
+            if Task.isCancelled { return }
+            shared.push(.disconnected("Connection to \(account.server) lost: reconnecting…"))
+            failures = 1
+            try? await Task.sleep(for: .seconds(1))
         }
     }
 
@@ -162,14 +207,16 @@ final class MessagesSession: Sendable {
                     let stored = try await client.send(text, to: to, id: id)
                     shared.push(.stored(id: id, sequence: stored.sequence))
                 } catch {
-                    shared.push(.failed(id: id, reason: "\(error)"))
+                    shared.push(client.isConnected ? .failed(id: id, reason: "\(error)")
+                                : .notice("The connection broke: the message goes when it is back"))
                 }
             case .post(let id, let channel, let text):
                 do {
                     let stored = try await client.post(text, in: channel, id: id)
                     shared.push(.stored(id: id, sequence: stored.sequence))
                 } catch {
-                    shared.push(.failed(id: id, reason: "\(error)"))
+                    shared.push(client.isConnected ? .failed(id: id, reason: "\(error)")
+                                : .notice("The connection broke: the message goes when it is back"))
                 }
             case .open(let key):
                 try await load(key, before: nil, client, me: me, shared: shared)

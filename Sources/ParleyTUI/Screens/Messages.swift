@@ -257,7 +257,10 @@ public func apply(_ state: inout MessagesState, _ update: MessagesUpdate) -> Mes
             if let index = list.firstIndex(where: { $0.id == id && $0.from == state.account }) {
                 var line = list[index]
                 line.sequence = sequence
-                if line.progress == .sending { line.progress = .stored }
+                switch line.progress {
+                case .sending?, .failed?: line.progress = .stored
+                default: break
+                }
                 state.lines[key]?[index] = line
             }
         }

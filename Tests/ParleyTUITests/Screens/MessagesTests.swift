@@ -124,6 +124,23 @@ struct MessagesTests {
                 "newest at the bottom; old ones scrolled off:\n\(screen.text)")
     }
 
+    @Test("logins after a broken connection are 1, 2, 4 … 30 s apart")
+    func retryDelays() {
+        #expect((1...8).map(MessagesSession.retryDelay(after:)) == [1, 2, 4, 8, 16, 30, 30, 30])
+    }
+
+    @Test("a message that failed while the connection broke turns stored when it goes later")
+    func failedThenStored() {
+        var state = MessagesState(account: "alice")
+        type("/dm bob", into: &state)
+        _ = reduce(&state, .enter)
+        type("hi", into: &state)
+        _ = reduce(&state, .enter, newID: { "m" })
+        _ = apply(&state, .failed(id: "m", reason: "closed"))
+        _ = apply(&state, .stored(id: "m", sequence: 3))
+        #expect(state.lines[ConversationKey(.direct, "bob")]?.first?.progress == .stored)
+    }
+
     @Test("the screen: list with unread counts and presence, the open conversation, notice, input and keys")
     func screen() {
         var state = MessagesState(account: "alice")
