@@ -83,10 +83,7 @@ struct Channel: AsyncParsableCommand {
         @OptionGroup var account: AccountOptions
 
         func validate() throws {
-            guard text.contains(where: { !$0.isWhitespace }) else { throw ValidationError("the message is empty") }
-            guard text.count <= maxChannelPostCharacters else {
-                throw ValidationError("the message has \(text.count) characters; at most \(maxChannelPostCharacters)")
-            }
+            try validateMessage(text, limit: maxChannelPostCharacters)
         }
 
         func run() async throws {

@@ -205,10 +205,7 @@ struct Msg: AsyncParsableCommand {
     @OptionGroup var account: AccountOptions
 
     func validate() throws {
-        guard text.contains(where: { !$0.isWhitespace }) else { throw ValidationError("the message is empty") }
-        guard text.count <= 4000 else {
-            throw ValidationError("the message has \(text.count) characters; at most 4000")
-        }
+        try validateMessage(text, limit: 4000)
     }
 
     func run() async throws {
@@ -424,5 +421,13 @@ struct Messages: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+    }
+}
+
+/// A message typed on the command line: not blank, at most `limit` characters.
+func validateMessage(_ text: String, limit: Int) throws {
+    guard text.contains(where: { !$0.isWhitespace }) else { throw ValidationError("the message is empty") }
+    guard text.count <= limit else {
+        throw ValidationError("the message has \(text.count) characters; at most \(limit)")
     }
 }

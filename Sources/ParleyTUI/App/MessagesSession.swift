@@ -138,7 +138,12 @@ final class MessagesSession: Sendable {
                 shared.push(.notice("\(error)"))
             }
 
-            while !Task.isCancelled, let item = await iterator.next() {
+            while !Task.isCancelled {
+                guard let item = await iterator.next() else {
+                    // The screen closed the session.
+                    await connected.close()
+                    return
+                }
                 switch item {
                 case .tick:
                     break
