@@ -68,6 +68,13 @@ public struct FuzzTarget: Sendable {
         let text = String(decoding: bytes, as: UTF8.self)
         _ = try? ClientMessage.decode(text)
         _ = try? ServerMessage.decode(text)
+        // The messaging connection's requests and events: what parses survives encode → parse unchanged.
+        if let request = try? MessagingRequest.decode(text) {
+            precondition((try? MessagingRequest.decode(request.encoded())) == request, "messaging request round trip: \(text)")
+        }
+        if let event = try? MessagingEvent.decode(text) {
+            precondition((try? MessagingEvent.decode(event.encoded())) == event, "messaging event round trip: \(text)")
+        }
     }
 
     /// Media bind requests and acknowledgements.

@@ -41,6 +41,16 @@ struct Seeds {
             .memberLeft(MemberLeft(id: 2, reason: .quit)), .mute(MemberMute(id: 2, audio: true, video: true)),
             .error(SignalingError(.limitReached, "room standup is full")), .pong(KeepAlive(token: 42)),
         ]
+        let messaging: [String] = [
+            MessagingRequest.login(AccountCard(name: "alice", signingKey: "AAAA", agreementKey: "BBBB")).encoded(),
+            MessagingRequest.send(DirectMessageSend(id: "m1", to: "bob", sealed: "AQID", senderCopy: "AQID")).encoded(),
+            MessagingRequest.received(DeliveryReceipt(sequences: [1, 2, 3])).encoded(),
+            MessagingRequest.channelPost(ChannelPostSend(channel: "team", id: "p1", text: "hello ✓")).encoded(),
+            MessagingRequest.watch(WatchList(names: ["bob", "carol"])).encoded(),
+            MessagingEvent.message(DirectMessageDelivery(sequence: 4, id: "m1", from: "alice", to: "bob", sealed: "AQID",
+                                                         sentAt: 1, inHistory: true)).encoded(),
+            MessagingEvent.conversation(ConversationLine(kind: "channel", name: "team", unread: 2, lastAt: 3)).encoded(),
+        ]
         var jitter: [UInt8] = []
         for (index, packet) in (rtp + rtp).enumerated() {
             jitter += [UInt8(index * 2), UInt8(packet.count >> 8), UInt8(packet.count & 0xFF)] + packet
@@ -51,7 +61,8 @@ struct Seeds {
         let seeds: [String: [[UInt8]]] = [
             "rtp": rtp, "rtcp": rtcp, "vp8": [Array(rtp[1][12...]), [0x80, 0x00, 0x31, 0x00, 0x00]],
             "opus": [[0x78], [0xfc, 0xff, 0xfe], [0x03, 0x05, 0x01, 0x02]],
-            "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) },
+            "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) }
+                + messaging.map { Array($0.utf8) },
             "bind": [bind, ack], "jitter": [jitter], "y4m": [y4m], "wav": [wav],
         ]
         for (target, inputs) in seeds {
