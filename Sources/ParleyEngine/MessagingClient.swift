@@ -63,6 +63,9 @@ public final class MessagingClient: Sendable {
 
     /// Events kept for the client's own requests; past it the oldest half goes (watch live ones through `onEvent`).
     static let inboxLimit = 10_000
+    /// Accounts whose keys are kept after a lookup.
+    static let knownKeysLimit = 10_000
+    private let knownKeys = Mutex<[String: AccountKeys]>([:])
 
     private final class Inbox: Sendable {
         let events = Mutex<[MessagingEvent]>([])
@@ -168,11 +171,19 @@ public final class MessagingClient: Sendable {
 
     /// The public keys of `name`.
     public func keys(of name: String) async throws -> AccountKeys {
+        if name == identity.name { return identity.keys }
+        // An account never changes its keys (the relay binds them for good), so one lookup a name will do.
+        if let known = knownKeys.withLock({ $0[name] }) { return known }
         send(.keys(AccountRef(name: name)))
         let answer = try await next("the keys of \(name)") { if case .keys(let keys) = $0, keys.name == name { keys } else { nil } }
         guard let signing = Data(base64Encoded: answer.signingKey), let agreement = Data(base64Encoded: answer.agreementKey)
         else { throw MessagingClientError("the relay sent keys of \(name) that are not base64") }
-        return try AccountKeys(signing: Array(signing), agreement: Array(agreement))
+        let keys = try AccountKeys(signing: Array(signing), agreement: Array(agreement))
+        knownKeys.withLock { known in
+            if known.count >= Self.knownKeysLimit { known.removeAll(keepingCapacity: true) }
+            known[name] = keys
+        }
+        return keys
     }
 
     /// Seals `text` to `recipient` and sends it under `id` (a retry with the same id is the same message); returns

@@ -84,7 +84,6 @@ final class MessagesSession: Sendable {
                             continuation: AsyncStream<Work>.Continuation, shared: Shared) async {
         let me = account.identity.name
         var iterator = stream.makeAsyncIterator()
-        var keys: [String: AccountKeys] = [me: account.identity.keys]
         var generation = 0
         var failures = 0
         var lastOpened: ConversationKey?
@@ -116,12 +115,6 @@ final class MessagesSession: Sendable {
             }
             failures = 0
             shared.client.withLock { $0 = connected }
-            func keysOf(_ name: String) async -> AccountKeys? {
-                if let known = keys[name] { return known }
-                guard keys.count < 10_000, let found = try? await connected.keys(of: name) else { return nil }
-                keys[name] = found
-                return found
-            }
             // What waited: opened and shown; the same deliveries also come through the event stream, skipped there.
             var fromBacklog = Set<Int64>()
             do {
@@ -151,7 +144,7 @@ final class MessagesSession: Sendable {
                     continue  // from a connection that is gone
                 case .event(.message(let delivery), _) where delivery.inHistory != true:
                     if fromBacklog.remove(delivery.sequence) != nil { continue }
-                    guard let senderKeys = await keysOf(delivery.from) else { continue }
+                    guard let senderKeys = try? await connected.keys(of: delivery.from) else { continue }
                     let message = connected.open(delivery, senderKeys: senderKeys)
                     let peer = message.from == me ? message.to : message.from
                     shared.push(.arrived(.init(.direct, peer), line(message, me: me)))

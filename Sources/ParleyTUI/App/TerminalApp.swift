@@ -93,6 +93,7 @@ public enum TerminalApp {
         }
         var lastLobbyDraw: Screen?
         var lastMessagesDraw: Screen?
+        var lastMessagesState: (state: MessagesState, size: TerminalSize)?
         if options.openMessagesFirst {
             guard let account = options.messaging else { return options.messagingProblem }
             mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
@@ -206,10 +207,14 @@ public enum TerminalApp {
                     if let action = apply(&state, update) { session.perform(action) }
                 }
                 let size = terminal.size
-                let screen = MessagesScreen.render(state, size: size, theme: terminal.theme)
-                if screen != lastMessagesDraw {
-                    terminal.draw(screen, cursor: MessagesScreen.cursor(state, size: size)?.tuple)
-                    lastMessagesDraw = screen
+                // Drawn only when something changed: the loop wakes ten times a second to take updates.
+                if lastMessagesDraw == nil || lastMessagesState?.state != state || lastMessagesState?.size != size {
+                    let screen = MessagesScreen.render(state, size: size, theme: terminal.theme)
+                    if screen != lastMessagesDraw {
+                        terminal.draw(screen, cursor: MessagesScreen.cursor(state, size: size)?.tuple)
+                        lastMessagesDraw = screen
+                    }
+                    lastMessagesState = (state, size)
                 }
                 guard let key = terminal.readKey(timeout: 100) else {
                     mode = .messages(state, session)

@@ -22,7 +22,7 @@ public enum MessagesScreen {
         let header = ScreenRect(column: 0, row: 0, width: size.columns, height: 1)
         screen.fill(header, style: theme.style(.header))
         let status = state.connection ?? "online"
-        let right = screen.columnsWritten(status)
+        let right = DisplayWidth.of(status)
         screen.writeFitted(" Parley · messages · \(state.account)", column: 0, row: 0,
                            width: size.columns - right - 2, style: theme.style(.header))
         screen.write(status, column: size.columns - right - 1, row: 0, style: theme.style(.header))
@@ -129,8 +129,7 @@ public enum MessagesScreen {
             let time = clock(line.sentAt, timeZone: timeZone)
             var wrappedRows: [[StyledRun]] = []
             if line.isActivity {
-                for (index, part) in DisplayWidth.wrap("\(time) -- \(line.text)", width: inner.width).enumerated() {
-                    _ = index
+                for part in DisplayWidth.wrap("\(time) -- \(line.text)", width: inner.width) {
                     wrappedRows.append([StyledRun(part, theme.style(.chatSystem))])
                 }
             } else {
@@ -188,9 +187,4 @@ public enum MessagesScreen {
         formatter.dateFormat = calendar.isDate(date, inSameDayAs: now) ? "HH:mm" : "MM-dd HH:mm"
         return formatter.string(from: date)
     }
-}
-
-extension Screen {
-    /// The columns `text` takes.
-    func columnsWritten(_ text: String) -> Int { DisplayWidth.of(text) }
 }
