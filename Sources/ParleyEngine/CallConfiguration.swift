@@ -96,6 +96,11 @@ public struct CallConfiguration: Sendable {
     public var password: String? = nil
     /// End-to-end encryption of media and chat with the room secret, nil for none.
     public var encryption: CallEncryption? = nil
+    /// The account to join as (its signature over the relay's challenge shows it verified to the others); nil
+    /// joins as a guest.
+    public var account: AccountIdentity? = nil
+    /// Keep the room out of the account's presence (others see "in a call" without which).
+    public var hideRoom = false
     /// Display name.
     public var name: String
     /// Broadcaster sends media; audience only receives.

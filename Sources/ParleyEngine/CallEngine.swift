@@ -356,8 +356,8 @@ final class EngineCore {
                 core.lastHeard = core.now
                 core.joiningFirst = first
                 core.pendingProof = nil
-                // A password is proven against a fresh challenge; without one the join goes at once.
-                if core.configuration.password != nil {
+                // A password or an account is proven against a fresh challenge; without either the join goes at once.
+                if core.configuration.password != nil || core.configuration.account != nil {
                     connection.send(.challenge)
                 } else {
                     core.sendJoin(proof: nil, verifier: nil)
@@ -383,6 +383,9 @@ final class EngineCore {
     private var roomName: String { (try? RoomName.validate(configuration.room)) ?? configuration.room }
     private var displayName: String { (try? DisplayName.validate(configuration.name)) ?? configuration.name }
 
+    /// The account claim sent with the pending join (signed over its challenge).
+    private var pendingClaim: AccountClaim?
+
     private func sendJoin(proof: String?, verifier: String?) {
         // After a drop, ask for the old membership back so the others never see us leave and rejoin.
         let resume = joiningFirst ? nil : joined.map {
@@ -392,13 +395,23 @@ final class EngineCore {
             room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
             audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier,
             encryption: configuration.encryption?.suite.name,
-            videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange))))
+            videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
+            account: pendingClaim, hideRoom: configuration.hideRoom)))
     }
 
     private func answer(_ challenge: AccessChallenge) {
-        guard let verifier = passwordVerifier, let nonce = hexBytes(challenge.nonce) else { return }
-        let proof = hexDigits(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
-                                                  name: displayName))
+        guard let nonce = hexBytes(challenge.nonce) else { return }
+        if let account = configuration.account {
+            let message = AccountIdentity.joinMessage(account: account.name, room: configuration.room,
+                                                      name: configuration.name, challenge: nonce)
+            pendingClaim = AccountClaim(name: account.name,
+                                        signature: account.signatureText(message))
+        }
+        var proof: String?
+        if let verifier = passwordVerifier {
+            proof = hexDigits(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
+                                                 name: displayName))
+        }
         pendingProof = proof
         sendJoin(proof: proof, verifier: nil)
     }
@@ -483,6 +496,9 @@ final class EngineCore {
             if peer.info.videoMuted != mute.video { emit(.remoteVideoMuted(ParticipantID(mute.id), mute.video)) }
             peer.info.audioMuted = mute.audio
             peer.info.videoMuted = mute.video
+        case .chat(let chat) where chat.from == 0:
+            // Posted in the room's channel from outside the call (the relay names the account).
+            if chat.sealed == nil { emit(.channelMessage(sender: chat.name, text: chat.text)) }
         case .chat(let chat):
             guard chat.from != joined?.you.id else { return }  // our own line, echoed
             if let text = chatText(chat) { emit(.chatMessage(from: ParticipantID(chat.from), text: text)) }
@@ -500,6 +516,12 @@ final class EngineCore {
             emit(.hostChanged(ParticipantID(host.id)))
         case .hand(let member):
             emit(.handRaised(ParticipantID(member.id)))
+        case .chatHistory(let history):
+            emit(.earlierChat(history.lines.map {
+                ChatEntry(sender: $0.kind == "message" ? $0.from : nil,
+                          text: $0.kind == "message" ? $0.text : ChatHistoryLine.activityWords($0), time: .zero,
+                          kind: $0.kind == "message" ? .chat : .system)
+            }))
         case .removed(let removal):
             // Removed by the host: the call is over, and reconnecting would only walk back in.
             emit(.removedFromRoom(removal.message))
@@ -553,6 +575,11 @@ final class EngineCore {
             ownerOfBlock.removeAll()
         }
         emit(.joined(localID: ParticipantID(room.you.id)))
+        if !rejoin, let problem = room.accountProblem {
+            emit(.alert(.message(problem)))
+        } else if !rejoin, let account = room.you.account {
+            emit(.notice("Joined as your account \(account) ✓ (others see it verified)"))
+        }
         if rejoin { emit(.alert(.reconnected)) }
         pendingProof = nil
         // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
@@ -604,7 +631,7 @@ final class EngineCore {
         }
         ownerOfBlock[member.ssrcs.block] = member.id
         let id = ParticipantID(member.id)
-        emit(.userJoined(id, name: member.name, role: member.role == .audience ? .audience : .broadcaster))
+        emit(.userJoined(id, name: member.label, role: member.role == .audience ? .audience : .broadcaster))
         if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }

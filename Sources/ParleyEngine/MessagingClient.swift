@@ -343,6 +343,9 @@ public final class MessagingClient: Sendable {
         switch line.kind {
         case "joined": "\(line.from) joined" + (line.members.map { " (\($0) members)" } ?? "")
         case "left": "\(line.from) left" + (line.members.map { " (\($0) members)" } ?? "")
+        case "call-joined", "call-left":
+            ChatHistoryLine(kind: line.kind, from: line.from, text: line.text, time: line.sentAt,
+                            members: line.members).words
         default: line.text
         }
     }

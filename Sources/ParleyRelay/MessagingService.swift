@@ -73,6 +73,11 @@ public final class MessagingService: @unchecked Sendable {
     /// Names known to have an account (they never lose it), so a send needs no lookup; bounded.
     private var knownAccounts: Set<String> = []
     private static let knownAccountsLimit = 100_000
+    /// Accounts in calls: per account, its members (one per call joined as it) and their rooms (nil when hidden).
+    /// Bounded by the relay's member limit.
+    private var calls: [String: [UInt32: String?]] = [:]
+    /// Told of every message a messaging client posts in a channel (the relay shows it in that room's call).
+    private var channelPostObserver: (@Sendable (StoredChannelPost) -> Void)?
 
     /// A service over `store`.
     public init(store: any MessageStore, limits: MessagingLimits = MessagingLimits(), logger: Logger,
@@ -129,9 +134,8 @@ public final class MessagingService: @unchecked Sendable {
             if online[account]?.isEmpty == true {
                 online[account] = nil
                 for channel in channelsOf.removeValue(forKey: account) ?? [] { onlineMembers[channel]?.remove(account) }
-                let now = wallClock()
-                try? store.setLastSeen(account, at: now)
-                announcePresence(of: account, online: false, lastSeen: now)
+                if calls[account] == nil { try? store.setLastSeen(account, at: wallClock()) }
+                announcePresence(of: account)
             }
         }
     }
@@ -263,10 +267,11 @@ public final class MessagingService: @unchecked Sendable {
             }
             channelsOf[pending.name] = Set(channels)
             for channel in channels { onlineMembers[channel, default: []].insert(pending.name) }
-            announcePresence(of: pending.name, online: true, lastSeen: nil)
         }
+        let wasOnline = isOnline(pending.name)
         connections[id]?.account = pending.name
         online[pending.name, default: []].insert(id)
+        if !wasOnline { announcePresence(of: pending.name) }
         let waiting = (try? store.undeliveredCount(to: pending.name)) ?? 0
         peer.send(.loggedIn(LoggedIn(name: pending.name, created: binding == .created, waiting: waiting)))
         logger.info("account logged in", metadata: ["account": "\(pending.name)", "created": "\(binding == .created)"])
@@ -429,7 +434,10 @@ public final class MessagingService: @unchecked Sendable {
                 let result = try store.post(NewChannelPost(id: send.id, channel: channel, sender: account, text: send.text,
                                                            postedAt: wallClock()))
                 peer.send(.channelStored(ChannelPostStored(channel: channel, id: send.id, sequence: result.stored.sequence)))
-                if result.isNew { deliver(result.stored) }
+                if result.isNew {
+                    deliver(result.stored)
+                    channelPostObserver?(result.stored)
+                }
             case .channelHistory(let query):
                 guard let channel = channelName(query.channel, peer: peer), isMember(account, of: channel, peer: peer)
                 else { return }
@@ -464,11 +472,7 @@ public final class MessagingService: @unchecked Sendable {
                 connections[id]?.watching = names
                 for name in names { watchers[name, default: []].insert(id) }
                 // The current state of each, at once; changes follow.
-                for name in names.sorted() {
-                    let isOnline = !(online[name]?.isEmpty ?? true)
-                    peer.send(.presence(PresenceAnswer(name: name, online: isOnline,
-                                                       lastSeen: isOnline ? nil : try store.lastSeen(name))))
-                }
+                for name in names.sorted() { peer.send(.presence(try presence(of: name))) }
             case .keys(let ref):
                 guard let keys = try store.keys(of: ref.name) else {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
@@ -482,9 +486,7 @@ public final class MessagingService: @unchecked Sendable {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
                     return
                 }
-                let isOnline = !(online[ref.name]?.isEmpty ?? true)
-                peer.send(.presence(PresenceAnswer(
-                    name: ref.name, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(ref.name))))
+                peer.send(.presence(try presence(of: ref.name)))
             case .history(let query):
                 let page = try store.history(between: account, and: query.peer, before: query.before, limit: query.limit)
                 for stored in page {
@@ -546,12 +548,113 @@ extension MessagingService {
         if watchers[name]?.isEmpty == true { watchers[name] = nil }
     }
 
-    /// Tells the connections watching `account` that it came online or went offline.
-    private func announcePresence(of account: String, online isOnline: Bool, lastSeen: Int64?) {
-        let event = MessagingEvent.presence(PresenceAnswer(name: account, online: isOnline, lastSeen: lastSeen))
-        for id in watchers[account] ?? [] { connections[id]?.peer.send(event) }
+    /// Online through a messaging connection or a call.
+    private func isOnline(_ account: String) -> Bool { online[account] != nil || calls[account] != nil }
+
+    /// Where `account` is now: online, in a call (and which room, unless hidden), or when it was last seen.
+    private func presence(of account: String) throws(StoreError) -> PresenceAnswer {
+        let isOnline = isOnline(account)
+        let rooms = calls[account].map { Set($0.values.compactMap { $0 }).sorted() }
+        return PresenceAnswer(name: account, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(account),
+                              inCall: rooms == nil ? nil : true, room: rooms?.first)
+    }
+
+    /// Tells the connections watching `account` where it is now.
+    private func announcePresence(of account: String) {
+        guard let watching = watchers[account], !watching.isEmpty else { return }
+        let answer = (try? presence(of: account)) ?? PresenceAnswer(name: account, online: isOnline(account), lastSeen: nil)
+        let event = MessagingEvent.presence(answer)
+        for id in watching { connections[id]?.peer.send(event) }
     }
 
     /// The WebSocket path of messaging connections.
     public static let path = "/parley/messages"
+}
+
+// MARK: - Calls
+
+extension MessagingService {
+    /// Calls `observer` (on the service's queue) with every message a messaging client posts in a channel.
+    public func observeChannelPosts(_ observer: @escaping @Sendable (StoredChannelPost) -> Void) {
+        queue.async { [self] in channelPostObserver = observer }
+    }
+
+    /// Checks the account a call's join claims: `signature` over `message` with the account's keys. `answer` is
+    /// called on the service's queue.
+    public func checkAccount(_ name: String, message: [UInt8], signature: [UInt8],
+                             answer: @escaping @Sendable (AccountCheck) -> Void) {
+        queue.async { [self] in
+            let keys: AccountKeys?
+            do {
+                keys = try store.keys(of: name)
+            } catch {
+                answer(.unverified("the relay could not read its accounts (\(error)); you joined as a guest"))
+                return
+            }
+            guard let keys else {
+                answer(.unverified(
+                    "this relay has no account \(name) (log in here once with parley login); you joined as a guest"))
+                return
+            }
+            guard keys.verifies(signature, of: message) else {
+                answer(.refused("the account \(name) did not sign this join with its key: join as a guest (--guest), "
+                                + "or import the identity that owns the account (parley account import)"))
+                return
+            }
+            answer(.verified(name))
+        }
+    }
+
+    /// Someone joined or left a call: the account's presence changes, and in a kept room the line goes into the
+    /// room's channel (and live to its members online). On a join, `history` gets the room's lines from before it
+    /// (oldest first, at most `ChatHistory.maximumLines`).
+    public func callActivity(_ activity: CallActivity, history: (@Sendable ([StoredChannelPost]) -> Void)? = nil) {
+        queue.async { [self] in
+            if let account = activity.member.account {
+                let wasOnline = isOnline(account)
+                if activity.joined {
+                    calls[account, default: [:]][activity.member.id] = activity.hidesRoom ? .some(nil) : activity.room
+                } else {
+                    calls[account]?[activity.member.id] = nil
+                    if calls[account]?.isEmpty == true { calls[account] = nil }
+                }
+                if wasOnline, !isOnline(account) { try? store.setLastSeen(account, at: wallClock()) }
+                announcePresence(of: account)
+            }
+            guard activity.kept else {
+                history?([])
+                return
+            }
+            let now = wallClock()
+            let line = NewChannelPost(
+                id: "call-\(activity.joined ? "joined" : "left")-\(activity.member.id)-\(now)", channel: activity.room,
+                sender: activity.sender, kind: activity.joined ? .callJoined : .callLeft, text: "", postedAt: now,
+                members: activity.members)
+            do throws(StoreError) {
+                let stored = try store.post(line).stored
+                deliver(stored)
+                if let history {
+                    let page = try store.channelHistory(activity.room, before: stored.sequence,
+                                                        limit: ChatHistory.maximumLines)
+                    history(page.reversed())
+                }
+            } catch {
+                logger.warning("room activity not kept", metadata: ["room": "\(activity.room)", "error": "\(error)"])
+                history?([])
+            }
+        }
+    }
+
+    /// A chat line said in a kept room's call: stored in the room's channel and sent to its members online.
+    public func roomChat(room: String, id: String, sender: String, text: String, time: Int64) {
+        queue.async { [self] in
+            do throws(StoreError) {
+                let result = try store.post(NewChannelPost(id: id, channel: room, sender: sender, text: text,
+                                                           postedAt: time))
+                if result.isNew { deliver(result.stored) }
+            } catch {
+                logger.warning("room chat not kept", metadata: ["room": "\(room)", "error": "\(error)"])
+            }
+        }
+    }
 }

@@ -133,7 +133,17 @@ public final class Relay: Sendable {
             }.get()
             try await loop.submit {
                 try udpChannel.pipeline.syncOperations.addHandler(MediaHandler(core: core))
+                core.value.messaging = messaging
             }.get()
+            // A message posted in a room's channel from outside the call shows in the call.
+            messaging?.observeChannelPosts { line in
+                guard line.post.kind == .message else { return }
+                loop.execute {
+                    let core = core.value
+                    core.perform(core.state.channelLine(room: line.post.channel, from: line.post.sender,
+                                                        text: line.post.text, time: line.post.postedAt))
+                }
+            }
 
             let serverChannel: any Channel
             do {
@@ -283,6 +293,8 @@ final class RelayCore {
     private var retransmitted = 0
     private var nacksForwarded = 0
     let logger: Logger
+    /// Accounts, presence and kept room chat; nil when the relay has no store.
+    var messaging: MessagingService?
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
         state = RelayState(
@@ -294,6 +306,7 @@ final class RelayCore {
                 Result { () throws(NameError) in try DisplayName.validate(text) }.mapError { NameRejection("\($0)") }
             },
             configuredRooms: configuration.rooms, wallClock: { wallClockMilliseconds() })
+        state.keepsChat = configuration.messageStore != nil
         media = MediaRouter(limits: configuration.media)
         retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
         refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
@@ -452,6 +465,38 @@ final class RelayCore {
                 logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
             case .roleChanged(let id, let role):
                 media.setRole(role, of: id)
+            case .checkAccount(let connection, let account, let message, let signature):
+                guard let messaging else {
+                    perform(state.accountChecked(
+                        connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
+                    continue
+                }
+                let core = NIOLoopBound(self, eventLoop: loop)
+                let loop = self.loop
+                messaging.checkAccount(account, message: message, signature: signature) { check in
+                    loop.execute {
+                        let core = core.value
+                        core.perform(core.state.accountChecked(connection, check, now: core.now))
+                    }
+                }
+            case .roomChat(let room, let id, let sender, let text, let time):
+                messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
+            case .callActivity(let activity):
+                guard let messaging else { continue }
+                guard activity.joined, activity.kept, let connection = activity.connection else {
+                    messaging.callActivity(activity)
+                    continue
+                }
+                let core = NIOLoopBound(self, eventLoop: loop)
+                let loop = self.loop
+                messaging.callActivity(activity) { lines in
+                    guard !lines.isEmpty else { return }
+                    let history = ChatHistory(room: activity.room, lines: lines.map {
+                        ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
+                                        time: $0.post.postedAt, members: $0.members)
+                    })
+                    loop.execute { core.value.perform([.send(.chatHistory(history), to: [connection])]) }
+                }
             }
         }
     }

@@ -24,10 +24,50 @@ public enum RelayAction: Equatable, Sendable {
     case memberAdded(id: UInt32, room: String)
     /// A member switched role (audience members may not send media).
     case roleChanged(id: UInt32, role: MemberRole)
+    /// Check an account a join claims: does `signature` verify `message` with the account's keys? The answer goes
+    /// back through `accountChecked`.
+    case checkAccount(ConnectionID, account: String, message: [UInt8], signature: [UInt8])
+    /// A plain chat line said in a room whose chat is kept: store it in the room's channel. `sender` is the account,
+    /// or a guest's display name followed by " (guest)".
+    case roomChat(room: String, id: String, sender: String, text: String, time: Int64)
+    /// Someone joined (or left) a call: the account's presence, and the room's kept history when `kept`. `connection`
+    /// (on a join) is where the history before the join goes.
+    case callActivity(CallActivity)
 }
 
 /// Checks a room or display name; returns the cleaned name or a sentence saying what is wrong.
 public typealias NameRule = @Sendable (String) -> Result<String, NameRejection>
+
+/// Someone joining or leaving a call, as the shell tells presence and the room's channel.
+public struct CallActivity: Sendable, Equatable {
+    public var room: String
+    public var member: MemberInfo
+    /// Joined (true) or left.
+    public var joined: Bool
+    /// Members in the call after it.
+    public var members: Int
+    /// The account hides which room it is in.
+    public var hidesRoom: Bool
+    /// The room's chat is kept (an open room on a relay with a store).
+    public var kept: Bool
+    /// The joiner's connection, for the history before it joined.
+    public var connection: ConnectionID?
+    /// The name the room's channel keeps for the member: its account, or its display name marked as a guest's.
+    public var sender: String { Self.sender(name: member.name, account: member.account) }
+
+    /// The kept name for a display name and verified account.
+    public static func sender(name: String, account: String?) -> String { account ?? "\(name) (guest)" }
+}
+
+/// What the relay found when it checked the account a join claimed.
+public enum AccountCheck: Sendable, Equatable {
+    /// The signature verified with the account's keys: the member is shown as that account.
+    case verified(String)
+    /// The relay could not check (no such account here, no accounts at all): the member joins as a guest, told why.
+    case unverified(String)
+    /// The signature does not verify: whoever sent it is not the account, and the join is refused.
+    case refused(String)
+}
 
 /// A rejected name and why.
 public struct NameRejection: Error, Equatable, Sendable {
@@ -132,6 +172,8 @@ public struct RelayState: Sendable {
         public var lastSeen: Duration
         /// The video bitrate its profile sends (kbit/s), as declared at join; nil if not declared.
         public var videoKbps: Int? = nil
+        /// Its account keeps the room out of its presence.
+        public var hidesRoom = false
     }
 
     /// One room: members in join order, the chat sequence, and who may do what.
@@ -149,6 +191,8 @@ public struct RelayState: Sendable {
         public var encryption: String?
         /// Members who may broadcast without asking (joined as broadcasters, or allowed by the host).
         public var mayBroadcast: Set<UInt32> = []
+        /// Whether its chat may be kept: only a room anyone may join and the relay can read.
+        public var isOpen: Bool { verifier == nil && encryption == nil }
     }
 
     private struct Connection {
@@ -166,6 +210,8 @@ public struct RelayState: Sendable {
         var challenge: [UInt8]?
         /// Wrong password proofs so far; the connection closes at `maximumFailedProofs`.
         var failedProofs = 0
+        /// A join waiting for its account to be checked.
+        var pendingJoin: JoinRequest?
     }
 
     /// Wrong password proofs a connection may send before the relay closes it.
@@ -193,6 +239,8 @@ public struct RelayState: Sendable {
     public let configuredRooms: [String: ConfiguredRoom]
     /// What was refused so far.
     public var counters = RelayCounters()
+    /// Whether the relay keeps open rooms' chat (it has a message store).
+    public var keepsChat = false
 
     /// An empty relay. `random` makes credentials and SSRCs and `wallClock` (milliseconds since the Unix epoch)
     /// stamps chat lines; inject fixed ones in tests.
@@ -365,6 +413,12 @@ public struct RelayState: Sendable {
                 return [.send(.error(SignalingError(.alreadyJoined, "this connection already joined a room")),
                               to: [connection])]
             }
+            guard connections[connection]?.pendingJoin == nil else {
+                counters.signalingErrors += 1
+                return refuse(.alreadyJoined, "a join is being checked on this connection; wait for its answer",
+                              connection)
+            }
+            if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
             return join(request, on: connection, now: now)
         case .ping(let token):
             return [.send(.pong(token), to: [connection])]
@@ -408,11 +462,17 @@ public struct RelayState: Sendable {
             }
             rooms[member.room]?.chatSequence += 1
             let sequence = rooms[member.room]?.chatSequence ?? 0
-            var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.name, text: chat.text,
+            var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.label, text: chat.text,
                                         time: wallClock(), sealed: chat.sealed)
             var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
             delivery.ref = chat.ref
             actions.append(.send(.chat(delivery), to: [connection]))
+            if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
+                actions.append(.roomChat(
+                    room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
+                    sender: CallActivity.sender(name: member.info.name, account: member.info.account),
+                    text: chat.text, time: delivery.time))
+            }
             return actions
         case .stats(let stats):
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
@@ -556,7 +616,55 @@ public struct RelayState: Sendable {
         return ([], newRoom)
     }
 
-    private mutating func join(_ request: JoinRequest, on connection: ConnectionID, now: Duration) -> [RelayAction] {
+    /// A join that claims an account: parked until the shell checked the signature (`accountChecked`).
+    private mutating func claimAccount(_ claim: AccountClaim, request: JoinRequest, on connection: ConnectionID)
+        -> [RelayAction]
+    {
+        guard let challenge = connections[connection]?.challenge else {
+            counters.signalingErrors += 1
+            return refuse(.badField, "ask for a \"challenge\" first: a join as an account signs it", connection)
+        }
+        guard case .success = nameRule(claim.name), let signature = AccountKeys.signature(base64: claim.signature)
+        else {
+            counters.signalingErrors += 1
+            return refuse(.badField, "join field \"account\" needs a valid account name and a base64 Ed25519 "
+                            + "signature (64 bytes)", connection)
+        }
+        connections[connection]?.pendingJoin = request
+        let message = AccountIdentity.joinMessage(account: claim.name, room: request.room, name: request.name,
+                                                  challenge: challenge)
+        return [.checkAccount(connection, account: claim.name, message: message, signature: Array(signature))]
+    }
+
+    /// The shell's answer to `checkAccount`: the parked join goes ahead (as the account when verified) or is refused.
+    public mutating func accountChecked(_ connection: ConnectionID, _ check: AccountCheck, now: Duration)
+        -> [RelayAction]
+    {
+        guard let request = connections[connection]?.pendingJoin else { return [] }
+        connections[connection]?.pendingJoin = nil
+        switch check {
+        case .refused(let reason):
+            counters.signalingErrors += 1
+            return refuse(.accountRefused, reason, connection)
+        case .verified(let account):
+            return join(request, on: connection, now: now, account: account)
+        case .unverified(let reason):
+            return join(request, on: connection, now: now, accountProblem: reason)
+        }
+    }
+
+    /// A chat line posted in the channel of `room` from outside the call (a messaging client): shown to everyone
+    /// in the call, from no member (id 0), under `from` (the account, marked verified).
+    public mutating func channelLine(room: String, from: String, text: String, time: Int64) -> [RelayAction] {
+        guard rooms[room]?.isOpen == true else { return [] }
+        rooms[room]?.chatSequence += 1
+        let delivery = ChatDelivery(seq: rooms[room]?.chatSequence ?? 0, from: 0,
+                                    name: MemberInfo.label(name: from, account: from), text: text, time: time)
+        return [.send(.chat(delivery), to: connections(in: room, except: nil))]
+    }
+
+    private mutating func join(_ request: JoinRequest, on connection: ConnectionID, now: Duration,
+                               account: String? = nil, accountProblem: String? = nil) -> [RelayAction] {
         let room: String
         switch roomRule(request.room) {
         case .success(let cleaned): room = cleaned
@@ -590,20 +698,24 @@ public struct RelayState: Sendable {
         for index in tokenBytes.indices { tokenBytes[index] = UInt8.random(in: 0...255, using: &random) }
         let credential = BindToken(bytes: tokenBytes)!
         let info = MemberInfo(id: id, name: name, role: request.role, audioMuted: request.audioMuted,
-                              videoMuted: request.videoMuted, ssrcs: ssrcs)
+                              videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
         let others = connections(in: room, except: nil)
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
         members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
-                             videoKbps: request.videoKbps)
+                             videoKbps: request.videoKbps, hidesRoom: request.hideRoom)
         rooms[room, default: Room(name: room)].members.append(id)
         if rooms[room]?.host == nil { rooms[room]?.host = id }
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
         connections[connection]?.member = id
-        let joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
+        var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
+        joined.accountProblem = accountProblem
+        let kept = keepsChat && rooms[room]?.isOpen == true
         return [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
+            .callActivity(CallActivity(room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
+                                       hidesRoom: request.hideRoom, kept: kept, connection: connection)),
         ]
     }
 
@@ -650,7 +762,8 @@ public struct RelayState: Sendable {
             livenessTimeout: Double(limits.livenessTimeout.components.seconds)
                 + Double(limits.livenessTimeout.components.attoseconds) / 1e18,
             host: settings?.host ?? you.id, passwordProtected: settings?.verifier != nil,
-            openStage: settings?.openStage ?? false, encryption: settings?.encryption)
+            openStage: settings?.openStage ?? false, encryption: settings?.encryption,
+            chatKept: keepsChat && settings?.isOpen == true ? true : nil)
     }
 
     private mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
@@ -661,6 +774,9 @@ public struct RelayState: Sendable {
         var actions: [RelayAction] = [
             .memberRemoved(id: id, room: member.room),
             .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),
+            .callActivity(CallActivity(room: member.room, member: member.info, joined: false,
+                                       members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
+                                       kept: keepsChat && rooms[member.room]?.isOpen == true)),
         ]
         if rooms[member.room]?.members.isEmpty ?? false {
             rooms[member.room] = nil

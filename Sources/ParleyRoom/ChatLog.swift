@@ -92,6 +92,18 @@ public struct ChatLog: Hashable, Sendable {
         }
     }
 
+    /// Puts entries from before everything held (a room's kept history) at the start, cleaned like `append`; when
+    /// the log is full the oldest of them go first.
+    public mutating func prepend(_ entries: [ChatEntry]) {
+        let room = capacity - storage.count
+        guard room > 0 else { return }
+        for var entry in entries.suffix(room).reversed() {
+            entry.text = Self.clean(entry.text)
+            entry.sender = entry.sender.map(Self.clean)
+            storage.prepend(entry)
+        }
+    }
+
     /// The newest `limit` entries, oldest first.
     public func newest(_ limit: Int) -> [ChatEntry] {
         Array(storage.suffix(max(0, limit)))

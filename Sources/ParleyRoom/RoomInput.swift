@@ -88,6 +88,10 @@ public enum RoomEvent: Hashable, Sendable {
     case security(CallSecurity)
     /// A participant's media and chat stopped (true) or started again (false) decrypting with our room secret.
     case cannotDecrypt(ParticipantID, Bool)
+    /// A line posted in the room's channel by someone outside the call (`sender` as shown, marked verified).
+    case channelMessage(sender: String, text: String)
+    /// The room's kept chat from before joining, oldest first (shown above what arrived since).
+    case earlierChat([ChatEntry])
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.

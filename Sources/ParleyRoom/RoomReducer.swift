@@ -177,6 +177,16 @@ extension RoomState {
             guard from != localID, !text.allSatisfy(\.isWhitespace) else { break }
             log(text, kind: .chat, sender: session(from)?.name ?? from.description)
 
+        case .channelMessage(let sender, let text):
+            guard !text.allSatisfy(\.isWhitespace) else { break }
+            log(text, kind: .chat, sender: sender)
+
+        case .earlierChat(let entries):
+            guard !entries.isEmpty else { break }
+            chatLog.prepend(entries + [ChatEntry(sender: nil, text: "earlier in \(roomName) above", time: now,
+                                                 kind: .system)])
+            changes.insert(.chat)
+
         case .alert(let alert):
             applyAlert(alert)
 

@@ -32,6 +32,12 @@ public struct AccountKeys: Sendable, Equatable, Hashable, Codable {
     }
 
     /// A short fingerprint to compare by voice: SHA-256 of both keys, first 10 bytes as 5 groups of 4 hex digits.
+    /// An Ed25519 signature from its base64 text, nil unless it is base64 of exactly 64 bytes.
+    public static func signature(base64 text: String) -> [UInt8]? {
+        guard text.utf8.count <= 128, let data = Data(base64Encoded: text), data.count == 64 else { return nil }
+        return Array(data)
+    }
+
     public var fingerprint: String {
         let digest = Array(SHA256.hash(data: signing + agreement)).prefix(10)
         let hex = digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
@@ -91,10 +97,21 @@ public struct AccountIdentity: Sendable {
         Array(try! signingKey.signature(for: message))
     }
 
+    /// `sign`, as base64 (how signatures travel in JSON).
+    public func signatureText(_ message: [UInt8]) -> String {
+        Data(sign(message)).base64EncodedString()
+    }
+
     /// What the account proves at login: its signature over the relay's challenge bound to the name, so a signature
     /// for one relay's challenge or one name is useless for another.
     public static func loginMessage(name: String, challenge: [UInt8]) -> [UInt8] {
         Array("parley login v1\n\(name)\n".utf8) + challenge
+    }
+
+    /// What an account proves when it joins a call as itself: its signature over the call connection's challenge,
+    /// bound to the room and display name as sent, so it is worth nothing on another connection, room or name.
+    public static func joinMessage(account: String, room: String, name: String, challenge: [UInt8]) -> [UInt8] {
+        Array("parley join v1\n\(account)\n\(room)\n\(name)\n".utf8) + challenge
     }
 
     /// The identity file's text (also what `parley account export` writes): the name and both private keys.

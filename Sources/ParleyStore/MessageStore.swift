@@ -151,6 +151,10 @@ public enum ChannelPostKind: String, Sendable, Equatable, Codable {
     case joined
     /// A member left.
     case left
+    /// Someone joined the call of the room this channel belongs to.
+    case callJoined = "call-joined"
+    /// Someone left that call.
+    case callLeft = "call-left"
 }
 
 /// A channel line as the relay hands it to the store. Channels are readable by the relay (like a call's chat);
@@ -164,10 +168,13 @@ public struct NewChannelPost: Sendable, Equatable {
     public var text: String
     /// Milliseconds since 1970 when the relay received it.
     public var postedAt: Int64
+    /// For call activity lines: the members in the call after it.
+    public var members: Int?
 
     /// A line to store.
     public init(id: String, channel: String, sender: String, kind: ChannelPostKind = .message, text: String,
-                postedAt: Int64) {
+                postedAt: Int64, members: Int? = nil) {
+        self.members = members
         self.id = id
         self.channel = channel
         self.sender = sender

@@ -300,9 +300,12 @@ public final class SQLiteMessageStore: MessageStore {
                 return (existing, false)
             }
             try db.execute(
-                sql: "INSERT INTO channelPost (channel, id, sender, kind, text, postedAt) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [post.channel, post.id, post.sender, post.kind.rawValue, post.text, post.postedAt])
-            return (StoredChannelPost(sequence: db.lastInsertedRowID, post: post), true)
+                sql: """
+                    INSERT INTO channelPost (channel, id, sender, kind, text, postedAt, members) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [post.channel, post.id, post.sender, post.kind.rawValue, post.text, post.postedAt,
+                            post.members])
+            return (StoredChannelPost(sequence: db.lastInsertedRowID, post: post, members: post.members), true)
         }
     }
 

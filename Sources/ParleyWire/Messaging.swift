@@ -132,10 +132,22 @@ public struct PresenceAnswer: Codable, Sendable, Equatable {
     public var online: Bool
     /// Milliseconds since 1970, nil if never seen or online now.
     public var lastSeen: Int64?
-    public init(name: String, online: Bool, lastSeen: Int64?) {
+    /// In a call joined as this account (`online` is then true too).
+    public var inCall: Bool?
+    /// Which room, unless the account hides it.
+    public var room: String?
+    public init(name: String, online: Bool, lastSeen: Int64?, inCall: Bool? = nil, room: String? = nil) {
         self.name = name
         self.online = online
         self.lastSeen = lastSeen
+        self.inCall = inCall
+        self.room = room
+    }
+
+    /// "online", "in a call (standup)", "in a call", "offline, last seen …" without the time's formatting.
+    public var state: String {
+        if inCall == true { return room.map { "in a call (\($0))" } ?? "in a call" }
+        return online ? "online" : "offline"
     }
 }
 

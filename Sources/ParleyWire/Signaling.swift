@@ -65,15 +65,44 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     public var videoMuted: Bool
     /// The member's RTP streams.
     public var ssrcs: MemberSSRCs
+    /// The account the member proved to be (the relay checked its signature), nil for a guest.
+    public var account: String?
 
     /// A member description.
-    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs) {
+    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs,
+                account: String? = nil) {
         self.id = id
         self.name = name
         self.role = role
         self.audioMuted = audioMuted
         self.videoMuted = videoMuted
         self.ssrcs = ssrcs
+        self.account = account
+    }
+
+    /// The name as a call shows it: with a ✓ when the relay verified the account ("bob ✓", or "Bob ✓bob" when
+    /// the display name is not the account's). Display names have no spaces, so nobody can type a look-alike.
+    public var label: String { Self.label(name: name, account: account) }
+
+    /// `label` for a name and a verified account.
+    public static func label(name: String, account: String?) -> String {
+        guard let account else { return name }
+        return account.lowercased() == name.lowercased() ? "\(name) ✓" : "\(name) ✓\(account)"
+    }
+}
+
+/// An account a joining member claims to be, with its signature over
+/// `AccountIdentity.joinMessage(account:room:name:challenge:)` (the connection's challenge, base64).
+public struct AccountClaim: Codable, Sendable, Equatable {
+    /// The account's name.
+    public var name: String
+    /// Ed25519 signature, base64.
+    public var signature: String
+
+    /// A claim.
+    public init(name: String, signature: String) {
+        self.name = name
+        self.signature = signature
     }
 }
 
@@ -116,6 +145,10 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// The video bitrate of the sender's profile in kbit/s: the relay drops (and counts) what the member sends
     /// beyond twice that plus the audio's share. Nil: only the relay-wide cap (`--max-member-kbps`) applies.
     public var videoKbps: Int?
+    /// The account the member joins as, proven by signature; nil joins as a guest.
+    public var account: AccountClaim?
+    /// Keep the room out of the account's presence ("in a call" without saying which).
+    public var hideRoom: Bool
 
     /// The range `videoKbps` must be in.
     public static let videoKbpsRange = 1...20_000
@@ -123,7 +156,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// A join request.
     public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
                 videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
-                encryption: String? = nil, videoKbps: Int? = nil) {
+                encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false) {
+        self.account = account
+        self.hideRoom = hideRoom
         self.room = room
         self.name = name
         self.role = role
@@ -137,7 +172,23 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps
+        case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps, account, hideRoom
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(room, forKey: .room)
+        try c.encode(name, forKey: .name)
+        try c.encode(role, forKey: .role)
+        try c.encode(audioMuted, forKey: .audioMuted)
+        try c.encode(videoMuted, forKey: .videoMuted)
+        try c.encodeIfPresent(resume, forKey: .resume)
+        try c.encodeIfPresent(proof, forKey: .proof)
+        try c.encodeIfPresent(verifier, forKey: .verifier)
+        try c.encodeIfPresent(encryption, forKey: .encryption)
+        try c.encodeIfPresent(videoKbps, forKey: .videoKbps)
+        try c.encodeIfPresent(account, forKey: .account)
+        if hideRoom { try c.encode(hideRoom, forKey: .hideRoom) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -152,6 +203,8 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         verifier = try c.decodeIfPresent(String.self, forKey: .verifier)
         encryption = try c.decodeIfPresent(String.self, forKey: .encryption)
         videoKbps = try c.decodeIfPresent(Int.self, forKey: .videoKbps)
+        account = try c.decodeIfPresent(AccountClaim.self, forKey: .account)
+        hideRoom = try c.decodeIfPresent(Bool.self, forKey: .hideRoom) ?? false
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(
                 forKey: .videoKbps, in: c,
@@ -197,11 +250,18 @@ public struct JoinedRoom: Codable, Sendable, Equatable {
     public var openStage: Bool
     /// The room's end-to-end encryption mode, nil for none.
     public var encryption: String?
+    /// Why the account the join claimed is not shown as verified (the relay does not know it, keeps no accounts),
+    /// nil when it is or none was claimed.
+    public var accountProblem: String?
+    /// Whether the room's chat is kept as the room's channel (history before joining arrives as `chat-history`).
+    public var chatKept: Bool?
 
     /// A joined answer.
     public init(room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double,
                 host: UInt32 = 0, passwordProtected: Bool = false, openStage: Bool = false,
-                encryption: String? = nil) {
+                encryption: String? = nil, accountProblem: String? = nil, chatKept: Bool? = nil) {
+        self.accountProblem = accountProblem
+        self.chatKept = chatKept
         self.room = room
         self.you = you
         self.members = members
@@ -241,6 +301,61 @@ public struct ChatDelivery: Codable, Sendable, Equatable {
         self.time = time
         self.ref = ref
         self.sealed = sealed
+    }
+}
+
+/// The newest lines of a room's kept chat before this member joined, oldest first (sent after `joined`).
+public struct ChatHistory: Codable, Sendable, Equatable {
+    /// The room.
+    public var room: String
+    /// At most `ChatHistory.maximumLines`.
+    public var lines: [ChatHistoryLine]
+
+    /// Lines sent to a joining member.
+    public static let maximumLines = 100
+
+    /// A history answer.
+    public init(room: String, lines: [ChatHistoryLine]) {
+        self.room = room
+        self.lines = lines
+    }
+}
+
+/// One kept line of a room's chat: a message, or someone joining or leaving the call.
+public struct ChatHistoryLine: Codable, Sendable, Equatable {
+    /// "message", "call-joined" or "call-left" (a channel's own "joined"/"left" too).
+    public var kind: String
+    /// Who: an account name, or a guest's display name followed by " (guest)".
+    public var from: String
+    public var text: String
+    /// Milliseconds since 1970.
+    public var time: Int64
+    /// Members in the call after a joined or left line.
+    public var members: Int?
+
+    /// A history line.
+    public init(kind: String, from: String, text: String, time: Int64, members: Int? = nil) {
+        self.kind = kind
+        self.from = from
+        self.text = text
+        self.time = time
+        self.members = members
+    }
+
+    /// An activity line in words ("bob joined the call (3 in the call)"); a message's text as it is.
+    public static func activityWords(_ line: ChatHistoryLine) -> String {
+        line.kind == "message" ? line.text : line.words
+    }
+
+    /// The line in words, as the chat pane shows it.
+    public var words: String {
+        switch kind {
+        case "call-joined": "\(from) joined the call" + (members.map { " (\($0) in the call)" } ?? "")
+        case "call-left": "\(from) left the call" + (members.map { " (\($0) in the call)" } ?? "")
+        case "joined": "\(from) joined the channel"
+        case "left": "\(from) left the channel"
+        default: "\(from): \(text)"
+        }
     }
 }
 
@@ -655,6 +770,8 @@ public enum ServerMessage: Sendable, Equatable {
     case hand(MemberRef)
     /// To a member the host removed, just before the relay closes its connection.
     case removed(Removal)
+    /// The room's kept chat from before this member joined.
+    case chatHistory(ChatHistory)
 
     /// The wire `type` of this message.
     public var type: String {
@@ -672,6 +789,7 @@ public enum ServerMessage: Sendable, Equatable {
         case .host: "host"
         case .hand: "hand"
         case .removed: "removed"
+        case .chatHistory: "chat-history"
         }
     }
 
@@ -690,6 +808,7 @@ public enum ServerMessage: Sendable, Equatable {
         case .host(let value): value
         case .hand(let value): value
         case .removed(let value): value
+        case .chatHistory(let value): value
         }
     }
 
@@ -713,6 +832,7 @@ public enum ServerMessage: Sendable, Equatable {
         case "host": return .host(try message.payload(MemberRef.self))
         case "hand": return .hand(try message.payload(MemberRef.self))
         case "removed": return .removed(try message.payload(Removal.self))
+        case "chat-history": return .chatHistory(try message.payload(ChatHistory.self))
         default: throw SignalingError(.unknownType, "unknown message type \"\(message.type)\"")
         }
     }

@@ -55,6 +55,7 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         var app = try options.appOptions(
             directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
+        app.messaging = nil  // the embedded relay keeps no accounts: the demo call is a guest's
         var relayConfiguration = RelayConfiguration(host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay"))
         // The embedded relay gets a fresh self-signed certificate that lives only in memory, and everyone in the
         // demo pins exactly it: a real TLS call, with nothing written to known_relays.

@@ -8,6 +8,12 @@ import ParleyTUI
 
 /// Options shared by the interactive commands (`parley`, `join`, `demo`).
 struct InteractiveOptions: ParsableArguments {
+    @Flag(help: "Join calls as a guest, not as the account logged in on this computer (which others see verified).")
+    var guest = false
+
+    @Flag(name: .customLong("hide-room"), help: "In a call, your account's presence says \"in a call\" without the room.")
+    var hideRoom = false
+
     @Option(help: "\"synthetic\" or a .y4m file (looped), instead of the cameras. Repeat to give `c` more sources.")
     var video: [String] = []
 
@@ -181,6 +187,16 @@ struct InteractiveOptions: ParsableArguments {
             logger: Logger(label: "parley.engine"))
         options.themeOverrides = try themeOverrides()
         options.signalingSecurity = try relayTrust.security()
+        options.hideRoom = hideRoom
+        if !guest {
+            // Logged in: calls are joined as the account, and its messages are reachable from the call.
+            switch AccountFiles.standard.messagingAccount(server: nil, security: options.signalingSecurity) {
+            case .success(let account): options.messaging = account
+            case .failure(let problem): options.messagingProblem = problem.description
+            }
+        } else {
+            options.messagingProblem = "Joined as a guest (--guest): no account, no messages."
+        }
         return options
     }
 }
@@ -221,12 +237,7 @@ struct Lobby: AsyncParsableCommand {
     func run() async throws {
         let lobby = LobbyState(server: server, name: name, room: room)
         do {
-            var app = try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true)
-            switch AccountFiles.standard.messagingAccount(server: nil, security: app.signalingSecurity) {
-            case .success(let account): app.messaging = account
-            case .failure(let problem): app.messagingProblem = problem.description
-            }
-            try await runTerminal(app)
+            try await runTerminal(try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true))
         } catch let error as TerminalError {
             throw CommandFailure("\(error)")
         }

@@ -331,7 +331,9 @@ struct Status: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
         await client.close()
-        if presence.online {
+        if presence.inCall == true {
+            print("\(name) is \(presence.state)")
+        } else if presence.online {
             print("\(name) is online")
         } else if let lastSeen = presence.lastSeen {
             print("\(name) is offline, last seen \(shortTime(lastSeen))")

@@ -155,7 +155,8 @@ final class MessagesSession: Sendable {
                 case .event(.receipt(let receipt), _):
                     shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
                 case .event(.presence(let presence), _):
-                    shared.push(.presence(name: presence.name, online: presence.online))
+                    shared.push(.presence(name: presence.name, online: presence.online,
+                                          call: presence.inCall == true ? presence.state : nil))
                 case .event:
                     break
                 case .action(let action):

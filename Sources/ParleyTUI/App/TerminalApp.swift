@@ -42,6 +42,8 @@ public struct AppOptions: Sendable {
     public var messagingProblem = "Not logged in: run parley login NAME --server HOST:PORT first."
     /// Open the messages screen first (`parley messages`); Esc there quits instead of showing the lobby.
     public var openMessagesFirst = false
+    /// Keep the room out of the account's presence while in a call.
+    public var hideRoom = false
 
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
@@ -270,6 +272,8 @@ public enum TerminalApp {
             audioSink: options.audioSink, echoCancellation: options.echoCancellation, logger: options.logger)
         requested.password = settings.password
         requested.signalingSecurity = options.signalingSecurity
+        requested.account = options.messaging?.identity
+        requested.hideRoom = options.hideRoom
         if let encryption = settings.encryption, let suite = encryption.cipher.suite {
             requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
         }

@@ -71,6 +71,8 @@ public struct ConversationEntry: Hashable, Sendable {
     public var lastText: String?
     /// For a direct conversation: whether the peer is online (nil while unknown).
     public var online: Bool?
+    /// For a direct conversation: "in a call (standup)" or "in a call" while the peer is in one.
+    public var call: String? = nil
     /// For a channel: its member count when known.
     public var members: Int?
 
@@ -100,8 +102,8 @@ public enum MessagesUpdate: Hashable, Sendable {
     case failed(id: String, reason: String)
     /// Messages this account sent to `peer` were delivered or read.
     case receipt(peer: String, sequences: [Int64], read: Bool)
-    /// A watched account came online or went offline.
-    case presence(name: String, online: Bool)
+    /// A watched account came online, went offline, or joined or left a call (`call`: "in a call (standup)").
+    case presence(name: String, online: Bool, call: String? = nil)
     /// A channel's member count changed (join, leave, or an answer).
     case members(channel: String, count: Int)
     /// Something to tell the user (an error from the relay, a joined channel).
@@ -280,9 +282,10 @@ public func apply(_ state: inout MessagesState, _ update: MessagesUpdate) -> Mes
                 state.lines[key]?[index].progress = read ? .read : .delivered
             }
         }
-    case .presence(let name, let online):
+    case .presence(let name, let online, let call):
         if let index = state.conversations.firstIndex(where: { $0.key == ConversationKey(.direct, name) }) {
             state.conversations[index].online = online
+            state.conversations[index].call = call
         }
     case .members(let channel, let count):
         if let index = state.conversations.firstIndex(where: { $0.key == ConversationKey(.channel, channel) }) {

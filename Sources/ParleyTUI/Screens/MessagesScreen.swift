@@ -83,7 +83,9 @@ public enum MessagesScreen {
             let nameStyle = theme.style(highlighted ? .selection : open ? .tileName : .text)
             let time = entry.lastAt > 0 ? clock(entry.lastAt, timeZone: timeZone) : ""
             var name = entry.key.description
-            if entry.key.kind == .direct, let online = entry.online { name += online ? " ●" : " ○" }
+            if entry.key.kind == .direct, let online = entry.online {
+                name += entry.call != nil ? " ◉" : online ? " ●" : " ○"
+            }
             if let members = entry.members, entry.key.kind == .channel { name += " (\(members))" }
             let unread = entry.unread > 0 ? " [\(entry.unread)]" : ""
             let tail = unread + (time.isEmpty ? "" : " " + time)
@@ -117,7 +119,9 @@ public enum MessagesScreen {
         var title = open.description
         if let entry = state.entry(open) {
             if open.kind == .channel, let members = entry.members { title += " · \(members) members" }
-            if open.kind == .direct, let online = entry.online { title += online ? " · online" : " · offline" }
+            if open.kind == .direct, let online = entry.online {
+                title += " · " + (entry.call ?? (online ? "online" : "offline"))
+            }
         }
         screen.drawBox(rect, style: theme.style(.tileBorderFocused), lines: .rounded, title: title,
                        titleStyle: theme.style(.tileName))
