@@ -702,6 +702,8 @@ final class EngineCore {
             signaling?.send(.remove(MemberRef(id: participant.rawValue)))
         case .leave:
             _ = leave()
+        case .openDirect, .sendDirect, .openMessages:
+            break  // The messages connection's, not the call's: the terminal app carries them out.
         }
     }
 

@@ -46,7 +46,8 @@ public enum ControlBar {
         case .fullscreen: return state.fullscreen != nil
         case .stats: return state.statsShown
         case .help: return state.helpShown
-        case .switchCamera, .grid, .nextPage, .previousPage, .leave: return nil
+        case .direct: return state.directPeer != nil
+        case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages: return nil
         }
     }
 

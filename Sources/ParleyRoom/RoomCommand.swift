@@ -29,6 +29,10 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case stats = "stats"
     /// Show the help overlay.
     case help = "help"
+    /// Switch the chat pane between the room and a direct conversation.
+    case direct = "dm"
+    /// Open the messages screen over the call.
+    case messages = "messages"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -49,6 +53,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .previousPage: return [.char("["), .pageUp]
         case .stats: return [.char("i")]
         case .help: return [.char("?"), .function(1)]
+        case .direct: return [.char("d")]
+        case .messages: return [.char("M")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -70,6 +76,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .previousPage: return "Prev"
         case .stats: return "Stats"
         case .help: return "Help"
+        case .direct: return "DM"
+        case .messages: return "Messages"
         case .leave: return "Leave"
         }
     }
@@ -91,6 +99,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .previousPage: return "Show the previous page of tiles"
         case .stats: return "Show or hide resolution, frame rate, bitrate and loss"
         case .help: return "Show this help"
+        case .direct: return "Chat pane: the room, or your last direct messages (/dm NAME)"
+        case .messages: return "Your messages and channels; the call goes on (Esc returns)"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -100,7 +110,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
             return true
-        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage:
+        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages:
             return false
         }
     }

@@ -92,6 +92,12 @@ public enum RoomEvent: Hashable, Sendable {
     case channelMessage(sender: String, text: String)
     /// The room's kept chat from before joining, oldest first (shown above what arrived since).
     case earlierChat([ChatEntry])
+    /// A direct message arrived (or one of ours sent from another device): `peer` is the other account.
+    case directMessage(peer: String, sender: String, text: String)
+    /// The newest lines of the direct conversation with `peer`, oldest first (the answer to `openDirect`).
+    case directConversation(peer: String, [ChatEntry])
+    /// Direct messages cannot be used now, or one was not sent; the text says why.
+    case directProblem(String)
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.
@@ -131,4 +137,10 @@ public enum RoomEffect: Hashable, Sendable {
     case removeParticipant(ParticipantID)
     /// Leave the call and close the room screen.
     case leave
+    /// Load the direct conversation with an account (its lines come back as `directConversation`).
+    case openDirect(String)
+    /// Send a direct message to an account.
+    case sendDirect(to: String, text: String)
+    /// Open the messages screen over the call (the call goes on).
+    case openMessages
 }

@@ -181,6 +181,36 @@ extension RoomState {
             guard !text.allSatisfy(\.isWhitespace) else { break }
             log(text, kind: .chat, sender: sender)
 
+        case .directMessage(let peer, let sender, let text):
+            guard !text.allSatisfy(\.isWhitespace) else { break }
+            if directPeer?.lowercased() == peer.lowercased() {
+                directLog.append(ChatEntry(sender: sender, text: text, time: now,
+                                           kind: sender.lowercased() == peer.lowercased() ? .chat : .own))
+                changes.insert(.chat)
+            } else if sender.lowercased() == peer.lowercased() {
+                directUnread += 1
+                lastDirectPeer = peer
+                show("Message from \(peer): press \(keyLabel(.direct)) to read and answer")
+                changes.insert(.chat)
+            }
+
+        case .directConversation(let peer, let entries):
+            guard directPeer?.lowercased() == peer.lowercased() else { break }
+            directLog = ChatLog(capacity: settings.chatHistory)
+            for entry in entries { directLog.append(entry) }
+            if entries.isEmpty {
+                directLog.append(ChatEntry(sender: nil, text: "No messages with \(peer) yet", time: now, kind: .system))
+            }
+            changes.insert(.chat)
+
+        case .directProblem(let text):
+            if directPeer != nil {
+                directLog.append(ChatEntry(sender: nil, text: text, time: now, kind: .alert))
+                changes.insert(.chat)
+            } else {
+                show(text)
+            }
+
         case .earlierChat(let entries):
             guard !entries.isEmpty else { break }
             chatLog.prepend(entries + [ChatEntry(sender: nil, text: "earlier in \(roomName) above", time: now,
@@ -392,9 +422,44 @@ extension RoomState {
         }
         let text = String(chatInput.text.trimmingBlanks())
         chatInput.clear()
+        if text.hasPrefix("/dm") || text == "/room" { return directCommand(text) }
         if text.hasPrefix("/") { return hostCommand(text) }
+        if let peer = directPeer {
+            directLog.append(ChatEntry(sender: localSession.name, text: text, time: now, kind: .own))
+            return [.sendDirect(to: peer, text: text)]
+        }
         log(text, kind: .own, sender: localSession.name)
         return [.sendChat(text)]
+    }
+
+    /// `/dm NAME [text]` shows (and messages) an account in the chat pane; `/room` goes back to the room's chat.
+    private mutating func directCommand(_ text: String) -> [RoomEffect] {
+        let words = text.split(separator: " ", maxSplits: 2).map(String.init)
+        if words[0] == "/room" {
+            return showDirect(nil)
+        }
+        guard words[0] == "/dm", words.count >= 2 else {
+            show("Direct messages: /dm NAME shows them, /dm NAME text sends one, /room goes back")
+            return []
+        }
+        var effects = showDirect(words[1])
+        if words.count == 3, !words[2].allSatisfy(\.isWhitespace) {
+            directLog.append(ChatEntry(sender: localSession.name, text: words[2], time: now, kind: .own))
+            effects.append(.sendDirect(to: words[1], text: words[2]))
+        }
+        return effects
+    }
+
+    /// Shows the direct conversation with `peer` in the chat pane (nil: the room's chat).
+    mutating func showDirect(_ peer: String?) -> [RoomEffect] {
+        changes.insert([.chat, .controls])
+        directPeer = peer
+        guard let peer else { return [] }
+        lastDirectPeer = peer
+        directUnread = 0
+        directLog = ChatLog(capacity: settings.chatHistory)
+        directLog.append(ChatEntry(sender: nil, text: "Loading messages with \(peer)…", time: now, kind: .system))
+        return [.openDirect(peer)]
     }
 
     /// `/allow NAME` and `/remove NAME`, the host's commands typed in the chat line.
@@ -510,6 +575,18 @@ extension RoomState {
             changes.insert([.controls, .tiles])
             normalize()
             return [.setRole(role)]
+
+        case .direct:
+            if directPeer != nil { return showDirect(nil) }
+            guard let peer = lastDirectPeer else {
+                show("No direct messages yet: type /dm NAME in the chat line (\(keyLabel(.chat)) opens it)")
+                return []
+            }
+            return showDirect(peer)
+
+        case .messages:
+            pendingDigit = nil
+            return [.openMessages]
 
         case .chat:
             isChatInputOpen = true

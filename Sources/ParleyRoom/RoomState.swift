@@ -125,6 +125,14 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var chatInput: ChatInput
     /// Chat, alerts and notices, oldest first.
     public internal(set) var chatLog: ChatLog
+    /// The account whose direct conversation the chat pane shows instead of the room's chat; nil for the room.
+    public internal(set) var directPeer: String?
+    /// The last account the chat pane showed (what the `dm` key switches back to).
+    public internal(set) var lastDirectPeer: String?
+    /// The direct conversation shown, oldest first.
+    public internal(set) var directLog: ChatLog
+    /// Direct messages that arrived while the pane showed something else.
+    public internal(set) var directUnread: Int
     /// The stats overlay is on.
     public internal(set) var statsShown: Bool
     /// The help overlay is on (it captures keys).
@@ -177,6 +185,10 @@ public struct RoomState: Hashable, Sendable {
         isChatInputOpen = false
         chatInput = ChatInput(maximumBytes: settings.maximumChatBytes)
         chatLog = ChatLog(capacity: settings.chatHistory)
+        directPeer = nil
+        lastDirectPeer = nil
+        directLog = ChatLog(capacity: settings.chatHistory)
+        directUnread = 0
         statsShown = false
         helpShown = false
         leavePending = false
@@ -189,6 +201,16 @@ public struct RoomState: Hashable, Sendable {
         pendingDigit = nil
         container = nil
         changes = .all
+    }
+
+    /// What the chat pane shows: the room's chat, or the direct conversation picked.
+    public var shownChat: ChatLog { directPeer == nil ? chatLog : directLog }
+
+    /// The chat pane's title: "Chat", "Chat · 2 new DMs", "DM · bob".
+    public var chatTitle: String {
+        let unread = directUnread > 0 ? " · \(directUnread) new DM\(directUnread == 1 ? "" : "s")" : ""
+        guard let directPeer else { return "Chat" + unread }
+        return "DM · \(directPeer)" + unread
     }
 
     /// The local user's session (always first).

@@ -189,6 +189,75 @@ import Glibc
         #expect(try pane.modes().contains("alt=0"), "the alternate screen was left")
     }
 
+    @Test func aCallAsAnAccountKeepsTheRoomsChatAndTheChatPaneSwitchesToDirectMessages() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        for user in ["alice", "bob"] {
+            #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
+        }
+        // The room's channel has a line before anyone is in the call.
+        #expect(try run(parley, as: "bob", ["channel", "join", "standup", "--insecure"]).status == 0)
+        #expect(try run(parley, as: "bob", ["channel", "say", "standup", "agenda: demo first", "--insecure"]).status == 0)
+
+        let pane = try TmuxPane(
+            command: "sh -c 'XDG_CONFIG_HOME=\(folder)/alice \(parley) join standup --server \(server) --name alice "
+                + "--insecure --video synthetic --audio synthetic --speaker none --log \(folder)/alice.log; "
+                + "echo EXITED rc=$?; sleep 60'",
+            columns: 110, rows: 32)
+        var lines = try pane.waitFor { $0.contains { $0.contains("bob: agenda: demo first") } }
+        #expect(lines.contains { $0.contains("earlier in standup above") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("alice ✓") }, "her own account, verified: \(lines.joined(separator: "\n"))")
+
+        // Her presence says where she is.
+        let status = try run(parley, as: "bob", ["status", "alice", "--insecure"])
+        #expect(status.output.contains("alice is in a call (standup)"), "\(status.output)")
+
+        // A direct message during the call: counted in the chat pane's title; `d` shows the conversation.
+        #expect(try run(parley, as: "bob", ["msg", "alice", "got a minute?", "--insecure"]).status == 0)
+        lines = try pane.waitFor { $0.contains { $0.contains("Chat · 1 new DM") } }
+        #expect(lines.contains { $0.contains("Chat · 1 new DM") }, "\(lines.joined(separator: "\n"))")
+        try pane.send(["d"])
+        lines = try pane.waitFor { $0.contains { $0.contains("DM · bob") } && $0.contains { $0.contains("bob: got a minute?") } }
+        #expect(lines.contains { $0.contains("bob: got a minute?") }, "\(lines.joined(separator: "\n"))")
+        try pane.send(["t"])
+        try pane.sendLiteral("sure, after this")
+        try pane.send(["Enter"])
+        lines = try pane.waitFor { $0.contains { $0.contains("alice: sure, after this") } }
+        let bobReads = try run(parley, as: "bob", ["history", "alice", "--insecure"])
+        #expect(bobReads.output.contains("alice: sure, after this"), "\(bobReads.output)")
+
+        // Back to the room: a line posted in its channel from outside shows, from the verified account.
+        try pane.sendLiteral("/room")
+        try pane.send(["Enter"])
+        #expect(try run(parley, as: "bob", ["channel", "say", "standup", "see you at 3", "--insecure"]).status == 0)
+        lines = try pane.waitFor { $0.contains { $0.contains("bob ✓: see you at 3") } }
+        #expect(lines.contains { $0.contains("bob ✓: see you at 3") }, "\(lines.joined(separator: "\n"))")
+        try pane.sendLiteral("on my way")
+        try pane.send(["Enter", "Escape"])
+
+        // The messages screen over the call, and back.
+        try pane.send(["M"])
+        lines = try pane.waitFor { $0.contains { $0.contains("Parley · messages · alice") } }
+        #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
+        try pane.send(["Escape"])
+        lines = try pane.waitFor { $0.contains { $0.contains("bob ✓: see you at 3") } }
+        #expect(!lines.contains { $0.contains("Parley · messages") }, "\(lines.joined(separator: "\n"))")
+
+        try pane.send(["q"])
+        try pane.send(["y"])
+        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
+        // The room's channel kept the call: what was said in it, who joined and left.
+        let history = try run(parley, as: "bob", ["channel", "history", "standup", "--insecure"])
+        #expect(history.output.contains("alice: on my way"), "\(history.output)")
+        #expect(history.output.contains("alice joined the call") && history.output.contains("alice left the call"),
+                "\(history.output)")
+        let after = try run(parley, as: "bob", ["status", "alice", "--insecure"])
+        #expect(after.output.contains("alice is offline, last seen"), "\(after.output)")
+    }
+
     @Test(arguments: [
         (["login", "two words"], "use two_words instead"),
         (["msg", "bob", "hi"], "not logged in: run `parley login NAME --server HOST:PORT` first"),

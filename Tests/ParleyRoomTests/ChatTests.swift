@@ -133,3 +133,17 @@ struct ChatInputTests {
         #expect(input.isBlank && input.cursor == 0)
     }
 }
+
+@Suite("ChatLog: history from before")
+struct ChatLogPrependTests {
+    @Test("prepended entries go first, cleaned, and never push out what is newer")
+    func prepend() {
+        var log = ChatLog(capacity: 4)
+        log.append(entry("new1"))
+        log.append(entry("new2"))
+        log.prepend([entry("old1"), entry("old2"), entry("ol\u{1B}d3")])
+        #expect(log.entries.map(\.text) == ["old2", "ol d3", "new1", "new2"])
+        log.prepend([entry("older")])
+        #expect(log.count == 4 && log.entries.first?.text == "old2", "a full log keeps what it has")
+    }
+}

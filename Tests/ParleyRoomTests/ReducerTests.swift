@@ -615,3 +615,71 @@ struct LocalDeviceTests {
         #expect(room.press(.char("v")) == [.setCameraEnabled(true)], "v turns it back on (the next source)")
     }
 }
+
+@Suite("Room reducer: direct messages and the room's kept chat in the chat pane")
+struct DirectChatTests {
+    @Test("/dm NAME shows the conversation, lines typed there go to NAME, /room goes back")
+    func slashCommands() {
+        var room = Room(peers: 1)
+        room.press(.char("t"))
+        room.type("/dm bob")
+        #expect(room.press(.enter) == [.openDirect("bob")])
+        #expect(room.state.directPeer == "bob" && room.state.chatTitle == "DM · bob")
+        room.send(.directConversation(peer: "bob", [ChatEntry(sender: "bob", text: "lunch?", time: .zero, kind: .chat)]))
+        #expect(room.state.shownChat.entries.map(\.formatted) == ["bob: lunch?"])
+        room.type("yes")
+        #expect(room.press(.enter) == [.sendDirect(to: "bob", text: "yes")])
+        #expect(room.state.shownChat.last?.formatted == "me: yes" && room.state.shownChat.last?.kind == .own)
+        #expect(room.state.chatLog.entries.allSatisfy { $0.text != "yes" }, "the room never saw it")
+        room.type("/room")
+        #expect(room.press(.enter).isEmpty)
+        #expect(room.state.directPeer == nil && room.state.chatTitle == "Chat")
+        room.type("hello room")
+        #expect(room.press(.enter) == [.sendChat("hello room")])
+        // One step: open and send.
+        room.type("/dm carol see you at 3")
+        #expect(room.press(.enter) == [.openDirect("carol"), .sendDirect(to: "carol", text: "see you at 3")])
+        room.type("/dm")
+        room.press(.enter)
+        #expect(room.notice?.contains("/dm NAME") == true)
+    }
+
+    @Test("a message from someone not shown is counted and announced; the dm key opens it and switches back")
+    func unreadAndTheKey() {
+        var room = Room(peers: 1)
+        room.press(.char("d"))
+        #expect(room.notice?.contains("/dm NAME") == true, "nobody to switch to yet")
+        room.send(.directMessage(peer: "bob", sender: "bob", text: "got a minute?"))
+        #expect(room.state.directUnread == 1 && room.state.chatTitle == "Chat · 1 new DM")
+        #expect(room.notice == "Message from bob: press d to read and answer")
+        room.send(.directMessage(peer: "bob", sender: "bob", text: "it's quick"))
+        #expect(room.state.chatTitle == "Chat · 2 new DMs")
+        #expect(room.press(.char("d")) == [.openDirect("bob")])
+        #expect(room.state.directPeer == "bob" && room.state.directUnread == 0)
+        // Live while shown; our own lines from another device show as ours.
+        room.send(.directMessage(peer: "bob", sender: "bob", text: "still there?"))
+        room.send(.directMessage(peer: "bob", sender: "me", text: "yes (from my phone)"))
+        #expect(room.state.shownChat.entries.suffix(2).map(\.kind) == [.chat, .own])
+        room.send(.directProblem("Not sent: no account is named bobb"))
+        #expect(room.state.shownChat.last?.kind == .alert)
+        #expect(room.press(.char("d")).isEmpty)
+        #expect(room.state.directPeer == nil)
+        #expect(room.press(.char("M")) == [.openMessages])
+    }
+
+    @Test("the room's kept lines go above what arrived since, marked")
+    func earlierChat() {
+        var room = Room(peers: 1)
+        room.send(.chatMessage(from: peer(2), text: "live line"))
+        room.send(.earlierChat([
+            ChatEntry(sender: "carol (guest)", text: "agenda: demo first", time: .zero, kind: .chat),
+            ChatEntry(sender: nil, text: "carol (guest) joined the call (1 in the call)", time: .zero, kind: .system),
+        ]))
+        #expect(room.state.chatLog.entries.map(\.formatted) == [
+            "carol (guest): agenda: demo first", "* carol (guest) joined the call (1 in the call)",
+            "* earlier in standup above", "* You joined standup as me", "* p2 joined", "p2: live line",
+        ])
+        room.send(.channelMessage(sender: "bob ✓", text: "joining in 5"))
+        #expect(room.lastChat?.formatted == "bob ✓: joining in 5")
+    }
+}

@@ -76,6 +76,8 @@ final class CallSession {
         case left(note: String)
         /// The join failed before the room opened.
         case failed(reason: String)
+        /// The user asked for the messages screen (the call goes on under it).
+        case openMessages
     }
 
     let engine: CallEngine
@@ -100,10 +102,17 @@ final class CallSession {
     private let statisticsFile: CallStatisticsFile?
     private var lastStatisticsWrite: Duration = .zero
     private let statisticsWriting = BusyFlag()
+    /// The account's messages, for direct conversations in the chat pane; nil when nobody is logged in.
+    private let messages: MessagesSession?
+    private let account: String?
+    /// Ids of direct messages sent from the chat pane (their echoes are already shown).
+    private var sentDirect: Set<String> = []
 
     init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
          drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
-         notices: [String] = []) throws {
+         notices: [String] = [], messaging: MessagingAccount? = nil) throws {
+        messages = messaging.map { MessagesSession(account: $0) }
+        account = messaging?.identity.name
         statisticsFile = statisticsPath.map(CallStatisticsFile.init(path:))
         frames = FrameStore()
         engine = try CallEngine(configuration, videoSink: frames, devices: devices)
@@ -130,6 +139,9 @@ final class CallSession {
             effects += reduce(&state, .key(key, at: at))
             mustDraw = true
         }
+        for event in directEvents() {
+            effects += reduce(&state, .event(event))
+        }
         for event in inbox.drain() {
             switch event {
             case .joined: hasJoined = true
@@ -153,13 +165,27 @@ final class CallSession {
             effects += reduce(&state, .container(layout.video))
             mustDraw = true
         }
+        var messagesAsked = false
         for effect in effects {
-            if case .leave = effect { return .left(note: leaveNote()) }
-            engine.perform(effect)
+            switch effect {
+            case .leave: return .left(note: leaveNote())
+            case .openMessages: messagesAsked = true
+            case .openDirect(let peer): openDirect(peer)
+            case .sendDirect(let peer, let text): sendDirect(text, to: peer)
+            default: engine.perform(effect)
+            }
         }
         if statisticsFile != nil, at - lastStatisticsWrite >= .seconds(1) {
             lastStatisticsWrite = at
             writeStatistics()
+        }
+        if messagesAsked {
+            guard messages != nil else {
+                _ = reduce(&state, .event(.notice("Messages need an account: run parley login NAME --server HOST:PORT")))
+                return .running
+            }
+            mustDraw = true
+            return .openMessages
         }
         let changes = state.takeChanges()
         let framesChanged = frames.hasNewFrames
@@ -203,8 +229,56 @@ final class CallSession {
         }
     }
 
+    /// The screen will be drawn again in full (after the messages screen covered it).
+    func redrawAll() { mustDraw = true }
+
+    private func openDirect(_ peer: String) {
+        guard let messages else {
+            _ = reduce(&state, .event(.directProblem(
+                "Direct messages need an account: run parley login NAME --server HOST:PORT (then join again)")))
+            return
+        }
+        messages.perform(.open(ConversationKey(.direct, peer)))
+    }
+
+    private func sendDirect(_ text: String, to peer: String) {
+        guard let messages else { return openDirect(peer) }
+        let id = UUID().uuidString.lowercased()
+        if sentDirect.count >= 10_000 { sentDirect.removeAll() }
+        sentDirect.insert(id)
+        messages.perform(.sendDirect(id: id, to: peer, text: text))
+    }
+
+    /// What the messages connection reported, as room events for the chat pane's direct conversation.
+    private func directEvents() -> [RoomEvent] {
+        guard let messages, let account else { return [] }
+        var events: [RoomEvent] = []
+        for update in messages.takeUpdates() {
+            switch update {
+            case .history(let key, let lines, older: false) where key.kind == .direct:
+                events.append(.directConversation(peer: key.name, lines.reversed().map { line in
+                    ChatEntry(sender: line.from, text: line.text, time: .zero, kind: line.from == account ? .own : .chat)
+                }))
+            case .arrived(let key, let line) where key.kind == .direct:
+                guard !sentDirect.contains(line.id) else { continue }
+                events.append(.directMessage(peer: key.name, sender: line.from, text: line.text))
+                if key.name == state.directPeer, let sequence = line.sequence, line.from != account {
+                    messages.perform(.markRead(key, through: sequence))
+                }
+            case .failed(_, let reason):
+                events.append(.directProblem("Not sent: \(reason)"))
+            case .notice(let text):
+                events.append(.directProblem(text))
+            default:
+                break
+            }
+        }
+        return events
+    }
+
     /// Says goodbye to the relay and stops the engine (blocks briefly; called from the draw loop's thread).
     func close() {
+        messages?.close()
         let engine = self.engine
         let done = DispatchSemaphore(value: 0)
         Task.detached {

@@ -77,6 +77,8 @@ public enum TerminalApp {
         /// there without leaving it.
         case joining(CallSession, fromLobby: Bool)
         case call(CallSession)
+        /// The messages screen over a call that goes on underneath.
+        case callMessages(CallSession, MessagesState, MessagesSession)
         case messages(MessagesState, MessagesSession)
     }
 
@@ -187,7 +189,7 @@ public enum TerminalApp {
                     continue
                 }
                 switch session.step(key: fromLobby ? nil : key, terminal: terminal, draws: !fromLobby) {
-                case .running:
+                case .running, .openMessages:
                     if session.hasJoined {
                         terminal.invalidate()
                         mode = .call(session)
@@ -251,6 +253,12 @@ public enum TerminalApp {
                 switch session.step(key: key, terminal: terminal, draws: true) {
                 case .running:
                     break
+                case .openMessages:
+                    guard let account = options.messaging else { break }
+                    lastMessagesDraw = nil
+                    terminal.invalidate()
+                    mode = .callMessages(session, MessagesState(account: account.identity.name),
+                                         MessagesSession(account: account))
                 case .left(let note), .failed(let note):
                     session.close()
                     guard options.returnToLobby else { return note }
@@ -259,8 +267,64 @@ public enum TerminalApp {
                     terminal.invalidate()
                     mode = .lobby
                 }
+
+            case .callMessages(let call, var state, let messages):
+                switch stepCallMessages(call, &state, messages, terminal: terminal, lastDraw: &lastMessagesDraw) {
+                case .stay:
+                    mode = .callMessages(call, state, messages)
+                case .backToCall:
+                    messages.close()
+                    terminal.invalidate()
+                    call.redrawAll()
+                    mode = .call(call)
+                case .callEnded(let note):
+                    messages.close()
+                    call.close()
+                    guard options.returnToLobby else { return note }
+                    lobby.callEnded(note)
+                    lastLobbyDraw = nil
+                    terminal.invalidate()
+                    mode = .lobby
+                }
             }
         }
+    }
+
+    /// One turn of the messages screen over a call: the call keeps running (undrawn), Esc goes back to it.
+    private static func stepCallMessages(_ call: CallSession, _ state: inout MessagesState, _ session: MessagesSession,
+                                         terminal: Terminal, lastDraw: inout Screen?) -> CallMessagesStep {
+        for update in session.takeUpdates() {
+            if let action = apply(&state, update) { session.perform(action) }
+        }
+        switch call.step(key: nil, terminal: terminal, draws: false) {
+        case .left(let note), .failed(let note): return .callEnded(note)
+        case .running, .openMessages: break
+        }
+        let size = terminal.size
+        let screen = MessagesScreen.render(state, size: size, theme: terminal.theme)
+        if screen != lastDraw {
+            terminal.draw(screen, cursor: MessagesScreen.cursor(state, size: size)?.tuple)
+            lastDraw = screen
+        }
+        guard let key = terminal.readKey(timeout: 50) else { return .stay }
+        if key == .resize {
+            terminal.invalidate()
+            lastDraw = nil
+            return .stay
+        }
+        switch reduce(&state, key) {
+        case .back?, .quit?:
+            return .backToCall
+        case let action?:
+            session.perform(action)
+        case nil:
+            break
+        }
+        return .stay
+    }
+
+    private enum CallMessagesStep {
+        case stay, backToCall, callEnded(String)
     }
 
     private static func startCall(_ settings: JoinSettings, options: AppOptions, terminal: Terminal) throws
@@ -281,7 +345,7 @@ public enum TerminalApp {
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
             videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
-            devices: options.devices, notices: notices)
+            devices: options.devices, notices: notices, messaging: options.messaging)
     }
 }
 

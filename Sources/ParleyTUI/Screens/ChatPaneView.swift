@@ -34,7 +34,7 @@ enum ChatPaneView {
         switch placement {
         case .bottom:
             screen.drawHorizontalLine(column: pane.column, row: pane.row, length: pane.width, style: border)
-            screen.write(" Chat ", column: pane.column + 1, row: pane.row, style: title)
+            screen.write(" \(state.chatTitle) ", column: pane.column + 1, row: pane.row, style: title)
             if !hint.isEmpty {
                 let text = " " + hint + " "
                 screen.write(
@@ -42,7 +42,7 @@ enum ChatPaneView {
             }
         case .right:
             screen.drawVerticalLine(column: pane.column, row: pane.row, length: pane.height, style: border)
-            let end = screen.write("Chat", column: pane.column + 2, row: pane.row, style: title)
+            let end = screen.write(state.chatTitle, column: pane.column + 2, row: pane.row, style: title)
             if !hint.isEmpty {
                 let room = pane.endColumn - 1 - (end + 2)
                 if room >= DisplayWidth.of(hint) {
@@ -60,7 +60,7 @@ enum ChatPaneView {
 
     static func drawHistory(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
         guard !rect.isEmpty else { return }
-        let paneLines = state.chatLog.paneLines(width: rect.width, height: rect.height)
+        let paneLines = state.shownChat.paneLines(width: rect.width, height: rect.height)
         guard !paneLines.isEmpty else {
             screen.write("No messages yet", column: rect.column, row: rect.row, style: theme.style(.placeholder))
             return
