@@ -45,6 +45,9 @@ public final class MessagingService: @unchecked Sendable {
         var toppedUp: ContinuousClock.Instant
         /// Sequences sent from the backlog and not yet acknowledged: the next page waits for them.
         var unacknowledged: Set<Int64> = []
+        /// The backlog's last page went out: from then on new messages go live. Before, they come in the backlog's
+        /// pages (in order, and never twice: a message sent live and again in a page would be a duplicate).
+        var caughtUp = false
         /// Accounts whose presence this connection follows.
         var watching: Set<String> = []
     }
@@ -280,7 +283,7 @@ public final class MessagingService: @unchecked Sendable {
 
     /// Sends the next page of what waited for this account, once the previous page was acknowledged.
     private func deliverBacklog(to id: UInt64) {
-        guard let connection = connections[id], let account = connection.account,
+        guard let connection = connections[id], let account = connection.account, !connection.caughtUp,
               connection.unacknowledged.isEmpty else { return }
         let page: [StoredDirectMessage]
         do {
@@ -290,6 +293,7 @@ public final class MessagingService: @unchecked Sendable {
             return
         }
         connections[id]?.unacknowledged = Set(page.map(\.sequence))
+        if page.count < maxMessagesPerPage { connections[id]?.caughtUp = true }
         for stored in page { connection.peer.send(.message(delivery(stored))) }
     }
 
@@ -356,7 +360,7 @@ public final class MessagingService: @unchecked Sendable {
             case .success(let stored):
                 peer?.send(.stored(MessageStored(id: entry.send.id, sequence: stored.stored.sequence)))
                 if stored.isNew {
-                    for other in online[entry.send.to] ?? [] {
+                    for other in online[entry.send.to] ?? [] where connections[other]?.caughtUp == true {
                         connections[other]?.peer.send(.message(delivery(stored.stored)))
                     }
                 }

@@ -35,6 +35,38 @@ import Testing
             loop: RelayLoopbackTests.group.next()) { event in heard.events.withLock { $0.append(event) } }
     }
 
+    @Test func aLiveRecipientAcknowledgingWhileMessagesPourInGetsEachOnceInOrder() async throws {
+        let relay = try await startRelay()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let alice = AccountIdentity.create(name: "alice"), bob = AccountIdentity.create(name: "bob")
+        let bobHeard = Heard()
+        let sender = try await client(alice, relay)
+        let recipient = try await client(bob, relay, bobHeard)
+        func received() -> [DirectMessageDelivery] {
+            bobHeard.events.withLock { $0 }.compactMap { if case .message(let m) = $0 { m } else { nil } }
+        }
+        let sealed = DirectMessageSeal.seal("hi", from: alice, to: "bob", keys: bob.keys, id: "x")
+        var acknowledged = 0
+        for index in 0..<150 {
+            sender.post(id: "m\(index)", to: "bob", sealed: sealed)
+            if index % 10 == 9 {
+                // Bob acknowledges what he has while more are on their way (a receipt must not bring them twice).
+                let got = received()
+                recipient.acknowledge(got[acknowledged...].map(\.sequence))
+                acknowledged = got.count
+                try await Task.sleep(for: .milliseconds(3))
+            }
+        }
+        #expect(await eventually { received().count >= 150 })
+        try await Task.sleep(for: .milliseconds(300))
+        let all = received()
+        #expect(all.count == 150 && Set(all.map(\.id)).count == 150, "\(all.count) deliveries")
+        #expect(all.map(\.sequence) == all.map(\.sequence).sorted())
+        await sender.close()
+        await recipient.close()
+        await relay.shutdown()
+    }
+
     @Test func membersSeeEachOthersLinesLiveAndTheHistoryKeepsThemWithWhoJoinedAndLeft() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
