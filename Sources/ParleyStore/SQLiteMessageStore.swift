@@ -11,6 +11,7 @@ public final class SQLiteMessageStore: MessageStore {
     private nonisolated(unsafe) let checkpointTimer: (any DispatchSourceTimer)?  // set once, only cancelled after
     /// The file it lives in.
     public let path: String
+    private var walPath: String { path + "-wal" }
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date. `maximumBytes` caps the
     /// file (`parley serve --max-store-mb`): past it every write is refused as "full" and nothing stored is harmed.
@@ -34,7 +35,7 @@ public final class SQLiteMessageStore: MessageStore {
             if !readOnly {
                 // No checkpoint inside a commit: copying the log into the file (and its fsync) would hold up every
                 // message behind it, tens of milliseconds every second or two under load. A second connection
-                // checkpoints instead (PASSIVE: it never blocks the writer or a reader) four times a second.
+                // checkpoints instead (PASSIVE: it never blocks the writer or a reader) ten times a second.
                 configuration.prepareDatabase { db in
                     try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0")
                 }
@@ -49,7 +50,7 @@ public final class SQLiteMessageStore: MessageStore {
                 side.busyMode = .timeout(5)
                 let queue = try DatabaseQueue(path: path, configuration: side)
                 let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "parley.store.checkpoint"))
-                timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
+                timer.schedule(deadline: .now() + 0.1, repeating: 0.1)
                 let wal = path + "-wal"
                 timer.setEventHandler {
                     _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.passive) }
@@ -145,11 +146,28 @@ public final class SQLiteMessageStore: MessageStore {
     deinit { checkpointTimer?.cancel() }
 
     /// The write-ahead log's bound: past it the checkpointer waits for readers and truncates it.
-    static let walBound = 64 << 20
+    static let walBound = 256 << 20
 
     private func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try pool.write(body) } catch { throw Self.explain(error, doing: what) }
+        let result: T
+        do { result = try pool.write(body) } catch { throw Self.explain(error, doing: what) }
+        restartLogIfLong()
+        return result
     }
+
+    /// The log restarts only after a checkpoint that copied every frame, which the side checkpointer never manages
+    /// while commits keep coming. Past `walRestart` the writer finishes the job between two commits: the side
+    /// connection has copied nearly everything already, so this copies a few pages and the next commit starts the
+    /// log from its beginning (the file is reused, never grows without bound).
+    private func restartLogIfLong() {
+        guard checkpointer != nil else { return }
+        var info = stat()
+        guard stat(walPath, &info) == 0, Int(info.st_size) > Self.walRestart else { return }
+        _ = try? pool.writeWithoutTransaction { try $0.checkpoint(.passive) }
+    }
+
+    /// The log size past which the writer completes a checkpoint.
+    static let walRestart = 8 << 20
 
     private func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
         do { return try pool.read(body) } catch { throw Self.explain(error, doing: what) }
