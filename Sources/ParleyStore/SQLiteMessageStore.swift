@@ -6,12 +6,8 @@ import ParleySecurity
 /// serialized by GRDB; each method is one transaction.
 public final class SQLiteMessageStore: MessageStore {
     private let pool: DatabasePool
-    /// Checkpoints the log into the database file beside the writer, on its own connection and thread.
-    private let checkpointer: DatabaseQueue?
-    private nonisolated(unsafe) let checkpointTimer: (any DispatchSourceTimer)?  // set once, only cancelled after
     /// The file it lives in.
     public let path: String
-    private var walPath: String { path + "-wal" }
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date. `maximumBytes` caps the
     /// file (`parley serve --max-store-mb`): past it every write is refused as "full" and nothing stored is harmed.
@@ -33,37 +29,10 @@ public final class SQLiteMessageStore: MessageStore {
             // the last commits before the next checkpoint. FULL would add an fsync to every message (about 1 ms
             // here), which caps a relay at ~1,000 messages a second.
             if !readOnly {
-                // No checkpoint inside a commit: copying the log into the file (and its fsync) would hold up every
-                // message behind it, tens of milliseconds every second or two under load. A second connection
-                // checkpoints instead (PASSIVE: it never blocks the writer or a reader) ten times a second.
-                configuration.prepareDatabase { db in
-                    try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0")
-                }
+                configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             if !readOnly { try Self.migrator.migrate(pool) }
-            if readOnly {
-                checkpointer = nil
-                checkpointTimer = nil
-            } else {
-                var side = Configuration()
-                side.busyMode = .timeout(5)
-                let queue = try DatabaseQueue(path: path, configuration: side)
-                let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "parley.store.checkpoint"))
-                timer.schedule(deadline: .now() + 0.1, repeating: 0.1)
-                let wal = path + "-wal"
-                timer.setEventHandler {
-                    _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.passive) }
-                    // A log that outgrew the bound (readers kept it from being reused) is cut back, waiting for them.
-                    let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
-                    if size > Self.walBound {
-                        _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-                    }
-                }
-                timer.resume()
-                checkpointer = queue
-                checkpointTimer = timer
-            }
         } catch {
             throw Self.explain(error, doing: "open \(path)")
         }
@@ -143,31 +112,9 @@ public final class SQLiteMessageStore: MessageStore {
         return .database("could not \(what): \(error)")
     }
 
-    deinit { checkpointTimer?.cancel() }
-
-    /// The write-ahead log's bound: past it the checkpointer waits for readers and truncates it.
-    static let walBound = 256 << 20
-
     private func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        let result: T
-        do { result = try pool.write(body) } catch { throw Self.explain(error, doing: what) }
-        restartLogIfLong()
-        return result
+        do { return try pool.write(body) } catch { throw Self.explain(error, doing: what) }
     }
-
-    /// The log restarts only after a checkpoint that copied every frame, which the side checkpointer never manages
-    /// while commits keep coming. Past `walRestart` the writer finishes the job between two commits: the side
-    /// connection has copied nearly everything already, so this copies a few pages and the next commit starts the
-    /// log from its beginning (the file is reused, never grows without bound).
-    private func restartLogIfLong() {
-        guard checkpointer != nil else { return }
-        var info = stat()
-        guard stat(walPath, &info) == 0, Int(info.st_size) > Self.walRestart else { return }
-        _ = try? pool.writeWithoutTransaction { try $0.checkpoint(.passive) }
-    }
-
-    /// The log size past which the writer completes a checkpoint.
-    static let walRestart = 8 << 20
 
     private func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
         do { return try pool.read(body) } catch { throw Self.explain(error, doing: what) }
