@@ -701,8 +701,11 @@ public struct RelayState: Sendable {
                               videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
         let others = connections(in: room, except: nil)
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
+        // A room with a password or end-to-end encryption is never named in presence: its name is part of what keeps
+        // it private.
+        let hidesRoom = request.hideRoom || rooms[room]?.isOpen == false || admission.newRoom?.isOpen == false
         members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
-                             videoKbps: request.videoKbps, hidesRoom: request.hideRoom)
+                             videoKbps: request.videoKbps, hidesRoom: hidesRoom)
         rooms[room, default: Room(name: room)].members.append(id)
         if rooms[room]?.host == nil { rooms[room]?.host = id }
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
@@ -715,7 +718,7 @@ public struct RelayState: Sendable {
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
             .callActivity(CallActivity(room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
-                                       hidesRoom: request.hideRoom, kept: kept, connection: connection)),
+                                       hidesRoom: hidesRoom, kept: kept, connection: connection)),
         ]
     }
 

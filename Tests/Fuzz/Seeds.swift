@@ -32,6 +32,9 @@ struct Seeds {
             .join(JoinRequest(room: "standup", name: "alice")), .mute(MuteChange(audio: true, video: false)),
             .chat(ChatSend(text: "hello ✓", ref: "r1")), .ping(KeepAlive(token: 42)), .allow(MemberRef(id: 3)),
             .leave,
+            .join(JoinRequest(room: "standup", name: "Ally", account: AccountClaim(name: "alice",
+                                                                                 signature: String(repeating: "A", count: 86) + "=="),
+                              hideRoom: true)),
         ]
         let server: [ServerMessage] = [
             .joined(JoinedRoom(room: "standup", you: MemberInfo(id: 1, name: "alice", role: .broadcaster,
@@ -40,6 +43,10 @@ struct Seeds {
                                                               ssrcs: members), livenessTimeout: 10)),
             .memberLeft(MemberLeft(id: 2, reason: .quit)), .mute(MemberMute(id: 2, audio: true, video: true)),
             .error(SignalingError(.limitReached, "room standup is full")), .pong(KeepAlive(token: 42)),
+            .chatHistory(ChatHistory(room: "standup", lines: [
+                ChatHistoryLine(kind: "message", from: "carol (guest)", text: "agenda ✓", time: 1),
+                ChatHistoryLine(kind: "call-joined", from: "alice", text: "", time: 2, members: 2),
+            ])),
         ]
         let messaging: [String] = [
             MessagingRequest.login(AccountCard(name: "alice", signingKey: "AAAA", agreementKey: "BBBB")).encoded(),

@@ -129,7 +129,8 @@ struct CallAccountTests {
         #expect(joined.chatKept == nil)
         let sealed = relay.send(.chat(ChatSend(text: "", sealed: "AAAA")), on: b)
         #expect(!sealed.contains { if case .roomChat = $0 { true } else { false } })
-        #expect(answer.contains { if case .callActivity(let a) = $0 { !a.kept } else { false } })
+        #expect(answer.contains { if case .callActivity(let a) = $0 { !a.kept && a.hidesRoom } else { false } },
+                "an encrypted room is neither kept nor named in presence")
 
         // A relay without a store keeps nothing.
         var plain = self.relay(keepsChat: false)
