@@ -123,8 +123,10 @@ struct DemoCallTests {
         try pane.send(["?"])
         lines = try screen(pane, until: has("Keys"), "the help overlay")
         try Golden.check(lines, named: "demo_\(tag)_help")
-        // The help box may cover every picture on a small terminal.
-        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", picturesExpected: false)
+        // The help box may cover every picture on a small terminal, and leaves slivers of the others (a 10-row
+        // sliver of the moving test picture shows 6 or 7 colours; a picture that is not drawn shows 1 or 2).
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 5,
+                               picturesExpected: false)
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Keys"), "help closed")
 
