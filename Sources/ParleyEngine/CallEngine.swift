@@ -702,7 +702,7 @@ final class EngineCore {
             signaling?.send(.remove(MemberRef(id: participant.rawValue)))
         case .leave:
             _ = leave()
-        case .openDirect, .sendDirect, .openMessages:
+        case .openDirect, .sendDirect, .openMessages, .copyToClipboard:
             break  // The messages connection's, not the call's: the terminal app carries them out.
         }
     }

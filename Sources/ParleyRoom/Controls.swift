@@ -47,7 +47,7 @@ public enum ControlBar {
         case .stats: return state.statsShown
         case .help: return state.helpShown
         case .direct: return state.directPeer != nil
-        case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages: return nil
+        case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite: return nil
         }
     }
 

@@ -33,6 +33,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case direct = "dm"
     /// Open the messages screen over the call.
     case messages = "messages"
+    /// Show the room's meeting link and copy it to the clipboard.
+    case invite = "invite"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -55,6 +57,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .help: return [.char("?"), .function(1)]
         case .direct: return [.char("d")]
         case .messages: return [.char("M")]
+        case .invite: return [.char("l")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -78,6 +81,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .help: return "Help"
         case .direct: return "DM"
         case .messages: return "Messages"
+        case .invite: return "Invite"
         case .leave: return "Leave"
         }
     }
@@ -101,6 +105,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .help: return "Show this help"
         case .direct: return "Chat pane: the room, or your last direct messages (/dm NAME)"
         case .messages: return "Your messages and channels; the call goes on (Esc returns)"
+        case .invite: return "Show the meeting link and copy it to the clipboard"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -110,7 +115,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
             return true
-        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages:
+        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite:
             return false
         }
     }

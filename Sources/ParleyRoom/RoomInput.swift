@@ -143,4 +143,6 @@ public enum RoomEffect: Hashable, Sendable {
     case sendDirect(to: String, text: String)
     /// Open the messages screen over the call (the call goes on).
     case openMessages
+    /// Put text on the user's clipboard (the terminal's, through OSC 52).
+    case copyToClipboard(String)
 }

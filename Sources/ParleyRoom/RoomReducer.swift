@@ -588,6 +588,15 @@ extension RoomState {
             pendingDigit = nil
             return [.openMessages]
 
+        case .invite:
+            guard let inviteLink else {
+                show("No meeting link for this call")
+                return []
+            }
+            log("Invite: \(inviteLink) (copied to the clipboard where the terminal allows it)", kind: .system)
+            show("Copied \(inviteLink)")
+            return [.copyToClipboard(inviteLink)]
+
         case .chat:
             isChatInputOpen = true
             flowViewsHidden = false

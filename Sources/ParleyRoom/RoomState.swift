@@ -133,6 +133,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var directLog: ChatLog
     /// Direct messages that arrived while the pane showed something else.
     public internal(set) var directUnread: Int
+    /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
+    public var inviteLink: String?
     /// The stats overlay is on.
     public internal(set) var statsShown: Bool
     /// The help overlay is on (it captures keys).

@@ -343,6 +343,32 @@ public final class Terminal {
     /// Not while a resize is pending (the kernel's size differs from the screen's): curses has not caught up yet,
     /// and a burst placed for the old size could land past the edge, wrap and scroll. The next frame, drawn at
     /// the new size, brings the pictures back.
+    /// Writes bytes to the terminal past curses (pictures, escape sequences curses has no call for).
+    private static func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    break
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// Puts `text` on the clipboard of the terminal in front of the user (OSC 52): it works over ssh, and inside
+    /// tmux when `set-clipboard` is on. A terminal without OSC 52 ignores it.
+    public func copyToClipboard(_ text: String) {
+        Self.writeAll(Self.clipboardSequence(text))
+    }
+
+    /// The OSC 52 sequence that sets the clipboard ("c") to `text`: ESC ] 52 ; c ; base64 BEL.
+    public static func clipboardSequence(_ text: String) -> [UInt8] {
+        Array("\u{1B}]52;c;".utf8) + Array(Data(text.utf8).base64EncodedString().utf8) + [0x07]
+    }
+
     private func writePictures(_ screen: Screen) -> Bool {
         var columns: Int32 = 0, rows: Int32 = 0
         if parley_terminal_size(STDOUT_FILENO, &columns, &rows) == 0, columns > 0, rows > 0,
@@ -369,17 +395,7 @@ public final class Terminal {
             }
         }
         output.finish()
-        output.bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    break
-                }
-                offset += written
-            }
-        }
+        Self.writeAll(output.bytes)
         parley_curses_assume_normal_attributes()
         pictureOutput = output
         pictureIndices.removeAll(keepingCapacity: true)

@@ -221,7 +221,10 @@ func runTerminal(_ options: AppOptions) async throws {
 /// `parley` with no subcommand: the lobby.
 struct Lobby: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Open the lobby: pick a relay, a name and a room, then join.")
+        abstract: "Open the lobby: pick a relay, a name and a room, then join. With a meeting link, join it.")
+
+    @Argument(help: "A meeting link, parley://HOST:PORT/ROOM: join it at once (Parley ends with the call).")
+    var link: String?
 
     @Option(help: "Relay address to prefill, HOST:PORT.")
     var server = LobbyState.defaultServer
@@ -235,9 +238,24 @@ struct Lobby: AsyncParsableCommand {
     @OptionGroup var options: InteractiveOptions
 
     func run() async throws {
-        let lobby = LobbyState(server: server, name: name, room: room)
+        var lobby = LobbyState(server: server, name: name, room: room)
+        var direct: JoinSettings?
+        if let link {
+            guard MeetingLink.looksLikeLink(link) else {
+                throw ValidationError("\"\(link)\" is not a meeting link or a command: to join a room by name run "
+                                      + "parley join \(link) --server HOST:PORT; see parley --help")
+            }
+            let (address, roomName, notices) = try target(link, server: nil, insecure: options.relayTrust.insecure)
+            lobby = LobbyState(server: address.description, name: name, room: roomName)
+            var settings = JoinSettings(
+                server: address, name: try DisplayName.validate(name), room: roomName, role: .broadcaster,
+                profile: options.adjusted(lobby.profile), encryption: nil)
+            settings.notices = notices
+            direct = settings
+        }
         do {
-            try await runTerminal(try options.appOptions(directJoin: nil, lobby: lobby, returnToLobby: true))
+            try await runTerminal(try options.appOptions(directJoin: direct, lobby: lobby,
+                                                         returnToLobby: direct == nil))
         } catch let error as TerminalError {
             throw CommandFailure("\(error)")
         }
@@ -246,13 +264,15 @@ struct Lobby: AsyncParsableCommand {
 
 /// `parley join ROOM --server HOST:PORT --name NAME`: straight into a call.
 struct Join: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Join a room directly.")
+    static let configuration = CommandConfiguration(abstract: "Join a room directly, by name or by meeting link.")
 
-    @Argument(help: "Room to join (letters, digits, spaces and common punctuation; created on first join).")
+    @Argument(help: """
+        Room to join (letters, digits, spaces and common punctuation; created on first join), or a meeting link         parley://HOST:PORT/ROOM.
+        """)
     var room: String
 
-    @Option(help: "Relay address, HOST:PORT.")
-    var server = LobbyState.defaultServer
+    @Option(help: "Relay address, HOST:PORT (default \(LobbyState.defaultServer); a link names its own).")
+    var server: String?
 
     @Option(help: "Display name (no spaces).")
     var name = ProcessInfo.processInfo.environment["USER"] ?? ""
@@ -269,10 +289,11 @@ struct Join: AsyncParsableCommand {
 
     func validate() throws {
         do {
-            _ = try ServerAddress(parsing: server)
+            _ = try target(room, server: server, insecure: options.relayTrust.insecure)
             _ = try VideoProfile.named(profile)
             _ = try DisplayName.validate(name)
-            _ = try RoomName.validate(room)
+        } catch let error as ValidationError {
+            throw error
         } catch {
             throw ValidationError("\(error)")
         }
@@ -282,16 +303,44 @@ struct Join: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let (address, roomName, notices) = try target(room, server: server, insecure: options.relayTrust.insecure)
         var settings = JoinSettings(
-            server: try ServerAddress(parsing: server), name: try DisplayName.validate(name),
-            room: try RoomName.validate(room), role: Role(rawValue: role) ?? .broadcaster,
+            server: address, name: try DisplayName.validate(name),
+            room: roomName, role: Role(rawValue: role) ?? .broadcaster,
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: try access.joinEncryption())
         settings.password = try access.roomPassword()
+        settings.notices = notices
         do {
             try await runTerminal(try options.appOptions(
-                directJoin: settings, lobby: LobbyState(server: server, name: name, room: room), returnToLobby: false))
+                directJoin: settings, lobby: LobbyState(server: address.description, name: name, room: roomName),
+                returnToLobby: false))
         } catch {
             throw CommandFailure("\(error)")
         }
     }
+}
+
+/// The relay and room a join names: a room and `--server`, or a meeting link (which names both). A room name the
+/// name rules change is joined cleaned and the change is said, never made silently.
+func target(_ text: String, server: String?, insecure: Bool) throws
+    -> (server: ServerAddress, room: String, notices: [String])
+{
+    var typedRoom = text
+    var address: ServerAddress
+    if MeetingLink.looksLikeLink(text) {
+        let link = try MeetingLink(parsing: text)
+        if let server, let given = try? ServerAddress(parsing: server), given != link.server {
+            throw ValidationError("the link names the relay \(link.server) and --server says \(given): give one of them")
+        }
+        if link.insecure && !insecure {
+            throw ValidationError("\(text) is a ws:// link (a relay without TLS): add --insecure to join it")
+        }
+        address = link.server
+        typedRoom = link.room
+    } else {
+        address = try ServerAddress(parsing: server ?? LobbyState.defaultServer)
+    }
+    let room = try RoomName.validate(typedRoom)
+    let notices = RoomName.changes(typedRoom).map { ["Joined \(room): \($0)"] } ?? []
+    return (address, room, notices)
 }

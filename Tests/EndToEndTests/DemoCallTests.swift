@@ -123,9 +123,9 @@ struct DemoCallTests {
         try pane.send(["?"])
         lines = try screen(pane, until: has("Keys"), "the help overlay")
         try Golden.check(lines, named: "demo_\(tag)_help")
-        // The help box may cover every picture on a small terminal, and leaves slivers of the others (a 10-row
-        // sliver of the moving test picture shows 6 or 7 colours; a picture that is not drawn shows 1 or 2).
-        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 5,
+        // Only the chrome here: the help box covers the pictures but for slivers of any height (one row of the
+        // moving test picture can be a single colour). The other screens of this test check the pictures.
+        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 0,
                                picturesExpected: false)
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Keys"), "help closed")

@@ -683,3 +683,17 @@ struct DirectChatTests {
         #expect(room.lastChat?.formatted == "bob ✓: joining in 5")
     }
 }
+
+@Suite("Room reducer: the invite link")
+struct InviteTests {
+    @Test("l shows the meeting link in the chat and asks the shell to copy it; without one it says so")
+    func invite() {
+        var room = Room(peers: 1)
+        #expect(room.press(.char("l")).isEmpty)
+        #expect(room.notice == "No meeting link for this call")
+        room.state.inviteLink = "parley://relay.example:7878/standup"
+        #expect(room.press(.char("l")) == [.copyToClipboard("parley://relay.example:7878/standup")])
+        #expect(room.lastChat?.text.hasPrefix("Invite: parley://relay.example:7878/standup") == true)
+        #expect(room.notice == "Copied parley://relay.example:7878/standup")
+    }
+}

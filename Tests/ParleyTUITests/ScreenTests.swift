@@ -142,3 +142,13 @@ struct ScreenTests {
         #expect(!a.contains(column: 10, row: 4))
     }
 }
+
+@Suite("Clipboard (OSC 52)")
+struct ClipboardTests {
+    @Test("the sequence is ESC ] 52 ; c ; base64 BEL, byte for byte")
+    func osc52() {
+        #expect(Terminal.clipboardSequence("parley://h:1/a") ==
+                [0x1B] + Array("]52;c;cGFybGV5Oi8vaDoxL2E=".utf8) + [0x07])
+        #expect(Terminal.clipboardSequence("") == [0x1B] + Array("]52;c;".utf8) + [0x07])
+    }
+}

@@ -121,6 +121,9 @@ final class CallSession {
             microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
             settings: settings)
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
+        state.inviteLink = MeetingLink(
+            server: configuration.server, room: configuration.room,
+            insecure: { if case .insecure = configuration.signalingSecurity { true } else { false } }()).description
         screen = RoomScreen(theme: theme, videoMode: videoMode)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
@@ -172,6 +175,7 @@ final class CallSession {
             case .openMessages: messagesAsked = true
             case .openDirect(let peer): openDirect(peer)
             case .sendDirect(let peer, let text): sendDirect(text, to: peer)
+            case .copyToClipboard(let text): terminal.copyToClipboard(text)
             default: engine.perform(effect)
             }
         }

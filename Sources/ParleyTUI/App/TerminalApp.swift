@@ -345,7 +345,7 @@ public enum TerminalApp {
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
             videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
-            devices: options.devices, notices: notices, messaging: options.messaging)
+            devices: options.devices, notices: settings.notices + notices, messaging: options.messaging)
     }
 }
 

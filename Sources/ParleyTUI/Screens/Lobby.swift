@@ -60,6 +60,8 @@ public struct JoinSettings: Hashable, Sendable {
     public var encryption: JoinEncryption?
     /// The room password (`--password`), nil for none.
     public var password: String? = nil
+    /// Said in the chat pane once the call opens (what the name rules changed in the room name typed).
+    public var notices: [String] = []
 
     /// Join settings.
     public init(

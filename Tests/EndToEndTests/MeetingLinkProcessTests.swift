@@ -1,0 +1,63 @@
+import Foundation
+import ParleyProcesses
+import Testing
+
+/// Meeting links with the real `parley` binary and a `parley serve` relay: joining by link (also as `parley LINK`),
+/// the answers to every wrong form, a room name the rules change said in the call, and the invite link copied to
+/// the clipboard with OSC 52 (tmux with set-clipboard on keeps it as a paste buffer).
+@Suite struct MeetingLinkProcessTests {
+    func serve(_ parley: String) throws -> (BackgroundProcess, String) {
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--state-dir", NSTemporaryDirectory() + "parley-link-\(getpid())"])
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        return (relay, port)
+    }
+
+    @Test func wrongFormsSayWhatToType() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let cases: [([String], String)] = [
+            (["join", "standup", "--server", "ws://127.0.0.1:7878/room", "--insecure"],
+             "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"),
+            (["join", "ws://127.0.0.1:7878/room"], "is a ws:// link (a relay without TLS): add --insecure"),
+            (["join", "parley://127.0.0.1:7878"], "names no room; add it after a slash: parley://127.0.0.1:7878/ROOM"),
+            (["join", "https://relay.example/standup"], "is a web address; a meeting link starts with parley://"),
+            (["join", "parley://relay.example/standup", "--server", "other.example:7878"],
+             "the link names the relay relay.example:7878 and --server says other.example:7878"),
+            (["standup"], "is not a meeting link or a command: to join a room by name run parley join standup"),
+        ]
+        for (arguments, expected) in cases {
+            let result = try ChildProcess.run(parley, arguments, timeout: .seconds(20))
+            #expect(result.status != 0 && result.output.contains(expected), "\(arguments): \(result.output)")
+        }
+    }
+
+    @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let (relay, port) = try serve(parley)
+        defer { relay.stop() }
+        let pane = try TmuxPane(
+            command: "sh -c '\(parley) ws://127.0.0.1:\(port)/team%2Falpha --insecure --guest --name alice "
+                + "--video synthetic --audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        try pane.run(["set-option", "-s", "set-clipboard", "on"])
+        var lines = try pane.waitFor { $0.contains { $0.contains("Joined teamalpha:") } }
+        #expect(lines.contains { $0.contains("Joined teamalpha: '/' is not allowed in room names") },
+                "\(lines.joined(separator: "\n"))")
+        #expect(lines.first?.contains("teamalpha") == true, "\(lines.joined(separator: "\n"))")
+
+        try pane.send(["l"])
+        lines = try pane.waitFor { $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") } }
+        #expect(lines.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") }, "\(lines.joined(separator: "\n"))")
+        var buffer = ""
+        for _ in 0..<50 where buffer.isEmpty {
+            buffer = (try? pane.run(["show-buffer"])) ?? ""
+            if buffer.isEmpty { usleep(100_000) }
+        }
+        #expect(buffer == "ws://127.0.0.1:\(port)/teamalpha", "the clipboard holds \"\(buffer)\"")
+
+        try pane.send(["q"])
+        try pane.send(["y"])
+        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
+    }
+}
