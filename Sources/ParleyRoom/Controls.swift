@@ -47,6 +47,7 @@ public enum ControlBar {
         case .stats: return state.statsShown
         case .help: return state.helpShown
         case .direct: return state.directPeer != nil
+        case .roster: return state.rosterShown
         case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite: return nil
         }
     }

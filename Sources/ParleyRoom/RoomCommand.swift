@@ -35,6 +35,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case messages = "messages"
     /// Show the room's meeting link and copy it to the clipboard.
     case invite = "invite"
+    /// Show who is in the call and what happened in it.
+    case roster = "roster"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -58,6 +60,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .direct: return [.char("d")]
         case .messages: return [.char("M")]
         case .invite: return [.char("l")]
+        case .roster: return [.char("r")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -82,6 +85,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .direct: return "DM"
         case .messages: return "Messages"
         case .invite: return "Invite"
+        case .roster: return "Roster"
         case .leave: return "Leave"
         }
     }
@@ -106,6 +110,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .direct: return "Chat pane: the room, or your last direct messages (/dm NAME)"
         case .messages: return "Your messages and channels; the call goes on (Esc returns)"
         case .invite: return "Show the meeting link and copy it to the clipboard"
+        case .roster: return "Show or hide who is here (role, mic, camera, since when) and the activity"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -115,7 +120,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
             return true
-        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite:
+        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster:
             return false
         }
     }

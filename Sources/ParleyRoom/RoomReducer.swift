@@ -47,6 +47,13 @@ extension RoomState {
         changes.insert(.status)
     }
 
+    /// Adds a line to the activity log (bounded).
+    mutating func record(_ text: String) {
+        activity.append(ActivityEntry(at: now, text: text))
+        if activity.count > Self.activityLimit { activity.removeFirst(activity.count - Self.activityLimit) }
+        if rosterShown { changes.insert(.overlay) }
+    }
+
     mutating func log(_ text: String, kind: ChatKind, sender: String? = nil) {
         chatLog.append(ChatEntry(sender: sender, text: text, time: now, kind: kind))
         changes.insert(.chat)
@@ -94,7 +101,12 @@ extension RoomState {
             sessions[0].connection = .connected
             sessions.removeAll { !$0.isLocal && $0.id == localID }
             connection = .connected
+            disconnectedAt = nil
             if callStartedAt == nil { callStartedAt = now }
+            if sessions[0].joinedAt == nil {
+                sessions[0].joinedAt = now
+                record("You joined \(roomName) as \(localSession.name)")
+            }
             log("You joined \(roomName) as \(localSession.name)", kind: .system)
             changes.insert([.status, .tiles])
 
@@ -110,8 +122,11 @@ extension RoomState {
                 sessions[index].name = name
                 sessions[index].role = role
             } else {
-                sessions.append(VideoSession(id: id, name: name, role: role))
+                var session = VideoSession(id: id, name: name, role: role)
+                session.joinedAt = now
+                sessions.append(session)
                 log(role == .audience ? "\(name) joined the audience" : "\(name) joined", kind: .system)
+                record(role == .audience ? "\(name) joined the audience" : "\(name) joined")
             }
             changes.insert(.tiles)
 
@@ -119,12 +134,14 @@ extension RoomState {
             guard let index = index(of: id), index > 0 else { break }
             let name = sessions[index].name
             sessions.remove(at: index)
-            switch reason {
-            case .quit: log("\(name) left", kind: .system)
-            case .timeout: log("\(name) stopped responding and was removed", kind: .system)
-            case .dropped: log("\(name) dropped out of the call", kind: .system)
-            case .removed: log("\(name) was removed by the host", kind: .system)
+            let text = switch reason {
+            case .quit: "\(name) left"
+            case .timeout: "\(name) stopped responding and was removed"
+            case .dropped: "\(name) dropped out of the call"
+            case .removed: "\(name) was removed by the host"
             }
+            log(text, kind: .system)
+            record(text)
             changes.insert(.tiles)
 
         case .firstLocalFrame(let size):
@@ -238,6 +255,9 @@ extension RoomState {
             }
 
         case .hostChanged(let id):
+            if hostID != id, let name = id == localID ? "You" : session(id)?.name {
+                record("\(name) \(id == localID ? "are" : "is") the host")
+            }
             hostID = id
             if id == localID {
                 log("You are the host: /allow NAME lets someone broadcast, /remove NAME removes them", kind: .system)
@@ -276,6 +296,7 @@ extension RoomState {
             sessions[index].role = role
             let who = index == 0 ? "You are" : "\(sessions[index].name) is"
             log(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience", kind: .system)
+            record(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience")
             changes.insert([.tiles, .controls])
         }
         normalize()
@@ -286,19 +307,24 @@ extension RoomState {
         switch alert {
         case .interrupted:
             connection = .interrupted
+            if disconnectedAt == nil { disconnectedAt = now }
             for index in sessions.indices where index > 0 { sessions[index].connection = .reconnecting }
             log("Connection interrupted", kind: .alert)
+            record("Connection interrupted")
         case .reconnecting:
             connection = .reconnecting
             log("Reconnecting…", kind: .alert)
         case .reconnected:
             connection = .connected
+            disconnectedAt = nil
+            record("Reconnected")
             for index in sessions.indices where index > 0 {
                 sessions[index].connection = sessions[index].videoSize == nil ? .connecting : .connected
             }
             log("Reconnected", kind: .alert)
         case .lost:
             connection = .lost
+            if disconnectedAt == nil { disconnectedAt = now }
             log("Connection lost", kind: .alert)
         case .message(let text):
             guard !text.isEmpty else { return }
@@ -627,6 +653,9 @@ extension RoomState {
             if fullscreen != nil {
                 fullscreen = nil
                 changes.insert(.tiles)
+            } else if rosterShown {
+                rosterShown = false
+                changes.insert([.overlay, .tiles])
             } else if statsShown {
                 statsShown = false
                 changes.insert(.tiles)
@@ -649,6 +678,11 @@ extension RoomState {
         case .stats:
             statsShown.toggle()
             changes.insert(.tiles)
+            return []
+
+        case .roster:
+            rosterShown.toggle()
+            changes.insert([.overlay, .tiles])
             return []
 
         case .help:

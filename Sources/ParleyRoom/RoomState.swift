@@ -103,6 +103,18 @@ public struct RoomChanges: OptionSet, Hashable, Sendable {
     public static let all: RoomChanges = [.tiles, .chat, .controls, .overlay, .status]
 }
 
+/// One line of the call's activity log.
+public struct ActivityEntry: Hashable, Sendable {
+    /// On the room's clock.
+    public var at: Duration
+    public var text: String
+
+    public init(at: Duration, text: String) {
+        self.at = at
+        self.text = text
+    }
+}
+
 /// Everything the renderer needs to draw the room, changed only by ``reduce(_:_:)``.
 public struct RoomState: Hashable, Sendable {
     /// Timing, limits, layout tuning and keys.
@@ -135,6 +147,14 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var directUnread: Int
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// The roster overlay is on.
+    public internal(set) var rosterShown = false
+    /// Joins, leaves, role and host changes with their times, oldest first (at most `activityLimit`).
+    public internal(set) var activity: [ActivityEntry] = []
+    /// Entries the activity log keeps (the oldest go).
+    public static let activityLimit = 200
+    /// When the connection was last lost (nil while connected): the member list is as of then.
+    public internal(set) var disconnectedAt: Duration?
     /// The stats overlay is on.
     public internal(set) var statsShown: Bool
     /// The help overlay is on (it captures keys).

@@ -116,6 +116,8 @@ public struct VideoSession: Hashable, Sendable, Identifiable {
     public var connection: SessionConnection
     /// Their media does not decrypt with our room secret (they use another one): the tile says so.
     public var cannotDecrypt = false
+    /// When the participant joined, on the room's clock (nil until known).
+    public var joinedAt: Duration? = nil
 
     /// A session with media not yet started.
     public init(

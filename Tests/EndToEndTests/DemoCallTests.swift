@@ -135,6 +135,15 @@ struct DemoCallTests {
         #expect(lines.contains { $0.contains("320x240") }, "the bots' resolution shows in their tiles")
         try pane.send(["i"])
 
+        // The roster: everyone with role, microphone and camera, and the activity with the bots joining.
+        try pane.send(["r"])
+        lines = try screen(pane, until: has("Roster · 4"), "the roster")
+        #expect(lines.contains { $0.contains("you (you)") && $0.contains("in the call") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("Activity") } && lines.contains { $0.contains("joined") },
+                "\(lines.joined(separator: "\n"))")
+        try pane.send(["Escape"])
+        lines = try screen(pane, until: lacks("Roster"), "roster closed")
+
         try pane.send(["q"])
         lines = try screen(pane, until: has("Leave the call?"), "the leave question")
         try pane.send(["y"])

@@ -697,3 +697,45 @@ struct InviteTests {
         #expect(room.notice == "Copied parley://relay.example:7878/standup")
     }
 }
+
+@Suite("Room reducer: roster and activity")
+struct RosterTests {
+    @Test("r toggles the roster and Esc hides it; joins, leaves, roles, the host and the connection are logged with their times")
+    func rosterAndActivity() {
+        var room = Room()
+        room.tick(after: 1000)
+        room.send(.userJoined(peer(2), name: "bob", role: .broadcaster))
+        room.send(.hostChanged(me))
+        room.send(.roleChanged(peer(2), .audience))
+        room.send(.alert(.interrupted))
+        #expect(room.state.disconnectedAt == room.clock, "the member list is as of now")
+        room.send(.alert(.reconnected))
+        #expect(room.state.disconnectedAt == nil)
+        room.send(.userOffline(peer(2), reason: .quit))
+        #expect(room.state.activity.map(\.text) == [
+            "You joined standup as me", "bob joined", "You are the host", "bob is now in the audience",
+            "Connection interrupted", "Reconnected", "bob left",
+        ])
+        #expect(room.state.activity[1].at == .milliseconds(1000))
+        #expect(room.state.sessions[0].joinedAt == .zero)
+        room.press(.char("r"))
+        #expect(room.state.rosterShown)
+        room.press(.escape)
+        #expect(!room.state.rosterShown)
+        room.press(.char("r"))
+        room.press(.char("r"))
+        #expect(!room.state.rosterShown)
+    }
+
+    @Test("the activity log is bounded, the oldest going first")
+    func bounded() {
+        var room = Room()
+        for n in 0..<(RoomState.activityLimit + 10) {
+            let id = peer(UInt32(n + 2))
+            room.send(.userJoined(id, name: "p\(n)", role: .broadcaster))
+            room.send(.userOffline(id, reason: .quit))
+        }
+        #expect(room.state.activity.count == RoomState.activityLimit)
+        #expect(room.state.activity.last?.text == "p\(RoomState.activityLimit + 9) left")
+    }
+}

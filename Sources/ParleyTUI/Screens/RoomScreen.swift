@@ -35,6 +35,7 @@ public struct RoomScreen: Sendable {
         if let notice = state.notice {
             drawNotice(notice.text, into: &screen, in: ScreenRect(layout.video))
         }
+        if state.rosterShown, !state.helpShown { drawRoster(state, into: &screen) }
         if state.helpShown { drawHelp(keymap: state.settings.keymap, into: &screen) }
         if state.leavePending { drawLeaveQuestion(into: &screen) }
         return screen
@@ -90,7 +91,12 @@ public struct RoomScreen: Sendable {
         screen.fill(rect, style: base)
         let separator = StyledRun(" · ", base)
         let count = state.sessions.count
-        var after: [StyledRun] = [separator, StyledRun(count == 1 ? "1 person" : "\(count) people", base)]
+        var people = count == 1 ? "1 person" : "\(count) people"
+        if let lost = state.disconnectedAt {
+            // Nobody can be told who came or went while the relay is out of reach: the count is as of then.
+            people += " as of \(Self.callTime(state.now - lost)) ago"
+        }
+        var after: [StyledRun] = [separator, StyledRun(people, base)]
         let connection = Self.connectionLabel(state.connection)
         after += [
             separator, StyledRun(connection.text, connection.role.map { base.overlaid(with: theme.style($0)) } ?? base),
@@ -154,6 +160,46 @@ public struct RoomScreen: Sendable {
         screen.writeCentered(
             Self.leaveQuestion, row: inside.row, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
         screen.writeCentered(hint, row: inside.row + 1, in: inside, style: style)
+    }
+
+    /// The roster: everyone with role, microphone, camera, speaking and time in the call, then the newest activity.
+    func drawRoster(_ state: RoomState, into screen: inout Screen) {
+        let style = theme.style(.overlay)
+        let bold = style.overlaid(with: CellStyle(attributes: .bold))
+        var rows: [(String, CellStyle)] = []
+        for session in state.sessions {
+            rows.append((Self.rosterLine(session, state: state), session.isSpeaking ? bold : style))
+        }
+        rows.append(("", style))
+        rows.append(("Activity", bold))
+        let room = max(1, screen.height - 4 - rows.count)
+        let start = state.callStartedAt ?? .zero
+        for entry in state.activity.suffix(room) {
+            rows.append(("\(Self.callTime(max(.zero, entry.at - start)))  \(entry.text)", style))
+        }
+        if state.activity.isEmpty { rows.append(("nothing yet", style)) }
+        let width = min(screen.width - 2, max(40, (rows.map { DisplayWidth.of($0.0) }.max() ?? 0) + 4))
+        let shown = Array(rows.prefix(max(1, screen.height - 2)))
+        let rect = ScreenRect(column: (screen.width - width) / 2, row: max(0, (screen.height - shown.count - 2) / 2),
+                              width: width, height: shown.count + 2)
+        screen.drawPanel(rect, style: style, title: "Roster · \(state.sessions.count)")
+        for (offset, row) in shown.enumerated() {
+            screen.writeFitted(row.0, column: rect.column + 2, row: rect.row + 1 + offset, width: width - 4,
+                               style: row.1)
+        }
+    }
+
+    /// "bob ✓  broadcaster  mic on  camera off  speaking  12:03 in the call".
+    static func rosterLine(_ session: VideoSession, state: RoomState) -> String {
+        var parts = [session.name + (session.isLocal ? " (you)" : "") + (session.id == state.hostID ? " (host)" : "")]
+        parts.append(session.role == .audience ? "audience" : "broadcaster")
+        if session.role == .broadcaster {
+            parts.append(session.audioMuted ? "mic off" : "mic on")
+            parts.append(session.videoMuted ? "camera off" : "camera on")
+        }
+        if session.isSpeaking { parts.append("speaking") }
+        if let joined = session.joinedAt { parts.append("\(callTime(max(.zero, state.now - joined))) in the call") }
+        return parts.joined(separator: "  ")
     }
 
     func drawHelp(keymap: Keymap, into screen: inout Screen) {

@@ -88,6 +88,22 @@ struct GoldenScreenTests {
         Golden.check(room.render(size), Self.name("room_help", size))
     }
 
+    @Test("roster and activity, with the count as of a lost connection", arguments: sizes)
+    func roster(size: TerminalSize) {
+        var room = RoomFixture()
+        room.advance(to: 5)
+        let bob = room.addPeer("bob ✓", muted: true)
+        room.advance(to: 65)
+        room.addPeer("carol", video: .off)
+        room.send(.event(.hostChanged(RoomFixture.localID)))
+        room.send(.event(.roleChanged(bob, .audience)))
+        room.advance(to: 125)
+        room.send(.event(.alert(.interrupted)))
+        room.advance(to: 137)
+        room.press(.char("r"))
+        Golden.check(room.render(size), Self.name("room_roster", size))
+    }
+
     @Test("leave confirmation", arguments: sizes)
     func leave(size: TerminalSize) {
         var room = RoomFixture.withPeers(["bob", "carol"])
