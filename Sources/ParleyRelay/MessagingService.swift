@@ -306,11 +306,19 @@ public final class MessagingService: @unchecked Sendable {
             senderCopy: reader == stored.message.sender ? stored.message.senderCopy.map { Data($0).base64EncodedString() } : nil)
     }
 
-    /// Marks every pending receipt's messages delivered in one transaction, then sends the next backlog pages and
-    /// tells the senders.
-    private func flushReceipts() {
-        let batch = pendingReceipts
-        pendingReceipts.removeAll(keepingCapacity: true)
+    /// Marks pending receipts' messages delivered in one transaction, then sends the next backlog pages and tells
+    /// the senders. Unless `all`, at most about `receiptChunk` messages a turn: the rest wait for the next turn of the
+    /// queue, behind sends that arrived meanwhile (a hundred recipients acknowledging at once would otherwise hold
+    /// every new message back for the whole batch).
+    private func flushReceipts(all: Bool = true) {
+        var taken = 0, count = 0
+        while taken < pendingReceipts.count, all || taken == 0 || count < Self.receiptChunk {
+            count += pendingReceipts[taken].sequences.count
+            taken += 1
+        }
+        let batch = Array(pendingReceipts.prefix(taken))
+        pendingReceipts.removeFirst(taken)
+        if !pendingReceipts.isEmpty { scheduleFlush() }
         guard !batch.isEmpty else { return }
         let results: [[MessageMark]]
         do {
@@ -332,10 +340,14 @@ public final class MessagingService: @unchecked Sendable {
         queue.async { [self] in flushSends() }
     }
 
-    /// Commits every pending send in one transaction, then acknowledges each and delivers the new ones live.
+    /// Messages marked delivered in one turn of the queue.
+    static let receiptChunk = 64
+
+    /// Commits every pending send in one transaction, then acknowledges each and delivers the new ones live; then a
+    /// chunk of receipts.
     private func flushSends() {
         flushScheduled = false
-        flushReceipts()
+        defer { flushReceipts(all: false) }
         let batch = pendingSends
         pendingSends.removeAll(keepingCapacity: true)
         guard !batch.isEmpty else { return }
@@ -377,7 +389,10 @@ public final class MessagingService: @unchecked Sendable {
             break
         default:
             // Anything that reads sees every send and receipt that arrived before it.
-            if flushScheduled { flushSends() }
+            if flushScheduled || !pendingReceipts.isEmpty {
+                flushSends()
+                flushReceipts()
+            }
         }
         do throws(StoreError) {
             switch request {
