@@ -103,6 +103,8 @@ public enum TerminalApp {
             mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
         }
         while true {
+            // Set when a call ended (from the call screen or under the messages screen): to the lobby, or out.
+            var endedCall: String?
             switch mode {
             case .lobby:
                 let size = terminal.size
@@ -261,11 +263,7 @@ public enum TerminalApp {
                                          MessagesSession(account: account))
                 case .left(let note), .failed(let note):
                     session.close()
-                    guard options.returnToLobby else { return note }
-                    lobby.callEnded(note)
-                    lastLobbyDraw = nil
-                    terminal.invalidate()
-                    mode = .lobby
+                    endedCall = note
                 }
 
             case .callMessages(let call, var state, let messages):
@@ -280,12 +278,15 @@ public enum TerminalApp {
                 case .callEnded(let note):
                     messages.close()
                     call.close()
-                    guard options.returnToLobby else { return note }
-                    lobby.callEnded(note)
-                    lastLobbyDraw = nil
-                    terminal.invalidate()
-                    mode = .lobby
+                    endedCall = note
                 }
+            }
+            if let note = endedCall {
+                guard options.returnToLobby else { return note }
+                lobby.callEnded(note)
+                lastLobbyDraw = nil
+                terminal.invalidate()
+                mode = .lobby
             }
         }
     }
