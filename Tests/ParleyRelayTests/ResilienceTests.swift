@@ -186,11 +186,13 @@ struct ResilienceTests {
         func counts() async -> (received: Int, sent: Int) {
             await (alice.statistics().peers[bobID]?.videoPacketsReceived ?? 0, bob.statistics().videoPacketsSent)
         }
+        // Over 2 s, and with room for the packets in flight at either end of the window (a busy machine delivered
+        // 35 in a 1 s window in which bob counted 27 sent): a second alice at the relay would double it.
         let start = await counts()
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(2))
         let end = await counts()
         let received = end.received - start.received, sent = end.sent - start.sent
-        #expect(sent > 10 && received <= sent + sent / 5, "alice received \(received) of bob's \(sent) packets")
+        #expect(sent > 20 && received <= sent * 3 / 2, "alice received \(received) of bob's \(sent) packets")
         _ = bobLog
 
         await alice.leave()
