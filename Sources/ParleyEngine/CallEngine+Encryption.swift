@@ -117,7 +117,7 @@ extension EngineCore {
 
 extension CallConfiguration {
     /// Signaling is plain `ws://` (`--insecure`): the header says so.
-    var insecureTransport: Bool {
+    public var insecureTransport: Bool {
         if case .insecure = signalingSecurity { return true }
         return false
     }

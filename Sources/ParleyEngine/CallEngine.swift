@@ -517,10 +517,9 @@ final class EngineCore {
         case .hand(let member):
             emit(.handRaised(ParticipantID(member.id)))
         case .chatHistory(let history):
-            emit(.earlierChat(history.lines.map {
-                ChatEntry(sender: $0.kind == "message" ? $0.from : nil,
-                          text: $0.kind == "message" ? $0.text : ChatHistoryLine.activityWords($0), time: .zero,
-                          kind: $0.kind == "message" ? .chat : .system)
+            emit(.earlierChat(history.lines.map { line in
+                line.kind == "message" ? ChatEntry(sender: line.from, text: line.text, time: .zero, kind: .chat)
+                    : ChatEntry(sender: nil, text: line.words, time: .zero, kind: .system)
             }))
         case .removed(let removal):
             // Removed by the host: the call is over, and reconnecting would only walk back in.

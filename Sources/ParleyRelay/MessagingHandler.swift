@@ -39,14 +39,7 @@ final class MessagingHandler: ChannelInboundHandler {
                 service.refuse(id, SignalingError(.badJSON, "a text frame that is not valid UTF-8"))
                 return
             }
-            // Parsed here, on the connection's event loop, so the service's one queue only does the work.
-            let request: Result<MessagingRequest, SignalingError>
-            do throws(SignalingError) {
-                request = .success(try MessagingRequest.decode(text))
-            } catch {
-                request = .failure(error)
-            }
-            service.receive(request, on: id)
+            service.receive(text, on: id)
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
                                   promise: nil)

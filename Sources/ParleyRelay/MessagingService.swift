@@ -106,7 +106,8 @@ public final class MessagingService: @unchecked Sendable {
         }
     }
 
-    /// A text frame arrived.
+    /// A text frame arrived. It is parsed here, on the caller's thread (the connection's event loop), so the
+    /// service's one queue only does the work.
     public func receive(_ text: String, on id: UInt64) {
         let request: Result<MessagingRequest, SignalingError>
         do throws(SignalingError) {
@@ -114,11 +115,6 @@ public final class MessagingService: @unchecked Sendable {
         } catch {
             request = .failure(error)
         }
-        receive(request, on: id)
-    }
-
-    /// A text frame arrived, already parsed (or refused) on the connection's own thread.
-    public func receive(_ request: Result<MessagingRequest, SignalingError>, on id: UInt64) {
         queue.async { [self] in handle(request, on: id) }
     }
 
@@ -235,8 +231,8 @@ public final class MessagingService: @unchecked Sendable {
         }
         connections[id]?.pending = nil
         let message = AccountIdentity.loginMessage(name: pending.name, challenge: pending.nonce)
-        guard let signature = Data(base64Encoded: proof.signature),
-              pending.keys.verifies(Array(signature), of: message)
+        guard let signature = AccountKeys.signature(base64: proof.signature),
+              pending.keys.verifies(signature, of: message)
         else {
             peer.send(.error(SignalingError(.accountRefused, "the login proof does not verify with the keys sent")))
             return

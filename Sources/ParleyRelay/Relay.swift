@@ -136,10 +136,10 @@ public final class Relay: Sendable {
                 core.value.messaging = messaging
             }.get()
             // A message posted in a room's channel from outside the call shows in the call.
+            let onLoop = try await loop.submit { core.value.onLoop }.get()
             messaging?.observeChannelPosts { line in
                 guard line.post.kind == .message else { return }
-                loop.execute {
-                    let core = core.value
+                onLoop { core in
                     core.perform(core.state.channelLine(room: line.post.channel, from: line.post.sender,
                                                         text: line.post.text, time: line.post.postedAt))
                 }
@@ -318,6 +318,12 @@ final class RelayCore {
 
     var now: Duration { clock.now - epoch }
 
+    /// Runs work on this core's loop from another thread (the messaging queue's answers come back this way).
+    var onLoop: @Sendable (@escaping @Sendable (RelayCore) -> Void) -> Void {
+        let core = NIOLoopBound(self, eventLoop: loop), loop = self.loop
+        return { body in loop.execute { body(core.value) } }
+    }
+
     var counters: RelayCounters {
         var counters = state.counters
         counters.packetsForwarded = forwarded
@@ -471,32 +477,27 @@ final class RelayCore {
                         connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
                     continue
                 }
-                let core = NIOLoopBound(self, eventLoop: loop)
-                let loop = self.loop
+                let onLoop = onLoop
                 messaging.checkAccount(account, message: message, signature: signature) { check in
-                    loop.execute {
-                        let core = core.value
-                        core.perform(core.state.accountChecked(connection, check, now: core.now))
-                    }
+                    onLoop { core in core.perform(core.state.accountChecked(connection, check, now: core.now)) }
                 }
             case .roomChat(let room, let id, let sender, let text, let time):
                 messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
             case .callActivity(let activity):
-                guard let messaging else { continue }
-                guard activity.joined, activity.kept, let connection = activity.connection else {
-                    messaging.callActivity(activity)
-                    continue
+                // A joiner (its connection is named) gets the room's kept lines from before it.
+                var history: (@Sendable ([StoredChannelPost]) -> Void)?
+                if let connection = activity.connection {
+                    let onLoop = onLoop
+                    history = { lines in
+                        guard !lines.isEmpty else { return }
+                        let message = ServerMessage.chatHistory(ChatHistory(room: activity.room, lines: lines.map {
+                            ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
+                                            time: $0.post.postedAt, members: $0.members)
+                        }))
+                        onLoop { $0.perform([.send(message, to: [connection])]) }
+                    }
                 }
-                let core = NIOLoopBound(self, eventLoop: loop)
-                let loop = self.loop
-                messaging.callActivity(activity) { lines in
-                    guard !lines.isEmpty else { return }
-                    let history = ChatHistory(room: activity.room, lines: lines.map {
-                        ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
-                                        time: $0.post.postedAt, members: $0.members)
-                    })
-                    loop.execute { core.value.perform([.send(.chatHistory(history), to: [connection])]) }
-                }
+                messaging?.callActivity(activity, history: history)
             }
         }
     }

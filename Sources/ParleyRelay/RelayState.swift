@@ -701,9 +701,10 @@ public struct RelayState: Sendable {
                               videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
         let others = connections(in: room, except: nil)
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
-        // A room with a password or end-to-end encryption is never named in presence: its name is part of what keeps
-        // it private.
-        let hidesRoom = request.hideRoom || rooms[room]?.isOpen == false || admission.newRoom?.isOpen == false
+        // A room with a password or end-to-end encryption is never named in presence (its name is part of what keeps
+        // it private), and its chat is never kept.
+        let isOpen = rooms[room]?.isOpen == true
+        let hidesRoom = request.hideRoom || !isOpen
         members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
                              videoKbps: request.videoKbps, hidesRoom: hidesRoom)
         rooms[room, default: Room(name: room)].members.append(id)
@@ -712,13 +713,12 @@ public struct RelayState: Sendable {
         connections[connection]?.member = id
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         joined.accountProblem = accountProblem
-        let kept = keepsChat && rooms[room]?.isOpen == true
         return [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
             .callActivity(CallActivity(room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
-                                       hidesRoom: hidesRoom, kept: kept, connection: connection)),
+                                       hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
         ]
     }
 

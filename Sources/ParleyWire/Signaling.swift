@@ -342,11 +342,6 @@ public struct ChatHistoryLine: Codable, Sendable, Equatable {
         self.members = members
     }
 
-    /// An activity line in words ("bob joined the call (3 in the call)"); a message's text as it is.
-    public static func activityWords(_ line: ChatHistoryLine) -> String {
-        line.kind == "message" ? line.text : line.words
-    }
-
     /// The line in words, as the chat pane shows it.
     public var words: String {
         switch kind {

@@ -121,9 +121,8 @@ final class CallSession {
             microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
             settings: settings)
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
-        state.inviteLink = MeetingLink(
-            server: configuration.server, room: configuration.room,
-            insecure: { if case .insecure = configuration.signalingSecurity { true } else { false } }()).description
+        state.inviteLink = MeetingLink(server: configuration.server, room: configuration.room,
+                                       insecure: configuration.insecureTransport).description
         screen = RoomScreen(theme: theme, videoMode: videoMode)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
