@@ -490,7 +490,7 @@ final class RelayCore {
                     let onLoop = onLoop
                     history = { lines in
                         guard !lines.isEmpty else { return }
-                        let message = ServerMessage.chatHistory(ChatHistory(room: activity.room, lines: lines.map {
+                        let message = ServerMessage.chatHistory(ChatHistory.fitting(room: activity.room, lines: lines.map {
                             ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
                                             time: $0.post.postedAt, members: $0.members)
                         }))

@@ -319,6 +319,16 @@ public struct ChatHistory: Codable, Sendable, Equatable {
         self.room = room
         self.lines = lines
     }
+
+    /// The newest of `lines` (oldest first) that fit one signaling message: a hundred lines of 2,000 characters
+    /// would be far past `maxSignalingMessageBytes`, which every client refuses.
+    public static func fitting(room: String, lines: [ChatHistoryLine]) -> ChatHistory {
+        var history = ChatHistory(room: room, lines: Array(lines.suffix(maximumLines)))
+        while !history.lines.isEmpty, ServerMessage.chatHistory(history).encoded().utf8.count > maxSignalingMessageBytes {
+            history.lines.removeFirst(max(1, history.lines.count / 4))
+        }
+        return history
+    }
 }
 
 /// One kept line of a room's chat: a message, or someone joining or leaving the call.

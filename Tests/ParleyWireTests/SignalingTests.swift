@@ -172,3 +172,23 @@ private struct SignalingFuzzRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+struct ChatHistoryFitTests {
+    func line(_ index: Int, characters: Int) -> ChatHistoryLine {
+        ChatHistoryLine(kind: "message", from: "carol (guest)", text: "\(index) " + String(repeating: "é", count: characters),
+                        time: Int64(index))
+    }
+
+    @Test func aRoomsHistoryFitsOneSignalingMessageKeepingTheNewestLines() throws {
+        // A hundred lines of 2,000 characters would be about 400 KB: the newest that fit go, and every client reads it.
+        let long = (0..<150).map { line($0, characters: 2000) }
+        let fitted = ChatHistory.fitting(room: "standup", lines: long)
+        let text = ServerMessage.chatHistory(fitted).encoded()
+        #expect(text.utf8.count <= maxSignalingMessageBytes)
+        #expect(!fitted.lines.isEmpty && fitted.lines.last == long.last, "the newest line is kept")
+        #expect(try ServerMessage.decode(text) == .chatHistory(fitted))
+        // Short lines: the newest hundred, all of them.
+        let short = (0..<150).map { line($0, characters: 10) }
+        #expect(ChatHistory.fitting(room: "standup", lines: short).lines == Array(short.suffix(ChatHistory.maximumLines)))
+    }
+}
