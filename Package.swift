@@ -100,7 +100,9 @@ let package = Package(
         // Terminal front end: pure screen rendering plus the one type that calls ncurses.
         .target(
             name: "ParleyTUI",
-            dependencies: ["ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleySecurity", "CNcursesw", "CCursesShim"]),
+            dependencies: [
+                "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleySecurity", "ParleyWire", "CNcursesw", "CCursesShim",
+            ]),
         // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run.
         .target(
             name: "ParleyBench",

@@ -101,6 +101,9 @@ public struct CallConfiguration: Sendable {
     public var account: AccountIdentity? = nil
     /// Keep the room out of the account's presence (others see "in a call" without which).
     public var hideRoom = false
+    /// Send the camera in simulcast layers (full, half, quarter size) so each receiver gets the one its tile needs;
+    /// false sends the full size alone (`--no-simulcast`).
+    public var simulcast = true
     /// Display name.
     public var name: String
     /// Broadcaster sends media; audience only receives.

@@ -35,6 +35,10 @@ public struct CallStatistics: Sendable {
         public var decryptFailures = 0
         /// Keyframes of this peer dropped unseen by the decoder: they declared a picture beyond the largest profile.
         public var oversizedKeyframes = 0
+        /// The simulcast layer being received (0 is the full size).
+        public var videoLayer = 0
+        /// Times the relay moved this receiver to another of the peer's layers.
+        public var layerSwitches = 0
     }
 
     /// This member's id (0 before joining).
@@ -68,6 +72,13 @@ public struct CallStatistics: Sendable {
     public var forgedFeedbackDropped = 0
     /// Peers by member id.
     public var peers: [UInt32: Peer] = [:]
+    /// The layers this member sends in, largest first, and which of them are encoded now (the relay's demand).
+    public var videoLayers: [VideoLayerSize] = []
+    public var activeVideoLayers: [Bool] = []
+    /// Frames sent per layer.
+    public var videoFramesSentPerLayer: [Int] = []
+    /// The room's dominant speaker as the relay last said, nil for nobody yet.
+    public var dominantSpeaker: UInt32?
 }
 
 /// The client side of a call: signaling to the relay, media over UDP, codecs, jitter buffers. Feed its `events`
@@ -117,6 +128,14 @@ public final class CallEngine: Sendable {
     public func statistics() async -> CallStatistics {
         let core = self.core
         return (try? await core.eventLoop.submit { core.value.statistics }.get()) ?? CallStatistics()
+    }
+
+    /// Tells the relay the pixel size each peer is drawn at (0x0 for a peer not on screen), so it forwards the
+    /// smallest simulcast layer that covers it. Unchanged reports are not sent again; changes are sent at most
+    /// four times a second.
+    public func reportTiles(_ tiles: [TileSize]) {
+        let core = self.core
+        core.eventLoop.execute { core.value.reportTiles(tiles) }
     }
 
     /// Drops the signaling connection without a goodbye, as a network failure would (tests of reconnection).
@@ -219,6 +238,14 @@ final class EngineCore {
     /// Opens what the others send.
     var opener: MediaOpener?
     private var lastStats: Duration = .zero
+    /// The relay's last word on which of our layers anybody receives (kept across a media restart).
+    var pendingLayerDemand: [Bool]?
+    private var dominantSpeaker: UInt32?
+    /// The tile report last sent, the one waiting for the rate limit, and when one last went out.
+    private var sentTiles: [TileSize]?
+    private var wantedTiles: [TileSize]?
+    private var tilesSentAt: Duration?
+    private var tilesTask: Scheduled<Void>?
     private var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     private var statsReports = 0
 
@@ -261,6 +288,10 @@ final class EngineCore {
         stats.datagramsFromStrangers = datagramsFromStrangers
         stats.forgedFeedbackDropped = forgedFeedbackDropped
         stats.encryption = configuration.encryption?.suite.name
+        stats.videoLayers = videoSender?.layerSizes ?? []
+        stats.activeVideoLayers = videoSender?.activeLayers ?? []
+        stats.videoFramesSentPerLayer = videoSender?.framesSentPerLayer ?? []
+        stats.dominantSpeaker = dominantSpeaker
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
@@ -272,7 +303,8 @@ final class EngineCore {
                 lastFrameSize: peer.lastFrameSize,
                 longestAudioGap: AudioSender.frameDuration * peer.longestAudioGapSlots,
                 audioDropouts: peer.audioDropouts, decryptFailures: peer.decryptFailures,
-                oversizedKeyframes: peer.oversizedKeyframes)
+                oversizedKeyframes: peer.oversizedKeyframes,
+                videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
         }
         return stats
     }
@@ -396,7 +428,38 @@ final class EngineCore {
             audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier,
             encryption: configuration.encryption?.suite.name,
             videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
-            account: pendingClaim, hideRoom: configuration.hideRoom)))
+            account: pendingClaim, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
+    }
+
+    /// The layers this client's camera is sent in (what `VideoSender` will encode).
+    private var declaredLayers: [VideoLayerSize] {
+        let profile = configuration.profile
+        let plan = SimulcastPlan(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
+                                 framesPerSecond: profile.fps)
+        return plan.layers.prefix(configuration.simulcast ? plan.layers.count : 1).map {
+            VideoLayerSize(width: $0.width, height: $0.height)
+        }
+    }
+
+    /// Sends the newest tile report if it changed, no sooner than 250 ms after the last.
+    func reportTiles(_ tiles: [TileSize]) {
+        wantedTiles = tiles
+        sendTilesIfDue()
+    }
+
+    private func sendTilesIfDue() {
+        guard case .joined = phase, let tiles = wantedTiles, tiles != sentTiles, tilesTask == nil else { return }
+        let wait = tilesSentAt.map { .milliseconds(250) - (now - $0) } ?? .zero
+        if wait > .zero, let bound {
+            tilesTask = loop.scheduleTask(in: TimeAmount(wait)) {
+                bound.value.tilesTask = nil
+                bound.value.sendTilesIfDue()
+            }
+            return
+        }
+        signaling?.send(.tiles(TileReport(tiles: Array(tiles.prefix(maxReportedTiles)))))
+        sentTiles = tiles
+        tilesSentAt = now
     }
 
     private func answer(_ challenge: AccessChallenge) {
@@ -516,6 +579,12 @@ final class EngineCore {
             emit(.hostChanged(ParticipantID(host.id)))
         case .hand(let member):
             emit(.handRaised(ParticipantID(member.id)))
+        case .videoLayers(let demand):
+            pendingLayerDemand = demand.active
+            videoSender?.setActiveLayers(demand.active)
+        case .dominantSpeaker(let notice):
+            dominantSpeaker = notice.id == 0 ? nil : notice.id
+            emit(.dominantSpeaker(dominantSpeaker.map(ParticipantID.init)))
         case .chatHistory(let history):
             emit(.earlierChat(history.lines.map { line in
                 line.kind == "message" ? ChatEntry(sender: line.from, text: line.text, time: .zero, kind: .chat)
@@ -581,6 +650,10 @@ final class EngineCore {
         }
         if rejoin { emit(.alert(.reconnected)) }
         pendingProof = nil
+        // A new membership starts with the full layer of everyone: tell the relay again what we draw.
+        sentTiles = nil
+        tilesSentAt = nil
+        sendTilesIfDue()
         // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
         let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
         for member in room.members where !(member.id == ghost?.id && member.ssrcs == ghost?.ssrcs) {
@@ -742,7 +815,9 @@ final class EngineCore {
                 name: "synthetic test picture", isCamera: false,
                 source: try makeVideoSource(.synthetic, participant: participant)))
         }
-        videoSender = try VideoSender(sources: sources, profile: profile, ssrc: ssrcs.video, random: &random)
+        videoSender = try VideoSender(sources: sources, profile: profile, ssrcs: ssrcs,
+                                      simulcast: configuration.simulcast, random: &random)
+        if let demand = pendingLayerDemand { videoSender?.setActiveLayers(demand) }
         guard let bound else { return }
         if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
         let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
@@ -872,7 +947,7 @@ final class EngineCore {
             videoSink?.deliver(picture, from: peer.participant)
         }
         if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
-            let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video, lost: output.nacks)
+            let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.videoSSRC, lost: output.nacks)
             sendRaw(RTCPPacket.nack(nack).serialized())
             peer.nacksSent += 1
         }
@@ -898,7 +973,7 @@ final class EngineCore {
 
     private func sendKeyframeRequest(for peer: PeerReceiver) {
         guard let own = joined?.media.ssrcs.audio else { return }
-        let pli = PictureLossIndication(senderSSRC: own, mediaSSRC: peer.info.ssrcs.video)
+        let pli = PictureLossIndication(senderSSRC: own, mediaSSRC: peer.videoSSRC)
         sendRaw(RTCPPacket.pictureLossIndication(pli).serialized())
         peer.keyframeRequestsSent += 1
     }
@@ -938,7 +1013,7 @@ final class EngineCore {
                 packets.append(.senderReport(audio.senderReport(ntpTimestamp: ntp)))
             }
             if let video = videoSender, !cameraOff {
-                packets.append(.senderReport(video.senderReport(ntpTimestamp: ntp)))
+                packets += video.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
             }
         }
         var blocks: [ReportBlock] = []
@@ -1057,9 +1132,9 @@ final class EngineCore {
                 guard configuration.decodesAudio else { return }
                 peer.audioPacketsReceived += 1
                 _ = peer.audio.insert(packet, at: now)
-            } else if header.ssrc == peer.info.ssrcs.video {
+            } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
                 peer.countVideo(bytes: packet.payload.count)
-                guard configuration.decodesVideo else { return }
+                guard configuration.decodesVideo, peer.acceptsVideo(packet) else { return }
                 let at = now
                 _ = peer.videoBuffer.insert(packet, at: at)
                 // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
@@ -1092,14 +1167,14 @@ final class EngineCore {
             for packet in packets {
                 switch packet {
                 case .pictureLossIndication(let pli):
-                    guard pli.mediaSSRC == joined?.media.ssrcs.video else {
+                    guard let layer = joined?.media.ssrcs.layerIndex(of: pli.mediaSSRC) else {
                         forgedFeedbackDropped += 1
                         continue
                     }
                     keyframeRequestsReceived += 1
-                    videoSender?.requestKeyframe()
+                    videoSender?.requestKeyframe(layer: layer)
                 case .nack(let nack):
-                    guard nack.mediaSSRC == joined?.media.ssrcs.video else {
+                    guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
                         forgedFeedbackDropped += 1
                         continue
                     }
@@ -1120,7 +1195,7 @@ final class EngineCore {
                     }
                     if report.ssrc == peer.info.ssrcs.audio {
                         peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
-                    } else {
+                    } else if report.ssrc == peer.videoSSRC {
                         peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
                     }
                 default:

@@ -44,7 +44,10 @@ final class AudioSender {
         defer { mediaTime += Self.frameDuration }
         guard sending else { return nil }
         let payload = try encoder.encode(frame)
-        let packet = packetizer.packetize([payload], at: mediaTime, markLast: false)[0]
+        var packet = packetizer.packetize([payload], at: mediaTime, markLast: false)[0]
+        // RFC 6464: the relay picks the dominant speaker from these without touching the audio.
+        packet.header.headerExtension = AudioLevelIndication(
+            voiceActivity: level.isSpeaking, dBFS: level.lastDBFS).headerExtension
         packetsSent += 1
         bytesSent += payload.count
         return packet
@@ -72,42 +75,68 @@ final class VideoSender {
         var source: any VideoSource
     }
 
+    /// One layer's packet stream: its own picture ids and sequence numbers, a timestamp shared by all layers.
+    private struct LayerStream {
+        var payloader: VP8Payloader
+        var packetizer: RTPPacketizer
+    }
+
     private var sources: [Source]
     private(set) var sourceIndex = 0
     private let profile: VideoProfile
-    private var encoder: VP8Encoder
-    private var payloader: VP8Payloader
-    private var packetizer: RTPPacketizer
+    private let encoder: SimulcastEncoder
+    private var streams: [LayerStream]
     private var mediaTime: Duration = .zero
-    private var keyframeWanted = true
     private(set) var framesSent = 0
     private(set) var keyframesSent = 0
     private(set) var packetsSent = 0
     private(set) var bytesSent = 0
     private(set) var framesCaptured = 0
+    /// Frames sent per layer (largest first).
+    private(set) var framesSentPerLayer: [Int]
 
     /// libvpx speed for call video: ``VP8EncoderConfig/callSpeed``.
     static let encoderSpeed = VP8EncoderConfig.callSpeed
 
-    init(sources: [Source], profile: VideoProfile, ssrc: UInt32,
+    /// The layers sent, largest first.
+    let plan: SimulcastPlan
+
+    init(sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
          random: inout some RandomNumberGenerator) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
         self.profile = profile
-        encoder = try VP8Encoder(VP8EncoderConfig(
-            width: profile.width, height: profile.height, targetBitrateKbps: profile.bitrateKbps,
-            framesPerSecond: profile.fps, cpuUsed: Self.encoderSpeed))
-        payloader = try VP8Payloader(initialPictureID: UInt16.random(in: 0...0x7FFF, using: &random))
-        packetizer = RTPPacketizer(
-            ssrc: ssrc, payloadType: MediaPayloadType.vp8, clockRate: MediaClockRate.video,
-            initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
-            initialTimestamp: UInt32.random(in: 0...UInt32.max, using: &random))
+        let full = SimulcastPlan(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
+                                 framesPerSecond: profile.fps, cpuUsed: Self.encoderSpeed)
+        plan = simulcast ? full : SimulcastPlan(layers: [full.layers[0]])
+        encoder = try SimulcastEncoder(plan)
+        // Every layer stamps the same capture instant with the same RTP timestamp, so a receiver switching layers
+        // can tell which keyframe is newer than what it shows.
+        let timestamp = UInt32.random(in: 0...UInt32.max, using: &random)
+        streams = try plan.layers.indices.map { index in
+            LayerStream(
+                payloader: try VP8Payloader(initialPictureID: UInt16.random(in: 0...0x7FFF, using: &random)),
+                packetizer: RTPPacketizer(
+                    ssrc: ssrcs.videoLayer(index), payloadType: MediaPayloadType.vp8, clockRate: MediaClockRate.video,
+                    initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
+                    initialTimestamp: timestamp))
+        }
+        framesSentPerLayer = plan.layers.map { _ in 0 }
     }
+
+    /// The layers' sizes, largest first, as declared at join.
+    var layerSizes: [VideoLayerSize] { plan.layers.map { VideoLayerSize(width: $0.width, height: $0.height) } }
+
+    /// Which layers are encoded now.
+    var activeLayers: [Bool] { encoder.active }
+
+    /// The relay says which layers somebody receives; the rest pause (a resumed layer starts with a keyframe).
+    func setActiveLayers(_ flags: [Bool]) { encoder.setActive(flags) }
 
     /// Moves to the next configured source; the next frame is a keyframe.
     func switchSource() {
         sourceIndex = (sourceIndex + 1) % sources.count
-        keyframeWanted = true
+        encoder.requestKeyframe()
     }
 
     /// How many sources `c` cycles through.
@@ -127,7 +156,7 @@ final class VideoSender {
         if wasCurrent {
             // Prefer another real camera over a file or the test picture.
             if let camera = sources.firstIndex(where: \.isCamera) { sourceIndex = camera }
-            keyframeWanted = true
+            encoder.requestKeyframe()
         }
         return (sources[sourceIndex].name, sources[sourceIndex].isCamera)
     }
@@ -137,8 +166,8 @@ final class VideoSender {
         for entry in sources { (entry.source as? CameraSource)?.stop() }
     }
 
-    /// A receiver lost the picture (PLI): the next frame is a keyframe.
-    func requestKeyframe() { keyframeWanted = true }
+    /// A receiver lost the picture (PLI): the next frame of `layer` (every layer when nil) is a keyframe.
+    func requestKeyframe(layer: Int? = nil) { encoder.requestKeyframe(layer: layer) }
 
     /// Captures one frame at the profile's size (scaling when the source differs), optionally filtered.
     func capture(filter: Bool) throws -> VideoFrame {
@@ -153,18 +182,19 @@ final class VideoSender {
         return frame
     }
 
-    /// Encodes and packetizes one captured frame.
+    /// Encodes and packetizes one captured frame in every active layer.
     func encode(_ frame: VideoFrame) throws -> [RTPPacket] {
         defer { mediaTime += .microseconds(1_000_000 / max(1, profile.fps)) }
-        let forceKeyframe = keyframeWanted
-        keyframeWanted = false
         var packets: [RTPPacket] = []
-        for encoded in try encoder.encode(frame, forceKeyframe: forceKeyframe) {
-            let payloads = try payloader.payloads(for: encoded.bytes)
-            packets += packetizer.packetize(payloads, at: mediaTime, markLast: true)
-            framesSent += 1
-            if encoded.isKeyframe { keyframesSent += 1 }
-            bytesSent += encoded.bytes.count
+        for (layer, frames) in try encoder.encode(frame).enumerated() {
+            for encoded in frames {
+                let payloads = try streams[layer].payloader.payloads(for: encoded.bytes)
+                packets += streams[layer].packetizer.packetize(payloads, at: mediaTime, markLast: true)
+                framesSent += 1
+                framesSentPerLayer[layer] += 1
+                if encoded.isKeyframe { keyframesSent += 1 }
+                bytesSent += encoded.bytes.count
+            }
         }
         packetsSent += packets.count
         return packets
@@ -173,12 +203,14 @@ final class VideoSender {
     /// Media time advances even while the camera is off, so timestamps stay on the wall clock.
     func skipFrame() {
         mediaTime += .microseconds(1_000_000 / max(1, profile.fps))
-        keyframeWanted = true
+        encoder.requestKeyframe()
     }
 
-    /// A sender report for this stream.
-    func senderReport(ntpTimestamp: UInt64) -> SenderReport {
-        packetizer.senderReport(ntpTimestamp: ntpTimestamp, mediaTime: mediaTime)
+    /// A sender report for each layer being sent.
+    func senderReports(ntpTimestamp: UInt64) -> [SenderReport] {
+        streams.indices.filter { encoder.active[$0] }.map {
+            streams[$0].packetizer.senderReport(ntpTimestamp: ntpTimestamp, mediaTime: mediaTime)
+        }
     }
 }
 
@@ -188,6 +220,13 @@ final class PeerReceiver {
     /// Jitter buffer, Opus decoder and drift-compensating resampler for this peer's audio.
     let audio: PeerAudioPlayout
     var videoBuffer = VideoJitterBuffer()
+    /// The simulcast layer (its SSRC) being decoded; another layer's packets wait for a newer keyframe of it.
+    private(set) var videoSSRC: UInt32
+    /// The RTP timestamp of the newest frame decoded, shared by every layer of the sender.
+    private var newestVideoTimestamp: UInt32?
+    /// Layer switches made, and packets of another layer passed over.
+    private(set) var layerSwitches = 0
+    private(set) var otherLayerPackets = 0
     private var videoDecoder: VP8Decoder?
     var level = AudioLevel()
     var sawFirstFrame = false
@@ -225,6 +264,7 @@ final class PeerReceiver {
 
     init(info: MemberInfo) throws {
         self.info = info
+        videoSSRC = info.ssrcs.video
         audio = try PeerAudioPlayout(settings: PeerAudioPlayout.callSettings)
     }
 
@@ -241,6 +281,7 @@ final class PeerReceiver {
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let picture = try videoDecoder?.decode(frame.data) else { return nil }
+            newestVideoTimestamp = frame.timestamp
             framesDecoded += 1
             windowFrames += 1
             return picture
@@ -249,6 +290,22 @@ final class PeerReceiver {
             videoBuffer.decoderNeedsKeyframe()
             return nil
         }
+    }
+
+    /// Whether a video packet goes to the jitter buffer: one of the layer being decoded does; one of another
+    /// layer does when it starts a keyframe newer than the last frame shown, and the decoding moves to that
+    /// layer (the relay switched this receiver at that keyframe). Anything else of another layer is passed over.
+    func acceptsVideo(_ packet: RTPPacket) -> Bool {
+        guard packet.header.ssrc != videoSSRC else { return true }
+        let newer = newestVideoTimestamp.map { Int32(bitPattern: packet.header.timestamp &- $0) > 0 } ?? true
+        guard newer, VP8PayloadDescriptor.startsKeyframe(packet.payload) else {
+            otherLayerPackets += 1
+            return false
+        }
+        videoSSRC = packet.header.ssrc
+        videoBuffer = VideoJitterBuffer()
+        layerSwitches += 1
+        return true
     }
 
     /// One 20 ms block of this peer's audio at the pace of whoever asks (the speaker, or the 20 ms timer): decoded,

@@ -36,6 +36,8 @@ public struct AudioLevel: Sendable, Equatable {
     public private(set) var isSpeaking = false
     /// Smoothed level 0...1: rises at once, falls gradually (like a VU meter).
     public private(set) var level: Double = 0
+    /// The last frame's loudness in dBFS.
+    public private(set) var lastDBFS = AudioLevel.silenceDBFS
     private var quietMicros: Int64 = 0
 
     /// A detector; -45 dBFS and 400 ms suit a headset microphone.
@@ -48,6 +50,7 @@ public struct AudioLevel: Sendable, Equatable {
     @discardableResult
     public mutating func update(with frame: AudioFrame) -> Bool {
         let dBFS = frame.rmsDBFS
+        lastDBFS = dBFS
         level = max(Self.normalised(dBFS: dBFS), level * 0.85)
         if dBFS >= thresholdDBFS {
             isSpeaking = true

@@ -1,61 +1,96 @@
-/// Two VP8 encoders fed from one camera: the full picture (high layer) and a box-downscaled copy (low layer), for a
-/// relay that forwards whichever each receiver can take. Not thread-safe: one owner calls it.
-public final class SimulcastEncoder {
-    /// What one camera frame became.
-    public struct Output: Sendable, Equatable {
-        /// The high layer's frame (empty if rate control dropped it).
-        public var high: [EncodedVideoFrame]
-        /// The low layer's frame (empty if dropped or the layer is paused).
-        public var low: [EncodedVideoFrame]
+/// The layers one camera is sent in: the full picture, then halves, largest first (simulcast).
+public struct SimulcastPlan: Sendable, Equatable {
+    /// Each layer's encoder settings, largest first.
+    public var layers: [VP8EncoderConfig]
+
+    /// The smallest layer worth sending: below it a tile is better served by scaling a larger one down.
+    public static let smallestLayer = (width: 160, height: 90)
+    /// At most this many layers.
+    public static let maxLayers = 3
+
+    /// Explicit layers.
+    public init(layers: [VP8EncoderConfig]) {
+        precondition(!layers.isEmpty, "a simulcast plan has at least one layer")
+        self.layers = layers
     }
 
-    /// Current settings of both layers.
-    public var layers: SimulcastLayers { SimulcastLayers(high: high.config, low: low.config) }
-    /// When false the low layer is skipped (no receiver needs it): no scaling, no encoding.
-    public var lowLayerEnabled = true {
-        didSet { if lowLayerEnabled, !oldValue { lowNeedsKeyframe = true } }
-    }
-
-    private let high: VP8Encoder
-    private let low: VP8Encoder
-    private var lowNeedsKeyframe = false
-
-    /// Opens both encoders; throws `CodecError` naming the layer setting that is wrong.
-    public init(_ layers: SimulcastLayers) throws {
-        high = try VP8Encoder(layers.high)
-        low = try VP8Encoder(layers.low)
-    }
-
-    /// Encodes one camera frame (at the high layer's size) into both layers.
-    public func encode(_ frame: VideoFrame, forceKeyframe: Bool = false) throws -> Output {
-        let highFrames = try high.encode(frame, forceKeyframe: forceKeyframe)
-        guard lowLayerEnabled else { return Output(high: highFrames, low: []) }
-        let small = frame.scaled(width: low.config.width, height: low.config.height)
-        let lowFrames = try low.encode(small, forceKeyframe: forceKeyframe || lowNeedsKeyframe)
-        lowNeedsKeyframe = false
-        return Output(high: highFrames, low: lowFrames)
-    }
-
-    /// Changes the layers' rates (kbit/s) from the next frame on.
-    public func setBitrate(highKbps: Int, lowKbps: Int) throws {
-        try high.setBitrate(kbps: highKbps)
-        try low.setBitrate(kbps: lowKbps)
-    }
-
-    /// Changes the camera size; the low layer keeps its ratio to the high one. Both restart with keyframes.
-    public func reconfigure(width: Int, height: Int) throws {
-        let divisorX = max(1, high.config.width / max(1, low.config.width))
-        let divisorY = max(1, high.config.height / max(1, low.config.height))
-        try high.reconfigure(width: width, height: height)
-        try low.reconfigure(width: max(2, (width / divisorX) & ~1), height: max(2, (height / divisorY) & ~1))
+    /// Layers for a camera: the full size at `kbps`, then half (a quarter of the rate) and a quarter of the size
+    /// (a tenth of the rate) while they are at least 160x90: 640x360 becomes 640x360, 320x180 and 160x90; 160x120
+    /// stays one layer.
+    public init(width: Int, height: Int, kbps: Int, framesPerSecond: Int, cpuUsed: Int = VP8EncoderConfig.callSpeed) {
+        var layers: [VP8EncoderConfig] = []
+        for index in 0..<Self.maxLayers {
+            let divisor = 1 << index
+            let layerWidth = index == 0 ? width : (width / divisor) & ~1
+            let layerHeight = index == 0 ? height : (height / divisor) & ~1
+            if index > 0, layerWidth < Self.smallestLayer.width || layerHeight < Self.smallestLayer.height { break }
+            let rate = [kbps, max(50, kbps / 4), max(30, kbps / 10)][index]
+            layers.append(VP8EncoderConfig(
+                width: layerWidth, height: layerHeight, targetBitrateKbps: rate, framesPerSecond: framesPerSecond,
+                cpuUsed: cpuUsed))
+        }
+        self.init(layers: layers)
     }
 }
 
-extension SimulcastLayers {
-    /// Layers from two explicit configurations.
-    public init(high: VP8EncoderConfig, low: VP8EncoderConfig) {
-        self.init(width: high.width, height: high.height, highKbps: high.targetBitrateKbps)
-        self.high = high
-        self.low = low
+/// One VP8 encoder per simulcast layer, fed from one camera: each frame is scaled down layer by layer (box filter)
+/// and encoded in every active layer. A paused layer costs nothing; it restarts with a keyframe, so a receiver can
+/// start there. Not thread-safe: one owner calls it.
+public final class SimulcastEncoder {
+    /// The layers' settings, largest first.
+    public var plan: SimulcastPlan { SimulcastPlan(layers: encoders.map(\.config)) }
+    /// Which layers are encoded; a layer switched back on starts with a keyframe.
+    public private(set) var active: [Bool]
+
+    private var encoders: [VP8Encoder]
+    private var keyframeWanted: [Bool]
+
+    /// Opens every layer's encoder (only the largest active); throws `CodecError` naming a wrong setting.
+    public init(_ plan: SimulcastPlan) throws {
+        encoders = try plan.layers.map { try VP8Encoder($0) }
+        active = plan.layers.indices.map { $0 == 0 }
+        keyframeWanted = plan.layers.map { _ in true }
+    }
+
+    /// How many layers there are.
+    public var layerCount: Int { encoders.count }
+
+    /// Sets which layers are encoded (missing flags are off); resumed layers start with a keyframe.
+    public func setActive(_ flags: [Bool]) {
+        for index in encoders.indices {
+            let on = index < flags.count && flags[index]
+            if on, !active[index] { keyframeWanted[index] = true }
+            active[index] = on
+        }
+    }
+
+    /// The next frame of `layer` (all layers when nil) is a keyframe.
+    public func requestKeyframe(layer: Int? = nil) {
+        for index in encoders.indices where layer == nil || layer == index { keyframeWanted[index] = true }
+    }
+
+    /// Encodes one camera frame (at the largest layer's size) into every active layer: element `i` holds layer
+    /// `i`'s frames (empty when paused or dropped by rate control).
+    public func encode(_ frame: VideoFrame, forceKeyframe: Bool = false) throws -> [[EncodedVideoFrame]] {
+        var output = [[EncodedVideoFrame]](repeating: [], count: encoders.count)
+        guard let last = active.lastIndex(of: true) else { return output }
+        var picture = frame
+        for index in 0...last {
+            let config = encoders[index].config
+            if picture.width != config.width || picture.height != config.height {
+                picture = picture.scaled(width: config.width, height: config.height)
+            }
+            guard active[index] else { continue }
+            output[index] = try encoders[index].encode(picture, forceKeyframe: forceKeyframe || keyframeWanted[index])
+            keyframeWanted[index] = false
+        }
+        return output
+    }
+
+    /// Changes every layer's rate, the largest's to `kbps` and the others in the plan's proportions.
+    public func setBitrate(kbps: Int) throws {
+        for (index, encoder) in encoders.enumerated() {
+            try encoder.setBitrate(kbps: [kbps, max(50, kbps / 4), max(30, kbps / 10)][min(index, 2)])
+        }
     }
 }

@@ -92,25 +92,3 @@ public struct VP8EncoderConfig: Sendable, Equatable {
     }
 }
 
-/// Two encoder settings for simulcast: the camera picture and a smaller, cheaper copy of it.
-public struct SimulcastLayers: Sendable, Equatable {
-    /// The full-size layer.
-    public var high: VP8EncoderConfig
-    /// The reduced layer, fed by `VideoFrame.scaled(width:height:)` of the high layer's input.
-    public var low: VP8EncoderConfig
-
-    /// High layer at the given size and rate; low layer at 1/`divisor` of each side and ~1/6 of the rate.
-    public init(
-        width: Int, height: Int, highKbps: Int, lowKbps: Int? = nil, divisor: Int = 2,
-        framesPerSecond: Int = 30
-    ) {
-        high = VP8EncoderConfig(
-            width: width, height: height, targetBitrateKbps: highKbps, framesPerSecond: framesPerSecond)
-        // Even sizes keep the chroma planes exact; libvpx pads internally anyway.
-        let lowWidth = max(2, (width / divisor) & ~1)
-        let lowHeight = max(2, (height / divisor) & ~1)
-        low = VP8EncoderConfig(
-            width: lowWidth, height: lowHeight, targetBitrateKbps: lowKbps ?? max(30, highKbps / 6),
-            framesPerSecond: framesPerSecond, cpuUsed: -8)
-    }
-}

@@ -41,7 +41,7 @@ public enum DropReason: String, Sendable, Equatable {
     case badBind = "bind refused"
     case forgedFeedback = "RTCP naming another member's SSRC as its sender"
     case otherRoom = "feedback about a stream of another room"
-    case unallottedSSRC = "SSRC of its member's block that was not handed out (reserved)"
+    case unallottedSSRC = "video layer SSRC its member did not declare"
     case oversizedKeyframe = "VP8 keyframe declaring a picture beyond the largest profile"
     case overRate = "media beyond the member's rate limit"
 }
@@ -66,6 +66,8 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         public var ssrcs: MemberSSRCs
         public var role: MemberRole
         public var address: Address?
+        /// How many video layers it declared (the SSRCs past them are refused).
+        public var videoLayers = 1
     }
 
     /// Limits in force.
@@ -94,8 +96,9 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
 
     /// A member joined: its SSRC block now belongs to it (not yet bound to an address).
     public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole,
-                             videoKbps: Int? = nil) {
-        routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil)
+                             videoKbps: Int? = nil, videoLayers: Int = 1) {
+        routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil,
+                               videoLayers: max(1, min(videoLayers, maxVideoLayers)))
         allowance[member] = nil
         rates[member] = Double(limits.memberKbps(video: videoKbps)) * 1000 / 8
         memberByBlock[ssrcs.block] = member
@@ -112,7 +115,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         memberByBlock[route.ssrcs.block] = nil
         allowance[member] = nil
         rates[member] = nil
-        for ssrc in [route.ssrcs.audio, route.ssrcs.video, route.ssrcs.videoLow] { throttle.removeStream(ssrc: ssrc) }
+        for offset in UInt32(0)...3 { throttle.removeStream(ssrc: route.ssrcs.block + offset) }
         rebuildFanOut(route.room)
     }
 
@@ -139,8 +142,8 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
             count(.unprovenAddress)
             return nil
         }
-        // The fourth SSRC of a block is reserved: nobody was told to send with it, so nothing is kept for it.
-        guard ssrc != route.ssrcs.block + 3 else {
+        // Video SSRCs past the layers the member declared: nobody was told to send with them, so nothing is kept.
+        if let layer = route.ssrcs.layerIndex(of: ssrc), layer >= route.videoLayers {
             count(.unallottedSSRC)
             return nil
         }
@@ -158,6 +161,15 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         out.removeAll(keepingCapacity: true)
         guard let list = fanOut[room] else { return }
         for entry in list where entry.member != member { out.append(entry.address) }
+    }
+
+    /// Every bound member of the room except `member`, with its address: the fan-out of a simulcast layer, which
+    /// each receiver gets or not.
+    public func destinations(from member: UInt32, in room: String,
+                             into out: inout [(member: UInt32, address: Address)]) {
+        out.removeAll(keepingCapacity: true)
+        guard let list = fanOut[room] else { return }
+        for entry in list where entry.member != member { out.append(entry) }
     }
 
     /// Whether `member` may send `bytes` more at `now` under its rate limit; a refusal is counted.
@@ -243,6 +255,13 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
             let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
             return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
         }
+    }
+
+    /// A PLI for `ssrc` to its owner, unless the throttle holds it back (it then goes out when due).
+    public mutating func keyframeRequest(for ssrc: UInt32, at now: Duration) -> (member: UInt32, bytes: [UInt8])? {
+        guard let owner = memberByBlock[ssrc & ~3], throttle.shouldForward(mediaSSRC: ssrc, at: now) else { return nil }
+        let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
+        return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
     }
 
     /// A keyframe from `ssrc` went out: pending requests for it are satisfied.

@@ -285,6 +285,11 @@ final class RelayCore {
     private let epoch: ContinuousClock.Instant
     private var timers: [RepeatedTask] = []
     private var destinations: [SocketAddress] = []
+    private var layerDestinations: [(member: UInt32, address: SocketAddress)] = []
+    /// Which simulcast layer of each sender each receiver gets.
+    private(set) var layers = LayerForwarding()
+    /// Each room's dominant speaker, from the levels in its audio.
+    private(set) var speakers: [String: DominantSpeakerDetector] = [:]
     private var refusedBinds: LogThrottle<String>
     private var refusedFullLog = LogThrottle<String>(capacity: 1)
     private var refusedFull = 0
@@ -357,6 +362,15 @@ final class RelayCore {
                     "source": "\(source)", "held_back": "\(heldBack)",
                 ])
             }
+        })
+        let decision = TimeAmount(DominantSpeakerDetector.decisionInterval)
+        timers.append(loop.scheduleRepeatedTask(initialDelay: decision, delay: decision) { _ in
+            core.value.decideSpeakers()
+        })
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
+            let core = core.value
+            core.performLayerEffects(core.layers.pendingSwitches())
         })
         timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
             let core = core.value
@@ -459,7 +473,11 @@ final class RelayCore {
             case .memberAdded(let id, let room):
                 if let member = state.members[id] {
                     media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
-                              videoKbps: member.videoKbps)
+                              videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
+                    performLayerEffects(layers.add(member: id, room: room, layers: member.videoLayers))
+                    if let dominant = speakers[room]?.dominant, let connection = member.connection {
+                        perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
+                    }
                 }
                 logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
             case .memberRemoved(let id, let room):
@@ -468,9 +486,14 @@ final class RelayCore {
                     for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
                 }
                 media.forget(member: id)
+                performLayerEffects(layers.remove(member: id))
+                speakers[room]?.remove(id)
+                if speakers[room]?.memberCount == 0 { speakers[room] = nil }
                 logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
             case .roleChanged(let id, let role):
                 media.setRole(role, of: id)
+            case .tiles(let id, let report):
+                performLayerEffects(layers.report(report, from: id))
             case .checkAccount(let connection, let account, let message, let signature):
                 guard let messaging else {
                     perform(state.accountChecked(
@@ -502,6 +525,34 @@ final class RelayCore {
         }
     }
 
+    // MARK: - Simulcast and the dominant speaker
+
+    /// Carries out what a change of layers asks for: keyframe requests (throttled) and demands to senders.
+    func performLayerEffects(_ effects: [LayerForwarding.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .requestKeyframe(let sender, let layer):
+                guard let route = media.route(of: sender),
+                      let (member, bytes) = media.keyframeRequest(for: route.ssrcs.videoLayer(layer), at: now)
+                else { continue }
+                send(bytes, toMember: member)
+            case .demand(let sender, let active):
+                guard let connection = state.members[sender]?.connection else { continue }
+                perform([.send(.videoLayers(VideoLayerDemand(active: active)), to: [connection])])
+            }
+        }
+    }
+
+    /// One decision per room; a new dominant speaker is announced to the room.
+    func decideSpeakers() {
+        let at = now
+        for room in Array(speakers.keys) {
+            guard let dominant = speakers[room]?.decide(at: at) else { continue }
+            perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)),
+                           to: state.connections(in: room, except: nil))])
+        }
+    }
+
     // MARK: - Media
 
     /// One datagram from the media socket. The RTP path is a header peek, one lookup, and a write per destination
@@ -524,15 +575,17 @@ final class RelayCore {
     }
 
     private func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
-        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool)? in
+        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool, AudioLevelIndication?)? in
             guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
             let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
-            guard header.payloadType == MediaPayloadType.vp8 else { return (header, false, true) }
+            guard header.payloadType == MediaPayloadType.vp8 else {
+                return (header, false, true, AudioLevelIndication(packet: raw, header: header))
+            }
             let keyframe = VP8PayloadDescriptor.startsKeyframe(payload)
             let allowed = !keyframe || VP8PayloadDescriptor.keyframeSize(payload).map(VP8Limits.allows) ?? true
-            return (header, keyframe, allowed)
+            return (header, keyframe, allowed, nil)
         }
-        guard let (header, keyframe, allowed) = parsed else {
+        guard let (header, keyframe, allowed, level) = parsed else {
             media.count(.malformed)
             return
         }
@@ -552,7 +605,20 @@ final class RelayCore {
             copy.writeImmutableBuffer(data)
             retransmissions.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
             if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
+            // Each receiver gets the one layer of this sender its tile needs.
+            let layer = route.ssrcs.layerIndex(of: header.ssrc) ?? 0
+            media.destinations(from: route.member, in: route.room, into: &layerDestinations)
+            var count = 0
+            for (member, address) in layerDestinations
+            where layers.forwards(layer: layer, startsKeyframe: keyframe, from: route.member, to: member) {
+                udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+                count += 1
+            }
+            forwarded += count
+            if layers.hasSwitches { performLayerEffects(layers.takeDemandChanges()) }
+            return
         }
+        if let level { speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now) }
         media.destinations(from: route.member, in: route.room, into: &destinations)
         for address in destinations {
             udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
@@ -595,7 +661,17 @@ final class RelayCore {
         }
         guard let route = media.sender(ssrc: senderSSRC, from: remote) else { return }
         let at = now
-        for action in media.feedback(packets, from: route, at: at) {
+        // A keyframe request names the layer the receiver last saw; it is for the layer it gets or waits for.
+        let requests = packets.compactMap { packet -> RTCPPacket? in
+            guard case .pictureLossIndication(var pli) = packet, let owner = media.owner(of: pli.mediaSSRC),
+                  owner != route.member, let ownerRoute = media.route(of: owner),
+                  ownerRoute.ssrcs.layerIndex(of: pli.mediaSSRC) != nil
+            else { return packet }
+            guard let layer = layers.keyframeLayer(of: owner, for: route.member) else { return nil }
+            pli.mediaSSRC = ownerRoute.ssrcs.videoLayer(layer)
+            return .pictureLossIndication(pli)
+        }
+        for action in media.feedback(requests, from: route, at: at) {
             switch action {
             case .forwardToRoom:
                 media.destinations(from: route.member, in: route.room, into: &destinations)

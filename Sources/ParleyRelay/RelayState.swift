@@ -33,6 +33,8 @@ public enum RelayAction: Equatable, Sendable {
     /// Someone joined (or left) a call: the account's presence, and the room's kept history when `kept`. `connection`
     /// (on a join) is where the history before the join goes.
     case callActivity(CallActivity)
+    /// A member reported the size it draws each peer at: its simulcast layers may change.
+    case tiles(id: UInt32, TileReport)
 }
 
 /// Checks a room or display name; returns the cleaned name or a sentence saying what is wrong.
@@ -174,6 +176,8 @@ public struct RelayState: Sendable {
         public var videoKbps: Int? = nil
         /// Its account keeps the room out of its presence.
         public var hidesRoom = false
+        /// The video layers it declared at join, largest first; nil for one of unknown size.
+        public var videoLayers: [VideoLayerSize]? = nil
     }
 
     /// One room: members in join order, the chat sequence, and who may do what.
@@ -476,6 +480,8 @@ public struct RelayState: Sendable {
             return actions
         case .stats(let stats):
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
+        case .tiles(let report):
+            return [.tiles(id: id, report)]
         case .role(let request):
             if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
                !(room.openStage || room.host == id || room.mayBroadcast.contains(id)) {
@@ -706,7 +712,7 @@ public struct RelayState: Sendable {
         let isOpen = rooms[room]?.isOpen == true
         let hidesRoom = request.hideRoom || !isOpen
         members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
-                             videoKbps: request.videoKbps, hidesRoom: hidesRoom)
+                             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers)
         rooms[room, default: Room(name: room)].members.append(id)
         if rooms[room]?.host == nil { rooms[room]?.host = id }
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
@@ -790,7 +796,8 @@ public struct RelayState: Sendable {
         return actions
     }
 
-    private func connections(in room: String, except excluded: UInt32?) -> [ConnectionID] {
+    /// The signaling connections of a room's members, but `excluded`.
+    public func connections(in room: String, except excluded: UInt32?) -> [ConnectionID] {
         (rooms[room]?.members ?? []).compactMap { id in
             id == excluded ? nil : members[id]?.connection
         }

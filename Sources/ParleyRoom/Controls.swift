@@ -23,9 +23,13 @@ public struct ControlItem: Hashable, Sendable {
 
 /// The control bar: the table's bar commands with their keys and current state.
 public enum ControlBar {
-    /// The buttons for `state`, in table order.
+    /// The buttons for `state`, in table order. The audience sends nothing, so it gets no microphone, camera or
+    /// filter buttons (only "Live", to ask to broadcast).
     public static func items(for state: RoomState) -> [ControlItem] {
-        RoomCommand.allCases.filter(\.isInControlBar).map { command in
+        let sendsNothing: Set<RoomCommand> = [.microphone, .camera, .switchCamera, .filter]
+        return RoomCommand.allCases.filter {
+            $0.isInControlBar && !(state.localRole == .audience && sendsNothing.contains($0))
+        }.map { command in
             let keys = state.settings.keymap.keys(for: command)
             return ControlItem(
                 command: command, label: command.label, key: keys.first.map(KeyName.label) ?? "—",
@@ -48,6 +52,7 @@ public enum ControlBar {
         case .help: return state.helpShown
         case .direct: return state.directPeer != nil
         case .roster: return state.rosterShown
+        case .speakerView: return state.speakerView
         case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite: return nil
         }
     }

@@ -37,6 +37,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case invite = "invite"
     /// Show who is in the call and what happened in it.
     case roster = "roster"
+    /// Speaker view: the dominant speaker large, the others in a strip.
+    case speakerView = "speaker-view"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -61,6 +63,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .messages: return [.char("M")]
         case .invite: return [.char("l")]
         case .roster: return [.char("r")]
+        case .speakerView: return [.char("a")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -86,6 +89,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .messages: return "Messages"
         case .invite: return "Invite"
         case .roster: return "Roster"
+        case .speakerView: return "Active"
         case .leave: return "Leave"
         }
     }
@@ -111,6 +115,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .messages: return "Your messages and channels; the call goes on (Esc returns)"
         case .invite: return "Show the meeting link and copy it to the clipboard"
         case .roster: return "Show or hide who is here (role, mic, camera, since when) and the activity"
+        case .speakerView: return "Speaker view: whoever is talking large, the rest in a strip (grid again: a)"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -120,7 +125,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
             return true
-        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster:
+        case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster,
+             .speakerView:
             return false
         }
     }

@@ -65,6 +65,8 @@ public enum RoomEvent: Hashable, Sendable {
     case localStats(MediaInfo)
     /// A participant's current speaking level, 0…1.
     case audioLevel(ParticipantID, Double)
+    /// The relay picked the room's dominant speaker (nil: nobody yet).
+    case dominantSpeaker(ParticipantID?)
     /// A chat message arrived (messages from the local id are the relay's echo and are ignored).
     case chatMessage(from: ParticipantID, text: String)
     /// A connection alert.

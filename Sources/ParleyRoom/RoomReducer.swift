@@ -26,6 +26,7 @@ public func reduce(_ state: inout RoomState, _ input: RoomInput) -> [RoomEffect]
 extension RoomState {
     mutating func advanceClock(to time: Duration) {
         if time > now { now = time }
+        updateFeaturedSpeaker()
         if let pending = pendingDigit, now - pending.at > settings.doubleKeyWindow {
             pendingDigit = nil
             changes.insert(.tiles)
@@ -64,7 +65,8 @@ extension RoomState {
         container ?? CellRect(x: 0, y: 0, width: 10_000, height: 10_000)
     }
 
-    var currentLayout: VideoLayout { layout(in: effectiveContainer) }
+    /// The layout in the current container.
+    public var currentLayout: VideoLayout { layout(in: effectiveContainer) }
 
     /// Re-establishes the rules after sessions, roles or the container changed: fullscreen needs 3 or more tiles
     /// and a visible participant; selection and page must still point somewhere.
@@ -83,6 +85,26 @@ extension RoomState {
             page = max(0, pages - 1)
             changes.insert(.tiles)
         }
+        updateFeaturedSpeaker()
+    }
+
+    /// Speaker view follows the dominant speaker among the peers (the local user is never featured: you know
+    /// what you look like), at most once per `speakerHold`; a featured speaker who leaves the stage is replaced
+    /// at once. A change held back is made by a later tick, if that speaker still holds the floor.
+    mutating func updateFeaturedSpeaker() {
+        let peers = stage.dropFirst()
+        if let featured = featuredSpeaker, !peers.contains(where: { $0.id == featured }) {
+            featuredSpeaker = nil
+            featuredSince = nil
+            changes.insert(.tiles)
+        }
+        guard let dominant = dominantSpeaker, dominant != localID, dominant != featuredSpeaker,
+              peers.contains(where: { $0.id == dominant })
+        else { return }
+        if let since = featuredSince, now - since < Self.speakerHold { return }
+        featuredSpeaker = dominant
+        featuredSince = now
+        changes.insert(.tiles)
     }
 
     func keyLabel(_ command: RoomCommand) -> String {
@@ -183,6 +205,11 @@ extension RoomState {
         case .localStats(let info):
             sessions[0].media = info
             if statsShown { changes.insert(.tiles) }
+
+        case .dominantSpeaker(let id):
+            guard dominantSpeaker != id else { break }
+            dominantSpeaker = id
+            changes.insert(.tiles)
 
         case .audioLevel(let id, let level):
             guard let index = index(of: id) else { break }
@@ -653,6 +680,9 @@ extension RoomState {
             if fullscreen != nil {
                 fullscreen = nil
                 changes.insert(.tiles)
+            } else if speakerView {
+                speakerView = false
+                changes.insert([.tiles, .controls])
             } else if rosterShown {
                 rosterShown = false
                 changes.insert([.overlay, .tiles])
@@ -683,6 +713,14 @@ extension RoomState {
         case .roster:
             rosterShown.toggle()
             changes.insert([.overlay, .tiles])
+            return []
+
+        case .speakerView:
+            speakerView.toggle()
+            fullscreen = nil
+            page = 0
+            show(speakerView ? "Speaker view: whoever is talking is shown large" : "Grid view")
+            changes.insert([.tiles, .controls])
             return []
 
         case .help:

@@ -149,6 +149,15 @@ public struct RoomState: Hashable, Sendable {
     public var inviteLink: String?
     /// The roster overlay is on.
     public internal(set) var rosterShown = false
+    /// The relay's dominant speaker (whoever holds the floor), nil before anybody spoke.
+    public internal(set) var dominantSpeaker: ParticipantID?
+    /// Speaker view is on: the featured speaker large, the others in the strip.
+    public internal(set) var speakerView = false
+    /// Who speaker view shows large: the dominant speaker when it is a peer, changed at most every
+    /// `RoomState.speakerHold`; nil before anybody spoke.
+    public internal(set) var featuredSpeaker: ParticipantID?
+    /// When the featured speaker last changed.
+    public internal(set) var featuredSince: Duration?
     /// Joins, leaves, role and host changes with their times, oldest first (at most `activityLimit`).
     public internal(set) var activity: [ActivityEntry] = []
     /// Entries the activity log keeps (the oldest go).
@@ -273,13 +282,24 @@ public struct RoomState: Hashable, Sendable {
         callStartedAt.map { now - $0 }
     }
 
+    /// Speaker view changes the large tile no more often than this, however fast the floor changes hands.
+    public static let speakerHold = Duration.seconds(2)
+
+    /// The participant shown large: the fullscreen choice, else in speaker view the featured speaker (or the first
+    /// peer while nobody has spoken).
+    public var largeTile: ParticipantID? {
+        if let fullscreen { return fullscreen }
+        guard speakerView else { return nil }
+        return featuredSpeaker ?? stage.dropFirst().first?.id
+    }
+
     /// Lays the tiles out in `container` with this state's self view, fullscreen participant and page.
     public func layout(in container: CellRect) -> VideoLayout {
         let stage = self.stage
         let selfTile = selfViewHidden ? nil : TileSource(id: stage[0].id, videoSize: stage[0].videoSize)
         let peers = stage.dropFirst().map { TileSource(id: $0.id, videoSize: $0.videoSize) }
         return VideoViewLayouter.layout(
-            self: selfTile, peers: peers, full: fullscreen, page: page, in: container, options: settings.layout)
+            self: selfTile, peers: peers, full: largeTile, page: page, in: container, options: settings.layout)
     }
 
     /// Returns what changed since the last call and clears it.

@@ -106,6 +106,9 @@ public struct BoxLines: Hashable, Sendable {
     /// ┏━┓ thick lines (e.g. the speaking tile, visible without colour).
     public static let heavy = BoxLines(topLeft: "┏", topRight: "┓", bottomLeft: "┗", bottomRight: "┛",
                                        horizontal: "━", vertical: "┃")
+    /// ▛━▜ thick lines with solid corners: the dominant speaker's tile, unlike plain speaking even without colour.
+    public static let dominant = BoxLines(topLeft: "▛", topRight: "▜", bottomLeft: "▙", bottomRight: "▟",
+                                          horizontal: "━", vertical: "┃")
     /// ╭─╮ rounded corners.
     public static let rounded = BoxLines(topLeft: "╭", topRight: "╮", bottomLeft: "╰", bottomRight: "╯",
                                          horizontal: "─", vertical: "│")

@@ -10,6 +10,8 @@ public enum ColorRole: CaseIterable, Hashable, Sendable {
     case tileBorderSpeaking
     /// The border of the focused (selected) tile.
     case tileBorderFocused
+    /// The border of the dominant speaker's tile (whoever holds the floor, not just anyone making a sound).
+    case tileBorderDominant
     /// Behind an empty tile (camera off, waiting for video).
     case tileBackground
     /// A participant's name on their tile.
@@ -118,6 +120,8 @@ public struct Theme: Hashable, Sendable {
         case .tileBorder: return Look(rich: s(240), basic: s(nil, nil, .dim), mono: [])
         case .tileBorderSpeaking: return Look(rich: s(46, nil, .bold), basic: s(2, nil, .bold), mono: .bold)
         case .tileBorderFocused: return Look(rich: s(214, nil, .bold), basic: s(3, nil, .bold), mono: .reverse)
+        case .tileBorderDominant:
+            return Look(rich: s(51, nil, .bold), basic: s(6, nil, .bold), mono: [.bold, .underline])
         case .tileBackground: return Look(rich: s(nil, 234), basic: .plain, mono: [])
         case .tileName: return Look(rich: s(255, nil, .bold), basic: s(7, nil, .bold), mono: .bold)
         case .tileStatus: return Look(rich: s(203), basic: s(1), mono: .bold)

@@ -1,16 +1,17 @@
 // SSRC assignment. The relay hands every member a block of four consecutive SSRCs in the signaling `joined`
 // message, so SSRCs never collide within a room and the relay can tell a stream's member from its SSRC alone:
-//   block + 0  audio (Opus)               block + 2  video, low simulcast layer (reserved for later)
-//   block + 1  video (VP8, the full layer)  block + 3  reserved
+//   block + 0  audio (Opus)                    block + 2  video, simulcast layer 1 (half the size)
+//   block + 1  video, layer 0 (VP8, full size)  block + 3  video, simulcast layer 2 (a quarter)
+// A layer's SSRC is used only by a member that declared that many layers at join; otherwise it is refused.
 // A member's own RTCP (receiver reports, NACK, PLI, bind) uses its audio SSRC as the sender SSRC.
 
 /// The SSRCs one member sends with, as announced in `joined`.
 public struct MemberSSRCs: Sendable, Hashable, Codable {
     /// Opus audio; also the member's SSRC in its own RTCP packets and bind requests.
     public var audio: UInt32
-    /// VP8 video (the only layer until simulcast, then the high layer).
+    /// VP8 video, the full-size layer (the only one of a sender without simulcast).
     public var video: UInt32
-    /// Reserved for a future low simulcast layer; nothing is sent with it yet.
+    /// The second simulcast layer (half the size); the third is the block's last SSRC.
     public var videoLow: UInt32
 
     /// Explicit SSRCs.
@@ -29,8 +30,17 @@ public struct MemberSSRCs: Sendable, Hashable, Codable {
     /// The block these SSRCs come from (audio with the low two bits cleared).
     public var block: UInt32 { audio & ~3 }
 
-    /// True when `ssrc` belongs to this member's block (all four, including the reserved ones).
+    /// True when `ssrc` belongs to this member's block (all four, including layers it did not declare).
     public func contains(_ ssrc: UInt32) -> Bool { ssrc & ~3 == block }
+
+    /// The SSRC of video layer `index` (0 is the full size), 0...2.
+    public func videoLayer(_ index: Int) -> UInt32 { block + 1 + UInt32(min(max(index, 0), maxVideoLayers - 1)) }
+
+    /// The video layer an SSRC of this block carries, nil for audio or another block.
+    public func layerIndex(of ssrc: UInt32) -> Int? {
+        guard contains(ssrc), ssrc != audio else { return nil }
+        return Int(ssrc - block) - 1
+    }
 }
 
 /// Hands out SSRC blocks that are unique in a room; the randomness is injected.

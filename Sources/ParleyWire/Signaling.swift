@@ -149,6 +149,8 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     public var account: AccountClaim?
     /// Keep the room out of the account's presence ("in a call" without saying which).
     public var hideRoom: Bool
+    /// The video layers the member sends, largest first (simulcast); nil for one layer of unknown size.
+    public var videoLayers: [VideoLayerSize]?
 
     /// The range `videoKbps` must be in.
     public static let videoKbpsRange = 1...20_000
@@ -156,7 +158,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// A join request.
     public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
                 videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
-                encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false) {
+                encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
+                videoLayers: [VideoLayerSize]? = nil) {
+        self.videoLayers = videoLayers
         self.account = account
         self.hideRoom = hideRoom
         self.room = room
@@ -173,6 +177,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps, account, hideRoom
+        case videoLayers
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -189,6 +194,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         try c.encodeIfPresent(videoKbps, forKey: .videoKbps)
         try c.encodeIfPresent(account, forKey: .account)
         if hideRoom { try c.encode(hideRoom, forKey: .hideRoom) }
+        try c.encodeIfPresent(videoLayers, forKey: .videoLayers)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -205,6 +211,8 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         videoKbps = try c.decodeIfPresent(Int.self, forKey: .videoKbps)
         account = try c.decodeIfPresent(AccountClaim.self, forKey: .account)
         hideRoom = try c.decodeIfPresent(Bool.self, forKey: .hideRoom) ?? false
+        videoLayers = try c.decodeIfPresent([VideoLayerSize].self, forKey: .videoLayers)
+        if let videoLayers { try VideoLayerSize.validate(layers: videoLayers) }
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(
                 forKey: .videoKbps, in: c,
@@ -657,6 +665,8 @@ public enum ClientMessage: Sendable, Equatable {
     case allow(MemberRef)
     /// Host only: remove a member from the room.
     case remove(MemberRef)
+    /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
+    case tiles(TileReport)
 
     /// The wire `type` of this message.
     public var type: String {
@@ -671,6 +681,7 @@ public enum ClientMessage: Sendable, Equatable {
         case .challenge: "challenge"
         case .allow: "allow"
         case .remove: "remove"
+        case .tiles: "tiles"
         }
     }
 
@@ -685,6 +696,7 @@ public enum ClientMessage: Sendable, Equatable {
         case .role(let value): value
         case .allow(let value): value
         case .remove(let value): value
+        case .tiles(let value): value
         }
     }
 
@@ -738,11 +750,13 @@ public enum ClientMessage: Sendable, Equatable {
             return .allow(try message.payload(MemberRef.self))
         case "remove":
             return .remove(try message.payload(MemberRef.self))
+        case "tiles":
+            return .tiles(try message.payload(TileReport.self).validated())
         default:
             throw SignalingError(
                 .unknownType,
                 "unknown message type \"\(message.type)\"; expected join, leave, mute, chat, stats, ping, role, "
-                    + "challenge, allow or remove")
+                    + "challenge, allow, remove or tiles")
         }
     }
 }
@@ -777,6 +791,10 @@ public enum ServerMessage: Sendable, Equatable {
     case removed(Removal)
     /// The room's kept chat from before this member joined.
     case chatHistory(ChatHistory)
+    /// To a sender: which of its video layers somebody receives.
+    case videoLayers(VideoLayerDemand)
+    /// The room's dominant speaker changed.
+    case dominantSpeaker(DominantSpeakerNotice)
 
     /// The wire `type` of this message.
     public var type: String {
@@ -795,6 +813,8 @@ public enum ServerMessage: Sendable, Equatable {
         case .hand: "hand"
         case .removed: "removed"
         case .chatHistory: "chat-history"
+        case .videoLayers: "video-layers"
+        case .dominantSpeaker: "dominant-speaker"
         }
     }
 
@@ -814,6 +834,8 @@ public enum ServerMessage: Sendable, Equatable {
         case .hand(let value): value
         case .removed(let value): value
         case .chatHistory(let value): value
+        case .videoLayers(let value): value
+        case .dominantSpeaker(let value): value
         }
     }
 
@@ -838,6 +860,14 @@ public enum ServerMessage: Sendable, Equatable {
         case "hand": return .hand(try message.payload(MemberRef.self))
         case "removed": return .removed(try message.payload(Removal.self))
         case "chat-history": return .chatHistory(try message.payload(ChatHistory.self))
+        case "video-layers":
+            let demand = try message.payload(VideoLayerDemand.self)
+            guard (1...maxVideoLayers).contains(demand.active.count) else {
+                throw SignalingError(
+                    .badField, "video-layers has \(demand.active.count) flags; a sender has 1 to \(maxVideoLayers) layers")
+            }
+            return .videoLayers(demand)
+        case "dominant-speaker": return .dominantSpeaker(try message.payload(DominantSpeakerNotice.self))
         default: throw SignalingError(.unknownType, "unknown message type \"\(message.type)\"")
         }
     }

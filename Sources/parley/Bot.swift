@@ -49,6 +49,9 @@ struct Bot: AsyncParsableCommand {
     @Flag(name: .customLong("no-decode"), help: "Do not decode received video and audio (saves CPU).")
     var noDecode = false
 
+    @Flag(name: .customLong("no-simulcast"), help: "Send the camera at full size only, not also at half and a quarter.")
+    var noSimulcast = false
+
     @Flag(help: "Print call statistics as JSON when leaving.")
     var stats = false
 
@@ -102,6 +105,7 @@ struct Bot: AsyncParsableCommand {
             decodesVideo: !noDecode, decodesAudio: !noDecode,
             showsSelfView: false, logger: logger)
         configuration.signalingSecurity = try relayTrust.security()
+        configuration.simulcast = !noSimulcast
         configuration.password = try access.roomPassword()
         if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {
             do {

@@ -14,6 +14,10 @@ struct InteractiveOptions: ParsableArguments {
     @Flag(name: .customLong("hide-room"), help: "In a call, your account's presence says \"in a call\" without the room.")
     var hideRoom = false
 
+    @Flag(name: .customLong("no-simulcast"),
+          help: "Send your camera at full size only (by default also at half and a quarter, for small tiles).")
+    var noSimulcast = false
+
     @Option(help: "\"synthetic\" or a .y4m file (looped), instead of the cameras. Repeat to give `c` more sources.")
     var video: [String] = []
 
@@ -188,6 +192,7 @@ struct InteractiveOptions: ParsableArguments {
         options.themeOverrides = try themeOverrides()
         options.signalingSecurity = try relayTrust.security()
         options.hideRoom = hideRoom
+        options.simulcast = !noSimulcast
         if !guest {
             // Logged in: calls are joined as the account, and its messages are reachable from the call.
             switch AccountFiles.standard.messagingAccount(server: nil, security: options.signalingSecurity) {

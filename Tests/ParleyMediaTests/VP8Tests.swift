@@ -205,47 +205,48 @@ import Testing
     }
 
     @Test func simulcastLayersFromOneCamera() throws {
-        let layers = SimulcastLayers(width: 640, height: 360, highKbps: 600)
-        #expect(layers.low.width == 320 && layers.low.height == 180 && layers.low.targetBitrateKbps == 100)
-        let encoder = try SimulcastEncoder(layers)
-        let highDecoder = try VP8Decoder()
-        let lowDecoder = try VP8Decoder()
+        let plan = SimulcastPlan(width: 640, height: 360, kbps: 600, framesPerSecond: 30)
+        #expect(plan.layers.map { "\($0.width)x\($0.height)@\($0.targetBitrateKbps)" }
+            == ["640x360@600", "320x180@150", "160x90@60"])
+        #expect(SimulcastPlan(width: 160, height: 120, kbps: 65, framesPerSecond: 15).layers.count == 1)
+        #expect(SimulcastPlan(width: 640, height: 480, kbps: 750, framesPerSecond: 30).layers.map(\.width) == [640, 320, 160])
+        let encoder = try SimulcastEncoder(plan)
+        #expect(encoder.active == [true, false, false], "only the full layer until the relay asks for more")
+        encoder.setActive([true, true, true])
+        let decoders = try (0..<3).map { _ in try VP8Decoder() }
         let camera = SyntheticCamera(name: "Sim", participant: 11, width: 640, height: 360)
-        var lowBytes = 0
-        var highBytes = 0
+        var bytes = [0, 0, 0]
         for index in 0..<30 {
             let output = try encoder.encode(camera.nextFrame())
-            for frame in output.high {
-                highBytes += frame.bytes.count
-                let decoded = try #require(try highDecoder.decode(frame.bytes))
-                #expect(decoded.width == 640)
-                #expect(SyntheticCamera.readStamp(from: decoded)?.frame == UInt32(index))
-            }
-            for frame in output.low {
-                lowBytes += frame.bytes.count
-                let decoded = try #require(try lowDecoder.decode(frame.bytes))
-                #expect(decoded.width == 320)
-                #expect(SyntheticCamera.readStamp(from: decoded)?.frame == UInt32(index))
+            for layer in 0..<3 {
+                for frame in output[layer] {
+                    bytes[layer] += frame.bytes.count
+                    let decoded = try #require(try decoders[layer].decode(frame.bytes))
+                    #expect(decoded.width == 640 >> layer && decoded.height == 360 >> layer)
+                    if layer < 2 { #expect(SyntheticCamera.readStamp(from: decoded)?.frame == UInt32(index)) }
+                }
             }
         }
-        #expect(lowBytes * 3 < highBytes)
+        #expect(bytes[1] * 2 < bytes[0] && bytes[2] < bytes[1], "smaller layers cost less: \(bytes)")
     }
 
-    @Test func pausedLowLayerResumesWithAKeyframe() throws {
-        let encoder = try SimulcastEncoder(SimulcastLayers(width: 320, height: 180, highKbps: 300))
+    @Test func pausedLayerResumesWithAKeyframe() throws {
+        let encoder = try SimulcastEncoder(SimulcastPlan(width: 320, height: 180, kbps: 300, framesPerSecond: 15))
+        #expect(encoder.layerCount == 2)
         let camera = SyntheticCamera(name: "Sim", participant: 12, width: 320, height: 180)
         var lowKeyframes: [Bool] = []
         for index in 0..<8 {
-            encoder.lowLayerEnabled = !(3...5).contains(index)
+            encoder.setActive([true, !(3...5).contains(index)])
             let output = try encoder.encode(camera.nextFrame())
-            #expect(output.high.count == 1)
-            lowKeyframes += output.low.map(\.isKeyframe)
+            #expect(output[0].count == 1)
+            lowKeyframes += output[1].map(\.isKeyframe)
         }
         // Frames 0-2 and 6-7 encoded; the first after the pause is a keyframe, so a receiver can join there.
         #expect(lowKeyframes == [true, false, false, true, false])
-        try encoder.reconfigure(width: 640, height: 360)
-        #expect(encoder.layers.low.width == 320 && encoder.layers.low.height == 180)
-        let output = try encoder.encode(SyntheticCamera(name: "S", participant: 1, width: 640, height: 360).nextFrame())
-        #expect(output.high.first?.isKeyframe == true && output.low.first?.isKeyframe == true)
+        encoder.setActive([false, true])
+        let output = try encoder.encode(camera.nextFrame())
+        #expect(output[0].isEmpty && output[1].count == 1, "a paused full layer is not encoded; the small one is")
+        encoder.setActive([false, false])
+        #expect(try encoder.encode(camera.nextFrame()).allSatisfy(\.isEmpty), "nobody watching: nothing encoded")
     }
 }

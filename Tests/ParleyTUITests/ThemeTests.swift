@@ -32,7 +32,8 @@ struct ThemeTests {
         let theme = Theme(depth: depth)
         let pairs: [(ColorRole, ColorRole)] = [
             (.tileBorder, .tileBorderSpeaking), (.tileBorder, .tileBorderFocused),
-            (.tileBorderSpeaking, .tileBorderFocused), (.chatText, .chatAlert),
+            (.tileBorderSpeaking, .tileBorderFocused), (.tileBorderSpeaking, .tileBorderDominant),
+            (.tileBorderDominant, .tileBorderFocused), (.chatText, .chatAlert),
             (.controlBarActive, .controlBarInactive),
             (.controlBar, .controlBarKey), (.text, .selection),
         ]

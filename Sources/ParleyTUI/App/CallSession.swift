@@ -191,6 +191,10 @@ final class CallSession {
             return .openMessages
         }
         let changes = state.takeChanges()
+        if changes.contains(.tiles) {
+            // The engine sends only a changed report, at most four a second.
+            engine.reportTiles(RoomScreen.drawnSizes(state: state, layout: state.currentLayout))
+        }
         let framesChanged = frames.hasNewFrames
         guard draws else { return .running }
         if mustDraw || (!changes.isEmpty && at - lastDraw >= frameInterval)

@@ -44,6 +44,8 @@ public struct AppOptions: Sendable {
     public var openMessagesFirst = false
     /// Keep the room out of the account's presence while in a call.
     public var hideRoom = false
+    /// Send the camera in simulcast layers (`--no-simulcast` turns it off).
+    public var simulcast = true
 
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
@@ -339,6 +341,7 @@ public enum TerminalApp {
         requested.signalingSecurity = options.signalingSecurity
         requested.account = options.messaging?.identity
         requested.hideRoom = options.hideRoom
+        requested.simulcast = options.simulcast
         if let encryption = settings.encryption, let suite = encryption.cipher.suite {
             requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
         }

@@ -1,5 +1,6 @@
 import ParleyMedia
 import ParleyRoom
+import ParleyWire
 
 extension RoomScreen {
     /// Draws the tiles of `videoLayout` in order (an inset after the tile it covers), or a message when there is
@@ -29,7 +30,8 @@ extension RoomScreen {
         }
     }
 
-    /// Draws one tile: border (heavy while speaking, focused colour when selected), number, name and mute mark
+    /// Draws one tile: border (heavy while speaking, solid corners for the dominant speaker, focused colour when
+    /// selected), number, name and mute mark
     /// in the top edge, and inside either the letterboxed picture or a placeholder; stats at the bottom when on.
     mutating func drawTile(
         _ tile: LayoutTile, session: VideoSession, colorIndex: Int, state: RoomState, frame: VideoFrame?,
@@ -53,8 +55,10 @@ extension RoomScreen {
 
         let selected = state.selected == session.id
         let speaking = session.isSpeaking
-        let borderStyle = theme.style(selected ? .tileBorderFocused : speaking ? .tileBorderSpeaking : .tileBorder)
-        let lines: BoxLines = speaking ? .heavy : selected ? .double : .light
+        let dominant = state.dominantSpeaker == session.id && state.sessions.count > 2
+        let borderStyle = theme.style(
+            selected ? .tileBorderFocused : dominant ? .tileBorderDominant : speaking ? .tileBorderSpeaking : .tileBorder)
+        let lines: BoxLines = dominant ? .dominant : speaking ? .heavy : selected ? .double : .light
         let labelRow: ScreenRect
         if bordered {
             screen.drawBox(rect, style: borderStyle, lines: lines)
@@ -173,5 +177,25 @@ extension RoomScreen {
         ]
         if media.jitterMilliseconds > 0 { parts.append("jitter \(Int(media.jitterMilliseconds.rounded()))ms") }
         return parts
+    }
+}
+
+extension RoomScreen {
+    /// The pixel size every broadcasting peer is drawn at in `layout` (0x0 for a peer off screen): what the relay
+    /// needs to forward the smallest simulcast layer that still fills each tile. A picture not yet seen counts as
+    /// filling its tile's inside; once its size is known, as the letterboxed area it really takes.
+    public static func drawnSizes(state: RoomState, layout: VideoLayout) -> [TileSize] {
+        state.stage.dropFirst().map { session in
+            guard let tile = layout.tiles.last(where: { $0.id == session.id }) else {
+                return TileSize(id: session.id.rawValue, width: 0, height: 0)
+            }
+            let bordered = tile.rect.width >= 6 && tile.rect.height >= 3
+            let columns = tile.rect.width - (bordered ? 2 : 0), rows = tile.rect.height - (bordered ? 2 : 0)
+            guard columns > 0, rows > 0 else { return TileSize(id: session.id.rawValue, width: 0, height: 0) }
+            let video = session.videoSize ?? VideoSize(width: columns, height: rows * 2)
+            let area = VideoCellRenderer.pictureArea(
+                frameWidth: video.width, frameHeight: video.height, columns: columns, rows: rows)
+            return TileSize(id: session.id.rawValue, width: area.width, height: area.height)
+        }
     }
 }

@@ -1,0 +1,195 @@
+import ParleyWire
+
+/// Which simulcast layer of each sender every receiver gets: pure state, changed by tile reports and by the
+/// keyframes that go by, so the rules are tested without sockets.
+///
+/// A receiver gets, per sender, the smallest layer that covers the size it draws that sender at (the full layer
+/// until it reports, none while the sender is off its screen). A change of layer waits for a keyframe of the new
+/// layer (which is asked for at once); until it arrives the old layer keeps flowing, so a picture never freezes or
+/// breaks on a switch. A layer nobody gets or waits for is not needed, and its sender is told to pause it.
+public struct LayerForwarding: Sendable {
+    /// What one receiver gets of one sender.
+    public struct Choice: Sendable, Equatable {
+        /// The layer forwarded now, nil for none.
+        public var current: Int?
+        /// The layer to switch to at its next keyframe, nil when no switch is pending.
+        public var target: Int?
+    }
+
+    /// Something the relay must do after a change.
+    public enum Effect: Sendable, Equatable {
+        /// Ask `sender` for a keyframe of layer `layer` (a receiver waits to switch to it).
+        case requestKeyframe(sender: UInt32, layer: Int)
+        /// Tell `sender` which of its layers anybody needs now.
+        case demand(sender: UInt32, active: [Bool])
+    }
+
+    private struct Member: Sendable {
+        var room: String
+        /// The sender's layers, largest first; one of unknown size for a sender that declared none.
+        var layers: [VideoLayerSize?]
+        /// What this member, as a receiver, reported drawing: nil until its first report.
+        var tiles: [UInt32: VideoLayerSize?]?
+        /// What this member, as a receiver, gets of each sender.
+        var choices: [UInt32: Choice] = [:]
+        /// The demand this member, as a sender, was last told.
+        var announced: [Bool]?
+    }
+
+    private var members: [UInt32: Member] = [:]
+    private var rooms: [String: Set<UInt32>] = [:]
+
+    /// Nobody yet.
+    public init() {}
+
+    /// The smallest layer covering `tile` (largest first in `layers`); the largest when none covers it or a size
+    /// is unknown; nil when the tile is not drawn.
+    public static func layer(for tile: VideoLayerSize?, among layers: [VideoLayerSize?]) -> Int? {
+        guard let tile else { return nil }
+        guard !layers.isEmpty else { return 0 }
+        for index in layers.indices.reversed() {
+            guard let size = layers[index] else { return 0 }
+            if size.covers(tile) { return index }
+        }
+        return 0
+    }
+
+    /// A member joined `room` sending `layers` (nil: one layer of unknown size). Everyone in the room gets the
+    /// newcomer's full layer and the newcomer everyone's, until tile reports say otherwise.
+    public mutating func add(member id: UInt32, room: String, layers: [VideoLayerSize]?) -> [Effect] {
+        if members[id] != nil { _ = remove(member: id) }
+        members[id] = Member(room: room, layers: layers.map { $0.map(Optional.some) } ?? [nil])
+        rooms[room, default: []].insert(id)
+        var effects: [Effect] = []
+        for other in roomMembers(room) where other != id {
+            effects += choose(receiver: other, sender: id)
+            effects += choose(receiver: id, sender: other)
+        }
+        return effects + demands(in: room)
+    }
+
+    /// A member left: nobody gets its layers, and what it got no longer counts.
+    public mutating func remove(member id: UInt32) -> [Effect] {
+        guard let member = members.removeValue(forKey: id) else { return [] }
+        rooms[member.room]?.remove(id)
+        if rooms[member.room]?.isEmpty == true { rooms[member.room] = nil }
+        for other in roomMembers(member.room) {
+            members[other]?.choices[id] = nil
+            members[other]?.tiles?[id] = nil
+        }
+        return demands(in: member.room)
+    }
+
+    /// A receiver's tile report: every sender it lists gets the layer covering its tile; senders it leaves out
+    /// keep the full layer.
+    public mutating func report(_ report: TileReport, from receiver: UInt32) -> [Effect] {
+        guard let room = members[receiver]?.room else { return [] }
+        var tiles: [UInt32: VideoLayerSize?] = [:]
+        for tile in report.tiles where tile.id != receiver && members[tile.id]?.room == room {
+            tiles[tile.id] = tile.size
+        }
+        members[receiver]?.tiles = tiles
+        var effects: [Effect] = []
+        for sender in roomMembers(room) where sender != receiver {
+            effects += choose(receiver: receiver, sender: sender)
+        }
+        return effects + demands(in: room)
+    }
+
+    /// Whether a packet of `sender`'s layer `layer` goes to `receiver`; a keyframe starting on a layer the
+    /// receiver waits for completes its switch (and may free the old layer: `takeDemandChanges`).
+    public mutating func forwards(layer: Int, startsKeyframe: Bool, from sender: UInt32, to receiver: UInt32) -> Bool {
+        guard var choice = members[receiver]?.choices[sender] else { return layer == 0 }
+        if startsKeyframe, choice.target == layer {
+            choice.current = layer
+            choice.target = nil
+            members[receiver]?.choices[sender] = choice
+            switched.insert(sender)
+        }
+        return choice.current == layer
+    }
+
+    /// Senders whose receivers switched layers since the last call: their demand may have changed.
+    private var switched: Set<UInt32> = []
+
+    /// Whether any switch completed since the last `takeDemandChanges()`.
+    public var hasSwitches: Bool { !switched.isEmpty }
+
+    /// Demand changes caused by completed switches.
+    public mutating func takeDemandChanges() -> [Effect] {
+        let senders = switched
+        switched.removeAll()
+        return senders.sorted().compactMap { demand(of: $0) }
+    }
+
+    /// The layer a keyframe request from `receiver` about `sender` should be for: the one it waits for, else the
+    /// one it gets; nil when it gets nothing.
+    public func keyframeLayer(of sender: UInt32, for receiver: UInt32) -> Int? {
+        guard let choice = members[receiver]?.choices[sender] else { return 0 }
+        return choice.target ?? choice.current
+    }
+
+    /// What `receiver` gets of `sender`.
+    public func choice(of sender: UInt32, for receiver: UInt32) -> Choice? { members[receiver]?.choices[sender] }
+
+    /// The number of layers `member` declared.
+    public func layerCount(of member: UInt32) -> Int { members[member]?.layers.count ?? 1 }
+
+    /// Keyframe requests for every switch still waiting, to repeat when the first request or keyframe was lost.
+    public func pendingSwitches() -> [Effect] {
+        var effects: [Effect] = []
+        for (_, member) in members {
+            for (sender, choice) in member.choices {
+                if let target = choice.target { effects.append(.requestKeyframe(sender: sender, layer: target)) }
+            }
+        }
+        return effects
+    }
+
+    // MARK: - Rules
+
+    private func roomMembers(_ room: String) -> [UInt32] {
+        (rooms[room] ?? []).sorted()
+    }
+
+    private mutating func choose(receiver: UInt32, sender: UInt32) -> [Effect] {
+        guard let layers = members[sender]?.layers, let receiverState = members[receiver] else { return [] }
+        let wanted: Int?
+        if let tiles = receiverState.tiles, let tile = tiles[sender] {
+            wanted = Self.layer(for: tile, among: layers)
+        } else {
+            wanted = 0
+        }
+        var choice = receiverState.choices[sender] ?? Choice(current: nil, target: nil)
+        var effects: [Effect] = []
+        if wanted == nil {
+            choice = Choice(current: nil, target: nil)
+        } else if wanted == choice.current {
+            choice.target = nil
+        } else if wanted != choice.target {
+            choice.target = wanted
+            effects.append(.requestKeyframe(sender: sender, layer: wanted!))
+        }
+        members[receiver]?.choices[sender] = choice
+        return effects
+    }
+
+    private mutating func demands(in room: String) -> [Effect] {
+        roomMembers(room).compactMap { demand(of: $0) }
+    }
+
+    /// The sender's demand when it differs from what it was last told.
+    private mutating func demand(of sender: UInt32) -> Effect? {
+        guard let member = members[sender] else { return nil }
+        var active = [Bool](repeating: false, count: member.layers.count)
+        for id in rooms[member.room] ?? [] where id != sender {
+            guard let choice = members[id]?.choices[sender] else { continue }
+            for layer in [choice.current, choice.target].compactMap({ $0 }) where layer < active.count {
+                active[layer] = true
+            }
+        }
+        guard active != member.announced else { return nil }
+        members[sender]?.announced = active
+        return .demand(sender: sender, active: active)
+    }
+}

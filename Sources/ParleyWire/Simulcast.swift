@@ -1,0 +1,121 @@
+// Simulcast and the dominant speaker on the signaling channel.
+//
+// A sender declares its video layers at join (largest first, up to three: block + 1, + 2 and + 3 of its SSRCs).
+// Each receiver tells the relay the pixel size it draws every peer at (`tiles`); the relay forwards to it, per
+// peer, the smallest layer that covers that size, switching only at a keyframe of the new layer. The relay tells
+// each sender which of its layers anybody needs (`video-layers`), so nobody encodes a layer nobody watches, and
+// tells the room who is the dominant speaker (`dominant-speaker`).
+
+/// The most layers a sender may declare.
+public let maxVideoLayers = 3
+/// The most tiles one `tiles` report may list.
+public let maxReportedTiles = 64
+
+/// A picture size in pixels: a layer's, or the area a receiver draws a peer in.
+public struct VideoLayerSize: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+
+    /// A size.
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// True when a picture this size shows a `tile` without upscaling in either direction.
+    public func covers(_ tile: VideoLayerSize) -> Bool { width >= tile.width && height >= tile.height }
+
+    public var description: String { "\(width)x\(height)" }
+
+    /// Checks a sender's declared layers: 1 to 3 sizes, each within the largest profile, strictly shrinking.
+    public static func validate(layers: [VideoLayerSize]) throws(SignalingError) {
+        guard (1...maxVideoLayers).contains(layers.count) else {
+            throw SignalingError(
+                .badField, "join \"videoLayers\" has \(layers.count) layers; a sender has 1 to \(maxVideoLayers)")
+        }
+        for (index, layer) in layers.enumerated() {
+            guard layer.width >= 2, layer.height >= 2, VP8Limits.allows((layer.width, layer.height)) else {
+                throw SignalingError(
+                    .badField,
+                    "join \"videoLayers\"[\(index)] is \(layer); a layer is 2x2 to "
+                        + "\(VP8Limits.largestPicture.width)x\(VP8Limits.largestPicture.height)")
+            }
+            if index > 0, layer.width >= layers[index - 1].width || layer.height >= layers[index - 1].height {
+                throw SignalingError(
+                    .badField,
+                    "join \"videoLayers\"[\(index)] is \(layer), not smaller than the layer before it "
+                        + "(\(layers[index - 1])); list the largest layer first")
+            }
+        }
+    }
+}
+
+/// One peer as a receiver draws it.
+public struct TileSize: Codable, Sendable, Equatable {
+    /// The peer (member id).
+    public var id: UInt32
+    /// The pixel width of the picture as drawn; 0 with `height` 0 when the peer is not on screen.
+    public var width: Int
+    /// The pixel height of the picture as drawn.
+    public var height: Int
+
+    /// A tile report entry.
+    public init(id: UInt32, width: Int, height: Int) {
+        self.id = id
+        self.width = width
+        self.height = height
+    }
+
+    /// The size, nil when the peer is not drawn.
+    public var size: VideoLayerSize? { width == 0 || height == 0 ? nil : VideoLayerSize(width: width, height: height) }
+}
+
+/// A receiver's tiles: every peer it draws and at what size (`tiles`).
+public struct TileReport: Codable, Sendable, Equatable {
+    /// The peers with their drawn sizes.
+    public var tiles: [TileSize]
+
+    /// The largest size a tile may report (a picture wider than any terminal shows).
+    public static let largest = 8192
+
+    /// A report.
+    public init(tiles: [TileSize]) { self.tiles = tiles }
+
+    /// Checks the report's bounds, with a message naming what is wrong.
+    func validated() throws(SignalingError) -> TileReport {
+        guard tiles.count <= maxReportedTiles else {
+            throw SignalingError(.badField, "tiles lists \(tiles.count) peers; the limit is \(maxReportedTiles)")
+        }
+        for (index, tile) in tiles.enumerated() {
+            guard (0...Self.largest).contains(tile.width), (0...Self.largest).contains(tile.height) else {
+                throw SignalingError(
+                    .badField,
+                    "tiles[\(index)] is \(tile.width)x\(tile.height); sizes are 0 to \(Self.largest) pixels")
+            }
+        }
+        guard Set(tiles.map(\.id)).count == tiles.count else {
+            throw SignalingError(.badField, "tiles names a peer twice")
+        }
+        return self
+    }
+}
+
+/// To a sender: which of its layers (largest first) somebody receives; the others are paused (`video-layers`).
+public struct VideoLayerDemand: Codable, Sendable, Equatable {
+    /// One flag per declared layer.
+    public var active: [Bool]
+
+    /// A demand.
+    public init(active: [Bool]) { self.active = active }
+}
+
+/// To the room: who the relay picked as the dominant speaker (`dominant-speaker`); 0 for nobody yet.
+public struct DominantSpeakerNotice: Codable, Sendable, Equatable {
+    /// The member, 0 for none.
+    public var id: UInt32
+
+    /// A notice.
+    public init(id: UInt32) { self.id = id }
+}
