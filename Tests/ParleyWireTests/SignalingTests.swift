@@ -75,7 +75,7 @@ struct SignalingTests {
         ("no type", #"{"v":1}"#, .unknownType, #"missing "type""#),
         ("numeric type", #"{"v":1,"type":5}"#, .unknownType, #""type" must be a string"#),
         ("unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
-         #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow or remove"#),
+         #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow, remove or tiles"#),
         ("join without room", #"{"v":1,"type":"join","name":"a"}"#, .badField, #"join needs field "room""#),
         ("join numeric name", #"{"v":1,"type":"join","room":"r","name":3}"#, .badField,
          #"join field "name" must be a string"#),

@@ -152,7 +152,7 @@ struct GoldenScreenTests {
         Golden.check(room.render(RoomFixture.small), "room_notice_80x24")
     }
 
-    @Test("as an audience member: no self view, role in the header, mic and camera unavailable")
+    @Test("as an audience member: no self view, role in the header, no mic, camera or filter buttons")
     func audience() {
         var room = RoomFixture(role: .audience)
         room.addPeer("bob")
