@@ -1134,7 +1134,11 @@ final class EngineCore {
                 _ = peer.audio.insert(packet, at: now)
             } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
                 peer.countVideo(bytes: packet.payload.count)
-                guard configuration.decodesVideo, peer.acceptsVideo(packet) else { return }
+                guard configuration.decodesVideo else { return }
+                guard peer.acceptsVideo(packet) else {
+                    if peer.wantsKeyframe { sendKeyframeRequest(for: peer) }
+                    return
+                }
                 let at = now
                 _ = peer.videoBuffer.insert(packet, at: at)
                 // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).

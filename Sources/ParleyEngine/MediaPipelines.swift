@@ -227,6 +227,10 @@ final class PeerReceiver {
     /// Layer switches made, and packets of another layer passed over.
     private(set) var layerSwitches = 0
     private(set) var otherLayerPackets = 0
+    private var otherLayerRun = 0
+
+    /// Packets of another layer keep coming: only a keyframe of it lets the picture go on.
+    var wantsKeyframe: Bool { otherLayerRun > 0 && otherLayerRun % 20 == 0 }
     private var videoDecoder: VP8Decoder?
     var level = AudioLevel()
     var sawFirstFrame = false
@@ -293,15 +297,22 @@ final class PeerReceiver {
     }
 
     /// Whether a video packet goes to the jitter buffer: one of the layer being decoded does; one of another
-    /// layer does when it starts a keyframe newer than the last frame shown, and the decoding moves to that
-    /// layer (the relay switched this receiver at that keyframe). Anything else of another layer is passed over.
+    /// layer does when it starts a keyframe no older than the last frame shown, and the decoding moves to that
+    /// layer (the relay switched this receiver at that keyframe). Anything else of another layer is passed over;
+    /// a run of them (the switching keyframe was lost) sets `wantsKeyframe`, which the relay answers with a
+    /// keyframe of the layer it now forwards.
     func acceptsVideo(_ packet: RTPPacket) -> Bool {
-        guard packet.header.ssrc != videoSSRC else { return true }
-        let newer = newestVideoTimestamp.map { Int32(bitPattern: packet.header.timestamp &- $0) > 0 } ?? true
-        guard newer, VP8PayloadDescriptor.startsKeyframe(packet.payload) else {
+        guard packet.header.ssrc != videoSSRC else {
+            otherLayerRun = 0
+            return true
+        }
+        let recent = newestVideoTimestamp.map { Int32(bitPattern: packet.header.timestamp &- $0) >= 0 } ?? true
+        guard recent, VP8PayloadDescriptor.startsKeyframe(packet.payload) else {
             otherLayerPackets += 1
+            otherLayerRun += 1
             return false
         }
+        otherLayerRun = 0
         videoSSRC = packet.header.ssrc
         videoBuffer = VideoJitterBuffer()
         layerSwitches += 1
