@@ -58,6 +58,8 @@ public struct CallStatistics: Sendable {
     /// Blocks the speaker dropped because its queue was full (a real speaker only).
     public var speakerDropped = 0
     public var videoFramesSent = 0
+    /// Frames taken from the camera (also those no layer encoded, because nobody watches).
+    public var videoFramesCaptured = 0
     public var videoKeyframesSent = 0
     public var videoPacketsSent = 0
     public var videoBytesSent = 0
@@ -280,6 +282,7 @@ final class EngineCore {
         stats.speakerUnderruns = speaker?.underruns ?? 0
         stats.speakerDropped = speaker?.dropped ?? 0
         stats.videoFramesSent = videoSender?.framesSent ?? 0
+        stats.videoFramesCaptured = videoSender?.framesCaptured ?? 0
         stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
         stats.videoPacketsSent = videoSender?.packetsSent ?? 0
         stats.videoBytesSent = videoSender?.bytesSent ?? 0

@@ -55,7 +55,8 @@ public struct LayerForwarding: Sendable {
     }
 
     /// A member joined `room` sending `layers` (nil: one layer of unknown size). Everyone in the room gets the
-    /// newcomer's full layer and the newcomer everyone's, until tile reports say otherwise.
+    /// newcomer's full layer and the newcomer everyone's, until tile reports say otherwise: forwarded from the
+    /// start, as without simulcast (a receiver asks for its first keyframe itself once its media is bound).
     public mutating func add(member id: UInt32, room: String, layers: [VideoLayerSize]?) -> [Effect] {
         if members[id] != nil { _ = remove(member: id) }
         members[id] = Member(room: room, layers: layers.map { $0.map(Optional.some) } ?? [nil])
@@ -160,7 +161,7 @@ public struct LayerForwarding: Sendable {
         } else {
             wanted = 0
         }
-        var choice = receiverState.choices[sender] ?? Choice(current: nil, target: nil)
+        var choice = receiverState.choices[sender] ?? Choice(current: 0, target: nil)
         var effects: [Effect] = []
         if wanted == nil {
             choice = Choice(current: nil, target: nil)

@@ -175,14 +175,16 @@ struct LayerForwardingTests {
     func switchAtKeyframe() {
         var forwarding = LayerForwarding()
         let sizes = Self.layers.compactMap { $0 }
-        // Sender 1 (three layers), receivers 2 and 3: both start on the full layer, which is asked for.
+        // Sender 1 (three layers), receivers 2 and 3: both get the full layer from the start, as without simulcast.
         _ = forwarding.add(member: 1, room: "r", layers: sizes)
         _ = forwarding.add(member: 2, room: "r", layers: nil)
         let joined = forwarding.add(member: 3, room: "r", layers: nil)
-        #expect(forwarding.choice(of: 1, for: 2) == .init(current: nil, target: 0))
-        #expect(joined.contains(.requestKeyframe(sender: 1, layer: 0)))
+        #expect(forwarding.choice(of: 1, for: 2) == .init(current: 0, target: nil))
+        #expect(!joined.contains { if case .requestKeyframe = $0 { true } else { false } },
+                "no keyframe asked for on a join: the receiver asks once its media is bound")
+        #expect(joined.last == .demand(sender: 3, active: [true]))
         let passed1 = forwarding.forwards(layer: 0, startsKeyframe: false, from: 1, to: 2)
-        #expect(!passed1, "no picture before a keyframe")
+        #expect(passed1, "the full layer flows at once")
         let passed2 = forwarding.forwards(layer: 0, startsKeyframe: true, from: 1, to: 2)
         #expect(passed2)
         let passed3 = forwarding.forwards(layer: 0, startsKeyframe: true, from: 1, to: 3)
@@ -236,6 +238,6 @@ struct LayerForwardingTests {
         #expect(forwarding.report(TileReport(tiles: [TileSize(id: 2, width: 1, height: 1),
                                                      TileSize(id: 3, width: 1, height: 1)]), from: 3) == [])
         #expect(forwarding.choice(of: 2, for: 3) == nil)
-        #expect(forwarding.choice(of: 1, for: 3) == .init(current: nil, target: 0), "unlisted: the full layer")
+        #expect(forwarding.choice(of: 1, for: 3) == .init(current: 0, target: nil), "unlisted: the full layer")
     }
 }

@@ -123,8 +123,8 @@ final class TestMember: Sendable {
 
     /// Joins and returns the `joined` answer.
     func join(_ name: String, room: String = "standup", role: MemberRole = .broadcaster,
-              videoKbps: Int? = nil) async throws -> JoinedRoom {
-        send(.join(JoinRequest(room: room, name: name, role: role, videoKbps: videoKbps)))
+              videoKbps: Int? = nil, videoLayers: [VideoLayerSize]? = nil) async throws -> JoinedRoom {
+        send(.join(JoinRequest(room: room, name: name, role: role, videoKbps: videoKbps, videoLayers: videoLayers)))
         return try await wait(for: "joined") { if case .joined(let joined) = $0 { joined } else { nil } }
     }
 }
