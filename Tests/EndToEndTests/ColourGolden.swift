@@ -66,7 +66,7 @@ enum ColourGolden {
     }
 
     static func isPicture(_ cell: CapturedCell) -> Bool { cell.character == "▀" || cell.character == "▄" }
-    static let borders = Set("┌┐└┘─│┏┓┗┛━┃╔╗╚╝═║")
+    static let borders = Set("┌┐└┘─│┏┓┗┛━┃╔╗╚╝═║▛▜▙▟")
 
     /// The chrome's colours, one line per row as runs `fg/bg[/b]×count`, with what changes from run to run made
     /// fixed: pictures are `picture`, tile borders `border` (the speaking and selected highlights follow live

@@ -10,10 +10,12 @@ enum Golden {
     /// What varies between runs, replaced by fixed text.
     static func normalise(_ lines: [String]) -> String {
         var text = lines.joined(separator: "\n")
-        // Heavy borders mark the speaking tile and double ones the selected tile: both follow live audio or timers.
+        // Heavy borders mark the speaking tile, solid corners the dominant speaker's and double ones the selected
+        // tile: all follow live audio or timers.
         let heavy: [Character: Character] = [
             "┏": "┌", "┓": "┐", "┗": "└", "┛": "┘", "━": "─", "┃": "│",
             "╔": "┌", "╗": "┐", "╚": "└", "╝": "┘", "═": "─", "║": "│",
+            "▛": "┌", "▜": "┐", "▙": "└", "▟": "┘",
         ]
         text = String(text.map { heavy[$0] ?? $0 })
         text = text.replacingOccurrences(of: #"\b\d{1,2}:\d{2}(:\d{2})?\b"#, with: "mm:ss", options: .regularExpression)
@@ -132,7 +134,9 @@ struct DemoCallTests {
 
         try pane.send(["i"])
         lines = try screen(pane, until: has("kb/s"), "per-tile stats")
-        #expect(lines.contains { $0.contains("320x240") }, "the bots' resolution shows in their tiles")
+        // The bots send 320x240 and its half; tiles this small get the half (simulcast).
+        #expect(lines.contains { $0.contains("160x120") }, "the layer each tile gets shows in it")
+        #expect(!lines.contains { $0.contains("320x240") }, "no tile here needs the full layer")
         try pane.send(["i"])
 
         // The roster: everyone with role, microphone and camera, and the activity with the bots joining.
