@@ -739,3 +739,63 @@ struct RosterTests {
         #expect(room.state.activity.last?.text == "p\(RoomState.activityLimit + 9) left")
     }
 }
+
+@Suite("Room reducer: speaker view")
+struct SpeakerViewTests {
+    @Test("a shows the dominant speaker large; the large tile changes at most every 2 s; Esc returns to the grid")
+    func followsTheFloorWithAHold() {
+        var room = Room(peers: 3)
+        room.press(.char("a"))
+        #expect(room.state.speakerView && room.state.largeTile == peer(2), "nobody spoke yet: the first peer")
+        room.send(.dominantSpeaker(peer(3)))
+        #expect(room.state.largeTile == peer(3))
+        #expect(room.state.currentLayout.tiles.first { $0.id == peer(3) }?.kind == .full)
+        // The floor changes hands twice within a second: the view holds p3 until 2 s have passed, then shows p4.
+        room.tick(after: 500)
+        room.send(.dominantSpeaker(peer(4)))
+        room.tick(after: 500)
+        room.send(.dominantSpeaker(peer(2)))
+        room.send(.dominantSpeaker(peer(4)))
+        #expect(room.state.largeTile == peer(3), "held: 1 s since the last change")
+        room.tick(after: 999)
+        #expect(room.state.largeTile == peer(3), "held: 1.999 s")
+        room.tick(after: 1)
+        #expect(room.state.largeTile == peer(4), "2 s: the speaker who now holds the floor")
+        // The local user holding the floor never fills the screen.
+        room.tick(after: 3000)
+        room.send(.dominantSpeaker(me))
+        room.tick(after: 3000)
+        #expect(room.state.largeTile == peer(4))
+        // The featured speaker leaves: the next speaker is shown at once, hold or not.
+        room.send(.dominantSpeaker(peer(2)))
+        room.tick(after: 2000)
+        #expect(room.state.largeTile == peer(2))
+        room.send(.dominantSpeaker(peer(3)))
+        room.send(.userOffline(peer(2), reason: .quit))
+        #expect(room.state.largeTile == peer(3), "p2 left: p3 at once")
+        room.press(.escape)
+        #expect(!room.state.speakerView && room.state.largeTile == nil)
+    }
+
+    @Test("a fullscreen chosen by hand wins over speaker view; a again clears it")
+    func fullscreenWins() {
+        var room = Room(peers: 3)
+        room.press(.char("a"))
+        room.send(.dominantSpeaker(peer(3)))
+        room.press(.char("4"), after: 1000)
+        room.press(.char("4"), after: 100)
+        #expect(room.state.largeTile == peer(4))
+        room.press(.char("a"))
+        #expect(!room.state.speakerView && room.state.fullscreen == nil && room.state.largeTile == nil)
+    }
+
+    @Test("the audience's control bar has no microphone, camera or filter buttons")
+    func audienceControls() {
+        let audience = Room(peers: 2, role: .audience)
+        let commands = ControlBar.items(for: audience.state).map(\.command)
+        #expect(!commands.contains(.microphone) && !commands.contains(.camera) && !commands.contains(.filter))
+        #expect(commands.contains(.broadcast), "Live stays: asking to broadcast")
+        let broadcaster = Room(peers: 2)
+        #expect(ControlBar.items(for: broadcaster.state).map(\.command).contains(.microphone))
+    }
+}

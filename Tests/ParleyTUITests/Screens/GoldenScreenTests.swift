@@ -161,6 +161,34 @@ struct GoldenScreenTests {
         Golden.check(room.render(RoomFixture.small), "room_audience_80x24")
     }
 
+    @Test("speaker view: the dominant speaker large with solid corners, the others in the strip")
+    func speakerView() {
+        var room = RoomFixture.withPeers(["bob", "carol", "dave"])
+        let carol = ParticipantID(3)
+        room.press(.char("a"))
+        room.send(.event(.dominantSpeaker(carol)))
+        room.send(.event(.audioLevel(ParticipantID(4), 0.6)))
+        Golden.check(room.render(RoomFixture.small), "room_speaker_view_80x24")
+        let screen = room.render(RoomFixture.small)
+        #expect(!screen.rows(containing: "▛ 3 carol").isEmpty, "the dominant speaker's tile has solid corners")
+        #expect(!screen.rows(containing: "┏").isEmpty, "dave, speaking but not dominant, keeps the heavy border")
+    }
+
+    @Test("the size each peer is drawn at, for the relay's choice of layers")
+    func drawnSizes() {
+        var room = RoomFixture.withPeers(["bob", "carol", "dave"])
+        _ = room.render(RoomFixture.large)
+        let grid = RoomScreen.drawnSizes(state: room.state, layout: room.state.currentLayout)
+        #expect(grid.map(\.id) == [2, 3, 4])
+        #expect(grid.allSatisfy { $0.width > 0 && $0.height > 0 }, "\(grid)")
+        room.press(.char("3"))
+        room.press(.char("3"))
+        let full = RoomScreen.drawnSizes(state: room.state, layout: room.state.currentLayout)
+        let carol = full.first { $0.id == 3 }!, bob = full.first { $0.id == 2 }!
+        #expect(carol.width > 2 * bob.width, "fullscreen: carol's tile is the big one (\(carol) against \(bob))")
+        #expect(abs(Double(carol.width) / Double(carol.height) - 64.0 / 36.0) < 0.05, "letterboxed to the picture")
+    }
+
     @Test("too small: a message instead of a broken screen")
     func tooSmall() {
         var room = RoomFixture.withPeers(["bob"])
