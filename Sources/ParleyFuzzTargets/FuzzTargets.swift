@@ -33,6 +33,13 @@ public struct FuzzTarget: Sendable {
         precondition((packet == nil) == (view == nil), "RTPPacket and RTPHeaderView disagree on \(bytes)")
         if let packet {
             precondition((try? RTPPacket(parsing: packet.serialized())) == packet, "RTP round trip changed \(bytes)")
+            // The relay's in-place audio level reader finds whatever the element parser finds.
+            if let level = packet.header.headerExtension.flatMap(AudioLevelIndication.init) {
+                let inPlace = bytes.withUnsafeBytes { raw in
+                    (try? RTPHeaderView(parsing: raw)).flatMap { AudioLevelIndication(packet: raw, header: $0) }
+                }
+                precondition(inPlace == level, "audio level readers disagree on \(bytes)")
+            }
         }
     }
 

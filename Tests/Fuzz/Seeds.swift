@@ -15,6 +15,10 @@ struct Seeds {
                                         timestamp: 3000, ssrc: ssrc),
                       payload: [0x90, 0x80, 0x80, 0x01, 0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x40, 0x01, 0xf0, 0x00])
                 .serialized(),
+            RTPPacket(header: RTPHeader(marker: false, payloadType: MediaPayloadType.opus, sequenceNumber: 2,
+                                        timestamp: 1920, ssrc: ssrc,
+                                        headerExtension: AudioLevelIndication(voiceActivity: true, level: 30)
+                                            .headerExtension), payload: [0x78, 1]).serialized(),
         ]
         let bind = BindRequest(ssrc: members.audio, memberID: 7, token: BindToken(bytes: Array(0..<16))!).serialized()
         let ack = BindAcknowledgement(ssrc: members.audio, memberID: 7, status: .bound).serialized()
@@ -35,6 +39,11 @@ struct Seeds {
             .join(JoinRequest(room: "standup", name: "Ally", account: AccountClaim(name: "alice",
                                                                                  signature: String(repeating: "A", count: 86) + "=="),
                               hideRoom: true)),
+            .join(JoinRequest(room: "standup", name: "bob", videoLayers: [
+                VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
+                VideoLayerSize(width: 160, height: 90),
+            ])),
+            .tiles(TileReport(tiles: [TileSize(id: 2, width: 196, height: 110), TileSize(id: 3, width: 0, height: 0)])),
         ]
         let server: [ServerMessage] = [
             .joined(JoinedRoom(room: "standup", you: MemberInfo(id: 1, name: "alice", role: .broadcaster,
@@ -47,6 +56,7 @@ struct Seeds {
                 ChatHistoryLine(kind: "message", from: "carol (guest)", text: "agenda ✓", time: 1),
                 ChatHistoryLine(kind: "call-joined", from: "alice", text: "", time: 2, members: 2),
             ])),
+            .videoLayers(VideoLayerDemand(active: [true, false, true])), .dominantSpeaker(DominantSpeakerNotice(id: 3)),
         ]
         let messaging: [String] = [
             MessagingRequest.login(AccountCard(name: "alice", signingKey: "AAAA", agreementKey: "BBBB")).encoded(),
