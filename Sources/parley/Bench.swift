@@ -52,6 +52,7 @@ struct Bench: AsyncParsableCommand {
             }
         }
         if suite == .call || suite == .all {
+            print(try SimulcastQualityBench.run(log: log).markdown + "\n")
             let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
                 ?? CommandLine.arguments[0]
             do {
