@@ -17,7 +17,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build run test bench bench-call install clean fuzz fuzz-seeds
+.PHONY: deps bench-deps build run test bench bench-call bench-broadcast install clean fuzz fuzz-seeds
 
 define apt_install
 	@missing=""; \
@@ -69,6 +69,9 @@ bench: bench-deps build
 
 bench-call: bench-deps build
 	$(BIN) bench call
+
+bench-broadcast: build
+	$(BIN) bench broadcast
 
 # The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
 # libFuzzer on the parsers: one instrumented binary (address sanitizer) from the parsers' sources, each target run
