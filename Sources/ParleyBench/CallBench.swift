@@ -292,23 +292,23 @@ public enum CallBench {
         var redrawsPerSecond: Double?
         /// The tmux server the client draws into.
         var terminal: ProcessFigures?
+        /// The X server the client paints its window into (baresip x11: one Xvfb each).
+        var display: ProcessFigures?
     }
 
     /// One 1:1 call.
     struct PairResult {
         var clients: [ClientResult]
         var relay: ProcessFigures?
-        /// The X server both clients paint into (baresip's x11 display), shared: each side counts half.
-        var display: ProcessFigures?
         var captureProblem: String?
 
-        /// Each client's figures with what paints its picture: its terminal (tmux) or its share of the X server.
+        /// Each client's figures with what paints its picture: its terminal (tmux) or its X server.
         var sides: [SideFigures] {
             clients.map { client in
                 SideFigures(
                     cpuPercent: client.process.cpuPercent,
                     withDisplayPercent: client.process.cpuPercent + (client.terminal?.cpuPercent ?? 0)
-                        + (display?.cpuPercent ?? 0) / Double(max(1, clients.count)),
+                        + (client.display?.cpuPercent ?? 0),
                     peakMiB: client.process.peakMiB, wire: client.wire, shownPerSecond: client.shownPerSecond,
                     redrawsPerSecond: client.redrawsPerSecond)
             }
@@ -319,7 +319,7 @@ public enum CallBench {
     struct SideFigures {
         /// The client's own processes, % of one core.
         var cpuPercent: Double
-        /// The same plus the program that paints its picture (tmux server, its share of Xvfb), % of one core.
+        /// The same plus the program that paints its picture (tmux server, Xvfb), % of one core.
         var withDisplayPercent: Double
         var peakMiB: Double
         var wire: WireTraffic.Figures?

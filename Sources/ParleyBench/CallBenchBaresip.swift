@@ -12,7 +12,7 @@ extension CallBench {
     enum BaresipDisplay {
         /// `fakevideo`: handed to a display that drops it (the cost of everything but painting).
         case discarded
-        /// `x11`: painted into a window of its own on an Xvfb both clients share (a desktop user's baresip).
+        /// `x11`: painted into a window on an Xvfb of its own (a desktop user's baresip).
         case x11Window
 
         var module: String {
@@ -99,18 +99,23 @@ extension CallBench {
         """
     }
 
-    /// A 1:1 baresip call, the picture discarded or painted into X11 windows (both clients on one Xvfb, whose CPU
-    /// the result carries as `display`), measured over `settings.pairSeconds`.
+    /// A 1:1 baresip call, the picture discarded or painted into X11 windows (each client on its own Xvfb, whose
+    /// CPU its result carries as `display`), measured over `settings.pairSeconds`.
     static func baresipPair(_ settings: Settings, display: BaresipDisplay = .discarded, tools: Tools,
                             media: BenchMedia, directory: String) throws -> PairResult
     {
-        var screen: VirtualDisplay?
-        defer { screen?.stop() }
-        var launcher = [tools.baresip]
+        // One X server per client, as two desktops would be: baresip's x11 windows open at the top left corner
+        // and there is no window manager to move them, so on one shared screen one window would hide the other
+        // and the X server would skip painting it.
+        var screens: [VirtualDisplay] = []
+        defer { screens.forEach { $0.stop() } }
+        var launchers = [[tools.baresip], [tools.baresip]]
         if case .x11Window = display {
-            let started = try VirtualDisplay(xvfb: tools.xvfb, directory: directory)
-            screen = started
-            launcher = [tools.env, "DISPLAY=\(started.name)", tools.baresip]
+            for index in launchers.indices {
+                let started = try VirtualDisplay(xvfb: tools.xvfb, directory: directory)
+                screens.append(started)
+                launchers[index] = [tools.env, "DISPLAY=\(started.name)", tools.baresip]
+            }
         }
         let ports = freePorts(4)
         let (sipA, sipB, consoleA, consoleB) = (ports[0], ports[1], ports[2], ports[3])
@@ -151,13 +156,15 @@ extension CallBench {
         }
         // Through env(1) when DISPLAY is set: env execs baresip, so the pid measured is baresip's own.
         let bob = try BackgroundProcess(
-            launcher[0], Array(launcher.dropFirst()) + ["-f", folders[1]], outputPath: directory + "/baresip-bob.log")
+            launchers[1][0], Array(launchers[1].dropFirst()) + ["-f", folders[1]],
+            outputPath: directory + "/baresip-bob.log")
         children.append(bob)
         guard bob.waitForOutput(seconds: 15, { $0.contains("baresip is ready") }) else {
             throw CallBenchError.timedOut("baresip (bob) did not start: \(bob.output.suffix(600))")
         }
         let alice = try BackgroundProcess(
-            launcher[0], Array(launcher.dropFirst()) + ["-f", folders[0], "-e", "/dial sip:bob@127.0.0.1:\(sipB)"],
+            launchers[0][0],
+            Array(launchers[0].dropFirst()) + ["-f", folders[0], "-e", "/dial sip:bob@127.0.0.1:\(sipB)"],
             outputPath: directory + "/baresip-alice.log")
         children.append(alice)
         try waitUntil(seconds: 30, "both baresip clients receiving video") {
@@ -169,7 +176,7 @@ extension CallBench {
         let consoles = [consoleA, consoleB]
         let udp = clients.map { ProcessProbe.udpPorts($0.pid) }
         let shownBefore = consoles.map { displayedFrames(console: $0) }
-        let window = CPUWindow(clients.map(\.pid) + (screen.map { [$0.pid] } ?? []))
+        let window = CPUWindow(clients.map(\.pid) + screens.map(\.pid))
         let start = wallClock()
         Thread.sleep(forTimeInterval: settings.pairSeconds)
         let end = wallClock()
@@ -192,10 +199,10 @@ extension CallBench {
             }
             results.append(ClientResult(
                 process: figures[client.pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
-                wire: traffic?.figures(forPorts: udp[index]), shownPerSecond: shown))
+                wire: traffic?.figures(forPorts: udp[index]), shownPerSecond: shown,
+                display: screens.indices.contains(index) ? figures[screens[index].pid] : nil))
         }
-        return PairResult(
-            clients: results, relay: nil, display: screen.flatMap { figures[$0.pid] }, captureProblem: captureProblem)
+        return PairResult(clients: results, relay: nil, captureProblem: captureProblem)
     }
 
     /// Frames baresip has handed to its display so far ("vidisp: fakevideo 640 x 480 frames=N", or x11, in

@@ -49,10 +49,10 @@ extension CallBench {
         sideRow("Chromium tab, per side: all \(cell(processes, decimals: 0)) processes ÷ 2 (RSS: the whole tab)",
                 chromium, 0)
         ratioRow("**Parley / baresip (display discarded)** (mean of the two clients)", parley, baresip)
-        ratioRow("**Parley (+ tmux) / baresip x11 (+ ½ Xvfb)**: equal work", parley, x11)
+        ratioRow("**Parley (+ tmux) / baresip x11 (+ its Xvfb)**: equal work", parley, x11)
         ratioRow("**Parley (+ tmux) / Chromium tab (+ Xvfb)**, per side", parley, chromium)
         if !parleyDefault.isEmpty {
-            ratioRow("**Parley's default (+ tmux) / baresip x11 (+ ½ Xvfb)**", parleyDefault, x11)
+            ratioRow("**Parley's default (+ tmux) / baresip x11 (+ its Xvfb)**", parleyDefault, x11)
             ratioRow("**Parley's default (+ tmux) / Chromium tab (+ Xvfb)**", parleyDefault, chromium)
         }
         if !headless.isEmpty {
@@ -72,9 +72,14 @@ extension CallBench {
                          ProcessFigures(cpuPercent: $0, peakMiB: mean(terminals.map(\.peakMiB)) ?? .nan)
                      }
                  })
-        otherRow("Xvfb of the baresip x11 call, whole (half in each baresip's per-side figure)",
-                 runs.baresipX11.map(\.display))
-        otherRow("Xvfb of the Chromium tab, whole (half in each per-side figure)", runs.chromium.map(\.display))
+        otherRow("Xvfb per baresip x11 client (its own; in its per-side figure)",
+                 runs.baresipX11.map { run in
+                     let displays = run.clients.compactMap(\.display)
+                     return mean(displays.map(\.cpuPercent)).map {
+                         ProcessFigures(cpuPercent: $0, peakMiB: mean(displays.map(\.peakMiB)) ?? .nan)
+                     }
+                 })
+        otherRow("Xvfb of the Chromium tab (half in each per-side figure)", runs.chromium.map(\.display))
 
         let chromiumPSS = cell(runs.chromium.map(\.tab.proportionalMiB), decimals: 0)
         let exited = runs.chromium.map(\.tab.exited).max() ?? 0
@@ -82,8 +87,8 @@ extension CallBench {
             "CPU: user + system seconds of all threads from /proc/PID/stat over the window, as % of one core. "
                 + "Peak RSS: VmHWM from /proc/PID/status at the end of the window.",
             "Per side with display: what one side of the call costs with the program that paints its picture: "
-                + "Parley, the client + its tmux server; baresip x11, the client + half of the Xvfb both its windows "
-                + "are on; the Chromium tab, (every Chromium process + its Xvfb) ÷ 2; baresip with the display "
+                + "Parley, the client + its tmux server; baresip x11, the client + its own Xvfb; the Chromium tab, "
+                + "(every Chromium process + its Xvfb) ÷ 2; baresip with the display "
                 + "discarded and headless Parley paint nothing, so the client alone.",
             "Wire: dumpcap on `lo` during the window; UDP payload bytes (RTP header + payload, RTCP in \"all\") "
                 + "sent by each client's own sockets; streams told apart by their RTP clock rate (90 kHz video, "
@@ -111,8 +116,10 @@ extension CallBench {
                 + "32 kbit/s mono VOIP FEC complexity \(opusComplexity) (`opus_complexity`, as Parley's); modules "
                 + "avformat, fakevideo or x11 (display), aufile, aubridge (player), cons; direct SIP call on "
                 + "127.0.0.1 without a registrar. x11 rows: `video_display x11` (Debian's baresip-x11) paints the "
-                + "other side's picture into a \(width)x\(height) window; both clients' windows on one Xvfb "
-                + "(\(VirtualDisplay.screen), -nolisten tcp) started for the call; no self view (baresip's default).",
+                + "other side's picture into a \(width)x\(height) window; each client on an Xvfb of its own "
+                + "(\(VirtualDisplay.screen), -nolisten tcp) started for the call, as two desktops would be (on one "
+                + "shared screen, with no window manager, one window would cover the other and go unpainted); no "
+                + "self view (baresip's default).",
             "Chromium tab: Debian's `chromium` under its own Xvfb (painting, not headless), one tab, a fresh "
                 + "profile; the page (`BrowserCallPage`) connects two RTCPeerConnections to each other (host "
                 + "candidates, DTLS-SRTP, no signalling server), each sending the fake camera and microphone "
@@ -198,7 +205,7 @@ extension CallBench {
                        formatted(ratio, decimals: 2) + "x", ratio <= 0.8 ? "yes" : "**no**"])
         }
         if let ratio = sideRatio(parley, x11, \.withDisplayPercent) {
-            table.add(["Equal work, per side: Parley (drawing client + tmux) / baresip x11 (baresip + ½ Xvfb)",
+            table.add(["Equal work, per side: Parley (drawing client + tmux) / baresip x11 (baresip + its Xvfb)",
                        "≤ 1.00x", formatted(ratio, decimals: 2) + "x", ratio <= 1.0 ? "yes" : "**no**"])
         }
         for row in defaultGoalRows(runs) { table.add(row) }
@@ -232,7 +239,7 @@ extension CallBench {
         guard !ours.isEmpty else { return [] }
         var rows: [[String]] = []
         let references: [(String, [[SideFigures]], Double)] = [
-            ("baresip x11 (baresip + ½ Xvfb)", runs.baresipX11.map(\.sides), 0.5),
+            ("baresip x11 (baresip + its Xvfb)", runs.baresipX11.map(\.sides), 0.5),
             ("Chromium tab ((tab + Xvfb) ÷ 2)", runs.chromium.map { [$0.side] }, 0.25),
         ]
         for (name, theirs, target) in references {
