@@ -269,7 +269,8 @@ public enum BroadcastBench {
         let keyframes = steps.map(\.keyframeRequests).reduce(0, +)
         table.notes = [
             "`parley serve --insecure` (plain WebSocket, so the light receivers need no TLS; media is the same UDP "
-                + "forwarding either way) with room for the audience (`--max-members`, `--max-connections-per-address`). "
+                + "forwarding either way) with room for the audience (`--max-members`, "
+                + "`--max-connections-per-address`). "
                 + "Broadcaster: `parley bot \(room) \(CallBench.equalWorkArguments.joined(separator: " ")) --video "
                 + "FILE.y4m --audio FILE.wav`, the call benchmark's \(media.videoFrames)-frame camera file and 10 s "
                 + "voice clip, encoding once whatever the audience.",

@@ -6,8 +6,9 @@ import ParleyMedia
 import Glibc
 #endif
 
-/// What a whole call costs (`parley bench call`, `make bench-call`): a 1:1 Parley call next to a 1:1 baresip call doing
-/// the same work on the same machine in the same run, then 4- and 9-party Parley calls through the relay.
+/// What a whole call costs (`parley bench call`, `make bench-call`): a 1:1 Parley call next to 1:1 calls doing the same
+/// work on the same machine in the same run (baresip with its picture discarded, baresip painting into X11 windows
+/// under Xvfb, and a Chromium tab holding both sides of a WebRTC call), then 4- and 9-party Parley calls.
 ///
 /// Every figure comes from outside the programs: CPU seconds (user + system, all threads) from /proc/PID/stat over
 /// the measurement window, peak RSS from /proc/PID/status (VmHWM), bitrates and frame rates on the wire from a dumpcap
@@ -196,7 +197,8 @@ public enum CallBench {
                 chromium: windowed ? try findTool("chromium", package: "chromium") : nil,
                 env: try findTool("env", package: "coreutils"))
             let packages = ["avformat": "baresip-ffmpeg", "x11": "baresip-x11"]
-            let modules = ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"] + (windowed ? ["x11"] : [])
+            let modules = ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"]
+                + (windowed ? ["x11"] : [])
             for module in modules {
                 guard FileManager.default.fileExists(atPath: "\(baresipModules)/\(module).so") else {
                     throw CallBenchError.missingTool(

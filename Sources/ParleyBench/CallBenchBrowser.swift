@@ -68,13 +68,18 @@ struct BrowserCallPage {
           const videos = [document.getElementById('a'), document.getElementById('b')];
           peers.forEach((peer, index) => {
             const other = peers[1 - index];
-            peer.onicecandidate = (event) => { if (event.candidate) other.addIceCandidate(event.candidate).catch(fail); };
+            peer.onicecandidate = (event) => {
+              if (event.candidate) other.addIceCandidate(event.candidate).catch(fail);
+            };
             const incoming = new MediaStream();
             peer.ontrack = (event) => { incoming.addTrack(event.track); videos[index].srcObject = incoming; };
           });
           // Frames each element has put on screen (requestVideoFrameCallback's running count).
           videos.forEach((video, index) => {
-            const count = (now, frame) => { shown[index] = frame.presentedFrames; video.requestVideoFrameCallback(count); };
+            const count = (now, frame) => {
+              shown[index] = frame.presentedFrames;
+              video.requestVideoFrameCallback(count);
+            };
             video.requestVideoFrameCallback(count);
           });
           for (const track of camera.getTracks()) peers[0].addTransceiver(track, { direction: 'sendrecv' });
@@ -196,7 +201,8 @@ struct BrowserCallReport: Equatable {
             }
         }
         guard let time = Int64(try value("time")), time > 0 else {
-            throw CallBenchError.unexpected("browser call report: time=\(fields["time"] ?? "") is not a positive number")
+            throw CallBenchError.unexpected(
+                "browser call report: time=\(fields["time"] ?? "") is not a positive number")
         }
         let size = try pair("size")
         for text in size {

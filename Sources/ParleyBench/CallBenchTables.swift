@@ -20,7 +20,8 @@ extension CallBench {
             table.add([
                 label, cell(sides.map(\.cpuPercent)), cell(sides.map(\.withDisplayPercent)),
                 cell(sides.map(\.peakMiB)), cell(sides.map { $0.wire?.videoKbps }, decimals: 0),
-                cell(sides.map { $0.wire?.totalKbps }, decimals: 0), cell(sides.map { $0.wire?.framesArrivingPerSecond }),
+                cell(sides.map { $0.wire?.totalKbps }, decimals: 0),
+                cell(sides.map { $0.wire?.framesArrivingPerSecond }),
                 cell(sides.map(\.shownPerSecond)), cell(sides.map(\.redrawsPerSecond)),
             ])
         }
