@@ -11,12 +11,13 @@ APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tm
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-# Reference tools the benchmarks compare against.
-BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg tshark valgrind
+# Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
+# tab into Xvfb).
+BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build run test bench bench-call install clean fuzz fuzz-seeds
+.PHONY: deps bench-deps build run test bench bench-call bench-broadcast install clean fuzz fuzz-seeds
 
 define apt_install
 	@missing=""; \
@@ -68,6 +69,9 @@ bench: bench-deps build
 
 bench-call: bench-deps build
 	$(BIN) bench call
+
+bench-broadcast: build
+	$(BIN) bench broadcast
 
 # The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
 # libFuzzer on the parsers: one instrumented binary (address sanitizer) from the parsers' sources, each target run

@@ -6,8 +6,9 @@ import ParleyMedia
 import Glibc
 #endif
 
-/// What a whole call costs (`parley bench call`, `make bench-call`): a 1:1 Parley call next to a 1:1 baresip call doing
-/// the same work on the same machine in the same run, then 4- and 9-party Parley calls through the relay.
+/// What a whole call costs (`parley bench call`, `make bench-call`): a 1:1 Parley call next to 1:1 calls doing the same
+/// work on the same machine in the same run (baresip with its picture discarded, baresip painting into X11 windows
+/// under Xvfb, and a Chromium tab holding both sides of a WebRTC call), then 4- and 9-party Parley calls.
 ///
 /// Every figure comes from outside the programs: CPU seconds (user + system, all threads) from /proc/PID/stat over
 /// the measurement window, peak RSS from /proc/PID/status (VmHWM), bitrates and frame rates on the wire from a dumpcap
@@ -63,12 +64,19 @@ public enum CallBench {
     static let groupProfile = "320x240"
     /// Seconds between "the call is up" and the start of the window (keyframes, rate control settling).
     static let warmUp = 3.0
+    /// `parley join`'s video settings for the equal-work call: the same picture size, rate and bitrate as the others.
+    static let equalWorkArguments = [
+        "--profile", "\(width)x\(height)", "--bitrate", "\(videoKbps)", "--fps", "\(fps)",
+    ]
     /// Terminal size of the drawing clients.
     static let paneColumns = 120, paneRows = 40
     /// baresip's `video_bitrate`. Debian's baresip 1.0.0 vp8 module hands this number to libvpx's
     /// `rc_target_bitrate`, which is in kbit/s, so 1000 here means 1000 kbit/s on the wire like Parley's
     /// `--bitrate 1000` (its RTP pacer reads the same number as bit/s; it still sends one packet per 4 ms tick).
     static let baresipVideoBitrateSetting = 1000
+    /// Opus encoder complexity on both sides: Parley's calls use 5 (`AudioSender.complexity` in ParleyEngine, internal
+    /// there; a test in ParleyBenchTests keeps the two equal), and baresip's config is given the same.
+    static let opusComplexity = 5
 
     /// Runs every call `settings.runs` times and returns the tables; `log` gets progress lines.
     public static func run(_ settings: Settings, log: (String) -> Void) throws -> [BenchTable] {
@@ -79,26 +87,34 @@ public enum CallBench {
         // (At least the default's 48 s, so shorter trial runs reuse the same file.)
         let media = try BenchMedia.prepare(videoSeconds: max(48, settings.pairSeconds + warmUp + 15), log: log)
 
-        var parleyRuns: [PairResult] = []
-        var baresipRuns: [PairResult] = []
-        var headlessRuns: [PairResult] = []
+        var pairs = PairRuns()
         var groupRuns: [Int: [GroupResult]] = [:]
+        let seconds = Int(settings.pairSeconds)
         for round in 0..<settings.runs {
-            // Alternate which client goes first, so slow drift in the machine's load does not favour one side.
-            let order = round % 2 == 0 ? [true, false] : [false, true]
-            for parley in order {
-                if parley {
-                    log("call bench round \(round + 1)/\(settings.runs): Parley 1:1, \(Int(settings.pairSeconds)) s")
-                    parleyRuns.append(try parleyPair(
+            // Rotate which call goes first, so slow drift in the machine's load does not favour one kind.
+            let kinds = PairKind.allCases
+            for kind in kinds[(round % kinds.count)...] + kinds[..<(round % kinds.count)] {
+                log("call bench round \(round + 1)/\(settings.runs): \(kind.description) 1:1, \(seconds) s")
+                switch kind {
+                case .parley:
+                    pairs.parley.append(try parleyPair(
                         settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory))
-                } else {
-                    log("call bench round \(round + 1)/\(settings.runs): baresip 1:1, \(Int(settings.pairSeconds)) s")
-                    baresipRuns.append(try baresipPair(settings, tools: tools, media: media, directory: directory))
+                case .baresip:
+                    pairs.baresip.append(try baresipPair(settings, tools: tools, media: media, directory: directory))
+                case .baresipX11:
+                    pairs.baresipX11.append(try baresipPair(
+                        settings, display: .x11Window, tools: tools, media: media, directory: directory))
+                case .chromium:
+                    pairs.chromium.append(try chromiumPair(settings, tools: tools, media: media, directory: directory))
                 }
+            }
+            if let result = try parleyDefaultPair(settings, tools: tools, media: media, directory: directory) {
+                log("call bench round \(round + 1)/\(settings.runs): Parley's default 1:1, \(seconds) s")
+                pairs.parleyDefault.append(result)
             }
             log("call bench round \(round + 1)/\(settings.runs): Parley 1:1 headless (parley bot), "
                 + "\(Int(settings.groupSeconds)) s")
-            headlessRuns.append(try parleyPair(
+            pairs.headless.append(try parleyPair(
                 settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
                 directory: directory))
             for size in settings.groupSizes {
@@ -108,13 +124,49 @@ public enum CallBench {
                     try group(size: size, settings, tools: tools, directory: directory))
             }
         }
-        let pair = pairTable(
-            settings, parley: parleyRuns, headless: headlessRuns, baresip: baresipRuns, media: media)
+        let pair = pairTable(settings, pairs, media: media)
         let groups = groupTable(settings, runs: groupRuns)
-        let goals = goalTable(settings, parley: parleyRuns, baresip: baresipRuns, groups: groupRuns)
+        let goals = goalTable(settings, pairs, groups: groupRuns)
         log("call bench: VP8 speed and picture quality (300 frames, twice)")
         let speeds = try encoderSpeedTable(media: media)
         return [pair, groups, speeds, goals]
+    }
+
+    /// The 1:1 calls of a round, each its own processes in turn.
+    enum PairKind: CaseIterable, CustomStringConvertible {
+        case parley, baresip, baresipX11, chromium
+
+        var description: String {
+            switch self {
+            case .parley: "Parley"
+            case .baresip: "baresip (display discarded)"
+            case .baresipX11: "baresip (X11 windows under Xvfb)"
+            case .chromium: "Chromium tab (both sides in one page, under Xvfb)"
+            }
+        }
+    }
+
+    /// Every 1:1 call measured, one entry per round.
+    struct PairRuns {
+        /// `parley join` at the call settings in tmux: the equal-work row.
+        var parley: [PairResult] = []
+        var baresip: [PairResult] = []
+        var baresipX11: [PairResult] = []
+        var chromium: [BrowserResult] = []
+        var headless: [PairResult] = []
+        /// `parley join` with its default settings; empty until `parleyDefaultPair` measures something.
+        var parleyDefault: [PairResult] = []
+    }
+
+    /// Extension point for the "Parley default" row: a 1:1 call with `parley join`'s own defaults (what a user gets
+    /// without flags), measured like the equal-work row. Returns nil today, so no such row or goal is printed; to
+    /// add it, return `try parleyPair(settings, profileArguments: [...], seconds: settings.pairSeconds, ...)` with
+    /// the default's arguments (`[]` for none). The pair table then prints its rows and `defaultGoalRows` its goals
+    /// (≤ 0.5x the X11 baresip, ≤ 0.25x the Chromium tab, per side, tmux and Xvfb counted).
+    static func parleyDefaultPair(_ settings: Settings, tools: Tools, media: BenchMedia, directory: String) throws
+        -> PairResult?
+    {
+        nil
     }
 
     // MARK: - Programs and media
@@ -123,20 +175,34 @@ public enum CallBench {
         var parley: String
         var baresip: String
         var tmux: String
+        /// Xvfb and Chromium: nil when looked up without the windowed clients (`find(parley:windowed: false)`).
+        var xvfb: String?
+        var chromium: String?
+        /// env(1), to start a program with DISPLAY and HOME set (it execs, so the pid stays the program's).
+        var env: String
         var dumpcap: String?
         var dumpcapProblem: String?
 
-        static func find(parley: String) throws -> Tools {
+        /// Finds every program the call benchmark runs, throwing a message naming the package of the first one
+        /// missing; `windowed: false` leaves out Xvfb, Chromium and baresip's x11 module (for benchmarks that run
+        /// only Parley and baresip without windows).
+        static func find(parley: String, windowed: Bool = true) throws -> Tools {
             guard FileManager.default.isExecutableFile(atPath: parley) else {
                 throw CallBenchError.unexpected("the parley executable \(parley) is missing; run `make build`")
             }
             var tools = Tools(
                 parley: parley, baresip: try findTool("baresip", package: "baresip-core"),
-                tmux: try findTool("tmux", package: "tmux"))
-            for module in ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"] {
+                tmux: try findTool("tmux", package: "tmux"),
+                xvfb: windowed ? try findTool("Xvfb", package: "xvfb") : nil,
+                chromium: windowed ? try findTool("chromium", package: "chromium") : nil,
+                env: try findTool("env", package: "coreutils"))
+            let packages = ["avformat": "baresip-ffmpeg", "x11": "baresip-x11"]
+            let modules = ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"]
+                + (windowed ? ["x11"] : [])
+            for module in modules {
                 guard FileManager.default.fileExists(atPath: "\(baresipModules)/\(module).so") else {
-                    let package = module == "avformat" ? "baresip-ffmpeg" : "baresip-core"
-                    throw CallBenchError.missingTool("baresip module \(module)", package: package)
+                    throw CallBenchError.missingTool(
+                        "baresip module \(module)", package: packages[module] ?? "baresip-core")
                 }
             }
             do {
@@ -228,6 +294,8 @@ public enum CallBench {
         var redrawsPerSecond: Double?
         /// The tmux server the client draws into.
         var terminal: ProcessFigures?
+        /// The X server the client paints its window into (baresip x11: one Xvfb each).
+        var display: ProcessFigures?
     }
 
     /// One 1:1 call.
@@ -235,6 +303,30 @@ public enum CallBench {
         var clients: [ClientResult]
         var relay: ProcessFigures?
         var captureProblem: String?
+
+        /// Each client's figures with what paints its picture: its terminal (tmux) or its X server.
+        var sides: [SideFigures] {
+            clients.map { client in
+                SideFigures(
+                    cpuPercent: client.process.cpuPercent,
+                    withDisplayPercent: client.process.cpuPercent + (client.terminal?.cpuPercent ?? 0)
+                        + (client.display?.cpuPercent ?? 0),
+                    peakMiB: client.process.peakMiB, wire: client.wire, shownPerSecond: client.shownPerSecond,
+                    redrawsPerSecond: client.redrawsPerSecond)
+            }
+        }
+    }
+
+    /// One side of a 1:1 call as the tables compare it, whatever program made it.
+    struct SideFigures {
+        /// The client's own processes, % of one core.
+        var cpuPercent: Double
+        /// The same plus the program that paints its picture (tmux server, Xvfb), % of one core.
+        var withDisplayPercent: Double
+        var peakMiB: Double
+        var wire: WireTraffic.Figures?
+        var shownPerSecond: Double?
+        var redrawsPerSecond: Double?
     }
 
     /// One group call.
@@ -311,9 +403,16 @@ public enum CallBench {
 
     /// Starts `parley serve` on free ports; returns it with its signaling and media ports.
     static func startRelay(_ tools: Tools, directory: String) throws -> (BackgroundProcess, UInt16, UInt16) {
+        try startRelay(parley: tools.parley, directory: directory)
+    }
+
+    /// Starts `parley serve` from `parley` on free ports with `extraArguments`; with its signaling and media ports.
+    static func startRelay(parley: String, directory: String, extraArguments: [String] = []) throws
+        -> (BackgroundProcess, UInt16, UInt16)
+    {
         let relay = try BackgroundProcess(
-            tools.parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
-                           "--state-dir", directory + "/relay-state"],
+            parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
+                     "--state-dir", directory + "/relay-state"] + extraArguments,
             outputPath: directory + "/relay-\(UUID().uuidString.prefix(8)).log")
         guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
             relay.stop()
@@ -330,7 +429,8 @@ public enum CallBench {
 
     /// A 1:1 Parley call: two `parley join`s drawing into tmux panes, or (`headless`) two `parley bot`s that decode
     /// everything and draw nothing; measured over `seconds`.
-    static func parleyPair(_ settings: Settings, headless: Bool = false, seconds: Double, tools: Tools,
+    static func parleyPair(_ settings: Settings, headless: Bool = false,
+                           profileArguments: [String] = equalWorkArguments, seconds: Double, tools: Tools,
                            media: BenchMedia, directory: String, extraArguments: [String] = []) throws -> PairResult {
         let (relay, port, mediaPort) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
@@ -354,8 +454,9 @@ public enum CallBench {
             let stats = "\(directory)/parley-\(name).json"
             statsPaths.append(stats)
             let call = [
-                "callbench", "--server", "127.0.0.1:\(port)", "--name", name, "--profile", "\(width)x\(height)",
-                "--bitrate", "\(videoKbps)", "--fps", "\(fps)", "--video", media.video, "--audio", media.loopedVoice,
+                "callbench", "--server", "127.0.0.1:\(port)", "--name", name,
+            ] + profileArguments + [
+                "--video", media.video, "--audio", media.loopedVoice,
                 "--log-level", "warning", "--stats-file", stats, "--known-relays", "\(directory)/known_relays-\(name)",
             ] + extraArguments
             if headless {
@@ -407,159 +508,6 @@ public enum CallBench {
                 terminal: headless ? nil : figures[panes[index].serverPID]))
         }
         return PairResult(clients: clients, relay: figures[relay.pid], captureProblem: captureProblem)
-    }
-
-    // MARK: - baresip 1:1
-
-    /// A baresip configuration doing what Parley's call does: the same Y4M and WAV files as sources, VP8 at
-    /// 640x480@30 and Opus 32 kbit/s (mono, VOIP, in-band FEC, 10 % loss, its default complexity 10) over RTP on
-    /// 127.0.0.1, the picture decoded and handed to a display that discards it, received audio decoded into a
-    /// bridge nobody listens to. A console on UDP answers `/video_debug`.
-    static func baresipConfig(sipPort: UInt16, consolePort: UInt16, rtpPorts: ClosedRange<Int>, media: BenchMedia)
-        -> String
-    {
-        """
-        poll_method\t\tepoll
-        sip_listen\t\t127.0.0.1:\(sipPort)
-        net_interface\t\t127.0.0.1
-        call_local_timeout\t120
-        call_max_calls\t\t4
-        audio_player\t\taubridge,nil
-        audio_source\t\taufile,\(media.longVoice)
-        audio_alert\t\taubridge,nil
-        ausrc_srate\t\t48000
-        auplay_srate\t\t48000
-        ausrc_channels\t\t1
-        auplay_channels\t\t1
-        audio_level\t\tno
-        video_source\t\tavformat,\(media.video)
-        video_display\t\tfakevideo,nil
-        video_size\t\t\(width)x\(height)
-        video_bitrate\t\t\(baresipVideoBitrateSetting)
-        video_fps\t\t\(fps).00
-        video_fullscreen\tno
-        videnc_format\t\tyuv420p
-        rtp_ports\t\t\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)
-        rtcp_mux\t\tyes
-        jitter_buffer_delay\t5-10
-        rtp_stats\t\tno
-        statmode_default\toff
-        module_path\t\t\(baresipModules)
-        module\t\t\tcons.so
-        module\t\t\topus.so
-        module\t\t\tvp8.so
-        module\t\t\tavformat.so
-        module\t\t\tfakevideo.so
-        module\t\t\taufile.so
-        module\t\t\taubridge.so
-        module_tmp\t\taccount.so
-        module_app\t\tmenu.so
-        cons_listen\t\t127.0.0.1:\(consolePort)
-        opus_bitrate\t\t32000
-        opus_stereo\t\tno
-        opus_sprop_stereo\tno
-        opus_inbandfec\t\tyes
-        opus_packet_loss\t10
-        opus_application\tvoip
-        opus_complexity\t\t10
-
-        """
-    }
-
-    static func baresipPair(_ settings: Settings, tools: Tools, media: BenchMedia, directory: String) throws
-        -> PairResult
-    {
-        let ports = freePorts(4)
-        let (sipA, sipB, consoleA, consoleB) = (ports[0], ports[1], ports[2], ports[3])
-        var base = 20_000
-        for _ in 0..<50 {
-            let candidate = 20_000 + 40 * Int.random(in: 0..<250)
-            if udpPortsFree(from: UInt16(candidate), count: 40) {
-                base = candidate
-                break
-            }
-        }
-        var children: [BackgroundProcess] = []
-        defer { children.forEach { $0.stop() } }
-        var capture: PacketCapture?
-        var captureProblem = tools.dumpcapProblem
-        if let dumpcap = tools.dumpcap {
-            do {
-                capture = try PacketCapture(
-                    dumpcap: dumpcap, filter: "udp portrange \(base)-\(base + 39)",
-                    path: directory + "/baresip.pcap", directory: directory)
-            } catch {
-                captureProblem = "\(error)"
-            }
-        }
-        var folders: [String] = []
-        for (index, (name, sip, console)) in [("alice", sipA, consoleA), ("bob", sipB, consoleB)].enumerated() {
-            let folder = "\(directory)/baresip-\(name)"
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let config = baresipConfig(
-                sipPort: sip, consolePort: console, rtpPorts: (base + 20 * index)...(base + 20 * index + 19),
-                media: media)
-            let answer = name == "bob" ? ";answermode=auto" : ""
-            let account = "<sip:\(name)@127.0.0.1:\(sip)>;regint=0\(answer);audio_codecs=opus;video_codecs=vp8\n"
-            guard FileManager.default.createFile(atPath: folder + "/config", contents: Data(config.utf8)),
-                  FileManager.default.createFile(atPath: folder + "/accounts", contents: Data(account.utf8))
-            else { throw CallBenchError.unexpected("cannot write baresip's configuration in \(folder)") }
-            folders.append(folder)
-        }
-        let bob = try BackgroundProcess(tools.baresip, ["-f", folders[1]], outputPath: directory + "/baresip-bob.log")
-        children.append(bob)
-        guard bob.waitForOutput(seconds: 15, { $0.contains("baresip is ready") }) else {
-            throw CallBenchError.timedOut("baresip (bob) did not start: \(bob.output.suffix(600))")
-        }
-        let alice = try BackgroundProcess(
-            tools.baresip, ["-f", folders[0], "-e", "/dial sip:bob@127.0.0.1:\(sipB)"],
-            outputPath: directory + "/baresip-alice.log")
-        children.append(alice)
-        try waitUntil(seconds: 30, "both baresip clients receiving video") {
-            children.allSatisfy { $0.output.contains("video: receiving with resolution") }
-        }
-        Thread.sleep(forTimeInterval: warmUp)
-
-        let clients = [alice, bob]
-        let consoles = [consoleA, consoleB]
-        let udp = clients.map { ProcessProbe.udpPorts($0.pid) }
-        let shownBefore = consoles.map { displayedFrames(console: $0) }
-        let window = CPUWindow(clients.map(\.pid))
-        let start = wallClock()
-        Thread.sleep(forTimeInterval: settings.pairSeconds)
-        let end = wallClock()
-        let figures = window.finish()
-        let shownAfter = consoles.map { displayedFrames(console: $0) }
-
-        var traffic: WireTraffic?
-        if let capture {
-            do {
-                traffic = WireTraffic(try capture.stop(), window: start...end)
-            } catch {
-                captureProblem = "\(error)"
-            }
-        }
-        var results: [ClientResult] = []
-        for (index, client) in clients.enumerated() {
-            var shown: Double?
-            if let before = shownBefore[index], let after = shownAfter[index] {
-                shown = Double(after.frames - before.frames) / max(0.001, after.time - before.time)
-            }
-            results.append(ClientResult(
-                process: figures[client.pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
-                wire: traffic?.figures(forPorts: udp[index]), shownPerSecond: shown))
-        }
-        return PairResult(clients: results, relay: nil, captureProblem: captureProblem)
-    }
-
-    /// Frames baresip has handed to its display so far ("vidisp: fakevideo 640 x 480 frames=N" in `/video_debug`).
-    static func displayedFrames(console: UInt16) -> (frames: Int, time: Double)? {
-        let time = wallClock()
-        let answer = baresipConsole(port: console, command: "/video_debug")
-        guard let line = answer.split(separator: "\n").first(where: { $0.contains("vidisp:") }),
-              let range = line.range(of: "frames="), let frames = Int(line[range.upperBound...].prefix { $0.isNumber })
-        else { return nil }
-        return (frames, time)
     }
 
     // MARK: - Group calls
@@ -617,170 +565,6 @@ public enum CallBench {
             headless: bots.map { ClientResult(process: figures[$0.pid] ?? missing) },
             relay: figures[relay.pid] ?? missing, decodedPerTile: median(decoded) ?? 0,
             tilesDecoding: decoded.filter { $0 > 0 }.count)
-    }
-
-    // MARK: - Tables
-
-    static func pairTable(_ settings: Settings, parley: [PairResult], headless: [PairResult],
-                          baresip: [PairResult], media: BenchMedia) -> BenchTable {
-        var table = BenchTable(
-            title: "Call 1:1 on loopback, Parley vs baresip: \(width)x\(height) at \(fps) fps, VP8 \(videoKbps) "
-                + "kbit/s, Opus 32 kbit/s (\(Int(settings.pairSeconds)) s window, median of \(settings.runs) "
-                + "run\(settings.runs == 1 ? "" : "s"))",
-            columns: ["Process", "CPU % of a core", "Peak RSS MiB", "Video sent kbit/s", "All sent kbit/s",
-                      "Frames in/s (wire)", "Frames shown/s", "Redraws/s"])
-        func clientRow(_ label: String, _ runs: [PairResult], _ index: Int) {
-            let clients = runs.map { $0.clients[index] }
-            table.add([
-                label, cell(clients.map { $0.process.cpuPercent }), cell(clients.map { $0.process.peakMiB }),
-                cell(clients.map { $0.wire?.videoKbps }, decimals: 0), cell(clients.map { $0.wire?.totalKbps },
-                                                                             decimals: 0),
-                cell(clients.map { $0.wire?.framesArrivingPerSecond }), cell(clients.map { $0.shownPerSecond }),
-                cell(clients.map { $0.redrawsPerSecond }),
-            ])
-        }
-        let pane = "\(paneColumns)x\(paneRows)"
-        clientRow("Parley alice (`parley join`, draws into tmux \(pane))", parley, 0)
-        clientRow("Parley bob (`parley join`, draws into tmux \(pane))", parley, 1)
-        clientRow("baresip alice (display discarded)", baresip, 0)
-        clientRow("baresip bob (display discarded)", baresip, 1)
-
-        // Ratio of the two clients' mean, per run, then the median over runs.
-        func ratio(_ ours: [PairResult], _ value: (ClientResult) -> Double?) -> String {
-            let ratios = zip(ours, baresip).map { pair -> Double? in
-                let mine = pair.0.clients.compactMap(value)
-                let theirs = pair.1.clients.compactMap(value)
-                guard mine.count == 2, theirs.count == 2, theirs.reduce(0, +) > 0 else { return nil }
-                return mine.reduce(0, +) / theirs.reduce(0, +)
-            }
-            guard let middle = median(ratios.compactMap { $0 }) else { return "n/a" }
-            return formatted(middle, decimals: 2) + "x"
-        }
-        func ratioRow(_ label: String, _ ours: [PairResult]) {
-            table.add([
-                label, ratio(ours) { $0.process.cpuPercent }, ratio(ours) { $0.process.peakMiB },
-                ratio(ours) { $0.wire?.videoKbps }, ratio(ours) { $0.wire?.totalKbps },
-                ratio(ours) { $0.wire?.framesArrivingPerSecond }, ratio(ours) { $0.shownPerSecond }, "",
-            ])
-        }
-        ratioRow("**Parley / baresip** (mean of the two clients)", parley)
-        if !headless.isEmpty {
-            clientRow("Parley alice headless (`parley bot`: decodes, draws nothing)", headless, 0)
-            clientRow("Parley bob headless (`parley bot`)", headless, 1)
-            ratioRow("Parley headless / baresip", headless)
-        }
-        table.add([
-            "parley serve (Parley's relay; not in the client figures)", cell(parley.map { $0.relay?.cpuPercent }),
-            cell(parley.map { $0.relay?.peakMiB }), "", "", "", "", "",
-        ])
-        let terminals = parley.map { run in run.clients.compactMap { $0.terminal } }
-        table.add([
-            "tmux server per Parley pane (the terminal; not in the client figures)",
-            cell(terminals.map { mean($0.map(\.cpuPercent)) }), cell(terminals.map { mean($0.map(\.peakMiB)) }),
-            "", "", "", "", "",
-        ])
-
-        var notes = [
-            "CPU: user + system seconds of all threads from /proc/PID/stat over the window, as % of one core. "
-                + "Peak RSS: VmHWM from /proc/PID/status at the end of the window.",
-            "Wire: dumpcap on `lo` during the window; UDP payload bytes (RTP header + payload, RTCP in \"all\") "
-                + "sent by each client's own sockets; streams told apart by their RTP clock rate (90 kHz video, "
-                + "48 kHz audio). Parley's media goes through the relay, baresip's goes peer to peer. "
-                + "Frames in/s: video RTP packets with the marker bit arriving at the client's sockets.",
-            "Frames shown/s: Parley, frames decoded (`--stats-file`); baresip, frames handed to its display "
-                + "(`/video_debug` on its console). Redraws/s: Parley's call screen written to the terminal.",
-            "Headless rows: the same Parley call between two `parley bot`s (same files and settings, every frame "
-                + "decoded, nothing drawn), measured over \(Int(settings.groupSeconds)) s: what drawing costs.",
-            "Same work on both sides: video from the same file, \(media.videoFrames) frames of Parley's synthetic "
-                + "camera (moving pattern, text, sensor noise) as raw Y4M (Parley `--video`, baresip `avformat`); "
-                + "audio the synthetic voice as 48 kHz mono WAV (Parley loops a 10 s clip, baresip's `aufile` "
-                + "cannot loop and holds the whole \(fileSeconds(media.longVoice)) s file, ~"
-                + "\(formatted(Double(fileBytes(media.longVoice)) / 1_048_576, decimals: 1)) MiB, in memory).",
-            "Parley: `parley join --profile \(width)x\(height) --bitrate \(videoKbps) --fps \(fps)` twice, each in "
-                + "its own tmux server (TERM=tmux-256color), VP8 CBR at speed -16, Opus 32 kbit/s mono VOIP FEC "
-                + "complexity 5 (Parley's call default; baresip runs its default, 10).",
-            "baresip 1.0.0: `video_bitrate \(baresipVideoBitrateSetting)`. Its vp8 module passes this number to "
-                + "libvpx's rc_target_bitrate, which is in kbit/s, so the video on the wire is ~\(videoKbps) kbit/s "
-                + "like Parley's (compare the \"Video sent\" column); VP8 VBR at its fixed speed 16; Opus "
-                + "32 kbit/s mono VOIP FEC complexity 10; modules avformat, fakevideo (display), aufile, aubridge "
-                + "(player), cons; direct SIP call on 127.0.0.1 without a registrar.",
-        ]
-        let problems = Set((parley + baresip).compactMap(\.captureProblem))
-        if !problems.isEmpty { notes.append("No wire figures: " + problems.sorted().joined(separator: "; ")) }
-        table.notes = notes
-        return table
-    }
-
-    static func groupTable(_ settings: Settings, runs: [Int: [GroupResult]]) -> BenchTable {
-        var table = BenchTable(
-            title: "Group calls through the relay, \(groupProfile) at 15 fps (200 kbit/s) per peer "
-                + "(\(Int(settings.groupSeconds)) s window, median of \(settings.runs) "
-                + "run\(settings.runs == 1 ? "" : "s"))",
-            columns: ["Call", "Drawing client CPU %", "Drawing client RSS MiB", "Headless CPU % median (max)",
-                      "Headless RSS MiB max", "Relay CPU %", "Terminal CPU %", "Total % of 2 cores",
-                      "Decoded fps per tile"])
-        for size in runs.keys.sorted() {
-            let results = runs[size] ?? []
-            let headlessMedian = results.map { median($0.headless.map(\.process.cpuPercent)) }
-            let headlessMax = results.map { $0.headless.map(\.process.cpuPercent).max() }
-            table.add([
-                "\(size)-party", cell(results.map(\.drawing.process.cpuPercent)),
-                cell(results.map(\.drawing.process.peakMiB)),
-                cell(headlessMedian) + " (" + cell(headlessMax) + ")",
-                cell(results.map { $0.headless.map(\.process.peakMiB).max() }),
-                cell(results.map(\.relay.cpuPercent)), cell(results.map { $0.drawing.terminal?.cpuPercent }),
-                cell(results.map { totalOfTwoCores($0) }),
-                cell(results.map(\.decodedPerTile)) + " × " + "\(results.map(\.tilesDecoding).min() ?? 0) tiles",
-            ])
-        }
-        table.notes = [
-            "One client is `parley join` drawing every tile into tmux \(paneColumns)x\(paneRows); the others are "
-                + "headless `parley bot`s (they decode all video and audio but draw nothing). Every peer sends "
-                + "its synthetic camera and voice at the \(groupProfile) profile.",
-            "Total: all clients + relay + the drawing client's terminal (tmux), as % of the machine's 2 cores. "
-                + "The goal is at most 70 % (30 % to spare).",
-        ]
-        return table
-    }
-
-    static func totalOfTwoCores(_ result: GroupResult) -> Double {
-        let clients = result.headless.map(\.process.cpuPercent).reduce(0, +) + result.drawing.process.cpuPercent
-        return (clients + result.relay.cpuPercent + (result.drawing.terminal?.cpuPercent ?? 0)) / 2
-    }
-
-    static func goalTable(_ settings: Settings, parley: [PairResult], baresip: [PairResult],
-                          groups: [Int: [GroupResult]]) -> BenchTable {
-        var table = BenchTable(title: "Call benchmark goals", columns: ["Goal", "Target", "Measured", "Met"])
-        let cpuRatios = zip(parley, baresip).map { pair in
-            pair.0.clients.map(\.process.cpuPercent).reduce(0, +) / pair.1.clients.map(\.process.cpuPercent)
-                .reduce(0, +)
-        }
-        if let ratio = median(cpuRatios) {
-            table.add(["1:1 client CPU, Parley (drawing included) / baresip", "≤ 0.80x",
-                       formatted(ratio, decimals: 2) + "x", ratio <= 0.8 ? "yes" : "**no**"])
-        }
-        let peaks = parley.flatMap { $0.clients.map(\.process.peakMiB) }
-        if let peak = median(parley.map { run in run.clients.map(\.process.peakMiB).max() ?? .nan }) {
-            table.add(["Parley client peak RSS (1:1, larger client)", "≤ 50 MiB", formatted(peak) + " MiB"
-                       + " (max \(formatted(peaks.max() ?? .nan)))", peak <= 50 ? "yes" : "**no**"])
-        }
-        let videoRatios = zip(parley, baresip).compactMap { pair -> Double? in
-            let ours = pair.0.clients.compactMap { $0.wire?.videoKbps }
-            let theirs = pair.1.clients.compactMap { $0.wire?.videoKbps }
-            guard ours.count == 2, theirs.count == 2 else { return nil }
-            return theirs.reduce(0, +) / ours.reduce(0, +)
-        }
-        if let ratio = median(videoRatios) {
-            table.add(["Fair comparison: baresip video on the wire / Parley's", "0.90x…1.10x",
-                       formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**"])
-        }
-        if let largest = groups.keys.max(), let total = median((groups[largest] ?? []).map(totalOfTwoCores)) {
-            table.add(["\(largest)-party call on 2 cores, 30 % to spare", "≤ 70 % of 2 cores",
-                       formatted(total) + " %", total <= 70 ? "yes" : "**no**"])
-        }
-        table.notes = ["Medians over \(settings.runs) run\(settings.runs == 1 ? "" : "s"); the machine is shared, "
-                       + "so single runs can be off by a few points."]
-        return table
     }
 
     // MARK: - Helpers

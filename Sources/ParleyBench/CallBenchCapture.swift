@@ -51,7 +51,7 @@ final class PacketCapture {
     }
 
     /// Reads a classic pcap file (either byte order, micro- or nanosecond stamps) of Ethernet, Linux cooked (v1/v2),
-    /// BSD loopback or raw IP frames; keeps IPv4 UDP datagrams.
+    /// BSD loopback or raw IP frames; keeps UDP datagrams over IPv4 and IPv6.
     static func parse(_ bytes: [UInt8]) throws -> [CapturedDatagram] {
         guard bytes.count >= 24 else { throw CallBenchError.unexpected("pcap file too short (\(bytes.count) bytes)") }
         let magic = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
@@ -79,27 +79,43 @@ final class PacketCapture {
             let start = offset + 16
             offset = start + captured
             guard offset <= bytes.count else { break }
-            // Where the IP header starts, and whether the frame says it carries IPv4.
-            var ip: Int
+            // Where the IP header starts, and which IP version the link layer says it carries (nil: read the
+            // version from the header itself).
+            let ip: Int
+            let version: UInt8?
+            func ipVersion(_ type: Int) -> UInt8? { type == 0x0800 ? 4 : type == 0x86DD ? 6 : nil }
             switch linkType {
             case 1:  // Ethernet
-                guard captured >= 14, u16be(start + 12) == 0x0800 else { continue }
-                ip = start + 14
+                guard captured >= 14, let said = ipVersion(u16be(start + 12)) else { continue }
+                (ip, version) = (start + 14, said)
             case 113:  // Linux cooked v1
-                guard captured >= 16, u16be(start + 14) == 0x0800 else { continue }
-                ip = start + 16
+                guard captured >= 16, let said = ipVersion(u16be(start + 14)) else { continue }
+                (ip, version) = (start + 16, said)
             case 276:  // Linux cooked v2
-                guard captured >= 20, u16be(start) == 0x0800 else { continue }
-                ip = start + 20
+                guard captured >= 20, let said = ipVersion(u16be(start)) else { continue }
+                (ip, version) = (start + 20, said)
             case 0:  // BSD loopback
-                ip = start + 4
-            case 101, 228:  // raw IP, raw IPv4
-                ip = start
+                (ip, version) = (start + 4, nil)
+            case 101:  // raw IP
+                (ip, version) = (start, nil)
+            case 228:  // raw IPv4
+                (ip, version) = (start, 4)
+            case 229:  // raw IPv6
+                (ip, version) = (start, 6)
             default:
                 throw CallBenchError.unexpected("pcap link type \(linkType) is not supported")
             }
-            guard ip + 20 <= offset, bytes[ip] >> 4 == 4, bytes[ip + 9] == 17 else { continue }
-            let udp = ip + Int(bytes[ip] & 0x0F) * 4
+            guard ip < offset, version == nil || bytes[ip] >> 4 == version else { continue }
+            let udp: Int
+            if ip + 20 <= offset, bytes[ip] >> 4 == 4, bytes[ip + 9] == 17 {
+                udp = ip + Int(bytes[ip] & 0x0F) * 4
+            } else if ip + 40 <= offset, bytes[ip] >> 4 == 6, bytes[ip + 6] == 17 {
+                // IPv6 with UDP right after the fixed header (WebRTC's host candidates on this machine's IPv6
+                // address); extension headers are not followed.
+                udp = ip + 40
+            } else {
+                continue
+            }
             guard udp + 8 <= offset else { continue }
             let length = u16be(udp + 4) - 8
             let payload = udp + 8

@@ -12,7 +12,7 @@ public enum EncryptionBench {
 
     /// Runs both parts and returns one table.
     public static func run(_ settings: CallBench.Settings, log: (String) -> Void) throws -> [BenchTable] {
-        let tools = try CallBench.Tools.find(parley: settings.parleyPath)
+        let tools = try CallBench.Tools.find(parley: settings.parleyPath, windowed: false)
         let directory = try CallBench.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let media = try CallBench.BenchMedia.prepare(videoSeconds: max(48, settings.groupSeconds + CallBench.warmUp + 15), log: log)

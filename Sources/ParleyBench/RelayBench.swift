@@ -986,9 +986,9 @@ final class SignalingSocket {
 
     deinit { Glibc.close(descriptor) }
 
-    /// Joins `room` and returns the relay's answer.
-    func join(room: String, name: String) throws -> JoinedRoom {
-        try send(.join(JoinRequest(room: room, name: name)))
+    /// Joins `room` (as a broadcaster unless `role` says otherwise) and returns the relay's answer.
+    func join(room: String, name: String, role: MemberRole = .broadcaster) throws -> JoinedRoom {
+        try send(.join(JoinRequest(room: room, name: name, role: role)))
         while true {
             switch try receive() {
             case .joined(let joined): return joined
@@ -1003,6 +1003,14 @@ final class SignalingSocket {
         guard ContinuousClock.now - lastKeepAlive >= .seconds(2) else { return }
         lastKeepAlive = ContinuousClock.now
         try? send(.ping(KeepAlive(token: 1)))
+    }
+
+    /// Reads and drops whatever the relay sent since (roster changes, pongs) without waiting, so a member that never
+    /// reads does not fill its socket's buffer over a long run.
+    func discardIncoming() {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while buffer.withUnsafeMutableBytes({ recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+        pending.removeAll()
     }
 
     /// Says goodbye and closes the TCP connection for writing.

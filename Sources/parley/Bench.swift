@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, messaging, latency, render, call, echo, encryption, all
+        case codecs, wire, relay, load, messaging, latency, render, call, broadcast, echo, encryption, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -60,6 +60,14 @@ struct Bench: AsyncParsableCommand {
                 for table in try CallBench.run(settings, log: log) { print(table.markdown + "\n") }
             } catch let error as CallBenchError {
                 throw CommandFailure("call benchmark: \(error)")
+            }
+        }
+        if suite == .broadcast || suite == .all {
+            do {
+                let settings = try BroadcastBench.Settings.fromEnvironment(parleyPath: executablePath())
+                for table in try BroadcastBench.run(settings, log: log) { print(table.markdown + "\n") }
+            } catch let error as CallBenchError {
+                throw CommandFailure("broadcast benchmark: \(error)")
             }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
