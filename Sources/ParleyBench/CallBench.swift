@@ -64,10 +64,16 @@ public enum CallBench {
     static let groupProfile = "320x240"
     /// Seconds between "the call is up" and the start of the window (keyframes, rate control settling).
     static let warmUp = 3.0
-    /// `parley join`'s video settings for the equal-work call: the same picture size, rate and bitrate as the others.
-    static let equalWorkArguments = [
+    /// The same picture size, rate and bitrate as the other clients.
+    static let callArguments = [
         "--profile", "\(width)x\(height)", "--bitrate", "\(videoKbps)", "--fps", "\(fps)",
     ]
+    /// `parley join`'s video settings for the equal-work call: the call settings, and the full 640x480 sent,
+    /// decoded and drawn (no simulcast: the small layers would make it less work than the others do).
+    static let equalWorkArguments = callArguments + ["--no-simulcast"]
+    /// Terminal size of Parley's default row: a 1:1 call in a 200x60 pane, each side receiving the simulcast
+    /// layer its tile needs.
+    static let defaultPaneColumns = 200, defaultPaneRows = 60
     /// Terminal size of the drawing clients.
     static let paneColumns = 120, paneRows = 40
     /// baresip's `video_bitrate`. Debian's baresip 1.0.0 vp8 module hands this number to libvpx's
@@ -154,19 +160,19 @@ public enum CallBench {
         var baresipX11: [PairResult] = []
         var chromium: [BrowserResult] = []
         var headless: [PairResult] = []
-        /// `parley join` with its default settings; empty until `parleyDefaultPair` measures something.
+        /// `parley join` at the call settings with simulcast (its default) in 200x60 panes.
         var parleyDefault: [PairResult] = []
     }
 
-    /// Extension point for the "Parley default" row: a 1:1 call with `parley join`'s own defaults (what a user gets
-    /// without flags), measured like the equal-work row. Returns nil today, so no such row or goal is printed; to
-    /// add it, return `try parleyPair(settings, profileArguments: [...], seconds: settings.pairSeconds, ...)` with
-    /// the default's arguments (`[]` for none). The pair table then prints its rows and `defaultGoalRows` its goals
-    /// (≤ 0.5x the X11 baresip, ≤ 0.25x the Chromium tab, per side, tmux and Xvfb counted).
+    /// The "Parley default" row: the same 1:1 call with simulcast on, as `parley join` sends by default, drawn in
+    /// 200x60 panes, where each side's tile needs (and the relay forwards) only the 160x120 layer, and each sender
+    /// encodes only that layer. The pair table prints its rows and `defaultGoalRows` its goals (≤ 0.5x the X11
+    /// baresip, ≤ 0.25x the Chromium tab, per side, tmux and Xvfb counted).
     static func parleyDefaultPair(_ settings: Settings, tools: Tools, media: BenchMedia, directory: String) throws
         -> PairResult?
     {
-        nil
+        try parleyPair(settings, profileArguments: callArguments, seconds: settings.pairSeconds, tools: tools,
+                       media: media, directory: directory, pane: (defaultPaneColumns, defaultPaneRows))
     }
 
     // MARK: - Programs and media
@@ -431,7 +437,8 @@ public enum CallBench {
     /// everything and draw nothing; measured over `seconds`.
     static func parleyPair(_ settings: Settings, headless: Bool = false,
                            profileArguments: [String] = equalWorkArguments, seconds: Double, tools: Tools,
-                           media: BenchMedia, directory: String, extraArguments: [String] = []) throws -> PairResult {
+                           media: BenchMedia, directory: String, extraArguments: [String] = [],
+                           pane: (columns: Int, rows: Int) = (paneColumns, paneRows)) throws -> PairResult {
         let (relay, port, mediaPort) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
         var capture: PacketCapture?
@@ -466,7 +473,7 @@ public enum CallBench {
                 let command = ([tools.parley, "join"] + call + ["--log", "\(directory)/parley-\(name).log"])
                     .map(shellQuoted).joined(separator: " ")
                 panes.append(try BenchPane(
-                    command: command, columns: paneColumns, rows: paneRows, tmux: tools.tmux, directory: directory))
+                    command: command, columns: pane.columns, rows: pane.rows, tmux: tools.tmux, directory: directory))
             }
         }
         try waitUntil(seconds: 30, "both Parley clients decoding each other's video") {

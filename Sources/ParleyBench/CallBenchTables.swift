@@ -39,7 +39,7 @@ extension CallBench {
         sideRow("Parley alice (`parley join`, draws into tmux \(pane))", parley, 0)
         sideRow("Parley bob (`parley join`, draws into tmux \(pane))", parley, 1)
         if !parleyDefault.isEmpty {
-            sideRow("Parley's default alice (`parley join`, no video flags, tmux \(pane))", parleyDefault, 0)
+            sideRow("Parley's default alice (`parley join` with simulcast, each tile's layer, tmux \(CallBench.defaultPaneColumns)x\(CallBench.defaultPaneRows))", parleyDefault, 0)
             sideRow("Parley's default bob", parleyDefault, 1)
         }
         sideRow("baresip alice (display discarded)", baresip, 0)

@@ -985,7 +985,9 @@ final class EngineCore {
     func mixBlock() -> [Int16] {
         let at = now
         var mix: [Int32]?
-        for peer in peers.values {
+        // A peer that never sent audio (the audience, above all) has nothing to play: skipping it keeps a
+        // broadcaster's cost flat however many watch.
+        for peer in peers.values where peer.audioPacketsReceived > 0 {
             guard let frame = peer.playOut(at: at) else { continue }
             if mix == nil { mix = [Int32](repeating: 0, count: frame.samples.count) }
             guard mix!.count == frame.samples.count else { continue }
@@ -1072,7 +1074,7 @@ final class EngineCore {
                 emit(.audioLevel(ParticipantID(id), level))
             }
         }
-        for peer in peers.values {
+        for peer in peers.values where peer.audioPacketsReceived > 0 {
             let level = peer.level.isSpeaking ? max(0.2, peer.level.level) : 0
             emit(.audioLevel(peer.participant, level))
         }
