@@ -79,6 +79,7 @@ public enum BroadcastBench {
         var time: Double
         var mediaBound: Bool
         var videoFramesSent: Int
+        var videoFramesCaptured: Int
         var videoBytesSent: Int
         var audioBytesSent: Int
         var keyframeRequestsReceived: Int
@@ -148,8 +149,9 @@ public enum BroadcastBench {
                    "--stats-file", statsPath],
             outputPath: directory + "/broadcaster.log")
         defer { broadcaster.stop() }
-        try CallBench.waitUntil(seconds: 30, "the broadcaster sending video (\(statsPath))") {
-            ((try? BroadcasterStats.read(statsPath))?.videoFramesSent ?? 0) > 0
+        // Alone in the room it reads its camera and encodes nothing (nobody watches: every layer paused).
+        try CallBench.waitUntil(seconds: 30, "the broadcaster reading its camera (\(statsPath))") {
+            ((try? BroadcasterStats.read(statsPath))?.videoFramesCaptured ?? 0) > 0
         }
 
         var members: [(SignalingSocket, LoadMember)] = []

@@ -11,6 +11,8 @@ extension CallStatistics {
         var fields = [
             "\"time\":\(time)", "\"localID\":\(localID)", "\"mediaBound\":\(mediaBound)",
             "\"videoFramesSent\":\(videoFramesSent)", "\"videoKeyframesSent\":\(videoKeyframesSent)",
+            "\"videoFramesCaptured\":\(videoFramesCaptured)",
+            "\"activeVideoLayers\":[\(activeVideoLayers.map(String.init).joined(separator: ","))]",
             "\"videoPacketsSent\":\(videoPacketsSent)", "\"videoBytesSent\":\(videoBytesSent)",
             "\"audioPacketsSent\":\(audioPacketsSent)", "\"audioBytesSent\":\(audioBytesSent)",
             "\"audioPlannedLossPercent\":\(audioPlannedLossPercent)", "\"speakerUnderruns\":\(speakerUnderruns)",

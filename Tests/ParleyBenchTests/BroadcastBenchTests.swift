@@ -51,17 +51,21 @@ struct BroadcastBenchTests {
 
     @Test func broadcasterStatistics() throws {
         let line = #"{"time":1795576081.5,"localID":1,"mediaBound":true,"videoFramesSent":300,"videoKeyframesSent":1,"#
+            + #""videoFramesCaptured":310,"activeVideoLayers":[true],"#
             + #""videoPacketsSent":900,"videoBytesSent":1250000,"audioPacketsSent":500,"audioBytesSent":40000,"#
             + #""keyframeRequestsReceived":2,"encryption":null,"peers":[]}"#
         #expect(try BroadcastBench.BroadcasterStats.parse(Data(line.utf8), path: "s.json") == .init(
-            time: 1_795_576_081.5, mediaBound: true, videoFramesSent: 300, videoBytesSent: 1_250_000,
+            time: 1_795_576_081.5, mediaBound: true, videoFramesSent: 300, videoFramesCaptured: 310,
+            videoBytesSent: 1_250_000,
             audioBytesSent: 40_000, keyframeRequestsReceived: 2))
     }
 
     @Test("bad broadcaster statistics", arguments: [
-        (#"{"time":1,"mediaBound":true,"videoFramesSent":1,"videoBytesSent":1,"audioBytesSent":1}"#,
+        (#"{"time":1,"mediaBound":true,"videoFramesSent":1,"videoFramesCaptured":1,"videoBytesSent":1,"#
+            + #""audioBytesSent":1}"#,
          "broadcaster statistics s.json: no \"keyframeRequestsReceived\" field"),
-        (#"{"time":1,"mediaBound":true,"videoFramesSent":"many","videoBytesSent":1,"audioBytesSent":1,"#
+        (#"{"time":1,"mediaBound":true,"videoFramesSent":"many","videoFramesCaptured":1,"videoBytesSent":1,"#
+            + #""audioBytesSent":1,"#
             + #""keyframeRequestsReceived":0}"#,
          "broadcaster statistics s.json: \"videoFramesSent\" has the wrong type"),
     ])

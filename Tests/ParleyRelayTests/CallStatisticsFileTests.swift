@@ -28,6 +28,7 @@ struct CallStatisticsFileTests {
         let json = sample(peerName: "bob").json(time: 1.5, extra: [("screenDraws", 88)])
         #expect(json == """
             {"time":1.5,"localID":3,"mediaBound":true,"videoFramesSent":90,"videoKeyframesSent":2,\
+            "videoFramesCaptured":0,"activeVideoLayers":[],\
             "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,"audioPlannedLossPercent":6,\
             "speakerUnderruns":0,"speakerDropped":0,\
             "keyframeRequestsReceived":1,"encryption":"AES-256-GCM","screenDraws":88,"peers":[{"id":7,"name":"bob",\
