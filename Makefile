@@ -53,9 +53,9 @@ SIMULATIONS := PeerAudioPlayoutTests|EchoCancellerTests
 LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
-# descriptor limit, calls resized in tmux: with everything else beside them they starve the timing tests of the
+# descriptor limit, calls resized in tmux, a simulcast call at 640x360: with everything else beside them they starve the timing tests of the
 # main group, so they run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'
