@@ -493,14 +493,7 @@ public enum CallBench {
         Thread.sleep(forTimeInterval: 1.1)
         let after = statsPaths.map { StatsSnapshot(path: $0) }
 
-        var traffic: WireTraffic?
-        if let capture {
-            do {
-                traffic = WireTraffic(try capture.stop(), window: start...end)
-            } catch {
-                captureProblem = "\(error)"
-            }
-        }
+        let traffic = WireTraffic.stopping(capture, window: start...end, problem: &captureProblem)
         var clients: [ClientResult] = []
         for (index, pid) in clientPIDs.enumerated() {
             var shown: Double?

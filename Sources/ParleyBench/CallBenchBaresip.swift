@@ -183,14 +183,7 @@ extension CallBench {
         let figures = window.finish()
         let shownAfter = consoles.map { displayedFrames(console: $0) }
 
-        var traffic: WireTraffic?
-        if let capture {
-            do {
-                traffic = WireTraffic(try capture.stop(), window: start...end)
-            } catch {
-                captureProblem = "\(error)"
-            }
-        }
+        let traffic = WireTraffic.stopping(capture, window: start...end, problem: &captureProblem)
         var results: [ClientResult] = []
         for (index, client) in clients.enumerated() {
             var shown: Double?

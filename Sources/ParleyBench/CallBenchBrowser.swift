@@ -370,14 +370,7 @@ extension CallBench {
         // The page reports once a second: wait for the one after the window.
         Thread.sleep(forTimeInterval: 1.1)
         let after = try reports().last
-        var traffic: WireTraffic?
-        if let capture {
-            do {
-                traffic = WireTraffic(try capture.stop(), window: start...end)
-            } catch {
-                captureProblem = "\(error)"
-            }
-        }
+        let traffic = WireTraffic.stopping(capture, window: start...end, problem: &captureProblem)
         guard let before, let after, after.time > before.time else {
             throw CallBenchError.unexpected("the Chromium tab stopped reporting during the window")
         }

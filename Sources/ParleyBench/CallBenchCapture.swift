@@ -129,6 +129,19 @@ final class PacketCapture {
 
 /// What a set of datagrams says about one client's media: sent rates and frames arriving, within a time window.
 struct WireTraffic {
+    /// Stops `capture` and reads it over `window`; nil without a capture, or when it failed (`problem` then says why).
+    static func stopping(_ capture: PacketCapture?, window: ClosedRange<Double>, problem: inout String?)
+        -> WireTraffic?
+    {
+        guard let capture else { return nil }
+        do {
+            return WireTraffic(try capture.stop(), window: window)
+        } catch {
+            problem = "\(error)"
+            return nil
+        }
+    }
+
     /// Per-second figures for one process (identified by its UDP ports).
     struct Figures {
         /// RTP bytes (header and payload) of its video streams, in kbit/s.

@@ -2,7 +2,9 @@ import ParleyMedia
 #if canImport(Glibc)
 import Glibc
 #endif
+import ParleyRelay
 import ParleyRoom
+import ParleyWire
 import ParleyTUI
 
 /// Is the small layer a tile gets as good, at the size the tile shows it, as the full layer scaled down? The call
@@ -150,8 +152,9 @@ public enum SimulcastQualityBench {
         let layers = try measure(width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile)
         let palette = try measure(width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile,
                                   mode: .palette256)
-        let sizes = layers.map { VideoLayerSizeLike(width: $0.width, height: $0.height) }
-        let chosen = sizes.lastIndex { $0.width >= tile.width && $0.height >= tile.height } ?? 0
+        let chosen = LayerForwarding.layer(
+            for: VideoLayerSize(width: tile.width, height: tile.height),
+            among: layers.map { VideoLayerSize(width: $0.width, height: $0.height) }) ?? 0
         var table = BenchTable(
             title: "Simulcast: the picture a 1:1 tile shows, from each layer (\(tile.width)x\(tile.height) pixels, a 200x60 pane)",
             columns: ["layer", "size", "target kbit/s", "sent kbit/s", "drawn PSNR, 24-bit (dB)", "vs full layer",
@@ -174,6 +177,4 @@ public enum SimulcastQualityBench {
         ]
         return table
     }
-
-    private struct VideoLayerSizeLike { var width: Int; var height: Int }
 }

@@ -436,10 +436,7 @@ final class EngineCore {
 
     /// The layers this client's camera is sent in (what `VideoSender` will encode).
     private var declaredLayers: [VideoLayerSize] {
-        let profile = configuration.profile
-        let plan = SimulcastPlan(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
-                                 framesPerSecond: profile.fps)
-        return plan.layers.prefix(configuration.simulcast ? plan.layers.count : 1).map {
+        VideoSender.plan(profile: configuration.profile, simulcast: configuration.simulcast).layers.map {
             VideoLayerSize(width: $0.width, height: $0.height)
         }
     }

@@ -95,9 +95,6 @@ final class VideoSender {
     /// Frames sent per layer (largest first).
     private(set) var framesSentPerLayer: [Int]
 
-    /// libvpx speed for call video: ``VP8EncoderConfig/callSpeed``.
-    static let encoderSpeed = VP8EncoderConfig.callSpeed
-
     /// The layers sent, largest first.
     let plan: SimulcastPlan
 
@@ -106,9 +103,7 @@ final class VideoSender {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
         self.profile = profile
-        let full = SimulcastPlan(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
-                                 framesPerSecond: profile.fps, cpuUsed: Self.encoderSpeed)
-        plan = simulcast ? full : SimulcastPlan(layers: [full.layers[0]])
+        plan = Self.plan(profile: profile, simulcast: simulcast)
         encoder = try SimulcastEncoder(plan)
         // Every layer stamps the same capture instant with the same RTP timestamp, so a receiver switching layers
         // can tell which keyframe is newer than what it shows.
@@ -122,6 +117,12 @@ final class VideoSender {
                     initialTimestamp: timestamp))
         }
         framesSentPerLayer = plan.layers.map { _ in 0 }
+    }
+
+    /// The layers a camera at `profile` is sent in (what the join declares, and what is encoded).
+    static func plan(profile: VideoProfile, simulcast: Bool) -> SimulcastPlan {
+        SimulcastPlan.forCall(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
+                              framesPerSecond: profile.fps, simulcast: simulcast)
     }
 
     /// The layers' sizes, largest first, as declared at join.

@@ -24,12 +24,25 @@ public struct SimulcastPlan: Sendable, Equatable {
             let layerWidth = index == 0 ? width : (width / divisor) & ~1
             let layerHeight = index == 0 ? height : (height / divisor) & ~1
             if index > 0, layerWidth < Self.smallestLayer.width || layerHeight < Self.smallestLayer.height { break }
-            let rate = [kbps, max(50, kbps / 4), max(30, kbps / 10)][index]
+            let rate = Self.layerKbps(kbps, layer: index)
             layers.append(VP8EncoderConfig(
                 width: layerWidth, height: layerHeight, targetBitrateKbps: rate, framesPerSecond: framesPerSecond,
                 cpuUsed: cpuUsed))
         }
         self.init(layers: layers)
+    }
+
+    /// Layer `layer`'s rate when the full size gets `kbps`: all of it, a quarter, a tenth (with floors).
+    public static func layerKbps(_ kbps: Int, layer: Int) -> Int {
+        [kbps, max(50, kbps / 4), max(30, kbps / 10)][min(max(layer, 0), maxLayers - 1)]
+    }
+
+    /// The plan a call's camera is sent with: every layer, or (`simulcast` false) the full size alone.
+    public static func forCall(width: Int, height: Int, kbps: Int, framesPerSecond: Int, simulcast: Bool)
+        -> SimulcastPlan
+    {
+        let full = SimulcastPlan(width: width, height: height, kbps: kbps, framesPerSecond: framesPerSecond)
+        return simulcast ? full : SimulcastPlan(layers: [full.layers[0]])
     }
 }
 
@@ -90,7 +103,7 @@ public final class SimulcastEncoder {
     /// Changes every layer's rate, the largest's to `kbps` and the others in the plan's proportions.
     public func setBitrate(kbps: Int) throws {
         for (index, encoder) in encoders.enumerated() {
-            try encoder.setBitrate(kbps: [kbps, max(50, kbps / 4), max(30, kbps / 10)][min(index, 2)])
+            try encoder.setBitrate(kbps: SimulcastPlan.layerKbps(kbps, layer: index))
         }
     }
 }

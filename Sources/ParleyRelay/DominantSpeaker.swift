@@ -65,12 +65,11 @@ public struct DominantSpeakerDetector: Sendable {
 
     /// One packet's level from `member`.
     public mutating func record(_ indication: AudioLevelIndication, from member: UInt32, at now: Duration) {
-        var speaker = speakers[member] ?? Speaker(lastHeard: now)
-        fillSilence(&speaker, until: now)
+        // Changed in place: a copy out of the map would copy the level ring on every packet.
         let loudness = indication.voiceActivity ? AudioLevelIndication.silence - indication.level : 0
-        speaker.push(loudness)
-        speaker.lastHeard = now
-        speakers[member] = speaker
+        fillSilence(&speakers[member, default: Speaker(lastHeard: now)], until: now)
+        speakers[member]!.push(loudness)
+        speakers[member]!.lastHeard = now
     }
 
     /// The member left: it is no candidate any more (nor dominant).

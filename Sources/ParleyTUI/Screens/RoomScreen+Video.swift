@@ -39,7 +39,7 @@ extension RoomScreen {
     ) {
         let rect = ScreenRect(tile.rect).intersection(screen.bounds)
         guard !rect.isEmpty else { return }
-        let bordered = rect.width >= 6 && rect.height >= 3
+        let bordered = Self.hasBorder(width: rect.width, height: rect.height)
         let inner = bordered ? rect.inset(by: 1) : rect
         let background = theme.style(.tileBackground)
 
@@ -181,6 +181,9 @@ extension RoomScreen {
 }
 
 extension RoomScreen {
+    /// A tile at least 6x3 cells gets a border; a smaller one is all picture.
+    static func hasBorder(width: Int, height: Int) -> Bool { width >= 6 && height >= 3 }
+
     /// The pixel size every broadcasting peer is drawn at in `layout` (0x0 for a peer off screen): what the relay
     /// needs to forward the smallest simulcast layer that still fills each tile. A picture not yet seen counts as
     /// filling its tile's inside; once its size is known, as the letterboxed area it really takes.
@@ -189,7 +192,7 @@ extension RoomScreen {
             guard let tile = layout.tiles.last(where: { $0.id == session.id }) else {
                 return TileSize(id: session.id.rawValue, width: 0, height: 0)
             }
-            let bordered = tile.rect.width >= 6 && tile.rect.height >= 3
+            let bordered = hasBorder(width: tile.rect.width, height: tile.rect.height)
             let columns = tile.rect.width - (bordered ? 2 : 0), rows = tile.rect.height - (bordered ? 2 : 0)
             guard columns > 0, rows > 0 else { return TileSize(id: session.id.rawValue, width: 0, height: 0) }
             let video = session.videoSize ?? VideoSize(width: columns, height: rows * 2)
