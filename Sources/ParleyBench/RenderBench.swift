@@ -308,7 +308,7 @@ public enum RenderBench {
 
     // MARK: - Processes
 
-    private static func findExecutable(_ name: String) throws -> String {
+    static func findExecutable(_ name: String) throws -> String {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/\(name)"

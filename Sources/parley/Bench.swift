@@ -8,11 +8,15 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, messaging, latency, render, call, broadcast, echo, encryption, all
+        case codecs, wire, relay, load, messaging, latency, render, picture, call, broadcast, echo, encryption, all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
     var suite: Suite = .all
+
+    @Option(help: ArgumentHelp("With render: write PNGs of one frame in every picture mode to this folder.",
+                               valueName: "folder"))
+    var pictures: String?
 
     func run() async throws {
         let started = Date()
@@ -35,6 +39,9 @@ struct Bench: AsyncParsableCommand {
         }
         if suite == .latency || suite == .all {
             print(try await LatencyBench.run(log: log).markdown + "\n")
+        }
+        if suite == .render || suite == .picture || suite == .all {
+            print(try RenderQualityBench.run(pictures: pictures, progress: log).markdown + "\n")
         }
         if suite == .render || suite == .all {
             for table in try RenderBench.run(progress: log) { print(table.markdown + "\n") }

@@ -1,0 +1,350 @@
+import Foundation
+import ParleyMedia
+import ParleyProcesses
+import ParleyTUI
+
+/// How close each picture mode comes to the source: the same frames drawn on the same cell grid by Parley's
+/// modes and by chafa, every output read back into pixels the same way (`CellPicture`, cells of 10x20 pixels)
+/// and compared with the source scaled to that pixel size.
+public enum RenderQualityBench {
+    /// Pixels of one cell when pictures are read back (a common terminal font at about 13 pt).
+    static let cellWidth = 10, cellHeight = 20
+    /// Cell grids measured: a tile of a 3x3 grid on a 200x60 terminal, and a small tile (both exactly 16:9).
+    static let grids: [(columns: Int, rows: Int)] = [(64, 18), (32, 9)]
+    /// Frames compared per content.
+    static let framesPerContent = 4
+
+    /// What the frames show.
+    enum Content: String, CaseIterable {
+        /// The render bench's call picture: gradient background, a head-and-shoulders shape, sensor noise.
+        case call
+        /// The render bench's moving colour bands and shapes.
+        case motion
+        /// The synthetic camera Parley sends in demos: text, a moving pattern, noise.
+        case camera
+    }
+
+    /// One way of drawing: who draws, with which symbols, in which colours.
+    struct Drawer {
+        var tool: String
+        var symbols: String
+        var colors: String
+        /// Parley's renderer, or nil for chafa.
+        var parley: (mode: VideoColorMode, cells: PictureCells)?
+        /// chafa's `--symbols` and `--colors` values.
+        var chafa: (symbols: String, colors: String)?
+    }
+
+    static let drawers: [Drawer] = {
+        var drawers: [Drawer] = []
+        for (mode, colors) in [(VideoColorMode.trueColor, "24-bit"), (.palette256, "256")] {
+            for cells in PictureCells.allCases {
+                drawers.append(Drawer(tool: "Parley", symbols: cells.rawValue, colors: colors, parley: (mode, cells)))
+            }
+            for symbols in ["vhalf", "quad", "sextant", "block+sextant"] {
+                drawers.append(Drawer(tool: "chafa", symbols: symbols, colors: colors,
+                                      chafa: (symbols, colors == "256" ? "256" : "full")))
+            }
+        }
+        return drawers
+    }()
+
+    /// A drawer's figures on one content and grid.
+    struct Measured {
+        var psnr: Double
+        var ssim: Double?
+    }
+
+    /// Runs every content, grid and drawer. With `pictures`, also writes PNGs of the first call frame in every
+    /// mode on the small grid there (for docs/terminal.md).
+    public static func run(pictures: String? = nil, progress: (String) -> Void = { _ in }) throws -> BenchTable {
+        let chafa = try RenderBench.findExecutable("chafa")
+        let ffmpeg = try? RenderBench.findExecutable("ffmpeg")
+        let directory = NSTemporaryDirectory() + "parley-render-quality-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        if let pictures { try FileManager.default.createDirectory(atPath: pictures, withIntermediateDirectories: true) }
+
+        var table = BenchTable(
+            title: "Picture quality: PSNR of what each mode shows against the source, cells read back as 10x20 pixels",
+            columns: ["Content", "Grid", "Colours", "Drawn by", "Symbols", "PSNR dB", "vs Parley half", "SSIM"])
+        for content in Content.allCases {
+            let frames = sourceFrames(content)
+            var pngPaths: [String] = []
+            for (index, frame) in frames.enumerated() {
+                let path = "\(directory)/\(content.rawValue)-\(index).png"
+                try Data(PNG.encode(rgb: BenchPattern.rgb(of: frame), width: frame.width, height: frame.height))
+                    .write(to: URL(fileURLWithPath: path))
+                pngPaths.append(path)
+            }
+            for grid in grids {
+                progress("render quality: \(content.rawValue) on \(grid.columns)x\(grid.rows) cells")
+                let width = grid.columns * cellWidth, height = grid.rows * cellHeight
+                let references = frames.map {
+                    scaleRGB(BenchPattern.rgb(of: $0), width: $0.width, height: $0.height, toWidth: width,
+                             toHeight: height)
+                }
+                var halfPSNR: [String: Double] = [:]
+                for drawer in drawers {
+                    let shown: [[UInt8]]
+                    if let parley = drawer.parley {
+                        shown = try frames.map { frame in
+                            var renderer = VideoCellRenderer(mode: parley.mode, cells: parley.cells)
+                            var screen = Screen(width: grid.columns, height: grid.rows)
+                            renderer.draw(frame, into: &screen, in: screen.bounds)
+                            return try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: cellWidth,
+                                                       cellHeight: cellHeight)
+                        }
+                    } else if let options = drawer.chafa {
+                        shown = try chafaPictures(chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols,
+                                                  colors: options.colors)
+                    } else {
+                        continue
+                    }
+                    let psnr = BenchImage.psnr(shown, references)
+                    var ssim: Double?
+                    if let ffmpeg {
+                        ssim = try BenchImage.ssim(ffmpeg: ffmpeg, shown, references, width: width, height: height,
+                                                   directory: directory)
+                    }
+                    if drawer.tool == "Parley" && drawer.symbols == "half" { halfPSNR[drawer.colors] = psnr }
+                    let gain = halfPSNR[drawer.colors].map { (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1) } ?? ""
+                    table.add([content.rawValue, "\(grid.columns)x\(grid.rows)", drawer.colors, drawer.tool,
+                               drawer.symbols, formatted(psnr, decimals: 2), gain,
+                               ssim.map { formatted($0, decimals: 3) } ?? "n/a"])
+                    if let pictures, content == .call, grid == grids.last! {
+                        let name = "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)-"
+                            + "\(drawer.colors == "256" ? "256" : "truecolor").png"
+                        try BenchImage.writePNG(shown[0], width: width, height: height, to: name, ffmpeg: ffmpeg)
+                    }
+                }
+                if let pictures, content == .call, grid == grids.last! {
+                    try BenchImage.writePNG(references[0], width: width, height: height,
+                                            to: "\(pictures)/source.png", ffmpeg: ffmpeg)
+                }
+            }
+        }
+        table.notes = [
+            "Sources: \(framesPerContent) frames of each content at 640x360 (I420). call and motion are the render "
+                + "bench's patterns; camera is the synthetic camera demos send (text and a moving pattern).",
+            "Each drawing is read back as pixels: every cell 10x20 pixels, a block character's shapes (half, "
+                + "quadrant, sextant, eighth blocks) in its foreground over its background, palette colours as "
+                + "xterm draws them. The reference is the source converted to RGB (BT.601) and scaled by an exact "
+                + "box filter to the grid's pixel size (64x18 cells = 640x360, the source itself). PSNR is over R, G "
+                + "and B of all frames; SSIM is ffmpeg's (the mean over frames of its All figure).",
+            "Parley: `VideoCellRenderer` with a fresh renderer per frame (no hysteresis from earlier frames). chafa "
+                + "\(chafaVersion(chafa)): the same frames as RGB PNG, --size WxH --stretch --dither none --work 9 "
+                + "--format symbols, the symbols and colours shown (--colors full for 24-bit).",
+        ]
+        return table
+    }
+
+    /// The frames compared for one content.
+    static func sourceFrames(_ content: Content) -> [VideoFrame] {
+        let width = 640, height = 360
+        switch content {
+        case .call, .motion:
+            let pattern = BenchPattern.frames(content == .call ? .call : .motion, count: 24, width: width,
+                                              height: height)
+            return (0..<framesPerContent).map { pattern[$0 * 24 / framesPerContent] }
+        case .camera:
+            let camera = SyntheticCamera(name: "Bench", participant: 1, width: width, height: height,
+                                         framesPerSecond: 30)
+            return (0..<framesPerContent).map { camera.render(frameNumber: UInt32(10 * $0)) }
+        }
+    }
+
+    /// chafa's drawing of each file, read back into pixels.
+    static func chafaPictures(chafa: String, files: [String], grid: (columns: Int, rows: Int), symbols: String,
+                              colors: String) throws -> [[UInt8]] {
+        let arguments = ["--size", "\(grid.columns)x\(grid.rows)", "--stretch", "--symbols", symbols,
+                         "--colors", colors, "--dither", "none", "--work", "9", "--format", "symbols",
+                         "--animate", "off"] + files
+        let result = try ChildProcess.run(chafa, arguments, captureOutput: true)
+        guard result.status == 0 else {
+            throw RenderBenchError.commandFailed(command: "chafa " + arguments.joined(separator: " "),
+                                                 status: result.status, output: result.output)
+        }
+        let screen = try ANSIText.screen(from: Array(result.output.utf8), width: grid.columns,
+                                         height: grid.rows * files.count)
+        return try (0..<files.count).map { index in
+            try CellPicture.rgb(of: screen, in: ScreenRect(column: 0, row: index * grid.rows, width: grid.columns,
+                                                           height: grid.rows),
+                                cellWidth: cellWidth, cellHeight: cellHeight)
+        }
+    }
+
+    static func chafaVersion(_ chafa: String) -> String {
+        let output = (try? ChildProcess.run(chafa, ["--version"], captureOutput: true).output) ?? ""
+        return output.split(separator: "\n").first.map { String($0.split(separator: " ").last ?? "") } ?? "?"
+    }
+
+    /// RGB scaled by an exact box filter (each target pixel the area-weighted mean of the source pixels it covers;
+    /// when enlarging, the source pixel it falls in).
+    static func scaleRGB(_ rgb: [UInt8], width: Int, height: Int, toWidth: Int, toHeight: Int) -> [UInt8] {
+        if width == toWidth && height == toHeight { return rgb }
+        func weights(_ source: Int, _ target: Int) -> [[(Int, Double)]] {
+            let scale = Double(source) / Double(target)
+            return (0..<target).map { index in
+                let start = Double(index) * scale, end = start + scale
+                var taps: [(Int, Double)] = []
+                var position = Int(start)
+                while Double(position) < end && position < source {
+                    let overlap = min(end, Double(position + 1)) - max(start, Double(position))
+                    if overlap > 0 { taps.append((position, overlap / scale)) }
+                    position += 1
+                }
+                return taps
+            }
+        }
+        let columns = weights(width, toWidth), rows = weights(height, toHeight)
+        var out = [UInt8](repeating: 0, count: toWidth * toHeight * 3)
+        for y in 0..<toHeight {
+            for x in 0..<toWidth {
+                for channel in 0..<3 {
+                    var sum = 0.0
+                    for (row, wy) in rows[y] {
+                        for (column, wx) in columns[x] { sum += wx * wy * Double(rgb[(row * width + column) * 3 + channel]) }
+                    }
+                    out[(y * toWidth + x) * 3 + channel] = UInt8(min(255, max(0, sum.rounded())))
+                }
+            }
+        }
+        return out
+    }
+}
+
+/// Comparing and saving RGB pictures.
+enum BenchImage {
+    /// PSNR in dB over all channels of all pictures (the pooled mean squared error).
+    static func psnr(_ shown: [[UInt8]], _ references: [[UInt8]]) -> Double {
+        var sum = 0.0, count = 0
+        for (a, b) in zip(shown, references) {
+            for index in 0..<min(a.count, b.count) {
+                let d = Double(a[index]) - Double(b[index])
+                sum += d * d
+            }
+            count += min(a.count, b.count)
+        }
+        let mse = sum / Double(max(1, count))
+        return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+    }
+
+    /// ffmpeg's SSIM (All) between each pair, averaged.
+    static func ssim(ffmpeg: String, _ shown: [[UInt8]], _ references: [[UInt8]], width: Int, height: Int,
+                     directory: String) throws -> Double? {
+        for (index, (a, b)) in zip(shown, references).enumerated() {
+            try Data(PNG.encode(rgb: a, width: width, height: height))
+                .write(to: URL(fileURLWithPath: "\(directory)/shown-\(index).png"))
+            try Data(PNG.encode(rgb: b, width: width, height: height))
+                .write(to: URL(fileURLWithPath: "\(directory)/reference-\(index).png"))
+        }
+        let result = try ChildProcess.run(ffmpeg, [
+            "-hide_banner", "-nostdin", "-framerate", "1", "-i", "\(directory)/shown-%d.png", "-framerate", "1",
+            "-i", "\(directory)/reference-%d.png", "-lavfi", "ssim", "-f", "null", "-",
+        ], captureOutput: true)
+        guard result.status == 0, let range = result.output.range(of: "All:") else { return nil }
+        return Double(result.output[range.upperBound...].prefix { $0 == "." || $0.isNumber })
+    }
+
+    /// Writes a PNG, compressed by ffmpeg when it is there (the plain writer stores pixels uncompressed).
+    static func writePNG(_ rgb: [UInt8], width: Int, height: Int, to path: String, ffmpeg: String?) throws {
+        let raw = ffmpeg == nil ? path : path + ".raw.png"
+        try Data(PNG.encode(rgb: rgb, width: width, height: height)).write(to: URL(fileURLWithPath: raw))
+        guard let ffmpeg else { return }
+        defer { unlink(raw) }
+        let result = try ChildProcess.run(ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i", raw,
+                                                   "-compression_level", "100", path], captureOutput: true)
+        guard result.status == 0 else {
+            throw RenderBenchError.commandFailed(command: "ffmpeg -i \(raw) \(path)", status: result.status,
+                                                 output: result.output)
+        }
+    }
+}
+
+/// Terminal output (text, SGR colours, line feeds) replayed onto a `Screen`: enough of ECMA-48 to read what image
+/// tools such as chafa print. Empty lines are skipped.
+enum ANSIText {
+    /// Why the output cannot be read.
+    struct Unreadable: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { "cannot read terminal output: \(reason)" }
+    }
+
+    static func screen(from bytes: [UInt8], width: Int, height: Int) throws -> Screen {
+        var screen = Screen(width: width, height: height)
+        var style = CellStyle.plain
+        var reverse = false
+        var row = 0, column = 0
+        let text = String(decoding: bytes, as: UTF8.self)
+        var scalars = text.unicodeScalars.makeIterator()
+        func apply(_ parameters: [Int]) throws {
+            var index = 0
+            let list = parameters.isEmpty ? [0] : parameters
+            while index < list.count {
+                switch list[index] {
+                case 0: style = .plain; reverse = false
+                case 7: reverse = true
+                case 27: reverse = false
+                case 39: style.foreground = .default
+                case 49: style.background = .default
+                case 30...37: style.foreground = .palette(UInt8(list[index] - 30))
+                case 40...47: style.background = .palette(UInt8(list[index] - 40))
+                case 90...97: style.foreground = .palette(UInt8(list[index] - 82))
+                case 100...107: style.background = .palette(UInt8(list[index] - 92))
+                case 38, 48:
+                    let color: TerminalColor
+                    if index + 2 < list.count, list[index + 1] == 5 {
+                        color = .palette(UInt8(clamping: list[index + 2]))
+                        index += 2
+                    } else if index + 4 < list.count, list[index + 1] == 2 {
+                        color = .rgb(UInt8(clamping: list[index + 2]), UInt8(clamping: list[index + 3]),
+                                     UInt8(clamping: list[index + 4]))
+                        index += 4
+                    } else {
+                        throw Unreadable(reason: "incomplete colour in SGR \(list)")
+                    }
+                    if list[index - (color.isPalette ? 2 : 4)] == 38 { style.foreground = color }
+                    else { style.background = color }
+                default: break
+                }
+                index += 1
+            }
+        }
+        while let scalar = scalars.next() {
+            switch scalar {
+            case "\u{1B}":
+                guard let next = scalars.next() else { throw Unreadable(reason: "output ends inside an escape") }
+                guard next == "[" else { continue }
+                var body = ""
+                var final: Unicode.Scalar?
+                while let c = scalars.next() {
+                    if (0x40...0x7E).contains(c.value) { final = c; break }
+                    body.unicodeScalars.append(c)
+                }
+                guard final == "m" else { continue }
+                guard !body.hasPrefix("?") else { continue }
+                try apply(body.split(separator: ";", omittingEmptySubsequences: false).map { Int($0) ?? 0 })
+            case "\n":
+                // chafa separates images with an empty line: empty lines are skipped.
+                if column > 0 { row += 1 }
+                column = 0
+            case "\r":
+                column = 0
+            default:
+                guard row < height, column < width else {
+                    throw Unreadable(reason: "text past the \(width)x\(height) grid at (\(column),\(row))")
+                }
+                var cellStyle = style
+                if reverse { swap(&cellStyle.foreground, &cellStyle.background) }
+                screen.write(String(Character(scalar)), column: column, row: row, style: cellStyle)
+                column += 1
+            }
+        }
+        return screen
+    }
+}
+
+private extension TerminalColor {
+    var isPalette: Bool { if case .palette = self { return true } else { return false } }
+}
