@@ -70,6 +70,10 @@ const char *parley_curses_string_capability(const char *name) {
     return (value == NULL || value == (char *)-1) ? NULL : value;
 }
 
+int parley_curses_flag_capability(const char *name) {
+    return tigetflag(name) > 0;
+}
+
 const char *parley_curses_tiparm1(const char *capability, int a) {
     return capability == NULL ? NULL : tiparm(capability, a);
 }

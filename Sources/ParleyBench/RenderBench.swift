@@ -64,8 +64,8 @@ public enum RenderBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         var table = BenchTable(
-            title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into half-block cells, 256 colours",
-            columns: ["Content", "Size", "Tiles", "Cells changed/frame", "Parley render only",
+            title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into block cells, 256 colours",
+            columns: ["Content", "Cells", "Size", "Tiles", "Cells changed/frame", "Parley render only",
                       "Parley + ncurses + tmux", "CPU ms/frame Parley + tmux", "chafa", "chafa --work", "Parley/chafa"])
         var runIndex = 0
         for content in BenchPattern.Content.allCases {
@@ -78,26 +78,31 @@ public enum RenderBench {
                     .write(to: URL(fileURLWithPath: path))
                 pngPaths.append(path)
             }
-            for size in sizes {
-                for tiles in tileCounts {
-                    let label = "\(content.rawValue) \(size.columns)x\(size.rows), \(tiles) tile(s)"
+            // Half blocks at every size and tile count; the other cell kinds where the goal is set (9 tiles, 200x60).
+            var runs: [(cells: PictureCells, size: (columns: Int, rows: Int), tiles: Int)] = []
+            for size in sizes { for tiles in tileCounts { runs.append((.halfBlocks, size, tiles)) } }
+            runs += [(.quadrants, (200, 60), 9), (.sextants, (200, 60), 9)]
+            for (cells, size, tiles) in runs {
+                do {
+                    let label = "\(content.rawValue) \(cells.rawValue) \(size.columns)x\(size.rows), \(tiles) tile(s)"
                     var best: PaneResult?
                     for attempt in 1...max(1, repeats) {
                         runIndex += 1
                         progress("render bench: \(label): Parley in tmux, run \(attempt)")
                         let pane = try runPane(tmux: tmux, probe: probe, directory: directory, content: content,
-                                               columns: size.columns, rows: size.rows, tiles: tiles, frames: frames,
-                                               index: runIndex)
+                                               cells: cells, columns: size.columns, rows: size.rows, tiles: tiles,
+                                               frames: frames, index: runIndex)
                         if best == nil || pane.totalSeconds < best!.totalSeconds { best = pane }
                     }
                     let pane = best!
                     progress("render bench: \(label): chafa")
                     let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
-                    let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames)
+                    let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames,
+                                                  symbols: chafaSymbols(cells))
                     let parleyFPS = Double(pane.frames) / pane.totalSeconds
                     let chafaFPS = Double(chafaFrames) / reference.seconds
                     table.add([
-                        content.rawValue, "\(size.columns)x\(size.rows)", "\(tiles)",
+                        content.rawValue, cells.rawValue, "\(size.columns)x\(size.rows)", "\(tiles)",
                         formatted(pane.changedCellsPerFrame, decimals: 0),
                         formatted(Double(pane.frames) / pane.renderSeconds, decimals: 0),
                         formatted(parleyFPS, decimals: 0),
@@ -117,15 +122,17 @@ public enum RenderBench {
                 + "colour bands and shapes), the worst case for a renderer that only redraws changed cells.",
             "Parley: best of \(repeats) runs of \(frames) frames after 20 warm-up frames, drawn by parley-tui-probe "
                 + "in a detached tmux pane (tmux -f /dev/null, TERM=tmux-256color, no client attached). Each frame: "
-                + "scale every tile from I420 (box filter, up to 4x4 luma and 2x2 chroma samples per pixel), BT.601 "
-                + "to RGB, nearest of 240 palette colours, then `Terminal` writes the changed cells (picture cells in "
+                + "scale every tile from I420 (box filter, up to 4x4 luma and 4x4 chroma taps per pixel), BT.601 "
+                + "to RGB; half: nearest of 240 palette colours per pixel; quadrant/sextant: two colours fitted per "
+                + "cell, each mapped to the palette in OKLab; then `Terminal` writes the changed cells (picture cells in "
                 + "one burst of cached terminfo strings, the rest through ncurses); the time runs until "
                 + "tmux has read them (tcdrain). Render only = the same frames into a Screen without a terminal. "
                 + "CPU ms/frame: the probe process, then the tmux server parsing its output (the two run in parallel "
                 + "on 2 cores).",
             "chafa \(chafaVersion(chafa)): the same frames as RGB uncompressed PNG, one conversion per tile at the "
-                + "tile's size, --symbols vhalf --colors 256 --dither none --format symbols, output to /dev/null, all "
-                + "cores, fastest of two rounds of --work 5 (default), 7 and 9 on \(chafaFrames) frames; start-up "
+                + "tile's size, --colors 256 --dither none --format symbols, output to /dev/null, all "
+                + "cores, --symbols vhalf, quad or sextant as the row's cells, fastest of two rounds of --work 5 "
+                + "(default), 7 and 9 on \(chafaFrames) frames; start-up "
                 + "time measured and subtracted. chafa only converts to an ANSI string and redraws every cell; Parley "
                 + "also writes into tmux through a real terminal (more work) but sends only cells that changed.",
             "Tiles: equal grid over the whole terminal, no borders. \(ProcessInfo.processInfo.activeProcessorCount) "
@@ -164,12 +171,13 @@ public enum RenderBench {
         }
         let warmup = options["--warmup"].flatMap(Int.init) ?? 20
         let content = options["--content"].flatMap(BenchPattern.Content.init(rawValue:)) ?? .motion
+        let cells = options["--cells"].flatMap(PictureCells.init(rawValue:)) ?? .halfBlocks
         let pattern = BenchPattern.frames(content, count: patternLength, width: frameWidth, height: frameHeight)
         do {
             let result = try Terminal.withTerminal { terminal -> PaneResult in
                 let size = terminal.size
                 let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
-                var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
+                var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: cells)
                 var previous: Screen?
                 var renderNanos: UInt64 = 0, changed = 0
                 var start: UInt64 = 0
@@ -233,11 +241,11 @@ public enum RenderBench {
     // MARK: - The driver side
 
     private static func runPane(tmux: String, probe: String, directory: String, content: BenchPattern.Content,
-                                columns: Int, rows: Int, tiles: Int, frames: Int, index: Int) throws -> PaneResult {
+                                cells: PictureCells, columns: Int, rows: Int, tiles: Int, frames: Int, index: Int) throws -> PaneResult {
         let out = "\(directory)/pane\(index).txt"
         let socket = "parley-bench-\(getpid())-\(index)"
         let command = "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
-            + "--content \(content.rawValue) --out \(shellQuote(out)); sleep 30"
+            + "--content \(content.rawValue) --cells \(cells.rawValue) --out \(shellQuote(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
         _ = try timeCommand(tmux, ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
                                    "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
@@ -281,8 +289,8 @@ public enum RenderBench {
 
     /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted): the best of two rounds over
     /// its work levels 5 (the default), 7 and 9.
-    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [ScreenRect],
-                                  frames: Int) throws -> (seconds: Double, work: String) {
+    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [ScreenRect], frames: Int,
+                                  symbols: String) throws -> (seconds: Double, work: String) {
         var sizes: [String: Int] = [:]
         for tile in tiles { sizes["\(tile.width)x\(tile.height)", default: 0] += 1 }
         var best: (seconds: Double, work: String)?
@@ -290,7 +298,7 @@ public enum RenderBench {
             var seconds = 0.0
             for (size, count) in sizes.sorted(by: { $0.key < $1.key }) {
                 let files = (0..<(frames * count)).map { pngPaths[$0 % pngPaths.count] }
-                let arguments = ["--size", size, "--symbols", "vhalf", "--colors", "256", "--dither", "none",
+                let arguments = ["--size", size, "--symbols", symbols, "--colors", "256", "--dither", "none",
                                  "--format", "symbols", "--animate", "off", "--work", "\(work)"]
                 let startup = try timeCommand(chafa, arguments + [pngPaths[0]])
                 let all = try timeCommand(chafa, arguments + files)
@@ -299,6 +307,15 @@ public enum RenderBench {
             if best == nil || seconds < best!.seconds { best = (seconds, "\(work)") }
         }
         return best!
+    }
+
+    /// chafa's symbol set drawing the same cells as a Parley cell kind.
+    static func chafaSymbols(_ cells: PictureCells) -> String {
+        switch cells {
+        case .halfBlocks: return "vhalf"
+        case .quadrants: return "quad"
+        case .sextants: return "sextant"
+        }
     }
 
     private static func chafaVersion(_ chafa: String) -> String {

@@ -183,6 +183,12 @@ struct PictureOutput {
 }
 
 extension PictureCapabilities {
+    /// SGR `selector`;2;R;G;B (38 foreground, 48 background) for a colour 2^24 + 0xRRGGBB: 24-bit colour where the
+    /// terminal takes it but its terminfo entry describes 256 colours.
+    static func directSGR(_ selector: Int, _ color: Int32) -> [UInt8] {
+        Array("\u{1B}[\(selector);2;\((color >> 16) & 0xFF);\((color >> 8) & 0xFF);\(color & 0xFF)m".utf8)
+    }
+
     /// xterm's strings (ECMA-48 SGR 38;5/48;5, CUP), for tests.
     static var xterm: PictureCapabilities {
         PictureCapabilities(

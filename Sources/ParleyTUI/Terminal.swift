@@ -73,6 +73,8 @@ public final class Terminal {
         public var standardErrorPath: String?
         /// Styles from a theme file (`Theme.parseOverrides`), replacing the built-in 256-colour looks.
         public var themeOverrides: [ColorRole: CellStyle] = [:]
+        /// How video is drawn (`--picture`).
+        public var picture: PictureMode = .auto
 
         /// Options with Parley's defaults: mouse on, 25 ms Esc delay, 250 ms double clicks, the process environment.
         public init(mouse: Bool = true, escapeDelayMilliseconds: Int = 25, doubleClickMilliseconds: Int = 250,
@@ -88,6 +90,11 @@ public final class Terminal {
 
     /// What the terminal can show (NO_COLOR honoured).
     public let colorDepth: ColorDepth
+    /// How video is drawn here, and why.
+    public private(set) var pictureChoice = PictureChoice(colors: .shades, cells: .halfBlocks, reason: "")
+    // Picture cells in 24-bit colour on a terminal whose terminfo has 256 (COLORTERM, RGB/Tc, tmux's RGB feature):
+    // `PictureOutput` writes them as SGR 38;2/48;2 itself.
+    private var pictureTrueColor = false
     /// The theme file's styles.
     private let themeOverrides: [ColorRole: CellStyle]
 
@@ -205,9 +212,21 @@ public final class Terminal {
             return Int32(Palette.nearestSystemIndex(r: rgb.r, g: rgb.g, b: rgb.b, count: systemCount))
         }
 
+        var trueColor = (colorDepth == .direct, colorDepth == .direct ? "terminfo has 16M colours" : "")
+        if colorDepth == .palette256 {
+            trueColor = TrueColorDetection.detect(
+                colors: Int(parley_curses_colors()),
+                terminfoRGB: parley_curses_flag_capability("RGB") != 0 || parley_curses_flag_capability("Tc") != 0,
+                environment: options.environment, tmuxClientFeatures: Self.tmuxClientFeatures(options.environment))
+        } else if colorDepth != .direct {
+            trueColor.1 = colorDepth == .monochrome ? "no colour (NO_COLOR or a monochrome terminal)"
+                : "the terminal has \(colorDepth == .ansi16 ? 16 : 8) colours"
+        }
         if colorDepth == .palette256 || colorDepth == .direct,
            options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
-           let output = PictureOutput(capabilities: Self.terminfoPictureCapabilities()) {
+           let output = PictureOutput(capabilities: Self.terminfoPictureCapabilities(
+               directSGR: colorDepth == .palette256 && trueColor.0)) {
+            pictureTrueColor = colorDepth == .palette256 && trueColor.0
             pictureOutput = output
             placeholderPair = 1
             firstFreePair = 2
@@ -218,6 +237,13 @@ public final class Terminal {
             idcok(window, false)
             idlok(window, false)
         }
+
+        let videoDepth: ColorDepth = colorDepth == .direct || pictureTrueColor ? .direct : colorDepth
+        let colorReason = trueColor.0 && videoDepth != .direct
+            ? "\(trueColor.1), but 24-bit pictures need Parley's own picture output (PARLEY_PICTURES_VIA_CURSES=1)"
+            : trueColor.1
+        pictureChoice = PictureChoice.choose(options.picture, colors: videoDepth, colorReason: colorReason,
+                                             environment: options.environment)
 
         if options.mouse {
             mousemask(KeyDecoder.mouseEvents, nil)
@@ -271,8 +297,33 @@ public final class Terminal {
     /// The theme for this terminal's colour depth.
     public var theme: Theme { Theme(depth: colorDepth, overrides: themeOverrides) }
 
-    /// The video colour mode for this terminal's colour depth.
-    public var videoColorMode: VideoColorMode { VideoColorMode(depth: colorDepth) }
+    /// The video colour mode: the terminal's colour depth, or 24-bit for pictures where the terminal takes it.
+    public var videoColorMode: VideoColorMode { pictureChoice.colors }
+
+    /// The block characters video is drawn with.
+    public var pictureCells: PictureCells { pictureChoice.cells }
+
+    /// What tmux knows of the terminal its client runs in (`#{client_termfeatures}`), or nil outside tmux or
+    /// when tmux does not answer within a second.
+    static func tmuxClientFeatures(_ environment: [String: String]) -> String? {
+        guard !(environment["TMUX"] ?? "").isEmpty else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["tmux", "display-message", "-p", "#{client_termfeatures}"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let deadline = Date().addingTimeInterval(1)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            return nil
+        }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     /// Makes the next `draw` repaint every cell (after something else wrote to the terminal).
     public func invalidate() {
@@ -309,7 +360,7 @@ public final class Terminal {
     }
 
     /// Reads the terminfo strings the picture path needs (copied: terminfo's buffers belong to curses).
-    private static func terminfoPictureCapabilities() -> PictureCapabilities {
+    private static func terminfoPictureCapabilities(directSGR: Bool) -> PictureCapabilities {
         func string(_ name: String) -> [CChar]? {
             guard let value = parley_curses_string_capability(name) else { return nil }
             return Array(UnsafeBufferPointer(start: value, count: strlen(value) + 1))
@@ -323,17 +374,25 @@ public final class Terminal {
             saveCursor: string("sc").flatMap { bytes($0) } ?? [],
             restoreCursor: string("rc").flatMap { bytes($0) } ?? [],
             resetAttributes: string("sgr0").flatMap { bytes($0) } ?? [],
-            foreground: { color in setaf.flatMap { bytes(parley_curses_tiparm1($0, color)) } },
-            background: { color in setab.flatMap { bytes(parley_curses_tiparm1($0, color)) } },
+            foreground: { color in
+                if directSGR && color >= 1 << 24 { return PictureCapabilities.directSGR(38, color) }
+                return setaf.flatMap { bytes(parley_curses_tiparm1($0, color)) }
+            },
+            background: { color in
+                if directSGR && color >= 1 << 24 { return PictureCapabilities.directSGR(48, color) }
+                return setab.flatMap { bytes(parley_curses_tiparm1($0, color)) }
+            },
             moveTo: { row, column in cup.flatMap { bytes(parley_curses_tiparm2($0, Int32(row), Int32(column))) } })
     }
 
-    /// The character of a picture cell ('▀' or '▄', both colours concrete, no attributes), else nil.
+    /// The character of a picture cell (a block element U+2580–259F or a sextant U+1FB00–1FB3B, both colours
+    /// concrete, no attributes), else nil.
     @inline(__always)
     private static func pictureScalar(_ cell: Cell) -> UInt32? {
         guard cell.style.attributes.isEmpty, cell.style.foreground != .default, cell.style.background != .default,
               !cell.isContinuation else { return nil }
-        guard let scalar = singleNarrowScalar(cell.character), scalar.value == 0x2580 || scalar.value == 0x2584
+        guard let scalar = singleNarrowScalar(cell.character),
+              (0x2580...0x259F).contains(scalar.value) || (0x1FB00...0x1FB3B).contains(scalar.value)
         else { return nil }
         return scalar.value
     }
@@ -385,12 +444,13 @@ public final class Terminal {
                 let cell = cells[index]
                 guard let scalar = Self.pictureScalar(cell) else { continue }
                 let row = index / width
-                output.add(scalar: scalar, foreground: colorNumber(cell.style.foreground),
-                           background: colorNumber(cell.style.background), row: row, column: index - row * width) {
-                    column in
+                output.add(scalar: scalar, foreground: pictureColorNumber(cell.style.foreground),
+                           background: pictureColorNumber(cell.style.background), row: row,
+                           column: index - row * width) { column in
                     let neighbour = cells[row * width + column]
                     guard let scalar = Self.pictureScalar(neighbour) else { return nil }
-                    return (scalar, colorNumber(neighbour.style.foreground), colorNumber(neighbour.style.background))
+                    return (scalar, pictureColorNumber(neighbour.style.foreground),
+                            pictureColorNumber(neighbour.style.background))
                 }
             }
         }
@@ -531,6 +591,16 @@ public final class Terminal {
         var text = cell.character.unicodeScalars.map { wchar_t($0.value) }
         if text.count > Int(CCHARW_MAX) { text = [text[0]] }
         parley_curses_put_cluster(window, Int32(row), Int32(column), text, Int32(text.count), attributes, pair)
+    }
+
+    /// The colour number `PictureOutput` writes for a picture cell's colour: the curses number, or for 24-bit
+    /// pictures on a 256-colour terminfo, 2^24 + 0xRRGGBB (written as SGR 38;2/48;2).
+    @inline(__always)
+    private func pictureColorNumber(_ color: TerminalColor) -> Int32 {
+        if pictureTrueColor, case .rgb(let r, let g, let b) = color {
+            return 1 << 24 | Int32(r) << 16 | Int32(g) << 8 | Int32(b)
+        }
+        return colorNumber(color)
     }
 
     /// The curses colour number of a colour on this terminal (-1 for the default colour).

@@ -105,6 +105,22 @@ extension VideoCellRenderer {
                 return (.palette(UInt8(truncatingIfNeeded: index)), 1 << 24 | UInt32(index))
             }
 
+            /// How well a pattern fits the cell's pixels: the sum over its two groups of |group sum|² / size
+            /// (weighted), which is the total squared error subtracted from a constant, so higher is better.
+            @inline(__always)
+            func score(_ bits: Int) -> Int {
+                var r = 0, g = 0, b = 0, n = 0, allR = 0, allG = 0, allB = 0
+                for k in 0..<count {
+                    allR &+= red[k]; allG &+= green[k]; allB &+= blue[k]
+                    if bits & (1 << k) != 0 { r &+= red[k]; g &+= green[k]; b &+= blue[k]; n &+= 1 }
+                }
+                let m = count &- n
+                let restR = allR &- r, restG = allG &- g, restB = allB &- b
+                var total = m > 0 ? (2 &* restR &* restR &+ 4 &* restG &* restG &+ 3 &* restB &* restB) / m : 0
+                if n > 0 { total &+= (2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / n }
+                return total
+            }
+
             @inline(__always)
             func mean(_ bits: Int) -> (Int, Int, Int) {
                 var r = 0, g = 0, b = 0, n = 0
@@ -143,6 +159,22 @@ extension VideoCellRenderer {
                     } else {
                         (pattern, foreground, back) = split(count: count, red: red, green: green, blue: blue,
                                                             order: order)
+                        // Keep the pattern shown before unless the new one is clearly better: camera noise would
+                        // otherwise reshape flat cells every frame (shimmer, and cells the terminal must redraw).
+                        let before = shown[3 &* index]
+                        if before & (1 << 24) != 0, before & (1 << 8) == 0 {
+                            let old = Int(before & 0xFF)
+                            if old != pattern && score(old) &+ patternHysteresis >= score(pattern) {
+                                pattern = old
+                                if old == 0 {
+                                    foreground = mean(full)
+                                    back = foreground
+                                } else {
+                                    foreground = mean(old)
+                                    back = mean(full ^ old)
+                                }
+                            }
+                        }
                     }
                     let edge = inside != full
                     let key = UInt32(pattern | (edge ? 1 << 8 : 0)) | 1 << 24
@@ -187,6 +219,10 @@ extension VideoCellRenderer {
             }
         }}}
     }
+
+    /// How much less squared error (weighted, summed over the cell's pixels) a new pattern must leave than the one
+    /// a cell shows before the cell changes shape: one pixel about 6 levels off on every channel.
+    static let patternHysteresis = hysteresis
 
     /// How far apart (weighted squared RGB distance) a cell's two colours must be before it shows two: about 2
     /// levels on every channel. Splitting cells of a gently shaded area into two close colours draws the shading
@@ -276,7 +312,10 @@ extension Palette {
         let greys = candidates.filter { $0.index >= 232 }
         var table = [UInt8](repeating: 0, count: 1 << 16)
         for entry in 0..<(1 << 16) {
-            let r = (entry >> 11) << 3 | 4, g = ((entry >> 5) & 63) << 2 | 2, b = (entry & 31) << 3 | 4
+            // Each entry stands for the colours whose top bits it holds; it is matched at its bits spread over
+            // 0…255, so black and white map to themselves.
+            let r = ((entry >> 11) * 255 + 15) / 31, g = (((entry >> 5) & 63) * 255 + 31) / 63
+            let b = ((entry & 31) * 255 + 15) / 31
             let lab = oklab(r, g, b)
             // Only the cube colours next to the nearest level on each channel can win, and the greys.
             let lr = Int(levelTable[r]), lg = Int(levelTable[g]), lb = Int(levelTable[b])

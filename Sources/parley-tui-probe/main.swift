@@ -4,6 +4,7 @@
 //   parley-tui-probe            red/blue video split, text, last key read; 'q' quits, 'c' toggles the text cursor,
 //                               'p' first cycles through every colour pair (to run curses out of pairs),
 //                               'o' toggles a text box over part of the video, 'v' swaps the video's colours
+//                               PARLEY_PROBE_PICTURE=MODE draws with `--picture MODE` and shows the choice on row 10
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
 //   parley-tui-probe --bench …  see RenderBench.paneMain
 //   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
@@ -33,7 +34,7 @@ func splitFrame(swapped: Bool = false) -> VideoFrame {
 }
 
 func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String,
-                 overlay: Bool = false, swapped: Bool = false) -> Screen {
+                 overlay: Bool = false, swapped: Bool = false, picture: PictureChoice? = nil) -> Screen {
     var screen = Screen(width: size.columns, height: size.rows)
     screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
     renderer.draw(splitFrame(swapped: swapped), into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
@@ -43,6 +44,9 @@ func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRend
     screen.write("日本 ok", column: 22, row: 3, style: theme.style(.tileName))
     screen.write("key: \(lastKey)", column: 0, row: 7, style: theme.style(.text))
     screen.write("header role", column: 0, row: 8, style: theme.style(.header))
+    if picture != nil, size.rows > 11 {
+        screen.write("picture: \(picture!.label)", column: 0, row: 10, style: theme.style(.text))
+    }
     screen.write("q quits", column: 0, row: size.rows - 1, style: theme.style(.placeholder))
     return screen
 }
@@ -66,13 +70,18 @@ func cycleColorPairs(_ terminal: Terminal) {
 
 func runProbe(crash: Bool) -> Int32 {
     do {
-        return try Terminal.withTerminal { terminal in
-            var renderer = VideoCellRenderer(mode: terminal.videoColorMode)
+        var options = Terminal.Options()
+        let environment = ProcessInfo.processInfo.environment
+        if let picture = environment["PARLEY_PROBE_PICTURE"] { options.picture = try PictureMode.parse(picture) }
+        return try Terminal.withTerminal(options: options) { terminal in
+            var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells)
+            let shownChoice = environment["PARLEY_PROBE_PICTURE"] == nil ? nil : terminal.pictureChoice
             var lastKey = "none"
             var cursor = false, overlay = false, swapped = false
             while true {
                 terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
-                                          lastKey: lastKey, overlay: overlay, swapped: swapped),
+                                          lastKey: lastKey, overlay: overlay, swapped: swapped,
+                                          picture: shownChoice),
                               cursor: cursor ? (column: 5, row: 9) : nil)
                 if crash { fatalError("probe: crashing on purpose") }
                 guard let key = terminal.readKey(timeout: 1000) else { continue }

@@ -18,6 +18,14 @@ struct InteractiveOptions: ParsableArguments {
           help: "Send your camera at full size only (by default also at half and a quarter, for small tiles).")
     var noSimulcast = false
 
+    @Option(help: ArgumentHelp(
+        "How video is drawn: auto (default: the best this terminal shows), sextant (2x3 pixels a cell), quadrant "
+            + "(2x2), half (1x2) or shade (no colour). The settings screen says what auto chose and why.",
+        valueName: "mode"), transform: { text in
+            do { return try PictureMode.parse(text) } catch { throw ValidationError("\(error)") }
+        })
+    var picture: PictureMode = .auto
+
     @Option(help: "\"synthetic\" or a .y4m file (looped), instead of the cameras. Repeat to give `c` more sources.")
     var video: [String] = []
 
@@ -193,6 +201,7 @@ struct InteractiveOptions: ParsableArguments {
         options.signalingSecurity = try relayTrust.security()
         options.hideRoom = hideRoom
         options.simulcast = !noSimulcast
+        options.picture = picture
         if !guest {
             // Logged in: calls are joined as the account, and its messages are reachable from the call.
             switch AccountFiles.standard.messagingAccount(server: nil, security: options.signalingSecurity) {

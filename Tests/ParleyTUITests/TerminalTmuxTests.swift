@@ -137,6 +137,45 @@ struct TerminalTmuxTests {
         #expect(direct[4].last == "1 5,9" && direct[5].last == "1 5,9", "the text cursor stays where curses put it")
     }
 
+    @Test("quadrant and sextant pictures written straight to the terminal look exactly as curses would have drawn them",
+          arguments: ["quadrant", "sextant"])
+    func blockPicturesMatchCurses(_ mode: String) throws {
+        let environment = "TERM=tmux-256color NO_COLOR= PARLEY_PROBE_PICTURE=\(mode)"
+        let direct = try Self.pictureSteps(environment: environment)
+        let curses = try Self.pictureSteps(environment: environment + " PARLEY_PICTURES_VIA_CURSES=1")
+        #expect(direct.count == 6)
+        for (step, (viaDirect, viaCurses)) in zip(direct, curses).enumerated() {
+            #expect(viaDirect.dropFirst() == viaCurses.dropFirst(), "step \(step)")
+        }
+        // The tile's middle cell row holds the red/blue boundary: two-colour block characters, not half blocks.
+        let boundary = direct[0][3].unicodeScalars.filter {
+            (0x2596...0x259F).contains($0.value) || (0x1FB00...0x1FB3B).contains($0.value) || $0 == "▄"
+        }
+        #expect(boundary.count >= 20, "\(direct[0][3])")
+        #expect(direct[0].joined().contains("picture: \(mode) 256"))
+    }
+
+    @Test("24-bit pictures through a 256-colour terminfo where COLORTERM says so; inside tmux, tmux's word counts")
+    func trueColorPictures() throws {
+        let outside = try TmuxPane(command: try probeCommand(
+            environment: "TERM=xterm-256color NO_COLOR= TMUX= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
+        let lines = try outside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
+        #expect(lines[10] == "picture: quadrant 24-bit")
+        let escapes = try outside.escapes().joined()
+        #expect(escapes.contains("\u{1B}[38;2;254;0;0m"), "red sent as 24-bit colour")
+        #expect(!escapes.contains("38;5;196"), "not as palette red")
+        try outside.send(["q"])
+        #expect(try outside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+
+        // The probe's pane is inside tmux, whose client (none attached) has no RGB feature.
+        let inside = try TmuxPane(command: try probeCommand(
+            environment: "TERM=tmux-256color NO_COLOR= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
+        let insideLines = try inside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
+        #expect(insideLines[10] == "picture: half 256")
+        try inside.send(["q"])
+        #expect(try inside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+    }
+
     @Test("a resize redraws at the new size")
     func resize() throws {
         let pane = try TmuxPane(command: try probeCommand())

@@ -45,6 +45,8 @@ int parley_curses_put_run(WINDOW *win, int y, int x, const wchar_t *chars, const
  * exist because tiparm is variadic, which Swift cannot call; they return NULL on failure.
  */
 const char *parley_curses_string_capability(const char *name);
+/* 1 when the terminal has the boolean capability (e.g. "RGB", "Tc"), else 0. */
+int parley_curses_flag_capability(const char *name);
 const char *parley_curses_tiparm1(const char *capability, int a);
 const char *parley_curses_tiparm2(const char *capability, int a, int b);
 /* Makes curses' idea of the terminal's current attributes "normal" (emitting sgr0 only if it thought otherwise). */

@@ -46,6 +46,8 @@ public struct AppOptions: Sendable {
     public var hideRoom = false
     /// Send the camera in simulcast layers (`--no-simulcast` turns it off).
     public var simulcast = true
+    /// How video is drawn (`--picture`).
+    public var picture: PictureMode = .auto
 
     /// Options with call defaults.
     public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
@@ -90,6 +92,7 @@ public enum TerminalApp {
         var options = options
         var terminalOptions = Terminal.Options(standardErrorPath: options.standardErrorPath)
         terminalOptions.themeOverrides = options.themeOverrides
+        terminalOptions.picture = options.picture
         let terminal = try Terminal(options: terminalOptions)
         defer { terminal.close() }
         var lobby = options.lobby
@@ -134,7 +137,9 @@ public enum TerminalApp {
                         lobby.fail("\(error)")
                     }
                 case .openSettings?:
-                    mode = .settings(SettingsState(current: lobby.profile, devices: options.deviceSettings()))
+                    var settings = SettingsState(current: lobby.profile, devices: options.deviceSettings())
+                    settings.picture = terminal.pictureChoice
+                    mode = .settings(settings)
                 case .openMessages?:
                     if let account = options.messaging {
                         lastMessagesDraw = nil
@@ -348,7 +353,7 @@ public enum TerminalApp {
         let (configuration, notices) = requested.resolvingDevices(options.devices)
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
-            videoMode: terminal.videoColorMode, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
+            videoMode: terminal.videoColorMode, cells: terminal.pictureCells, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
             devices: options.devices, notices: settings.notices + notices, messaging: options.messaging)
     }
 }

@@ -184,10 +184,12 @@ extension RoomScreen {
     /// A tile at least 6x3 cells gets a border; a smaller one is all picture.
     static func hasBorder(width: Int, height: Int) -> Bool { width >= 6 && height >= 3 }
 
-    /// The pixel size every broadcasting peer is drawn at in `layout` (0x0 for a peer off screen): what the relay
-    /// needs to forward the smallest simulcast layer that still fills each tile. A picture not yet seen counts as
-    /// filling its tile's inside; once its size is known, as the letterboxed area it really takes.
-    public static func drawnSizes(state: RoomState, layout: VideoLayout) -> [TileSize] {
+    /// The pixel size every broadcasting peer is drawn at in `layout` (0x0 for a peer off screen), in the pixels
+    /// of `cells` (a sextant tile shows 2x3 pixels per cell, a half-block tile 1x2): what the relay needs to
+    /// forward the smallest simulcast layer that still fills each tile. A picture not yet seen counts as filling
+    /// its tile's inside; once its size is known, as the letterboxed area it really takes.
+    public static func drawnSizes(state: RoomState, layout: VideoLayout,
+                                  cells: PictureCells = .halfBlocks) -> [TileSize] {
         state.stage.dropFirst().map { session in
             guard let tile = layout.tiles.last(where: { $0.id == session.id }) else {
                 return TileSize(id: session.id.rawValue, width: 0, height: 0)
@@ -197,7 +199,7 @@ extension RoomScreen {
             guard columns > 0, rows > 0 else { return TileSize(id: session.id.rawValue, width: 0, height: 0) }
             let video = session.videoSize ?? VideoSize(width: columns, height: rows * 2)
             let area = VideoCellRenderer.pictureArea(
-                frameWidth: video.width, frameHeight: video.height, columns: columns, rows: rows)
+                frameWidth: video.width, frameHeight: video.height, columns: columns, rows: rows, cells: cells)
             return TileSize(id: session.id.rawValue, width: area.width, height: area.height)
         }
     }

@@ -9,11 +9,15 @@ public struct RoomScreen: Sendable {
     public var theme: Theme
     var videoRenderer: VideoCellRenderer
 
-    /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise.
-    public init(theme: Theme, videoMode: VideoColorMode? = nil) {
+    /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise,
+    /// in half blocks unless told otherwise.
+    public init(theme: Theme, videoMode: VideoColorMode? = nil, cells: PictureCells = .halfBlocks) {
         self.theme = theme
-        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth))
+        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth), cells: cells)
     }
+
+    /// The block characters video is drawn with (half blocks in shade mode).
+    public var pictureCells: PictureCells { videoRenderer.mode == .shades ? .halfBlocks : videoRenderer.cells }
 
     /// Renders the room for a terminal size. `frames` holds each participant's latest decoded picture; a tile
     /// whose session shows video but has no frame yet shows "waiting for video…".

@@ -90,6 +90,8 @@ public struct SettingsState: Hashable, Sendable {
     public var devicesChanged: Bool { devices != openedWith }
     /// The highlighted devices row while the devices panel has the focus (Tab); nil while the profiles have it.
     public internal(set) var deviceRow: DeviceSettings.Row?
+    /// How this terminal draws video and why (shown under the profiles); nil shows nothing.
+    public var picture: PictureChoice?
 
     /// The screen opened with `current` in use and highlighted (or the first profile when it is not listed).
     public init(current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all,
@@ -152,9 +154,9 @@ public enum SettingsScreen {
     /// Rows of the devices panel, borders included.
     static let devicesHeight = DeviceSettings.Row.allCases.count + 2
 
-    static func box(profileCount: Int, size: TerminalSize) -> ScreenRect {
+    static func box(profileCount: Int, size: TerminalSize, picture: Bool = false) -> ScreenRect {
         let width = min(60, size.columns - 4)
-        let height = profileCount + 7
+        let height = profileCount + 7 + (picture ? 2 : 0)
         return ScreenRect(
             column: (size.columns - width) / 2, row: max(0, (size.rows - height - devicesHeight - 1) / 2),
             width: width, height: height)
@@ -171,7 +173,7 @@ public enum SettingsScreen {
     ) -> SettingsAction? {
         let minimum = RoomScreenLayout.minimumSize
         guard size.columns >= minimum.columns, size.rows >= minimum.rows else { return nil }
-        let box = box(profileCount: settings.profiles.count, size: size)
+        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture != nil)
         let index = row - (box.row + 3)
         guard column > box.column, column < box.endColumn - 1, index >= 0, index < settings.profiles.count else {
             return nil
@@ -187,7 +189,7 @@ public enum SettingsScreen {
             return TooSmallMessage.render(size: size, minimum: minimum, theme: theme)
         }
         var screen = Screen(width: size.columns, height: size.rows)
-        let box = box(profileCount: settings.profiles.count, size: size)
+        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture != nil)
         screen.drawBox(
             box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
             titleStyle: theme.style(.tileName))
@@ -218,9 +220,18 @@ public enum SettingsScreen {
                             ? CellStyle() : theme.style(.placeholder)), clip: line)
             }
         }
+        let noteRow = box.endRow - 3 - (settings.picture != nil ? 2 : 0)
         screen.writeCentered(
-            "Sent at this size; others see it scaled to their tiles.", row: box.endRow - 3, in: box.inset(by: 1),
+            "Sent at this size; others see it scaled to their tiles.", row: noteRow, in: box.inset(by: 1),
             style: theme.style(.placeholder))
+        if let picture = settings.picture {
+            let line = ScreenRect(column: left, row: noteRow + 2, width: box.width - 4, height: 1)
+            screen.write("Picture: \(picture.label) (--picture changes it)", column: left, row: line.row,
+                         style: theme.style(.text), clip: line)
+            screen.write(DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.row + 1,
+                         style: theme.style(.placeholder), clip: ScreenRect(column: left, row: line.row + 1,
+                                                                            width: line.width, height: 1))
+        }
         let devicesBox = devicesBox(below: box)
         drawDevices(settings, into: &screen, in: devicesBox, theme: theme)
         let hint = settings.deviceRow == nil
