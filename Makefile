@@ -13,7 +13,7 @@ APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tm
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
-BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
+BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
 
 PREFIX      ?= /usr/local
 

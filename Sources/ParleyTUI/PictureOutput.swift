@@ -20,7 +20,7 @@ struct PictureCapabilities {
 /// Why not curses: ncurses flushes its output buffer (one `write` to the terminal) after every cursor jump, and
 /// expands `setaf`/`setab` through `tparm` on every colour change. A video tile whose cells change in scattered
 /// places made ~130 writes per frame (3,900 system calls a second for one 88x36 tile). Curses still owns the
-/// screen: it holds a placeholder for every picture cell (same character, a colour pair used for nothing else), so
+/// screen: it holds a placeholder for every picture cell ('▀' in a colour pair used for nothing else), so
 /// its model of the screen stays true enough for its own optimisations, and `Terminal` only hands picture cells
 /// here. The burst starts with save-cursor and ends with reset-attributes + restore-cursor, so curses finds the
 /// cursor and attributes where it left them.

@@ -119,8 +119,8 @@ public final class Terminal {
     private var runAttributes: [attr_t] = []
     private var runPairs: [Int32] = []
     private let systemColorFor: [Int32]
-    // Picture cells ('▀'/'▄' in two concrete colours) bypass curses' output: see `PictureOutput`. Curses holds a
-    // placeholder for each (the same character in `placeholderPair`, a pair nothing else uses). Nil when the
+    // Picture cells (block characters in two concrete colours) bypass curses' output: see `PictureOutput`. Curses
+    // holds a placeholder for each ('▀' in `placeholderPair`, a pair nothing else uses). Nil when the
     // terminal lacks a capability, has fewer than 256 colours, or PARLEY_PICTURES_VIA_CURSES=1.
     private var pictureOutput: PictureOutput?
     private var placeholderPair: Int32 = 0
@@ -531,15 +531,18 @@ public final class Terminal {
                         flush()
                         continue
                     }
-                    if pictures, let scalar = Self.pictureScalar(cell) {
+                    if pictures, Self.pictureScalar(cell) != nil {
                         pictureIndices.append(index)
-                        if compare && Self.pictureScalar(oldCells[index]) == scalar {
+                        // Every placeholder is '▀' whatever the picture cell shows: a quadrant or sextant cell that
+                        // changes shape must not make curses repaint its placeholder (which forces every picture
+                        // to be written again).
+                        if compare && Self.pictureScalar(oldCells[index]) != nil {
                             flush()  // curses already holds this placeholder
                             continue
                         }
                         placeholdersWritten = true
                         if runLength == 0 { runStart = column }
-                        runChars[runLength] = wchar_t(scalar)
+                        runChars[runLength] = wchar_t(0x2580)
                         runAttributes[runLength] = attributeBits[0]
                         runPairs[runLength] = placeholderPair
                         runLength += 1
