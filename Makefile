@@ -10,7 +10,8 @@ BIN         := .build/release/parley
 APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
-                gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+                gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
+                libsixel-bin netpbm xterm xvfb x11-apps xauth
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
 BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind

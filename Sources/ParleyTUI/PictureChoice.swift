@@ -20,7 +20,6 @@ public enum PictureMode: String, CaseIterable, Sendable {
         guard let mode = PictureMode(rawValue: text.lowercased()) else {
             throw PictureModeError.unknown(text)
         }
-        if mode == .kitty || mode == .sixel { throw PictureModeError.notBuilt(mode) }
         return mode
     }
 }
@@ -29,16 +28,12 @@ public enum PictureMode: String, CaseIterable, Sendable {
 public enum PictureModeError: Error, CustomStringConvertible, Equatable {
     /// Not one of the modes.
     case unknown(String)
-    /// A pixel mode this build cannot draw yet.
-    case notBuilt(PictureMode)
 
     public var description: String {
         switch self {
         case .unknown(let text):
             return "'\(text)' is not a picture mode; use one of "
                 + PictureMode.allCases.map(\.rawValue).joined(separator: ", ")
-        case .notBuilt(let mode):
-            return "the \(mode.rawValue) pixel mode is not built yet; use auto, sextant, quadrant, half or shade"
         }
     }
 }
@@ -47,14 +42,17 @@ public enum PictureModeError: Error, CustomStringConvertible, Equatable {
 public struct PictureChoice: Hashable, Sendable {
     /// The colours of picture cells.
     public var colors: VideoColorMode
-    /// The block characters (ignored when `colors` is `.shades`).
+    /// The block characters (ignored when `colors` is `.shades` or `pixels` is set).
     public var cells: PictureCells
+    /// Real pixels through a graphics protocol, or nil for character cells.
+    public var pixels: PixelCanvas?
     /// Why, in a few words ("auto: 24-bit colour (COLORTERM=truecolor), quadrants (sextants not known to render
     /// here)").
     public var reason: String
 
     /// The mode's short name: "sextant 24-bit", "half 256", "shade".
     public var label: String {
+        if let pixels { return "\(pixels.kind.rawValue) \(pixels.cell)" }
         switch colors {
         case .shades: return "shade"
         case .trueColor: return "\(cells.rawValue) 24-bit"
@@ -62,16 +60,53 @@ public struct PictureChoice: Hashable, Sendable {
         }
     }
 
+    /// A choice from its parts.
+    public init(colors: VideoColorMode, cells: PictureCells, pixels: PixelCanvas? = nil, reason: String) {
+        self.colors = colors
+        self.cells = cells
+        self.pixels = pixels
+        self.reason = reason
+    }
+
     /// Chooses how to draw: `requested` wins where the colours allow it; `auto` takes sextants where the terminal is
     /// known to draw them (kitty, WezTerm, foot, Ghostty, Konsole, xterm 370+, never inside tmux, whose outer
     /// terminal is unknown), else quadrants in 24-bit colour and half blocks in 256 colours (in 256 colours a
     /// quadrant's two palette colours measured no sharper than half blocks: docs/terminal.md).
+    ///
+    /// Pixel modes: `--picture kitty|sixel` is taken as asked (with an 8x16 cell when the terminal did not tell
+    /// its cell size); `auto` takes kitty's protocol, then sixel, where the terminal answered that it has them and
+    /// its cell size is known, never inside tmux (which drops kitty's commands and, before 3.4, sixel).
     public static func choose(_ requested: PictureMode, colors: ColorDepth, colorReason: String,
-                              environment: [String: String]) -> PictureChoice {
+                              environment: [String: String],
+                              graphics: TerminalGraphics = TerminalGraphics()) -> PictureChoice {
         let videoColors = VideoColorMode(depth: colors)
         if videoColors == .shades || requested == .shade {
             return PictureChoice(colors: .shades, cells: .halfBlocks,
                                  reason: requested == .shade ? "--picture shade" : "shades: \(colorReason)")
+        }
+        let registers = graphics.colorRegisters ?? 256
+        let cellText = graphics.cell.map { "cell \($0) pixels" } ?? "cell size unknown, 8x16 assumed"
+        if requested == .kitty || requested == .sixel {
+            let kind: PixelProtocol = requested == .kitty ? .kitty : .sixel
+            return PictureChoice(colors: videoColors, cells: .halfBlocks,
+                                 pixels: PixelCanvas(kind: kind, cell: graphics.cell ?? CellPixelSize(width: 8,
+                                                                                                      height: 16),
+                                                     colorRegisters: registers),
+                                 reason: "--picture \(kind.rawValue), \(cellText)")
+        }
+        let inTmux = !(environment["TMUX"] ?? "").isEmpty
+        if requested == .auto, !inTmux, let cell = graphics.cell, cell.width >= 2, cell.height >= 2 {
+            if graphics.kitty {
+                return PictureChoice(colors: videoColors, cells: .halfBlocks,
+                                     pixels: PixelCanvas(kind: .kitty, cell: cell),
+                                     reason: "auto: kitty graphics (the terminal answered its query), \(cellText)")
+            }
+            if graphics.sixel {
+                return PictureChoice(colors: videoColors, cells: .halfBlocks,
+                                     pixels: PixelCanvas(kind: .sixel, cell: cell, colorRegisters: registers),
+                                     reason: "auto: sixel (device attributes list it), \(cellText), "
+                                         + "\(min(256, registers)) colours an image")
+            }
         }
         let colorText = "\(videoColors == .trueColor ? "24-bit colour" : "256 colours") (\(colorReason))"
         switch requested {
@@ -84,7 +119,6 @@ public struct PictureChoice: Hashable, Sendable {
                 return PictureChoice(colors: videoColors, cells: .sextants,
                                      reason: "auto: sextants (\(terminal) draws them), \(colorText)")
             }
-            let inTmux = !(environment["TMUX"] ?? "").isEmpty
             let why = inTmux ? "inside tmux the outer terminal is unknown" : "sextants not known to render here"
             return PictureChoice(colors: videoColors, cells: videoColors == .trueColor ? .quadrants : .halfBlocks,
                                  reason: "auto: \(videoColors == .trueColor ? "quadrants" : "half blocks") (\(why)), "

@@ -131,6 +131,8 @@ public struct Screen: Hashable, Sendable {
     public let height: Int
     /// Cells row by row, `width * height` of them.
     public internal(set) var cells: [Cell]
+    /// Pictures drawn in real pixels over placeholder cells (pixel modes), in drawing order.
+    public internal(set) var pixelTiles: [PixelTile] = []
 
     /// A blank screen of the given size, filled with spaces in `style`.
     public init(width: Int, height: Int, style: CellStyle = .plain) {

@@ -126,6 +126,9 @@ public final class Terminal {
     private var placeholderPair: Int32 = 0
     private var firstFreePair: Int32 = 1
     private var pictureIndices: [Int] = []
+    // Pixel modes (kitty, sixel): what the terminal shows and what to send; nil in the cell modes.
+    private var pixelWriter: PixelPictureWriter?
+    private var pictureCapabilities: PictureCapabilities?
 
     private static let openLock = NSLock()
     nonisolated(unsafe) private static var someTerminalIsOpen = false
@@ -160,6 +163,12 @@ public final class Terminal {
         // character type only, which glibc always has: every terminal Parley supports speaks UTF-8.
         setlocale(LC_ALL, "")
         Self.ensureUTF8CharacterType()
+        // Ask the terminal about graphics before curses owns the input (its answers would arrive as keys).
+        var graphics = TerminalGraphics()
+        if options.picture == .auto || options.picture == .kitty || options.picture == .sixel,
+           options.environment["PARLEY_NO_TERMINAL_QUERY"] != "1", (options.environment["TERM"] ?? "") != "dumb" {
+            graphics = TerminalGraphics.ask()
+        }
         _ = parley_curses_save_tty(STDOUT_FILENO)
         let term = options.environment["TERM"] ?? ""
         guard let screen = term.withCString({ parley_curses_newterm(term.isEmpty ? nil : $0) }) else {
@@ -224,10 +233,11 @@ public final class Terminal {
         }
         if colorDepth == .palette256 || colorDepth == .direct,
            options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
-           let output = PictureOutput(capabilities: Self.terminfoPictureCapabilities(
-               directSGR: colorDepth == .palette256 && trueColor.0)) {
+           case let capabilities = Self.terminfoPictureCapabilities(directSGR: colorDepth == .palette256 && trueColor.0),
+           let output = PictureOutput(capabilities: capabilities) {
             pictureTrueColor = colorDepth == .palette256 && trueColor.0
             pictureOutput = output
+            pictureCapabilities = capabilities
             placeholderPair = 1
             firstFreePair = 2
             nextPair = 2
@@ -243,7 +253,17 @@ public final class Terminal {
             ? "\(trueColor.1), but 24-bit pictures need Parley's own picture output (PARLEY_PICTURES_VIA_CURSES=1)"
             : trueColor.1
         pictureChoice = PictureChoice.choose(options.picture, colors: videoDepth, colorReason: colorReason,
-                                             environment: options.environment)
+                                             environment: options.environment, graphics: graphics)
+        if let canvas = pictureChoice.pixels {
+            if pictureCapabilities != nil {
+                pixelWriter = PixelPictureWriter(canvas: canvas)
+            } else {
+                pictureChoice = PictureChoice.choose(.auto, colors: videoDepth, colorReason: colorReason,
+                                                     environment: options.environment)
+                pictureChoice.reason += "; \(canvas.kind.rawValue) needs Parley's own picture output, which this "
+                    + "terminal's terminfo or PARLEY_PICTURES_VIA_CURSES=1 rules out"
+            }
+        }
 
         if options.mouse {
             mousemask(KeyDecoder.mouseEvents, nil)
@@ -281,6 +301,7 @@ public final class Terminal {
     public func close() {
         guard isOpen else { return }
         isOpen = false
+        if let closing = pixelWriter?.closing, !closing.isEmpty { Self.writeAll(closing) }
         endwin()
         delscreen(screenPointer)
         parley_curses_disarm_restore()
@@ -302,6 +323,12 @@ public final class Terminal {
 
     /// The block characters video is drawn with.
     public var pictureCells: PictureCells { pictureChoice.cells }
+
+    /// The pixel canvas pictures are drawn on (kitty, sixel), or nil in the cell modes.
+    public var pixelCanvas: PixelCanvas? { pixelWriter?.canvas }
+
+    /// Bytes of pixel pictures written so far.
+    public var pixelBytesWritten: Int { pixelWriter?.bytesBuilt ?? 0 }
 
     /// What tmux knows of the terminal its client runs in (`#{client_termfeatures}`), or nil outside tmux or
     /// when tmux does not answer within a second.
@@ -328,6 +355,7 @@ public final class Terminal {
     /// Makes the next `draw` repaint every cell (after something else wrote to the terminal).
     public func invalidate() {
         previous = nil
+        pixelWriter?.forget()
         clearok(window, true)
     }
 
@@ -353,10 +381,37 @@ public final class Terminal {
             leaveok(window, true)
         }
         cursorVisible = cursor != nil
+        var pixelPlan: PixelPictureWriter.Plan?
+        if pixelWriter != nil {
+            let plan = pixelWriter!.plan(screen, repaintAll: full)
+            // Sixel pictures that go away: curses paints their rows again over what the terminal still shows.
+            for row in plan.repaintRows where row < screen.height { wredrawln(window, Int32(row), 1) }
+            pixelPlan = plan
+        }
         wnoutrefresh(window)
         doupdate()
         // Pictures left out for a pending resize are missing from the terminal: the next draw repaints everything.
         previous = pictureIndices.isEmpty || writePictures(screen) ? screen : nil
+        if let plan = pixelPlan, let capabilities = pictureCapabilities {
+            if Self.resizePending(screen) {
+                pixelWriter!.forget()
+                previous = nil
+            } else if !plan.isEmpty {
+                let bytes = pixelWriter!.output(plan, capabilities: capabilities)
+                if !bytes.isEmpty {
+                    Self.writeAll(bytes)
+                    parley_curses_assume_normal_attributes()
+                }
+                pixelWriter!.commit(plan)
+            }
+        }
+    }
+
+    /// True when the kernel's size of the terminal differs from `screen`'s: curses has not caught up yet.
+    private static func resizePending(_ screen: Screen) -> Bool {
+        var columns: Int32 = 0, rows: Int32 = 0
+        return parley_terminal_size(STDOUT_FILENO, &columns, &rows) == 0 && columns > 0 && rows > 0
+            && (Int(columns) != screen.width || Int(rows) != screen.height)
     }
 
     /// Reads the terminfo strings the picture path needs (copied: terminfo's buffers belong to curses).
@@ -429,9 +484,7 @@ public final class Terminal {
     }
 
     private func writePictures(_ screen: Screen) -> Bool {
-        var columns: Int32 = 0, rows: Int32 = 0
-        if parley_terminal_size(STDOUT_FILENO, &columns, &rows) == 0, columns > 0, rows > 0,
-           Int(columns) != screen.width || Int(rows) != screen.height {
+        if Self.resizePending(screen) {
             pictureIndices.removeAll(keepingCapacity: true)
             return false
         }
@@ -479,7 +532,17 @@ public final class Terminal {
                 guard getmouse(&event) == OK else { return nil }
                 return KeyDecoder.key(mouseState: event.bstate, column: Int(event.x), row: Int(event.y))
             }
-            if code == KEY_RESIZE { previous = nil }
+            if code == KEY_RESIZE {
+                previous = nil
+                // A font change or a re-attach from another terminal changes the cell's pixels.
+                if pixelWriter != nil {
+                    pixelWriter!.forget()
+                    if let cell = TerminalGraphics.kernelCellSize(), cell != pixelWriter!.canvas.cell {
+                        pixelWriter!.canvas.cell = cell
+                        pictureChoice.pixels?.cell = cell
+                    }
+                }
+            }
             return KeyDecoder.key(keyCode: code)
         case OK:
             return KeyDecoder.key(character: UInt32(value))

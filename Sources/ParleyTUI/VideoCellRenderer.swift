@@ -78,6 +78,9 @@ public struct VideoCellRenderer: Sendable {
     public let mode: VideoColorMode
     /// Which block characters draw the picture (ignored in `.shades`, which always uses one shade per cell).
     public let cells: PictureCells
+    /// Pictures go to the terminal in real pixels (kitty, sixel): the cells get placeholders and the screen a
+    /// `PixelTile` (ignored in `.shades`).
+    public let pixels: Bool
 
     // Source positions and weights per tile pixel column and row, for the sizes met lately.
     private var tables = SampleTables()
@@ -94,9 +97,10 @@ public struct VideoCellRenderer: Sendable {
     public static let hysteresis = 9 * 6 * 6
 
     /// A renderer for one colour mode and cell kind.
-    public init(mode: VideoColorMode, cells: PictureCells = .halfBlocks) {
+    public init(mode: VideoColorMode, cells: PictureCells = .halfBlocks, pixels: Bool = false) {
         self.mode = mode
         self.cells = cells
+        self.pixels = pixels && mode != .shades
     }
 
     /// Where a `frameWidth`×`frameHeight` picture lands in a tile of `columns`×`rows` cells, in the pixels of
@@ -123,11 +127,21 @@ public struct VideoCellRenderer: Sendable {
     }
 
     /// Draws a frame scaled into `rect` of the screen (cells outside the screen are skipped), filling what the
-    /// picture does not cover with `background`.
+    /// picture does not cover with `background`. In pixel mode the cells get blank placeholders and the screen a
+    /// `PixelTile` under `key` (the same key for the same tile from frame to frame).
     public mutating func draw(_ frame: VideoFrame, into screen: inout Screen, in rect: ScreenRect,
-                              background: TerminalColor = .default) {
+                              background: TerminalColor = .default, key: Int = 0) {
         let visible = rect.intersection(screen.bounds)
         guard !visible.isEmpty else { return }
+        if pixels {
+            let placeholder = Cell(" ", style: CellStyle(background: background))
+            screen.fill(visible, style: placeholder.style)
+            let rgb = Palette.rgb(of: background) ?? (0, 0, 0)
+            screen.pixelTiles.append(PixelTile(key: key, rect: visible, frame: frame,
+                                               background: PixelTile.RGB(r: rgb.r, g: rgb.g, b: rgb.b),
+                                               placeholder: placeholder))
+            return
+        }
         let kind: PictureCells = mode == .shades ? .halfBlocks : cells
         let area = Self.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
                                     columns: rect.width, rows: rect.height, cells: kind)

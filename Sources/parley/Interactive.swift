@@ -19,8 +19,9 @@ struct InteractiveOptions: ParsableArguments {
     var noSimulcast = false
 
     @Option(help: ArgumentHelp(
-        "How video is drawn: auto (default: the best this terminal shows), sextant (2x3 pixels a cell), quadrant "
-            + "(2x2), half (1x2) or shade (no colour). The settings screen says what auto chose and why.",
+        "How video is drawn: auto (default: the best this terminal shows), kitty or sixel (real pixels), sextant "
+            + "(2x3 pixels a cell), quadrant (2x2), half (1x2) or shade (no colour). The settings screen says what "
+            + "auto chose and why.",
         valueName: "mode"), transform: { text in
             do { return try PictureMode.parse(text) } catch { throw ValidationError("\(error)") }
         })

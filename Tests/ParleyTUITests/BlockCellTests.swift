@@ -252,11 +252,12 @@ struct PictureChoiceTests {
         #expect(!result.reason.isEmpty)
     }
 
-    @Test("--picture values: the modes, the pixel modes refused as not built, garbage refused with the list")
+    @Test("--picture values: the modes, the pixel modes, garbage refused with the list")
     func parse() throws {
         #expect(try PictureMode.parse("Sextant") == .sextant)
         #expect(try PictureMode.parse("auto") == .auto)
-        #expect(throws: PictureModeError.notBuilt(.kitty)) { try PictureMode.parse("kitty") }
+        #expect(try PictureMode.parse("kitty") == .kitty)
+        #expect(try PictureMode.parse("SIXEL") == .sixel)
         #expect(throws: PictureModeError.unknown("hd")) { try PictureMode.parse("hd") }
         #expect(PictureModeError.unknown("hd").description.contains("auto, kitty, sixel, sextant, quadrant, half, shade"))
     }

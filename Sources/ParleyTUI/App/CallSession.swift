@@ -109,7 +109,7 @@ final class CallSession {
     private var sentDirect: Set<String> = []
 
     init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
-         cells: PictureCells = .halfBlocks,
+         cells: PictureCells = .halfBlocks, pixels: Bool = false,
          drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
          notices: [String] = [], messaging: MessagingAccount? = nil) throws {
         messages = messaging.map { MessagesSession(account: $0) }
@@ -124,7 +124,7 @@ final class CallSession {
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
         state.inviteLink = MeetingLink(server: configuration.server, room: configuration.room,
                                        insecure: configuration.insecureTransport).description
-        screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells)
+        screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells, pixels: pixels)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
         consumer = inbox.consume(engine.events)
@@ -195,7 +195,7 @@ final class CallSession {
         if changes.contains(.tiles) {
             // The engine sends only a changed report, at most four a second.
             engine.reportTiles(RoomScreen.drawnSizes(state: state, layout: state.currentLayout,
-                                                     cells: screen.pictureCells))
+                                                     cells: screen.pictureCells, pixels: terminal.pixelCanvas))
         }
         let framesChanged = frames.hasNewFrames
         guard draws else { return .running }

@@ -353,7 +353,8 @@ public enum TerminalApp {
         let (configuration, notices) = requested.resolvingDevices(options.devices)
         return try CallSession(
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
-            videoMode: terminal.videoColorMode, cells: terminal.pictureCells, drawRate: options.drawRate, statisticsPath: options.statisticsPath,
+            videoMode: terminal.videoColorMode, cells: terminal.pictureCells, pixels: terminal.pixelCanvas != nil,
+            drawRate: options.drawRate, statisticsPath: options.statisticsPath,
             devices: options.devices, notices: settings.notices + notices, messaging: options.messaging)
     }
 }

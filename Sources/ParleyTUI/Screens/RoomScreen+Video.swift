@@ -44,7 +44,8 @@ extension RoomScreen {
         let background = theme.style(.tileBackground)
 
         if session.tileContent == .video, let frame {
-            videoRenderer.draw(frame, into: &screen, in: inner, background: background.background)
+            videoRenderer.draw(frame, into: &screen, in: inner, background: background.background,
+                               key: Int(session.id.rawValue))
         } else {
             drawPlaceholder(session: session, colorIndex: colorIndex, state: state, into: &screen, in: inner)
         }
@@ -185,11 +186,12 @@ extension RoomScreen {
     static func hasBorder(width: Int, height: Int) -> Bool { width >= 6 && height >= 3 }
 
     /// The pixel size every broadcasting peer is drawn at in `layout` (0x0 for a peer off screen), in the pixels
-    /// of `cells` (a sextant tile shows 2x3 pixels per cell, a half-block tile 1x2): what the relay needs to
-    /// forward the smallest simulcast layer that still fills each tile. A picture not yet seen counts as filling
-    /// its tile's inside; once its size is known, as the letterboxed area it really takes.
+    /// of `cells` (a sextant tile shows 2x3 pixels per cell, a half-block tile 1x2), or in screen pixels on a
+    /// pixel canvas: what the relay needs to forward the smallest simulcast layer that still fills each tile. A
+    /// picture not yet seen counts as filling its tile's inside; once its size is known, as the letterboxed area
+    /// it really takes.
     public static func drawnSizes(state: RoomState, layout: VideoLayout,
-                                  cells: PictureCells = .halfBlocks) -> [TileSize] {
+                                  cells: PictureCells = .halfBlocks, pixels: PixelCanvas? = nil) -> [TileSize] {
         state.stage.dropFirst().map { session in
             guard let tile = layout.tiles.last(where: { $0.id == session.id }) else {
                 return TileSize(id: session.id.rawValue, width: 0, height: 0)
@@ -198,8 +200,10 @@ extension RoomScreen {
             let columns = tile.rect.width - (bordered ? 2 : 0), rows = tile.rect.height - (bordered ? 2 : 0)
             guard columns > 0, rows > 0 else { return TileSize(id: session.id.rawValue, width: 0, height: 0) }
             let video = session.videoSize ?? VideoSize(width: columns, height: rows * 2)
-            let area = VideoCellRenderer.pictureArea(
-                frameWidth: video.width, frameHeight: video.height, columns: columns, rows: rows, cells: cells)
+            let area = pixels?.pictureArea(frameWidth: video.width, frameHeight: video.height, columns: columns,
+                                           rows: rows)
+                ?? VideoCellRenderer.pictureArea(frameWidth: video.width, frameHeight: video.height,
+                                                 columns: columns, rows: rows, cells: cells)
             return TileSize(id: session.id.rawValue, width: area.width, height: area.height)
         }
     }

@@ -10,10 +10,12 @@ public struct RoomScreen: Sendable {
     var videoRenderer: VideoCellRenderer
 
     /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise,
-    /// in half blocks unless told otherwise.
-    public init(theme: Theme, videoMode: VideoColorMode? = nil, cells: PictureCells = .halfBlocks) {
+    /// in half blocks unless told otherwise, or as `PixelTile`s for the terminal to draw in pixels.
+    public init(theme: Theme, videoMode: VideoColorMode? = nil, cells: PictureCells = .halfBlocks,
+                pixels: Bool = false) {
         self.theme = theme
-        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth), cells: cells)
+        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth), cells: cells,
+                                          pixels: pixels)
     }
 
     /// The block characters video is drawn with (half blocks in shade mode).

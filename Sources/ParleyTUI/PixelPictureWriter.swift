@@ -1,0 +1,178 @@
+/// Works out, screen by screen, which pixel pictures (kitty or sixel) to send, move or take away, and builds the
+/// bytes. Pure apart from its scratch: `Terminal` asks for a `Plan` before curses draws (sixel pictures it takes
+/// away need curses to repaint their rows), then for the bytes after `doupdate`, then commits.
+///
+/// Rules:
+/// - A picture is sent when its frame, its place or its visible rows change, after curses repainted the screen,
+///   and (sixel) when something over it was taken away or a picture under it was sent again.
+/// - Covered cells (a dialog, the help, a notice over the tile): a picture covered only in its bottom two rows
+///   (statistics, a notice on the edge) is cut above them; covered anywhere else it is taken away until it is
+///   clear again. A later tile over an earlier one (an inset) does not count as covering it: kitty stacks it above
+///   (`z`), sixel draws it after.
+/// - Sixel pictures never reach the screen's last row, where a terminal would scroll after the image.
+struct PixelPictureWriter {
+    /// The protocol and cell size in use.
+    var canvas: PixelCanvas
+    private var shown: [Int: Shown] = [:]
+    private var imageIDs: [Int: Int] = [:]
+    private var nextID = 1
+    private var scaler = PixelScaler()
+    private var sixel = SixelEncoder()
+    /// Bytes of picture output built so far (for the statistics and the bench).
+    private(set) var bytesBuilt = 0
+    /// Kitty image ids in use at most; past it ids start over (old tiles are long gone by then).
+    static let idLimit = 4096
+
+    private struct Shown: Equatable {
+        var rect: ScreenRect
+        var timestamp: Int64
+        var frameWidth: Int
+        var frameHeight: Int
+        var id: Int
+    }
+
+    /// What one screen needs.
+    struct Plan {
+        /// Pictures to send: the tile, the cells it shows in (cropped), its stacking order.
+        var draw: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
+        /// Tiles whose picture goes away (kitty: deleted; sixel: its rows repainted by curses).
+        var remove: [Int] = []
+        /// Screen rows curses must repaint before the pictures go out (sixel only).
+        var repaintRows: [Int] = []
+        /// Where each tile's picture will be, after this plan.
+        fileprivate var next: [Int: ScreenRect] = [:]
+        var isEmpty: Bool { draw.isEmpty && remove.isEmpty && repaintRows.isEmpty }
+    }
+
+    init(canvas: PixelCanvas) {
+        self.canvas = canvas
+    }
+
+    /// The cells `tile` can show its picture in on `screen`: the rows from its top that are clear (cut above
+    /// covered bottom rows), empty when covered elsewhere. `later` are the rects of tiles drawn after it.
+    func visibleRect(of tile: PixelTile, on screen: Screen, later: [ScreenRect]) -> ScreenRect {
+        var rect = tile.rect.intersection(screen.bounds)
+        if canvas.kind == .sixel { rect = rect.intersection(ScreenRect(column: 0, row: 0, width: screen.width,
+                                                                       height: screen.height - 1)) }
+        guard !rect.isEmpty else { return rect }
+        var clearRows = rect.height
+        rows: for row in rect.row..<rect.endRow {
+            for column in rect.column..<rect.endColumn where screen.cells[row * screen.width + column] != tile.placeholder {
+                if later.contains(where: { $0.contains(column: column, row: row) }) { continue }
+                clearRows = row - rect.row
+                break rows
+            }
+        }
+        if clearRows < rect.height && clearRows < tile.rect.height - 2 { return ScreenRect(column: 0, row: 0, width: 0, height: 0) }
+        rect.height = clearRows
+        return rect
+    }
+
+    /// What to do for `screen`; `repaintAll` after curses painted the whole screen again.
+    mutating func plan(_ screen: Screen, repaintAll: Bool) -> Plan {
+        var plan = Plan()
+        let tiles = screen.pixelTiles
+        var wanted: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
+        var seen = Set<Int>()
+        for (order, tile) in tiles.enumerated() where !seen.contains(tile.key) {
+            seen.insert(tile.key)
+            let later = tiles[(order + 1)...].map(\.rect)
+            let rect = visibleRect(of: tile, on: screen, later: later)
+            guard !rect.isEmpty else { continue }
+            wanted.append((tile, rect, order))
+            plan.next[tile.key] = rect
+        }
+        // Pictures that go away or move.
+        var vacated: [ScreenRect] = []
+        for (key, old) in shown.sorted(by: { $0.key < $1.key }) where plan.next[key] != old.rect {
+            if plan.next[key] == nil { plan.remove.append(key) }
+            vacated.append(old.rect)
+        }
+        var redraw = Set<Int>()
+        for entry in wanted {
+            let old = shown[entry.tile.key]
+            if repaintAll || old == nil || old!.rect != entry.rect || old!.timestamp != entry.tile.frame.timestampMicros
+                || old!.frameWidth != entry.tile.frame.width || old!.frameHeight != entry.tile.frame.height {
+                redraw.insert(entry.tile.key)
+            }
+        }
+        if canvas.kind == .sixel {
+            // Curses repaints the rows a picture left; every picture on those rows goes out again, and so does
+            // every picture over one that goes out again.
+            var rows = Set<Int>()
+            for rect in vacated { rows.formUnion(rect.row..<rect.endRow) }
+            plan.repaintRows = rows.sorted()
+            for entry in wanted where (entry.rect.row..<entry.rect.endRow).contains(where: rows.contains) {
+                redraw.insert(entry.tile.key)
+            }
+            for (index, entry) in wanted.enumerated() where redraw.contains(entry.tile.key) {
+                for over in wanted[(index + 1)...] where !over.rect.intersection(entry.rect).isEmpty {
+                    redraw.insert(over.tile.key)
+                }
+            }
+        }
+        plan.draw = wanted.filter { redraw.contains($0.tile.key) }
+        return plan
+    }
+
+    /// The bytes that carry out `plan` (cursor saved first and restored last), or nothing to write.
+    mutating func output(_ plan: Plan, capabilities: PictureCapabilities) -> [UInt8] {
+        var bytes: [UInt8] = []
+        if canvas.kind == .kitty {
+            for key in plan.remove { if let id = shown[key]?.id { bytes += KittyGraphics.delete(id: id) } }
+        }
+        for entry in plan.draw {
+            let tile = entry.tile, full = tile.rect
+            let area = canvas.pictureArea(frameWidth: tile.frame.width, frameHeight: tile.frame.height,
+                                          columns: full.width, rows: full.height)
+            // Shift the picture by where the visible cells start inside the tile (a tile cut at the screen's edge).
+            let shifted = PictureArea(x: area.x - (entry.rect.column - full.column) * canvas.cell.width,
+                                      y: area.y - (entry.rect.row - full.row) * canvas.cell.height,
+                                      width: area.width, height: area.height)
+            let raster = scaler.raster(of: tile.frame, width: entry.rect.width * canvas.cell.width,
+                                       height: entry.rect.height * canvas.cell.height, area: shifted,
+                                       background: tile.background)
+            bytes += capabilities.moveTo(entry.rect.row, entry.rect.column) ?? []
+            switch canvas.kind {
+            case .kitty:
+                bytes += KittyGraphics.show(raster, id: imageID(for: tile.key), columns: entry.rect.width,
+                                            rows: entry.rect.height, z: entry.order)
+            case .sixel:
+                bytes += sixel.encode(raster, colors: canvas.colorRegisters)
+            }
+        }
+        guard !bytes.isEmpty else { return [] }
+        bytesBuilt &+= bytes.count
+        return capabilities.saveCursor + bytes + capabilities.restoreCursor
+    }
+
+    /// Records that `plan` went out.
+    mutating func commit(_ plan: Plan) {
+        for key in plan.remove {
+            shown[key] = nil
+            imageIDs[key] = nil
+        }
+        for entry in plan.draw {
+            shown[entry.tile.key] = Shown(rect: entry.rect, timestamp: entry.tile.frame.timestampMicros,
+                                          frameWidth: entry.tile.frame.width, frameHeight: entry.tile.frame.height,
+                                          id: imageID(for: entry.tile.key))
+        }
+    }
+
+    /// Forgets what the terminal shows (a resize is pending, or the screen was cleared): the next plan sends all.
+    mutating func forget() {
+        shown.removeAll()
+    }
+
+    /// What to write when the screen closes: kitty's images deleted (sixel pictures go with the screen).
+    var closing: [UInt8] { canvas.kind == .kitty && !imageIDs.isEmpty ? KittyGraphics.deleteAll : [] }
+
+    private mutating func imageID(for key: Int) -> Int {
+        if let id = imageIDs[key] { return id }
+        if nextID > Self.idLimit { nextID = 1 }
+        let id = nextID
+        nextID += 1
+        imageIDs[key] = id
+        return id
+    }
+}
