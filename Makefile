@@ -11,7 +11,7 @@ APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tm
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
-                libsixel-bin netpbm xterm xvfb x11-apps xauth
+                libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
 BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
@@ -54,9 +54,10 @@ SIMULATIONS := PeerAudioPlayoutTests|EchoCancellerTests
 LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
-# descriptor limit, calls resized in tmux, a simulcast call at 640x360: with everything else beside them they starve the timing tests of the
+# descriptor limit, calls resized in tmux, a simulcast call at 640x360, xterm and kitty on Xvfb (kitty drawn by
+# software OpenGL): with everything else beside them they starve the timing tests of the
 # main group, so they run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'

@@ -167,7 +167,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ParleyTUITests",
-            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses"],
+            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyBench"],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),

@@ -4,7 +4,9 @@
 //   parley-tui-probe            red/blue video split, text, last key read; 'q' quits, 'c' toggles the text cursor,
 //                               'p' first cycles through every colour pair (to run curses out of pairs),
 //                               'o' toggles a text box over part of the video, 'v' swaps the video's colours
-//                               PARLEY_PROBE_PICTURE=MODE draws with `--picture MODE` and shows the choice on row 10
+//                               PARLEY_PROBE_PICTURE=MODE draws with `--picture MODE` and shows the choice on row 10;
+//                               in a pixel mode (kitty, sixel) the video is `ProbePicture.gradient` (96x64) instead
+//                               PARLEY_PROBE_STATUS=FILE writes the choice there as "label|cell WxH|reason" once drawn
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
 //   parley-tui-probe --bench …  see RenderBench.paneMain
 //   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
@@ -37,7 +39,9 @@ func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRend
                  overlay: Bool = false, swapped: Bool = false, picture: PictureChoice? = nil) -> Screen {
     var screen = Screen(width: size.columns, height: size.rows)
     screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
-    renderer.draw(splitFrame(swapped: swapped), into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
+    let frame = renderer.pixels ? ProbePicture.gradient(width: 96, height: 64, timestamp: swapped ? 1 : 0)
+        : splitFrame(swapped: swapped)
+    renderer.draw(frame, into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
     if overlay { screen.write(" OVER ", column: 6, row: 3, style: theme.style(.header)) }
     let box = ScreenRect(column: 21, row: 1, width: 12, height: 5)
     screen.drawBox(box, style: theme.style(.tileBorderSpeaking), title: "Ada", titleStyle: theme.participantStyle(0))
@@ -74,8 +78,10 @@ func runProbe(crash: Bool) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         if let picture = environment["PARLEY_PROBE_PICTURE"] { options.picture = try PictureMode.parse(picture) }
         return try Terminal.withTerminal(options: options) { terminal in
-            var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells)
+            var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells,
+                                             pixels: terminal.pixelCanvas != nil)
             let shownChoice = environment["PARLEY_PROBE_PICTURE"] == nil ? nil : terminal.pictureChoice
+            var statusPath = environment["PARLEY_PROBE_STATUS"]
             var lastKey = "none"
             var cursor = false, overlay = false, swapped = false
             while true {
@@ -83,6 +89,12 @@ func runProbe(crash: Bool) -> Int32 {
                                           lastKey: lastKey, overlay: overlay, swapped: swapped,
                                           picture: shownChoice),
                               cursor: cursor ? (column: 5, row: 9) : nil)
+                if let path = statusPath {
+                    let cell = terminal.pixelCanvas.map { "\($0.cell)" } ?? "none"
+                    let status = "\(terminal.pictureChoice.label)|\(cell)|\(terminal.pictureChoice.reason)\n"
+                    try? Data(status.utf8).write(to: URL(fileURLWithPath: path))
+                    statusPath = nil
+                }
                 if crash { fatalError("probe: crashing on purpose") }
                 guard let key = terminal.readKey(timeout: 1000) else { continue }
                 if key == .char("q") { return 0 }

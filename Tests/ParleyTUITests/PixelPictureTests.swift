@@ -1,24 +1,12 @@
 import Foundation
+import ParleyBench
 import ParleyMedia
 import Testing
 @testable import ParleyTUI
 
-/// A frame whose every pixel differs: hue across, brightness down, in I420.
+/// A frame whose every pixel differs.
 func gradientFrame(width: Int, height: Int, timestamp: Int64 = 0) -> VideoFrame {
-    var y = [UInt8](repeating: 0, count: width * height)
-    let chroma = ((width + 1) / 2) * ((height + 1) / 2)
-    var u = [UInt8](repeating: 0, count: chroma), v = u
-    for row in 0..<height {
-        for column in 0..<width { y[row * width + column] = UInt8(16 + (219 * row) / max(1, height - 1)) }
-    }
-    let chromaWidth = (width + 1) / 2
-    for row in 0..<((height + 1) / 2) {
-        for column in 0..<chromaWidth {
-            u[row * chromaWidth + column] = UInt8(16 + (224 * column) / max(1, chromaWidth - 1))
-            v[row * chromaWidth + column] = UInt8(240 - (224 * column) / max(1, chromaWidth - 1))
-        }
-    }
-    return VideoFrame(width: width, height: height, y: y, u: u, v: v, timestampMicros: timestamp)
+    ProbePicture.gradient(width: width, height: height, timestamp: timestamp)
 }
 
 /// Peak signal-to-noise ratio of two RGB rasters of one size, in dB.
@@ -281,10 +269,23 @@ enum PPM {
         }
         guard try token() == "P6" else { throw Unreadable(reason: "not P6") }
         guard let width = Int(try token()), let height = Int(try token()), let maximum = Int(try token()),
-              maximum == 255 else { throw Unreadable(reason: "size or depth") }
+              width > 0, height > 0, (1...65535).contains(maximum)
+        else { throw Unreadable(reason: "size or depth") }
         index += 1
-        guard bytes.count - index >= width * height * 3 else { throw Unreadable(reason: "pixels missing") }
-        return PixelRaster(width: width, height: height, rgb: Array(bytes[index..<(index + width * height * 3)]))
+        // Samples of one byte up to 255, two (big-endian) above, scaled to 0…255.
+        let sampleBytes = maximum > 255 ? 2 : 1
+        let count = width * height * 3
+        guard bytes.count - index >= count * sampleBytes else { throw Unreadable(reason: "pixels missing") }
+        if sampleBytes == 1 && maximum == 255 {
+            return PixelRaster(width: width, height: height, rgb: Array(bytes[index..<(index + count)]))
+        }
+        var rgb = [UInt8](repeating: 0, count: count)
+        for sample in 0..<count {
+            let value = sampleBytes == 2 ? Int(bytes[index + 2 * sample]) << 8 | Int(bytes[index + 2 * sample + 1])
+                : Int(bytes[index + sample])
+            rgb[sample] = UInt8((value * 255 + maximum / 2) / maximum)
+        }
+        return PixelRaster(width: width, height: height, rgb: rgb)
     }
 }
 
