@@ -33,6 +33,8 @@ public enum RenderQualityBench {
         var parley: (mode: VideoColorMode, cells: PictureCells)?
         /// chafa's `--symbols` and `--colors` values.
         var chafa: (symbols: String, colors: String)?
+        /// Parley's pixel modes: the picture sent (kitty) or decoded back from the sixel sent.
+        var pixels: PixelProtocol?
     }
 
     static let drawers: [Drawer] = {
@@ -45,6 +47,10 @@ public enum RenderQualityBench {
                 drawers.append(Drawer(tool: "chafa", symbols: symbols, colors: colors,
                                       chafa: (symbols, colors == "256" ? "256" : "full")))
             }
+        }
+        for kind in PixelProtocol.allCases {
+            drawers.append(Drawer(tool: "Parley", symbols: kind.rawValue,
+                                  colors: kind == .kitty ? "24-bit" : "256 a frame", pixels: kind))
         }
         return drawers
     }()
@@ -95,6 +101,8 @@ public enum RenderQualityBench {
                             return try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: cellWidth,
                                                        cellHeight: cellHeight)
                         }
+                    } else if let kind = drawer.pixels {
+                        shown = try frames.map { try pixelPicture($0, kind: kind, width: width, height: height) }
                     } else if let options = drawer.chafa {
                         shown = try chafaPictures(chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols,
                                                   colors: options.colors)
@@ -108,13 +116,13 @@ public enum RenderQualityBench {
                                                    directory: directory)
                     }
                     if drawer.tool == "Parley" && drawer.symbols == "half" { halfPSNR[drawer.colors] = psnr }
-                    let gain = halfPSNR[drawer.colors].map { (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1) } ?? ""
+                    let gain = halfPSNR[drawer.pixels == nil ? drawer.colors : "24-bit"].map { (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1) } ?? ""
                     table.add([content.rawValue, "\(grid.columns)x\(grid.rows)", drawer.colors, drawer.tool,
                                drawer.symbols, formatted(psnr, decimals: 2), gain,
                                ssim.map { formatted($0, decimals: 3) } ?? "n/a"])
                     if let pictures, content == .call, grid == grids.last! {
-                        let name = "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)-"
-                            + "\(drawer.colors == "256" ? "256" : "truecolor").png"
+                        let name = "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)"
+                            + (drawer.pixels != nil ? ".png" : "-\(drawer.colors == "256" ? "256" : "truecolor").png")
                         try BenchImage.writePNG(shown[0], width: width, height: height, to: name, ffmpeg: ffmpeg)
                     }
                 }
@@ -151,6 +159,25 @@ public enum RenderQualityBench {
             let camera = SyntheticCamera(name: "Bench", participant: 1, width: width, height: height,
                                          framesPerSecond: 30)
             return (0..<framesPerContent).map { camera.render(frameNumber: UInt32(10 * $0)) }
+        }
+    }
+
+    /// What a pixel mode shows of `frame` on a `width`×`height` pixel tile: kitty's picture as it travels, sixel's
+    /// decoded back from the bytes sent.
+    static func pixelPicture(_ frame: VideoFrame, kind: PixelProtocol, width: Int, height: Int) throws -> [UInt8] {
+        var scaler = PixelScaler()
+        let canvas = PixelCanvas(kind: kind, cell: CellPixelSize(width: cellWidth, height: cellHeight))
+        let area = canvas.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
+                                      columns: width / cellWidth, rows: height / cellHeight)
+        let raster = scaler.raster(of: frame, width: width, height: height, area: area,
+                                   background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        switch kind {
+        case .kitty:
+            let bytes = KittyGraphics.show(raster, id: 1, columns: width / cellWidth, rows: height / cellHeight)
+            return try KittyGraphics.pictures(in: bytes)[0].raster.rgb
+        case .sixel:
+            var encoder = SixelEncoder()
+            return try SixelDecoder.decode(encoder.encode(raster)).rgb
         }
     }
 

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// kitty's graphics protocol, the parts a video tile needs: transmit-and-show an RGB picture in place of the last
 /// one, delete it, and ask whether the terminal speaks the protocol.
 ///
@@ -43,6 +47,15 @@ public enum KittyGraphics {
             } while offset < base64.count
         }
         return bytes
+    }
+
+    /// The command that shows an RGB picture the terminal reads from the POSIX shared memory object `name`
+    /// (`t=s`; the terminal unlinks it once read): a few dozen bytes through the terminal instead of the picture.
+    public static func showShared(name: String, width: Int, height: Int, id: Int, columns: Int, rows: Int,
+                                  z: Int = 0) -> [UInt8] {
+        let head = "a=T,t=s,f=24,s=\(width),v=\(height),S=\(width * height * 3),i=\(id),p=1,c=\(columns),r=\(rows),"
+            + "C=1,q=2" + (z != 0 ? ",z=\(z)" : "")
+        return Array("\u{1B}_G\(head);\(Data(name.utf8).base64EncodedString())\u{1B}\\".utf8)
     }
 
     /// Removes image `id`'s placements and frees its data.
@@ -96,6 +109,14 @@ public enum KittyGraphics {
             index = end + 2
         }
         return commands
+    }
+
+    /// The image id the shared-memory query uses.
+    public static let sharedQueryID = 32
+
+    /// A query asking whether the terminal reads pictures from shared memory: a 1x1 picture in `name`.
+    public static func sharedQuery(name: String) -> [UInt8] {
+        Array("\u{1B}_Gi=\(sharedQueryID),s=1,v=1,a=q,t=s,f=24;\(Data(name.utf8).base64EncodedString())\u{1B}\\".utf8)
     }
 
     /// The pictures `bytes` transmit, by image id, each with the cells it is pinned to: chunks joined, base64

@@ -91,15 +91,18 @@ public struct PictureChoice: Hashable, Sendable {
             return PictureChoice(colors: videoColors, cells: .halfBlocks,
                                  pixels: PixelCanvas(kind: kind, cell: graphics.cell ?? CellPixelSize(width: 8,
                                                                                                       height: 16),
-                                                     colorRegisters: registers),
+                                                     colorRegisters: registers,
+                                                     sharedMemory: graphics.kittySharedMemory),
                                  reason: "--picture \(kind.rawValue), \(cellText)")
         }
         let inTmux = !(environment["TMUX"] ?? "").isEmpty
         if requested == .auto, !inTmux, let cell = graphics.cell, cell.width >= 2, cell.height >= 2 {
             if graphics.kitty {
                 return PictureChoice(colors: videoColors, cells: .halfBlocks,
-                                     pixels: PixelCanvas(kind: .kitty, cell: cell),
-                                     reason: "auto: kitty graphics (the terminal answered its query), \(cellText)")
+                                     pixels: PixelCanvas(kind: .kitty, cell: cell,
+                                                         sharedMemory: graphics.kittySharedMemory),
+                                     reason: "auto: kitty graphics (the terminal answered its query), \(cellText)"
+                                         + (graphics.kittySharedMemory ? ", pictures through shared memory" : ""))
             }
             if graphics.sixel {
                 return PictureChoice(colors: videoColors, cells: .halfBlocks,

@@ -34,12 +34,15 @@ public struct PixelCanvas: Hashable, Sendable {
     public var cell: CellPixelSize
     /// Colours one sixel image may use (the terminal's colour registers, at most 256).
     public var colorRegisters: Int
+    /// kitty reads pictures from POSIX shared memory (a terminal on this machine), not from the byte stream.
+    public var sharedMemory: Bool
 
     /// A canvas for a protocol and cell size.
-    public init(kind: PixelProtocol, cell: CellPixelSize, colorRegisters: Int = 256) {
+    public init(kind: PixelProtocol, cell: CellPixelSize, colorRegisters: Int = 256, sharedMemory: Bool = false) {
         self.kind = kind
         self.cell = cell
         self.colorRegisters = max(2, min(256, colorRegisters))
+        self.sharedMemory = sharedMemory && kind == .kitty
     }
 
     /// Where a `frameWidth`×`frameHeight` picture lands in a tile of `columns`×`rows` cells, in screen pixels

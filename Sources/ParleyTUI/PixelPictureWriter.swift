@@ -10,16 +10,17 @@
 ///   clear again. A later tile over an earlier one (an inset) does not count as covering it: kitty stacks it above
 ///   (`z`), sixel draws it after.
 /// - Sixel pictures never reach the screen's last row, where a terminal would scroll after the image.
-struct PixelPictureWriter {
+public struct PixelPictureWriter: Sendable {
     /// The protocol and cell size in use.
-    var canvas: PixelCanvas
+    public var canvas: PixelCanvas
     private var shown: [Int: Shown] = [:]
     private var imageIDs: [Int: Int] = [:]
     private var nextID = 1
     private var scaler = PixelScaler()
     private var sixel = SixelEncoder()
+    private var shared = SharedPictures()
     /// Bytes of picture output built so far (for the statistics and the bench).
-    private(set) var bytesBuilt = 0
+    public private(set) var bytesBuilt = 0
     /// Kitty image ids in use at most; past it ids start over (old tiles are long gone by then).
     static let idLimit = 4096
 
@@ -32,19 +33,21 @@ struct PixelPictureWriter {
     }
 
     /// What one screen needs.
-    struct Plan {
+    public struct Plan: Sendable {
         /// Pictures to send: the tile, the cells it shows in (cropped), its stacking order.
-        var draw: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
+        public internal(set) var draw: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
         /// Tiles whose picture goes away (kitty: deleted; sixel: its rows repainted by curses).
-        var remove: [Int] = []
+        public internal(set) var remove: [Int] = []
         /// Screen rows curses must repaint before the pictures go out (sixel only).
-        var repaintRows: [Int] = []
+        public internal(set) var repaintRows: [Int] = []
         /// Where each tile's picture will be, after this plan.
         fileprivate var next: [Int: ScreenRect] = [:]
-        var isEmpty: Bool { draw.isEmpty && remove.isEmpty && repaintRows.isEmpty }
+        /// Nothing to send or repaint.
+        public var isEmpty: Bool { draw.isEmpty && remove.isEmpty && repaintRows.isEmpty }
     }
 
-    init(canvas: PixelCanvas) {
+    /// A writer for a canvas, with nothing shown yet.
+    public init(canvas: PixelCanvas) {
         self.canvas = canvas
     }
 
@@ -69,7 +72,7 @@ struct PixelPictureWriter {
     }
 
     /// What to do for `screen`; `repaintAll` after curses painted the whole screen again.
-    mutating func plan(_ screen: Screen, repaintAll: Bool) -> Plan {
+    public mutating func plan(_ screen: Screen, repaintAll: Bool) -> Plan {
         var plan = Plan()
         let tiles = screen.pixelTiles
         var wanted: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
@@ -115,6 +118,9 @@ struct PixelPictureWriter {
         return plan
     }
 
+    /// The bytes that carry out `plan` on an xterm-like terminal (ECMA-48 cursor addressing), for benchmarks.
+    public mutating func output(_ plan: Plan) -> [UInt8] { output(plan, capabilities: .xterm) }
+
     /// The bytes that carry out `plan` (cursor saved first and restored last), or nothing to write.
     mutating func output(_ plan: Plan, capabilities: PictureCapabilities) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -135,8 +141,16 @@ struct PixelPictureWriter {
             bytes += capabilities.moveTo(entry.rect.row, entry.rect.column) ?? []
             switch canvas.kind {
             case .kitty:
-                bytes += KittyGraphics.show(raster, id: imageID(for: tile.key), columns: entry.rect.width,
-                                            rows: entry.rect.height, z: entry.order)
+                let id = imageID(for: tile.key)
+                // Shared memory when the terminal reads it; the byte stream if storing fails (e.g. /dev/shm full).
+                if canvas.sharedMemory, let name = try? shared.store(raster.rgb) {
+                    bytes += KittyGraphics.showShared(name: name, width: raster.width, height: raster.height, id: id,
+                                                      columns: entry.rect.width, rows: entry.rect.height,
+                                                      z: entry.order)
+                } else {
+                    bytes += KittyGraphics.show(raster, id: id, columns: entry.rect.width, rows: entry.rect.height,
+                                                z: entry.order)
+                }
             case .sixel:
                 bytes += sixel.encode(raster, colors: canvas.colorRegisters)
             }
@@ -147,7 +161,7 @@ struct PixelPictureWriter {
     }
 
     /// Records that `plan` went out.
-    mutating func commit(_ plan: Plan) {
+    public mutating func commit(_ plan: Plan) {
         for key in plan.remove {
             shown[key] = nil
             imageIDs[key] = nil
@@ -160,12 +174,16 @@ struct PixelPictureWriter {
     }
 
     /// Forgets what the terminal shows (a resize is pending, or the screen was cleared): the next plan sends all.
-    mutating func forget() {
+    public mutating func forget() {
         shown.removeAll()
     }
 
-    /// What to write when the screen closes: kitty's images deleted (sixel pictures go with the screen).
-    var closing: [UInt8] { canvas.kind == .kitty && !imageIDs.isEmpty ? KittyGraphics.deleteAll : [] }
+    /// What to write when the screen closes: kitty's images deleted (sixel pictures go with the screen); shared
+    /// memory the terminal did not take is unlinked.
+    mutating func closing() -> [UInt8] {
+        shared.removeAll()
+        return canvas.kind == .kitty && !imageIDs.isEmpty ? KittyGraphics.deleteAll : []
+    }
 
     private mutating func imageID(for key: Int) -> Int {
         if let id = imageIDs[key] { return id }

@@ -301,7 +301,7 @@ public final class Terminal {
     public func close() {
         guard isOpen else { return }
         isOpen = false
-        if let closing = pixelWriter?.closing, !closing.isEmpty { Self.writeAll(closing) }
+        if pixelWriter != nil, case let closing = pixelWriter!.closing(), !closing.isEmpty { Self.writeAll(closing) }
         endwin()
         delscreen(screenPointer)
         parley_curses_disarm_restore()

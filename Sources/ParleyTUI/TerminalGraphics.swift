@@ -10,6 +10,8 @@ public struct TerminalGraphics: Hashable, Sendable {
     public var sixel = false
     /// kitty's graphics query was answered OK.
     public var kitty = false
+    /// kitty read a picture from POSIX shared memory (it runs on this machine).
+    public var kittySharedMemory = false
     /// The size of a cell in pixels (`TIOCGWINSZ`, or the answer to CSI 16 t, or CSI 14 t over the cell count).
     public var cell: CellPixelSize?
     /// Sixel colour registers (XTSMGRAPHICS), when the terminal told.
@@ -18,10 +20,11 @@ public struct TerminalGraphics: Hashable, Sendable {
     public var answered = false
 
     /// Nothing known.
-    public init(sixel: Bool = false, kitty: Bool = false, cell: CellPixelSize? = nil, colorRegisters: Int? = nil,
-                answered: Bool = false) {
+    public init(sixel: Bool = false, kitty: Bool = false, kittySharedMemory: Bool = false,
+                cell: CellPixelSize? = nil, colorRegisters: Int? = nil, answered: Bool = false) {
         self.sixel = sixel
         self.kitty = kitty
+        self.kittySharedMemory = kittySharedMemory
         self.cell = cell
         self.colorRegisters = colorRegisters
         self.answered = answered
@@ -48,8 +51,10 @@ public struct TerminalGraphics: Hashable, Sendable {
                 var end = index + 2
                 while end + 1 < bytes.count, !(bytes[end] == 0x1B && bytes[end + 1] == 0x5C) { end += 1 }
                 let body = String(decoding: bytes[(index + 2)..<min(end, bytes.count)], as: UTF8.self)
-                if body.hasPrefix("G"), body.contains("i=\(KittyGraphics.queryID)"), body.hasSuffix(";OK") {
-                    result.kitty = true
+                if body.hasPrefix("G"), body.hasSuffix(";OK") {
+                    let keys = body.dropFirst().prefix { $0 != ";" }.split(separator: ",")
+                    if keys.contains("i=\(KittyGraphics.queryID)") { result.kitty = true }
+                    if keys.contains("i=\(KittyGraphics.sharedQueryID)") { result.kittySharedMemory = true }
                 }
                 index = end + 2
                 continue
@@ -108,7 +113,13 @@ public struct TerminalGraphics: Hashable, Sendable {
         }
         tcsetattr(input, TCSANOW, &raw)
         defer { tcsetattr(input, TCSANOW, &saved) }
-        queries.withUnsafeBytes { _ = write(output, $0.baseAddress, $0.count) }
+        // A 1x1 picture in shared memory: a kitty on this machine reads (and unlinks) it and says OK.
+        let shared = "/parley-\(getpid())-query"
+        var sharedQuery: [UInt8] = []
+        if (try? SharedPictures.write([0, 0, 0], to: shared)) != nil { sharedQuery = KittyGraphics.sharedQuery(name: shared) }
+        defer { shm_unlink(shared) }
+        let asked = sharedQuery + queries
+        asked.withUnsafeBytes { _ = write(output, $0.baseAddress, $0.count) }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1024)
         let deadline = Date().addingTimeInterval(timeout)

@@ -43,6 +43,9 @@ struct Bench: AsyncParsableCommand {
         if suite == .render || suite == .picture || suite == .all {
             print(try RenderQualityBench.run(pictures: pictures, progress: log).markdown + "\n")
         }
+        if suite == .render || suite == .picture || suite == .all {
+            print(try PixelRenderBench.run(progress: log).markdown + "\n")
+        }
         if suite == .picture {
             print(try SimulcastQualityBench.run(log: log).markdown + "\n")
         }

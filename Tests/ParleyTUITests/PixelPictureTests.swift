@@ -40,6 +40,12 @@ struct TerminalGraphicsTests {
         Case(name: "kitty: graphics OK, cell from the text area over 80x24",
              answer: "\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[4;480;800t\u{1B}[?62;c",
              expected: TerminalGraphics(kitty: true, cell: CellPixelSize(width: 10, height: 20), answered: true)),
+        Case(name: "kitty on this machine also reads shared memory",
+             answer: "\u{1B}_Gi=32;OK\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
+             expected: TerminalGraphics(kitty: true, kittySharedMemory: true, answered: true)),
+        Case(name: "kitty over ssh: no shared memory",
+             answer: "\u{1B}_Gi=32;EBADF:no such object\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
+             expected: TerminalGraphics(kitty: true, answered: true)),
         Case(name: "a kitty error is no kitty", answer: "\u{1B}_Gi=31;EINVAL:bad\u{1B}\\\u{1B}[?62;c",
              expected: TerminalGraphics(answered: true)),
         Case(name: "tmux answers DA1 itself", answer: "\u{1B}[?1;2c", expected: TerminalGraphics(answered: true)),
@@ -106,6 +112,22 @@ struct KittyGraphicsTests {
         #expect(String(decoding: KittyGraphics.show(raster, id: 7, columns: 1, rows: 1, z: 2), as: UTF8.self)
                 == "\u{1B}_Ga=T,f=24,s=2,v=1,i=7,p=1,c=1,r=1,C=1,q=2,z=2;/wAAAAD/\u{1B}\\")
         #expect(String(decoding: KittyGraphics.delete(id: 7), as: UTF8.self) == "\u{1B}_Ga=d,d=I,i=7,q=2\u{1B}\\")
+    }
+
+    @Test("shared memory: the command names the object, the object holds the picture, leftovers are unlinked")
+    func sharedMemory() throws {
+        #expect(String(decoding: KittyGraphics.showShared(name: "/p-1", width: 2, height: 1, id: 4, columns: 1, rows: 1),
+                       as: UTF8.self)
+                == "\u{1B}_Ga=T,t=s,f=24,s=2,v=1,S=6,i=4,p=1,c=1,r=1,C=1,q=2;L3AtMQ==\u{1B}\\")
+        var pictures = SharedPictures(prefix: "/parley-test-\(getpid())-")
+        let name = try pictures.store([1, 2, 3, 4, 5, 6])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "/dev/shm" + name)) == Data([1, 2, 3, 4, 5, 6]))
+        for _ in 0..<SharedPictures.limit { _ = try pictures.store([0]) }
+        #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + name), "the oldest object is unlinked")
+        pictures.removeAll()
+        let left = try FileManager.default.contentsOfDirectory(atPath: "/dev/shm")
+            .filter { $0.hasPrefix("parley-test-\(getpid())-") }
+        #expect(left.isEmpty, "\(left)")
     }
 
     @Test("a large picture goes in chunks of 4096 base64 characters and decodes back to the same pixels")
