@@ -65,20 +65,144 @@ public enum BlockSymbols {
 }
 
 extension VideoCellRenderer {
-    /// Draws quadrant or sextant cells: see the type's comment.
-    static func drawBlocks(_ sampler: PixelSampler, kind: PictureCells, mode: VideoColorMode, area: PictureArea,
-                           rect: ScreenRect, visible: ScreenRect, screenWidth: Int, background: TerminalColor,
+    /// Symbol ids past the pattern numbers: `lowerEighths + k` is the lower k/8 block ('▁'…'▇'),
+    /// `leftEighths + k` the left k/8 block ('▏'…'▉'), k = 1…7.
+    static let lowerEighths = 64, leftEighths = 72
+
+    /// The character of a symbol id: a quadrant or sextant pattern, or an eighth block.
+    @inline(__always)
+    static func blockCharacter(_ symbol: Int, patterns: [Character]) -> Character {
+        if symbol < lowerEighths { return patterns[symbol] }
+        if symbol < leftEighths { return Character(Unicode.Scalar(UInt32(0x2580 + symbol - lowerEighths))!) }
+        return Character(Unicode.Scalar(UInt32(0x2590 - (symbol - leftEighths)))!)
+    }
+
+    /// Draws quadrant or sextant cells, with eighth blocks where they fit better: see the type's comment.
+    ///
+    /// A cell inside the picture that covers at least 4x8 source pixels is read as exact sums (`boxes`) over
+    /// three partitions of its source pixels: its pattern pixels, 8 horizontal bands and 8 vertical strips.
+    /// Every candidate (the pattern the two-colour split finds, each lower eighth, each left eighth) is scored by
+    /// the sum over its two parts of |part sum|² / part size, which is the cell's squared error subtracted from
+    /// one constant for all three partitions, so the shapes compete exactly. Smaller cells (a picture drawn
+    /// larger than its source) are sampled through `sampler` and drawn with patterns only.
+    static func drawBlocks(_ sampler: PixelSampler, boxes: BoxReader, frameWidth: Int, frameHeight: Int,
+                           kind: PictureCells, mode: VideoColorMode, area: PictureArea, rect: ScreenRect,
+                           visible: ScreenRect, screenWidth: Int, background: TerminalColor,
                            shown: UnsafeMutableBufferPointer<UInt32>, cells: UnsafeMutableBufferPointer<Cell>) {
         let across = kind.pixelsAcross, down = kind.pixelsDown, count = across * down, full = (1 << count) - 1
         let symbols = kind == .sextants ? BlockSymbols.sextants : BlockSymbols.quadrants
         let empty = Cell(" ", style: CellStyle(background: background))
         let uniform: Character = "▀"
-        var scratch = [Int](repeating: 0, count: 4 * 6)
+        let scaleX = Double(frameWidth) / Double(max(1, area.width))
+        let scaleY = Double(frameHeight) / Double(max(1, area.height))
+        var scratch = [Int](repeating: 0, count: 4 * 6 + 4 * 6 + 8 * 8)
         scratch.withUnsafeMutableBufferPointer { scratch in
         Palette.perceptualTable.withUnsafeBufferPointer { perceptual in
         Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
-            // Per pixel of the cell: red, green, blue, sort key.
+            // Per pixel of the cell: red, green, blue, sort key; then exact sums (red, green, blue, pixel count)
+            // per pattern pixel, per band and per strip.
             let red = scratch.baseAddress!, green = red + 6, blue = red + 12, order = red + 18
+            let pixelR = red + 24, pixelG = pixelR + 6, pixelB = pixelG + 6, pixelN = pixelB + 6
+            let bandR = pixelN + 6, bandG = bandR + 8, bandB = bandG + 8, bandN = bandB + 8
+            let stripR = bandN + 8, stripG = stripR + 8, stripB = stripG + 8, stripN = stripB + 8
+            // The cell's total over each partition (pattern pixels, bands, strips): each box's colour comes from
+            // its own mean, so the three totals differ by rounding, and each candidate is scored within its own.
+            var cellR = 0, cellG = 0, cellB = 0, cellN = 0
+            var totals = [(r: Int, g: Int, b: Int, n: Int)](repeating: (0, 0, 0, 0), count: 3)
+
+            @inline(__always)
+            func part(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Int {
+                n > 0 ? (2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / n : 0
+            }
+
+            /// Exact score of a foreground part with sums (r, g, b, n), the rest of partition `family` (0 pattern
+            /// pixels, 1 bands, 2 strips) the background, in the units of `score` (weighted squared error over
+            /// `count` pixels).
+            @inline(__always)
+            func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int, _ family: Int) -> Int {
+                let total = totals[family]
+                return (part(r, g, b, n) &+ part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)) &* count
+                    / max(1, total.n)
+            }
+
+            @inline(__always)
+            func family(_ symbol: Int) -> Int { symbol < lowerEighths ? 0 : symbol < leftEighths ? 1 : 2 }
+
+            /// Exact score of a symbol, and its foreground and background sums.
+            @inline(__always)
+            func exactParts(_ symbol: Int) -> (r: Int, g: Int, b: Int, n: Int) {
+                var r = 0, g = 0, b = 0, n = 0
+                if symbol < lowerEighths {
+                    for k in 0..<count where symbol & (1 << k) != 0 {
+                        r &+= pixelR[k]; g &+= pixelG[k]; b &+= pixelB[k]; n &+= pixelN[k]
+                    }
+                } else if symbol < leftEighths {
+                    for k in (8 - (symbol - lowerEighths))..<8 {
+                        r &+= bandR[k]; g &+= bandG[k]; b &+= bandB[k]; n &+= bandN[k]
+                    }
+                } else {
+                    for k in 0..<(symbol - leftEighths) {
+                        r &+= stripR[k]; g &+= stripG[k]; b &+= stripB[k]; n &+= stripN[k]
+                    }
+                }
+                return (r, g, b, n)
+            }
+
+            @inline(__always)
+            func exactScore(_ symbol: Int) -> Int {
+                let f = exactParts(symbol)
+                return exact(f.r, f.g, f.b, f.n, family(symbol))
+            }
+
+            /// The foreground and background colours of a symbol from the exact sums.
+            @inline(__always)
+            func exactColors(_ symbol: Int) -> ((Int, Int, Int), (Int, Int, Int)) {
+                let total = totals[family(symbol)]
+                let f = symbol == 0 ? total : exactParts(symbol)
+                @inline(__always)
+                func average(_ sum: Int, _ n: Int) -> Int { clamp((sum &+ n / 2) / max(1, n)) }
+                let fore = (average(f.r, f.n), average(f.g, f.n), average(f.b, f.n))
+                let rn = total.n &- f.n
+                guard symbol != 0, rn > 0 else { return (fore, fore) }
+                return (fore, (average(total.r &- f.r, rn), average(total.g &- f.g, rn), average(total.b &- f.b, rn)))
+            }
+
+            /// Reads the exact sums of the cell whose tile pixels start at (leftX, topY); false when the cell
+            /// covers fewer than 4x8 source pixels.
+            @inline(__always)
+            func readExact(_ leftX: Int, _ topY: Int) -> Bool {
+                let x0 = max(0, Int((Double(leftX) * scaleX).rounded()))
+                let x1 = min(frameWidth, Int((Double(leftX &+ across) * scaleX).rounded()))
+                let y0 = max(0, Int((Double(topY) * scaleY).rounded()))
+                let y1 = min(frameHeight, Int((Double(topY &+ down) * scaleY).rounded()))
+                let w = x1 &- x0, h = y1 &- y0
+                guard w >= 4, h >= 8 else { return false }
+                for k in 0..<count {
+                    let i = k % across, j = k / across
+                    let s = boxes.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
+                                      x0 &+ (i &+ 1) &* w / across, y0 &+ (j &+ 1) &* h / down)
+                    (pixelR[k], pixelG[k], pixelB[k], pixelN[k]) = s
+                    red[k] = s.r / s.n; green[k] = s.g / s.n; blue[k] = s.b / s.n
+                }
+                cellR = 0; cellG = 0; cellB = 0; cellN = 0
+                for k in 0..<count {
+                    cellR &+= pixelR[k]; cellG &+= pixelG[k]; cellB &+= pixelB[k]; cellN &+= pixelN[k]
+                }
+                totals[0] = (cellR, cellG, cellB, cellN)
+                totals[1] = (0, 0, 0, 0)
+                totals[2] = (0, 0, 0, 0)
+                for k in 0..<8 {
+                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes.sum(x0, y0 &+ k &* h / 8, x1,
+                                                                         y0 &+ (k &+ 1) &* h / 8)
+                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes.sum(x0 &+ k &* w / 8, y0,
+                                                                             x0 &+ (k &+ 1) &* w / 8, y1)
+                    totals[1].r &+= bandR[k]; totals[1].g &+= bandG[k]; totals[1].b &+= bandB[k]
+                    totals[1].n &+= bandN[k]
+                    totals[2].r &+= stripR[k]; totals[2].g &+= stripG[k]; totals[2].b &+= stripB[k]
+                    totals[2].n &+= stripN[k]
+                }
+                return true
+            }
 
             /// The colour to show for (r, g, b), given what the slot showed before (0 = nothing).
             @inline(__always)
@@ -141,7 +265,12 @@ extension VideoCellRenderer {
                         let px = leftX &+ k % across, py = topY &+ k / across
                         guard px >= 0, px < area.width, py >= 0, py < area.height else { continue }
                         inside |= 1 << k
-                        (red[k], green[k], blue[k]) = sampler.rgb(px, py)
+                    }
+                    let exactSums = inside == full && readExact(leftX, topY)
+                    if !exactSums {
+                        for k in 0..<count where inside & (1 << k) != 0 {
+                            (red[k], green[k], blue[k]) = sampler.rgb(leftX &+ k % across, topY &+ k / across)
+                        }
                     }
                     let slot = 3 &* index
                     guard inside != 0 else {
@@ -159,19 +288,44 @@ extension VideoCellRenderer {
                     } else {
                         (pattern, foreground, back) = split(count: count, red: red, green: green, blue: blue,
                                                             order: order)
-                        // Keep the pattern shown before unless the new one is clearly better: camera noise would
+                        if exactSums && pattern != 0 {
+                            // Not flat: an eighth block may place the edge better than the pattern's grid.
+                            var best = exactScore(pattern), symbol = pattern
+                            var lower = (r: 0, g: 0, b: 0, n: 0), left = (r: 0, g: 0, b: 0, n: 0)
+                            for t in (1..<8).reversed() {
+                                let k = 8 - t  // lower k eighths: bands t..<8
+                                lower.r &+= bandR[t]; lower.g &+= bandG[t]; lower.b &+= bandB[t]; lower.n &+= bandN[t]
+                                let s = exact(lower.r, lower.g, lower.b, lower.n, 1)
+                                if s > best { best = s; symbol = lowerEighths + k }
+                            }
+                            for k in 1..<8 {  // left k eighths: strips 0..<k
+                                let j = k - 1
+                                left.r &+= stripR[j]; left.g &+= stripG[j]; left.b &+= stripB[j]; left.n &+= stripN[j]
+                                let s = exact(left.r, left.g, left.b, left.n, 2)
+                                if s > best { best = s; symbol = leftEighths + k }
+                            }
+                            pattern = symbol
+                            (foreground, back) = exactColors(symbol)
+                        }
+                        // Keep the symbol shown before unless the new one is clearly better: camera noise would
                         // otherwise reshape flat cells every frame (shimmer, and cells the terminal must redraw).
                         let before = shown[3 &* index]
                         if before & (1 << 24) != 0, before & (1 << 8) == 0 {
                             let old = Int(before & 0xFF)
-                            if old != pattern && score(old) &+ patternHysteresis >= score(pattern) {
-                                pattern = old
-                                if old == 0 {
-                                    foreground = mean(full)
-                                    back = foreground
-                                } else {
-                                    foreground = mean(old)
-                                    back = mean(full ^ old)
+                            if old != pattern && (exactSums || old < lowerEighths) {
+                                let keep = exactSums ? exactScore(old) &+ patternHysteresis >= exactScore(pattern)
+                                    : score(old) &+ patternHysteresis >= score(pattern)
+                                if keep {
+                                    pattern = old
+                                    if exactSums {
+                                        (foreground, back) = exactColors(old)
+                                    } else if old == 0 {
+                                        foreground = mean(full)
+                                        back = foreground
+                                    } else {
+                                        foreground = mean(old)
+                                        back = mean(full ^ old)
+                                    }
                                 }
                             }
                         }
@@ -186,7 +340,8 @@ extension VideoCellRenderer {
                         (foreColor, foreShown) = color(foreground.0, foreground.1, foreground.2,
                                                        before: same ? shown[slot &+ 1] : 0)
                     }
-                    if !edge && mode == .palette256 && pattern != 0 && foreShown != backShown {
+                    if !edge && mode == .palette256 && pattern != 0 && pattern < lowerEighths
+                        && foreShown != backShown {
                         // Each pixel takes whichever of the two palette colours is nearer to it.
                         let fore = 3 &* Int(foreShown & 0xFF), back = 3 &* Int(backShown & 0xFF)
                         var assigned = 0
@@ -214,7 +369,8 @@ extension VideoCellRenderer {
                     shown[slot &+ 2] = backShown
                     cells[index] = pattern == 0
                         ? Cell(uniform, style: CellStyle(foreground: backColor, background: backColor))
-                        : Cell(symbols[pattern], style: CellStyle(foreground: foreColor, background: backColor))
+                        : Cell(blockCharacter(pattern, patterns: symbols),
+                               style: CellStyle(foreground: foreColor, background: backColor))
                 }
             }
         }}}

@@ -89,6 +89,8 @@ public struct VideoCellRenderer: Sendable {
     // background). Colours are a palette index or an RGB value, with bit 24 set; 0 = nothing yet.
     private var shown: [UInt32] = []
     private var shownWidth = 0
+    // Block cells: exact box sums of the frame being drawn.
+    private var sums = PlaneSums()
 
     /// How much closer (weighted squared RGB distance) a new colour must be than the one a pixel already shows
     /// before the pixel changes: about 6 levels on every channel. Camera noise near the boundary between two
@@ -154,6 +156,11 @@ public struct VideoCellRenderer: Sendable {
         }
         let mode = self.mode
         let frameWidth = frame.width, chromaWidth = frame.chromaWidth
+        if kind != .halfBlocks { sums.build(frame) }
+        let sums = self.sums
+        sums.red.withUnsafeBufferPointer { redSums in
+        sums.green.withUnsafeBufferPointer { greenSums in
+        sums.blue.withUnsafeBufferPointer { blueSums in
         columnTable.withUnsafeBufferPointer { columnTaps in
         rowTable.withUnsafeBufferPointer { rowTaps in
         frame.y.withUnsafeBufferPointer { lumaPlane in
@@ -168,11 +175,13 @@ public struct VideoCellRenderer: Sendable {
                                     screenWidth: screen.width, background: background, shown: shown,
                                     cells: screenCells)
             } else {
-                Self.drawBlocks(sampler, kind: kind, mode: mode, area: area, rect: rect, visible: visible,
+                let boxes = BoxReader(red: redSums, green: greenSums, blue: blueSums, stride: frame.width + 1)
+                Self.drawBlocks(sampler, boxes: boxes, frameWidth: frame.width, frameHeight: frame.height,
+                                kind: kind, mode: mode, area: area, rect: rect, visible: visible,
                                 screenWidth: screen.width, background: background, shown: shown,
                                 cells: screenCells)
             }
-        }}}}}}}
+        }}}}}}}}}}
         screen.repairWideCharacters(around: visible)
     }
 

@@ -48,6 +48,33 @@ struct BlockCellTests {
         }
     }
 
+    struct EighthCase: CustomTestStringConvertible, Sendable {
+        var name: String
+        var cells: PictureCells
+        /// White where true, black elsewhere, on a 16x32 frame (one cell of 16x32 source pixels).
+        var white: @Sendable (Int, Int) -> Bool
+        var character: Character
+        var testDescription: String { name }
+    }
+
+    @Test("an edge between the pattern's rows or columns is drawn with the eighth block that places it", arguments: [
+        EighthCase(name: "lower 3/8 in a sextant cell: '▃'", cells: .sextants, white: { _, y in y >= 20 },
+                   character: "▃"),
+        EighthCase(name: "left 1/4 in a sextant cell: '▎'", cells: .sextants, white: { x, _ in x < 4 },
+                   character: "▎"),
+        EighthCase(name: "lower 7/8 in a quadrant cell: '▇'", cells: .quadrants, white: { _, y in y >= 4 },
+                   character: "▇"),
+        EighthCase(name: "a sextant's own row: its pattern, not an eighth", cells: .sextants,
+                   white: { _, y in y >= 21 }, character: "\u{1FB2D}"),
+    ])
+    func eighths(_ c: EighthCase) {
+        let frame = TestFrames.make(width: 16, height: 32) { x, y in c.white(x, y) ? TestFrames.white : TestFrames.black }
+        let cell = Self.oneCell(frame, c.cells)
+        #expect(cell.character == c.character)
+        #expect(cell.style.foreground == .rgb(255, 255, 255) && cell.style.background == .rgb(0, 0, 0),
+                "\(cell.style)")
+    }
+
     @Test("a left/right split in one quadrant cell is '▐' in the right colours, pixel 0 in the background")
     func quadrantSplit() {
         let frame = TestFrames.make(width: 4, height: 8) { column, _ in
