@@ -82,6 +82,11 @@ public enum RenderBench {
             var runs: [(cells: PictureCells, size: (columns: Int, rows: Int), tiles: Int)] = []
             for size in sizes { for tiles in tileCounts { runs.append((.halfBlocks, size, tiles)) } }
             runs += [(.quadrants, (200, 60), 9), (.sextants, (200, 60), 9)]
+            // PARLEY_RENDER_BENCH_CELLS=sextant,quadrant measures only those cell kinds (for quick comparisons).
+            if let only = ProcessInfo.processInfo.environment["PARLEY_RENDER_BENCH_CELLS"] {
+                let kinds = Set(only.split(separator: ",").compactMap { PictureCells(rawValue: String($0)) })
+                runs = runs.filter { kinds.contains($0.cells) }
+            }
             for (cells, size, tiles) in runs {
                 do {
                     let label = "\(content.rawValue) \(cells.rawValue) \(size.columns)x\(size.rows), \(tiles) tile(s)"

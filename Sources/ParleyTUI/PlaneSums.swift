@@ -14,6 +14,7 @@ struct PlaneSums: Sendable {
     private(set) var green: [UInt32] = []
     private(set) var blue: [UInt32] = []
     private(set) var width = 0, height = 0
+    private var chromaTerms: [Int] = []
 
     /// Builds the tables of `frame`, every pixel converted to RGB (BT.601 limited range, clamped) on the way.
     mutating func build(_ frame: VideoFrame) {
@@ -26,28 +27,38 @@ struct PlaneSums: Sendable {
             blue = red
         }
         let w = width, h = height, chromaWidth = frame.chromaWidth
+        // The chroma terms of each chroma sample, shared by its two pixels on a row and by both rows.
+        if chromaTerms.count != 3 * chromaWidth { chromaTerms = [Int](repeating: 0, count: 3 * chromaWidth) }
         frame.y.withUnsafeBufferPointer { lumaPlane in
         frame.u.withUnsafeBufferPointer { uPlane in
         frame.v.withUnsafeBufferPointer { vPlane in
+        chromaTerms.withUnsafeMutableBufferPointer { terms in
         red.withUnsafeMutableBufferPointer { red in
         green.withUnsafeMutableBufferPointer { green in
         blue.withUnsafeMutableBufferPointer { blue in
             for y in 0..<h {
+                if y & 1 == 0 {
+                    let chroma = (y >> 1) &* chromaWidth
+                    for x in 0..<chromaWidth {
+                        let d = Int(uPlane[chroma &+ x]) &- 128, e = Int(vPlane[chroma &+ x]) &- 128
+                        terms[3 &* x] = 104595 &* e &+ 32768
+                        terms[3 &* x &+ 1] = -25624 &* d &- 53281 &* e &+ 32768
+                        terms[3 &* x &+ 2] = 132252 &* d &+ 32768
+                    }
+                }
                 var rowR: UInt32 = 0, rowG: UInt32 = 0, rowB: UInt32 = 0
-                let above = y &* stride, here = above &+ stride, source = y &* w, chroma = (y >> 1) &* chromaWidth
+                let above = y &* stride, here = above &+ stride, source = y &* w
                 for x in 0..<w {
-                    let c = 76284 &* (Int(lumaPlane[source &+ x]) &- 16)
-                    let d = Int(uPlane[chroma &+ x >> 1]) &- 128, e = Int(vPlane[chroma &+ x >> 1]) &- 128
-                    rowR &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp((c &+ 104595 &* e &+ 32768) >> 16))
-                    rowG &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp(
-                        (c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16))
-                    rowB &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp((c &+ 132252 &* d &+ 32768) >> 16))
+                    let c = 76284 &* (Int(lumaPlane[source &+ x]) &- 16), t = 3 &* (x >> 1)
+                    rowR &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp((c &+ terms[t]) >> 16))
+                    rowG &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp((c &+ terms[t &+ 1]) >> 16))
+                    rowB &+= UInt32(truncatingIfNeeded: VideoCellRenderer.clamp((c &+ terms[t &+ 2]) >> 16))
                     red[here &+ x &+ 1] = red[above &+ x &+ 1] &+ rowR
                     green[here &+ x &+ 1] = green[above &+ x &+ 1] &+ rowG
                     blue[here &+ x &+ 1] = blue[above &+ x &+ 1] &+ rowB
                 }
             }
-        }}}}}}
+        }}}}}}}
     }
 }
 

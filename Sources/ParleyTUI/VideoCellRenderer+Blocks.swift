@@ -79,13 +79,14 @@ extension VideoCellRenderer {
 
     /// Draws quadrant or sextant cells, with eighth blocks where they fit better: see the type's comment.
     ///
-    /// A cell inside the picture that covers at least 4x8 source pixels is read as exact sums (`boxes`) over
+    /// A cell inside the picture that covers at least 4x8 source pixels is read as exact sums (`boxes`, nil when
+    /// the tile's cells are smaller) over
     /// three partitions of its source pixels: its pattern pixels, 8 horizontal bands and 8 vertical strips.
     /// Every candidate (the pattern the two-colour split finds, each lower eighth, each left eighth) is scored by
     /// the sum over its two parts of |part sum|² / part size, which is the cell's squared error subtracted from
     /// one constant for all three partitions, so the shapes compete exactly. Smaller cells (a picture drawn
     /// larger than its source) are sampled through `sampler` and drawn with patterns only.
-    static func drawBlocks(_ sampler: PixelSampler, boxes: BoxReader, frameWidth: Int, frameHeight: Int,
+    static func drawBlocks(_ sampler: PixelSampler, boxes: BoxReader?, frameWidth: Int, frameHeight: Int,
                            kind: PictureCells, mode: VideoColorMode, area: PictureArea, rect: ScreenRect,
                            visible: ScreenRect, screenWidth: Int, background: TerminalColor,
                            shown: UnsafeMutableBufferPointer<UInt32>, cells: UnsafeMutableBufferPointer<Cell>) {
@@ -179,7 +180,7 @@ extension VideoCellRenderer {
                 guard w >= 4, h >= 8 else { return false }
                 for k in 0..<count {
                     let i = k % across, j = k / across
-                    let s = boxes.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
+                    let s = boxes!.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
                                       x0 &+ (i &+ 1) &* w / across, y0 &+ (j &+ 1) &* h / down)
                     (pixelR[k], pixelG[k], pixelB[k], pixelN[k]) = s
                     red[k] = s.r / s.n; green[k] = s.g / s.n; blue[k] = s.b / s.n
@@ -192,9 +193,9 @@ extension VideoCellRenderer {
                 totals[1] = (0, 0, 0, 0)
                 totals[2] = (0, 0, 0, 0)
                 for k in 0..<8 {
-                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes.sum(x0, y0 &+ k &* h / 8, x1,
+                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes!.sum(x0, y0 &+ k &* h / 8, x1,
                                                                          y0 &+ (k &+ 1) &* h / 8)
-                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes.sum(x0 &+ k &* w / 8, y0,
+                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes!.sum(x0 &+ k &* w / 8, y0,
                                                                              x0 &+ (k &+ 1) &* w / 8, y1)
                     totals[1].r &+= bandR[k]; totals[1].g &+= bandG[k]; totals[1].b &+= bandB[k]
                     totals[1].n &+= bandN[k]
@@ -266,7 +267,7 @@ extension VideoCellRenderer {
                         guard px >= 0, px < area.width, py >= 0, py < area.height else { continue }
                         inside |= 1 << k
                     }
-                    let exactSums = inside == full && readExact(leftX, topY)
+                    let exactSums = inside == full && boxes != nil && readExact(leftX, topY)
                     if !exactSums {
                         for k in 0..<count where inside & (1 << k) != 0 {
                             (red[k], green[k], blue[k]) = sampler.rgb(leftX &+ k % across, topY &+ k / across)

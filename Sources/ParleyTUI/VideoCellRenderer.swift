@@ -156,7 +156,11 @@ public struct VideoCellRenderer: Sendable {
         }
         let mode = self.mode
         let frameWidth = frame.width, chromaWidth = frame.chromaWidth
-        if kind != .halfBlocks { sums.build(frame) }
+        // Exact sums only when a cell covers at least 4x8 source pixels (`drawBlocks`): a picture drawn at or above
+        // its source's size (a simulcast layer chosen for the tile) needs no tables.
+        let exact = kind != .halfBlocks && area.width > 0 && area.height > 0
+            && frame.width * kind.pixelsAcross >= 4 * area.width && frame.height * kind.pixelsDown >= 8 * area.height
+        if exact { sums.build(frame) }
         let sums = self.sums
         sums.red.withUnsafeBufferPointer { redSums in
         sums.green.withUnsafeBufferPointer { greenSums in
@@ -176,7 +180,7 @@ public struct VideoCellRenderer: Sendable {
                                     cells: screenCells)
             } else {
                 let boxes = BoxReader(red: redSums, green: greenSums, blue: blueSums, stride: frame.width + 1)
-                Self.drawBlocks(sampler, boxes: boxes, frameWidth: frame.width, frameHeight: frame.height,
+                Self.drawBlocks(sampler, boxes: exact ? boxes : nil, frameWidth: frame.width, frameHeight: frame.height,
                                 kind: kind, mode: mode, area: area, rect: rect, visible: visible,
                                 screenWidth: screen.width, background: background, shown: shown,
                                 cells: screenCells)
