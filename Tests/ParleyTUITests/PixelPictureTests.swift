@@ -225,8 +225,8 @@ struct SixelTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("picture.six"), png = directory.appendingPathComponent("p.png")
         try Data(bytes).write(to: input)
-        try run(tool, ["-i", input.path, "-o", png.path])
-        let ppm = try run(converter, [png.path])
+        try runTool(tool.path, ["-i", input.path, "-o", png.path])
+        let ppm = try runTool(converter.path, [png.path])
         let theirs = try PPM.read(ppm)
         let ours = try SixelDecoder.decode(bytes)
         #expect(theirs.width == ours.width && theirs.height == ours.height)
@@ -234,21 +234,6 @@ struct SixelTests {
         for index in ours.rgb.indices { largest = max(largest, abs(Int(ours.rgb[index]) - Int(theirs.rgb[index]))) }
         #expect(largest <= 2, "libsixel's pixels differ from Parley's by up to \(largest) levels")
         #expect(psnr(theirs, raster) > 30)
-    }
-
-    @discardableResult
-    func run(_ tool: URL, _ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(tool.lastPathComponent) \(arguments) failed")
-        return data
     }
 
     @Test("broken sixel is refused with what is wrong")

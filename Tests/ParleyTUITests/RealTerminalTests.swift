@@ -118,28 +118,7 @@ final class XtermScreen {
 
     @discardableResult
     func run(_ tool: String, _ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["DISPLAY"] = display
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failed(command: ([tool] + arguments).joined(separator: " "), status: process.terminationStatus)
-        }
-        return data
-    }
-
-    struct Failed: Error, CustomStringConvertible {
-        var command: String
-        var status: Int32
-        var description: String { "\(command) exited with \(status)" }
+        try runTool(tool, arguments, display: display)
     }
 
     /// Where pictures of a failed comparison are kept.
@@ -164,6 +143,35 @@ final class XtermScreen {
         }
         try? FileManager.default.removeItem(at: directory)
     }
+}
+
+/// Why a tool run by a test failed.
+struct ToolFailed: Error, CustomStringConvertible {
+    var command: String
+    var status: Int32
+    var description: String { "\(command) exited with \(status)" }
+}
+
+/// Runs `tool` (on X display `display` when given) and returns its standard output as bytes; a non-zero exit is
+/// an error naming the command.
+@discardableResult
+func runTool(_ tool: String, _ arguments: [String], display: String? = nil) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    if let display { environment["DISPLAY"] = display }
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw ToolFailed(command: ([tool] + arguments).joined(separator: " "), status: process.terminationStatus)
+    }
+    return data
 }
 
 extension PixelRaster {
