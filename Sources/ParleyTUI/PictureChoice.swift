@@ -71,7 +71,7 @@ public struct PictureChoice: Hashable, Sendable {
     /// Chooses how to draw: `requested` wins where the colours allow it; `auto` takes sextants where the terminal is
     /// known to draw them (kitty, WezTerm, foot, Ghostty, Konsole, xterm 370+, never inside tmux, whose outer
     /// terminal is unknown), else quadrants in 24-bit colour and half blocks in 256 colours (in 256 colours a
-    /// quadrant's two palette colours measured no sharper than half blocks: docs/terminal.md).
+    /// quadrant's two palette colours gain little over half blocks for several times the cost: docs/terminal.md).
     ///
     /// Pixel modes: `--picture kitty|sixel` is taken as asked (with an 8x16 cell when the terminal did not tell
     /// its cell size); `auto` takes kitty's protocol, then sixel, where the terminal answered that it has them and
