@@ -139,12 +139,6 @@ public struct PixelRaster: Hashable, Sendable {
         self.height = height
         self.rgb = rgb
     }
-
-    /// The top `rows` rows.
-    public func cropped(toHeight rows: Int) -> PixelRaster {
-        let rows = max(0, min(height, rows))
-        return PixelRaster(width: width, height: rows, rgb: Array(rgb[0..<(width * rows * 3)]))
-    }
 }
 
 /// Scales I420 frames into RGB rasters with the cell renderer's box filter (`SampleTable`), keeping the tables of

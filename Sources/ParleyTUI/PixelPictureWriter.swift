@@ -19,8 +19,6 @@ public struct PixelPictureWriter: Sendable {
     private var scaler = PixelScaler()
     private var sixel = SixelEncoder()
     private var shared = SharedPictures()
-    /// Bytes of picture output built so far (for the statistics and the bench).
-    public private(set) var bytesBuilt = 0
     /// Kitty image ids in use at most; past it ids start over (old tiles are long gone by then).
     static let idLimit = 4096
 
@@ -40,8 +38,6 @@ public struct PixelPictureWriter: Sendable {
         public internal(set) var remove: [Int] = []
         /// Screen rows curses must repaint before the pictures go out (sixel only).
         public internal(set) var repaintRows: [Int] = []
-        /// Where each tile's picture will be, after this plan.
-        fileprivate var next: [Int: ScreenRect] = [:]
         /// Nothing to send or repaint.
         public var isEmpty: Bool { draw.isEmpty && remove.isEmpty && repaintRows.isEmpty }
     }
@@ -55,18 +51,22 @@ public struct PixelPictureWriter: Sendable {
     /// covered bottom rows), empty when covered elsewhere. `later` are the rects of tiles drawn after it.
     func visibleRect(of tile: PixelTile, on screen: Screen, later: [ScreenRect]) -> ScreenRect {
         var rect = tile.rect.intersection(screen.bounds)
-        if canvas.kind == .sixel { rect = rect.intersection(ScreenRect(column: 0, row: 0, width: screen.width,
-                                                                       height: screen.height - 1)) }
+        if canvas.kind == .sixel {
+            rect = rect.intersection(ScreenRect(column: 0, row: 0, width: screen.width, height: screen.height - 1))
+        }
         guard !rect.isEmpty else { return rect }
         var clearRows = rect.height
         rows: for row in rect.row..<rect.endRow {
-            for column in rect.column..<rect.endColumn where screen.cells[row * screen.width + column] != tile.placeholder {
+            for column in rect.column..<rect.endColumn
+            where screen.cells[row * screen.width + column] != tile.placeholder {
                 if later.contains(where: { $0.contains(column: column, row: row) }) { continue }
                 clearRows = row - rect.row
                 break rows
             }
         }
-        if clearRows < rect.height && clearRows < tile.rect.height - 2 { return ScreenRect(column: 0, row: 0, width: 0, height: 0) }
+        if clearRows < rect.height && clearRows < tile.rect.height - 2 {
+            return ScreenRect(column: 0, row: 0, width: 0, height: 0)
+        }
         rect.height = clearRows
         return rect
     }
@@ -76,6 +76,7 @@ public struct PixelPictureWriter: Sendable {
         var plan = Plan()
         let tiles = screen.pixelTiles
         var wanted: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
+        var next: [Int: ScreenRect] = [:]  // where each tile's picture will be after this plan
         var seen = Set<Int>()
         for (order, tile) in tiles.enumerated() where !seen.contains(tile.key) {
             seen.insert(tile.key)
@@ -83,12 +84,12 @@ public struct PixelPictureWriter: Sendable {
             let rect = visibleRect(of: tile, on: screen, later: later)
             guard !rect.isEmpty else { continue }
             wanted.append((tile, rect, order))
-            plan.next[tile.key] = rect
+            next[tile.key] = rect
         }
         // Pictures that go away or move.
         var vacated: [ScreenRect] = []
-        for (key, old) in shown.sorted(by: { $0.key < $1.key }) where plan.next[key] != old.rect {
-            if plan.next[key] == nil { plan.remove.append(key) }
+        for (key, old) in shown.sorted(by: { $0.key < $1.key }) where next[key] != old.rect {
+            if next[key] == nil { plan.remove.append(key) }
             vacated.append(old.rect)
         }
         var redraw = Set<Int>()
@@ -156,7 +157,6 @@ public struct PixelPictureWriter: Sendable {
             }
         }
         guard !bytes.isEmpty else { return [] }
-        bytesBuilt &+= bytes.count
         return capabilities.saveCursor + bytes + capabilities.restoreCursor
     }
 

@@ -233,7 +233,8 @@ public final class Terminal {
         }
         if colorDepth == .palette256 || colorDepth == .direct,
            options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
-           case let capabilities = Self.terminfoPictureCapabilities(directSGR: colorDepth == .palette256 && trueColor.0),
+           case let capabilities = Self.terminfoPictureCapabilities(
+               directSGR: colorDepth == .palette256 && trueColor.0),
            let output = PictureOutput(capabilities: capabilities) {
             pictureTrueColor = colorDepth == .palette256 && trueColor.0
             pictureOutput = output
@@ -326,9 +327,6 @@ public final class Terminal {
 
     /// The pixel canvas pictures are drawn on (kitty, sixel), or nil in the cell modes.
     public var pixelCanvas: PixelCanvas? { pixelWriter?.canvas }
-
-    /// Bytes of pixel pictures written so far.
-    public var pixelBytesWritten: Int { pixelWriter?.bytesBuilt ?? 0 }
 
     /// What tmux knows of the terminal its client runs in (`#{client_termfeatures}`), or nil outside tmux or
     /// when tmux does not answer within a second.

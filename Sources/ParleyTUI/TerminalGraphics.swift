@@ -116,7 +116,9 @@ public struct TerminalGraphics: Hashable, Sendable {
         // A 1x1 picture in shared memory: a kitty on this machine reads (and unlinks) it and says OK.
         let shared = "/parley-\(getpid())-query"
         var sharedQuery: [UInt8] = []
-        if (try? SharedPictures.write([0, 0, 0], to: shared)) != nil { sharedQuery = KittyGraphics.sharedQuery(name: shared) }
+        if (try? SharedPictures.write([0, 0, 0], to: shared)) != nil {
+            sharedQuery = KittyGraphics.sharedQuery(name: shared)
+        }
         defer { shm_unlink(shared) }
         let asked = sharedQuery + queries
         asked.withUnsafeBytes { _ = write(output, $0.baseAddress, $0.count) }

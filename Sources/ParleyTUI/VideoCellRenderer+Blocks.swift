@@ -80,8 +80,8 @@ extension VideoCellRenderer {
     /// Draws quadrant or sextant cells, with eighth blocks where they fit better: see the type's comment.
     ///
     /// A cell inside the picture that covers at least 4x8 source pixels is read as exact sums (`boxes`, nil when
-    /// the tile's cells are smaller) over
-    /// three partitions of its source pixels: its pattern pixels, 8 horizontal bands and 8 vertical strips.
+    /// the tile's cells are smaller) over three partitions of its source pixels: its pattern pixels, 8 horizontal
+    /// bands and 8 vertical strips.
     /// Every candidate (the pattern the two-colour split finds, each lower eighth, each left eighth) is scored by
     /// the sum over its two parts of |part sum|² / part size, which is the cell's squared error subtracted from
     /// one constant for all three partitions, so the shapes compete exactly. Smaller cells (a picture drawn
@@ -106,10 +106,14 @@ extension VideoCellRenderer {
             let pixelR = red + 24, pixelG = pixelR + 6, pixelB = pixelG + 6, pixelN = pixelB + 6
             let bandR = pixelN + 6, bandG = bandR + 8, bandB = bandG + 8, bandN = bandB + 8
             let stripR = bandN + 8, stripG = stripR + 8, stripB = stripG + 8, stripN = stripB + 8
-            // The cell's total over each partition (pattern pixels, bands, strips): each box's colour comes from
-            // its own mean, so the three totals differ by rounding, and each candidate is scored within its own.
-            var cellR = 0, cellG = 0, cellB = 0, cellN = 0
-            var totals = [(r: Int, g: Int, b: Int, n: Int)](repeating: (0, 0, 0, 0), count: 3)
+            // The cell's total over each partition (pattern pixels, bands, strips): the three can differ where a
+            // box edge falls inside a source pixel's rounding, so each candidate is scored within its own.
+            typealias Sums = (r: Int, g: Int, b: Int, n: Int)
+            var pixelTotal: Sums = (0, 0, 0, 0), bandTotal: Sums = (0, 0, 0, 0), stripTotal: Sums = (0, 0, 0, 0)
+
+            /// The total of partition `family`: 0 pattern pixels, 1 bands, 2 strips.
+            @inline(__always)
+            func total(_ family: Int) -> Sums { family == 0 ? pixelTotal : family == 1 ? bandTotal : stripTotal }
 
             @inline(__always)
             func part(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Int {
@@ -121,7 +125,7 @@ extension VideoCellRenderer {
             /// `count` pixels).
             @inline(__always)
             func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int, _ family: Int) -> Int {
-                let total = totals[family]
+                let total = total(family)
                 return (part(r, g, b, n) &+ part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)) &* count
                     / max(1, total.n)
             }
@@ -129,9 +133,9 @@ extension VideoCellRenderer {
             @inline(__always)
             func family(_ symbol: Int) -> Int { symbol < lowerEighths ? 0 : symbol < leftEighths ? 1 : 2 }
 
-            /// Exact score of a symbol, and its foreground and background sums.
+            /// The sums over a symbol's foreground part.
             @inline(__always)
-            func exactParts(_ symbol: Int) -> (r: Int, g: Int, b: Int, n: Int) {
+            func exactParts(_ symbol: Int) -> Sums {
                 var r = 0, g = 0, b = 0, n = 0
                 if symbol < lowerEighths {
                     for k in 0..<count where symbol & (1 << k) != 0 {
@@ -149,6 +153,7 @@ extension VideoCellRenderer {
                 return (r, g, b, n)
             }
 
+            /// Exact score of a symbol.
             @inline(__always)
             func exactScore(_ symbol: Int) -> Int {
                 let f = exactParts(symbol)
@@ -158,20 +163,22 @@ extension VideoCellRenderer {
             /// The foreground and background colours of a symbol from the exact sums.
             @inline(__always)
             func exactColors(_ symbol: Int) -> ((Int, Int, Int), (Int, Int, Int)) {
-                let total = totals[family(symbol)]
+                let total = total(family(symbol))
                 let f = symbol == 0 ? total : exactParts(symbol)
                 @inline(__always)
                 func average(_ sum: Int, _ n: Int) -> Int { clamp((sum &+ n / 2) / max(1, n)) }
                 let fore = (average(f.r, f.n), average(f.g, f.n), average(f.b, f.n))
                 let rn = total.n &- f.n
                 guard symbol != 0, rn > 0 else { return (fore, fore) }
-                return (fore, (average(total.r &- f.r, rn), average(total.g &- f.g, rn), average(total.b &- f.b, rn)))
+                return (fore, (average(total.r &- f.r, rn), average(total.g &- f.g, rn),
+                               average(total.b &- f.b, rn)))
             }
 
             /// Reads the exact sums of the cell whose tile pixels start at (leftX, topY); false when the cell
             /// covers fewer than 4x8 source pixels.
             @inline(__always)
             func readExact(_ leftX: Int, _ topY: Int) -> Bool {
+                guard let boxes else { return false }
                 let x0 = max(0, Int((Double(leftX) * scaleX).rounded()))
                 let x1 = min(frameWidth, Int((Double(leftX &+ across) * scaleX).rounded()))
                 let y0 = max(0, Int((Double(topY) * scaleY).rounded()))
@@ -180,27 +187,27 @@ extension VideoCellRenderer {
                 guard w >= 4, h >= 8 else { return false }
                 for k in 0..<count {
                     let i = k % across, j = k / across
-                    let s = boxes!.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
+                    let s = boxes.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
                                       x0 &+ (i &+ 1) &* w / across, y0 &+ (j &+ 1) &* h / down)
                     (pixelR[k], pixelG[k], pixelB[k], pixelN[k]) = s
                     red[k] = s.r / s.n; green[k] = s.g / s.n; blue[k] = s.b / s.n
                 }
-                cellR = 0; cellG = 0; cellB = 0; cellN = 0
+                pixelTotal = (0, 0, 0, 0)
                 for k in 0..<count {
-                    cellR &+= pixelR[k]; cellG &+= pixelG[k]; cellB &+= pixelB[k]; cellN &+= pixelN[k]
+                    pixelTotal.r &+= pixelR[k]; pixelTotal.g &+= pixelG[k]; pixelTotal.b &+= pixelB[k]
+                    pixelTotal.n &+= pixelN[k]
                 }
-                totals[0] = (cellR, cellG, cellB, cellN)
-                totals[1] = (0, 0, 0, 0)
-                totals[2] = (0, 0, 0, 0)
+                bandTotal = (0, 0, 0, 0)
+                stripTotal = (0, 0, 0, 0)
                 for k in 0..<8 {
-                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes!.sum(x0, y0 &+ k &* h / 8, x1,
+                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes.sum(x0, y0 &+ k &* h / 8, x1,
                                                                          y0 &+ (k &+ 1) &* h / 8)
-                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes!.sum(x0 &+ k &* w / 8, y0,
+                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes.sum(x0 &+ k &* w / 8, y0,
                                                                              x0 &+ (k &+ 1) &* w / 8, y1)
-                    totals[1].r &+= bandR[k]; totals[1].g &+= bandG[k]; totals[1].b &+= bandB[k]
-                    totals[1].n &+= bandN[k]
-                    totals[2].r &+= stripR[k]; totals[2].g &+= stripG[k]; totals[2].b &+= stripB[k]
-                    totals[2].n &+= stripN[k]
+                    bandTotal.r &+= bandR[k]; bandTotal.g &+= bandG[k]; bandTotal.b &+= bandB[k]
+                    bandTotal.n &+= bandN[k]
+                    stripTotal.r &+= stripR[k]; stripTotal.g &+= stripG[k]; stripTotal.b &+= stripB[k]
+                    stripTotal.n &+= stripN[k]
                 }
                 return true
             }
@@ -267,7 +274,7 @@ extension VideoCellRenderer {
                         guard px >= 0, px < area.width, py >= 0, py < area.height else { continue }
                         inside |= 1 << k
                     }
-                    let exactSums = inside == full && boxes != nil && readExact(leftX, topY)
+                    let exactSums = inside == full && readExact(leftX, topY)
                     if !exactSums {
                         for k in 0..<count where inside & (1 << k) != 0 {
                             (red[k], green[k], blue[k]) = sampler.rgb(leftX &+ k % across, topY &+ k / across)
@@ -292,16 +299,18 @@ extension VideoCellRenderer {
                         if exactSums && pattern != 0 {
                             // Not flat: an eighth block may place the edge better than the pattern's grid.
                             var best = exactScore(pattern), symbol = pattern
-                            var lower = (r: 0, g: 0, b: 0, n: 0), left = (r: 0, g: 0, b: 0, n: 0)
+                            var lower: Sums = (0, 0, 0, 0), left: Sums = (0, 0, 0, 0)
                             for t in (1..<8).reversed() {
                                 let k = 8 - t  // lower k eighths: bands t..<8
-                                lower.r &+= bandR[t]; lower.g &+= bandG[t]; lower.b &+= bandB[t]; lower.n &+= bandN[t]
+                                lower.r &+= bandR[t]; lower.g &+= bandG[t]; lower.b &+= bandB[t]
+                                lower.n &+= bandN[t]
                                 let s = exact(lower.r, lower.g, lower.b, lower.n, 1)
                                 if s > best { best = s; symbol = lowerEighths + k }
                             }
                             for k in 1..<8 {  // left k eighths: strips 0..<k
                                 let j = k - 1
-                                left.r &+= stripR[j]; left.g &+= stripG[j]; left.b &+= stripB[j]; left.n &+= stripN[j]
+                                left.r &+= stripR[j]; left.g &+= stripG[j]; left.b &+= stripB[j]
+                                left.n &+= stripN[j]
                                 let s = exact(left.r, left.g, left.b, left.n, 2)
                                 if s > best { best = s; symbol = leftEighths + k }
                             }

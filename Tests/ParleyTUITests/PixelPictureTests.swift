@@ -4,11 +4,6 @@ import ParleyMedia
 import Testing
 @testable import ParleyTUI
 
-/// A frame whose every pixel differs.
-func gradientFrame(width: Int, height: Int, timestamp: Int64 = 0) -> VideoFrame {
-    ProbePicture.gradient(width: width, height: height, timestamp: timestamp)
-}
-
 /// Peak signal-to-noise ratio of two RGB rasters of one size, in dB.
 func psnr(_ a: PixelRaster, _ b: PixelRaster) -> Double {
     precondition(a.width == b.width && a.height == b.height)
@@ -188,7 +183,7 @@ struct SixelTests {
     @Test("a picture of many colours comes back within the palette's error, at most the registers asked")
     func roundTrip() throws {
         var scaler = PixelScaler()
-        let frame = gradientFrame(width: 160, height: 120)
+        let frame = ProbePicture.gradient(width: 160, height: 120)
         let raster = scaler.raster(of: frame, width: 200, height: 150, area: PictureArea(x: 0, y: 0, width: 200,
                                                                                           height: 150),
                                    background: PixelTile.RGB(r: 0, g: 0, b: 0))
@@ -215,7 +210,7 @@ struct SixelTests {
             return
         }
         var scaler = PixelScaler()
-        let raster = scaler.raster(of: gradientFrame(width: 96, height: 64), width: 97, height: 65,
+        let raster = scaler.raster(of: ProbePicture.gradient(width: 96, height: 64), width: 97, height: 65,
                                    area: PictureArea(x: 0, y: 0, width: 97, height: 65),
                                    background: PixelTile.RGB(r: 0, g: 0, b: 0))
         var encoder = SixelEncoder()
@@ -311,7 +306,7 @@ struct PixelPictureWriterTests {
 
     @Test("the renderer leaves placeholders and a tile for the terminal")
     func renderer() {
-        let screen = Self.screen(frame: gradientFrame(width: 64, height: 48))
+        let screen = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48))
         #expect(screen.pixelTiles.count == 1)
         #expect(screen.pixelTiles.first?.rect == ScreenRect(column: 2, row: 1, width: 16, height: 8))
         #expect(screen[5, 4] == Cell(" ", style: CellStyle(background: Self.background)))
@@ -321,7 +316,7 @@ struct PixelPictureWriterTests {
             PixelProtocol.allCases)
     func plans(_ kind: PixelProtocol) {
         var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: CellPixelSize(width: 4, height: 8)))
-        let first = Self.screen(frame: gradientFrame(width: 64, height: 48, timestamp: 1))
+        let first = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1))
         var plan = writer.plan(first, repaintAll: false)
         #expect(plan.draw.map(\.rect) == [ScreenRect(column: 2, row: 1, width: 16, height: 8)])
         let bytes = writer.output(plan, capabilities: .xterm)
@@ -330,11 +325,11 @@ struct PixelPictureWriterTests {
         writer.commit(plan)
         #expect(writer.plan(first, repaintAll: false).isEmpty)
         #expect(writer.plan(first, repaintAll: true).draw.count == 1)
-        let next = Self.screen(frame: gradientFrame(width: 64, height: 48, timestamp: 2))
+        let next = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 2))
         #expect(writer.plan(next, repaintAll: false).draw.count == 1)
 
         // Statistics on the bottom row: the picture is cut above them.
-        let stats = Self.screen(frame: gradientFrame(width: 64, height: 48, timestamp: 1),
+        let stats = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
                                 overlay: ScreenRect(column: 2, row: 8, width: 16, height: 1))
         plan = writer.plan(stats, repaintAll: false)
         #expect(plan.draw.map(\.rect) == [ScreenRect(column: 2, row: 1, width: 16, height: 7)])
@@ -342,7 +337,7 @@ struct PixelPictureWriterTests {
         writer.commit(plan)
 
         // A dialog over the middle: the picture goes away until it is clear again.
-        let dialog = Self.screen(frame: gradientFrame(width: 64, height: 48, timestamp: 1),
+        let dialog = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
                                  overlay: ScreenRect(column: 6, row: 3, width: 20, height: 3))
         plan = writer.plan(dialog, repaintAll: false)
         #expect(plan.draw.isEmpty)
@@ -356,7 +351,7 @@ struct PixelPictureWriterTests {
 
     @Test("sixel pictures stay off the screen's last row; kitty's may use it")
     func lastRow() {
-        let screen = Self.screen(frame: gradientFrame(width: 64, height: 48), rows: 9)
+        let screen = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48), rows: 9)
         var sixel = PixelPictureWriter(canvas: PixelCanvas(kind: .sixel, cell: CellPixelSize(width: 4, height: 8)))
         #expect(sixel.plan(screen, repaintAll: false).draw.map(\.rect.height) == [7])
         var kitty = PixelPictureWriter(canvas: PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 4, height: 8)))
@@ -366,7 +361,7 @@ struct PixelPictureWriterTests {
     @Test("what goes out is the frame at the tile's pixel size, letterboxed in the tile's background")
     func pixels() throws {
         var writer = PixelPictureWriter(canvas: PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 4, height: 8)))
-        let frame = gradientFrame(width: 64, height: 48)
+        let frame = ProbePicture.gradient(width: 64, height: 48)
         let screen = Self.screen(frame: frame)
         let plan = writer.plan(screen, repaintAll: false)
         let pictures = try KittyGraphics.pictures(in: writer.output(plan, capabilities: .xterm))
