@@ -15,12 +15,11 @@ public struct PixelPictureWriter: Sendable {
     public var canvas: PixelCanvas
     private var shown: [Int: Shown] = [:]
     private var imageIDs: [Int: Int] = [:]
-    private var nextID = 1
+    // Set by `forget`: the next plan sends every picture again.
+    private var repaintNext = false
     private var scaler = PixelScaler()
     private var sixel = SixelEncoder()
     private var shared = SharedPictures()
-    /// Kitty image ids in use at most; past it ids start over (old tiles are long gone by then).
-    static let idLimit = 4096
 
     private struct Shown: Equatable {
         var rect: ScreenRect
@@ -95,7 +94,7 @@ public struct PixelPictureWriter: Sendable {
         var redraw = Set<Int>()
         for entry in wanted {
             let old = shown[entry.tile.key]
-            if repaintAll || old == nil || old!.rect != entry.rect || old!.timestamp != entry.tile.frame.timestampMicros
+            if repaintAll || repaintNext || old == nil || old!.rect != entry.rect || old!.timestamp != entry.tile.frame.timestampMicros
                 || old!.frameWidth != entry.tile.frame.width || old!.frameHeight != entry.tile.frame.height {
                 redraw.insert(entry.tile.key)
             }
@@ -162,6 +161,7 @@ public struct PixelPictureWriter: Sendable {
 
     /// Records that `plan` went out.
     public mutating func commit(_ plan: Plan) {
+        repaintNext = false
         for key in plan.remove {
             shown[key] = nil
             imageIDs[key] = nil
@@ -173,9 +173,11 @@ public struct PixelPictureWriter: Sendable {
         }
     }
 
-    /// Forgets what the terminal shows (a resize is pending, or the screen was cleared): the next plan sends all.
+    /// Marks every picture as needing to go out again (a resize is pending, or the screen was cleared). What is
+    /// shown where is kept, so a picture that is gone by the next plan is still taken away (a kitty image stays
+    /// on the screen until it is deleted).
     public mutating func forget() {
-        shown.removeAll()
+        repaintNext = true
     }
 
     /// What to write when the screen closes: kitty's images deleted (sixel pictures go with the screen); shared
@@ -185,11 +187,13 @@ public struct PixelPictureWriter: Sendable {
         return canvas.kind == .kitty && !imageIDs.isEmpty ? KittyGraphics.deleteAll : []
     }
 
+    /// The tile's kitty image id: the smallest one no tile holds (a removed tile's image was deleted with it), so
+    /// ids stay as few as the tiles and never collide.
     private mutating func imageID(for key: Int) -> Int {
         if let id = imageIDs[key] { return id }
-        if nextID > Self.idLimit { nextID = 1 }
-        let id = nextID
-        nextID += 1
+        let used = Set(imageIDs.values)
+        var id = 1
+        while used.contains(id) { id += 1 }
         imageIDs[key] = id
         return id
     }

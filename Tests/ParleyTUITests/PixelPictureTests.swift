@@ -349,6 +349,27 @@ struct PixelPictureWriterTests {
         #expect(writer.plan(first, repaintAll: false).draw.count == 1)
     }
 
+    @Test("after forget every picture goes out again, and a kitty image gone meanwhile is still deleted; ids are reused")
+    func forgetKeepsWhatIsShown() {
+        var writer = PixelPictureWriter(canvas: PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 4, height: 8)))
+        let shown = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1))
+        var plan = writer.plan(shown, repaintAll: false)
+        _ = writer.output(plan)
+        writer.commit(plan)
+        writer.forget()
+        #expect(writer.plan(shown, repaintAll: false).draw.count == 1, "forget sends the picture again")
+        plan = writer.plan(Screen(width: 30, height: 12), repaintAll: false)
+        #expect(plan.remove == [42])
+        #expect(String(decoding: writer.output(plan), as: UTF8.self).contains("a=d,d=I,i=1,"))
+        writer.commit(plan)
+        var other = Screen(width: 30, height: 12)
+        var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
+        renderer.draw(ProbePicture.gradient(width: 64, height: 48), into: &other,
+                      in: ScreenRect(column: 0, row: 0, width: 8, height: 4), key: 7)
+        plan = writer.plan(other, repaintAll: false)
+        #expect(String(decoding: writer.output(plan), as: UTF8.self).contains(",i=1,"), "the freed id is reused")
+    }
+
     @Test("sixel pictures stay off the screen's last row; kitty's may use it")
     func lastRow() {
         let screen = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48), rows: 9)
