@@ -129,6 +129,8 @@ public final class Terminal {
     // Pixel modes (kitty, sixel): what the terminal shows and what to send; nil in the cell modes.
     private var pixelWriter: PixelPictureWriter?
     private var pictureCapabilities: PictureCapabilities?
+    // Writes picture bursts while the caller draws the next frame: see `draw` and `readKey`.
+    private let writer = TerminalWriter()
 
     private static let openLock = NSLock()
     nonisolated(unsafe) private static var someTerminalIsOpen = false
@@ -302,7 +304,8 @@ public final class Terminal {
     public func close() {
         guard isOpen else { return }
         isOpen = false
-        if pixelWriter != nil, case let closing = pixelWriter!.closing(), !closing.isEmpty { Self.writeAll(closing) }
+        writer.stop()
+        if pixelWriter != nil, case let closing = pixelWriter!.closing(), !closing.isEmpty { writeNow(closing) }
         endwin()
         delscreen(screenPointer)
         parley_curses_disarm_restore()
@@ -361,6 +364,8 @@ public final class Terminal {
     /// With `cursor`, the text cursor shows at that cell (for typing); without, it is hidden.
     public func draw(_ screen: Screen, cursor: (column: Int, row: Int)? = nil) {
         guard isOpen else { return }
+        // Curses writes below: the last frame's picture bytes go out first.
+        writer.wait()
         var full = previous.map { $0.width != screen.width || $0.height != screen.height } ?? true
         for _ in 0..<2 {
             pairsWereReset = false
@@ -397,7 +402,7 @@ public final class Terminal {
             } else if !plan.isEmpty {
                 let bytes = pixelWriter!.output(plan, capabilities: capabilities)
                 if !bytes.isEmpty {
-                    Self.writeAll(bytes)
+                    writer.send(bytes)
                     parley_curses_assume_normal_attributes()
                 }
                 pixelWriter!.commit(plan)
@@ -455,25 +460,17 @@ public final class Terminal {
     /// Not while a resize is pending (the kernel's size differs from the screen's): curses has not caught up yet,
     /// and a burst placed for the old size could land past the edge, wrap and scroll. The next frame, drawn at
     /// the new size, brings the pictures back.
-    /// Writes bytes to the terminal past curses (pictures, escape sequences curses has no call for).
-    private static func writeAll(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    break
-                }
-                offset += written
-            }
-        }
+    /// Writes bytes to the terminal past curses at once (escape sequences curses has no call for), after the
+    /// picture bursts still being written.
+    private func writeNow(_ bytes: [UInt8]) {
+        writer.wait()
+        TerminalWriter.writeAll(bytes)
     }
 
     /// Puts `text` on the clipboard of the terminal in front of the user (OSC 52): it works over ssh, and inside
     /// tmux when `set-clipboard` is on. A terminal without OSC 52 ignores it.
     public func copyToClipboard(_ text: String) {
-        Self.writeAll(Self.clipboardSequence(text))
+        writeNow(Self.clipboardSequence(text))
     }
 
     /// The OSC 52 sequence that sets the clipboard ("c") to `text`: ESC ] 52 ; c ; base64 BEL.
@@ -506,7 +503,7 @@ public final class Terminal {
             }
         }
         output.finish()
-        Self.writeAll(output.bytes)
+        writer.send(output.bytes)
         parley_curses_assume_normal_attributes()
         pictureOutput = output
         pictureIndices.removeAll(keepingCapacity: true)
@@ -519,6 +516,20 @@ public final class Terminal {
     /// unmapped keys). A resize returns `.resize`; the next `draw` repaints everything.
     public func readKey(timeout milliseconds: Int? = nil) -> Key? {
         guard isOpen else { return nil }
+        var milliseconds = milliseconds
+        if writer.isBusy {
+            // Curses repaints before it reads when the window changed (after a resize), and its bytes must not land
+            // inside a picture burst: wait for input without curses, then for the burst.
+            let start = DispatchTime.now().uptimeNanoseconds
+            var input = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&input, 1, Int32(clamping: milliseconds ?? -1))
+            writer.wait()
+            if ready == 0 { return nil }
+            if let limit = milliseconds {
+                let waited = Int((DispatchTime.now().uptimeNanoseconds - start) / 1_000_000)
+                milliseconds = max(0, limit - waited)
+            }
+        }
         wtimeout(window, Int32(clamping: milliseconds ?? -1))
         var value: wint_t = 0
         let status = wget_wch(window, &value)

@@ -106,32 +106,25 @@ extension VideoCellRenderer {
             let pixelR = red + 24, pixelG = pixelR + 6, pixelB = pixelG + 6, pixelN = pixelB + 6
             let bandR = pixelN + 6, bandG = bandR + 8, bandB = bandG + 8, bandN = bandB + 8
             let stripR = bandN + 8, stripG = stripR + 8, stripB = stripG + 8, stripN = stripB + 8
-            // The cell's total over each partition (pattern pixels, bands, strips): the three can differ where a
-            // box edge falls inside a source pixel's rounding, so each candidate is scored within its own.
+            // The cell's sums: the pattern pixels, the bands and the strips each partition exactly this box.
             typealias Sums = (r: Int, g: Int, b: Int, n: Int)
-            var pixelTotal: Sums = (0, 0, 0, 0), bandTotal: Sums = (0, 0, 0, 0), stripTotal: Sums = (0, 0, 0, 0)
+            var cellTotal: Sums = (0, 0, 0, 0)
 
-            /// The total of partition `family`: 0 pattern pixels, 1 bands, 2 strips.
+            /// A part's term of a partition's score: |weighted sum|² / size (Double: a cell scores 15 candidates,
+            /// and integer division was a third of this function's time).
             @inline(__always)
-            func total(_ family: Int) -> Sums { family == 0 ? pixelTotal : family == 1 ? bandTotal : stripTotal }
-
-            @inline(__always)
-            func part(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Int {
-                n > 0 ? (2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / n : 0
+            func part(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
+                n > 0 ? Double(2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / Double(n) : 0
             }
 
-            /// Exact score of a foreground part with sums (r, g, b, n), the rest of partition `family` (0 pattern
-            /// pixels, 1 bands, 2 strips) the background, in the units of `score` (weighted squared error over
-            /// `count` pixels).
+            /// Exact score of a foreground part with sums (r, g, b, n), the rest of the cell the background: the
+            /// sum of the two parts' terms, which is the cell's squared error subtracted from a constant (higher
+            /// is better). `count` / the cell's pixel count turns differences into the units of `score`.
             @inline(__always)
-            func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int, _ family: Int) -> Int {
-                let total = total(family)
-                return (part(r, g, b, n) &+ part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)) &* count
-                    / max(1, total.n)
+            func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
+                let total = cellTotal
+                return part(r, g, b, n) + part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)
             }
-
-            @inline(__always)
-            func family(_ symbol: Int) -> Int { symbol < lowerEighths ? 0 : symbol < leftEighths ? 1 : 2 }
 
             /// The sums over a symbol's foreground part.
             @inline(__always)
@@ -155,15 +148,15 @@ extension VideoCellRenderer {
 
             /// Exact score of a symbol.
             @inline(__always)
-            func exactScore(_ symbol: Int) -> Int {
+            func exactScore(_ symbol: Int) -> Double {
                 let f = exactParts(symbol)
-                return exact(f.r, f.g, f.b, f.n, family(symbol))
+                return exact(f.r, f.g, f.b, f.n)
             }
 
             /// The foreground and background colours of a symbol from the exact sums.
             @inline(__always)
             func exactColors(_ symbol: Int) -> ((Int, Int, Int), (Int, Int, Int)) {
-                let total = total(family(symbol))
+                let total = cellTotal
                 let f = symbol == 0 ? total : exactParts(symbol)
                 @inline(__always)
                 func average(_ sum: Int, _ n: Int) -> Int { clamp((sum &+ n / 2) / max(1, n)) }
@@ -175,7 +168,7 @@ extension VideoCellRenderer {
             }
 
             /// Reads the exact sums of the cell whose tile pixels start at (leftX, topY); false when the cell
-            /// covers fewer than 4x8 source pixels.
+            /// covers fewer than 4x8 source pixels (or more than the sums hold exactly).
             @inline(__always)
             func readExact(_ leftX: Int, _ topY: Int) -> Bool {
                 guard let boxes else { return false }
@@ -184,31 +177,53 @@ extension VideoCellRenderer {
                 let y0 = max(0, Int((Double(topY) * scaleY).rounded()))
                 let y1 = min(frameHeight, Int((Double(topY &+ down) * scaleY).rounded()))
                 let w = x1 &- x0, h = y1 &- y0
-                guard w >= 4, h >= 8 else { return false }
-                for k in 0..<count {
-                    let i = k % across, j = k / across
-                    let s = boxes.sum(x0 &+ i &* w / across, y0 &+ j &* h / down,
-                                      x0 &+ (i &+ 1) &* w / across, y0 &+ (j &+ 1) &* h / down)
-                    (pixelR[k], pixelG[k], pixelB[k], pixelN[k]) = s
-                    red[k] = s.r / s.n; green[k] = s.g / s.n; blue[k] = s.b / s.n
-                }
-                pixelTotal = (0, 0, 0, 0)
-                for k in 0..<count {
-                    pixelTotal.r &+= pixelR[k]; pixelTotal.g &+= pixelG[k]; pixelTotal.b &+= pixelB[k]
-                    pixelTotal.n &+= pixelN[k]
-                }
-                bandTotal = (0, 0, 0, 0)
-                stripTotal = (0, 0, 0, 0)
+                guard w >= 4, h >= 8, w &* h <= PlaneSums.maxBoxPixels else { return false }
+                // Every part is a difference of packed sums from the cell's top left corner: each band edge's
+                // and each strip edge's corners are read once, and each pattern pixel's grid point once.
+                let topLeft = boxes.corner(x0, y0), topRight = boxes.corner(x1, y0)
+                let bottomLeft = boxes.corner(x0, y1)
+                var before: UInt64 = 0, edge = y0
                 for k in 0..<8 {
-                    (bandR[k], bandG[k], bandB[k], bandN[k]) = boxes.sum(x0, y0 &+ k &* h / 8, x1,
-                                                                         y0 &+ (k &+ 1) &* h / 8)
-                    (stripR[k], stripG[k], stripB[k], stripN[k]) = boxes.sum(x0 &+ k &* w / 8, y0,
-                                                                             x0 &+ (k &+ 1) &* w / 8, y1)
-                    bandTotal.r &+= bandR[k]; bandTotal.g &+= bandG[k]; bandTotal.b &+= bandB[k]
-                    bandTotal.n &+= bandN[k]
-                    stripTotal.r &+= stripR[k]; stripTotal.g &+= stripG[k]; stripTotal.b &+= stripB[k]
-                    stripTotal.n &+= stripN[k]
+                    let next = y0 &+ (k &+ 1) &* h / 8
+                    let upTo = boxes.corner(x1, next) &- boxes.corner(x0, next) &- topRight &+ topLeft
+                    (bandR[k], bandG[k], bandB[k]) = BoxReader.unpack(upTo &- before)
+                    bandN[k] = w &* (next &- edge)
+                    before = upTo
+                    edge = next
                 }
+                before = 0
+                edge = x0
+                for k in 0..<8 {
+                    let next = x0 &+ (k &+ 1) &* w / 8
+                    let upTo = boxes.corner(next, y1) &- boxes.corner(next, y0) &- bottomLeft &+ topLeft
+                    (stripR[k], stripG[k], stripB[k]) = BoxReader.unpack(upTo &- before)
+                    stripN[k] = h &* (next &- edge)
+                    before = upTo
+                    edge = next
+                }
+                // Pattern pixels: `across` is 2 for both quadrants and sextants.
+                let middle = x0 &+ w / 2
+                var left = topLeft, centre = boxes.corner(middle, y0), right = topRight, top = y0
+                for j in 0..<down {
+                    let bottom = y0 &+ (j &+ 1) &* h / down
+                    let nextLeft = boxes.corner(x0, bottom), nextCentre = boxes.corner(middle, bottom)
+                    let nextRight = boxes.corner(x1, bottom)
+                    let k = 2 &* j
+                    (pixelR[k], pixelG[k], pixelB[k]) = BoxReader.unpack(nextCentre &- centre &- nextLeft &+ left)
+                    pixelN[k] = (middle &- x0) &* (bottom &- top)
+                    (pixelR[k &+ 1], pixelG[k &+ 1], pixelB[k &+ 1])
+                        = BoxReader.unpack(nextRight &- right &- nextCentre &+ centre)
+                    pixelN[k &+ 1] = (x1 &- middle) &* (bottom &- top)
+                    left = nextLeft
+                    centre = nextCentre
+                    right = nextRight
+                    top = bottom
+                }
+                for k in 0..<count {
+                    red[k] = pixelR[k] / pixelN[k]; green[k] = pixelG[k] / pixelN[k]; blue[k] = pixelB[k] / pixelN[k]
+                }
+                let s = BoxReader.unpack(boxes.corner(x1, y1) &- topRight &- bottomLeft &+ topLeft)
+                cellTotal = (s.r, s.g, s.b, w &* h)
                 return true
             }
 
@@ -304,14 +319,14 @@ extension VideoCellRenderer {
                                 let k = 8 - t  // lower k eighths: bands t..<8
                                 lower.r &+= bandR[t]; lower.g &+= bandG[t]; lower.b &+= bandB[t]
                                 lower.n &+= bandN[t]
-                                let s = exact(lower.r, lower.g, lower.b, lower.n, 1)
+                                let s = exact(lower.r, lower.g, lower.b, lower.n)
                                 if s > best { best = s; symbol = lowerEighths + k }
                             }
                             for k in 1..<8 {  // left k eighths: strips 0..<k
                                 let j = k - 1
                                 left.r &+= stripR[j]; left.g &+= stripG[j]; left.b &+= stripB[j]
                                 left.n &+= stripN[j]
-                                let s = exact(left.r, left.g, left.b, left.n, 2)
+                                let s = exact(left.r, left.g, left.b, left.n)
                                 if s > best { best = s; symbol = leftEighths + k }
                             }
                             pattern = symbol
@@ -323,7 +338,9 @@ extension VideoCellRenderer {
                         if before & (1 << 24) != 0, before & (1 << 8) == 0 {
                             let old = Int(before & 0xFF)
                             if old != pattern && (exactSums || old < lowerEighths) {
-                                let keep = exactSums ? exactScore(old) &+ patternHysteresis >= exactScore(pattern)
+                                let keep = exactSums
+                                    ? exactScore(old) + Double(patternHysteresis &* cellTotal.n) / Double(count)
+                                        >= exactScore(pattern)
                                     : score(old) &+ patternHysteresis >= score(pattern)
                                 if keep {
                                     pattern = old

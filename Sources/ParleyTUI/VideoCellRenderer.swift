@@ -162,9 +162,7 @@ public struct VideoCellRenderer: Sendable {
             && frame.width * kind.pixelsAcross >= 4 * area.width && frame.height * kind.pixelsDown >= 8 * area.height
         if exact { sums.build(frame) }
         let sums = self.sums
-        sums.red.withUnsafeBufferPointer { redSums in
-        sums.green.withUnsafeBufferPointer { greenSums in
-        sums.blue.withUnsafeBufferPointer { blueSums in
+        sums.table.withUnsafeBufferPointer { sumTable in
         columnTable.withUnsafeBufferPointer { columnTaps in
         rowTable.withUnsafeBufferPointer { rowTaps in
         frame.y.withUnsafeBufferPointer { lumaPlane in
@@ -179,13 +177,13 @@ public struct VideoCellRenderer: Sendable {
                                     screenWidth: screen.width, background: background, shown: shown,
                                     cells: screenCells)
             } else {
-                let boxes = BoxReader(red: redSums, green: greenSums, blue: blueSums, stride: frame.width + 1)
+                let boxes = BoxReader(table: sumTable, stride: frame.width + 1)
                 Self.drawBlocks(sampler, boxes: exact ? boxes : nil, frameWidth: frame.width, frameHeight: frame.height,
                                 kind: kind, mode: mode, area: area, rect: rect, visible: visible,
                                 screenWidth: screen.width, background: background, shown: shown,
                                 cells: screenCells)
             }
-        }}}}}}}}}}
+        }}}}}}}}
         screen.repairWideCharacters(around: visible)
     }
 

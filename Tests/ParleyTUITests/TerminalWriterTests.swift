@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+@testable import ParleyTUI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Terminal writer")
+struct TerminalWriterTests {
+    /// A pipe: (read end, write end).
+    static func pipe() -> (Int32, Int32) {
+        var ends: [Int32] = [0, 0]
+        #expect(Glibc.pipe(&ends) == 0)
+        return (ends[0], ends[1])
+    }
+
+    /// Reads from `descriptor` until `count` bytes came or it closes.
+    static func read(_ descriptor: Int32, count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < count {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
+            if got <= 0 { break }
+            bytes += buffer[0..<got]
+        }
+        return bytes
+    }
+
+    @Test("bursts arrive whole and in order, and send returns while the terminal has not taken them yet")
+    func orderAndOverlap() async throws {
+        let (readEnd, writeEnd) = Self.pipe()
+        defer { close(readEnd) }
+        let writer = TerminalWriter(descriptor: writeEnd)
+        // Each burst is bigger than a pipe's buffer (64 KiB), so nothing is written until the reader below reads.
+        let bursts = (0..<5).map { index in [UInt8](repeating: UInt8(index + 1), count: 100_000) }
+        let started = ContinuousClock.now
+        writer.send(bursts[0])
+        #expect(writer.isBusy)  // the pipe is full: the writer thread waits for the reader, the caller does not
+        let sendTime = ContinuousClock.now - started
+        #expect(sendTime < .seconds(1))
+        let reader = Task.detached { Self.read(readEnd, count: 500_000) }
+        for burst in bursts.dropFirst() { writer.send(burst) }
+        writer.wait()
+        #expect(!writer.isBusy)
+        writer.stop()
+        close(writeEnd)
+        let received = await reader.value
+        #expect(received == bursts.flatMap { $0 })
+    }
+
+    @Test("after stop, send writes at once on the caller's thread; an empty burst starts nothing")
+    func afterStop() {
+        let (readEnd, writeEnd) = Self.pipe()
+        defer { close(readEnd); close(writeEnd) }
+        let writer = TerminalWriter(descriptor: writeEnd)
+        writer.send([])
+        #expect(!writer.isBusy)
+        writer.stop()
+        writer.send(Array("done".utf8))
+        #expect(!writer.isBusy)
+        #expect(Self.read(readEnd, count: 4) == Array("done".utf8))
+    }
+}
