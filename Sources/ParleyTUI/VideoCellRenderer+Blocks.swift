@@ -66,15 +66,21 @@ public enum BlockSymbols {
 
 extension VideoCellRenderer {
     /// Symbol ids past the pattern numbers: `lowerEighths + k` is the lower k/8 block ('▁'…'▇'),
-    /// `leftEighths + k` the left k/8 block ('▏'…'▉'), k = 1…7.
-    static let lowerEighths = 64, leftEighths = 72
+    /// `leftEighths + k` the left k/8 block ('▏'…'▉'), k = 1…7, and in sextant cells `quadrantShapes + q` the
+    /// quadrant character of pattern q (`BlockSymbols.quadrants`).
+    static let lowerEighths = 64, leftEighths = 72, quadrantShapes = 80
+
+    /// The quadrant patterns a sextant cell also tries: one corner, and the two diagonals. The other quadrants
+    /// are halves (a sextant or an eighth block already) or inverses of these.
+    static let extraQuadrants = [1, 2, 4, 8, 6, 9]
 
     /// The character of a symbol id: a quadrant or sextant pattern, or an eighth block.
     @inline(__always)
     static func blockCharacter(_ symbol: Int, patterns: [Character]) -> Character {
         if symbol < lowerEighths { return patterns[symbol] }
         if symbol < leftEighths { return Character(Unicode.Scalar(UInt32(0x2580 + symbol - lowerEighths))!) }
-        return Character(Unicode.Scalar(UInt32(0x2590 - (symbol - leftEighths)))!)
+        if symbol < quadrantShapes { return Character(Unicode.Scalar(UInt32(0x2590 - (symbol - leftEighths)))!) }
+        return BlockSymbols.quadrants[symbol - quadrantShapes]
     }
 
     /// Draws quadrant or sextant cells, with eighth blocks where they fit better: see the type's comment.
@@ -96,7 +102,7 @@ extension VideoCellRenderer {
         let uniform: Character = "▀"
         let scaleX = Double(frameWidth) / Double(max(1, area.width))
         let scaleY = Double(frameHeight) / Double(max(1, area.height))
-        var scratch = [Int](repeating: 0, count: 4 * 6 + 4 * 6 + 8 * 8)
+        var scratch = [Int](repeating: 0, count: 4 * 6 + 4 * 6 + 8 * 8 + 4 * 4)
         scratch.withUnsafeMutableBufferPointer { scratch in
         Palette.perceptualTable.withUnsafeBufferPointer { perceptual in
         Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
@@ -106,6 +112,8 @@ extension VideoCellRenderer {
             let pixelR = red + 24, pixelG = pixelR + 6, pixelB = pixelG + 6, pixelN = pixelB + 6
             let bandR = pixelN + 6, bandG = bandR + 8, bandB = bandG + 8, bandN = bandB + 8
             let stripR = bandN + 8, stripG = stripR + 8, stripB = stripG + 8, stripN = stripB + 8
+            let quadR = stripN + 8, quadG = quadR + 4, quadB = quadG + 4, quadN = quadB + 4
+            let quadrantsToo = kind == .sextants
             // The cell's sums: the pattern pixels, the bands and the strips each partition exactly this box.
             typealias Sums = (r: Int, g: Int, b: Int, n: Int)
             var cellTotal: Sums = (0, 0, 0, 0)
@@ -138,9 +146,14 @@ extension VideoCellRenderer {
                     for k in (8 - (symbol - lowerEighths))..<8 {
                         r &+= bandR[k]; g &+= bandG[k]; b &+= bandB[k]; n &+= bandN[k]
                     }
-                } else {
+                } else if symbol < quadrantShapes {
                     for k in 0..<(symbol - leftEighths) {
                         r &+= stripR[k]; g &+= stripG[k]; b &+= stripB[k]; n &+= stripN[k]
+                    }
+                } else {
+                    let q = symbol &- quadrantShapes
+                    for k in 0..<4 where q & (1 << k) != 0 {
+                        r &+= quadR[k]; g &+= quadG[k]; b &+= quadB[k]; n &+= quadN[k]
                     }
                 }
                 return (r, g, b, n)
@@ -222,8 +235,30 @@ extension VideoCellRenderer {
                 for k in 0..<count {
                     red[k] = pixelR[k] / pixelN[k]; green[k] = pixelG[k] / pixelN[k]; blue[k] = pixelB[k] / pixelN[k]
                 }
-                let s = BoxReader.unpack(boxes.corner(x1, y1) &- topRight &- bottomLeft &+ topLeft)
+                let all = boxes.corner(x1, y1) &- topRight &- bottomLeft &+ topLeft
+                let s = BoxReader.unpack(all)
                 cellTotal = (s.r, s.g, s.b, w &* h)
+                if quadrantsToo {
+                    // The four quadrants (the middle row is band edge 4): top left, top, left, then differences.
+                    let half = y0 &+ h / 2
+                    let centreCorner = boxes.corner(middle, half), leftMiddle = boxes.corner(x0, half)
+                    let middleTop = boxes.corner(middle, y0)
+                    let topLeftQuadrant = centreCorner &- middleTop &- leftMiddle &+ topLeft
+                    let topHalf = boxes.corner(x1, half) &- topRight &- leftMiddle &+ topLeft
+                    let leftHalf = boxes.corner(middle, y1) &- middleTop &- bottomLeft &+ topLeft
+                    let topRightQuadrant = topHalf &- topLeftQuadrant
+                    let bottomLeftQuadrant = leftHalf &- topLeftQuadrant
+                    let bottomRightQuadrant = all &- topHalf &- leftHalf &+ topLeftQuadrant
+                    @inline(__always)
+                    func store(_ k: Int, _ sum: UInt64, _ width: Int, _ height: Int) {
+                        (quadR[k], quadG[k], quadB[k]) = BoxReader.unpack(sum)
+                        quadN[k] = width &* height
+                    }
+                    store(0, topLeftQuadrant, middle &- x0, half &- y0)
+                    store(1, topRightQuadrant, x1 &- middle, half &- y0)
+                    store(2, bottomLeftQuadrant, middle &- x0, y1 &- half)
+                    store(3, bottomRightQuadrant, x1 &- middle, y1 &- half)
+                }
                 return true
             }
 
@@ -328,6 +363,13 @@ extension VideoCellRenderer {
                                 left.n &+= stripN[j]
                                 let s = exact(left.r, left.g, left.b, left.n)
                                 if s > best { best = s; symbol = leftEighths + k }
+                            }
+                            if quadrantsToo {
+                                for q in extraQuadrants {
+                                    let f = exactParts(quadrantShapes &+ q)
+                                    let s = exact(f.r, f.g, f.b, f.n)
+                                    if s > best { best = s; symbol = quadrantShapes &+ q }
+                                }
                             }
                             pattern = symbol
                             (foreground, back) = exactColors(symbol)

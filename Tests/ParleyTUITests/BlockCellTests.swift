@@ -57,7 +57,8 @@ struct BlockCellTests {
         var testDescription: String { name }
     }
 
-    @Test("an edge between the pattern's rows or columns is drawn with the eighth block that places it", arguments: [
+    @Test("an edge between the pattern's rows or columns is drawn with the eighth block or quadrant that places it",
+          arguments: [
         EighthCase(name: "lower 3/8 in a sextant cell: '▃'", cells: .sextants, white: { _, y in y >= 20 },
                    character: "▃"),
         EighthCase(name: "left 1/4 in a sextant cell: '▎'", cells: .sextants, white: { x, _ in x < 4 },
@@ -66,6 +67,10 @@ struct BlockCellTests {
                    character: "▇"),
         EighthCase(name: "a sextant's own row: its pattern, not an eighth", cells: .sextants,
                    white: { _, y in y >= 21 }, character: "\u{1FB2D}"),
+        EighthCase(name: "a corner in a sextant cell: the quadrant '▗' (no sextant has it)", cells: .sextants,
+                   white: { x, y in x >= 8 && y >= 16 }, character: "▗"),
+        EighthCase(name: "a corner in a sextant cell: the quadrant '▘'", cells: .sextants,
+                   white: { x, y in x < 8 && y < 16 }, character: "▘"),
     ])
     func eighths(_ c: EighthCase) {
         let frame = TestFrames.make(width: 16, height: 32) { x, y in c.white(x, y) ? TestFrames.white : TestFrames.black }
