@@ -131,6 +131,12 @@ public final class Terminal {
     private var pictureCapabilities: PictureCapabilities?
     // Writes picture bursts while the caller draws the next frame: see `draw` and `readKey`.
     private let writer = TerminalWriter()
+    // Inside tmux: what its client terminal can do, asked again after start-up (a re-attach from another
+    // terminal), with what the choice was made from. `tmuxChanges` counts the changes already followed.
+    private var tmuxWatch: TmuxClientWatch?
+    private var tmuxChanges = 0
+    private let requestedPicture: PictureMode
+    private let environment: [String: String]
 
     private static let openLock = NSLock()
     nonisolated(unsafe) private static var someTerminalIsOpen = false
@@ -152,6 +158,8 @@ public final class Terminal {
         }
 
         themeOverrides = options.themeOverrides
+        requestedPicture = options.picture
+        environment = options.environment
         if let path = options.standardErrorPath {
             let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw TerminalError.cannotOpenLog(path: path, errno: errno) }
@@ -224,11 +232,12 @@ public final class Terminal {
         }
 
         var trueColor = (colorDepth == .direct, colorDepth == .direct ? "terminfo has 16M colours" : "")
+        let terminfoRGB = parley_curses_flag_capability("RGB") != 0 || parley_curses_flag_capability("Tc") != 0
+        let clientFeatures = Self.tmuxClientFeatures(options.environment)
         if colorDepth == .palette256 {
             trueColor = TrueColorDetection.detect(
-                colors: Int(parley_curses_colors()),
-                terminfoRGB: parley_curses_flag_capability("RGB") != 0 || parley_curses_flag_capability("Tc") != 0,
-                environment: options.environment, tmuxClientFeatures: Self.tmuxClientFeatures(options.environment))
+                colors: Int(parley_curses_colors()), terminfoRGB: terminfoRGB,
+                environment: options.environment, tmuxClientFeatures: clientFeatures)
         } else if colorDepth != .direct {
             trueColor.1 = colorDepth == .monochrome ? "no colour (NO_COLOR or a monochrome terminal)"
                 : "the terminal has \(colorDepth == .ansi16 ? 16 : 8) colours"
@@ -268,6 +277,13 @@ public final class Terminal {
             }
         }
 
+        if colorDepth == .palette256, !terminfoRGB, pictureOutput != nil, pixelWriter == nil,
+           !(options.environment["TMUX"] ?? "").isEmpty,
+           (options.environment["NO_COLOR"] ?? "").isEmpty {
+            let environment = options.environment
+            tmuxWatch = TmuxClientWatch(initial: clientFeatures) { Self.tmuxClientFeatures(environment) }
+        }
+
         if options.mouse {
             mousemask(KeyDecoder.mouseEvents, nil)
             mouseinterval(Int32(options.doubleClickMilliseconds))
@@ -304,6 +320,7 @@ public final class Terminal {
     public func close() {
         guard isOpen else { return }
         isOpen = false
+        tmuxWatch?.stop()
         writer.stop()
         if pixelWriter != nil, case let closing = pixelWriter!.closing(), !closing.isEmpty { writeNow(closing) }
         endwin()
@@ -353,6 +370,25 @@ public final class Terminal {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Inside tmux, after the client terminal changed (a re-attach): pictures in 24-bit colour or in 256 as the
+    /// new client allows, every cell repainted.
+    private func followTmuxClient() {
+        guard let watch = tmuxWatch, case let latest = watch.latest, latest.changes != tmuxChanges else { return }
+        tmuxChanges = latest.changes
+        let trueColor = TrueColorDetection.detect(colors: Int(parley_curses_colors()), terminfoRGB: false,
+                                                  environment: environment, tmuxClientFeatures: latest.features)
+        guard trueColor.trueColor != pictureTrueColor else { return }
+        let capabilities = Self.terminfoPictureCapabilities(directSGR: trueColor.trueColor)
+        guard let output = PictureOutput(capabilities: capabilities) else { return }
+        pictureTrueColor = trueColor.trueColor
+        pictureOutput = output
+        pictureCapabilities = capabilities
+        pictureChoice = PictureChoice.choose(requestedPicture, colors: trueColor.trueColor ? .direct : colorDepth,
+                                             colorReason: trueColor.reason + " (after a re-attach)",
+                                             environment: environment)
+        previous = nil
+    }
+
     /// Makes the next `draw` repaint every cell (after something else wrote to the terminal).
     public func invalidate() {
         previous = nil
@@ -366,6 +402,7 @@ public final class Terminal {
         guard isOpen else { return }
         // Curses writes below: the last frame's picture bytes go out first.
         writer.wait()
+        followTmuxClient()
         var full = previous.map { $0.width != screen.width || $0.height != screen.height } ?? true
         for _ in 0..<2 {
             pairsWereReset = false
@@ -543,6 +580,7 @@ public final class Terminal {
             }
             if code == KEY_RESIZE {
                 previous = nil
+                tmuxWatch?.askNow()
                 // A font change or a re-attach from another terminal changes the cell's pixels.
                 if pixelWriter != nil {
                     pixelWriter!.forget()

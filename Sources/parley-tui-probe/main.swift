@@ -80,11 +80,18 @@ func runProbe(crash: Bool) -> Int32 {
         return try Terminal.withTerminal(options: options) { terminal in
             var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells,
                                              pixels: terminal.pixelCanvas != nil)
-            let shownChoice = environment["PARLEY_PROBE_PICTURE"] == nil ? nil : terminal.pictureChoice
-            var statusPath = environment["PARLEY_PROBE_STATUS"]
+            let showChoice = environment["PARLEY_PROBE_PICTURE"] != nil
+            let statusPath = environment["PARLEY_PROBE_STATUS"]
+            var statusWritten = ""
             var lastKey = "none"
             var cursor = false, overlay = false, swapped = false
             while true {
+                // The choice can change after start-up (a re-attach inside tmux): follow it as the app does.
+                if renderer.mode != terminal.videoColorMode || renderer.cells != terminal.pictureCells {
+                    renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells,
+                                                 pixels: terminal.pixelCanvas != nil)
+                }
+                let shownChoice = showChoice ? terminal.pictureChoice : nil
                 terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
                                           lastKey: lastKey, overlay: overlay, swapped: swapped,
                                           picture: shownChoice),
@@ -92,8 +99,10 @@ func runProbe(crash: Bool) -> Int32 {
                 if let path = statusPath {
                     let cell = terminal.pixelCanvas.map { "\($0.cell)" } ?? "none"
                     let status = "\(terminal.pictureChoice.label)|\(cell)|\(terminal.pictureChoice.reason)\n"
-                    try? Data(status.utf8).write(to: URL(fileURLWithPath: path))
-                    statusPath = nil
+                    if status != statusWritten {
+                        try? Data(status.utf8).write(to: URL(fileURLWithPath: path))
+                        statusWritten = status
+                    }
                 }
                 if crash { fatalError("probe: crashing on purpose") }
                 guard let key = terminal.readKey(timeout: 1000) else { continue }

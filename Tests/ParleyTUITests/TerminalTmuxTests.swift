@@ -155,7 +155,7 @@ struct TerminalTmuxTests {
         #expect(direct[0].joined().contains("picture: \(mode) 256"))
     }
 
-    @Test("24-bit pictures through a 256-colour terminfo where COLORTERM says so; inside tmux, tmux's word counts")
+    @Test("24-bit pictures through a 256-colour terminfo where COLORTERM says so; in tmux, tmux's word after attaches")
     func trueColorPictures() throws {
         let outside = try TmuxPane(command: try probeCommand(
             environment: "TERM=xterm-256color NO_COLOR= TMUX= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
@@ -172,6 +172,18 @@ struct TerminalTmuxTests {
             environment: "TERM=tmux-256color NO_COLOR= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
         let insideLines = try inside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
         #expect(insideLines[10] == "picture: half 256")
+
+        // A client whose terminal has RGB attaches (at another size, so tmux resizes the pane): the probe asks
+        // tmux again and draws in 24-bit colour from then on.
+        try inside.run(["set", "-as", "terminal-features", "*:RGB"])
+        let tmux = try #require(TmuxPane.tmuxPath)
+        let client = try TmuxPane(command: "env -u TMUX TERM=xterm-256color \(tmux) -u -L \(inside.socket) attach",
+                                  columns: 60, rows: 16)
+        // auto takes quadrants where it has 24-bit colour (sextants stay off inside tmux: the font is unknown).
+        let attached = try inside.waitFor { $0.count > 10 && $0[10] == "picture: quadrant 24-bit" }
+        #expect(attached[10] == "picture: quadrant 24-bit")
+        #expect(try client.text().joined().contains("picture: quadrant 24-bit"), "the client shows the inner pane")
+        #expect(try inside.escapes().joined().contains("\u{1B}[38;2;"), "pictures now in 24-bit colour")
         try inside.send(["q"])
         #expect(try inside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
     }

@@ -216,6 +216,8 @@ final class CallSession {
     }
 
     private func draw(terminal: Terminal, size: TerminalSize, at: Duration) {
+        // Inside tmux a re-attach from another terminal can change the picture's colours.
+        screen.followPicture(mode: terminal.videoColorMode, cells: terminal.pictureCells)
         let (pictures, _) = frames.take()
         let rendered = screen.render(state: state, frames: pictures, size: size)
         terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)

@@ -18,6 +18,13 @@ public struct RoomScreen: Sendable {
                                           pixels: pixels)
     }
 
+    /// Draws video in `mode` and `cells` from now on (the terminal's choice changed after a re-attach); nothing
+    /// when they are what it draws already.
+    public mutating func followPicture(mode: VideoColorMode, cells: PictureCells) {
+        guard mode != videoRenderer.mode || cells != videoRenderer.cells else { return }
+        videoRenderer = VideoCellRenderer(mode: mode, cells: cells, pixels: videoRenderer.pixels)
+    }
+
     /// The block characters video is drawn with (half blocks in shade mode).
     public var pictureCells: PictureCells { videoRenderer.mode == .shades ? .halfBlocks : videoRenderer.cells }
 

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+@testable import ParleyTUI
+
+@Suite("tmux client watch")
+struct TmuxClientWatchTests {
+    /// The answers tmux gives, one per question (the last one repeated), and how many questions came.
+    final class Answers: @unchecked Sendable {
+        private let lock = NSLock()
+        private var queue: [String?]
+        private(set) var asked = 0
+        init(_ answers: [String?]) { queue = answers }
+        func next() -> String? {
+            lock.withLock {
+                asked += 1
+                return queue.count > 1 ? queue.removeFirst() : queue.first ?? nil
+            }
+        }
+    }
+
+    /// Waits up to 5 s for `condition`.
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() && Date() < deadline { usleep(5_000) }
+        return condition()
+    }
+
+    @Test("asked at once after a resize: a change counts once, the same answer and no answer count nothing")
+    func changes() {
+        let answers = Answers(["256,title", nil, "RGB,title", "RGB,title"])
+        // An interval far longer than the test: only askNow asks.
+        let watch = TmuxClientWatch(initial: "256,title", interval: 3600) { answers.next() }
+        defer { watch.stop() }
+        #expect(watch.latest.changes == 0)
+        watch.askNow()  // same as at start-up
+        #expect(Self.eventually { answers.asked == 1 })
+        #expect(watch.latest.changes == 0)
+        watch.askNow()  // tmux did not answer
+        #expect(Self.eventually { answers.asked == 2 })
+        #expect(watch.latest.changes == 0 && watch.latest.features == "256,title")
+        watch.askNow()  // a client with RGB attached
+        #expect(Self.eventually { watch.latest.changes == 1 })
+        #expect(watch.latest.features == "RGB,title")
+        watch.askNow()
+        #expect(Self.eventually { answers.asked == 4 })
+        #expect(watch.latest.changes == 1)
+    }
+
+    @Test("without a resize it asks again every interval")
+    func interval() {
+        let answers = Answers(["", "RGB"])
+        let watch = TmuxClientWatch(initial: "", interval: 0.05) { answers.next() }
+        defer { watch.stop() }
+        #expect(Self.eventually { watch.latest.changes == 1 })
+        #expect(watch.latest.features == "RGB")
+    }
+}
