@@ -492,11 +492,6 @@ public final class Terminal {
         return scalar.value
     }
 
-    /// Writes the picture cells listed in `pictureIndices` straight to the terminal in one burst.
-    ///
-    /// Not while a resize is pending (the kernel's size differs from the screen's): curses has not caught up yet,
-    /// and a burst placed for the old size could land past the edge, wrap and scroll. The next frame, drawn at
-    /// the new size, brings the pictures back.
     /// Writes bytes to the terminal past curses at once (escape sequences curses has no call for), after the
     /// picture bursts still being written.
     private func writeNow(_ bytes: [UInt8]) {
@@ -515,6 +510,12 @@ public final class Terminal {
         Array("\u{1B}]52;c;".utf8) + Array(Data(text.utf8).base64EncodedString().utf8) + [0x07]
     }
 
+    /// Hands the picture cells listed in `pictureIndices` to the writer thread in one burst; false when they were
+    /// left out.
+    ///
+    /// Not while a resize is pending (the kernel's size differs from the screen's): curses has not caught up yet,
+    /// and a burst placed for the old size could land past the edge, wrap and scroll. The next frame, drawn at
+    /// the new size, brings the pictures back.
     private func writePictures(_ screen: Screen) -> Bool {
         if Self.resizePending(screen) {
             pictureIndices.removeAll(keepingCapacity: true)

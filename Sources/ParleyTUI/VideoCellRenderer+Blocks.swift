@@ -125,12 +125,32 @@ extension VideoCellRenderer {
                 n > 0 ? Double(2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / Double(n) : 0
             }
 
+            /// A part's term in 256 colours, where it shows the palette colour its mean maps to (q) rather than
+            /// the mean: 2 S·q − n|q|² (weighted), which is also the part's squared error subtracted from the sum
+            /// of its pixels' |p|², so it ranks shapes by what the terminal will show.
+            @inline(__always)
+            func palettePart(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
+                guard n > 0 else { return 0 }
+                let half = n / 2
+                let meanR = clamp((r &+ half) / n), meanG = clamp((g &+ half) / n), meanB = clamp((b &+ half) / n)
+                let index = 3 &* Int(perceptual[(meanR >> 3) << 11 | (meanG >> 2) << 5 | meanB >> 3])
+                let qr = Int(paletteRGB[index]), qg = Int(paletteRGB[index &+ 1]), qb = Int(paletteRGB[index &+ 2])
+                let red = 2 &* qr &* (2 &* r &- n &* qr), green = 4 &* qg &* (2 &* g &- n &* qg)
+                let blue = 3 &* qb &* (2 &* b &- n &* qb)
+                return Double(red &+ green &+ blue)
+            }
+
             /// Exact score of a foreground part with sums (r, g, b, n), the rest of the cell the background: the
             /// sum of the two parts' terms, which is the cell's squared error subtracted from a constant (higher
-            /// is better). `count` / the cell's pixel count turns differences into the units of `score`.
+            /// is better). `count` / the cell's pixel count turns differences into the units of `score`. In 256
+            /// colours the error is that of the palette colours the two parts will show.
             @inline(__always)
             func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
                 let total = cellTotal
+                if mode == .palette256 {
+                    return palettePart(r, g, b, n)
+                        + palettePart(total.r &- r, total.g &- g, total.b &- b, total.n &- n)
+                }
                 return part(r, g, b, n) + part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)
             }
 
