@@ -131,8 +131,10 @@ extension VideoCellRenderer {
             @inline(__always)
             func palettePart(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
                 guard n > 0 else { return 0 }
-                let half = n / 2
-                let meanR = clamp((r &+ half) / n), meanG = clamp((g &+ half) / n), meanB = clamp((b &+ half) / n)
+                // Means rounded through one reciprocal: three integer divisions per part were most of the cost.
+                let reciprocal = 1 / Double(n)
+                let meanR = Int(Double(r) * reciprocal + 0.5), meanG = Int(Double(g) * reciprocal + 0.5)
+                let meanB = Int(Double(b) * reciprocal + 0.5)
                 let index = 3 &* Int(perceptual[(meanR >> 3) << 11 | (meanG >> 2) << 5 | meanB >> 3])
                 let qr = Int(paletteRGB[index]), qg = Int(paletteRGB[index &+ 1]), qb = Int(paletteRGB[index &+ 2])
                 let red = 2 &* qr &* (2 &* r &- n &* qr), green = 4 &* qg &* (2 &* g &- n &* qg)
@@ -142,15 +144,10 @@ extension VideoCellRenderer {
 
             /// Exact score of a foreground part with sums (r, g, b, n), the rest of the cell the background: the
             /// sum of the two parts' terms, which is the cell's squared error subtracted from a constant (higher
-            /// is better). `count` / the cell's pixel count turns differences into the units of `score`. In 256
-            /// colours the error is that of the palette colours the two parts will show.
+            /// is better). `count` / the cell's pixel count turns differences into the units of `score`.
             @inline(__always)
             func exact(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
                 let total = cellTotal
-                if mode == .palette256 {
-                    return palettePart(r, g, b, n)
-                        + palettePart(total.r &- r, total.g &- g, total.b &- b, total.n &- n)
-                }
                 return part(r, g, b, n) + part(total.r &- r, total.g &- g, total.b &- b, total.n &- n)
             }
 
@@ -181,9 +178,14 @@ extension VideoCellRenderer {
 
             /// Exact score of a symbol.
             @inline(__always)
+            /// The score of a symbol as the terminal will show it: `exact`, or in 256 colours the error of the
+            /// palette colours its two parts map to (same units).
             func exactScore(_ symbol: Int) -> Double {
                 let f = exactParts(symbol)
-                return exact(f.r, f.g, f.b, f.n)
+                guard mode == .palette256 else { return exact(f.r, f.g, f.b, f.n) }
+                let total = cellTotal
+                return palettePart(f.r, f.g, f.b, f.n)
+                    + palettePart(total.r &- f.r, total.g &- f.g, total.b &- f.b, total.n &- f.n)
             }
 
             /// The foreground and background colours of a symbol from the exact sums.
@@ -367,29 +369,52 @@ extension VideoCellRenderer {
                         (pattern, foreground, back) = split(count: count, red: red, green: green, blue: blue,
                                                             order: order)
                         if exactSums && pattern != 0 {
-                            // Not flat: an eighth block may place the edge better than the pattern's grid.
-                            var best = exactScore(pattern), symbol = pattern
+                            // Not flat: an eighth block or a quadrant may place the edge better than the pattern's
+                            // grid. The best of each family on exact sums; in 256 colours the family winners then
+                            // compete on the palette colours they will show (scoring every candidate that way cost
+                            // a third of the frame rate for nothing more).
+                            let f = exactParts(pattern)
+                            var best = exact(f.r, f.g, f.b, f.n), symbol = pattern
+                            var lowerBest = -Double.infinity, lowerSymbol = 0
+                            var leftBest = -Double.infinity, leftSymbol = 0
+                            var quadrantBest = -Double.infinity, quadrantSymbol = 0
                             var lower: Sums = (0, 0, 0, 0), left: Sums = (0, 0, 0, 0)
                             for t in (1..<8).reversed() {
                                 let k = 8 - t  // lower k eighths: bands t..<8
                                 lower.r &+= bandR[t]; lower.g &+= bandG[t]; lower.b &+= bandB[t]
                                 lower.n &+= bandN[t]
                                 let s = exact(lower.r, lower.g, lower.b, lower.n)
-                                if s > best { best = s; symbol = lowerEighths + k }
+                                if s > lowerBest { lowerBest = s; lowerSymbol = lowerEighths + k }
                             }
                             for k in 1..<8 {  // left k eighths: strips 0..<k
                                 let j = k - 1
                                 left.r &+= stripR[j]; left.g &+= stripG[j]; left.b &+= stripB[j]
                                 left.n &+= stripN[j]
                                 let s = exact(left.r, left.g, left.b, left.n)
-                                if s > best { best = s; symbol = leftEighths + k }
+                                if s > leftBest { leftBest = s; leftSymbol = leftEighths + k }
                             }
                             if quadrantsToo {
                                 for q in extraQuadrants {
                                     let f = exactParts(quadrantShapes &+ q)
                                     let s = exact(f.r, f.g, f.b, f.n)
-                                    if s > best { best = s; symbol = quadrantShapes &+ q }
+                                    if s > quadrantBest { quadrantBest = s; quadrantSymbol = quadrantShapes &+ q }
                                 }
+                            }
+                            if mode == .palette256 {
+                                best = exactScore(pattern)
+                                @inline(__always)
+                                func consider(_ candidate: Int) {
+                                    guard candidate != 0, case let s = exactScore(candidate), s > best else { return }
+                                    best = s
+                                    symbol = candidate
+                                }
+                                consider(lowerSymbol)
+                                consider(leftSymbol)
+                                consider(quadrantSymbol)
+                            } else {
+                                if lowerBest > best { best = lowerBest; symbol = lowerSymbol }
+                                if leftBest > best { best = leftBest; symbol = leftSymbol }
+                                if quadrantBest > best { best = quadrantBest; symbol = quadrantSymbol }
                             }
                             pattern = symbol
                             (foreground, back) = exactColors(symbol)
