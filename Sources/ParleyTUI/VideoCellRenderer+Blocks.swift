@@ -217,24 +217,27 @@ extension VideoCellRenderer {
                 // and each strip edge's corners are read once, and each pattern pixel's grid point once.
                 let topLeft = boxes.corner(x0, y0), topRight = boxes.corner(x1, y0)
                 let bottomLeft = boxes.corner(x0, y1)
-                var before: UInt64 = 0, edge = y0
-                for k in 0..<8 {
-                    let next = y0 &+ (k &+ 1) &* h / 8
-                    let upTo = boxes.corner(x1, next) &- boxes.corner(x0, next) &- topRight &+ topLeft
-                    (bandR[k], bandG[k], bandB[k]) = BoxReader.unpack(upTo &- before)
-                    bandN[k] = w &* (next &- edge)
-                    before = upTo
-                    edge = next
+                /// The 8 slices of the cell along one axis, from `start` over `length` (each `width` wide the other
+                /// way): `upTo(edge)` is the packed sum from the cell's start to that edge.
+                @inline(__always)
+                func slices(start: Int, length: Int, width: Int, _ r: UnsafeMutablePointer<Int>,
+                            _ g: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>,
+                            _ n: UnsafeMutablePointer<Int>, upTo: (Int) -> UInt64) {
+                    var before: UInt64 = 0, edge = start
+                    for k in 0..<8 {
+                        let next = start &+ (k &+ 1) &* length / 8
+                        let sum = upTo(next)
+                        (r[k], g[k], b[k]) = BoxReader.unpack(sum &- before)
+                        n[k] = width &* (next &- edge)
+                        before = sum
+                        edge = next
+                    }
                 }
-                before = 0
-                edge = x0
-                for k in 0..<8 {
-                    let next = x0 &+ (k &+ 1) &* w / 8
-                    let upTo = boxes.corner(next, y1) &- boxes.corner(next, y0) &- bottomLeft &+ topLeft
-                    (stripR[k], stripG[k], stripB[k]) = BoxReader.unpack(upTo &- before)
-                    stripN[k] = h &* (next &- edge)
-                    before = upTo
-                    edge = next
+                slices(start: y0, length: h, width: w, bandR, bandG, bandB, bandN) {
+                    boxes.corner(x1, $0) &- boxes.corner(x0, $0) &- topRight &+ topLeft
+                }
+                slices(start: x0, length: w, width: h, stripR, stripG, stripB, stripN) {
+                    boxes.corner($0, y1) &- boxes.corner($0, y0) &- bottomLeft &+ topLeft
                 }
                 // Pattern pixels: `across` is 2 for both quadrants and sextants.
                 let middle = x0 &+ w / 2
