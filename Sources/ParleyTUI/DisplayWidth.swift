@@ -41,6 +41,8 @@ public enum DisplayWidth {
         let value = scalar.value
         if value < 0x20 || (0x7F..<0xA0).contains(value) { return 0 }
         if value < 0x300 { return 1 }
+        // Box drawing, block elements and sextants: every picture cell, so no property lookups.
+        if (0x2500...0x259F).contains(value) || (0x1FB00...0x1FB3B).contains(value) { return 1 }
         switch scalar.properties.generalCategory {
         case .nonspacingMark, .enclosingMark, .format, .control, .lineSeparator, .paragraphSeparator:
             return 0

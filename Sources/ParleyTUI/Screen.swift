@@ -65,6 +65,14 @@ public struct Cell: Hashable, Sendable {
     /// A space in the terminal's default colours.
     public static let blank = Cell()
 
+    /// Equal when they show the same bytes in the same style. Characters compare by their UTF-8 rather than by
+    /// canonical equivalence: a frame diff compares every cell, and Character's comparison of block and sextant
+    /// characters took the slow Unicode path. Canonically equal spellings of one character only redraw a cell.
+    public static func == (lhs: Cell, rhs: Cell) -> Bool {
+        lhs.isContinuation == rhs.isContinuation && lhs.style == rhs.style
+            && lhs.character.utf8.elementsEqual(rhs.character.utf8)
+    }
+
     /// The colours a viewer sees in the top and bottom halves of a block cell ('▀', '▄', '█' or a space); nil for
     /// any other character. Video cells are read back through this, whichever of the four drew them.
     public var visibleHalves: (top: TerminalColor, bottom: TerminalColor)? {

@@ -691,7 +691,9 @@ public final class Terminal {
         var iterator = scalars.makeIterator()
         guard let first = iterator.next(), iterator.next() == nil else { return nil }
         let value = first.value
-        if (0x20..<0x7F).contains(value) || (0x2500...0x259F).contains(value) { return first }
+        if (0x20..<0x7F).contains(value) || (0x2500...0x259F).contains(value) || (0x1FB00...0x1FB3B).contains(value) {
+            return first
+        }
         return DisplayWidth.of(first) == 1 ? first : nil
     }
 
