@@ -233,7 +233,7 @@ public final class Terminal {
 
         var trueColor = (colorDepth == .direct, colorDepth == .direct ? "terminfo has 16M colours" : "")
         let terminfoRGB = parley_curses_flag_capability("RGB") != 0 || parley_curses_flag_capability("Tc") != 0
-        let clientFeatures = Self.tmuxClientFeatures(options.environment)
+        let clientFeatures = colorDepth == .palette256 ? Self.tmuxClientFeatures(options.environment) : nil
         if colorDepth == .palette256 {
             trueColor = TrueColorDetection.detect(
                 colors: Int(parley_curses_colors()), terminfoRGB: terminfoRGB,

@@ -107,7 +107,7 @@ extension VideoCellRenderer {
         Palette.perceptualTable.withUnsafeBufferPointer { perceptual in
         Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
             // Per pixel of the cell: red, green, blue, sort key; then exact sums (red, green, blue, pixel count)
-            // per pattern pixel, per band and per strip.
+            // per pattern pixel, per band, per strip and per quadrant.
             let red = scratch.baseAddress!, green = red + 6, blue = red + 12, order = red + 18
             let pixelR = red + 24, pixelG = pixelR + 6, pixelB = pixelG + 6, pixelN = pixelB + 6
             let bandR = pixelN + 6, bandG = bandR + 8, bandB = bandG + 8, bandN = bandB + 8
@@ -118,8 +118,8 @@ extension VideoCellRenderer {
             typealias Sums = (r: Int, g: Int, b: Int, n: Int)
             var cellTotal: Sums = (0, 0, 0, 0)
 
-            /// A part's term of a partition's score: |weighted sum|² / size (Double: a cell scores 15 candidates,
-            /// and integer division was a third of this function's time).
+            /// A part's term of a partition's score: |weighted sum|² / size (Double: a cell scores up to 21
+            /// candidates, and integer division was a third of this function's time).
             @inline(__always)
             func part(_ r: Int, _ g: Int, _ b: Int, _ n: Int) -> Double {
                 n > 0 ? Double(2 &* r &* r &+ 4 &* g &* g &+ 3 &* b &* b) / Double(n) : 0
@@ -176,10 +176,9 @@ extension VideoCellRenderer {
                 return (r, g, b, n)
             }
 
-            /// Exact score of a symbol.
-            @inline(__always)
             /// The score of a symbol as the terminal will show it: `exact`, or in 256 colours the error of the
             /// palette colours its two parts map to (same units).
+            @inline(__always)
             func exactScore(_ symbol: Int) -> Double {
                 let f = exactParts(symbol)
                 guard mode == .palette256 else { return exact(f.r, f.g, f.b, f.n) }
@@ -240,8 +239,8 @@ extension VideoCellRenderer {
                     boxes.corner($0, y1) &- boxes.corner($0, y0) &- bottomLeft &+ topLeft
                 }
                 // Pattern pixels: `across` is 2 for both quadrants and sextants.
-                let middle = x0 &+ w / 2
-                var left = topLeft, centre = boxes.corner(middle, y0), right = topRight, top = y0
+                let middle = x0 &+ w / 2, middleTop = boxes.corner(middle, y0)
+                var left = topLeft, centre = middleTop, right = topRight, top = y0
                 for j in 0..<down {
                     let bottom = y0 &+ (j &+ 1) &* h / down
                     let nextLeft = boxes.corner(x0, bottom), nextCentre = boxes.corner(middle, bottom)
@@ -267,7 +266,6 @@ extension VideoCellRenderer {
                     // The four quadrants (the middle row is band edge 4): top left, top, left, then differences.
                     let half = y0 &+ h / 2
                     let centreCorner = boxes.corner(middle, half), leftMiddle = boxes.corner(x0, half)
-                    let middleTop = boxes.corner(middle, y0)
                     let topLeftQuadrant = centreCorner &- middleTop &- leftMiddle &+ topLeft
                     let topHalf = boxes.corner(x1, half) &- topRight &- leftMiddle &+ topLeft
                     let leftHalf = boxes.corner(middle, y1) &- middleTop &- bottomLeft &+ topLeft
