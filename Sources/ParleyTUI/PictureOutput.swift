@@ -110,15 +110,53 @@ struct PictureOutput {
 
     @inline(__always)
     private mutating func put(_ scalar: UInt32, _ foreground: Int32, _ background: Int32) {
-        if foreground != pen.foreground {
+        var scalar = scalar, foreground = foreground, background = background
+        if scalar == Self.upperHalf || scalar == Self.lowerHalf {
+            // The same two pixels can be written as '▀' or as '▄' with the colours swapped: take the spelling that
+            // changes fewer colours from the pen's. The terminal's parsing of colour changes is most of what a
+            // picture costs it. (A space on one colour would save more in flat areas, but then what the terminal
+            // holds, and what `capture-pane` shows, would depend on the picture instead of marking it.)
+            let kept = (foreground != pen.foreground ? 1 : 0) + (background != pen.background ? 1 : 0)
+            let swapped = (background != pen.foreground ? 1 : 0) + (foreground != pen.background ? 1 : 0)
+            if swapped < kept {
+                scalar = scalar == Self.upperHalf ? Self.lowerHalf : Self.upperHalf
+                swap(&foreground, &background)
+            }
+        }
+        let foregroundStart = bytes.count
+        let changesForeground = foreground != pen.foreground
+        if changesForeground {
             appendColor(foreground, spans: foregroundSpans, direct: \.directForeground, make: capabilities.foreground)
             pen.foreground = foreground
         }
         if background != pen.background {
+            // Both colours in one SGR ("ESC[38;5;1;48;5;2m" rather than two sequences) where both are plain SGRs.
+            let joinAt = bytes.count
             appendColor(background, spans: backgroundSpans, direct: \.directBackground, make: capabilities.background)
+            if changesForeground, Self.isPlainSGR(bytes, foregroundStart, joinAt),
+               Self.isPlainSGR(bytes, joinAt, bytes.count) {
+                bytes[joinAt - 1] = UInt8(ascii: ";")
+                bytes.removeSubrange(joinAt..<(joinAt + 2))
+            }
             pen.background = background
         }
         appendUTF8(scalar)
+    }
+
+    static let upperHalf: UInt32 = 0x2580, lowerHalf: UInt32 = 0x2584
+
+    /// True when `bytes[start..<end]` is one SGR of numbers only: ESC [ digits, ';' or ':' … m.
+    @inline(__always)
+    static func isPlainSGR(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Bool {
+        guard start >= 0, end - start >= 3, bytes[start] == 0x1B, bytes[start + 1] == UInt8(ascii: "["),
+              bytes[end - 1] == UInt8(ascii: "m") else { return false }
+        for index in (start + 2)..<(end - 1) {
+            let byte = bytes[index]
+            guard (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ";") || byte == UInt8(ascii: ":") else {
+                return false
+            }
+        }
+        return true
     }
 
     @inline(__always)

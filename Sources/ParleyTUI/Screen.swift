@@ -69,8 +69,12 @@ public struct Cell: Hashable, Sendable {
     /// canonical equivalence: a frame diff compares every cell, and Character's comparison of block and sextant
     /// characters took the slow Unicode path. Canonically equal spellings of one character only redraw a cell.
     public static func == (lhs: Cell, rhs: Cell) -> Bool {
-        lhs.isContinuation == rhs.isContinuation && lhs.style == rhs.style
-            && lhs.character.utf8.elementsEqual(rhs.character.utf8)
+        guard lhs.isContinuation == rhs.isContinuation, lhs.style == rhs.style else { return false }
+        // Two characters with the same representation (the same small string, or the same storage) are equal:
+        // that is almost every unchanged cell. Only the rest compare their bytes.
+        let left = unsafeBitCast(lhs.character, to: (UInt64, UInt64).self)
+        let right = unsafeBitCast(rhs.character, to: (UInt64, UInt64).self)
+        return (left.0 == right.0 && left.1 == right.1) || lhs.character.utf8.elementsEqual(rhs.character.utf8)
     }
 
     /// The colours a viewer sees in the top and bottom halves of a block cell ('▀', '▄', '█' or a space); nil for

@@ -8,7 +8,8 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, messaging, latency, render, picture, call, broadcast, echo, encryption, all
+        case codecs, wire, relay, load, messaging, latency, render, picture, simulcast, call, broadcast, echo, encryption,
+            all
     }
 
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -46,7 +47,7 @@ struct Bench: AsyncParsableCommand {
         if suite == .render || suite == .picture || suite == .all {
             print(try PixelRenderBench.run(progress: log).markdown + "\n")
         }
-        if suite == .picture {
+        if suite == .picture || suite == .simulcast {
             print(try SimulcastQualityBench.run(log: log).markdown + "\n")
         }
         if suite == .render || suite == .all {

@@ -22,7 +22,7 @@ struct PictureOutputTests {
 
     @Test("a burst saves the cursor, resets attributes, and restores both at the end")
     func frame() throws {
-        #expect(try Self.burst([(0, 0, 196, 21)]) == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;196m\u{1B}[48;5;21m▀\u{1B}[m\u{1B}8")
+        #expect(try Self.burst([(0, 0, 196, 21)]) == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;196;48;5;21m▀\u{1B}[m\u{1B}8")
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -34,17 +34,24 @@ struct PictureOutputTests {
 
     @Test("colours are sent only when they change, the cursor only when it jumps", arguments: [
         Case(name: "three cells in a row, same colours: one address, one colour pair",
-             cells: [[2, 3, 1, 2], [2, 4, 1, 2], [2, 5, 1, 2]], middle: "\u{1B}[3;4H\u{1B}[38;5;1m\u{1B}[48;5;2m▀▀▀"),
+             cells: [[2, 3, 1, 2], [2, 4, 1, 2], [2, 5, 1, 2]], middle: "\u{1B}[3;4H\u{1B}[38;5;1;48;5;2m▀▀▀"),
         Case(name: "only the background changes", cells: [[0, 0, 1, 2], [0, 1, 1, 3]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}[48;5;2m▀\u{1B}[48;5;3m▀"),
+             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▀"),
         Case(name: "a new row: a new address, colours kept", cells: [[0, 0, 1, 2], [1, 0, 1, 2]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}[48;5;2m▀\u{1B}[2;1H▀"),
+             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
         Case(name: "a gap wider than three cells: jump", cells: [[0, 0, 1, 2], [0, 5, 1, 2]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}[48;5;2m▀\u{1B}[1;6H▀"),
+             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1;6H▀"),
         Case(name: "past the last column the position is unknown", cells: [[0, 9, 1, 2], [1, 0, 1, 2]],
-             middle: "\u{1B}[1;10H\u{1B}[38;5;1m\u{1B}[48;5;2m▀\u{1B}[2;1H▀"),
+             middle: "\u{1B}[1;10H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
         Case(name: "direct colours (above 255) through the same strings", cells: [[0, 0, 0x123456, 0x10]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1193046m\u{1B}[48;5;16m▀"),
+             middle: "\u{1B}[1;1H\u{1B}[38;5;1193046;48;5;16m▀"),
+        Case(name: "the swapped spelling needs no colour change: '▄' with the colours swapped",
+             cells: [[0, 0, 1, 2], [0, 1, 2, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▄"),
+        Case(name: "the swapped spelling changes one colour where '▀' would change two",
+             cells: [[0, 0, 1, 2], [0, 1, 3, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▄"),
+        Case(name: "one colour in both halves: the spelling that keeps one of the pen's colours",
+             cells: [[0, 0, 1, 2], [0, 1, 2, 2], [0, 2, 4, 4]],
+             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[38;5;2m▀\u{1B}[38;5;4;48;5;4m▀"),
     ])
     func table(_ test: Case) throws {
         let burst = try Self.burst(test.cells.map { (row: Int($0[0]), column: Int($0[1]), fg: $0[2], bg: $0[3]) })
@@ -55,10 +62,22 @@ struct PictureOutputTests {
     func gapFilling() throws {
         let neighbours: [Int: Spec] = [1: (Self.upper, 1, 2), 2: (Self.upper, 7, 2)]
         #expect(try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours)
-                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}[48;5;2m▀▀\u{1B}[38;5;7m▀\u{1B}[38;5;1m▀\u{1B}[m\u{1B}8")
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[38;5;7m▀\u{1B}[38;5;1m▀\u{1B}[m\u{1B}8")
         // A cell in the gap that is not a picture (a tile border): jump over the gap.
         #expect(try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: [1: (Self.upper, 1, 2)])
-                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}[48;5;2m▀▀\u{1B}[1;4H▀\u{1B}[m\u{1B}8")
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[1;4H▀\u{1B}[m\u{1B}8")
+    }
+
+    @Test("colours that are not plain SGRs are sent one after the other")
+    func unjoinable() throws {
+        var capabilities = PictureCapabilities.xterm
+        capabilities.foreground = { Array("\u{1B}[38;5;\($0)m\u{1B}(B".utf8) }
+        var output = try #require(PictureOutput(capabilities: capabilities))
+        output.begin(width: 4)
+        output.add(scalar: Self.upper, foreground: 1, background: 2, row: 0, column: 0) { _ in nil }
+        output.finish()
+        #expect(String(decoding: output.bytes, as: UTF8.self)
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}(B\u{1B}[48;5;2m▀\u{1B}[m\u{1B}8")
     }
 
     @Test("a terminal without cursor save or addressing gets no picture output")
