@@ -284,35 +284,6 @@ struct PixelSampler {
     let v: UnsafeBufferPointer<UInt8>
     let frameWidth: Int
     let chromaWidth: Int
-    /// No tile pixel reads more than 2 source pixels along either axis (a picture drawn near its own size, as a
-    /// simulcast layer chosen for its tile is): `rgb` reads 2x2 taps instead of 4x4.
-    let twoTaps: Bool
-
-    init(columns: UnsafeBufferPointer<Int32>, rows: UnsafeBufferPointer<Int32>, luma: UnsafeBufferPointer<UInt8>,
-         u: UnsafeBufferPointer<UInt8>, v: UnsafeBufferPointer<UInt8>, frameWidth: Int, chromaWidth: Int) {
-        (self.columns, self.rows, self.luma, self.u, self.v) = (columns, rows, luma, u, v)
-        (self.frameWidth, self.chromaWidth) = (frameWidth, chromaWidth)
-        twoTaps = SampleTable.maximumTaps(columns) <= 2 && SampleTable.maximumTaps(rows) <= 2
-    }
-
-    /// The weighted sum of `taps` x `taps` samples of `plane` at the table entries starting at `column` and `row`,
-    /// unrolled: unused taps have weight 0 and a valid position, so every pixel reads the same count and the loops
-    /// have no data-dependent branches (the per-pixel counts of `luma` cost more than the reads they skip).
-    @inline(__always)
-    private func fixedTaps(_ taps: Int, _ columns: UnsafeBufferPointer<Int32>, _ column: Int,
-                           _ rows: UnsafeBufferPointer<Int32>, _ row: Int, _ plane: UnsafeBufferPointer<UInt8>,
-                           _ width: Int) -> Int {
-        var sum = 0
-        for j in 0..<taps {
-            let line = Int(rows[row &+ 1 &+ j]) &* width
-            var lineSum = 0
-            for i in 0..<taps {
-                lineSum &+= Int(columns[column &+ 5 &+ i]) &* Int(plane[line &+ Int(columns[column &+ 1 &+ i])])
-            }
-            sum &+= lineSum &* Int(rows[row &+ 5 &+ j])
-        }
-        return (sum &+ 32768) >> 16
-    }
 
     /// Weighted Y of tile pixel (px, py).
     @inline(__always)
@@ -355,20 +326,7 @@ struct PixelSampler {
     /// Red, green and blue of tile pixel (px, py) (BT.601 limited range).
     @inline(__always)
     func rgb(_ px: Int, _ py: Int) -> (Int, Int, Int) {
-        let y: Int, u: Int, v: Int
-        if twoTaps {
-            y = fixedTaps(2, columns, px &* SampleTable.stride, rows, py &* SampleTable.stride, luma, frameWidth)
-            u = fixedTaps(2, columns, px &* SampleTable.stride &+ 9, rows, py &* SampleTable.stride &+ 9, self.u,
-                          chromaWidth)
-            v = fixedTaps(2, columns, px &* SampleTable.stride &+ 9, rows, py &* SampleTable.stride &+ 9, self.v,
-                          chromaWidth)
-        } else {
-            y = fixedTaps(4, columns, px &* SampleTable.stride, rows, py &* SampleTable.stride, luma, frameWidth)
-            u = fixedTaps(4, columns, px &* SampleTable.stride &+ 9, rows, py &* SampleTable.stride &+ 9, self.u,
-                          chromaWidth)
-            v = fixedTaps(4, columns, px &* SampleTable.stride &+ 9, rows, py &* SampleTable.stride &+ 9, self.v,
-                          chromaWidth)
-        }
+        let y = luma(px, py), (u, v) = chroma(px, py)
         let c = 76284 &* (y &- 16), d = u &- 128, e = v &- 128
         return (VideoCellRenderer.clamp((c &+ 104595 &* e &+ 32768) >> 16),
                 VideoCellRenderer.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16),
@@ -384,17 +342,6 @@ struct PixelSampler {
 enum SampleTable {
     /// Int32 values per target pixel: luma count, 4 positions, 4 weights; then the same for the chroma plane.
     static let stride = 18
-
-    /// The most source pixels any target pixel of `table` reads, on the luma or the chroma plane.
-    static func maximumTaps(_ table: UnsafeBufferPointer<Int32>) -> Int {
-        var most = 0
-        var index = 0
-        while index + stride <= table.count {
-            most = max(most, Int(table[index]), Int(table[index + 9]))
-            index += stride
-        }
-        return most
-    }
 
     /// `stride` values per target pixel. Weights sum to 256; unused slots have weight 0.
     static func make(source: Int, chromaSource: Int, target: Int) -> [Int32] {
