@@ -100,10 +100,10 @@ public struct VideoCellRenderer: Sendable {
 
     /// The same for a half-block pixel choosing between two palette colours: how much closer the new one must be.
     /// Between neighbouring palette colours 40 levels apart, `hysteresis` is a band of only about one level of
-    /// green, so codec noise flipped pixels between them; three times that keeps about 3 levels. Measured on 300
-    /// frames of the synthetic camera in 149x56 cells: 13 % fewer cells change per frame (1,651 → 1,439), the
-    /// drawn picture 0.16 dB lower (+0.07 → -0.09 dB against fresh renders), and in a 1:1 call 16 % fewer bytes
-    /// to the terminal (`PaletteHysteresisTests`, docs/terminal.md).
+    /// green, so codec noise flipped pixels between them; three times that keeps about 3 levels. On 300 frames of
+    /// the synthetic camera in 149x56 cells: 13 % fewer cells change per frame (1,651 → 1,439) for 0.16 dB of the
+    /// drawn picture (docs/benchmarks.md, "Cheaper pictures for the terminal"); `PaletteHysteresisTests` keeps the
+    /// picture within 0.25 dB of fresh renders.
     static let paletteHysteresis = 3 * hysteresis
 
     /// A renderer for one colour mode and cell kind.
