@@ -30,13 +30,14 @@ struct PictureOutput {
     /// Bytes of the burst being built (reused between frames).
     private(set) var bytes: [UInt8] = []
     private let capabilities: PictureCapabilities
-    // setaf/setab for colours 0…255, flat: `store[offset..<offset+length]`, offset << 8 | length per colour.
+    // setaf/setab for colours 0…255, flat: `store[offset..<offset+length]`, offset << 8 | length per colour, with
+    // `plainBit` set when the string is a plain SGR (it can share one sequence with the other colour).
     private var paletteStore: [UInt8] = []
     private var foregroundSpans: [UInt32] = []
     private var backgroundSpans: [UInt32] = []
     // Direct colours (above 255): cached as met, dropped when the cache grows past `directCacheLimit` entries.
-    private var directForeground: [Int32: [UInt8]] = [:]
-    private var directBackground: [Int32: [UInt8]] = [:]
+    private var directForeground: [Int32: (sequence: [UInt8], plain: Bool)] = [:]
+    private var directBackground: [Int32: (sequence: [UInt8], plain: Bool)] = [:]
     private static let directCacheLimit = 1 << 16
     // cup per cell of the current screen width, filled as used: offset << 8 | length into `cupStore`, 0 = not yet.
     private var cupStore: [UInt8] = [0]
@@ -57,9 +58,11 @@ struct PictureOutput {
         for color in Int32(0)...255 {
             guard let foreground = capabilities.foreground(color), let background = capabilities.background(color),
                   foreground.count < 256, background.count < 256 else { return nil }
-            foregroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(foreground.count))
+            foregroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(foreground.count)
+                                   | (Self.isPlainSGR(foreground) ? Self.plainBit : 0))
             paletteStore += foreground
-            backgroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(background.count))
+            backgroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(background.count)
+                                   | (Self.isPlainSGR(background) ? Self.plainBit : 0))
             paletteStore += background
         }
         self.capabilities = capabilities
@@ -123,18 +126,18 @@ struct PictureOutput {
                 swap(&foreground, &background)
             }
         }
-        let foregroundStart = bytes.count
-        let changesForeground = foreground != pen.foreground
-        if changesForeground {
-            appendColor(foreground, spans: foregroundSpans, direct: \.directForeground, make: capabilities.foreground)
+        var foregroundPlain = false
+        if foreground != pen.foreground {
+            foregroundPlain = appendColor(foreground, spans: foregroundSpans, direct: \.directForeground,
+                                          make: capabilities.foreground)
             pen.foreground = foreground
         }
         if background != pen.background {
             // Both colours in one SGR ("ESC[38;5;1;48;5;2m" rather than two sequences) where both are plain SGRs.
             let joinAt = bytes.count
-            appendColor(background, spans: backgroundSpans, direct: \.directBackground, make: capabilities.background)
-            if changesForeground, Self.isPlainSGR(bytes, foregroundStart, joinAt),
-               Self.isPlainSGR(bytes, joinAt, bytes.count) {
+            let backgroundPlain = appendColor(background, spans: backgroundSpans, direct: \.directBackground,
+                                              make: capabilities.background)
+            if foregroundPlain && backgroundPlain {
                 bytes[joinAt - 1] = UInt8(ascii: ";")
                 bytes.removeSubrange(joinAt..<(joinAt + 2))
             }
@@ -144,40 +147,41 @@ struct PictureOutput {
     }
 
     static let upperHalf: UInt32 = 0x2580, lowerHalf: UInt32 = 0x2584
+    private static let plainBit: UInt32 = 1 << 31
 
-    /// True when `bytes[start..<end]` is one SGR of numbers only: ESC [ digits, ';' or ':' … m.
-    @inline(__always)
-    static func isPlainSGR(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Bool {
-        guard start >= 0, end - start >= 3, bytes[start] == 0x1B, bytes[start + 1] == UInt8(ascii: "["),
-              bytes[end - 1] == UInt8(ascii: "m") else { return false }
-        for index in (start + 2)..<(end - 1) {
-            let byte = bytes[index]
-            guard (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ";") || byte == UInt8(ascii: ":") else {
-                return false
-            }
+    /// True when `sequence` is one SGR of numbers only: ESC [ digits, ';' or ':' … m.
+    static func isPlainSGR(_ sequence: [UInt8]) -> Bool {
+        guard sequence.count >= 3, sequence[0] == 0x1B, sequence[1] == UInt8(ascii: "["),
+              sequence[sequence.count - 1] == UInt8(ascii: "m") else { return false }
+        return sequence[2..<(sequence.count - 1)].allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: ":")
         }
-        return true
     }
 
+    /// Appends the colour's sequence; true when it is a plain SGR (worked out once per colour, not per cell).
     @inline(__always)
-    private mutating func appendColor(_ color: Int32, spans: [UInt32], direct: WritableKeyPath<Self, [Int32: [UInt8]]>,
-                                      make: (Int32) -> [UInt8]?) {
+    private mutating func appendColor(
+        _ color: Int32, spans: [UInt32], direct: WritableKeyPath<Self, [Int32: (sequence: [UInt8], plain: Bool)]>,
+        make: (Int32) -> [UInt8]?
+    ) -> Bool {
         if color >= 0 && color < 256 {
             let span = spans[Int(color)]
-            let start = Int(span >> 8), length = Int(span & 0xFF)
+            let start = Int((span & ~Self.plainBit) >> 8), length = Int(span & 0xFF)
             paletteStore.withUnsafeBufferPointer { store in
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
             }
-            return
+            return span & Self.plainBit != 0
         }
         if let cached = self[keyPath: direct][color] {
-            bytes += cached
-            return
+            bytes += cached.sequence
+            return cached.plain
         }
         let sequence = make(color) ?? []
+        let plain = Self.isPlainSGR(sequence)
         if self[keyPath: direct].count >= Self.directCacheLimit { self[keyPath: direct].removeAll() }
-        self[keyPath: direct][color] = sequence
+        self[keyPath: direct][color] = (sequence, plain)
         bytes += sequence
+        return plain
     }
 
     private mutating func move(_ row: Int, _ column: Int) {

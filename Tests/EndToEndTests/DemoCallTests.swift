@@ -37,7 +37,7 @@ enum Golden {
             Issue.record("golden \(name).txt is missing; record it with PARLEY_RECORD_GOLDEN=1 swift test")
             return
         }
-        let expected = String((stored.hasSuffix("\n") ? String(stored.dropLast()) : stored).map { $0 == "▄" ? "▀" : $0 })
+        let expected = normalise(stored.components(separatedBy: "\n"))
         if actual != expected {
             let a = actual.components(separatedBy: "\n"), e = expected.components(separatedBy: "\n")
             let row = zip(a, e).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, e.count)
