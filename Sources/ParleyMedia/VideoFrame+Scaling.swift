@@ -25,7 +25,8 @@ extension VideoFrame {
         return bilinear(plane, width, height, newWidth, newHeight)
     }
 
-    /// Exact halving (the simulcast low layer): the rounded mean of each 2x2 block, same result as the box path.
+    /// Exact halving (the simulcast low layers): the rounded mean of each 2x2 block, same result as the box path.
+    /// Sixteen outputs at a time: a sender halves every camera frame once or twice, 30 times a second.
     private static func halve(_ plane: [UInt8], _ newWidth: Int, _ newHeight: Int) -> [UInt8] {
         let width = newWidth * 2
         return [UInt8](unsafeUninitializedCapacity: newWidth * newHeight) { out, count in
@@ -34,10 +35,23 @@ extension VideoFrame {
                     let top = source.baseAddress! + 2 * row * width
                     let bottom = top + width
                     let target = out.baseAddress! + row * newWidth
-                    for column in 0..<newWidth {
+                    var column = 0
+                    while column + 16 <= newWidth {
+                        let upper = SIMD32<UInt16>(truncatingIfNeeded: UnsafeRawPointer(top + 2 * column)
+                            .loadUnaligned(as: SIMD32<UInt8>.self))
+                        let lower = SIMD32<UInt16>(truncatingIfNeeded: UnsafeRawPointer(bottom + 2 * column)
+                            .loadUnaligned(as: SIMD32<UInt8>.self))
+                        let pairs = upper &+ lower
+                        let means = (pairs.evenHalf &+ pairs.oddHalf &+ 2) &>> 2
+                        UnsafeMutableRawPointer(target + column)
+                            .storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: means), as: SIMD16<UInt8>.self)
+                        column += 16
+                    }
+                    while column < newWidth {
                         let sum = UInt16(top[2 * column]) &+ UInt16(top[2 * column + 1])
                             &+ UInt16(bottom[2 * column]) &+ UInt16(bottom[2 * column + 1])
                         target[column] = UInt8(truncatingIfNeeded: (sum &+ 2) >> 2)
+                        column += 1
                     }
                 }
             }

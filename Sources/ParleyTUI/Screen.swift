@@ -48,8 +48,8 @@ public struct ScreenRect: Hashable, Sendable, CustomStringConvertible {
 
 /// One character cell: a grapheme cluster and how it is painted.
 public struct Cell: Hashable, Sendable {
-    /// The grapheme cluster shown (a space for empty cells). Wide characters take this cell and the next.
-    public var character: Character
+    /// What the cell shows, as plain bytes (see `Glyph`).
+    public var glyph: Glyph
     /// Colours and attributes.
     public var style: CellStyle
     /// True for the right half of a wide character; the terminal skips it, the text dump leaves it out.
@@ -57,34 +57,34 @@ public struct Cell: Hashable, Sendable {
 
     /// A cell showing one character.
     public init(_ character: Character = " ", style: CellStyle = .plain) {
-        self.character = character
+        self.init(Glyph(character), style: style)
+    }
+
+    /// A cell showing a glyph.
+    @inline(__always)
+    public init(_ glyph: Glyph, style: CellStyle = .plain) {
+        self.glyph = glyph
         self.style = style
         self.isContinuation = false
+    }
+
+    /// The grapheme cluster shown (a space for empty cells). Wide characters take this cell and the next.
+    public var character: Character {
+        get { glyph.character }
+        set { glyph = Glyph(newValue) }
     }
 
     /// A space in the terminal's default colours.
     public static let blank = Cell()
 
-    /// Equal when they show the same bytes in the same style. Characters compare by their UTF-8 rather than by
-    /// canonical equivalence: a frame diff compares every cell, and Character's comparison of block and sextant
-    /// characters took the slow Unicode path. Canonically equal spellings of one character only redraw a cell.
-    public static func == (lhs: Cell, rhs: Cell) -> Bool {
-        guard lhs.isContinuation == rhs.isContinuation, lhs.style == rhs.style else { return false }
-        // Two characters with the same representation (the same small string, or the same storage) are equal:
-        // that is almost every unchanged cell. Only the rest compare their bytes.
-        let left = unsafeBitCast(lhs.character, to: (UInt64, UInt64).self)
-        let right = unsafeBitCast(rhs.character, to: (UInt64, UInt64).self)
-        return (left.0 == right.0 && left.1 == right.1) || lhs.character.utf8.elementsEqual(rhs.character.utf8)
-    }
-
     /// The colours a viewer sees in the top and bottom halves of a block cell ('▀', '▄', '█' or a space); nil for
     /// any other character. Video cells are read back through this, whichever of the four drew them.
     public var visibleHalves: (top: TerminalColor, bottom: TerminalColor)? {
-        switch character {
-        case "▀": return (style.foreground, style.background)
-        case "▄": return (style.background, style.foreground)
-        case "█": return (style.foreground, style.foreground)
-        case " ": return (style.background, style.background)
+        switch glyph.raw {
+        case 0x2580: return (style.foreground, style.background)  // ▀
+        case 0x2584: return (style.background, style.foreground)  // ▄
+        case 0x2588: return (style.foreground, style.foreground)  // █
+        case 0x20: return (style.background, style.background)
         default: return nil
         }
     }

@@ -486,10 +486,9 @@ public final class Terminal {
     private static func pictureScalar(_ cell: Cell) -> UInt32? {
         guard cell.style.attributes.isEmpty, cell.style.foreground != .default, cell.style.background != .default,
               !cell.isContinuation else { return nil }
-        guard let scalar = singleNarrowScalar(cell.character),
-              (0x2580...0x259F).contains(scalar.value) || (0x1FB00...0x1FB3B).contains(scalar.value)
-        else { return nil }
-        return scalar.value
+        let value = cell.glyph.raw
+        guard (0x2580...0x259F).contains(value) || (0x1FB00...0x1FB3B).contains(value) else { return nil }
+        return value
     }
 
     /// Writes bytes to the terminal past curses at once (escape sequences curses has no call for), after the
@@ -659,7 +658,7 @@ public final class Terminal {
                         runLength += 1
                         continue
                     }
-                    guard let scalar = Self.singleNarrowScalar(cell.character) else {
+                    guard let scalar = Self.singleNarrowScalar(cell.glyph) else {
                         flush()
                         put(cell, row: row, column: column)
                         continue
@@ -686,10 +685,8 @@ public final class Terminal {
 
     /// The character's only scalar when it is one narrow scalar (the run fast path), else nil.
     @inline(__always)
-    private static func singleNarrowScalar(_ character: Character) -> Unicode.Scalar? {
-        let scalars = character.unicodeScalars
-        var iterator = scalars.makeIterator()
-        guard let first = iterator.next(), iterator.next() == nil else { return nil }
+    private static func singleNarrowScalar(_ glyph: Glyph) -> Unicode.Scalar? {
+        guard let first = glyph.scalar else { return nil }
         let value = first.value
         if (0x20..<0x7F).contains(value) || (0x2500...0x259F).contains(value) || (0x1FB00...0x1FB3B).contains(value) {
             return first

@@ -74,14 +74,18 @@ extension VideoCellRenderer {
     /// are halves (a sextant or an eighth block already) or inverses of these.
     static let extraQuadrants = [1, 2, 4, 8, 6, 9]
 
-    /// The character of a symbol id: a quadrant or sextant pattern, or an eighth block.
+    /// The glyph of a symbol id: a quadrant or sextant pattern (from `patterns`), or an eighth block.
     @inline(__always)
-    static func blockCharacter(_ symbol: Int, patterns: [Character]) -> Character {
+    static func blockGlyph(_ symbol: Int, patterns: [Glyph]) -> Glyph {
         if symbol < lowerEighths { return patterns[symbol] }
-        if symbol < leftEighths { return Character(Unicode.Scalar(UInt32(0x2580 + symbol - lowerEighths))!) }
-        if symbol < quadrantShapes { return Character(Unicode.Scalar(UInt32(0x2590 - (symbol - leftEighths)))!) }
-        return BlockSymbols.quadrants[symbol - quadrantShapes]
+        if symbol < leftEighths { return Glyph(Unicode.Scalar(UInt32(0x2580 + symbol - lowerEighths))!) }
+        if symbol < quadrantShapes { return Glyph(Unicode.Scalar(UInt32(0x2590 - (symbol - leftEighths)))!) }
+        return quadrantGlyphs[symbol - quadrantShapes]
     }
+
+    /// `BlockSymbols.quadrants` and `.sextants` as glyphs.
+    static let quadrantGlyphs = BlockSymbols.quadrants.map { Glyph($0) }
+    static let sextantGlyphs = BlockSymbols.sextants.map { Glyph($0) }
 
     /// Draws quadrant or sextant cells, with eighth blocks where they fit better: see the type's comment.
     ///
@@ -97,9 +101,9 @@ extension VideoCellRenderer {
                            visible: ScreenRect, screenWidth: Int, background: TerminalColor,
                            shown: UnsafeMutableBufferPointer<UInt32>, cells: UnsafeMutableBufferPointer<Cell>) {
         let across = kind.pixelsAcross, down = kind.pixelsDown, count = across * down, full = (1 << count) - 1
-        let symbols = kind == .sextants ? BlockSymbols.sextants : BlockSymbols.quadrants
+        let symbols = kind == .sextants ? sextantGlyphs : quadrantGlyphs
         let empty = Cell(" ", style: CellStyle(background: background))
-        let uniform: Character = "▀"
+        let uniform = Glyph("▀")
         let scaleX = Double(frameWidth) / Double(max(1, area.width))
         let scaleY = Double(frameHeight) / Double(max(1, area.height))
         var scratch = [Int](repeating: 0, count: 4 * 6 + 4 * 6 + 8 * 8 + 4 * 4)
@@ -484,7 +488,7 @@ extension VideoCellRenderer {
                     shown[slot &+ 2] = backShown
                     cells[index] = pattern == 0
                         ? Cell(uniform, style: CellStyle(foreground: backColor, background: backColor))
-                        : Cell(blockCharacter(pattern, patterns: symbols),
+                        : Cell(blockGlyph(pattern, patterns: symbols),
                                style: CellStyle(foreground: foreColor, background: backColor))
                 }
             }

@@ -205,8 +205,8 @@ public struct VideoCellRenderer: Sendable {
         Palette.levelTable.withUnsafeBufferPointer { levels in
         Palette.greyTable.withUnsafeBufferPointer { greys in
         Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
-            let upper: Character = "▀", lower: Character = "▄", space: Character = " "
-            let empty = Cell(space, style: CellStyle(background: background))
+            let upper = Glyph("▀"), lower = Glyph("▄")
+            let empty = Cell(Glyph.space, style: CellStyle(background: background))
 
             /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
             @inline(__always)
@@ -258,7 +258,7 @@ public struct VideoCellRenderer: Sendable {
                         if topInside { total += ink(px, topY) }
                         if bottomInside { total += ink(px, bottomY) }
                         let level = min(4, (total * 5) >> 9)
-                        cells[index] = Cell(shades[level], style: CellStyle(background: background))
+                        cells[index] = Cell(shadeGlyphs[level], style: CellStyle(background: background))
                     } else if topInside && bottomInside {
                         cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
                                                                     background: color(px, bottomY, 2 &* index &+ 1)))
@@ -278,6 +278,7 @@ public struct VideoCellRenderer: Sendable {
 
     /// Shade characters from no ink to full ink.
     static let shades: [Character] = [" ", "░", "▒", "▓", "█"]
+    static let shadeGlyphs = shades.map { Glyph($0) }
 
     @inline(__always)
     static func clamp(_ value: Int) -> Int { min(255, max(0, value)) }

@@ -32,15 +32,36 @@ import Testing
         #expect(half.u == [20] && half.v == [150])
     }
 
-    @Test func halvingACameraFrameMatchesTheNaiveMean() {
-        let frame = SyntheticCamera(name: "H", participant: 2, width: 64, height: 48).render(frameNumber: 9)
-        let half = frame.scaled(width: 32, height: 24)
-        let expected = (0..<(32 * 24)).map { index in
-            let (row, column) = (index / 32 * 2, index % 32 * 2)
-            let sum = [0, 1, 64, 65].reduce(0) { $0 + Int(frame.y[row * 64 + column + $1]) }
-            return UInt8((sum + 2) / 4)
+    /// Halved plane widths: whole 16-sample blocks, blocks and a tail, a tail only, a camera frame.
+    @Test("halving matches the naive mean of each 2x2 block", arguments: [(64, 48), (40, 6), (12, 4), (640, 480)])
+    func halvingMatchesTheNaiveMean(size: (width: Int, height: Int)) {
+        var seed: UInt32 = 12345
+        func noise(_ count: Int) -> [UInt8] {
+            (0..<count).map { _ in
+                seed = seed &* 1_664_525 &+ 1_013_904_223
+                return UInt8(truncatingIfNeeded: seed >> 24)
+            }
         }
-        #expect(half.y == expected)
+        let chroma = ((size.width + 1) / 2) * ((size.height + 1) / 2)
+        var frame = VideoFrame(width: size.width, height: size.height, y: noise(size.width * size.height),
+                               u: noise(chroma), v: noise(chroma))
+        // Extremes too: four 255s must not overflow, four 0s stay 0.
+        frame.y[0] = 255; frame.y[1] = 255; frame.y[size.width] = 255; frame.y[size.width + 1] = 255
+        frame.y[2] = 0; frame.y[3] = 0; frame.y[size.width + 2] = 0; frame.y[size.width + 3] = 0
+        let half = frame.scaled(width: size.width / 2, height: size.height / 2)
+        func naive(_ plane: [UInt8], _ width: Int, _ height: Int) -> [UInt8] {
+            (0..<(width / 2 * (height / 2))).map { index in
+                let (row, column) = (index / (width / 2) * 2, index % (width / 2) * 2)
+                let sum = [0, 1, width, width + 1].reduce(0) { $0 + Int(plane[row * width + column + $1]) }
+                return UInt8((sum + 2) / 4)
+            }
+        }
+        #expect(half.y == naive(frame.y, size.width, size.height))
+        #expect(half.y[0] == 255 && half.y[1] == 0)
+        if frame.chromaWidth % 2 == 0, frame.chromaHeight % 2 == 0 {  // else chroma goes through the box path
+            #expect(half.u == naive(frame.u, frame.chromaWidth, frame.chromaHeight))
+            #expect(half.v == naive(frame.v, frame.chromaWidth, frame.chromaHeight))
+        }
     }
 
     @Test func oddRatiosCoverEverySourcePixel() {

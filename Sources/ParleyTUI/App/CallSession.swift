@@ -99,6 +99,8 @@ final class CallSession {
     private(set) var hasJoined = false
     /// Screens drawn so far (reported in the statistics file).
     private(set) var screenDraws = 0
+    /// The user was told that the grapheme table is full (see `GraphemeTable`).
+    private var graphemeLimitTold = false
     private let statisticsFile: CallStatisticsFile?
     private var lastStatisticsWrite: Duration = .zero
     private let statisticsWriting = BusyFlag()
@@ -220,6 +222,12 @@ final class CallSession {
         screen.followPicture(mode: terminal.videoColorMode, cells: terminal.pictureCells)
         let (pictures, _) = frames.take()
         let rendered = screen.render(state: state, frames: pictures, size: size)
+        if !graphemeLimitTold, GraphemeTable.shared.overflows > 0 {
+            graphemeLimitTold = true
+            let limit = GraphemeTable.shared.limit
+            _ = reduce(&state, .event(.notice(
+                "Screen: the grapheme table's limit of \(limit) clusters is reached; new ones show as \u{FFFD}")))
+        }
         terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)
         lastDraw = at
         mustDraw = false

@@ -16,7 +16,8 @@ enum ChatPaneView {
         FieldWindow(text: input.text, cursor: input.cursor, width: max(1, width - promptWidth))
     }
 
-    static func draw(state: RoomState, layout: RoomScreenLayout, into screen: inout Screen, theme: Theme) {
+    static func draw(state: RoomState, layout: RoomScreenLayout, into screen: inout Screen, theme: Theme,
+                     wrapped: inout ChatPaneLines) {
         guard let pane = layout.chatPane, let lines = layout.chatLines, let placement = layout.chatPlacement else {
             return
         }
@@ -52,15 +53,16 @@ enum ChatPaneView {
             }
         }
 
-        drawHistory(state: state, into: &screen, in: lines, theme: theme)
+        drawHistory(state: state, into: &screen, in: lines, theme: theme, wrapped: &wrapped)
         if let input = layout.chatInput {
             drawInput(state.chatInput, into: &screen, in: input, theme: theme)
         }
     }
 
-    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
+    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme,
+                            wrapped: inout ChatPaneLines) {
         guard !rect.isEmpty else { return }
-        let paneLines = state.shownChat.paneLines(width: rect.width, height: rect.height)
+        let paneLines = wrapped.lines(of: state.shownChat, width: rect.width, height: rect.height)
         guard !paneLines.isEmpty else {
             screen.write("No messages yet", column: rect.column, row: rect.row, style: theme.style(.placeholder))
             return
@@ -114,5 +116,24 @@ enum ChatPaneView {
             hash = (hash ^ UInt32(byte)) &* 16_777_619
         }
         return Int(hash % 997)
+    }
+}
+
+/// The chat pane's wrapped lines as last drawn: a frame whose chat and pane size are unchanged (nearly every video
+/// frame) reuses them instead of wrapping the log again.
+struct ChatPaneLines: Sendable {
+    private var log: ChatLog?
+    private var width = 0, height = 0
+    private var lines: [ChatPaneLine] = []
+
+    /// `log.paneLines(width:height:)`, from the last call's result when nothing changed.
+    mutating func lines(of log: ChatLog, width: Int, height: Int) -> [ChatPaneLine] {
+        if width != self.width || height != self.height || self.log != log {
+            lines = log.paneLines(width: width, height: height)
+            self.log = log
+            self.width = width
+            self.height = height
+        }
+        return lines
     }
 }

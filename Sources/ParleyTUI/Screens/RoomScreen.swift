@@ -8,6 +8,7 @@ public struct RoomScreen: Sendable {
     /// Colours by role for the terminal's depth.
     public var theme: Theme
     var videoRenderer: VideoCellRenderer
+    var chatLines = ChatPaneLines()
 
     /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise,
     /// in half blocks unless told otherwise, or as `PixelTile`s for the terminal to draw in pixels.
@@ -41,7 +42,7 @@ public struct RoomScreen: Sendable {
         let videoLayout = state.layout(in: layout.video)
         drawHeader(state: state, videoLayout: videoLayout, into: &screen, in: layout.header)
         drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: ScreenRect(layout.video))
-        ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme)
+        ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme, wrapped: &chatLines)
         if let bar = layout.controlBar {
             ControlBarView.draw(state: state, into: &screen, in: bar, theme: theme)
         }
