@@ -31,10 +31,7 @@ public struct Glyph: Hashable, Sendable {
     public static let space = Glyph(" ")
 
     /// The character shown.
-    public var character: Character {
-        if let scalar { return Character(scalar) }
-        return GraphemeTable.shared.character(at: Int(raw & ~Self.clusterBit))
-    }
+    public var character: Character { character(in: .shared) }
 
     /// The character of a glyph made through `table`.
     public func character(in table: GraphemeTable) -> Character {
