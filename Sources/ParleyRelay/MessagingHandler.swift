@@ -86,6 +86,15 @@ final class ChannelMessagingPeer: MessagingPeer {
     }
 
     func close() {
-        channel.close(promise: nil)
+        // On the channel's loop, after the events sent before it (its tasks run in order): the flush that goes
+        // with the close frame takes the last error out first, so the client reads why before the connection
+        // ends. (Closing the channel straight away dropped that error with the unflushed writes.)
+        let channel = channel
+        channel.eventLoop.execute {
+            var data = channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: .policyViolation)
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+                .whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 }

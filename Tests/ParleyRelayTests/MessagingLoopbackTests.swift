@@ -50,7 +50,8 @@ final class TestMessenger: Sendable {
             if let found = events.lazy.compactMap(match).first { return found }
             try await Task.sleep(for: .milliseconds(10))
         }
-        throw TestTimeout(what: what, seen: events.map(\.type))
+        // Errors are spelled out: a timeout after one usually means the relay said why.
+        throw TestTimeout(what: what, seen: events.map { if case .error(let e) = $0 { "error \(e)" } else { $0.type } })
     }
 
     /// Logs in as `name` (default: the identity's own) with this identity's keys, answering the challenge.
@@ -123,9 +124,11 @@ final class TestMessenger: Sendable {
     @Test func aMessageIsStoredThenDeliveredLiveSealedAndARetryIsNoDuplicate() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Each connection logs in as soon as it is open: an idle one meets the relay's login timeout (10 s) on a
+        // loaded machine.
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
-        let bob = try await TestMessenger.connect(.create(name: "bob"), port: relay.signalingPort)
         #expect(try await alice.login() == .loggedIn(LoggedIn(name: "alice", created: true, waiting: 0)))
+        let bob = try await TestMessenger.connect(.create(name: "bob"), port: relay.signalingPort)
         #expect(try await bob.login() == .loggedIn(LoggedIn(name: "bob", created: true, waiting: 0)))
 
         let sent = try await alice.sendMessage("see you at ten", to: "bob", id: "a-1")
@@ -151,9 +154,9 @@ final class TestMessenger: Sendable {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
+        _ = try await alice.login()
         let carolIdentity = AccountIdentity.create(name: "carol")
         let carolFirst = try await TestMessenger.connect(carolIdentity, port: relay.signalingPort)
-        _ = try await alice.login()
         _ = try await carolFirst.login()
         carolFirst.connection.close()
         let offline = await eventually { relay.messaging?.onlineAccounts == ["alice"] }
@@ -238,6 +241,36 @@ extension MessagingEvent {
     var errorCode: SignalingErrorCode? { if case .error(let error) = self { error.code } else { nil } }
 }
 
+@Suite struct MessagingLoginTimeoutTests {
+    let folder = NSTemporaryDirectory() + "parley-messaging-timeout-\(UUID().uuidString)"
+
+    @Test func aConnectionThatNeverLogsInIsToldWhyAndClosedWhileOneThatDidStays() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite")
+        configuration.messaging.loginTimeout = .milliseconds(300)
+        let relay = try await Relay.start(configuration)
+        let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
+        _ = try await alice.login()
+        let idle = try await TestMessenger.connect(.create(name: "idle"), port: relay.signalingPort)
+        // The relay looks for stale logins once a second.
+        let told = try await idle.wait(for: "the login timeout", within: .seconds(5)) {
+            $0.errorCode == .notLoggedIn ? $0 : nil
+        }
+        #expect("\(told)".contains("no login within") && "\(told)".contains("login timeout"), "\(told)")
+        let closed = await eventually { idle.isClosed }
+        #expect(closed, "the idle connection is closed")
+        // The one that logged in long before is still served.
+        alice.send(.presence(AccountRef(name: "alice")))
+        let presence = try await alice.wait(for: "presence") { if case .presence(let p) = $0 { p } else { nil } }
+        #expect(presence.online && !alice.isClosed)
+        await relay.shutdown()
+    }
+}
+
 @Suite struct MessagingStoreTroubleTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-full-\(UUID().uuidString)"
 
@@ -250,9 +283,9 @@ extension MessagingEvent {
         configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 160 * 1024)
         let relay = try await Relay.start(configuration)
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
+        _ = try await alice.login()
         let bobIdentity = AccountIdentity.create(name: "bob")
         let bob = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
-        _ = try await alice.login()
         _ = try await bob.login()
         bob.connection.close()
         let long = String(repeating: "x", count: 3000)
