@@ -67,6 +67,13 @@ public final class MessagingClient: Sendable {
     static let knownKeysLimit = 10_000
     private let knownKeys = Mutex<[String: AccountKeys]>([:])
 
+    /// Appends `event` to what the client keeps; at `limit` the oldest half goes first, so a client that never
+    /// asks for what arrives live keeps only the newest.
+    static func keep(_ event: MessagingEvent, in events: inout [MessagingEvent], limit: Int = inboxLimit) {
+        if events.count >= limit { events.removeFirst((events.count + 1) / 2) }
+        events.append(event)
+    }
+
     private final class Inbox: Sendable {
         let events = Mutex<[MessagingEvent]>([])
         let closed = Mutex(false)
@@ -98,11 +105,7 @@ public final class MessagingClient: Sendable {
                 guard let text else { return inbox.closed.withLock { $0 = true } }
                 guard let event = try? MessagingEvent.decode(text) else { return }
                 onEvent?(event)
-                inbox.events.withLock { events in
-                    // Bounded: a client that never asks for what arrives live keeps only the newest.
-                    if events.count >= Self.inboxLimit { events.removeFirst(events.count / 2) }
-                    events.append(event)
-                }
+                inbox.events.withLock { Self.keep(event, in: &$0) }
             }.get()
         } catch {
             try? await group?.shutdownGracefully()

@@ -11,6 +11,8 @@ final class MessagingHandler: ChannelInboundHandler {
     private static let nextID = NIOLockedValueBox<UInt64>(1)
     private let service: MessagingService
     private let id: UInt64
+    /// Set once the connection is being failed: what arrives after is dropped, and nothing follows the close frame.
+    private var failing = false
 
     init(service: MessagingService) {
         self.service = service
@@ -31,6 +33,7 @@ final class MessagingHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        guard !failing else { return }
         switch frame.opcode {
         case .text:
             let data = frame.unmaskedData
@@ -52,7 +55,17 @@ final class MessagingHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        guard !failing else { return }
+        failing = true
+        switch WebSocketFailure(error) {
+        case .answeredByNIO:
+            break
+        case .refuse(let reason, let status):
+            // Through the service, so the error goes out before the close frame (the peer keeps that order).
+            service.refuse(id, SignalingError(WebSocketFailure.errorCode(for: status), reason), thenCloseWith: status)
+        case .closeQuietly:
+            context.close(promise: nil)
+        }
     }
 }
 
@@ -85,16 +98,11 @@ final class ChannelMessagingPeer: MessagingPeer {
         }
     }
 
-    func close() {
+    func close(with status: WebSocketErrorCode) {
         // On the channel's loop, after the events sent before it (its tasks run in order): the flush that goes
         // with the close frame takes the last error out first, so the client reads why before the connection
         // ends. (Closing the channel straight away dropped that error with the unflushed writes.)
         let channel = channel
-        channel.eventLoop.execute {
-            var data = channel.allocator.buffer(capacity: 2)
-            data.write(webSocketErrorCode: .policyViolation)
-            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
-                .whenComplete { _ in channel.close(promise: nil) }
-        }
+        channel.eventLoop.execute { WebSocketFailure.close(channel, status: status) }
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import NIOWebSocket
 import ParleyRoom
 import ParleySecurity
 import ParleyStore
@@ -10,8 +11,8 @@ import ParleyWire
 public protocol MessagingPeer: AnyObject, Sendable {
     /// Sends one event.
     func send(_ event: MessagingEvent)
-    /// Closes the connection.
-    func close()
+    /// Closes the connection with a WebSocket close `status`, after every event sent before.
+    func close(with status: WebSocketErrorCode)
 }
 
 /// Limits of the messaging service, each named in the error that enforces it.
@@ -118,9 +119,14 @@ public final class MessagingService: @unchecked Sendable {
         queue.async { [self] in handle(request, on: id) }
     }
 
-    /// Refuses something the connection sent before it reached the protocol (a frame that is not UTF-8).
-    public func refuse(_ id: UInt64, _ error: SignalingError) {
-        queue.async { [self] in connections[id]?.peer.send(.error(error)) }
+    /// Refuses something the connection sent before it reached the protocol (a frame that is not UTF-8, a message
+    /// over the frame limits); with `status`, then closes the connection with it.
+    public func refuse(_ id: UInt64, _ error: SignalingError, thenCloseWith status: WebSocketErrorCode? = nil) {
+        queue.async { [self] in
+            guard let peer = connections[id]?.peer else { return }
+            peer.send(.error(error))
+            if let status { peer.close(with: status) }
+        }
     }
 
     /// A connection closed.
@@ -153,7 +159,7 @@ public final class MessagingService: @unchecked Sendable {
             && now - connection.opened >= limits.loginTimeout {
             connection.peer.send(.error(SignalingError(
                 .notLoggedIn, "no login within \(limits.loginTimeout) of connecting (the login timeout)")))
-            connection.peer.close()
+            connection.peer.close(with: .policyViolation)
             connections[id] = nil
         }
     }

@@ -252,7 +252,7 @@ public final class Relay: Sendable {
                         }
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOWebSocketFrameAggregator(
-                            minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
+                            minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: WebSocketFailure.maximumFragments,
                             maxAccumulatedFrameSize: 2 * maxSignalingMessageBytes),
                         handler,
                     ])
@@ -443,8 +443,13 @@ final class RelayCore {
         }
     }
 
-    func refused(on id: ConnectionID, reason: String) {
-        perform(state.refusedFrame(id, reason: reason))
+    func refused(on id: ConnectionID, reason: String, code: SignalingErrorCode = .badJSON) {
+        perform(state.refusedFrame(id, reason: reason, code: code))
+    }
+
+    /// A frame NIO refused and answered itself with a close frame: counted, and nothing more is sent.
+    func countRefusedFrame(on id: ConnectionID) {
+        state.counters.refusedFrames += 1
     }
 
     func perform(_ actions: [RelayAction]) {
@@ -741,6 +746,8 @@ final class SignalingHandler: ChannelInboundHandler {
 
     private let core: NIOLoopBound<RelayCore>
     private var id: ConnectionID?
+    /// Set once the connection is being failed: what arrives after is dropped, and nothing follows the close frame.
+    private var failing = false
 
     init(core: NIOLoopBound<RelayCore>) {
         self.core = core
@@ -757,18 +764,15 @@ final class SignalingHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        guard let id else { return }
+        guard let id, !failing else { return }
         // RFC 6455 §5.2: reserved bits without a negotiated extension, or an opcode nobody defined, fail the
         // connection (NIO hands both through).
         let known: [WebSocketOpcode] = [.text, .binary, .ping, .pong, .connectionClose]
         guard frame.reservedBits.isEmpty, known.contains(frame.opcode) else {
             core.value.refused(on: id, reason: "frame with opcode \(frame.opcode) and reserved bits "
                                    + "\(frame.reservedBits.rawValue) is not part of the protocol")
-            var data = context.channel.allocator.buffer(capacity: 2)
-            data.write(webSocketErrorCode: .protocolError)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
-                .whenComplete { _ in channel.close(promise: nil) }
+            failing = true
+            WebSocketFailure.close(context.channel, status: .protocolError)
             return
         }
         switch frame.opcode {
@@ -793,8 +797,17 @@ final class SignalingHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let id { core.value.refused(on: id, reason: "protocol error: \(error)") }
-        context.close(promise: nil)
+        guard !failing else { return }
+        failing = true
+        switch WebSocketFailure(error) {
+        case .answeredByNIO:
+            if let id { core.value.countRefusedFrame(on: id) }
+        case .refuse(let reason, let status):
+            if let id { core.value.refused(on: id, reason: reason, code: WebSocketFailure.errorCode(for: status)) }
+            WebSocketFailure.close(context.channel, status: status)
+        case .closeQuietly:
+            context.close(promise: nil)
+        }
     }
 }
 

@@ -305,9 +305,10 @@ public struct RelayState: Sendable {
     }
 
     /// A frame that is not a text message (binary) or exceeded the size cap arrived.
-    public mutating func refusedFrame(_ connection: ConnectionID, reason: String) -> [RelayAction] {
+    public mutating func refusedFrame(_ connection: ConnectionID, reason: String,
+                                      code: SignalingErrorCode = .badJSON) -> [RelayAction] {
         counters.refusedFrames += 1
-        return [.send(.error(SignalingError(.badJSON, reason)), to: [connection])]
+        return [.send(.error(SignalingError(code, reason)), to: [connection])]
     }
 
     /// One text message arrived on a connection.

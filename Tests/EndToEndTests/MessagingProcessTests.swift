@@ -262,6 +262,7 @@ import Glibc
         (["login", "two words"], "use two_words instead"),
         (["msg", "bob", "hi"], "not logged in: run `parley login NAME --server HOST:PORT` first"),
         (["msg", "bob", "   "], "the message is empty"),
+        (["msg", "bob", String(repeating: "é", count: 4001)], "the message has 4001 characters; at most 4000"),
         (["account", "shred", "x"], "unknown action \"shred\""),
         (["history", "bob", "--limit", "0"], "--limit must be 1…200, got 0"),
     ])

@@ -151,6 +151,10 @@ struct RelayPinningTests {
         (["serve", "--host", "10.9.9.9", "--insecure"], "10.9.9.9 is not an address of this machine"),
         (["serve", "--join-timeout", "0"], "--join-timeout must be 1…600 seconds, got 0.0"),
         (["serve", "--max-member-kbps=-5"], "--max-member-kbps must be 0…1000000, got -5"),
+        (["serve", "--max-message-bytes", "1023"], "--max-message-bytes must be 1024…16384, got 1023"),
+        (["serve", "--max-message-bytes", "16385"], "--max-message-bytes must be 1024…16384, got 16385"),
+        (["serve", "--max-chat-characters", "2001"], "--max-chat-characters must be 1…2000, got 2001"),
+        (["serve", "--max-chat-characters", "0"], "--max-chat-characters must be 1…2000, got 0"),
         (["relays", "shred"], "unknown action \"shred\""),
     ])
     func badOptionsAreClearErrors(arguments: [String], expected: String) throws {

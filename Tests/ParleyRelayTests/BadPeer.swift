@@ -10,8 +10,8 @@ import Glibc
 final class RawWebSocket {
     private let descriptor: Int32
 
-    /// Connects to 127.0.0.1:`port`; with `upgrade`, completes the WebSocket handshake (101) first.
-    init(port: Int, upgrade: Bool = true) throws {
+    /// Connects to 127.0.0.1:`port`; with `upgrade`, completes the WebSocket handshake (101) for `path` first.
+    init(port: Int, upgrade: Bool = true, path: String = "/parley") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -30,7 +30,7 @@ final class RawWebSocket {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard upgrade else { return }
         write(Array("""
-            GET /parley HTTP/1.1\r
+            GET \(path) HTTP/1.1\r
             Host: 127.0.0.1:\(port)\r
             Upgrade: websocket\r
             Connection: Upgrade\r
@@ -78,6 +78,26 @@ final class RawWebSocket {
             if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
         }
         return false
+    }
+
+    /// The frames a server sent (unmasked, RFC 6455 §5.2), in order; a frame cut short ends the list.
+    static func serverFrames(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: [UInt8])] {
+        var frames: [(opcode: UInt8, payload: [UInt8])] = []
+        var at = 0
+        while at + 2 <= bytes.count {
+            var length = Int(bytes[at + 1] & 0x7F), header = 2
+            if length == 126, at + 4 <= bytes.count {
+                length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+                header = 4
+            } else if length == 127, at + 10 <= bytes.count {
+                length = (2..<10).reduce(0) { $0 << 8 | Int(bytes[at + $1]) }
+                header = 10
+            }
+            guard at + header + length <= bytes.count else { break }
+            frames.append((bytes[at] & 0x0F, Array(bytes[(at + header)..<(at + header + length)])))
+            at += header + length
+        }
+        return frames
     }
 
     /// One WebSocket frame (RFC 6455 §5.2). `declaredLength` lies about the payload length.
