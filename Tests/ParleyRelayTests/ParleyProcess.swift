@@ -72,18 +72,27 @@ final class ParleyProcess: Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         let transcript = self.transcript
-        // At end of file the handler would keep firing with nothing to read: it unregisters itself.
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            transcript.append(output: String(decoding: data, as: UTF8.self))
-        }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            transcript.errors.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
         try process.run()
+        Self.read(stdout.fileHandleForReading) { transcript.append(output: $0) }
+        Self.read(stderr.fileHandleForReading) { text in transcript.errors.withLock { $0 += text } }
+    }
+
+    /// Reads `handle` on a thread of its own until end of file, which then closes it.
+    ///
+    /// Not `readabilityHandler`: that registers the descriptor with libdispatch's epoll, and a handle closed (the
+    /// test's process object dropped) before its source was torn down left a stale registration behind. The
+    /// descriptor number, soon reused by a socket of another test, then crashed libdispatch's event loop
+    /// (`_dispatch_event_loop_drain`, about one run in eight of the relay suites beside `WebSocketLimitTests`).
+    private static func read(_ handle: FileHandle, _ append: @escaping @Sendable (String) -> Void) {
+        let thread = Thread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                append(String(decoding: data, as: UTF8.self))
+            }
+            try? handle.close()
+        }
+        thread.start()
     }
 
     deinit {
