@@ -1,7 +1,9 @@
 import Testing
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
+import ParleyStore
 import ParleyWire
 import Synchronization
 @testable import ParleyEngine
@@ -162,3 +164,17 @@ func stateDirectory() -> String {
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
+
+/// A relay on loopback that offers messaging, its store in `folder`/messages.sqlite (`folder` is made if missing;
+/// the caller removes it); `adjust` changes the configuration (limits) first.
+func startMessagingRelay(in folder: String, storeBytes: Int? = nil,
+                         _ adjust: (inout RelayConfiguration) -> Void = { _ in }) async throws -> Relay {
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+    configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: storeBytes)
+    adjust(&configuration)
+    return try await Relay.start(configuration)
+}
+

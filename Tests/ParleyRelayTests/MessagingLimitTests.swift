@@ -12,13 +12,7 @@ import Testing
     let folder = NSTemporaryDirectory() + "parley-messaging-limits-\(UUID().uuidString)"
 
     func startRelay(_ adjust: (inout MessagingLimits) -> Void) async throws -> Relay {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite")
-        adjust(&configuration.messaging)
-        return try await Relay.start(configuration)
+        try await startMessagingRelay(in: folder) { adjust(&$0.messaging) }
     }
 
     func loggedIn(_ identity: AccountIdentity, _ relay: Relay) async throws -> TestMessenger {

@@ -113,12 +113,7 @@ final class TestMessenger: Sendable {
     let folder = NSTemporaryDirectory() + "parley-messaging-\(UUID().uuidString)"
 
     func startRelay() async throws -> Relay {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite")
-        return try await Relay.start(configuration)
+        try await startMessagingRelay(in: folder)
     }
 
     @Test func aMessageIsStoredThenDeliveredLiveSealedAndARetryIsNoDuplicate() async throws {
@@ -245,19 +240,14 @@ extension MessagingEvent {
     let folder = NSTemporaryDirectory() + "parley-messaging-timeout-\(UUID().uuidString)"
 
     @Test func aConnectionThatNeverLogsInIsToldWhyAndClosedWhileOneThatDidStays() async throws {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite")
-        configuration.messaging.loginTimeout = .milliseconds(300)
-        let relay = try await Relay.start(configuration)
+        // Long enough for alice's login on a machine busy with every other suite; the idle one waits it out.
+        let relay = try await startMessagingRelay(in: folder) { $0.messaging.loginTimeout = .seconds(3) }
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
         _ = try await alice.login()
         let idle = try await TestMessenger.connect(.create(name: "idle"), port: relay.signalingPort)
         // The relay looks for stale logins once a second.
-        let told = try await idle.wait(for: "the login timeout", within: .seconds(5)) {
+        let told = try await idle.wait(for: "the login timeout", within: .seconds(15)) {
             $0.errorCode == .notLoggedIn ? $0 : nil
         }
         #expect("\(told)".contains("no login within") && "\(told)".contains("login timeout"), "\(told)")
@@ -275,13 +265,8 @@ extension MessagingEvent {
     let folder = NSTemporaryDirectory() + "parley-messaging-full-\(UUID().uuidString)"
 
     @Test func aFullStoreRefusesSendsWithItsReasonAcknowledgesNothingAndKeepsWhatItHas() async throws {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: 160 * 1024)
-        let relay = try await Relay.start(configuration)
+        let relay = try await startMessagingRelay(in: folder, storeBytes: 160 * 1024)
         let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
         _ = try await alice.login()
         let bobIdentity = AccountIdentity.create(name: "bob")

@@ -43,13 +43,8 @@ import Testing
     @Test(arguments: cases, ["/parley", MessagingService.path])
     func aFrameOverTheLimitsIsRefusedWithItsReasonThenOneCloseFrame(_ limit: Case, path: String) async throws {
         let folder = NSTemporaryDirectory() + "parley-ws-limits-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite")
-        let relay = try await Relay.start(configuration)
+        let relay = try await startMessagingRelay(in: folder)
         let socket = try RawWebSocket(port: relay.signalingPort, path: path)
         socket.write(limit.bytes)
         let frames = RawWebSocket.serverFrames(socket.read(for: .seconds(5)))
