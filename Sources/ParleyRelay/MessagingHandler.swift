@@ -34,6 +34,11 @@ final class MessagingHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         guard !failing else { return }
+        if let reason = WebSocketFailure.unexpected(frame) {
+            failing = true
+            service.refuse(id, SignalingError(.badJSON, reason), thenCloseWith: .protocolError)
+            return
+        }
         switch frame.opcode {
         case .text:
             let data = frame.unmaskedData

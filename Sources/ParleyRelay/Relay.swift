@@ -765,12 +765,8 @@ final class SignalingHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         guard let id, !failing else { return }
-        // RFC 6455 §5.2: reserved bits without a negotiated extension, or an opcode nobody defined, fail the
-        // connection (NIO hands both through).
-        let known: [WebSocketOpcode] = [.text, .binary, .ping, .pong, .connectionClose]
-        guard frame.reservedBits.isEmpty, known.contains(frame.opcode) else {
-            core.value.refused(on: id, reason: "frame with opcode \(frame.opcode) and reserved bits "
-                                   + "\(frame.reservedBits.rawValue) is not part of the protocol")
+        if let reason = WebSocketFailure.unexpected(frame) {
+            core.value.refused(on: id, reason: reason)
             failing = true
             WebSocketFailure.close(context.channel, status: .protocolError)
             return

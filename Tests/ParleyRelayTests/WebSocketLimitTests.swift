@@ -33,6 +33,11 @@ import Testing
                  bytes: RawWebSocket.frame(opcode: 0x1, payload: half, fin: false)
                     + RawWebSocket.frame(opcode: 0x0, payload: half),
                  error: ("too-large", "the limit is \(total)"), status: 1009),
+            Case(name: "a reserved bit set",
+                 bytes: [0xC1] + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)).dropFirst(),
+                 error: ("bad-json", "reserved bits 64 is not part of the protocol"), status: 1002),
+            Case(name: "an undefined opcode", bytes: RawWebSocket.frame(opcode: 0x3, payload: []),
+                 error: ("bad-json", "is not part of the protocol"), status: 1002),
             Case(name: "a new message before the last fragment",
                  bytes: RawWebSocket.frame(opcode: 0x1, payload: Array("{".utf8), fin: false)
                     + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)),
