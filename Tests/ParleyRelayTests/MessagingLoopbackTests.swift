@@ -261,6 +261,45 @@ extension MessagingEvent {
     }
 }
 
+@Suite struct MessagingReadOnlyStoreTests {
+    let folder = NSTemporaryDirectory() + "parley-messaging-read-only-\(UUID().uuidString)"
+
+    @Test func aReadOnlyStoreStillDeliversWhatItHoldsAndRefusesNewMessagesByName() async throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let aliceIdentity = AccountIdentity.create(name: "alice"), bobIdentity = AccountIdentity.create(name: "bob")
+        // A relay that could write: both accounts exist, one message waits for bob.
+        let writable = try await startMessagingRelay(in: folder)
+        let bobFirst = try await TestMessenger.connect(bobIdentity, port: writable.signalingPort)
+        _ = try await bobFirst.login()
+        bobFirst.connection.close()
+        let alice = try await TestMessenger.connect(aliceIdentity, port: writable.signalingPort)
+        _ = try await alice.login()
+        try await alice.sendMessage("still there?", to: "bob", id: "r-1")
+        _ = try await alice.wait(for: "stored") { if case .stored = $0 { true } else { nil } }
+        await writable.shutdown()
+
+        // The same store opened read-only (a disk remounted read-only, say).
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", readOnly: true)
+        let relay = try await Relay.start(configuration)
+        let bob = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
+        guard case .loggedIn(let loggedIn) = try await bob.login() else {
+            Issue.record("bob could not log in to a read-only store: \(bob.events)")
+            return
+        }
+        #expect(loggedIn.waiting == 1)
+        let delivered = try await bob.wait(for: "the waiting message") { if case .message(let m) = $0 { m } else { nil } }
+        #expect(delivered.id == "r-1")
+        try await bob.sendMessage("yes", to: "alice", id: "r-2")
+        let refused = try await bob.wait(for: "store-failed") { $0.errorCode == .storeFailed ? $0 : nil }
+        #expect("\(refused)".contains("the message store is read-only"), "\(refused)")
+        #expect(!bob.stored.contains { $0.id == "r-2" }, "a refused message is not acknowledged")
+        await relay.shutdown()
+    }
+}
+
 @Suite struct MessagingStoreTroubleTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-full-\(UUID().uuidString)"
 
