@@ -23,6 +23,19 @@ struct RelayFaultTests {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    @Test("--max-connections above what ulimit -n allows is held to the budget, and the relay says so and serves")
+    func maxConnectionsIsHeldToTheDescriptorBudget() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let relay = try BackgroundProcess("/bin/sh", [
+            "-c", "ulimit -n 1024 && exec '\(parley)' serve --port 0 --insecure --max-connections 5000",
+        ])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        #expect(relay.output.contains(
+            "--max-connections 5000 is more than 1024 file descriptors allow (ulimit -n): holding at most 960"),
+                "\(relay.output)")
+    }
+
     @Test("at its file descriptor budget the relay refuses new connections with one log line, never spins, keeps its call, recovers")
     func outOfFileDescriptors() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
