@@ -158,7 +158,7 @@ public final class MessagingService: @unchecked Sendable {
         for (id, connection) in connections where connection.account == nil
             && now - connection.opened >= limits.loginTimeout {
             connection.peer.send(.error(SignalingError(
-                .notLoggedIn, "no login within \(limits.loginTimeout) of connecting (the login timeout)")))
+                .notLoggedIn, "no login within \(limits.loginTimeout.spokenSeconds) of connecting (the login timeout)")))
             connection.peer.close(with: .policyViolation)
             connections[id] = nil
         }

@@ -364,9 +364,9 @@ public struct RelayState: Sendable {
         for connection in idle.keys.sorted(by: { $0.rawValue < $1.rawValue }).prefix(Self.joinTimeoutClosesPerTick) {
             counters.joinTimeouts += 1
             _ = dropConnection(connection)
-            let seconds = Int(limits.joinTimeout.components.seconds)
             actions += [
-                .send(.error(SignalingError(.limitReached, "no join within \(seconds) s of connecting (the join timeout)")),
+                .send(.error(SignalingError(
+                    .limitReached, "no join within \(limits.joinTimeout.spokenSeconds) of connecting (the join timeout)")),
                       to: [connection]),
                 .close(connection),
             ]

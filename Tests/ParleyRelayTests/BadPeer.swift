@@ -39,12 +39,20 @@ final class RawWebSocket {
             \r
 
             """.utf8))
-        let answer = String(decoding: read(for: .seconds(2), until: { $0.contains("\r\n\r\n") }), as: UTF8.self)
-        guard answer.hasPrefix("HTTP/1.1 101") else {
+        let bytes = read(for: .seconds(2), until: { $0.contains("\r\n\r\n") })
+        guard String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
             close(descriptor)
             throw POSIXError(.EPROTO)
         }
+        // Frames the relay sent right behind its answer (an error and a close, say) came in the same read.
+        let end = [UInt8]("\r\n\r\n".utf8)
+        if let at = (0...(bytes.count - end.count)).first(where: { Array(bytes[$0..<($0 + end.count)]) == end }) {
+            leftover = Array(bytes[(at + end.count)...])
+        }
     }
+
+    /// Bytes read with the handshake's answer that belong to what follows it.
+    private var leftover: [UInt8] = []
 
     deinit { close(descriptor) }
 
@@ -55,7 +63,8 @@ final class RawWebSocket {
 
     /// Reads for up to `window`, or until `done` holds for what arrived, or the relay closes.
     func read(for window: Duration, until done: (String) -> Bool = { _ in false }) -> [UInt8] {
-        var received: [UInt8] = []
+        var received = leftover
+        leftover = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + window
         while ContinuousClock.now < deadline {

@@ -1,4 +1,4 @@
-import ParleyRelay
+@testable import ParleyRelay
 import Testing
 
 /// How many connections a relay holds for a file descriptor limit: all but 64 kept for itself, or half when the
@@ -9,5 +9,16 @@ import Testing
     ])
     func connectionsForADescriptorLimit(descriptors: Int, connections: Int) {
         #expect(DescriptorBudget.connections(descriptors: descriptors) == connections)
+    }
+}
+
+/// Timeouts as the relay's messages name them.
+@Suite struct SpokenSecondsTests {
+    @Test(arguments: [
+        (Duration.seconds(10), "10 s"), (.milliseconds(2500), "2.5 s"), (.milliseconds(300), "0.3 s"),
+        (.milliseconds(1_049), "1 s"), (.milliseconds(1_050), "1.1 s"), (.seconds(600), "600 s"), (.zero, "0 s"),
+    ])
+    func aDurationIsSaidInSecondsToATenth(duration: Duration, spoken: String) {
+        #expect(duration.spokenSeconds == spoken)
     }
 }

@@ -67,4 +67,27 @@ import Testing
         #expect(socket.isClosed(within: .seconds(2)), "\(path): the relay closes the connection")
         await relay.shutdown()
     }
+
+    /// The call relay's own limits that end a connection say why first, then close it with a close frame: the
+    /// error is flushed before the close, on a real socket.
+    @Test func theJoinTimeoutAndThePerAddressLimitSayWhyBeforeTheCloseFrame() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var limits = SignalingLimits()
+        limits.joinTimeout = .milliseconds(500)
+        limits.connectionsPerAddress = 2
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, limits: limits, logger: logger))
+        let first = try RawWebSocket(port: relay.signalingPort), second = try RawWebSocket(port: relay.signalingPort)
+        let third = try RawWebSocket(port: relay.signalingPort)
+        for (socket, mentions) in [(third, "2 is the limit per address"),
+                                   (first, "no join within 0.5 s of connecting (the join timeout)"),
+                                   (second, "the join timeout")] {
+            let frames = RawWebSocket.serverFrames(socket.read(for: .seconds(5)))
+            #expect(frames.map(\.opcode) == [0x1, 0x8], "\(mentions): \(frames.map(\.opcode))")
+            let text = String(decoding: frames.first.map { $0.payload } ?? [], as: UTF8.self)
+            #expect(text.contains("\"limit-reached\"") && text.contains(mentions), "\(text)")
+            #expect(socket.isClosed(within: .seconds(2)), "\(mentions): the relay closes the connection")
+        }
+        await relay.shutdown()
+    }
 }
