@@ -5,8 +5,8 @@ import ParleyWire
 /// How a WebSocket connection that sent a frame it may not send is ended, the same for call signaling and for
 /// messaging.
 ///
-/// NIO's decoder errors (a frame over 32 KiB, a client frame without a mask, a bad length) are answered by NIO's
-/// protocol error handler with a close frame (1009, 1002), which then closes the connection: nothing may follow a
+/// NIO's decoder errors (a frame over 32 KiB, or announcing more) are answered by NIO's protocol error handler with
+/// a close frame (1009), which then closes the connection: nothing may follow a
 /// close frame, so the relay only counts them. The aggregator's errors (a message of more than 64 fragments or
 /// 32 KiB in all, a fragment out of order) reach the relay with nothing sent yet: the client is told why in an
 /// error, then the connection ends with a close frame whose status says the same.
