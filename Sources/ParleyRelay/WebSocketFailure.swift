@@ -45,11 +45,12 @@ enum WebSocketFailure: Equatable {
     /// Why a frame NIO handed through is not part of the protocol (RFC 6455 §5.2: reserved bits without a
     /// negotiated extension, or an opcode nobody defined), or nil when it is.
     static func unexpected(_ frame: WebSocketFrame) -> String? {
-        let known: [WebSocketOpcode] = [.text, .binary, .continuation, .ping, .pong, .connectionClose]
-        guard !frame.reservedBits.isEmpty || !known.contains(frame.opcode) else { return nil }
+        guard !frame.reservedBits.isEmpty || !knownOpcodes.contains(frame.opcode) else { return nil }
         return "frame with opcode \(frame.opcode) and reserved bits \(frame.reservedBits.rawValue) is not part of the "
             + "protocol"
     }
+
+    private static let knownOpcodes: [WebSocketOpcode] = [.text, .binary, .continuation, .ping, .pong, .connectionClose]
 
     /// The error code that goes with a close status: `too-large` for 1009, `bad-json` (not the protocol) otherwise.
     static func errorCode(for status: WebSocketErrorCode) -> SignalingErrorCode {

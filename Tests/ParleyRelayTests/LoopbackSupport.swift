@@ -166,14 +166,16 @@ func stateDirectory() -> String {
 }
 
 /// A relay on loopback that offers messaging, its store in `folder`/messages.sqlite (`folder` is made if missing;
-/// the caller removes it); `adjust` changes the configuration (limits) first.
-func startMessagingRelay(in folder: String, storeBytes: Int? = nil,
+/// the caller removes it; `readOnly` opens an existing store without writing); `adjust` changes the configuration
+/// (limits) first.
+func startMessagingRelay(in folder: String, storeBytes: Int? = nil, readOnly: Bool = false,
                          _ adjust: (inout RelayConfiguration) -> Void = { _ in }) async throws -> Relay {
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     var logger = Logger(label: "test")
     logger.logLevel = .critical
     var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-    configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: storeBytes)
+    configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: storeBytes,
+                                                        readOnly: readOnly)
     adjust(&configuration)
     return try await Relay.start(configuration)
 }

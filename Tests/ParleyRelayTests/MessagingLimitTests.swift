@@ -1,8 +1,6 @@
 import Foundation
-import Logging
 import ParleyRelay
 import ParleySecurity
-import ParleyStore
 import ParleyWire
 import Testing
 
@@ -16,9 +14,7 @@ import Testing
     }
 
     func loggedIn(_ identity: AccountIdentity, _ relay: Relay) async throws -> TestMessenger {
-        let messenger = try await TestMessenger.connect(identity, port: relay.signalingPort)
-        _ = try await messenger.login()
-        return messenger
+        try await TestMessenger.loggedIn(identity, port: relay.signalingPort)
     }
 
     /// Joins `channel` and returns the answer: the member list, or the error.

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ParleySecurity
 import ParleyStore
 import ParleyWire
@@ -35,6 +34,13 @@ final class TestMessenger: Sendable {
             if let event = try? MessagingEvent.decode(text) { box.events.withLock { $0.append(event) } }
         }.get()
         return TestMessenger(identity: identity, connection: connection, box: box)
+    }
+
+    /// Connects and logs in (whatever the answer: a test that cares checks `login()` itself).
+    static func loggedIn(_ identity: AccountIdentity, port: Int) async throws -> TestMessenger {
+        let messenger = try await connect(identity, port: port)
+        _ = try await messenger.login()
+        return messenger
     }
 
     var events: [MessagingEvent] { box.events.withLock { $0 } }
@@ -243,8 +249,7 @@ extension MessagingEvent {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Long enough for alice's login on a machine busy with every other suite; the idle one waits it out.
         let relay = try await startMessagingRelay(in: folder) { $0.messaging.loginTimeout = .seconds(3) }
-        let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
-        _ = try await alice.login()
+        let alice = try await TestMessenger.loggedIn(.create(name: "alice"), port: relay.signalingPort)
         let idle = try await TestMessenger.connect(.create(name: "idle"), port: relay.signalingPort)
         // The relay looks for stale logins once a second.
         let told = try await idle.wait(for: "the login timeout", within: .seconds(15)) {
@@ -269,21 +274,15 @@ extension MessagingEvent {
         let aliceIdentity = AccountIdentity.create(name: "alice"), bobIdentity = AccountIdentity.create(name: "bob")
         // A relay that could write: both accounts exist, one message waits for bob.
         let writable = try await startMessagingRelay(in: folder)
-        let bobFirst = try await TestMessenger.connect(bobIdentity, port: writable.signalingPort)
-        _ = try await bobFirst.login()
+        let bobFirst = try await TestMessenger.loggedIn(bobIdentity, port: writable.signalingPort)
         bobFirst.connection.close()
-        let alice = try await TestMessenger.connect(aliceIdentity, port: writable.signalingPort)
-        _ = try await alice.login()
+        let alice = try await TestMessenger.loggedIn(aliceIdentity, port: writable.signalingPort)
         try await alice.sendMessage("still there?", to: "bob", id: "r-1")
         _ = try await alice.wait(for: "stored") { if case .stored = $0 { true } else { nil } }
         await writable.shutdown()
 
         // The same store opened read-only (a disk remounted read-only, say).
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-        configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", readOnly: true)
-        let relay = try await Relay.start(configuration)
+        let relay = try await startMessagingRelay(in: folder, readOnly: true)
         let bob = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
         guard case .loggedIn(let loggedIn) = try await bob.login() else {
             Issue.record("bob could not log in to a read-only store: \(bob.events)")
@@ -306,11 +305,9 @@ extension MessagingEvent {
     @Test func aFullStoreRefusesSendsWithItsReasonAcknowledgesNothingAndKeepsWhatItHas() async throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let relay = try await startMessagingRelay(in: folder, storeBytes: 160 * 1024)
-        let alice = try await TestMessenger.connect(.create(name: "alice"), port: relay.signalingPort)
-        _ = try await alice.login()
+        let alice = try await TestMessenger.loggedIn(.create(name: "alice"), port: relay.signalingPort)
         let bobIdentity = AccountIdentity.create(name: "bob")
-        let bob = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)
-        _ = try await bob.login()
+        let bob = try await TestMessenger.loggedIn(bobIdentity, port: relay.signalingPort)
         bob.connection.close()
         let long = String(repeating: "x", count: 3000)
         var sent = 0

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import ParleyRelay
-import ParleyStore
 import ParleyWire
 import Testing
 
