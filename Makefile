@@ -3,11 +3,13 @@
 
 SWIFT       ?= swift
 # One release build with testing enabled serves the tests, the demo and the benchmarks: built once, fast codecs loops.
+# `make run` builds only the `parley` product with the same flags, so a later `make test` reuses what it compiled.
 BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
+BENCH_BIN   := .build/release/parley-bench
 
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with).
-APT_PACKAGES := pkg-config libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
+APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
@@ -18,7 +20,8 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg 
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build run test bench bench-call bench-broadcast install clean fuzz fuzz-seeds
+.PHONY: deps bench-deps build build-parley build-bench run test bench bench-call bench-broadcast install clean fuzz \
+        fuzz-seeds
 
 define apt_install
 	@missing=""; \
@@ -42,7 +45,17 @@ bench-deps: deps
 build: deps
 	$(SWIFT) build $(BUILD_FLAGS) --build-tests
 
-run: build
+# Only what the demo needs: the `parley` product, no test targets, no benchmarks.
+build-parley: deps
+	$(SWIFT) build $(BUILD_FLAGS) --product parley
+
+# The benchmarks' own program, the `parley` it starts and the probe the render benchmark draws through.
+build-bench: deps
+	$(SWIFT) build $(BUILD_FLAGS) --product parley
+	$(SWIFT) build $(BUILD_FLAGS) --product parley-bench
+	$(SWIFT) build $(BUILD_FLAGS) --product parley-tui-probe
+
+run: build-parley
 	$(BIN) demo
 
 # Every suite in one process, except groups run afterwards, each on its own: the security proofs' processes; the
@@ -66,14 +79,14 @@ test: build
 	$(TEST) --filter '$(LOSSY_CALL)'
 	$(TEST) --filter '$(REAL_TIME)'
 
-bench: bench-deps build
-	$(BIN) bench all
+bench: bench-deps build-bench
+	$(BENCH_BIN) all --parley $(BIN)
 
-bench-call: bench-deps build
-	$(BIN) bench call
+bench-call: bench-deps build-bench
+	$(BENCH_BIN) call --parley $(BIN)
 
-bench-broadcast: build
-	$(BIN) bench broadcast
+bench-broadcast: build-bench
+	$(BENCH_BIN) broadcast --parley $(BIN)
 
 # The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
 # libFuzzer on the parsers: one instrumented binary (address sanitizer) from the parsers' sources, each target run
@@ -111,7 +124,7 @@ fuzz-seeds:
 	$(FUZZ_SWIFTC) -module-name ParleySeeds $(FUZZ_SOURCES) Tests/Fuzz/Seeds.swift -o .build-fuzz/seeds
 	.build-fuzz/seeds Tests/Fuzz/Corpus
 
-install: build
+install: build-parley
 	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/parley
 	mkdir -p $(DESTDIR)$(PREFIX)/share/parley
 	cp -R Resources/. $(DESTDIR)$(PREFIX)/share/parley/

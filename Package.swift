@@ -46,7 +46,7 @@ let package = Package(
             name: "ParleyDevices",
             dependencies: ["ParleyMedia", "CPortAudio", "CAudioShim", "CTurboJPEG", "CV4L2Shim"]
         ),
-        // Pure room core: sessions, reducer, layout, names, chat log, command table.
+        // Pure room core: sessions, reducer, layout, chat log, command table.
         .target(
             name: "ParleyRoom",
             dependencies: [.product(name: "DequeModule", package: "swift-collections")]
@@ -68,13 +68,14 @@ let package = Package(
             name: "ParleyStore",
             dependencies: ["ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer.
+        // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
+        // relay and the client share.
         .target(name: "ParleyWire"),
         // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP.
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire", "ParleyRoom", "ParleySecurity", "ParleyStore",
+                "ParleyWire", "ParleySecurity", "ParleyStore",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -103,7 +104,8 @@ let package = Package(
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleySecurity", "ParleyWire", "CNcursesw", "CCursesShim",
             ]),
-        // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run.
+        // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run. Not linked into
+        // the `parley` binary: `parley-bench` runs them and starts the `parley` binary it is given.
         .target(
             name: "ParleyBench",
             dependencies: [
@@ -111,20 +113,34 @@ let package = Package(
                 "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices",
             ]
         ),
+        // `parley-bench [suite]`, what `make bench` runs (a developer's tool, beside the product as redis-benchmark is).
+        .executableTarget(
+            name: "parley-bench",
+            dependencies: ["ParleyBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // Pictures and helpers that tests and test probes share (not linked into `parley`).
+        .target(name: "ParleyTestSupport", dependencies: ["ParleyMedia"]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
-        // and runs the in-pane half of RenderBench (`--bench`).
+        // and runs the in-pane half of RenderBench (`pane`).
         .executableTarget(
             name: "parley-tui-probe",
-            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyBench"]
+            dependencies: [
+                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyBench", "ParleyTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // Hidden test helper, not a product: runs a microphone or speaker (or a camera) in a child process with its own
         // environment (sound server, ALSA configuration) for ParleyDevicesTests.
-        .executableTarget(name: "parley-device-probe", dependencies: ["ParleyDevices", "ParleyMedia"]),
-        // The `parley` command: join, serve, demo, bot, bench.
+        .executableTarget(
+            name: "parley-device-probe",
+            dependencies: [
+                "ParleyDevices", "ParleyMedia", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        // The `parley` command: join, serve, demo, bot, messaging. No benchmark code (that is `parley-bench`).
         .executableTarget(
             name: "parley",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyBench",
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
                 "ParleySecurity", "ParleyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,7 +183,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ParleyTUITests",
-            dependencies: ["ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyBench"],
+            dependencies: [
+                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyTestSupport", "ParleyWire",
+            ],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),

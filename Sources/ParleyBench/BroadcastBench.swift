@@ -6,7 +6,7 @@ import ParleyWire
 import Glibc
 #endif
 
-/// `parley bench broadcast`: one broadcaster and a growing audience through one relay (issue 14, item 6).
+/// `parley-bench broadcast`: one broadcaster and a growing audience through one relay (issue 14, item 6).
 ///
 /// A real `parley serve` and a real broadcaster (`parley bot`, sending the call benchmark's camera file at the call
 /// settings); the audience are light receivers in this process (a WebSocket joined as `audience` and a bound UDP

@@ -6,7 +6,7 @@ import ParleyMedia
 import Glibc
 #endif
 
-/// What a whole call costs (`parley bench call`, `make bench-call`): a 1:1 Parley call next to 1:1 calls doing the same
+/// What a whole call costs (`parley-bench call`, `make bench-call`): a 1:1 Parley call next to 1:1 calls doing the same
 /// work on the same machine in the same run (baresip with its picture discarded, baresip painting into X11 windows
 /// under Xvfb, and a Chromium tab holding both sides of a WebRTC call), then 4- and 9-party Parley calls.
 ///

@@ -6,7 +6,7 @@ import ParleyMedia
 import ParleyRelay
 import Synchronization
 
-/// Echo cancellation measured in a call (`parley bench echo`, the last table): alice talks (the synthetic voice);
+/// Echo cancellation measured in a call (`parley-bench echo`, the last table): alice talks (the synthetic voice);
 /// bob's speaker plays her into a simulated room whose microphone hears it back after a delay at -6 dB, and bob says
 /// nothing. What alice receives from bob is then only her own echo: its level with bob's echo cancellation off and
 /// on gives the ERLE the far end hears, after Opus both ways, the relay and the jitter buffers, with bob's devices

@@ -5,7 +5,7 @@ import Foundation
 import ParleyMedia
 
 /// Codec speed: Parley's VP8 and Opus wrappers against the reference implementations, measured in the same run on
-/// the same generated content (`parley bench codecs`, `make bench`).
+/// the same generated content (`parley-bench codecs`, `make bench`).
 ///
 /// VP8 is compared with Debian's `vpxenc`/`vpxdec` (vpx-tools) at identical settings; their own timers are used
 /// (they time only the libvpx calls), so file I/O and process start do not count against them. Opus is compared with

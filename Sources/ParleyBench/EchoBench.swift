@@ -2,7 +2,7 @@ import Foundation
 import ParleyEngine
 import ParleyMedia
 
-/// Echo cancellation and drift-compensation cost (`parley bench echo`, part of `make bench`).
+/// Echo cancellation and drift-compensation cost (`parley-bench echo`, part of `make bench`).
 ///
 /// ERLE: the synthetic far-end voice is played into a simulated room whose microphone hears it back after a delay
 /// at -6 dB; the microphone signal runs through `EchoCanceller` in 20 ms blocks, as the call's capture path would.

@@ -3,7 +3,7 @@ import ParleyRelay
 import ParleyWire
 import Synchronization
 
-/// `parley bench load`: one `parley serve` under a day's load and under attack, on loopback.
+/// `parley-bench load`: one `parley serve` under a day's load and under attack, on loopback.
 ///
 /// - Soak: light members (real RTP at a call's rates: 1212-byte VP8 packets and 100-byte Opus packets, 60 a second
 ///   each, about 315 kbit/s) in rooms of ten, all sending, for minutes: forwarded packets a second, the relay's CPU,

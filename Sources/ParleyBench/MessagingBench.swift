@@ -5,7 +5,7 @@ import ParleySecurity
 import ParleyWire
 import Synchronization
 
-/// `parley bench messaging`: direct messages through one `parley serve` (its own process, SQLite in a fresh state
+/// `parley-bench messaging`: direct messages through one `parley serve` (its own process, SQLite in a fresh state
 /// folder) with 100 logged-in users on loopback: messages stored a second and delivery latency at offered rates,
 /// and a 10,000-message backlog delivered and opened at login.
 public enum MessagingBench {

@@ -160,23 +160,10 @@ public enum RenderBench {
     }
 
     /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH [--content call|motion]`
-    /// inside tmux: renders N frames of T tiles through `Terminal` and writes timings to PATH. Returns the exit status.
-    public static func paneMain(arguments: [String]) -> Int32 {
-        var options: [String: String] = [:]
-        var index = 0
-        while index + 1 < arguments.count {
-            options[arguments[index]] = arguments[index + 1]
-            index += 2
-        }
-        guard let frames = options["--frames"].flatMap(Int.init), frames > 0,
-              let tiles = options["--tiles"].flatMap(Int.init), tiles > 0,
-              let out = options["--out"] else {
-            FileHandle.standardError.write(Data("usage: --bench --frames N --tiles T --out PATH\n".utf8))
-            return 2
-        }
-        let warmup = options["--warmup"].flatMap(Int.init) ?? 20
-        let content = options["--content"].flatMap(BenchPattern.Content.init(rawValue:)) ?? .motion
-        let cells = options["--cells"].flatMap(PictureCells.init(rawValue:)) ?? .halfBlocks
+    /// inside tmux: renders `frames` frames of `tiles` tiles through `Terminal` after `warmup` more and writes timings
+    /// to `out`. Returns the exit status.
+    public static func pane(frames: Int, tiles: Int, out: String, warmup: Int = 20,
+                            content: BenchPattern.Content = .motion, cells: PictureCells = .halfBlocks) -> Int32 {
         let pattern = BenchPattern.frames(content, count: patternLength, width: frameWidth, height: frameHeight)
         do {
             let result = try Terminal.withTerminal { terminal -> PaneResult in
@@ -405,9 +392,9 @@ public enum RenderBench {
 }
 
 /// Synthetic camera video for the benchmark, in two kinds (see `Content`).
-enum BenchPattern {
+public enum BenchPattern {
     /// What the frames show.
-    enum Content: String, CaseIterable {
+    public enum Content: String, CaseIterable, Sendable {
         /// A still background gradient, a head-and-shoulders shape swaying and moving its "mouth", sensor noise.
         case call
         /// A gradient scrolling diagonally with moving colour bands, a white disc and a red square crossing the

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyRoom
+import ParleyWire
 
 /// A meeting link: the relay and the room in one line, as people paste it into chat or an invitation.
 /// `parley://HOST[:PORT]/ROOM` (TLS, as every call by default), `wss://…` (the same), `ws://…` (a relay without TLS,

@@ -45,7 +45,7 @@ public final class PeerAudioPlayout {
     /// Furthest the resampling ratio moves from 1 to absorb clock drift.
     public static let maximumCorrection = 1000e-6
     /// speexdsp resampler quality used unless told otherwise. Quality 1 keeps a resampled tone 76 dB above its error
-    /// (far below what Opus at 32 kbit/s leaves) at a third to a half of quality 3's CPU: 0.1 % of a core per peer (`parley bench
+    /// (far below what Opus at 32 kbit/s leaves) at a third to a half of quality 3's CPU: 0.1 % of a core per peer (`parley-bench
     /// echo`).
     public static let defaultResamplerQuality = 1
     /// The jitter buffer settings of a call. Drift is corrected by resampling; a burst of packets (a sender's thread

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Logging
 import NIOWebSocket
-import ParleyRoom
 import ParleySecurity
 import ParleyStore
 import ParleyWire

@@ -4,7 +4,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
-import ParleyRoom
 import ParleySecurity
 import ParleyStore
 import ParleyWire
@@ -117,7 +116,7 @@ public final class Relay: Sendable {
                     .channelOption(.datagramVectorReadMessageCount, value: 64)
                     // A larger receive queue (4 MB asked; Linux caps it at net.core.rmem_max and doubles it) rides out
                     // a busy moment of the event loop instead of dropping: the default 208 KB holds ~90 video
-                    // packets, a few milliseconds under a flood of garbage (`parley bench load`, hostile).
+                    // packets, a few milliseconds under a flood of garbage (`parley-bench load`, hostile).
                     .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                     .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
                     .bind(host: configuration.host, port: configuration.port).get()

@@ -1,5 +1,5 @@
 import Foundation
-import ParleyRoom
+import ParleyWire
 import ParleySecurity
 
 /// A rooms file that could not be read, with the line and what was wrong.

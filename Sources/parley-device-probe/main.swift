@@ -5,7 +5,9 @@
 //   parley-device-probe capture [--device NAME] --seconds S --out FILE.wav [--channels N] [--block FRAMES]
 //   parley-device-probe play [--device NAME] --in FILE.wav [--prebuffer N] [--block FRAMES]
 //
-// Results go to standard output as one JSON line; errors as "error: ..." with exit status 2 (1 for bad usage).
+// Results go to standard output as one JSON line; errors as "error: ..." with exit status 2 (bad usage: the argument
+// parser's message and its exit status).
+import ArgumentParser
 import Dispatch
 import Foundation
 import ParleyDevices
@@ -29,10 +31,6 @@ struct DeviceList: Codable {
     var speakers: [AudioDeviceInfo]
 }
 
-struct UsageError: Error, CustomStringConvertible {
-    var description: String
-}
-
 let sampleRate = 48_000
 
 func printJSON(_ value: some Encodable) throws {
@@ -41,38 +39,10 @@ func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// `--name value` pairs after the command.
-func options(_ arguments: ArraySlice<String>) throws -> [String: String] {
-    var result: [String: String] = [:]
-    var rest = arguments[...]
-    while let name = rest.popFirst() {
-        guard name.hasPrefix("--"), let value = rest.popFirst() else {
-            throw UsageError(description: "expected --option value, got \(name)")
-        }
-        result[String(name.dropFirst(2))] = value
-    }
-    return result
-}
-
-func number(_ options: [String: String], _ name: String, default fallback: Double? = nil) throws -> Double {
-    guard let text = options[name] else {
-        guard let fallback else { throw UsageError(description: "--\(name) is required") }
-        return fallback
-    }
-    guard let value = Double(text), value.isFinite, value >= 0, value <= 3600 else {
-        throw UsageError(description: "--\(name) \(text) is not a number from 0 to 3600")
-    }
-    return value
-}
-
-func capture(_ options: [String: String]) throws {
-    let seconds = try number(options, "seconds")
-    let channels = Int(try number(options, "channels", default: 1))
-    let block = Int(try number(options, "block", default: 960))
-    guard let output = options["out"] else { throw UsageError(description: "--out FILE.wav is required") }
+func capture(device: String?, seconds: Double, output: String, channels: Int, block: Int) throws {
     let wanted = Int(seconds * Double(sampleRate))
     let stream = try PortAudioLayer().openInput(
-        named: options["device"], sampleRate: sampleRate, channels: channels, framesPerBlock: block)
+        named: device, sampleRate: sampleRate, channels: channels, framesPerBlock: block)
     let device = stream.deviceName
     let collected = Mutex<[Int16]>([])
     let outcome = Mutex<AudioDeviceError?>(nil)
@@ -107,10 +77,7 @@ func capture(_ options: [String: String]) throws {
         firstBlockSeconds: firstBlock.withLock { $0 }?.timeIntervalSince(start)))
 }
 
-func play(_ options: [String: String]) throws {
-    guard let input = options["in"] else { throw UsageError(description: "--in FILE.wav is required") }
-    let block = Int(try number(options, "block", default: 960))
-    let prebuffer = Int(try number(options, "prebuffer", default: 3))
+func play(device: String?, input: String, prebuffer: Int, block: Int) throws {
     let audio = try WAVAudio.parse([UInt8](try Data(contentsOf: URL(fileURLWithPath: input))))
     let channels = audio.channels
     // Whole blocks only: the last one is padded with silence.
@@ -119,7 +86,7 @@ func play(_ options: [String: String]) throws {
     samples += [Int16](repeating: 0, count: (blockSamples - samples.count % blockSamples) % blockSamples)
     let blocks = samples.count / blockSamples
     let stream = try PortAudioLayer().openOutput(
-        named: options["device"], sampleRate: sampleRate, channels: channels, framesPerBlock: block)
+        named: device, sampleRate: sampleRate, channels: channels, framesPerBlock: block)
     let device = stream.deviceName
     let nextBlock = Atomic(0)
     let outcome = Mutex<AudioDeviceError?>(nil)
@@ -165,23 +132,79 @@ func play(_ options: [String: String]) throws {
         underruns: underrunsAtEnd.load(ordering: .relaxed), dropped: playout.dropped))
 }
 
-let arguments = CommandLine.arguments.dropFirst()
-do {
-    switch arguments.first {
-    case "list":
-        let layer = PortAudioLayer()
-        try printJSON(DeviceList(microphones: try layer.inputDevices(), speakers: try layer.outputDevices()))
-    case "capture":
-        try capture(try options(arguments.dropFirst()))
-    case "play":
-        try play(try options(arguments.dropFirst()))
-    default:
-        throw UsageError(description: "usage: parley-device-probe list | capture ... | play ...")
+/// Runs `body`, printing a device error as "error: ..." with exit status 2.
+func reportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch {
+        print("error: \(error)")
+        throw ExitCode(2)
     }
-} catch let error as UsageError {
-    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-    exit(1)
-} catch {
-    print("error: \(error)")
-    exit(2)
 }
+
+/// A count option checked against its range, with a message naming the option.
+func checked(_ value: Int, _ name: String, in range: ClosedRange<Int>) throws -> Int {
+    guard range.contains(value) else { throw ValidationError("--\(name) \(value) is not from \(range.lowerBound) to \(range.upperBound)") }
+    return value
+}
+
+struct DeviceProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-device-probe", abstract: "Drives ParleyDevices from a child process for the device tests.",
+        subcommands: [List.self, Capture.self, Play.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the microphones and speakers as JSON.")
+
+        func run() throws {
+            try reportingErrors {
+                let layer = PortAudioLayer()
+                try printJSON(DeviceList(microphones: try layer.inputDevices(), speakers: try layer.outputDevices()))
+            }
+        }
+    }
+
+    struct Capture: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Record from a microphone into a WAV file.")
+
+        @Option(help: "The microphone (default: the system's).") var device: String?
+        @Option(help: "Seconds to record, from 0 to 3600.") var seconds: Double
+        @Option(help: "The WAV file written.") var out: String
+        @Option(help: "Channels, 1 to 8.") var channels = 1
+        @Option(help: "Frames per block, 1 to 48000.") var block = 960
+
+        func validate() throws {
+            guard seconds.isFinite, seconds >= 0, seconds <= 3600 else {
+                throw ValidationError("--seconds \(seconds) is not a number from 0 to 3600")
+            }
+            _ = try checked(channels, "channels", in: 1...8)
+            _ = try checked(block, "block", in: 1...48_000)
+        }
+
+        func run() throws {
+            try reportingErrors {
+                try capture(device: device, seconds: seconds, output: out, channels: channels, block: block)
+            }
+        }
+    }
+
+    struct Play: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Play a WAV file on a speaker.")
+
+        @Option(help: "The speaker (default: the system's).") var device: String?
+        @Option(name: .customLong("in"), help: "The WAV file played.") var input: String
+        @Option(help: "Blocks queued before playback starts, 0 to 100.") var prebuffer = 3
+        @Option(help: "Frames per block, 1 to 48000.") var block = 960
+
+        func validate() throws {
+            _ = try checked(prebuffer, "prebuffer", in: 0...100)
+            _ = try checked(block, "block", in: 1...48_000)
+        }
+
+        func run() throws {
+            try reportingErrors { try play(device: device, input: input, prebuffer: prebuffer, block: block) }
+        }
+    }
+}
+
+DeviceProbe.main()

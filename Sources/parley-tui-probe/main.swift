@@ -8,13 +8,14 @@
 //                               in a pixel mode (kitty, sixel) the video is `ProbePicture.gradient` (96x64) instead
 //                               PARLEY_PROBE_STATUS=FILE writes the choice there as "label|cell WxH|reason" once drawn
 //   parley-tui-probe --crash    draws, then traps (checks that a crash restores the terminal)
-//   parley-tui-probe --bench …  see RenderBench.paneMain
-//   parley-tui-probe --render-bench [frames]  runs RenderBench and prints its table (until `parley bench render`)
+//   parley-tui-probe --bench …  see RenderBench.pane (`--help` lists the options)
+import ArgumentParser
 import Foundation
 import ParleyBench
 import ParleyMedia
 import ParleyRoom
 import ParleyTUI
+import ParleyTestSupport
 
 /// 40x20 frame: red above blue, the boundary inside the middle cell row of a 20x5 tile.
 func splitFrame(swapped: Bool = false) -> VideoFrame {
@@ -120,18 +121,59 @@ func runProbe(crash: Bool) -> Int32 {
     }
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "--bench": exit(RenderBench.paneMain(arguments: Array(arguments.dropFirst())))
-case "--crash": exit(runProbe(crash: true))
-case "--render-bench":
-    do {
-        let frames = arguments.dropFirst().first.flatMap(Int.init) ?? 300
-        let tables = try RenderBench.run(frames: frames) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
-        print(tables.map(\.markdown).joined(separator: "\n\n"))
-    } catch {
-        FileHandle.standardError.write(Data("parley-tui-probe: \(error)\n".utf8))
-        exit(1)
+/// The probe's command line: no option draws the probe screen, `--crash` traps after drawing, `--bench` renders frames
+/// for RenderBench.
+struct ProbeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-tui-probe", abstract: "Draws a known screen for the tmux tests, or RenderBench's pane half.")
+
+    @Flag(help: "Draw, then trap (checks that a crash restores the terminal).")
+    var crash = false
+
+    @Flag(help: "Render --frames frames of --tiles tiles for RenderBench and write timings to --out.")
+    var bench = false
+
+    @Option(help: "With --bench: frames measured.")
+    var frames: Int?
+
+    @Option(help: "With --bench: tiles in an equal grid.")
+    var tiles: Int?
+
+    @Option(help: "With --bench: where the timings go.")
+    var out: String?
+
+    @Option(help: "With --bench: frames drawn before measuring.")
+    var warmup = 20
+
+    @Option(help: "With --bench: call or motion.")
+    var content = BenchPattern.Content.motion.rawValue
+
+    @Option(help: "With --bench: \(PictureCells.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var cells = PictureCells.halfBlocks.rawValue
+
+    func validate() throws {
+        guard bench else { return }
+        guard let frames, frames > 0 else { throw ValidationError("--bench needs --frames N above 0") }
+        guard let tiles, tiles > 0 else { throw ValidationError("--bench needs --tiles N above 0") }
+        guard out != nil else { throw ValidationError("--bench needs --out PATH") }
+        guard warmup >= 0 else { throw ValidationError("--warmup must be 0 or more, got \(warmup)") }
+        guard BenchPattern.Content(rawValue: content) != nil else {
+            throw ValidationError("--content must be call or motion, got \(content)")
+        }
+        guard PictureCells(rawValue: cells) != nil else {
+            throw ValidationError("--cells must be one of \(PictureCells.allCases.map(\.rawValue)), got \(cells)")
+        }
     }
-default: exit(runProbe(crash: false))
+
+    func run() throws {
+        if bench, let frames, let tiles, let out, let content = BenchPattern.Content(rawValue: content),
+            let cells = PictureCells(rawValue: cells)
+        {
+            throw ExitCode(RenderBench.pane(frames: frames, tiles: tiles, out: out, warmup: warmup, content: content,
+                                            cells: cells))
+        }
+        throw ExitCode(runProbe(crash: crash))
+    }
 }
+
+ProbeCommand.main()

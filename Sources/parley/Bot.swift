@@ -4,6 +4,7 @@ import Logging
 import ParleyEngine
 import ParleyRoom
 import ParleySecurity
+import ParleyWire
 
 /// `parley bot`: a headless participant for tests and the demo.
 struct Bot: AsyncParsableCommand {

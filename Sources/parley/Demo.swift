@@ -6,6 +6,7 @@ import ParleyRelay
 import ParleyRoom
 import ParleySecurity
 import ParleyTUI
+import ParleyWire
 
 /// `parley demo` (and `make run`): a live four-party call on an embedded relay, in one command.
 struct Demo: AsyncParsableCommand {

@@ -5,6 +5,7 @@ import ParleyEngine
 import ParleyRoom
 import ParleySecurity
 import ParleyTUI
+import ParleyWire
 
 /// Options shared by the interactive commands (`parley`, `join`, `demo`).
 struct InteractiveOptions: ParsableArguments {

@@ -11,7 +11,7 @@ struct Parley: AsyncParsableCommand {
             --name NAME` to join a real one. `parley serve` runs the relay.
             """,
         subcommands: [
-            Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self, Bench.self,
+            Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self,
             Login.self, Logout.self, Msg.self, Inbox.self, History.self, Chats.self, Channel.self, Messages.self, Status.self,
             Account.self,
         ],

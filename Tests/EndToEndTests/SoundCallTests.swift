@@ -131,7 +131,7 @@ struct SoundCallTests {
         }
         // Alice talks into her default microphone and plays nothing; bob only listens on the default speaker and keeps
         // statistics. Noise suppression reshapes the waveform by design (that is its job, measured on its own by the
-        // echo tests and `parley bench echo`), so this test of the path itself runs alice without it.
+        // echo tests and `parley-bench echo`), so this test of the path itself runs alice without it.
         let alice = try join("alice", "--speaker none --no-echo-cancel")
         let bob = try join("bob", "--audio silence --stats-file \(folder)/bob.json")
         defer {

@@ -1,6 +1,7 @@
-import ParleyRoom
-import Testing
 @testable import ParleyEngine
+import ParleyRoom
+import ParleyWire
+import Testing
 
 /// Meeting links and relay addresses as a new user types them: every form either works or says what to type.
 struct MeetingLinkTests {

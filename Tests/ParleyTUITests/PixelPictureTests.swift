@@ -1,5 +1,5 @@
 import Foundation
-import ParleyBench
+import ParleyTestSupport
 import ParleyMedia
 import Testing
 @testable import ParleyTUI

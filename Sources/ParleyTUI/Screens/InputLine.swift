@@ -1,4 +1,5 @@
 import ParleyRoom
+import ParleyWire
 
 /// One line of editable text with a cursor, as in the lobby's fields: the editing keys every text field shares.
 public struct InputLine: Hashable, Sendable {

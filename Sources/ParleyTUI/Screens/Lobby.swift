@@ -1,6 +1,7 @@
 import ParleyEngine
 import ParleyRoom
 import ParleySecurity
+import ParleyWire
 
 /// The end-to-end cipher chosen in the lobby (SFrame with AES-GCM), or none.
 public enum LobbyCipher: String, CaseIterable, Hashable, Sendable {

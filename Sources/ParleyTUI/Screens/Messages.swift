@@ -1,5 +1,6 @@
 import Foundation
 import ParleyRoom
+import ParleyWire
 
 /// A conversation: direct with an account, or a channel.
 public struct ConversationKey: Hashable, Sendable, CustomStringConvertible {

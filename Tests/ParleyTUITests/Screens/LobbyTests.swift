@@ -3,6 +3,7 @@ import ParleyRoom
 import Testing
 
 @testable import ParleyTUI
+import ParleyWire
 
 @Suite("Lobby")
 struct LobbyTests {

@@ -1,4 +1,4 @@
-import ParleyRoom
+import ParleyWire
 import Testing
 
 @Suite("Names")

@@ -2,9 +2,12 @@ import ArgumentParser
 import Foundation
 import ParleyBench
 
-/// `parley bench`: the measurements behind `make bench`.
-struct Bench: AsyncParsableCommand {
+/// `parley-bench`: the measurements behind `make bench`, kept out of the shipped `parley` binary. Benchmarks that run
+/// a relay or bots start the `parley` binary given by `--parley`.
+@main
+struct ParleyBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "parley-bench",
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
@@ -18,6 +21,17 @@ struct Bench: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With render: write PNGs of one frame in every picture mode to this folder.",
                                valueName: "folder"))
     var pictures: String?
+
+    @Option(help: ArgumentHelp("The parley binary the relay, load, messaging, call, broadcast and encryption benchmarks "
+                               + "start (default: PARLEY_BIN, or the parley next to this program).", valueName: "path"))
+    var parley: String?
+
+    func validate() throws {
+        let path = parleyPath()
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw ValidationError("no parley binary at \(path): build it (`make build`) or give its path with --parley")
+        }
+    }
 
     func run() async throws {
         let started = Date()
@@ -62,18 +76,16 @@ struct Bench: AsyncParsableCommand {
                 let settings = try CallBench.Settings.fromEnvironment(parleyPath: executablePath())
                 for table in try EncryptionBench.run(settings, log: log) { print(table.markdown + "\n") }
             } catch let error as CallBenchError {
-                throw CommandFailure("encryption benchmark: \(error)")
+                throw BenchFailure("encryption benchmark: \(error)")
             }
         }
         if suite == .call || suite == .all {
             print(try SimulcastQualityBench.run(log: log).markdown + "\n")
-            let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-                ?? CommandLine.arguments[0]
             do {
-                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executable)
+                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executablePath())
                 for table in try CallBench.run(settings, log: log) { print(table.markdown + "\n") }
             } catch let error as CallBenchError {
-                throw CommandFailure("call benchmark: \(error)")
+                throw BenchFailure("call benchmark: \(error)")
             }
         }
         if suite == .broadcast || suite == .all {
@@ -81,15 +93,22 @@ struct Bench: AsyncParsableCommand {
                 let settings = try BroadcastBench.Settings.fromEnvironment(parleyPath: executablePath())
                 for table in try BroadcastBench.run(settings, log: log) { print(table.markdown + "\n") }
             } catch let error as CallBenchError {
-                throw CommandFailure("broadcast benchmark: \(error)")
+                throw BenchFailure("broadcast benchmark: \(error)")
             }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
     }
 
-    /// This program's own path, so the relay benchmark can start `parley serve` from the same build.
+    /// The `parley` binary the benchmarks start (`parley serve`, `parley bot`), as an absolute path.
     private func executablePath() -> String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        URL(fileURLWithPath: parleyPath()).standardizedFileURL.path
+    }
+
+    private func parleyPath() -> String {
+        if let parley { return parley }
+        if let path = ProcessInfo.processInfo.environment["PARLEY_BIN"], !path.isEmpty { return path }
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("parley").path
     }
 
     private func machineDescription() -> String {
@@ -100,4 +119,11 @@ struct Bench: AsyncParsableCommand {
         let date = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withFullDate])
         return "\(date), \(cpu), \(cores) cores"
     }
+}
+
+/// A benchmark that could not run, said in one line.
+struct BenchFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
 }
