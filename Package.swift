@@ -190,6 +190,6 @@ let package = Package(
             exclude: ["Screens/Golden"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia"], exclude: ["Golden"]),
-        .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench"]),
+        .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench", "ParleyRoom"]),
     ]
 )

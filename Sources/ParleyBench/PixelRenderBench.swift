@@ -4,6 +4,7 @@ import ParleyTUI
 
 #if canImport(Glibc)
 import Glibc
+import ParleyRoom
 #endif
 
 /// How fast the pixel modes turn video into terminal output, and how many bytes they write: 4 tiles of 320x240
@@ -34,7 +35,7 @@ public enum PixelRenderBench {
                 var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: cell, sharedMemory: shared))
                 var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
                 let rects = (0..<tiles).map { index in
-                    ScreenRect(column: (index % 2) * tileColumns, row: (index / 2) * tileRows, width: tileColumns,
+                    CellRect(x: (index % 2) * tileColumns, y: (index / 2) * tileRows, width: tileColumns,
                                height: tileRows)
                 }
                 // One spare row: sixel pictures never use the screen's last row.

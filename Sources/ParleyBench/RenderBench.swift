@@ -5,6 +5,7 @@ import ParleyTUI
 
 #if canImport(Glibc)
 import Glibc
+import ParleyRoom
 #endif
 
 /// Why the renderer benchmark could not run.
@@ -215,17 +216,17 @@ public enum RenderBench {
 
     /// `count` equal tiles in a near-square grid covering `columns`×`rows` cells (rows filled first; the last row may
     /// hold fewer tiles). A stand-in until the room's layout lands.
-    static func equalGrid(count: Int, columns: Int, rows: Int) -> [ScreenRect] {
+    static func equalGrid(count: Int, columns: Int, rows: Int) -> [CellRect] {
         guard count > 0 else { return [] }
         var gridColumns = 1
         while gridColumns * gridColumns < count { gridColumns += 1 }
         let gridRows = (count + gridColumns - 1) / gridColumns
-        var rects: [ScreenRect] = []
+        var rects: [CellRect] = []
         for index in 0..<count {
             let r = index / gridColumns, c = index % gridColumns
             let left = c * columns / gridColumns, right = (c + 1) * columns / gridColumns
             let top = r * rows / gridRows, bottom = (r + 1) * rows / gridRows
-            rects.append(ScreenRect(column: left, row: top, width: right - left, height: bottom - top))
+            rects.append(CellRect(x: left, y: top, width: right - left, height: bottom - top))
         }
         return rects
     }
@@ -281,7 +282,7 @@ public enum RenderBench {
 
     /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted): the best of two rounds over
     /// its work levels 5 (the default), 7 and 9.
-    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [ScreenRect], frames: Int,
+    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [CellRect], frames: Int,
                                   symbols: String) throws -> (seconds: Double, work: String) {
         var sizes: [String: Int] = [:]
         for tile in tiles { sizes["\(tile.width)x\(tile.height)", default: 0] += 1 }

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyRoom
 import ParleyTUI
 
 /// How close each picture mode comes to the source: the same frames drawn on the same cell grid by Parley's
@@ -195,7 +196,7 @@ public enum RenderQualityBench {
         let screen = try ANSIText.screen(from: Array(result.output.utf8), width: grid.columns,
                                          height: grid.rows * files.count)
         return try (0..<files.count).map { index in
-            try CellPicture.rgb(of: screen, in: ScreenRect(column: 0, row: index * grid.rows, width: grid.columns,
+            try CellPicture.rgb(of: screen, in: CellRect(x: 0, y: index * grid.rows, width: grid.columns,
                                                            height: grid.rows),
                                 cellWidth: cellWidth, cellHeight: cellHeight)
         }

@@ -115,7 +115,7 @@ public enum SimulcastQualityBench {
         let columns = tile.width, rows = (tile.height + 1) / 2
         var screen = Screen(width: columns, height: rows)
         var renderer = VideoCellRenderer(mode: mode)
-        renderer.draw(frame, into: &screen, in: ScreenRect(column: 0, row: 0, width: columns, height: rows))
+        renderer.draw(frame, into: &screen, in: CellRect(x: 0, y: 0, width: columns, height: rows))
         let area = VideoCellRenderer.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
                                                  columns: columns, rows: rows)
         guard area.width == tile.width, area.height == tile.height, area.x == 0, area.y == 0 else { return nil }

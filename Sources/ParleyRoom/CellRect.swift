@@ -1,4 +1,5 @@
-/// A rectangle of character cells on the screen: column `x`, row `y`, 0-based from the top-left.
+/// A rectangle of character cells on the screen: column `x`, row `y`, 0-based from the top-left. The room core lays
+/// tiles out in it and the terminal front end draws into it.
 public struct CellRect: Hashable, Sendable, CustomStringConvertible {
     /// Leftmost column.
     public var x: Int
@@ -39,6 +40,18 @@ public struct CellRect: Hashable, Sendable, CustomStringConvertible {
     /// True when the two rectangles share at least one cell.
     public func intersects(_ other: CellRect) -> Bool {
         !isEmpty && !other.isEmpty && x < other.maxX && other.x < maxX && y < other.maxY && other.y < maxY
+    }
+
+    /// The cells inside both rectangles (an empty rectangle at the overlap's corner when they do not overlap).
+    public func intersection(_ other: CellRect) -> CellRect {
+        let left = max(x, other.x), top = max(y, other.y)
+        let right = min(maxX, other.maxX), bottom = min(maxY, other.maxY)
+        return CellRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
+    /// The rectangle shrunk by `amount` cells on every side (never below zero size).
+    public func inset(by amount: Int) -> CellRect {
+        CellRect(x: x + amount, y: y + amount, width: max(0, width - 2 * amount), height: max(0, height - 2 * amount))
     }
 
     /// The largest rectangle centred inside this one whose picture keeps `aspect` (width / height in pixels),

@@ -1,3 +1,4 @@
+import ParleyRoom
 /// What a viewer sees in block-character cells, as pixels: each cell drawn `cellWidth`×`cellHeight` pixels, the
 /// character's foreground parts (`BlockSymbols.parts`) over its background, edges of parts that do not fall on a
 /// pixel boundary blended. For reading pictures back in benchmarks and tests, from Parley's screens and from other
@@ -16,23 +17,23 @@ public enum CellPicture {
 
     /// RGB bytes (row-major, 3 per pixel) of `rect` of `screen`, `rect.width * cellWidth` pixels wide. Default
     /// colours show as `defaultColor`.
-    public static func rgb(of screen: Screen, in rect: ScreenRect, cellWidth: Int, cellHeight: Int,
+    public static func rgb(of screen: Screen, in rect: CellRect, cellWidth: Int, cellHeight: Int,
                            defaultColor: (r: UInt8, g: UInt8, b: UInt8) = (0, 0, 0)) throws -> [UInt8] {
         let width = rect.width * cellWidth, height = rect.height * cellHeight
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
         var masks: [Unicode.Scalar: [Double]] = [:]
         for row in 0..<rect.height {
             for column in 0..<rect.width {
-                let cell = screen[rect.column + column, rect.row + row]
+                let cell = screen[rect.x + column, rect.y + row]
                 guard let scalar = cell.character.unicodeScalars.first, cell.character.unicodeScalars.count == 1
-                else { throw Unreadable(character: cell.character, column: rect.column + column, row: rect.row + row) }
+                else { throw Unreadable(character: cell.character, column: rect.x + column, row: rect.y + row) }
                 let mask: [Double]
                 if let known = masks[scalar] {
                     mask = known
                 } else {
                     guard let parts = BlockSymbols.parts(of: scalar) else {
-                        throw Unreadable(character: cell.character, column: rect.column + column,
-                                         row: rect.row + row)
+                        throw Unreadable(character: cell.character, column: rect.x + column,
+                                         row: rect.y + row)
                     }
                     mask = coverage(parts, cellWidth: cellWidth, cellHeight: cellHeight)
                     masks[scalar] = mask

@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyRoom
 
 /// The graphics protocols that show real pixels in a terminal.
 public enum PixelProtocol: String, Hashable, Sendable, CaseIterable {
@@ -70,7 +71,7 @@ public struct PixelTile: Hashable, Sendable {
     /// Which tile this is across frames (the same key keeps the same terminal image).
     public var key: Int
     /// The cells the image covers (the tile's inside).
-    public var rect: ScreenRect
+    public var rect: CellRect
     /// The frame to show.
     public var frame: VideoFrame
     /// The colour around the picture inside `rect` (letterbox), red, green, blue.
@@ -89,7 +90,7 @@ public struct PixelTile: Hashable, Sendable {
     }
 
     /// A tile's picture from its parts.
-    public init(key: Int, rect: ScreenRect, frame: VideoFrame, background: RGB, placeholder: Cell) {
+    public init(key: Int, rect: CellRect, frame: VideoFrame, background: RGB, placeholder: Cell) {
         self.key = key
         self.rect = rect
         self.frame = frame

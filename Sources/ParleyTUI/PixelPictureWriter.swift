@@ -1,3 +1,4 @@
+import ParleyRoom
 /// Works out, screen by screen, which pixel pictures (kitty or sixel) to send, move or take away, and builds the
 /// bytes. Pure apart from its scratch: `Terminal` asks for a `Plan` before curses draws (sixel pictures it takes
 /// away need curses to repaint their rows), then for the bytes after `doupdate`, then commits.
@@ -22,7 +23,7 @@ public struct PixelPictureWriter: Sendable {
     private var shared = SharedPictures()
 
     private struct Shown: Equatable {
-        var rect: ScreenRect
+        var rect: CellRect
         var timestamp: Int64
         var frameWidth: Int
         var frameHeight: Int
@@ -32,7 +33,7 @@ public struct PixelPictureWriter: Sendable {
     /// What one screen needs.
     public struct Plan: Sendable {
         /// Pictures to send: the tile, the cells it shows in (cropped), its stacking order.
-        public internal(set) var draw: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
+        public internal(set) var draw: [(tile: PixelTile, rect: CellRect, order: Int)] = []
         /// Tiles whose picture goes away (kitty: deleted; sixel: its rows repainted by curses).
         public internal(set) var remove: [Int] = []
         /// Screen rows curses must repaint before the pictures go out (sixel only).
@@ -48,23 +49,23 @@ public struct PixelPictureWriter: Sendable {
 
     /// The cells `tile` can show its picture in on `screen`: the rows from its top that are clear (cut above
     /// covered bottom rows), empty when covered elsewhere. `later` are the rects of tiles drawn after it.
-    func visibleRect(of tile: PixelTile, on screen: Screen, later: [ScreenRect]) -> ScreenRect {
+    func visibleRect(of tile: PixelTile, on screen: Screen, later: [CellRect]) -> CellRect {
         var rect = tile.rect.intersection(screen.bounds)
         if canvas.kind == .sixel {
-            rect = rect.intersection(ScreenRect(column: 0, row: 0, width: screen.width, height: screen.height - 1))
+            rect = rect.intersection(CellRect(x: 0, y: 0, width: screen.width, height: screen.height - 1))
         }
         guard !rect.isEmpty else { return rect }
         var clearRows = rect.height
-        rows: for row in rect.row..<rect.endRow {
-            for column in rect.column..<rect.endColumn
+        rows: for row in rect.y..<rect.maxY {
+            for column in rect.x..<rect.maxX
             where screen.cells[row * screen.width + column] != tile.placeholder {
                 if later.contains(where: { $0.contains(column: column, row: row) }) { continue }
-                clearRows = row - rect.row
+                clearRows = row - rect.y
                 break rows
             }
         }
         if clearRows < rect.height && clearRows < tile.rect.height - 2 {
-            return ScreenRect(column: 0, row: 0, width: 0, height: 0)
+            return CellRect(x: 0, y: 0, width: 0, height: 0)
         }
         rect.height = clearRows
         return rect
@@ -74,8 +75,8 @@ public struct PixelPictureWriter: Sendable {
     public mutating func plan(_ screen: Screen, repaintAll: Bool) -> Plan {
         var plan = Plan()
         let tiles = screen.pixelTiles
-        var wanted: [(tile: PixelTile, rect: ScreenRect, order: Int)] = []
-        var next: [Int: ScreenRect] = [:]  // where each tile's picture will be after this plan
+        var wanted: [(tile: PixelTile, rect: CellRect, order: Int)] = []
+        var next: [Int: CellRect] = [:]  // where each tile's picture will be after this plan
         var seen = Set<Int>()
         for (order, tile) in tiles.enumerated() where !seen.contains(tile.key) {
             seen.insert(tile.key)
@@ -86,7 +87,7 @@ public struct PixelPictureWriter: Sendable {
             next[tile.key] = rect
         }
         // Pictures that go away or move.
-        var vacated: [ScreenRect] = []
+        var vacated: [CellRect] = []
         for (key, old) in shown.sorted(by: { $0.key < $1.key }) where next[key] != old.rect {
             if next[key] == nil { plan.remove.append(key) }
             vacated.append(old.rect)
@@ -103,9 +104,9 @@ public struct PixelPictureWriter: Sendable {
             // Curses repaints the rows a picture left; every picture on those rows goes out again, and so does
             // every picture over one that goes out again.
             var rows = Set<Int>()
-            for rect in vacated { rows.formUnion(rect.row..<rect.endRow) }
+            for rect in vacated { rows.formUnion(rect.y..<rect.maxY) }
             plan.repaintRows = rows.sorted()
-            for entry in wanted where (entry.rect.row..<entry.rect.endRow).contains(where: rows.contains) {
+            for entry in wanted where (entry.rect.y..<entry.rect.maxY).contains(where: rows.contains) {
                 redraw.insert(entry.tile.key)
             }
             for (index, entry) in wanted.enumerated() where redraw.contains(entry.tile.key) {
@@ -132,13 +133,13 @@ public struct PixelPictureWriter: Sendable {
             let area = canvas.pictureArea(frameWidth: tile.frame.width, frameHeight: tile.frame.height,
                                           columns: full.width, rows: full.height)
             // Shift the picture by where the visible cells start inside the tile (a tile cut at the screen's edge).
-            let shifted = PictureArea(x: area.x - (entry.rect.column - full.column) * canvas.cell.width,
-                                      y: area.y - (entry.rect.row - full.row) * canvas.cell.height,
+            let shifted = PictureArea(x: area.x - (entry.rect.x - full.x) * canvas.cell.width,
+                                      y: area.y - (entry.rect.y - full.y) * canvas.cell.height,
                                       width: area.width, height: area.height)
             let raster = scaler.raster(of: tile.frame, width: entry.rect.width * canvas.cell.width,
                                        height: entry.rect.height * canvas.cell.height, area: shifted,
                                        background: tile.background)
-            bytes += capabilities.moveTo(entry.rect.row, entry.rect.column) ?? []
+            bytes += capabilities.moveTo(entry.rect.y, entry.rect.x) ?? []
             switch canvas.kind {
             case .kitty:
                 let id = imageID(for: tile.key)

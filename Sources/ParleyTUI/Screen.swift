@@ -1,51 +1,4 @@
-/// A rectangle of character cells: column and row of its top-left corner, width and height in cells.
-public struct ScreenRect: Hashable, Sendable, CustomStringConvertible {
-    /// Leftmost column, 0-based.
-    public var column: Int
-    /// Top row, 0-based.
-    public var row: Int
-    /// Width in columns.
-    public var width: Int
-    /// Height in rows.
-    public var height: Int
-
-    /// A rectangle from its top-left corner and size.
-    public init(column: Int, row: Int, width: Int, height: Int) {
-        self.column = column
-        self.row = row
-        self.width = width
-        self.height = height
-    }
-
-    /// One past the rightmost column.
-    public var endColumn: Int { column + width }
-    /// One past the bottom row.
-    public var endRow: Int { row + height }
-    /// True when the rectangle holds no cell.
-    public var isEmpty: Bool { width <= 0 || height <= 0 }
-
-    /// True when the cell lies inside.
-    public func contains(column: Int, row: Int) -> Bool {
-        column >= self.column && column < endColumn && row >= self.row && row < endRow
-    }
-
-    /// The cells inside both rectangles (an empty rectangle when they do not overlap).
-    public func intersection(_ other: ScreenRect) -> ScreenRect {
-        let left = max(column, other.column), top = max(row, other.row)
-        let right = min(endColumn, other.endColumn), bottom = min(endRow, other.endRow)
-        return ScreenRect(column: left, row: top, width: max(0, right - left), height: max(0, bottom - top))
-    }
-
-    /// The rectangle shrunk by `amount` cells on every side (never below zero size).
-    public func inset(by amount: Int) -> ScreenRect {
-        ScreenRect(column: column + amount, row: row + amount,
-                   width: max(0, width - 2 * amount), height: max(0, height - 2 * amount))
-    }
-
-    /// "(column,row widthxheight)", for test messages.
-    public var description: String { "(\(column),\(row) \(width)x\(height))" }
-}
-
+import ParleyRoom
 /// One character cell: a grapheme cluster and how it is painted.
 public struct Cell: Hashable, Sendable {
     /// What the cell shows, as plain bytes (see `Glyph`).
@@ -154,7 +107,7 @@ public struct Screen: Hashable, Sendable {
     }
 
     /// The whole screen as a rectangle.
-    public var bounds: ScreenRect { ScreenRect(column: 0, row: 0, width: width, height: height) }
+    public var bounds: CellRect { CellRect(x: 0, y: 0, width: width, height: height) }
 
     /// The cell at a position; the position must be on the screen.
     public subscript(column: Int, row: Int) -> Cell {
@@ -195,34 +148,34 @@ public struct Screen: Hashable, Sendable {
     /// Text is not wrapped: newlines and other controls show as U+FFFD. Use `DisplayWidth.wrap` first.
     @discardableResult
     public mutating func write(_ text: String, column: Int, row: Int, style: CellStyle,
-                               clip: ScreenRect? = nil) -> Int {
+                               clip: CellRect? = nil) -> Int {
         let area = (clip ?? bounds).intersection(bounds)
         var current = column
-        guard !area.isEmpty, row >= area.row, row < area.endRow else { return column + DisplayWidth.of(text) }
+        guard !area.isEmpty, row >= area.y, row < area.maxY else { return column + DisplayWidth.of(text) }
         for character in text {
             let columns = max(1, DisplayWidth.of(character))
-            if current >= area.endColumn { break }
-            if current < area.column {
+            if current >= area.maxX { break }
+            if current < area.x {
                 // A wide character cut by the left edge leaves a blank where its right half would be.
-                if current + columns > area.column {
-                    put(" ", column: area.column, row: row, style: style)
+                if current + columns > area.x {
+                    put(" ", column: area.x, row: row, style: style)
                 }
                 current += columns
                 continue
             }
-            current += put(character, column: current, row: row, style: style, limit: area.endColumn)
+            current += put(character, column: current, row: row, style: style, limit: area.maxX)
         }
         return current
     }
 
     /// Fills a rectangle (clipped to the screen) with one character in one style.
-    public mutating func fill(_ rect: ScreenRect, with character: Character = " ", style: CellStyle) {
+    public mutating func fill(_ rect: CellRect, with character: Character = " ", style: CellStyle) {
         let area = rect.intersection(bounds)
         guard !area.isEmpty else { return }
-        for row in area.row..<area.endRow {
-            var column = area.column
-            while column < area.endColumn {
-                column += max(1, put(character, column: column, row: row, style: style, limit: area.endColumn))
+        for row in area.y..<area.maxY {
+            var column = area.x
+            while column < area.maxX {
+                column += max(1, put(character, column: column, row: row, style: style, limit: area.maxX))
             }
         }
     }
@@ -230,39 +183,39 @@ public struct Screen: Hashable, Sendable {
     /// Draws a border around the inside edge of `rect`, with an optional title in the top edge.
     ///
     /// Rectangles smaller than 2x2 draw nothing. The title is cut with "…" to fit between the corners.
-    public mutating func drawBox(_ rect: ScreenRect, style: CellStyle, lines: BoxLines = .light,
+    public mutating func drawBox(_ rect: CellRect, style: CellStyle, lines: BoxLines = .light,
                                  title: String? = nil, titleStyle: CellStyle? = nil) {
         guard rect.width >= 2, rect.height >= 2 else { return }
-        let right = rect.endColumn - 1, bottom = rect.endRow - 1
-        put(lines.topLeft, column: rect.column, row: rect.row, style: style)
-        put(lines.topRight, column: right, row: rect.row, style: style)
-        put(lines.bottomLeft, column: rect.column, row: bottom, style: style)
+        let right = rect.maxX - 1, bottom = rect.maxY - 1
+        put(lines.topLeft, column: rect.x, row: rect.y, style: style)
+        put(lines.topRight, column: right, row: rect.y, style: style)
+        put(lines.bottomLeft, column: rect.x, row: bottom, style: style)
         put(lines.bottomRight, column: right, row: bottom, style: style)
-        for column in (rect.column + 1)..<right {
-            put(lines.horizontal, column: column, row: rect.row, style: style)
+        for column in (rect.x + 1)..<right {
+            put(lines.horizontal, column: column, row: rect.y, style: style)
             put(lines.horizontal, column: column, row: bottom, style: style)
         }
-        for row in (rect.row + 1)..<bottom {
-            put(lines.vertical, column: rect.column, row: row, style: style)
+        for row in (rect.y + 1)..<bottom {
+            put(lines.vertical, column: rect.x, row: row, style: style)
             put(lines.vertical, column: right, row: row, style: style)
         }
         if let title, rect.width >= 5 {
             let text = " " + DisplayWidth.truncate(title, toWidth: rect.width - 4) + " "
-            let clip = ScreenRect(column: rect.column + 1, row: rect.row, width: rect.width - 2, height: 1)
-            write(text, column: rect.column + 1, row: rect.row, style: titleStyle ?? style, clip: clip)
+            let clip = CellRect(x: rect.x + 1, y: rect.y, width: rect.width - 2, height: 1)
+            write(text, column: rect.x + 1, row: rect.y, style: titleStyle ?? style, clip: clip)
         }
     }
 
     /// Draws a horizontal line of `length` cells from a cell.
     public mutating func drawHorizontalLine(column: Int, row: Int, length: Int, style: CellStyle,
                                             character: Character = "─") {
-        fill(ScreenRect(column: column, row: row, width: length, height: 1), with: character, style: style)
+        fill(CellRect(x: column, y: row, width: length, height: 1), with: character, style: style)
     }
 
     /// Draws a vertical line of `length` cells from a cell.
     public mutating func drawVerticalLine(column: Int, row: Int, length: Int, style: CellStyle,
                                           character: Character = "│") {
-        fill(ScreenRect(column: column, row: row, width: 1, height: length), with: character, style: style)
+        fill(CellRect(x: column, y: row, width: 1, height: length), with: character, style: style)
     }
 
     /// The characters of one row, without the right halves of wide characters and without trailing spaces.
@@ -293,16 +246,16 @@ public struct Screen: Hashable, Sendable {
     }
 
     /// Repairs wide characters cut by the edges of a rectangle that was just overwritten cell by cell in bulk.
-    mutating func repairWideCharacters(around rect: ScreenRect) {
+    mutating func repairWideCharacters(around rect: CellRect) {
         let area = rect.intersection(bounds)
         guard !area.isEmpty else { return }
-        for row in area.row..<area.endRow {
-            let left = row * width + area.column
-            if area.column > 0, !cells[left - 1].isContinuation, DisplayWidth.of(cells[left - 1].character) == 2 {
+        for row in area.y..<area.maxY {
+            let left = row * width + area.x
+            if area.x > 0, !cells[left - 1].isContinuation, DisplayWidth.of(cells[left - 1].character) == 2 {
                 cells[left - 1] = Cell(" ", style: cells[left - 1].style)
             }
-            let right = row * width + area.endColumn
-            if area.endColumn < width, cells[right].isContinuation {
+            let right = row * width + area.maxX
+            if area.maxX < width, cells[right].isContinuation {
                 cells[right] = Cell(" ", style: cells[right].style)
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyRoom
 
 /// The block characters of the quadrant and sextant picture modes, and the shapes of every block character a
 /// picture can be read back from.
@@ -97,8 +98,8 @@ extension VideoCellRenderer {
     /// one constant for all three partitions, so the shapes compete exactly. Smaller cells (a picture drawn
     /// larger than its source) are sampled through `sampler` and drawn with patterns only.
     static func drawBlocks(_ sampler: PixelSampler, boxes: BoxReader?, frameWidth: Int, frameHeight: Int,
-                           kind: PictureCells, mode: VideoColorMode, area: PictureArea, rect: ScreenRect,
-                           visible: ScreenRect, screenWidth: Int, background: TerminalColor,
+                           kind: PictureCells, mode: VideoColorMode, area: PictureArea, rect: CellRect,
+                           visible: CellRect, screenWidth: Int, background: TerminalColor,
                            shown: UnsafeMutableBufferPointer<UInt32>, cells: UnsafeMutableBufferPointer<Cell>) {
         let across = kind.pixelsAcross, down = kind.pixelsDown, count = across * down, full = (1 << count) - 1
         let symbols = kind == .sextants ? sextantGlyphs : quadrantGlyphs
@@ -339,12 +340,12 @@ extension VideoCellRenderer {
                 return ((r &+ n / 2) / n, (g &+ n / 2) / n, (b &+ n / 2) / n)
             }
 
-            for row in visible.row..<visible.endRow {
-                var index = row * screenWidth + visible.column
-                let topY = (row - rect.row) * down - area.y
-                for column in visible.column..<visible.endColumn {
+            for row in visible.y..<visible.maxY {
+                var index = row * screenWidth + visible.x
+                let topY = (row - rect.y) * down - area.y
+                for column in visible.x..<visible.maxX {
                     defer { index += 1 }
-                    let leftX = (column - rect.column) * across - area.x
+                    let leftX = (column - rect.x) * across - area.x
                     var inside = 0
                     for k in 0..<count {
                         let px = leftX &+ k % across, py = topY &+ k / across

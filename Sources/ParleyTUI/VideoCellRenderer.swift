@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyRoom
 
 /// How video pixels become cell colours.
 public enum VideoColorMode: Hashable, Sendable {
@@ -139,7 +140,7 @@ public struct VideoCellRenderer: Sendable {
     /// Draws a frame scaled into `rect` of the screen (cells outside the screen are skipped), filling what the
     /// picture does not cover with `background`. In pixel mode the cells get blank placeholders and the screen a
     /// `PixelTile` under `key` (the same key for the same tile from frame to frame).
-    public mutating func draw(_ frame: VideoFrame, into screen: inout Screen, in rect: ScreenRect,
+    public mutating func draw(_ frame: VideoFrame, into screen: inout Screen, in rect: CellRect,
                               background: TerminalColor = .default, key: Int = 0) {
         let visible = rect.intersection(screen.bounds)
         guard !visible.isEmpty else { return }
@@ -199,7 +200,7 @@ public struct VideoCellRenderer: Sendable {
     static func weighted(_ dr: Int, _ dg: Int, _ db: Int) -> Int { 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db }
 
     private static func drawHalfBlocks(_ sampler: PixelSampler, mode: VideoColorMode, area: PictureArea,
-                                       rect: ScreenRect, visible: ScreenRect, screenWidth: Int,
+                                       rect: CellRect, visible: CellRect, screenWidth: Int,
                                        background: TerminalColor, shown: UnsafeMutableBufferPointer<UInt32>,
                                        cells: UnsafeMutableBufferPointer<Cell>) {
         Palette.levelTable.withUnsafeBufferPointer { levels in
@@ -239,14 +240,14 @@ public struct VideoCellRenderer: Sendable {
             @inline(__always)
             func ink(_ px: Int, _ py: Int) -> Int { clamp(((sampler.luma(px, py) &- 16) &* 255 &+ 109) / 219) }
 
-            for row in visible.row..<visible.endRow {
-                let topY = 2 * (row - rect.row) - area.y, bottomY = topY + 1
+            for row in visible.y..<visible.maxY {
+                let topY = 2 * (row - rect.y) - area.y, bottomY = topY + 1
                 let topInside = topY >= 0 && topY < area.height
                 let bottomInside = bottomY >= 0 && bottomY < area.height
-                var index = row * screenWidth + visible.column
-                for column in visible.column..<visible.endColumn {
+                var index = row * screenWidth + visible.x
+                for column in visible.x..<visible.maxX {
                     defer { index += 1 }
-                    let px = column - rect.column - area.x
+                    let px = column - rect.x - area.x
                     guard px >= 0, px < area.width, topInside || bottomInside else {
                         shown[2 &* index] = 0
                         shown[2 &* index &+ 1] = 0

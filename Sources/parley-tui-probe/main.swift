@@ -42,9 +42,9 @@ func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRend
     screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
     let frame = renderer.pixels ? ProbePicture.gradient(width: 96, height: 64, timestamp: swapped ? 1 : 0)
         : splitFrame(swapped: swapped)
-    renderer.draw(frame, into: &screen, in: ScreenRect(column: 0, row: 1, width: 20, height: 5))
+    renderer.draw(frame, into: &screen, in: CellRect(x: 0, y: 1, width: 20, height: 5))
     if overlay { screen.write(" OVER ", column: 6, row: 3, style: theme.style(.header)) }
-    let box = ScreenRect(column: 21, row: 1, width: 12, height: 5)
+    let box = CellRect(x: 21, y: 1, width: 12, height: 5)
     screen.drawBox(box, style: theme.style(.tileBorderSpeaking), title: "Ada", titleStyle: theme.participantStyle(0))
     screen.write("日本 ok", column: 22, row: 3, style: theme.style(.tileName))
     screen.write("key: \(lastKey)", column: 0, row: 7, style: theme.style(.text))

@@ -1,6 +1,7 @@
-import Testing
 @testable import ParleyBench
+import ParleyRoom
 import ParleyTUI
+import Testing
 
 @Suite("Picture quality bench")
 struct RenderQualityBenchTests {
@@ -34,7 +35,7 @@ struct RenderQualityBenchTests {
             try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: 10, cellHeight: 20)
         }
         // '▂' covers the bottom quarter: rows 15-19 of 20 white.
-        let pixels = try CellPicture.rgb(of: screen, in: ScreenRect(column: 0, row: 0, width: 1, height: 1),
+        let pixels = try CellPicture.rgb(of: screen, in: CellRect(x: 0, y: 0, width: 1, height: 1),
                                          cellWidth: 10, cellHeight: 20)
         #expect(pixels[14 * 30] == 0 && pixels[15 * 30] == 255 && pixels[19 * 30] == 255)
         // A sextant row boundary falls inside pixel row 6 of a 20-pixel cell (20/3): blended.

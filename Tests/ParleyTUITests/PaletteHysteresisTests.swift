@@ -1,7 +1,8 @@
 import Foundation
 import ParleyMedia
-import Testing
+import ParleyRoom
 @testable import ParleyTUI
+import Testing
 
 @Suite("Palette hysteresis")
 struct PaletteHysteresisTests {
@@ -28,7 +29,7 @@ struct PaletteHysteresisTests {
     @Test("a moving camera drawn frame after frame stays within 0.25 dB of each frame drawn afresh, and cells settle")
     func sequenceQuality() {
         let camera = SyntheticCamera(name: "cam", participant: 1, width: 640, height: 480, framesPerSecond: 30)
-        let rect = ScreenRect(column: 0, row: 0, width: 149, height: 56)  // 149x112 pixels: the picture fills it
+        let rect = CellRect(x: 0, y: 0, width: 149, height: 56)  // 149x112 pixels: the picture fills it
         var renderer = VideoCellRenderer(mode: .palette256)
         var screen = Screen(width: rect.width, height: rect.height)
         var previous: [Cell] = []

@@ -1,8 +1,9 @@
 import Foundation
-import ParleyTestSupport
 import ParleyMedia
-import Testing
+import ParleyRoom
 @testable import ParleyTUI
+import ParleyTestSupport
+import Testing
 
 /// Peak signal-to-noise ratio of two RGB rasters of one size, in dB.
 func psnr(_ a: PixelRaster, _ b: PixelRaster) -> Double {
@@ -295,10 +296,10 @@ enum PPM {
 struct PixelPictureWriterTests {
     static let background = TerminalColor.rgb(20, 20, 30)
 
-    static func screen(frame: VideoFrame, overlay: ScreenRect? = nil, rows: Int = 12) -> Screen {
+    static func screen(frame: VideoFrame, overlay: CellRect? = nil, rows: Int = 12) -> Screen {
         var screen = Screen(width: 30, height: rows)
         var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
-        renderer.draw(frame, into: &screen, in: ScreenRect(column: 2, row: 1, width: 16, height: 8),
+        renderer.draw(frame, into: &screen, in: CellRect(x: 2, y: 1, width: 16, height: 8),
                       background: background, key: 42)
         if let overlay { screen.fill(overlay, with: "x", style: CellStyle(background: .rgb(200, 0, 0))) }
         return screen
@@ -308,7 +309,7 @@ struct PixelPictureWriterTests {
     func renderer() {
         let screen = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48))
         #expect(screen.pixelTiles.count == 1)
-        #expect(screen.pixelTiles.first?.rect == ScreenRect(column: 2, row: 1, width: 16, height: 8))
+        #expect(screen.pixelTiles.first?.rect == CellRect(x: 2, y: 1, width: 16, height: 8))
         #expect(screen[5, 4] == Cell(" ", style: CellStyle(background: Self.background)))
     }
 
@@ -318,7 +319,7 @@ struct PixelPictureWriterTests {
         var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: CellPixelSize(width: 4, height: 8)))
         let first = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1))
         var plan = writer.plan(first, repaintAll: false)
-        #expect(plan.draw.map(\.rect) == [ScreenRect(column: 2, row: 1, width: 16, height: 8)])
+        #expect(plan.draw.map(\.rect) == [CellRect(x: 2, y: 1, width: 16, height: 8)])
         let bytes = writer.output(plan, capabilities: .xterm)
         #expect(bytes.starts(with: Array("\u{1B}7\u{1B}[2;3H".utf8)))
         #expect(bytes.suffix(2) == Array("\u{1B}8".utf8)[...])
@@ -330,15 +331,15 @@ struct PixelPictureWriterTests {
 
         // Statistics on the bottom row: the picture is cut above them.
         let stats = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
-                                overlay: ScreenRect(column: 2, row: 8, width: 16, height: 1))
+                                overlay: CellRect(x: 2, y: 8, width: 16, height: 1))
         plan = writer.plan(stats, repaintAll: false)
-        #expect(plan.draw.map(\.rect) == [ScreenRect(column: 2, row: 1, width: 16, height: 7)])
+        #expect(plan.draw.map(\.rect) == [CellRect(x: 2, y: 1, width: 16, height: 7)])
         #expect(plan.repaintRows == (kind == .sixel ? Array(1..<9) : []))
         writer.commit(plan)
 
         // A dialog over the middle: the picture goes away until it is clear again.
         let dialog = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
-                                 overlay: ScreenRect(column: 6, row: 3, width: 20, height: 3))
+                                 overlay: CellRect(x: 6, y: 3, width: 20, height: 3))
         plan = writer.plan(dialog, repaintAll: false)
         #expect(plan.draw.isEmpty)
         #expect(plan.remove == [42])
@@ -365,7 +366,7 @@ struct PixelPictureWriterTests {
         var other = Screen(width: 30, height: 12)
         var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
         renderer.draw(ProbePicture.gradient(width: 64, height: 48), into: &other,
-                      in: ScreenRect(column: 0, row: 0, width: 8, height: 4), key: 7)
+                      in: CellRect(x: 0, y: 0, width: 8, height: 4), key: 7)
         plan = writer.plan(other, repaintAll: false)
         #expect(String(decoding: writer.output(plan), as: UTF8.self).contains(",i=1,"), "the freed id is reused")
     }

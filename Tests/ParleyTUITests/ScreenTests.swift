@@ -1,5 +1,6 @@
-import Testing
+import ParleyRoom
 @testable import ParleyTUI
+import Testing
 
 @Suite("Screen")
 struct ScreenTests {
@@ -7,7 +8,7 @@ struct ScreenTests {
         var name: String
         var text: String
         var column: Int
-        var clip: ScreenRect?
+        var clip: CellRect?
         var expected: String
         var returned: Int
         var testDescription: String { name }
@@ -18,7 +19,7 @@ struct ScreenTests {
         WriteCase(name: "cut at the right edge", text: "abcdefghijkl", column: 5, clip: nil,
                   expected: "     abcde", returned: 10),
         WriteCase(name: "cut by a clip rectangle", text: "abcdefgh", column: 2,
-                  clip: ScreenRect(column: 3, row: 0, width: 4, height: 1), expected: "   bcde", returned: 7),
+                  clip: CellRect(x: 3, y: 0, width: 4, height: 1), expected: "   bcde", returned: 7),
         WriteCase(name: "starts left of the screen", text: "abcdef", column: -2, clip: nil,
                   expected: "cdef", returned: 4),
         WriteCase(name: "CJK takes two cells each", text: "日本語", column: 0, clip: nil, expected: "日本語",
@@ -26,7 +27,7 @@ struct ScreenTests {
         WriteCase(name: "wide character that does not fit becomes a space", text: "abcdefgh日", column: 1, clip: nil,
                   expected: " abcdefgh", returned: 10),
         WriteCase(name: "wide character cut by the left clip edge", text: "日本", column: 1,
-                  clip: ScreenRect(column: 2, row: 0, width: 8, height: 1), expected: "   本", returned: 5),
+                  clip: CellRect(x: 2, y: 0, width: 8, height: 1), expected: "   本", returned: 5),
         WriteCase(name: "emoji presentation is two cells", text: "👍x", column: 0, clip: nil, expected: "👍x",
                   returned: 3),
         WriteCase(name: "combining accent stays with its letter", text: "e\u{301}t\u{e9}", column: 0, clip: nil,
@@ -34,7 +35,7 @@ struct ScreenTests {
         WriteCase(name: "controls and escapes become U+FFFD", text: "a\u{1B}[31mb\tc", column: 0, clip: nil,
                   expected: "a\u{FFFD}[31mb\u{FFFD}c", returned: 9),
         WriteCase(name: "row outside the clip writes nothing", text: "abc", column: 0,
-                  clip: ScreenRect(column: 0, row: 1, width: 10, height: 1), expected: "", returned: 3),
+                  clip: CellRect(x: 0, y: 1, width: 10, height: 1), expected: "", returned: 3),
     ]
 
     @Test("write clips and measures", arguments: writeCases)
@@ -79,8 +80,8 @@ struct ScreenTests {
     @Test("boxes draw corners, edges and a truncated title")
     func box() {
         var screen = Screen(width: 12, height: 4)
-        screen.drawBox(ScreenRect(column: 0, row: 0, width: 12, height: 4), style: .plain, title: "Alexandra Smith")
-        screen.drawBox(ScreenRect(column: 1, row: 1, width: 3, height: 2), style: .plain, lines: .heavy)
+        screen.drawBox(CellRect(x: 0, y: 0, width: 12, height: 4), style: .plain, title: "Alexandra Smith")
+        screen.drawBox(CellRect(x: 1, y: 1, width: 3, height: 2), style: .plain, lines: .heavy)
         #expect(screen.text == """
             ┌ Alexand… ┐
             │┏━┓       │
@@ -92,16 +93,16 @@ struct ScreenTests {
     @Test("boxes smaller than 2x2 and boxes off the screen draw nothing")
     func degenerateBoxes() {
         var screen = Screen(width: 4, height: 3)
-        screen.drawBox(ScreenRect(column: 0, row: 0, width: 1, height: 3), style: .plain)
-        screen.drawBox(ScreenRect(column: 0, row: 0, width: 4, height: 1), style: .plain)
-        screen.drawBox(ScreenRect(column: 10, row: 10, width: 4, height: 4), style: .plain)
+        screen.drawBox(CellRect(x: 0, y: 0, width: 1, height: 3), style: .plain)
+        screen.drawBox(CellRect(x: 0, y: 0, width: 4, height: 1), style: .plain)
+        screen.drawBox(CellRect(x: 10, y: 10, width: 4, height: 4), style: .plain)
         #expect(screen.text == "\n\n")
     }
 
     @Test("a box partly off the screen is clipped")
     func clippedBox() {
         var screen = Screen(width: 4, height: 3)
-        screen.drawBox(ScreenRect(column: 2, row: 1, width: 5, height: 5), style: .plain, lines: .ascii)
+        screen.drawBox(CellRect(x: 2, y: 1, width: 5, height: 5), style: .plain, lines: .ascii)
         #expect(screen.text == "\n  +-\n  |")
     }
 
@@ -109,7 +110,7 @@ struct ScreenTests {
     func fill() {
         var screen = Screen(width: 5, height: 3)
         let style = CellStyle(background: .palette(4))
-        screen.fill(ScreenRect(column: 3, row: 1, width: 9, height: 9), with: "#", style: style)
+        screen.fill(CellRect(x: 3, y: 1, width: 9, height: 9), with: "#", style: style)
         #expect(screen.text == "\n   ##\n   ##")
         #expect(screen[4, 2].style == style)
         #expect(screen[2, 2].style == .plain)
@@ -132,12 +133,12 @@ struct ScreenTests {
 
     @Test("rectangles intersect and inset")
     func rects() {
-        let a = ScreenRect(column: 0, row: 0, width: 10, height: 5)
-        let b = ScreenRect(column: 8, row: 3, width: 10, height: 10)
-        #expect(a.intersection(b) == ScreenRect(column: 8, row: 3, width: 2, height: 2))
-        #expect(a.intersection(ScreenRect(column: 20, row: 0, width: 1, height: 1)).isEmpty)
-        #expect(a.inset(by: 1) == ScreenRect(column: 1, row: 1, width: 8, height: 3))
-        #expect(a.inset(by: 3) == ScreenRect(column: 3, row: 3, width: 4, height: 0))
+        let a = CellRect(x: 0, y: 0, width: 10, height: 5)
+        let b = CellRect(x: 8, y: 3, width: 10, height: 10)
+        #expect(a.intersection(b) == CellRect(x: 8, y: 3, width: 2, height: 2))
+        #expect(a.intersection(CellRect(x: 20, y: 0, width: 1, height: 1)).isEmpty)
+        #expect(a.inset(by: 1) == CellRect(x: 1, y: 1, width: 8, height: 3))
+        #expect(a.inset(by: 3) == CellRect(x: 3, y: 3, width: 4, height: 0))
         #expect(a.contains(column: 9, row: 4))
         #expect(!a.contains(column: 10, row: 4))
     }

@@ -1,6 +1,7 @@
 import ParleyMedia
-import Testing
+import ParleyRoom
 @testable import ParleyTUI
+import Testing
 
 /// I420 frames with known content, built pixel by pixel (chroma taken from the top-left pixel of each 2x2 block).
 enum TestFrames {
@@ -214,7 +215,7 @@ struct VideoCellRendererTests {
         screen.write("abcdefghij", column: 0, row: 0, style: .plain)
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
-                      in: ScreenRect(column: 6, row: 1, width: 8, height: 4))
+                      in: CellRect(x: 6, y: 1, width: 8, height: 4))
         #expect(screen.text(row: 0) == "abcdefghij")
         // 16x16 into 8x4 cells fills it; the visible part is columns 6–9, rows 1–3.
         for row in 1..<4 {
@@ -229,7 +230,7 @@ struct VideoCellRendererTests {
         screen.write("ab日cd", column: 0, row: 0, style: .plain)
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
-                      in: ScreenRect(column: 3, row: 0, width: 2, height: 1))
+                      in: CellRect(x: 3, y: 0, width: 2, height: 1))
         #expect(screen.text(row: 0) == "ab ▀▀d")
         #expect(Self.row(screen, 0, from: 3, width: 2) == Self.repeated(Self.red, 2))
         #expect(screen.cells.allSatisfy { !$0.isContinuation })

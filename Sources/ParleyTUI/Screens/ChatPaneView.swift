@@ -34,21 +34,21 @@ enum ChatPaneView {
         }
         switch placement {
         case .bottom:
-            screen.drawHorizontalLine(column: pane.column, row: pane.row, length: pane.width, style: border)
-            screen.write(" \(state.chatTitle) ", column: pane.column + 1, row: pane.row, style: title)
+            screen.drawHorizontalLine(column: pane.x, row: pane.y, length: pane.width, style: border)
+            screen.write(" \(state.chatTitle) ", column: pane.x + 1, row: pane.y, style: title)
             if !hint.isEmpty {
                 let text = " " + hint + " "
                 screen.write(
-                    text, column: pane.endColumn - 1 - DisplayWidth.of(text), row: pane.row, style: hintStyle)
+                    text, column: pane.maxX - 1 - DisplayWidth.of(text), row: pane.y, style: hintStyle)
             }
         case .right:
-            screen.drawVerticalLine(column: pane.column, row: pane.row, length: pane.height, style: border)
-            let end = screen.write(state.chatTitle, column: pane.column + 2, row: pane.row, style: title)
+            screen.drawVerticalLine(column: pane.x, row: pane.y, length: pane.height, style: border)
+            let end = screen.write(state.chatTitle, column: pane.x + 2, row: pane.y, style: title)
             if !hint.isEmpty {
-                let room = pane.endColumn - 1 - (end + 2)
+                let room = pane.maxX - 1 - (end + 2)
                 if room >= DisplayWidth.of(hint) {
                     screen.write(
-                        hint, column: pane.endColumn - 1 - DisplayWidth.of(hint), row: pane.row, style: hintStyle)
+                        hint, column: pane.maxX - 1 - DisplayWidth.of(hint), row: pane.y, style: hintStyle)
                 }
             }
         }
@@ -59,16 +59,16 @@ enum ChatPaneView {
         }
     }
 
-    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme,
+    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: CellRect, theme: Theme,
                             wrapped: inout ChatPaneLines) {
         guard !rect.isEmpty else { return }
         let paneLines = wrapped.lines(of: state.shownChat, width: rect.width, height: rect.height)
         guard !paneLines.isEmpty else {
-            screen.write("No messages yet", column: rect.column, row: rect.row, style: theme.style(.placeholder))
+            screen.write("No messages yet", column: rect.x, row: rect.y, style: theme.style(.placeholder))
             return
         }
         // Newest at the bottom, like every chat.
-        let top = rect.endRow - paneLines.count
+        let top = rect.maxY - paneLines.count
         var colorByName: [String: Int] = [:]
         for (index, session) in state.sessions.enumerated() where colorByName[session.name] == nil {
             colorByName[session.name] = index
@@ -78,11 +78,11 @@ enum ChatPaneView {
             switch line.kind {
             case .alert:
                 let style = theme.style(.chatAlert)
-                screen.fill(ScreenRect(column: rect.column, row: row, width: rect.width, height: 1), style: style)
-                screen.writeFitted(line.text, column: rect.column, row: row, width: rect.width, style: style)
+                screen.fill(CellRect(x: rect.x, y: row, width: rect.width, height: 1), style: style)
+                screen.writeFitted(line.text, column: rect.x, row: row, width: rect.width, style: style)
             case .system:
                 screen.writeFitted(
-                    line.text, column: rect.column, row: row, width: rect.width, style: theme.style(.chatSystem))
+                    line.text, column: rect.x, row: row, width: rect.width, style: theme.style(.chatSystem))
             case .chat, .own:
                 let textStyle = theme.style(line.kind == .own ? .chatOwn : .chatText)
                 var runs = [StyledRun(line.text, textStyle)]
@@ -94,18 +94,18 @@ enum ChatPaneView {
                         StyledRun(String(line.text[colon.lowerBound...]), textStyle),
                     ]
                 }
-                screen.write(runs, column: rect.column, row: row, width: rect.width)
+                screen.write(runs, column: rect.x, row: row, width: rect.width)
             }
         }
     }
 
     /// The input row: prompt and the part of the line around the cursor, on the input colour.
-    static func drawInput(_ input: ChatInput, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
+    static func drawInput(_ input: ChatInput, into screen: inout Screen, in rect: CellRect, theme: Theme) {
         let style = theme.style(.chatInput)
         screen.fill(rect, style: style)
         let window = inputWindow(input, width: rect.width)
         screen.write(
-            [StyledRun(prompt, style), StyledRun(window.text, style)], column: rect.column, row: rect.row,
+            [StyledRun(prompt, style), StyledRun(window.text, style)], column: rect.x, row: rect.y,
             width: rect.width)
     }
 

@@ -74,10 +74,10 @@ enum ControlBarView {
     }
 
     /// Draws the bar for `state` into `rect` (one row).
-    static func draw(state: RoomState, into screen: inout Screen, in rect: ScreenRect, theme: Theme) {
+    static func draw(state: RoomState, into screen: inout Screen, in rect: CellRect, theme: Theme) {
         guard !rect.isEmpty else { return }
         screen.fill(rect, style: theme.style(.controlBar))
         let runs = runs(items: ControlBar.items(for: state), width: rect.width, theme: theme)
-        screen.write(runs, column: rect.column, row: rect.row, width: rect.width)
+        screen.write(runs, column: rect.x, row: rect.y, width: rect.width)
     }
 }

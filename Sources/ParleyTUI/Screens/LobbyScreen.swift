@@ -11,7 +11,7 @@ public enum LobbyScreen {
 
     /// Rows of the form inside the box, top to bottom.
     struct Geometry {
-        let box: ScreenRect
+        let box: CellRect
         /// Column where field values start.
         let valueColumn: Int
         /// Width of a text field.
@@ -23,17 +23,17 @@ public enum LobbyScreen {
         /// The profile row.
         let profileRow: Int
         /// The two buttons, where they are drawn.
-        let buttons: [(item: LobbyItem, label: String, rect: ScreenRect)]
+        let buttons: [(item: LobbyItem, label: String, rect: CellRect)]
 
         init(size: TerminalSize) {
             let width = min(maximumBoxWidth, size.columns - 4)
             let height = 17
-            box = ScreenRect(
-                column: (size.columns - width) / 2, row: max(0, (size.rows - height - 1) / 2), width: width,
+            box = CellRect(
+                x: (size.columns - width) / 2, y: max(0, (size.rows - height - 1) / 2), width: width,
                 height: height)
-            valueColumn = box.column + 3 + labelWidth
-            fieldWidth = box.endColumn - 3 - valueColumn
-            let top = box.row + 2
+            valueColumn = box.x + 3 + labelWidth
+            fieldWidth = box.maxX - 3 - valueColumn
+            let top = box.y + 2
             rows = [
                 .server: top, .name: top + 1, .room: top + 2, .encryptionKey: top + 3, .cipher: top + 4,
                 .role: top + 5, .settings: top + 8, .join: top + 8, .messages: top + 8,
@@ -43,11 +43,11 @@ public enum LobbyScreen {
             let labels = [(LobbyItem.settings, "[ Settings ]"), (.join, "[ Join ]"), (.messages, "[ Messages ]")]
             let gap = 4
             let total = labels.reduce(0) { $0 + DisplayWidth.of($1.1) } + gap * (labels.count - 1)
-            var column = box.column + (box.width - total) / 2
-            var buttons: [(item: LobbyItem, label: String, rect: ScreenRect)] = []
+            var column = box.x + (box.width - total) / 2
+            var buttons: [(item: LobbyItem, label: String, rect: CellRect)] = []
             for (item, label) in labels {
                 let width = DisplayWidth.of(label)
-                buttons.append((item, label, ScreenRect(column: column, row: top + 8, width: width, height: 1)))
+                buttons.append((item, label, CellRect(x: column, y: top + 8, width: width, height: 1)))
                 column += width + gap
             }
             self.buttons = buttons
@@ -56,7 +56,7 @@ public enum LobbyScreen {
         /// The item drawn at a cell: a field's or choice's whole row inside the box, or a button.
         func item(atColumn column: Int, row: Int) -> LobbyItem? {
             if let button = buttons.first(where: { $0.rect.contains(column: column, row: row) }) { return button.item }
-            guard column > box.column, column < box.endColumn - 1 else { return nil }
+            guard column > box.x, column < box.maxX - 1 else { return nil }
             return rows.first { $0.value == row && $0.key != .settings && $0.key != .join && $0.key != .messages }?.key
         }
     }
@@ -91,9 +91,9 @@ public enum LobbyScreen {
                         ? lobby.room
                         : lobby.encryptionKey
             let window = FieldWindow(text: text, cursor: line.cursor, width: geometry.fieldWidth)
-            let field = ScreenRect(column: geometry.valueColumn, row: row, width: geometry.fieldWidth, height: 1)
+            let field = CellRect(x: geometry.valueColumn, y: row, width: geometry.fieldWidth, height: 1)
             screen.fill(field, style: theme.style(.chatInput))
-            screen.write(window.text, column: field.column, row: row, style: theme.style(.chatInput), clip: field)
+            screen.write(window.text, column: field.x, row: row, style: theme.style(.chatInput), clip: field)
         }
 
         let note = theme.style(.placeholder)
@@ -107,7 +107,7 @@ public enum LobbyScreen {
         let cipherNote = lobby.cipher == .none
             ? "media and chat readable by the relay" : "end to end: only those with the key see and hear"
         screen.writeFitted(
-            cipherNote, column: end + 2, row: cipherRow, width: box.endColumn - 2 - (end + 2), style: note)
+            cipherNote, column: end + 2, row: cipherRow, width: box.maxX - 2 - (end + 2), style: note)
 
         let roleRow = geometry.rows[.role]!
         drawLabel("Role", item: .role, lobby: lobby, row: roleRow, geometry: geometry, into: &screen, theme: theme)
@@ -115,9 +115,9 @@ public enum LobbyScreen {
             lobby.role.rawValue, focused: lobby.focus == .role, column: geometry.valueColumn,
             row: roleRow, into: &screen, theme: theme)
         let roleNote = lobby.role == .audience ? "watch only: no camera or microphone" : "camera and microphone on"
-        screen.writeFitted(roleNote, column: end + 2, row: roleRow, width: box.endColumn - 2 - (end + 2), style: note)
+        screen.writeFitted(roleNote, column: end + 2, row: roleRow, width: box.maxX - 2 - (end + 2), style: note)
 
-        screen.write("Video", column: box.column + 3, row: geometry.profileRow, style: theme.style(.text))
+        screen.write("Video", column: box.x + 3, row: geometry.profileRow, style: theme.style(.text))
         screen.writeFitted(
             "\(lobby.profile.name), \(lobby.profile.fps) fps, \(lobby.profile.bitrateKbps) kbit/s",
             column: geometry.valueColumn, row: geometry.profileRow, width: geometry.fieldWidth,
@@ -126,9 +126,9 @@ public enum LobbyScreen {
         for button in geometry.buttons {
             let focused = lobby.focus == button.item
             let rect = button.rect
-            if focused { screen.write(">", column: rect.column - 1, row: rect.row, style: theme.style(.selection)) }
+            if focused { screen.write(">", column: rect.x - 1, row: rect.y, style: theme.style(.selection)) }
             screen.write(
-                button.label, column: rect.column, row: rect.row, style: theme.style(focused ? .selection : .text))
+                button.label, column: rect.x, row: rect.y, style: theme.style(focused ? .selection : .text))
         }
 
         if let message = lobby.message {
@@ -141,7 +141,7 @@ public enum LobbyScreen {
             let width = box.width - 6
             for (offset, line) in DisplayWidth.wrap(message.text, width: width).prefix(3).enumerated() {
                 screen.writeFitted(
-                    line, column: box.column + 3, row: geometry.messageRow + offset, width: width,
+                    line, column: box.x + 3, row: geometry.messageRow + offset, width: width,
                     style: style)
             }
         }
@@ -151,7 +151,7 @@ public enum LobbyScreen {
             ? "Ctrl-C quits"
             : "Tab/Down next · Up previous · Space/Left/Right choose · Enter join · Esc quit"
         screen.writeCentered(
-            help, row: min(screen.height - 1, box.endRow), in: screen.bounds,
+            help, row: min(screen.height - 1, box.maxY), in: screen.bounds,
             style: theme.style(.chatSystem))
         return screen
     }
@@ -195,7 +195,7 @@ public enum LobbyScreen {
         _ label: String, item: LobbyItem, lobby: LobbyState, row: Int, geometry: Geometry, into screen: inout Screen,
         theme: Theme
     ) {
-        let column = geometry.box.column + 1
+        let column = geometry.box.x + 1
         let flagged = lobby.message?.kind == .error && lobby.message?.item == item
         if lobby.focus == item {
             screen.write(">", column: column, row: row, style: theme.style(.selection))

@@ -19,7 +19,7 @@ public enum MessagesScreen {
             return TooSmallMessage.render(size: size, minimum: minimum, theme: theme)
         }
         var screen = Screen(width: size.columns, height: size.rows)
-        let header = ScreenRect(column: 0, row: 0, width: size.columns, height: 1)
+        let header = CellRect(x: 0, y: 0, width: size.columns, height: 1)
         screen.fill(header, style: theme.style(.header))
         let status = state.connection ?? "online"
         let right = DisplayWidth.of(status)
@@ -28,8 +28,8 @@ public enum MessagesScreen {
         screen.write(status, column: size.columns - right - 1, row: 0, style: theme.style(.header))
 
         let paneHeight = size.rows - 4
-        let listRect = ScreenRect(column: 0, row: 1, width: listWidth(size), height: paneHeight)
-        let talkRect = ScreenRect(column: listRect.endColumn, row: 1, width: size.columns - listRect.width,
+        let listRect = CellRect(x: 0, y: 1, width: listWidth(size), height: paneHeight)
+        let talkRect = CellRect(x: listRect.maxX, y: 1, width: size.columns - listRect.width,
                                   height: paneHeight)
         drawList(state, in: listRect, into: &screen, theme: theme, timeZone: timeZone)
         drawConversation(state, in: talkRect, into: &screen, theme: theme, timeZone: timeZone)
@@ -42,10 +42,10 @@ public enum MessagesScreen {
         let inputRow = size.rows - 2
         let prompt = state.open.map { "\($0) > " } ?? "> "
         let promptEnd = screen.write(prompt, column: 1, row: inputRow, style: theme.style(.chatOwn))
-        let field = ScreenRect(column: promptEnd, row: inputRow, width: size.columns - promptEnd - 1, height: 1)
+        let field = CellRect(x: promptEnd, y: inputRow, width: size.columns - promptEnd - 1, height: 1)
         screen.fill(field, style: theme.style(.chatInput))
         let window = FieldWindow(text: state.input.text, cursor: state.input.cursor, width: field.width)
-        screen.write(window.text, column: field.column, row: inputRow, style: theme.style(.chatInput), clip: field)
+        screen.write(window.text, column: field.x, row: inputRow, style: theme.style(.chatInput), clip: field)
         screen.writeCentered(help, row: size.rows - 1, in: screen.bounds, style: theme.style(.chatSystem))
         return screen
     }
@@ -60,7 +60,7 @@ public enum MessagesScreen {
         return CursorPosition(column: column + window.cursorColumn, row: size.rows - 2)
     }
 
-    static func drawList(_ state: MessagesState, in rect: ScreenRect, into screen: inout Screen, theme: Theme,
+    static func drawList(_ state: MessagesState, in rect: CellRect, into screen: inout Screen, theme: Theme,
                          timeZone: TimeZone) {
         screen.drawBox(rect, style: theme.style(.tileBorder), lines: .rounded, title: "Conversations",
                        titleStyle: theme.style(.tileName))
@@ -68,7 +68,7 @@ public enum MessagesScreen {
         guard !state.conversations.isEmpty else {
             for (offset, line) in DisplayWidth.wrap("None yet: /dm NAME or /join CHANNEL", width: inner.width - 1)
                 .prefix(inner.height).enumerated() {
-                screen.write(line, column: inner.column + 1, row: inner.row + offset, style: theme.style(.placeholder))
+                screen.write(line, column: inner.x + 1, row: inner.y + offset, style: theme.style(.placeholder))
             }
             return
         }
@@ -77,7 +77,7 @@ public enum MessagesScreen {
         let first = min(max(0, state.selected - visible + 1), max(0, state.conversations.count - visible))
         for (offset, entry) in state.conversations.dropFirst(first).prefix(visible).enumerated() {
             let index = first + offset
-            let row = inner.row + offset * 2
+            let row = inner.y + offset * 2
             let highlighted = index == state.selected
             let open = entry.key == state.open
             let nameStyle = theme.style(highlighted ? .selection : open ? .tileName : .text)
@@ -90,29 +90,29 @@ public enum MessagesScreen {
             let unread = entry.unread > 0 ? " [\(entry.unread)]" : ""
             let tail = unread + (time.isEmpty ? "" : " " + time)
             let tailWidth = DisplayWidth.of(tail)
-            screen.write(highlighted ? ">" : " ", column: inner.column, row: row, style: theme.style(.selection))
-            screen.writeFitted(name, column: inner.column + 1, row: row, width: inner.width - 1 - tailWidth,
+            screen.write(highlighted ? ">" : " ", column: inner.x, row: row, style: theme.style(.selection))
+            screen.writeFitted(name, column: inner.x + 1, row: row, width: inner.width - 1 - tailWidth,
                                style: nameStyle)
             if entry.unread > 0 {
-                screen.write(unread, column: inner.endColumn - tailWidth, row: row, style: theme.style(.chatAlert))
+                screen.write(unread, column: inner.maxX - tailWidth, row: row, style: theme.style(.chatAlert))
             }
             if !time.isEmpty {
-                screen.write(" " + time, column: inner.endColumn - DisplayWidth.of(time) - 1, row: row,
+                screen.write(" " + time, column: inner.maxX - DisplayWidth.of(time) - 1, row: row,
                              style: theme.style(.chatTimestamp))
             }
-            if row + 1 < inner.endRow, let text = entry.lastText {
+            if row + 1 < inner.maxY, let text = entry.lastText {
                 let from = entry.lastFrom.map { $0 == state.account ? "you: " : "\($0): " } ?? ""
-                screen.writeFitted(from + text, column: inner.column + 2, row: row + 1, width: inner.width - 2,
+                screen.writeFitted(from + text, column: inner.x + 2, row: row + 1, width: inner.width - 2,
                                    style: theme.style(.placeholder))
             }
         }
     }
 
-    static func drawConversation(_ state: MessagesState, in rect: ScreenRect, into screen: inout Screen,
+    static func drawConversation(_ state: MessagesState, in rect: CellRect, into screen: inout Screen,
                                  theme: Theme, timeZone: TimeZone) {
         guard let open = state.open else {
             screen.drawBox(rect, style: theme.style(.tileBorder), lines: .rounded)
-            screen.writeCentered("Choose a conversation and press Enter", row: rect.row + rect.height / 2,
+            screen.writeCentered("Choose a conversation and press Enter", row: rect.y + rect.height / 2,
                                  in: rect.inset(by: 1), style: theme.style(.placeholder))
             return
         }
@@ -125,7 +125,7 @@ public enum MessagesScreen {
         }
         screen.drawBox(rect, style: theme.style(.tileBorderFocused), lines: .rounded, title: title,
                        titleStyle: theme.style(.tileName))
-        let inner = ScreenRect(column: rect.column + 2, row: rect.row + 1, width: rect.width - 4, height: rect.height - 2)
+        let inner = CellRect(x: rect.x + 2, y: rect.y + 1, width: rect.width - 4, height: rect.height - 2)
         var rows: [[StyledRun]] = []
         let lines = state.lines[open] ?? []
         // Only the newest lines can show: wrap from the end until the pane is full.
@@ -159,13 +159,13 @@ public enum MessagesScreen {
         }
         if lines.isEmpty {
             screen.writeCentered(open.kind == .channel ? "No messages in \(open) yet" : "No messages with \(open.name) yet",
-                                 row: inner.row + inner.height / 2, in: inner, style: theme.style(.placeholder))
+                                 row: inner.y + inner.height / 2, in: inner, style: theme.style(.placeholder))
             return
         }
         let shown = rows.suffix(inner.height)
-        let top = inner.endRow - shown.count
+        let top = inner.maxY - shown.count
         for (offset, runs) in shown.enumerated() {
-            screen.write(runs, column: inner.column, row: top + offset, width: inner.width)
+            screen.write(runs, column: inner.x, row: top + offset, width: inner.width)
         }
     }
 

@@ -7,7 +7,7 @@ extension RoomScreen {
     /// nobody to show.
     mutating func drawVideo(
         state: RoomState, videoLayout: VideoLayout, frames: [ParticipantID: VideoFrame], into screen: inout Screen,
-        in container: ScreenRect
+        in container: CellRect
     ) {
         guard !container.isEmpty else { return }
         guard !videoLayout.tiles.isEmpty else {
@@ -18,7 +18,7 @@ extension RoomScreen {
             case .left: message = "You left the call"
             default: message = "Nobody is broadcasting yet"
             }
-            let middle = container.row + container.height / 2
+            let middle = container.y + container.height / 2
             screen.writeCentered(message, row: middle, in: container, style: theme.style(.placeholder))
             return
         }
@@ -37,7 +37,7 @@ extension RoomScreen {
         _ tile: LayoutTile, session: VideoSession, colorIndex: Int, state: RoomState, frame: VideoFrame?,
         into screen: inout Screen
     ) {
-        let rect = ScreenRect(tile.rect).intersection(screen.bounds)
+        let rect = tile.rect.intersection(screen.bounds)
         guard !rect.isEmpty else { return }
         let bordered = Self.hasBorder(width: rect.width, height: rect.height)
         let inner = bordered ? rect.inset(by: 1) : rect
@@ -60,17 +60,17 @@ extension RoomScreen {
         let borderStyle = theme.style(
             selected ? .tileBorderFocused : dominant ? .tileBorderDominant : speaking ? .tileBorderSpeaking : .tileBorder)
         let lines: BoxLines = dominant ? .dominant : speaking ? .heavy : selected ? .double : .light
-        let labelRow: ScreenRect
+        let labelRow: CellRect
         if bordered {
             screen.drawBox(rect, style: borderStyle, lines: lines)
-            labelRow = ScreenRect(column: rect.column + 1, row: rect.row, width: rect.width - 2, height: 1)
+            labelRow = CellRect(x: rect.x + 1, y: rect.y, width: rect.width - 2, height: 1)
         } else {
-            labelRow = ScreenRect(column: rect.column, row: rect.row, width: rect.width, height: 1)
+            labelRow = CellRect(x: rect.x, y: rect.y, width: rect.width, height: 1)
         }
         drawLabel(
             tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
         if bordered, session.isLocal, !session.audioMuted, let level = state.microphoneLevel {
-            drawMeter(level: level, into: &screen, row: rect.endRow - 1, from: rect.column + 1, width: rect.width - 2,
+            drawMeter(level: level, into: &screen, row: rect.maxY - 1, from: rect.x + 1, width: rect.width - 2,
                       base: borderStyle)
         }
     }
@@ -91,7 +91,7 @@ extension RoomScreen {
 
     /// " 2 bob " at the left of the top edge and " mic off " at its right; the name gives way first.
     func drawLabel(
-        tile: LayoutTile, session: VideoSession, colorIndex: Int, into screen: inout Screen, in row: ScreenRect,
+        tile: LayoutTile, session: VideoSession, colorIndex: Int, into screen: inout Screen, in row: CellRect,
         base: CellStyle
     ) {
         let nameStyle = base.overlaid(with: theme.participantStyle(colorIndex))
@@ -104,23 +104,23 @@ extension RoomScreen {
         let showMark = markWidth > 0 && row.width >= fixed + markWidth + 1
         let nameRoom = row.width - fixed - (showMark ? markWidth : 0)
         guard nameRoom > 0 else {
-            screen.writeFitted(number, column: row.column, row: row.row, width: row.width, style: plain)
+            screen.writeFitted(number, column: row.x, row: row.y, width: row.width, style: plain)
             return
         }
         var name = session.name + suffix
         if DisplayWidth.of(name) > nameRoom { name = DisplayWidth.truncate(session.name, toWidth: nameRoom) }
         let runs = [StyledRun(number + " ", plain), StyledRun(name, nameStyle), StyledRun(" ", plain)]
-        screen.write(runs, column: row.column, row: row.row, width: row.width)
+        screen.write(runs, column: row.x, row: row.y, width: row.width)
         if showMark {
             screen.write(
-                mark, column: row.endColumn - markWidth, row: row.row,
+                mark, column: row.maxX - markWidth, row: row.y,
                 style: base.overlaid(with: theme.style(.tileStatus)))
         }
     }
 
     /// The participant's name and why there is no picture, centred on the tile background.
     func drawPlaceholder(
-        session: VideoSession, colorIndex: Int, state: RoomState, into screen: inout Screen, in rect: ScreenRect
+        session: VideoSession, colorIndex: Int, state: RoomState, into screen: inout Screen, in rect: CellRect
     ) {
         let background = theme.style(.tileBackground)
         screen.fill(rect, style: background)
@@ -143,14 +143,14 @@ extension RoomScreen {
         let name = session.isLocal ? session.name + " (you)" : session.name
         var lines = [(name, background.overlaid(with: theme.participantStyle(colorIndex)))]
         if rect.height >= 2 { lines.append((reason, background.overlaid(with: theme.style(.placeholder)))) }
-        let top = rect.row + (rect.height - lines.count) / 2
+        let top = rect.y + (rect.height - lines.count) / 2
         for (offset, line) in lines.enumerated() {
             screen.writeCentered(line.0, row: top + offset, in: rect, style: line.1)
         }
     }
 
     /// Resolution, frame rate, bitrate and loss on the tile's bottom row (two rows when one is too narrow).
-    func drawStats(_ media: MediaInfo, into screen: inout Screen, in rect: ScreenRect) {
+    func drawStats(_ media: MediaInfo, into screen: inout Screen, in rect: CellRect) {
         guard !rect.isEmpty else { return }
         let style = theme.style(.overlay)
         let parts = Self.statsParts(media)
@@ -160,10 +160,10 @@ extension RoomScreen {
             rows = [parts[0] + " " + parts[1], parts[2...].joined(separator: " ")]
         }
         for (offset, text) in rows.enumerated() {
-            let row = rect.endRow - rows.count + offset
-            screen.fill(ScreenRect(column: rect.column, row: row, width: rect.width, height: 1), style: style)
+            let row = rect.maxY - rows.count + offset
+            screen.fill(CellRect(x: rect.x, y: row, width: rect.width, height: 1), style: style)
             let fitted = DisplayWidth.truncate(" " + text + " ", toWidth: rect.width)
-            screen.write(fitted, column: rect.column, row: row, style: style, clip: rect)
+            screen.write(fitted, column: rect.x, row: row, style: style, clip: rect)
         }
     }
 

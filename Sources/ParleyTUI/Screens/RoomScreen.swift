@@ -41,13 +41,13 @@ public struct RoomScreen: Sendable {
         var screen = Screen(width: size.columns, height: size.rows)
         let videoLayout = state.layout(in: layout.video)
         drawHeader(state: state, videoLayout: videoLayout, into: &screen, in: layout.header)
-        drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: ScreenRect(layout.video))
+        drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: layout.video)
         ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme, wrapped: &chatLines)
         if let bar = layout.controlBar {
             ControlBarView.draw(state: state, into: &screen, in: bar, theme: theme)
         }
         if let notice = state.notice {
-            drawNotice(notice.text, into: &screen, in: ScreenRect(layout.video))
+            drawNotice(notice.text, into: &screen, in: layout.video)
         }
         if state.rosterShown, !state.helpShown { drawRoster(state, into: &screen) }
         if state.helpShown { drawHelp(keymap: state.settings.keymap, into: &screen) }
@@ -69,7 +69,7 @@ public struct RoomScreen: Sendable {
         let layout = RoomScreenLayout(size: size, state: state)
         guard let input = layout.chatInput else { return nil }
         let window = ChatPaneView.inputWindow(state.chatInput, width: input.width)
-        return CursorPosition(column: input.column + ChatPaneView.promptWidth + window.cursorColumn, row: input.row)
+        return CursorPosition(column: input.x + ChatPaneView.promptWidth + window.cursorColumn, row: input.y)
     }
 
     /// The leave confirmation's question.
@@ -100,7 +100,7 @@ public struct RoomScreen: Sendable {
         }
     }
 
-    func drawHeader(state: RoomState, videoLayout: VideoLayout, into screen: inout Screen, in rect: ScreenRect) {
+    func drawHeader(state: RoomState, videoLayout: VideoLayout, into screen: inout Screen, in rect: CellRect) {
         let base = theme.style(.header)
         screen.fill(rect, style: base)
         let separator = StyledRun(" · ", base)
@@ -149,31 +149,31 @@ public struct RoomScreen: Sendable {
         }
         let nameWidth = max(1, rect.width - 1 - afterWidth - rightWidth - 1)
         let name = DisplayWidth.truncate(state.roomName, toWidth: nameWidth)
-        screen.write([StyledRun(" " + name, base)] + after, column: rect.column, row: rect.row, width: rect.width)
+        screen.write([StyledRun(" " + name, base)] + after, column: rect.x, row: rect.y, width: rect.width)
         if rightWidth > 0 {
-            screen.write(right, column: rect.endColumn - rightWidth, row: rect.row, width: rightWidth)
+            screen.write(right, column: rect.maxX - rightWidth, row: rect.y, width: rightWidth)
         }
     }
 
     // MARK: - Notices and overlays
 
-    func drawNotice(_ text: String, into screen: inout Screen, in container: ScreenRect) {
+    func drawNotice(_ text: String, into screen: inout Screen, in container: CellRect) {
         guard container.height > 0, container.width > 4 else { return }
         let fitted = DisplayWidth.truncate(text, toWidth: container.width - 4)
-        screen.writeCentered(" " + fitted + " ", row: container.endRow - 1, in: container, style: theme.style(.overlay))
+        screen.writeCentered(" " + fitted + " ", row: container.maxY - 1, in: container, style: theme.style(.overlay))
     }
 
     func drawLeaveQuestion(into screen: inout Screen) {
         let style = theme.style(.overlay)
         let hint = "y or Enter leaves, n or Esc stays"
         let width = min(screen.width, DisplayWidth.of(hint) + 6)
-        let rect = ScreenRect(
-            column: (screen.width - width) / 2, row: (screen.height - 4) / 2, width: width, height: 4)
+        let rect = CellRect(
+            x: (screen.width - width) / 2, y: (screen.height - 4) / 2, width: width, height: 4)
         screen.drawPanel(rect, style: style, title: "Leave")
         let inside = rect.inset(by: 1)
         screen.writeCentered(
-            Self.leaveQuestion, row: inside.row, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
-        screen.writeCentered(hint, row: inside.row + 1, in: inside, style: style)
+            Self.leaveQuestion, row: inside.y, in: inside, style: style.overlaid(with: .init(attributes: .bold)))
+        screen.writeCentered(hint, row: inside.y + 1, in: inside, style: style)
     }
 
     /// The roster: everyone with role, microphone, camera, speaking and time in the call, then the newest activity.
@@ -194,11 +194,11 @@ public struct RoomScreen: Sendable {
         if state.activity.isEmpty { rows.append(("nothing yet", style)) }
         let width = min(screen.width - 2, max(40, (rows.map { DisplayWidth.of($0.0) }.max() ?? 0) + 4))
         let shown = Array(rows.prefix(max(1, screen.height - 2)))
-        let rect = ScreenRect(column: (screen.width - width) / 2, row: max(0, (screen.height - shown.count - 2) / 2),
+        let rect = CellRect(x: (screen.width - width) / 2, y: max(0, (screen.height - shown.count - 2) / 2),
                               width: width, height: shown.count + 2)
         screen.drawPanel(rect, style: style, title: "Roster · \(state.sessions.count)")
         for (offset, row) in shown.enumerated() {
-            screen.writeFitted(row.0, column: rect.column + 2, row: rect.row + 1 + offset, width: width - 4,
+            screen.writeFitted(row.0, column: rect.x + 2, row: rect.y + 1 + offset, width: width - 4,
                                style: row.1)
         }
     }
@@ -235,19 +235,19 @@ public struct RoomScreen: Sendable {
         if rows.count > maximumRows {
             rows = Array(rows.prefix(maximumRows - 1)) + [("", "… (enlarge the terminal to see the rest)")]
         }
-        let rect = ScreenRect(
-            column: (screen.width - boxWidth) / 2, row: (screen.height - rows.count - 2) / 2, width: boxWidth,
+        let rect = CellRect(
+            x: (screen.width - boxWidth) / 2, y: (screen.height - rows.count - 2) / 2, width: boxWidth,
             height: rows.count + 2)
         screen.drawPanel(rect, style: style, title: "Keys")
         for (offset, row) in rows.enumerated() {
-            let y = rect.row + 1 + offset
-            screen.writeFitted(row.keys, column: rect.column + 2, row: y, width: keysWidth, style: keyStyle)
-            screen.writeFitted(row.text, column: rect.column + 4 + keysWidth, row: y, width: textWidth, style: style)
+            let y = rect.y + 1 + offset
+            screen.writeFitted(row.keys, column: rect.x + 2, row: y, width: keysWidth, style: keyStyle)
+            screen.writeFitted(row.text, column: rect.x + 4 + keysWidth, row: y, width: textWidth, style: style)
         }
         let closing = " Esc closes "
         if rect.width > DisplayWidth.of(closing) + 4 {
             screen.write(
-                closing, column: rect.endColumn - 2 - DisplayWidth.of(closing), row: rect.endRow - 1, style: style)
+                closing, column: rect.maxX - 2 - DisplayWidth.of(closing), row: rect.maxY - 1, style: style)
         }
     }
 }

@@ -29,19 +29,19 @@ public struct RoomScreenLayout: Hashable, Sendable {
     /// True below ``minimumSize``: every region is empty and the screen shows a message instead.
     public let isTooSmall: Bool
     /// The header row: room, people, connection, call time.
-    public let header: ScreenRect
+    public let header: CellRect
     /// The video container, in the room core's cells: send it to the reducer as `.container(video)`.
     public let video: CellRect
     /// Where the chat pane sits, nil while the flow views (chat pane and control bar) are hidden.
     public let chatPlacement: ChatPlacement?
     /// The whole chat pane including its title row (and left border on the right), if shown.
-    public let chatPane: ScreenRect?
+    public let chatPane: CellRect?
     /// Where chat history lines go, if shown.
-    public let chatLines: ScreenRect?
+    public let chatLines: CellRect?
     /// The chat input row, while the input is open.
-    public let chatInput: ScreenRect?
+    public let chatInput: CellRect?
     /// The control bar row, if shown.
-    public let controlBar: ScreenRect?
+    public let controlBar: CellRect?
 
     /// The layout for a terminal size. The input row comes out of the history lines, so opening the chat input
     /// never moves the video container. An open input also shows the flow views (the reducer does the same).
@@ -49,7 +49,7 @@ public struct RoomScreenLayout: Hashable, Sendable {
         self.size = size
         let columns = size.columns
         let rows = size.rows
-        let none = ScreenRect(column: 0, row: 0, width: 0, height: 0)
+        let none = CellRect(x: 0, y: 0, width: 0, height: 0)
         guard columns >= Self.minimumSize.columns, rows >= Self.minimumSize.rows else {
             isTooSmall = true
             header = none
@@ -62,7 +62,7 @@ public struct RoomScreenLayout: Hashable, Sendable {
             return
         }
         isTooSmall = false
-        header = ScreenRect(column: 0, row: 0, width: columns, height: 1)
+        header = CellRect(x: 0, y: 0, width: columns, height: 1)
         guard !flowViewsHidden || chatInputOpen else {
             video = CellRect(x: 0, y: 1, width: columns, height: rows - 1)
             chatPlacement = nil
@@ -72,26 +72,26 @@ public struct RoomScreenLayout: Hashable, Sendable {
             controlBar = nil
             return
         }
-        controlBar = ScreenRect(column: 0, row: rows - 1, width: columns, height: 1)
-        let pane: ScreenRect
-        var lines: ScreenRect
+        controlBar = CellRect(x: 0, y: rows - 1, width: columns, height: 1)
+        let pane: CellRect
+        var lines: CellRect
         if columns >= Self.sideChatMinimumColumns {
             let width = min(48, max(30, columns / 4))
             chatPlacement = .right
-            pane = ScreenRect(column: columns - width, row: 1, width: width, height: rows - 2)
+            pane = CellRect(x: columns - width, y: 1, width: width, height: rows - 2)
             // Left border, one space, text, one space.
-            lines = ScreenRect(column: pane.column + 2, row: pane.row + 1, width: width - 3, height: pane.height - 1)
+            lines = CellRect(x: pane.x + 2, y: pane.y + 1, width: width - 3, height: pane.height - 1)
             video = CellRect(x: 0, y: 1, width: columns - width, height: rows - 2)
         } else {
             let lineCount = min(8, max(4, (rows - 2) / 5))
             chatPlacement = .bottom
-            pane = ScreenRect(column: 0, row: rows - 2 - lineCount, width: columns, height: lineCount + 1)
-            lines = ScreenRect(column: 1, row: pane.row + 1, width: columns - 2, height: lineCount)
-            video = CellRect(x: 0, y: 1, width: columns, height: pane.row - 1)
+            pane = CellRect(x: 0, y: rows - 2 - lineCount, width: columns, height: lineCount + 1)
+            lines = CellRect(x: 1, y: pane.y + 1, width: columns - 2, height: lineCount)
+            video = CellRect(x: 0, y: 1, width: columns, height: pane.y - 1)
         }
         chatPane = pane
         if chatInputOpen {
-            chatInput = ScreenRect(column: lines.column, row: lines.endRow - 1, width: lines.width, height: 1)
+            chatInput = CellRect(x: lines.x, y: lines.maxY - 1, width: lines.width, height: 1)
             lines.height -= 1
         } else {
             chatInput = nil

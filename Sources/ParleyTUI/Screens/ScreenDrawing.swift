@@ -1,19 +1,5 @@
 import ParleyRoom
 
-extension ScreenRect {
-    /// The same cells as a room-core rectangle.
-    public init(_ rect: CellRect) {
-        self.init(column: rect.x, row: rect.y, width: rect.width, height: rect.height)
-    }
-}
-
-extension CellRect {
-    /// The same cells as a screen rectangle.
-    public init(_ rect: ScreenRect) {
-        self.init(x: rect.column, y: rect.row, width: rect.width, height: rect.height)
-    }
-}
-
 /// A cell on the screen where the shell should show the text cursor (for typing).
 public struct CursorPosition: Hashable, Sendable {
     /// Column, 0-based.
@@ -70,9 +56,9 @@ public enum TooSmallMessage {
 extension Screen {
     /// Writes text centred in `rect` on `row`, cut with "…" to the rectangle's width.
     @discardableResult
-    mutating func writeCentered(_ text: String, row: Int, in rect: ScreenRect, style: CellStyle) -> Int {
+    mutating func writeCentered(_ text: String, row: Int, in rect: CellRect, style: CellStyle) -> Int {
         let fitted = DisplayWidth.truncate(text, toWidth: rect.width)
-        let column = rect.column + max(0, (rect.width - DisplayWidth.of(fitted)) / 2)
+        let column = rect.x + max(0, (rect.width - DisplayWidth.of(fitted)) / 2)
         return write(fitted, column: column, row: row, style: style, clip: rect)
     }
 
@@ -83,11 +69,11 @@ extension Screen {
         let fitted = DisplayWidth.truncate(text, toWidth: width)
         return write(
             fitted, column: column, row: row, style: style,
-            clip: ScreenRect(column: column, row: row, width: width, height: 1))
+            clip: CellRect(x: column, y: row, width: width, height: 1))
     }
 
     /// Draws a box filled with `style` (an overlay's background) with a border and optional title.
-    mutating func drawPanel(_ rect: ScreenRect, style: CellStyle, title: String?, titleStyle: CellStyle? = nil) {
+    mutating func drawPanel(_ rect: CellRect, style: CellStyle, title: String?, titleStyle: CellStyle? = nil) {
         fill(rect, style: style)
         drawBox(rect, style: style, lines: .rounded, title: title, titleStyle: titleStyle)
     }
@@ -110,12 +96,12 @@ extension Screen {
     /// Writes runs one after another from a cell, clipped to `width` columns; returns the column after them.
     @discardableResult
     mutating func write(_ runs: [StyledRun], column: Int, row: Int, width: Int) -> Int {
-        let clip = ScreenRect(column: column, row: row, width: max(0, width), height: 1)
+        let clip = CellRect(x: column, y: row, width: max(0, width), height: 1)
         var current = column
-        for run in runs where current < clip.endColumn {
+        for run in runs where current < clip.maxX {
             current = write(run.text, column: current, row: row, style: run.style, clip: clip)
         }
-        return min(current, clip.endColumn)
+        return min(current, clip.maxX)
     }
 }
 

@@ -154,16 +154,16 @@ public enum SettingsScreen {
     /// Rows of the devices panel, borders included.
     static let devicesHeight = DeviceSettings.Row.allCases.count + 2
 
-    static func box(profileCount: Int, size: TerminalSize, picture: Bool = false) -> ScreenRect {
+    static func box(profileCount: Int, size: TerminalSize, picture: Bool = false) -> CellRect {
         let width = min(60, size.columns - 4)
         let height = profileCount + 7 + (picture ? 2 : 0)
-        return ScreenRect(
-            column: (size.columns - width) / 2, row: max(0, (size.rows - height - devicesHeight - 1) / 2),
+        return CellRect(
+            x: (size.columns - width) / 2, y: max(0, (size.rows - height - devicesHeight - 1) / 2),
             width: width, height: height)
     }
 
-    static func devicesBox(below box: ScreenRect) -> ScreenRect {
-        ScreenRect(column: box.column, row: box.endRow, width: box.width, height: devicesHeight)
+    static func devicesBox(below box: CellRect) -> CellRect {
+        CellRect(x: box.x, y: box.maxY, width: box.width, height: devicesHeight)
     }
 
     /// A mouse click (`double`: a double-click) at a cell: a click on a profile highlights it, a double-click
@@ -174,8 +174,8 @@ public enum SettingsScreen {
         let minimum = RoomScreenLayout.minimumSize
         guard size.columns >= minimum.columns, size.rows >= minimum.rows else { return nil }
         let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture != nil)
-        let index = row - (box.row + 3)
-        guard column > box.column, column < box.endColumn - 1, index >= 0, index < settings.profiles.count else {
+        let index = row - (box.y + 3)
+        guard column > box.x, column < box.maxX - 1, index >= 0, index < settings.profiles.count else {
             return nil
         }
         settings.highlight(index)
@@ -193,17 +193,17 @@ public enum SettingsScreen {
         screen.drawBox(
             box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
             titleStyle: theme.style(.tileName))
-        let left = box.column + 2
+        let left = box.x + 2
         let columns = [left + 2, left + 16, left + 30]
         let heading = theme.style(.tileName)
         for (column, title) in zip(columns, ["Resolution", "Frame rate", "Bitrate"]) {
-            screen.write(title, column: column, row: box.row + 2, style: heading)
+            screen.write(title, column: column, row: box.y + 2, style: heading)
         }
         for (index, profile) in settings.profiles.enumerated() {
-            let row = box.row + 3 + index
+            let row = box.y + 3 + index
             let highlighted = index == settings.highlighted
             let style = theme.style(highlighted ? .selection : .text)
-            let line = ScreenRect(column: left, row: row, width: box.width - 4, height: 1)
+            let line = CellRect(x: left, y: row, width: box.width - 4, height: 1)
             if highlighted {
                 screen.fill(line, style: style)
                 screen.write(">", column: left, row: row, style: style)
@@ -220,16 +220,16 @@ public enum SettingsScreen {
                             ? CellStyle() : theme.style(.placeholder)), clip: line)
             }
         }
-        let noteRow = box.endRow - 3 - (settings.picture != nil ? 2 : 0)
+        let noteRow = box.maxY - 3 - (settings.picture != nil ? 2 : 0)
         screen.writeCentered(
             "Sent at this size; others see it scaled to their tiles.", row: noteRow, in: box.inset(by: 1),
             style: theme.style(.placeholder))
         if let picture = settings.picture {
-            let line = ScreenRect(column: left, row: noteRow + 2, width: box.width - 4, height: 1)
-            screen.write("Picture: \(picture.label) (--picture changes it)", column: left, row: line.row,
+            let line = CellRect(x: left, y: noteRow + 2, width: box.width - 4, height: 1)
+            screen.write("Picture: \(picture.label) (--picture changes it)", column: left, row: line.y,
                          style: theme.style(.text), clip: line)
-            screen.write(DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.row + 1,
-                         style: theme.style(.placeholder), clip: ScreenRect(column: left, row: line.row + 1,
+            screen.write(DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.y + 1,
+                         style: theme.style(.placeholder), clip: CellRect(x: left, y: line.y + 1,
                                                                             width: line.width, height: 1))
         }
         let devicesBox = devicesBox(below: box)
@@ -238,29 +238,29 @@ public enum SettingsScreen {
             ? "Up/Down choose · Tab devices · Enter confirm · Esc cancel"
             : "Up/Down row · Left/Right change · Tab profiles · Enter confirm"
         screen.writeCentered(
-            hint, row: min(screen.height - 1, devicesBox.endRow), in: screen.bounds, style: theme.style(.chatSystem))
+            hint, row: min(screen.height - 1, devicesBox.maxY), in: screen.bounds, style: theme.style(.chatSystem))
         return screen
     }
 
     /// The devices panel: one row each for microphone, speaker, camera and echo cancellation, the focused one
     /// highlighted with its value between arrows.
-    static func drawDevices(_ settings: SettingsState, into screen: inout Screen, in box: ScreenRect, theme: Theme) {
+    static func drawDevices(_ settings: SettingsState, into screen: inout Screen, in box: CellRect, theme: Theme) {
         screen.drawBox(
             box, style: theme.style(.tileBorder), lines: .rounded, title: "Devices",
             titleStyle: theme.style(.tileName))
-        let left = box.column + 2
+        let left = box.x + 2
         for (offset, row) in DeviceSettings.Row.allCases.enumerated() {
-            let line = ScreenRect(column: left, row: box.row + 1 + offset, width: box.width - 4, height: 1)
+            let line = CellRect(x: left, y: box.y + 1 + offset, width: box.width - 4, height: 1)
             let focused = settings.deviceRow == row
             let style = theme.style(focused ? .selection : .text)
             if focused {
                 screen.fill(line, style: style)
-                screen.write(">", column: left, row: line.row, style: style)
+                screen.write(">", column: left, row: line.y, style: style)
             }
             let (label, value) = settings.devices.text(row)
-            screen.write(label, column: left + 2, row: line.row, style: style, clip: line)
+            screen.write(label, column: left + 2, row: line.y, style: style, clip: line)
             screen.write(
-                focused ? "< \(value) >" : value, column: left + 21, row: line.row, style: style, clip: line)
+                focused ? "< \(value) >" : value, column: left + 21, row: line.y, style: style, clip: line)
         }
     }
 }

@@ -12,15 +12,15 @@ struct RoomScreenLayoutTests {
         var chatOpen = false
         var video: CellRect
         var placement: RoomScreenLayout.ChatPlacement?
-        var pane: ScreenRect?
-        var lines: ScreenRect?
-        var input: ScreenRect?
-        var bar: ScreenRect?
+        var pane: CellRect?
+        var lines: CellRect?
+        var input: CellRect?
+        var bar: CellRect?
         var testDescription: String { name }
     }
 
-    static func rect(_ column: Int, _ row: Int, _ width: Int, _ height: Int) -> ScreenRect {
-        ScreenRect(column: column, row: row, width: width, height: height)
+    static func rect(_ column: Int, _ row: Int, _ width: Int, _ height: Int) -> CellRect {
+        CellRect(x: column, y: row, width: width, height: height)
     }
 
     static let cases: [Case] = [
@@ -90,9 +90,9 @@ struct RoomScreenLayoutTests {
     @Test("regions never overlap and stay on screen", arguments: cases)
     func disjoint(_ row: Case) {
         let layout = RoomScreenLayout(size: row.size, flowViewsHidden: row.hidden, chatInputOpen: row.chatOpen)
-        let screen = ScreenRect(column: 0, row: 0, width: row.size.columns, height: row.size.rows)
+        let screen = CellRect(x: 0, y: 0, width: row.size.columns, height: row.size.rows)
         let regions =
-            [layout.header, ScreenRect(layout.video)] + [layout.chatPane, layout.controlBar].compactMap { $0 }
+            [layout.header, layout.video] + [layout.chatPane, layout.controlBar].compactMap { $0 }
         for (index, region) in regions.enumerated() {
             #expect(screen.intersection(region) == region, "\(region) leaves the screen")
             for other in regions[(index + 1)...] {

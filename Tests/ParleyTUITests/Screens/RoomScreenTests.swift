@@ -143,12 +143,12 @@ struct RoomScreenTests {
         let row = try #require(screen.rows(containing: "! Connection lost").first)
         let alert = Self.theme.style(.chatAlert)
         let lines = try #require(RoomScreenLayout(size: RoomFixture.small, state: room.state).chatLines)
-        for column in lines.column..<lines.endColumn {
+        for column in lines.x..<lines.maxX {
             #expect(screen[column, row].style == alert)
         }
         let system = try #require(screen.rows(containing: "* bob joined").first)
-        #expect(screen[lines.column, system].style == Self.theme.style(.chatSystem))
-        #expect(screen[lines.column - 1, row].style != alert)
+        #expect(screen[lines.x, system].style == Self.theme.style(.chatSystem))
+        #expect(screen[lines.x - 1, row].style != alert)
     }
 
     @Test(
@@ -167,7 +167,7 @@ struct RoomScreenTests {
         func colour(of text: String, inChat: Bool) throws -> TerminalColor {
             let row = try #require(screen.rows(containing: text).last)
             let column = try #require(screen.column(of: text, row: row))
-            if inChat { #expect(column == lines.column) }
+            if inChat { #expect(column == lines.x) }
             return screen[column, row].style.foreground
         }
         let bob = try colour(of: "bob: hi", inChat: true)
@@ -243,20 +243,20 @@ struct RoomScreenTests {
         for character in "hello" { room.press(.char(character)) }
         let input = try #require(RoomScreenLayout(size: size, state: room.state).chatInput)
         let screen = room.render(size)
-        #expect(screen.text(row: input.row).hasSuffix("> hello"))
+        #expect(screen.text(row: input.y).hasSuffix("> hello"))
         #expect(
-            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 7, row: input.row)
+            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.x + 7, row: input.y)
         )
         room.press(.left)
         room.press(.left)
         #expect(
-            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.column + 5, row: input.row)
+            RoomScreen.cursor(state: room.state, size: size) == CursorPosition(column: input.x + 5, row: input.y)
         )
         room.press(.end)
         for _ in 0..<200 { room.press(.char("x")) }
         let far = try #require(RoomScreen.cursor(state: room.state, size: size))
-        #expect(far == CursorPosition(column: input.endColumn - 1, row: input.row))
-        #expect(room.render(size).text(row: input.row).hasSuffix("xxxx"))
+        #expect(far == CursorPosition(column: input.maxX - 1, row: input.y))
+        #expect(room.render(size).text(row: input.y).hasSuffix("xxxx"))
         room.press(.escape)
         #expect(RoomScreen.cursor(state: room.state, size: size) == nil)
     }
