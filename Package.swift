@@ -56,6 +56,7 @@ let package = Package(
         .target(
             name: "ParleySecurity",
             dependencies: [
+                "ParleyWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
