@@ -216,9 +216,9 @@ public enum BroadcastBench {
         let countersBefore = counters.snapshot()
         let ownBefore = ProcessProbe.cpuSeconds(getpid()) ?? 0
         let window = CallBench.CPUWindow([broadcaster.pid, relay.pid])
-        let start = wallClock()
+        let start = WallClock.seconds
         keepAlive(sockets, for: seconds)
-        let elapsed = max(0.001, wallClock() - start)
+        let elapsed = max(0.001, WallClock.seconds - start)
         let figures = window.finish()
         let own = (ProcessProbe.cpuSeconds(getpid()) ?? 0) - ownBefore
         let countersAfter = counters.snapshot()

@@ -1,6 +1,7 @@
 import Foundation
-import ParleyProcesses
 import ParleyMedia
+import ParleyProcesses
+import ParleyWire
 
 #if canImport(Glibc)
 import Glibc
@@ -355,12 +356,12 @@ public enum CallBench {
             var start: [pid_t: Double] = [:]
             for pid in pids { start[pid] = ProcessProbe.cpuSeconds(pid) ?? 0 }
             self.start = start
-            startTime = wallClock()
+            startTime = WallClock.seconds
         }
 
         /// Figures for every process since the start.
         func finish() -> [pid_t: ProcessFigures] {
-            let elapsed = max(0.001, wallClock() - startTime)
+            let elapsed = max(0.001, WallClock.seconds - startTime)
             var result: [pid_t: ProcessFigures] = [:]
             for (pid, before) in start {
                 let after = ProcessProbe.cpuSeconds(pid) ?? before
@@ -485,9 +486,9 @@ public enum CallBench {
         let ports = clientPIDs.map { ProcessProbe.udpPorts($0) }
         let before = statsPaths.map { StatsSnapshot(path: $0) }
         let window = CPUWindow(clientPIDs + panes.map(\.serverPID) + [relay.pid])
-        let start = wallClock()
+        let start = WallClock.seconds
         Thread.sleep(forTimeInterval: seconds)
-        let end = wallClock()
+        let end = WallClock.seconds
         let figures = window.finish()
         // Let the next statistics write land so the counters cover the window.
         Thread.sleep(forTimeInterval: 1.1)

@@ -1008,7 +1008,7 @@ final class EngineCore {
 
     private func sendReports() {
         guard mediaBound, let own = joined?.media.ssrcs else { return }
-        let ntp = NTPTimestamp.from(unixTime: .milliseconds(wallClockMilliseconds()))
+        let ntp = NTPTimestamp.from(unixTime: .milliseconds(WallClock.milliseconds))
         var packets: [RTCPPacket] = []
         if role == .broadcaster {
             if let audio = audioSender, !microphoneMuted {
@@ -1247,13 +1247,6 @@ final class SilenceSource: AudioSource {
 func timeAmount(_ duration: Duration) -> TimeAmount {
     let parts = duration.components
     return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
-}
-
-/// Milliseconds since the Unix epoch.
-func wallClockMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
 }
 
 extension Int {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ParleyWire
 
 extension CallStatistics {
     /// All counters as one line of JSON, with `extra` integer fields (e.g. screen redraws) and the wall-clock
@@ -65,16 +66,9 @@ public struct CallStatisticsFile: Sendable {
         self.path = path
     }
 
-    /// Seconds since the Unix epoch, for the `time` field.
-    public static var now: Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
-
     /// Replaces the file with `stats` (and `extra` fields); throws `CallSetupError` naming the path on failure.
     public func write(_ stats: CallStatistics, extra: [(name: String, value: Int)] = []) throws(CallSetupError) {
-        let bytes = Array((stats.json(time: Self.now, extra: extra) + "\n").utf8)
+        let bytes = Array((stats.json(time: WallClock.seconds, extra: extra) + "\n").utf8)
         let temporary = path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
