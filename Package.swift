@@ -172,7 +172,9 @@ let package = Package(
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia"], exclude: ["Golden"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine"],
+            exclude: ["Golden"]),
         .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyEngine
 import ParleyMedia
 import ParleyProcesses
 import ParleyWire
@@ -380,17 +381,10 @@ public enum CallBench {
         var screenDraws: Int?
 
         init?(path: String) {
-            guard let data = FileManager.default.contents(atPath: path),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let time = object["time"] as? Double, let peers = object["peers"] as? [[String: Any]]
-            else { return nil }
-            self.time = time
-            var frames: [Int: Int] = [:]
-            for peer in peers {
-                if let id = peer["id"] as? Int, let decoded = peer["framesDecoded"] as? Int { frames[id] = decoded }
-            }
-            framesDecoded = frames
-            screenDraws = object["screenDraws"] as? Int
+            guard let report = try? CallStatisticsFile(path: path).read() else { return nil }
+            time = report.time
+            framesDecoded = Dictionary(report.peers.map { (Int($0.id), $0.framesDecoded) }) { $1 }
+            screenDraws = report.extra["screenDraws"]
         }
 
         /// Decoded frames per second of each peer between `earlier` and this snapshot.
