@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import ParleyEngine
 
-/// The `--stats-file` document: exact bytes, names that need escaping read back exactly, extra fields, atomic
-/// replacement, and clear errors naming the path.
+/// The `--stats-file` document and the bot's `--stats` line: exact bytes, names that need escaping read back
+/// exactly, extra fields, atomic replacement, and clear errors naming the path.
 struct CallStatisticsFileTests {
     func sample(peerName: String) -> CallStatistics {
         var stats = CallStatistics()
@@ -120,5 +120,19 @@ struct CallStatisticsFileTests {
         } throws: { error in
             "\(error)".hasPrefix("the statistics file \(path) is not a statistics report: ")
         }
+    }
+
+    @Test func theBotSummaryHasItsKeysAndReadsBackANameWithQuoteAndBackslash() throws {
+        var stats = sample(peerName: #"b"o\b"#)
+        stats.peers[7]?.lastStamp = (participant: 7, frame: 41)
+        let summary = CallStatisticsSummary(stats)
+        let encoded = try summary.encoded()
+        #expect(String(decoding: encoded, as: UTF8.self) == #"""
+            {"audioPacketsSent":150,"localID":3,"peers":[{"audioPackets":149,"audioPlayed":148,"framesDecoded":89,\#
+            "id":7,"name":"b\"o\\b","stampFrame":41,"stampParticipant":7,"videoPackets":298}],"videoFramesSent":90}
+            """#)
+        let decoded = try JSONDecoder().decode(CallStatisticsSummary.self, from: encoded)
+        #expect(decoded == summary)
+        #expect(decoded.peers.map(\.name) == [#"b"o\b"#])
     }
 }
