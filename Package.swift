@@ -56,6 +56,7 @@ let package = Package(
         .target(
             name: "ParleySecurity",
             dependencies: [
+                "ParleyWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -189,7 +190,9 @@ let package = Package(
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia"], exclude: ["Golden"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine"],
+            exclude: ["Golden"]),
         .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench", "ParleyRoom"]),
     ]
 )

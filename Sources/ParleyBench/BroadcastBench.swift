@@ -1,4 +1,5 @@
 import Foundation
+import ParleyEngine
 import ParleyProcesses
 import ParleyWire
 
@@ -74,8 +75,9 @@ public enum BroadcastBench {
         }
     }
 
-    /// What the broadcaster's `--stats-file` says (the fields used here; the file has more).
-    struct BroadcasterStats: Decodable, Equatable {
+    /// What the broadcaster's `--stats-file` says (the fields used here; the file has more), read through the
+    /// `CallStatisticsReport` the call engine writes.
+    struct BroadcasterStats: Equatable {
         var time: Double
         var mediaBound: Bool
         var videoFramesSent: Int
@@ -87,7 +89,11 @@ public enum BroadcastBench {
         /// Parses one statistics file's contents; throws a message naming the file and what is wrong.
         static func parse(_ data: Data, path: String) throws -> BroadcasterStats {
             do {
-                return try JSONDecoder().decode(BroadcasterStats.self, from: data)
+                let report = try JSONDecoder().decode(CallStatisticsReport.self, from: data)
+                return BroadcasterStats(
+                    time: report.time, mediaBound: report.mediaBound, videoFramesSent: report.videoFramesSent,
+                    videoFramesCaptured: report.videoFramesCaptured, videoBytesSent: report.videoBytesSent,
+                    audioBytesSent: report.audioBytesSent, keyframeRequestsReceived: report.keyframeRequestsReceived)
             } catch let DecodingError.keyNotFound(key, _) {
                 throw CallBenchError.unexpected("broadcaster statistics \(path): no \"\(key.stringValue)\" field")
             } catch let DecodingError.typeMismatch(_, context) {
@@ -216,9 +222,9 @@ public enum BroadcastBench {
         let countersBefore = counters.snapshot()
         let ownBefore = ProcessProbe.cpuSeconds(getpid()) ?? 0
         let window = CallBench.CPUWindow([broadcaster.pid, relay.pid])
-        let start = wallClock()
+        let start = WallClock.seconds
         keepAlive(sockets, for: seconds)
-        let elapsed = max(0.001, wallClock() - start)
+        let elapsed = max(0.001, WallClock.seconds - start)
         let figures = window.finish()
         let own = (ProcessProbe.cpuSeconds(getpid()) ?? 0) - ownBefore
         let countersAfter = counters.snapshot()

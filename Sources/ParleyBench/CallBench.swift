@@ -1,6 +1,8 @@
 import Foundation
-import ParleyProcesses
+import ParleyEngine
 import ParleyMedia
+import ParleyProcesses
+import ParleyWire
 
 #if canImport(Glibc)
 import Glibc
@@ -355,12 +357,12 @@ public enum CallBench {
             var start: [pid_t: Double] = [:]
             for pid in pids { start[pid] = ProcessProbe.cpuSeconds(pid) ?? 0 }
             self.start = start
-            startTime = wallClock()
+            startTime = WallClock.seconds
         }
 
         /// Figures for every process since the start.
         func finish() -> [pid_t: ProcessFigures] {
-            let elapsed = max(0.001, wallClock() - startTime)
+            let elapsed = max(0.001, WallClock.seconds - startTime)
             var result: [pid_t: ProcessFigures] = [:]
             for (pid, before) in start {
                 let after = ProcessProbe.cpuSeconds(pid) ?? before
@@ -379,17 +381,10 @@ public enum CallBench {
         var screenDraws: Int?
 
         init?(path: String) {
-            guard let data = FileManager.default.contents(atPath: path),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let time = object["time"] as? Double, let peers = object["peers"] as? [[String: Any]]
-            else { return nil }
-            self.time = time
-            var frames: [Int: Int] = [:]
-            for peer in peers {
-                if let id = peer["id"] as? Int, let decoded = peer["framesDecoded"] as? Int { frames[id] = decoded }
-            }
-            framesDecoded = frames
-            screenDraws = object["screenDraws"] as? Int
+            guard let report = try? CallStatisticsFile(path: path).read() else { return nil }
+            time = report.time
+            framesDecoded = Dictionary(report.peers.map { (Int($0.id), $0.framesDecoded) }) { $1 }
+            screenDraws = report.extra["screenDraws"]
         }
 
         /// Decoded frames per second of each peer between `earlier` and this snapshot.
@@ -485,9 +480,9 @@ public enum CallBench {
         let ports = clientPIDs.map { ProcessProbe.udpPorts($0) }
         let before = statsPaths.map { StatsSnapshot(path: $0) }
         let window = CPUWindow(clientPIDs + panes.map(\.serverPID) + [relay.pid])
-        let start = wallClock()
+        let start = WallClock.seconds
         Thread.sleep(forTimeInterval: seconds)
-        let end = wallClock()
+        let end = WallClock.seconds
         let figures = window.finish()
         // Let the next statistics write land so the counters cover the window.
         Thread.sleep(forTimeInterval: 1.1)

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyWire
 
 #if canImport(Glibc)
 import Glibc
@@ -177,9 +178,9 @@ extension CallBench {
         let udp = clients.map { ProcessProbe.udpPorts($0.pid) }
         let shownBefore = consoles.map { displayedFrames(console: $0) }
         let window = CPUWindow(clients.map(\.pid) + screens.map(\.pid))
-        let start = wallClock()
+        let start = WallClock.seconds
         Thread.sleep(forTimeInterval: settings.pairSeconds)
-        let end = wallClock()
+        let end = WallClock.seconds
         let figures = window.finish()
         let shownAfter = consoles.map { displayedFrames(console: $0) }
 
@@ -201,7 +202,7 @@ extension CallBench {
     /// Frames baresip has handed to its display so far ("vidisp: fakevideo 640 x 480 frames=N", or x11, in
     /// `/video_debug`)..
     static func displayedFrames(console: UInt16) -> (frames: Int, time: Double)? {
-        let time = wallClock()
+        let time = WallClock.seconds
         let answer = baresipConsole(port: console, command: "/video_debug")
         guard let line = answer.split(separator: "\n").first(where: { $0.contains("vidisp:") }),
               let range = line.range(of: "frames="), let frames = Int(line[range.upperBound...].prefix { $0.isNumber })

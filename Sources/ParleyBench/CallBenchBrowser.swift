@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyWire
 
 #if canImport(Glibc)
 import Glibc
@@ -361,9 +362,9 @@ extension CallBench {
         let before = try reports().last
         let window = FamilyCPUWindow(family)
         let xvfbWindow = CPUWindow([display.pid])
-        let start = wallClock()
+        let start = WallClock.seconds
         Thread.sleep(forTimeInterval: settings.pairSeconds)
-        let end = wallClock()
+        let end = WallClock.seconds
         let tab = window.finish()
         let xvfb = xvfbWindow.finish()[display.pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan)
         everyone.formUnion(family.members())

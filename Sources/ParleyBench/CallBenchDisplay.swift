@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyWire
 
 #if canImport(Glibc)
 import Glibc
@@ -134,7 +135,7 @@ struct FamilyCPUWindow {
         var start: [ProcessFamily.Member: Double] = [:]
         for member in family.members() { start[member] = ProcessProbe.cpuSeconds(member.pid) ?? 0 }
         self.start = start
-        startTime = wallClock()
+        startTime = WallClock.seconds
     }
 
     /// What the family used since the start.
@@ -152,7 +153,7 @@ struct FamilyCPUWindow {
     }
 
     func finish() -> Figures {
-        let elapsed = max(0.001, wallClock() - startTime)
+        let elapsed = max(0.001, WallClock.seconds - startTime)
         let members = family.members()
         var cpu = 0.0
         var peak = 0

@@ -144,13 +144,6 @@ final class BenchPane {
     }
 }
 
-/// Seconds since the Unix epoch (the clock of packet captures and statistics files).
-func wallClock() -> Double {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-}
-
 /// Two UDP/TCP port numbers nobody on 127.0.0.1 is using right now (ask the kernel, then let go).
 func freePorts(_ count: Int) -> [UInt16] {
     var ports: [UInt16] = []

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyEngine
 import ParleySecurity
 
 /// What end-to-end encryption costs a client in a 1:1 call at 640x480@30: the same call measured with and without
@@ -29,10 +30,14 @@ public enum EncryptionBench {
                 // The stats files say whether the call really was encrypted, and that nothing failed to open.
                 for name in ["alice", "bob"] {
                     let path = "\(directory)/parley-\(name).json"
-                    let stats = FileManager.default.contents(atPath: path)
-                        .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-                    let cipher = stats["encryption"] as? String
-                    let failures = (stats["peers"] as? [[String: Any]] ?? []).map { $0["decryptFailures"] as? Int ?? -1 }
+                    let stats: CallStatisticsReport
+                    do {
+                        stats = try CallStatisticsFile(path: path).read()
+                    } catch {
+                        throw CallBenchError.unexpected("\(name)'s statistics after the call: \(error)")
+                    }
+                    let cipher = stats.encryption
+                    let failures = stats.peers.map(\.decryptFailures)
                     guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty, failures.allSatisfy({ $0 == 0 })
                     else {
                         throw CallBenchError.unexpected(

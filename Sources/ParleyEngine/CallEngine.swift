@@ -463,7 +463,7 @@ final class EngineCore {
     }
 
     private func answer(_ challenge: AccessChallenge) {
-        guard let nonce = hexBytes(challenge.nonce) else { return }
+        guard let nonce = Hex.decode(challenge.nonce) else { return }
         if let account = configuration.account {
             let message = AccountIdentity.joinMessage(account: account.name, room: configuration.room,
                                                       name: configuration.name, challenge: nonce)
@@ -472,8 +472,8 @@ final class EngineCore {
         }
         var proof: String?
         if let verifier = passwordVerifier {
-            proof = hexDigits(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
-                                                 name: displayName))
+            proof = Hex.encode(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
+                                                  name: displayName))
         }
         pendingProof = proof
         sendJoin(proof: proof, verifier: nil)
@@ -606,7 +606,7 @@ final class EngineCore {
             signaling = nil
         case .error(let error) where error.code == .passwordSetup && pendingProof != nil:
             // Our room is new: it takes the password, given as its verifier (the password itself stays here).
-            sendJoin(proof: pendingProof, verifier: passwordVerifier.map(hexDigits))
+            sendJoin(proof: pendingProof, verifier: passwordVerifier.map { Hex.encode($0) })
         case .error(let error) where error.code == .notAllowed && askedToBroadcast:
             askedToBroadcast = false
             role = .audience
@@ -1008,7 +1008,7 @@ final class EngineCore {
 
     private func sendReports() {
         guard mediaBound, let own = joined?.media.ssrcs else { return }
-        let ntp = NTPTimestamp.from(unixTime: .milliseconds(wallClockMilliseconds()))
+        let ntp = NTPTimestamp.from(unixTime: .milliseconds(WallClock.milliseconds))
         var packets: [RTCPPacket] = []
         if role == .broadcaster {
             if let audio = audioSender, !microphoneMuted {
@@ -1247,33 +1247,6 @@ final class SilenceSource: AudioSource {
 func timeAmount(_ duration: Duration) -> TimeAmount {
     let parts = duration.components
     return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
-}
-
-/// Milliseconds since the Unix epoch.
-func wallClockMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-}
-
-/// Lower-case hex digits of `bytes`.
-func hexDigits(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
-}
-
-/// Bytes from hex digits; nil for an odd length or a character that is not a hex digit.
-func hexBytes(_ text: String) -> [UInt8]? {
-    let characters = Array(text.utf8)
-    guard characters.count % 2 == 0 else { return nil }
-    var result: [UInt8] = []
-    for index in stride(from: 0, to: characters.count, by: 2) {
-        guard let pair = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else {
-            return nil
-        }
-        result.append(pair)
-    }
-    return result
 }
 
 extension Int {

@@ -1,61 +1,201 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
+import ParleyWire
 
-extension CallStatistics {
-    /// All counters as one line of JSON, with `extra` integer fields (e.g. screen redraws) and the wall-clock
-    /// `time` in seconds, so a script reading the file twice can turn totals into rates.
-    public func json(time: Double, extra: [(name: String, value: Int)] = []) -> String {
-        var fields = [
-            "\"time\":\(time)", "\"localID\":\(localID)", "\"mediaBound\":\(mediaBound)",
-            "\"videoFramesSent\":\(videoFramesSent)", "\"videoKeyframesSent\":\(videoKeyframesSent)",
-            "\"videoFramesCaptured\":\(videoFramesCaptured)",
-            "\"activeVideoLayers\":[\(activeVideoLayers.map(String.init).joined(separator: ","))]",
-            "\"videoPacketsSent\":\(videoPacketsSent)", "\"videoBytesSent\":\(videoBytesSent)",
-            "\"audioPacketsSent\":\(audioPacketsSent)", "\"audioBytesSent\":\(audioBytesSent)",
-            "\"audioPlannedLossPercent\":\(audioPlannedLossPercent)", "\"speakerUnderruns\":\(speakerUnderruns)",
-            "\"speakerDropped\":\(speakerDropped)",
-            "\"keyframeRequestsReceived\":\(keyframeRequestsReceived)",
-            "\"encryption\":\(encryption.map(Self.quoted) ?? "null")",
-        ]
-        fields += extra.map { "\(Self.quoted($0.name)):\($0.value)" }
-        let peerObjects = peers.sorted { $0.key < $1.key }.map { id, peer in
-            """
-            {"id":\(id),"name":\(Self.quoted(peer.name)),"framesDecoded":\(peer.framesDecoded),\
-            "decodeErrors":\(peer.decodeErrors),"videoPackets":\(peer.videoPacketsReceived),\
-            "videoBytes":\(peer.videoBytesReceived),"audioPackets":\(peer.audioPacketsReceived),\
-            "audioPlayed":\(peer.audioFramesPlayed),"concealments":\(peer.concealments),\
-            "fecRecoveries":\(peer.fecRecoveries),"nacksSent":\(peer.nacksSent),\
-            "keyframeRequestsSent":\(peer.keyframeRequestsSent),"decryptFailures":\(peer.decryptFailures)}
-            """
+/// The document in a `--stats-file`: every counter of `CallStatistics` that scripts and benchmarks read, the
+/// wall-clock `time` (so a script reading the file twice can turn totals into rates), and `extra` integer fields a
+/// front end adds (e.g. `screenDraws`) as top-level keys beside the others. Writers and readers both go through it.
+public struct CallStatisticsReport: Codable, Sendable, Equatable {
+    /// What arrived from one remote member.
+    public struct Peer: Codable, Sendable, Equatable {
+        /// The member id.
+        public var id: UInt32
+        /// The member's display name, exactly as the relay announced it.
+        public var name: String
+        /// Video frames decoded.
+        public var framesDecoded: Int
+        /// Video frames that failed to decode.
+        public var decodeErrors: Int
+        /// Video packets received.
+        public var videoPackets: Int
+        /// Video bytes received.
+        public var videoBytes: Int
+        /// Audio packets received.
+        public var audioPackets: Int
+        /// 20 ms audio frames played.
+        public var audioPlayed: Int
+        /// Audio frames concealed because their packet was missing.
+        public var concealments: Int
+        /// Audio frames recovered from in-band FEC.
+        public var fecRecoveries: Int
+        /// NACKs sent for this member's video.
+        public var nacksSent: Int
+        /// Keyframe requests (PLI) sent for this member's video.
+        public var keyframeRequestsSent: Int
+        /// Payloads and chat lines of this member that failed SFrame authentication.
+        public var decryptFailures: Int
+
+        /// The counters of `peer`, member `id`.
+        public init(id: UInt32, _ peer: CallStatistics.Peer) {
+            self.id = id
+            name = peer.name
+            framesDecoded = peer.framesDecoded
+            decodeErrors = peer.decodeErrors
+            videoPackets = peer.videoPacketsReceived
+            videoBytes = peer.videoBytesReceived
+            audioPackets = peer.audioPacketsReceived
+            audioPlayed = peer.audioFramesPlayed
+            concealments = peer.concealments
+            fecRecoveries = peer.fecRecoveries
+            nacksSent = peer.nacksSent
+            keyframeRequestsSent = peer.keyframeRequestsSent
+            decryptFailures = peer.decryptFailures
         }
-        fields.append("\"peers\":[\(peerObjects.joined(separator: ","))]")
-        return "{" + fields.joined(separator: ",") + "}"
     }
 
-    /// A JSON string literal (quotes, backslashes and control characters escaped).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
+    /// Seconds since the Unix epoch when the counters were read.
+    public var time: Double
+    /// This member's id (0 before joining).
+    public var localID: UInt32
+    /// Whether the media socket is bound at the relay.
+    public var mediaBound: Bool
+    /// Video frames sent (all layers).
+    public var videoFramesSent: Int
+    /// Keyframes sent.
+    public var videoKeyframesSent: Int
+    /// Frames taken from the camera.
+    public var videoFramesCaptured: Int
+    /// Which simulcast layers are encoded now, largest first.
+    public var activeVideoLayers: [Bool]
+    /// Video packets sent.
+    public var videoPacketsSent: Int
+    /// Video bytes sent.
+    public var videoBytesSent: Int
+    /// Audio packets sent.
+    public var audioPacketsSent: Int
+    /// Audio bytes sent.
+    public var audioBytesSent: Int
+    /// The packet loss (percent) the audio encoder plans in-band FEC for.
+    public var audioPlannedLossPercent: Int
+    /// Blocks of silence a real speaker played because the mix came late.
+    public var speakerUnderruns: Int
+    /// Blocks a real speaker dropped because its queue was full.
+    public var speakerDropped: Int
+    /// Keyframe requests (PLI) that reached this sender.
+    public var keyframeRequestsReceived: Int
+    /// The end-to-end cipher ("AES-128-GCM"); nil (written as `null`) for an unencrypted call.
+    public var encryption: String?
+    /// The remote members, by id.
+    public var peers: [Peer]
+    /// Further integer fields, each a top-level key; a name that is already one of the fields above is not written.
+    public var extra: [String: Int]
+
+    /// The report of `stats` read at `time`, with `extra` fields.
+    public init(_ stats: CallStatistics, time: Double, extra: [String: Int] = [:]) {
+        self.time = time
+        localID = stats.localID
+        mediaBound = stats.mediaBound
+        videoFramesSent = stats.videoFramesSent
+        videoKeyframesSent = stats.videoKeyframesSent
+        videoFramesCaptured = stats.videoFramesCaptured
+        activeVideoLayers = stats.activeVideoLayers
+        videoPacketsSent = stats.videoPacketsSent
+        videoBytesSent = stats.videoBytesSent
+        audioPacketsSent = stats.audioPacketsSent
+        audioBytesSent = stats.audioBytesSent
+        audioPlannedLossPercent = stats.audioPlannedLossPercent
+        speakerUnderruns = stats.speakerUnderruns
+        speakerDropped = stats.speakerDropped
+        keyframeRequestsReceived = stats.keyframeRequestsReceived
+        encryption = stats.encryption
+        peers = stats.peers.sorted { $0.key < $1.key }.map { Peer(id: $0.key, $0.value) }
+        self.extra = extra
+    }
+
+    /// The report as one line of JSON, keys sorted.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, activeVideoLayers
+        case videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent, audioPlannedLossPercent
+        case speakerUnderruns, speakerDropped, keyframeRequestsReceived, encryption, peers
+    }
+
+    /// The key of an `extra` field: any name.
+    private struct ExtraKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private static let fieldNames = Set(CodingKeys.allCases.map(\.stringValue))
+
+    /// Reads a report; keys it does not know that hold an integer become `extra`, others are ignored (a newer
+    /// writer's fields).
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        time = try fields.decode(Double.self, forKey: .time)
+        localID = try fields.decode(UInt32.self, forKey: .localID)
+        mediaBound = try fields.decode(Bool.self, forKey: .mediaBound)
+        videoFramesSent = try fields.decode(Int.self, forKey: .videoFramesSent)
+        videoKeyframesSent = try fields.decode(Int.self, forKey: .videoKeyframesSent)
+        videoFramesCaptured = try fields.decode(Int.self, forKey: .videoFramesCaptured)
+        activeVideoLayers = try fields.decode([Bool].self, forKey: .activeVideoLayers)
+        videoPacketsSent = try fields.decode(Int.self, forKey: .videoPacketsSent)
+        videoBytesSent = try fields.decode(Int.self, forKey: .videoBytesSent)
+        audioPacketsSent = try fields.decode(Int.self, forKey: .audioPacketsSent)
+        audioBytesSent = try fields.decode(Int.self, forKey: .audioBytesSent)
+        audioPlannedLossPercent = try fields.decode(Int.self, forKey: .audioPlannedLossPercent)
+        speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
+        speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
+        keyframeRequestsReceived = try fields.decode(Int.self, forKey: .keyframeRequestsReceived)
+        encryption = try fields.decodeIfPresent(String.self, forKey: .encryption)
+        peers = try fields.decode([Peer].self, forKey: .peers)
+        let others = try decoder.container(keyedBy: ExtraKey.self)
+        var extra: [String: Int] = [:]
+        for key in others.allKeys where !Self.fieldNames.contains(key.stringValue) {
+            if let value = try? others.decode(Int.self, forKey: key) { extra[key.stringValue] = value }
         }
-        return out + "\""
+        self.extra = extra
+    }
+
+    /// Writes every field; `encryption` as `null` when nil, so the key is always there.
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: CodingKeys.self)
+        try fields.encode(time, forKey: .time)
+        try fields.encode(localID, forKey: .localID)
+        try fields.encode(mediaBound, forKey: .mediaBound)
+        try fields.encode(videoFramesSent, forKey: .videoFramesSent)
+        try fields.encode(videoKeyframesSent, forKey: .videoKeyframesSent)
+        try fields.encode(videoFramesCaptured, forKey: .videoFramesCaptured)
+        try fields.encode(activeVideoLayers, forKey: .activeVideoLayers)
+        try fields.encode(videoPacketsSent, forKey: .videoPacketsSent)
+        try fields.encode(videoBytesSent, forKey: .videoBytesSent)
+        try fields.encode(audioPacketsSent, forKey: .audioPacketsSent)
+        try fields.encode(audioBytesSent, forKey: .audioBytesSent)
+        try fields.encode(audioPlannedLossPercent, forKey: .audioPlannedLossPercent)
+        try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
+        try fields.encode(speakerDropped, forKey: .speakerDropped)
+        try fields.encode(keyframeRequestsReceived, forKey: .keyframeRequestsReceived)
+        if let encryption {
+            try fields.encode(encryption, forKey: .encryption)
+        } else {
+            try fields.encodeNil(forKey: .encryption)
+        }
+        try fields.encode(peers, forKey: .peers)
+        var others = encoder.container(keyedBy: ExtraKey.self)
+        for (name, value) in extra where !Self.fieldNames.contains(name) {
+            try others.encode(value, forKey: ExtraKey(stringValue: name))
+        }
     }
 }
 
-/// The `--stats-file` of `parley join` and `parley bot`: a file holding the latest statistics as one JSON line,
-/// replaced atomically (write a sibling, then rename) so a reader never sees half a file.
+/// The `--stats-file` of `parley join` and `parley bot`: a file holding the latest `CallStatisticsReport` as one line
+/// of JSON, replaced atomically (Foundation writes a sibling, then renames) so a reader never sees half a file.
 public struct CallStatisticsFile: Sendable {
     /// Where the statistics go.
     public let path: String
@@ -65,30 +205,41 @@ public struct CallStatisticsFile: Sendable {
         self.path = path
     }
 
-    /// Seconds since the Unix epoch, for the `time` field.
-    public static var now: Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    /// Replaces the file with `stats` read now (and `extra` fields); throws `CallSetupError` naming the path.
+    public func write(_ stats: CallStatistics, extra: [String: Int] = [:]) throws(CallSetupError) {
+        try write(CallStatisticsReport(stats, time: WallClock.seconds, extra: extra))
     }
 
-    /// Replaces the file with `stats` (and `extra` fields); throws `CallSetupError` naming the path on failure.
-    public func write(_ stats: CallStatistics, extra: [(name: String, value: Int)] = []) throws(CallSetupError) {
-        let bytes = Array((stats.json(time: Self.now, extra: extra) + "\n").utf8)
-        let temporary = path + ".tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw CallSetupError("cannot write the statistics file \(temporary): \(String(cString: strerror(errno)))")
-        }
-        let written = writeBytes(bytes, to: descriptor)
-        close(descriptor)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            throw CallSetupError("cannot write the statistics file \(path): \(String(cString: strerror(errno)))")
+    /// Replaces the file with `report`; throws `CallSetupError` naming the path on failure.
+    public func write(_ report: CallStatisticsReport) throws(CallSetupError) {
+        do {
+            try (report.encoded() + Data("\n".utf8)).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw CallSetupError("cannot write the statistics file \(path): \(Self.reason(error))")
         }
     }
-}
 
-/// `write(2)` of a whole buffer (outside the type, whose own `write` would shadow it).
-private func writeBytes(_ bytes: [UInt8], to descriptor: Int32) -> Int {
-    bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    /// The report the file holds now; throws `CallSetupError` naming the path when it is missing or not a report.
+    public func read() throws(CallSetupError) -> CallStatisticsReport {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CallSetupError("cannot read the statistics file \(path): \(Self.reason(error))")
+        }
+        do {
+            return try JSONDecoder().decode(CallStatisticsReport.self, from: data)
+        } catch {
+            throw CallSetupError("the statistics file \(path) is not a statistics report: \(error)")
+        }
+    }
+
+    /// The operating system's words for a failed file operation ("No such file or directory"), else Foundation's.
+    private static func reason(_ error: any Error) -> String {
+        if let underlying = (error as? CocoaError)?.underlying.map({ $0 as NSError }),
+           underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return error.localizedDescription
+    }
 }

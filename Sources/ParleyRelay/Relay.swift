@@ -309,7 +309,7 @@ final class RelayCore {
             nameRule: { text in
                 Result { () throws(NameError) in try DisplayName.validate(text) }.mapError { NameRejection("\($0)") }
             },
-            configuredRooms: configuration.rooms, wallClock: { wallClockMilliseconds() })
+            configuredRooms: configuration.rooms, wallClock: { WallClock.milliseconds })
         state.keepsChat = configuration.messageStore != nil
         media = MediaRouter(limits: configuration.media)
         retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
@@ -826,11 +826,4 @@ final class PlainHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
-}
-
-/// Milliseconds since the Unix epoch, for chat timestamps.
-func wallClockMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
 }

@@ -431,7 +431,7 @@ public struct RelayState: Sendable {
             var nonce = [UInt8](repeating: 0, count: 32)
             for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255, using: &random) }
             connections[connection]?.challenge = nonce
-            return [.send(.challenge(AccessChallenge(nonce: hexString(nonce))), to: [connection])]
+            return [.send(.challenge(AccessChallenge(nonce: Hex.encode(nonce))), to: [connection])]
         default:
             break
         }
@@ -573,7 +573,7 @@ public struct RelayState: Sendable {
             }
             let challenge = connections[connection]?.challenge
             connections[connection]?.challenge = nil  // one proof per challenge: a captured proof is worth nothing
-            guard let challenge, let proof = bytes(hex: proofText),
+            guard let challenge, let proof = Hex.decode(proofText),
                   RoomPassword.isValid(proof: proof, verifier: verifier, challenge: challenge, room: room, name: name)
             else {
                 counters.signalingErrors += 1
@@ -592,7 +592,7 @@ public struct RelayState: Sendable {
                 return (refuse(.passwordSetup, "\(room) is new: send the password verifier to create it", connection),
                         nil)
             }
-            guard let verifier = bytes(hex: text), verifier.count == 32 else {
+            guard let verifier = Hex.decode(text), verifier.count == 32 else {
                 counters.signalingErrors += 1
                 return (refuse(.badField, "join field \"verifier\" must be 64 hex digits", connection), nil)
             }
@@ -816,34 +816,5 @@ public struct ConfiguredRoom: Sendable, Equatable {
     public init(verifier: [UInt8]? = nil, openStage: Bool = false) {
         self.verifier = verifier
         self.openStage = openStage
-    }
-}
-
-func hexString(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
-}
-
-/// Bytes from hex digits; nil for an odd length or a character that is not a hex digit.
-func bytes(hex: String) -> [UInt8]? {
-    let characters = Array(hex.utf8)
-    guard characters.count % 2 == 0, characters.count <= 256 else { return nil }
-    var result: [UInt8] = []
-    result.reserveCapacity(characters.count / 2)
-    var index = 0
-    while index < characters.count {
-        guard let high = hexValue(characters[index]), let low = hexValue(characters[index + 1]) else { return nil }
-        result.append(high << 4 | low)
-        index += 2
-    }
-    return result
-}
-
-private func hexValue(_ character: UInt8) -> UInt8? {
-    switch character {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-    default: nil
     }
 }

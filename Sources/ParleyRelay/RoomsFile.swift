@@ -1,6 +1,7 @@
 import Foundation
 import ParleyWire
 import ParleySecurity
+import ParleyWire
 
 /// A rooms file that could not be read, with the line and what was wrong.
 public struct RoomsFileError: Error, Equatable, CustomStringConvertible {
@@ -72,7 +73,7 @@ public enum RoomsFile {
                     room.verifier = RoomPassword.verifier(password: parts[1], room: name)
                 case "verifier":
                     guard room.verifier == nil else { throw RoomsFileError("\(at): give a password or a verifier, once") }
-                    guard let verifier = bytes(hex: parts[1]), verifier.count == 32 else {
+                    guard let verifier = Hex.decode(parts[1]), verifier.count == 32 else {
                         throw RoomsFileError("\(at): verifier must be 64 hex digits")
                     }
                     room.verifier = verifier

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ParleyWire
 
 // An account is a name bound to two public keys on first use (like ssh's trust on first use, but held by the relay):
 // an Ed25519 key that proves the account (it signs the relay's login challenge and every direct message) and an
@@ -31,16 +32,15 @@ public struct AccountKeys: Sendable, Equatable, Hashable, Codable {
         return key.isValidSignature(signature, for: message)
     }
 
-    /// A short fingerprint to compare by voice: SHA-256 of both keys, first 10 bytes as 5 groups of 4 hex digits.
     /// An Ed25519 signature from its base64 text, nil unless it is base64 of exactly 64 bytes.
     public static func signature(base64 text: String) -> [UInt8]? {
         guard text.utf8.count <= 128, let data = Data(base64Encoded: text), data.count == 64 else { return nil }
         return Array(data)
     }
 
+    /// A short fingerprint to compare by voice: SHA-256 of both keys, first 10 bytes as 5 groups of 4 hex digits.
     public var fingerprint: String {
-        let digest = Array(SHA256.hash(data: signing + agreement)).prefix(10)
-        let hex = digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let hex = Hex.encode(Array(SHA256.hash(data: signing + agreement)).prefix(10))
         return stride(from: 0, to: hex.count, by: 4).map { offset in
             let start = hex.index(hex.startIndex, offsetBy: offset)
             return String(hex[start..<hex.index(start, offsetBy: 4)])
@@ -165,11 +165,5 @@ public struct AccountIdentity: Sendable {
               let agreementKey = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: agreement)
         else { throw .badIdentityFile(line: 1, reason: "the keys are not Curve25519 private keys") }
         self.init(name: name.value, signingKey: signingKey, agreementKey: agreementKey)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

@@ -42,22 +42,12 @@ public struct BindToken: Sendable, Hashable, CustomStringConvertible {
 
     /// A token from 32 hex digits (either case); nil for anything else.
     public init?(hex: String) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 2 * Self.length else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Self.length)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
+        guard hex.utf8.count == 2 * Self.length, let bytes = Hex.decode(hex) else { return nil }
         self.bytes = bytes
     }
 
     /// The token as 32 lowercase hex digits, as signaling carries it.
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
-    }
+    public var hex: String { Hex.encode(bytes) }
 
     /// Only the first 4 hex digits, so logs never carry a usable credential.
     public var description: String { "BindToken(\(hex.prefix(4))…)" }
@@ -67,15 +57,6 @@ public struct BindToken: Sendable, Hashable, CustomStringConvertible {
         var difference: UInt8 = 0
         for index in 0..<Self.length { difference |= bytes[index] ^ other.bytes[index] }
         return difference == 0
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
 

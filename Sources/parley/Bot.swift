@@ -121,7 +121,12 @@ struct Bot: AsyncParsableCommand {
         await runner.run(chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration,
                          statisticsFile: statsFile.map(CallStatisticsFile.init(path:)))
         if stats {
-            say(BotRunner.json(await engine.statistics()))
+            let summary = CallStatisticsSummary(await engine.statistics())
+            do {
+                say(String(decoding: try summary.encoded(), as: UTF8.self))
+            } catch {
+                logger.warning("statistics not printed", metadata: ["error": "\(error)"])
+            }
         }
         await engine.leave()
         if let failure = runner.failure { throw CommandFailure(failure) }
@@ -222,23 +227,6 @@ final class BotRunner: @unchecked Sendable {
     /// The bot's n-th chat line: a rotating phrase, numbered so tests can check order.
     static func chatLine(_ number: Int, from name: String) -> String {
         "\(phrases[(number - 1) % phrases.count]) (#\(number))"
-    }
-
-    /// Statistics as one line of JSON for scripts and tests.
-    static func json(_ stats: CallStatistics) -> String {
-        var peers: [String] = []
-        for (id, peer) in stats.peers.sorted(by: { $0.key < $1.key }) {
-            peers.append("""
-                {"id":\(id),"name":"\(peer.name)","framesDecoded":\(peer.framesDecoded),\
-                "videoPackets":\(peer.videoPacketsReceived),"audioPackets":\(peer.audioPacketsReceived),\
-                "audioPlayed":\(peer.audioFramesPlayed),"stampParticipant":\(peer.lastStamp?.participant ?? 0),\
-                "stampFrame":\(peer.lastStamp?.frame ?? 0)}
-                """)
-        }
-        return """
-            {"localID":\(stats.localID),"videoFramesSent":\(stats.videoFramesSent),\
-            "audioPacketsSent":\(stats.audioPacketsSent),"peers":[\(peers.joined(separator: ","))]}
-            """
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyEngine
 import ParleyProcesses
 import Testing
 
@@ -7,10 +8,8 @@ import Testing
 struct RelayFaultTests {
     /// The video packets `bot`'s statistics file says it received from its peers so far.
     static func videoReceived(_ statsFile: String) -> Int {
-        guard let data = FileManager.default.contents(atPath: statsFile),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let peers = object["peers"] as? [[String: Any]] else { return 0 }
-        return peers.compactMap { $0["videoPackets"] as? Int }.reduce(0, +)
+        guard let stats = try? CallStatisticsFile(path: statsFile).read() else { return 0 }
+        return stats.peers.map(\.videoPackets).reduce(0, +)
     }
 
     /// CPU seconds (user + system) a process has used, from /proc.

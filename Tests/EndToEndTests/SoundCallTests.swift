@@ -1,4 +1,5 @@
 import Foundation
+import ParleyEngine
 import ParleyMedia
 import ParleyProcesses
 import Testing
@@ -171,13 +172,11 @@ struct SoundCallTests {
         #expect(match.speechSeconds >= 25, "compared \(match.speechSeconds) s of speech")
         // A packet that missed its turn is concealed, which the level check above cannot always tell from speech:
         // bob's own counters must show none on this lossless path.
-        let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/bob.json")))
-        let peers = (stats as? [String: Any])?["peers"] as? [[String: Any]] ?? []
-        let playback = ["speakerUnderruns", "speakerDropped"].map { (stats as? [String: Any])?[$0] as? Int ?? -1 }
-        print("sound path: bob's speaker underran \(playback[0]) and dropped \(playback[1]) blocks")
-        let fromAlice = peers.first { $0["name"] as? String == "alice" }
-        #expect((fromAlice?["audioPlayed"] as? Int ?? 0) >= 1_400, "bob played alice's audio: \(peers)")
-        #expect(fromAlice?["concealments"] as? Int == 0, "concealed 20 ms frames: \(peers)")
+        let stats = try CallStatisticsFile(path: folder + "/bob.json").read()
+        print("sound path: bob's speaker underran \(stats.speakerUnderruns) and dropped \(stats.speakerDropped) blocks")
+        let fromAlice = stats.peers.first { $0.name == "alice" }
+        #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
+        #expect(fromAlice?.concealments == 0, "concealed 20 ms frames: \(stats.peers)")
         withExtendedLifetime(sound) {}
     }
 }

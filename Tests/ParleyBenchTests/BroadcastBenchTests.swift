@@ -49,24 +49,28 @@ struct BroadcastBenchTests {
         } == "PARLEY_BROADCAST_BENCH_SECONDS=2 is not a number in 5…600")
     }
 
+    /// A statistics file as the call engine writes it (keys sorted).
+    static let statisticsLine = #"{"activeVideoLayers":[true],"audioBytesSent":40000,"audioPacketsSent":500,"#
+        + #""audioPlannedLossPercent":0,"encryption":null,"keyframeRequestsReceived":2,"localID":1,"mediaBound":true,"#
+        + #""peers":[],"speakerDropped":0,"speakerUnderruns":0,"time":1795576081.5,"videoBytesSent":1250000,"#
+        + #""videoFramesCaptured":310,"videoFramesSent":300,"videoKeyframesSent":1,"videoPacketsSent":900}"#
+
+    /// `statisticsLine` with one field's text replaced.
+    static func statistics(replacing field: String, with replacement: String) -> String {
+        statisticsLine.replacingOccurrences(of: field, with: replacement)
+    }
+
     @Test func broadcasterStatistics() throws {
-        let line = #"{"time":1795576081.5,"localID":1,"mediaBound":true,"videoFramesSent":300,"videoKeyframesSent":1,"#
-            + #""videoFramesCaptured":310,"activeVideoLayers":[true],"#
-            + #""videoPacketsSent":900,"videoBytesSent":1250000,"audioPacketsSent":500,"audioBytesSent":40000,"#
-            + #""keyframeRequestsReceived":2,"encryption":null,"peers":[]}"#
-        #expect(try BroadcastBench.BroadcasterStats.parse(Data(line.utf8), path: "s.json") == .init(
+        #expect(try BroadcastBench.BroadcasterStats.parse(Data(Self.statisticsLine.utf8), path: "s.json") == .init(
             time: 1_795_576_081.5, mediaBound: true, videoFramesSent: 300, videoFramesCaptured: 310,
             videoBytesSent: 1_250_000,
             audioBytesSent: 40_000, keyframeRequestsReceived: 2))
     }
 
     @Test("bad broadcaster statistics", arguments: [
-        (#"{"time":1,"mediaBound":true,"videoFramesSent":1,"videoFramesCaptured":1,"videoBytesSent":1,"#
-            + #""audioBytesSent":1}"#,
+        (BroadcastBenchTests.statistics(replacing: #""keyframeRequestsReceived":2,"#, with: ""),
          "broadcaster statistics s.json: no \"keyframeRequestsReceived\" field"),
-        (#"{"time":1,"mediaBound":true,"videoFramesSent":"many","videoFramesCaptured":1,"videoBytesSent":1,"#
-            + #""audioBytesSent":1,"#
-            + #""keyframeRequestsReceived":0}"#,
+        (BroadcastBenchTests.statistics(replacing: #""videoFramesSent":300"#, with: #""videoFramesSent":"many""#),
          "broadcaster statistics s.json: \"videoFramesSent\" has the wrong type"),
     ])
     func badStatistics(json: String, expected: String) {

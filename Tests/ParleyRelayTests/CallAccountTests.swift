@@ -17,7 +17,7 @@ struct CallAccountTests {
     func joinAsAccount(_ relay: inout Harness, _ identity: AccountIdentity, claimed: String? = nil, name: String,
                        room: String = "standup", hideRoom: Bool = false, on connection: ConnectionID) -> [RelayAction] {
         guard case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
-            .first, let nonce = bytes(hex: challenge.nonce)
+            .first, let nonce = Hex.decode(challenge.nonce)
         else {
             Issue.record("no challenge")
             return []

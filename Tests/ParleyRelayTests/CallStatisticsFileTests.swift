@@ -2,7 +2,8 @@ import Foundation
 import Testing
 @testable import ParleyEngine
 
-/// The `--stats-file` JSON: exact text, escaping, atomic replacement, and a clear error for a bad path.
+/// The `--stats-file` document and the bot's `--stats` line: exact bytes, names that need escaping read back
+/// exactly, extra fields, atomic replacement, and clear errors naming the path.
 struct CallStatisticsFileTests {
     func sample(peerName: String) -> CallStatistics {
         var stats = CallStatistics()
@@ -24,46 +25,76 @@ struct CallStatisticsFileTests {
         return stats
     }
 
-    @Test func jsonHasEveryCounterInAFixedOrder() {
-        let json = sample(peerName: "bob").json(time: 1.5, extra: [("screenDraws", 88)])
-        #expect(json == """
-            {"time":1.5,"localID":3,"mediaBound":true,"videoFramesSent":90,"videoKeyframesSent":2,\
-            "videoFramesCaptured":0,"activeVideoLayers":[],\
-            "videoPacketsSent":300,"videoBytesSent":120000,"audioPacketsSent":150,"audioBytesSent":12000,"audioPlannedLossPercent":6,\
-            "speakerUnderruns":0,"speakerDropped":0,\
-            "keyframeRequestsReceived":1,"encryption":"AES-256-GCM","screenDraws":88,"peers":[{"id":7,"name":"bob",\
-            "framesDecoded":89,\
-            "decodeErrors":0,"videoPackets":298,"videoBytes":119000,"audioPackets":149,"audioPlayed":148,\
-            "concealments":2,"fecRecoveries":1,"nacksSent":3,"keyframeRequestsSent":4,"decryptFailures":5}]}
+    func text(_ report: CallStatisticsReport) throws -> String {
+        String(decoding: try report.encoded(), as: UTF8.self)
+    }
+
+    @Test func theFileHasEveryCounterUnderItsKeySorted() throws {
+        let report = CallStatisticsReport(sample(peerName: "bob"), time: 1.5, extra: ["screenDraws": 88])
+        #expect(try text(report) == """
+            {"activeVideoLayers":[],"audioBytesSent":12000,"audioPacketsSent":150,"audioPlannedLossPercent":6,\
+            "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,\
+            "peers":[{"audioPackets":149,"audioPlayed":148,"concealments":2,"decodeErrors":0,"decryptFailures":5,\
+            "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,"nacksSent":3,"name":"bob",\
+            "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"speakerDropped":0,"speakerUnderruns":0,\
+            "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesSent":90,"videoKeyframesSent":2,\
+            "videoPacketsSent":300}
             """)
     }
 
-    @Test("names are escaped", arguments: [
-        ("quote", "a\"b", #""name":"a\"b""#),
-        ("backslash", "a\\b", #""name":"a\\b""#),
+    @Test func anUnencryptedCallWritesEncryptionAsNull() throws {
+        var stats = sample(peerName: "bob")
+        stats.encryption = nil
+        let report = CallStatisticsReport(stats, time: 0)
+        #expect(try text(report).contains(#""encryption":null"#))
+        #expect(try JSONDecoder().decode(CallStatisticsReport.self, from: report.encoded()).encryption == nil)
+    }
+
+    @Test("names are escaped and read back exactly", arguments: [
+        ("quote and backslash", #"a"b\c"#, #""name":"a\"b\\c""#),
         ("control character", "a\u{1}b", #""name":"a\u0001b""#),
+        ("slash kept", "a/b", #""name":"a/b""#),
         ("non-ASCII kept", "zoë", #""name":"zoë""#),
     ])
     func escaping(_ label: String, _ name: String, _ expected: String) throws {
-        let json = sample(peerName: name).json(time: 0)
-        #expect(json.contains(expected), "\(label): \(json)")
-        let parsed = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        let peers = parsed?["peers"] as? [[String: Any]]
-        #expect(peers?.first?["name"] as? String == name, "\(label)")
+        let report = CallStatisticsReport(sample(peerName: name), time: 1_795_576_081.25, extra: ["screenDraws": 4])
+        let encoded = try report.encoded()
+        #expect(String(decoding: encoded, as: UTF8.self).contains(expected), "\(label)")
+        let decoded = try JSONDecoder().decode(CallStatisticsReport.self, from: encoded)
+        #expect(decoded == report, "\(label)")
+        #expect(decoded.peers.map(\.name) == [name], "\(label)")
     }
 
-    @Test func writeReplacesTheFileWithOneLine() throws {
+    @Test func extraFieldsNeverReplaceACounter() throws {
+        let report = CallStatisticsReport(sample(peerName: "bob"), time: 2, extra: ["time": 12345, "localID": 12345])
+        let encoded = try text(report)
+        #expect(encoded.contains(#""time":2,"#) && encoded.contains(#""localID":3,"#), "\(encoded)")
+        #expect(!encoded.contains("12345"), "\(encoded)")
+    }
+
+    @Test func aReaderKeepsUnknownIntegersAsExtraAndSkipsOtherNewFields() throws {
+        let written = try text(CallStatisticsReport(sample(peerName: "bob"), time: 2))
+        let newer = written.dropLast() + #","screenDraws":12,"renderer":"sixel"}"#
+        let decoded = try JSONDecoder().decode(CallStatisticsReport.self, from: Data(newer.utf8))
+        #expect(decoded.extra == ["screenDraws": 12])
+        #expect(decoded.peers.first?.name == "bob")
+    }
+
+    @Test func writeReplacesTheFileWithOneLineAndLeavesNothingBeside() throws {
         let folder = NSTemporaryDirectory() + "parley-stats-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let file = CallStatisticsFile(path: folder + "/stats.json")
         try file.write(sample(peerName: "first"))
-        try file.write(sample(peerName: "second"))
+        try file.write(sample(peerName: #"se"c\ond"#), extra: ["screenDraws": 3])
         let text = try String(contentsOfFile: file.path, encoding: .utf8)
         #expect(text.hasSuffix("}\n"))
         #expect(text.split(separator: "\n").count == 1)
-        #expect(text.contains(#""name":"second""#))
-        #expect(!FileManager.default.fileExists(atPath: file.path + ".tmp"))
+        let report = try file.read()
+        #expect(report.peers.map(\.name) == [#"se"c\ond"#])
+        #expect(report.extra == ["screenDraws": 3])
+        #expect(abs(report.time - Date().timeIntervalSince1970) < 60, "time is the wall clock: \(report.time)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["stats.json"])
     }
 
     @Test func aMissingFolderIsNamedInTheError() {
@@ -71,7 +102,37 @@ struct CallStatisticsFileTests {
         #expect {
             try file.write(CallStatistics())
         } throws: { error in
-            "\(error)".contains("cannot write the statistics file /nonexistent-parley-folder/stats.json.tmp")
+            "\(error)" == "cannot write the statistics file \(file.path): No such file or directory"
         }
+        #expect {
+            try file.read()
+        } throws: { error in
+            "\(error)" == "cannot read the statistics file \(file.path): No such file or directory"
+        }
+    }
+
+    @Test func aFileThatIsNotAReportIsNamedInTheError() throws {
+        let path = NSTemporaryDirectory() + "parley-stats-\(UUID().uuidString).json"
+        try Data(#"{"time":1}"#.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect {
+            try CallStatisticsFile(path: path).read()
+        } throws: { error in
+            "\(error)".hasPrefix("the statistics file \(path) is not a statistics report: ")
+        }
+    }
+
+    @Test func theBotSummaryHasItsKeysAndReadsBackANameWithQuoteAndBackslash() throws {
+        var stats = sample(peerName: #"b"o\b"#)
+        stats.peers[7]?.lastStamp = (participant: 7, frame: 41)
+        let summary = CallStatisticsSummary(stats)
+        let encoded = try summary.encoded()
+        #expect(String(decoding: encoded, as: UTF8.self) == #"""
+            {"audioPacketsSent":150,"localID":3,"peers":[{"audioPackets":149,"audioPlayed":148,"framesDecoded":89,\#
+            "id":7,"name":"b\"o\\b","stampFrame":41,"stampParticipant":7,"videoPackets":298}],"videoFramesSent":90}
+            """#)
+        let decoded = try JSONDecoder().decode(CallStatisticsSummary.self, from: encoded)
+        #expect(decoded == summary)
+        #expect(decoded.peers.map(\.name) == [#"b"o\b"#])
     }
 }

@@ -21,15 +21,15 @@ struct RoomAccessTests {
     func joinWithPassword(_ relay: inout Harness, _ password: String, name: String, room: String = "standup",
                           on connection: ConnectionID, sendVerifier: Bool = false) -> [ServerMessage] {
         guard case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
-            .first, let nonce = bytes(hex: challenge.nonce)
+            .first, let nonce = Hex.decode(challenge.nonce)
         else {
             Issue.record("no challenge")
             return []
         }
         let verifier = RoomPassword.verifier(password: password, room: room)
-        let proof = hexString(RoomPassword.proof(verifier: verifier, challenge: nonce, room: room, name: name))
+        let proof = Hex.encode(RoomPassword.proof(verifier: verifier, challenge: nonce, room: room, name: name))
         let request = JoinRequest(room: room, name: name, proof: proof,
-                                  verifier: sendVerifier ? hexString(verifier) : nil)
+                                  verifier: sendVerifier ? Hex.encode(verifier) : nil)
         return messages(to: connection, in: relay.send(.join(request), on: connection))
     }
 
@@ -61,10 +61,10 @@ struct RoomAccessTests {
             Issue.record("no challenge")
             return
         }
-        let forCarol = RoomPassword.proof(verifier: Self.verifier, challenge: try #require(bytes(hex: challenge.nonce)),
+        let forCarol = RoomPassword.proof(verifier: Self.verifier, challenge: try #require(Hex.decode(challenge.nonce)),
                                           room: "standup", name: "carol")
         #expect(code(messages(to: b, in: relay.send(.join(JoinRequest(
-            room: "standup", name: "bob", proof: hexString(forCarol))), on: b))) == .wrongPassword)
+            room: "standup", name: "bob", proof: Hex.encode(forCarol))), on: b))) == .wrongPassword)
 
         // The right password joins; the proof cannot be used twice (the challenge is spent).
         #expect(joined(joinWithPassword(&relay, "open sesame", name: "bob", on: b)) != nil)
@@ -72,9 +72,9 @@ struct RoomAccessTests {
             Issue.record("no challenge")
             return
         }
-        let proof = hexString(RoomPassword.proof(verifier: Self.verifier,
-                                                 challenge: try #require(bytes(hex: second.nonce)),
-                                                 room: "standup", name: "carol"))
+        let proof = Hex.encode(RoomPassword.proof(verifier: Self.verifier,
+                                                  challenge: try #require(Hex.decode(second.nonce)),
+                                                  room: "standup", name: "carol"))
         #expect(joined(messages(to: c, in: relay.send(.join(JoinRequest(room: "standup", name: "carol", proof: proof)),
                                                       on: c))) != nil)
         let d = relay.connect(4)
@@ -89,13 +89,13 @@ struct RoomAccessTests {
         for attempt in 1...RelayState.maximumFailedProofs {
             let challenge = relay.send(.challenge, on: a)
             _ = challenge
-            guard case .challenge(let c)? = messages(to: a, in: challenge).first, let nonce = bytes(hex: c.nonce) else {
+            guard case .challenge(let c)? = messages(to: a, in: challenge).first, let nonce = Hex.decode(c.nonce) else {
                 Issue.record("no challenge")
                 return
             }
             let proof = RoomPassword.proof(verifier: RoomPassword.verifier(password: "guess\(attempt)", room: "vault"),
                                            challenge: nonce, room: "vault", name: "eve")
-            let actions = relay.send(.join(JoinRequest(room: "vault", name: "eve", proof: hexString(proof))), on: a)
+            let actions = relay.send(.join(JoinRequest(room: "vault", name: "eve", proof: Hex.encode(proof))), on: a)
             #expect(actions.contains(.close(a)) == (attempt == RelayState.maximumFailedProofs), "attempt \(attempt)")
         }
     }

@@ -3,9 +3,9 @@ import Testing
 
 /// Bytes from hex digits; spaces and line breaks are ignored ("80 60 12 34").
 func bytes(_ hex: String) -> [UInt8] {
-    let digits = hex.unicodeScalars.filter { !$0.properties.isWhitespace }.map { Character($0) }
-    precondition(digits.count % 2 == 0, "odd number of hex digits in \(hex)")
-    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+    let digits = String(String.UnicodeScalarView(hex.unicodeScalars.filter { !$0.properties.isWhitespace }))
+    guard let bytes = Hex.decode(digits) else { preconditionFailure("not an even number of hex digits: \(hex)") }
+    return bytes
 }
 
 /// A small seeded generator (SplitMix64) so "random" tests replay the same bytes every run.

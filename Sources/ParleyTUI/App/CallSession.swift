@@ -243,7 +243,7 @@ final class CallSession {
         let writing = statisticsWriting
         Task.detached {
             let stats = await engine.statistics()
-            try? file.write(stats, extra: [("screenDraws", draws)])
+            try? file.write(stats, extra: ["screenDraws": draws])
             writing.release()
         }
     }
