@@ -38,62 +38,6 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE account (
-                    name TEXT PRIMARY KEY NOT NULL,
-                    signingKey BLOB NOT NULL,
-                    agreementKey BLOB NOT NULL,
-                    lastSeen INTEGER
-                );
-                CREATE TABLE directMessage (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    recipient TEXT NOT NULL,
-                    sealed BLOB NOT NULL,
-                    receivedAt INTEGER NOT NULL,
-                    deliveredAt INTEGER,
-                    readAt INTEGER,
-                    UNIQUE (sender, id)
-                );
-                CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
-                CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
-                """)
-        }
-        migrator.registerMigration("v2 sender copy") { db in
-            try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
-        }
-        migrator.registerMigration("v3 channels") { db in
-            try db.execute(sql: """
-                CREATE TABLE channelMember (
-                    channel TEXT NOT NULL,
-                    account TEXT NOT NULL,
-                    joinedAt INTEGER NOT NULL,
-                    readThrough INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (channel, account)
-                );
-                CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
-                CREATE TABLE channelPost (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    channel TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    kind TEXT NOT NULL,
-                    text TEXT NOT NULL,
-                    postedAt INTEGER NOT NULL,
-                    members INTEGER,
-                    UNIQUE (channel, sender, id)
-                );
-                CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
-                CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
-                """)
-        }
-        return migrator
-    }
-
     /// A GRDB or SQLite error in words: which operation, and SQLite's own reason (full disk, read-only, …).
     private static func explain(_ error: any Error, doing what: String) -> StoreError {
         if let store = error as? StoreError { return store }
