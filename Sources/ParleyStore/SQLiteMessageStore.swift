@@ -20,6 +20,7 @@ public final class SQLiteMessageStore: MessageStore {
             configuration.readonly = readOnly
             if let maximumBytes {
                 configuration.prepareDatabase { db in
+                    // PRAGMAs have no query-interface form (and take no bound values).
                     let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
                     try db.execute(sql: "PRAGMA max_page_count = \(max(16, maximumBytes / pageSize))")
                 }
@@ -29,6 +30,7 @@ public final class SQLiteMessageStore: MessageStore {
             // the last commits before the next checkpoint. FULL would add an fsync to every message (about 1 ms
             // here), which caps a relay at ~1,000 messages a second.
             if !readOnly {
+                // A PRAGMA: no query-interface form.
                 configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -36,62 +38,6 @@ public final class SQLiteMessageStore: MessageStore {
         } catch {
             throw Self.explain(error, doing: "open \(path)")
         }
-    }
-
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE account (
-                    name TEXT PRIMARY KEY NOT NULL,
-                    signingKey BLOB NOT NULL,
-                    agreementKey BLOB NOT NULL,
-                    lastSeen INTEGER
-                );
-                CREATE TABLE directMessage (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    recipient TEXT NOT NULL,
-                    sealed BLOB NOT NULL,
-                    receivedAt INTEGER NOT NULL,
-                    deliveredAt INTEGER,
-                    readAt INTEGER,
-                    UNIQUE (sender, id)
-                );
-                CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
-                CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
-                """)
-        }
-        migrator.registerMigration("v2 sender copy") { db in
-            try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
-        }
-        migrator.registerMigration("v3 channels") { db in
-            try db.execute(sql: """
-                CREATE TABLE channelMember (
-                    channel TEXT NOT NULL,
-                    account TEXT NOT NULL,
-                    joinedAt INTEGER NOT NULL,
-                    readThrough INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (channel, account)
-                );
-                CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
-                CREATE TABLE channelPost (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    channel TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    kind TEXT NOT NULL,
-                    text TEXT NOT NULL,
-                    postedAt INTEGER NOT NULL,
-                    members INTEGER,
-                    UNIQUE (channel, sender, id)
-                );
-                CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
-                CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
-                """)
-        }
-        return migrator
     }
 
     /// A GRDB or SQLite error in words: which operation, and SQLite's own reason (full disk, read-only, …).
@@ -122,26 +68,21 @@ public final class SQLiteMessageStore: MessageStore {
 
     public func bind(account name: String, to keys: AccountKeys) throws(StoreError) -> AccountBinding {
         try write("bind account \(name)") { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT signingKey, agreementKey FROM account WHERE name = ?",
-                                          arguments: [name]) {
-                let signing: Data = row["signingKey"], agreement: Data = row["agreementKey"]
-                return Array(signing) == keys.signing && Array(agreement) == keys.agreement
+            if let account = try AccountRecord.fetchOne(db, key: name) {
+                return Array(account.signingKey) == keys.signing && Array(account.agreementKey) == keys.agreement
                     ? .matches : .belongsToOtherKeys
             }
-            try db.execute(sql: "INSERT INTO account (name, signingKey, agreementKey) VALUES (?, ?, ?)",
-                           arguments: [name, Data(keys.signing), Data(keys.agreement)])
+            try AccountRecord(name: name, signingKey: Data(keys.signing), agreementKey: Data(keys.agreement))
+                .insert(db)
             return .created
         }
     }
 
     public func keys(of name: String) throws(StoreError) -> AccountKeys? {
-        let row = try read("read the keys of \(name)") { db in
-            try Row.fetchOne(db, sql: "SELECT signingKey, agreementKey FROM account WHERE name = ?", arguments: [name])
-        }
-        guard let row else { return nil }
-        let signing: Data = row["signingKey"], agreement: Data = row["agreementKey"]
+        let account = try read("read the keys of \(name)") { db in try AccountRecord.fetchOne(db, key: name) }
+        guard let account else { return nil }
         do {
-            return try AccountKeys(signing: Array(signing), agreement: Array(agreement))
+            return try AccountKeys(signing: Array(account.signingKey), agreement: Array(account.agreementKey))
         } catch {
             throw .database("the stored keys of \(name) are damaged: \(error)")
         }
@@ -157,19 +98,15 @@ public final class SQLiteMessageStore: MessageStore {
             ? "store message \(messages[0].id) of \(messages[0].sender)" : "store \(messages.count) messages"
         return try write(what) { db in
             // The common case first: a new id inserts; only a conflict (a retry, or a reused id) reads what is there.
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt, senderCopy)
-                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sender, id) DO NOTHING
-                """)
-            return try messages.map { message in
-                try insert.execute(arguments: [message.id, message.sender, message.recipient, Data(message.sealed),
-                                               message.receivedAt, message.senderCopy.map { Data($0) }])
+            // OR IGNORE can only meet the (sender, id) conflict: every NOT NULL column is given a value.
+            try messages.map { message in
+                try NewDirectMessageRecord(message: message).insert(db, onConflict: .ignore)
                 if db.changesCount > 0 {
                     return .success((StoredDirectMessage(sequence: db.lastInsertedRowID, message: message), true))
                 }
-                guard let existing = try Self.fetchMessages(
-                    db, where: "sender = ? AND id = ?", arguments: [message.sender, message.id], limit: 1).first,
-                    existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
+                let key = DirectMessageRecord.key(sender: message.sender, id: message.id)
+                guard let existing = try DirectMessageRecord.fetchOne(db, key: key)?.stored,
+                      existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
                 else { return .failure(StoreError.idReused(sender: message.sender, id: message.id)) }
                 return .success((existing, false))
             }
@@ -178,37 +115,46 @@ public final class SQLiteMessageStore: MessageStore {
 
     public func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage] {
         try read("read undelivered messages to \(recipient)") { db in
-            try Self.fetchMessages(db, where: "recipient = ? AND deliveredAt IS NULL", arguments: [recipient],
-                                   limit: limit)
+            try DirectMessageRecord.filter { $0.recipient == recipient && $0.deliveredAt == nil }
+                .order(\.sequence).limit(max(0, limit)).fetchAll(db).map(\.stored)
         }
     }
 
     public func undeliveredCount(to recipient: String) throws(StoreError) -> Int {
         try read("count undelivered messages to \(recipient)") { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM directMessage WHERE recipient = ? AND deliveredAt IS NULL",
-                             arguments: [recipient]) ?? 0
+            try DirectMessageRecord.filter { $0.recipient == recipient && $0.deliveredAt == nil }.fetchCount(db)
         }
     }
 
     @discardableResult
-    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError) -> [MessageMark] {
+    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
+        -> [MessageMark] {
         guard !sequences.isEmpty else { return [] }
         return try markDelivered(batch: [(sequences, recipient)], at: at)[0]
     }
+
+    /// Sequences marked by one statement: SQLite bounds the values a statement binds (999 before 3.32).
+    private static let sequencesPerStatement = 500
 
     public func markDelivered(batch receipts: [(sequences: [Int64], recipient: String)], at: Int64) throws(StoreError)
         -> [[MessageMark]] {
         let count = receipts.reduce(0) { $0 + $1.sequences.count }
         return try write("mark \(count) messages delivered") { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE directMessage SET deliveredAt = ? WHERE sequence = ? AND recipient = ? AND deliveredAt IS NULL
-                RETURNING sequence, sender
-                """)
-            return try receipts.map { receipt in
-                try receipt.sequences.flatMap { sequence in
-                    try Row.fetchAll(update, arguments: [at, sequence, receipt.recipient])
-                        .map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }
+            try receipts.map { receipt in
+                var marks: [MessageMark] = []
+                for start in stride(from: 0, to: receipt.sequences.count, by: Self.sequencesPerStatement) {
+                    let chunk = receipt.sequences[start..<min(start + Self.sequencesPerStatement,
+                                                              receipt.sequences.count)]
+                    let update = try DirectMessageRecord
+                        .filter { chunk.contains($0.sequence) && $0.recipient == receipt.recipient }
+                        .filter { $0.deliveredAt == nil }
+                        .updateAndFetchStatement(db, assignments: { [$0.deliveredAt.set(to: at)] },
+                                                 select: { [$0.sequence, $0.sender] })
+                    marks += try MessageMarkRecord.fetchAll(update).map(\.mark)
                 }
+                // In the receipt's order (a sequence listed twice is marked once, where it first appears).
+                let position = Dictionary(receipt.sequences.enumerated().map { ($1, $0) }) { first, _ in first }
+                return marks.sorted { (position[$0.sequence] ?? 0) < (position[$1.sequence] ?? 0) }
             }
         }
     }
@@ -217,209 +163,154 @@ public final class SQLiteMessageStore: MessageStore {
     public func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64)
         throws(StoreError) -> [MessageMark] {
         try write("mark messages of \(sender) read") { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    UPDATE directMessage SET readAt = ?, deliveredAt = COALESCE(deliveredAt, ?)
-                    WHERE sender = ? AND recipient = ? AND sequence <= ? AND readAt IS NULL
-                    RETURNING sequence, sender
-                    """,
-                arguments: [at, at, sender, recipient, sequence]
-            ).map { MessageMark(sequence: $0["sequence"], sender: $0["sender"]) }.sorted { $0.sequence < $1.sequence }
-        }
-    }
-
-    public func join(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
-        try write("add \(account) to channel \(channel)") { db in
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO channelMember (channel, account, joinedAt, readThrough) VALUES (?, ?, ?, 0)",
-                arguments: [channel, account, at])
-            guard db.changesCount > 0 else { return nil }
-            // A member has read everything before it joined.
-            try db.execute(
-                sql: """
-                    UPDATE channelMember SET readThrough = COALESCE((SELECT MAX(sequence) FROM channelPost WHERE channel = ?), 0)
-                    WHERE channel = ? AND account = ?
-                    """,
-                arguments: [channel, channel, account])
-            return try Self.insertActivity(db, channel: channel, account: account, kind: .joined, at: at)
-        }
-    }
-
-    public func leave(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
-        try write("remove \(account) from channel \(channel)") { db in
-            try db.execute(sql: "DELETE FROM channelMember WHERE channel = ? AND account = ?", arguments: [channel, account])
-            guard db.changesCount > 0 else { return nil }
-            return try Self.insertActivity(db, channel: channel, account: account, kind: .left, at: at)
-        }
-    }
-
-    private static func insertActivity(_ db: Database, channel: String, account: String, kind: ChannelPostKind,
-                                       at: Int64) throws -> StoredChannelPost {
-        let members = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM channelMember WHERE channel = ?",
-                                       arguments: [channel]) ?? 0
-        // Activity ids are the store's own: unique per line, never chosen by a client.
-        let id = "\(kind.rawValue)-\(at)-\(UInt32.random(in: 0...UInt32.max))"
-        try db.execute(
-            sql: """
-                INSERT INTO channelPost (channel, id, sender, kind, text, postedAt, members) VALUES (?, ?, ?, ?, '', ?, ?)
-                """,
-            arguments: [channel, id, account, kind.rawValue, at, members])
-        return StoredChannelPost(
-            sequence: db.lastInsertedRowID,
-            post: NewChannelPost(id: id, channel: channel, sender: account, kind: kind, text: "", postedAt: at),
-            members: members)
-    }
-
-    public func members(of channel: String, limit: Int) throws(StoreError) -> (count: Int, names: [String]) {
-        try read("read the members of channel \(channel)") { db in
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM channelMember WHERE channel = ?",
-                                         arguments: [channel]) ?? 0
-            let names = try String.fetchAll(
-                db, sql: "SELECT account FROM channelMember WHERE channel = ? ORDER BY joinedAt, account LIMIT \(max(0, limit))",
-                arguments: [channel])
-            return (count, names)
-        }
-    }
-
-    public func channels(of account: String) throws(StoreError) -> [String] {
-        try read("read the channels of \(account)") { db in
-            try String.fetchAll(db, sql: "SELECT channel FROM channelMember WHERE account = ? ORDER BY joinedAt, channel",
-                                arguments: [account])
-        }
-    }
-
-    public func post(_ post: NewChannelPost) throws(StoreError) -> (stored: StoredChannelPost, isNew: Bool) {
-        try write("store message \(post.id) of \(post.sender) in channel \(post.channel)") { db in
-            if let existing = try Self.fetchPosts(
-                db, where: "channel = ? AND sender = ? AND id = ?", arguments: [post.channel, post.sender, post.id],
-                limit: 1).first {
-                guard existing.post.text == post.text, existing.post.kind == post.kind else {
-                    throw StoreError.idReused(sender: post.sender, id: post.id)
-                }
-                return (existing, false)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO channelPost (channel, id, sender, kind, text, postedAt, members) VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [post.channel, post.id, post.sender, post.kind.rawValue, post.text, post.postedAt,
-                            post.members])
-            return (StoredChannelPost(sequence: db.lastInsertedRowID, post: post, members: post.members), true)
-        }
-    }
-
-    public func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError) -> [StoredChannelPost] {
-        try read("read the history of channel \(channel)") { db in
-            try Self.fetchPosts(db, where: "channel = ? AND sequence < ?", arguments: [channel, before ?? Int64.max],
-                                limit: limit, newestFirst: true)
-        }
-    }
-
-    public func markChannelRead(_ channel: String, by account: String, through sequence: Int64) throws(StoreError) {
-        try write("mark channel \(channel) read") { db in
-            try db.execute(
-                sql: "UPDATE channelMember SET readThrough = MAX(readThrough, ?) WHERE channel = ? AND account = ?",
-                arguments: [sequence, channel, account])
-        }
-    }
-
-    public func conversations(of account: String, limit: Int) throws(StoreError) -> [ConversationSummary] {
-        try read("read the conversations of \(account)") { db in
-            var summaries: [ConversationSummary] = []
-            let peers = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT peer, MAX(sequence) AS last FROM (
-                        SELECT recipient AS peer, sequence FROM directMessage WHERE sender = ?
-                        UNION ALL
-                        SELECT sender AS peer, sequence FROM directMessage WHERE recipient = ?
-                    ) GROUP BY peer ORDER BY last DESC LIMIT \(max(0, limit))
-                    """,
-                arguments: [account, account])
-            for row in peers {
-                let peer: String = row["peer"], last: Int64 = row["last"]
-                guard let message = try Self.fetchMessages(db, where: "sequence = ?", arguments: [last], limit: 1).first
-                else { continue }
-                let unread = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM directMessage WHERE recipient = ? AND sender = ? AND readAt IS NULL",
-                    arguments: [account, peer]) ?? 0
-                summaries.append(ConversationSummary(kind: .direct(peer: peer, last: message), unread: unread,
-                                                     lastAt: message.message.receivedAt))
-            }
-            let memberships = try Row.fetchAll(
-                db, sql: "SELECT channel, readThrough FROM channelMember WHERE account = ?", arguments: [account])
-            for row in memberships {
-                let channel: String = row["channel"], readThrough: Int64 = row["readThrough"]
-                let last = try Self.fetchPosts(db, where: "channel = ?", arguments: [channel], limit: 1,
-                                               newestFirst: true).first
-                let unread = try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT COUNT(*) FROM channelPost
-                        WHERE channel = ? AND sequence > ? AND kind = 'message' AND sender != ?
-                        """,
-                    arguments: [channel, readThrough, account]) ?? 0
-                summaries.append(ConversationSummary(kind: .channel(name: channel, last: last), unread: unread,
-                                                     lastAt: last?.post.postedAt ?? 0))
-            }
-            return Array(summaries.sorted { $0.lastAt > $1.lastAt }.prefix(max(0, limit)))
-        }
-    }
-
-    private static func fetchPosts(_ db: Database, where condition: String, arguments: StatementArguments,
-                                   limit: Int, newestFirst: Bool = false) throws -> [StoredChannelPost] {
-        let order = newestFirst ? "DESC" : "ASC"
-        let rows = try Row.fetchAll(
-            db, sql: "SELECT * FROM channelPost WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))",
-            arguments: arguments)
-        return rows.map { row in
-            StoredChannelPost(
-                sequence: row["sequence"],
-                post: NewChannelPost(id: row["id"], channel: row["channel"], sender: row["sender"],
-                                     kind: ChannelPostKind(rawValue: row["kind"]) ?? .message, text: row["text"],
-                                     postedAt: row["postedAt"]),
-                members: row["members"])
+            let update = try DirectMessageRecord
+                .filter { $0.sender == sender && $0.recipient == recipient && $0.sequence <= sequence }
+                .filter { $0.readAt == nil }
+                .updateAndFetchStatement(
+                    db, assignments: { [$0.readAt.set(to: at), $0.deliveredAt.set(to: $0.deliveredAt ?? at)] },
+                    select: { [$0.sequence, $0.sender] })
+            return try MessageMarkRecord.fetchAll(update).map(\.mark).sorted { $0.sequence < $1.sequence }
         }
     }
 
     public func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
         -> [StoredDirectMessage] {
         try read("read the conversation of \(account) and \(peer)") { db in
-            try Self.fetchMessages(
-                db, where: "((sender = ? AND recipient = ?) OR (sender = ? AND recipient = ?)) AND sequence < ?",
-                arguments: [account, peer, peer, account, before ?? Int64.max], limit: limit, newestFirst: true)
+            let columns = DirectMessageRecord.Columns.self
+            let sent: SQLExpression = columns.sender == account && columns.recipient == peer
+            let received: SQLExpression = columns.sender == peer && columns.recipient == account
+            return try DirectMessageRecord.filter(sent || received)
+                .filter { $0.sequence < (before ?? Int64.max) }
+                .order(\.sequence.desc).limit(max(0, limit)).fetchAll(db).map(\.stored)
         }
     }
 
     public func setLastSeen(_ name: String, at: Int64) throws(StoreError) {
         try write("record when \(name) was last seen") { db in
-            try db.execute(sql: "UPDATE account SET lastSeen = ? WHERE name = ?", arguments: [at, name])
+            _ = try AccountRecord.filter(key: name).updateAll(db) { $0.lastSeen.set(to: at) }
         }
     }
 
     public func lastSeen(_ name: String) throws(StoreError) -> Int64? {
         try read("read when \(name) was last seen") { db in
-            try Int64.fetchOne(db, sql: "SELECT lastSeen FROM account WHERE name = ?", arguments: [name])
+            try AccountRecord.filter(key: name).select({ $0.lastSeen }, as: Int64.self).fetchOne(db)
         }
     }
 
-    private static func fetchMessages(_ db: Database, where condition: String, arguments: StatementArguments,
-                                      limit: Int, newestFirst: Bool = false) throws -> [StoredDirectMessage] {
-        let order = newestFirst ? "DESC" : "ASC"
-        let rows = try Row.fetchAll(
-            try db.cachedStatement(
-                sql: "SELECT * FROM directMessage WHERE \(condition) ORDER BY sequence \(order) LIMIT \(max(0, limit))"),
-            arguments: arguments)
-        return rows.map { row in
-            let sealed: Data = row["sealed"]
-            let copy: Data? = row["senderCopy"]
-            return StoredDirectMessage(
-                sequence: row["sequence"],
-                message: NewDirectMessage(id: row["id"], sender: row["sender"], recipient: row["recipient"],
-                                          sealed: Array(sealed), receivedAt: row["receivedAt"],
-                                          senderCopy: copy.map { Array($0) }),
-                deliveredAt: row["deliveredAt"], readAt: row["readAt"])
+    public func join(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        try write("add \(account) to channel \(channel)") { db in
+            let key = ChannelMemberRecord.key(channel: channel, account: account)
+            guard try !ChannelMemberRecord.exists(db, key: key) else { return nil }
+            // A member has read everything before it joined.
+            let readThrough = try ChannelPostRecord.filter { $0.channel == channel }
+                .select({ max($0.sequence) }, as: Int64.self).fetchOne(db) ?? 0
+            try ChannelMemberRecord(channel: channel, account: account, joinedAt: at, readThrough: readThrough)
+                .insert(db)
+            return try Self.insertActivity(db, channel: channel, account: account, kind: .joined, at: at)
         }
+    }
+
+    public func leave(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        try write("remove \(account) from channel \(channel)") { db in
+            let key = ChannelMemberRecord.key(channel: channel, account: account)
+            guard try ChannelMemberRecord.deleteOne(db, key: key) else { return nil }
+            return try Self.insertActivity(db, channel: channel, account: account, kind: .left, at: at)
+        }
+    }
+
+    private static func insertActivity(_ db: Database, channel: String, account: String, kind: ChannelPostKind,
+                                       at: Int64) throws -> StoredChannelPost {
+        let members = try ChannelMemberRecord.filter { $0.channel == channel }.fetchCount(db)
+        // Activity ids are the store's own: unique per line, never chosen by a client.
+        let id = "\(kind.rawValue)-\(at)-\(UInt32.random(in: 0...UInt32.max))"
+        let line = NewChannelPost(id: id, channel: channel, sender: account, kind: kind, text: "", postedAt: at)
+        try NewChannelPostRecord(post: line, members: members).insert(db)
+        return StoredChannelPost(sequence: db.lastInsertedRowID, post: line, members: members)
+    }
+
+    public func members(of channel: String, limit: Int) throws(StoreError) -> (count: Int, names: [String]) {
+        try read("read the members of channel \(channel)") { db in
+            let members = ChannelMemberRecord.filter { $0.channel == channel }
+            let count = try members.fetchCount(db)
+            let names = try members.order { [$0.joinedAt, $0.account] }.limit(max(0, limit))
+                .select({ $0.account }, as: String.self).fetchAll(db)
+            return (count, names)
+        }
+    }
+
+    public func channels(of account: String) throws(StoreError) -> [String] {
+        try read("read the channels of \(account)") { db in
+            try ChannelMemberRecord.filter { $0.account == account }.order { [$0.joinedAt, $0.channel] }
+                .select({ $0.channel }, as: String.self).fetchAll(db)
+        }
+    }
+
+    public func post(_ post: NewChannelPost) throws(StoreError) -> (stored: StoredChannelPost, isNew: Bool) {
+        try write("store message \(post.id) of \(post.sender) in channel \(post.channel)") { db in
+            let key = ChannelPostRecord.key(channel: post.channel, sender: post.sender, id: post.id)
+            if let existing = try ChannelPostRecord.fetchOne(db, key: key)?.stored {
+                guard existing.post.text == post.text, existing.post.kind == post.kind else {
+                    throw StoreError.idReused(sender: post.sender, id: post.id)
+                }
+                return (existing, false)
+            }
+            try NewChannelPostRecord(post: post, members: post.members).insert(db)
+            return (StoredChannelPost(sequence: db.lastInsertedRowID, post: post, members: post.members), true)
+        }
+    }
+
+    public func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError)
+        -> [StoredChannelPost] {
+        try read("read the history of channel \(channel)") { db in
+            try ChannelPostRecord.filter { $0.channel == channel && $0.sequence < (before ?? Int64.max) }
+                .order(\.sequence.desc).limit(max(0, limit)).fetchAll(db).map(\.stored)
+        }
+    }
+
+    public func markChannelRead(_ channel: String, by account: String, through sequence: Int64) throws(StoreError) {
+        try write("mark channel \(channel) read") { db in
+            _ = try ChannelMemberRecord.filter { $0.channel == channel && $0.account == account }
+                .updateAll(db) { $0.readThrough.set(to: max($0.readThrough, sequence)) }
+        }
+    }
+
+    public func conversations(of account: String, limit: Int) throws(StoreError) -> [ConversationSummary] {
+        try read("read the conversations of \(account)") { db in
+            var summaries: [ConversationSummary] = []
+            for (peer, last) in try Self.lastMessages(db, of: account).prefix(max(0, limit)) {
+                guard let message = try DirectMessageRecord.fetchOne(db, key: last)?.stored else { continue }
+                let unread = try DirectMessageRecord
+                    .filter { $0.recipient == account && $0.sender == peer && $0.readAt == nil }.fetchCount(db)
+                summaries.append(ConversationSummary(kind: .direct(peer: peer, last: message), unread: unread,
+                                                     lastAt: message.message.receivedAt))
+            }
+            for membership in try ChannelMemberRecord.filter({ $0.account == account }).fetchAll(db) {
+                let posts = ChannelPostRecord.filter { $0.channel == membership.channel }
+                let last = try posts.order(\.sequence.desc).fetchOne(db)?.stored
+                let unread = try posts
+                    .filter { $0.sequence > membership.readThrough && $0.kind == ChannelPostKind.message.rawValue }
+                    .filter { $0.sender != account }
+                    .fetchCount(db)
+                summaries.append(ConversationSummary(kind: .channel(name: membership.channel, last: last),
+                                                     unread: unread, lastAt: last?.post.postedAt ?? 0))
+            }
+            return Array(summaries.sorted { $0.lastAt > $1.lastAt }.prefix(max(0, limit)))
+        }
+    }
+
+    /// Every account `account` has exchanged direct messages with, and the sequence of the newest message between
+    /// them, newest first.
+    private static func lastMessages(_ db: Database, of account: String) throws -> [(peer: String, last: Int64)] {
+        // One grouped query for each direction, merged here: the query interface has no UNION.
+        let sent = try DirectMessageRecord.filter { $0.sender == account }.group(\.recipient)
+            .select { [$0.recipient, max($0.sequence)] }.asRequest(of: Row.self).fetchAll(db)
+        let received = try DirectMessageRecord.filter { $0.recipient == account }.group(\.sender)
+            .select { [$0.sender, max($0.sequence)] }.asRequest(of: Row.self).fetchAll(db)
+        var last: [String: Int64] = [:]
+        for row in sent + received {
+            let peer: String = try row.decode(atIndex: 0), sequence: Int64 = try row.decode(atIndex: 1)
+            last[peer] = max(last[peer] ?? sequence, sequence)
+        }
+        return last.map { (peer: $0.key, last: $0.value) }.sorted { $0.last > $1.last }
     }
 }

@@ -77,6 +77,19 @@ struct SQLiteMessageStoreTests {
         #expect(older.first { $0.message.id == "m5" }?.readAt == nil, "bob's messages to alice are not bob's to read")
     }
 
+    @Test func aReceiptIsMarkedInItsOwnOrderHoweverLong() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try open()
+        let toBob = try store.store(batch: (0..<1_200).map { message("r\($0)") }).map { try $0.get().stored.sequence }
+        let toCarol = try store.store(message("c", to: "carol")).stored.sequence
+        // Backwards, one listed twice, one of carol's: more sequences than one statement binds.
+        let marks = try store.markDelivered(toBob.reversed() + [toBob[0], toCarol], to: "bob", at: 7)
+        #expect(marks.map(\.sequence) == toBob.reversed(), "each once, in the receipt's order, not carol's")
+        #expect(marks.allSatisfy { $0.sender == "alice" })
+        #expect(try store.undeliveredCount(to: "bob") == 0)
+        #expect(try store.undelivered(to: "carol", limit: 5).map(\.message.id) == ["c"])
+    }
+
     @Test func whatWasCommittedIsThereAfterReopening() throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         do {
