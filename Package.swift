@@ -160,7 +160,9 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
-        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleySecurity"]),
+        .testTarget(
+            name: "ParleyStoreTests",
+            dependencies: ["ParleyStore", "ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(
             name: "ParleySecurityTests",
