@@ -1,0 +1,194 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+import ParleySecurity
+import ParleyStore
+import ParleyWire
+
+/// Media through the relay: binds, RTP forwarding with simulcast layers, RTCP and the dominant speaker.
+extension RelayCore {
+
+    /// Carries out what a change of layers asks for: keyframe requests (throttled) and demands to senders.
+    func performLayerEffects(_ effects: [LayerForwarding.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .requestKeyframe(let sender, let layer):
+                guard let route = media.route(of: sender),
+                      let (member, bytes) = media.keyframeRequest(for: route.ssrcs.videoLayer(layer), at: now)
+                else { continue }
+                send(bytes, toMember: member)
+            case .demand(let sender, let active):
+                guard let connection = state.members[sender]?.connection else { continue }
+                perform([.send(.videoLayers(VideoLayerDemand(active: active)), to: [connection])])
+            }
+        }
+    }
+
+    /// One decision per room; a new dominant speaker is announced to the room.
+    func decideSpeakers() {
+        let at = now
+        for room in Array(speakers.keys) {
+            guard let dominant = speakers[room]?.decide(at: at) else { continue }
+            perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)),
+                           to: state.connections(in: room, except: nil))])
+        }
+    }
+
+    // MARK: - Media
+
+    /// One datagram from the media socket. The RTP path is a header peek, one lookup, and a write per destination
+    /// sharing the received buffer; only video packets are copied, into the retransmission buffer.
+    func handleDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        let data = envelope.data
+        let remote = envelope.remoteAddress
+        switch data.withUnsafeReadableBytes({ MediaPacketKind.classify($0) }) {
+        case .unknown:
+            media.count(.notMedia)
+        case .rtp:
+            forwardRTP(data, from: remote)
+        case .rtcp:
+            if data.withUnsafeReadableBytes({ Bind.isBindPacket($0) }) {
+                bind(data, from: remote)
+            } else {
+                handleRTCP(data, from: remote)
+            }
+        }
+    }
+
+    func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
+        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool, AudioLevelIndication?)? in
+            guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
+            let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
+            guard header.payloadType == MediaPayloadType.vp8 else {
+                return (header, false, true, AudioLevelIndication(packet: raw, header: header))
+            }
+            let keyframe = VP8PayloadDescriptor.startsKeyframe(payload)
+            let allowed = !keyframe || VP8PayloadDescriptor.keyframeSize(payload).map(VP8Limits.allows) ?? true
+            return (header, keyframe, allowed, nil)
+        }
+        guard let (header, keyframe, allowed, level) = parsed else {
+            media.count(.malformed)
+            return
+        }
+        guard allowed else {
+            media.count(.oversizedKeyframe)
+            return
+        }
+        guard let route = media.sender(ssrc: header.ssrc, from: remote) else { return }
+        guard route.role == .broadcaster else {
+            media.count(.audienceSending)
+            return
+        }
+        guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
+        if header.ssrc != route.ssrcs.audio {
+            // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
+            var copy = udp.allocator.buffer(capacity: data.readableBytes)
+            copy.writeImmutableBuffer(data)
+            retransmissions.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
+            if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
+            // Each receiver gets the one layer of this sender its tile needs.
+            let layer = route.ssrcs.layerIndex(of: header.ssrc) ?? 0
+            media.destinations(from: route.member, in: route.room, into: &layerDestinations)
+            var count = 0
+            for (member, address) in layerDestinations
+            where layers.forwards(layer: layer, startsKeyframe: keyframe, from: route.member, to: member) {
+                udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+                count += 1
+            }
+            forwarded += count
+            if layers.hasSwitches { performLayerEffects(layers.takeDemandChanges()) }
+            return
+        }
+        if let level { speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now) }
+        media.destinations(from: route.member, in: route.room, into: &destinations)
+        for address in destinations {
+            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+        }
+        forwarded += destinations.count
+    }
+
+    func bind(_ data: ByteBuffer, from remote: SocketAddress) {
+        guard let request = try? BindRequest(parsing: Array(data.readableBytesView)) else {
+            media.count(.malformed)
+            return
+        }
+        let status = state.verifyBind(request)
+        if status == .bound {
+            if media.route(of: request.memberID)?.address != remote {
+                logger.info("media bound", metadata: ["member": "\(request.memberID)", "address": "\(remote)"])
+            }
+            media.bind(member: request.memberID, to: remote)
+        } else {
+            media.count(.badBind)
+            // A spray of bad binds must not flood the log: one line per source address a minute, with a count.
+            let source = remote.ipAddress ?? "\(remote)"
+            if let heldBack = refusedBinds.admit(source, at: now) {
+                logger.notice("bind refused", metadata: [
+                    "member": "\(request.memberID)", "status": "\(status)", "source": "\(source)",
+                    "held_back": "\(heldBack)",
+                ])
+            }
+        }
+        let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
+        udp.write(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: ack)), promise: nil)
+    }
+
+    func handleRTCP(_ data: ByteBuffer, from remote: SocketAddress) {
+        guard let packets = try? data.withUnsafeReadableBytes({ try RTCPPacket.parseCompound($0) }),
+              let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first
+        else {
+            media.count(.malformed)
+            return
+        }
+        guard let route = media.sender(ssrc: senderSSRC, from: remote) else { return }
+        let at = now
+        // A keyframe request names the layer the receiver last saw; it is for the layer it gets or waits for.
+        let requests = packets.compactMap { packet -> RTCPPacket? in
+            guard case .pictureLossIndication(var pli) = packet, let owner = media.owner(of: pli.mediaSSRC),
+                  owner != route.member, let ownerRoute = media.route(of: owner),
+                  ownerRoute.ssrcs.layerIndex(of: pli.mediaSSRC) != nil
+            else { return packet }
+            guard let layer = layers.keyframeLayer(of: owner, for: route.member) else { return nil }
+            pli.mediaSSRC = ownerRoute.ssrcs.videoLayer(layer)
+            return .pictureLossIndication(pli)
+        }
+        for action in media.feedback(requests, from: route, at: at) {
+            switch action {
+            case .forwardToRoom:
+                media.destinations(from: route.member, in: route.room, into: &destinations)
+                for address in destinations {
+                    udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+                }
+                forwarded += destinations.count
+            case .sendToMember(let member, let bytes):
+                send(bytes, toMember: member)
+            case .retransmit(let ssrc, let sequenceNumbers):
+                var missing: [UInt16] = []
+                for sequenceNumber in sequenceNumbers {
+                    guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: at)
+                    else {
+                        missing.append(sequenceNumber)
+                        continue
+                    }
+                    udp.write(AddressedEnvelope(remoteAddress: remote, data: packet), promise: nil)
+                    retransmitted += 1
+                }
+                // Lost between the sender and the relay: only the sender can resend it (to the whole room).
+                if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != route.member {
+                    let nack = GenericNACK(senderSSRC: route.ssrcs.audio, mediaSSRC: ssrc, lost: missing)
+                    send(RTCPPacket.nack(nack).serialized(), toMember: owner)
+                    nacksForwarded += 1
+                }
+            }
+        }
+    }
+
+    func send(_ bytes: [UInt8], toMember member: UInt32) {
+        guard let address = media.route(of: member)?.address else { return }
+        udp.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
+        forwarded += 1
+    }
+}

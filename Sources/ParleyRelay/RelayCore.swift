@@ -1,0 +1,269 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+import ParleySecurity
+import ParleyStore
+import ParleyWire
+
+/// The relay's state and sockets, confined to the relay's single event loop.
+final class RelayCore {
+    var state: RelayState
+    var media: MediaRouter<SocketAddress>
+    var retransmissions: RetransmissionBuffer<ByteBuffer>
+    let udp: any Channel
+    let loop: any EventLoop
+    var channels: [ConnectionID: any Channel] = [:]
+    var nextConnection: UInt64 = 1
+    let clock = ContinuousClock()
+    let epoch: ContinuousClock.Instant
+    var timers: [RepeatedTask] = []
+    var destinations: [SocketAddress] = []
+    var layerDestinations: [(member: UInt32, address: SocketAddress)] = []
+    /// Which simulcast layer of each sender each receiver gets.
+    var layers = LayerForwarding()
+    /// Each room's dominant speaker, from the levels in its audio.
+    var speakers: [String: DominantSpeakerDetector] = [:]
+    var refusedBinds: LogThrottle<String>
+    var refusedFullLog = LogThrottle<String>(capacity: 1)
+    var refusedFull = 0
+    var openSockets = 0
+    var forwarded = 0
+    var retransmitted = 0
+    var nacksForwarded = 0
+    let logger: Logger
+    /// Accounts, presence and kept room chat; nil when the relay has no store.
+    var messaging: MessagingService?
+
+    init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
+        state = RelayState(
+            limits: configuration.limits, udpPort: udpPort,
+            roomRule: { text in
+                Result { () throws(NameError) in try RoomName.validate(text) }.mapError { NameRejection("\($0)") }
+            },
+            nameRule: { text in
+                Result { () throws(NameError) in try DisplayName.validate(text) }.mapError { NameRejection("\($0)") }
+            },
+            configuredRooms: configuration.rooms, wallClock: { WallClock.milliseconds })
+        state.keepsChat = configuration.messageStore != nil
+        media = MediaRouter(limits: configuration.media)
+        retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
+        refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
+        self.udp = udp
+        self.loop = loop
+        self.logger = configuration.logger
+        epoch = clock.now
+    }
+
+    var now: Duration { clock.now - epoch }
+
+    /// Runs work on this core's loop from another thread (the messaging queue's answers come back this way).
+    var onLoop: @Sendable (@escaping @Sendable (RelayCore) -> Void) -> Void {
+        let core = NIOLoopBound(self, eventLoop: loop), loop = self.loop
+        return { body in loop.execute { body(core.value) } }
+    }
+
+    var counters: RelayCounters {
+        var counters = state.counters
+        counters.packetsForwarded = forwarded
+        counters.refusedFull = refusedFull
+        counters.limitsReached += refusedFull
+        // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
+        counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
+        counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
+        counters.crossRoomFeedback = media.dropped[.otherRoom] ?? 0
+        counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
+        counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
+        counters.retainedStreams = retransmissions.streamCount
+        counters.retainedPackets = retransmissions.storedPackets
+        counters.releasedPackets = retransmissions.releasedPackets
+        counters.limitsReached += media.dropped[.overRate] ?? 0
+        counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
+        counters.retransmissionsServed = retransmitted
+        counters.nacksForwardedToSenders = nacksForwarded
+        return counters
+    }
+
+    /// Liveness every 250 ms; held-back keyframe requests every 50 ms; packets past the retransmission window
+    /// released and held-back refused-bind counts written every second. Cancelled by `shutDown`.
+    func startTimers() {
+        let core = NIOLoopBound(self, eventLoop: loop)
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let core = core.value
+            core.retransmissions.dropExpired(at: core.now)
+            for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
+                core.logger.notice("bind refused, held back", metadata: [
+                    "source": "\(source)", "held_back": "\(heldBack)",
+                ])
+            }
+        })
+        let decision = TimeAmount(DominantSpeakerDetector.decisionInterval)
+        timers.append(loop.scheduleRepeatedTask(initialDelay: decision, delay: decision) { _ in
+            core.value.decideSpeakers()
+        })
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
+            let core = core.value
+            core.performLayerEffects(core.layers.pendingSwitches())
+        })
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+            let core = core.value
+            core.perform(core.state.tick(now: core.now))
+        })
+        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(50), delay: .milliseconds(50)) { _ in
+            let core = core.value
+            for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
+                core.send(bytes, toMember: member)
+            }
+            core.udp.flush()
+        })
+    }
+
+    func shutDown() {
+        for timer in timers { timer.cancel() }
+        perform(state.shutDown())
+    }
+
+    /// A TCP connection just accepted: true when it may go on to its handshake, false when the relay already holds
+    /// `limits.connections` (it is then closed unanswered, counted, and logged once a minute). Every admitted
+    /// connection is given back with ``socketClosed()``.
+    func admitSocket() -> Bool {
+        guard openSockets < state.limits.connections else {
+            refusedFull += 1
+            if let heldBack = refusedFullLog.admit("full", at: now) {
+                logger.error("""
+                    refusing new connections: the relay holds \(openSockets) connections, its limit \
+                    (--max-connections, or raise ulimit -n); calls in progress go on
+                    """, metadata: heldBack > 0 ? ["held_back": "\(heldBack)"] : [:])
+            }
+            return false
+        }
+        openSockets += 1
+        return true
+    }
+
+    /// A connection that did not finish its TLS/HTTP handshake within the join timeout is being closed.
+    func handshakeTimedOut() {
+        state.counters.joinTimeouts += 1
+    }
+
+    /// An admitted TCP connection closed.
+    func socketClosed() {
+        openSockets -= 1
+    }
+
+    func register(_ channel: any Channel) -> ConnectionID {
+        let id = ConnectionID(nextConnection)
+        nextConnection += 1
+        channels[id] = channel
+        logger.debug("signaling connected", metadata: [
+            "connection": "\(id)", "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")",
+        ])
+        perform(state.connected(id, from: channel.remoteAddress?.ipAddress, now: now))
+        return id
+    }
+
+    func unregister(_ id: ConnectionID) {
+        guard channels.removeValue(forKey: id) != nil else { return }
+        perform(state.disconnected(id, now: now))
+        logger.debug("signaling closed", metadata: ["connection": "\(id)"])
+    }
+
+    func received(_ text: String, on id: ConnectionID) {
+        let before = state.counters
+        perform(state.received(text, on: id, now: now))
+        if state.counters.signalingErrors != before.signalingErrors {
+            logger.notice("refused signaling message", metadata: ["connection": "\(id)", "bytes": "\(text.utf8.count)"])
+        }
+    }
+
+    func refused(on id: ConnectionID, reason: String, code: SignalingErrorCode = .badJSON) {
+        perform(state.refusedFrame(id, reason: reason, code: code))
+    }
+
+    /// A frame NIO refused and answered itself with a close frame: counted, and nothing more is sent.
+    func countRefusedFrame(on id: ConnectionID) {
+        state.counters.refusedFrames += 1
+    }
+
+    func perform(_ actions: [RelayAction]) {
+        for action in actions {
+            switch action {
+            case .send(let message, let targets):
+                if case .mute(let mute) = message {
+                    logger.info("member mute", metadata: [
+                        "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
+                    ])
+                }
+                guard !targets.isEmpty else { continue }
+                let text = message.encoded()
+                for target in targets {
+                    guard let channel = channels[target] else { continue }
+                    var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+                    buffer.writeString(text)
+                    channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+                }
+            case .close(let target):
+                guard let channel = channels.removeValue(forKey: target) else { continue }
+                var data = channel.allocator.buffer(capacity: 2)
+                data.write(webSocketErrorCode: .normalClosure)
+                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+                    .whenComplete { _ in channel.close(promise: nil) }
+            case .memberAdded(let id, let room):
+                if let member = state.members[id] {
+                    media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
+                              videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
+                    performLayerEffects(layers.add(member: id, room: room, layers: member.videoLayers))
+                    if let dominant = speakers[room]?.dominant, let connection = member.connection {
+                        perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
+                    }
+                }
+                logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
+            case .memberRemoved(let id, let room):
+                if let route = media.route(of: id) {
+                    // Every stream of the block, so nothing a member stored outlives it.
+                    for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
+                }
+                media.forget(member: id)
+                performLayerEffects(layers.remove(member: id))
+                speakers[room]?.remove(id)
+                if speakers[room]?.memberCount == 0 { speakers[room] = nil }
+                logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
+            case .roleChanged(let id, let role):
+                media.setRole(role, of: id)
+            case .tiles(let id, let report):
+                performLayerEffects(layers.report(report, from: id))
+            case .checkAccount(let connection, let account, let message, let signature):
+                guard let messaging else {
+                    perform(state.accountChecked(
+                        connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
+                    continue
+                }
+                let onLoop = onLoop
+                messaging.checkAccount(account, message: message, signature: signature) { check in
+                    onLoop { core in core.perform(core.state.accountChecked(connection, check, now: core.now)) }
+                }
+            case .roomChat(let room, let id, let sender, let text, let time):
+                messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
+            case .callActivity(let activity):
+                // A joiner (its connection is named) gets the room's kept lines from before it.
+                var history: (@Sendable ([StoredChannelPost]) -> Void)?
+                if let connection = activity.connection {
+                    let onLoop = onLoop
+                    history = { lines in
+                        guard !lines.isEmpty else { return }
+                        let message = ServerMessage.chatHistory(ChatHistory.fitting(room: activity.room, lines: lines.map {
+                            ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
+                                            time: $0.post.postedAt, members: $0.members)
+                        }))
+                        onLoop { $0.perform([.send(message, to: [connection])]) }
+                    }
+                }
+                messaging?.callActivity(activity, history: history)
+            }
+        }
+    }
+
+}

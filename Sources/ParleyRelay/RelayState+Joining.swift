@@ -1,0 +1,249 @@
+import ParleySecurity
+import ParleyWire
+
+/// Joining a room: admission, passwords and accounts, resuming after a reconnect, and leaving.
+extension RelayState {
+    mutating func admit(_ request: JoinRequest, room: String, name: String, on connection: ConnectionID)
+        -> (actions: [RelayAction], newRoom: Room?)
+    {
+        let existing = rooms[room]
+        let configured = configuredRooms[room]
+        var newRoom: Room?
+        if let verifier = existing?.verifier ?? configured?.verifier {
+            guard let proofText = request.proof else {
+                counters.signalingErrors += 1
+                return (refuse(.passwordRequired, "\(room) needs its password", connection), nil)
+            }
+            let challenge = connections[connection]?.challenge
+            connections[connection]?.challenge = nil  // one proof per challenge: a captured proof is worth nothing
+            guard let challenge, let proof = Hex.decode(proofText),
+                  RoomPassword.isValid(proof: proof, verifier: verifier, challenge: challenge, room: room, name: name)
+            else {
+                counters.signalingErrors += 1
+                connections[connection]?.failedProofs += 1
+                var actions = refuse(.wrongPassword, "wrong password for \(room)", connection)
+                if (connections[connection]?.failedProofs ?? 0) >= Self.maximumFailedProofs {
+                    actions = refuse(.wrongPassword, "wrong password for \(room) \(Self.maximumFailedProofs) times; "
+                                        + "closing the connection", connection) + [.close(connection)]
+                }
+                return (actions, nil)
+            }
+        } else if existing == nil, request.proof != nil {
+            // The joiner has a password for a room that does not exist yet: it becomes the room's password.
+            guard let text = request.verifier else {
+                counters.signalingErrors += 1
+                return (refuse(.passwordSetup, "\(room) is new: send the password verifier to create it", connection),
+                        nil)
+            }
+            guard let verifier = Hex.decode(text), verifier.count == 32 else {
+                counters.signalingErrors += 1
+                return (refuse(.badField, "join field \"verifier\" must be 64 hex digits", connection), nil)
+            }
+            newRoom = Room(name: room, verifier: verifier)
+        }
+        if let existing {
+            guard existing.encryption == request.encryption else {
+                counters.signalingErrors += 1
+                let message = switch (existing.encryption, request.encryption) {
+                case (let mode?, nil): "\(room) is end-to-end encrypted (\(mode)): join with the room's secret"
+                case (nil, _): "\(room) is not end-to-end encrypted: join without a secret"
+                case (let mode?, let asked?): "\(room) is end-to-end encrypted with \(mode), not \(asked)"
+                }
+                return (refuse(.encryptionMismatch, message, connection), nil)
+            }
+            let taken = existing.members.contains { members[$0]?.info.name.lowercased() == name.lowercased() }
+            guard !taken else {
+                counters.signalingErrors += 1
+                return (refuse(.nameTaken, "someone in \(room) is already called \(name); pick another name",
+                               connection), nil)
+            }
+        } else {
+            var created = newRoom ?? Room(name: room, verifier: configured?.verifier)
+            created.openStage = configured?.openStage ?? false
+            created.encryption = request.encryption
+            newRoom = created
+        }
+        return ([], newRoom)
+    }
+
+    /// A join that claims an account: parked until the shell checked the signature (`accountChecked`).
+    mutating func claimAccount(_ claim: AccountClaim, request: JoinRequest, on connection: ConnectionID)
+        -> [RelayAction]
+    {
+        guard let challenge = connections[connection]?.challenge else {
+            counters.signalingErrors += 1
+            return refuse(.badField, "ask for a \"challenge\" first: a join as an account signs it", connection)
+        }
+        guard case .success = nameRule(claim.name), let signature = AccountKeys.signature(base64: claim.signature)
+        else {
+            counters.signalingErrors += 1
+            return refuse(.badField, "join field \"account\" needs a valid account name and a base64 Ed25519 "
+                            + "signature (64 bytes)", connection)
+        }
+        connections[connection]?.pendingJoin = request
+        let message = AccountIdentity.joinMessage(account: claim.name, room: request.room, name: request.name,
+                                                  challenge: challenge)
+        return [.checkAccount(connection, account: claim.name, message: message, signature: Array(signature))]
+    }
+
+    /// The shell's answer to `checkAccount`: the parked join goes ahead (as the account when verified) or is refused.
+    public mutating func accountChecked(_ connection: ConnectionID, _ check: AccountCheck, now: Duration)
+        -> [RelayAction]
+    {
+        guard let request = connections[connection]?.pendingJoin else { return [] }
+        connections[connection]?.pendingJoin = nil
+        switch check {
+        case .refused(let reason):
+            counters.signalingErrors += 1
+            return refuse(.accountRefused, reason, connection)
+        case .verified(let account):
+            return join(request, on: connection, now: now, account: account)
+        case .unverified(let reason):
+            return join(request, on: connection, now: now, accountProblem: reason)
+        }
+    }
+
+    /// A chat line posted in the channel of `room` from outside the call (a messaging client): shown to everyone
+    /// in the call, from no member (id 0), under `from` (the account, marked verified).
+    public mutating func channelLine(room: String, from: String, text: String, time: Int64) -> [RelayAction] {
+        guard rooms[room]?.isOpen == true else { return [] }
+        rooms[room]?.chatSequence += 1
+        let delivery = ChatDelivery(seq: rooms[room]?.chatSequence ?? 0, from: 0,
+                                    name: MemberInfo.label(name: from, account: from), text: text, time: time)
+        return [.send(.chat(delivery), to: connections(in: room, except: nil))]
+    }
+
+    mutating func join(_ request: JoinRequest, on connection: ConnectionID, now: Duration,
+                               account: String? = nil, accountProblem: String? = nil) -> [RelayAction] {
+        let room: String
+        switch roomRule(request.room) {
+        case .success(let cleaned): room = cleaned
+        case .failure(let rejection):
+            counters.signalingErrors += 1
+            return [.send(.error(SignalingError(.badRoomName, rejection.message)), to: [connection])]
+        }
+        let name: String
+        switch nameRule(request.name) {
+        case .success(let cleaned): name = cleaned
+        case .failure(let rejection):
+            counters.signalingErrors += 1
+            return [.send(.error(SignalingError(.badName, rejection.message)), to: [connection])]
+        }
+        if let resume = request.resume, let actions = self.resume(resume, room: room, request: request,
+                                                                  on: connection, now: now) {
+            return actions
+        }
+        if let full = roomLimit(room) {
+            counters.limitsReached += 1
+            return [.send(.error(SignalingError(.limitReached, full)), to: [connection])]
+        }
+        let admission = admit(request, room: room, name: name, on: connection)
+        guard admission.actions.isEmpty else { return admission.actions }
+        connections[connection]?.everJoined = true
+        if let newRoom = admission.newRoom { rooms[room] = newRoom }
+        let id = nextMemberID
+        nextMemberID &+= 1
+        let ssrcs = self.ssrcs.allocate(using: &random)
+        var tokenBytes = [UInt8](repeating: 0, count: BindToken.length)
+        for index in tokenBytes.indices { tokenBytes[index] = UInt8.random(in: 0...255, using: &random) }
+        let credential = BindToken(bytes: tokenBytes)!
+        let info = MemberInfo(id: id, name: name, role: request.role, audioMuted: request.audioMuted,
+                              videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
+        let others = connections(in: room, except: nil)
+        let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
+        // A room with a password or end-to-end encryption is never named in presence (its name is part of what keeps
+        // it private), and its chat is never kept.
+        let isOpen = rooms[room]?.isOpen == true
+        let hidesRoom = request.hideRoom || !isOpen
+        members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
+                             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers)
+        rooms[room, default: Room(name: room)].members.append(id)
+        if rooms[room]?.host == nil { rooms[room]?.host = id }
+        if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
+        connections[connection]?.member = id
+        var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
+        joined.accountProblem = accountProblem
+        return [
+            .memberAdded(id: id, room: room),
+            .send(.joined(joined), to: [connection]),
+            .send(.memberJoined(MemberJoined(member: info)), to: others),
+            .callActivity(CallActivity(room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
+                                       hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
+        ]
+    }
+
+    /// Takes back a membership whose connection dropped: same id, SSRCs, credential and media binding, nothing
+    /// told to the others (for them the member never left). Nil when there is nothing to resume (it timed out, the
+    /// relay restarted, the credential or room does not match): the caller then joins afresh.
+    mutating func resume(_ token: ResumeToken, room: String, request: JoinRequest, on connection: ConnectionID,
+                                 now: Duration) -> [RelayAction]? {
+        guard var member = members[token.member], member.room == room,
+              let credential = BindToken(hex: token.credential), member.credential.matches(credential)
+        else { return nil }
+        var actions: [RelayAction] = []
+        if let old = member.connection, old != connection {
+            // A half-open old connection (the client saw it fail first): it no longer speaks for the member.
+            connections[old]?.member = nil
+            actions.append(.close(old))
+        }
+        member.connection = connection
+        member.lastSeen = now
+        let changedMute = member.info.audioMuted != request.audioMuted || member.info.videoMuted != request.videoMuted
+        member.info.audioMuted = request.audioMuted
+        member.info.videoMuted = request.videoMuted
+        members[token.member] = member
+        connections[connection]?.member = token.member
+        connections[connection]?.everJoined = true
+        let others = (rooms[room]?.members ?? []).filter { $0 != token.member }.compactMap { members[$0]?.info }
+        let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
+        actions.append(.send(.joined(joined), to: [connection]))
+        if changedMute {
+            actions.append(.send(.mute(MemberMute(id: token.member, audio: request.audioMuted,
+                                                  video: request.videoMuted)),
+                                 to: connections(in: room, except: token.member)))
+        }
+        return actions
+    }
+
+    func joinedMessage(room: String, you: MemberInfo, others: [MemberInfo], credential: BindToken)
+        -> JoinedRoom
+    {
+        let settings = rooms[room]
+        return JoinedRoom(
+            room: room, you: you, members: others,
+            media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: you.ssrcs),
+            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
+                + Double(limits.livenessTimeout.components.attoseconds) / 1e18,
+            host: settings?.host ?? you.id, passwordProtected: settings?.verifier != nil,
+            openStage: settings?.openStage ?? false, encryption: settings?.encryption,
+            chatKept: keepsChat && settings?.isOpen == true ? true : nil)
+    }
+
+    mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
+        guard let member = members.removeValue(forKey: id) else { return [] }
+        ssrcs.release(member.info.ssrcs)
+        rooms[member.room]?.members.removeAll { $0 == id }
+        rooms[member.room]?.mayBroadcast.remove(id)
+        var actions: [RelayAction] = [
+            .memberRemoved(id: id, room: member.room),
+            .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),
+            .callActivity(CallActivity(room: member.room, member: member.info, joined: false,
+                                       members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
+                                       kept: keepsChat && rooms[member.room]?.isOpen == true)),
+        ]
+        if rooms[member.room]?.members.isEmpty ?? false {
+            rooms[member.room] = nil
+        } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {
+            rooms[member.room]?.host = next
+            actions.append(.send(.host(MemberRef(id: next)), to: connections(in: member.room, except: nil)))
+        }
+        return actions
+    }
+
+    /// The signaling connections of a room's members, but `excluded`.
+    public func connections(in room: String, except excluded: UInt32?) -> [ConnectionID] {
+        (rooms[room]?.members ?? []).compactMap { id in
+            id == excluded ? nil : members[id]?.connection
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import ParleySecurity
+import ParleyWire
+
+/// What a member's signaling messages do to the relay: chat, media changes, roles and the host's commands.
+extension RelayState {
+
+    mutating func handle(_ message: ClientMessage, on connection: ConnectionID, member id: UInt32?,
+                                 now: Duration) -> [RelayAction] {
+        switch message {
+        case .join(let request):
+            guard id == nil else {
+                counters.signalingErrors += 1
+                return [.send(.error(SignalingError(.alreadyJoined, "this connection already joined a room")),
+                              to: [connection])]
+            }
+            guard connections[connection]?.pendingJoin == nil else {
+                counters.signalingErrors += 1
+                return refuse(.alreadyJoined, "a join is being checked on this connection; wait for its answer",
+                              connection)
+            }
+            if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
+            return join(request, on: connection, now: now)
+        case .ping(let token):
+            return [.send(.pong(token), to: [connection])]
+        case .challenge:
+            var nonce = [UInt8](repeating: 0, count: 32)
+            for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255, using: &random) }
+            connections[connection]?.challenge = nonce
+            return [.send(.challenge(AccessChallenge(nonce: Hex.encode(nonce))), to: [connection])]
+        default:
+            break
+        }
+        guard let id, let member = members[id] else {
+            counters.signalingErrors += 1
+            return [.send(.error(SignalingError(.notJoined, "send \"join\" before \"\(message.type)\"")),
+                          to: [connection])]
+        }
+        switch message {
+        case .join, .ping, .challenge:
+            return []
+        case .leave:
+            connections[connection]?.member = nil
+            return remove(id, reason: .quit) + [.close(connection)]
+        case .mute(let change):
+            members[id]?.info.audioMuted = change.audio ?? member.info.audioMuted
+            members[id]?.info.videoMuted = change.video ?? member.info.videoMuted
+            let info = members[id]!.info
+            return [.send(.mute(MemberMute(id: id, audio: info.audioMuted, video: info.videoMuted)),
+                          to: connections(in: member.room, except: id))]
+        case .chat(let chat):
+            // A sealed line's text is unreadable here; its base64 length bounds it (4/3 of the bytes, plus the
+            // SFrame header and tag, for 4-byte characters at most).
+            let sealedLimit = (limits.chatCharacters * 4 + 64) * 4 / 3 + 4
+            guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
+                counters.signalingErrors += 1
+                let length = chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
+                    ?? "\(chat.text.count) characters"
+                return [.send(.error(SignalingError(.badField, """
+                    chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
+                    (--max-chat-characters)
+                    """)), to: [connection])]
+            }
+            rooms[member.room]?.chatSequence += 1
+            let sequence = rooms[member.room]?.chatSequence ?? 0
+            var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.label, text: chat.text,
+                                        time: wallClock(), sealed: chat.sealed)
+            var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
+            delivery.ref = chat.ref
+            actions.append(.send(.chat(delivery), to: [connection]))
+            if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
+                actions.append(.roomChat(
+                    room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
+                    sender: CallActivity.sender(name: member.info.name, account: member.info.account),
+                    text: chat.text, time: delivery.time))
+            }
+            return actions
+        case .stats(let stats):
+            return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
+        case .tiles(let report):
+            return [.tiles(id: id, report)]
+        case .role(let request):
+            if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
+               !(room.openStage || room.host == id || room.mayBroadcast.contains(id)) {
+                // Nobody promotes themselves: the host is asked, and decides with `allow`.
+                counters.signalingErrors += 1
+                let hostName = room.host.flatMap { members[$0]?.info.name } ?? "the host"
+                var actions: [RelayAction] = [.send(.error(SignalingError(
+                    .notAllowed, "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
+                )), to: [connection])]
+                if let host = room.host, let hostConnection = members[host]?.connection {
+                    actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
+                }
+                return actions
+            }
+            return setRole(request.role, of: id)
+        case .allow(let target):
+            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "allow") }
+            guard let other = members[target.id], other.room == member.room else {
+                return unknownMember(target.id, in: member.room, connection)
+            }
+            rooms[member.room]?.mayBroadcast.insert(target.id)
+            return other.info.role == .audience ? setRole(.broadcaster, of: target.id) : []
+        case .remove(let target):
+            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "remove") }
+            guard target.id != id, let other = members[target.id], other.room == member.room else {
+                return unknownMember(target.id, in: member.room, connection)
+            }
+            var actions: [RelayAction] = []
+            if let targetConnection = other.connection {
+                connections[targetConnection]?.member = nil
+                actions.append(.send(.removed(Removal(
+                    by: member.info.name, message: "\(member.info.name), the host, removed you from \(member.room)")),
+                                     to: [targetConnection]))
+                actions.append(.close(targetConnection))
+            }
+            return actions + remove(target.id, reason: .removed)
+        }
+    }
+
+    mutating func setRole(_ role: MemberRole, of id: UInt32) -> [RelayAction] {
+        guard let member = members[id] else { return [] }
+        members[id]?.info.role = role
+        if role == .broadcaster { rooms[member.room]?.mayBroadcast.insert(id) }
+        return [.roleChanged(id: id, role: role), .send(.role(MemberRoleChange(id: id, role: role)),
+                                                         to: connections(in: member.room, except: nil))]
+    }
+
+    mutating func notHost(_ connection: ConnectionID, _ what: String) -> [RelayAction] {
+        counters.signalingErrors += 1
+        return [.send(.error(SignalingError(.notAllowed, "only the room's host can \(what) members")), to: [connection])]
+    }
+
+    mutating func unknownMember(_ id: UInt32, in room: String, _ connection: ConnectionID) -> [RelayAction] {
+        counters.signalingErrors += 1
+        return [.send(.error(SignalingError(.badField, "member \(id) is not in \(room)")), to: [connection])]
+    }
+
+    func refuse(_ code: SignalingErrorCode, _ message: String, _ connection: ConnectionID) -> [RelayAction] {
+        [.send(.error(SignalingError(code, message)), to: [connection])]
+    }
+
+    /// Checks the password, the encryption mode and the name against the room; nil when the join may go ahead,
+    /// otherwise the refusal. A new room takes the joiner's verifier and mode.
+    /// Why `room` cannot take another member (the relay's room limit for a new room, the room's member limit), or nil.
+    func roomLimit(_ room: String) -> String? {
+        if let existing = rooms[room] {
+            guard existing.members.count < limits.membersPerRoom else {
+                return "room \(room) is full: \(limits.membersPerRoom) members is its limit (--max-members)"
+            }
+            return nil
+        }
+        guard rooms.count < limits.rooms else {
+            return "the relay holds \(limits.rooms) rooms, its limit (--max-rooms); join an existing room or try later"
+        }
+        return nil
+    }
+
+}
