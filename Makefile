@@ -21,7 +21,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg 
 PREFIX      ?= /usr/local
 
 .PHONY: deps bench-deps build build-parley build-bench run test bench bench-call bench-broadcast install clean fuzz \
-        fuzz-seeds
+        fuzz-seeds format format-check
 
 define apt_install
 	@missing=""; \
@@ -72,7 +72,7 @@ REAL_TIME   := SoundCallTests
 # main group, so they run next, among themselves.
 PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
-test: build
+test: build format-check
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'
 	$(TEST) --filter '$(PROCESSES)'
 	$(TEST) --filter '$(SIMULATIONS)'
@@ -87,6 +87,21 @@ bench-call: bench-deps build-bench
 
 bench-broadcast: build-bench
 	$(BENCH_BIN) broadcast --parley $(BIN)
+
+# One formatter configuration (.swift-format: 4 spaces, 120 columns), applied to all Swift code with the toolchain's
+# swift-format. `make format` rewrites the tree; `make format-check` (part of `make test`) formats a copy and fails,
+# listing the files, when the tree is not formatted.
+FORMAT_PATHS := Sources Tests Package.swift
+format:
+	$(SWIFT) format format --in-place --recursive --parallel $(FORMAT_PATHS)
+
+format-check:
+	@rm -rf .build-format && mkdir -p .build-format && cp -R $(FORMAT_PATHS) .swift-format .build-format/
+	@cd .build-format && $(SWIFT) format format --in-place --recursive --parallel $(FORMAT_PATHS)
+	@unformatted=$$(for p in $(FORMAT_PATHS); do diff -rq $$p .build-format/$$p; done); \
+	if [ -n "$$unformatted" ]; then echo "$$unformatted"; echo "Not formatted: run make format"; exit 1; fi
+	@rm -rf .build-format
+	@echo "Formatted: every Swift file matches .swift-format"
 
 # The binary in $(PREFIX)/bin, what it ships (key map, theme, sample media) in $(PREFIX)/share/parley.
 # libFuzzer on the parsers: one instrumented binary (address sanitizer) from the parsers' sources, each target run
