@@ -199,9 +199,8 @@ final class EngineCore {
     var speaker: SpeakerPlayout?
     var speakerName: String?
     var echoCanceller: EchoCanceller?
-    /// Consecutive all-zero blocks from an unmuted microphone, and whether that was already reported.
-    var silentMicrophoneBlocks = 0
-    var silenceReported = false
+    /// When an unmuted microphone delivering only zeros is worth a notice.
+    var microphoneSilence = MicrophoneSilenceWatch()
     var meterReported: Double?
     var microphoneFailures = 0
     var speakerFailures = 0

@@ -281,7 +281,7 @@ struct DeviceCallTests {
         await relay.shutdown()
     }
 
-    @Test("an unmuted microphone that delivers digital silence for 5 s gets a notice, once")
+    @Test("an unmuted microphone that delivers digital silence gets a notice in a real call, once")
     func silentMicrophone() async throws {
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
         let devices = FakeSoundDevices(microphones: [.init(name: "Dead", silent: true)], speakers: [])
@@ -292,11 +292,11 @@ struct DeviceCallTests {
         let task = log.consume(engine)
         engine.start()
         let notice = "Your microphone is silent: pick another with --mic or in settings"
-        try await Task.sleep(for: .seconds(4))
-        #expect(!alerts(log).contains(notice), "not before 5 s")
-        let told = await eventually(within: .seconds(4)) { self.alerts(log).contains(notice) }
-        #expect(told)
-        try await Task.sleep(for: .seconds(1))
+        // When it is said (5 s into the silence, not before) and that it is said once a call, however long the
+        // silence lasts, are MicrophoneSilenceWatchTests' job on a manual clock. Here the engine says it in a real
+        // call: the fake microphone is silent from its first block, so joining and 5 s of silence fit in 10 s.
+        let told = await eventually(within: .seconds(10)) { self.alerts(log).contains(notice) }
+        #expect(told, "\(alerts(log))")
         #expect(alerts(log).filter { $0 == notice }.count == 1)
         await engine.leave()
         task.cancel()
