@@ -12,9 +12,6 @@ import ParleyWire
 // camera off), each step said in the chat pane.
 
 extension EngineCore {
-    /// Blocks of silence from an unmuted microphone before the user is told (5 s).
-    static let silentBlocksBeforeNotice = 250
-
     // MARK: Microphone
 
     /// Opens the named (nil: default) microphone; on failure falls back to the default once, then to silence.
@@ -45,7 +42,7 @@ extension EngineCore {
                 emit(.alert(.message("Echo cancellation is unavailable: \(error)")))
             }
         }
-        silentMicrophoneBlocks = 0
+        microphoneSilence.microphoneChanged()
         let capture = MicrophoneCapture(
             stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
             framesPerBlock: DeviceAudioFormat.framesPerBlock,
@@ -59,14 +56,8 @@ extension EngineCore {
     /// One block from the real microphone: echo and noise removed, checked for digital silence, encoded, sent.
     func captured(_ frame: AudioFrame) {
         guard microphone != nil, let sender = audioSender else { return }
-        if !microphoneMuted, frame.samples.allSatisfy({ $0 == 0 }) {
-            silentMicrophoneBlocks += 1
-            if silentMicrophoneBlocks == Self.silentBlocksBeforeNotice, !silenceReported {
-                silenceReported = true
-                emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
-            }
-        } else {
-            silentMicrophoneBlocks = 0
+        if microphoneSilence.block(at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: microphoneMuted) {
+            emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
         }
         var cleaned = frame
         if let echoCanceller {

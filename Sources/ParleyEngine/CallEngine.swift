@@ -199,9 +199,8 @@ final class EngineCore {
     var speaker: SpeakerPlayout?
     var speakerName: String?
     var echoCanceller: EchoCanceller?
-    /// Consecutive all-zero blocks from an unmuted microphone, and whether that was already reported.
-    var silentMicrophoneBlocks = 0
-    var silenceReported = false
+    /// When an unmuted microphone delivering only zeros is worth a notice.
+    var microphoneSilence = MicrophoneSilenceWatch()
     var meterReported: Double?
     var microphoneFailures = 0
     var speakerFailures = 0
@@ -708,27 +707,24 @@ final class EngineCore {
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }
 
-    /// Pings the relay often enough for its liveness timeout (announced in `joined`): three pings per timeout
-    /// at most apart, so one late ping does not get the member dropped, and never slower than configured.
-    /// The relay answers every ping, so three intervals without a word from it mean the connection stalled (a
-    /// frozen relay or a dead network path that closed nothing): it is dropped and the reconnect begins.
+    /// Pings the relay often enough for its liveness timeout (announced in `joined`), and drops a connection the
+    /// relay has gone silent on so the reconnect begins (`KeepAliveSchedule` decides both).
     private func startKeepAlive(livenessTimeout seconds: Double) {
         guard let bound else { return }
-        var interval = configuration.keepAliveInterval
-        if seconds > 0 { interval = min(interval, .milliseconds(Int64(seconds * 1000 / 3))) }
-        interval = max(interval, .milliseconds(50))
-        let stallAfter = interval * 3
+        let schedule = KeepAliveSchedule(configured: configuration.keepAliveInterval, livenessTimeout: seconds)
         keepAliveTask?.cancel()
-        let period = timeAmount(interval)
+        let period = timeAmount(schedule.interval)
         keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
             let core = bound.value
             guard let signaling = core.signaling, case .joined = core.phase else { return }
-            if core.now - core.lastHeard > stallAfter {
-                core.logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(stallAfter)"])
+            switch schedule.action(now: core.now, lastHeard: core.lastHeard) {
+            case .reconnect:
+                core.logger.notice(
+                    "the relay went silent; reconnecting", metadata: ["after": "\(schedule.stallAfter)"])
                 signaling.abort()
-                return
+            case .ping:
+                signaling.send(.ping(KeepAlive(token: UInt64(core.now.components.seconds))))
             }
-            signaling.send(.ping(KeepAlive(token: UInt64(core.now.components.seconds))))
         }
     }
 

@@ -12,13 +12,14 @@ struct RelayFaultTests {
         return stats.peers.map(\.videoPackets).reduce(0, +)
     }
 
-    /// CPU seconds (user + system) a process has used, from /proc.
-    static func cpuSeconds(_ pid: Int32) -> Double {
+    /// CPU seconds (user + system) a process has used, from /proc; nil when they cannot be read (a zero would let
+    /// the "not spinning" check pass without measuring anything).
+    static func cpuSeconds(_ pid: Int32) -> Double? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+              let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
@@ -88,9 +89,9 @@ struct RelayFaultTests {
 
         // The call goes on, and the relay waits instead of spinning on the listening socket.
         let before = Self.videoReceived(folder + "/alice.json")
-        let cpuBefore = Self.cpuSeconds(relay.pid)
+        let cpuBefore = try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read")
         sleep(3)
-        let cpu = (Self.cpuSeconds(relay.pid) - cpuBefore) / 3
+        let cpu = (try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read") - cpuBefore) / 3
         let after = Self.videoReceived(folder + "/alice.json")
         #expect(after - before >= 30, "alice kept receiving bob's video: \(after - before) packets in 3 s")
         #expect(cpu < 0.5, "the relay used \(Int(cpu * 100)) % of a core while full")

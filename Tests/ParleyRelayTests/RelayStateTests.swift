@@ -51,16 +51,25 @@ func messages(to connection: ConnectionID, in actions: [RelayAction]) -> [Server
     }
 }
 
+/// The `joined` answer when it is the first message to the connection, else nil (for `#require`).
+func joinedAnswer(to connection: ConnectionID, in actions: [RelayAction]) -> JoinedRoom? {
+    if case .joined(let joined)? = messages(to: connection, in: actions).first { return joined }
+    return nil
+}
+
+/// The error when it is the first message to the connection, else nil.
+func errorAnswer(to connection: ConnectionID, in actions: [RelayAction]) -> SignalingError? {
+    if case .error(let error)? = messages(to: connection, in: actions).first { return error }
+    return nil
+}
+
 struct RelayStateTests {
     @Test func joinAnswersWithMembersAndCredentialsAndTellsTheOthers() throws {
         var relay = Harness()
         let a = relay.connect(1), b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         let actions = relay.send(.join(JoinRequest(room: "standup", name: "bob", videoMuted: true)), on: b)
-        guard case .joined(let joined) = messages(to: b, in: actions).first else {
-            Issue.record("bob got no joined: \(actions)")
-            return
-        }
+        let joined = try #require(joinedAnswer(to: b, in: actions), "bob got no joined: \(actions)")
         #expect(joined.room == "standup")
         #expect(joined.members.map(\.id) == [alice])
         #expect(joined.you.videoMuted)
@@ -182,7 +191,7 @@ struct RelayStateTests {
         var relay = Harness()
         let a = relay.connect(1)
         let actions = relay.send(.join(JoinRequest(room: "r", name: "alice")), on: a)
-        guard case .joined(let joined) = messages(to: a, in: actions).first else { return }
+        let joined = try #require(joinedAnswer(to: a, in: actions), "no joined: \(actions)")
         let token = try #require(BindToken(hex: joined.media.credential))
         let ssrc = joined.media.ssrcs.audio
         #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: joined.you.id, token: token)) == .bound)
@@ -225,10 +234,7 @@ struct RelayResumeTests {
         let token = ResumeToken(member: alice.you.id, credential: alice.media.credential)
         let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", audioMuted: true,
                                                    resume: token)), on: again)
-        guard case .joined(let joined) = messages(to: again, in: actions).first else {
-            Issue.record("no joined: \(actions)")
-            return
-        }
+        let joined = try #require(joinedAnswer(to: again, in: actions), "no joined: \(actions)")
         #expect(joined.you.id == alice.you.id)
         #expect(joined.media == alice.media, "same SSRCs and credential: media keeps flowing")
         #expect(joined.members.map(\.name) == ["bob"])
@@ -244,16 +250,33 @@ struct RelayResumeTests {
     @Test func aLateOrWrongResumeJoinsAfresh() throws {
         var relay = Harness()
         let alice = try #require(twoMembers(&relay))
+        // A wrong credential cannot take over alice's membership: the join is a fresh one, which under her name is
+        // refused while she is in the room, and under another name gets a membership of its own.
         let wrong = ResumeToken(member: alice.you.id, credential: String(repeating: "0", count: 32))
         let c = relay.connect(3)
-        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: wrong)), on: c)
-        guard case .joined(let joined) = messages(to: c, in: actions).first else { return }
+        let refused = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: wrong)), on: c)
+        #expect(errorAnswer(to: c, in: refused)?.code == .nameTaken, "\(refused)")
+        let d = relay.connect(4)
+        let other = relay.send(.join(JoinRequest(room: "standup", name: "mallory", resume: wrong)), on: d)
+        let joined = try #require(joinedAnswer(to: d, in: other), "a wrong resume is a fresh join: \(other)")
         #expect(joined.you.id != alice.you.id, "a wrong credential cannot take over someone's membership")
-        let other = relay.connect(4)
-        let elsewhere = ResumeToken(member: alice.you.id, credential: alice.media.credential)
-        let moved = relay.send(.join(JoinRequest(room: "other", name: "alice", resume: elsewhere)), on: other)
-        guard case .joined(let second) = messages(to: other, in: moved).first else { return }
+        #expect(relay.state.members[alice.you.id]?.connection == ConnectionID(1), "alice keeps her membership")
+
+        // The right credential in another room: a fresh join there.
+        let token = ResumeToken(member: alice.you.id, credential: alice.media.credential)
+        let e = relay.connect(5)
+        let moved = relay.send(.join(JoinRequest(room: "other", name: "alice", resume: token)), on: e)
+        let second = try #require(joinedAnswer(to: e, in: moved), "a resume elsewhere is a fresh join: \(moved)")
         #expect(second.you.id != alice.you.id, "a resume only works in the same room")
+
+        // The right credential after alice timed out: her membership is gone, so a fresh join under her name.
+        _ = relay.state.disconnected(ConnectionID(1), now: relay.now)
+        relay.now += .milliseconds(10_250)
+        #expect(relay.state.tick(now: relay.now).contains(.memberRemoved(id: alice.you.id, room: "standup")))
+        let f = relay.connect(6)
+        let late = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: token)), on: f)
+        let third = try #require(joinedAnswer(to: f, in: late), "a late resume is a fresh join: \(late)")
+        #expect(third.you.id != alice.you.id && third.media != alice.media, "a new membership after the timeout")
     }
 
     @Test func theOldConnectionClosingLaterDoesNotDetachTheResumedOne() throws {
