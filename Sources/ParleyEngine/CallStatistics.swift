@@ -1,0 +1,84 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyDevices
+import ParleyMedia
+import ParleyRoom
+import ParleySecurity
+import ParleyWire
+
+/// Counters of one call so far: what was sent, and per peer what arrived and was played.
+public struct CallStatistics: Sendable {
+    /// Totals for one remote member.
+    public struct Peer: Sendable {
+        public var name: String
+        public var audioPacketsReceived: Int
+        public var videoPacketsReceived: Int
+        public var videoBytesReceived: Int
+        public var framesDecoded: Int
+        public var decodeErrors: Int
+        public var audioFramesPlayed: Int
+        public var fecRecoveries: Int
+        public var concealments: Int
+        public var nacksSent: Int
+        public var keyframeRequestsSent: Int
+        /// The stamp read from the latest decoded synthetic-camera picture (participant id, frame counter).
+        public var lastStamp: (participant: UInt32, frame: UInt32)?
+        /// Size of the latest decoded picture.
+        public var lastFrameSize: VideoSize?
+        /// Longest stretch of silence played since this peer's audio started (loss the jitter buffer and FEC
+        /// could not cover, or the peer muting).
+        public var longestAudioGap: Duration = .zero
+        /// Stretches of silence played since this peer's audio started: dropouts a listener hears, or the peer muting.
+        public var audioDropouts = 0
+        /// Payloads and chat lines of this peer that failed SFrame authentication (another secret, or tampering).
+        public var decryptFailures = 0
+        /// Keyframes of this peer dropped unseen by the decoder: they declared a picture beyond the largest profile.
+        public var oversizedKeyframes = 0
+        /// The simulcast layer being received (0 is the full size).
+        public var videoLayer = 0
+        /// Times the relay moved this receiver to another of the peer's layers.
+        public var layerSwitches = 0
+    }
+
+    /// This member's id (0 before joining).
+    public var localID: UInt32 = 0
+    /// The end-to-end cipher ("AES-128-GCM"), nil for an unencrypted call.
+    public var encryption: String?
+    /// Whether the media socket is bound at the relay.
+    public var mediaBound = false
+    /// The local UDP port media arrives on (0 before the socket opened).
+    public var localMediaPort = 0
+    public var audioPacketsSent = 0
+    public var audioBytesSent = 0
+    /// The packet loss (percent) the audio encoder plans in-band FEC for now, from the receivers' reports.
+    public var audioPlannedLossPercent = 0
+    /// Blocks of silence the speaker played because the mix did not come in time (a real speaker only).
+    public var speakerUnderruns = 0
+    /// Blocks the speaker dropped because its queue was full (a real speaker only).
+    public var speakerDropped = 0
+    public var videoFramesSent = 0
+    /// Frames taken from the camera (also those no layer encoded, because nobody watches).
+    public var videoFramesCaptured = 0
+    public var videoKeyframesSent = 0
+    public var videoPacketsSent = 0
+    public var videoBytesSent = 0
+    /// Keyframe requests (PLI) that reached this sender.
+    public var keyframeRequestsReceived = 0
+    /// Video packets sent again because a NACK said the relay never got them.
+    public var videoPacketsResent = 0
+    /// Datagrams dropped because they came from an address other than the relay's media port.
+    public var datagramsFromStrangers = 0
+    /// RTCP packets from the relay dropped because they named an SSRC of nobody in the room, or feedback about a
+    /// stream this member does not send.
+    public var forgedFeedbackDropped = 0
+    /// Peers by member id.
+    public var peers: [UInt32: Peer] = [:]
+    /// The layers this member sends in, largest first, and which of them are encoded now (the relay's demand).
+    public var videoLayers: [VideoLayerSize] = []
+    public var activeVideoLayers: [Bool] = []
+    /// Frames sent per layer.
+    public var videoFramesSentPerLayer: [Int] = []
+    /// The room's dominant speaker as the relay last said, nil for nobody yet.
+    public var dominantSpeaker: UInt32?
+}

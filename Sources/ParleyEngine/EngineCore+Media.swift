@@ -1,0 +1,309 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyDevices
+import ParleyMedia
+import ParleyRoom
+import ParleySecurity
+import ParleyWire
+
+/// Media: the send and receive pipelines' ticks, NACK resends and keyframe requests, RTCP reports, levels.
+extension EngineCore {
+
+    func openMediaSocket() -> EventLoopFuture<any Channel> {
+        let host = configuration.server.host.contains(":") ? "::" : "0.0.0.0"
+        let bound = self.bound!
+        return DatagramBootstrap(group: loop)
+            .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ClientMediaHandler(core: bound))
+                }
+            }
+            .bind(host: host, port: 0)
+    }
+
+    func startMedia(ssrcs: MemberSSRCs, participant: UInt32) throws {
+        stopMedia()
+        let profile = configuration.profile
+        audioSender = try AudioSender(source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
+                                      expectedLossPercent: audioLossPlan.percent, random: &random)
+        var sources: [VideoSender.Source] = []
+        for choice in configuration.videoSources {
+            do {
+                let isCamera: Bool = if case .camera = choice { true } else { false }
+                sources.append(VideoSender.Source(
+                    name: choice == .synthetic ? "synthetic test picture" : choice.description, isCamera: isCamera,
+                    source: try makeVideoSource(choice, participant: participant)))
+            } catch {
+                emit(.alert(.message("Camera \(choice): \(error)")))
+            }
+        }
+        if sources.isEmpty {
+            sources.append(VideoSender.Source(
+                name: "synthetic test picture", isCamera: false,
+                source: try makeVideoSource(.synthetic, participant: participant)))
+        }
+        videoSender = try VideoSender(sources: sources, profile: profile, ssrcs: ssrcs,
+                                      simulcast: configuration.simulcast, random: &random)
+        if let demand = pendingLayerDemand { videoSender?.setActiveLayers(demand) }
+        guard let bound else { return }
+        if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
+        let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
+        let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
+            bound.value.videoTick()
+        }
+        // No separate video poll timer: a frame is decoded as its last packet arrives (`receive`), and the 20 ms
+        // audio tick polls for NACK and keyframe-request timing. That spares 100 wake-ups a second.
+        let rtcp = PacedTimer(loop: loop, interval: .seconds(1)) { bound.value.sendReports() }
+        timers = [audio, video, rtcp]
+        for timer in timers { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
+    }
+
+    func stopMedia() {
+        for timer in timers { timer.stop() }
+        timers.removeAll()
+        videoSender?.close()
+    }
+
+    /// Closes the real microphone and speaker (leaving the call).
+    func closeDevices() {
+        microphone?.stop()
+        microphone = nil
+        speaker?.stop()
+        speaker = nil
+    }
+
+    func makeAudioSource(participant: UInt32) throws -> any AudioSource {
+        switch configuration.audioSource {
+        case .synthetic: SyntheticVoice(participant: participant)
+        case .file(let path): try WAVFileSource(path: path)
+        // A real microphone pushes its blocks (`captured`); this stands in whenever none is open.
+        case .silence, .microphone: SilenceSource()
+        }
+    }
+
+    func makeVideoSource(_ choice: VideoSourceChoice, participant: UInt32) throws -> any VideoSource {
+        switch choice {
+        case .synthetic:
+            SyntheticCamera(name: configuration.name, participant: participant, width: configuration.profile.width,
+                            height: configuration.profile.height, framesPerSecond: configuration.profile.fps)
+        case .file(let path):
+            try Y4MFileSource(path: path)
+        case .camera(let name):
+            try openCamera(named: name)
+        case .allCameras:
+            // Resolved into the cameras found before the call starts (`resolvingDevices`); none left means none.
+            throw CallSetupError("no camera was found")
+        }
+    }
+
+    func makeAudioSink() throws -> (any AudioSink)? {
+        switch configuration.audioSink {
+        case .none, .speaker: nil
+        case .file(let path): try WAVFileWriter(path: path)
+        }
+    }
+
+    var sendsMedia: Bool { role == .broadcaster && mediaBound }
+
+    func audioTick() {
+        if microphone == nil {
+            do {
+                if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
+                    send([packet])
+                }
+            } catch {
+                logger.warning("audio capture failed", metadata: ["error": "\(error)"])
+            }
+        }
+        if speaker == nil { playOutAudio() }
+        pollVideo()
+    }
+
+    func videoTick() {
+        guard let sender = videoSender else { return }
+        guard !cameraOff, role == .broadcaster else {
+            sender.skipFrame()
+            return
+        }
+        do {
+            let frame = try sender.capture(filter: filterOn)
+            if !sentFirstLocalFrame {
+                sentFirstLocalFrame = true
+                emit(.firstLocalFrame(VideoSize(width: frame.width, height: frame.height)))
+            }
+            if configuration.showsSelfView, let id = joined?.you.id {
+                videoSink?.deliver(frame, from: ParticipantID(id))
+            }
+            if mediaBound {
+                let packets = try sender.encode(frame)
+                let at = now
+                for packet in packets {
+                    sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
+                                    at: at)
+                }
+                send(packets)
+            } else {
+                sender.skipFrame()
+            }
+        } catch {
+            logger.warning("video capture or encoding failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Polls every peer's video jitter buffer (for NACK and keyframe timing); frames normally leave earlier, from
+    /// `pollVideo(peer)` as their last packet arrives.
+    func pollVideo() {
+        guard configuration.decodesVideo else { return }
+        for peer in peers.values { pollVideo(peer, at: now) }
+        udp?.flush()
+    }
+
+    /// Decodes and delivers what one peer's jitter buffer has completed; sends its NACKs and keyframe requests.
+    func pollVideo(_ peer: PeerReceiver, at: Duration) {
+        let output = peer.videoBuffer.poll(at: at)
+        for frame in output.frames {
+            guard var picture = peer.decodeVideo(frame) else { continue }
+            picture.timestampMicros = Int64(frame.timestamp)
+            let size = VideoSize(width: picture.width, height: picture.height)
+            if !peer.sawFirstFrame || peer.lastFrameSize != size {
+                peer.sawFirstFrame = true
+                emit(.firstRemoteFrame(peer.participant, size: size))
+            }
+            peer.lastFrameSize = size
+            if let stamp = SyntheticCamera.readStamp(from: picture) { peer.lastStamp = stamp }
+            videoSink?.deliver(picture, from: peer.participant)
+        }
+        if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
+            let nack = GenericNACK(senderSSRC: own, mediaSSRC: peer.videoSSRC, lost: output.nacks)
+            sendRaw(RTCPPacket.nack(nack).serialized())
+            peer.nacksSent += 1
+        }
+        if output.needsKeyframe { sendKeyframeRequest(for: peer) }
+    }
+
+    /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
+    /// sequence number at most once per 30 ms however many receivers missed it.
+    func resend(_ nack: GenericNACK) {
+        let at = now
+        if lastResent.count > 512 { lastResent = lastResent.filter { at - $0.value < .milliseconds(30) } }
+        var packets: [RTPPacket] = []
+        for sequenceNumber in nack.lostSequenceNumbers {
+            if let last = lastResent[sequenceNumber], at - last < .milliseconds(30) { continue }
+            guard let packet = sentVideo.packet(ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: at)
+            else { continue }
+            lastResent[sequenceNumber] = at
+            packets.append(packet)
+        }
+        videoPacketsResent += packets.count
+        send(packets)
+    }
+
+    func sendKeyframeRequest(for peer: PeerReceiver) {
+        guard let own = joined?.media.ssrcs.audio else { return }
+        let pli = PictureLossIndication(senderSSRC: own, mediaSSRC: peer.videoSSRC)
+        sendRaw(RTCPPacket.pictureLossIndication(pli).serialized())
+        peer.keyframeRequestsSent += 1
+    }
+
+    /// One 20 ms block of every peer's audio mixed (silence when the speaker is off or nobody talks).
+    func mixBlock() -> [Int16] {
+        let at = now
+        var mix: [Int32]?
+        // A peer that never sent audio (the audience, above all) has nothing to play: skipping it keeps a
+        // broadcaster's cost flat however many watch.
+        for peer in peers.values where peer.audioPacketsReceived > 0 {
+            guard let frame = peer.playOut(at: at) else { continue }
+            if mix == nil { mix = [Int32](repeating: 0, count: frame.samples.count) }
+            guard mix!.count == frame.samples.count else { continue }
+            for index in frame.samples.indices { mix![index] += Int32(frame.samples[index]) }
+        }
+        if speakerOn, let mix { return mix.map { Int16(clamping: $0) } }
+        return [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+    }
+
+    func playOutAudio() {
+        guard configuration.decodesAudio else { return }
+        let samples = mixBlock()
+        guard let sink = audioSink else { return }
+        do {
+            try sink.write(AudioFrame(samples: samples))
+        } catch {
+            logger.warning("audio output failed; muting the speaker", metadata: ["error": "\(error)"])
+            audioSink = nil
+        }
+    }
+
+    func sendReports() {
+        guard mediaBound, let own = joined?.media.ssrcs else { return }
+        let ntp = NTPTimestamp.from(unixTime: .milliseconds(WallClock.milliseconds))
+        var packets: [RTCPPacket] = []
+        if role == .broadcaster {
+            if let audio = audioSender, !microphoneMuted {
+                packets.append(.senderReport(audio.senderReport(ntpTimestamp: ntp)))
+            }
+            if let video = videoSender, !cameraOff {
+                packets += video.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
+            }
+        }
+        var blocks: [ReportBlock] = []
+        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) {
+            if peer.audioPacketsReceived > 0 { blocks.append(peer.audio.makeReportBlock(now: now)) }
+            if peer.videoPacketsReceived > 0 { blocks.append(peer.videoBuffer.makeReportBlock(now: now)) }
+        }
+        if !blocks.isEmpty { packets.append(.receiverReport(ReceiverReport(ssrc: own.audio, reports: blocks))) }
+        if packets.isEmpty { return }
+        packets.append(.sourceDescription(SourceDescription(ssrc: own.audio, cname: configuration.name)))
+        sendRaw(RTCPPacket.serializeCompound(packets))
+        udp?.flush()
+    }
+
+    func reportStatistics() {
+        let at = now
+        let seconds = max(0.001, Double((at - lastStats).components.seconds)
+            + Double((at - lastStats).components.attoseconds) / 1e18)
+        lastStats = at
+        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
+            emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
+        }
+        guard let video = videoSender, let audio = audioSender else { return }
+        // What actually went out in this window, for the local tile's stats and for the room.
+        // (New senders after a fresh rejoin start from zero: a negative window counts as zero.)
+        let frames = max(0, video.framesSent - sentWindow.videoFrames)
+        let videoKbps = Double(max(0, video.bytesSent - sentWindow.videoBytes)) * 8 / 1000 / seconds
+        let audioKbps = Double(max(0, audio.bytesSent - sentWindow.audioBytes)) * 8 / 1000 / seconds
+        sentWindow = (video.framesSent, video.bytesSent, audio.bytesSent)
+        let sending = !cameraOff && role == .broadcaster
+        let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
+        emit(.localStats(MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)))
+        statsReports += 1
+        if statsReports % 2 == 0 {
+            signaling?.send(.stats(SenderStats(
+                width: size?.width ?? 0, height: size?.height ?? 0, fps: Double(frames) / seconds,
+                videoKbps: videoKbps, audioKbps: audioKbps)))
+        }
+    }
+
+    func reportLevels() {
+        if microphone != nil, let sender = audioSender {
+            let level: Double? = microphoneMuted ? 0 : sender.level.level
+            if meterReported.map({ abs($0 - (level ?? 0)) > 0.06 }) ?? true {
+                meterReported = level
+                emit(.microphoneLevel(level))
+            }
+        }
+        if let sender = audioSender, let id = joined?.you.id {
+            let level = microphoneMuted ? 0 : (sender.level.isSpeaking ? max(0.2, sender.level.level) : 0)
+            if abs(level - localLevelReported) > 0.05 {
+                localLevelReported = level
+                emit(.audioLevel(ParticipantID(id), level))
+            }
+        }
+        for peer in peers.values where peer.audioPacketsReceived > 0 {
+            let level = peer.level.isSpeaking ? max(0.2, peer.level.level) : 0
+            emit(.audioLevel(peer.participant, level))
+        }
+    }
+
+}

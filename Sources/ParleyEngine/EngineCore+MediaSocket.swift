@@ -1,0 +1,187 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ParleyDevices
+import ParleyMedia
+import ParleyRoom
+import ParleySecurity
+import ParleyWire
+
+/// The media socket: binding at the relay and the datagrams in and out.
+extension EngineCore {
+
+    func sendBind() {
+        guard case .joined = phase, let room = joined, let token = BindToken(hex: room.media.credential),
+              let bound else { return }
+        let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
+        sendRaw(request.serialized())
+        udp?.flush()
+        bindAttempts += 1
+        // Every 250 ms until acknowledged, then every 5 s as a keep-alive for NAT bindings.
+        let delay: TimeAmount = mediaBound ? .seconds(5) : .milliseconds(250)
+        if !mediaBound && bindAttempts == 20 {
+            emit(.alert(.message("The relay does not answer on UDP port \(room.media.udpPort): no media yet")))
+        }
+        bindTask?.cancel()
+        bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
+    }
+
+    func send(_ packets: [RTPPacket]) {
+        guard let udp, let relayMedia, !packets.isEmpty else { return }
+        for plain in packets {
+            guard let packet = sealed(plain) else { continue }
+            let bytes = packet.serialized()
+            var buffer = udp.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+        }
+        udp.flush()
+    }
+
+    func sendRaw(_ bytes: [UInt8]) {
+        guard let udp, let relayMedia else { return }
+        var buffer = udp.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+    }
+
+    /// One datagram from the media socket. Only the relay's media address may speak to us: anyone else who reaches
+    /// the port (a stranger spraying packets, a peer trying to bypass the relay) is dropped and counted.
+    func receive(_ datagram: ByteBuffer, from remote: SocketAddress) {
+        guard let relayMedia, remote == relayMedia else {
+            datagramsFromStrangers += 1
+            return
+        }
+        let bytes = Array(datagram.readableBytesView)
+        switch MediaPacketKind.classify(bytes) {
+        case .unknown:
+            return
+        case .rtp:
+            guard let header = try? RTPHeaderView(parsing: bytes),
+                  let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
+                  let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
+            else { return }
+            if header.ssrc == peer.info.ssrcs.audio {
+                guard configuration.decodesAudio else { return }
+                peer.audioPacketsReceived += 1
+                _ = peer.audio.insert(packet, at: now)
+            } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
+                peer.countVideo(bytes: packet.payload.count)
+                guard configuration.decodesVideo else { return }
+                guard peer.acceptsVideo(packet) else {
+                    if peer.wantsKeyframe { sendKeyframeRequest(for: peer) }
+                    return
+                }
+                let at = now
+                _ = peer.videoBuffer.insert(packet, at: at)
+                // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
+                if packet.header.marker {
+                    pollVideo(peer, at: at)
+                    udp?.flush()
+                }
+            }
+        case .rtcp:
+            if Bind.isBindPacket(bytes) {
+                guard let ack = try? BindAcknowledgement(parsing: bytes), ack.memberID == joined?.you.id else { return }
+                switch ack.status {
+                case .bound:
+                    if !mediaBound {
+                        mediaBound = true
+                        videoSender?.requestKeyframe()
+                        // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
+                        for peer in peers.values { sendKeyframeRequest(for: peer) }
+                        bindTask?.cancel()
+                        if let bound {
+                            bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
+                        }
+                    }
+                case .unknownMember, .wrongToken:
+                    logger.warning("relay refused the media bind", metadata: ["status": "\(ack.status)"])
+                }
+                return
+            }
+            guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+            for packet in packets {
+                switch packet {
+                case .pictureLossIndication(let pli):
+                    guard let layer = joined?.media.ssrcs.layerIndex(of: pli.mediaSSRC) else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
+                    keyframeRequestsReceived += 1
+                    videoSender?.requestKeyframe(layer: layer)
+                case .nack(let nack):
+                    guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
+                    resend(nack)
+                case .receiverReport(let report):
+                    // The relay passes on only the blocks about our own streams; the audio one steers FEC.
+                    for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
+                        if let percent = audioLossPlan.record(reporter: report.ssrc, fractionLost: block.fractionLost,
+                                                              at: now) {
+                            audioSender?.planForLoss(percent: percent)
+                            logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
+                        }
+                    }
+                case .senderReport(let report):
+                    guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
+                        forgedFeedbackDropped += 1
+                        continue
+                    }
+                    if report.ssrc == peer.info.ssrcs.audio {
+                        peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+                    } else if report.ssrc == peer.videoSSRC {
+                        peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+}
+
+
+/// Hands the media socket's datagrams to the engine core.
+final class ClientMediaHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    let core: NIOLoopBound<EngineCore>
+
+    init(core: NIOLoopBound<EngineCore>) {
+        self.core = core
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        core.value.receive(envelope.data, from: envelope.remoteAddress)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP errors (relay restarting) must not close the media socket.
+    }
+}
+
+/// Digital silence as a microphone.
+final class SilenceSource: AudioSource {
+    let sampleRate = 48_000
+    let channels = 1
+    var timestamp: Int64 = 0
+
+    func nextFrame(samplesPerChannel: Int) -> AudioFrame {
+        defer { timestamp += Int64(samplesPerChannel) * 1_000_000 / 48_000 }
+        return AudioFrame(samples: [Int16](repeating: 0, count: samplesPerChannel), timestampMicros: timestamp)
+    }
+}
+
+func timeAmount(_ duration: Duration) -> TimeAmount {
+    let parts = duration.components
+    return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
+}
+
+extension Int {
+    /// This value moved into `range`.
+    func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
+}
