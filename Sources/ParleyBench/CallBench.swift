@@ -1,3 +1,5 @@
+// One file, one thing: the call benchmark's plan (which calls, how many rounds) and its measurement loop; the
+// processes, captures, tables and reference clients it drives are in the CallBench*.swift files beside it.
 import Foundation
 import ParleyEngine
 import ParleyMedia

@@ -1,3 +1,5 @@
+// One file, one thing: `Terminal` is the only type that calls ncurses (start-up, drawing, keys, resize, restore on
+// every exit path); splitting it would spread curses state that must change together across files.
 import CCursesShim
 import CNcursesw
 import Foundation

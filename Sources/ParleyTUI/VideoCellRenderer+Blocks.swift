@@ -1,3 +1,5 @@
+// One file, one thing: choosing a block character and its two colours per cell for the quadrant and sextant
+// modes. The shape tables, the summed-area scoring and the writer share hot inner loops that are tuned together.
 import Foundation
 import ParleyRoom
 

@@ -1,0 +1,157 @@
+// MARK: - Commands
+
+extension RoomState {
+    /// Runs one command of the table; keys have already been mapped.
+    mutating func perform(_ command: RoomCommand) -> [RoomEffect] {
+        switch command {
+        case .microphone:
+            guard requireBroadcaster(for: "use the microphone") else { return [] }
+            sessions[0].audioMuted.toggle()
+            changes.insert([.controls, .tiles])
+            return [.setMicrophoneMuted(sessions[0].audioMuted)]
+
+        case .camera:
+            guard requireBroadcaster(for: "use the camera") else { return [] }
+            sessions[0].videoMuted.toggle()
+            changes.insert([.controls, .tiles])
+            normalize()
+            return [.setCameraEnabled(!sessions[0].videoMuted)]
+
+        case .switchCamera:
+            guard requireBroadcaster(for: "switch cameras") else { return [] }
+            guard cameraEnabled else {
+                show("Camera is off: press \(keyLabel(.camera)) to turn it on first")
+                return []
+            }
+            return [.switchCamera]
+
+        case .speaker:
+            speakerEnabled.toggle()
+            changes.insert(.controls)
+            return [.setSpeakerEnabled(speakerEnabled)]
+
+        case .filter:
+            filterEnabled.toggle()
+            changes.insert([.controls, .tiles])
+            return [.setFilter(filterEnabled)]
+
+        case .broadcast:
+            let role: Role = localRole == .broadcaster ? .audience : .broadcaster
+            sessions[0].role = role
+            log(role == .broadcaster ? "You are now broadcasting" : "You are now in the audience", kind: .system)
+            changes.insert([.controls, .tiles])
+            normalize()
+            return [.setRole(role)]
+
+        case .direct:
+            if directPeer != nil { return showDirect(nil) }
+            guard let peer = lastDirectPeer else {
+                show("No direct messages yet: type /dm NAME in the chat line (\(keyLabel(.chat)) opens it)")
+                return []
+            }
+            return showDirect(peer)
+
+        case .messages:
+            pendingDigit = nil
+            return [.openMessages]
+
+        case .invite:
+            guard let inviteLink else {
+                show("No meeting link for this call")
+                return []
+            }
+            log("Invite: \(inviteLink) (copied to the clipboard where the terminal allows it)", kind: .system)
+            show("Copied \(inviteLink)")
+            return [.copyToClipboard(inviteLink)]
+
+        case .chat:
+            isChatInputOpen = true
+            flowViewsHidden = false
+            pendingDigit = nil
+            changes.insert([.chat, .controls])
+            return []
+
+        case .hideControls:
+            // Like the reference, hiding is ignored while a chat line is being typed.
+            guard !isChatInputOpen else { return [] }
+            flowViewsHidden.toggle()
+            changes.insert(.all)
+            return []
+
+        case .fullscreen:
+            if fullscreen != nil {
+                fullscreen = nil
+                changes.insert(.tiles)
+                return []
+            }
+            guard let selected else {
+                show("Press a tile's number first (twice quickly to fullscreen it)")
+                return []
+            }
+            return toggleFullscreen(selected)
+
+        case .grid:
+            if fullscreen != nil {
+                fullscreen = nil
+                changes.insert(.tiles)
+            } else if speakerView {
+                speakerView = false
+                changes.insert([.tiles, .controls])
+            } else if rosterShown {
+                rosterShown = false
+                changes.insert([.overlay, .tiles])
+            } else if statsShown {
+                statsShown = false
+                changes.insert(.tiles)
+            }
+            pendingDigit = nil
+            return []
+
+        case .nextPage, .previousPage:
+            let pages = currentLayout.pageCount
+            guard pages > 1 else {
+                show("All tiles fit on one page")
+                return []
+            }
+            let step = command == .nextPage ? 1 : pages - 1
+            page = (min(page, pages - 1) + step) % pages
+            pendingDigit = nil
+            changes.insert(.tiles)
+            return []
+
+        case .stats:
+            statsShown.toggle()
+            changes.insert(.tiles)
+            return []
+
+        case .roster:
+            rosterShown.toggle()
+            changes.insert([.overlay, .tiles])
+            return []
+
+        case .speakerView:
+            speakerView.toggle()
+            fullscreen = nil
+            page = 0
+            show(speakerView ? "Speaker view: whoever is talking is shown large" : "Grid view")
+            changes.insert([.tiles, .controls])
+            return []
+
+        case .help:
+            helpShown = true
+            changes.insert(.overlay)
+            return []
+
+        case .leave:
+            leavePending = true
+            changes.insert(.overlay)
+            return []
+        }
+    }
+
+    mutating func requireBroadcaster(for action: String) -> Bool {
+        guard localRole == .audience else { return true }
+        show("You are in the audience: press \(keyLabel(.broadcast)) to broadcast, then \(action)")
+        return false
+    }
+}

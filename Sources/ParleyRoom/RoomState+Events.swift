@@ -1,0 +1,252 @@
+// MARK: - Engine events
+
+extension RoomState {
+    mutating func apply(_ event: RoomEvent) -> [RoomEffect] {
+        var effects: [RoomEffect] = []
+        switch event {
+        case .joined(let localID):
+            sessions[0].id = localID
+            sessions[0].connection = .connected
+            sessions.removeAll { !$0.isLocal && $0.id == localID }
+            connection = .connected
+            disconnectedAt = nil
+            if callStartedAt == nil { callStartedAt = now }
+            if sessions[0].joinedAt == nil {
+                sessions[0].joinedAt = now
+                record("You joined \(roomName) as \(localSession.name)")
+            }
+            log("You joined \(roomName) as \(localSession.name)", kind: .system)
+            changes.insert([.status, .tiles])
+
+        case .joinFailed(let reason):
+            connection = .failed(reason: reason)
+            log("Could not join \(roomName): \(reason)", kind: .alert)
+            changes.insert(.status)
+
+        case .userJoined(let id, let name, let role):
+            guard id != localID || localID == .unassigned else { break }
+            let name = ChatLog.clean(name)
+            if let index = index(of: id) {
+                sessions[index].name = name
+                sessions[index].role = role
+            } else {
+                var session = VideoSession(id: id, name: name, role: role)
+                session.joinedAt = now
+                sessions.append(session)
+                log(role == .audience ? "\(name) joined the audience" : "\(name) joined", kind: .system)
+                record(role == .audience ? "\(name) joined the audience" : "\(name) joined")
+            }
+            changes.insert(.tiles)
+
+        case .userOffline(let id, let reason):
+            guard let index = index(of: id), index > 0 else { break }
+            let name = sessions[index].name
+            sessions.remove(at: index)
+            let text = switch reason {
+            case .quit: "\(name) left"
+            case .timeout: "\(name) stopped responding and was removed"
+            case .dropped: "\(name) dropped out of the call"
+            case .removed: "\(name) was removed by the host"
+            }
+            log(text, kind: .system)
+            record(text)
+            changes.insert(.tiles)
+
+        case .firstLocalFrame(let size):
+            sessions[0].videoSize = size
+            sessions[0].media.resolution = size
+            changes.insert(.tiles)
+
+        case .firstRemoteFrame(let id, let size):
+            // Media can overtake presence: keep the frame under a provisional name until userJoined arrives.
+            guard id != localID else { break }
+            let slot: Int
+            if let existing = index(of: id) {
+                slot = existing
+            } else {
+                sessions.append(VideoSession(id: id, name: id.description))
+                slot = sessions.count - 1
+            }
+            sessions[slot].videoSize = size
+            sessions[slot].media.resolution = size
+            sessions[slot].connection = .connected
+            changes.insert(.tiles)
+
+        case .remoteVideoMuted(let id, let muted):
+            guard let index = index(of: id), index > 0, sessions[index].videoMuted != muted else { break }
+            sessions[index].videoMuted = muted
+            if !muted { effects.append(.requestKeyframe(id)) }
+            changes.insert(.tiles)
+
+        case .remoteAudioMuted(let id, let muted):
+            guard let index = index(of: id), index > 0 else { break }
+            sessions[index].audioMuted = muted
+            changes.insert(.tiles)
+
+        case .remoteStats(let id, let info):
+            guard let index = index(of: id), index > 0 else { break }
+            sessions[index].media = info
+            if statsShown { changes.insert(.tiles) }
+
+        case .localStats(let info):
+            sessions[0].media = info
+            if statsShown { changes.insert(.tiles) }
+
+        case .dominantSpeaker(let id):
+            guard dominantSpeaker != id else { break }
+            dominantSpeaker = id
+            changes.insert(.tiles)
+
+        case .audioLevel(let id, let level):
+            guard let index = index(of: id) else { break }
+            let wasSpeaking = sessions[index].isSpeaking
+            sessions[index].speakingLevel = min(1, max(0, level.isNaN ? 0 : level))
+            if sessions[index].isSpeaking != wasSpeaking { changes.insert(.tiles) }
+
+        case .chatMessage(let from, let text):
+            guard from != localID, !text.allSatisfy(\.isWhitespace) else { break }
+            log(text, kind: .chat, sender: session(from)?.name ?? from.description)
+
+        case .channelMessage(let sender, let text):
+            guard !text.allSatisfy(\.isWhitespace) else { break }
+            log(text, kind: .chat, sender: sender)
+
+        case .directMessage(let peer, let sender, let text):
+            guard !text.allSatisfy(\.isWhitespace) else { break }
+            if directPeer?.lowercased() == peer.lowercased() {
+                directLog.append(ChatEntry(sender: sender, text: text, time: now,
+                                           kind: sender.lowercased() == peer.lowercased() ? .chat : .own))
+                changes.insert(.chat)
+            } else if sender.lowercased() == peer.lowercased() {
+                directUnread += 1
+                lastDirectPeer = peer
+                show("Message from \(peer): press \(keyLabel(.direct)) to read and answer")
+                changes.insert(.chat)
+            }
+
+        case .directConversation(let peer, let entries):
+            guard directPeer?.lowercased() == peer.lowercased() else { break }
+            directLog = ChatLog(capacity: settings.chatHistory)
+            for entry in entries { directLog.append(entry) }
+            if entries.isEmpty {
+                directLog.append(ChatEntry(sender: nil, text: "No messages with \(peer) yet", time: now, kind: .system))
+            }
+            changes.insert(.chat)
+
+        case .directProblem(let text):
+            if directPeer != nil {
+                directLog.append(ChatEntry(sender: nil, text: text, time: now, kind: .alert))
+                changes.insert(.chat)
+            } else {
+                show(text)
+            }
+
+        case .earlierChat(let entries):
+            guard !entries.isEmpty else { break }
+            chatLog.prepend(entries + [ChatEntry(sender: nil, text: "earlier in \(roomName) above", time: now,
+                                                 kind: .system)])
+            changes.insert(.chat)
+
+        case .alert(let alert):
+            applyAlert(alert)
+
+        case .microphoneLevel(let level):
+            let clamped = level.map { $0.isNaN ? 0 : min(1, max(0, $0)) }
+            let before = microphoneLevel.map(RoomState.meterStep)
+            microphoneLevel = clamped
+            if clamped.map(RoomState.meterStep) != before { changes.insert(.tiles) }
+
+        case .notice(let text):
+            guard !text.isEmpty else { break }
+            show(text)
+
+        case .cameraStopped(let text):
+            log(text, kind: .alert)
+            if !sessions[0].videoMuted {
+                sessions[0].videoMuted = true
+                changes.insert([.controls, .tiles])
+            }
+
+        case .hostChanged(let id):
+            if hostID != id, let name = id == localID ? "You" : session(id)?.name {
+                record("\(name) \(id == localID ? "are" : "is") the host")
+            }
+            hostID = id
+            if id == localID {
+                log("You are the host: /allow NAME lets someone broadcast, /remove NAME removes them", kind: .system)
+            } else if let name = session(id)?.name {
+                log("\(name) is the host", kind: .system)
+            }
+            changes.insert(.tiles)
+
+        case .handRaised(let id):
+            let name = session(id)?.name ?? id.description
+            log("\(name) asks to broadcast: type /allow \(name) in the chat to let them", kind: .alert)
+
+        case .security(let security):
+            self.security = security
+            if let mode = security.encryption, let code = security.safetyCode {
+                log("End-to-end encrypted (\(mode)). Safety code \(code): compare it with the others by voice",
+                    kind: .system)
+            }
+            changes.insert(.status)
+
+        case .cannotDecrypt(let id, let failing):
+            guard let index = index(of: id), sessions[index].cannotDecrypt != failing else { break }
+            sessions[index].cannotDecrypt = failing
+            if failing {
+                log("Can't decrypt \(sessions[index].name): they use a different room secret", kind: .alert)
+            }
+            changes.insert(.tiles)
+
+        case .removedFromRoom(let text):
+            connection = .failed(reason: text)
+            log(text, kind: .alert)
+            changes.insert(.status)
+
+        case .roleChanged(let id, let role):
+            guard let index = index(of: id), sessions[index].role != role else { break }
+            sessions[index].role = role
+            let who = index == 0 ? "You are" : "\(sessions[index].name) is"
+            log(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience", kind: .system)
+            record(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience")
+            changes.insert([.tiles, .controls])
+        }
+        normalize()
+        return effects
+    }
+
+    mutating func applyAlert(_ alert: RoomAlert) {
+        switch alert {
+        case .interrupted:
+            connection = .interrupted
+            if disconnectedAt == nil { disconnectedAt = now }
+            for index in sessions.indices where index > 0 { sessions[index].connection = .reconnecting }
+            log("Connection interrupted", kind: .alert)
+            record("Connection interrupted")
+        case .reconnecting:
+            connection = .reconnecting
+            log("Reconnecting…", kind: .alert)
+        case .reconnected:
+            connection = .connected
+            disconnectedAt = nil
+            record("Reconnected")
+            for index in sessions.indices where index > 0 {
+                sessions[index].connection = sessions[index].videoSize == nil ? .connecting : .connected
+            }
+            log("Reconnected", kind: .alert)
+        case .lost:
+            connection = .lost
+            if disconnectedAt == nil { disconnectedAt = now }
+            log("Connection lost", kind: .alert)
+        case .message(let text):
+            guard !text.isEmpty else { return }
+            log(text, kind: .alert)
+        }
+        changes.insert([.status, .tiles])
+    }
+
+    func index(of id: ParticipantID) -> Int? {
+        sessions.firstIndex { $0.id == id }
+    }
+}

@@ -1,0 +1,218 @@
+// MARK: - Keys
+
+extension RoomState {
+    mutating func handle(_ key: Key) -> [RoomEffect] {
+        if connection == .left { return [] }
+        if case .resize = key {
+            changes.insert(.all)
+            return []
+        }
+        if leavePending { return handleLeaveConfirmation(key) }
+        if helpShown {
+            handleHelpKey(key)
+            return []
+        }
+        if case .mouseDoubleClick(let column, let row) = key { return doubleClick(column: column, row: row) }
+        if isChatInputOpen { return handleChatKey(key) }
+        switch key {
+        case .mouseClick:
+            return perform(.hideControls)
+        case .char(let character) where ("1"..."9").contains(character):
+            return pressTileNumber(Int(String(character))!)
+        default:
+            guard let command = settings.keymap.command(for: key) else { return [] }
+            return perform(command)
+        }
+    }
+
+    mutating func handleLeaveConfirmation(_ key: Key) -> [RoomEffect] {
+        switch key {
+        case .char("y"), .char("Y"), .enter, .control("c"), .control("C"):
+            leavePending = false
+            isChatInputOpen = false
+            connection = .left
+            changes.insert(.all)
+            return [.leave]
+        case .char("n"), .char("N"), .escape:
+            leavePending = false
+            changes.insert(.overlay)
+            return []
+        default:
+            return []
+        }
+    }
+
+    mutating func handleHelpKey(_ key: Key) {
+        switch key {
+        case .escape, .enter, .char("q"), .mouseClick, .mouseDoubleClick:
+            helpShown = false
+        default:
+            switch settings.keymap.command(for: key) {
+            case .help:
+                helpShown = false
+            case .leave:
+                // Ctrl-C (or a rebound leave key) still reaches the leave question from the help screen.
+                helpShown = false
+                leavePending = true
+            default:
+                break
+            }
+        }
+        if !helpShown { changes.insert(.overlay) }
+    }
+
+    mutating func handleChatKey(_ key: Key) -> [RoomEffect] {
+        var edited = true
+        switch key {
+        case .char(let character):
+            if !chatInput.insert(character) {
+                edited = false
+                if !character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                    show("Messages are limited to \(chatInput.maximumBytes) bytes")
+                }
+            }
+        case .backspace: edited = chatInput.deleteBackward()
+        case .delete: edited = chatInput.deleteForward()
+        case .left: edited = chatInput.moveLeft()
+        case .right: edited = chatInput.moveRight()
+        case .home, .control("a"): edited = chatInput.moveToStart()
+        case .end, .control("e"): edited = chatInput.moveToEnd()
+        case .control("w"): edited = chatInput.deleteWordBackward()
+        case .control("u"): chatInput.clear()
+        case .escape:
+            isChatInputOpen = false
+            changes.insert(.controls)
+        case .control("c"):
+            chatInput.clear()
+            isChatInputOpen = false
+            changes.insert(.controls)
+        case .enter:
+            return sendChatLine()
+        default:
+            edited = false
+        }
+        if edited { changes.insert(.chat) }
+        return []
+    }
+
+    mutating func sendChatLine() -> [RoomEffect] {
+        if chatInput.isBlank {
+            chatInput.clear()
+            isChatInputOpen = false
+            changes.insert([.chat, .controls])
+            return []
+        }
+        guard connection.canSend else {
+            show("Not connected: the message is kept, press Enter again once connected")
+            return []
+        }
+        let text = String(chatInput.text.trimmingBlanks())
+        chatInput.clear()
+        if text.hasPrefix("/dm") || text == "/room" { return directCommand(text) }
+        if text.hasPrefix("/") { return hostCommand(text) }
+        if let peer = directPeer {
+            directLog.append(ChatEntry(sender: localSession.name, text: text, time: now, kind: .own))
+            return [.sendDirect(to: peer, text: text)]
+        }
+        log(text, kind: .own, sender: localSession.name)
+        return [.sendChat(text)]
+    }
+
+    /// `/dm NAME [text]` shows (and messages) an account in the chat pane; `/room` goes back to the room's chat.
+    mutating func directCommand(_ text: String) -> [RoomEffect] {
+        let words = text.split(separator: " ", maxSplits: 2).map(String.init)
+        if words[0] == "/room" {
+            return showDirect(nil)
+        }
+        guard words[0] == "/dm", words.count >= 2 else {
+            show("Direct messages: /dm NAME shows them, /dm NAME text sends one, /room goes back")
+            return []
+        }
+        var effects = showDirect(words[1])
+        if words.count == 3, !words[2].allSatisfy(\.isWhitespace) {
+            directLog.append(ChatEntry(sender: localSession.name, text: words[2], time: now, kind: .own))
+            effects.append(.sendDirect(to: words[1], text: words[2]))
+        }
+        return effects
+    }
+
+    /// Shows the direct conversation with `peer` in the chat pane (nil: the room's chat).
+    mutating func showDirect(_ peer: String?) -> [RoomEffect] {
+        changes.insert([.chat, .controls])
+        directPeer = peer
+        guard let peer else { return [] }
+        lastDirectPeer = peer
+        directUnread = 0
+        directLog = ChatLog(capacity: settings.chatHistory)
+        directLog.append(ChatEntry(sender: nil, text: "Loading messages with \(peer)…", time: now, kind: .system))
+        return [.openDirect(peer)]
+    }
+
+    /// `/allow NAME` and `/remove NAME`, the host's commands typed in the chat line.
+    mutating func hostCommand(_ text: String) -> [RoomEffect] {
+        let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+        let usage = "Host commands: /allow NAME (let them broadcast), /remove NAME (remove them from the room)"
+        guard words.count == 2, ["/allow", "/remove"].contains(words[0]) else {
+            show(usage)
+            return []
+        }
+        guard hostID == localID else {
+            show("Only the host can \(words[0].dropFirst()) members\(hostName.map { "; the host is \($0)" } ?? "")")
+            return []
+        }
+        let name = words[1].trimmingBlanks()
+        guard let peer = peers.first(where: { $0.name.lowercased() == name.lowercased() }) else {
+            show("Nobody called \(name) is in the room")
+            return []
+        }
+        if words[0] == "/allow" {
+            log("You let \(peer.name) broadcast", kind: .system)
+            return [.allowBroadcast(peer.id)]
+        }
+        log("You removed \(peer.name) from the room", kind: .system)
+        return [.removeParticipant(peer.id)]
+    }
+
+    mutating func pressTileNumber(_ number: Int) -> [RoomEffect] {
+        guard let id = currentLayout.participant(numbered: number) else {
+            pendingDigit = nil
+            show("No tile \(number) on this page")
+            return []
+        }
+        if let pending = pendingDigit, pending.number == number, now - pending.at <= settings.doubleKeyWindow {
+            pendingDigit = nil
+            return toggleFullscreen(id)
+        }
+        pendingDigit = PendingDigit(number: number, at: now)
+        selected = id
+        changes.insert(.tiles)
+        return []
+    }
+
+    mutating func doubleClick(column: Int, row: Int) -> [RoomEffect] {
+        pendingDigit = nil
+        if fullscreen != nil {
+            fullscreen = nil
+            changes.insert(.tiles)
+            return []
+        }
+        guard let id = currentLayout.participant(atColumn: column, row: row) else { return [] }
+        selected = id
+        return toggleFullscreen(id)
+    }
+
+    mutating func toggleFullscreen(_ id: ParticipantID) -> [RoomEffect] {
+        changes.insert(.tiles)
+        if fullscreen == id {
+            fullscreen = nil
+            return []
+        }
+        guard visibleTiles.count >= 3 else {
+            show("Fullscreen needs 3 or more people on screen")
+            return []
+        }
+        guard visibleTiles.contains(where: { $0.id == id }) else { return [] }
+        fullscreen = id
+        return []
+    }
+}
