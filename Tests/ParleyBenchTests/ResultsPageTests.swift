@@ -164,4 +164,15 @@ struct ResultsPageTests {
             line == "PARLEY_CALL_BENCH_RUNS=3 PARLEY_CALL_BENCH_SECONDS=20 .build/release/parley-bench call "
                 + "--markdown docs/benchmarks.md")
     }
+
+    @Test("the results page has exactly one begin and one end line for every section a run writes, and no others")
+    func benchmarksPage() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/benchmarks.md").path
+        let page = ResultsPage(file: file, text: try String(contentsOfFile: file, encoding: .utf8))
+        for section in BenchSection.allCases {
+            do { try page.check(section.rawValue) } catch { Issue.record("\(error)") }
+        }
+        #expect(Set(page.markedSections) == Set(BenchSection.allCases.map(\.rawValue)), "\(page.markedSections)")
+    }
 }
