@@ -103,7 +103,7 @@ public struct VideoCellRenderer: Sendable {
     /// Between neighbouring palette colours 40 levels apart, `hysteresis` is a band of only about one level of
     /// green, so codec noise flipped pixels between them; three times that keeps about 3 levels. On 300 frames of
     /// the synthetic camera in 149x56 cells: 13 % fewer cells change per frame (1,651 → 1,439) for 0.16 dB of the
-    /// drawn picture (docs/benchmarks.md, "Cheaper pictures for the terminal"); `PaletteHysteresisTests` keeps the
+    /// drawn picture (docs/benchmarks.md, "What changed for speed"); `PaletteHysteresisTests` keeps the
     /// picture within 0.25 dB of fresh renders.
     static let paletteHysteresis = 3 * hysteresis
 
