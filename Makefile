@@ -80,13 +80,13 @@ test: build
 	$(TEST) --filter '$(REAL_TIME)'
 
 bench: bench-deps build-bench
-	$(BENCH_BIN) all --parley $(BIN)
+	$(BENCH_BIN) all --parley $(BIN) --markdown docs/benchmarks.md
 
 bench-call: bench-deps build-bench
-	$(BENCH_BIN) call --parley $(BIN)
+	$(BENCH_BIN) call --parley $(BIN) --markdown docs/benchmarks.md
 
 bench-broadcast: build-bench
-	$(BENCH_BIN) broadcast --parley $(BIN)
+	$(BENCH_BIN) broadcast --parley $(BIN) --markdown docs/benchmarks.md
 
 # One formatter configuration (.swift-format: 4 spaces, 120 columns), applied to all Swift code with the toolchain's
 # swift-format. `make format` rewrites the tree; `make format-check` (part of `make test`) formats a copy and fails,
