@@ -489,6 +489,16 @@ public struct MuteChange: Codable, Sendable, Equatable {
     }
 }
 
+extension MuteChange: ValidatedPayload {
+    /// A change names the microphone, the camera or both.
+    func validated() throws(SignalingError) -> MuteChange {
+        guard audio != nil || video != nil else {
+            throw SignalingError(.badField, "mute needs \"audio\" or \"video\" (true or false)")
+        }
+        return self
+    }
+}
+
 /// A chat line a client sends: plain `text`, or `sealed` (end-to-end encrypted) with `text` empty.
 public struct ChatSend: Codable, Sendable, Equatable {
     /// The text, 1…`maxChatCharacters` characters, not only whitespace; "" when sealed.
@@ -518,6 +528,31 @@ public struct ChatSend: Codable, Sendable, Equatable {
             text = try c.decode(String.self, forKey: .text)  // missing: the usual "needs field" error
         }
         ref = try c.decodeIfPresent(String.self, forKey: .ref)
+    }
+}
+
+extension ChatSend: ValidatedPayload {
+    /// Plain text of 1…`maxChatCharacters` characters, not only whitespace; or sealed, with no text.
+    func validated() throws(SignalingError) -> ChatSend {
+        if let sealed {
+            guard text.isEmpty else {
+                throw SignalingError(.badField, "chat has both \"text\" and \"sealed\"; a sealed line has no text")
+            }
+            guard !sealed.isEmpty, sealed.count <= maxSealedChatCharacters else {
+                throw SignalingError(
+                    .badField,
+                    "chat \"sealed\" has \(sealed.count) characters; it must have 1 to \(maxSealedChatCharacters)")
+            }
+            return self
+        }
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            throw SignalingError(.badField, "chat \"text\" is empty")
+        }
+        guard text.count <= maxChatCharacters else {
+            throw SignalingError(
+                .badField, "chat \"text\" has \(text.count) characters; the limit is \(maxChatCharacters)")
+        }
+        return self
     }
 }
 
@@ -668,97 +703,35 @@ public enum ClientMessage: Sendable, Equatable {
     /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
     case tiles(TileReport)
 
-    /// The wire `type` of this message.
-    public var type: String {
-        switch self {
-        case .join: "join"
-        case .leave: "leave"
-        case .mute: "mute"
-        case .chat: "chat"
-        case .stats: "stats"
-        case .ping: "ping"
-        case .role: "role"
-        case .challenge: "challenge"
-        case .allow: "allow"
-        case .remove: "remove"
-        case .tiles: "tiles"
-        }
-    }
+    /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
+    /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles) are checked after decoding.
+    static let wire = WireTable<ClientMessage>(
+        [
+            .payload("join", Self.join),
+            .bare("leave", .leave),
+            .payload("mute", Self.mute),
+            .payload("chat", Self.chat),
+            .payload("stats", Self.stats),
+            .payload("ping", Self.ping),
+            .payload("role", Self.role),
+            .bare("challenge", .challenge),
+            .payload("allow", Self.allow),
+            .payload("remove", Self.remove),
+            .payload("tiles", Self.tiles),
+        ],
+        unknownType: { type, known in
+            "unknown message type \"\(type)\"; expected \(known.dropLast().joined(separator: ", ")) or "
+                + (known.last ?? "")
+        })
 
-    private var payload: (any Encodable)? {
-        switch self {
-        case .join(let value): value
-        case .leave, .challenge: nil
-        case .mute(let value): value
-        case .chat(let value): value
-        case .stats(let value): value
-        case .ping(let value): value
-        case .role(let value): value
-        case .allow(let value): value
-        case .remove(let value): value
-        case .tiles(let value): value
-        }
-    }
+    /// The wire `type` of this message.
+    public var type: String { Self.wire.type(of: self) }
 
     /// The message as compact JSON text.
-    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
+    public func encoded() -> String { Self.wire.encode(self) }
 
     /// Parses one message from JSON text, with an error that says exactly what was wrong.
-    public static func decode(_ text: String) throws(SignalingError) -> ClientMessage {
-        let message = try SignalingMessage(text)
-        switch message.type {
-        case "join":
-            return .join(try message.payload(JoinRequest.self))
-        case "leave":
-            return .leave
-        case "mute":
-            let change = try message.payload(MuteChange.self)
-            guard change.audio != nil || change.video != nil else {
-                throw SignalingError(.badField, "mute needs \"audio\" or \"video\" (true or false)")
-            }
-            return .mute(change)
-        case "chat":
-            let chat = try message.payload(ChatSend.self)
-            if let sealed = chat.sealed {
-                guard chat.text.isEmpty else {
-                    throw SignalingError(.badField, "chat has both \"text\" and \"sealed\"; a sealed line has no text")
-                }
-                guard !sealed.isEmpty, sealed.count <= maxSealedChatCharacters else {
-                    throw SignalingError(
-                        .badField,
-                        "chat \"sealed\" has \(sealed.count) characters; it must have 1 to \(maxSealedChatCharacters)")
-                }
-                return .chat(chat)
-            }
-            guard chat.text.contains(where: { !$0.isWhitespace }) else {
-                throw SignalingError(.badField, "chat \"text\" is empty")
-            }
-            guard chat.text.count <= maxChatCharacters else {
-                throw SignalingError(
-                    .badField, "chat \"text\" has \(chat.text.count) characters; the limit is \(maxChatCharacters)")
-            }
-            return .chat(chat)
-        case "stats":
-            return .stats(try message.payload(SenderStats.self))
-        case "ping":
-            return .ping(try message.payload(KeepAlive.self))
-        case "role":
-            return .role(try message.payload(RoleRequest.self))
-        case "challenge":
-            return .challenge
-        case "allow":
-            return .allow(try message.payload(MemberRef.self))
-        case "remove":
-            return .remove(try message.payload(MemberRef.self))
-        case "tiles":
-            return .tiles(try message.payload(TileReport.self).validated())
-        default:
-            throw SignalingError(
-                .unknownType,
-                "unknown message type \"\(message.type)\"; expected join, leave, mute, chat, stats, ping, role, "
-                    + "challenge, allow, remove or tiles")
-        }
-    }
+    public static func decode(_ text: String) throws(SignalingError) -> ClientMessage { try wire.decode(text) }
 }
 
 /// Messages the relay sends to a client.
@@ -796,81 +769,37 @@ public enum ServerMessage: Sendable, Equatable {
     /// The room's dominant speaker changed.
     case dominantSpeaker(DominantSpeakerNotice)
 
-    /// The wire `type` of this message.
-    public var type: String {
-        switch self {
-        case .joined: "joined"
-        case .memberJoined: "member-joined"
-        case .memberLeft: "member-left"
-        case .mute: "mute"
-        case .chat: "chat"
-        case .stats: "stats"
-        case .role: "role"
-        case .pong: "pong"
-        case .error: "error"
-        case .challenge: "challenge"
-        case .host: "host"
-        case .hand: "hand"
-        case .removed: "removed"
-        case .chatHistory: "chat-history"
-        case .videoLayers: "video-layers"
-        case .dominantSpeaker: "dominant-speaker"
-        }
-    }
+    /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
+    /// stops the program). Payloads that are `ValidatedPayload` (video-layers) are checked after decoding.
+    static let wire = WireTable<ServerMessage>(
+        [
+            .payload("joined", Self.joined),
+            .payload("member-joined", Self.memberJoined),
+            .payload("member-left", Self.memberLeft),
+            .payload("mute", Self.mute),
+            .payload("chat", Self.chat),
+            .payload("stats", Self.stats),
+            .payload("role", Self.role),
+            .payload("pong", Self.pong),
+            .payload("error", Self.error),
+            .payload("challenge", Self.challenge),
+            .payload("host", Self.host),
+            .payload("hand", Self.hand),
+            .payload("removed", Self.removed),
+            .payload("chat-history", Self.chatHistory),
+            .payload("video-layers", Self.videoLayers),
+            .payload("dominant-speaker", Self.dominantSpeaker),
+        ],
+        unknownType: { type, _ in "unknown message type \"\(type)\"" })
 
-    private var payload: any Encodable {
-        switch self {
-        case .joined(let value): value
-        case .memberJoined(let value): value
-        case .memberLeft(let value): value
-        case .mute(let value): value
-        case .chat(let value): value
-        case .stats(let value): value
-        case .role(let value): value
-        case .pong(let value): value
-        case .error(let value): value
-        case .challenge(let value): value
-        case .host(let value): value
-        case .hand(let value): value
-        case .removed(let value): value
-        case .chatHistory(let value): value
-        case .videoLayers(let value): value
-        case .dominantSpeaker(let value): value
-        }
-    }
+    /// The wire `type` of this message.
+    public var type: String { Self.wire.type(of: self) }
 
     /// The message as compact JSON text.
-    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
+    public func encoded() -> String { Self.wire.encode(self) }
 
     /// Parses one message from JSON text, with an error that says exactly what was wrong.
-    public static func decode(_ text: String) throws(SignalingError) -> ServerMessage {
-        let message = try SignalingMessage(text)
-        switch message.type {
-        case "joined": return .joined(try message.payload(JoinedRoom.self))
-        case "member-joined": return .memberJoined(try message.payload(MemberJoined.self))
-        case "member-left": return .memberLeft(try message.payload(MemberLeft.self))
-        case "mute": return .mute(try message.payload(MemberMute.self))
-        case "chat": return .chat(try message.payload(ChatDelivery.self))
-        case "stats": return .stats(try message.payload(MemberStats.self))
-        case "role": return .role(try message.payload(MemberRoleChange.self))
-        case "pong": return .pong(try message.payload(KeepAlive.self))
-        case "error": return .error(try message.payload(SignalingError.self))
-        case "challenge": return .challenge(try message.payload(AccessChallenge.self))
-        case "host": return .host(try message.payload(MemberRef.self))
-        case "hand": return .hand(try message.payload(MemberRef.self))
-        case "removed": return .removed(try message.payload(Removal.self))
-        case "chat-history": return .chatHistory(try message.payload(ChatHistory.self))
-        case "video-layers":
-            let demand = try message.payload(VideoLayerDemand.self)
-            guard (1...maxVideoLayers).contains(demand.active.count) else {
-                throw SignalingError(
-                    .badField, "video-layers has \(demand.active.count) flags; a sender has 1 to \(maxVideoLayers) layers")
-            }
-            return .videoLayers(demand)
-        case "dominant-speaker": return .dominantSpeaker(try message.payload(DominantSpeakerNotice.self))
-        default: throw SignalingError(.unknownType, "unknown message type \"\(message.type)\"")
-        }
-    }
+    public static func decode(_ text: String) throws(SignalingError) -> ServerMessage { try wire.decode(text) }
 }
 
 // MARK: - JSON plumbing

@@ -352,6 +352,15 @@ struct EveryMessageOnTheWireTests {
         #expect(try MessagingEvent.decode(row.json) == row.message)
     }
 
+    /// Each enum's case table has exactly the wire types of the rows above, so no case goes without its exact JSON.
+    @Test func everyCaseTableEntryHasARow() throws {
+        #expect(try Set(Self.client.map { try Self.typeField($0.json) }) == Set(ClientMessage.wire.cases.map(\.type)))
+        #expect(try Set(Self.server.map { try Self.typeField($0.json) }) == Set(ServerMessage.wire.cases.map(\.type)))
+        #expect(
+            try Set(Self.requests.map { try Self.typeField($0.json) }) == Set(MessagingRequest.wire.cases.map(\.type)))
+        #expect(try Set(Self.events.map { try Self.typeField($0.json) }) == Set(MessagingEvent.wire.cases.map(\.type)))
+    }
+
     @Test(arguments: badClient) func badClientMessage(_ refusal: Refusal<ClientMessage>) {
         #expect(throws: refusal.error) { try ClientMessage.decode(refusal.text) }
     }
