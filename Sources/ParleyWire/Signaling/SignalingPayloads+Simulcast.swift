@@ -119,3 +119,16 @@ public struct DominantSpeakerNotice: Codable, Sendable, Equatable {
     /// A notice.
     public init(id: UInt32) { self.id = id }
 }
+
+extension TileReport: ValidatedPayload {}
+
+extension VideoLayerDemand: ValidatedPayload {
+    /// One flag for each of the 1 to `maxVideoLayers` layers a sender declares.
+    func validated() throws(SignalingError) -> VideoLayerDemand {
+        guard (1...maxVideoLayers).contains(active.count) else {
+            throw SignalingError(
+                .badField, "video-layers has \(active.count) flags; a sender has 1 to \(maxVideoLayers) layers")
+        }
+        return self
+    }
+}

@@ -73,6 +73,31 @@ public struct DirectMessageSend: Codable, Sendable, Equatable {
     }
 }
 
+extension DirectMessageSend: ValidatedPayload {
+    /// An id of 1…`maxMessageIDCharacters` characters; sealed bytes, and the sender's copy, base64 of at most
+    /// `maxSealedMessageBytes`.
+    func validated() throws(SignalingError) -> DirectMessageSend {
+        guard (1...maxMessageIDCharacters).contains(id.count) else {
+            throw SignalingError(
+                .badField, "send \"id\" has \(id.count) characters; it must have 1 to \(maxMessageIDCharacters)")
+        }
+        guard let bytes = Data(base64Encoded: sealed), !bytes.isEmpty else {
+            throw SignalingError(.badField, "send \"sealed\" must be base64 of the sealed message")
+        }
+        guard bytes.count <= maxSealedMessageBytes else {
+            throw SignalingError(
+                .tooLarge, "the message is \(bytes.count) bytes sealed; the limit is \(maxSealedMessageBytes)")
+        }
+        if let senderCopy {
+            guard let copy = Data(base64Encoded: senderCopy), !copy.isEmpty, copy.count <= maxSealedMessageBytes else {
+                throw SignalingError(
+                    .badField, "send \"senderCopy\" must be base64 of at most \(maxSealedMessageBytes) bytes")
+            }
+        }
+        return self
+    }
+}
+
 /// The relay committed a message: from now on it is never lost.
 public struct MessageStored: Codable, Sendable, Equatable {
     public var id: String
@@ -120,6 +145,17 @@ public struct DeliveryReceipt: Codable, Sendable, Equatable {
     public init(sequences: [Int64]) { self.sequences = sequences }
 }
 
+extension DeliveryReceipt: ValidatedPayload {
+    /// At most `maxMessagesPerPage` sequences.
+    func validated() throws(SignalingError) -> DeliveryReceipt {
+        guard sequences.count <= maxMessagesPerPage else {
+            throw SignalingError(
+                .tooLarge, "received lists \(sequences.count) messages; at most \(maxMessagesPerPage)")
+        }
+        return self
+    }
+}
+
 /// One account, by name.
 public struct AccountRef: Codable, Sendable, Equatable {
     public var name: String
@@ -160,6 +196,16 @@ public struct HistoryQuery: Codable, Sendable, Equatable {
         self.peer = peer
         self.before = before
         self.limit = limit
+    }
+}
+
+extension HistoryQuery: ValidatedPayload {
+    /// A page of 1…`maxMessagesPerPage` messages.
+    func validated() throws(SignalingError) -> HistoryQuery {
+        guard (1...maxMessagesPerPage).contains(limit) else {
+            throw SignalingError(.badField, "history \"limit\" must be 1 to \(maxMessagesPerPage), got \(limit)")
+        }
+        return self
     }
 }
 
@@ -219,6 +265,26 @@ public struct ChannelPostSend: Codable, Sendable, Equatable {
         self.channel = channel
         self.id = id
         self.text = text
+    }
+}
+
+extension ChannelPostSend: ValidatedPayload {
+    /// An id of 1…`maxMessageIDCharacters` characters; text of 1…`maxChannelPostCharacters`, not only whitespace.
+    func validated() throws(SignalingError) -> ChannelPostSend {
+        guard (1...maxMessageIDCharacters).contains(id.count) else {
+            throw SignalingError(
+                .badField,
+                "channel-post \"id\" has \(id.count) characters; it must have 1 to \(maxMessageIDCharacters)")
+        }
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            throw SignalingError(.badField, "channel-post \"text\" is empty")
+        }
+        guard text.count <= maxChannelPostCharacters else {
+            throw SignalingError(
+                .tooLarge,
+                "the channel message has \(text.count) characters; the limit is \(maxChannelPostCharacters)")
+        }
+        return self
     }
 }
 
@@ -291,6 +357,17 @@ public struct ChannelHistoryQuery: Codable, Sendable, Equatable {
     }
 }
 
+extension ChannelHistoryQuery: ValidatedPayload {
+    /// A page of 1…`maxMessagesPerPage` lines.
+    func validated() throws(SignalingError) -> ChannelHistoryQuery {
+        guard (1...maxMessagesPerPage).contains(limit) else {
+            throw SignalingError(
+                .badField, "channel-history \"limit\" must be 1 to \(maxMessagesPerPage), got \(limit)")
+        }
+        return self
+    }
+}
+
 /// The end of a channel history answer (its lines came just before, newest first).
 public struct ChannelHistoryEnd: Codable, Sendable, Equatable {
     public var channel: String
@@ -315,6 +392,17 @@ public struct ChannelReadMark: Codable, Sendable, Equatable {
 public struct ConversationsQuery: Codable, Sendable, Equatable {
     public var limit: Int
     public init(limit: Int = 50) { self.limit = limit }
+}
+
+extension ConversationsQuery: ValidatedPayload {
+    /// 1…`maxMessagesPerPage` lines.
+    func validated() throws(SignalingError) -> ConversationsQuery {
+        guard (1...maxMessagesPerPage).contains(limit) else {
+            throw SignalingError(
+                .badField, "conversations \"limit\" must be 1 to \(maxMessagesPerPage), got \(limit)")
+        }
+        return self
+    }
 }
 
 /// One line of the conversation list: a direct conversation (`lastMessage`, sealed) or a channel (`lastPost`).
@@ -352,238 +440,12 @@ public struct WatchList: Codable, Sendable, Equatable {
     public init(names: [String]) { self.names = names }
 }
 
-/// What a client sends on the messaging connection.
-public enum MessagingRequest: Sendable, Equatable {
-    case login(AccountCard)
-    case proof(LoginProof)
-    case send(DirectMessageSend)
-    case received(DeliveryReceipt)
-    case keys(AccountRef)
-    case presence(AccountRef)
-    case history(HistoryQuery)
-    case read(ReadMark)
-    case joinChannel(ChannelRef)
-    case leaveChannel(ChannelRef)
-    case members(ChannelRef)
-    case channelPost(ChannelPostSend)
-    case channelHistory(ChannelHistoryQuery)
-    case channelRead(ChannelReadMark)
-    case conversations(ConversationsQuery)
-    case watch(WatchList)
-    case ping(KeepAlive)
-
-    public var type: String {
-        switch self {
-        case .login: "login"
-        case .proof: "proof"
-        case .send: "send"
-        case .received: "received"
-        case .keys: "keys"
-        case .presence: "presence"
-        case .history: "history"
-        case .read: "read"
-        case .joinChannel: "join-channel"
-        case .leaveChannel: "leave-channel"
-        case .members: "members"
-        case .channelPost: "channel-post"
-        case .channelHistory: "channel-history"
-        case .channelRead: "channel-read"
-        case .conversations: "conversations"
-        case .watch: "watch"
-        case .ping: "ping"
+extension WatchList: ValidatedPayload {
+    /// At most `maxWatchedNames` names.
+    func validated() throws(SignalingError) -> WatchList {
+        guard names.count <= maxWatchedNames else {
+            throw SignalingError(.tooLarge, "watch lists \(names.count) accounts; at most \(maxWatchedNames)")
         }
-    }
-
-    private var payload: any Encodable {
-        switch self {
-        case .login(let value): value
-        case .proof(let value): value
-        case .send(let value): value
-        case .received(let value): value
-        case .keys(let value): value
-        case .presence(let value): value
-        case .history(let value): value
-        case .read(let value): value
-        case .joinChannel(let value): value
-        case .leaveChannel(let value): value
-        case .members(let value): value
-        case .channelPost(let value): value
-        case .channelHistory(let value): value
-        case .channelRead(let value): value
-        case .conversations(let value): value
-        case .watch(let value): value
-        case .ping(let value): value
-        }
-    }
-
-    /// The message as compact JSON text.
-    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
-
-    /// Parses one request, with an error that says what was wrong and which limit it broke.
-    public static func decode(_ text: String) throws(SignalingError) -> MessagingRequest {
-        let message = try SignalingMessage(text)
-        switch message.type {
-        case "login": return .login(try message.payload(AccountCard.self))
-        case "proof": return .proof(try message.payload(LoginProof.self))
-        case "send":
-            let send = try message.payload(DirectMessageSend.self)
-            guard (1...maxMessageIDCharacters).contains(send.id.count) else {
-                throw SignalingError(.badField, "send \"id\" has \(send.id.count) characters; it must have 1 to \(maxMessageIDCharacters)")
-            }
-            guard let sealed = Data(base64Encoded: send.sealed), !sealed.isEmpty else {
-                throw SignalingError(.badField, "send \"sealed\" must be base64 of the sealed message")
-            }
-            guard sealed.count <= maxSealedMessageBytes else {
-                throw SignalingError(.tooLarge, "the message is \(sealed.count) bytes sealed; the limit is \(maxSealedMessageBytes)")
-            }
-            if let copy = send.senderCopy {
-                guard let bytes = Data(base64Encoded: copy), !bytes.isEmpty, bytes.count <= maxSealedMessageBytes else {
-                    throw SignalingError(.badField, "send \"senderCopy\" must be base64 of at most \(maxSealedMessageBytes) bytes")
-                }
-            }
-            return .send(send)
-        case "received":
-            let receipt = try message.payload(DeliveryReceipt.self)
-            guard receipt.sequences.count <= maxMessagesPerPage else {
-                throw SignalingError(.tooLarge, "received lists \(receipt.sequences.count) messages; at most \(maxMessagesPerPage)")
-            }
-            return .received(receipt)
-        case "keys": return .keys(try message.payload(AccountRef.self))
-        case "presence": return .presence(try message.payload(AccountRef.self))
-        case "history":
-            let query = try message.payload(HistoryQuery.self)
-            guard (1...maxMessagesPerPage).contains(query.limit) else {
-                throw SignalingError(.badField, "history \"limit\" must be 1 to \(maxMessagesPerPage), got \(query.limit)")
-            }
-            return .history(query)
-        case "read": return .read(try message.payload(ReadMark.self))
-        case "join-channel": return .joinChannel(try message.payload(ChannelRef.self))
-        case "leave-channel": return .leaveChannel(try message.payload(ChannelRef.self))
-        case "members": return .members(try message.payload(ChannelRef.self))
-        case "channel-post":
-            let post = try message.payload(ChannelPostSend.self)
-            guard (1...maxMessageIDCharacters).contains(post.id.count) else {
-                throw SignalingError(.badField, "channel-post \"id\" has \(post.id.count) characters; it must have 1 to \(maxMessageIDCharacters)")
-            }
-            guard post.text.contains(where: { !$0.isWhitespace }) else {
-                throw SignalingError(.badField, "channel-post \"text\" is empty")
-            }
-            guard post.text.count <= maxChannelPostCharacters else {
-                throw SignalingError(.tooLarge, "the channel message has \(post.text.count) characters; the limit is \(maxChannelPostCharacters)")
-            }
-            return .channelPost(post)
-        case "channel-history":
-            let query = try message.payload(ChannelHistoryQuery.self)
-            guard (1...maxMessagesPerPage).contains(query.limit) else {
-                throw SignalingError(.badField, "channel-history \"limit\" must be 1 to \(maxMessagesPerPage), got \(query.limit)")
-            }
-            return .channelHistory(query)
-        case "channel-read": return .channelRead(try message.payload(ChannelReadMark.self))
-        case "conversations":
-            let query = try message.payload(ConversationsQuery.self)
-            guard (1...maxMessagesPerPage).contains(query.limit) else {
-                throw SignalingError(.badField, "conversations \"limit\" must be 1 to \(maxMessagesPerPage), got \(query.limit)")
-            }
-            return .conversations(query)
-        case "watch":
-            let list = try message.payload(WatchList.self)
-            guard list.names.count <= maxWatchedNames else {
-                throw SignalingError(.tooLarge, "watch lists \(list.names.count) accounts; at most \(maxWatchedNames)")
-            }
-            return .watch(list)
-        case "ping": return .ping(try message.payload(KeepAlive.self))
-        default:
-            throw SignalingError(.unknownType, "unknown messaging type \"\(message.type.prefix(40))\"")
-        }
-    }
-}
-
-/// What the relay sends on the messaging connection.
-public enum MessagingEvent: Sendable, Equatable {
-    case challenge(LoginChallenge)
-    case loggedIn(LoggedIn)
-    case stored(MessageStored)
-    case message(DirectMessageDelivery)
-    case keys(AccountCard)
-    case presence(PresenceAnswer)
-    case historyEnd(HistoryEnd)
-    case receipt(MessageReceipt)
-    case channelPost(ChannelPostDelivery)
-    case channelStored(ChannelPostStored)
-    case members(ChannelMembers)
-    case channelHistoryEnd(ChannelHistoryEnd)
-    case conversation(ConversationLine)
-    case conversationsEnd(ConversationsEnd)
-    case pong(KeepAlive)
-    case error(SignalingError)
-
-    public var type: String {
-        switch self {
-        case .challenge: "challenge"
-        case .loggedIn: "logged-in"
-        case .stored: "stored"
-        case .message: "message"
-        case .keys: "keys"
-        case .presence: "presence"
-        case .historyEnd: "history-end"
-        case .receipt: "receipt"
-        case .channelPost: "channel-post"
-        case .channelStored: "channel-stored"
-        case .members: "members"
-        case .channelHistoryEnd: "channel-history-end"
-        case .conversation: "conversation"
-        case .conversationsEnd: "conversations-end"
-        case .pong: "pong"
-        case .error: "error"
-        }
-    }
-
-    private var payload: any Encodable {
-        switch self {
-        case .challenge(let value): value
-        case .loggedIn(let value): value
-        case .stored(let value): value
-        case .message(let value): value
-        case .keys(let value): value
-        case .presence(let value): value
-        case .historyEnd(let value): value
-        case .receipt(let value): value
-        case .channelPost(let value): value
-        case .channelStored(let value): value
-        case .members(let value): value
-        case .channelHistoryEnd(let value): value
-        case .conversation(let value): value
-        case .conversationsEnd(let value): value
-        case .pong(let value): value
-        case .error(let value): value
-        }
-    }
-
-    /// The message as compact JSON text.
-    public func encoded() -> String { encodeSignaling(type: type, payload: payload) }
-
-    /// Parses one event.
-    public static func decode(_ text: String) throws(SignalingError) -> MessagingEvent {
-        let message = try SignalingMessage(text)
-        switch message.type {
-        case "challenge": return .challenge(try message.payload(LoginChallenge.self))
-        case "logged-in": return .loggedIn(try message.payload(LoggedIn.self))
-        case "stored": return .stored(try message.payload(MessageStored.self))
-        case "message": return .message(try message.payload(DirectMessageDelivery.self))
-        case "keys": return .keys(try message.payload(AccountCard.self))
-        case "presence": return .presence(try message.payload(PresenceAnswer.self))
-        case "history-end": return .historyEnd(try message.payload(HistoryEnd.self))
-        case "receipt": return .receipt(try message.payload(MessageReceipt.self))
-        case "channel-post": return .channelPost(try message.payload(ChannelPostDelivery.self))
-        case "channel-stored": return .channelStored(try message.payload(ChannelPostStored.self))
-        case "members": return .members(try message.payload(ChannelMembers.self))
-        case "channel-history-end": return .channelHistoryEnd(try message.payload(ChannelHistoryEnd.self))
-        case "conversation": return .conversation(try message.payload(ConversationLine.self))
-        case "conversations-end": return .conversationsEnd(try message.payload(ConversationsEnd.self))
-        case "pong": return .pong(try message.payload(KeepAlive.self))
-        case "error": return .error(try message.payload(SignalingError.self))
-        default:
-            throw SignalingError(.unknownType, "unknown messaging type \"\(message.type.prefix(40))\"")
-        }
+        return self
     }
 }

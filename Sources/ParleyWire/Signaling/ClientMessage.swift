@@ -1,0 +1,56 @@
+/// Messages a client sends to the relay.
+public enum ClientMessage: Sendable, Equatable {
+    /// Enter a room. Must be the first message.
+    case join(JoinRequest)
+    /// Say goodbye; the relay tells the others the member quit.
+    case leave
+    /// Microphone and/or camera state changed.
+    case mute(MuteChange)
+    /// Send a chat line.
+    case chat(ChatSend)
+    /// Report what this client sends.
+    case stats(SenderStats)
+    /// Keep-alive; the relay answers `pong` with the same token.
+    case ping(KeepAlive)
+    /// Switch between broadcaster and audience (to broadcaster: only the host, or anyone in an open-stage room;
+    /// otherwise the host is asked).
+    case role(RoleRequest)
+    /// Ask for a challenge to prove the room password with.
+    case challenge
+    /// Host only: let an audience member broadcast.
+    case allow(MemberRef)
+    /// Host only: remove a member from the room.
+    case remove(MemberRef)
+    /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
+    case tiles(TileReport)
+
+    /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
+    /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles) are checked after decoding.
+    static let wire = WireTable<ClientMessage>(
+        [
+            .payload("join", Self.join),
+            .bare("leave", .leave),
+            .payload("mute", Self.mute),
+            .payload("chat", Self.chat),
+            .payload("stats", Self.stats),
+            .payload("ping", Self.ping),
+            .payload("role", Self.role),
+            .bare("challenge", .challenge),
+            .payload("allow", Self.allow),
+            .payload("remove", Self.remove),
+            .payload("tiles", Self.tiles),
+        ],
+        unknownType: { type, known in
+            "unknown message type \"\(type)\"; expected \(known.dropLast().joined(separator: ", ")) or "
+                + (known.last ?? "")
+        })
+
+    /// The wire `type` of this message.
+    public var type: String { Self.wire.type(of: self) }
+
+    /// The message as compact JSON text.
+    public func encoded() -> String { Self.wire.encode(self) }
+
+    /// Parses one message from JSON text, with an error that says exactly what was wrong.
+    public static func decode(_ text: String) throws(SignalingError) -> ClientMessage { try wire.decode(text) }
+}

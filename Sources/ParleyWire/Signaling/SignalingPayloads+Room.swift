@@ -1,0 +1,56 @@
+// Running the room: roles and the stage, the host's controls (allow, remove, the new host), and keep-alive.
+
+/// A request to switch role.
+public struct RoleRequest: Codable, Sendable, Equatable {
+    /// The wanted role.
+    public var role: MemberRole
+
+    /// A role request.
+    public init(role: MemberRole) { self.role = role }
+}
+
+/// A member's role changed.
+public struct MemberRoleChange: Codable, Sendable, Equatable {
+    /// Whose role.
+    public var id: UInt32
+    /// The new role.
+    public var role: MemberRole
+
+    /// A role notice.
+    public init(id: UInt32, role: MemberRole) {
+        self.id = id
+        self.role = role
+    }
+}
+
+/// A member named by id (the host's `allow` and `remove`, the relay's `hand` and `host`).
+public struct MemberRef: Codable, Sendable, Equatable {
+    /// The member.
+    public var id: UInt32
+
+    /// A member reference.
+    public init(id: UInt32) { self.id = id }
+}
+
+/// Why this member was removed from the room.
+public struct Removal: Codable, Sendable, Equatable {
+    /// Who removed it (the host's display name).
+    public var by: String
+    /// A sentence for the user.
+    public var message: String
+
+    /// A removal notice.
+    public init(by: String, message: String) {
+        self.by = by
+        self.message = message
+    }
+}
+
+/// A keep-alive token (`ping` and `pong`).
+public struct KeepAlive: Codable, Sendable, Equatable {
+    /// Opaque number echoed back.
+    public var token: UInt64
+
+    /// A keep-alive.
+    public init(token: UInt64) { self.token = token }
+}
