@@ -73,14 +73,6 @@ public final class CallEngine: Sendable {
 
 /// The engine's state, confined to its event loop.
 final class EngineCore {
-    enum Phase {
-        case idle
-        case connecting
-        case joined
-        case reconnecting(since: Duration, announcedLost: Bool)
-        case left
-    }
-
     let configuration: CallConfiguration
     let loop: any EventLoop
     let videoSink: (any VideoFrameSink)?
@@ -92,9 +84,9 @@ final class EngineCore {
     var random = SystemRandomNumberGenerator()
     var bound: NIOLoopBound<EngineCore>?
 
-    var phase = Phase.idle
+    /// Joining, resuming and reconnecting, decided; `EngineCore+Signaling` carries its actions out.
+    var signalingState: CallSignalingState
     var signaling: SignalingConnection?
-    var joined: JoinedRoom?
     var peers: [UInt32: PeerReceiver] = [:]
     var ownerOfBlock: [UInt32: UInt32] = [:]
 
@@ -145,19 +137,6 @@ final class EngineCore {
     var reconnectTask: Scheduled<Void>?
     var keepAliveTask: RepeatedTask?
     var lostTask: Scheduled<Void>?
-    /// When the relay last said anything on signaling (pongs included).
-    var lastHeard: Duration = .zero
-    var reconnectAttempts = 0
-    /// Whether the join being negotiated is the first of this call (not a resume after a drop).
-    var joiningFirst = true
-    /// The proof sent with the pending join (a new room asks for the verifier next, with the same proof).
-    var pendingProof: String?
-    /// The password verifier, derived once (a deliberately slow key derivation).
-    lazy var passwordVerifier: [UInt8]? = configuration.password.map {
-        RoomPassword.verifier(password: $0, room: roomName)
-    }
-    /// A broadcaster request the host has not granted yet: refused, the local role goes back to audience.
-    var askedToBroadcast = false
     /// Seals what this member sends (nil without end-to-end encryption).
     let sealer: MediaSealer?
     /// Opens what the others send.
@@ -178,6 +157,7 @@ final class EngineCore {
          devices: MediaDevices, emit: @escaping @Sendable (RoomEvent) -> Void,
          finish: @escaping @Sendable () -> Void) {
         self.configuration = configuration
+        signalingState = CallSignalingState(configuration: configuration)
         self.devices = devices
         self.loop = loop
         self.videoSink = videoSink
@@ -193,6 +173,11 @@ final class EngineCore {
     }
 
     var now: Duration { clock.now - epoch }
+
+    /// Where the call stands (the signaling state's).
+    var phase: CallSignalingState.Phase { signalingState.phase }
+    /// The current (while reconnecting, the last) membership.
+    var joined: JoinedRoom? { signalingState.room }
 
     var statistics: CallStatistics {
         var stats = CallStatistics()
@@ -235,56 +220,20 @@ final class EngineCore {
         return stats
     }
 
-    /// The account claim sent with the pending join (signed over its challenge).
-    var pendingClaim: AccountClaim?
-
     // MARK: - Lifecycle
 
     func start(bound: NIOLoopBound<EngineCore>) {
-        guard case .idle = phase else { return }
         self.bound = bound
-        phase = .connecting
-        do {
-            audioSink = try makeAudioSink()
-        } catch {
-            emit(.alert(.message("Audio output unavailable: \(error)")))
-        }
-        if case .speaker(let name) = configuration.audioSink, configuration.decodesAudio {
-            openSpeaker(named: name)
-        }
-        openMediaSocket().whenComplete { result in
-            let core = bound.value
-            switch result {
-            case .success(let channel):
-                core.udp = channel
-                core.connect(first: true)
-            case .failure(let error):
-                core.emit(.joinFailed(reason: "cannot open a UDP socket: \(error)"))
-                core.phase = .left
-                core.finish()
-            }
-        }
+        advance { state, _ in state.start() }
     }
 
     func leave() -> EventLoopFuture<Void> {
-        // Also after a failed join (already `.left`): the speaker was opened before the relay answered.
-        closeDevices()
-        if case .left = phase { return loop.makeSucceededVoidFuture() }
-        phase = .left
-        stopMedia()
-        reconnectTask?.cancel()
-        lostTask?.cancel()
-        bindTask?.cancel()
-        for task in repeating { task.cancel() }
-        repeating.removeAll()
-        keepAliveTask?.cancel()
-        signaling?.send(.leave)
-        signaling?.close()
-        signaling = nil
-        finish()
-        let loop = self.loop
-        let closing = udp?.close() ?? loop.makeSucceededVoidFuture()
-        return closing.flatMapError { _ in loop.makeSucceededVoidFuture() }
+        let now = self.now
+        let actions = signalingState.leave()
+        carryOut(actions, now: now)
+        // The media socket closes last, and leaving waits for it (an earlier end left nothing to wait for).
+        guard actions.contains(.closeMediaSocket), let udp else { return loop.makeSucceededVoidFuture() }
+        return udp.closeFuture
     }
 
     func dropSignaling() {
@@ -309,7 +258,7 @@ final class EngineCore {
         case .setFilter(let enabled):
             filterOn = enabled
         case .setRole(let newRole):
-            askedToBroadcast = newRole == .broadcaster
+            signalingState.requestedRole(newRole)
             role = newRole
             signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
             if newRole == .broadcaster { videoSender?.requestKeyframe() }

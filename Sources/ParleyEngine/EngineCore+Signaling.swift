@@ -7,8 +7,123 @@ import ParleyRoom
 import ParleySecurity
 import ParleyWire
 
-/// Signaling and reconnecting: joining, the relay's messages, keep-alives, resuming after a lost connection.
+/// Signaling and reconnecting, carried out: `CallSignalingState` decides (joining, resuming, reconnect attempts,
+/// keep-alives); this extension holds the connection, the timers and the room bookkeeping its actions ask for.
 extension EngineCore {
+
+    /// Gives the signaling state one input at the current time and carries out what it returns.
+    func advance(_ input: (inout CallSignalingState, Duration) -> [CallSignalingState.Action]) {
+        let now = self.now
+        carryOut(input(&signalingState, now), now: now)
+    }
+
+    /// Carries out the signaling state's actions in order; `now` is the time their input was given at.
+    func carryOut(_ actions: [CallSignalingState.Action], now: Duration) {
+        for action in actions { carryOut(action, now: now) }
+    }
+
+    func carryOut(_ action: CallSignalingState.Action, now: Duration) {
+        switch action {
+        case .prepareMedia:
+            prepareMedia()
+        case .openConnection(let first):
+            connect(first: first)
+        case .send(let message):
+            signaling?.send(message)
+        case .sendJoin(let credentials):
+            sendJoin(credentials)
+        case .emit(let event):
+            emit(event)
+        case .schedule(let timer, let at):
+            guard let bound else { return }
+            let task = loop.scheduleTask(in: timeAmount(at - now)) {
+                bound.value.advance { $0.timerFired(timer, now: $1) }
+            }
+            switch timer {
+            case .reconnect:
+                reconnectTask?.cancel()
+                reconnectTask = task
+            case .lost:
+                lostTask?.cancel()
+                lostTask = task
+            }
+        case .cancel(.reconnect):
+            reconnectTask?.cancel()
+        case .cancel(.lost):
+            lostTask?.cancel()
+        case .closeConnection:
+            signaling?.close()
+            signaling = nil
+        case .dropStalledConnection(let silence):
+            logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(silence)"])
+            signaling?.abort()
+        case .noteRefusal(let error):
+            logger.notice("relay refused a message", metadata: ["error": "\(error)"])
+        case .roomMessage(let message):
+            handleRoomMessage(message)
+        case .dropStalePeers(let room):
+            for (id, peer) in peers.sorted(by: { $0.key < $1.key })
+            where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
+                emit(.userOffline(ParticipantID(id), reason: .dropped))
+            }
+            peers.removeAll()
+            ownerOfBlock.removeAll()
+        case .resendTiles:
+            sentTiles = nil
+            tilesSentAt = nil
+            sendTilesIfDue()
+        case .addMembers(let members):
+            for member in members { addPeer(member) }
+        case .bindMedia(let room, let restartMedia):
+            bindMedia(room, restartMedia: restartMedia)
+        case .unbindMedia:
+            mediaBound = false
+        case .startKeepAlive(let interval):
+            startKeepAlive(every: interval)
+        case .startReporting:
+            startSignalingTimers()
+        case .setLocalRole(let newRole):
+            role = newRole
+        case .stopMedia:
+            stopMedia()
+        case .closeDevices:
+            closeDevices()
+        case .stopTimers:
+            reconnectTask?.cancel()
+            lostTask?.cancel()
+            bindTask?.cancel()
+            keepAliveTask?.cancel()
+            for task in repeating { task.cancel() }
+            repeating.removeAll()
+        case .closeMediaSocket:
+            udp?.close(promise: nil)
+        case .finish:
+            finish()
+        }
+    }
+
+    /// Opens the audio output and the media socket; the call connects once the socket is open.
+    func prepareMedia() {
+        guard let bound else { return }
+        do {
+            audioSink = try makeAudioSink()
+        } catch {
+            emit(.alert(.message("Audio output unavailable: \(error)")))
+        }
+        if case .speaker(let name) = configuration.audioSink, configuration.decodesAudio {
+            openSpeaker(named: name)
+        }
+        openMediaSocket().whenComplete { result in
+            let core = bound.value
+            switch result {
+            case .success(let channel):
+                core.udp = channel
+                core.advance { state, _ in state.mediaSocketOpened() }
+            case .failure(let error):
+                core.advance { state, _ in state.mediaSocketFailed("\(error)") }
+            }
+        }
+    }
 
     func connect(first: Bool) {
         guard let bound else { return }
@@ -24,54 +139,28 @@ extension EngineCore {
             bound.value.handle(event)
         }.whenComplete { result in
             let core = bound.value
-            if case .left = core.phase {
-                if case .success(let connection) = result { connection.close() }
-                return
-            }
             switch result {
             case .success(let connection):
                 core.signaling = connection
-                core.lastHeard = core.now
-                core.joiningFirst = first
-                core.pendingProof = nil
-                // A password or an account is proven against a fresh challenge; without either the join goes at once.
-                if core.configuration.password != nil || core.configuration.account != nil {
-                    connection.send(.challenge)
-                } else {
-                    core.sendJoin(proof: nil, verifier: nil)
-                }
+                core.advance { $0.connectionOpened(first: first, now: $1) }
             case .failure(let error):
-                // A relay showing another certificate than the pinned one is not retried, mid-call either.
-                var refused = false
-                if case SignalingConnectError.certificateChanged = error { refused = true }
-                if first || refused {
-                    core.emit(.joinFailed(reason: "\(error)"))
-                    core.phase = .left
-                    core.stopMedia()
-                    core.finish()
-                    core.udp?.close(promise: nil)
-                } else {
-                    core.scheduleReconnect()
+                var certificateChanged = false
+                if case SignalingConnectError.certificateChanged = error { certificateChanged = true }
+                core.advance {
+                    $0.connectionFailed(first: first, certificateChanged: certificateChanged, reason: "\(error)",
+                                        now: $1)
                 }
             }
         }
     }
 
-    /// The room and display name as the relay checks them (its proof covers the cleaned names).
-    var roomName: String { (try? RoomName.validate(configuration.room)) ?? configuration.room }
-    var displayName: String { (try? DisplayName.validate(configuration.name)) ?? configuration.name }
-
-    func sendJoin(proof: String?, verifier: String?) {
-        // After a drop, ask for the old membership back so the others never see us leave and rejoin.
-        let resume = joiningFirst ? nil : joined.map {
-            ResumeToken(member: $0.you.id, credential: $0.media.credential)
-        }
+    func sendJoin(_ credentials: CallSignalingState.JoinCredentials) {
         signaling?.send(.join(JoinRequest(
             room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
-            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: resume, proof: proof, verifier: verifier,
-            encryption: configuration.encryption?.suite.name,
+            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: credentials.resume, proof: credentials.proof,
+            verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
             videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
-            account: pendingClaim, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
+            account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
     }
 
     /// The layers this client's camera is sent in (what `VideoSender` will encode).
@@ -102,85 +191,24 @@ extension EngineCore {
         tilesSentAt = now
     }
 
-    func answer(_ challenge: AccessChallenge) {
-        guard let nonce = Hex.decode(challenge.nonce) else { return }
-        if let account = configuration.account {
-            let message = AccountIdentity.joinMessage(account: account.name, room: configuration.room,
-                                                      name: configuration.name, challenge: nonce)
-            pendingClaim = AccountClaim(name: account.name,
-                                        signature: account.signatureText(message))
-        }
-        var proof: String?
-        if let verifier = passwordVerifier {
-            proof = Hex.encode(RoomPassword.proof(verifier: verifier, challenge: nonce, room: roomName,
-                                                  name: displayName))
-        }
-        pendingProof = proof
-        sendJoin(proof: proof, verifier: nil)
-    }
-
     func handle(_ event: SignalingEvent) {
         switch event {
         case .message(let message):
-            lastHeard = now
-            handle(message)
+            advance { $0.received(message, now: $1) }
         case .invalid(let error):
-            lastHeard = now
             logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
+            advance { $0.receivedInvalid(now: $1) }
         case .closed:
             signaling = nil
-            switch phase {
-            case .joined:
-                phase = .reconnecting(since: now, announcedLost: false)
-                reconnectAttempts = 0
-                scheduleLostAlert()
-                mediaBound = false
-                emit(.alert(.interrupted))
-                scheduleReconnect()
-            case .connecting:
-                emit(.joinFailed(reason: "the relay closed the connection before the join completed"))
-                phase = .left
-                stopMedia()
-                finish()
-            case .reconnecting:
-                scheduleReconnect()
-            case .idle, .left:
-                break
-            }
+            advance { $0.connectionClosed(now: $1) }
         }
     }
 
-    /// The call counts as lost `lostAfter` into an interruption, whether the attempts so far failed or still hang.
-    func scheduleLostAlert() {
-        guard let bound else { return }
-        lostTask?.cancel()
-        lostTask = loop.scheduleTask(in: timeAmount(configuration.lostAfter)) {
-            let core = bound.value
-            guard case .reconnecting(let since, false) = core.phase else { return }
-            core.phase = .reconnecting(since: since, announcedLost: true)
-            core.emit(.alert(.lost))
-        }
-    }
-
-    func scheduleReconnect() {
-        guard case .reconnecting = phase, let bound else { return }
-        reconnectTask?.cancel()
-        reconnectTask = loop.scheduleTask(in: timeAmount(configuration.reconnectInterval)) {
-            let core = bound.value
-            guard case .reconnecting(_, let announcedLost) = core.phase else { return }
-            // Said once per interruption: after that the status stays "reconnecting" (or "lost") until it is back.
-            if core.reconnectAttempts == 0 && !announcedLost { core.emit(.alert(.reconnecting)) }
-            core.reconnectAttempts += 1
-            core.connect(first: false)
-        }
-    }
-
-    func handle(_ message: ServerMessage) {
+    /// A message about the room's members, chat or media (the signaling state decides the rest).
+    func handleRoomMessage(_ message: ServerMessage) {
         switch message {
-        case .joined(let room):
-            let rejoin: Bool
-            if case .reconnecting = phase { rejoin = true } else { rejoin = false }
-            didJoin(room, rejoin: rejoin)
+        case .joined, .challenge, .pong, .removed, .error:
+            break  // The signaling state's.
         case .memberJoined(let notice):
             addPeer(notice.member)
         case .memberLeft(let left):
@@ -211,10 +239,6 @@ extension EngineCore {
             let newRole: Role = change.role == .audience ? .audience : .broadcaster
             peers[change.id]?.info.role = change.role
             emit(.roleChanged(ParticipantID(change.id), newRole))
-        case .pong:
-            break
-        case .challenge(let challenge):
-            answer(challenge)
         case .host(let host):
             emit(.hostChanged(ParticipantID(host.id)))
         case .hand(let member):
@@ -230,84 +254,12 @@ extension EngineCore {
                 line.kind == "message" ? ChatEntry(sender: line.from, text: line.text, time: .zero, kind: .chat)
                     : ChatEntry(sender: nil, text: line.words, time: .zero, kind: .system)
             }))
-        case .removed(let removal):
-            // Removed by the host: the call is over, and reconnecting would only walk back in.
-            emit(.removedFromRoom(removal.message))
-            phase = .left
-            stopMedia()
-            closeDevices()
-            reconnectTask?.cancel()
-            lostTask?.cancel()
-            bindTask?.cancel()
-            keepAliveTask?.cancel()
-            for task in repeating { task.cancel() }
-            repeating.removeAll()
-            signaling?.close()
-            signaling = nil
-        case .error(let error) where error.code == .passwordSetup && pendingProof != nil:
-            // Our room is new: it takes the password, given as its verifier (the password itself stays here).
-            sendJoin(proof: pendingProof, verifier: passwordVerifier.map { Hex.encode($0) })
-        case .error(let error) where error.code == .notAllowed && askedToBroadcast:
-            askedToBroadcast = false
-            role = .audience
-            if let id = joined?.you.id { emit(.roleChanged(ParticipantID(id), .audience)) }
-            emit(.alert(.message(error.message)))
-        case .error(let error):
-            if case .connecting = phase {
-                emit(.joinFailed(reason: error.message))
-                phase = .left
-                stopMedia()
-                signaling?.close()
-                finish()
-            } else {
-                logger.notice("relay refused a message", metadata: ["error": "\(error)"])
-                emit(.alert(.message("Relay: \(error.message)")))
-            }
         }
     }
 
-    func didJoin(_ room: JoinedRoom, rejoin: Bool) {
-        let previous = joined
-        joined = room
-        phase = .joined
-        reconnectTask?.cancel()
-        lostTask?.cancel()
-        if rejoin {
-            // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay
-            // restart) go before the new local id is announced, since ids restart with the relay.
-            for (id, peer) in peers.sorted(by: { $0.key < $1.key })
-            where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
-                emit(.userOffline(ParticipantID(id), reason: .dropped))
-            }
-            peers.removeAll()
-            ownerOfBlock.removeAll()
-        }
-        emit(.joined(localID: ParticipantID(room.you.id)))
-        if !rejoin, let problem = room.accountProblem {
-            emit(.alert(.message(problem)))
-        } else if !rejoin, let account = room.you.account {
-            emit(.notice("Joined as your account \(account) ✓ (others see it verified)"))
-        }
-        if rejoin { emit(.alert(.reconnected)) }
-        pendingProof = nil
-        // A new membership starts with the full layer of everyone: tell the relay again what we draw.
-        sentTiles = nil
-        tilesSentAt = nil
-        sendTilesIfDue()
-        // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
-        let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
-        for member in room.members where !(member.id == ghost?.id && member.ssrcs == ghost?.ssrcs) {
-            addPeer(member)
-        }
-        if room.host != 0 { emit(.hostChanged(ParticipantID(room.host))) }
-        if !rejoin {
-            emit(.security(CallSecurity(
-                insecureTransport: configuration.insecureTransport,
-                encryption: configuration.encryption?.suite.name, safetyCode: configuration.encryption?.safetyCode)))
-        }
-        if configuration.password != nil && !room.passwordProtected {
-            emit(.alert(.message("\(room.room) has no password: anyone who knows its name can join")))
-        }
+    /// Binds the media socket for a membership: the relay's media address, the local media (restarted for new
+    /// SSRCs), then bind requests until the relay acknowledges one.
+    func bindMedia(_ room: JoinedRoom, restartMedia: Bool) {
         do {
             let media = configuration.mediaAddressOverride
                 ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
@@ -315,7 +267,7 @@ extension EngineCore {
         } catch {
             emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))
         }
-        if previous == nil || previous?.media.ssrcs != room.media.ssrcs {
+        if restartMedia {
             do {
                 try startMedia(ssrcs: room.media.ssrcs, participant: room.you.id)
             } catch {
@@ -325,8 +277,6 @@ extension EngineCore {
         mediaBound = false
         bindAttempts = 0
         sendBind()
-        startKeepAlive(livenessTimeout: room.livenessTimeout)
-        if repeating.isEmpty { startSignalingTimers() }
     }
 
     func addPeer(_ member: MemberInfo) {
@@ -348,24 +298,16 @@ extension EngineCore {
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }
 
-    /// Pings the relay often enough for its liveness timeout (announced in `joined`), and drops a connection the
-    /// relay has gone silent on so the reconnect begins (`KeepAliveSchedule` decides both).
-    func startKeepAlive(livenessTimeout seconds: Double) {
+    /// Asks the signaling state at every keep-alive tick whether to ping the relay or drop a connection it went
+    /// silent on (`KeepAliveSchedule` decides both).
+    func startKeepAlive(every interval: Duration) {
         guard let bound else { return }
-        let schedule = KeepAliveSchedule(configured: configuration.keepAliveInterval, livenessTimeout: seconds)
         keepAliveTask?.cancel()
-        let period = timeAmount(schedule.interval)
+        let period = timeAmount(interval)
         keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
             let core = bound.value
-            guard let signaling = core.signaling, case .joined = core.phase else { return }
-            switch schedule.action(now: core.now, lastHeard: core.lastHeard) {
-            case .reconnect:
-                core.logger.notice(
-                    "the relay went silent; reconnecting", metadata: ["after": "\(schedule.stallAfter)"])
-                signaling.abort()
-            case .ping:
-                signaling.send(.ping(KeepAlive(token: UInt64(core.now.components.seconds))))
-            }
+            guard core.signaling != nil else { return }  // Nothing to ping on between connections.
+            core.advance { $0.keepAliveTick(now: $1) }
         }
     }
 
