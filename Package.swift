@@ -198,6 +198,11 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine"],
             exclude: ["Golden"]),
-        .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench", "ParleyRoom"]),
+        .testTarget(
+            name: "ParleyBenchTests",
+            dependencies: [
+                "ParleyBench", "ParleyRoom", "ParleyRelay", "ParleyWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )
