@@ -112,6 +112,9 @@ let package = Package(
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
                 "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices",
+                // The join client's one event loop (it drives ParleyEngine's SignalingConnection).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // `parley-bench [suite]`, what `make bench` runs (a developer's tool, beside the product as redis-benchmark is).
@@ -195,6 +198,11 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine"],
             exclude: ["Golden"]),
-        .testTarget(name: "ParleyBenchTests", dependencies: ["ParleyBench", "ParleyRoom"]),
+        .testTarget(
+            name: "ParleyBenchTests",
+            dependencies: [
+                "ParleyBench", "ParleyRoom", "ParleyRelay", "ParleyWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )

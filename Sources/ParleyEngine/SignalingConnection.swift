@@ -21,8 +21,8 @@ public enum SignalingSecurity: Sendable {
     case tls(RelayTrustStore)
 }
 
-/// What the relay's WebSocket delivers to the engine.
-enum SignalingEvent: Sendable {
+/// What the relay's WebSocket delivers to the engine (and to the benches' members, hence `package`).
+package enum SignalingEvent: Sendable {
     /// A well-formed message.
     case message(ServerMessage)
     /// A frame that did not parse; the connection stays open.
@@ -64,8 +64,8 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
     }
 }
 
-/// One WebSocket to the relay, confined to the engine's event loop.
-final class SignalingConnection: Sendable {
+/// One WebSocket to the relay, confined to the engine's event loop; `package` so the benches join with it too.
+package final class SignalingConnection: Sendable {
     private let channel: any Channel
 
     private init(channel: any Channel) {
@@ -73,10 +73,12 @@ final class SignalingConnection: Sendable {
     }
 
     /// Connects, upgrades to WebSocket, and then calls `handler` on `loop` for every event.
-    static func connect(to address: ServerAddress, on loop: any EventLoop, security: SignalingSecurity = .insecure,
-                        timeout: TimeAmount = .seconds(5),
-                        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
-                        handler: @escaping @Sendable (SignalingEvent) -> Void) -> EventLoopFuture<SignalingConnection> {
+    package static func connect(to address: ServerAddress, on loop: any EventLoop,
+                                security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
+                                trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
+                                handler: @escaping @Sendable (SignalingEvent) -> Void)
+        -> EventLoopFuture<SignalingConnection>
+    {
         connect(to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted) { text in
             guard let text else { return handler(.closed) }
             do throws(SignalingError) {
@@ -183,7 +185,7 @@ final class SignalingConnection: Sendable {
     }()
 
     /// Sends one message.
-    func send(_ message: ClientMessage) {
+    package func send(_ message: ClientMessage) {
         sendRawText(message.encoded())
     }
 
@@ -201,7 +203,7 @@ final class SignalingConnection: Sendable {
     }
 
     /// Sends a close frame and closes.
-    func close() {
+    package func close() {
         guard channel.isActive else { return }
         var data = channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: .normalClosure)

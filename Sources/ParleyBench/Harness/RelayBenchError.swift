@@ -16,6 +16,8 @@ public enum RelayBenchError: Error, CustomStringConvertible {
     case joinFailed(String)
     /// The relay did not acknowledge a media bind.
     case bindFailed(String)
+    /// What the bench waited for did not come in time; names what it waited for.
+    case timedOut(String, after: Duration)
 
     public var description: String {
         switch self {
@@ -23,6 +25,7 @@ public enum RelayBenchError: Error, CustomStringConvertible {
         case .socket(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
         case .joinFailed(let detail): "join failed: \(detail)"
         case .bindFailed(let detail): "media bind failed: \(detail)"
+        case .timedOut(let what, let limit): "timed out after \(limit) waiting for \(what)"
         }
     }
 }

@@ -1,62 +1,73 @@
 import Foundation
+import NIOCore
+import NIOPosix
+import ParleyEngine
 import ParleyWire
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// A blocking WebSocket client on 127.0.0.1, just enough to join a room and stay alive: the handshake, masked text
-/// frames out, unmasked text frames in.
+/// One bench member's signaling, over the product's WebSocket client (`SignalingConnection`): plain `ws://` on
+/// 127.0.0.1, as every bench starts `parley serve --insecure`. The benches are plain threads, so each call blocks
+/// until the relay answered or its deadline passed.
 final class SignalingSocket {
-    private let descriptor: Int32
-    private var pending: [UInt8] = []
+    /// How long the connection (TCP and WebSocket upgrade) and the relay's answer to a join may each take.
+    static let timeout: Duration = .seconds(5)
+    /// Unread messages one member keeps; older ones are dropped and counted.
+    static let inboxCapacity = 64
+
+    private let connection: SignalingConnection
+    private let mailbox: SignalingMailbox
     private var lastKeepAlive = ContinuousClock.now
 
+    /// Connects to the relay's signaling port on 127.0.0.1 and upgrades to its WebSocket.
     init(port: Int) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw RelayBenchError.socket(call: "socket", errno: errno) }
-        var address = loopbackAddress(port: port)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        let loop = SignalingLoop.shared.acquire()
+        let mailbox = SignalingMailbox(capacity: Self.inboxCapacity)
+        let connecting = SignalingConnection.connect(
+            to: ServerAddress(host: "127.0.0.1", port: port), on: loop, security: .insecure,
+            timeout: TimeAmount(Self.timeout)
+        ) { event in
+            mailbox.deliver(event)
         }
-        guard connected == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            throw RelayBenchError.socket(call: "connect to signaling port \(port)", errno: code)
+        do {
+            // The connection's own timeout answers first; this one only guards against its never answering at all.
+            connection = try waitOnThisThread(
+                for: connecting, within: Self.timeout + .seconds(1),
+                what: "the WebSocket upgrade on 127.0.0.1:\(port)")
+        } catch let error as RelayBenchError {
+            connecting.whenSuccess { $0.close() }
+            SignalingLoop.shared.release()
+            throw error
+        } catch {
+            SignalingLoop.shared.release()
+            throw RelayBenchError.joinFailed("connecting to 127.0.0.1:\(port): \(error)")
         }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        // "parley-bench-key" in base64: any 16 bytes do.
-        let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: cGFybGV5LWJlbmNoLWtleQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        try write(Array(request.utf8))
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        while true {
-            if let end = findSubsequence(terminator, in: pending) {
-                let head = String(decoding: pending[0..<end], as: UTF8.self)
-                pending.removeFirst(end + 4)
-                guard head.hasPrefix("HTTP/1.1 101") else {
-                    throw RelayBenchError.joinFailed("WebSocket upgrade refused: \(head.prefix(80))")
-                }
-                return
-            }
-            try readMore()
-        }
+        self.mailbox = mailbox
     }
 
-    deinit { Glibc.close(descriptor) }
+    deinit {
+        connection.close()
+        SignalingLoop.shared.release()
+    }
+
+    /// Messages that arrived and were never read: pushed out of the full inbox or thrown away by `discardIncoming()`.
+    var discardedMessages: Int { mailbox.discarded }
 
     /// Joins `room` (as a broadcaster unless `role` says otherwise) and returns the relay's answer.
     func join(room: String, name: String, role: MemberRole = .broadcaster) throws -> JoinedRoom {
-        try send(.join(JoinRequest(room: room, name: name, role: role)))
+        connection.send(.join(JoinRequest(room: room, name: name, role: role)))
+        let deadline = ContinuousClock.now + Self.timeout
         while true {
-            switch try receive() {
-            case .joined(let joined): return joined
-            case .error(let error): throw RelayBenchError.joinFailed("relay answered \(error)")
-            default: continue
+            guard let event = mailbox.next(before: deadline) else {
+                throw RelayBenchError.timedOut(
+                    "the relay's answer to joining room \(room) as \(name)",
+                    after: Self.timeout)
+            }
+            switch event {
+            case .message(.joined(let joined)): return joined
+            case .message(.error(let error)): throw RelayBenchError.joinFailed("relay answered \(error)")
+            case .message: continue
+            case .invalid(let error): throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
+            case .closed: throw RelayBenchError.joinFailed("the relay closed the connection")
             }
         }
     }
@@ -65,98 +76,166 @@ final class SignalingSocket {
     func keepAlive() {
         guard ContinuousClock.now - lastKeepAlive >= .seconds(2) else { return }
         lastKeepAlive = ContinuousClock.now
-        try? send(.ping(KeepAlive(token: 1)))
+        connection.send(.ping(KeepAlive(token: 1)))
     }
 
-    /// Reads and drops whatever the relay sent since (roster changes, pongs) without waiting, so a member that never
-    /// reads does not fill its socket's buffer over a long run.
+    /// Drops whatever the relay sent since (roster changes, pongs) without waiting. The inbox is bounded whether or
+    /// not a member calls this; it only keeps the count of unread messages honest at a step's end.
     func discardIncoming() {
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while buffer.withUnsafeMutableBytes({ recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
-        pending.removeAll()
+        mailbox.discardAll()
     }
 
-    /// Says goodbye and closes the TCP connection for writing.
+    /// Says goodbye and closes the WebSocket (a close frame, then the TCP connection).
     func leave() {
-        try? send(.leave)
-        shutdown(descriptor, Int32(SHUT_WR))
-    }
-
-    private func send(_ message: ClientMessage) throws {
-        let payload = Array(message.encoded().utf8)
-        var frame: [UInt8] = [0x81]
-        if payload.count < 126 {
-            frame.append(0x80 | UInt8(payload.count))
-        } else {
-            frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        }
-        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
-        frame += mask
-        for (index, byte) in payload.enumerated() { frame.append(byte ^ mask[index % 4]) }
-        try write(frame)
-    }
-
-    private func receive() throws -> ServerMessage {
-        while true {
-            try fill(2)
-            let opcode = pending[0] & 0x0F
-            var length = Int(pending[1] & 0x7F)
-            var offset = 2
-            if length == 126 {
-                try fill(4)
-                length = Int(pending[2]) << 8 | Int(pending[3])
-                offset = 4
-            } else if length == 127 {
-                try fill(10)
-                length = pending[2..<10].reduce(0) { $0 << 8 | Int($1) }
-                offset = 10
-            }
-            try fill(offset + length)
-            let payload = Array(pending[offset..<(offset + length)])
-            pending.removeFirst(offset + length)
-            switch opcode {
-            case 1:
-                do {
-                    return try ServerMessage.decode(String(decoding: payload, as: UTF8.self))
-                } catch {
-                    throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
-                }
-            case 8:
-                throw RelayBenchError.joinFailed("the relay closed the WebSocket")
-            default:
-                continue
-            }
-        }
-    }
-
-    private func fill(_ count: Int) throws {
-        while pending.count < count { try readMore() }
-    }
-
-    private func readMore() throws {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else {
-            throw RelayBenchError.joinFailed(count == 0 ? "the relay closed the connection" : "no answer within 5 s")
-        }
-        pending += buffer[0..<count]
-    }
-
-    private func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
-            guard written > 0 else { throw RelayBenchError.socket(call: "send on signaling", errno: errno) }
-            offset += written
-        }
+        connection.send(.leave)
+        connection.close()
     }
 }
 
-private func findSubsequence(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-    guard haystack.count >= needle.count else { return nil }
-    for start in 0...(haystack.count - needle.count)
-    where haystack[start..<(start + needle.count)].elementsEqual(needle) {
-        return start
+/// At most `capacity` unread elements; adding to a full inbox drops the oldest and counts it, so a reader that
+/// never reads holds a bounded amount however long the run.
+struct BoundedInbox<Element> {
+    let capacity: Int
+    private(set) var elements: [Element] = []
+    /// Elements that were never read: pushed out when full, or thrown away by `discardAll()`.
+    private(set) var discarded = 0
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "an inbox holds at least one element")
+        self.capacity = capacity
     }
-    return nil
+
+    /// Adds `element`, dropping the oldest when full.
+    mutating func add(_ element: Element) {
+        if elements.count == capacity {
+            elements.removeFirst()
+            discarded += 1
+        }
+        elements.append(element)
+    }
+
+    /// The oldest unread element, if any.
+    mutating func next() -> Element? {
+        elements.isEmpty ? nil : elements.removeFirst()
+    }
+
+    /// Throws away every unread element.
+    mutating func discardAll() {
+        discarded += elements.count
+        elements.removeAll(keepingCapacity: true)
+    }
+}
+
+/// One member's inbox, filled on the event loop and read on the bench's thread.
+private final class SignalingMailbox: Sendable {
+    private struct State {
+        var inbox: BoundedInbox<SignalingEvent>
+        var waiting = false
+    }
+
+    private let state: Mutex<State>
+    private let arrived = DispatchSemaphore(value: 0)
+
+    init(capacity: Int) {
+        state = Mutex(State(inbox: BoundedInbox(capacity: capacity)))
+    }
+
+    var discarded: Int { state.withLock { $0.inbox.discarded } }
+
+    /// Called on the event loop for every event.
+    func deliver(_ event: SignalingEvent) {
+        let wake = state.withLock { state in
+            state.inbox.add(event)
+            return state.waiting
+        }
+        if wake { arrived.signal() }
+    }
+
+    /// The oldest unread event, waiting for one until `deadline`; nil when none came.
+    func next(before deadline: ContinuousClock.Instant) -> SignalingEvent? {
+        while true {
+            let event = state.withLock { state in
+                let event = state.inbox.next()
+                state.waiting = event == nil
+                return event
+            }
+            if let event { return event }
+            let left = deadline - ContinuousClock.now
+            // A wake-up left over from an earlier wait that timed out only costs one more turn of this loop.
+            let woke = left > .zero && arrived.wait(timeout: .now() + dispatchInterval(left)) == .success
+            if !woke {
+                return state.withLock { state in
+                    state.waiting = false
+                    return state.inbox.next()
+                }
+            }
+        }
+    }
+
+    func discardAll() {
+        state.withLock { $0.inbox.discardAll() }
+    }
+}
+
+/// The one event loop all bench members' signaling runs on: started by the first member and shut down when the last
+/// one is released, so hundreds of members share one thread rather than a group each.
+final class SignalingLoop: Sendable {
+    static let shared = SignalingLoop()
+
+    private let state = Mutex<(group: MultiThreadedEventLoopGroup?, members: Int)>((nil, 0))
+
+    /// The loop for one more member, starting it when none runs.
+    func acquire() -> any EventLoop {
+        state.withLock { state in
+            state.members += 1
+            if let group = state.group { return group.next() }
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            state.group = group
+            return group.next()
+        }
+    }
+
+    /// One member fewer; the last one out shuts the loop down (and waits for it: never call this on the loop).
+    func release() {
+        let idle: MultiThreadedEventLoopGroup? = state.withLock { state in
+            state.members -= 1
+            guard state.members == 0 else { return nil }
+            defer { state.group = nil }
+            return state.group
+        }
+        try? idle?.syncShutdownGracefully()
+    }
+
+    /// Whether a loop runs now (tests check that the last member shut it down).
+    var isRunning: Bool { state.withLock { $0.group != nil } }
+}
+
+/// Blocks this thread until `future` completes or `limit` passes; a timeout throws `RelayBenchError.timedOut` naming
+/// `what`, a failure rethrows its error.
+private func waitOnThisThread<Value: Sendable>(
+    for future: EventLoopFuture<Value>, within limit: Duration,
+    what: String
+) throws -> Value {
+    let outcome = Outcome<Value>()
+    let done = DispatchSemaphore(value: 0)
+    future.whenComplete { result in
+        outcome.result.withLock { $0 = result }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + dispatchInterval(limit)) == .success,
+        let result = outcome.result.withLock({ $0 })
+    else {
+        throw RelayBenchError.timedOut(what, after: limit)
+    }
+    return try result.get()
+}
+
+/// A future's result, handed from the event loop to the waiting thread (it outlives a wait that timed out).
+private final class Outcome<Value: Sendable>: Sendable {
+    let result = Mutex<Result<Value, any Error>?>(nil)
+}
+
+private func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    let (seconds, attoseconds) = duration.components
+    return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
 }
