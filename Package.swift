@@ -190,7 +190,8 @@ let package = Package(
         .testTarget(
             name: "ParleyTUITests",
             dependencies: [
-                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyTestSupport", "ParleyWire",
+                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyTestSupport",
+                "ParleyWire",
             ],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]

@@ -29,10 +29,15 @@ public struct BenchTable: Sendable {
             ([columns[index]] + rows.map { $0[index] }).map(\.count).max() ?? 0
         }
         func line(_ cells: [String]) -> String {
-            "| " + zip(cells, widths).map { $0 + String(repeating: " ", count: max(0, $1 - $0.count)) }.joined(separator: " | ")
+            "| "
+                + zip(cells, widths).map { $0 + String(repeating: " ", count: max(0, $1 - $0.count)) }.joined(
+                    separator: " | ")
                 + " |"
         }
-        var out = ["### \(title)", "", line(columns), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"]
+        var out = [
+            "### \(title)", "", line(columns),
+            "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|",
+        ]
         out += rows.map(line)
         if !notes.isEmpty {
             out.append("")

@@ -33,8 +33,10 @@ public enum BroadcastBench {
 
         /// Defaults overridden by `PARLEY_BROADCAST_BENCH_SECONDS` (5…600) and `PARLEY_BROADCAST_BENCH_VIEWERS`
         /// (ascending counts, comma-separated, starting at 0, at most 200); throws a message naming a bad value.
-        public static func fromEnvironment(parleyPath: String,
-                                           environment: [String: String] = ProcessInfo.processInfo.environment)
+        public static func fromEnvironment(
+            parleyPath: String,
+            environment: [String: String] = ProcessInfo.processInfo.environment
+        )
             throws -> Settings
         {
             var settings = Settings(parleyPath: parleyPath)
@@ -143,16 +145,20 @@ public enum BroadcastBench {
         // viewer), all from 127.0.0.1.
         let (relay, port, _) = try CallBench.startRelay(
             parley: settings.parleyPath, directory: directory,
-            extraArguments: ["--insecure", "--max-members", "\(largest + 8)",
-                             "--max-connections-per-address", "\(largest + 16)"])
+            extraArguments: [
+                "--insecure", "--max-members", "\(largest + 8)",
+                "--max-connections-per-address", "\(largest + 16)",
+            ])
         defer { relay.stop() }
         let statsPath = directory + "/broadcaster.json"
         let broadcaster = try BackgroundProcess(
             settings.parleyPath,
             ["bot", room, "--server", "127.0.0.1:\(port)", "--insecure", "--name", "host"]
                 + CallBench.equalWorkArguments
-                + ["--video", media.video, "--audio", media.loopedVoice, "--log-level", "warning",
-                   "--stats-file", statsPath],
+                + [
+                    "--video", media.video, "--audio", media.loopedVoice, "--log-level", "warning",
+                    "--stats-file", statsPath,
+                ],
             outputPath: directory + "/broadcaster.log")
         defer { broadcaster.stop() }
         // Alone in the room it reads its camera and encodes nothing (nobody watches: every layer paused).
@@ -177,8 +183,13 @@ public enum BroadcastBench {
                 let grant = try socket.join(room: room, name: "viewer\(members.count + 1)", role: .audience)
                 let media = try MediaSocket(connectingTo: grant.media.udpPort)
                 try media.bind(grant)
-                members.append((socket, LoadMember(media: media, ssrcs: grant.media.ssrcs, room: 0, sends: false,
-                                                   fanOut: 0)))
+                members.append(
+                    (
+                        socket,
+                        LoadMember(
+                            media: media, ssrcs: grant.media.ssrcs, room: 0, sends: false,
+                            fanOut: 0)
+                    ))
             }
             // One receiver thread for the whole audience: restarted with the new sockets at each size.
             receiver?.stop()
@@ -190,9 +201,10 @@ public enum BroadcastBench {
                 receiver = started
             }
             keepAlive(members.map(\.0), for: CallBench.warmUp)
-            steps.append(try measure(
-                viewers: audience, seconds: settings.seconds, broadcaster: broadcaster, relay: relay,
-                statsPath: statsPath, counters: counters, sockets: members.map(\.0)))
+            steps.append(
+                try measure(
+                    viewers: audience, seconds: settings.seconds, broadcaster: broadcaster, relay: relay,
+                    statsPath: statsPath, counters: counters, sockets: members.map(\.0)))
         }
         return [stepTable(settings, steps: steps, media: media), goalTable(steps: steps)]
     }
@@ -211,8 +223,10 @@ public enum BroadcastBench {
         }
     }
 
-    static func measure(viewers: Int, seconds: Double, broadcaster: BackgroundProcess, relay: BackgroundProcess,
-                        statsPath: String, counters: LoadCounters, sockets: [SignalingSocket]) throws -> Step {
+    static func measure(
+        viewers: Int, seconds: Double, broadcaster: BackgroundProcess, relay: BackgroundProcess,
+        statsPath: String, counters: LoadCounters, sockets: [SignalingSocket]
+    ) throws -> Step {
         for (name, process) in [("the broadcaster", broadcaster), ("parley serve", relay)] {
             if let status = process.waitForExit(seconds: 0) {
                 throw CallBenchError.unexpected("\(name) exited (status \(status)): \(process.output.suffix(600))")
@@ -242,8 +256,9 @@ public enum BroadcastBench {
             viewers: viewers, broadcaster: figures[broadcaster.pid] ?? missing, relay: figures[relay.pid] ?? missing,
             audienceProcessPercent: 100 * own / elapsed, forwardedMbps: forwarded / 1e6,
             perViewerKbps: viewers > 0 ? forwarded / 1000 / Double(viewers) : 0,
-            sentKbps: Double(after.videoBytesSent + after.audioBytesSent - before.videoBytesSent
-                - before.audioBytesSent) * 8 / 1000 / statsSeconds,
+            sentKbps: Double(
+                after.videoBytesSent + after.audioBytesSent - before.videoBytesSent
+                    - before.audioBytesSent) * 8 / 1000 / statsSeconds,
             framesPerSecond: Double(after.videoFramesSent - before.videoFramesSent) / statsSeconds,
             keyframeRequests: after.keyframeRequestsReceived - before.keyframeRequestsReceived)
     }
@@ -260,9 +275,11 @@ public enum BroadcastBench {
             title: "Broadcast through one relay: one broadcaster at \(CallBench.width)x\(CallBench.height) "
                 + "\(CallBench.fps) fps, VP8 \(CallBench.videoKbps) kbit/s + Opus, to a growing audience of light "
                 + "receivers (\(Int(settings.seconds)) s window per size)",
-            columns: ["Viewers", "Broadcaster CPU %", "Broadcaster sent kbit/s", "Broadcaster fps",
-                      "Relay CPU %", "Relay CPU per viewer %", "Forwarded Mbit/s", "Per viewer kbit/s",
-                      "Relay peak RSS MiB", "Audience process CPU %"])
+            columns: [
+                "Viewers", "Broadcaster CPU %", "Broadcaster sent kbit/s", "Broadcaster fps",
+                "Relay CPU %", "Relay CPU per viewer %", "Forwarded Mbit/s", "Per viewer kbit/s",
+                "Relay peak RSS MiB", "Audience process CPU %",
+            ])
         let baseline = steps.first { $0.viewers == 0 }
         for step in steps {
             table.add([

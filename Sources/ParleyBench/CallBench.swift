@@ -32,8 +32,10 @@ public enum CallBench {
         public var groupSizes: [Int]
 
         /// Settings: 30 s 1:1 windows, 15 s group windows, one round, 4- and 9-party calls.
-        public init(parleyPath: String, pairSeconds: Double = 30, groupSeconds: Double = 15, runs: Int = 1,
-                    groupSizes: [Int] = [4, 9]) {
+        public init(
+            parleyPath: String, pairSeconds: Double = 30, groupSeconds: Double = 15, runs: Int = 1,
+            groupSizes: [Int] = [4, 9]
+        ) {
             self.parleyPath = parleyPath
             self.pairSeconds = pairSeconds
             self.groupSeconds = groupSeconds
@@ -107,13 +109,15 @@ public enum CallBench {
                 log("call bench round \(round + 1)/\(settings.runs): \(kind.description) 1:1, \(seconds) s")
                 switch kind {
                 case .parley:
-                    pairs.parley.append(try parleyPair(
-                        settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory))
+                    pairs.parley.append(
+                        try parleyPair(
+                            settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory))
                 case .baresip:
                     pairs.baresip.append(try baresipPair(settings, tools: tools, media: media, directory: directory))
                 case .baresipX11:
-                    pairs.baresipX11.append(try baresipPair(
-                        settings, display: .x11Window, tools: tools, media: media, directory: directory))
+                    pairs.baresipX11.append(
+                        try baresipPair(
+                            settings, display: .x11Window, tools: tools, media: media, directory: directory))
                 case .chromium:
                     pairs.chromium.append(try chromiumPair(settings, tools: tools, media: media, directory: directory))
                 }
@@ -122,14 +126,17 @@ public enum CallBench {
                 log("call bench round \(round + 1)/\(settings.runs): Parley's default 1:1, \(seconds) s")
                 pairs.parleyDefault.append(result)
             }
-            log("call bench round \(round + 1)/\(settings.runs): Parley 1:1 headless (parley bot), "
-                + "\(Int(settings.groupSeconds)) s")
-            pairs.headless.append(try parleyPair(
-                settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
-                directory: directory))
-            for size in settings.groupSizes {
-                log("call bench round \(round + 1)/\(settings.runs): Parley \(size)-party, "
+            log(
+                "call bench round \(round + 1)/\(settings.runs): Parley 1:1 headless (parley bot), "
                     + "\(Int(settings.groupSeconds)) s")
+            pairs.headless.append(
+                try parleyPair(
+                    settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
+                    directory: directory))
+            for size in settings.groupSizes {
+                log(
+                    "call bench round \(round + 1)/\(settings.runs): Parley \(size)-party, "
+                        + "\(Int(settings.groupSeconds)) s")
                 groupRuns[size, default: []].append(
                     try group(size: size, settings, tools: tools, directory: directory))
             }
@@ -175,8 +182,9 @@ public enum CallBench {
     static func parleyDefaultPair(_ settings: Settings, tools: Tools, media: BenchMedia, directory: String) throws
         -> PairResult?
     {
-        try parleyPair(settings, profileArguments: callArguments, seconds: settings.pairSeconds, tools: tools,
-                       media: media, directory: directory, pane: (defaultPaneColumns, defaultPaneRows))
+        try parleyPair(
+            settings, profileArguments: callArguments, seconds: settings.pairSeconds, tools: tools,
+            media: media, directory: directory, pane: (defaultPaneColumns, defaultPaneRows))
     }
 
     // MARK: - Programs and media
@@ -207,7 +215,8 @@ public enum CallBench {
                 chromium: windowed ? try findTool("chromium", package: "chromium") : nil,
                 env: try findTool("env", package: "coreutils"))
             let packages = ["avformat": "baresip-ffmpeg", "x11": "baresip-x11"]
-            let modules = ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"]
+            let modules =
+                ["avformat", "vp8", "opus", "fakevideo", "aufile", "aubridge", "cons"]
                 + (windowed ? ["x11"] : [])
             for module in modules {
                 guard FileManager.default.fileExists(atPath: "\(baresipModules)/\(module).so") else {
@@ -414,8 +423,11 @@ public enum CallBench {
         -> (BackgroundProcess, UInt16, UInt16)
     {
         let relay = try BackgroundProcess(
-            parley, ["serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
-                     "--state-dir", directory + "/relay-state"] + extraArguments,
+            parley,
+            [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
+                "--state-dir", directory + "/relay-state",
+            ] + extraArguments,
             outputPath: directory + "/relay-\(UUID().uuidString.prefix(8)).log")
         guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
             relay.stop()
@@ -424,18 +436,20 @@ public enum CallBench {
         // "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp PORT)"
         let text = relay.output
         guard let listening = text.range(of: "listening on 127.0.0.1:"), let media = text.range(of: "media udp "),
-              let signaling = UInt16(text[listening.upperBound...].prefix { $0.isNumber }),
-              let mediaPort = UInt16(text[media.upperBound...].prefix { $0.isNumber })
+            let signaling = UInt16(text[listening.upperBound...].prefix { $0.isNumber }),
+            let mediaPort = UInt16(text[media.upperBound...].prefix { $0.isNumber })
         else { throw CallBenchError.unexpected("cannot read the relay's ports from: \(text)") }
         return (relay, signaling, mediaPort)
     }
 
     /// A 1:1 Parley call: two `parley join`s drawing into tmux panes, or (`headless`) two `parley bot`s that decode
     /// everything and draw nothing; measured over `seconds`.
-    static func parleyPair(_ settings: Settings, headless: Bool = false,
-                           profileArguments: [String] = equalWorkArguments, seconds: Double, tools: Tools,
-                           media: BenchMedia, directory: String, extraArguments: [String] = [],
-                           pane: (columns: Int, rows: Int) = (paneColumns, paneRows)) throws -> PairResult {
+    static func parleyPair(
+        _ settings: Settings, headless: Bool = false,
+        profileArguments: [String] = equalWorkArguments, seconds: Double, tools: Tools,
+        media: BenchMedia, directory: String, extraArguments: [String] = [],
+        pane: (columns: Int, rows: Int) = (paneColumns, paneRows)
+    ) throws -> PairResult {
         let (relay, port, mediaPort) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
         var capture: PacketCapture?
@@ -457,20 +471,25 @@ public enum CallBench {
         for name in ["alice", "bob"] {
             let stats = "\(directory)/parley-\(name).json"
             statsPaths.append(stats)
-            let call = [
-                "callbench", "--server", "127.0.0.1:\(port)", "--name", name,
-            ] + profileArguments + [
-                "--video", media.video, "--audio", media.loopedVoice,
-                "--log-level", "warning", "--stats-file", stats, "--known-relays", "\(directory)/known_relays-\(name)",
-            ] + extraArguments
+            let call =
+                [
+                    "callbench", "--server", "127.0.0.1:\(port)", "--name", name,
+                ] + profileArguments + [
+                    "--video", media.video, "--audio", media.loopedVoice,
+                    "--log-level", "warning", "--stats-file", stats, "--known-relays",
+                    "\(directory)/known_relays-\(name)",
+                ] + extraArguments
             if headless {
-                bots.append(try BackgroundProcess(
-                    tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))
+                bots.append(
+                    try BackgroundProcess(
+                        tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))
             } else {
                 let command = ([tools.parley, "join"] + call + ["--log", "\(directory)/parley-\(name).log"])
                     .map(shellQuoted).joined(separator: " ")
-                panes.append(try BenchPane(
-                    command: command, columns: pane.columns, rows: pane.rows, tmux: tools.tmux, directory: directory))
+                panes.append(
+                    try BenchPane(
+                        command: command, columns: pane.columns, rows: pane.rows, tmux: tools.tmux, directory: directory
+                    ))
             }
         }
         try waitUntil(seconds: 30, "both Parley clients decoding each other's video") {
@@ -499,10 +518,11 @@ public enum CallBench {
                 shown = later.decodedPerSecond(since: earlier).first
                 redraws = later.drawsPerSecond(since: earlier)
             }
-            clients.append(ClientResult(
-                process: figures[pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
-                wire: traffic?.figures(forPorts: ports[index]), shownPerSecond: shown, redrawsPerSecond: redraws,
-                terminal: headless ? nil : figures[panes[index].serverPID]))
+            clients.append(
+                ClientResult(
+                    process: figures[pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
+                    wire: traffic?.figures(forPorts: ports[index]), shownPerSecond: shown, redrawsPerSecond: redraws,
+                    terminal: headless ? nil : figures[panes[index].serverPID]))
         }
         return PairResult(clients: clients, relay: figures[relay.pid], captureProblem: captureProblem)
     }
@@ -529,11 +549,15 @@ public enum CallBench {
         defer { bots.forEach { $0.stop() } }
         for index in 1..<size {
             let name = groupNames[index % groupNames.count] + (index >= groupNames.count ? "\(index)" : "")
-            bots.append(try BackgroundProcess(
-                tools.parley,
-                ["bot", room, "--server", server, "--name", name, "--profile", groupProfile, "--log-level", "warning",
-                 "--stats-file", "\(directory)/group-\(size)-\(name).json"],
-                outputPath: "\(directory)/group-\(size)-\(name).log"))
+            bots.append(
+                try BackgroundProcess(
+                    tools.parley,
+                    [
+                        "bot", room, "--server", server, "--name", name, "--profile", groupProfile, "--log-level",
+                        "warning",
+                        "--stats-file", "\(directory)/group-\(size)-\(name).json",
+                    ],
+                    outputPath: "\(directory)/group-\(size)-\(name).log"))
         }
         try waitUntil(seconds: 40, "the drawing client decoding all \(size - 1) others") {
             (StatsSnapshot(path: drawingStats)?.framesDecoded.values.filter { $0 > 0 }.count ?? 0) >= size - 1

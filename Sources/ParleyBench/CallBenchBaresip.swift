@@ -29,9 +29,10 @@ extension CallBench {
     /// Parley's) over RTP on 127.0.0.1, the picture decoded and handed to `displayModule` (`fakevideo` discards it,
     /// `x11` paints it into a window), received audio decoded into a bridge nobody listens to. A console on UDP
     /// answers `/video_debug`. Throws a message naming a setting baresip would not take.
-    static func baresipConfig(sipPort: UInt16, consolePort: UInt16, rtpPorts: ClosedRange<Int>, media: BenchMedia,
-                              displayModule: String = "fakevideo") throws -> String
-    {
+    static func baresipConfig(
+        sipPort: UInt16, consolePort: UInt16, rtpPorts: ClosedRange<Int>, media: BenchMedia,
+        displayModule: String = "fakevideo"
+    ) throws -> String {
         guard ["fakevideo", "x11"].contains(displayModule) else {
             throw CallBenchError.unexpected(
                 "baresip config: display module \"\(displayModule)\" is not one of fakevideo, x11")
@@ -53,58 +54,59 @@ extension CallBench {
             throw CallBenchError.unexpected("baresip config: the media path \(path) has a space or comma in it")
         }
         return """
-        poll_method\t\tepoll
-        sip_listen\t\t127.0.0.1:\(sipPort)
-        net_interface\t\t127.0.0.1
-        call_local_timeout\t120
-        call_max_calls\t\t4
-        audio_player\t\taubridge,nil
-        audio_source\t\taufile,\(media.longVoice)
-        audio_alert\t\taubridge,nil
-        ausrc_srate\t\t48000
-        auplay_srate\t\t48000
-        ausrc_channels\t\t1
-        auplay_channels\t\t1
-        audio_level\t\tno
-        video_source\t\tavformat,\(media.video)
-        video_display\t\t\(displayModule),nil
-        video_size\t\t\(width)x\(height)
-        video_bitrate\t\t\(baresipVideoBitrateSetting)
-        video_fps\t\t\(fps).00
-        video_fullscreen\tno
-        videnc_format\t\tyuv420p
-        rtp_ports\t\t\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)
-        rtcp_mux\t\tyes
-        jitter_buffer_delay\t5-10
-        rtp_stats\t\tno
-        statmode_default\toff
-        module_path\t\t\(baresipModules)
-        module\t\t\tcons.so
-        module\t\t\topus.so
-        module\t\t\tvp8.so
-        module\t\t\tavformat.so
-        module\t\t\t\(displayModule).so
-        module\t\t\taufile.so
-        module\t\t\taubridge.so
-        module_tmp\t\taccount.so
-        module_app\t\tmenu.so
-        cons_listen\t\t127.0.0.1:\(consolePort)
-        opus_bitrate\t\t32000
-        opus_stereo\t\tno
-        opus_sprop_stereo\tno
-        opus_inbandfec\t\tyes
-        opus_packet_loss\t10
-        opus_application\tvoip
-        opus_complexity\t\t\(opusComplexity)
+            poll_method\t\tepoll
+            sip_listen\t\t127.0.0.1:\(sipPort)
+            net_interface\t\t127.0.0.1
+            call_local_timeout\t120
+            call_max_calls\t\t4
+            audio_player\t\taubridge,nil
+            audio_source\t\taufile,\(media.longVoice)
+            audio_alert\t\taubridge,nil
+            ausrc_srate\t\t48000
+            auplay_srate\t\t48000
+            ausrc_channels\t\t1
+            auplay_channels\t\t1
+            audio_level\t\tno
+            video_source\t\tavformat,\(media.video)
+            video_display\t\t\(displayModule),nil
+            video_size\t\t\(width)x\(height)
+            video_bitrate\t\t\(baresipVideoBitrateSetting)
+            video_fps\t\t\(fps).00
+            video_fullscreen\tno
+            videnc_format\t\tyuv420p
+            rtp_ports\t\t\(rtpPorts.lowerBound)-\(rtpPorts.upperBound)
+            rtcp_mux\t\tyes
+            jitter_buffer_delay\t5-10
+            rtp_stats\t\tno
+            statmode_default\toff
+            module_path\t\t\(baresipModules)
+            module\t\t\tcons.so
+            module\t\t\topus.so
+            module\t\t\tvp8.so
+            module\t\t\tavformat.so
+            module\t\t\t\(displayModule).so
+            module\t\t\taufile.so
+            module\t\t\taubridge.so
+            module_tmp\t\taccount.so
+            module_app\t\tmenu.so
+            cons_listen\t\t127.0.0.1:\(consolePort)
+            opus_bitrate\t\t32000
+            opus_stereo\t\tno
+            opus_sprop_stereo\tno
+            opus_inbandfec\t\tyes
+            opus_packet_loss\t10
+            opus_application\tvoip
+            opus_complexity\t\t\(opusComplexity)
 
-        """
+            """
     }
 
     /// A 1:1 baresip call, the picture discarded or painted into X11 windows (each client on its own Xvfb, whose
     /// CPU its result carries as `display`), measured over `settings.pairSeconds`.
-    static func baresipPair(_ settings: Settings, display: BaresipDisplay = .discarded, tools: Tools,
-                            media: BenchMedia, directory: String) throws -> PairResult
-    {
+    static func baresipPair(
+        _ settings: Settings, display: BaresipDisplay = .discarded, tools: Tools,
+        media: BenchMedia, directory: String
+    ) throws -> PairResult {
         // One X server per client, as two desktops would be: baresip's x11 windows open at the top left corner
         // and there is no window manager to move them, so on one shared screen one window would hide the other
         // and the X server would skip painting it.
@@ -151,7 +153,7 @@ extension CallBench {
             let answer = name == "bob" ? ";answermode=auto" : ""
             let account = "<sip:\(name)@127.0.0.1:\(sip)>;regint=0\(answer);audio_codecs=opus;video_codecs=vp8\n"
             guard FileManager.default.createFile(atPath: folder + "/config", contents: Data(config.utf8)),
-                  FileManager.default.createFile(atPath: folder + "/accounts", contents: Data(account.utf8))
+                FileManager.default.createFile(atPath: folder + "/accounts", contents: Data(account.utf8))
             else { throw CallBenchError.unexpected("cannot write baresip's configuration in \(folder)") }
             folders.append(folder)
         }
@@ -191,10 +193,11 @@ extension CallBench {
             if let before = shownBefore[index], let after = shownAfter[index] {
                 shown = Double(after.frames - before.frames) / max(0.001, after.time - before.time)
             }
-            results.append(ClientResult(
-                process: figures[client.pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
-                wire: traffic?.figures(forPorts: udp[index]), shownPerSecond: shown,
-                display: screens.indices.contains(index) ? figures[screens[index].pid] : nil))
+            results.append(
+                ClientResult(
+                    process: figures[client.pid] ?? ProcessFigures(cpuPercent: .nan, peakMiB: .nan),
+                    wire: traffic?.figures(forPorts: udp[index]), shownPerSecond: shown,
+                    display: screens.indices.contains(index) ? figures[screens[index].pid] : nil))
         }
         return PairResult(clients: results, relay: nil, captureProblem: captureProblem)
     }
@@ -205,7 +208,7 @@ extension CallBench {
         let time = WallClock.seconds
         let answer = baresipConsole(port: console, command: "/video_debug")
         guard let line = answer.split(separator: "\n").first(where: { $0.contains("vidisp:") }),
-              let range = line.range(of: "frames="), let frames = Int(line[range.upperBound...].prefix { $0.isNumber })
+            let range = line.range(of: "frames="), let frames = Int(line[range.upperBound...].prefix { $0.isNumber })
         else { return nil }
         return (frames, time)
     }

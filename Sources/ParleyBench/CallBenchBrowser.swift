@@ -268,8 +268,10 @@ extension CallBench {
     /// The Chromium flags of the benchmark besides the page: fake devices fed from the call's files, no prompts,
     /// autoplay, logging to standard error (where the page's reports go), a fresh profile, a window that shows both
     /// videos. `--no-sandbox` only as root, where Chromium refuses to start without it.
-    static func chromiumArguments(page: BrowserCallPage, pagePath: String, profile: String, media: BenchMedia,
-                                  asRoot: Bool) -> [String] {
+    static func chromiumArguments(
+        page: BrowserCallPage, pagePath: String, profile: String, media: BenchMedia,
+        asRoot: Bool
+    ) -> [String] {
         let window = page.windowSize
         return (asRoot ? ["--no-sandbox"] : []) + [
             "--no-first-run", "--no-default-browser-check", "--user-data-dir=\(profile)",
@@ -298,8 +300,10 @@ extension CallBench {
         defer { display.stop() }
         // HOME and XDG folders inside the profile: Chromium's crash handler keeps its database under HOME, and
         // nothing of the run is left in the user's own folders.
-        let environment = ["DISPLAY=\(display.name)", "HOME=\(profile)", "XDG_CONFIG_HOME=\(profile)/.config",
-                           "XDG_CACHE_HOME=\(profile)/.cache"]
+        let environment = [
+            "DISPLAY=\(display.name)", "HOME=\(profile)", "XDG_CONFIG_HOME=\(profile)/.config",
+            "XDG_CACHE_HOME=\(profile)/.cache",
+        ]
         let arguments = chromiumArguments(
             page: page, pagePath: pagePath, profile: profile, media: media, asRoot: geteuid() == 0)
         let browser = try BackgroundProcess(
@@ -332,9 +336,11 @@ extension CallBench {
                     return true
                 }
                 guard seen.count >= 3 else { return false }
-                let now = seen[seen.count - 1], before = seen[seen.count - 3]
+                let now = seen[seen.count - 1]
+                let before = seen[seen.count - 3]
                 let rates = now.rates(since: before)
-                last = "sent \(rates.sentKbps.map { formatted($0, decimals: 0) }) kbit/s, decoded "
+                last =
+                    "sent \(rates.sentKbps.map { formatted($0, decimals: 0) }) kbit/s, decoded "
                     + "\(rates.decoded.map { formatted($0, decimals: 0) }) fps, codecs \(now.codec)"
                 return now.codec.allSatisfy { $0.uppercased() == "VP8" } && rates.decoded.allSatisfy { $0 > 0 }
                     && rates.sentKbps.allSatisfy { $0 >= 0.8 * Double(videoKbps) }

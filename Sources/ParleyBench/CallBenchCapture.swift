@@ -119,9 +119,10 @@ final class PacketCapture {
             guard udp + 8 <= offset else { continue }
             let length = u16be(udp + 4) - 8
             let payload = udp + 8
-            datagrams.append(CapturedDatagram(
-                time: seconds + fraction, sourcePort: UInt16(u16be(udp)), destinationPort: UInt16(u16be(udp + 2)),
-                length: max(0, length), head: Array(bytes[payload..<min(offset, payload + 12)])))
+            datagrams.append(
+                CapturedDatagram(
+                    time: seconds + fraction, sourcePort: UInt16(u16be(udp)), destinationPort: UInt16(u16be(udp + 2)),
+                    length: max(0, length), head: Array(bytes[payload..<min(offset, payload + 12)])))
         }
         return datagrams
     }

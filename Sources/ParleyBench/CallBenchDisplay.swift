@@ -101,7 +101,7 @@ struct ProcessFamily {
     /// Parent pid and start time from /proc/PID/stat (fields 4 and 22).
     static func stat(_ pid: pid_t) -> (parent: pid_t, startTicks: UInt64)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
+            let close = text.lastIndex(of: ")")
         else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 19, let parent = pid_t(fields[1]), let start = UInt64(fields[19]) else { return nil }
@@ -117,7 +117,7 @@ struct ProcessFamily {
     /// Proportional set size (shared pages divided among the processes sharing them) in KiB, from smaps_rollup.
     static func proportionalKiB(_ pid: pid_t) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Pss:") })
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Pss:") })
         else { return nil }
         return Int(line.split(separator: " ").dropFirst().first ?? "")
     }

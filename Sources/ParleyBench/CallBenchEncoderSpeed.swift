@@ -11,15 +11,20 @@ extension CallBench {
         var table = BenchTable(
             title: "VP8 speed for call video: \(width)x\(height), \(videoKbps) kbit/s, \(frames) frames of the call's "
                 + "camera file",
-            columns: ["Speed", "Who", "Encode ms/frame (CPU)", "kbit/s", "PSNR Y full size",
-                      "PSNR Y at \(width / 4)x\(height / 4)", "PSNR Y at \(width / 8)x\(height / 8)"])
+            columns: [
+                "Speed", "Who", "Encode ms/frame (CPU)", "kbit/s", "PSNR Y full size",
+                "PSNR Y at \(width / 4)x\(height / 4)", "PSNR Y at \(width / 8)x\(height / 8)",
+            ])
         let source = try Y4MFileSource(path: media.video)
         var pictures: [VideoFrame] = []
         for _ in 0..<frames { pictures.append(try source.nextFrame()) }
-        for (speed, who) in [(-6, "WebRTC's desktop default; Parley before"), (-16, "Parley now; baresip's +16 ends here too")] {
-            let encoder = try VP8Encoder(VP8EncoderConfig(
-                width: width, height: height, targetBitrateKbps: videoKbps, framesPerSecond: fps, cpuUsed: speed,
-                threads: 1))
+        for (speed, who) in [
+            (-6, "WebRTC's desktop default; Parley before"), (-16, "Parley now; baresip's +16 ends here too"),
+        ] {
+            let encoder = try VP8Encoder(
+                VP8EncoderConfig(
+                    width: width, height: height, targetBitrateKbps: videoKbps, framesPerSecond: fps, cpuUsed: speed,
+                    threads: 1))
             let decoder = try VP8Decoder()
             var cpu = 0.0
             var bytes = 0
@@ -40,16 +45,17 @@ extension CallBench {
                     }
                 }
             }
-            table.add([
-                "\(speed)", who, formatted(1000 * cpu / Double(frames), decimals: 2),
-                formatted(Double(bytes) * 8 / 1000 / (Double(frames) / Double(fps)), decimals: 0),
-            ] + psnr.map { formatted(mean($0) ?? .nan, decimals: 2) + " dB" })
+            table.add(
+                [
+                    "\(speed)", who, formatted(1000 * cpu / Double(frames), decimals: 2),
+                    formatted(Double(bytes) * 8 / 1000 / (Double(frames) / Double(fps)), decimals: 0),
+                ] + psnr.map { formatted(mean($0) ?? .nan, decimals: 2) + " dB" })
         }
         table.notes = [
             "Parley's VP8Encoder (CBR, 1 thread, error resilient) then VP8Decoder; CPU time of the encode calls "
                 + "(CLOCK_THREAD_CPUTIME_ID); PSNR of every 5th frame, luma, averaged in dB. The scaled columns "
                 + "compare both pictures after the same area-averaging downscale: a 120x40 terminal shows a tile of "
-                + "about 58x72 pixels, a full 200x60 screen 200x120.",
+                + "about 58x72 pixels, a full 200x60 screen 200x120."
         ]
         return table
     }

@@ -41,7 +41,8 @@ func runToCompletion(_ path: String, _ arguments: [String], in directory: String
 
 /// The first executable called `name` on the usual paths.
 func findTool(_ name: String, package: String) throws -> String {
-    let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+    let folders =
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
         + ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"]
     guard let path = folders.map({ $0 + "/" + name }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else { throw CallBenchError.missingTool(name, package: package) }
@@ -55,7 +56,7 @@ enum ProcessProbe {
     /// User + system CPU seconds of every thread of `pid` so far (utime and stime of /proc/PID/stat).
     static func cpuSeconds(_ pid: pid_t) -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
+            let close = text.lastIndex(of: ")")
         else { return nil }
         // After "pid (comm) " come state (field 3) ... utime (14) and stime (15).
         let fields = text[text.index(after: close)...].split(separator: " ")
@@ -66,7 +67,7 @@ enum ProcessProbe {
     /// Peak resident set size (VmHWM) in KiB.
     static func peakResidentKiB(_ pid: pid_t) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return nil }
         return Int(line.split(separator: " ").dropFirst().first ?? "")
     }
@@ -77,7 +78,7 @@ enum ProcessProbe {
         let folder = "/proc/\(pid)/fd"
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + entry),
-                  target.hasPrefix("socket:[")
+                target.hasPrefix("socket:[")
             else { continue }
             inodes.insert(Substring(target.dropFirst(8).dropLast()))
         }
@@ -88,7 +89,7 @@ enum ProcessProbe {
                 let columns = line.split(separator: " ")
                 // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
                 guard columns.count > 9, inodes.contains(columns[9]),
-                      let port = columns[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) })
+                    let port = columns[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) })
                 else { continue }
                 ports.insert(port)
             }
@@ -113,13 +114,17 @@ final class BenchPane {
         self.directory = directory
         socket = "parley-call-bench-\(getpid())-\(UUID().uuidString.prefix(8))"
         let started = try runToCompletion(
-            tmux, ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
-                   "-e", "TERM=tmux-256color", "exec " + command], in: directory)
+            tmux,
+            [
+                "-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
+                "-e", "TERM=tmux-256color", "exec " + command,
+            ], in: directory)
         guard started.status == 0 else {
             throw CallBenchError.unexpected("tmux new-session failed (\(started.status)): \(started.output)")
         }
-        let info = try runToCompletion(tmux, ["-L", socket, "display", "-p", "#{pid} #{pane_pid} #{socket_path}"],
-                                       in: directory)
+        let info = try runToCompletion(
+            tmux, ["-L", socket, "display", "-p", "#{pid} #{pane_pid} #{socket_path}"],
+            in: directory)
         let fields = info.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
         guard fields.count >= 3, let server = pid_t(fields[0]), let pane = pid_t(fields[1]) else {
             throw CallBenchError.unexpected("cannot read tmux's process ids: \(info.output)")

@@ -9,11 +9,16 @@ extension CallBench {
             title: "Call 1:1 on loopback, Parley vs baresip vs a Chromium tab: \(width)x\(height) at \(fps) fps, "
                 + "VP8 \(videoKbps) kbit/s, Opus 32 kbit/s (\(Int(settings.pairSeconds)) s window, median of "
                 + "\(settings.runs) run\(settings.runs == 1 ? "" : "s"))",
-            columns: ["Process", "CPU % of a core", "Per side with display %", "Peak RSS MiB", "Video sent kbit/s",
-                      "All sent kbit/s", "Frames in/s (wire)", "Frames shown/s", "Redraws/s"])
-        let parley = runs.parley.map(\.sides), baresip = runs.baresip.map(\.sides)
-        let x11 = runs.baresipX11.map(\.sides), chromium = runs.chromium.map { [$0.side] }
-        let headless = runs.headless.map(\.sides), parleyDefault = runs.parleyDefault.map(\.sides)
+            columns: [
+                "Process", "CPU % of a core", "Per side with display %", "Peak RSS MiB", "Video sent kbit/s",
+                "All sent kbit/s", "Frames in/s (wire)", "Frames shown/s", "Redraws/s",
+            ])
+        let parley = runs.parley.map(\.sides)
+        let baresip = runs.baresip.map(\.sides)
+        let x11 = runs.baresipX11.map(\.sides)
+        let chromium = runs.chromium.map { [$0.side] }
+        let headless = runs.headless.map(\.sides)
+        let parleyDefault = runs.parleyDefault.map(\.sides)
         /// One side over the runs: `index` picks the client (0 alice, 1 bob).
         func sideRow(_ label: String, _ runs: [[SideFigures]], _ index: Int) {
             let sides = runs.compactMap { $0.indices.contains(index) ? $0[index] : nil }
@@ -39,7 +44,9 @@ extension CallBench {
         sideRow("Parley alice (`parley join`, draws into tmux \(pane))", parley, 0)
         sideRow("Parley bob (`parley join`, draws into tmux \(pane))", parley, 1)
         if !parleyDefault.isEmpty {
-            sideRow("Parley's default alice (`parley join` with simulcast, each tile's layer, tmux \(CallBench.defaultPaneColumns)x\(CallBench.defaultPaneRows))", parleyDefault, 0)
+            sideRow(
+                "Parley's default alice (`parley join` with simulcast, each tile's layer, tmux \(CallBench.defaultPaneColumns)x\(CallBench.defaultPaneRows))",
+                parleyDefault, 0)
             sideRow("Parley's default bob", parleyDefault, 1)
         }
         sideRow("baresip alice (display discarded)", baresip, 0)
@@ -47,8 +54,9 @@ extension CallBench {
         sideRow("baresip alice (x11 window under Xvfb)", x11, 0)
         sideRow("baresip bob (x11 window under Xvfb)", x11, 1)
         let processes = runs.chromium.map { Double($0.tab.processes) }
-        sideRow("Chromium tab, per side: all \(cell(processes, decimals: 0)) processes ÷ 2 (RSS: the whole tab)",
-                chromium, 0)
+        sideRow(
+            "Chromium tab, per side: all \(cell(processes, decimals: 0)) processes ÷ 2 (RSS: the whole tab)",
+            chromium, 0)
         ratioRow("**Parley / baresip (display discarded)** (mean of the two clients)", parley, baresip)
         ratioRow("**Parley (+ tmux) / baresip x11 (+ its Xvfb)**: equal work", parley, x11)
         ratioRow("**Parley (+ tmux) / Chromium tab (+ Xvfb)**, per side", parley, chromium)
@@ -62,24 +70,28 @@ extension CallBench {
             ratioRow("Parley headless / baresip (display discarded)", headless, baresip)
         }
         func otherRow(_ label: String, _ figures: [ProcessFigures?]) {
-            table.add([label, cell(figures.map { $0?.cpuPercent }), "", cell(figures.map { $0?.peakMiB }),
-                       "", "", "", "", ""])
+            table.add([
+                label, cell(figures.map { $0?.cpuPercent }), "", cell(figures.map { $0?.peakMiB }),
+                "", "", "", "", "",
+            ])
         }
         otherRow("parley serve (Parley's relay; in no per-side figure)", runs.parley.map(\.relay))
-        otherRow("tmux server per Parley pane (the terminal; in Parley's per-side figure)",
-                 runs.parley.map { run in
-                     let terminals = run.clients.compactMap(\.terminal)
-                     return mean(terminals.map(\.cpuPercent)).map {
-                         ProcessFigures(cpuPercent: $0, peakMiB: mean(terminals.map(\.peakMiB)) ?? .nan)
-                     }
-                 })
-        otherRow("Xvfb per baresip x11 client (its own; in its per-side figure)",
-                 runs.baresipX11.map { run in
-                     let displays = run.clients.compactMap(\.display)
-                     return mean(displays.map(\.cpuPercent)).map {
-                         ProcessFigures(cpuPercent: $0, peakMiB: mean(displays.map(\.peakMiB)) ?? .nan)
-                     }
-                 })
+        otherRow(
+            "tmux server per Parley pane (the terminal; in Parley's per-side figure)",
+            runs.parley.map { run in
+                let terminals = run.clients.compactMap(\.terminal)
+                return mean(terminals.map(\.cpuPercent)).map {
+                    ProcessFigures(cpuPercent: $0, peakMiB: mean(terminals.map(\.peakMiB)) ?? .nan)
+                }
+            })
+        otherRow(
+            "Xvfb per baresip x11 client (its own; in its per-side figure)",
+            runs.baresipX11.map { run in
+                let displays = run.clients.compactMap(\.display)
+                return mean(displays.map(\.cpuPercent)).map {
+                    ProcessFigures(cpuPercent: $0, peakMiB: mean(displays.map(\.peakMiB)) ?? .nan)
+                }
+            })
         otherRow("Xvfb of the Chromium tab (half in each per-side figure)", runs.chromium.map(\.display))
 
         let chromiumPSS = cell(runs.chromium.map(\.tab.proportionalMiB), decimals: 0)
@@ -151,9 +163,10 @@ extension CallBench {
         -> Double?
     {
         let ratios = zip(ours, theirs).compactMap { pair -> Double? in
-            let mine = pair.0.compactMap(value), others = pair.1.compactMap(value)
+            let mine = pair.0.compactMap(value)
+            let others = pair.1.compactMap(value)
             guard !mine.isEmpty, mine.count == pair.0.count, !others.isEmpty, others.count == pair.1.count,
-                  let theirMean = mean(others), theirMean > 0, let myMean = mean(mine)
+                let theirMean = mean(others), theirMean > 0, let myMean = mean(mine)
             else { return nil }
             return myMean / theirMean
         }
@@ -165,9 +178,11 @@ extension CallBench {
             title: "Group calls through the relay, \(groupProfile) at 15 fps (200 kbit/s) per peer "
                 + "(\(Int(settings.groupSeconds)) s window, median of \(settings.runs) "
                 + "run\(settings.runs == 1 ? "" : "s"))",
-            columns: ["Call", "Drawing client CPU %", "Drawing client RSS MiB", "Headless CPU % median (max)",
-                      "Headless RSS MiB max", "Relay CPU %", "Terminal CPU %", "Total % of 2 cores",
-                      "Decoded fps per tile"])
+            columns: [
+                "Call", "Drawing client CPU %", "Drawing client RSS MiB", "Headless CPU % median (max)",
+                "Headless RSS MiB max", "Relay CPU %", "Terminal CPU %", "Total % of 2 cores",
+                "Decoded fps per tile",
+            ])
         for size in runs.keys.sorted() {
             let results = runs[size] ?? []
             let headlessMedian = results.map { median($0.headless.map(\.process.cpuPercent)) }
@@ -199,37 +214,53 @@ extension CallBench {
 
     static func goalTable(_ settings: Settings, _ runs: PairRuns, groups: [Int: [GroupResult]]) -> BenchTable {
         var table = BenchTable(title: "Call benchmark goals", columns: ["Goal", "Target", "Measured", "Met"])
-        let parley = runs.parley.map(\.sides), baresip = runs.baresip.map(\.sides)
+        let parley = runs.parley.map(\.sides)
+        let baresip = runs.baresip.map(\.sides)
         let x11 = runs.baresipX11.map(\.sides)
         if let ratio = sideRatio(parley, baresip, \.cpuPercent) {
-            table.add(["1:1 client CPU, Parley (drawing included) / baresip (display discarded)", "≤ 0.80x",
-                       formatted(ratio, decimals: 2) + "x", ratio <= 0.8 ? "yes" : "**no**"])
+            table.add([
+                "1:1 client CPU, Parley (drawing included) / baresip (display discarded)", "≤ 0.80x",
+                formatted(ratio, decimals: 2) + "x", ratio <= 0.8 ? "yes" : "**no**",
+            ])
         }
         if let ratio = sideRatio(parley, x11, \.withDisplayPercent) {
-            table.add(["Equal work, per side: Parley (drawing client + tmux) / baresip x11 (baresip + its Xvfb)",
-                       "≤ 1.00x", formatted(ratio, decimals: 2) + "x", ratio <= 1.0 ? "yes" : "**no**"])
+            table.add([
+                "Equal work, per side: Parley (drawing client + tmux) / baresip x11 (baresip + its Xvfb)",
+                "≤ 1.00x", formatted(ratio, decimals: 2) + "x", ratio <= 1.0 ? "yes" : "**no**",
+            ])
         }
         for row in defaultGoalRows(runs) { table.add(row) }
         let peaks = runs.parley.flatMap { $0.clients.map(\.process.peakMiB) }
         if let peak = median(runs.parley.map { run in run.clients.map(\.process.peakMiB).max() ?? .nan }) {
-            table.add(["Parley client peak RSS (1:1, larger client)", "≤ 50 MiB", formatted(peak) + " MiB"
-                       + " (max \(formatted(peaks.max() ?? .nan)))", peak <= 50 ? "yes" : "**no**"])
+            table.add([
+                "Parley client peak RSS (1:1, larger client)", "≤ 50 MiB",
+                formatted(peak) + " MiB"
+                    + " (max \(formatted(peaks.max() ?? .nan)))", peak <= 50 ? "yes" : "**no**",
+            ])
         }
         if let ratio = sideRatio(baresip, parley, { $0.wire?.videoKbps }) {
-            table.add(["Fair comparison: baresip video on the wire / Parley's", "0.90x…1.10x",
-                       formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**"])
+            table.add([
+                "Fair comparison: baresip video on the wire / Parley's", "0.90x…1.10x",
+                formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**",
+            ])
         }
         if let ratio = sideRatio(runs.chromium.map { [$0.side] }, parley, { $0.wire?.videoKbps }) {
-            table.add(["Fair comparison: Chromium video on the wire (per side) / Parley's", "0.90x…1.10x",
-                       formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**"])
+            table.add([
+                "Fair comparison: Chromium video on the wire (per side) / Parley's", "0.90x…1.10x",
+                formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**",
+            ])
         }
         if let largest = groups.keys.max(), let total = median((groups[largest] ?? []).map(totalOfTwoCores)) {
-            table.add(["\(largest)-party call on 2 cores, 30 % to spare", "≤ 70 % of 2 cores",
-                       formatted(total) + " %", total <= 70 ? "yes" : "**no**"])
+            table.add([
+                "\(largest)-party call on 2 cores, 30 % to spare", "≤ 70 % of 2 cores",
+                formatted(total) + " %", total <= 70 ? "yes" : "**no**",
+            ])
         }
-        table.notes = ["Medians over \(settings.runs) run\(settings.runs == 1 ? "" : "s"); the machine is shared, "
-                       + "so single runs can be off by a few points. Per side with display: tmux counted as "
-                       + "Parley's display, Xvfb as baresip x11's and Chromium's."]
+        table.notes = [
+            "Medians over \(settings.runs) run\(settings.runs == 1 ? "" : "s"); the machine is shared, "
+                + "so single runs can be off by a few points. Per side with display: tmux counted as "
+                + "Parley's display, Xvfb as baresip x11's and Chromium's."
+        ]
         return table
     }
 
@@ -245,9 +276,11 @@ extension CallBench {
         ]
         for (name, theirs, target) in references {
             guard let ratio = sideRatio(ours, theirs, \.withDisplayPercent) else { continue }
-            rows.append(["Parley's default, per side (drawing client + tmux) / \(name)",
-                         "≤ \(formatted(target, decimals: 2))x", formatted(ratio, decimals: 2) + "x",
-                         ratio <= target ? "yes" : "**no**"])
+            rows.append([
+                "Parley's default, per side (drawing client + tmux) / \(name)",
+                "≤ \(formatted(target, decimals: 2))x", formatted(ratio, decimals: 2) + "x",
+                ratio <= target ? "yes" : "**no**",
+            ])
         }
         return rows
     }

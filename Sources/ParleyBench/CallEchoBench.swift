@@ -13,8 +13,10 @@ import Synchronization
 /// paced by their own clocks as real ones are.
 public enum CallEchoBench {
     /// Seconds of call per case, and the seconds at the start left out (the canceller converging).
-    public static func run(seconds: Int = 16, settle: Int = 8,
-                           log: (String) -> Void = { _ in }) async throws -> BenchTable {
+    public static func run(
+        seconds: Int = 16, settle: Int = 8,
+        log: (String) -> Void = { _ in }
+    ) async throws -> BenchTable {
         var table = BenchTable(
             title: "Echo cancellation in a call: what alice hears of her own voice back from bob (\(seconds) s a case)",
             columns: [
@@ -26,8 +28,9 @@ public enum CallEchoBench {
             var cpus: [Bool: Double] = [:]
             for cancel in [false, true] {
                 log("echo in a call: \(delay) ms, cancellation \(cancel ? "on" : "off")")
-                let (level, cpu) = try await measure(delayMilliseconds: delay, cancel: cancel, seconds: seconds,
-                                                     settle: settle)
+                let (level, cpu) = try await measure(
+                    delayMilliseconds: delay, cancel: cancel, seconds: seconds,
+                    settle: settle)
                 levels[cancel] = level
                 cpus[cancel] = cpu
             }
@@ -60,16 +63,18 @@ public enum CallEchoBench {
         let recording = NSTemporaryDirectory() + "parley-echo-call-\(getpid())-\(delayMilliseconds)-\(cancel).wav"
         defer { try? FileManager.default.removeItem(atPath: recording) }
         let room = SimulatedRoom(delayMilliseconds: delayMilliseconds, gainDB: EchoBench.echoGainDB)
-        let alice = try CallEngine(CallConfiguration(
-            server: server, room: "echo", name: "alice", audioSource: .synthetic, audioSink: .file(recording),
-            cameraOff: true, decodesVideo: false, showsSelfView: false, echoCancellation: false, logger: logger))
+        let alice = try CallEngine(
+            CallConfiguration(
+                server: server, room: "echo", name: "alice", audioSource: .synthetic, audioSink: .file(recording),
+                cameraOff: true, decodesVideo: false, showsSelfView: false, echoCancellation: false, logger: logger))
         let bob = try CallEngine(
             CallConfiguration(
                 server: server, room: "echo", name: "bob", audioSource: .microphone(nil), audioSink: .speaker(nil),
                 cameraOff: true, decodesVideo: false, showsSelfView: false, echoCancellation: cancel, logger: logger),
             devices: MediaDevices(audio: room, cameras: NoCameras()))
         let drains = [alice, bob].map { engine in Task { for await _ in engine.events {} } }
-        let startCPU = processCPUSeconds(), start = ContinuousClock.now
+        let startCPU = processCPUSeconds()
+        let start = ContinuousClock.now
         alice.start()
         bob.start()
         try await Task.sleep(for: .seconds(seconds))
@@ -114,13 +119,19 @@ final class SimulatedRoom: AudioDeviceLayer {
     }
 
     func inputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
-        [AudioDeviceInfo(name: "room microphone", inputChannels: 1, outputChannels: 0, defaultSampleRate: 48_000,
-                         isDefaultInput: true, hostAPI: "simulated")]
+        [
+            AudioDeviceInfo(
+                name: "room microphone", inputChannels: 1, outputChannels: 0, defaultSampleRate: 48_000,
+                isDefaultInput: true, hostAPI: "simulated")
+        ]
     }
 
     func outputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
-        [AudioDeviceInfo(name: "room speaker", inputChannels: 0, outputChannels: 1, defaultSampleRate: 48_000,
-                         isDefaultOutput: true, hostAPI: "simulated")]
+        [
+            AudioDeviceInfo(
+                name: "room speaker", inputChannels: 0, outputChannels: 1, defaultSampleRate: 48_000,
+                isDefaultOutput: true, hostAPI: "simulated")
+        ]
     }
 
     func openInput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
@@ -162,7 +173,8 @@ final class SimulatedRoom: AudioDeviceLayer {
             let gain = room.gain
             return room.played.withLock { played in
                 (first..<(first + framesPerBlock)).map { index in
-                    index >= 0 && index < played.count ? Int16(clamping: Int((Double(played[index]) * gain).rounded())) : 0
+                    index >= 0 && index < played.count
+                        ? Int16(clamping: Int((Double(played[index]) * gain).rounded())) : 0
                 }
             }
         }

@@ -59,7 +59,8 @@ public enum EchoBench {
 
     static func erleTable(seconds: Int, convergenceSeconds: Int, log: (String) -> Void) throws -> BenchTable {
         var table = BenchTable(
-            title: "Echo cancellation: ERLE of the synthetic voice fed back at -6 dB (48 kHz, 20 ms blocks, 250 ms tail)",
+            title:
+                "Echo cancellation: ERLE of the synthetic voice fed back at -6 dB (48 kHz, 20 ms blocks, 250 ms tail)",
             columns: [
                 "Echo delay", "Processing", "Microphone dBFS", "Output dBFS", "ERLE dB", "ERLE first 3 s dB",
                 "ERLE after \(settledSeconds) s dB",
@@ -134,7 +135,10 @@ public enum EchoBench {
                 best = min(best, threadCPUSeconds() - started)
             }
             let perSecond = best / Double(seconds)
-            table.add([name, "\(block / 48) ms", formatted(perSecond * 1000, decimals: 2), formatted(perSecond * 100, decimals: 2)])
+            table.add([
+                name, "\(block / 48) ms", formatted(perSecond * 1000, decimals: 2),
+                formatted(perSecond * 100, decimals: 2),
+            ])
         }
         for quality in [1, 2, 3, 5] {
             log("resampler cost: quality \(quality)")
@@ -186,17 +190,28 @@ public enum EchoBench {
     static func toneSNR(_ output: [Int16], hz: Double, ratio: Double, latency: Int) -> Double {
         let start = 4800
         guard output.count > start + 48_000 else { return .nan }
-        var ss = 0.0, cc = 0.0, sc = 0.0, ys = 0.0, yc = 0.0
+        var ss = 0.0
+        var cc = 0.0
+        var sc = 0.0
+        var ys = 0.0
+        var yc = 0.0
         let range = start..<(output.count - 100)
         for index in range {
             let phase = 2 * Double.pi * hz * (Double(index) * ratio) / 48_000
-            let s = sin(phase), c = cos(phase), y = Double(output[index])
-            ss += s * s; cc += c * c; sc += s * c; ys += y * s; yc += y * c
+            let s = sin(phase)
+            let c = cos(phase)
+            let y = Double(output[index])
+            ss += s * s
+            cc += c * c
+            sc += s * c
+            ys += y * s
+            yc += y * c
         }
         let determinant = ss * cc - sc * sc
         let a = (ys * cc - yc * sc) / determinant
         let b = (yc * ss - ys * sc) / determinant
-        var signal = 0.0, noise = 0.0
+        var signal = 0.0
+        var noise = 0.0
         for index in range {
             let phase = 2 * Double.pi * hz * (Double(index) * ratio) / 48_000
             let fit = a * sin(phase) + b * cos(phase)

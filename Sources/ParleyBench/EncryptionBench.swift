@@ -16,14 +16,17 @@ public enum EncryptionBench {
         let tools = try CallBench.Tools.find(parley: settings.parleyPath, windowed: false)
         let directory = try CallBench.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let media = try CallBench.BenchMedia.prepare(videoSeconds: max(48, settings.groupSeconds + CallBench.warmUp + 15), log: log)
+        let media = try CallBench.BenchMedia.prepare(
+            videoSeconds: max(48, settings.groupSeconds + CallBench.warmUp + 15), log: log)
         let secret = ["--encryption", "aes-128-gcm", "--secret", "benchmark room secret"]
 
-        var clear: [CallBench.PairResult] = [], sealed: [CallBench.PairResult] = []
+        var clear: [CallBench.PairResult] = []
+        var sealed: [CallBench.PairResult] = []
         for round in 0..<rounds {
             for encrypted in round % 2 == 0 ? [false, true] : [true, false] {
-                log("encryption bench round \(round + 1)/\(rounds): 1:1 headless, "
-                    + (encrypted ? "encrypted" : "clear") + ", \(Int(settings.groupSeconds)) s")
+                log(
+                    "encryption bench round \(round + 1)/\(rounds): 1:1 headless, "
+                        + (encrypted ? "encrypted" : "clear") + ", \(Int(settings.groupSeconds)) s")
                 let result = try CallBench.parleyPair(
                     settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
                     directory: directory, extraArguments: encrypted ? secret : [])
@@ -38,7 +41,8 @@ public enum EncryptionBench {
                     }
                     let cipher = stats.encryption
                     let failures = stats.peers.map(\.decryptFailures)
-                    guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty, failures.allSatisfy({ $0 == 0 })
+                    guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty,
+                        failures.allSatisfy({ $0 == 0 })
                     else {
                         throw CallBenchError.unexpected(
                             "\(name)'s statistics show cipher \(cipher ?? "none") and decrypt failures \(failures) "
@@ -54,17 +58,22 @@ public enum EncryptionBench {
                 + "\(CallBench.videoKbps) kbit/s video + Opus",
             columns: ["Measure", "Clear", "Encrypted", "Added", "Budget"])
         func cpu(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
-            CallBench.median(results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].process.cpuPercent : nil })
+            CallBench.median(
+                results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].process.cpuPercent : nil }
+            )
         }
         func shown(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
-            CallBench.median(results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].shownPerSecond : nil })
+            CallBench.median(
+                results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].shownPerSecond : nil })
         }
         for (client, name) in ["alice", "bob"].enumerated() {
-            let before = cpu(clear, client), after = cpu(sealed, client)
+            let before = cpu(clear, client)
+            let after = cpu(sealed, client)
             table.add([
                 "\(name) (`parley bot`, decodes everything), CPU % of a core, median of \(rounds)",
                 before.map { formatted($0) } ?? "–", after.map { formatted($0) } ?? "–",
-                before.flatMap { b in after.map { formatted($0 - b) } } ?? "–", "≤ \(formatted(budgetPercent, decimals: 0))",
+                before.flatMap { b in after.map { formatted($0 - b) } } ?? "–",
+                "≤ \(formatted(budgetPercent, decimals: 0))",
             ])
             table.add([
                 "\(name): frames decoded per second",
@@ -75,7 +84,8 @@ public enum EncryptionBench {
         for suite in SFrameCipherSuite.allCases {
             let percent = try sframeWorkPercent(suite: suite)
             table.add([
-                "SFrame alone (\(suite.name)): seal own + open peer's packets, CPU % of a core", "0", formatted(percent, decimals: 2),
+                "SFrame alone (\(suite.name)): seal own + open peer's packets, CPU % of a core", "0",
+                formatted(percent, decimals: 2),
                 formatted(percent, decimals: 2), "≤ \(formatted(budgetPercent, decimals: 0))",
             ])
         }
@@ -102,20 +112,30 @@ public enum EncryptionBench {
         let videoSizes = stride(from: 0, to: frameBytes, by: 1100).map { min(1100, frameBytes - $0) }
         var samples: [Double] = []
         for _ in 0..<5 {
-            let mine = MediaSealer(encryption: room), theirs = MediaSealer(encryption: room)
+            let mine = MediaSealer(encryption: room)
+            let theirs = MediaSealer(encryption: room)
             var opener = MediaOpener(encryption: room)
             let metadata = [UInt8](repeating: 0x80, count: 16)
             // The peer's packets are sealed beforehand: only our own work is timed.
             var incoming: [[UInt8]] = []
             for _ in 0..<Int(simulatedSeconds) {
-                for _ in 0..<30 { for size in videoSizes { incoming.append(try theirs.seal(Array(repeating: 1, count: size), stream: .video, metadata: metadata)) } }
-                for _ in 0..<50 { incoming.append(try theirs.seal(Array(repeating: 2, count: 80), stream: .audio, metadata: metadata)) }
+                for _ in 0..<30 {
+                    for size in videoSizes {
+                        incoming.append(
+                            try theirs.seal(Array(repeating: 1, count: size), stream: .video, metadata: metadata))
+                    }
+                }
+                for _ in 0..<50 {
+                    incoming.append(try theirs.seal(Array(repeating: 2, count: 80), stream: .audio, metadata: metadata))
+                }
             }
             let outgoingVideo = videoSizes.map { [UInt8](repeating: 3, count: $0) }
             let outgoingAudio = [UInt8](repeating: 4, count: 80)
             let started = ContinuousClock.now
             for _ in 0..<Int(simulatedSeconds) {
-                for _ in 0..<30 { for payload in outgoingVideo { _ = try mine.seal(payload, stream: .video, metadata: metadata) } }
+                for _ in 0..<30 {
+                    for payload in outgoingVideo { _ = try mine.seal(payload, stream: .video, metadata: metadata) }
+                }
                 for _ in 0..<50 { _ = try mine.seal(outgoingAudio, stream: .audio, metadata: metadata) }
             }
             for packet in incoming { _ = try opener.open(packet, metadata: metadata) }

@@ -41,8 +41,10 @@ public enum LatencyBench {
         table.add(row("two CallEngines through the relay (loopback)", call.latencies, lost: call.lost))
         log("latency bench: reference, encode + decode only")
         let reference = try measureCodecOnly(settings: settings)
-        table.add(row("reference: VP8 encode + decode only (speed \(VP8EncoderConfig.callSpeed), as calls), same camera",
-                      reference, lost: 0))
+        table.add(
+            row(
+                "reference: VP8 encode + decode only (speed \(VP8EncoderConfig.callSpeed), as calls), same camera",
+                reference, lost: 0))
 
         let interval = 1000.0 / Double(profile.fps)
         let goal = interval + 10
@@ -91,12 +93,14 @@ public enum LatencyBench {
         let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)
         let recorder = LatencyRecorder()
         let sender = try CallEngine(
-            CallConfiguration(server: server, room: "latency", name: "sender", profile: settings.profile,
-                              decodesVideo: false, decodesAudio: false, showsSelfView: true, logger: quiet),
+            CallConfiguration(
+                server: server, room: "latency", name: "sender", profile: settings.profile,
+                decodesVideo: false, decodesAudio: false, showsSelfView: true, logger: quiet),
             videoSink: CaptureSink(recorder: recorder))
         let receiver = try CallEngine(
-            CallConfiguration(server: server, room: "latency", name: "receiver", profile: settings.profile,
-                              microphoneMuted: true, cameraOff: true, showsSelfView: false, logger: quiet),
+            CallConfiguration(
+                server: server, room: "latency", name: "receiver", profile: settings.profile,
+                microphoneMuted: true, cameraOff: true, showsSelfView: false, logger: quiet),
             videoSink: DecodeSink(recorder: recorder))
         let drains = [sender, receiver].map { engine in Task { for await _ in engine.events {} } }
         sender.start()
@@ -124,18 +128,21 @@ public enum LatencyBench {
         for drain in drains { drain.cancel() }
         await relay.shutdown()
         let peer = stats.peers.values.first
-        return CallResult(latencies: latencies, lost: lost, framesDecoded: peer?.framesDecoded ?? 0,
-                          decodeErrors: peer?.decodeErrors ?? 0, nacks: peer?.nacksSent ?? 0,
-                          keyframeRequests: peer?.keyframeRequestsSent ?? 0)
+        return CallResult(
+            latencies: latencies, lost: lost, framesDecoded: peer?.framesDecoded ?? 0,
+            decodeErrors: peer?.decodeErrors ?? 0, nacks: peer?.nacksSent ?? 0,
+            keyframeRequests: peer?.keyframeRequestsSent ?? 0)
     }
 
     private static func measureCodecOnly(settings: Settings) throws -> [Double] {
         let profile = settings.profile
-        let camera = SyntheticCamera(name: "sender", participant: 1, width: profile.width, height: profile.height,
-                                     framesPerSecond: profile.fps)
-        let encoder = try VP8Encoder(VP8EncoderConfig(
-            width: profile.width, height: profile.height, targetBitrateKbps: profile.bitrateKbps,
-            framesPerSecond: profile.fps, cpuUsed: VP8EncoderConfig.callSpeed))
+        let camera = SyntheticCamera(
+            name: "sender", participant: 1, width: profile.width, height: profile.height,
+            framesPerSecond: profile.fps)
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(
+                width: profile.width, height: profile.height, targetBitrateKbps: profile.bitrateKbps,
+                framesPerSecond: profile.fps, cpuUsed: VP8EncoderConfig.callSpeed))
         let decoder = try VP8Decoder()
         let clock = ContinuousClock()
         var latencies: [Double] = []
@@ -144,7 +151,8 @@ public enum LatencyBench {
             let captured = clock.now
             for encoded in try encoder.encode(frame, forceKeyframe: index == 0) {
                 guard let picture = try decoder.decode(encoded.bytes),
-                      SyntheticCamera.readStamp(from: picture)?.frame == UInt32(index) else { continue }
+                    SyntheticCamera.readStamp(from: picture)?.frame == UInt32(index)
+                else { continue }
                 latencies.append(milliseconds(clock.now - captured))
             }
         }

@@ -37,22 +37,30 @@ public enum LoadBench {
                 settings.soak = .seconds(value)
                 settings.warmUp = .seconds(min(60, value / 5))
             }
-            if let text = environment["PARLEY_LOAD_CHURN"], let value = Int(text), value >= 200 { settings.churnCycles = value }
+            if let text = environment["PARLEY_LOAD_CHURN"], let value = Int(text), value >= 200 {
+                settings.churnCycles = value
+            }
             if let text = environment["PARLEY_LOAD_HOSTILE_SECONDS"], let value = Int(text), value >= 5 {
                 settings.hostile = .seconds(value)
             }
-            for (name, keyPath) in [("PARLEY_LOAD_IDLE", \Settings.idleWebSockets),
-                                    ("PARLEY_LOAD_GARBAGE", \Settings.garbagePerSecond),
-                                    ("PARLEY_LOAD_BAD_BINDS", \Settings.badBindsPerSecond)] {
-                if let text = environment[name], let value = Int(text), value >= 0 { settings[keyPath: keyPath] = value }
+            for (name, keyPath) in [
+                ("PARLEY_LOAD_IDLE", \Settings.idleWebSockets),
+                ("PARLEY_LOAD_GARBAGE", \Settings.garbagePerSecond),
+                ("PARLEY_LOAD_BAD_BINDS", \Settings.badBindsPerSecond),
+            ] {
+                if let text = environment[name], let value = Int(text), value >= 0 {
+                    settings[keyPath: keyPath] = value
+                }
             }
             return settings
         }
     }
 
     /// Runs the three phases, each on a fresh relay.
-    public static func run(executable: String, settings: Settings = .fromEnvironment(),
-                           log: @escaping @Sendable (String) -> Void) throws -> [BenchTable] {
+    public static func run(
+        executable: String, settings: Settings = .fromEnvironment(),
+        log: @escaping @Sendable (String) -> Void
+    ) throws -> [BenchTable] {
         DescriptorBudget.raiseSoftLimit()
         return [
             try soak(executable: executable, settings: settings, log: log),
@@ -73,8 +81,9 @@ public enum LoadBench {
         var members: [LoadMember] = []
         for room in 0..<settings.rooms {
             for index in 0..<settings.membersPerRoom {
-                let (socket, member) = try join(relay, room: "soak\(room)", name: "m\(room)x\(index)",
-                                                fanOut: settings.membersPerRoom - 1)
+                let (socket, member) = try join(
+                    relay, room: "soak\(room)", name: "m\(room)x\(index)",
+                    fanOut: settings.membersPerRoom - 1)
                 signaling.append(socket)
                 members.append(member)
             }
@@ -87,23 +96,28 @@ public enum LoadBench {
             receiver.stop()
             receiving.wait()
         }
-        let generator = LoadGenerator(members: members, packetsPerSecond: settings.packetsPerSecond,
-                                      counters: counters, duration: settings.soak)
+        let generator = LoadGenerator(
+            members: members, packetsPerSecond: settings.packetsPerSecond,
+            counters: counters, duration: settings.soak)
         let generating = generator.start(cpu: nil)
         wait(settings.warmUp, keepingAlive: signaling)
         let warmRSS = residentKilobytes(pid: relay.process.processIdentifier)
-        let startCounters = counters.snapshot(), startDelays = delays.snapshot()
-        let startCPU = relay.cpuSeconds(), startWall = ContinuousClock.now
+        let startCounters = counters.snapshot()
+        let startDelays = delays.snapshot()
+        let startCPU = relay.cpuSeconds()
+        let startWall = ContinuousClock.now
         var peakRSS = warmRSS
         while ContinuousClock.now - startWall < settings.soak - settings.warmUp - .seconds(2) {
             wait(.seconds(10), keepingAlive: signaling)
             let rss = residentKilobytes(pid: relay.process.processIdentifier)
             peakRSS = max(peakRSS, rss)
             let now = counters.snapshot()
-            log("  soak \(Int(seconds(ContinuousClock.now - startWall))) s: relay \(rss / 1024) MiB, "
-                + "\(now.received - startCounters.received) delivered")
+            log(
+                "  soak \(Int(seconds(ContinuousClock.now - startWall))) s: relay \(rss / 1024) MiB, "
+                    + "\(now.received - startCounters.received) delivered")
         }
-        let endCounters = counters.snapshot(), endDelays = delays.snapshot()
+        let endCounters = counters.snapshot()
+        let endDelays = delays.snapshot()
         let wall = seconds(ContinuousClock.now - startWall)
         let cpu = (relay.cpuSeconds() - startCPU) / wall
         let endRSS = residentKilobytes(pid: relay.process.processIdentifier)
@@ -112,7 +126,8 @@ public enum LoadBench {
 
         let delivered = Double(endCounters.received - startCounters.received) / wall
         let expected = endCounters.expected - startCounters.expected
-        let loss = expected > 0 ? max(0, 1 - Double(endCounters.received - startCounters.received) / Double(expected)) : 0
+        let loss =
+            expected > 0 ? max(0, 1 - Double(endCounters.received - startCounters.received) / Double(expected)) : 0
         let window = DelayHistogram.difference(endDelays, startDelays)
         let growth = warmRSS > 0 ? Double(endRSS - warmRSS) / Double(warmRSS) * 100 : .nan
         var table = BenchTable(
@@ -120,17 +135,31 @@ public enum LoadBench {
                 + "\(settings.membersPerRoom), \(Int(seconds(settings.soak))) s on loopback",
             columns: ["Measure", "Value", "Goal"])
         table.add(["Members / rooms", "\(members.count) / \(settings.rooms)", "≥ 200 / ≥ 20"])
-        table.add(["Sent (all members)", "\(formatted(Double(endCounters.sent - startCounters.sent) / wall, decimals: 0)) pkt/s", ""])
+        table.add([
+            "Sent (all members)",
+            "\(formatted(Double(endCounters.sent - startCounters.sent) / wall, decimals: 0)) pkt/s", "",
+        ])
         table.add(["Forwarded (delivered)", "\(formatted(delivered, decimals: 0)) pkt/s", ""])
         table.add(["Loss", "\(formatted(loss * 100, decimals: 3)) %", ""])
         table.add(["Relay CPU (one core = 100 %)", "\(formatted(cpu * 100, decimals: 1)) %", ""])
-        table.add(["Forwarding delay p50 / p99 / max bucket",
-                   "\(DelayHistogram.describe(window, 0.5)) / \(DelayHistogram.describe(window, 0.99)) / "
-                       + DelayHistogram.describe(window, 1.0), ""])
-        table.add(["Relay RSS after \(Int(seconds(settings.warmUp))) s warm-up", "\(formatted(Double(warmRSS) / 1024, decimals: 1)) MiB", ""])
-        table.add(["Relay RSS at the end (peak)", "\(formatted(Double(endRSS) / 1024, decimals: 1)) MiB "
-                   + "(\(formatted(Double(peakRSS) / 1024, decimals: 1)))", ""])
-        table.add(["RSS growth after warm-up", "\(formatted(growth, decimals: 2)) %", "≤ 5 %: " + (growth <= 5 ? "met" : "NOT met")])
+        table.add([
+            "Forwarding delay p50 / p99 / max bucket",
+            "\(DelayHistogram.describe(window, 0.5)) / \(DelayHistogram.describe(window, 0.99)) / "
+                + DelayHistogram.describe(window, 1.0), "",
+        ])
+        table.add([
+            "Relay RSS after \(Int(seconds(settings.warmUp))) s warm-up",
+            "\(formatted(Double(warmRSS) / 1024, decimals: 1)) MiB", "",
+        ])
+        table.add([
+            "Relay RSS at the end (peak)",
+            "\(formatted(Double(endRSS) / 1024, decimals: 1)) MiB "
+                + "(\(formatted(Double(peakRSS) / 1024, decimals: 1)))", "",
+        ])
+        table.add([
+            "RSS growth after warm-up", "\(formatted(growth, decimals: 2)) %",
+            "≤ 5 %: " + (growth <= 5 ? "met" : "NOT met"),
+        ])
         table.notes = [
             "Each member: one WebSocket (joined) and one UDP socket (bound with its credential), sending "
                 + "\(Int(settings.packetsPerSecond)) RTP packets a second (1212-byte VP8 and 100-byte Opus alternating, "
@@ -168,16 +197,19 @@ public enum LoadBench {
         }
         let warmUpCycles = max(100, settings.churnCycles / 10)
         let totalCycles = warmUpCycles + settings.churnCycles
-        let generator = LoadGenerator(members: pair, packetsPerSecond: settings.packetsPerSecond, counters: counters,
-                                      duration: .seconds(3600))
+        let generator = LoadGenerator(
+            members: pair, packetsPerSecond: settings.packetsPerSecond, counters: counters,
+            duration: .seconds(3600))
         let generating = generator.start(cpu: nil)
         defer {
             generator.stop()
             generating.wait()
         }
         let packet = RTPPacket(
-            header: RTPHeader(marker: true, payloadType: MediaPayloadType.opus, sequenceNumber: 1, timestamp: 960,
-                              ssrc: 0), payload: [0x78] + [UInt8](repeating: 0x33, count: 87)).serialized()
+            header: RTPHeader(
+                marker: true, payloadType: MediaPayloadType.opus, sequenceNumber: 1, timestamp: 960,
+                ssrc: 0), payload: [0x78] + [UInt8](repeating: 0x33, count: 87)
+        ).serialized()
         var baseline = 0
         let started = ContinuousClock.now
         var measuredStart = started
@@ -220,7 +252,7 @@ public enum LoadBench {
             "A cycle: a new WebSocket joins room `churn` (the steady pair in it, each sending "
                 + "\(Int(settings.packetsPerSecond)) RTP packets a second throughout), binds its UDP socket, sends 20 RTP "
                 + "packets on its audio and 20 on its video stream (the relay forwards them and keeps them for "
-                + "retransmission), says goodbye and closes. One cycle after the other from this process.",
+                + "retransmission), says goodbye and closes. One cycle after the other from this process."
         ]
         return table
     }
@@ -248,17 +280,22 @@ public enum LoadBench {
             receiving.wait()
         }
         let quiet = residentKilobytes(pid: relay.process.processIdentifier)
-        let attack = HostileTraffic(signalingPort: relay.signalingPort, mediaPort: relay.mediaPort,
-                                    idleWebSockets: settings.idleWebSockets,
-                                    garbagePerSecond: settings.garbagePerSecond,
-                                    badBindsPerSecond: settings.badBindsPerSecond)
+        let attack = HostileTraffic(
+            signalingPort: relay.signalingPort, mediaPort: relay.mediaPort,
+            idleWebSockets: settings.idleWebSockets,
+            garbagePerSecond: settings.garbagePerSecond,
+            badBindsPerSecond: settings.badBindsPerSecond)
         attack.start()
         // The attack builds up before the call is measured.
         wait(.seconds(5), keepingAlive: call)
-        let generator = LoadGenerator(members: members, packetsPerSecond: settings.packetsPerSecond,
-                                      counters: counters, duration: settings.hostile)
-        let startCounters = counters.snapshot(), startCPU = relay.cpuSeconds(), startWall = ContinuousClock.now
-        let startWait = relay.waitSeconds(), startOwn = ownCPUSeconds()
+        let generator = LoadGenerator(
+            members: members, packetsPerSecond: settings.packetsPerSecond,
+            counters: counters, duration: settings.hostile)
+        let startCounters = counters.snapshot()
+        let startCPU = relay.cpuSeconds()
+        let startWall = ContinuousClock.now
+        let startWait = relay.waitSeconds()
+        let startOwn = ownCPUSeconds()
         let startAttack = attack.counts()
         let generating = generator.start(cpu: nil)
         var joinTimes: [Double] = []
@@ -285,7 +322,8 @@ public enum LoadBench {
         }
         generating.wait()
         wait(.milliseconds(500), keepingAlive: call)
-        let endCounters = counters.snapshot(), endAttack = attack.counts()
+        let endCounters = counters.snapshot()
+        let endAttack = attack.counts()
         let wall = seconds(ContinuousClock.now - startWall)
         let cpu = (relay.cpuSeconds() - startCPU) / wall
         let waiting = (relay.waitSeconds() - startWait) / wall
@@ -306,33 +344,53 @@ public enum LoadBench {
         let firstHalfMiB = formatted(Double(firstHalfPeak) / 1024, decimals: 1)
         let secondHalfMiB = formatted(Double(secondHalfPeak) / 1024, decimals: 1)
         let expected = endCounters.expected - startCounters.expected
-        let loss = expected > 0 ? max(0, 1 - Double(endCounters.received - startCounters.received) / Double(expected)) : 1
+        let loss =
+            expected > 0 ? max(0, 1 - Double(endCounters.received - startCounters.received) / Double(expected)) : 1
         let slowest = joinTimes.max() ?? .nan
         var table = BenchTable(
             title: "Relay under attack: a 3-party call beside idle WebSockets, bad binds and garbage datagrams, "
                 + "\(Int(seconds(settings.hostile))) s",
             columns: ["Measure", "Value", "Goal"])
-        table.add(["Idle WebSockets held open (median of samples)",
-                   "\(idleSeen.sorted()[idleSeen.count / 2]) (target \(settings.idleWebSockets); opened "
-                       + "\(endAttack.opened - startAttack.opened), closed by the relay "
-                       + "\(endAttack.closedByRelay - startAttack.closedByRelay))", "10,000"])
-        table.add(["Garbage datagrams", "\(formatted(Double(endAttack.garbage - startAttack.garbage) / wall, decimals: 0)) /s", "50,000 /s"])
-        table.add(["Bad bind requests", "\(formatted(Double(endAttack.badBinds - startAttack.badBinds) / wall, decimals: 0)) /s", ""])
-        table.add(["The call's loss (3 members, \(Int(settings.packetsPerSecond)) pkt/s each)",
-                   "\(formatted(loss * 100, decimals: 3)) %", "< 1 %: " + (loss < 0.01 ? "met" : "NOT met")])
-        table.add(["A new member's join (connect, upgrade, joined), slowest of \(joinTimes.count)",
-                   "\(formatted(slowest * 1000, decimals: 0)) ms"
-                       + (joinFailures.isEmpty ? "" : "; \(joinFailures.count) failed: \(joinFailures[0])"),
-                   "< 1 s: " + (slowest < 1 && joinFailures.isEmpty ? "met" : "NOT met")])
-        table.add(["Relay CPU / waiting for a core (one core = 100 %)",
-                   "\(formatted(cpu * 100, decimals: 1)) % / \(formatted(waiting * 100, decimals: 1)) %", ""])
+        table.add([
+            "Idle WebSockets held open (median of samples)",
+            "\(idleSeen.sorted()[idleSeen.count / 2]) (target \(settings.idleWebSockets); opened "
+                + "\(endAttack.opened - startAttack.opened), closed by the relay "
+                + "\(endAttack.closedByRelay - startAttack.closedByRelay))", "10,000",
+        ])
+        table.add([
+            "Garbage datagrams", "\(formatted(Double(endAttack.garbage - startAttack.garbage) / wall, decimals: 0)) /s",
+            "50,000 /s",
+        ])
+        table.add([
+            "Bad bind requests",
+            "\(formatted(Double(endAttack.badBinds - startAttack.badBinds) / wall, decimals: 0)) /s", "",
+        ])
+        table.add([
+            "The call's loss (3 members, \(Int(settings.packetsPerSecond)) pkt/s each)",
+            "\(formatted(loss * 100, decimals: 3)) %", "< 1 %: " + (loss < 0.01 ? "met" : "NOT met"),
+        ])
+        table.add([
+            "A new member's join (connect, upgrade, joined), slowest of \(joinTimes.count)",
+            "\(formatted(slowest * 1000, decimals: 0)) ms"
+                + (joinFailures.isEmpty ? "" : "; \(joinFailures.count) failed: \(joinFailures[0])"),
+            "< 1 s: " + (slowest < 1 && joinFailures.isEmpty ? "met" : "NOT met"),
+        ])
+        table.add([
+            "Relay CPU / waiting for a core (one core = 100 %)",
+            "\(formatted(cpu * 100, decimals: 1)) % / \(formatted(waiting * 100, decimals: 1)) %", "",
+        ])
         table.add(["This process (attacker and call) CPU", "\(formatted(own * 100, decimals: 1)) %", ""])
-        table.add(["Relay RSS before / peak / 12 s after", "\(formatted(Double(quiet) / 1024, decimals: 1)) / "
-                   + "\(formatted(Double(peakRSS) / 1024, decimals: 1)) / \(formatted(Double(after) / 1024, decimals: 1)) MiB",
-                   ""])
-        table.add(["Relay RSS peak, attack's first half → second half",
-                   "\(firstHalfMiB) → \(secondHalfMiB) MiB (\(formatted(attackGrowth, decimals: 1)) %)",
-                   "bounded, growth ≤ 5 %: " + (attackGrowth <= 5 ? "met" : "NOT met")])
+        table.add([
+            "Relay RSS before / peak / 12 s after",
+            "\(formatted(Double(quiet) / 1024, decimals: 1)) / "
+                + "\(formatted(Double(peakRSS) / 1024, decimals: 1)) / \(formatted(Double(after) / 1024, decimals: 1)) MiB",
+            "",
+        ])
+        table.add([
+            "Relay RSS peak, attack's first half → second half",
+            "\(firstHalfMiB) → \(secondHalfMiB) MiB (\(formatted(attackGrowth, decimals: 1)) %)",
+            "bounded, growth ≤ 5 %: " + (attackGrowth <= 5 ? "met" : "NOT met"),
+        ])
         table.notes = [
             "Idle WebSockets: upgraded, never joined; the relay closes each after its 10 s join timeout and the "
                 + "attacker opens another at once, so about a thousand handshakes a second arrive throughout. They "
@@ -371,7 +429,8 @@ public enum LoadBench {
 /// Resident memory of a process in KiB (VmRSS of /proc/PID/status), 0 when unreadable.
 func residentKilobytes(pid: Int32) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
@@ -463,16 +522,19 @@ final class HostileTraffic: @unchecked Sendable {
     }
 
     func counts() -> Counts {
-        Counts(open: open.load(ordering: .relaxed), opened: opened.load(ordering: .relaxed),
-               closedByRelay: closedByRelay.load(ordering: .relaxed), garbage: garbage.load(ordering: .relaxed),
-               badBinds: badBinds.load(ordering: .relaxed))
+        Counts(
+            open: open.load(ordering: .relaxed), opened: opened.load(ordering: .relaxed),
+            closedByRelay: closedByRelay.load(ordering: .relaxed), garbage: garbage.load(ordering: .relaxed),
+            badBinds: badBinds.load(ordering: .relaxed))
     }
 
     /// Opens non-blocking connections with the upgrade request until `idleTarget` are open; a connection the relay
     /// closes is replaced. At most 500 new ones a tick, so the relay's accept queue is never simply overrun.
     private func idleSockets() {
-        let request = Array(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(signalingPort)\r\nUpgrade: websocket\r\n"
-            + "Connection: Upgrade\r\nSec-WebSocket-Key: cGFybGV5LWJlbmNoLWtleQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+        let request = Array(
+            ("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(signalingPort)\r\nUpgrade: websocket\r\n"
+                + "Connection: Upgrade\r\nSec-WebSocket-Key: cGFybGV5LWJlbmNoLWtleQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                .utf8)
         var sockets: [pollfd] = []
         var unsent: Set<Int32> = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -542,10 +604,14 @@ final class HostileTraffic: @unchecked Sendable {
                 for slot in 0..<count {
                     batch.vectors[slot].iov_len = Int.random(in: 1...1400, using: &generator)
                     // Now and then a datagram that looks like RTP or RTCP at first glance.
-                    if slot % 8 == 0 { batch.storage.storeBytes(of: UInt8(0x80), toByteOffset: slot * 1400, as: UInt8.self) }
+                    if slot % 8 == 0 {
+                        batch.storage.storeBytes(of: UInt8(0x80), toByteOffset: slot * 1400, as: UInt8.self)
+                    }
                 }
-                let done = Int(BatchIO.sendmmsg(sockets[turn % sockets.count].descriptor, batch.headers,
-                                                UInt32(count), Int32(MSG_DONTWAIT)))
+                let done = Int(
+                    BatchIO.sendmmsg(
+                        sockets[turn % sockets.count].descriptor, batch.headers,
+                        UInt32(count), Int32(MSG_DONTWAIT)))
                 turn += 1
                 if done <= 0 { break }
                 sent += done
@@ -565,11 +631,15 @@ final class HostileTraffic: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             let due = Int(Double(bindRate) * seconds(clock.now - start))
             while sent < due {
-                let token = BindToken(hex: String(format: "%016llx%016llx", generator.next() as UInt64,
-                                                  generator.next() as UInt64))!
-                let request = BindRequest(ssrc: UInt32.random(in: 0...UInt32.max, using: &generator),
-                                          memberID: UInt32.random(in: 1...5000, using: &generator), token: token)
-                    .serialized()
+                let token = BindToken(
+                    hex: String(
+                        format: "%016llx%016llx", generator.next() as UInt64,
+                        generator.next() as UInt64))!
+                let request = BindRequest(
+                    ssrc: UInt32.random(in: 0...UInt32.max, using: &generator),
+                    memberID: UInt32.random(in: 1...5000, using: &generator), token: token
+                )
+                .serialized()
                 let socket = sockets[sent % sockets.count]
                 _ = request.withUnsafeBytes { send(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 sent += 1
@@ -578,7 +648,9 @@ final class HostileTraffic: @unchecked Sendable {
             // Answers (refusals) are read and dropped so the sockets' buffers never fill.
             var scratch = [UInt8](repeating: 0, count: 256)
             for socket in sockets {
-                while scratch.withUnsafeMutableBytes({ recv(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+                while scratch.withUnsafeMutableBytes({
+                    recv(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+                }) > 0 {}
             }
             usleep(2000)
         }

@@ -23,8 +23,12 @@ public enum MessagingBench {
         public static func fromEnvironment() -> Settings {
             var settings = Settings()
             let environment = ProcessInfo.processInfo.environment
-            if let text = environment["PARLEY_MSG_SECONDS"], let value = Double(text), value >= 1 { settings.seconds = value }
-            if let text = environment["PARLEY_MSG_BACKLOG"], let value = Int(text), value >= 100 { settings.backlog = value }
+            if let text = environment["PARLEY_MSG_SECONDS"], let value = Double(text), value >= 1 {
+                settings.seconds = value
+            }
+            if let text = environment["PARLEY_MSG_BACKLOG"], let value = Int(text), value >= 100 {
+                settings.backlog = value
+            }
             if let text = environment["PARLEY_MSG_RATES"] {
                 let rates = text.split(separator: ",").compactMap { Int($0) }.filter { (100...20_000).contains($0) }
                 if !rates.isEmpty { settings.rates = rates }
@@ -45,8 +49,10 @@ public enum MessagingBench {
         init(users: Int) { unacknowledged = Mutex(Array(repeating: [], count: users)) }
     }
 
-    public static func run(executable: String, settings: Settings = .fromEnvironment(),
-                           log: @escaping @Sendable (String) -> Void) async throws -> [BenchTable] {
+    public static func run(
+        executable: String, settings: Settings = .fromEnvironment(),
+        log: @escaping @Sendable (String) -> Void
+    ) async throws -> [BenchTable] {
         let folder = NSTemporaryDirectory() + "parley-msg-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -89,16 +95,19 @@ public enum MessagingBench {
         var blobs: [[UInt8]] = []
         for index in 0..<settings.users {
             let next = (index + 1) % settings.users
-            blobs.append(DirectMessageSeal.seal(
-                String(repeating: "a typical short message ", count: 3), from: identities[index],
-                to: identities[next].name, keys: identities[next].keys, id: "blob"))
+            blobs.append(
+                DirectMessageSeal.seal(
+                    String(repeating: "a typical short message ", count: 3), from: identities[index],
+                    to: identities[next].name, keys: identities[next].keys, id: "blob"))
         }
 
         var table = BenchTable(
             title: "Direct messages through one relay: \(settings.users) users online on loopback, "
                 + "\(Int(settings.seconds)) s at each offered rate",
-            columns: ["Offered", "Stored (acknowledged) a second", "Delivery p50 / p99", "Relay CPU", "Errors",
-                      "Goal at 5,000/s: all stored, p99 ≤ 20 ms"])
+            columns: [
+                "Offered", "Stored (acknowledged) a second", "Delivery p50 / p99", "Relay CPU", "Errors",
+                "Goal at 5,000/s: all stored, p99 ≤ 20 ms",
+            ])
         var serial = 0
         for rate in settings.rates {
             log("messaging: \(rate) a second for \(settings.seconds) s")
@@ -118,8 +127,9 @@ public enum MessagingBench {
                     let id = "m\(serial)"
                     serial += 1
                     tally.sentAt.withLock { $0[id] = clock.now }
-                    clients[sender].post(id: id, to: identities[(sender + 1) % settings.users].name,
-                                         sealed: blobs[sender])
+                    clients[sender].post(
+                        id: id, to: identities[(sender + 1) % settings.users].name,
+                        sealed: blobs[sender])
                     posted += 1
                 }
                 if clock.now >= nextAck {
@@ -141,16 +151,21 @@ public enum MessagingBench {
             let latencies = tally.latencies.withLock { $0 }.sorted()
             func percentile(_ p: Double) -> String {
                 guard !latencies.isEmpty else { return "–" }
-                return formatted(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000, decimals: 1)
+                return formatted(
+                    latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000, decimals: 1)
             }
             for client in clients { client.discardEvents() }
             let errors = tally.errors.withLock { $0 }
-            let p99 = latencies.isEmpty ? Double.infinity
+            let p99 =
+                latencies.isEmpty
+                ? Double.infinity
                 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))] * 1000
             let goal = rate != 5_000 ? "" : stored == total && p99 <= 20 && errors.isEmpty ? "met" : "NOT met"
-            table.add(["\(rate) /s (\(total))", "\(formatted(Double(stored) / elapsed, decimals: 0)) (\(stored) of \(total))",
-                       "\(percentile(0.5)) / \(percentile(0.99)) ms (\(latencies.count) delivered)",
-                       "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])", goal])
+            table.add([
+                "\(rate) /s (\(total))", "\(formatted(Double(stored) / elapsed, decimals: 0)) (\(stored) of \(total))",
+                "\(percentile(0.5)) / \(percentile(0.99)) ms (\(latencies.count) delivered)",
+                "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])", goal,
+            ])
         }
         table.notes = [
             "Delivery: from the sender posting the message to the recipient's client receiving it, live, through the "
@@ -165,7 +180,8 @@ public enum MessagingBench {
         // The backlog: an account offline while others leave it messages, then its login.
         log("messaging: a backlog of \(settings.backlog) for an offline account")
         let late = AccountIdentity.create(name: "late")
-        let first = try await MessagingClient.connect(to: server, security: .insecure, identity: late, loop: group.next())
+        let first = try await MessagingClient.connect(
+            to: server, security: .insecure, identity: late, loop: group.next())
         await first.close()
         let senders = min(settings.users, max(1, settings.backlog / 300))
         try await Task.sleep(for: .seconds(2))  // the senders' request allowance refills
@@ -173,9 +189,15 @@ public enum MessagingBench {
         let sealStart = clock.now
         var sealed: [(sender: Int, id: String, bytes: [UInt8])] = []
         for index in 0..<settings.backlog {
-            let sender = index % senders, id = "b\(index)"
-            sealed.append((sender, id, DirectMessageSeal.seal("backlog message \(index)", from: identities[sender],
-                                                              to: "late", keys: late.keys, id: id)))
+            let sender = index % senders
+            let id = "b\(index)"
+            sealed.append(
+                (
+                    sender, id,
+                    DirectMessageSeal.seal(
+                        "backlog message \(index)", from: identities[sender],
+                        to: "late", keys: late.keys, id: id)
+                ))
         }
         let sealSeconds = seconds(clock.now - sealStart)
         for (offset, message) in sealed.enumerated() {
@@ -189,27 +211,33 @@ public enum MessagingBench {
         }
         let storedCount = tally.stored.load(ordering: .relaxed)
         let loginStart = clock.now
-        let lateClient = try await MessagingClient.connect(to: server, security: .insecure, identity: late,
-                                                           loop: group.next())
+        let lateClient = try await MessagingClient.connect(
+            to: server, security: .insecure, identity: late,
+            loop: group.next())
         let received = try await lateClient.receiveWaiting()
         let loginSeconds = seconds(clock.now - loginStart)
         let opened = received.filter { $0.text.hasPrefix("backlog message") }.count
         // In order: the relay's commit order (rising sequences), each message once.
-        let inOrder = received.map(\.sequence) == received.map(\.sequence).sorted()
+        let inOrder =
+            received.map(\.sequence) == received.map(\.sequence).sorted()
             && Set(received.map(\.id)) == Set(sealed.map(\.id)) && received.count == sealed.count
         await lateClient.close()
         var backlog = BenchTable(
             title: "A backlog delivered at login: \(settings.backlog) messages from \(senders) accounts",
             columns: ["Measure", "Value", "Goal"])
         backlog.add(["Stored while offline", "\(storedCount) of \(settings.backlog)", ""])
-        backlog.add(["Login to every message received, opened (X25519 + Ed25519 + AES-GCM each) and acknowledged",
-                     "\(formatted(loginSeconds * 1000, decimals: 0)) ms (\(opened) opened, in order: \(inOrder ? "yes" : "NO"))",
-                     "< 1 s: " + (loginSeconds < 1 && opened == settings.backlog && inOrder ? "met" : "NOT met")])
-        backlog.add(["Sealing them, in the senders (for comparison)",
-                     "\(formatted(sealSeconds * 1000, decimals: 0)) ms", ""])
+        backlog.add([
+            "Login to every message received, opened (X25519 + Ed25519 + AES-GCM each) and acknowledged",
+            "\(formatted(loginSeconds * 1000, decimals: 0)) ms (\(opened) opened, in order: \(inOrder ? "yes" : "NO"))",
+            "< 1 s: " + (loginSeconds < 1 && opened == settings.backlog && inOrder ? "met" : "NOT met"),
+        ])
+        backlog.add([
+            "Sealing them, in the senders (for comparison)",
+            "\(formatted(sealSeconds * 1000, decimals: 0)) ms", "",
+        ])
         backlog.notes = [
             "Delivered in pages of 200, each after the client's receipt for the previous one; the client opens each "
-                + "message (sender's signature, agreement, decryption) on one thread.",
+                + "message (sender's signature, agreement, decryption) on one thread."
         ]
         for client in clients { await client.close() }
         return [table, backlog]

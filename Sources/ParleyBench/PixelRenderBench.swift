@@ -22,8 +22,10 @@ public enum PixelRenderBench {
         var table = BenchTable(
             title: "Pixel modes: \(tiles) tiles of \(tileColumns * cell.width)x\(tileRows * cell.height) pixels, "
                 + "640x480 I420 video, every tile a new frame each time",
-            columns: ["Protocol", "Content", "Frames/s (all tiles)", "CPU ms/frame", "Bytes/frame",
-                      "kB/s at 30 fps", "30 fps goal"])
+            columns: [
+                "Protocol", "Content", "Frames/s (all tiles)", "CPU ms/frame", "Bytes/frame",
+                "kB/s at 30 fps", "30 fps goal",
+            ])
         let sink = open("/dev/null", O_WRONLY)
         defer { close(sink) }
         let ways: [(kind: PixelProtocol, shared: Bool)] = [(.kitty, false), (.kitty, true), (.sixel, false)]
@@ -35,11 +37,13 @@ public enum PixelRenderBench {
                 var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: cell, sharedMemory: shared))
                 var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
                 let rects = (0..<tiles).map { index in
-                    CellRect(x: (index % 2) * tileColumns, y: (index / 2) * tileRows, width: tileColumns,
-                               height: tileRows)
+                    CellRect(
+                        x: (index % 2) * tileColumns, y: (index / 2) * tileRows, width: tileColumns,
+                        height: tileRows)
                 }
                 // One spare row: sixel pictures never use the screen's last row.
-                let width = 2 * tileColumns, height = 2 * tileRows + 1
+                let width = 2 * tileColumns
+                let height = 2 * tileRows + 1
                 var bytes = 0
                 func draw(_ index: Int) {
                     var screen = Screen(width: width, height: height)
@@ -58,15 +62,18 @@ public enum PixelRenderBench {
                 }
                 for index in 0..<10 { draw(index) }  // warm-up: tables, scratch
                 bytes = 0
-                let cpuStart = RenderBench.processCPUSeconds(), start = RenderBench.monotonicNanos()
+                let cpuStart = RenderBench.processCPUSeconds()
+                let start = RenderBench.monotonicNanos()
                 for index in 0..<frames { draw(10 + index) }
                 let seconds = Double(RenderBench.monotonicNanos() - start) / 1e9
                 let cpu = RenderBench.processCPUSeconds() - cpuStart
                 let fps = Double(frames) / seconds
                 let perFrame = Double(bytes) / Double(frames)
-                table.add([name, content.rawValue, formatted(fps, decimals: 0),
-                           formatted(cpu * 1000 / Double(frames), decimals: 1), formatted(perFrame, decimals: 0),
-                           formatted(perFrame * 30 / 1e3, decimals: 0), fps >= 30 ? "met" : "missed"])
+                table.add([
+                    name, content.rawValue, formatted(fps, decimals: 0),
+                    formatted(cpu * 1000 / Double(frames), decimals: 1), formatted(perFrame, decimals: 0),
+                    formatted(perFrame * 30 / 1e3, decimals: 0), fps >= 30 ? "met" : "missed",
+                ])
             }
         }
         table.notes = [
@@ -91,7 +98,8 @@ public enum PixelRenderBench {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         for command in commands where command.keys["t"] == "s" {
             guard let data = Data(base64Encoded: Data(command.payload)),
-                  let name = String(data: data, encoding: .utf8) else { continue }
+                let name = String(data: data, encoding: .utf8)
+            else { continue }
             let descriptor = shm_open(name, O_RDONLY, 0)
             guard descriptor >= 0 else { continue }
             while read(descriptor, &buffer, buffer.count) > 0 {}

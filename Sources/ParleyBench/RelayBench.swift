@@ -63,29 +63,36 @@ public enum RelayBench {
 
     /// Runs every layout at every rate against `parley serve` (started from `executable`) and the reference
     /// forwarder; returns the table.
-    public static func run(executable: String, settings: Settings = Settings(),
-                           log: @Sendable (String) -> Void) throws -> BenchTable {
+    public static func run(
+        executable: String, settings: Settings = Settings(),
+        log: @Sendable (String) -> Void
+    ) throws -> BenchTable {
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
         let pinning = cores >= 2 ? CPUPinning(forwarder: cores - 1, generator: 0) : nil
         var table = BenchTable(
             title: "Relay forwarding on loopback (delivered RTP packets, mixed 1212/100-byte datagrams)",
-            columns: ["forwarder", "layout", "offered pkt/s", "delivered pkt/s", "Mbit/s", "forwarder CPU %",
-                      "forwarder waiting %", "pkt/s per core", "loss %", "load gen CPU %"])
+            columns: [
+                "forwarder", "layout", "offered pkt/s", "delivered pkt/s", "Mbit/s", "forwarder CPU %",
+                "forwarder waiting %", "pkt/s per core", "loss %", "load gen CPU %",
+            ])
         var best: [String: Double] = [:]
         var perCore: [String: [Double]] = [:]
         for layout in settings.layouts {
             for forwarder in [ForwarderKind.parley, .reference] {
                 log("relay bench: \(forwarder.label), \(layout.name)")
-                let rows = try measure(forwarder, layout: layout, settings: settings, pinning: pinning,
-                                       executable: executable, log: log)
+                let rows = try measure(
+                    forwarder, layout: layout, settings: settings, pinning: pinning,
+                    executable: executable, log: log)
                 for row in rows {
-                    table.add([forwarder.label, layout.name, formatted(row.offered, decimals: 0),
-                               formatted(row.delivered, decimals: 0), formatted(row.megabits, decimals: 0),
-                               formatted(row.forwarderCPU * 100, decimals: 1),
-                               formatted(row.forwarderWait * 100, decimals: 0), formatted(row.perCore, decimals: 0),
-                               formatted(row.loss * 100, decimals: 2), formatted(row.generatorCPU * 100, decimals: 0)])
+                    table.add([
+                        forwarder.label, layout.name, formatted(row.offered, decimals: 0),
+                        formatted(row.delivered, decimals: 0), formatted(row.megabits, decimals: 0),
+                        formatted(row.forwarderCPU * 100, decimals: 1),
+                        formatted(row.forwarderWait * 100, decimals: 0), formatted(row.perCore, decimals: 0),
+                        formatted(row.loss * 100, decimals: 2), formatted(row.generatorCPU * 100, decimals: 0),
+                    ])
                     let key = "\(forwarder.label)|\(layout.name)"
                     if row.perCore.isFinite { perCore[key, default: []].append(row.perCore) }
                     if row.loss < 0.01, row.delivered > best[key] ?? 0 { best[key] = row.delivered }
@@ -101,8 +108,10 @@ public enum RelayBench {
             "forwarder waiting % = time it was runnable but another process had its CPU (schedstat run-queue wait) "
                 + "÷ wall time: when high, the delivered rate measures the machine's other load, not the forwarder.",
             "loss % = 1 − received ÷ (sent × fan-out) over the whole step including a 300 ms drain.",
-            pinning.map { "Pinned: forwarder on CPU \($0.forwarder), load generator (1 sender + 1 receiver thread, "
-                + "sendmmsg/recvmmsg) on CPU \($0.generator)." } ?? "One core: nothing pinned; generator and "
+            pinning.map {
+                "Pinned: forwarder on CPU \($0.forwarder), load generator (1 sender + 1 receiver thread, "
+                    + "sendmmsg/recvmmsg) on CPU \($0.generator)."
+            } ?? "One core: nothing pinned; generator and "
                 + "forwarder share it, so these figures understate the relay.",
             "On loopback the kernel's receive path of a datagram (IP/UDP input, socket enqueue) runs in the sender's "
                 + "context: the forwarder's CPU includes delivering to its receivers but not its own input path.",
@@ -118,14 +127,17 @@ public enum RelayBench {
             let parleyKey = "\(ForwarderKind.parley.label)|\(layout.name)"
             let referenceKey = "\(ForwarderKind.reference.label)|\(layout.name)"
             guard let parley = median(perCore[parleyKey] ?? []) else { continue }
-            var line = "\(layout.name): parley serve \(formatted(parley, decimals: 0)) pkt/s per core (median of the "
+            var line =
+                "\(layout.name): parley serve \(formatted(parley, decimals: 0)) pkt/s per core (median of the "
                 + "steps)"
             if let reference = median(perCore[referenceKey] ?? []) {
-                line += ", reference \(formatted(reference, decimals: 0)) (parley ÷ reference = "
+                line +=
+                    ", reference \(formatted(reference, decimals: 0)) (parley ÷ reference = "
                     + "\(formatted(parley / reference, decimals: 2)))"
             }
             line += "; goal ≥ 100000 per core " + (parley >= 100_000 ? "met" : "NOT met")
-            line += "; highest delivered under 1 % loss: "
+            line +=
+                "; highest delivered under 1 % loss: "
                 + (best[parleyKey].map { formatted($0, decimals: 0) + " pkt/s" } ?? "none") + "."
             table.notes.append(line)
         }
@@ -156,8 +168,10 @@ public enum RelayBench {
         var generatorCPU: Double
     }
 
-    private static func measure(_ kind: ForwarderKind, layout: Layout, settings: Settings, pinning: CPUPinning?,
-                                executable: String, log: @Sendable (String) -> Void) throws -> [StepResult] {
+    private static func measure(
+        _ kind: ForwarderKind, layout: Layout, settings: Settings, pinning: CPUPinning?,
+        executable: String, log: @Sendable (String) -> Void
+    ) throws -> [StepResult] {
         let forwarder: any MeasuredForwarder
         let members: [LoadMember]
         var signaling: [SignalingSocket] = []
@@ -174,8 +188,10 @@ public enum RelayBench {
                         signaling.append(socket)
                         let media = try MediaSocket(connectingTo: grant.media.udpPort)
                         try media.bind(grant)
-                        joined.append(LoadMember(media: media, ssrcs: grant.media.ssrcs, room: room,
-                                                 sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
+                        joined.append(
+                            LoadMember(
+                                media: media, ssrcs: grant.media.ssrcs, room: room,
+                                sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
                     }
                 }
             } catch {
@@ -195,8 +211,10 @@ public enum RelayBench {
                 for (index, media) in list.enumerated() {
                     media.connect(to: raw.port)
                     let block = UInt32(0x1000 + (room * layout.membersPerRoom + index) * 4)
-                    made.append(LoadMember(media: media, ssrcs: MemberSSRCs(block: block), room: room,
-                                           sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
+                    made.append(
+                        LoadMember(
+                            media: media, ssrcs: MemberSSRCs(block: block), room: room,
+                            sends: index < layout.sendersPerRoom, fanOut: layout.fanOut))
                 }
             }
             members = made
@@ -220,8 +238,9 @@ public enum RelayBench {
         for offered in settings.offeredRates {
             let perSender = Double(offered) / Double(deliveriesPerRound)
             let before = counters.snapshot()
-            let generator = LoadGenerator(members: senders, packetsPerSecond: perSender, counters: counters,
-                                          duration: settings.warmUp + settings.window + .milliseconds(100))
+            let generator = LoadGenerator(
+                members: senders, packetsPerSecond: perSender, counters: counters,
+                duration: settings.warmUp + settings.window + .milliseconds(100))
             let generating = generator.start(cpu: pinning?.generator)
             sleep(settings.warmUp, keepingAlive: signaling)
             let startCounters = counters.snapshot()
@@ -250,10 +269,11 @@ public enum RelayBench {
                 perCore: cpu > 0 ? delivered / cpu : .nan,
                 loss: expected > 0 ? max(0, 1 - Double(after.received - before.received) / Double(expected)) : 0,
                 generatorCPU: (endSelf - startSelf) / wall)
-            log("  offered \(offered): delivered \(formatted(delivered, decimals: 0)) pkt/s, CPU "
-                + "\(formatted(cpu * 100, decimals: 1)) %, "
-                + "waiting \(formatted(result.forwarderWait * 100, decimals: 0)) %, "
-                + "loss \(formatted(result.loss * 100, decimals: 2)) %")
+            log(
+                "  offered \(offered): delivered \(formatted(delivered, decimals: 0)) pkt/s, CPU "
+                    + "\(formatted(cpu * 100, decimals: 1)) %, "
+                    + "waiting \(formatted(result.forwarderWait * 100, decimals: 0)) %, "
+                    + "loss \(formatted(result.loss * 100, decimals: 2)) %")
             results.append(result)
         }
         for socket in signaling { socket.leave() }

@@ -1,6 +1,6 @@
 import Foundation
-import ParleyProcesses
 import ParleyMedia
+import ParleyProcesses
 import ParleyTUI
 
 #if canImport(Glibc)
@@ -54,8 +54,10 @@ public enum RenderBench {
     /// Runs every content, size and tile count; each Parley figure is the best of `repeats` runs of `frames`
     /// frames, each chafa figure the best of two rounds of its work levels on `chafaFrames` frames. `probePath` is
     /// the parley-tui-probe executable (default: PARLEY_TUI_PROBE, or next to this executable).
-    public static func run(frames: Int = 300, chafaFrames: Int = 60, repeats: Int = 3, probePath: String? = nil,
-                           progress: (String) -> Void = { _ in }) throws -> [BenchTable] {
+    public static func run(
+        frames: Int = 300, chafaFrames: Int = 60, repeats: Int = 3, probePath: String? = nil,
+        progress: (String) -> Void = { _ in }
+    ) throws -> [BenchTable] {
         let tmux = try findExecutable("tmux")
         let chafa = try findExecutable("chafa")
         let probe = try findProbe(probePath)
@@ -66,8 +68,10 @@ public enum RenderBench {
 
         var table = BenchTable(
             title: "Renderer: frames/s, \(frameWidth)x\(frameHeight) I420 video into block cells, 256 colours",
-            columns: ["Content", "Cells", "Size", "Tiles", "Cells changed/frame", "Parley render only",
-                      "Parley + ncurses + tmux", "CPU ms/frame Parley + tmux", "chafa", "chafa --work", "Parley/chafa"])
+            columns: [
+                "Content", "Cells", "Size", "Tiles", "Cells changed/frame", "Parley render only",
+                "Parley + ncurses + tmux", "CPU ms/frame Parley + tmux", "chafa", "chafa --work", "Parley/chafa",
+            ])
         var runIndex = 0
         for content in BenchPattern.Content.allCases {
             // chafa reads the same frames as uncompressed PNG files (its cheapest loader for RGB input).
@@ -95,16 +99,18 @@ public enum RenderBench {
                     for attempt in 1...max(1, repeats) {
                         runIndex += 1
                         progress("render bench: \(label): Parley in tmux, run \(attempt)")
-                        let pane = try runPane(tmux: tmux, probe: probe, directory: directory, content: content,
-                                               cells: cells, columns: size.columns, rows: size.rows, tiles: tiles,
-                                               frames: frames, index: runIndex)
+                        let pane = try runPane(
+                            tmux: tmux, probe: probe, directory: directory, content: content,
+                            cells: cells, columns: size.columns, rows: size.rows, tiles: tiles,
+                            frames: frames, index: runIndex)
                         if best == nil || pane.totalSeconds < best!.totalSeconds { best = pane }
                     }
                     let pane = best!
                     progress("render bench: \(label): chafa")
                     let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
-                    let reference = try timeChafa(chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames,
-                                                  symbols: chafaSymbols(cells))
+                    let reference = try timeChafa(
+                        chafa: chafa, pngPaths: pngPaths, tiles: rects, frames: chafaFrames,
+                        symbols: chafaSymbols(cells))
                     let parleyFPS = Double(pane.frames) / pane.totalSeconds
                     let chafaFPS = Double(chafaFrames) / reference.seconds
                     table.add([
@@ -163,8 +169,10 @@ public enum RenderBench {
     /// The in-pane half, run by `parley-tui-probe --bench --frames N --tiles T --out PATH [--content call|motion]`
     /// inside tmux: renders `frames` frames of `tiles` tiles through `Terminal` after `warmup` more and writes timings
     /// to `out`. Returns the exit status.
-    public static func pane(frames: Int, tiles: Int, out: String, warmup: Int = 20,
-                            content: BenchPattern.Content = .motion, cells: PictureCells = .halfBlocks) -> Int32 {
+    public static func pane(
+        frames: Int, tiles: Int, out: String, warmup: Int = 20,
+        content: BenchPattern.Content = .motion, cells: PictureCells = .halfBlocks
+    ) -> Int32 {
         let pattern = BenchPattern.frames(content, count: patternLength, width: frameWidth, height: frameHeight)
         do {
             let result = try Terminal.withTerminal { terminal -> PaneResult in
@@ -172,7 +180,8 @@ public enum RenderBench {
                 let rects = equalGrid(count: tiles, columns: size.columns, rows: size.rows)
                 var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: cells)
                 var previous: Screen?
-                var renderNanos: UInt64 = 0, changed = 0
+                var renderNanos: UInt64 = 0
+                var changed = 0
                 var start: UInt64 = 0
                 var cpuStart = 0.0
                 for frame in 0..<(warmup + frames) {
@@ -199,12 +208,14 @@ public enum RenderBench {
                 }
                 tcdrain(STDOUT_FILENO)
                 let total = monotonicNanos() - start
-                return PaneResult(frames: frames, renderSeconds: Double(renderNanos) / 1e9,
-                                  totalSeconds: Double(total) / 1e9,
-                                  changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)),
-                                  cpuSeconds: processCPUSeconds() - cpuStart)
+                return PaneResult(
+                    frames: frames, renderSeconds: Double(renderNanos) / 1e9,
+                    totalSeconds: Double(total) / 1e9,
+                    changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)),
+                    cpuSeconds: processCPUSeconds() - cpuStart)
             }
-            let text = "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
+            let text =
+                "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
                 + "changed=\(result.changedCellsPerFrame)\ncpu=\(result.cpuSeconds)\ndrawn=\(warmup + frames)\ndone\n"
             try Data(text.utf8).write(to: URL(fileURLWithPath: out))
             return 0
@@ -223,9 +234,12 @@ public enum RenderBench {
         let gridRows = (count + gridColumns - 1) / gridColumns
         var rects: [CellRect] = []
         for index in 0..<count {
-            let r = index / gridColumns, c = index % gridColumns
-            let left = c * columns / gridColumns, right = (c + 1) * columns / gridColumns
-            let top = r * rows / gridRows, bottom = (r + 1) * rows / gridRows
+            let r = index / gridColumns
+            let c = index % gridColumns
+            let left = c * columns / gridColumns
+            let right = (c + 1) * columns / gridColumns
+            let top = r * rows / gridRows
+            let bottom = (r + 1) * rows / gridRows
             rects.append(CellRect(x: left, y: top, width: right - left, height: bottom - top))
         }
         return rects
@@ -233,16 +247,24 @@ public enum RenderBench {
 
     // MARK: - The driver side
 
-    private static func runPane(tmux: String, probe: String, directory: String, content: BenchPattern.Content,
-                                cells: PictureCells, columns: Int, rows: Int, tiles: Int, frames: Int, index: Int) throws -> PaneResult {
+    private static func runPane(
+        tmux: String, probe: String, directory: String, content: BenchPattern.Content,
+        cells: PictureCells, columns: Int, rows: Int, tiles: Int, frames: Int, index: Int
+    ) throws -> PaneResult {
         let out = "\(directory)/pane\(index).txt"
         let socket = "parley-bench-\(getpid())-\(index)"
-        let command = "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
+        let command =
+            "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
             + "--content \(content.rawValue) --cells \(cells.rawValue) --out \(shellQuote(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
-        _ = try timeCommand(tmux, ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
-                                   "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command])
-        let socketPath = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
+        _ = try timeCommand(
+            tmux,
+            [
+                "-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
+                "-y", "\(rows)", "-e", "TERM=tmux-256color", "-e", "NO_COLOR=", command,
+            ])
+        let socketPath =
+            (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{socket_path}"]))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let serverPID = (try? runCommand(tmux, ["-L", socket, "display", "-p", "#{pid}"]))
             .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
@@ -261,19 +283,21 @@ public enum RenderBench {
                 }
                 if let error = values["error"] { throw RenderBenchError.badPaneResult(error) }
                 guard let frames = values["frames"].flatMap(Int.init),
-                      let render = values["render"].flatMap(Double.init),
-                      let total = values["total"].flatMap(Double.init),
-                      let changed = values["changed"].flatMap(Double.init),
-                      let cpu = values["cpu"].flatMap(Double.init),
-                      let drawn = values["drawn"].flatMap(Int.init) else {
+                    let render = values["render"].flatMap(Double.init),
+                    let total = values["total"].flatMap(Double.init),
+                    let changed = values["changed"].flatMap(Double.init),
+                    let cpu = values["cpu"].flatMap(Double.init),
+                    let drawn = values["drawn"].flatMap(Int.init)
+                else {
                     throw RenderBenchError.badPaneResult(text)
                 }
                 // The server was idle before the first frame, so its CPU time over all drawn frames (warm-up
                 // included) is its cost per frame. The pane's shell keeps it alive until it is read here.
                 let tmuxSeconds = serverPID.flatMap(processCPUSeconds(pid:)) ?? .nan
-                return PaneResult(frames: frames, renderSeconds: render, totalSeconds: total,
-                                  changedCellsPerFrame: changed, cpuSeconds: cpu,
-                                  tmuxSecondsPerFrame: tmuxSeconds / Double(drawn))
+                return PaneResult(
+                    frames: frames, renderSeconds: render, totalSeconds: total,
+                    changedCellsPerFrame: changed, cpuSeconds: cpu,
+                    tmuxSecondsPerFrame: tmuxSeconds / Double(drawn))
             }
             usleep(50_000)
         }
@@ -282,8 +306,10 @@ public enum RenderBench {
 
     /// Seconds chafa needs for `frames` frames of every tile (start-up subtracted): the best of two rounds over
     /// its work levels 5 (the default), 7 and 9.
-    private static func timeChafa(chafa: String, pngPaths: [String], tiles: [CellRect], frames: Int,
-                                  symbols: String) throws -> (seconds: Double, work: String) {
+    private static func timeChafa(
+        chafa: String, pngPaths: [String], tiles: [CellRect], frames: Int,
+        symbols: String
+    ) throws -> (seconds: Double, work: String) {
         var sizes: [String: Int] = [:]
         for tile in tiles { sizes["\(tile.width)x\(tile.height)", default: 0] += 1 }
         var best: (seconds: Double, work: String)?
@@ -291,8 +317,10 @@ public enum RenderBench {
             var seconds = 0.0
             for (size, count) in sizes.sorted(by: { $0.key < $1.key }) {
                 let files = (0..<(frames * count)).map { pngPaths[$0 % pngPaths.count] }
-                let arguments = ["--size", size, "--symbols", symbols, "--colors", "256", "--dither", "none",
-                                 "--format", "symbols", "--animate", "off", "--work", "\(work)"]
+                let arguments = [
+                    "--size", size, "--symbols", symbols, "--colors", "256", "--dither", "none",
+                    "--format", "symbols", "--animate", "off", "--work", "\(work)",
+                ]
                 let startup = try timeCommand(chafa, arguments + [pngPaths[0]])
                 let all = try timeCommand(chafa, arguments + files)
                 seconds += max(0, all - startup) * Double(files.count) / Double(files.count - 1)
@@ -346,8 +374,9 @@ public enum RenderBench {
     private static func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
         let result = try ChildProcess.run(executable, arguments, captureOutput: true)
         guard result.status == 0 else {
-            throw RenderBenchError.commandFailed(command: ([executable] + arguments).joined(separator: " "),
-                                                 status: result.status, output: result.output)
+            throw RenderBenchError.commandFailed(
+                command: ([executable] + arguments).joined(separator: " "),
+                status: result.status, output: result.output)
         }
         return result.output
     }
@@ -358,8 +387,9 @@ public enum RenderBench {
         let result = try ChildProcess.run(executable, arguments, captureOutput: false)
         let elapsed = Double(monotonicNanos() - start) / 1e9
         guard result.status == 0 else {
-            throw RenderBenchError.commandFailed(command: ([executable] + arguments.prefix(14)).joined(separator: " "),
-                                                 status: result.status, output: "")
+            throw RenderBenchError.commandFailed(
+                command: ([executable] + arguments.prefix(14)).joined(separator: " "),
+                status: result.status, output: "")
         }
         return elapsed
     }
@@ -371,7 +401,8 @@ public enum RenderBench {
     /// User + system CPU seconds of another process, from /proc/PID/stat (fields 14 and 15, in clock ticks).
     static func processCPUSeconds(pid: Int32) -> Double? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name, which may contain spaces: state is field 3, utime 14, stime 15.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
@@ -408,7 +439,8 @@ public enum BenchPattern {
         return (0..<count).map { t in
             let phase = Double(t) / Double(count) * 2 * Double.pi
             var y = [UInt8](repeating: 0, count: width * height)
-            let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+            let chromaWidth = (width + 1) / 2
+            let chromaHeight = (height + 1) / 2
             var u = [UInt8](repeating: 128, count: chromaWidth * chromaHeight)
             var v = u
             // Shapes in luma coordinates.
@@ -425,9 +457,11 @@ public enum BenchPattern {
                 for column in 0..<width {
                     seed = seed &* 1_103_515_245 &+ 12345
                     let noise = Int((seed >> 16) % 5) - 2
-                    var luma = motion
+                    var luma =
+                        motion
                         ? 16 + (column + 2 * row + shift) % 220 : 60 + (column + row) * 120 / (width + height)
-                    let dx = Double(column) - discX, dy = Double(row) - discY
+                    let dx = Double(column) - discX
+                    let dy = Double(row) - discY
                     let inDisc = dx * dx + dy * dy < radius * radius
                     if inDisc { luma = motion ? 235 : 170 }
                     if !motion && inDisc && abs(dx) < 20 && abs(dy - radius / 2) < mouthOpen { luma = 70 }
@@ -437,8 +471,10 @@ public enum BenchPattern {
             }
             for row in 0..<chromaHeight {
                 for column in 0..<chromaWidth {
-                    let lumaX = 2 * column, lumaY = 2 * row
-                    var cb: Int, cr: Int
+                    let lumaX = 2 * column
+                    let lumaY = 2 * row
+                    var cb: Int
+                    var cr: Int
                     if motion {
                         cb = 128 + Int(90 * sin(Double(lumaX) / 60 + phase))
                         cr = 128 + Int(90 * cos(Double(lumaY) / 45 - 2 * phase))
@@ -446,7 +482,8 @@ public enum BenchPattern {
                         cb = 140 - lumaX * 30 / width
                         cr = 120 + lumaY * 20 / height
                     }
-                    let dx = Double(lumaX) - discX, dy = Double(lumaY) - discY
+                    let dx = Double(lumaX) - discX
+                    let dy = Double(lumaY) - discY
                     if dx * dx + dy * dy < radius * radius { (cb, cr) = motion ? (128, 128) : (110, 150) }
                     if abs(lumaX - squareX) < squareHalf && abs(lumaY - squareY) < 40 {
                         (cb, cr) = motion ? (90, 240) : (150, 110)
@@ -466,7 +503,8 @@ public enum BenchPattern {
             for column in 0..<frame.width {
                 let c = 76284 * (Int(frame.y[row * frame.width + column]) - 16)
                 let chroma = (row / 2) * frame.chromaWidth + column / 2
-                let d = Int(frame.u[chroma]) - 128, e = Int(frame.v[chroma]) - 128
+                let d = Int(frame.u[chroma]) - 128
+                let e = Int(frame.v[chroma]) - 128
                 let index = (row * frame.width + column) * 3
                 out[index] = UInt8(min(255, max(0, (c + 104595 * e + 32768) >> 16)))
                 out[index + 1] = UInt8(min(255, max(0, (c - 25624 * d - 53281 * e + 32768) >> 16)))
@@ -525,7 +563,8 @@ enum PNG {
     }
 
     private static func adler32(_ bytes: [UInt8]) -> UInt32 {
-        var a: UInt32 = 1, b: UInt32 = 0
+        var a: UInt32 = 1
+        var b: UInt32 = 0
         for byte in bytes {
             a = (a + UInt32(byte)) % 65521
             b = (b + a) % 65521

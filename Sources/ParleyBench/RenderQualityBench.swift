@@ -45,13 +45,17 @@ public enum RenderQualityBench {
                 drawers.append(Drawer(tool: "Parley", symbols: cells.rawValue, colors: colors, parley: (mode, cells)))
             }
             for symbols in ["vhalf", "quad", "sextant", "block+sextant"] {
-                drawers.append(Drawer(tool: "chafa", symbols: symbols, colors: colors,
-                                      chafa: (symbols, colors == "256" ? "256" : "full")))
+                drawers.append(
+                    Drawer(
+                        tool: "chafa", symbols: symbols, colors: colors,
+                        chafa: (symbols, colors == "256" ? "256" : "full")))
             }
         }
         for kind in PixelProtocol.allCases {
-            drawers.append(Drawer(tool: "Parley", symbols: kind.rawValue,
-                                  colors: kind == .kitty ? "24-bit" : "256 a frame", pixels: kind))
+            drawers.append(
+                Drawer(
+                    tool: "Parley", symbols: kind.rawValue,
+                    colors: kind == .kitty ? "24-bit" : "256 a frame", pixels: kind))
         }
         return drawers
     }()
@@ -86,10 +90,12 @@ public enum RenderQualityBench {
             }
             for grid in grids {
                 progress("render quality: \(content.rawValue) on \(grid.columns)x\(grid.rows) cells")
-                let width = grid.columns * cellWidth, height = grid.rows * cellHeight
+                let width = grid.columns * cellWidth
+                let height = grid.rows * cellHeight
                 let references = frames.map {
-                    scaleRGB(BenchPattern.rgb(of: $0), width: $0.width, height: $0.height, toWidth: width,
-                             toHeight: height)
+                    scaleRGB(
+                        BenchPattern.rgb(of: $0), width: $0.width, height: $0.height, toWidth: width,
+                        toHeight: height)
                 }
                 var halfPSNR: [String: Double] = [:]
                 for drawer in drawers {
@@ -99,37 +105,47 @@ public enum RenderQualityBench {
                             var renderer = VideoCellRenderer(mode: parley.mode, cells: parley.cells)
                             var screen = Screen(width: grid.columns, height: grid.rows)
                             renderer.draw(frame, into: &screen, in: screen.bounds)
-                            return try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: cellWidth,
-                                                       cellHeight: cellHeight)
+                            return try CellPicture.rgb(
+                                of: screen, in: screen.bounds, cellWidth: cellWidth,
+                                cellHeight: cellHeight)
                         }
                     } else if let kind = drawer.pixels {
                         shown = try frames.map { try pixelPicture($0, kind: kind, width: width, height: height) }
                     } else if let options = drawer.chafa {
-                        shown = try chafaPictures(chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols,
-                                                  colors: options.colors)
+                        shown = try chafaPictures(
+                            chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols,
+                            colors: options.colors)
                     } else {
                         continue
                     }
                     let psnr = BenchImage.psnr(shown, references)
                     var ssim: Double?
                     if let ffmpeg {
-                        ssim = try BenchImage.ssim(ffmpeg: ffmpeg, shown, references, width: width, height: height,
-                                                   directory: directory)
+                        ssim = try BenchImage.ssim(
+                            ffmpeg: ffmpeg, shown, references, width: width, height: height,
+                            directory: directory)
                     }
                     if drawer.tool == "Parley" && drawer.symbols == "half" { halfPSNR[drawer.colors] = psnr }
-                    let gain = halfPSNR[drawer.pixels == nil ? drawer.colors : "24-bit"].map { (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1) } ?? ""
-                    table.add([content.rawValue, "\(grid.columns)x\(grid.rows)", drawer.colors, drawer.tool,
-                               drawer.symbols, formatted(psnr, decimals: 2), gain,
-                               ssim.map { formatted($0, decimals: 3) } ?? "n/a"])
+                    let gain =
+                        halfPSNR[drawer.pixels == nil ? drawer.colors : "24-bit"].map {
+                            (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1)
+                        } ?? ""
+                    table.add([
+                        content.rawValue, "\(grid.columns)x\(grid.rows)", drawer.colors, drawer.tool,
+                        drawer.symbols, formatted(psnr, decimals: 2), gain,
+                        ssim.map { formatted($0, decimals: 3) } ?? "n/a",
+                    ])
                     if let pictures, content == .call, grid == grids.last! {
-                        let name = "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)"
+                        let name =
+                            "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)"
                             + (drawer.pixels != nil ? ".png" : "-\(drawer.colors == "256" ? "256" : "truecolor").png")
                         try BenchImage.writePNG(shown[0], width: width, height: height, to: name, ffmpeg: ffmpeg)
                     }
                 }
                 if let pictures, content == .call, grid == grids.last! {
-                    try BenchImage.writePNG(references[0], width: width, height: height,
-                                            to: "\(pictures)/source.png", ffmpeg: ffmpeg)
+                    try BenchImage.writePNG(
+                        references[0], width: width, height: height,
+                        to: "\(pictures)/source.png", ffmpeg: ffmpeg)
                 }
             }
         }
@@ -150,15 +166,18 @@ public enum RenderQualityBench {
 
     /// The frames compared for one content.
     static func sourceFrames(_ content: Content) -> [VideoFrame] {
-        let width = 640, height = 360
+        let width = 640
+        let height = 360
         switch content {
         case .call, .motion:
-            let pattern = BenchPattern.frames(content == .call ? .call : .motion, count: 24, width: width,
-                                              height: height)
+            let pattern = BenchPattern.frames(
+                content == .call ? .call : .motion, count: 24, width: width,
+                height: height)
             return (0..<framesPerContent).map { pattern[$0 * 24 / framesPerContent] }
         case .camera:
-            let camera = SyntheticCamera(name: "Bench", participant: 1, width: width, height: height,
-                                         framesPerSecond: 30)
+            let camera = SyntheticCamera(
+                name: "Bench", participant: 1, width: width, height: height,
+                framesPerSecond: 30)
             return (0..<framesPerContent).map { camera.render(frameNumber: UInt32(10 * $0)) }
         }
     }
@@ -168,10 +187,12 @@ public enum RenderQualityBench {
     static func pixelPicture(_ frame: VideoFrame, kind: PixelProtocol, width: Int, height: Int) throws -> [UInt8] {
         var scaler = PixelScaler()
         let canvas = PixelCanvas(kind: kind, cell: CellPixelSize(width: cellWidth, height: cellHeight))
-        let area = canvas.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
-                                      columns: width / cellWidth, rows: height / cellHeight)
-        let raster = scaler.raster(of: frame, width: width, height: height, area: area,
-                                   background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        let area = canvas.pictureArea(
+            frameWidth: frame.width, frameHeight: frame.height,
+            columns: width / cellWidth, rows: height / cellHeight)
+        let raster = scaler.raster(
+            of: frame, width: width, height: height, area: area,
+            background: PixelTile.RGB(r: 0, g: 0, b: 0))
         switch kind {
         case .kitty:
             let bytes = KittyGraphics.show(raster, id: 1, columns: width / cellWidth, rows: height / cellHeight)
@@ -183,22 +204,32 @@ public enum RenderQualityBench {
     }
 
     /// chafa's drawing of each file, read back into pixels.
-    static func chafaPictures(chafa: String, files: [String], grid: (columns: Int, rows: Int), symbols: String,
-                              colors: String) throws -> [[UInt8]] {
-        let arguments = ["--size", "\(grid.columns)x\(grid.rows)", "--stretch", "--symbols", symbols,
-                         "--colors", colors, "--dither", "none", "--work", "9", "--format", "symbols",
-                         "--animate", "off"] + files
+    static func chafaPictures(
+        chafa: String, files: [String], grid: (columns: Int, rows: Int), symbols: String,
+        colors: String
+    ) throws -> [[UInt8]] {
+        let arguments =
+            [
+                "--size", "\(grid.columns)x\(grid.rows)", "--stretch", "--symbols", symbols,
+                "--colors", colors, "--dither", "none", "--work", "9", "--format", "symbols",
+                "--animate", "off",
+            ] + files
         let result = try ChildProcess.run(chafa, arguments, captureOutput: true)
         guard result.status == 0 else {
-            throw RenderBenchError.commandFailed(command: "chafa " + arguments.joined(separator: " "),
-                                                 status: result.status, output: result.output)
+            throw RenderBenchError.commandFailed(
+                command: "chafa " + arguments.joined(separator: " "),
+                status: result.status, output: result.output)
         }
-        let screen = try ANSIText.screen(from: Array(result.output.utf8), width: grid.columns,
-                                         height: grid.rows * files.count)
+        let screen = try ANSIText.screen(
+            from: Array(result.output.utf8), width: grid.columns,
+            height: grid.rows * files.count)
         return try (0..<files.count).map { index in
-            try CellPicture.rgb(of: screen, in: CellRect(x: 0, y: index * grid.rows, width: grid.columns,
-                                                           height: grid.rows),
-                                cellWidth: cellWidth, cellHeight: cellHeight)
+            try CellPicture.rgb(
+                of: screen,
+                in: CellRect(
+                    x: 0, y: index * grid.rows, width: grid.columns,
+                    height: grid.rows),
+                cellWidth: cellWidth, cellHeight: cellHeight)
         }
     }
 
@@ -214,7 +245,8 @@ public enum RenderQualityBench {
         func weights(_ source: Int, _ target: Int) -> [[(Int, Double)]] {
             let scale = Double(source) / Double(target)
             return (0..<target).map { index in
-                let start = Double(index) * scale, end = start + scale
+                let start = Double(index) * scale
+                let end = start + scale
                 var taps: [(Int, Double)] = []
                 var position = Int(start)
                 while Double(position) < end && position < source {
@@ -225,14 +257,17 @@ public enum RenderQualityBench {
                 return taps
             }
         }
-        let columns = weights(width, toWidth), rows = weights(height, toHeight)
+        let columns = weights(width, toWidth)
+        let rows = weights(height, toHeight)
         var out = [UInt8](repeating: 0, count: toWidth * toHeight * 3)
         for y in 0..<toHeight {
             for x in 0..<toWidth {
                 for channel in 0..<3 {
                     var sum = 0.0
                     for (row, wy) in rows[y] {
-                        for (column, wx) in columns[x] { sum += wx * wy * Double(rgb[(row * width + column) * 3 + channel]) }
+                        for (column, wx) in columns[x] {
+                            sum += wx * wy * Double(rgb[(row * width + column) * 3 + channel])
+                        }
                     }
                     out[(y * toWidth + x) * 3 + channel] = UInt8(min(255, max(0, sum.rounded())))
                 }
@@ -246,7 +281,8 @@ public enum RenderQualityBench {
 enum BenchImage {
     /// PSNR in dB over all channels of all pictures (the pooled mean squared error).
     static func psnr(_ shown: [[UInt8]], _ references: [[UInt8]]) -> Double {
-        var sum = 0.0, count = 0
+        var sum = 0.0
+        var count = 0
         for (a, b) in zip(shown, references) {
             for index in 0..<min(a.count, b.count) {
                 let d = Double(a[index]) - Double(b[index])
@@ -259,18 +295,22 @@ enum BenchImage {
     }
 
     /// ffmpeg's SSIM (All) between each pair, averaged.
-    static func ssim(ffmpeg: String, _ shown: [[UInt8]], _ references: [[UInt8]], width: Int, height: Int,
-                     directory: String) throws -> Double? {
+    static func ssim(
+        ffmpeg: String, _ shown: [[UInt8]], _ references: [[UInt8]], width: Int, height: Int,
+        directory: String
+    ) throws -> Double? {
         for (index, (a, b)) in zip(shown, references).enumerated() {
             try Data(PNG.encode(rgb: a, width: width, height: height))
                 .write(to: URL(fileURLWithPath: "\(directory)/shown-\(index).png"))
             try Data(PNG.encode(rgb: b, width: width, height: height))
                 .write(to: URL(fileURLWithPath: "\(directory)/reference-\(index).png"))
         }
-        let result = try ChildProcess.run(ffmpeg, [
-            "-hide_banner", "-nostdin", "-framerate", "1", "-i", "\(directory)/shown-%d.png", "-framerate", "1",
-            "-i", "\(directory)/reference-%d.png", "-lavfi", "ssim", "-f", "null", "-",
-        ], captureOutput: true)
+        let result = try ChildProcess.run(
+            ffmpeg,
+            [
+                "-hide_banner", "-nostdin", "-framerate", "1", "-i", "\(directory)/shown-%d.png", "-framerate", "1",
+                "-i", "\(directory)/reference-%d.png", "-lavfi", "ssim", "-f", "null", "-",
+            ], captureOutput: true)
         guard result.status == 0, let range = result.output.range(of: "All:") else { return nil }
         return Double(result.output[range.upperBound...].prefix { $0 == "." || $0.isNumber })
     }
@@ -281,11 +321,16 @@ enum BenchImage {
         try Data(PNG.encode(rgb: rgb, width: width, height: height)).write(to: URL(fileURLWithPath: raw))
         guard let ffmpeg else { return }
         defer { unlink(raw) }
-        let result = try ChildProcess.run(ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i", raw,
-                                                   "-compression_level", "100", path], captureOutput: true)
+        let result = try ChildProcess.run(
+            ffmpeg,
+            [
+                "-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i", raw,
+                "-compression_level", "100", path,
+            ], captureOutput: true)
         guard result.status == 0 else {
-            throw RenderBenchError.commandFailed(command: "ffmpeg -i \(raw) \(path)", status: result.status,
-                                                 output: result.output)
+            throw RenderBenchError.commandFailed(
+                command: "ffmpeg -i \(raw) \(path)", status: result.status,
+                output: result.output)
         }
     }
 }
@@ -303,7 +348,8 @@ enum ANSIText {
         var screen = Screen(width: width, height: height)
         var style = CellStyle.plain
         var reverse = false
-        var row = 0, column = 0
+        var row = 0
+        var column = 0
         let text = String(decoding: bytes, as: UTF8.self)
         var scalars = text.unicodeScalars.makeIterator()
         func apply(_ parameters: [Int]) throws {
@@ -311,7 +357,9 @@ enum ANSIText {
             let list = parameters.isEmpty ? [0] : parameters
             while index < list.count {
                 switch list[index] {
-                case 0: style = .plain; reverse = false
+                case 0:
+                    style = .plain
+                    reverse = false
                 case 7: reverse = true
                 case 27: reverse = false
                 case 39: style.foreground = .default
@@ -326,14 +374,18 @@ enum ANSIText {
                         color = .palette(UInt8(clamping: list[index + 2]))
                         index += 2
                     } else if index + 4 < list.count, list[index + 1] == 2 {
-                        color = .rgb(UInt8(clamping: list[index + 2]), UInt8(clamping: list[index + 3]),
-                                     UInt8(clamping: list[index + 4]))
+                        color = .rgb(
+                            UInt8(clamping: list[index + 2]), UInt8(clamping: list[index + 3]),
+                            UInt8(clamping: list[index + 4]))
                         index += 4
                     } else {
                         throw Unreadable(reason: "incomplete colour in SGR \(list)")
                     }
-                    if list[index - (color.isPalette ? 2 : 4)] == 38 { style.foreground = color }
-                    else { style.background = color }
+                    if list[index - (color.isPalette ? 2 : 4)] == 38 {
+                        style.foreground = color
+                    } else {
+                        style.background = color
+                    }
                 default: break
                 }
                 index += 1
@@ -347,7 +399,10 @@ enum ANSIText {
                 var body = ""
                 var final: Unicode.Scalar?
                 while let c = scalars.next() {
-                    if (0x40...0x7E).contains(c.value) { final = c; break }
+                    if (0x40...0x7E).contains(c.value) {
+                        final = c
+                        break
+                    }
                     body.unicodeScalars.append(c)
                 }
                 guard final == "m" else { continue }
@@ -373,6 +428,6 @@ enum ANSIText {
     }
 }
 
-private extension TerminalColor {
-    var isPalette: Bool { if case .palette = self { return true } else { return false } }
+extension TerminalColor {
+    fileprivate var isPalette: Bool { if case .palette = self { return true } else { return false } }
 }

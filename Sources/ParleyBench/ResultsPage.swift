@@ -142,11 +142,11 @@ public enum ResultsPageError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .missingMarker(file, section, marker):
+        case .missingMarker(let file, let section, let marker):
             "\(file) has no line \(marker): put the \(section) section's begin and end lines where its tables belong"
-        case let .duplicatedMarker(file, section, marker, count):
+        case .duplicatedMarker(let file, let section, let marker, let count):
             "\(file) has the line \(marker) \(count) times: keep one begin and one end line for the \(section) section"
-        case let .endBeforeBegin(file, section):
+        case .endBeforeBegin(let file, let section):
             "\(file) has the \(section) section's end line before its begin line: put the begin line first"
         }
     }

@@ -1,11 +1,12 @@
 import ParleyMedia
+import ParleyRelay
+import ParleyRoom
+import ParleyTUI
+import ParleyWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import ParleyRelay
-import ParleyRoom
-import ParleyWire
-import ParleyTUI
 
 /// Is the small layer a tile gets as good, at the size the tile shows it, as the full layer scaled down? The call
 /// bench's camera (640x480 synthetic picture, 30 fps) is encoded in every simulcast layer at the call's rates, each
@@ -36,8 +37,10 @@ public enum SimulcastQualityBench {
     }
 
     /// Encodes `frames` camera frames in every layer of a `width`x`height` `kbps` plan and measures each at `tile`.
-    public static func measure(width: Int, height: Int, kbps: Int, fps: Int, frames: Int,
-                               tile: (width: Int, height: Int), mode: VideoColorMode = .trueColor)
+    public static func measure(
+        width: Int, height: Int, kbps: Int, fps: Int, frames: Int,
+        tile: (width: Int, height: Int), mode: VideoColorMode = .trueColor
+    )
         throws -> [LayerQuality]
     {
         let plan = SimulcastPlan(width: width, height: height, kbps: kbps, framesPerSecond: fps)
@@ -55,7 +58,7 @@ public enum SimulcastQualityBench {
                 for frame in encoded {
                     bytes[layer] += frame.bytes.count
                     guard let decoded = try decoders[layer].decode(frame.bytes),
-                          let shown = drawnLuma(decoded, tile: tile, mode: mode)
+                        let shown = drawnLuma(decoded, tile: tile, mode: mode)
                     else { continue }
                     sums[layer] += psnr(shown, reference)
                     counts[layer] += 1
@@ -63,9 +66,10 @@ public enum SimulcastQualityBench {
             }
         }
         return plan.layers.indices.map { index in
-            LayerQuality(width: plan.layers[index].width, height: plan.layers[index].height,
-                         kbps: plan.layers[index].targetBitrateKbps, bytes: bytes[index],
-                         psnrAtTile: counts[index] > 0 ? sums[index] / Double(counts[index]) : 0)
+            LayerQuality(
+                width: plan.layers[index].width, height: plan.layers[index].height,
+                kbps: plan.layers[index].targetBitrateKbps, bytes: bytes[index],
+                psnrAtTile: counts[index] > 0 ? sums[index] / Double(counts[index]) : 0)
         }
     }
 
@@ -77,7 +81,8 @@ public enum SimulcastQualityBench {
         func weights(from source: Int, to target: Int) -> [[(index: Int, weight: Double)]] {
             let step = Double(source) / Double(target)
             return (0..<target).map { output in
-                let start = Double(output) * step, end = start + step
+                let start = Double(output) * step
+                let end = start + step
                 var taps: [(Int, Double)] = []
                 var index = Int(start)
                 while Double(index) < end, index < source {
@@ -88,7 +93,8 @@ public enum SimulcastQualityBench {
                 return taps
             }
         }
-        let columns = weights(from: frame.width, to: tile.width), rows = weights(from: frame.height, to: tile.height)
+        let columns = weights(from: frame.width, to: tile.width)
+        let rows = weights(from: frame.height, to: tile.height)
         var horizontal = [Double](repeating: 0, count: tile.width * frame.height)
         for row in 0..<frame.height {
             for (column, taps) in columns.enumerated() {
@@ -112,12 +118,14 @@ public enum SimulcastQualityBench {
     /// into cells (a fresh renderer, so no colour hysteresis carries over), and each cell's two colours are read
     /// back as the luma of their RGB (BT.601). Nil when the picture does not land exactly on the tile.
     static func drawnLuma(_ frame: VideoFrame, tile: (width: Int, height: Int), mode: VideoColorMode) -> [Double]? {
-        let columns = tile.width, rows = (tile.height + 1) / 2
+        let columns = tile.width
+        let rows = (tile.height + 1) / 2
         var screen = Screen(width: columns, height: rows)
         var renderer = VideoCellRenderer(mode: mode)
         renderer.draw(frame, into: &screen, in: CellRect(x: 0, y: 0, width: columns, height: rows))
-        let area = VideoCellRenderer.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
-                                                 columns: columns, rows: rows)
+        let area = VideoCellRenderer.pictureArea(
+            frameWidth: frame.width, frameHeight: frame.height,
+            columns: columns, rows: rows)
         guard area.width == tile.width, area.height == tile.height, area.x == 0, area.y == 0 else { return nil }
         func luma(_ color: TerminalColor) -> Double {
             guard let (r, g, b) = Palette.rgb(of: color) else { return 0 }
@@ -127,7 +135,9 @@ public enum SimulcastQualityBench {
         for row in 0..<rows {
             for column in 0..<columns {
                 let cell = screen[column, row]
-                let (top, bottom) = cell.character == "▄" ? (cell.style.background, cell.style.foreground)
+                let (top, bottom) =
+                    cell.character == "▄"
+                    ? (cell.style.background, cell.style.foreground)
                     : (cell.style.foreground, cell.style.background)
                 out[2 * row * tile.width + column] = luma(top)
                 if 2 * row + 1 < tile.height { out[(2 * row + 1) * tile.width + column] = luma(bottom) }
@@ -148,22 +158,30 @@ public enum SimulcastQualityBench {
     public static func run(log: (String) -> Void) throws -> BenchTable {
         let (width, height, kbps, fps, frames) = (640, 480, CallBench.baresipVideoBitrateSetting, 30, 300)
         let tile = tileSize(columns: 200, rows: 60, video: VideoSize(width: width, height: height))
-        log("simulcast quality: \(frames) frames of \(width)x\(height) in every layer, shown at \(tile.width)x\(tile.height)")
+        log(
+            "simulcast quality: \(frames) frames of \(width)x\(height) in every layer, shown at \(tile.width)x\(tile.height)"
+        )
         let layers = try measure(width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile)
-        let palette = try measure(width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile,
-                                  mode: .palette256)
-        let chosen = LayerForwarding.layer(
-            for: VideoLayerSize(width: tile.width, height: tile.height),
-            among: layers.map { VideoLayerSize(width: $0.width, height: $0.height) }) ?? 0
+        let palette = try measure(
+            width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile,
+            mode: .palette256)
+        let chosen =
+            LayerForwarding.layer(
+                for: VideoLayerSize(width: tile.width, height: tile.height),
+                among: layers.map { VideoLayerSize(width: $0.width, height: $0.height) }) ?? 0
         var table = BenchTable(
-            title: "Simulcast: the picture a 1:1 tile shows, from each layer (\(tile.width)x\(tile.height) pixels, a 200x60 pane)",
-            columns: ["layer", "size", "target kbit/s", "sent kbit/s", "drawn PSNR, 24-bit (dB)", "vs full layer",
-                      "drawn PSNR, 256 colours (dB)", "vs full layer", "relay's pick"])
+            title:
+                "Simulcast: the picture a 1:1 tile shows, from each layer (\(tile.width)x\(tile.height) pixels, a 200x60 pane)",
+            columns: [
+                "layer", "size", "target kbit/s", "sent kbit/s", "drawn PSNR, 24-bit (dB)", "vs full layer",
+                "drawn PSNR, 256 colours (dB)", "vs full layer", "relay's pick",
+            ])
         for (index, layer) in layers.enumerated() {
             table.add([
                 "\(index)", "\(layer.width)x\(layer.height)", "\(layer.kbps)",
                 formatted(Double(layer.bytes) * 8 / 1000 / (Double(frames) / Double(fps)), decimals: 0),
-                formatted(layer.psnrAtTile, decimals: 2), formatted(layer.psnrAtTile - layers[0].psnrAtTile, decimals: 2),
+                formatted(layer.psnrAtTile, decimals: 2),
+                formatted(layer.psnrAtTile - layers[0].psnrAtTile, decimals: 2),
                 formatted(palette[index].psnrAtTile, decimals: 2),
                 formatted(palette[index].psnrAtTile - palette[0].psnrAtTile, decimals: 2),
                 index == chosen ? "yes" : "",
@@ -173,7 +191,7 @@ public enum SimulcastQualityBench {
             "Camera: the call bench's synthetic 640x480 picture, \(frames) frames at \(fps) fps, VP8 at the call speed; "
                 + "each decoded layer drawn by the half-block renderer into the tile's cells and read back as luma, against "
                 + "the camera picture scaled to the tile's size by exact area weighting; luma PSNR averaged "
-                + "over frames. Goal: the relay's pick within 0.5 dB of the full layer.",
+                + "over frames. Goal: the relay's pick within 0.5 dB of the full layer."
         ]
         return table
     }

@@ -50,7 +50,7 @@ public final class MicrophoneCapture: Sendable {
             do throws(AudioDeviceError) {
                 samples = try stream.read()
                 guard samples.count > 0, samples.count % framesPerBlock == 0,
-                      (1...2).contains(samples.count / framesPerBlock)
+                    (1...2).contains(samples.count / framesPerBlock)
                 else {
                     throw .failed(
                         name: stream.deviceName, call: "read",
@@ -63,7 +63,8 @@ public final class MicrophoneCapture: Sendable {
             let channels = samples.count / framesPerBlock
             let timestamp = framesRead * 1_000_000 / Int64(sampleRate)
             framesRead += Int64(framesPerBlock)
-            onBlock(AudioFrame(sampleRate: sampleRate, channels: channels, samples: samples, timestampMicros: timestamp))
+            onBlock(
+                AudioFrame(sampleRate: sampleRate, channels: channels, samples: samples, timestampMicros: timestamp))
             blocks.add(1, ordering: .relaxed)
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }

@@ -27,11 +27,15 @@ public final class PortAudioLayer: AudioDeviceLayer {
     static let lock = Mutex<Void>(())
 
     public func inputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
-        try Self.lock.withLock { _ throws(AudioDeviceError) in try Self.listed().map(\.info).filter { $0.serves(.microphone) } }
+        try Self.lock.withLock { _ throws(AudioDeviceError) in
+            try Self.listed().map(\.info).filter { $0.serves(.microphone) }
+        }
     }
 
     public func outputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] {
-        try Self.lock.withLock { _ throws(AudioDeviceError) in try Self.listed().map(\.info).filter { $0.serves(.speaker) } }
+        try Self.lock.withLock { _ throws(AudioDeviceError) in
+            try Self.listed().map(\.info).filter { $0.serves(.speaker) }
+        }
     }
 
     public func openInput(
@@ -74,16 +78,22 @@ public final class PortAudioLayer: AudioDeviceLayer {
         guard count >= 0 else {
             throw .failed(name: "sound system", call: "Pa_GetDeviceCount", message: portAudioText(count))
         }
-        let defaultInput = Pa_GetDefaultInputDevice(), defaultOutput = Pa_GetDefaultOutputDevice()
+        let defaultInput = Pa_GetDefaultInputDevice()
+        let defaultOutput = Pa_GetDefaultOutputDevice()
         var devices: [(index: PaDeviceIndex, info: AudioDeviceInfo)] = []
         for index in 0..<count {
             guard let raw = Pa_GetDeviceInfo(index)?.pointee, let rawName = raw.name else { continue }
             let hostAPI = Pa_GetHostApiInfo(raw.hostApi)?.pointee.name.map { String(cString: $0) } ?? "unknown"
             let rate = raw.defaultSampleRate.isFinite ? Int(max(0, min(raw.defaultSampleRate, 1e7))) : 0
-            devices.append((index, AudioDeviceInfo(
-                name: String(cString: rawName), inputChannels: Int(max(0, raw.maxInputChannels)),
-                outputChannels: Int(max(0, raw.maxOutputChannels)), defaultSampleRate: rate,
-                isDefaultInput: index == defaultInput, isDefaultOutput: index == defaultOutput, hostAPI: hostAPI)))
+            devices.append(
+                (
+                    index,
+                    AudioDeviceInfo(
+                        name: String(cString: rawName), inputChannels: Int(max(0, raw.maxInputChannels)),
+                        outputChannels: Int(max(0, raw.maxOutputChannels)), defaultSampleRate: rate,
+                        isDefaultInput: index == defaultInput, isDefaultOutput: index == defaultOutput, hostAPI: hostAPI
+                    )
+                ))
         }
         return devices
     }
@@ -126,11 +136,14 @@ final class PortAudioStream {
         self.framesPerBlock = framesPerBlock
         self.kind = kind
         self.sampleRate = sampleRate
-        guard index != paNoDevice, let info = Pa_GetDeviceInfo(index)?.pointee else { throw .disconnected(name: device) }
+        guard index != paNoDevice, let info = Pa_GetDeviceInfo(index)?.pointee else {
+            throw .disconnected(name: device)
+        }
         // The system's low latency, but never under three blocks: blocking writes need room to absorb scheduling.
         let blockSeconds = Double(framesPerBlock) / Double(sampleRate)
-        let latency = max(kind == .microphone ? info.defaultLowInputLatency : info.defaultLowOutputLatency,
-                          3 * blockSeconds)
+        let latency = max(
+            kind == .microphone ? info.defaultLowInputLatency : info.defaultLowOutputLatency,
+            3 * blockSeconds)
         var parameters = PaStreamParameters(
             device: index, channelCount: Int32(channels), sampleFormat: paInt16Format, suggestedLatency: latency,
             hostApiSpecificStreamInfo: nil)
@@ -177,8 +190,9 @@ final class PortAudioStream {
     func write(_ samples: [Int16]) throws(AudioDeviceError) {
         guard let stream else { throw .disconnected(name: deviceName) }
         guard samples.count == framesPerBlock * channels else {
-            throw .failed(name: deviceName, call: "write",
-                          message: "block of \(samples.count) samples, expected \(framesPerBlock * channels)")
+            throw .failed(
+                name: deviceName, call: "write",
+                message: "block of \(samples.count) samples, expected \(framesPerBlock * channels)")
         }
         let code = samples.withUnsafeBufferPointer { Pa_WriteStream(stream, $0.baseAddress, UInt(framesPerBlock)) }
         guard code == paNoError.rawValue || code == paOutputUnderflowed.rawValue else {
@@ -218,7 +232,7 @@ final class PortAudioStream {
     private static func transferError(_ code: PaError, device: String, call: String) -> AudioDeviceError {
         switch code {
         case paNotInitialized.rawValue, paBadStreamPtr.rawValue, paStreamIsStopped.rawValue,
-             paCanNotReadFromAnOutputOnlyStream.rawValue, paCanNotWriteToAnInputOnlyStream.rawValue:
+            paCanNotReadFromAnOutputOnlyStream.rawValue, paCanNotWriteToAnInputOnlyStream.rawValue:
             return .failed(name: device, call: call, message: portAudioText(code))
         default:
             return .disconnected(name: device)

@@ -85,9 +85,10 @@ public final class SpeakerPlayout: Sendable {
         onFailure: @escaping @Sendable (AudioDeviceError) -> Void
     ) {
         pending = Mutex(stream)
-        queue = Mutex(PlayoutQueue(
-            framesPerBlock: framesPerBlock, channels: channels, prebufferBlocks: prebufferBlocks,
-            maxQueuedBlocks: maxQueuedBlocks))
+        queue = Mutex(
+            PlayoutQueue(
+                framesPerBlock: framesPerBlock, channels: channels, prebufferBlocks: prebufferBlocks,
+                maxQueuedBlocks: maxQueuedBlocks))
         self.sampleRate = sampleRate
         self.framesPerBlock = framesPerBlock
         self.onDemand = onDemand

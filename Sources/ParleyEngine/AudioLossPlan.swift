@@ -24,7 +24,8 @@ struct AudioLossPlan: Sendable {
     /// plan when it changed.
     mutating func record(reporter: UInt32, fractionLost: UInt8, at now: Duration) -> Int? {
         if reports[reporter] == nil, reports.count >= Self.maximumReporters,
-           let oldest = reports.min(by: { $0.value.at < $1.value.at })?.key {
+            let oldest = reports.min(by: { $0.value.at < $1.value.at })?.key
+        {
             reports[oldest] = nil
         }
         // 256ths to whole percent, rounded up: any loss reported plans for at least 1 %.

@@ -1,7 +1,7 @@
 import Logging
-import ParleySecurity
 import ParleyMedia
 import ParleyRoom
+import ParleySecurity
 
 /// Where local video comes from. `switch camera` cycles through the configured list.
 public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {
@@ -142,14 +142,16 @@ public struct CallConfiguration: Sendable {
     public var logger: Logger
 
     /// A configuration with call defaults: broadcaster, standard profile, synthetic camera and voice.
-    public init(server: ServerAddress, room: String, name: String, role: Role = .broadcaster,
-                profile: VideoProfile = .standard, videoSources: [VideoSourceChoice] = [.synthetic],
-                audioSource: AudioSourceChoice = .synthetic, audioSink: AudioSinkChoice = .none,
-                microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
-                decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
-                reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
-                mediaAddressOverride: ServerAddress? = nil, echoCancellation: Bool = true,
-                logger: Logger = Logger(label: "parley.engine")) {
+    public init(
+        server: ServerAddress, room: String, name: String, role: Role = .broadcaster,
+        profile: VideoProfile = .standard, videoSources: [VideoSourceChoice] = [.synthetic],
+        audioSource: AudioSourceChoice = .synthetic, audioSink: AudioSinkChoice = .none,
+        microphoneMuted: Bool = false, cameraOff: Bool = false, decodesVideo: Bool = true,
+        decodesAudio: Bool = true, showsSelfView: Bool = true, lostAfter: Duration = .seconds(10),
+        reconnectInterval: Duration = .seconds(1), keepAliveInterval: Duration = .seconds(2),
+        mediaAddressOverride: ServerAddress? = nil, echoCancellation: Bool = true,
+        logger: Logger = Logger(label: "parley.engine")
+    ) {
         self.server = server
         self.room = room
         self.name = name

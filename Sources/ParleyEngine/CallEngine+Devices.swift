@@ -85,10 +85,14 @@ extension EngineCore {
         let name = microphoneName ?? "the microphone"
         microphoneFailures += 1
         if microphoneFailures == 1 {
-            openMicrophone(named: nil, after: "Microphone \(name) stopped (\(error)): switched to the default microphone")
+            openMicrophone(
+                named: nil, after: "Microphone \(name) stopped (\(error)): switched to the default microphone")
         } else {
-            emit(.alert(.message(
-                "Microphone \(name) stopped (\(error)): sending silence (pick another with --mic or in settings)")))
+            emit(
+                .alert(
+                    .message(
+                        "Microphone \(name) stopped (\(error)): sending silence (pick another with --mic or in settings)"
+                    )))
         }
     }
 
@@ -127,7 +131,8 @@ extension EngineCore {
     /// The speaker took a block: mix the next one from the peers' jitter buffers (play-out paced by the device).
     func speakerDemand() {
         guard let speaker else { return }
-        let samples = configuration.decodesAudio
+        let samples =
+            configuration.decodesAudio
             ? mixBlock() : [Int16](repeating: 0, count: DeviceAudioFormat.framesPerBlock)
         echoCanceller?.playback(samples)
         speaker.enqueue(AudioFrame(samples: samples))

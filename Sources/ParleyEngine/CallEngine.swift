@@ -17,16 +17,19 @@ public final class CallEngine: Sendable {
 
     /// Creates an engine; nothing happens until `start()`. Real microphones, speakers and cameras are opened through
     /// `devices` (the system's unless a test injects others).
-    public init(_ configuration: CallConfiguration, videoSink: (any VideoFrameSink)? = nil,
-                devices: MediaDevices = .system) throws {
+    public init(
+        _ configuration: CallConfiguration, videoSink: (any VideoFrameSink)? = nil,
+        devices: MediaDevices = .system
+    ) throws {
         let (events, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .unbounded)
         self.events = events
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         core = try loop.submit {
             NIOLoopBound(
-                EngineCore(configuration: configuration, loop: loop, videoSink: videoSink, devices: devices,
-                           emit: { continuation.yield($0) }, finish: { continuation.finish() }),
+                EngineCore(
+                    configuration: configuration, loop: loop, videoSink: videoSink, devices: devices,
+                    emit: { continuation.yield($0) }, finish: { continuation.finish() }),
                 eventLoop: loop)
         }.wait()
     }
@@ -153,9 +156,11 @@ final class EngineCore {
     var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     var statsReports = 0
 
-    init(configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
-         devices: MediaDevices, emit: @escaping @Sendable (RoomEvent) -> Void,
-         finish: @escaping @Sendable () -> Void) {
+    init(
+        configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
+        devices: MediaDevices, emit: @escaping @Sendable (RoomEvent) -> Void,
+        finish: @escaping @Sendable () -> Void
+    ) {
         self.configuration = configuration
         signalingState = CallSignalingState(configuration: configuration)
         self.devices = devices

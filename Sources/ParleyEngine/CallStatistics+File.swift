@@ -237,7 +237,8 @@ public struct CallStatisticsFile: Sendable {
     /// The operating system's words for a failed file operation ("No such file or directory"), else Foundation's.
     private static func reason(_ error: any Error) -> String {
         if let underlying = (error as? CocoaError)?.underlying.map({ $0 as NSError }),
-           underlying.domain == NSPOSIXErrorDomain {
+            underlying.domain == NSPOSIXErrorDomain
+        {
             return String(cString: strerror(Int32(underlying.code)))
         }
         return error.localizedDescription

@@ -26,26 +26,30 @@ extension EngineCore {
     func startMedia(ssrcs: MemberSSRCs, participant: UInt32) throws {
         stopMedia()
         let profile = configuration.profile
-        audioSender = try AudioSender(source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
-                                      expectedLossPercent: audioLossPlan.percent, random: &random)
+        audioSender = try AudioSender(
+            source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
+            expectedLossPercent: audioLossPlan.percent, random: &random)
         var sources: [VideoSender.Source] = []
         for choice in configuration.videoSources {
             do {
                 let isCamera: Bool = if case .camera = choice { true } else { false }
-                sources.append(VideoSender.Source(
-                    name: choice == .synthetic ? "synthetic test picture" : choice.description, isCamera: isCamera,
-                    source: try makeVideoSource(choice, participant: participant)))
+                sources.append(
+                    VideoSender.Source(
+                        name: choice == .synthetic ? "synthetic test picture" : choice.description, isCamera: isCamera,
+                        source: try makeVideoSource(choice, participant: participant)))
             } catch {
                 emit(.alert(.message("Camera \(choice): \(error)")))
             }
         }
         if sources.isEmpty {
-            sources.append(VideoSender.Source(
-                name: "synthetic test picture", isCamera: false,
-                source: try makeVideoSource(.synthetic, participant: participant)))
+            sources.append(
+                VideoSender.Source(
+                    name: "synthetic test picture", isCamera: false,
+                    source: try makeVideoSource(.synthetic, participant: participant)))
         }
-        videoSender = try VideoSender(sources: sources, profile: profile, ssrcs: ssrcs,
-                                      simulcast: configuration.simulcast, random: &random)
+        videoSender = try VideoSender(
+            sources: sources, profile: profile, ssrcs: ssrcs,
+            simulcast: configuration.simulcast, random: &random)
         if let demand = pendingLayerDemand { videoSender?.setActiveLayers(demand) }
         guard let bound else { return }
         if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
@@ -86,8 +90,9 @@ extension EngineCore {
     func makeVideoSource(_ choice: VideoSourceChoice, participant: UInt32) throws -> any VideoSource {
         switch choice {
         case .synthetic:
-            SyntheticCamera(name: configuration.name, participant: participant, width: configuration.profile.width,
-                            height: configuration.profile.height, framesPerSecond: configuration.profile.fps)
+            SyntheticCamera(
+                name: configuration.name, participant: participant, width: configuration.profile.width,
+                height: configuration.profile.height, framesPerSecond: configuration.profile.fps)
         case .file(let path):
             try Y4MFileSource(path: path)
         case .camera(let name):
@@ -140,8 +145,9 @@ extension EngineCore {
                 let packets = try sender.encode(frame)
                 let at = now
                 for packet in packets {
-                    sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
-                                    at: at)
+                    sentVideo.store(
+                        packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
+                        at: at)
                 }
                 send(packets)
             } else {
@@ -261,8 +267,10 @@ extension EngineCore {
 
     func reportStatistics() {
         let at = now
-        let seconds = max(0.001, Double((at - lastStats).components.seconds)
-            + Double((at - lastStats).components.attoseconds) / 1e18)
+        let seconds = max(
+            0.001,
+            Double((at - lastStats).components.seconds)
+                + Double((at - lastStats).components.attoseconds) / 1e18)
         lastStats = at
         for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
             emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
@@ -279,9 +287,11 @@ extension EngineCore {
         emit(.localStats(MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)))
         statsReports += 1
         if statsReports % 2 == 0 {
-            signaling?.send(.stats(SenderStats(
-                width: size?.width ?? 0, height: size?.height ?? 0, fps: Double(frames) / seconds,
-                videoKbps: videoKbps, audioKbps: audioKbps)))
+            signaling?.send(
+                .stats(
+                    SenderStats(
+                        width: size?.width ?? 0, height: size?.height ?? 0, fps: Double(frames) / seconds,
+                        videoKbps: videoKbps, audioKbps: audioKbps)))
         }
     }
 

@@ -12,7 +12,8 @@ extension EngineCore {
 
     func sendBind() {
         guard case .joined = phase, let room = joined, let token = BindToken(hex: room.media.credential),
-              let bound else { return }
+            let bound
+        else { return }
         let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
         sendRaw(request.serialized())
         udp?.flush()
@@ -58,8 +59,8 @@ extension EngineCore {
             return
         case .rtp:
             guard let header = try? RTPHeaderView(parsing: bytes),
-                  let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
-                  let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
+                let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
+                let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
             else { return }
             if header.ssrc == peer.info.ssrcs.audio {
                 guard configuration.decodesAudio else { return }
@@ -119,8 +120,10 @@ extension EngineCore {
                 case .receiverReport(let report):
                     // The relay passes on only the blocks about our own streams; the audio one steers FEC.
                     for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
-                        if let percent = audioLossPlan.record(reporter: report.ssrc, fractionLost: block.fractionLost,
-                                                              at: now) {
+                        if let percent = audioLossPlan.record(
+                            reporter: report.ssrc, fractionLost: block.fractionLost,
+                            at: now)
+                        {
                             audioSender?.planForLoss(percent: percent)
                             logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
                         }
@@ -142,7 +145,6 @@ extension EngineCore {
         }
     }
 }
-
 
 /// Hands the media socket's datagrams to the engine core.
 final class ClientMediaHandler: ChannelInboundHandler {

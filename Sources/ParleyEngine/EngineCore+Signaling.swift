@@ -129,13 +129,16 @@ extension EngineCore {
         guard let bound else { return }
         let address = configuration.server
         let loop = self.loop
-        SignalingConnection.connect(to: address, on: loop, security: configuration.signalingSecurity, trusted: { decision in
-            // Called from the TLS handshake's task: hop onto the engine's loop before touching it.
-            guard case .pinnedOnFirstUse(let fingerprint) = decision else { return }
-            loop.execute {
-                bound.value.emit(.alert(.message("relay \(address) pinned on first use: \(fingerprint)")))
+        SignalingConnection.connect(
+            to: address, on: loop, security: configuration.signalingSecurity,
+            trusted: { decision in
+                // Called from the TLS handshake's task: hop onto the engine's loop before touching it.
+                guard case .pinnedOnFirstUse(let fingerprint) = decision else { return }
+                loop.execute {
+                    bound.value.emit(.alert(.message("relay \(address) pinned on first use: \(fingerprint)")))
+                }
             }
-        }) { event in
+        ) { event in
             bound.value.handle(event)
         }.whenComplete { result in
             let core = bound.value
@@ -147,20 +150,25 @@ extension EngineCore {
                 var certificateChanged = false
                 if case SignalingConnectError.certificateChanged = error { certificateChanged = true }
                 core.advance {
-                    $0.connectionFailed(first: first, certificateChanged: certificateChanged, reason: "\(error)",
-                                        now: $1)
+                    $0.connectionFailed(
+                        first: first, certificateChanged: certificateChanged, reason: "\(error)",
+                        now: $1)
                 }
             }
         }
     }
 
     func sendJoin(_ credentials: CallSignalingState.JoinCredentials) {
-        signaling?.send(.join(JoinRequest(
-            room: configuration.room, name: configuration.name, role: role == .audience ? .audience : .broadcaster,
-            audioMuted: microphoneMuted, videoMuted: cameraOff, resume: credentials.resume, proof: credentials.proof,
-            verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
-            videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
-            account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
+        signaling?.send(
+            .join(
+                JoinRequest(
+                    room: configuration.room, name: configuration.name,
+                    role: role == .audience ? .audience : .broadcaster,
+                    audioMuted: microphoneMuted, videoMuted: cameraOff, resume: credentials.resume,
+                    proof: credentials.proof,
+                    verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
+                    videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
+                    account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
     }
 
     /// The layers this client's camera is sent in (what `VideoSender` will encode).
@@ -214,12 +222,13 @@ extension EngineCore {
         case .memberLeft(let left):
             guard let peer = peers.removeValue(forKey: left.id) else { return }
             ownerOfBlock[peer.info.ssrcs.block] = nil
-            let reason: OfflineReason = switch left.reason {
-            case .removed: .removed
-            case .quit: .quit
-            case .timeout: .timeout
-            case .dropped: .dropped
-            }
+            let reason: OfflineReason =
+                switch left.reason {
+                case .removed: .removed
+                case .quit: .quit
+                case .timeout: .timeout
+                case .dropped: .dropped
+                }
             emit(.userOffline(ParticipantID(left.id), reason: reason))
         case .mute(let mute):
             guard let peer = peers[mute.id] else { return }
@@ -250,10 +259,13 @@ extension EngineCore {
             dominantSpeaker = notice.id == 0 ? nil : notice.id
             emit(.dominantSpeaker(dominantSpeaker.map(ParticipantID.init)))
         case .chatHistory(let history):
-            emit(.earlierChat(history.lines.map { line in
-                line.kind == "message" ? ChatEntry(sender: line.from, text: line.text, time: .zero, kind: .chat)
-                    : ChatEntry(sender: nil, text: line.words, time: .zero, kind: .system)
-            }))
+            emit(
+                .earlierChat(
+                    history.lines.map { line in
+                        line.kind == "message"
+                            ? ChatEntry(sender: line.from, text: line.text, time: .zero, kind: .chat)
+                            : ChatEntry(sender: nil, text: line.words, time: .zero, kind: .system)
+                    }))
         }
     }
 
@@ -261,7 +273,8 @@ extension EngineCore {
     /// SSRCs), then bind requests until the relay acknowledges one.
     func bindMedia(_ room: JoinedRoom, restartMedia: Bool) {
         do {
-            let media = configuration.mediaAddressOverride
+            let media =
+                configuration.mediaAddressOverride
                 ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
             relayMedia = try SocketAddress.makeAddressResolvingHost(media.host, port: media.port)
         } catch {
@@ -287,7 +300,8 @@ extension EngineCore {
             do {
                 peers[member.id] = try PeerReceiver(info: member)
             } catch {
-                logger.error("cannot receive a member's media", metadata: ["member": "\(member.id)", "error": "\(error)"])
+                logger.error(
+                    "cannot receive a member's media", metadata: ["member": "\(member.id)", "error": "\(error)"])
                 return
             }
         }
@@ -313,12 +327,14 @@ extension EngineCore {
 
     func startSignalingTimers() {
         guard let bound else { return }
-        repeating.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            bound.value.reportStatistics()
-        })
-        repeating.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
-            bound.value.reportLevels()
-        })
+        repeating.append(
+            loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                bound.value.reportStatistics()
+            })
+        repeating.append(
+            loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
+                bound.value.reportLevels()
+            })
     }
 
 }

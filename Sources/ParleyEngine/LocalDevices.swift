@@ -67,8 +67,9 @@ extension CallConfiguration {
             let hasCamera = sources.contains { if case .camera = $0 { true } else { false } }
             if !hasCamera {
                 resolved.cameraOff = true
-                notices.append("No camera found (\(cameraError ?? "no video devices")): your camera is off; "
-                    + "turning it on sends a synthetic picture")
+                notices.append(
+                    "No camera found (\(cameraError ?? "no video devices")): your camera is off; "
+                        + "turning it on sends a synthetic picture")
             }
             if !sources.contains(where: { $0 == .synthetic }) { sources.append(.synthetic) }
             resolved.videoSources = sources

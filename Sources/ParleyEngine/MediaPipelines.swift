@@ -21,11 +21,15 @@ final class AudioSender {
     private(set) var packetsSent = 0
     private(set) var bytesSent = 0
 
-    init(source: any AudioSource, ssrc: UInt32, expectedLossPercent: Int = 0,
-         random: inout some RandomNumberGenerator) throws {
+    init(
+        source: any AudioSource, ssrc: UInt32, expectedLossPercent: Int = 0,
+        random: inout some RandomNumberGenerator
+    ) throws {
         self.source = source
-        encoder = try OpusAudioEncoder(OpusAudioConfig(channels: source.channels, complexity: Self.complexity,
-                                                       expectedLossPercent: expectedLossPercent))
+        encoder = try OpusAudioEncoder(
+            OpusAudioConfig(
+                channels: source.channels, complexity: Self.complexity,
+                expectedLossPercent: expectedLossPercent))
         packetizer = RTPPacketizer(
             ssrc: ssrc, payloadType: MediaPayloadType.opus, clockRate: MediaClockRate.opus,
             initialSequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
@@ -46,8 +50,10 @@ final class AudioSender {
         let payload = try encoder.encode(frame)
         var packet = packetizer.packetize([payload], at: mediaTime, markLast: false)[0]
         // RFC 6464: the relay picks the dominant speaker from these without touching the audio.
-        packet.header.headerExtension = AudioLevelIndication(
-            voiceActivity: level.isSpeaking, dBFS: level.lastDBFS).headerExtension
+        packet.header.headerExtension =
+            AudioLevelIndication(
+                voiceActivity: level.isSpeaking, dBFS: level.lastDBFS
+            ).headerExtension
         packetsSent += 1
         bytesSent += payload.count
         return packet
@@ -98,8 +104,10 @@ final class VideoSender {
     /// The layers sent, largest first.
     let plan: SimulcastPlan
 
-    init(sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
-         random: inout some RandomNumberGenerator) throws {
+    init(
+        sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
+        random: inout some RandomNumberGenerator
+    ) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
         self.profile = profile
@@ -121,8 +129,9 @@ final class VideoSender {
 
     /// The layers a camera at `profile` is sent in (what the join declares, and what is encoded).
     static func plan(profile: VideoProfile, simulcast: Bool) -> SimulcastPlan {
-        SimulcastPlan.forCall(width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
-                              framesPerSecond: profile.fps, simulcast: simulcast)
+        SimulcastPlan.forCall(
+            width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
+            framesPerSecond: profile.fps, simulcast: simulcast)
     }
 
     /// The layers' sizes, largest first, as declared at join.
@@ -178,7 +187,8 @@ final class VideoSender {
             frame = frame.scaled(width: profile.width, height: profile.height)
         }
         if filter { frame.soften() }
-        frame.timestampMicros = Int64(mediaTime.components.seconds) * 1_000_000
+        frame.timestampMicros =
+            Int64(mediaTime.components.seconds) * 1_000_000
             + mediaTime.components.attoseconds / 1_000_000_000_000
         return frame
     }
@@ -370,7 +380,8 @@ final class PeerReceiver {
 extension VideoFrame {
     /// A gentle softening filter (3-tap blur of the luma plane, horizontally and vertically): the "filter" toggle.
     mutating func soften() {
-        let width = self.width, height = self.height
+        let width = self.width
+        let height = self.height
         y.withUnsafeMutableBufferPointer { plane in
             for row in 0..<height {
                 let base = row * width

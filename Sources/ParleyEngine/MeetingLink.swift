@@ -34,19 +34,22 @@ public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
         case "parley", "wss": insecure = false
         case "ws": insecure = true
         case "http", "https":
-            throw AddressError("\"\(text)\" is a web address; a meeting link starts with parley:// "
-                               + "(parley://HOST:PORT/ROOM)")
+            throw AddressError(
+                "\"\(text)\" is a web address; a meeting link starts with parley:// "
+                    + "(parley://HOST:PORT/ROOM)")
         default:
             throw AddressError("a meeting link starts with parley://, wss:// or ws://, not \(scheme)://")
         }
         let rest = trimmed[schemeEnd.upperBound...]
         if let extra = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            throw AddressError("the link has \"\(rest[extra...])\" after the room; a link is parley://HOST:PORT/ROOM "
-                               + "(give the name with --name)")
+            throw AddressError(
+                "the link has \"\(rest[extra...])\" after the room; a link is parley://HOST:PORT/ROOM "
+                    + "(give the name with --name)")
         }
         guard let slash = rest.firstIndex(of: "/") else {
-            throw AddressError("the link \"\(text)\" names no room; add it after a slash: "
-                               + "\(scheme)://\(rest)/ROOM, e.g. \(scheme)://\(rest)/standup")
+            throw AddressError(
+                "the link \"\(text)\" names no room; add it after a slash: "
+                    + "\(scheme)://\(rest)/ROOM, e.g. \(scheme)://\(rest)/standup")
         }
         let authority = String(rest[..<slash])
         let path = rest[rest.index(after: slash)...]
@@ -60,16 +63,19 @@ public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
         }
         let encoded = path.hasSuffix("/") ? path.dropLast() : path
         guard !encoded.isEmpty else {
-            throw AddressError("the link \"\(text)\" names no room; add it after the slash, e.g. "
-                               + "\(scheme)://\(authority)/standup")
+            throw AddressError(
+                "the link \"\(text)\" names no room; add it after the slash, e.g. "
+                    + "\(scheme)://\(authority)/standup")
         }
         guard !encoded.contains("/") else {
-            throw AddressError("the link's room \"\(encoded)\" has a \"/\"; a link is parley://HOST:PORT/ROOM "
-                               + "(write a slash in a room name as %2F)")
+            throw AddressError(
+                "the link's room \"\(encoded)\" has a \"/\"; a link is parley://HOST:PORT/ROOM "
+                    + "(write a slash in a room name as %2F)")
         }
         guard let decoded = String(encoded).removingPercentEncoding else {
-            throw AddressError("the link's room \"\(encoded)\" has a broken %-escape (% is followed by two hex "
-                               + "digits, e.g. %20 for a space)")
+            throw AddressError(
+                "the link's room \"\(encoded)\" has a broken %-escape (% is followed by two hex "
+                    + "digits, e.g. %20 for a space)")
         }
         room = decoded
     }
@@ -97,7 +103,9 @@ extension RoomName {
         if dropped.isEmpty {
             return "room names are at most \(maximumBytes) bytes"
         }
-        let list = dropped.count == 1 ? dropped[0]
+        let list =
+            dropped.count == 1
+            ? dropped[0]
             : dropped.dropLast().joined(separator: ", ") + " and " + dropped.last!
         return "\(list) \(dropped.count == 1 ? "is" : "are") not allowed in room names"
     }

@@ -79,8 +79,10 @@ public final class MessagingClient: Sendable {
         let closed = Mutex(false)
     }
 
-    private init(identity: AccountIdentity, waiting: Int, created: Bool, connection: SignalingConnection,
-                 inbox: Inbox, group: MultiThreadedEventLoopGroup?) {
+    private init(
+        identity: AccountIdentity, waiting: Int, created: Bool, connection: SignalingConnection,
+        inbox: Inbox, group: MultiThreadedEventLoopGroup?
+    ) {
         self.identity = identity
         self.waiting = waiting
         self.created = created
@@ -92,9 +94,11 @@ public final class MessagingClient: Sendable {
     /// Connects to the relay's messaging and logs in with `identity` (binding its name on first use). `loop`: an event
     /// loop to share (many clients in one process); `onEvent`: called on that loop with every event as it arrives
     /// (before the client's own requests see it).
-    public static func connect(to server: ServerAddress, security: SignalingSecurity, identity: AccountIdentity,
-                               timeout: Duration = .seconds(10), loop: (any EventLoop)? = nil,
-                               onEvent: (@Sendable (MessagingEvent) -> Void)? = nil) async throws -> MessagingClient {
+    public static func connect(
+        to server: ServerAddress, security: SignalingSecurity, identity: AccountIdentity,
+        timeout: Duration = .seconds(10), loop: (any EventLoop)? = nil,
+        onEvent: (@Sendable (MessagingEvent) -> Void)? = nil
+    ) async throws -> MessagingClient {
         let group = loop == nil ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
         let inbox = Inbox()
         let connection: SignalingConnection
@@ -117,21 +121,26 @@ public final class MessagingClient: Sendable {
             return error
         }
         let keys = identity.keys
-        connection.sendRawText(MessagingRequest.login(AccountCard(
-            name: identity.name, signingKey: Data(keys.signing).base64EncodedString(),
-            agreementKey: Data(keys.agreement).base64EncodedString())).encoded())
+        connection.sendRawText(
+            MessagingRequest.login(
+                AccountCard(
+                    name: identity.name, signingKey: Data(keys.signing).base64EncodedString(),
+                    agreementKey: Data(keys.agreement).base64EncodedString())
+            ).encoded())
         do {
             let challenge = try await next(in: inbox, timeout: timeout, what: "the login challenge") {
                 if case .challenge(let challenge) = $0 { challenge } else { nil }
             }
             let nonce = Array(Data(base64Encoded: challenge.nonce) ?? Data())
             let signature = identity.sign(AccountIdentity.loginMessage(name: identity.name, challenge: nonce))
-            connection.sendRawText(MessagingRequest.proof(LoginProof(signature: Data(signature).base64EncodedString())).encoded())
+            connection.sendRawText(
+                MessagingRequest.proof(LoginProof(signature: Data(signature).base64EncodedString())).encoded())
             let loggedIn = try await next(in: inbox, timeout: timeout, what: "the login answer") {
                 if case .loggedIn(let answer) = $0 { answer } else { nil }
             }
-            return MessagingClient(identity: identity, waiting: loggedIn.waiting, created: loggedIn.created,
-                                   connection: connection, inbox: inbox, group: group)
+            return MessagingClient(
+                identity: identity, waiting: loggedIn.waiting, created: loggedIn.created,
+                connection: connection, inbox: inbox, group: group)
         } catch {
             throw await fail(error)
         }
@@ -139,8 +148,10 @@ public final class MessagingClient: Sendable {
 
     /// Waits for the first event `match` accepts (taking it and what came before it out of the inbox); an error event
     /// from the relay, a closed connection or the timeout throws.
-    private static func next<T>(in inbox: Inbox, timeout: Duration, what: String,
-                                _ match: (MessagingEvent) -> T?) async throws -> T {
+    private static func next<T>(
+        in inbox: Inbox, timeout: Duration, what: String,
+        _ match: (MessagingEvent) -> T?
+    ) async throws -> T {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let found: Result<T, MessagingClientError>? = inbox.events.withLock { events in
@@ -166,7 +177,8 @@ public final class MessagingClient: Sendable {
     }
 
     private func next<T>(_ what: String, timeout: Duration = .seconds(10), _ match: (MessagingEvent) -> T?)
-        async throws -> T {
+        async throws -> T
+    {
         try await Self.next(in: inbox, timeout: timeout, what: what, match)
     }
 
@@ -178,8 +190,11 @@ public final class MessagingClient: Sendable {
         // An account never changes its keys (the relay binds them for good), so one lookup a name will do.
         if let known = knownKeys.withLock({ $0[name] }) { return known }
         send(.keys(AccountRef(name: name)))
-        let answer = try await next("the keys of \(name)") { if case .keys(let keys) = $0, keys.name == name { keys } else { nil } }
-        guard let signing = Data(base64Encoded: answer.signingKey), let agreement = Data(base64Encoded: answer.agreementKey)
+        let answer = try await next("the keys of \(name)") {
+            if case .keys(let keys) = $0, keys.name == name { keys } else { nil }
+        }
+        guard let signing = Data(base64Encoded: answer.signingKey),
+            let agreement = Data(base64Encoded: answer.agreementKey)
         else { throw MessagingClientError("the relay sent keys of \(name) that are not base64") }
         let keys = try AccountKeys(signing: Array(signing), agreement: Array(agreement))
         knownKeys.withLock { known in
@@ -191,12 +206,16 @@ public final class MessagingClient: Sendable {
 
     /// Seals `text` to `recipient` and sends it under `id` (a retry with the same id is the same message); returns
     /// once the relay has stored it.
-    public func send(_ text: String, to recipient: String, id: String = UUID().uuidString) async throws -> MessageStored {
+    public func send(_ text: String, to recipient: String, id: String = UUID().uuidString) async throws -> MessageStored
+    {
         let keys = try await keys(of: recipient)
         let sealed = DirectMessageSeal.seal(text, from: identity, to: recipient, keys: keys, id: id)
         let copy = DirectMessageSeal.seal(text, from: identity, to: identity.name, keys: identity.keys, id: id)
-        send(.send(DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString(),
-                                     senderCopy: Data(copy).base64EncodedString())))
+        send(
+            .send(
+                DirectMessageSend(
+                    id: id, to: recipient, sealed: Data(sealed).base64EncodedString(),
+                    senderCopy: Data(copy).base64EncodedString())))
         return try await next("the relay to store the message") {
             if case .stored(let stored) = $0, stored.id == id { stored } else { nil }
         }
@@ -211,9 +230,10 @@ public final class MessagingClient: Sendable {
             var page: [DirectMessageDelivery] = []
             let pageSize = min(maxMessagesPerPage, waiting - received.count)
             while page.count < pageSize {
-                page.append(try await next("waiting messages") {
-                    if case .message(let m) = $0, m.inHistory != true { m } else { nil }
-                })
+                page.append(
+                    try await next("waiting messages") {
+                        if case .message(let m) = $0, m.inHistory != true { m } else { nil }
+                    })
             }
             for delivery in page where senders[delivery.from] == nil {
                 senders[delivery.from] = try await keys(of: delivery.from)
@@ -221,7 +241,8 @@ public final class MessagingClient: Sendable {
             // The receipt first, so the relay reads the next page while this one is opened, on every core.
             send(.received(DeliveryReceipt(sequences: page.map(\.sequence))))
             let opened = Mutex([ReceivedMessage?](repeating: nil, count: page.count))
-            let keys = senders, deliveries = page
+            let keys = senders
+            let deliveries = page
             DispatchQueue.concurrentPerform(iterations: deliveries.count) { index in
                 let message = open(deliveries[index], senderKeys: keys[deliveries[index].from]!)
                 opened.withLock { $0[index] = message }
@@ -280,7 +301,9 @@ public final class MessagingClient: Sendable {
     }
 
     /// Posts `text` in `channel` (a member's); returns once the relay has stored it.
-    public func post(_ text: String, in channel: String, id: String = UUID().uuidString) async throws -> ChannelPostStored {
+    public func post(_ text: String, in channel: String, id: String = UUID().uuidString) async throws
+        -> ChannelPostStored
+    {
         send(.channelPost(ChannelPostSend(channel: channel, id: id, text: text)))
         return try await next("the relay to store the channel message") {
             if case .channelStored(let stored) = $0, stored.channel == channel, stored.id == id { stored } else { nil }
@@ -289,7 +312,8 @@ public final class MessagingClient: Sendable {
 
     /// The channel's lines (messages and who joined or left), newest first, at most `limit` (1…200).
     public func channelHistory(_ channel: String, before: Int64? = nil, limit: Int = 50) async throws
-        -> [ChannelPostDelivery] {
+        -> [ChannelPostDelivery]
+    {
         send(.channelHistory(ChannelHistoryQuery(channel: channel, before: before, limit: limit)))
         var page: [ChannelPostDelivery] = []
         while true {
@@ -325,8 +349,9 @@ public final class MessagingClient: Sendable {
         }
         var result: [Conversation] = []
         for line in lines {
-            var conversation = Conversation(kind: line.kind == "channel" ? .channel : .direct, name: line.name,
-                                            unread: line.unread, lastAt: line.lastAt)
+            var conversation = Conversation(
+                kind: line.kind == "channel" ? .channel : .direct, name: line.name,
+                unread: line.unread, lastAt: line.lastAt)
             if let message = line.lastMessage {
                 let keys = message.from == identity.name ? identity.keys : try await keys(of: message.from)
                 let opened = open(message, senderKeys: keys)
@@ -347,8 +372,10 @@ public final class MessagingClient: Sendable {
         case "joined": "\(line.from) joined" + (line.members.map { " (\($0) members)" } ?? "")
         case "left": "\(line.from) left" + (line.members.map { " (\($0) members)" } ?? "")
         case "call-joined", "call-left":
-            ChatHistoryLine(kind: line.kind, from: line.from, text: line.text, time: line.sentAt,
-                            members: line.members).words
+            ChatHistoryLine(
+                kind: line.kind, from: line.from, text: line.text, time: line.sentAt,
+                members: line.members
+            ).words
         default: line.text
         }
     }
@@ -372,18 +399,22 @@ public final class MessagingClient: Sendable {
         if delivery.from == identity.name {
             // Our own message is sealed to the peer; our copy is sealed to ourselves.
             let copy = Array(delivery.senderCopy.flatMap { Data(base64Encoded: $0) } ?? Data())
-            text = (try? DirectMessageSeal.open(copy, by: identity, from: identity.name, senderKeys: identity.keys,
-                                                id: delivery.id)) ?? "(sent to \(delivery.to); no readable copy)"
+            text =
+                (try? DirectMessageSeal.open(
+                    copy, by: identity, from: identity.name, senderKeys: identity.keys,
+                    id: delivery.id)) ?? "(sent to \(delivery.to); no readable copy)"
         } else {
             do throws(DirectMessageSeal.OpenError) {
-                text = try DirectMessageSeal.open(sealed, by: identity, from: delivery.from, senderKeys: senderKeys,
-                                                  id: delivery.id)
+                text = try DirectMessageSeal.open(
+                    sealed, by: identity, from: delivery.from, senderKeys: senderKeys,
+                    id: delivery.id)
             } catch {
                 text = "(cannot be read: \(error))"
             }
         }
-        return ReceivedMessage(sequence: delivery.sequence, id: delivery.id, from: delivery.from, to: delivery.to,
-                               text: text, sentAt: delivery.sentAt, delivered: delivery.delivered, read: delivery.read)
+        return ReceivedMessage(
+            sequence: delivery.sequence, id: delivery.id, from: delivery.from, to: delivery.to,
+            text: text, sentAt: delivery.sentAt, delivered: delivery.delivered, read: delivery.read)
     }
 
     /// Sends an already sealed message without waiting for its acknowledgement (which arrives as a `stored` event):
@@ -395,7 +426,10 @@ public final class MessagingClient: Sendable {
     /// Tells the relay these messages arrived (it stops delivering them), without waiting.
     public func acknowledge(_ sequences: [Int64]) {
         for start in stride(from: 0, to: sequences.count, by: maxMessagesPerPage) {
-            send(.received(DeliveryReceipt(sequences: Array(sequences[start..<min(sequences.count, start + maxMessagesPerPage)]))))
+            send(
+                .received(
+                    DeliveryReceipt(
+                        sequences: Array(sequences[start..<min(sequences.count, start + maxMessagesPerPage)]))))
         }
     }
 

@@ -90,7 +90,10 @@ public final class PeerAudioPlayout {
     private var samplesSinceControl = 0
 
     /// An empty play-out path; throws if libopus or speexdsp cannot be set up.
-    public init(settings: AudioJitterBuffer.Settings = AudioJitterBuffer.Settings(), resamplerQuality: Int = defaultResamplerQuality) throws {
+    public init(
+        settings: AudioJitterBuffer.Settings = AudioJitterBuffer.Settings(),
+        resamplerQuality: Int = defaultResamplerQuality
+    ) throws {
         jitterBuffer = AudioJitterBuffer(settings: settings)
         decoder = try OpusAudioDecoder(sampleRate: Self.sampleRate, channels: 1)
         resampler = try AudioResampler(sampleRate: Self.sampleRate, quality: resamplerQuality)

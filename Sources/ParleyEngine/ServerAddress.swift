@@ -19,21 +19,26 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     /// Parses `HOST:PORT`, with a message saying what to type instead when the text is not an address.
     public init(parsing text: String) throws(AddressError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw AddressError("server address is empty; type HOST:PORT, e.g. 127.0.0.1:7878") }
+        guard !trimmed.isEmpty else {
+            throw AddressError("server address is empty; type HOST:PORT, e.g. 127.0.0.1:7878")
+        }
         if trimmed.contains("://") {
-            throw AddressError("\"\(text)\" is a link, not a relay address: join it with parley join \(trimmed) "
-                               + "(--server takes HOST:PORT, e.g. 127.0.0.1:7878)")
+            throw AddressError(
+                "\"\(text)\" is a link, not a relay address: join it with parley join \(trimmed) "
+                    + "(--server takes HOST:PORT, e.g. 127.0.0.1:7878)")
         }
         if let slash = trimmed.firstIndex(of: "/") {
-            throw AddressError("server address \"\(text)\" has a path (\"\(trimmed[slash...])\"); --server takes "
-                               + "HOST:PORT, e.g. \(trimmed[..<slash]), and the room goes separately or in a link "
-                               + "parley://\(trimmed)")
+            throw AddressError(
+                "server address \"\(text)\" has a path (\"\(trimmed[slash...])\"); --server takes "
+                    + "HOST:PORT, e.g. \(trimmed[..<slash]), and the room goes separately or in a link "
+                    + "parley://\(trimmed)")
         }
         var host: Substring
         var portText: Substring?
         if trimmed.hasPrefix("[") {
             guard let close = trimmed.firstIndex(of: "]") else {
-                throw AddressError("server address \"\(text)\" opens \"[\" without \"]\"; type [IPv6]:PORT, e.g. [::1]:7878")
+                throw AddressError(
+                    "server address \"\(text)\" opens \"[\" without \"]\"; type [IPv6]:PORT, e.g. [::1]:7878")
             }
             host = trimmed[trimmed.index(after: trimmed.startIndex)..<close]
             let rest = trimmed[trimmed.index(after: close)...]

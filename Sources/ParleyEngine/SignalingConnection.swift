@@ -1,16 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOConcurrencyHelpers
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
 import ParleySecurity
 import ParleyWire
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How signaling to the relay is protected.
 public enum SignalingSecurity: Sendable {
@@ -73,13 +74,16 @@ package final class SignalingConnection: Sendable {
     }
 
     /// Connects, upgrades to WebSocket, and then calls `handler` on `loop` for every event.
-    package static func connect(to address: ServerAddress, on loop: any EventLoop,
-                                security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
-                                trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
-                                handler: @escaping @Sendable (SignalingEvent) -> Void)
+    package static func connect(
+        to address: ServerAddress, on loop: any EventLoop,
+        security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
+        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
+        handler: @escaping @Sendable (SignalingEvent) -> Void
+    )
         -> EventLoopFuture<SignalingConnection>
     {
-        connect(to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted) { text in
+        connect(to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted) {
+            text in
             guard let text else { return handler(.closed) }
             do throws(SignalingError) {
                 handler(.message(try ServerMessage.decode(text)))
@@ -90,10 +94,12 @@ package final class SignalingConnection: Sendable {
     }
 
     /// Connects to the WebSocket at `path` and calls `onText` with each text frame, then nil once it closed.
-    static func connect(to address: ServerAddress, path: String, on loop: any EventLoop,
-                        security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
-                        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
-                        onText: @escaping @Sendable (String?) -> Void) -> EventLoopFuture<SignalingConnection> {
+    static func connect(
+        to address: ServerAddress, path: String, on loop: any EventLoop,
+        security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
+        trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
+        onText: @escaping @Sendable (String?) -> Void
+    ) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
         let callback = onText
         // The trust decision of this attempt, read after its handshake failed.
@@ -120,9 +126,13 @@ package final class SignalingConnection: Sendable {
                     }
                     // The request sender reads HTTP parts; after the upgrade it must leave before raw frames flow.
                     try channel.pipeline.syncOperations.addHTTPClientHandlers(
-                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
-                            context.pipeline.syncOperations.removeHandler(name: "parley.upgrade-request", promise: nil)
-                        }))
+                        withClientUpgrade: (
+                            upgraders: [upgrader],
+                            completionHandler: { context in
+                                context.pipeline.syncOperations.removeHandler(
+                                    name: "parley.upgrade-request", promise: nil)
+                            }
+                        ))
                     try channel.pipeline.syncOperations.addHandler(
                         UpgradeRequestHandler(address: address, path: path, upgraded: upgraded),
                         name: "parley.upgrade-request")
@@ -157,9 +167,11 @@ package final class SignalingConnection: Sendable {
     }
 
     /// The TLS client for one connection: the relay's chain is judged by the trust store (authority or pin).
-    private static func tlsHandler(address: ServerAddress, store: RelayTrustStore,
-                                   decision: NIOLockedValueBox<RelayTrustDecision?>,
-                                   trusted: @escaping @Sendable (RelayTrustDecision) -> Void) throws
+    private static func tlsHandler(
+        address: ServerAddress, store: RelayTrustStore,
+        decision: NIOLockedValueBox<RelayTrustDecision?>,
+        trusted: @escaping @Sendable (RelayTrustDecision) -> Void
+    ) throws
         -> NIOSSLClientHandler
     {
         let relay = address.description
@@ -198,8 +210,9 @@ package final class SignalingConnection: Sendable {
 
     /// Sends arbitrary bytes as one text frame (tests use it to send what is not UTF-8).
     func sendRawTextBytes(_ bytes: [UInt8]) {
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(bytes: bytes)),
-                              promise: nil)
+        channel.writeAndFlush(
+            WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(bytes: bytes)),
+            promise: nil)
     }
 
     /// Sends a close frame and closes.
@@ -246,7 +259,8 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head(let head) = unwrapInboundIn(data) {
-            upgraded.fail(SignalingConnectError.notARelay(address, status: "\(head.status.code) \(head.status.reasonPhrase)"))
+            upgraded.fail(
+                SignalingConnectError.notARelay(address, status: "\(head.status.code) \(head.status.reasonPhrase)"))
             context.close(promise: nil)
         }
     }

@@ -77,7 +77,8 @@ public struct FuzzTarget: Sendable {
         _ = try? ServerMessage.decode(text)
         // The messaging connection's requests and events: what parses survives encode → parse unchanged.
         if let request = try? MessagingRequest.decode(text) {
-            precondition((try? MessagingRequest.decode(request.encoded())) == request, "messaging request round trip: \(text)")
+            precondition(
+                (try? MessagingRequest.decode(request.encoded())) == request, "messaging request round trip: \(text)")
         }
         if let event = try? MessagingEvent.decode(text) {
             precondition((try? MessagingEvent.decode(event.encoded())) == event, "messaging event round trip: \(text)")
@@ -126,8 +127,9 @@ public struct FuzzTarget: Sendable {
         guard let source = try? Y4MFileSource(input: MemoryInput(bytes)) else { return }
         for _ in 0..<3 {
             guard let frame = try? source.nextFrame() else { return }
-            precondition(frame.width == header.width && frame.height == header.height
-                && frame.y.count == header.width * header.height, "frame does not match its header")
+            precondition(
+                frame.width == header.width && frame.height == header.height
+                    && frame.y.count == header.width * header.height, "frame does not match its header")
         }
     }
 

@@ -25,9 +25,10 @@ public struct SimulcastPlan: Sendable, Equatable {
             let layerHeight = index == 0 ? height : (height / divisor) & ~1
             if index > 0, layerWidth < Self.smallestLayer.width || layerHeight < Self.smallestLayer.height { break }
             let rate = Self.layerKbps(kbps, layer: index)
-            layers.append(VP8EncoderConfig(
-                width: layerWidth, height: layerHeight, targetBitrateKbps: rate, framesPerSecond: framesPerSecond,
-                cpuUsed: cpuUsed))
+            layers.append(
+                VP8EncoderConfig(
+                    width: layerWidth, height: layerHeight, targetBitrateKbps: rate, framesPerSecond: framesPerSecond,
+                    cpuUsed: cpuUsed))
         }
         self.init(layers: layers)
     }

@@ -91,4 +91,3 @@ public struct VP8EncoderConfig: Sendable, Equatable {
         try check("noise sensitivity", noiseSensitivity, 0...6)
     }
 }
-

@@ -37,10 +37,12 @@ extension VideoFrame {
                     let target = out.baseAddress! + row * newWidth
                     var column = 0
                     while column + 16 <= newWidth {
-                        let upper = SIMD32<UInt16>(truncatingIfNeeded: UnsafeRawPointer(top + 2 * column)
-                            .loadUnaligned(as: SIMD32<UInt8>.self))
-                        let lower = SIMD32<UInt16>(truncatingIfNeeded: UnsafeRawPointer(bottom + 2 * column)
-                            .loadUnaligned(as: SIMD32<UInt8>.self))
+                        let upper = SIMD32<UInt16>(
+                            truncatingIfNeeded: UnsafeRawPointer(top + 2 * column)
+                                .loadUnaligned(as: SIMD32<UInt8>.self))
+                        let lower = SIMD32<UInt16>(
+                            truncatingIfNeeded: UnsafeRawPointer(bottom + 2 * column)
+                                .loadUnaligned(as: SIMD32<UInt8>.self))
                         let pairs = upper &+ lower
                         let means = (pairs.evenHalf &+ pairs.oddHalf &+ 2) &>> 2
                         UnsafeMutableRawPointer(target + column)
@@ -48,7 +50,8 @@ extension VideoFrame {
                         column += 16
                     }
                     while column < newWidth {
-                        let sum = UInt16(top[2 * column]) &+ UInt16(top[2 * column + 1])
+                        let sum =
+                            UInt16(top[2 * column]) &+ UInt16(top[2 * column + 1])
                             &+ UInt16(bottom[2 * column]) &+ UInt16(bottom[2 * column + 1])
                         target[column] = UInt8(truncatingIfNeeded: (sum &+ 2) >> 2)
                         column += 1

@@ -36,7 +36,7 @@ private let spawnLock = NSLock()
 private let closeInheritedDescriptors:
     (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
         guard let program = dlopen(nil, RTLD_NOW),
-              let symbol = dlsym(program, "posix_spawn_file_actions_addclosefrom_np")
+            let symbol = dlsym(program, "posix_spawn_file_actions_addclosefrom_np")
         else { return nil }
         return unsafeBitCast(
             symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
@@ -66,7 +66,8 @@ private func spawn(_ path: String, _ arguments: [String], output: OutputTarget) 
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    var noSignals = sigset_t(), allSignals = sigset_t()
+    var noSignals = sigset_t()
+    var allSignals = sigset_t()
     sigemptyset(&noSignals)
     sigfillset(&allSignals)
     posix_spawnattr_setsigmask(&attributes, &noSignals)
@@ -102,8 +103,10 @@ public enum ChildProcess {
     /// Runs `path` with `arguments` and waits for it; with `captureOutput`, its standard output and error. With a
     /// `timeout`, a program still running then is killed and its result says `timedOut`, so a program that hangs
     /// fails a test instead of hanging the suite.
-    public static func run(_ path: String, _ arguments: [String], captureOutput: Bool = true,
-                           timeout: Duration? = nil) throws -> Result {
+    public static func run(
+        _ path: String, _ arguments: [String], captureOutput: Bool = true,
+        timeout: Duration? = nil
+    ) throws -> Result {
         var fds: [Int32] = [-1, -1]
         spawnLock.lock()
         if captureOutput {
@@ -131,7 +134,8 @@ public enum ChildProcess {
         let exited = Mutex(false)
         let killed = Mutex(false)
         if let timeout {
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            let nanoseconds =
+                timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
                 exited.withLock { done in
                     guard !done else { return }
@@ -155,8 +159,9 @@ public enum ChildProcess {
         exited.withLock { $0 = true }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return Result(status: exitCode(status), output: String(decoding: output, as: UTF8.self),
-                      timedOut: killed.withLock { $0 })
+        return Result(
+            status: exitCode(status), output: String(decoding: output, as: UTF8.self),
+            timedOut: killed.withLock { $0 })
     }
 }
 
@@ -175,7 +180,8 @@ public final class BackgroundProcess: @unchecked Sendable {
     public init(_ path: String, _ arguments: [String], outputPath: String? = nil) throws {
         command = ([path] + arguments).joined(separator: " ")
         ownsOutput = outputPath == nil
-        self.outputPath = outputPath
+        self.outputPath =
+            outputPath
             ?? NSTemporaryDirectory() + "parley-process-\(getpid())-\(UUID().uuidString.prefix(8)).log"
         spawnLock.lock()
         defer { spawnLock.unlock() }
@@ -254,9 +260,12 @@ public final class TmuxPane {
     /// Starts `command` (a shell command line) in a new detached session.
     public init(command: String, columns: Int = 40, rows: Int = 12) throws {
         socket = "parley-tui-test-\(getpid())-\(UUID().uuidString.prefix(8))"
-        _ = try ChildProcess.run(Self.tmuxPath ?? "/usr/bin/tmux",
-                                 ["-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
-                                  "-y", "\(rows)", "-e", "TERM=tmux-256color", command], captureOutput: false)
+        _ = try ChildProcess.run(
+            Self.tmuxPath ?? "/usr/bin/tmux",
+            [
+                "-u", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "\(columns)",
+                "-y", "\(rows)", "-e", "TERM=tmux-256color", command,
+            ], captureOutput: false)
         socketPath = try run(["display", "-p", "#{socket_path}"]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -283,13 +292,18 @@ public final class TmuxPane {
 
     /// tmux's view of the pane's modes: alternate screen, cursor, mouse reporting, keypad.
     public func modes() throws -> String {
-        try run(["display", "-p", "alt=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_standard_flag} "
-                 + "keypad=#{keypad_cursor_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try run([
+            "display", "-p",
+            "alt=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_standard_flag} "
+                + "keypad=#{keypad_cursor_flag}",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     public func send(_ keys: [String]) throws { try run(["send-keys"] + keys) }
     public func sendLiteral(_ text: String) throws { try run(["send-keys", "-l", text]) }
-    public func sendBytes(_ bytes: [UInt8]) throws { try run(["send-keys", "-H"] + bytes.map { String($0, radix: 16) }) }
+    public func sendBytes(_ bytes: [UInt8]) throws {
+        try run(["send-keys", "-H"] + bytes.map { String($0, radix: 16) })
+    }
 
     /// Polls the pane until `condition` holds on its text; returns the text (the last one seen if it never held).
     @discardableResult

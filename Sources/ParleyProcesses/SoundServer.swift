@@ -87,9 +87,11 @@ public final class SoundServer: Sendable {
         let environment = ["HOME": directory, "XDG_RUNTIME_DIR": directory, "PATH": "/usr/bin:/bin"]
         let command = ChildEnvironment.command(
             environment: environment, program: pulseaudio,
-            arguments: ["-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
-                        "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=notice",
-                        "-F", script])
+            arguments: [
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
+                "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=notice",
+                "-F", script,
+            ])
         daemon = try BackgroundProcess(command.path, command.arguments, outputPath: directory + "/pulseaudio.log")
         let deadline = Date().addingTimeInterval(15)
         while (try? pactl(["info"]))?.status != 0 {
@@ -172,8 +174,11 @@ public final class SoundRecording: Sendable {
         rawPath = wavPath + ".raw"
         // With a file argument, parec writes raw samples there and its messages to the log: nothing mixes.
         process = try BackgroundProcess(
-            parec, ["--server=\(server)", "--device=\(source)", "--raw", "--format=s16le", "--rate=48000",
-                    "--channels=1", "--latency-msec=20", rawPath])
+            parec,
+            [
+                "--server=\(server)", "--device=\(source)", "--raw", "--format=s16le", "--rate=48000",
+                "--channels=1", "--latency-msec=20", rawPath,
+            ])
     }
 
     deinit {
@@ -211,7 +216,10 @@ public enum ChildEnvironment {
     public static func command(
         environment: [String: String], program: String, arguments: [String]
     ) -> (path: String, arguments: [String]) {
-        ("/usr/bin/env", ["-i"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            + [program] + arguments)
+        (
+            "/usr/bin/env",
+            ["-i"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                + [program] + arguments
+        )
     }
 }

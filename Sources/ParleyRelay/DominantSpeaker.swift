@@ -87,7 +87,8 @@ public struct DominantSpeakerDetector: Sendable {
         let before = dominant
         if dominant == nil {
             // Nobody holds the floor: the first to show any activity on the medium scale takes it.
-            dominant = speakers.map { (id: $0.key, scores: Self.scores($0.value)) }
+            dominant =
+                speakers.map { (id: $0.key, scores: Self.scores($0.value)) }
                 .filter { $0.scores.medium > Self.minimumScore }
                 .max { ($0.scores.medium, $1.id) < ($1.scores.medium, $0.id) }?.id
         } else if let current = dominant, let holder = speakers[current] {
@@ -99,7 +100,7 @@ public struct DominantSpeakerDetector: Sendable {
                 let medium = log(scores.medium / held.medium)
                 let long = log(scores.long / held.long)
                 guard immediate > Self.margins.immediate, medium > Self.margins.medium, long > Self.margins.long,
-                      medium > (best?.medium ?? -.infinity)
+                    medium > (best?.medium ?? -.infinity)
                 else { continue }
                 best = (id, medium)
             }
@@ -131,9 +132,11 @@ public struct DominantSpeakerDetector: Sendable {
             blocks.append(active)
         }
         let longActive = blocks.filter { $0 > activeBlock }.count
-        return (score(active: step(0), of: steps, lambda: lambdas.immediate),
-                score(active: blocks[0], of: blockLength, lambda: lambdas.medium),
-                score(active: longActive, of: historyLength / blockLength, lambda: lambdas.long))
+        return (
+            score(active: step(0), of: steps, lambda: lambdas.immediate),
+            score(active: blocks[0], of: blockLength, lambda: lambdas.medium),
+            score(active: longActive, of: historyLength / blockLength, lambda: lambdas.long)
+        )
     }
 
     /// How unlikely `active` of `count` is as noise (a fair coin's binomial against an exponential prior on

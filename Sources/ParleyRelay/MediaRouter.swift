@@ -24,8 +24,10 @@ public struct MediaLimits: Sendable, Equatable {
     }
 
     /// Defaults: 500 ms throttle, 500 ms retransmission window.
-    public init(keyframeRequestInterval: Duration = .milliseconds(500),
-                retransmissionWindow: Duration = .milliseconds(500)) {
+    public init(
+        keyframeRequestInterval: Duration = .milliseconds(500),
+        retransmissionWindow: Duration = .milliseconds(500)
+    ) {
         self.keyframeRequestInterval = keyframeRequestInterval
         self.retransmissionWindow = retransmissionWindow
     }
@@ -95,10 +97,13 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     }
 
     /// A member joined: its SSRC block now belongs to it (not yet bound to an address).
-    public mutating func add(member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole,
-                             videoKbps: Int? = nil, videoLayers: Int = 1) {
-        routes[member] = Route(member: member, room: room, ssrcs: ssrcs, role: role, address: nil,
-                               videoLayers: max(1, min(videoLayers, maxVideoLayers)))
+    public mutating func add(
+        member: UInt32, room: String, ssrcs: MemberSSRCs, role: MemberRole,
+        videoKbps: Int? = nil, videoLayers: Int = 1
+    ) {
+        routes[member] = Route(
+            member: member, room: room, ssrcs: ssrcs, role: role, address: nil,
+            videoLayers: max(1, min(videoLayers, maxVideoLayers)))
         allowance[member] = nil
         rates[member] = Double(limits.memberKbps(video: videoKbps)) * 1000 / 8
         memberByBlock[ssrcs.block] = member
@@ -165,8 +170,10 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
 
     /// Every bound member of the room except `member`, with its address: the fan-out of a simulcast layer, which
     /// each receiver gets or not.
-    public func destinations(from member: UInt32, in room: String,
-                             into out: inout [(member: UInt32, address: Address)]) {
+    public func destinations(
+        from member: UInt32, in room: String,
+        into out: inout [(member: UInt32, address: Address)]
+    ) {
         out.removeAll(keepingCapacity: true)
         guard let list = fanOut[room] else { return }
         for entry in list where entry.member != member { out.append(entry) }

@@ -49,8 +49,9 @@ final class MessagingHandler: ChannelInboundHandler {
             }
             service.receive(text, on: id)
         case .ping:
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
-                                  promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
+                promise: nil)
         case .connectionClose:
             context.close(promise: nil)
         default:
@@ -88,7 +89,8 @@ final class ChannelMessagingPeer: MessagingPeer {
     func send(_ event: MessagingEvent) {
         // Encoded on the connection's event loop (in order: one loop, first in first out), not on the service's
         // queue; one flush after a burst instead of a system call per event.
-        let channel = channel, flushQueued = flushQueued
+        let channel = channel
+        let flushQueued = flushQueued
         channel.eventLoop.execute {
             let text = event.encoded()
             var buffer = channel.allocator.buffer(capacity: text.utf8.count)

@@ -16,8 +16,10 @@ extension MessagingService {
 
     /// Checks the account a call's join claims: `signature` over `message` with the account's keys. `answer` is
     /// called on the service's queue.
-    public func checkAccount(_ name: String, message: [UInt8], signature: [UInt8],
-                             answer: @escaping @Sendable (AccountCheck) -> Void) {
+    public func checkAccount(
+        _ name: String, message: [UInt8], signature: [UInt8],
+        answer: @escaping @Sendable (AccountCheck) -> Void
+    ) {
         queue.async { [self] in
             let keys: AccountKeys?
             do {
@@ -27,13 +29,17 @@ extension MessagingService {
                 return
             }
             guard let keys else {
-                answer(.unverified(
-                    "this relay has no account \(name) (log in here once with parley login); you joined as a guest"))
+                answer(
+                    .unverified(
+                        "this relay has no account \(name) (log in here once with parley login); you joined as a guest")
+                )
                 return
             }
             guard keys.verifies(signature, of: message) else {
-                answer(.refused("the account \(name) did not sign this join with its key: join as a guest (--guest), "
-                                + "or import the identity that owns the account (parley account import)"))
+                answer(
+                    .refused(
+                        "the account \(name) did not sign this join with its key: join as a guest (--guest), "
+                            + "or import the identity that owns the account (parley account import)"))
                 return
             }
             answer(.verified(name))
@@ -69,8 +75,9 @@ extension MessagingService {
                 let stored = try store.post(line).stored
                 deliver(stored)
                 if let history {
-                    let page = try store.channelHistory(activity.room, before: stored.sequence,
-                                                        limit: ChatHistory.maximumLines)
+                    let page = try store.channelHistory(
+                        activity.room, before: stored.sequence,
+                        limit: ChatHistory.maximumLines)
                     history(page.reversed())
                 }
             } catch {
@@ -84,8 +91,10 @@ extension MessagingService {
     public func roomChat(room: String, id: String, sender: String, text: String, time: Int64) {
         queue.async { [self] in
             do throws(StoreError) {
-                let result = try store.post(NewChannelPost(id: id, channel: room, sender: sender, text: text,
-                                                           postedAt: time))
+                let result = try store.post(
+                    NewChannelPost(
+                        id: id, channel: room, sender: sender, text: text,
+                        postedAt: time))
                 if result.isNew { deliver(result.stored) }
             } catch {
                 logger.warning("room chat not kept", metadata: ["room": "\(room)", "error": "\(error)"])

@@ -13,7 +13,8 @@ extension MessagingService {
     /// queue, behind sends that arrived meanwhile (a hundred recipients acknowledging at once would otherwise hold
     /// every new message back for the whole batch).
     func flushReceipts(all: Bool = true) {
-        var taken = 0, count = 0
+        var taken = 0
+        var count = 0
         while taken < pendingReceipts.count, all || taken == 0 || count < Self.receiptChunk {
             count += pendingReceipts[taken].sequences.count
             taken += 1
@@ -26,7 +27,9 @@ extension MessagingService {
         do {
             results = try store.markDelivered(batch: batch.map { ($0.sequences, $0.account) }, at: wallClock())
         } catch {
-            for entry in batch { connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)"))) }
+            for entry in batch {
+                connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+            }
             return
         }
         for (entry, marks) in zip(batch, results) {
@@ -56,16 +59,19 @@ extension MessagingService {
         let now = wallClock()
         let messages = batch.map { entry in
             // Decoding checked the base64 and its size.
-            NewDirectMessage(id: entry.send.id, sender: entry.sender, recipient: entry.send.to,
-                             sealed: Array(Data(base64Encoded: entry.send.sealed) ?? Data()), receivedAt: now,
-                             senderCopy: entry.send.senderCopy.flatMap { Data(base64Encoded: $0) }.map { Array($0) })
+            NewDirectMessage(
+                id: entry.send.id, sender: entry.sender, recipient: entry.send.to,
+                sealed: Array(Data(base64Encoded: entry.send.sealed) ?? Data()), receivedAt: now,
+                senderCopy: entry.send.senderCopy.flatMap { Data(base64Encoded: $0) }.map { Array($0) })
         }
         let results: [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
         do {
             results = try store.store(batch: messages)
         } catch {
             // Nothing was committed: nothing is acknowledged, and the senders say so (their clients resend).
-            for entry in batch { connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)"))) }
+            for entry in batch {
+                connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+            }
             return
         }
         for (entry, result) in zip(batch, results) {

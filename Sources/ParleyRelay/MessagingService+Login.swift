@@ -20,11 +20,15 @@ extension MessagingService {
             peer.send(.error(SignalingError(.badName, "account name: \(error)")))
             return
         }
-        guard let signing = Data(base64Encoded: login.signingKey), let agreement = Data(base64Encoded: login.agreementKey),
-              let keys = try? AccountKeys(signing: Array(signing), agreement: Array(agreement))
+        guard let signing = Data(base64Encoded: login.signingKey),
+            let agreement = Data(base64Encoded: login.agreementKey),
+            let keys = try? AccountKeys(signing: Array(signing), agreement: Array(agreement))
         else {
-            peer.send(.error(SignalingError(
-                .badField, "login \"signingKey\" and \"agreementKey\" must be base64 of 32-byte Curve25519 public keys")))
+            peer.send(
+                .error(
+                    SignalingError(
+                        .badField,
+                        "login \"signingKey\" and \"agreementKey\" must be base64 of 32-byte Curve25519 public keys")))
             return
         }
         var nonce = [UInt8](repeating: 0, count: 32)
@@ -44,7 +48,7 @@ extension MessagingService {
         connections[id]?.pending = nil
         let message = AccountIdentity.loginMessage(name: pending.name, challenge: pending.nonce)
         guard let signature = AccountKeys.signature(base64: proof.signature),
-              pending.keys.verifies(signature, of: message)
+            pending.keys.verifies(signature, of: message)
         else {
             peer.send(.error(SignalingError(.accountRefused, "the login proof does not verify with the keys sent")))
             return
@@ -57,15 +61,20 @@ extension MessagingService {
             return
         }
         guard binding != .belongsToOtherKeys else {
-            peer.send(.error(SignalingError(
-                .accountRefused,
-                "the account \(pending.name) belongs to another key: pick another name, or import your identity "
-                    + "from the computer that created it (parley account import)")))
+            peer.send(
+                .error(
+                    SignalingError(
+                        .accountRefused,
+                        "the account \(pending.name) belongs to another key: pick another name, or import your identity "
+                            + "from the computer that created it (parley account import)")))
             return
         }
         guard (online[pending.name]?.count ?? 0) < limits.connectionsPerAccount else {
-            peer.send(.error(SignalingError(
-                .limitReached, "\(pending.name) holds \(limits.connectionsPerAccount) connections, the most one account may")))
+            peer.send(
+                .error(
+                    SignalingError(
+                        .limitReached,
+                        "\(pending.name) holds \(limits.connectionsPerAccount) connections, the most one account may")))
             return
         }
         if online[pending.name] == nil {
@@ -92,7 +101,8 @@ extension MessagingService {
     /// Sends the next page of what waited for this account, once the previous page was acknowledged.
     func deliverBacklog(to id: UInt64) {
         guard let connection = connections[id], let account = connection.account, !connection.caughtUp,
-              connection.unacknowledged.isEmpty else { return }
+            connection.unacknowledged.isEmpty
+        else { return }
         let page: [StoredDirectMessage]
         do {
             page = try store.undelivered(to: account, limit: maxMessagesPerPage)
@@ -111,7 +121,8 @@ extension MessagingService {
             sequence: stored.sequence, id: stored.message.id, from: stored.message.sender,
             to: stored.message.recipient, sealed: Data(stored.message.sealed).base64EncodedString(),
             sentAt: stored.message.receivedAt, delivered: stored.deliveredAt != nil, read: stored.readAt != nil,
-            senderCopy: reader == stored.message.sender ? stored.message.senderCopy.map { Data($0).base64EncodedString() } : nil)
+            senderCopy: reader == stored.message.sender
+                ? stored.message.senderCopy.map { Data($0).base64EncodedString() } : nil)
     }
 
 }

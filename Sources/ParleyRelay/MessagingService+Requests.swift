@@ -43,21 +43,28 @@ extension MessagingService {
                 guard let channel = channelName(ref.channel, peer: peer) else { return }
                 let mine = channelsOf[account] ?? []
                 guard mine.count < limits.channelsPerAccount || mine.contains(channel) else {
-                    peer.send(.error(SignalingError(
-                        .limitReached, "\(account) is in \(limits.channelsPerAccount) channels, the most one account may")))
+                    peer.send(
+                        .error(
+                            SignalingError(
+                                .limitReached,
+                                "\(account) is in \(limits.channelsPerAccount) channels, the most one account may")))
                     return
                 }
                 let before = try store.members(of: channel, limit: 0).count
                 guard before < limits.membersPerChannel || mine.contains(channel) else {
-                    peer.send(.error(SignalingError(
-                        .limitReached, "channel \(channel) has \(limits.membersPerChannel) members, the most a channel may")))
+                    peer.send(
+                        .error(
+                            SignalingError(
+                                .limitReached,
+                                "channel \(channel) has \(limits.membersPerChannel) members, the most a channel may")))
                     return
                 }
                 let line = try store.join(channel: channel, account: account, at: wallClock())
                 channelsOf[account, default: []].insert(channel)
                 onlineMembers[channel, default: []].insert(account)
                 if let line { deliver(line) }
-                peer.send(.members(ChannelMembers(channel: channel, count: line?.members ?? before, names: [], member: true)))
+                peer.send(
+                    .members(ChannelMembers(channel: channel, count: line?.members ?? before, names: [], member: true)))
             case .leaveChannel(let ref):
                 guard let channel = channelName(ref.channel, peer: peer) else { return }
                 let line = try store.leave(channel: channel, account: account, at: wallClock())
@@ -71,14 +78,20 @@ extension MessagingService {
             case .members(let ref):
                 guard let channel = channelName(ref.channel, peer: peer) else { return }
                 let members = try store.members(of: channel, limit: maxMessagesPerPage)
-                peer.send(.members(ChannelMembers(channel: channel, count: members.count, names: members.names,
-                                                  member: channelsOf[account]?.contains(channel) == true)))
+                peer.send(
+                    .members(
+                        ChannelMembers(
+                            channel: channel, count: members.count, names: members.names,
+                            member: channelsOf[account]?.contains(channel) == true)))
             case .channelPost(let send):
                 guard let channel = channelName(send.channel, peer: peer), isMember(account, of: channel, peer: peer)
                 else { return }
-                let result = try store.post(NewChannelPost(id: send.id, channel: channel, sender: account, text: send.text,
-                                                           postedAt: wallClock()))
-                peer.send(.channelStored(ChannelPostStored(channel: channel, id: send.id, sequence: result.stored.sequence)))
+                let result = try store.post(
+                    NewChannelPost(
+                        id: send.id, channel: channel, sender: account, text: send.text,
+                        postedAt: wallClock()))
+                peer.send(
+                    .channelStored(ChannelPostStored(channel: channel, id: send.id, sequence: result.stored.sequence)))
                 if result.isNew {
                     deliver(result.stored)
                     channelPostObserver?(result.stored)
@@ -101,13 +114,17 @@ extension MessagingService {
                 for line in lines {
                     switch line.kind {
                     case .direct(let peerName, let last):
-                        peer.send(.conversation(ConversationLine(
-                            kind: "direct", name: peerName, unread: line.unread, lastAt: line.lastAt,
-                            lastMessage: delivery(last, to: account))))
+                        peer.send(
+                            .conversation(
+                                ConversationLine(
+                                    kind: "direct", name: peerName, unread: line.unread, lastAt: line.lastAt,
+                                    lastMessage: delivery(last, to: account))))
                     case .channel(let name, let last):
-                        peer.send(.conversation(ConversationLine(
-                            kind: "channel", name: name, unread: line.unread, lastAt: line.lastAt,
-                            lastPost: last.map(Self.delivery))))
+                        peer.send(
+                            .conversation(
+                                ConversationLine(
+                                    kind: "channel", name: name, unread: line.unread, lastAt: line.lastAt,
+                                    lastPost: last.map(Self.delivery))))
                     }
                 }
                 peer.send(.conversationsEnd(ConversationsEnd(count: lines.count)))
@@ -123,9 +140,11 @@ extension MessagingService {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
                     return
                 }
-                peer.send(.keys(AccountCard(
-                    name: ref.name, signingKey: Data(keys.signing).base64EncodedString(),
-                    agreementKey: Data(keys.agreement).base64EncodedString())))
+                peer.send(
+                    .keys(
+                        AccountCard(
+                            name: ref.name, signingKey: Data(keys.signing).base64EncodedString(),
+                            agreementKey: Data(keys.agreement).base64EncodedString())))
             case .presence(let ref):
                 guard try store.keys(of: ref.name) != nil else {
                     peer.send(.error(SignalingError(.unknownAccount, "no account is named \(ref.name.prefix(128))")))
@@ -133,7 +152,8 @@ extension MessagingService {
                 }
                 peer.send(.presence(try presence(of: ref.name)))
             case .history(let query):
-                let page = try store.history(between: account, and: query.peer, before: query.before, limit: query.limit)
+                let page = try store.history(
+                    between: account, and: query.peer, before: query.before, limit: query.limit)
                 for stored in page {
                     var answer = delivery(stored, to: account)
                     answer.inHistory = true
@@ -154,22 +174,28 @@ extension MessagingService {
     /// A channel name as the room name rules allow it, or nil after telling the peer what to type instead.
     func channelName(_ text: String, peer: any MessagingPeer) -> String? {
         if let name = try? RoomName.validate(text), name == text { return name }
-        peer.send(.error(SignalingError(
-            .badRoomName, "channel \"\(text.prefix(80))\" is not a valid name: use letters, digits, spaces or "
-                + "\(RoomName.punctuation), at most \(RoomName.maximumBytes) bytes (e.g. \(RoomName.clean(text).isEmpty ? "team" : RoomName.clean(text)))")))
+        peer.send(
+            .error(
+                SignalingError(
+                    .badRoomName,
+                    "channel \"\(text.prefix(80))\" is not a valid name: use letters, digits, spaces or "
+                        + "\(RoomName.punctuation), at most \(RoomName.maximumBytes) bytes (e.g. \(RoomName.clean(text).isEmpty ? "team" : RoomName.clean(text)))"
+                )))
         return nil
     }
 
     func isMember(_ account: String, of channel: String, peer: any MessagingPeer) -> Bool {
         if channelsOf[account]?.contains(channel) == true { return true }
-        peer.send(.error(SignalingError(.notAllowed, "\(account) is not a member of channel \(channel): join it first")))
+        peer.send(
+            .error(SignalingError(.notAllowed, "\(account) is not a member of channel \(channel): join it first")))
         return false
     }
 
     static func delivery(_ line: StoredChannelPost) -> ChannelPostDelivery {
-        ChannelPostDelivery(channel: line.post.channel, sequence: line.sequence, id: line.post.id, from: line.post.sender,
-                            kind: line.post.kind.rawValue, text: line.post.text, sentAt: line.post.postedAt,
-                            members: line.members)
+        ChannelPostDelivery(
+            channel: line.post.channel, sequence: line.sequence, id: line.post.id, from: line.post.sender,
+            kind: line.post.kind.rawValue, text: line.post.text, sentAt: line.post.postedAt,
+            members: line.members)
     }
 
     /// Sends a channel line to every connection of every member online.
@@ -183,7 +209,8 @@ extension MessagingService {
     /// Tells each sender, on every connection it has open, which of its messages reached or were read by `reader`.
     func sendReceipts(_ marks: [MessageMark], by reader: String, read: Bool) {
         for (sender, marked) in Dictionary(grouping: marks, by: \.sender) {
-            let event = MessagingEvent.receipt(MessageReceipt(by: reader, sequences: marked.map(\.sequence), read: read))
+            let event = MessagingEvent.receipt(
+                MessageReceipt(by: reader, sequences: marked.map(\.sequence), read: read))
             for connection in online[sender] ?? [] { connections[connection]?.peer.send(event) }
         }
     }
@@ -200,14 +227,16 @@ extension MessagingService {
     func presence(of account: String) throws(StoreError) -> PresenceAnswer {
         let isOnline = isOnline(account)
         let rooms = calls[account].map { Set($0.values.compactMap { $0 }).sorted() }
-        return PresenceAnswer(name: account, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(account),
-                              inCall: rooms == nil ? nil : true, room: rooms?.first)
+        return PresenceAnswer(
+            name: account, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(account),
+            inCall: rooms == nil ? nil : true, room: rooms?.first)
     }
 
     /// Tells the connections watching `account` where it is now.
     func announcePresence(of account: String) {
         guard let watching = watchers[account], !watching.isEmpty else { return }
-        let answer = (try? presence(of: account)) ?? PresenceAnswer(name: account, online: isOnline(account), lastSeen: nil)
+        let answer =
+            (try? presence(of: account)) ?? PresenceAnswer(name: account, online: isOnline(account), lastSeen: nil)
         let event = MessagingEvent.presence(answer)
         for id in watching { connections[id]?.peer.send(event) }
     }

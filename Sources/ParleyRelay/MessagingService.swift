@@ -6,7 +6,6 @@ import ParleySecurity
 import ParleyStore
 import ParleyWire
 
-
 /// One messaging connection's way out, as the service sees it.
 public protocol MessagingPeer: AnyObject, Sendable {
     /// Sends one event.
@@ -84,8 +83,10 @@ public final class MessagingService: @unchecked Sendable {
     var channelPostObserver: (@Sendable (StoredChannelPost) -> Void)?
 
     /// A service over `store`.
-    public init(store: any MessageStore, limits: MessagingLimits = MessagingLimits(), logger: Logger,
-                wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    public init(
+        store: any MessageStore, limits: MessagingLimits = MessagingLimits(), logger: Logger,
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.store = store
         self.limits = limits
         self.logger = logger
@@ -155,10 +156,15 @@ public final class MessagingService: @unchecked Sendable {
 
     func closeStaleLogins() {
         let now = clock.now
-        for (id, connection) in connections where connection.account == nil
-            && now - connection.opened >= limits.loginTimeout {
-            connection.peer.send(.error(SignalingError(
-                .notLoggedIn, "no login within \(limits.loginTimeout.spokenSeconds) of connecting (the login timeout)")))
+        for (id, connection) in connections
+        where connection.account == nil
+            && now - connection.opened >= limits.loginTimeout
+        {
+            connection.peer.send(
+                .error(
+                    SignalingError(
+                        .notLoggedIn,
+                        "no login within \(limits.loginTimeout.spokenSeconds) of connecting (the login timeout)")))
             connection.peer.close(with: .policyViolation)
             connections[id] = nil
         }
@@ -173,8 +179,10 @@ public final class MessagingService: @unchecked Sendable {
         connection.toppedUp = now
         guard connection.allowance >= 1 else {
             connections[id] = connection
-            connection.peer.send(.error(SignalingError(
-                .rateLimited, "more than \(Int(limits.requestsPerSecond)) requests a second: slow down")))
+            connection.peer.send(
+                .error(
+                    SignalingError(
+                        .rateLimited, "more than \(Int(limits.requestsPerSecond)) requests a second: slow down")))
             return
         }
         connection.allowance -= 1

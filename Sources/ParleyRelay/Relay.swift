@@ -23,8 +23,10 @@ public final class Relay: Sendable {
     /// Messaging between calls, when the relay has a store.
     public let messaging: MessagingService?
 
-    private init(signalingPort: Int, mediaPort: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
-                 udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger, messaging: MessagingService?) {
+    private init(
+        signalingPort: Int, mediaPort: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
+        udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger, messaging: MessagingService?
+    ) {
         self.messaging = messaging
         self.signalingPort = signalingPort
         self.mediaPort = mediaPort
@@ -63,8 +65,9 @@ public final class Relay: Sendable {
                     .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
                     .bind(host: configuration.host, port: configuration.port).get()
             } catch {
-                throw RelayError.bindFailed(what: "media (UDP)", host: configuration.host, port: configuration.port,
-                                            underlying: error)
+                throw RelayError.bindFailed(
+                    what: "media (UDP)", host: configuration.host, port: configuration.port,
+                    underlying: error)
             }
             let mediaPort = udpChannel.localAddress?.port ?? configuration.port
             let core = try await loop.submit {
@@ -81,8 +84,10 @@ public final class Relay: Sendable {
             messaging?.observeChannelPosts { line in
                 guard line.post.kind == .message else { return }
                 onLoop { core in
-                    core.perform(core.state.channelLine(room: line.post.channel, from: line.post.sender,
-                                                        text: line.post.text, time: line.post.postedAt))
+                    core.perform(
+                        core.state.channelLine(
+                            room: line.post.channel, from: line.post.sender,
+                            text: line.post.text, time: line.post.postedAt))
                 }
             }
 
@@ -115,23 +120,28 @@ public final class Relay: Sendable {
                             handshake.cancel()
                             core.value.socketClosed()
                         }
-                        return Self.configureSignaling(channel, core: core, tls: tls, handshake: handshake,
-                                                       messaging: messaging)
+                        return Self.configureSignaling(
+                            channel, core: core, tls: tls, handshake: handshake,
+                            messaging: messaging)
                     }
                     .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
             } catch {
                 try? await udpChannel.close()
-                throw RelayError.bindFailed(what: "signaling (TCP)", host: configuration.host,
-                                            port: configuration.port, underlying: error)
+                throw RelayError.bindFailed(
+                    what: "signaling (TCP)", host: configuration.host,
+                    port: configuration.port, underlying: error)
             }
             let signalingPort = serverChannel.localAddress?.port ?? configuration.port
             try await loop.submit { core.value.startTimers() }.get()
-            logger.info("relay listening", metadata: [
-                "host": "\(configuration.host)", "signaling": "\(signalingPort)/tcp", "media": "\(mediaPort)/udp",
-            ])
-            return Relay(signalingPort: signalingPort, mediaPort: mediaPort, group: group,
-                         serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger,
-                         messaging: messaging)
+            logger.info(
+                "relay listening",
+                metadata: [
+                    "host": "\(configuration.host)", "signaling": "\(signalingPort)/tcp", "media": "\(mediaPort)/udp",
+                ])
+            return Relay(
+                signalingPort: signalingPort, mediaPort: mediaPort, group: group,
+                serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger,
+                messaging: messaging)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -173,10 +183,11 @@ public final class Relay: Sendable {
         return try NIOSSLContext(configuration: configuration)
     }
 
-    private static func configureSignaling(_ channel: any Channel, core: NIOLoopBound<RelayCore>,
-                                           tls: NIOSSLContext?, handshake: Scheduled<Void>,
-                                           messaging: MessagingService?) -> EventLoopFuture<Void>
-    {
+    private static func configureSignaling(
+        _ channel: any Channel, core: NIOLoopBound<RelayCore>,
+        tls: NIOSSLContext?, handshake: Scheduled<Void>,
+        messaging: MessagingService?
+    ) -> EventLoopFuture<Void> {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 2 * maxSignalingMessageBytes,
             automaticErrorHandling: true,
@@ -205,9 +216,12 @@ public final class Relay: Sendable {
             }
             // The plain-HTTP answerer sits after the HTTP codec; once upgraded it must go, or it would see raw bytes.
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
-                    context.pipeline.syncOperations.removeHandler(name: "parley.plain-http", promise: nil)
-                }))
+                withServerUpgrade: (
+                    upgraders: [upgrader],
+                    completionHandler: { context in
+                        context.pipeline.syncOperations.removeHandler(name: "parley.plain-http", promise: nil)
+                    }
+                ))
             try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler(), name: "parley.plain-http")
         }
     }

@@ -30,8 +30,10 @@ public struct RelayConfiguration: Sendable {
     public var messaging = MessagingLimits()
 
     /// A configuration; defaults are the production values.
-    public init(host: String = "127.0.0.1", port: Int = 7878, limits: SignalingLimits = SignalingLimits(),
-                media: MediaLimits = MediaLimits(), logger: Logger = Logger(label: "parley.relay")) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 7878, limits: SignalingLimits = SignalingLimits(),
+        media: MediaLimits = MediaLimits(), logger: Logger = Logger(label: "parley.relay")
+    ) {
         self.host = host
         self.port = port
         self.limits = limits

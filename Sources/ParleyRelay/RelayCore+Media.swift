@@ -17,7 +17,7 @@ extension RelayCore {
             switch effect {
             case .requestKeyframe(let sender, let layer):
                 guard let route = media.route(of: sender),
-                      let (member, bytes) = media.keyframeRequest(for: route.ssrcs.videoLayer(layer), at: now)
+                    let (member, bytes) = media.keyframeRequest(for: route.ssrcs.videoLayer(layer), at: now)
                 else { continue }
                 send(bytes, toMember: member)
             case .demand(let sender, let active):
@@ -32,8 +32,11 @@ extension RelayCore {
         let at = now
         for room in Array(speakers.keys) {
             guard let dominant = speakers[room]?.decide(at: at) else { continue }
-            perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)),
-                           to: state.connections(in: room, except: nil))])
+            perform([
+                .send(
+                    .dominantSpeaker(DominantSpeakerNotice(id: dominant)),
+                    to: state.connections(in: room, except: nil))
+            ])
         }
     }
 
@@ -102,7 +105,9 @@ extension RelayCore {
             if layers.hasSwitches { performLayerEffects(layers.takeDemandChanges()) }
             return
         }
-        if let level { speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now) }
+        if let level {
+            speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now)
+        }
         media.destinations(from: route.member, in: route.room, into: &destinations)
         for address in destinations {
             udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
@@ -126,10 +131,12 @@ extension RelayCore {
             // A spray of bad binds must not flood the log: one line per source address a minute, with a count.
             let source = remote.ipAddress ?? "\(remote)"
             if let heldBack = refusedBinds.admit(source, at: now) {
-                logger.notice("bind refused", metadata: [
-                    "member": "\(request.memberID)", "status": "\(status)", "source": "\(source)",
-                    "held_back": "\(heldBack)",
-                ])
+                logger.notice(
+                    "bind refused",
+                    metadata: [
+                        "member": "\(request.memberID)", "status": "\(status)", "source": "\(source)",
+                        "held_back": "\(heldBack)",
+                    ])
             }
         }
         let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
@@ -138,7 +145,7 @@ extension RelayCore {
 
     func handleRTCP(_ data: ByteBuffer, from remote: SocketAddress) {
         guard let packets = try? data.withUnsafeReadableBytes({ try RTCPPacket.parseCompound($0) }),
-              let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first
+            let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first
         else {
             media.count(.malformed)
             return
@@ -148,8 +155,8 @@ extension RelayCore {
         // A keyframe request names the layer the receiver last saw; it is for the layer it gets or waits for.
         let requests = packets.compactMap { packet -> RTCPPacket? in
             guard case .pictureLossIndication(var pli) = packet, let owner = media.owner(of: pli.mediaSSRC),
-                  owner != route.member, let ownerRoute = media.route(of: owner),
-                  ownerRoute.ssrcs.layerIndex(of: pli.mediaSSRC) != nil
+                owner != route.member, let ownerRoute = media.route(of: owner),
+                ownerRoute.ssrcs.layerIndex(of: pli.mediaSSRC) != nil
             else { return packet }
             guard let layer = layers.keyframeLayer(of: owner, for: route.member) else { return nil }
             pli.mediaSSRC = ownerRoute.ssrcs.videoLayer(layer)

@@ -61,7 +61,8 @@ final class RelayCore {
 
     /// Runs work on this core's loop from another thread (the messaging queue's answers come back this way).
     var onLoop: @Sendable (@escaping @Sendable (RelayCore) -> Void) -> Void {
-        let core = NIOLoopBound(self, eventLoop: loop), loop = self.loop
+        let core = NIOLoopBound(self, eventLoop: loop)
+        let loop = self.loop
         return { body in loop.execute { body(core.value) } }
     }
 
@@ -90,35 +91,42 @@ final class RelayCore {
     /// released and held-back refused-bind counts written every second. Cancelled by `shutDown`.
     func startTimers() {
         let core = NIOLoopBound(self, eventLoop: loop)
-        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            let core = core.value
-            core.retransmissions.dropExpired(at: core.now)
-            for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
-                core.logger.notice("bind refused, held back", metadata: [
-                    "source": "\(source)", "held_back": "\(heldBack)",
-                ])
-            }
-        })
+        timers.append(
+            loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                let core = core.value
+                core.retransmissions.dropExpired(at: core.now)
+                for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
+                    core.logger.notice(
+                        "bind refused, held back",
+                        metadata: [
+                            "source": "\(source)", "held_back": "\(heldBack)",
+                        ])
+                }
+            })
         let decision = TimeAmount(DominantSpeakerDetector.decisionInterval)
-        timers.append(loop.scheduleRepeatedTask(initialDelay: decision, delay: decision) { _ in
-            core.value.decideSpeakers()
-        })
-        timers.append(loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
-            let core = core.value
-            core.performLayerEffects(core.layers.pendingSwitches())
-        })
-        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
-            let core = core.value
-            core.perform(core.state.tick(now: core.now))
-        })
-        timers.append(loop.scheduleRepeatedTask(initialDelay: .milliseconds(50), delay: .milliseconds(50)) { _ in
-            let core = core.value
-            for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
-                core.send(bytes, toMember: member)
-            }
-            core.udp.flush()
-        })
+        timers.append(
+            loop.scheduleRepeatedTask(initialDelay: decision, delay: decision) { _ in
+                core.value.decideSpeakers()
+            })
+        timers.append(
+            loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
+                let core = core.value
+                core.performLayerEffects(core.layers.pendingSwitches())
+            })
+        timers.append(
+            loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+                let core = core.value
+                core.perform(core.state.tick(now: core.now))
+            })
+        timers.append(
+            loop.scheduleRepeatedTask(initialDelay: .milliseconds(50), delay: .milliseconds(50)) { _ in
+                let core = core.value
+                for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
+                    core.send(bytes, toMember: member)
+                }
+                core.udp.flush()
+            })
     }
 
     func shutDown() {
@@ -133,7 +141,8 @@ final class RelayCore {
         guard openSockets < state.limits.connections else {
             refusedFull += 1
             if let heldBack = refusedFullLog.admit("full", at: now) {
-                logger.error("""
+                logger.error(
+                    """
                     refusing new connections: the relay holds \(openSockets) connections, its limit \
                     (--max-connections, or raise ulimit -n); calls in progress go on
                     """, metadata: heldBack > 0 ? ["held_back": "\(heldBack)"] : [:])
@@ -158,9 +167,11 @@ final class RelayCore {
         let id = ConnectionID(nextConnection)
         nextConnection += 1
         channels[id] = channel
-        logger.debug("signaling connected", metadata: [
-            "connection": "\(id)", "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")",
-        ])
+        logger.debug(
+            "signaling connected",
+            metadata: [
+                "connection": "\(id)", "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")",
+            ])
         perform(state.connected(id, from: channel.remoteAddress?.ipAddress, now: now))
         return id
     }
@@ -175,7 +186,8 @@ final class RelayCore {
         let before = state.counters
         perform(state.received(text, on: id, now: now))
         if state.counters.signalingErrors != before.signalingErrors {
-            logger.notice("refused signaling message", metadata: ["connection": "\(id)", "bytes": "\(text.utf8.count)"])
+            logger.notice(
+                "refused signaling message", metadata: ["connection": "\(id)", "bytes": "\(text.utf8.count)"])
         }
     }
 
@@ -193,9 +205,11 @@ final class RelayCore {
             switch action {
             case .send(let message, let targets):
                 if case .mute(let mute) = message {
-                    logger.info("member mute", metadata: [
-                        "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
-                    ])
+                    logger.info(
+                        "member mute",
+                        metadata: [
+                            "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
+                        ])
                 }
                 guard !targets.isEmpty else { continue }
                 let text = message.encoded()
@@ -213,8 +227,9 @@ final class RelayCore {
                     .whenComplete { _ in channel.close(promise: nil) }
             case .memberAdded(let id, let room):
                 if let member = state.members[id] {
-                    media.add(member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
-                              videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
+                    media.add(
+                        member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
+                        videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
                     performLayerEffects(layers.add(member: id, room: room, layers: member.videoLayers))
                     if let dominant = speakers[room]?.dominant, let connection = member.connection {
                         perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
@@ -237,8 +252,9 @@ final class RelayCore {
                 performLayerEffects(layers.report(report, from: id))
             case .checkAccount(let connection, let account, let message, let signature):
                 guard let messaging else {
-                    perform(state.accountChecked(
-                        connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
+                    perform(
+                        state.accountChecked(
+                            connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
                     continue
                 }
                 let onLoop = onLoop
@@ -254,10 +270,14 @@ final class RelayCore {
                     let onLoop = onLoop
                     history = { lines in
                         guard !lines.isEmpty else { return }
-                        let message = ServerMessage.chatHistory(ChatHistory.fitting(room: activity.room, lines: lines.map {
-                            ChatHistoryLine(kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
-                                            time: $0.post.postedAt, members: $0.members)
-                        }))
+                        let message = ServerMessage.chatHistory(
+                            ChatHistory.fitting(
+                                room: activity.room,
+                                lines: lines.map {
+                                    ChatHistoryLine(
+                                        kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
+                                        time: $0.post.postedAt, members: $0.members)
+                                }))
                         onLoop { $0.perform([.send(message, to: [connection])]) }
                     }
                 }

@@ -73,8 +73,9 @@ final class SignalingHandler: ChannelInboundHandler {
         case .binary:
             core.value.refused(on: id, reason: "binary frames are not part of the protocol; send JSON text")
         case .ping:
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
-                                  promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),
+                promise: nil)
         case .connectionClose:
             var data = context.channel.allocator.buffer(capacity: 2)
             data.write(webSocketErrorCode: .normalClosure)
@@ -115,8 +116,12 @@ final class PlainHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         headers.add(name: "Content-Length", value: "\(buffer.readableBytes)")
         headers.add(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .upgradeRequired,
-                                                             headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: .http1_1, status: .upgradeRequired,
+                        headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }

@@ -17,14 +17,17 @@ extension RelayState {
             let challenge = connections[connection]?.challenge
             connections[connection]?.challenge = nil  // one proof per challenge: a captured proof is worth nothing
             guard let challenge, let proof = Hex.decode(proofText),
-                  RoomPassword.isValid(proof: proof, verifier: verifier, challenge: challenge, room: room, name: name)
+                RoomPassword.isValid(proof: proof, verifier: verifier, challenge: challenge, room: room, name: name)
             else {
                 counters.signalingErrors += 1
                 connections[connection]?.failedProofs += 1
                 var actions = refuse(.wrongPassword, "wrong password for \(room)", connection)
                 if (connections[connection]?.failedProofs ?? 0) >= Self.maximumFailedProofs {
-                    actions = refuse(.wrongPassword, "wrong password for \(room) \(Self.maximumFailedProofs) times; "
-                                        + "closing the connection", connection) + [.close(connection)]
+                    actions =
+                        refuse(
+                            .wrongPassword,
+                            "wrong password for \(room) \(Self.maximumFailedProofs) times; "
+                                + "closing the connection", connection) + [.close(connection)]
                 }
                 return (actions, nil)
             }
@@ -32,8 +35,10 @@ extension RelayState {
             // The joiner has a password for a room that does not exist yet: it becomes the room's password.
             guard let text = request.verifier else {
                 counters.signalingErrors += 1
-                return (refuse(.passwordSetup, "\(room) is new: send the password verifier to create it", connection),
-                        nil)
+                return (
+                    refuse(.passwordSetup, "\(room) is new: send the password verifier to create it", connection),
+                    nil
+                )
             }
             guard let verifier = Hex.decode(text), verifier.count == 32 else {
                 counters.signalingErrors += 1
@@ -44,18 +49,22 @@ extension RelayState {
         if let existing {
             guard existing.encryption == request.encryption else {
                 counters.signalingErrors += 1
-                let message = switch (existing.encryption, request.encryption) {
-                case (let mode?, nil): "\(room) is end-to-end encrypted (\(mode)): join with the room's secret"
-                case (nil, _): "\(room) is not end-to-end encrypted: join without a secret"
-                case (let mode?, let asked?): "\(room) is end-to-end encrypted with \(mode), not \(asked)"
-                }
+                let message =
+                    switch (existing.encryption, request.encryption) {
+                    case (let mode?, nil): "\(room) is end-to-end encrypted (\(mode)): join with the room's secret"
+                    case (nil, _): "\(room) is not end-to-end encrypted: join without a secret"
+                    case (let mode?, let asked?): "\(room) is end-to-end encrypted with \(mode), not \(asked)"
+                    }
                 return (refuse(.encryptionMismatch, message, connection), nil)
             }
             let taken = existing.members.contains { members[$0]?.info.name.lowercased() == name.lowercased() }
             guard !taken else {
                 counters.signalingErrors += 1
-                return (refuse(.nameTaken, "someone in \(room) is already called \(name); pick another name",
-                               connection), nil)
+                return (
+                    refuse(
+                        .nameTaken, "someone in \(room) is already called \(name); pick another name",
+                        connection), nil
+                )
             }
         } else {
             var created = newRoom ?? Room(name: room, verifier: configured?.verifier)
@@ -77,12 +86,15 @@ extension RelayState {
         guard case .success = nameRule(claim.name), let signature = AccountKeys.signature(base64: claim.signature)
         else {
             counters.signalingErrors += 1
-            return refuse(.badField, "join field \"account\" needs a valid account name and a base64 Ed25519 "
-                            + "signature (64 bytes)", connection)
+            return refuse(
+                .badField,
+                "join field \"account\" needs a valid account name and a base64 Ed25519 "
+                    + "signature (64 bytes)", connection)
         }
         connections[connection]?.pendingJoin = request
-        let message = AccountIdentity.joinMessage(account: claim.name, room: request.room, name: request.name,
-                                                  challenge: challenge)
+        let message = AccountIdentity.joinMessage(
+            account: claim.name, room: request.room, name: request.name,
+            challenge: challenge)
         return [.checkAccount(connection, account: claim.name, message: message, signature: Array(signature))]
     }
 
@@ -108,13 +120,16 @@ extension RelayState {
     public mutating func channelLine(room: String, from: String, text: String, time: Int64) -> [RelayAction] {
         guard rooms[room]?.isOpen == true else { return [] }
         rooms[room]?.chatSequence += 1
-        let delivery = ChatDelivery(seq: rooms[room]?.chatSequence ?? 0, from: 0,
-                                    name: MemberInfo.label(name: from, account: from), text: text, time: time)
+        let delivery = ChatDelivery(
+            seq: rooms[room]?.chatSequence ?? 0, from: 0,
+            name: MemberInfo.label(name: from, account: from), text: text, time: time)
         return [.send(.chat(delivery), to: connections(in: room, except: nil))]
     }
 
-    mutating func join(_ request: JoinRequest, on connection: ConnectionID, now: Duration,
-                               account: String? = nil, accountProblem: String? = nil) -> [RelayAction] {
+    mutating func join(
+        _ request: JoinRequest, on connection: ConnectionID, now: Duration,
+        account: String? = nil, accountProblem: String? = nil
+    ) -> [RelayAction] {
         let room: String
         switch roomRule(request.room) {
         case .success(let cleaned): room = cleaned
@@ -129,8 +144,11 @@ extension RelayState {
             counters.signalingErrors += 1
             return [.send(.error(SignalingError(.badName, rejection.message)), to: [connection])]
         }
-        if let resume = request.resume, let actions = self.resume(resume, room: room, request: request,
-                                                                  on: connection, now: now) {
+        if let resume = request.resume,
+            let actions = self.resume(
+                resume, room: room, request: request,
+                on: connection, now: now)
+        {
             return actions
         }
         if let full = roomLimit(room) {
@@ -147,16 +165,18 @@ extension RelayState {
         var tokenBytes = [UInt8](repeating: 0, count: BindToken.length)
         for index in tokenBytes.indices { tokenBytes[index] = UInt8.random(in: 0...255, using: &random) }
         let credential = BindToken(bytes: tokenBytes)!
-        let info = MemberInfo(id: id, name: name, role: request.role, audioMuted: request.audioMuted,
-                              videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
+        let info = MemberInfo(
+            id: id, name: name, role: request.role, audioMuted: request.audioMuted,
+            videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
         let others = connections(in: room, except: nil)
         let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
         // A room with a password or end-to-end encryption is never named in presence (its name is part of what keeps
         // it private), and its chat is never kept.
         let isOpen = rooms[room]?.isOpen == true
         let hidesRoom = request.hideRoom || !isOpen
-        members[id] = Member(info: info, room: room, connection: connection, credential: credential, lastSeen: now,
-                             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers)
+        members[id] = Member(
+            info: info, room: room, connection: connection, credential: credential, lastSeen: now,
+            videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers)
         rooms[room, default: Room(name: room)].members.append(id)
         if rooms[room]?.host == nil { rooms[room]?.host = id }
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
@@ -167,18 +187,22 @@ extension RelayState {
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
-            .callActivity(CallActivity(room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
-                                       hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
+            .callActivity(
+                CallActivity(
+                    room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
+                    hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
         ]
     }
 
     /// Takes back a membership whose connection dropped: same id, SSRCs, credential and media binding, nothing
     /// told to the others (for them the member never left). Nil when there is nothing to resume (it timed out, the
     /// relay restarted, the credential or room does not match): the caller then joins afresh.
-    mutating func resume(_ token: ResumeToken, room: String, request: JoinRequest, on connection: ConnectionID,
-                                 now: Duration) -> [RelayAction]? {
+    mutating func resume(
+        _ token: ResumeToken, room: String, request: JoinRequest, on connection: ConnectionID,
+        now: Duration
+    ) -> [RelayAction]? {
         guard var member = members[token.member], member.room == room,
-              let credential = BindToken(hex: token.credential), member.credential.matches(credential)
+            let credential = BindToken(hex: token.credential), member.credential.matches(credential)
         else { return nil }
         var actions: [RelayAction] = []
         if let old = member.connection, old != connection {
@@ -198,9 +222,13 @@ extension RelayState {
         let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
         actions.append(.send(.joined(joined), to: [connection]))
         if changedMute {
-            actions.append(.send(.mute(MemberMute(id: token.member, audio: request.audioMuted,
-                                                  video: request.videoMuted)),
-                                 to: connections(in: room, except: token.member)))
+            actions.append(
+                .send(
+                    .mute(
+                        MemberMute(
+                            id: token.member, audio: request.audioMuted,
+                            video: request.videoMuted)),
+                    to: connections(in: room, except: token.member)))
         }
         return actions
     }
@@ -227,9 +255,11 @@ extension RelayState {
         var actions: [RelayAction] = [
             .memberRemoved(id: id, room: member.room),
             .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),
-            .callActivity(CallActivity(room: member.room, member: member.info, joined: false,
-                                       members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
-                                       kept: keepsChat && rooms[member.room]?.isOpen == true)),
+            .callActivity(
+                CallActivity(
+                    room: member.room, member: member.info, joined: false,
+                    members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
+                    kept: keepsChat && rooms[member.room]?.isOpen == true)),
         ]
         if rooms[member.room]?.members.isEmpty ?? false {
             rooms[member.room] = nil

@@ -4,19 +4,25 @@ import ParleyWire
 /// What a member's signaling messages do to the relay: chat, media changes, roles and the host's commands.
 extension RelayState {
 
-    mutating func handle(_ message: ClientMessage, on connection: ConnectionID, member id: UInt32?,
-                                 now: Duration) -> [RelayAction] {
+    mutating func handle(
+        _ message: ClientMessage, on connection: ConnectionID, member id: UInt32?,
+        now: Duration
+    ) -> [RelayAction] {
         switch message {
         case .join(let request):
             guard id == nil else {
                 counters.signalingErrors += 1
-                return [.send(.error(SignalingError(.alreadyJoined, "this connection already joined a room")),
-                              to: [connection])]
+                return [
+                    .send(
+                        .error(SignalingError(.alreadyJoined, "this connection already joined a room")),
+                        to: [connection])
+                ]
             }
             guard connections[connection]?.pendingJoin == nil else {
                 counters.signalingErrors += 1
-                return refuse(.alreadyJoined, "a join is being checked on this connection; wait for its answer",
-                              connection)
+                return refuse(
+                    .alreadyJoined, "a join is being checked on this connection; wait for its answer",
+                    connection)
             }
             if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
             return join(request, on: connection, now: now)
@@ -32,8 +38,11 @@ extension RelayState {
         }
         guard let id, let member = members[id] else {
             counters.signalingErrors += 1
-            return [.send(.error(SignalingError(.notJoined, "send \"join\" before \"\(message.type)\"")),
-                          to: [connection])]
+            return [
+                .send(
+                    .error(SignalingError(.notJoined, "send \"join\" before \"\(message.type)\"")),
+                    to: [connection])
+            ]
         }
         switch message {
         case .join, .ping, .challenge:
@@ -45,33 +54,45 @@ extension RelayState {
             members[id]?.info.audioMuted = change.audio ?? member.info.audioMuted
             members[id]?.info.videoMuted = change.video ?? member.info.videoMuted
             let info = members[id]!.info
-            return [.send(.mute(MemberMute(id: id, audio: info.audioMuted, video: info.videoMuted)),
-                          to: connections(in: member.room, except: id))]
+            return [
+                .send(
+                    .mute(MemberMute(id: id, audio: info.audioMuted, video: info.videoMuted)),
+                    to: connections(in: member.room, except: id))
+            ]
         case .chat(let chat):
             // A sealed line's text is unreadable here; its base64 length bounds it (4/3 of the bytes, plus the
             // SFrame header and tag, for 4-byte characters at most).
             let sealedLimit = (limits.chatCharacters * 4 + 64) * 4 / 3 + 4
             guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
                 counters.signalingErrors += 1
-                let length = chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
+                let length =
+                    chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
                     ?? "\(chat.text.count) characters"
-                return [.send(.error(SignalingError(.badField, """
-                    chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
-                    (--max-chat-characters)
-                    """)), to: [connection])]
+                return [
+                    .send(
+                        .error(
+                            SignalingError(
+                                .badField,
+                                """
+                                chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
+                                (--max-chat-characters)
+                                """)), to: [connection])
+                ]
             }
             rooms[member.room]?.chatSequence += 1
             let sequence = rooms[member.room]?.chatSequence ?? 0
-            var delivery = ChatDelivery(seq: sequence, from: id, name: member.info.label, text: chat.text,
-                                        time: wallClock(), sealed: chat.sealed)
+            var delivery = ChatDelivery(
+                seq: sequence, from: id, name: member.info.label, text: chat.text,
+                time: wallClock(), sealed: chat.sealed)
             var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
             delivery.ref = chat.ref
             actions.append(.send(.chat(delivery), to: [connection]))
             if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
-                actions.append(.roomChat(
-                    room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
-                    sender: CallActivity.sender(name: member.info.name, account: member.info.account),
-                    text: chat.text, time: delivery.time))
+                actions.append(
+                    .roomChat(
+                        room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
+                        sender: CallActivity.sender(name: member.info.name, account: member.info.account),
+                        text: chat.text, time: delivery.time))
             }
             return actions
         case .stats(let stats):
@@ -80,13 +101,19 @@ extension RelayState {
             return [.tiles(id: id, report)]
         case .role(let request):
             if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
-               !(room.openStage || room.host == id || room.mayBroadcast.contains(id)) {
+                !(room.openStage || room.host == id || room.mayBroadcast.contains(id))
+            {
                 // Nobody promotes themselves: the host is asked, and decides with `allow`.
                 counters.signalingErrors += 1
                 let hostName = room.host.flatMap { members[$0]?.info.name } ?? "the host"
-                var actions: [RelayAction] = [.send(.error(SignalingError(
-                    .notAllowed, "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
-                )), to: [connection])]
+                var actions: [RelayAction] = [
+                    .send(
+                        .error(
+                            SignalingError(
+                                .notAllowed,
+                                "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
+                            )), to: [connection])
+                ]
                 if let host = room.host, let hostConnection = members[host]?.connection {
                     actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
                 }
@@ -108,9 +135,13 @@ extension RelayState {
             var actions: [RelayAction] = []
             if let targetConnection = other.connection {
                 connections[targetConnection]?.member = nil
-                actions.append(.send(.removed(Removal(
-                    by: member.info.name, message: "\(member.info.name), the host, removed you from \(member.room)")),
-                                     to: [targetConnection]))
+                actions.append(
+                    .send(
+                        .removed(
+                            Removal(
+                                by: member.info.name,
+                                message: "\(member.info.name), the host, removed you from \(member.room)")),
+                        to: [targetConnection]))
                 actions.append(.close(targetConnection))
             }
             return actions + remove(target.id, reason: .removed)
@@ -121,13 +152,19 @@ extension RelayState {
         guard let member = members[id] else { return [] }
         members[id]?.info.role = role
         if role == .broadcaster { rooms[member.room]?.mayBroadcast.insert(id) }
-        return [.roleChanged(id: id, role: role), .send(.role(MemberRoleChange(id: id, role: role)),
-                                                         to: connections(in: member.room, except: nil))]
+        return [
+            .roleChanged(id: id, role: role),
+            .send(
+                .role(MemberRoleChange(id: id, role: role)),
+                to: connections(in: member.room, except: nil)),
+        ]
     }
 
     mutating func notHost(_ connection: ConnectionID, _ what: String) -> [RelayAction] {
         counters.signalingErrors += 1
-        return [.send(.error(SignalingError(.notAllowed, "only the room's host can \(what) members")), to: [connection])]
+        return [
+            .send(.error(SignalingError(.notAllowed, "only the room's host can \(what) members")), to: [connection])
+        ]
     }
 
     mutating func unknownMember(_ id: UInt32, in room: String, _ connection: ConnectionID) -> [RelayAction] {

@@ -90,10 +90,11 @@ public struct RelayState: Sendable {
 
     /// An empty relay. `random` makes credentials and SSRCs and `wallClock` (milliseconds since the Unix epoch)
     /// stamps chat lines; inject fixed ones in tests.
-    public init(limits: SignalingLimits = SignalingLimits(), udpPort: Int, roomRule: @escaping NameRule,
-                nameRule: @escaping NameRule, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-                configuredRooms: [String: ConfiguredRoom] = [:], wallClock: @escaping @Sendable () -> Int64)
-    {
+    public init(
+        limits: SignalingLimits = SignalingLimits(), udpPort: Int, roomRule: @escaping NameRule,
+        nameRule: @escaping NameRule, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        configuredRooms: [String: ConfiguredRoom] = [:], wallClock: @escaping @Sendable () -> Int64
+    ) {
         self.configuredRooms = configuredRooms
         self.wallClock = wallClock
         self.limits = limits
@@ -111,19 +112,26 @@ public struct RelayState: Sendable {
     /// A new WebSocket connection opened from `source` (an IP address, nil when unknown). Past the per-address
     /// limit it is told why and closed.
     @discardableResult
-    public mutating func connected(_ connection: ConnectionID, from source: String? = nil, now: Duration) -> [RelayAction] {
+    public mutating func connected(_ connection: ConnectionID, from source: String? = nil, now: Duration)
+        -> [RelayAction]
+    {
         if let source, connectionsFromSource[source, default: 0] >= limits.connectionsPerAddress {
             counters.limitsReached += 1
             return [
-                .send(.error(SignalingError(.limitReached, """
-                    too many connections from \(source): \(limits.connectionsPerAddress) is the limit per address \
-                    (--max-connections-per-address)
-                    """)), to: [connection]),
+                .send(
+                    .error(
+                        SignalingError(
+                            .limitReached,
+                            """
+                            too many connections from \(source): \(limits.connectionsPerAddress) is the limit per address \
+                            (--max-connections-per-address)
+                            """)), to: [connection]),
                 .close(connection),
             ]
         }
-        connections[connection] = Connection(member: nil, source: source, openedAt: now, tokens: limits.burst,
-                                             lastRefill: now)
+        connections[connection] = Connection(
+            member: nil, source: source, openedAt: now, tokens: limits.burst,
+            lastRefill: now)
         if let source { connectionsFromSource[source, default: 0] += 1 }
         return []
     }
@@ -147,8 +155,10 @@ public struct RelayState: Sendable {
     }
 
     /// A frame that is not a text message (binary) or exceeded the size cap arrived.
-    public mutating func refusedFrame(_ connection: ConnectionID, reason: String,
-                                      code: SignalingErrorCode = .badJSON) -> [RelayAction] {
+    public mutating func refusedFrame(
+        _ connection: ConnectionID, reason: String,
+        code: SignalingErrorCode = .badJSON
+    ) -> [RelayAction] {
         counters.refusedFrames += 1
         return [.send(.error(SignalingError(code, reason)), to: [connection])]
     }
@@ -157,7 +167,8 @@ public struct RelayState: Sendable {
     public mutating func received(_ text: String, on connection: ConnectionID, now: Duration) -> [RelayAction] {
         guard var state = connections[connection] else { return [] }
         // Token bucket: floods are dropped (and counted) before any parsing work.
-        let elapsed = Double((now - state.lastRefill).components.attoseconds) / 1e18
+        let elapsed =
+            Double((now - state.lastRefill).components.attoseconds) / 1e18
             + Double((now - state.lastRefill).components.seconds)
         state.tokens = min(limits.burst, state.tokens + max(0, elapsed) * limits.messagesPerSecond)
         state.lastRefill = now
@@ -166,9 +177,13 @@ public struct RelayState: Sendable {
             var actions: [RelayAction] = []
             if state.lastRateLimitNotice.map({ now - $0 >= .seconds(1) }) ?? true {
                 state.lastRateLimitNotice = now
-                actions.append(.send(.error(SignalingError(
-                    .rateLimited, "too many messages; the limit is \(Int(limits.messagesPerSecond)) per second"
-                )), to: [connection]))
+                actions.append(
+                    .send(
+                        .error(
+                            SignalingError(
+                                .rateLimited,
+                                "too many messages; the limit is \(Int(limits.messagesPerSecond)) per second"
+                            )), to: [connection]))
             }
             connections[connection] = state
             return actions
@@ -178,9 +193,15 @@ public struct RelayState: Sendable {
 
         guard text.utf8.count <= limits.messageBytes else {
             counters.signalingErrors += 1
-            return [.send(.error(SignalingError(.tooLarge, """
-                message is \(text.utf8.count) bytes; this relay's limit is \(limits.messageBytes) (--max-message-bytes)
-                """)), to: [connection])]
+            return [
+                .send(
+                    .error(
+                        SignalingError(
+                            .tooLarge,
+                            """
+                            message is \(text.utf8.count) bytes; this relay's limit is \(limits.messageBytes) (--max-message-bytes)
+                            """)), to: [connection])
+            ]
         }
         let message: ClientMessage
         do {
@@ -207,9 +228,12 @@ public struct RelayState: Sendable {
             counters.joinTimeouts += 1
             _ = dropConnection(connection)
             actions += [
-                .send(.error(SignalingError(
-                    .limitReached, "no join within \(limits.joinTimeout.spokenSeconds) of connecting (the join timeout)")),
-                      to: [connection]),
+                .send(
+                    .error(
+                        SignalingError(
+                            .limitReached,
+                            "no join within \(limits.joinTimeout.spokenSeconds) of connecting (the join timeout)")),
+                    to: [connection]),
                 .close(connection),
             ]
         }

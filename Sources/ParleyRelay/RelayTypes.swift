@@ -159,7 +159,6 @@ public struct RelayCounters: Sendable, Equatable {
     public init() {}
 }
 
-
 /// A room set up in the relay's rooms file.
 public struct ConfiguredRoom: Sendable, Equatable {
     /// The password verifier, nil for a room without a password.

@@ -1,5 +1,4 @@
 import Foundation
-import ParleyWire
 import ParleySecurity
 import ParleyWire
 
@@ -64,15 +63,20 @@ public enum RoomsFile {
             for setting in words.dropFirst() {
                 let parts = setting.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, !parts[1].isEmpty else {
-                    throw RoomsFileError("\(at): \"\(setting)\" is not a setting; write password=TEXT, "
-                                            + "verifier=HEX or stage=open|host")
+                    throw RoomsFileError(
+                        "\(at): \"\(setting)\" is not a setting; write password=TEXT, "
+                            + "verifier=HEX or stage=open|host")
                 }
                 switch parts[0] {
                 case "password":
-                    guard room.verifier == nil else { throw RoomsFileError("\(at): give a password or a verifier, once") }
+                    guard room.verifier == nil else {
+                        throw RoomsFileError("\(at): give a password or a verifier, once")
+                    }
                     room.verifier = RoomPassword.verifier(password: parts[1], room: name)
                 case "verifier":
-                    guard room.verifier == nil else { throw RoomsFileError("\(at): give a password or a verifier, once") }
+                    guard room.verifier == nil else {
+                        throw RoomsFileError("\(at): give a password or a verifier, once")
+                    }
                     guard let verifier = Hex.decode(parts[1]), verifier.count == 32 else {
                         throw RoomsFileError("\(at): verifier must be 64 hex digits")
                     }

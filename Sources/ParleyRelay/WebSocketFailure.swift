@@ -23,20 +23,23 @@ enum WebSocketFailure: Equatable {
             self = .answeredByNIO
         } else if let error = error as? NIOWebSocketFrameAggregator.Error {
             let total = 2 * maxSignalingMessageBytes
-            self = switch error {
-            case .tooManyFragments:
-                .refuse(reason: "a message in more than \(Self.maximumFragments) fragments (the limit)",
+            self =
+                switch error {
+                case .tooManyFragments:
+                    .refuse(
+                        reason: "a message in more than \(Self.maximumFragments) fragments (the limit)",
                         status: .messageTooLarge)
-            case .accumulatedFrameSizeIsTooLarge:
-                .refuse(reason: "a message of more than \(total) bytes across its fragments (the limit is \(total))",
+                case .accumulatedFrameSizeIsTooLarge:
+                    .refuse(
+                        reason: "a message of more than \(total) bytes across its fragments (the limit is \(total))",
                         status: .messageTooLarge)
-            case .nonFinalFragmentSizeIsTooSmall:
-                .refuse(reason: "an empty fragment before the last one", status: .protocolError)
-            case .receivedNewFrameWithoutFinishingPrevious:
-                .refuse(reason: "a new message before the last fragment of the one before", status: .protocolError)
-            case .didReceiveFragmentBeforeReceivingTextOrBinaryFrame:
-                .refuse(reason: "a continuation frame with no message to continue", status: .protocolError)
-            }
+                case .nonFinalFragmentSizeIsTooSmall:
+                    .refuse(reason: "an empty fragment before the last one", status: .protocolError)
+                case .receivedNewFrameWithoutFinishingPrevious:
+                    .refuse(reason: "a new message before the last fragment of the one before", status: .protocolError)
+                case .didReceiveFragmentBeforeReceivingTextOrBinaryFrame:
+                    .refuse(reason: "a continuation frame with no message to continue", status: .protocolError)
+                }
         } else {
             self = .closeQuietly
         }
@@ -50,7 +53,9 @@ enum WebSocketFailure: Equatable {
             + "protocol"
     }
 
-    private static let knownOpcodes: [WebSocketOpcode] = [.text, .binary, .continuation, .ping, .pong, .connectionClose]
+    private static let knownOpcodes: [WebSocketOpcode] = [
+        .text, .binary, .continuation, .ping, .pong, .connectionClose,
+    ]
 
     /// The error code that goes with a close status: `too-large` for 1009, `bad-json` (not the protocol) otherwise.
     static func errorCode(for status: WebSocketErrorCode) -> SignalingErrorCode {

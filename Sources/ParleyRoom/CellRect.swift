@@ -44,8 +44,10 @@ public struct CellRect: Hashable, Sendable, CustomStringConvertible {
 
     /// The cells inside both rectangles (an empty rectangle at the overlap's corner when they do not overlap).
     public func intersection(_ other: CellRect) -> CellRect {
-        let left = max(x, other.x), top = max(y, other.y)
-        let right = min(maxX, other.maxX), bottom = min(maxY, other.maxY)
+        let left = max(x, other.x)
+        let top = max(y, other.y)
+        let right = min(maxX, other.maxX)
+        let bottom = min(maxY, other.maxY)
         return CellRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
     }
 

@@ -126,7 +126,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
             return true
         case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster,
-             .speakerView:
+            .speakerView:
             return false
         }
     }

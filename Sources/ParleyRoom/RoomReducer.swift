@@ -99,7 +99,7 @@ extension RoomState {
             changes.insert(.tiles)
         }
         guard let dominant = dominantSpeaker, dominant != localID, dominant != featuredSpeaker,
-              peers.contains(where: { $0.id == dominant })
+            peers.contains(where: { $0.id == dominant })
         else { return }
         if let since = featuredSince, now - since < Self.speakerHold { return }
         featuredSpeaker = dominant

@@ -42,12 +42,13 @@ extension RoomState {
             guard let index = index(of: id), index > 0 else { break }
             let name = sessions[index].name
             sessions.remove(at: index)
-            let text = switch reason {
-            case .quit: "\(name) left"
-            case .timeout: "\(name) stopped responding and was removed"
-            case .dropped: "\(name) dropped out of the call"
-            case .removed: "\(name) was removed by the host"
-            }
+            let text =
+                switch reason {
+                case .quit: "\(name) left"
+                case .timeout: "\(name) stopped responding and was removed"
+                case .dropped: "\(name) dropped out of the call"
+                case .removed: "\(name) was removed by the host"
+                }
             log(text, kind: .system)
             record(text)
             changes.insert(.tiles)
@@ -114,8 +115,10 @@ extension RoomState {
         case .directMessage(let peer, let sender, let text):
             guard !text.allSatisfy(\.isWhitespace) else { break }
             if directPeer?.lowercased() == peer.lowercased() {
-                directLog.append(ChatEntry(sender: sender, text: text, time: now,
-                                           kind: sender.lowercased() == peer.lowercased() ? .chat : .own))
+                directLog.append(
+                    ChatEntry(
+                        sender: sender, text: text, time: now,
+                        kind: sender.lowercased() == peer.lowercased() ? .chat : .own))
                 changes.insert(.chat)
             } else if sender.lowercased() == peer.lowercased() {
                 directUnread += 1
@@ -143,8 +146,12 @@ extension RoomState {
 
         case .earlierChat(let entries):
             guard !entries.isEmpty else { break }
-            chatLog.prepend(entries + [ChatEntry(sender: nil, text: "earlier in \(roomName) above", time: now,
-                                                 kind: .system)])
+            chatLog.prepend(
+                entries + [
+                    ChatEntry(
+                        sender: nil, text: "earlier in \(roomName) above", time: now,
+                        kind: .system)
+                ])
             changes.insert(.chat)
 
         case .alert(let alert):
@@ -186,7 +193,8 @@ extension RoomState {
         case .security(let security):
             self.security = security
             if let mode = security.encryption, let code = security.safetyCode {
-                log("End-to-end encrypted (\(mode)). Safety code \(code): compare it with the others by voice",
+                log(
+                    "End-to-end encrypted (\(mode)). Safety code \(code): compare it with the others by voice",
                     kind: .system)
             }
             changes.insert(.status)

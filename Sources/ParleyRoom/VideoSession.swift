@@ -62,8 +62,10 @@ public struct MediaInfo: Hashable, Sendable {
     public var jitterMilliseconds: Double
 
     /// Statistics; all zero by default.
-    public init(resolution: VideoSize? = nil, fps: Double = 0, bitrateKbps: Double = 0, lossPercent: Double = 0,
-                jitterMilliseconds: Double = 0) {
+    public init(
+        resolution: VideoSize? = nil, fps: Double = 0, bitrateKbps: Double = 0, lossPercent: Double = 0,
+        jitterMilliseconds: Double = 0
+    ) {
         self.resolution = resolution
         self.fps = fps
         self.bitrateKbps = bitrateKbps

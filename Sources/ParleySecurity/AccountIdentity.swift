@@ -87,8 +87,9 @@ public struct AccountIdentity: Sendable {
     /// The public half.
     public var keys: AccountKeys {
         // Both come from real private keys, so they are valid public keys.
-        try! AccountKeys(signing: Array(signingKey.publicKey.rawRepresentation),
-                         agreement: Array(agreementKey.publicKey.rawRepresentation))
+        try! AccountKeys(
+            signing: Array(signingKey.publicKey.rawRepresentation),
+            agreement: Array(agreementKey.publicKey.rawRepresentation))
     }
 
     /// Signs `message` (a login challenge, a sealed direct message).
@@ -138,7 +139,8 @@ public struct AccountIdentity: Sendable {
             guard let space = line.firstIndex(of: " ") else {
                 throw .badIdentityFile(line: index + 1, reason: "expected \"KEY VALUE\", got \"\(line.prefix(40))\"")
             }
-            let key = String(line[..<space]), value = String(line[line.index(after: space)...])
+            let key = String(line[..<space])
+            let value = String(line[line.index(after: space)...])
             guard ["name", "signing", "agreement"].contains(key) else {
                 throw .badIdentityFile(line: index + 1, reason: "unknown field \"\(key.prefix(40))\"")
             }
@@ -160,9 +162,10 @@ public struct AccountIdentity: Sendable {
             }
             return data
         }
-        let signing = try key("signing"), agreement = try key("agreement")
+        let signing = try key("signing")
+        let agreement = try key("agreement")
         guard let signingKey = try? Curve25519.Signing.PrivateKey(rawRepresentation: signing),
-              let agreementKey = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: agreement)
+            let agreementKey = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: agreement)
         else { throw .badIdentityFile(line: 1, reason: "the keys are not Curve25519 private keys") }
         self.init(name: name.value, signingKey: signingKey, agreementKey: agreementKey)
     }

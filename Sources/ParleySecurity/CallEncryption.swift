@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 // How Parley keys SFrame from a room secret:
 //
@@ -31,7 +31,9 @@ public enum CallEncryptionError: Error, Equatable, Sendable, CustomStringConvert
 
 /// Which of a sender's streams a payload belongs to: part of its key id, so each has its own counter.
 public enum EncryptedStream: UInt64, Sendable, CaseIterable {
-    case audio = 0, video = 1, chat = 2
+    case audio = 0
+    case video = 1
+    case chat = 2
 }
 
 /// The room's encryption: the master key derived from the secret and the room, and the suite.
@@ -58,11 +60,12 @@ public struct CallEncryption: Sendable {
         master = try! KDF.Insecure.PBKDF2.deriveKey(
             from: Array(secret.utf8), salt: salt, using: .sha256, outputByteCount: 32, rounds: Self.rounds)
         self.suite = suite
-        let code = HKDF<SHA256>.expand(
-            pseudoRandomKey: master,
-            info: Array("parley safety code v1".utf8) + withUnsafeBytes(of: suite.rawValue.bigEndian, Array.init),
-            outputByteCount: 4
-        ).bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 100_000_000
+        let code =
+            HKDF<SHA256>.expand(
+                pseudoRandomKey: master,
+                info: Array("parley safety code v1".utf8) + withUnsafeBytes(of: suite.rawValue.bigEndian, Array.init),
+                outputByteCount: 4
+            ).bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 100_000_000
         let digits = String(repeating: "0", count: 8 - String(code).count) + String(code)
         safetyCode = digits.prefix(4) + " " + digits.suffix(4)
     }
@@ -121,7 +124,9 @@ public struct MediaOpener: Sendable {
     }
 
     /// The plaintext of one SFrame payload and its key id.
-    public mutating func open(_ bytes: [UInt8], metadata: [UInt8]) throws(SFrameError) -> (plaintext: [UInt8], keyID: UInt64) {
+    public mutating func open(_ bytes: [UInt8], metadata: [UInt8]) throws(SFrameError) -> (
+        plaintext: [UInt8], keyID: UInt64
+    ) {
         let encryption = self.encryption
         let opened = try receiver.open(bytes, metadata: metadata, keyForUnknownID: { encryption.key($0) })
         return (opened.plaintext, opened.header.keyID)

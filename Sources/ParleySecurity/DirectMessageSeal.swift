@@ -43,8 +43,10 @@ public enum DirectMessageSeal {
     }
 
     /// `text` from `sender` to the account `recipient` with `keys`, under the sender-chosen message `id`.
-    public static func seal(_ text: String, from sender: AccountIdentity, to recipient: String, keys: AccountKeys,
-                            id: String) -> [UInt8] {
+    public static func seal(
+        _ text: String, from sender: AccountIdentity, to recipient: String, keys: AccountKeys,
+        id: String
+    ) -> [UInt8] {
         let ephemeral = Curve25519.KeyAgreement.PrivateKey()
         let ephemeralPublic = Array(ephemeral.publicKey.rawRepresentation)
         let info = info(sender: sender.name, recipient: recipient, id: id)
@@ -59,8 +61,10 @@ public enum DirectMessageSeal {
     }
 
     /// Opens a message `recipient` received from `sender` (whose public keys are `senderKeys`) under `id`.
-    public static func open(_ sealed: [UInt8], by recipient: AccountIdentity, from sender: String,
-                            senderKeys: AccountKeys, id: String) throws(OpenError) -> String {
+    public static func open(
+        _ sealed: [UInt8], by recipient: AccountIdentity, from sender: String,
+        senderKeys: AccountKeys, id: String
+    ) throws(OpenError) -> String {
         guard sealed.count >= overhead else { throw .tooShort(sealed.count) }
         guard sealed[0] == version else { throw .unknownVersion(sealed[0]) }
         let info = info(sender: sender, recipient: recipient.name, id: id)
@@ -69,15 +73,16 @@ public enum DirectMessageSeal {
         guard senderKeys.verifies(signature, of: body + info) else { throw .badSignature }
         let ephemeralPublic = Array(body[1..<33])
         guard let ephemeral = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: ephemeralPublic),
-              let shared = try? recipient.agreementKey.sharedSecretFromKeyAgreement(with: ephemeral)
+            let shared = try? recipient.agreementKey.sharedSecretFromKeyAgreement(with: ephemeral)
         else { throw .doesNotDecrypt }
         let key = shared.hkdfDerivedSymmetricKey(
             using: SHA256.self, salt: ephemeralPublic + recipient.keys.agreement, sharedInfo: info,
             outputByteCount: 32)
         guard let nonce = try? AES.GCM.Nonce(data: body[33..<45]),
-              let box = try? AES.GCM.SealedBox(nonce: nonce, ciphertext: body[45..<(body.count - 16)],
-                                                tag: body[(body.count - 16)...]),
-              let plain = try? AES.GCM.open(box, using: key, authenticating: info)
+            let box = try? AES.GCM.SealedBox(
+                nonce: nonce, ciphertext: body[45..<(body.count - 16)],
+                tag: body[(body.count - 16)...]),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: info)
         else { throw .doesNotDecrypt }
         guard let text = String(validating: plain, as: UTF8.self) else { throw .notText }
         return text

@@ -18,11 +18,13 @@ public struct KnownRelays: Equatable, Sendable {
             if line.isEmpty || line.hasPrefix("#") { continue }
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count == 2 else {
-                throw .badLine(source: source, line: index + 1,
-                               why: "expected \"HOST:PORT SHA256:…\", found \(fields.count) fields")
+                throw .badLine(
+                    source: source, line: index + 1,
+                    why: "expected \"HOST:PORT SHA256:…\", found \(fields.count) fields")
             }
             let relay = String(fields[0])
-            guard relay.contains(":"), let port = Int(relay.split(separator: ":").last ?? ""), (1...65535).contains(port)
+            guard relay.contains(":"), let port = Int(relay.split(separator: ":").last ?? ""),
+                (1...65535).contains(port)
             else {
                 throw .badLine(source: source, line: index + 1, why: "\"\(relay)\" is not HOST:PORT")
             }
@@ -120,7 +122,9 @@ public final class RelayTrustStore: Sendable {
 
     /// A store over the file at `path` (created on the first pin), or in memory with `pins`; `extraRoots` are
     /// authorities trusted besides the system's (tests).
-    public init(path: String?, pins: KnownRelays = KnownRelays(), extraRoots: [Certificate] = []) throws(KnownRelaysError) {
+    public init(path: String?, pins: KnownRelays = KnownRelays(), extraRoots: [Certificate] = [])
+        throws(KnownRelaysError)
+    {
         self.path = path
         self.extraRoots = extraRoots
         var known = pins
@@ -142,7 +146,8 @@ public final class RelayTrustStore: Sendable {
 
     /// `$XDG_CONFIG_HOME/parley/known_relays`, or `~/.config/parley/known_relays`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let config =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
         return config + "/parley/known_relays"
     }
@@ -153,16 +158,20 @@ public final class RelayTrustStore: Sendable {
     /// Decides about the chain (DER, leaf first) that `relay` (`host:port`) showed, pinning it on first use.
     public func decide(relay: String, host: String, chainDER: [[UInt8]]) async -> RelayTrustDecision {
         guard let leafDER = chainDER.first else {
-            return .changed(RelayCertificateChanged(relay: relay, pinned: CertificateFingerprint(certificateDER: []),
-                                                    presented: CertificateFingerprint(certificateDER: []),
-                                                    file: path ?? "memory"))
+            return .changed(
+                RelayCertificateChanged(
+                    relay: relay, pinned: CertificateFingerprint(certificateDER: []),
+                    presented: CertificateFingerprint(certificateDER: []),
+                    file: path ?? "memory"))
         }
         let presented = CertificateFingerprint(certificateDER: leafDER)
         if let pinned = known.pin(for: relay) {
             return pinned == presented
                 ? .pinned(pinned)
-                : .changed(RelayCertificateChanged(relay: relay, pinned: pinned, presented: presented,
-                                                   file: path ?? "memory"))
+                : .changed(
+                    RelayCertificateChanged(
+                        relay: relay, pinned: pinned, presented: presented,
+                        file: path ?? "memory"))
         }
         if await vouchedForByAuthority(host: host, chainDER: chainDER) { return .authority }
         state.withLock { $0.pin(presented, for: relay) }

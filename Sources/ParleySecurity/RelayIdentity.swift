@@ -64,8 +64,10 @@ public struct RelayIdentity: Sendable, Equatable {
     public let fingerprint: CertificateFingerprint
 
     /// An identity from PEM text; `certificateSource` and `keySource` name where it came from in errors.
-    public init(certificateChainPEM: String, privateKeyPEM: String, certificateSource: String = "certificate",
-                keySource: String = "key") throws(RelayIdentityError) {
+    public init(
+        certificateChainPEM: String, privateKeyPEM: String, certificateSource: String = "certificate",
+        keySource: String = "key"
+    ) throws(RelayIdentityError) {
         let documents: [PEMDocument]
         do {
             documents = try PEMDocument.parseMultiple(pemString: certificateChainPEM)
@@ -137,10 +139,14 @@ public struct RelayIdentity: Sendable, Equatable {
         }
         let identity = try selfSigned(hosts: hosts)
         do {
-            try files.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                      attributes: [.posixPermissions: 0o700])
-            guard files.createFile(atPath: keyPath, contents: Data(identity.privateKeyPEM.utf8),
-                                   attributes: [.posixPermissions: 0o600]) else {
+            try files.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            guard
+                files.createFile(
+                    atPath: keyPath, contents: Data(identity.privateKeyPEM.utf8),
+                    attributes: [.posixPermissions: 0o600])
+            else {
                 throw RelayIdentityError.file(keyPath, "cannot be created")
             }
             try Data(identity.certificateChainPEM.utf8).write(to: URL(fileURLWithPath: certificatePath))
@@ -160,15 +166,17 @@ public struct RelayIdentity: Sendable, Equatable {
         func read(_ path: String) throws(RelayIdentityError) -> String {
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             guard size <= maximumFileBytes else {
-                throw .file(path, "is \(size) bytes; a PEM certificate chain or key may have at most \(maximumFileBytes)")
+                throw .file(
+                    path, "is \(size) bytes; a PEM certificate chain or key may have at most \(maximumFileBytes)")
             }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw .file(path, "cannot be read (missing, or no permission)")
             }
             return String(decoding: data, as: UTF8.self)
         }
-        return try RelayIdentity(certificateChainPEM: try read(certificate), privateKeyPEM: try read(key),
-                                 certificateSource: certificate, keySource: key)
+        return try RelayIdentity(
+            certificateChainPEM: try read(certificate), privateKeyPEM: try read(key),
+            certificateSource: certificate, keySource: key)
     }
 }
 

@@ -1,8 +1,9 @@
 // Room passwords: the relay keeps a stretched verifier; a member proves knowledge of it with an HMAC of a one-use
 // challenge, so neither the password nor anything replayable crosses the network.
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
+
 public enum RoomPassword {
     /// PBKDF2 rounds for the verifier (as for the room key: about 0.1 s, once per join).
     public static let rounds = 210_000
@@ -17,9 +18,15 @@ public enum RoomPassword {
         return key.withUnsafeBytes { Array($0) }
     }
     public static func proof(verifier: [UInt8], challenge: [UInt8], room: String, name: String) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: challenge + Array(room.utf8) + [0] + Array(name.utf8), using: SymmetricKey(data: verifier)))
+        Array(
+            HMAC<SHA256>.authenticationCode(
+                for: challenge + Array(room.utf8) + [0] + Array(name.utf8), using: SymmetricKey(data: verifier)))
     }
-    public static func isValid(proof: [UInt8], verifier: [UInt8], challenge: [UInt8], room: String, name: String) -> Bool {
-        HMAC<SHA256>.isValidAuthenticationCode(proof, authenticating: challenge + Array(room.utf8) + [0] + Array(name.utf8), using: SymmetricKey(data: verifier))
+    public static func isValid(proof: [UInt8], verifier: [UInt8], challenge: [UInt8], room: String, name: String)
+        -> Bool
+    {
+        HMAC<SHA256>.isValidAuthenticationCode(
+            proof, authenticating: challenge + Array(room.utf8) + [0] + Array(name.utf8),
+            using: SymmetricKey(data: verifier))
     }
 }

@@ -87,12 +87,14 @@ public struct SFrameHeader: Equatable, Sendable {
             let bytes = (0..<length).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
             return (0x8 | UInt8(length - 1), bytes)
         }
-        let kid = field(keyID), ctr = field(counter)
+        let kid = field(keyID)
+        let ctr = field(counter)
         return [kid.bits << 4 | ctr.bits] + kid.bytes + ctr.bytes
     }
 
     /// Reads a header from the front of `bytes`; also returns its length.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(SFrameError) -> (header: SFrameHeader, length: Int) {
+    public static func parse(_ bytes: some Collection<UInt8>) throws(SFrameError) -> (header: SFrameHeader, length: Int)
+    {
         guard let config = bytes.first else { throw .truncatedHeader(needed: 1, had: 0) }
         let kidBytes = config & 0x80 != 0 ? Int((config >> 4) & 0x7) + 1 : 0
         let ctrBytes = config & 0x08 != 0 ? Int(config & 0x7) + 1 : 0
@@ -120,7 +122,8 @@ public struct SFrameKey: Sendable {
     /// Derives key and salt: HKDF-Extract with an empty salt, then HKDF-Expand with the RFC's labels followed by
     /// the KID (8 bytes) and the cipher suite (2 bytes), big-endian.
     public init(baseKey: [UInt8], keyID: UInt64, suite: SFrameCipherSuite) {
-        let context = withUnsafeBytes(of: keyID.bigEndian, Array.init) + withUnsafeBytes(of: suite.rawValue.bigEndian, Array.init)
+        let context =
+            withUnsafeBytes(of: keyID.bigEndian, Array.init) + withUnsafeBytes(of: suite.rawValue.bigEndian, Array.init)
         let keyLabel = Array("SFrame 1.0 Secret key ".utf8) + context
         let saltLabel = Array("SFrame 1.0 Secret salt ".utf8) + context
         let input = SymmetricKey(data: baseKey)
@@ -128,11 +131,13 @@ public struct SFrameKey: Sendable {
         case .aes128GCM:
             let secret = HKDF<SHA256>.extract(inputKeyMaterial: input, salt: [UInt8]())
             key = HKDF<SHA256>.expand(pseudoRandomKey: secret, info: keyLabel, outputByteCount: suite.keyBytes).bytes
-            salt = HKDF<SHA256>.expand(pseudoRandomKey: secret, info: saltLabel, outputByteCount: suite.nonceBytes).bytes
+            salt =
+                HKDF<SHA256>.expand(pseudoRandomKey: secret, info: saltLabel, outputByteCount: suite.nonceBytes).bytes
         case .aes256GCM:
             let secret = HKDF<SHA512>.extract(inputKeyMaterial: input, salt: [UInt8]())
             key = HKDF<SHA512>.expand(pseudoRandomKey: secret, info: keyLabel, outputByteCount: suite.keyBytes).bytes
-            salt = HKDF<SHA512>.expand(pseudoRandomKey: secret, info: saltLabel, outputByteCount: suite.nonceBytes).bytes
+            salt =
+                HKDF<SHA512>.expand(pseudoRandomKey: secret, info: saltLabel, outputByteCount: suite.nonceBytes).bytes
         }
         self.keyID = keyID
         self.suite = suite
@@ -141,7 +146,9 @@ public struct SFrameKey: Sendable {
     /// The nonce for a counter: the salt XOR the counter, right-aligned (§4.4.3).
     func nonce(_ counter: UInt64) -> [UInt8] {
         var nonce = salt
-        for index in 0..<8 { nonce[nonce.count - 1 - index] ^= UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index))) }
+        for index in 0..<8 {
+            nonce[nonce.count - 1 - index] ^= UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index)))
+        }
         return nonce
     }
 
@@ -149,8 +156,9 @@ public struct SFrameKey: Sendable {
     func seal(_ plaintext: [UInt8], counter: UInt64, metadata: [UInt8]) throws(SFrameError) -> [UInt8] {
         let header = SFrameHeader(keyID: keyID, counter: counter).encoded
         do {
-            let box = try AES.GCM.seal(plaintext, using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: nonce(counter)),
-                                       authenticating: header + metadata)
+            let box = try AES.GCM.seal(
+                plaintext, using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: nonce(counter)),
+                authenticating: header + metadata)
             return header + box.ciphertext + box.tag
         } catch {
             throw .authenticationFailed(keyID: keyID)  // unreachable with a well-formed key and nonce
@@ -158,13 +166,16 @@ public struct SFrameKey: Sendable {
     }
 
     /// The plaintext of ciphertext || tag that came after `header`.
-    func open(_ body: ArraySlice<UInt8>, header: [UInt8], counter: UInt64, metadata: [UInt8]) throws(SFrameError) -> [UInt8] {
+    func open(_ body: ArraySlice<UInt8>, header: [UInt8], counter: UInt64, metadata: [UInt8]) throws(SFrameError)
+        -> [UInt8]
+    {
         guard body.count >= suite.tagBytes else {
             throw .truncatedCiphertext(keyID: keyID, bytes: body.count, tagBytes: suite.tagBytes)
         }
         do {
-            let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce(counter)),
-                                            ciphertext: body.dropLast(suite.tagBytes), tag: body.suffix(suite.tagBytes))
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: nonce(counter)),
+                ciphertext: body.dropLast(suite.tagBytes), tag: body.suffix(suite.tagBytes))
             return Array(try AES.GCM.open(box, using: SymmetricKey(data: key), authenticating: header + metadata))
         } catch {
             throw .authenticationFailed(keyID: keyID)
@@ -264,7 +275,8 @@ public struct SFrameReceiver: Sendable {
     /// Adds (or replaces) a key, with a fresh replay window.
     public mutating func add(_ key: SFrameKey) {
         if keys[key.keyID] == nil, keys.count >= limit,
-           let oldest = keys.min(by: { $0.value.used < $1.value.used })?.key {
+            let oldest = keys.min(by: { $0.value.used < $1.value.used })?.key
+        {
             keys.removeValue(forKey: oldest)
         }
         uses += 1
@@ -274,23 +286,27 @@ public struct SFrameReceiver: Sendable {
     /// The plaintext of an SFrame payload, checked against its key's replay window. For a key id not known yet,
     /// `keyForUnknownID` may supply its key: it is kept only if the payload authenticates under it, so payloads with
     /// made-up key ids can never push real keys (and their replay windows) out of the store.
-    public mutating func open(_ bytes: [UInt8], metadata: [UInt8],
-                              keyForUnknownID: ((UInt64) -> SFrameKey)? = nil) throws(SFrameError)
+    public mutating func open(
+        _ bytes: [UInt8], metadata: [UInt8],
+        keyForUnknownID: ((UInt64) -> SFrameKey)? = nil
+    ) throws(SFrameError)
         -> (plaintext: [UInt8], header: SFrameHeader)
     {
         let (header, length) = try SFrameHeader.parse(bytes)
         if keys[header.keyID] == nil, let keyForUnknownID {
             let key = keyForUnknownID(header.keyID)
-            let plaintext = try key.open(bytes[length...], header: Array(bytes[..<length]), counter: header.counter,
-                                         metadata: metadata)
+            let plaintext = try key.open(
+                bytes[length...], header: Array(bytes[..<length]), counter: header.counter,
+                metadata: metadata)
             add(key)
             keys[header.keyID]?.window.accept(header.counter)
             return (plaintext, header)
         }
         guard let entry = keys[header.keyID] else { throw .unknownKeyID(header.keyID) }
         try entry.window.check(header.counter, keyID: header.keyID)
-        let plaintext = try entry.key.open(bytes[length...], header: Array(bytes[..<length]), counter: header.counter,
-                                           metadata: metadata)
+        let plaintext = try entry.key.open(
+            bytes[length...], header: Array(bytes[..<length]), counter: header.counter,
+            metadata: metadata)
         // Only an authentic payload moves the window: a forgery with a huge counter must not lock out the sender.
         uses += 1
         keys[header.keyID]?.window.accept(header.counter)

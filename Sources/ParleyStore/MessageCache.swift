@@ -56,8 +56,9 @@ public final class MessageCache: Sendable {
         self.perConversationLimit = perConversationLimit
         do {
             let folder = (path as NSString).deletingLastPathComponent
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             if !FileManager.default.fileExists(atPath: path) {
                 _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
             }
@@ -66,24 +67,25 @@ public final class MessageCache: Sendable {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             var migrator = DatabaseMigrator()
             migrator.registerMigration("v1") { db in
-                try db.execute(sql: """
-                    CREATE TABLE message (
-                        sequence INTEGER PRIMARY KEY NOT NULL,
-                        id TEXT NOT NULL,
-                        peer TEXT NOT NULL,
-                        sender TEXT NOT NULL,
-                        recipient TEXT NOT NULL,
-                        text TEXT NOT NULL,
-                        sentAt INTEGER NOT NULL
-                    );
-                    CREATE INDEX messagePeer ON message (peer, sequence);
-                    CREATE TABLE outbox (
-                        id TEXT PRIMARY KEY NOT NULL,
-                        recipient TEXT NOT NULL,
-                        text TEXT NOT NULL,
-                        writtenAt INTEGER NOT NULL
-                    );
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE message (
+                            sequence INTEGER PRIMARY KEY NOT NULL,
+                            id TEXT NOT NULL,
+                            peer TEXT NOT NULL,
+                            sender TEXT NOT NULL,
+                            recipient TEXT NOT NULL,
+                            text TEXT NOT NULL,
+                            sentAt INTEGER NOT NULL
+                        );
+                        CREATE INDEX messagePeer ON message (peer, sequence);
+                        CREATE TABLE outbox (
+                            id TEXT PRIMARY KEY NOT NULL,
+                            recipient TEXT NOT NULL,
+                            text TEXT NOT NULL,
+                            writtenAt INTEGER NOT NULL
+                        );
+                        """)
             }
             try migrator.migrate(queue)
         } catch let error as StoreError {
@@ -109,11 +111,13 @@ public final class MessageCache: Sendable {
         try write("keep message \(message.id) in the outbox") { db in
             let waiting = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
             guard waiting < Self.outboxLimit else {
-                throw StoreError.limit("the outbox holds \(Self.outboxLimit) unsent messages, its most: reach the relay "
-                                       + "to send them first")
+                throw StoreError.limit(
+                    "the outbox holds \(Self.outboxLimit) unsent messages, its most: reach the relay "
+                        + "to send them first")
             }
-            try db.execute(sql: "INSERT OR IGNORE INTO outbox (id, recipient, text, writtenAt) VALUES (?, ?, ?, ?)",
-                           arguments: [message.id, message.to, message.text, message.writtenAt])
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO outbox (id, recipient, text, writtenAt) VALUES (?, ?, ?, ?)",
+                arguments: [message.id, message.to, message.text, message.writtenAt])
         }
     }
 
@@ -129,10 +133,15 @@ public final class MessageCache: Sendable {
     /// The relay stored an outbox message: it leaves the outbox and joins the conversation.
     public func acknowledged(_ id: String, sequence: Int64, from sender: String, sentAt: Int64) throws(StoreError) {
         try write("move message \(id) out of the outbox") { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [id]) else { return }
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [id]) else {
+                return
+            }
             try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id])
-            try Self.insert(db, CachedMessage(sequence: sequence, id: id, from: sender, to: row["recipient"],
-                                              text: row["text"], sentAt: sentAt), of: sender)
+            try Self.insert(
+                db,
+                CachedMessage(
+                    sequence: sequence, id: id, from: sender, to: row["recipient"],
+                    text: row["text"], sentAt: sentAt), of: sender)
         }
     }
 
@@ -165,17 +174,22 @@ public final class MessageCache: Sendable {
                 INSERT OR IGNORE INTO message (sequence, id, peer, sender, recipient, text, sentAt)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [message.sequence, message.id, message.from == account ? message.to : message.from,
-                        message.from, message.to, message.text, message.sentAt])
+            arguments: [
+                message.sequence, message.id, message.from == account ? message.to : message.from,
+                message.from, message.to, message.text, message.sentAt,
+            ])
     }
 
     /// The conversation with `peer` as this computer has it, newest first, at most `limit`.
     public func history(with peer: String, limit: Int) throws(StoreError) -> [CachedMessage] {
         try read("read the conversation with \(peer)") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM message WHERE peer = ? ORDER BY sequence DESC LIMIT ?",
-                             arguments: [peer, max(0, limit)]).map {
-                CachedMessage(sequence: $0["sequence"], id: $0["id"], from: $0["sender"], to: $0["recipient"],
-                              text: $0["text"], sentAt: $0["sentAt"])
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM message WHERE peer = ? ORDER BY sequence DESC LIMIT ?",
+                arguments: [peer, max(0, limit)]
+            ).map {
+                CachedMessage(
+                    sequence: $0["sequence"], id: $0["id"], from: $0["sender"], to: $0["recipient"],
+                    text: $0["text"], sentAt: $0["sentAt"])
             }
         }
     }

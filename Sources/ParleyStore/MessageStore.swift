@@ -29,8 +29,10 @@ public struct NewDirectMessage: Sendable, Equatable {
     public var senderCopy: [UInt8]?
 
     /// A message to store.
-    public init(id: String, sender: String, recipient: String, sealed: [UInt8], receivedAt: Int64,
-                senderCopy: [UInt8]? = nil) {
+    public init(
+        id: String, sender: String, recipient: String, sealed: [UInt8], receivedAt: Int64,
+        senderCopy: [UInt8]? = nil
+    ) {
         self.id = id
         self.sender = sender
         self.recipient = recipient
@@ -172,8 +174,10 @@ public struct NewChannelPost: Sendable, Equatable {
     public var members: Int?
 
     /// A line to store.
-    public init(id: String, channel: String, sender: String, kind: ChannelPostKind = .message, text: String,
-                postedAt: Int64, members: Int? = nil) {
+    public init(
+        id: String, channel: String, sender: String, kind: ChannelPostKind = .message, text: String,
+        postedAt: Int64, members: Int? = nil
+    ) {
         self.members = members
         self.id = id
         self.channel = channel

@@ -46,11 +46,13 @@ public final class SQLiteMessageStore: MessageStore {
         if let database = error as? DatabaseError {
             switch database.resultCode {
             case .SQLITE_FULL:
-                return .database("could not \(what): the message store is full (the disk is full, or the store "
-                                 + "reached its size limit, parley serve --max-store-mb)")
+                return .database(
+                    "could not \(what): the message store is full (the disk is full, or the store "
+                        + "reached its size limit, parley serve --max-store-mb)")
             case .SQLITE_READONLY:
-                return .database("could not \(what): the message store is read-only (check the state folder's "
-                                 + "permissions and that its disk is mounted for writing)")
+                return .database(
+                    "could not \(what): the message store is read-only (check the state folder's "
+                        + "permissions and that its disk is mounted for writing)")
             default:
                 return .database("could not \(what): \(database.message ?? "\(database.resultCode)")")
             }
@@ -93,8 +95,10 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     public func store(batch messages: [NewDirectMessage]) throws(StoreError)
-        -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>] {
-        let what = messages.count == 1
+        -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
+    {
+        let what =
+            messages.count == 1
             ? "store message \(messages[0].id) of \(messages[0].sender)" : "store \(messages.count) messages"
         return try write(what) { db in
             // The common case first: a new id inserts; only a conflict (a retry, or a reused id) reads what is there.
@@ -106,7 +110,7 @@ public final class SQLiteMessageStore: MessageStore {
                 }
                 let key = DirectMessageRecord.key(sender: message.sender, id: message.id)
                 guard let existing = try DirectMessageRecord.fetchOne(db, key: key)?.stored,
-                      existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
+                    existing.message.recipient == message.recipient, existing.message.sealed == message.sealed
                 else { return .failure(StoreError.idReused(sender: message.sender, id: message.id)) }
                 return .success((existing, false))
             }
@@ -128,7 +132,8 @@ public final class SQLiteMessageStore: MessageStore {
 
     @discardableResult
     public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
-        -> [MessageMark] {
+        -> [MessageMark]
+    {
         guard !sequences.isEmpty else { return [] }
         return try markDelivered(batch: [(sequences, recipient)], at: at)[0]
     }
@@ -137,19 +142,24 @@ public final class SQLiteMessageStore: MessageStore {
     private static let sequencesPerStatement = 500
 
     public func markDelivered(batch receipts: [(sequences: [Int64], recipient: String)], at: Int64) throws(StoreError)
-        -> [[MessageMark]] {
+        -> [[MessageMark]]
+    {
         let count = receipts.reduce(0) { $0 + $1.sequences.count }
         return try write("mark \(count) messages delivered") { db in
             try receipts.map { receipt in
                 var marks: [MessageMark] = []
                 for start in stride(from: 0, to: receipt.sequences.count, by: Self.sequencesPerStatement) {
-                    let chunk = receipt.sequences[start..<min(start + Self.sequencesPerStatement,
-                                                              receipt.sequences.count)]
-                    let update = try DirectMessageRecord
+                    let chunk = receipt.sequences[
+                        start..<min(
+                            start + Self.sequencesPerStatement,
+                            receipt.sequences.count)]
+                    let update =
+                        try DirectMessageRecord
                         .filter { chunk.contains($0.sequence) && $0.recipient == receipt.recipient }
                         .filter { $0.deliveredAt == nil }
-                        .updateAndFetchStatement(db, assignments: { [$0.deliveredAt.set(to: at)] },
-                                                 select: { [$0.sequence, $0.sender] })
+                        .updateAndFetchStatement(
+                            db, assignments: { [$0.deliveredAt.set(to: at)] },
+                            select: { [$0.sequence, $0.sender] })
                     marks += try MessageMarkRecord.fetchAll(update).map(\.mark)
                 }
                 // In the receipt's order (a sequence listed twice is marked once, where it first appears).
@@ -161,9 +171,11 @@ public final class SQLiteMessageStore: MessageStore {
 
     @discardableResult
     public func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64)
-        throws(StoreError) -> [MessageMark] {
+        throws(StoreError) -> [MessageMark]
+    {
         try write("mark messages of \(sender) read") { db in
-            let update = try DirectMessageRecord
+            let update =
+                try DirectMessageRecord
                 .filter { $0.sender == sender && $0.recipient == recipient && $0.sequence <= sequence }
                 .filter { $0.readAt == nil }
                 .updateAndFetchStatement(
@@ -174,7 +186,8 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     public func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
-        -> [StoredDirectMessage] {
+        -> [StoredDirectMessage]
+    {
         try read("read the conversation of \(account) and \(peer)") { db in
             let columns = DirectMessageRecord.Columns.self
             let sent: SQLExpression = columns.sender == account && columns.recipient == peer
@@ -202,7 +215,8 @@ public final class SQLiteMessageStore: MessageStore {
             let key = ChannelMemberRecord.key(channel: channel, account: account)
             guard try !ChannelMemberRecord.exists(db, key: key) else { return nil }
             // A member has read everything before it joined.
-            let readThrough = try ChannelPostRecord.filter { $0.channel == channel }
+            let readThrough =
+                try ChannelPostRecord.filter { $0.channel == channel }
                 .select({ max($0.sequence) }, as: Int64.self).fetchOne(db) ?? 0
             try ChannelMemberRecord(channel: channel, account: account, joinedAt: at, readThrough: readThrough)
                 .insert(db)
@@ -218,8 +232,10 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
-    private static func insertActivity(_ db: Database, channel: String, account: String, kind: ChannelPostKind,
-                                       at: Int64) throws -> StoredChannelPost {
+    private static func insertActivity(
+        _ db: Database, channel: String, account: String, kind: ChannelPostKind,
+        at: Int64
+    ) throws -> StoredChannelPost {
         let members = try ChannelMemberRecord.filter { $0.channel == channel }.fetchCount(db)
         // Activity ids are the store's own: unique per line, never chosen by a client.
         let id = "\(kind.rawValue)-\(at)-\(UInt32.random(in: 0...UInt32.max))"
@@ -260,7 +276,8 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     public func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError)
-        -> [StoredChannelPost] {
+        -> [StoredChannelPost]
+    {
         try read("read the history of channel \(channel)") { db in
             try ChannelPostRecord.filter { $0.channel == channel && $0.sequence < (before ?? Int64.max) }
                 .order(\.sequence.desc).limit(max(0, limit)).fetchAll(db).map(\.stored)
@@ -279,20 +296,26 @@ public final class SQLiteMessageStore: MessageStore {
             var summaries: [ConversationSummary] = []
             for (peer, last) in try Self.lastMessages(db, of: account).prefix(max(0, limit)) {
                 guard let message = try DirectMessageRecord.fetchOne(db, key: last)?.stored else { continue }
-                let unread = try DirectMessageRecord
+                let unread =
+                    try DirectMessageRecord
                     .filter { $0.recipient == account && $0.sender == peer && $0.readAt == nil }.fetchCount(db)
-                summaries.append(ConversationSummary(kind: .direct(peer: peer, last: message), unread: unread,
-                                                     lastAt: message.message.receivedAt))
+                summaries.append(
+                    ConversationSummary(
+                        kind: .direct(peer: peer, last: message), unread: unread,
+                        lastAt: message.message.receivedAt))
             }
             for membership in try ChannelMemberRecord.filter({ $0.account == account }).fetchAll(db) {
                 let posts = ChannelPostRecord.filter { $0.channel == membership.channel }
                 let last = try posts.order(\.sequence.desc).fetchOne(db)?.stored
-                let unread = try posts
+                let unread =
+                    try posts
                     .filter { $0.sequence > membership.readThrough && $0.kind == ChannelPostKind.message.rawValue }
                     .filter { $0.sender != account }
                     .fetchCount(db)
-                summaries.append(ConversationSummary(kind: .channel(name: membership.channel, last: last),
-                                                     unread: unread, lastAt: last?.post.postedAt ?? 0))
+                summaries.append(
+                    ConversationSummary(
+                        kind: .channel(name: membership.channel, last: last),
+                        unread: unread, lastAt: last?.post.postedAt ?? 0))
             }
             return Array(summaries.sorted { $0.lastAt > $1.lastAt }.prefix(max(0, limit)))
         }
@@ -308,7 +331,8 @@ public final class SQLiteMessageStore: MessageStore {
             .select { [$0.sender, max($0.sequence)] }.asRequest(of: Row.self).fetchAll(db)
         var last: [String: Int64] = [:]
         for row in sent + received {
-            let peer: String = try row.decode(atIndex: 0), sequence: Int64 = try row.decode(atIndex: 1)
+            let peer: String = try row.decode(atIndex: 0)
+            let sequence: Int64 = try row.decode(atIndex: 1)
             last[peer] = max(last[peer] ?? sequence, sequence)
         }
         return last.map { (peer: $0.key, last: $0.value) }.sorted { $0.last > $1.last }

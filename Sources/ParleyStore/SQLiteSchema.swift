@@ -12,55 +12,57 @@ extension SQLiteMessageStore {
         // The three shipped migrations stay the SQL they ran as: a migration that has shipped is never modified
         // (GRDB's Migrations guide), since it is the schema of every existing store. New ones use db.create(table:).
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE account (
-                    name TEXT PRIMARY KEY NOT NULL,
-                    signingKey BLOB NOT NULL,
-                    agreementKey BLOB NOT NULL,
-                    lastSeen INTEGER
-                );
-                CREATE TABLE directMessage (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    recipient TEXT NOT NULL,
-                    sealed BLOB NOT NULL,
-                    receivedAt INTEGER NOT NULL,
-                    deliveredAt INTEGER,
-                    readAt INTEGER,
-                    UNIQUE (sender, id)
-                );
-                CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
-                CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE account (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        signingKey BLOB NOT NULL,
+                        agreementKey BLOB NOT NULL,
+                        lastSeen INTEGER
+                    );
+                    CREATE TABLE directMessage (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                        id TEXT NOT NULL,
+                        sender TEXT NOT NULL,
+                        recipient TEXT NOT NULL,
+                        sealed BLOB NOT NULL,
+                        receivedAt INTEGER NOT NULL,
+                        deliveredAt INTEGER,
+                        readAt INTEGER,
+                        UNIQUE (sender, id)
+                    );
+                    CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
+                    CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
+                    """)
         }
         migrator.registerMigration("v2 sender copy") { db in
             try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
         }
         migrator.registerMigration("v3 channels") { db in
-            try db.execute(sql: """
-                CREATE TABLE channelMember (
-                    channel TEXT NOT NULL,
-                    account TEXT NOT NULL,
-                    joinedAt INTEGER NOT NULL,
-                    readThrough INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (channel, account)
-                );
-                CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
-                CREATE TABLE channelPost (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    channel TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    kind TEXT NOT NULL,
-                    text TEXT NOT NULL,
-                    postedAt INTEGER NOT NULL,
-                    members INTEGER,
-                    UNIQUE (channel, sender, id)
-                );
-                CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
-                CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE channelMember (
+                        channel TEXT NOT NULL,
+                        account TEXT NOT NULL,
+                        joinedAt INTEGER NOT NULL,
+                        readThrough INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (channel, account)
+                    );
+                    CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
+                    CREATE TABLE channelPost (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                        channel TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        sender TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        text TEXT NOT NULL,
+                        postedAt INTEGER NOT NULL,
+                        members INTEGER,
+                        UNIQUE (channel, sender, id)
+                    );
+                    CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
+                    CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
+                    """)
         }
         return migrator
     }
@@ -163,8 +165,9 @@ struct MessageMarkRecord: FetchableRecord {
     var mark: MessageMark
 
     init(row: Row) throws {
-        mark = MessageMark(sequence: try row.decode(forColumn: DirectMessageRecord.Columns.sequence),
-                           sender: try row.decode(forColumn: DirectMessageRecord.Columns.sender))
+        mark = MessageMark(
+            sequence: try row.decode(forColumn: DirectMessageRecord.Columns.sequence),
+            sender: try row.decode(forColumn: DirectMessageRecord.Columns.sender))
     }
 }
 

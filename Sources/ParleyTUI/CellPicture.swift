@@ -1,4 +1,5 @@
 import ParleyRoom
+
 /// What a viewer sees in block-character cells, as pixels: each cell drawn `cellWidth`×`cellHeight` pixels, the
 /// character's foreground parts (`BlockSymbols.parts`) over its background, edges of parts that do not fall on a
 /// pixel boundary blended. For reading pictures back in benchmarks and tests, from Parley's screens and from other
@@ -17,9 +18,12 @@ public enum CellPicture {
 
     /// RGB bytes (row-major, 3 per pixel) of `rect` of `screen`, `rect.width * cellWidth` pixels wide. Default
     /// colours show as `defaultColor`.
-    public static func rgb(of screen: Screen, in rect: CellRect, cellWidth: Int, cellHeight: Int,
-                           defaultColor: (r: UInt8, g: UInt8, b: UInt8) = (0, 0, 0)) throws -> [UInt8] {
-        let width = rect.width * cellWidth, height = rect.height * cellHeight
+    public static func rgb(
+        of screen: Screen, in rect: CellRect, cellWidth: Int, cellHeight: Int,
+        defaultColor: (r: UInt8, g: UInt8, b: UInt8) = (0, 0, 0)
+    ) throws -> [UInt8] {
+        let width = rect.width * cellWidth
+        let height = rect.height * cellHeight
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
         var masks: [Unicode.Scalar: [Double]] = [:]
         for row in 0..<rect.height {
@@ -32,8 +36,9 @@ public enum CellPicture {
                     mask = known
                 } else {
                     guard let parts = BlockSymbols.parts(of: scalar) else {
-                        throw Unreadable(character: cell.character, column: rect.x + column,
-                                         row: rect.y + row)
+                        throw Unreadable(
+                            character: cell.character, column: rect.x + column,
+                            row: rect.y + row)
                     }
                     mask = coverage(parts, cellWidth: cellWidth, cellHeight: cellHeight)
                     masks[scalar] = mask
@@ -59,8 +64,10 @@ public enum CellPicture {
     static func coverage(_ parts: [BlockSymbols.Part], cellWidth: Int, cellHeight: Int) -> [Double] {
         var mask = [Double](repeating: 0, count: cellWidth * cellHeight)
         for part in parts {
-            let left = part.left * Double(cellWidth), right = part.right * Double(cellWidth)
-            let top = part.top * Double(cellHeight), bottom = part.bottom * Double(cellHeight)
+            let left = part.left * Double(cellWidth)
+            let right = part.right * Double(cellWidth)
+            let top = part.top * Double(cellHeight)
+            let bottom = part.bottom * Double(cellHeight)
             for y in 0..<cellHeight {
                 let vertical = min(bottom, Double(y + 1)) - max(top, Double(y))
                 guard vertical > 0 else { continue }

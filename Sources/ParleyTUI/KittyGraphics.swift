@@ -24,7 +24,8 @@ public enum KittyGraphics {
         let payload = Data(raster.rgb).base64EncodedData()
         var bytes: [UInt8] = []
         bytes.reserveCapacity(payload.count + payload.count / chunkLimit * 16 + 96)
-        let head = "a=T,f=24,s=\(raster.width),v=\(raster.height),i=\(id),p=1,c=\(columns),r=\(rows),C=1,q=2"
+        let head =
+            "a=T,f=24,s=\(raster.width),v=\(raster.height),i=\(id),p=1,c=\(columns),r=\(rows),C=1,q=2"
             + (z != 0 ? ",z=\(z)" : "")
         payload.withUnsafeBytes { (base64: UnsafeRawBufferPointer) in
             var offset = 0
@@ -51,9 +52,12 @@ public enum KittyGraphics {
 
     /// The command that shows an RGB picture the terminal reads from the POSIX shared memory object `name`
     /// (`t=s`; the terminal unlinks it once read): a few dozen bytes through the terminal instead of the picture.
-    public static func showShared(name: String, width: Int, height: Int, id: Int, columns: Int, rows: Int,
-                                  z: Int = 0) -> [UInt8] {
-        let head = "a=T,t=s,f=24,s=\(width),v=\(height),S=\(width * height * 3),i=\(id),p=1,c=\(columns),r=\(rows),"
+    public static func showShared(
+        name: String, width: Int, height: Int, id: Int, columns: Int, rows: Int,
+        z: Int = 0
+    ) -> [UInt8] {
+        let head =
+            "a=T,t=s,f=24,s=\(width),v=\(height),S=\(width * height * 3),i=\(id),p=1,c=\(columns),r=\(rows),"
             + "C=1,q=2" + (z != 0 ? ",z=\(z)" : "")
         return Array("\u{1B}_G\(head);\(Data(name.utf8).base64EncodedString())\u{1B}\\".utf8)
     }
@@ -122,7 +126,8 @@ public enum KittyGraphics {
     /// The pictures `bytes` transmit, by image id, each with the cells it is pinned to: chunks joined, base64
     /// decoded, checked against the declared size.
     public static func pictures(in bytes: [UInt8]) throws(Unreadable)
-        -> [(id: Int, columns: Int, rows: Int, raster: PixelRaster)] {
+        -> [(id: Int, columns: Int, rows: Int, raster: PixelRaster)]
+    {
         var result: [(id: Int, columns: Int, rows: Int, raster: PixelRaster)] = []
         var open: (keys: [String: String], payload: [UInt8])?
         for command in try commands(in: bytes) {
@@ -136,7 +141,7 @@ public enum KittyGraphics {
             guard (command.keys["m"] ?? "0") == "0", let done = open else { continue }
             open = nil
             guard done.keys["f"] == "24", let width = done.keys["s"].flatMap({ Int($0) }),
-                  let height = done.keys["v"].flatMap({ Int($0) }), let id = done.keys["i"].flatMap({ Int($0) })
+                let height = done.keys["v"].flatMap({ Int($0) }), let id = done.keys["i"].flatMap({ Int($0) })
             else { throw Unreadable(reason: "a transmission lacks f=24, s, v or i") }
             guard let data = Data(base64Encoded: Data(done.payload)) else {
                 throw Unreadable(reason: "image \(id)'s payload is not base64")
@@ -144,8 +149,11 @@ public enum KittyGraphics {
             guard data.count == width * height * 3 else {
                 throw Unreadable(reason: "image \(id) carries \(data.count) bytes for \(width)x\(height) RGB")
             }
-            result.append((id, Int(done.keys["c"] ?? "") ?? 0, Int(done.keys["r"] ?? "") ?? 0,
-                           PixelRaster(width: width, height: height, rgb: [UInt8](data))))
+            result.append(
+                (
+                    id, Int(done.keys["c"] ?? "") ?? 0, Int(done.keys["r"] ?? "") ?? 0,
+                    PixelRaster(width: width, height: height, rgb: [UInt8](data))
+                ))
         }
         if open != nil { throw Unreadable(reason: "the last transmission never ends (m=1 on its last chunk)") }
         return result

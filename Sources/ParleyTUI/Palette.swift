@@ -33,18 +33,29 @@ public enum Palette {
 
     /// `nearestIndex` with the tables passed in, for hot loops that hold them already (`levelTable`, `greyTable`).
     @inline(__always)
-    static func nearestIndex(r: Int, g: Int, b: Int, levels: UnsafeBufferPointer<UInt8>,
-                             greys: UnsafeBufferPointer<UInt8>) -> UInt8 {
-        let lr = Int(levels[r]), lg = Int(levels[g]), lb = Int(levels[b])
-        let cr = lr == 0 ? 0 : 55 &+ 40 &* lr, cg = lg == 0 ? 0 : 55 &+ 40 &* lg, cb = lb == 0 ? 0 : 55 &+ 40 &* lb
-        let dr = r &- cr, dg = g &- cg, db = b &- cb
+    static func nearestIndex(
+        r: Int, g: Int, b: Int, levels: UnsafeBufferPointer<UInt8>,
+        greys: UnsafeBufferPointer<UInt8>
+    ) -> UInt8 {
+        let lr = Int(levels[r])
+        let lg = Int(levels[g])
+        let lb = Int(levels[b])
+        let cr = lr == 0 ? 0 : 55 &+ 40 &* lr
+        let cg = lg == 0 ? 0 : 55 &+ 40 &* lg
+        let cb = lb == 0 ? 0 : 55 &+ 40 &* lb
+        let dr = r &- cr
+        let dg = g &- cg
+        let db = b &- cb
         let cubeDistance = 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db
         // Weighted mean (2r + 4g + 3b) / 9 rounded, then the nearest of the 24 greys 8, 18, …, 238.
         let step = Int(greys[(2 &* r &+ 4 &* g &+ 3 &* b &+ 4) / 9])
         let grey = 8 &+ 10 &* step
-        let gr = r &- grey, gg = g &- grey, gb = b &- grey
+        let gr = r &- grey
+        let gg = g &- grey
+        let gb = b &- grey
         let greyDistance = 2 &* gr &* gr &+ 4 &* gg &* gg &+ 3 &* gb &* gb
-        return greyDistance < cubeDistance ? UInt8(truncatingIfNeeded: 232 &+ step)
+        return greyDistance < cubeDistance
+            ? UInt8(truncatingIfNeeded: 232 &+ step)
             : UInt8(truncatingIfNeeded: 16 &+ 36 &* lr &+ 6 &* lg &+ lb)
     }
 
@@ -110,7 +121,9 @@ public enum Palette {
     static let weights = (r: 2, g: 4, b: 3)
 
     static func weightedDistance(_ r1: UInt8, _ g1: UInt8, _ b1: UInt8, _ r2: UInt8, _ g2: UInt8, _ b2: UInt8) -> Int {
-        let dr = Int(r1) - Int(r2), dg = Int(g1) - Int(g2), db = Int(b1) - Int(b2)
+        let dr = Int(r1) - Int(r2)
+        let dg = Int(g1) - Int(g2)
+        let db = Int(b1) - Int(b2)
         return weights.r * dr * dr + weights.g * dg * dg + weights.b * db * db
     }
 }

@@ -76,70 +76,87 @@ public struct PictureChoice: Hashable, Sendable {
     /// Pixel modes: `--picture kitty|sixel` is taken as asked (with an 8x16 cell when the terminal did not tell
     /// its cell size); `auto` takes kitty's protocol, then sixel, where the terminal answered that it has them and
     /// its cell size is known, never inside tmux (which drops kitty's commands and, before 3.4, sixel).
-    public static func choose(_ requested: PictureMode, colors: ColorDepth, colorReason: String,
-                              environment: [String: String],
-                              graphics: TerminalGraphics = TerminalGraphics()) -> PictureChoice {
+    public static func choose(
+        _ requested: PictureMode, colors: ColorDepth, colorReason: String,
+        environment: [String: String],
+        graphics: TerminalGraphics = TerminalGraphics()
+    ) -> PictureChoice {
         let videoColors = VideoColorMode(depth: colors)
         if videoColors == .shades || requested == .shade {
-            return PictureChoice(colors: .shades, cells: .halfBlocks,
-                                 reason: requested == .shade ? "--picture shade" : "shades: \(colorReason)")
+            return PictureChoice(
+                colors: .shades, cells: .halfBlocks,
+                reason: requested == .shade ? "--picture shade" : "shades: \(colorReason)")
         }
         let registers = graphics.colorRegisters ?? 256
         let cellText = graphics.cell.map { "cell \($0) pixels" } ?? "cell size unknown, 8x16 assumed"
         if requested == .kitty || requested == .sixel {
             let kind: PixelProtocol = requested == .kitty ? .kitty : .sixel
-            return PictureChoice(colors: videoColors, cells: .halfBlocks,
-                                 pixels: PixelCanvas(kind: kind, cell: graphics.cell ?? CellPixelSize(width: 8,
-                                                                                                      height: 16),
-                                                     colorRegisters: registers,
-                                                     sharedMemory: graphics.kittySharedMemory),
-                                 reason: "--picture \(kind.rawValue), \(cellText)")
+            return PictureChoice(
+                colors: videoColors, cells: .halfBlocks,
+                pixels: PixelCanvas(
+                    kind: kind,
+                    cell: graphics.cell
+                        ?? CellPixelSize(
+                            width: 8,
+                            height: 16),
+                    colorRegisters: registers,
+                    sharedMemory: graphics.kittySharedMemory),
+                reason: "--picture \(kind.rawValue), \(cellText)")
         }
         let inTmux = !(environment["TMUX"] ?? "").isEmpty
         if requested == .auto, !inTmux, let cell = graphics.cell, cell.width >= 2, cell.height >= 2 {
             if graphics.kitty {
-                return PictureChoice(colors: videoColors, cells: .halfBlocks,
-                                     pixels: PixelCanvas(kind: .kitty, cell: cell,
-                                                         sharedMemory: graphics.kittySharedMemory),
-                                     reason: "auto: kitty graphics (the terminal answered its query), \(cellText)"
-                                         + (graphics.kittySharedMemory ? ", pictures through shared memory" : ""))
+                return PictureChoice(
+                    colors: videoColors, cells: .halfBlocks,
+                    pixels: PixelCanvas(
+                        kind: .kitty, cell: cell,
+                        sharedMemory: graphics.kittySharedMemory),
+                    reason: "auto: kitty graphics (the terminal answered its query), \(cellText)"
+                        + (graphics.kittySharedMemory ? ", pictures through shared memory" : ""))
             }
             if graphics.sixel {
-                return PictureChoice(colors: videoColors, cells: .halfBlocks,
-                                     pixels: PixelCanvas(kind: .sixel, cell: cell, colorRegisters: registers),
-                                     reason: "auto: sixel (device attributes list it), \(cellText), "
-                                         + "\(min(256, registers)) colours an image")
+                return PictureChoice(
+                    colors: videoColors, cells: .halfBlocks,
+                    pixels: PixelCanvas(kind: .sixel, cell: cell, colorRegisters: registers),
+                    reason: "auto: sixel (device attributes list it), \(cellText), "
+                        + "\(min(256, registers)) colours an image")
             }
         }
         let colorText = "\(videoColors == .trueColor ? "24-bit colour" : "256 colours") (\(colorReason))"
         switch requested {
-        case .sextant: return PictureChoice(colors: videoColors, cells: .sextants, reason: "--picture sextant, \(colorText)")
+        case .sextant:
+            return PictureChoice(colors: videoColors, cells: .sextants, reason: "--picture sextant, \(colorText)")
         case .quadrant:
             return PictureChoice(colors: videoColors, cells: .quadrants, reason: "--picture quadrant, \(colorText)")
-        case .half: return PictureChoice(colors: videoColors, cells: .halfBlocks, reason: "--picture half, \(colorText)")
+        case .half:
+            return PictureChoice(colors: videoColors, cells: .halfBlocks, reason: "--picture half, \(colorText)")
         case .auto, .kitty, .sixel, .shade:
             if let terminal = sextantTerminal(environment) {
-                return PictureChoice(colors: videoColors, cells: .sextants,
-                                     reason: "auto: sextants (\(terminal) draws them), \(colorText)")
+                return PictureChoice(
+                    colors: videoColors, cells: .sextants,
+                    reason: "auto: sextants (\(terminal) draws them), \(colorText)")
             }
             let why = inTmux ? "inside tmux the outer terminal is unknown" : "sextants not known to render here"
-            return PictureChoice(colors: videoColors, cells: videoColors == .trueColor ? .quadrants : .halfBlocks,
-                                 reason: "auto: \(videoColors == .trueColor ? "quadrants" : "half blocks") (\(why)), "
-                                     + colorText)
+            return PictureChoice(
+                colors: videoColors, cells: videoColors == .trueColor ? .quadrants : .halfBlocks,
+                reason: "auto: \(videoColors == .trueColor ? "quadrants" : "half blocks") (\(why)), "
+                    + colorText)
         }
     }
 
     /// The terminal that draws sextant characters itself (not from a font), as far as the environment tells.
     static func sextantTerminal(_ environment: [String: String]) -> String? {
         if !(environment["TMUX"] ?? "").isEmpty { return nil }
-        let term = environment["TERM"] ?? "", program = environment["TERM_PROGRAM"] ?? ""
+        let term = environment["TERM"] ?? ""
+        let program = environment["TERM_PROGRAM"] ?? ""
         if term == "xterm-kitty" || environment["KITTY_WINDOW_ID"] != nil { return "kitty" }
         if program == "WezTerm" { return "WezTerm" }
         if program == "ghostty" || term == "xterm-ghostty" { return "Ghostty" }
         if term.hasPrefix("foot") { return "foot" }
         if environment["KONSOLE_VERSION"] != nil { return "Konsole" }
         if let version = environment["XTERM_VERSION"], let number = Int(version.filter(\.isNumber).prefix(3)),
-           number >= 370 {
+            number >= 370
+        {
             return "xterm \(number)"
         }
         return nil
@@ -153,14 +170,18 @@ public enum TrueColorDetection {
     ///
     /// Inside tmux only tmux's word counts: it turns 24-bit colour into 256 colours itself for a client without
     /// the RGB feature, whatever COLORTERM was inherited.
-    public static func detect(colors: Int, terminfoRGB: Bool, environment: [String: String],
-                              tmuxClientFeatures: String?) -> (trueColor: Bool, reason: String) {
+    public static func detect(
+        colors: Int, terminfoRGB: Bool, environment: [String: String],
+        tmuxClientFeatures: String?
+    ) -> (trueColor: Bool, reason: String) {
         if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return (false, "NO_COLOR is set") }
         if colors >= 1 << 24 { return (true, "terminfo \(environment["TERM"] ?? "") has 16M colours") }
         guard colors >= 256 else { return (false, "terminfo has \(colors) colours") }
         if terminfoRGB { return (true, "terminfo RGB flag") }
         if !(environment["TMUX"] ?? "").isEmpty {
-            let features = (tmuxClientFeatures ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let features = (tmuxClientFeatures ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             if features.contains("RGB") { return (true, "tmux: the client terminal has RGB") }
             return (false, "tmux: the client terminal lacks RGB (terminal-features)")
         }

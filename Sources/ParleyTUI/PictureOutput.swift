@@ -54,15 +54,19 @@ struct PictureOutput {
     /// A writer for these capabilities, or nil when one is missing.
     init?(capabilities: PictureCapabilities) {
         guard !capabilities.saveCursor.isEmpty, !capabilities.restoreCursor.isEmpty,
-              capabilities.moveTo(0, 0) != nil else { return nil }
+            capabilities.moveTo(0, 0) != nil
+        else { return nil }
         for color in Int32(0)...255 {
             guard let foreground = capabilities.foreground(color), let background = capabilities.background(color),
-                  foreground.count < 256, background.count < 256 else { return nil }
-            foregroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(foreground.count)
-                                   | (Self.isPlainSGR(foreground) ? Self.plainBit : 0))
+                foreground.count < 256, background.count < 256
+            else { return nil }
+            foregroundSpans.append(
+                UInt32(paletteStore.count) << 8 | UInt32(foreground.count)
+                    | (Self.isPlainSGR(foreground) ? Self.plainBit : 0))
             paletteStore += foreground
-            backgroundSpans.append(UInt32(paletteStore.count) << 8 | UInt32(background.count)
-                                   | (Self.isPlainSGR(background) ? Self.plainBit : 0))
+            backgroundSpans.append(
+                UInt32(paletteStore.count) << 8 | UInt32(background.count)
+                    | (Self.isPlainSGR(background) ? Self.plainBit : 0))
             paletteStore += background
         }
         self.capabilities = capabilities
@@ -86,8 +90,10 @@ struct PictureOutput {
     /// `gapFiller` gives the cell at a column of the same row, for gaps worth writing over instead of jumping
     /// (nil: not a picture cell, so jump).
     @inline(__always)
-    mutating func add(scalar: UInt32, foreground: Int32, background: Int32, row: Int, column: Int,
-                      gapFiller: (Int) -> (scalar: UInt32, foreground: Int32, background: Int32)?) {
+    mutating func add(
+        scalar: UInt32, foreground: Int32, background: Int32, row: Int, column: Int,
+        gapFiller: (Int) -> (scalar: UInt32, foreground: Int32, background: Int32)?
+    ) {
         if cursor.row == row && column >= cursor.column && column - cursor.column <= Self.maximumGap {
             var fill = cursor.column
             while fill < column, let cell = gapFiller(fill) {
@@ -113,7 +119,9 @@ struct PictureOutput {
 
     @inline(__always)
     private mutating func put(_ scalar: UInt32, _ foreground: Int32, _ background: Int32) {
-        var scalar = scalar, foreground = foreground, background = background
+        var scalar = scalar
+        var foreground = foreground
+        var background = background
         if scalar == Self.upperHalf || scalar == Self.lowerHalf {
             // The same two pixels can be written as '▀' or as '▄' with the colours swapped: take the spelling that
             // changes fewer colours from the pen's. The terminal's parsing of colour changes is most of what a
@@ -128,15 +136,17 @@ struct PictureOutput {
         }
         var foregroundPlain = false
         if foreground != pen.foreground {
-            foregroundPlain = appendColor(foreground, spans: foregroundSpans, direct: \.directForeground,
-                                          make: capabilities.foreground)
+            foregroundPlain = appendColor(
+                foreground, spans: foregroundSpans, direct: \.directForeground,
+                make: capabilities.foreground)
             pen.foreground = foreground
         }
         if background != pen.background {
             // Both colours in one SGR ("ESC[38;5;1;48;5;2m" rather than two sequences) where both are plain SGRs.
             let joinAt = bytes.count
-            let backgroundPlain = appendColor(background, spans: backgroundSpans, direct: \.directBackground,
-                                              make: capabilities.background)
+            let backgroundPlain = appendColor(
+                background, spans: backgroundSpans, direct: \.directBackground,
+                make: capabilities.background)
             if foregroundPlain && backgroundPlain {
                 bytes[joinAt - 1] = UInt8(ascii: ";")
                 bytes.removeSubrange(joinAt..<(joinAt + 2))
@@ -152,7 +162,8 @@ struct PictureOutput {
     /// True when `sequence` is one SGR of numbers only: ESC [ digits, ';' or ':' … m.
     static func isPlainSGR(_ sequence: [UInt8]) -> Bool {
         guard sequence.count >= 3, sequence[0] == 0x1B, sequence[1] == UInt8(ascii: "["),
-              sequence[sequence.count - 1] == UInt8(ascii: "m") else { return false }
+            sequence[sequence.count - 1] == UInt8(ascii: "m")
+        else { return false }
         return sequence[2..<(sequence.count - 1)].allSatisfy {
             ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: ":")
         }
@@ -166,7 +177,8 @@ struct PictureOutput {
     ) -> Bool {
         if color >= 0 && color < 256 {
             let span = spans[Int(color)]
-            let start = Int((span & ~Self.plainBit) >> 8), length = Int(span & 0xFF)
+            let start = Int((span & ~Self.plainBit) >> 8)
+            let length = Int(span & 0xFF)
             paletteStore.withUnsafeBufferPointer { store in
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
             }
@@ -196,7 +208,8 @@ struct PictureOutput {
             cupStore += sequence.prefix(255)
             cupSpans[index] = span
         }
-        let start = Int(span >> 8), length = Int(span & 0xFF)
+        let start = Int(span >> 8)
+        let length = Int(span & 0xFF)
         cupStore.withUnsafeBufferPointer { store in
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
         }

@@ -49,11 +49,13 @@ public struct PixelCanvas: Hashable, Sendable {
     /// Where a `frameWidth`×`frameHeight` picture lands in a tile of `columns`×`rows` cells, in screen pixels
     /// (aspect kept, centred).
     public func pictureArea(frameWidth: Int, frameHeight: Int, columns: Int, rows: Int) -> PictureArea {
-        let pixelWidth = max(0, columns) * cell.width, pixelHeight = max(0, rows) * cell.height
+        let pixelWidth = max(0, columns) * cell.width
+        let pixelHeight = max(0, rows) * cell.height
         guard frameWidth > 0, frameHeight > 0, pixelWidth > 0, pixelHeight > 0 else {
             return PictureArea(x: 0, y: 0, width: 0, height: 0)
         }
-        var width = pixelWidth, height = (pixelWidth * frameHeight + frameWidth / 2) / frameWidth
+        var width = pixelWidth
+        var height = (pixelWidth * frameHeight + frameWidth / 2) / frameWidth
         if height > pixelHeight {
             height = pixelHeight
             width = min(pixelWidth, (pixelHeight * frameWidth + frameHeight / 2) / frameHeight)
@@ -151,35 +153,46 @@ public struct PixelScaler: Sendable {
     public init() {}
 
     /// `frame` scaled into `area` of a `width`×`height` raster, the rest `background`.
-    public mutating func raster(of frame: VideoFrame, width: Int, height: Int, area: PictureArea,
-                                background: PixelTile.RGB) -> PixelRaster {
+    public mutating func raster(
+        of frame: VideoFrame, width: Int, height: Int, area: PictureArea,
+        background: PixelTile.RGB
+    ) -> PixelRaster {
         var raster = PixelRaster(width: width, height: height, fill: background)
-        let left = max(0, area.x), top = max(0, area.y)
-        let right = min(width, area.x + area.width), bottom = min(height, area.y + area.height)
+        let left = max(0, area.x)
+        let top = max(0, area.y)
+        let right = min(width, area.x + area.width)
+        let bottom = min(height, area.y + area.height)
         guard right > left, bottom > top else { return raster }
         let columnTable = tables.table(source: frame.width, chromaSource: frame.chromaWidth, target: area.width)
         let rowTable = tables.table(source: frame.height, chromaSource: frame.chromaHeight, target: area.height)
-        let frameWidth = frame.width, chromaWidth = frame.chromaWidth
+        let frameWidth = frame.width
+        let chromaWidth = frame.chromaWidth
         columnTable.withUnsafeBufferPointer { columnTaps in
-        rowTable.withUnsafeBufferPointer { rowTaps in
-        frame.y.withUnsafeBufferPointer { lumaPlane in
-        frame.u.withUnsafeBufferPointer { uPlane in
-        frame.v.withUnsafeBufferPointer { vPlane in
-        raster.rgb.withUnsafeMutableBufferPointer { pixels in
-            let sampler = PixelSampler(columns: columnTaps, rows: rowTaps, luma: lumaPlane, u: uPlane, v: vPlane,
-                                       frameWidth: frameWidth, chromaWidth: chromaWidth)
-            for y in top..<bottom {
-                var index = (y * width + left) * 3
-                let py = y - area.y
-                for x in left..<right {
-                    let (r, g, b) = sampler.rgb(x - area.x, py)
-                    pixels[index] = UInt8(truncatingIfNeeded: r)
-                    pixels[index + 1] = UInt8(truncatingIfNeeded: g)
-                    pixels[index + 2] = UInt8(truncatingIfNeeded: b)
-                    index += 3
+            rowTable.withUnsafeBufferPointer { rowTaps in
+                frame.y.withUnsafeBufferPointer { lumaPlane in
+                    frame.u.withUnsafeBufferPointer { uPlane in
+                        frame.v.withUnsafeBufferPointer { vPlane in
+                            raster.rgb.withUnsafeMutableBufferPointer { pixels in
+                                let sampler = PixelSampler(
+                                    columns: columnTaps, rows: rowTaps, luma: lumaPlane, u: uPlane, v: vPlane,
+                                    frameWidth: frameWidth, chromaWidth: chromaWidth)
+                                for y in top..<bottom {
+                                    var index = (y * width + left) * 3
+                                    let py = y - area.y
+                                    for x in left..<right {
+                                        let (r, g, b) = sampler.rgb(x - area.x, py)
+                                        pixels[index] = UInt8(truncatingIfNeeded: r)
+                                        pixels[index + 1] = UInt8(truncatingIfNeeded: g)
+                                        pixels[index + 2] = UInt8(truncatingIfNeeded: b)
+                                        index += 3
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
-        }}}}}}
+        }
         return raster
     }
 }

@@ -1,4 +1,5 @@
 import ParleyRoom
+
 /// Works out, screen by screen, which pixel pictures (kitty or sixel) to send, move or take away, and builds the
 /// bytes. Pure apart from its scratch: `Terminal` asks for a `Plan` before curses draws (sixel pictures it takes
 /// away need curses to repaint their rows), then for the bytes after `doupdate`, then commits.
@@ -95,8 +96,10 @@ public struct PixelPictureWriter: Sendable {
         var redraw = Set<Int>()
         for entry in wanted {
             let old = shown[entry.tile.key]
-            if repaintAll || repaintNext || old == nil || old!.rect != entry.rect || old!.timestamp != entry.tile.frame.timestampMicros
-                || old!.frameWidth != entry.tile.frame.width || old!.frameHeight != entry.tile.frame.height {
+            if repaintAll || repaintNext || old == nil || old!.rect != entry.rect
+                || old!.timestamp != entry.tile.frame.timestampMicros
+                || old!.frameWidth != entry.tile.frame.width || old!.frameHeight != entry.tile.frame.height
+            {
                 redraw.insert(entry.tile.key)
             }
         }
@@ -129,28 +132,34 @@ public struct PixelPictureWriter: Sendable {
             for key in plan.remove { if let id = shown[key]?.id { bytes += KittyGraphics.delete(id: id) } }
         }
         for entry in plan.draw {
-            let tile = entry.tile, full = tile.rect
-            let area = canvas.pictureArea(frameWidth: tile.frame.width, frameHeight: tile.frame.height,
-                                          columns: full.width, rows: full.height)
+            let tile = entry.tile
+            let full = tile.rect
+            let area = canvas.pictureArea(
+                frameWidth: tile.frame.width, frameHeight: tile.frame.height,
+                columns: full.width, rows: full.height)
             // Shift the picture by where the visible cells start inside the tile (a tile cut at the screen's edge).
-            let shifted = PictureArea(x: area.x - (entry.rect.x - full.x) * canvas.cell.width,
-                                      y: area.y - (entry.rect.y - full.y) * canvas.cell.height,
-                                      width: area.width, height: area.height)
-            let raster = scaler.raster(of: tile.frame, width: entry.rect.width * canvas.cell.width,
-                                       height: entry.rect.height * canvas.cell.height, area: shifted,
-                                       background: tile.background)
+            let shifted = PictureArea(
+                x: area.x - (entry.rect.x - full.x) * canvas.cell.width,
+                y: area.y - (entry.rect.y - full.y) * canvas.cell.height,
+                width: area.width, height: area.height)
+            let raster = scaler.raster(
+                of: tile.frame, width: entry.rect.width * canvas.cell.width,
+                height: entry.rect.height * canvas.cell.height, area: shifted,
+                background: tile.background)
             bytes += capabilities.moveTo(entry.rect.y, entry.rect.x) ?? []
             switch canvas.kind {
             case .kitty:
                 let id = imageID(for: tile.key)
                 // Shared memory when the terminal reads it; the byte stream if storing fails (e.g. /dev/shm full).
                 if canvas.sharedMemory, let name = try? shared.store(raster.rgb) {
-                    bytes += KittyGraphics.showShared(name: name, width: raster.width, height: raster.height, id: id,
-                                                      columns: entry.rect.width, rows: entry.rect.height,
-                                                      z: entry.order)
+                    bytes += KittyGraphics.showShared(
+                        name: name, width: raster.width, height: raster.height, id: id,
+                        columns: entry.rect.width, rows: entry.rect.height,
+                        z: entry.order)
                 } else {
-                    bytes += KittyGraphics.show(raster, id: id, columns: entry.rect.width, rows: entry.rect.height,
-                                                z: entry.order)
+                    bytes += KittyGraphics.show(
+                        raster, id: id, columns: entry.rect.width, rows: entry.rect.height,
+                        z: entry.order)
                 }
             case .sixel:
                 bytes += sixel.encode(raster, colors: canvas.colorRegisters)
@@ -168,9 +177,10 @@ public struct PixelPictureWriter: Sendable {
             imageIDs[key] = nil
         }
         for entry in plan.draw {
-            shown[entry.tile.key] = Shown(rect: entry.rect, timestamp: entry.tile.frame.timestampMicros,
-                                          frameWidth: entry.tile.frame.width, frameHeight: entry.tile.frame.height,
-                                          id: imageID(for: entry.tile.key))
+            shown[entry.tile.key] = Shown(
+                rect: entry.rect, timestamp: entry.tile.frame.timestampMicros,
+                frameWidth: entry.tile.frame.width, frameHeight: entry.tile.frame.height,
+                id: imageID(for: entry.tile.key))
         }
     }
 

@@ -24,40 +24,52 @@ struct PlaneSums: Sendable {
     mutating func build(_ frame: VideoFrame) {
         width = frame.width
         height = frame.height
-        let stride = width + 1, size = stride * (height + 1)
+        let stride = width + 1
+        let size = stride * (height + 1)
         if table.count != size { table = [UInt64](repeating: 0, count: size) }
-        let w = width, h = height, chromaWidth = frame.chromaWidth
+        let w = width
+        let h = height
+        let chromaWidth = frame.chromaWidth
         // The chroma terms of each chroma sample, shared by its two pixels on a row and by both rows.
         if chromaTerms.count != 3 * chromaWidth { chromaTerms = [Int](repeating: 0, count: 3 * chromaWidth) }
         frame.y.withUnsafeBufferPointer { lumaPlane in
-        frame.u.withUnsafeBufferPointer { uPlane in
-        frame.v.withUnsafeBufferPointer { vPlane in
-        chromaTerms.withUnsafeMutableBufferPointer { terms in
-        table.withUnsafeMutableBufferPointer { table in
-        Self.lanes.withUnsafeBufferPointer { lanes in
-            @inline(__always)
-            func packed(_ luma: UInt8, _ t: Int) -> UInt64 {
-                let c = 76284 &* (Int(luma) &- 16)
-                return lanes[(c &+ terms[t]) >> 16] | lanes[(c &+ terms[t &+ 1]) >> 16] | lanes[(c &+ terms[t &+ 2]) >> 16]
-            }
-            for y in 0..<h {
-                if y & 1 == 0 {
-                    let chroma = (y >> 1) &* chromaWidth
-                    for x in 0..<chromaWidth {
-                        let d = Int(uPlane[chroma &+ x]) &- 128, e = Int(vPlane[chroma &+ x]) &- 128
-                        terms[3 &* x] = 104595 &* e &+ Self.redTerm
-                        terms[3 &* x &+ 1] = -25624 &* d &- 53281 &* e &+ Self.greenTerm
-                        terms[3 &* x &+ 2] = 132252 &* d &+ Self.blueTerm
+            frame.u.withUnsafeBufferPointer { uPlane in
+                frame.v.withUnsafeBufferPointer { vPlane in
+                    chromaTerms.withUnsafeMutableBufferPointer { terms in
+                        table.withUnsafeMutableBufferPointer { table in
+                            Self.lanes.withUnsafeBufferPointer { lanes in
+                                @inline(__always)
+                                func packed(_ luma: UInt8, _ t: Int) -> UInt64 {
+                                    let c = 76284 &* (Int(luma) &- 16)
+                                    return lanes[(c &+ terms[t]) >> 16] | lanes[(c &+ terms[t &+ 1]) >> 16]
+                                        | lanes[(c &+ terms[t &+ 2]) >> 16]
+                                }
+                                for y in 0..<h {
+                                    if y & 1 == 0 {
+                                        let chroma = (y >> 1) &* chromaWidth
+                                        for x in 0..<chromaWidth {
+                                            let d = Int(uPlane[chroma &+ x]) &- 128
+                                            let e = Int(vPlane[chroma &+ x]) &- 128
+                                            terms[3 &* x] = 104595 &* e &+ Self.redTerm
+                                            terms[3 &* x &+ 1] = -25624 &* d &- 53281 &* e &+ Self.greenTerm
+                                            terms[3 &* x &+ 2] = 132252 &* d &+ Self.blueTerm
+                                        }
+                                    }
+                                    var running: UInt64 = 0
+                                    let above = y &* stride &+ 1
+                                    let here = above &+ stride
+                                    let source = y &* w
+                                    for x in 0..<w {
+                                        running &+= packed(lumaPlane[source &+ x], 3 &* (x >> 1))
+                                        table[here &+ x] = table[above &+ x] &+ running
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
-                var running: UInt64 = 0
-                let above = y &* stride &+ 1, here = above &+ stride, source = y &* w
-                for x in 0..<w {
-                    running &+= packed(lumaPlane[source &+ x], 3 &* (x >> 1))
-                    table[here &+ x] = table[above &+ x] &+ running
-                }
             }
-        }}}}}}
+        }
     }
 
     // A channel's value is clamped and moved into its lane by a table lookup instead of compare-and-branch (the
@@ -86,8 +98,10 @@ struct BoxReader {
     /// The red, green and blue sums of a packed box sum (a difference of corners spanning one box).
     @inline(__always)
     static func unpack(_ sum: UInt64) -> (r: Int, g: Int, b: Int) {
-        (Int(truncatingIfNeeded: sum & 0x1F_FFFF), Int(truncatingIfNeeded: (sum >> 21) & 0x1F_FFFF),
-         Int(truncatingIfNeeded: sum >> 42))
+        (
+            Int(truncatingIfNeeded: sum & 0x1F_FFFF), Int(truncatingIfNeeded: (sum >> 21) & 0x1F_FFFF),
+            Int(truncatingIfNeeded: sum >> 42)
+        )
     }
 
     /// The red, green and blue sums and the pixel count of the box [x0, x1) x [y0, y1).

@@ -1,4 +1,5 @@
 import ParleyRoom
+
 /// One character cell: a grapheme cluster and how it is painted.
 public struct Cell: Hashable, Sendable {
     /// What the cell shows, as plain bytes (see `Glyph`).
@@ -55,8 +56,10 @@ public struct BoxLines: Hashable, Sendable {
     public var topLeft, topRight, bottomLeft, bottomRight, horizontal, vertical: Character
 
     /// A border from its six characters.
-    public init(topLeft: Character, topRight: Character, bottomLeft: Character, bottomRight: Character,
-                horizontal: Character, vertical: Character) {
+    public init(
+        topLeft: Character, topRight: Character, bottomLeft: Character, bottomRight: Character,
+        horizontal: Character, vertical: Character
+    ) {
         self.topLeft = topLeft
         self.topRight = topRight
         self.bottomLeft = bottomLeft
@@ -66,23 +69,29 @@ public struct BoxLines: Hashable, Sendable {
     }
 
     /// ┌─┐ thin lines.
-    public static let light = BoxLines(topLeft: "┌", topRight: "┐", bottomLeft: "└", bottomRight: "┘",
-                                       horizontal: "─", vertical: "│")
+    public static let light = BoxLines(
+        topLeft: "┌", topRight: "┐", bottomLeft: "└", bottomRight: "┘",
+        horizontal: "─", vertical: "│")
     /// ┏━┓ thick lines (e.g. the speaking tile, visible without colour).
-    public static let heavy = BoxLines(topLeft: "┏", topRight: "┓", bottomLeft: "┗", bottomRight: "┛",
-                                       horizontal: "━", vertical: "┃")
+    public static let heavy = BoxLines(
+        topLeft: "┏", topRight: "┓", bottomLeft: "┗", bottomRight: "┛",
+        horizontal: "━", vertical: "┃")
     /// ▛━▜ thick lines with solid corners: the dominant speaker's tile, unlike plain speaking even without colour.
-    public static let dominant = BoxLines(topLeft: "▛", topRight: "▜", bottomLeft: "▙", bottomRight: "▟",
-                                          horizontal: "━", vertical: "┃")
+    public static let dominant = BoxLines(
+        topLeft: "▛", topRight: "▜", bottomLeft: "▙", bottomRight: "▟",
+        horizontal: "━", vertical: "┃")
     /// ╭─╮ rounded corners.
-    public static let rounded = BoxLines(topLeft: "╭", topRight: "╮", bottomLeft: "╰", bottomRight: "╯",
-                                         horizontal: "─", vertical: "│")
+    public static let rounded = BoxLines(
+        topLeft: "╭", topRight: "╮", bottomLeft: "╰", bottomRight: "╯",
+        horizontal: "─", vertical: "│")
     /// ╔═╗ double lines.
-    public static let double = BoxLines(topLeft: "╔", topRight: "╗", bottomLeft: "╚", bottomRight: "╝",
-                                        horizontal: "═", vertical: "║")
+    public static let double = BoxLines(
+        topLeft: "╔", topRight: "╗", bottomLeft: "╚", bottomRight: "╝",
+        horizontal: "═", vertical: "║")
     /// +-+ plain ASCII.
-    public static let ascii = BoxLines(topLeft: "+", topRight: "+", bottomLeft: "+", bottomRight: "+",
-                                       horizontal: "-", vertical: "|")
+    public static let ascii = BoxLines(
+        topLeft: "+", topRight: "+", bottomLeft: "+", bottomRight: "+",
+        horizontal: "-", vertical: "|")
 }
 
 /// A grid of cells the views draw into; pure data, so tests render without a terminal.
@@ -120,8 +129,10 @@ public struct Screen: Hashable, Sendable {
     /// Controls become U+FFFD. A wide character that would stick out past `limit` (default: the right edge)
     /// becomes a space.
     @discardableResult
-    public mutating func put(_ character: Character, column: Int, row: Int, style: CellStyle,
-                             limit: Int? = nil) -> Int {
+    public mutating func put(
+        _ character: Character, column: Int, row: Int, style: CellStyle,
+        limit: Int? = nil
+    ) -> Int {
         guard bounds.contains(column: column, row: row) else { return 0 }
         var character = character
         var columns = DisplayWidth.of(character)
@@ -147,8 +158,10 @@ public struct Screen: Hashable, Sendable {
     ///
     /// Text is not wrapped: newlines and other controls show as U+FFFD. Use `DisplayWidth.wrap` first.
     @discardableResult
-    public mutating func write(_ text: String, column: Int, row: Int, style: CellStyle,
-                               clip: CellRect? = nil) -> Int {
+    public mutating func write(
+        _ text: String, column: Int, row: Int, style: CellStyle,
+        clip: CellRect? = nil
+    ) -> Int {
         let area = (clip ?? bounds).intersection(bounds)
         var current = column
         guard !area.isEmpty, row >= area.y, row < area.maxY else { return column + DisplayWidth.of(text) }
@@ -183,10 +196,13 @@ public struct Screen: Hashable, Sendable {
     /// Draws a border around the inside edge of `rect`, with an optional title in the top edge.
     ///
     /// Rectangles smaller than 2x2 draw nothing. The title is cut with "…" to fit between the corners.
-    public mutating func drawBox(_ rect: CellRect, style: CellStyle, lines: BoxLines = .light,
-                                 title: String? = nil, titleStyle: CellStyle? = nil) {
+    public mutating func drawBox(
+        _ rect: CellRect, style: CellStyle, lines: BoxLines = .light,
+        title: String? = nil, titleStyle: CellStyle? = nil
+    ) {
         guard rect.width >= 2, rect.height >= 2 else { return }
-        let right = rect.maxX - 1, bottom = rect.maxY - 1
+        let right = rect.maxX - 1
+        let bottom = rect.maxY - 1
         put(lines.topLeft, column: rect.x, row: rect.y, style: style)
         put(lines.topRight, column: right, row: rect.y, style: style)
         put(lines.bottomLeft, column: rect.x, row: bottom, style: style)
@@ -207,14 +223,18 @@ public struct Screen: Hashable, Sendable {
     }
 
     /// Draws a horizontal line of `length` cells from a cell.
-    public mutating func drawHorizontalLine(column: Int, row: Int, length: Int, style: CellStyle,
-                                            character: Character = "─") {
+    public mutating func drawHorizontalLine(
+        column: Int, row: Int, length: Int, style: CellStyle,
+        character: Character = "─"
+    ) {
         fill(CellRect(x: column, y: row, width: length, height: 1), with: character, style: style)
     }
 
     /// Draws a vertical line of `length` cells from a cell.
-    public mutating func drawVerticalLine(column: Int, row: Int, length: Int, style: CellStyle,
-                                          character: Character = "│") {
+    public mutating func drawVerticalLine(
+        column: Int, row: Int, length: Int, style: CellStyle,
+        character: Character = "│"
+    ) {
         fill(CellRect(x: column, y: row, width: 1, height: length), with: character, style: style)
     }
 

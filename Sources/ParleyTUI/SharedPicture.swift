@@ -51,8 +51,11 @@ struct SharedPictures: Sendable {
         }
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + offset, $0.count - offset,
-                                                         off_t(offset)) }
+            let written = bytes.withUnsafeBytes {
+                pwrite(
+                    descriptor, $0.baseAddress! + offset, $0.count - offset,
+                    off_t(offset))
+            }
             if written < 0 {
                 if errno == EINTR { continue }
                 let code = errno

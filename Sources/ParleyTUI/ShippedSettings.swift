@@ -58,9 +58,12 @@ public struct ShippedSettings: Sendable {
             throw BadFile(path: path, reason: "cannot be read")
         }
         guard data.count <= largestFile else {
-            throw BadFile(path: path, reason: "\(data.count) bytes is more than the \(largestFile) a settings file may have")
+            throw BadFile(
+                path: path, reason: "\(data.count) bytes is more than the \(largestFile) a settings file may have")
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw BadFile(path: path, reason: "is not UTF-8 text") }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw BadFile(path: path, reason: "is not UTF-8 text")
+        }
         return text
     }
 }

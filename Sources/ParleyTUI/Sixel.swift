@@ -26,7 +26,8 @@ public struct SixelEncoder: Sendable {
 
     /// The DCS string that draws `raster` at the cursor with at most `colors` colours.
     public mutating func encode(_ raster: PixelRaster, colors: Int = 256) -> [UInt8] {
-        let width = raster.width, height = raster.height
+        let width = raster.width
+        let height = raster.height
         var out: [UInt8] = Array("\u{1B}P0;1;0q\"1;1;\(width);\(height)".utf8)
         guard width > 0, height > 0 else { return out + [0x1B, 0x5C] }
         let palette = quantize(raster, colors: max(2, min(256, colors)))
@@ -35,54 +36,57 @@ public struct SixelEncoder: Sendable {
         }
         if bandBits.count < 256 * width { bandBits = [UInt8](repeating: 0, count: 256 * width) }
         var slotColor = [Int](repeating: 0, count: 256)
-        var first = [Int](repeating: 0, count: 256), last = [Int](repeating: 0, count: 256)
+        var first = [Int](repeating: 0, count: 256)
+        var last = [Int](repeating: 0, count: 256)
         indices.withUnsafeBufferPointer { indices in
-        bandBits.withUnsafeMutableBufferPointer { bits in
-        slotOf.withUnsafeMutableBufferPointer { slotOf in
-            for top in stride(from: 0, to: height, by: 6) {
-                var slots = 0
-                for row in top..<min(height, top + 6) {
-                    let bit = UInt8(1) << UInt8(row - top)
-                    var pixel = row * width
-                    for x in 0..<width {
-                        let color = Int(indices[pixel])
-                        pixel += 1
-                        var slot = Int(slotOf[color])
-                        if slot < 0 {
-                            slot = slots
-                            slots += 1
-                            slotOf[color] = Int16(slot)
-                            slotColor[slot] = color
-                            first[slot] = x
-                            last[slot] = x
-                            let base = slot * width
-                            for clear in base..<(base + width) { bits[clear] = 0 }
-                        } else {
-                            if x < first[slot] { first[slot] = x }
-                            if x > last[slot] { last[slot] = x }
+            bandBits.withUnsafeMutableBufferPointer { bits in
+                slotOf.withUnsafeMutableBufferPointer { slotOf in
+                    for top in stride(from: 0, to: height, by: 6) {
+                        var slots = 0
+                        for row in top..<min(height, top + 6) {
+                            let bit = UInt8(1) << UInt8(row - top)
+                            var pixel = row * width
+                            for x in 0..<width {
+                                let color = Int(indices[pixel])
+                                pixel += 1
+                                var slot = Int(slotOf[color])
+                                if slot < 0 {
+                                    slot = slots
+                                    slots += 1
+                                    slotOf[color] = Int16(slot)
+                                    slotColor[slot] = color
+                                    first[slot] = x
+                                    last[slot] = x
+                                    let base = slot * width
+                                    for clear in base..<(base + width) { bits[clear] = 0 }
+                                } else {
+                                    if x < first[slot] { first[slot] = x }
+                                    if x > last[slot] { last[slot] = x }
+                                }
+                                bits[slot * width + x] |= bit
+                            }
                         }
-                        bits[slot * width + x] |= bit
+                        for slot in 0..<slots {
+                            if slot > 0 { out.append(0x24) }  // $
+                            out.append(0x23)  // #
+                            Self.appendNumber(slotColor[slot], to: &out)
+                            if first[slot] > 0 { Self.appendRun(63, count: first[slot], to: &out) }
+                            let base = slot * width
+                            var x = first[slot]
+                            while x <= last[slot] {
+                                let value = bits[base + x]
+                                var end = x + 1
+                                while end <= last[slot], bits[base + end] == value { end += 1 }
+                                Self.appendRun(63 + value, count: end - x, to: &out)
+                                x = end
+                            }
+                            slotOf[slotColor[slot]] = -1
+                        }
+                        if top + 6 < height { out.append(0x2D) }  // -
                     }
                 }
-                for slot in 0..<slots {
-                    if slot > 0 { out.append(0x24) }  // $
-                    out.append(0x23)  // #
-                    Self.appendNumber(slotColor[slot], to: &out)
-                    if first[slot] > 0 { Self.appendRun(63, count: first[slot], to: &out) }
-                    let base = slot * width
-                    var x = first[slot]
-                    while x <= last[slot] {
-                        let value = bits[base + x]
-                        var end = x + 1
-                        while end <= last[slot], bits[base + end] == value { end += 1 }
-                        Self.appendRun(63 + value, count: end - x, to: &out)
-                        x = end
-                    }
-                    slotOf[slotColor[slot]] = -1
-                }
-                if top + 6 < height { out.append(0x2D) }  // -
             }
-        }}}
+        }
         out += [0x1B, 0x5C]
         return out
     }
@@ -93,24 +97,30 @@ public struct SixelEncoder: Sendable {
         if indices.count < pixels { indices = [UInt16](repeating: 0, count: pixels) }
         var used: [Int] = []
         raster.rgb.withUnsafeBufferPointer { rgb in
-        counts.withUnsafeMutableBufferPointer { counts in
-        sums.withUnsafeMutableBufferPointer { sums in
-            for pixel in 0..<pixels {
-                let r = Int(rgb[3 * pixel]), g = Int(rgb[3 * pixel + 1]), b = Int(rgb[3 * pixel + 2])
-                let bucket = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
-                if counts[bucket] == 0 { used.append(bucket) }
-                counts[bucket] += 1
-                sums[3 * bucket] += UInt32(r)
-                sums[3 * bucket + 1] += UInt32(g)
-                sums[3 * bucket + 2] += UInt32(b)
+            counts.withUnsafeMutableBufferPointer { counts in
+                sums.withUnsafeMutableBufferPointer { sums in
+                    for pixel in 0..<pixels {
+                        let r = Int(rgb[3 * pixel])
+                        let g = Int(rgb[3 * pixel + 1])
+                        let b = Int(rgb[3 * pixel + 2])
+                        let bucket = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
+                        if counts[bucket] == 0 { used.append(bucket) }
+                        counts[bucket] += 1
+                        sums[3 * bucket] += UInt32(r)
+                        sums[3 * bucket + 1] += UInt32(g)
+                        sums[3 * bucket + 2] += UInt32(b)
+                    }
+                }
             }
-        }}}
+        }
         // Median cut over the used buckets: split the box with the widest channel range (weighted by how many
         // pixels it holds) at its pixel median along that channel.
         var boxes: [Range<Int>] = [0..<used.count]
         func channel(_ bucket: Int, _ c: Int) -> Int { (bucket >> (10 - 5 * c)) & 31 }
         func widest(_ box: Range<Int>) -> (channel: Int, score: Int) {
-            var low = [31, 31, 31], high = [0, 0, 0], population = 0
+            var low = [31, 31, 31]
+            var high = [0, 0, 0]
+            var population = 0
             for index in box {
                 let bucket = used[index]
                 population += Int(counts[bucket])
@@ -127,14 +137,20 @@ public struct SixelEncoder: Sendable {
         var scores = [widest(boxes[0])]
         while boxes.count < colors {
             guard let pick = scores.indices.max(by: { scores[$0].score < scores[$1].score }),
-                  scores[pick].score > 0 else { break }
-            let box = boxes[pick], c = scores[pick].channel
+                scores[pick].score > 0
+            else { break }
+            let box = boxes[pick]
+            let c = scores[pick].channel
             used[box].sort { channel($0, c) < channel($1, c) }
             let total = used[box].reduce(0) { $0 + Int(counts[$1]) }
-            var running = 0, split = box.lowerBound + 1
+            var running = 0
+            var split = box.lowerBound + 1
             for index in box {
                 running += Int(counts[used[index]])
-                if running * 2 >= total { split = index + 1; break }
+                if running * 2 >= total {
+                    split = index + 1
+                    break
+                }
             }
             split = min(box.upperBound - 1, max(box.lowerBound + 1, split))
             boxes[pick] = box.lowerBound..<split
@@ -145,7 +161,10 @@ public struct SixelEncoder: Sendable {
         var palette: [PixelTile.RGB] = []
         palette.reserveCapacity(boxes.count)
         for (entry, box) in boxes.enumerated() {
-            var r: UInt64 = 0, g: UInt64 = 0, b: UInt64 = 0, n: UInt64 = 0
+            var r: UInt64 = 0
+            var g: UInt64 = 0
+            var b: UInt64 = 0
+            var n: UInt64 = 0
             for index in box {
                 let bucket = used[index]
                 r += UInt64(sums[3 * bucket])
@@ -155,18 +174,23 @@ public struct SixelEncoder: Sendable {
                 paletteOf[bucket] = UInt16(entry)
             }
             let half = n / 2
-            palette.append(PixelTile.RGB(r: UInt8((r + half) / max(1, n)), g: UInt8((g + half) / max(1, n)),
-                                         b: UInt8((b + half) / max(1, n))))
+            palette.append(
+                PixelTile.RGB(
+                    r: UInt8((r + half) / max(1, n)), g: UInt8((g + half) / max(1, n)),
+                    b: UInt8((b + half) / max(1, n))))
         }
         raster.rgb.withUnsafeBufferPointer { rgb in
-        paletteOf.withUnsafeBufferPointer { paletteOf in
-        indices.withUnsafeMutableBufferPointer { indices in
-            for pixel in 0..<pixels {
-                let bucket = (Int(rgb[3 * pixel]) >> 3) << 10 | (Int(rgb[3 * pixel + 1]) >> 3) << 5
-                    | (Int(rgb[3 * pixel + 2]) >> 3)
-                indices[pixel] = paletteOf[bucket]
+            paletteOf.withUnsafeBufferPointer { paletteOf in
+                indices.withUnsafeMutableBufferPointer { indices in
+                    for pixel in 0..<pixels {
+                        let bucket =
+                            (Int(rgb[3 * pixel]) >> 3) << 10 | (Int(rgb[3 * pixel + 1]) >> 3) << 5
+                            | (Int(rgb[3 * pixel + 2]) >> 3)
+                        indices[pixel] = paletteOf[bucket]
+                    }
+                }
             }
-        }}}
+        }
         for bucket in used {
             counts[bucket] = 0
             sums[3 * bucket] = 0
@@ -209,7 +233,8 @@ public enum SixelDecoder {
 
     /// The first sixel image in `bytes`; pixels it never sets are `background`.
     public static func decode(_ bytes: [UInt8], background: PixelTile.RGB = PixelTile.RGB(r: 0, g: 0, b: 0))
-        throws(Unreadable) -> PixelRaster {
+        throws(Unreadable) -> PixelRaster
+    {
         guard let start = (0..<max(0, bytes.count - 1)).first(where: { bytes[$0] == 0x1B && bytes[$0 + 1] == 0x50 })
         else { throw Unreadable(reason: "no DCS (ESC P)") }
         var index = start + 2
@@ -234,7 +259,8 @@ public enum SixelDecoder {
             } while true
             return values
         }
-        var width = 0, height = 0
+        var width = 0
+        var height = 0
         if index < bytes.count, bytes[index] == 0x22 {
             index += 1
             let raster = parameters()
@@ -247,7 +273,9 @@ public enum SixelDecoder {
         }
         var image = PixelRaster(width: width, height: height, fill: background)
         var registers = [PixelTile.RGB](repeating: PixelTile.RGB(r: 0, g: 0, b: 0), count: 1024)
-        var color = 0, x = 0, band = 0
+        var color = 0
+        var x = 0
+        var band = 0
         func paint(_ bits: UInt8, count: Int) {
             let rgb = registers[color]
             for _ in 0..<count {

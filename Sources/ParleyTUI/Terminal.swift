@@ -79,9 +79,11 @@ public final class Terminal {
         public var picture: PictureMode = .auto
 
         /// Options with Parley's defaults: mouse on, 25 ms Esc delay, 250 ms double clicks, the process environment.
-        public init(mouse: Bool = true, escapeDelayMilliseconds: Int = 25, doubleClickMilliseconds: Int = 250,
-                    environment: [String: String] = ProcessInfo.processInfo.environment,
-                    standardErrorPath: String? = nil) {
+        public init(
+            mouse: Bool = true, escapeDelayMilliseconds: Int = 25, doubleClickMilliseconds: Int = 250,
+            environment: [String: String] = ProcessInfo.processInfo.environment,
+            standardErrorPath: String? = nil
+        ) {
             self.mouse = mouse
             self.escapeDelayMilliseconds = escapeDelayMilliseconds
             self.doubleClickMilliseconds = doubleClickMilliseconds
@@ -178,7 +180,8 @@ public final class Terminal {
         // Ask the terminal about graphics before curses owns the input (its answers would arrive as keys).
         var graphics = TerminalGraphics()
         if options.picture == .auto || options.picture == .kitty || options.picture == .sixel,
-           options.environment["PARLEY_NO_TERMINAL_QUERY"] != "1", (options.environment["TERM"] ?? "") != "dumb" {
+            options.environment["PARLEY_NO_TERMINAL_QUERY"] != "1", (options.environment["TERM"] ?? "") != "dumb"
+        {
             graphics = TerminalGraphics.ask()
         }
         _ = parley_curses_save_tty(STDOUT_FILENO)
@@ -210,13 +213,16 @@ public final class Terminal {
             start_color()
             use_default_colors()
         }
-        colorDepth = ColorDepth.detect(colors: has_colors() ? Int(parley_curses_colors()) : 0,
-                                       environment: options.environment)
+        colorDepth = ColorDepth.detect(
+            colors: has_colors() ? Int(parley_curses_colors()) : 0,
+            environment: options.environment)
         pairLimit = Int32(max(1, min(Int(parley_curses_color_pairs()), Int(Int32.max))))
         if colorDepth != .direct { pairTable = [Int32](repeating: 0, count: 257 * 257) }
 
-        let bold = parley_curses_a_bold(), dim = parley_curses_a_dim()
-        let reverse = parley_curses_a_reverse(), underline = parley_curses_a_underline()
+        let bold = parley_curses_a_bold()
+        let dim = parley_curses_a_dim()
+        let reverse = parley_curses_a_reverse()
+        let underline = parley_curses_a_underline()
         attributeBits = (0..<16).map { raw in
             let attributes = CellAttributes(rawValue: UInt8(raw))
             var bits = parley_curses_a_normal()
@@ -241,14 +247,17 @@ public final class Terminal {
                 colors: Int(parley_curses_colors()), terminfoRGB: terminfoRGB,
                 environment: options.environment, tmuxClientFeatures: clientFeatures)
         } else if colorDepth != .direct {
-            trueColor.1 = colorDepth == .monochrome ? "no colour (NO_COLOR or a monochrome terminal)"
+            trueColor.1 =
+                colorDepth == .monochrome
+                ? "no colour (NO_COLOR or a monochrome terminal)"
                 : "the terminal has \(colorDepth == .ansi16 ? 16 : 8) colours"
         }
         if colorDepth == .palette256 || colorDepth == .direct,
-           options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
-           case let capabilities = Self.terminfoPictureCapabilities(
-               directSGR: colorDepth == .palette256 && trueColor.0),
-           let output = PictureOutput(capabilities: capabilities) {
+            options.environment["PARLEY_PICTURES_VIA_CURSES"] != "1",
+            case let capabilities = Self.terminfoPictureCapabilities(
+                directSGR: colorDepth == .palette256 && trueColor.0),
+            let output = PictureOutput(capabilities: capabilities)
+        {
             pictureTrueColor = colorDepth == .palette256 && trueColor.0
             pictureOutput = output
             pictureCapabilities = capabilities
@@ -263,25 +272,30 @@ public final class Terminal {
         }
 
         let videoDepth: ColorDepth = colorDepth == .direct || pictureTrueColor ? .direct : colorDepth
-        let colorReason = trueColor.0 && videoDepth != .direct
+        let colorReason =
+            trueColor.0 && videoDepth != .direct
             ? "\(trueColor.1), but 24-bit pictures need Parley's own picture output (PARLEY_PICTURES_VIA_CURSES=1)"
             : trueColor.1
-        pictureChoice = PictureChoice.choose(options.picture, colors: videoDepth, colorReason: colorReason,
-                                             environment: options.environment, graphics: graphics)
+        pictureChoice = PictureChoice.choose(
+            options.picture, colors: videoDepth, colorReason: colorReason,
+            environment: options.environment, graphics: graphics)
         if let canvas = pictureChoice.pixels {
             if pictureCapabilities != nil {
                 pixelWriter = PixelPictureWriter(canvas: canvas)
             } else {
-                pictureChoice = PictureChoice.choose(.auto, colors: videoDepth, colorReason: colorReason,
-                                                     environment: options.environment)
-                pictureChoice.reason += "; \(canvas.kind.rawValue) needs Parley's own picture output, which this "
+                pictureChoice = PictureChoice.choose(
+                    .auto, colors: videoDepth, colorReason: colorReason,
+                    environment: options.environment)
+                pictureChoice.reason +=
+                    "; \(canvas.kind.rawValue) needs Parley's own picture output, which this "
                     + "terminal's terminfo or PARLEY_PICTURES_VIA_CURSES=1 rules out"
             }
         }
 
         if colorDepth == .palette256, !terminfoRGB, pictureOutput != nil, pixelWriter == nil,
-           !(options.environment["TMUX"] ?? "").isEmpty,
-           (options.environment["NO_COLOR"] ?? "").isEmpty {
+            !(options.environment["TMUX"] ?? "").isEmpty,
+            (options.environment["NO_COLOR"] ?? "").isEmpty
+        {
             let environment = options.environment
             tmuxWatch = TmuxClientWatch(initial: clientFeatures) { Self.tmuxClientFeatures(environment) }
         }
@@ -377,17 +391,19 @@ public final class Terminal {
     private func followTmuxClient() {
         guard let watch = tmuxWatch, case let latest = watch.latest, latest.changes != tmuxChanges else { return }
         tmuxChanges = latest.changes
-        let trueColor = TrueColorDetection.detect(colors: Int(parley_curses_colors()), terminfoRGB: false,
-                                                  environment: environment, tmuxClientFeatures: latest.features)
+        let trueColor = TrueColorDetection.detect(
+            colors: Int(parley_curses_colors()), terminfoRGB: false,
+            environment: environment, tmuxClientFeatures: latest.features)
         guard trueColor.trueColor != pictureTrueColor else { return }
         let capabilities = Self.terminfoPictureCapabilities(directSGR: trueColor.trueColor)
         guard let output = PictureOutput(capabilities: capabilities) else { return }
         pictureTrueColor = trueColor.trueColor
         pictureOutput = output
         pictureCapabilities = capabilities
-        pictureChoice = PictureChoice.choose(requestedPicture, colors: trueColor.trueColor ? .direct : colorDepth,
-                                             colorReason: trueColor.reason + " (after a re-attach)",
-                                             environment: environment)
+        pictureChoice = PictureChoice.choose(
+            requestedPicture, colors: trueColor.trueColor ? .direct : colorDepth,
+            colorReason: trueColor.reason + " (after a re-attach)",
+            environment: environment)
         previous = nil
     }
 
@@ -451,7 +467,8 @@ public final class Terminal {
 
     /// True when the kernel's size of the terminal differs from `screen`'s: curses has not caught up yet.
     private static func resizePending(_ screen: Screen) -> Bool {
-        var columns: Int32 = 0, rows: Int32 = 0
+        var columns: Int32 = 0
+        var rows: Int32 = 0
         return parley_terminal_size(STDOUT_FILENO, &columns, &rows) == 0 && columns > 0 && rows > 0
             && (Int(columns) != screen.width || Int(rows) != screen.height)
     }
@@ -466,7 +483,9 @@ public final class Terminal {
             guard let value else { return nil }
             return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))
         }
-        let setaf = string("setaf"), setab = string("setab"), cup = string("cup")
+        let setaf = string("setaf")
+        let setab = string("setab")
+        let cup = string("cup")
         return PictureCapabilities(
             saveCursor: string("sc").flatMap { bytes($0) } ?? [],
             restoreCursor: string("rc").flatMap { bytes($0) } ?? [],
@@ -487,7 +506,8 @@ public final class Terminal {
     @inline(__always)
     private static func pictureScalar(_ cell: Cell) -> UInt32? {
         guard cell.style.attributes.isEmpty, cell.style.foreground != .default, cell.style.background != .default,
-              !cell.isContinuation else { return nil }
+            !cell.isContinuation
+        else { return nil }
         let value = cell.glyph.raw
         guard (0x2580...0x259F).contains(value) || (0x1FB00...0x1FB3B).contains(value) else { return nil }
         return value
@@ -531,13 +551,17 @@ public final class Terminal {
                 let cell = cells[index]
                 guard let scalar = Self.pictureScalar(cell) else { continue }
                 let row = index / width
-                output.add(scalar: scalar, foreground: pictureColorNumber(cell.style.foreground),
-                           background: pictureColorNumber(cell.style.background), row: row,
-                           column: index - row * width) { column in
+                output.add(
+                    scalar: scalar, foreground: pictureColorNumber(cell.style.foreground),
+                    background: pictureColorNumber(cell.style.background), row: row,
+                    column: index - row * width
+                ) { column in
                     let neighbour = cells[row * width + column]
                     guard let scalar = Self.pictureScalar(neighbour) else { return nil }
-                    return (scalar, pictureColorNumber(neighbour.style.foreground),
-                            pictureColorNumber(neighbour.style.background))
+                    return (
+                        scalar, pictureColorNumber(neighbour.style.foreground),
+                        pictureColorNumber(neighbour.style.background)
+                    )
                 }
             }
         }
@@ -614,75 +638,83 @@ public final class Terminal {
             runPairs = [Int32](repeating: 0, count: columns)
         }
         screen.cells.withUnsafeBufferPointer { cells in
-        (old?.cells ?? []).withUnsafeBufferPointer { oldCells in
-        runChars.withUnsafeMutableBufferPointer { runChars in
-        runAttributes.withUnsafeMutableBufferPointer { runAttributes in
-        runPairs.withUnsafeMutableBufferPointer { runPairs in
-            let compare = oldCells.count == cells.count
-            let pictures = pictureOutput != nil
-            // A cell that became a picture this frame gets its placeholder from curses, which may then have
-            // written placeholders over neighbouring pictures too (moving the cursor by rewriting cells): after
-            // such a frame every picture is written again. Rare: tiles appearing, dialogs closing.
-            var placeholdersWritten = !compare
-            for row in 0..<rows {
-                // Consecutive changed one-scalar narrow cells go to curses as one run (mvwadd_wchnstr); anything
-                // else (wide characters, clusters) one cell at a time.
-                var runStart = 0, runLength = 0
-                func flush() {
-                    if runLength > 0 {
-                        parley_curses_put_run(window, Int32(row), Int32(runStart), runChars.baseAddress,
-                                              runAttributes.baseAddress, runPairs.baseAddress, Int32(runLength))
-                        runLength = 0
-                    }
-                }
-                var index = row * width
-                for column in 0..<columns {
-                    defer { index += 1 }
-                    let cell = cells[index]
-                    if cell.isContinuation || (compare && cell == oldCells[index]) {
-                        flush()
-                        continue
-                    }
-                    if pictures, Self.pictureScalar(cell) != nil {
-                        pictureIndices.append(index)
-                        // Every placeholder is '▀' whatever the picture cell shows: a quadrant or sextant cell that
-                        // changes shape must not make curses repaint its placeholder (which forces every picture
-                        // to be written again).
-                        if compare && Self.pictureScalar(oldCells[index]) != nil {
-                            flush()  // curses already holds this placeholder
-                            continue
+            (old?.cells ?? []).withUnsafeBufferPointer { oldCells in
+                runChars.withUnsafeMutableBufferPointer { runChars in
+                    runAttributes.withUnsafeMutableBufferPointer { runAttributes in
+                        runPairs.withUnsafeMutableBufferPointer { runPairs in
+                            let compare = oldCells.count == cells.count
+                            let pictures = pictureOutput != nil
+                            // A cell that became a picture this frame gets its placeholder from curses, which may then have
+                            // written placeholders over neighbouring pictures too (moving the cursor by rewriting cells): after
+                            // such a frame every picture is written again. Rare: tiles appearing, dialogs closing.
+                            var placeholdersWritten = !compare
+                            for row in 0..<rows {
+                                // Consecutive changed one-scalar narrow cells go to curses as one run (mvwadd_wchnstr); anything
+                                // else (wide characters, clusters) one cell at a time.
+                                var runStart = 0
+                                var runLength = 0
+                                func flush() {
+                                    if runLength > 0 {
+                                        parley_curses_put_run(
+                                            window, Int32(row), Int32(runStart), runChars.baseAddress,
+                                            runAttributes.baseAddress, runPairs.baseAddress, Int32(runLength))
+                                        runLength = 0
+                                    }
+                                }
+                                var index = row * width
+                                for column in 0..<columns {
+                                    defer { index += 1 }
+                                    let cell = cells[index]
+                                    if cell.isContinuation || (compare && cell == oldCells[index]) {
+                                        flush()
+                                        continue
+                                    }
+                                    if pictures, Self.pictureScalar(cell) != nil {
+                                        pictureIndices.append(index)
+                                        // Every placeholder is '▀' whatever the picture cell shows: a quadrant or sextant cell that
+                                        // changes shape must not make curses repaint its placeholder (which forces every picture
+                                        // to be written again).
+                                        if compare && Self.pictureScalar(oldCells[index]) != nil {
+                                            flush()  // curses already holds this placeholder
+                                            continue
+                                        }
+                                        placeholdersWritten = true
+                                        if runLength == 0 { runStart = column }
+                                        runChars[runLength] = wchar_t(0x2580)
+                                        runAttributes[runLength] = attributeBits[0]
+                                        runPairs[runLength] = placeholderPair
+                                        runLength += 1
+                                        continue
+                                    }
+                                    guard let scalar = Self.singleNarrowScalar(cell.glyph) else {
+                                        flush()
+                                        put(cell, row: row, column: column)
+                                        continue
+                                    }
+                                    if runLength == 0 { runStart = column }
+                                    runChars[runLength] = wchar_t(scalar.value)
+                                    runAttributes[runLength] = attributeBits[Int(cell.style.attributes.rawValue & 15)]
+                                    runPairs[runLength] = pairNumber(
+                                        foreground: colorNumber(cell.style.foreground),
+                                        background: colorNumber(cell.style.background))
+                                    runLength += 1
+                                }
+                                flush()
+                            }
+                            if pictures && placeholdersWritten && compare {
+                                pictureIndices.removeAll(keepingCapacity: true)
+                                for row in 0..<rows {
+                                    for index in (row * width)..<(row * width + columns)
+                                    where Self.pictureScalar(cells[index]) != nil {
+                                        pictureIndices.append(index)
+                                    }
+                                }
+                            }
                         }
-                        placeholdersWritten = true
-                        if runLength == 0 { runStart = column }
-                        runChars[runLength] = wchar_t(0x2580)
-                        runAttributes[runLength] = attributeBits[0]
-                        runPairs[runLength] = placeholderPair
-                        runLength += 1
-                        continue
-                    }
-                    guard let scalar = Self.singleNarrowScalar(cell.glyph) else {
-                        flush()
-                        put(cell, row: row, column: column)
-                        continue
-                    }
-                    if runLength == 0 { runStart = column }
-                    runChars[runLength] = wchar_t(scalar.value)
-                    runAttributes[runLength] = attributeBits[Int(cell.style.attributes.rawValue & 15)]
-                    runPairs[runLength] = pairNumber(foreground: colorNumber(cell.style.foreground),
-                                                     background: colorNumber(cell.style.background))
-                    runLength += 1
-                }
-                flush()
-            }
-            if pictures && placeholdersWritten && compare {
-                pictureIndices.removeAll(keepingCapacity: true)
-                for row in 0..<rows {
-                    for index in (row * width)..<(row * width + columns) where Self.pictureScalar(cells[index]) != nil {
-                        pictureIndices.append(index)
                     }
                 }
             }
-        }}}}}
+        }
     }
 
     /// The character's only scalar when it is one narrow scalar (the run fast path), else nil.
@@ -698,8 +730,9 @@ public final class Terminal {
 
     @inline(__always)
     private func put(_ cell: Cell, row: Int, column: Int) {
-        let pair = pairNumber(foreground: colorNumber(cell.style.foreground),
-                              background: colorNumber(cell.style.background))
+        let pair = pairNumber(
+            foreground: colorNumber(cell.style.foreground),
+            background: colorNumber(cell.style.background))
         let attributes = attributeBits[Int(cell.style.attributes.rawValue & 15)]
         // A cluster: base plus combining or joining characters. curses holds at most 5 per cell; longer clusters
         // (family emoji) show their first character rather than a broken sequence.

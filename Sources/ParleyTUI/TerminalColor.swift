@@ -35,8 +35,10 @@ public struct CellStyle: Hashable, Sendable {
     public var attributes: CellAttributes
 
     /// A style from its parts; everything defaults to the terminal's own look.
-    public init(foreground: TerminalColor = .default, background: TerminalColor = .default,
-                attributes: CellAttributes = []) {
+    public init(
+        foreground: TerminalColor = .default, background: TerminalColor = .default,
+        attributes: CellAttributes = []
+    ) {
         self.foreground = foreground
         self.background = background
         self.attributes = attributes

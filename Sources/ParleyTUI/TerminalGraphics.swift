@@ -20,8 +20,10 @@ public struct TerminalGraphics: Hashable, Sendable {
     public var answered = false
 
     /// Nothing known.
-    public init(sixel: Bool = false, kitty: Bool = false, kittySharedMemory: Bool = false,
-                cell: CellPixelSize? = nil, colorRegisters: Int? = nil, answered: Bool = false) {
+    public init(
+        sixel: Bool = false, kitty: Bool = false, kittySharedMemory: Bool = false,
+        cell: CellPixelSize? = nil, colorRegisters: Int? = nil, answered: Bool = false
+    ) {
         self.sixel = sixel
         self.kitty = kitty
         self.kittySharedMemory = kittySharedMemory
@@ -93,7 +95,8 @@ public struct TerminalGraphics: Hashable, Sendable {
             index = end + 1
         }
         if result.cell == nil, let area = areaPixels, columns > 0, rows > 0, area.width >= columns,
-           area.height >= rows {
+            area.height >= rows
+        {
             result.cell = CellPixelSize(width: area.width / columns, height: area.height / rows)
         }
         return result
@@ -101,8 +104,10 @@ public struct TerminalGraphics: Hashable, Sendable {
 
     /// Asks the terminal on `input`/`output` (a terminal, before curses starts) and waits up to `timeout` seconds
     /// for the answers: raw mode for the wait, the terminal's modes back after. Keys typed meanwhile are lost.
-    public static func ask(input: Int32 = STDIN_FILENO, output: Int32 = STDOUT_FILENO,
-                           timeout: Double = 0.5) -> TerminalGraphics {
+    public static func ask(
+        input: Int32 = STDIN_FILENO, output: Int32 = STDOUT_FILENO,
+        timeout: Double = 0.5
+    ) -> TerminalGraphics {
         var saved = termios()
         guard isatty(input) != 0, isatty(output) != 0, tcgetattr(input, &saved) == 0 else { return TerminalGraphics() }
         var raw = saved
@@ -139,8 +144,9 @@ public struct TerminalGraphics: Hashable, Sendable {
         var result = parse(answer, columns: known ? Int(size.ws_col) : 0, rows: known ? Int(size.ws_row) : 0)
         if known, size.ws_xpixel > 0, size.ws_ypixel > 0, size.ws_col > 0, size.ws_row > 0 {
             // The kernel's figure wins: it follows font changes without asking again.
-            result.cell = CellPixelSize(width: Int(size.ws_xpixel) / Int(size.ws_col),
-                                        height: Int(size.ws_ypixel) / Int(size.ws_row))
+            result.cell = CellPixelSize(
+                width: Int(size.ws_xpixel) / Int(size.ws_col),
+                height: Int(size.ws_ypixel) / Int(size.ws_row))
         }
         return result
     }
@@ -149,8 +155,10 @@ public struct TerminalGraphics: Hashable, Sendable {
     public static func kernelCellSize(output: Int32 = STDOUT_FILENO) -> CellPixelSize? {
         var size = winsize()
         guard ioctl(output, UInt(TIOCGWINSZ), &size) == 0, size.ws_xpixel > 0, size.ws_ypixel > 0, size.ws_col > 0,
-              size.ws_row > 0 else { return nil }
-        return CellPixelSize(width: Int(size.ws_xpixel) / Int(size.ws_col),
-                             height: Int(size.ws_ypixel) / Int(size.ws_row))
+            size.ws_row > 0
+        else { return nil }
+        return CellPixelSize(
+            width: Int(size.ws_xpixel) / Int(size.ws_col),
+            height: Int(size.ws_ypixel) / Int(size.ws_row))
     }
 }

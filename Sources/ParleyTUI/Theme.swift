@@ -111,8 +111,9 @@ public struct Theme: Hashable, Sendable {
 
     static func look(_ role: ColorRole) -> Look {
         func s(_ fg: UInt8?, _ bg: UInt8? = nil, _ attributes: CellAttributes = []) -> CellStyle {
-            CellStyle(foreground: fg.map { .palette($0) } ?? .default,
-                      background: bg.map { .palette($0) } ?? .default, attributes: attributes)
+            CellStyle(
+                foreground: fg.map { .palette($0) } ?? .default,
+                background: bg.map { .palette($0) } ?? .default, attributes: attributes)
         }
         switch role {
         case .text: return Look(rich: .plain, basic: .plain, mono: [])

@@ -57,8 +57,9 @@ extension Theme {
             if let first = lineOf[role] { throw .duplicateRole(line: number, role: name, firstLine: first) }
             let words = line[line.index(after: equals)...].split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard words.count >= 2 else { throw .missingColors(line: number, role: name) }
-            var style = CellStyle(foreground: try color(words[0], line: number),
-                                  background: try color(words[1], line: number))
+            var style = CellStyle(
+                foreground: try color(words[0], line: number),
+                background: try color(words[1], line: number))
             for word in words.dropFirst(2) {
                 switch word.lowercased() {
                 case "bold": style.attributes.insert(.bold)

@@ -116,15 +116,20 @@ public struct VideoCellRenderer: Sendable {
 
     /// Where a `frameWidth`×`frameHeight` picture lands in a tile of `columns`×`rows` cells, in the pixels of
     /// `cells`.
-    public static func pictureArea(frameWidth: Int, frameHeight: Int, columns: Int, rows: Int,
-                                   cells: PictureCells = .halfBlocks) -> PictureArea {
-        let across = cells.pixelsAcross, down = cells.pixelsDown
-        let pixelWidth = max(0, columns) * across, pixelHeight = max(0, rows) * down
+    public static func pictureArea(
+        frameWidth: Int, frameHeight: Int, columns: Int, rows: Int,
+        cells: PictureCells = .halfBlocks
+    ) -> PictureArea {
+        let across = cells.pixelsAcross
+        let down = cells.pixelsDown
+        let pixelWidth = max(0, columns) * across
+        let pixelHeight = max(0, rows) * down
         guard frameWidth > 0, frameHeight > 0, pixelWidth > 0, pixelHeight > 0 else {
             return PictureArea(x: 0, y: 0, width: 0, height: 0)
         }
         // A tile pixel is 1/across of a cell wide and 2/down cell widths tall.
-        var width: Int, height: Int
+        var width: Int
+        var height: Int
         if columns * frameHeight <= 2 * rows * frameWidth {
             width = pixelWidth
             height = (columns * frameHeight * down + frameWidth) / (2 * frameWidth)
@@ -140,22 +145,27 @@ public struct VideoCellRenderer: Sendable {
     /// Draws a frame scaled into `rect` of the screen (cells outside the screen are skipped), filling what the
     /// picture does not cover with `background`. In pixel mode the cells get blank placeholders and the screen a
     /// `PixelTile` under `key` (the same key for the same tile from frame to frame).
-    public mutating func draw(_ frame: VideoFrame, into screen: inout Screen, in rect: CellRect,
-                              background: TerminalColor = .default, key: Int = 0) {
+    public mutating func draw(
+        _ frame: VideoFrame, into screen: inout Screen, in rect: CellRect,
+        background: TerminalColor = .default, key: Int = 0
+    ) {
         let visible = rect.intersection(screen.bounds)
         guard !visible.isEmpty else { return }
         if pixels {
             let placeholder = Cell(" ", style: CellStyle(background: background))
             screen.fill(visible, style: placeholder.style)
             let rgb = Palette.rgb(of: background) ?? (0, 0, 0)
-            screen.pixelTiles.append(PixelTile(key: key, rect: visible, frame: frame,
-                                               background: PixelTile.RGB(r: rgb.r, g: rgb.g, b: rgb.b),
-                                               placeholder: placeholder))
+            screen.pixelTiles.append(
+                PixelTile(
+                    key: key, rect: visible, frame: frame,
+                    background: PixelTile.RGB(r: rgb.r, g: rgb.g, b: rgb.b),
+                    placeholder: placeholder))
             return
         }
         let kind: PictureCells = mode == .shades ? .halfBlocks : cells
-        let area = Self.pictureArea(frameWidth: frame.width, frameHeight: frame.height,
-                                    columns: rect.width, rows: rect.height, cells: kind)
+        let area = Self.pictureArea(
+            frameWidth: frame.width, frameHeight: frame.height,
+            columns: rect.width, rows: rect.height, cells: kind)
         let columnTable = tables.table(source: frame.width, chromaSource: frame.chromaWidth, target: area.width)
         let rowTable = tables.table(source: frame.height, chromaSource: frame.chromaHeight, target: area.height)
         let perCell = kind == .halfBlocks ? 2 : 3
@@ -164,117 +174,149 @@ public struct VideoCellRenderer: Sendable {
             shownWidth = screen.width
         }
         let mode = self.mode
-        let frameWidth = frame.width, chromaWidth = frame.chromaWidth
+        let frameWidth = frame.width
+        let chromaWidth = frame.chromaWidth
         // Exact sums only when a cell covers at least 4x8 source pixels (`drawBlocks`): a picture drawn at or above
         // its source's size (a simulcast layer chosen for the tile) needs no tables.
-        let exact = kind != .halfBlocks && area.width > 0 && area.height > 0
+        let exact =
+            kind != .halfBlocks && area.width > 0 && area.height > 0
             && frame.width * kind.pixelsAcross >= 4 * area.width && frame.height * kind.pixelsDown >= 8 * area.height
         if exact { sums.build(frame) }
         let sums = self.sums
         sums.table.withUnsafeBufferPointer { sumTable in
-        columnTable.withUnsafeBufferPointer { columnTaps in
-        rowTable.withUnsafeBufferPointer { rowTaps in
-        frame.y.withUnsafeBufferPointer { lumaPlane in
-        frame.u.withUnsafeBufferPointer { uPlane in
-        frame.v.withUnsafeBufferPointer { vPlane in
-        shown.withUnsafeMutableBufferPointer { shown in
-        screen.cells.withUnsafeMutableBufferPointer { screenCells in
-            let sampler = PixelSampler(columns: columnTaps, rows: rowTaps, luma: lumaPlane, u: uPlane, v: vPlane,
-                                       frameWidth: frameWidth, chromaWidth: chromaWidth)
-            if kind == .halfBlocks {
-                Self.drawHalfBlocks(sampler, mode: mode, area: area, rect: rect, visible: visible,
-                                    screenWidth: screen.width, background: background, shown: shown,
-                                    cells: screenCells)
-            } else {
-                let boxes = BoxReader(table: sumTable, stride: frame.width + 1)
-                Self.drawBlocks(sampler, boxes: exact ? boxes : nil, frameWidth: frame.width, frameHeight: frame.height,
-                                kind: kind, mode: mode, area: area, rect: rect, visible: visible,
-                                screenWidth: screen.width, background: background, shown: shown,
-                                cells: screenCells)
+            columnTable.withUnsafeBufferPointer { columnTaps in
+                rowTable.withUnsafeBufferPointer { rowTaps in
+                    frame.y.withUnsafeBufferPointer { lumaPlane in
+                        frame.u.withUnsafeBufferPointer { uPlane in
+                            frame.v.withUnsafeBufferPointer { vPlane in
+                                shown.withUnsafeMutableBufferPointer { shown in
+                                    screen.cells.withUnsafeMutableBufferPointer { screenCells in
+                                        let sampler = PixelSampler(
+                                            columns: columnTaps, rows: rowTaps, luma: lumaPlane, u: uPlane, v: vPlane,
+                                            frameWidth: frameWidth, chromaWidth: chromaWidth)
+                                        if kind == .halfBlocks {
+                                            Self.drawHalfBlocks(
+                                                sampler, mode: mode, area: area, rect: rect, visible: visible,
+                                                screenWidth: screen.width, background: background, shown: shown,
+                                                cells: screenCells)
+                                        } else {
+                                            let boxes = BoxReader(table: sumTable, stride: frame.width + 1)
+                                            Self.drawBlocks(
+                                                sampler, boxes: exact ? boxes : nil, frameWidth: frame.width,
+                                                frameHeight: frame.height,
+                                                kind: kind, mode: mode, area: area, rect: rect, visible: visible,
+                                                screenWidth: screen.width, background: background, shown: shown,
+                                                cells: screenCells)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
             }
-        }}}}}}}}
+        }
         screen.repairWideCharacters(around: visible)
     }
 
     @inline(__always)
     static func weighted(_ dr: Int, _ dg: Int, _ db: Int) -> Int { 2 &* dr &* dr &+ 4 &* dg &* dg &+ 3 &* db &* db }
 
-    private static func drawHalfBlocks(_ sampler: PixelSampler, mode: VideoColorMode, area: PictureArea,
-                                       rect: CellRect, visible: CellRect, screenWidth: Int,
-                                       background: TerminalColor, shown: UnsafeMutableBufferPointer<UInt32>,
-                                       cells: UnsafeMutableBufferPointer<Cell>) {
+    private static func drawHalfBlocks(
+        _ sampler: PixelSampler, mode: VideoColorMode, area: PictureArea,
+        rect: CellRect, visible: CellRect, screenWidth: Int,
+        background: TerminalColor, shown: UnsafeMutableBufferPointer<UInt32>,
+        cells: UnsafeMutableBufferPointer<Cell>
+    ) {
         Palette.levelTable.withUnsafeBufferPointer { levels in
-        Palette.greyTable.withUnsafeBufferPointer { greys in
-        Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
-            let upper = Glyph("▀"), lower = Glyph("▄")
-            let empty = Cell(Glyph.space, style: CellStyle(background: background))
+            Palette.greyTable.withUnsafeBufferPointer { greys in
+                Palette.rgbTable.withUnsafeBufferPointer { paletteRGB in
+                    let upper = Glyph("▀")
+                    let lower = Glyph("▄")
+                    let empty = Cell(Glyph.space, style: CellStyle(background: background))
 
-            /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
-            @inline(__always)
-            func color(_ px: Int, _ py: Int, _ slot: Int) -> TerminalColor {
-                let (r, g, b) = sampler.rgb(px, py)
-                let before = shown[slot]
-                if mode == .trueColor {
-                    if before != 0 {
-                        let pr = Int((before >> 16) & 0xFF), pg = Int((before >> 8) & 0xFF), pb = Int(before & 0xFF)
-                        if weighted(r &- pr, g &- pg, b &- pb) <= hysteresis {
-                            return .rgb(UInt8(pr), UInt8(pg), UInt8(pb))
+                    /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
+                    @inline(__always)
+                    func color(_ px: Int, _ py: Int, _ slot: Int) -> TerminalColor {
+                        let (r, g, b) = sampler.rgb(px, py)
+                        let before = shown[slot]
+                        if mode == .trueColor {
+                            if before != 0 {
+                                let pr = Int((before >> 16) & 0xFF)
+                                let pg = Int((before >> 8) & 0xFF)
+                                let pb = Int(before & 0xFF)
+                                if weighted(r &- pr, g &- pg, b &- pb) <= hysteresis {
+                                    return .rgb(UInt8(pr), UInt8(pg), UInt8(pb))
+                                }
+                            }
+                            shown[slot] = 1 << 24 | UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
+                            return .rgb(UInt8(r), UInt8(g), UInt8(b))
+                        }
+                        var index = Int(Palette.nearestIndex(r: r, g: g, b: b, levels: levels, greys: greys))
+                        if before != 0 && Int(before & 0xFF) != index {
+                            let old = Int(before & 0xFF)
+                            let distanceOld = weighted(
+                                r &- Int(paletteRGB[3 &* old]), g &- Int(paletteRGB[3 &* old &+ 1]),
+                                b &- Int(paletteRGB[3 &* old &+ 2]))
+                            let distanceNew = weighted(
+                                r &- Int(paletteRGB[3 &* index]), g &- Int(paletteRGB[3 &* index &+ 1]),
+                                b &- Int(paletteRGB[3 &* index &+ 2]))
+                            if distanceOld <= distanceNew &+ paletteHysteresis { index = old }
+                        }
+                        shown[slot] = 1 << 24 | UInt32(index)
+                        return .palette(UInt8(truncatingIfNeeded: index))
+                    }
+
+                    @inline(__always)
+                    func ink(_ px: Int, _ py: Int) -> Int { clamp(((sampler.luma(px, py) &- 16) &* 255 &+ 109) / 219) }
+
+                    for row in visible.y..<visible.maxY {
+                        let topY = 2 * (row - rect.y) - area.y
+                        let bottomY = topY + 1
+                        let topInside = topY >= 0 && topY < area.height
+                        let bottomInside = bottomY >= 0 && bottomY < area.height
+                        var index = row * screenWidth + visible.x
+                        for column in visible.x..<visible.maxX {
+                            defer { index += 1 }
+                            let px = column - rect.x - area.x
+                            guard px >= 0, px < area.width, topInside || bottomInside else {
+                                shown[2 &* index] = 0
+                                shown[2 &* index &+ 1] = 0
+                                cells[index] = empty
+                                continue
+                            }
+                            if mode == .shades {
+                                var total = 0
+                                if topInside { total += ink(px, topY) }
+                                if bottomInside { total += ink(px, bottomY) }
+                                let level = min(4, (total * 5) >> 9)
+                                cells[index] = Cell(shadeGlyphs[level], style: CellStyle(background: background))
+                            } else if topInside && bottomInside {
+                                cells[index] = Cell(
+                                    upper,
+                                    style: CellStyle(
+                                        foreground: color(px, topY, 2 &* index),
+                                        background: color(px, bottomY, 2 &* index &+ 1)))
+                            } else if topInside {
+                                shown[2 &* index &+ 1] = 0
+                                cells[index] = Cell(
+                                    upper,
+                                    style: CellStyle(
+                                        foreground: color(px, topY, 2 &* index),
+                                        background: background))
+                            } else {
+                                shown[2 &* index] = 0
+                                cells[index] = Cell(
+                                    lower,
+                                    style: CellStyle(
+                                        foreground: color(px, bottomY, 2 &* index &+ 1),
+                                        background: background))
+                            }
                         }
                     }
-                    shown[slot] = 1 << 24 | UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
-                    return .rgb(UInt8(r), UInt8(g), UInt8(b))
-                }
-                var index = Int(Palette.nearestIndex(r: r, g: g, b: b, levels: levels, greys: greys))
-                if before != 0 && Int(before & 0xFF) != index {
-                    let old = Int(before & 0xFF)
-                    let distanceOld = weighted(r &- Int(paletteRGB[3 &* old]), g &- Int(paletteRGB[3 &* old &+ 1]),
-                                               b &- Int(paletteRGB[3 &* old &+ 2]))
-                    let distanceNew = weighted(r &- Int(paletteRGB[3 &* index]), g &- Int(paletteRGB[3 &* index &+ 1]),
-                                               b &- Int(paletteRGB[3 &* index &+ 2]))
-                    if distanceOld <= distanceNew &+ paletteHysteresis { index = old }
-                }
-                shown[slot] = 1 << 24 | UInt32(index)
-                return .palette(UInt8(truncatingIfNeeded: index))
-            }
-
-            @inline(__always)
-            func ink(_ px: Int, _ py: Int) -> Int { clamp(((sampler.luma(px, py) &- 16) &* 255 &+ 109) / 219) }
-
-            for row in visible.y..<visible.maxY {
-                let topY = 2 * (row - rect.y) - area.y, bottomY = topY + 1
-                let topInside = topY >= 0 && topY < area.height
-                let bottomInside = bottomY >= 0 && bottomY < area.height
-                var index = row * screenWidth + visible.x
-                for column in visible.x..<visible.maxX {
-                    defer { index += 1 }
-                    let px = column - rect.x - area.x
-                    guard px >= 0, px < area.width, topInside || bottomInside else {
-                        shown[2 &* index] = 0
-                        shown[2 &* index &+ 1] = 0
-                        cells[index] = empty
-                        continue
-                    }
-                    if mode == .shades {
-                        var total = 0
-                        if topInside { total += ink(px, topY) }
-                        if bottomInside { total += ink(px, bottomY) }
-                        let level = min(4, (total * 5) >> 9)
-                        cells[index] = Cell(shadeGlyphs[level], style: CellStyle(background: background))
-                    } else if topInside && bottomInside {
-                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
-                                                                    background: color(px, bottomY, 2 &* index &+ 1)))
-                    } else if topInside {
-                        shown[2 &* index &+ 1] = 0
-                        cells[index] = Cell(upper, style: CellStyle(foreground: color(px, topY, 2 &* index),
-                                                                    background: background))
-                    } else {
-                        shown[2 &* index] = 0
-                        cells[index] = Cell(lower, style: CellStyle(foreground: color(px, bottomY, 2 &* index &+ 1),
-                                                                    background: background))
-                    }
                 }
             }
-        }}}
+        }
     }
 
     /// Shade characters from no ink to full ink.
@@ -298,8 +340,10 @@ struct PixelSampler {
     /// Weighted Y of tile pixel (px, py).
     @inline(__always)
     func luma(_ px: Int, _ py: Int) -> Int {
-        let column = px &* SampleTable.stride, row = py &* SampleTable.stride
-        let nx = Int(columns[column]), ny = Int(rows[row])
+        let column = px &* SampleTable.stride
+        let row = py &* SampleTable.stride
+        let nx = Int(columns[column])
+        let ny = Int(rows[row])
         var sum = 0
         for j in 0..<ny {
             let line = Int(rows[row &+ 1 &+ j]) &* frameWidth
@@ -315,14 +359,19 @@ struct PixelSampler {
     /// Weighted U and V of tile pixel (px, py), from the half-resolution chroma planes.
     @inline(__always)
     func chroma(_ px: Int, _ py: Int) -> (u: Int, v: Int) {
-        let column = px &* SampleTable.stride &+ 9, row = py &* SampleTable.stride &+ 9
-        let nx = Int(columns[column]), ny = Int(rows[row])
-        var sumU = 0, sumV = 0
+        let column = px &* SampleTable.stride &+ 9
+        let row = py &* SampleTable.stride &+ 9
+        let nx = Int(columns[column])
+        let ny = Int(rows[row])
+        var sumU = 0
+        var sumV = 0
         for j in 0..<ny {
             let line = Int(rows[row &+ 1 &+ j]) &* chromaWidth
-            var lineU = 0, lineV = 0
+            var lineU = 0
+            var lineV = 0
             for i in 0..<nx {
-                let c = line &+ Int(columns[column &+ 1 &+ i]), weight = Int(columns[column &+ 5 &+ i])
+                let c = line &+ Int(columns[column &+ 1 &+ i])
+                let weight = Int(columns[column &+ 5 &+ i])
                 lineU &+= weight &* Int(u[c])
                 lineV &+= weight &* Int(v[c])
             }
@@ -336,11 +385,16 @@ struct PixelSampler {
     /// Red, green and blue of tile pixel (px, py) (BT.601 limited range).
     @inline(__always)
     func rgb(_ px: Int, _ py: Int) -> (Int, Int, Int) {
-        let y = luma(px, py), (u, v) = chroma(px, py)
-        let c = 76284 &* (y &- 16), d = u &- 128, e = v &- 128
-        return (VideoCellRenderer.clamp((c &+ 104595 &* e &+ 32768) >> 16),
-                VideoCellRenderer.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16),
-                VideoCellRenderer.clamp((c &+ 132252 &* d &+ 32768) >> 16))
+        let y = luma(px, py)
+        let (u, v) = chroma(px, py)
+        let c = 76284 &* (y &- 16)
+        let d = u &- 128
+        let e = v &- 128
+        return (
+            VideoCellRenderer.clamp((c &+ 104595 &* e &+ 32768) >> 16),
+            VideoCellRenderer.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16),
+            VideoCellRenderer.clamp((c &+ 132252 &* d &+ 32768) >> 16)
+        )
     }
 }
 
@@ -369,8 +423,10 @@ enum SampleTable {
         let scale = Double(source) / Double(target)
         let width = max(1, scale)
         let centre = (Double(index) + 0.5) * scale
-        let start = centre - width / 2, end = centre + width / 2
-        let first = Int(start.rounded(.down)), last = Int(end.rounded(.up)) - 1
+        let start = centre - width / 2
+        let end = centre + width / 2
+        let first = Int(start.rounded(.down))
+        let last = Int(end.rounded(.up)) - 1
         var taps: [(position: Int, weight: Double)] = []
         if last - first + 1 <= 4 {
             for position in first...last {

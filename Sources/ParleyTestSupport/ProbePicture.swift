@@ -6,8 +6,10 @@ public enum ProbePicture {
     /// Hue across (U rising, V falling), brightness down, in I420.
     public static func gradient(width: Int, height: Int, timestamp: Int64 = 0) -> VideoFrame {
         var y = [UInt8](repeating: 0, count: width * height)
-        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
-        var u = [UInt8](repeating: 0, count: chromaWidth * chromaHeight), v = u
+        let chromaWidth = (width + 1) / 2
+        let chromaHeight = (height + 1) / 2
+        var u = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
+        var v = u
         for row in 0..<height {
             for column in 0..<width { y[row * width + column] = UInt8(16 + (219 * row) / max(1, height - 1)) }
         }

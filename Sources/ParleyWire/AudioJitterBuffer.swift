@@ -221,7 +221,8 @@ public struct AudioJitterBuffer: Sendable {
             let span = last + lastDuration - head
             let flowing = lastArrival.map { now - $0 < settings.frameDuration * 2 } ?? false
             if span >= target + Int64(settings.dropAboveFrames) * frameTicks,
-               let stored = packets.removeValue(forKey: head) {
+                let stored = packets.removeValue(forKey: head)
+            {
                 packetsDiscarded += 1
                 head += stored.duration
             } else if span <= target - 2 * frameTicks, packets[head] != nil, flowing, consecutiveHolds < 2 {

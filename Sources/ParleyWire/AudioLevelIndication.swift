@@ -47,8 +47,8 @@ public struct AudioLevelIndication: Sendable, Equatable {
     /// The level in a packet's one-byte header extension; nil when there is none or it is malformed.
     public init?(_ headerExtension: RTPHeaderExtension) {
         guard headerExtension.profile == RTPHeaderExtension.oneByteProfile,
-              let elements = try? headerExtension.elements(),
-              let element = elements.first(where: { $0.id == Self.extensionID }), element.data.count == 1
+            let elements = try? headerExtension.elements(),
+            let element = elements.first(where: { $0.id == Self.extensionID }), element.data.count == 1
         else { return nil }
         self.init(voiceActivity: element.data[0] & 0x80 != 0, level: element.data[0] & 0x7F)
     }
@@ -58,7 +58,7 @@ public struct AudioLevelIndication: Sendable, Equatable {
         guard header.hasExtension else { return nil }
         let start = 12 + 4 * header.csrcCount
         guard header.headerLength >= start + 4, bytes.count >= header.headerLength,
-              bytes.u16(at: start) == RTPHeaderExtension.oneByteProfile
+            bytes.u16(at: start) == RTPHeaderExtension.oneByteProfile
         else { return nil }
         var offset = start + 4
         while offset < header.headerLength {

@@ -184,7 +184,7 @@ extension Bind {
 
     static func onlyApplicationPacket(_ bytes: [UInt8]) throws(WireError) -> ApplicationPacket {
         let packets = try RTCPPacket.parseCompound(bytes)
-        guard case let .application(app) = packets[0] else {
+        guard case .application(let app) = packets[0] else {
             let type: UInt8 = bytes[1]
             throw .unexpectedRTCPType(found: type, expected: RTCPPacketType.application)
         }

@@ -182,7 +182,7 @@ extension RTCPPacket {
     /// Appends this packet's wire bytes (several RTCP packets when a count exceeds 31).
     public func serialize(into out: inout [UInt8]) {
         switch self {
-        case let .senderReport(report):
+        case .senderReport(let report):
             let first = Array(report.reports.prefix(31))
             Self.appendHeader(
                 &out, count: first.count, packetType: RTCPPacketType.senderReport, bodyLength: 24 + 24 * first.count
@@ -196,9 +196,9 @@ extension RTCPPacket {
             if report.reports.count > 31 {
                 Self.appendReceiverReports(&out, ssrc: report.ssrc, blocks: report.reports.dropFirst(31))
             }
-        case let .receiverReport(report):
+        case .receiverReport(let report):
             Self.appendReceiverReports(&out, ssrc: report.ssrc, blocks: report.reports[...])
-        case let .sourceDescription(description):
+        case .sourceDescription(let description):
             var start = 0
             repeat {
                 let chunks = description.chunks[start..<min(start + 31, description.chunks.count)]
@@ -220,7 +220,7 @@ extension RTCPPacket {
                 out += body
                 start += 31
             } while start < description.chunks.count
-        case let .goodbye(bye):
+        case .goodbye(let bye):
             var body: [UInt8] = []
             let ssrcs = bye.ssrcs.prefix(31)
             for ssrc in ssrcs { body.appendU32(ssrc) }
@@ -232,7 +232,7 @@ extension RTCPPacket {
             }
             Self.appendHeader(&out, count: ssrcs.count, packetType: RTCPPacketType.goodbye, bodyLength: body.count)
             out += body
-        case let .application(app):
+        case .application(let app):
             let padded = (app.data.count + 3) / 4 * 4
             Self.appendHeader(
                 &out, count: Int(app.subtype & 0x1F), packetType: RTCPPacketType.application, bodyLength: 8 + padded
@@ -241,7 +241,7 @@ extension RTCPPacket {
             out.appendU32(app.name.rawValue)
             out += app.data
             out.append(contentsOf: repeatElement(0, count: padded - app.data.count))
-        case let .nack(nack):
+        case .nack(let nack):
             Self.appendHeader(
                 &out, count: 1, packetType: RTCPPacketType.transportFeedback, bodyLength: 8 + 4 * nack.items.count
             )
@@ -251,11 +251,11 @@ extension RTCPPacket {
                 out.appendU16(item.packetID)
                 out.appendU16(item.lostBitmask)
             }
-        case let .pictureLossIndication(pli):
+        case .pictureLossIndication(let pli):
             Self.appendHeader(&out, count: 1, packetType: RTCPPacketType.payloadFeedback, bodyLength: 8)
             out.appendU32(pli.senderSSRC)
             out.appendU32(pli.mediaSSRC)
-        case let .other(raw):
+        case .other(let raw):
             let padded = (raw.body.count + 3) / 4 * 4
             Self.appendHeader(&out, count: Int(raw.count & 0x1F), packetType: raw.packetType, bodyLength: padded)
             out += raw.body

@@ -365,8 +365,8 @@ extension RTCPPacket {
     /// chunk's source, each BYE source. A relay checks them all, not only the first of a compound.
     public var claimedSenderSSRCs: [UInt32] {
         switch self {
-        case let .sourceDescription(description): return description.chunks.map(\.ssrc)
-        case let .goodbye(bye): return bye.ssrcs
+        case .sourceDescription(let description): return description.chunks.map(\.ssrc)
+        case .goodbye(let bye): return bye.ssrcs
         default: return senderSSRC.map { [$0] } ?? []
         }
     }
@@ -374,14 +374,14 @@ extension RTCPPacket {
     /// The SSRC of whoever sent this packet (for the relay to check it against the sender's SSRC block).
     public var senderSSRC: UInt32? {
         switch self {
-        case let .senderReport(report): return report.ssrc
-        case let .receiverReport(report): return report.ssrc
-        case let .sourceDescription(description): return description.chunks.first?.ssrc
-        case let .goodbye(bye): return bye.ssrcs.first
-        case let .application(app): return app.ssrc
-        case let .nack(nack): return nack.senderSSRC
-        case let .pictureLossIndication(pli): return pli.senderSSRC
-        case let .other(raw):
+        case .senderReport(let report): return report.ssrc
+        case .receiverReport(let report): return report.ssrc
+        case .sourceDescription(let description): return description.chunks.first?.ssrc
+        case .goodbye(let bye): return bye.ssrcs.first
+        case .application(let app): return app.ssrc
+        case .nack(let nack): return nack.senderSSRC
+        case .pictureLossIndication(let pli): return pli.senderSSRC
+        case .other(let raw):
             guard raw.body.count >= 4 else { return nil }
             return raw.body[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
         }
@@ -390,9 +390,9 @@ extension RTCPPacket {
     /// For feedback (NACK, PLI, other RTPFB/PSFB), the SSRC of the stream it is about: route it to that sender.
     public var feedbackMediaSSRC: UInt32? {
         switch self {
-        case let .nack(nack): return nack.mediaSSRC
-        case let .pictureLossIndication(pli): return pli.mediaSSRC
-        case let .other(raw): return raw.feedbackMediaSSRC
+        case .nack(let nack): return nack.mediaSSRC
+        case .pictureLossIndication(let pli): return pli.mediaSSRC
+        case .other(let raw): return raw.feedbackMediaSSRC
         default: return nil
         }
     }

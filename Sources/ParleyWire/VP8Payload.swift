@@ -28,8 +28,8 @@ public enum VP8PictureID: Sendable, Equatable {
     /// The id's value.
     public var value: UInt16 {
         switch self {
-        case let .sevenBit(id): return UInt16(id)
-        case let .fifteenBit(id): return id
+        case .sevenBit(let id): return UInt16(id)
+        case .fifteenBit(let id): return id
         }
     }
 }
@@ -152,8 +152,8 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
             (pictureID != nil ? 0x80 : 0) | (tl0PictureIndex != nil ? 0x40 : 0) | (temporalLayer != nil ? 0x20 : 0)
                 | (keyIndex != nil ? 0x10 : 0))
         switch pictureID {
-        case let .sevenBit(id): out.append(id & 0x7F)
-        case let .fifteenBit(id): out.appendU16(0x8000 | id & 0x7FFF)
+        case .sevenBit(let id): out.append(id & 0x7F)
+        case .fifteenBit(let id): out.appendU16(0x8000 | id & 0x7FFF)
         case nil: break
         }
         if let tl0PictureIndex { out.append(tl0PictureIndex) }

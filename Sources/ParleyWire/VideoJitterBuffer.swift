@@ -256,7 +256,7 @@ public struct VideoJitterBuffer: Sendable {
         while let floor {
             if !isWaitingForKeyframe {
                 switch frameStatus(startingAt: floor) {
-                case let .complete(last):
+                case .complete(let last):
                     if let frame = takeFrame(from: floor, through: last) {
                         output.frames.append(frame)
                         continue

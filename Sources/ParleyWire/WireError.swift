@@ -62,41 +62,41 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A sentence naming what was wrong, with the numbers involved.
     public var description: String {
         switch self {
-        case let .truncated(part, needed, available):
+        case .truncated(let part, let needed, let available):
             return "\(part.rawValue) needs \(Self.bytes(needed)), only \(available) available"
-        case let .unsupportedVersion(part, version):
+        case .unsupportedVersion(let part, let version):
             return "\(part.rawValue) has version \(version), expected 2"
-        case let .invalidPadding(part, count, available):
+        case .invalidPadding(let part, let count, let available):
             if count == 0 { return "\(part.rawValue): padding bit set but padding count is 0" }
             return "\(part.rawValue): padding count \(count) exceeds \(available) bytes after the header"
-        case let .rtcpLengthExceedsData(lengthField, remaining):
+        case .rtcpLengthExceedsData(let lengthField, let remaining):
             return "RTCP length \(lengthField) words (\((lengthField + 1) * 4) bytes with header) exceeds "
                 + "\(remaining) remaining bytes"
-        case let .unexpectedRTCPType(found, expected):
+        case .unexpectedRTCPType(let found, let expected):
             return "RTCP packet type \(found), expected \(expected)"
-        case let .extensionElementOverflow(id, length, available):
+        case .extensionElementOverflow(let id, let length, let available):
             return "RTP header extension element id \(id) has length \(length), only \(available) bytes left"
         case .emptyCompound:
             return "RTCP datagram is empty"
-        case let .notBindPacket(name, subtype):
+        case .notBindPacket(let name, let subtype):
             return "RTCP APP name \(RTCPAppName(rawValue: name)) subtype \(subtype) is not a Parley bind packet"
-        case let .bindLength(expected, found):
+        case .bindLength(let expected, let found):
             return "Parley bind packet data is \(Self.bytes(found)), expected \(expected)"
-        case let .unknownBindStatus(status):
+        case .unknownBindStatus(let status):
             return "Parley bind acknowledgement has unknown status \(status)"
-        case let .maxPayloadTooSmall(size, minimum):
+        case .maxPayloadTooSmall(let size, let minimum):
             return "largest payload \(Self.bytes(size)) is below the minimum of \(minimum)"
         case .emptyFrame:
             return "frame has no bytes"
-        case let .frameMissingStart(sequenceNumber):
+        case .frameMissingStart(let sequenceNumber):
             return "packet \(sequenceNumber) does not start a VP8 frame (needs S=1, PID=0)"
-        case let .frameSequenceGap(expected, found):
+        case .frameSequenceGap(let expected, let found):
             return "frame is missing packet \(expected) (next was \(found))"
-        case let .frameTimestampMismatch(expected, found, sequenceNumber):
+        case .frameTimestampMismatch(let expected, let found, let sequenceNumber):
             return "packet \(sequenceNumber) has timestamp \(found), frame has \(expected)"
-        case let .frameMissingMarker(lastSequenceNumber):
+        case .frameMissingMarker(let lastSequenceNumber):
             return "frame ends at packet \(lastSequenceNumber) without the marker bit"
-        case let .invalidOpusFrameCount(count):
+        case .invalidOpusFrameCount(let count):
             return "Opus packet declares \(count) frames"
         }
     }

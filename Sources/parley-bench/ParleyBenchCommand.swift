@@ -11,7 +11,8 @@ struct ParleyBenchCommand: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, messaging, latency, render, picture, simulcast, call, broadcast, echo, encryption,
+        case codecs, wire, relay, load, messaging, latency, render, picture, simulcast, call, broadcast, echo,
+            encryption,
             all
 
         /// The sections of the results page this suite measures, in the order it runs them.
@@ -38,17 +39,23 @@ struct ParleyBenchCommand: AsyncParsableCommand {
     @Argument(help: "Which benchmark: \(Suite.allCases.map(\.rawValue).joined(separator: ", ")).")
     var suite: Suite = .all
 
-    @Option(help: ArgumentHelp("With render: write PNGs of one frame in every picture mode to this folder.",
-                               valueName: "folder"))
+    @Option(
+        help: ArgumentHelp(
+            "With render: write PNGs of one frame in every picture mode to this folder.",
+            valueName: "folder"))
     var pictures: String?
 
-    @Option(help: ArgumentHelp("The parley binary the relay, load, messaging, call, broadcast and encryption benchmarks "
-                               + "start (default: PARLEY_BIN, or the parley next to this program).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The parley binary the relay, load, messaging, call, broadcast and encryption benchmarks "
+                + "start (default: PARLEY_BIN, or the parley next to this program).", valueName: "path"))
     var parley: String?
 
-    @Option(help: ArgumentHelp("Also write each section's tables into this results page (docs/benchmarks.md), "
-                               + "between that section's begin and end lines, keeping the rest of the file.",
-                               valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Also write each section's tables into this results page (docs/benchmarks.md), "
+                + "between that section's begin and end lines, keeping the rest of the file.",
+            valueName: "file"))
     var markdown: String?
 
     func validate() throws {
@@ -156,8 +163,9 @@ struct ParleyBenchCommand: AsyncParsableCommand {
         do {
             return ResultsPage(file: path, text: try String(contentsOfFile: path, encoding: .utf8))
         } catch {
-            throw BenchFailure("cannot read \(path) (\(error.localizedDescription)): --markdown takes the results "
-                               + "page, docs/benchmarks.md, with a begin and an end line for each section")
+            throw BenchFailure(
+                "cannot read \(path) (\(error.localizedDescription)): --markdown takes the results "
+                    + "page, docs/benchmarks.md, with a begin and an end line for each section")
         }
     }
 
@@ -169,13 +177,15 @@ struct ParleyBenchCommand: AsyncParsableCommand {
     private func parleyPath() -> String {
         if let parley { return parley }
         if let path = ProcessInfo.processInfo.environment["PARLEY_BIN"], !path.isEmpty { return path }
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let own =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("parley").path
     }
 
     /// When and where: "2026-11-26 09:41 UTC, AMD EPYC 7B13, 2 cores, load average 3.10".
     private func machineDescription(at date: Date) -> String {
-        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+        let cpu =
+            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
         let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -183,7 +193,8 @@ struct ParleyBenchCommand: AsyncParsableCommand {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
             .split(separator: " ").first.map { ", load average \($0)" } ?? ""
         return "\(formatter.string(from: date)), \(cpu), \(cores) cores\(load)"
     }

@@ -72,9 +72,10 @@ func capture(device: String?, seconds: Double, output: String, channels: Int, bl
     let samples = collected.withLock { Array($0.prefix(wanted * channels)) }
     try Data(WAVAudio(sampleRate: sampleRate, channels: channels, samples: samples).encoded())
         .write(to: URL(fileURLWithPath: output))
-    try printJSON(ProbeReport(
-        device: device, frames: samples.count / channels, elapsedSeconds: elapsed,
-        firstBlockSeconds: firstBlock.withLock { $0 }?.timeIntervalSince(start)))
+    try printJSON(
+        ProbeReport(
+            device: device, frames: samples.count / channels, elapsedSeconds: elapsed,
+            firstBlockSeconds: firstBlock.withLock { $0 }?.timeIntervalSince(start)))
 }
 
 func play(device: String?, input: String, prebuffer: Int, block: Int) throws {
@@ -95,8 +96,9 @@ func play(device: String?, input: String, prebuffer: Int, block: Int) throws {
     let source = samples
     let playoutBox = Mutex<SpeakerPlayout?>(nil)
     @Sendable func frame(_ index: Int) -> AudioFrame {
-        AudioFrame(sampleRate: sampleRate, channels: channels,
-                   samples: Array(source[(index * blockSamples)..<((index + 1) * blockSamples)]))
+        AudioFrame(
+            sampleRate: sampleRate, channels: channels,
+            samples: Array(source[(index * blockSamples)..<((index + 1) * blockSamples)]))
     }
     let playout = SpeakerPlayout(
         stream: stream, sampleRate: sampleRate, channels: channels, framesPerBlock: block,
@@ -127,9 +129,10 @@ func play(device: String?, input: String, prebuffer: Int, block: Int) throws {
     playout.stop()
     playoutBox.withLock { $0 = nil }
     if let error = outcome.withLock({ $0 }) { throw error }
-    try printJSON(ProbeReport(
-        device: device, frames: blocks * block, elapsedSeconds: elapsed,
-        underruns: underrunsAtEnd.load(ordering: .relaxed), dropped: playout.dropped))
+    try printJSON(
+        ProbeReport(
+            device: device, frames: blocks * block, elapsedSeconds: elapsed,
+            underruns: underrunsAtEnd.load(ordering: .relaxed), dropped: playout.dropped))
 }
 
 /// Runs `body`, printing a device error as "error: ..." with exit status 2.
@@ -144,7 +147,9 @@ func reportingErrors(_ body: () throws -> Void) throws {
 
 /// A count option checked against its range, with a message naming the option.
 func checked(_ value: Int, _ name: String, in range: ClosedRange<Int>) throws -> Int {
-    guard range.contains(value) else { throw ValidationError("--\(name) \(value) is not from \(range.lowerBound) to \(range.upperBound)") }
+    guard range.contains(value) else {
+        throw ValidationError("--\(name) \(value) is not from \(range.lowerBound) to \(range.upperBound)")
+    }
     return value
 }
 

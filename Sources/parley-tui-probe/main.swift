@@ -19,7 +19,8 @@ import ParleyTestSupport
 
 /// 40x20 frame: red above blue, the boundary inside the middle cell row of a 20x5 tile.
 func splitFrame(swapped: Bool = false) -> VideoFrame {
-    let width = 40, height = 20
+    let width = 40
+    let height = 20
     var y = [UInt8](repeating: 0, count: width * height)
     var u = [UInt8](repeating: 0, count: width * height / 4)
     var v = u
@@ -36,11 +37,15 @@ func splitFrame(swapped: Bool = false) -> VideoFrame {
     return VideoFrame(width: width, height: height, y: y, u: u, v: v)
 }
 
-func probeScreen(size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String,
-                 overlay: Bool = false, swapped: Bool = false, picture: PictureChoice? = nil) -> Screen {
+func probeScreen(
+    size: TerminalSize, theme: Theme, renderer: inout VideoCellRenderer, lastKey: String,
+    overlay: Bool = false, swapped: Bool = false, picture: PictureChoice? = nil
+) -> Screen {
     var screen = Screen(width: size.columns, height: size.rows)
     screen.write("Parley probe pid=\(getpid()) depth=\(theme.depth)", column: 0, row: 0, style: theme.style(.text))
-    let frame = renderer.pixels ? ProbePicture.gradient(width: 96, height: 64, timestamp: swapped ? 1 : 0)
+    let frame =
+        renderer.pixels
+        ? ProbePicture.gradient(width: 96, height: 64, timestamp: swapped ? 1 : 0)
         : splitFrame(swapped: swapped)
     renderer.draw(frame, into: &screen, in: CellRect(x: 0, y: 1, width: 20, height: 5))
     if overlay { screen.write(" OVER ", column: 6, row: 3, style: theme.style(.header)) }
@@ -64,8 +69,9 @@ func cycleColorPairs(_ terminal: Terminal) {
     while combination < 256 * 256 + 1000 {
         var screen = Screen(width: size.columns, height: size.rows)
         for index in 0..<(size.columns * size.rows) {
-            let style = CellStyle(foreground: .palette(UInt8(combination & 255)),
-                                  background: .palette(UInt8((combination >> 8) & 255)))
+            let style = CellStyle(
+                foreground: .palette(UInt8(combination & 255)),
+                background: .palette(UInt8((combination >> 8) & 255)))
             screen.put("x", column: index % size.columns, row: index / size.columns, style: style)
             combination += 1
         }
@@ -79,24 +85,30 @@ func runProbe(crash: Bool) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         if let picture = environment["PARLEY_PROBE_PICTURE"] { options.picture = try PictureMode.parse(picture) }
         return try Terminal.withTerminal(options: options) { terminal in
-            var renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells,
-                                             pixels: terminal.pixelCanvas != nil)
+            var renderer = VideoCellRenderer(
+                mode: terminal.videoColorMode, cells: terminal.pictureCells,
+                pixels: terminal.pixelCanvas != nil)
             let showChoice = environment["PARLEY_PROBE_PICTURE"] != nil
             let statusPath = environment["PARLEY_PROBE_STATUS"]
             var statusWritten = ""
             var lastKey = "none"
-            var cursor = false, overlay = false, swapped = false
+            var cursor = false
+            var overlay = false
+            var swapped = false
             while true {
                 // The choice can change after start-up (a re-attach inside tmux): follow it as the app does.
                 if renderer.mode != terminal.videoColorMode || renderer.cells != terminal.pictureCells {
-                    renderer = VideoCellRenderer(mode: terminal.videoColorMode, cells: terminal.pictureCells,
-                                                 pixels: terminal.pixelCanvas != nil)
+                    renderer = VideoCellRenderer(
+                        mode: terminal.videoColorMode, cells: terminal.pictureCells,
+                        pixels: terminal.pixelCanvas != nil)
                 }
                 let shownChoice = showChoice ? terminal.pictureChoice : nil
-                terminal.draw(probeScreen(size: terminal.size, theme: terminal.theme, renderer: &renderer,
-                                          lastKey: lastKey, overlay: overlay, swapped: swapped,
-                                          picture: shownChoice),
-                              cursor: cursor ? (column: 5, row: 9) : nil)
+                terminal.draw(
+                    probeScreen(
+                        size: terminal.size, theme: terminal.theme, renderer: &renderer,
+                        lastKey: lastKey, overlay: overlay, swapped: swapped,
+                        picture: shownChoice),
+                    cursor: cursor ? (column: 5, row: 9) : nil)
                 if let path = statusPath {
                     let cell = terminal.pixelCanvas.map { "\($0.cell)" } ?? "none"
                     let status = "\(terminal.pictureChoice.label)|\(cell)|\(terminal.pictureChoice.reason)\n"
@@ -125,7 +137,8 @@ func runProbe(crash: Bool) -> Int32 {
 /// for RenderBench.
 struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "parley-tui-probe", abstract: "Draws a known screen for the tmux tests, or RenderBench's pane half.")
+        commandName: "parley-tui-probe",
+        abstract: "Draws a known screen for the tmux tests, or RenderBench's pane half.")
 
     @Flag(help: "Draw, then trap (checks that a crash restores the terminal).")
     var crash = false
@@ -169,8 +182,10 @@ struct ProbeCommand: ParsableCommand {
         if bench, let frames, let tiles, let out, let content = BenchPattern.Content(rawValue: content),
             let cells = PictureCells(rawValue: cells)
         {
-            throw ExitCode(RenderBench.pane(frames: frames, tiles: tiles, out: out, warmup: warmup, content: content,
-                                            cells: cells))
+            throw ExitCode(
+                RenderBench.pane(
+                    frames: frames, tiles: tiles, out: out, warmup: warmup, content: content,
+                    cells: cells))
         }
         throw ExitCode(runProbe(crash: crash))
     }

@@ -77,8 +77,10 @@ struct Bot: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        for (flag, value) in [("--chat-every", chatEvery), ("--toggle-video-every", toggleVideoEvery),
-                              ("--duration", duration)] {
+        for (flag, value) in [
+            ("--chat-every", chatEvery), ("--toggle-video-every", toggleVideoEvery),
+            ("--duration", duration),
+        ] {
             if let value, !(value > 0) { throw ValidationError("\(flag) must be a positive number of seconds") }
         }
         if let bitrate, !(20...20_000).contains(bitrate) {
@@ -110,7 +112,8 @@ struct Bot: AsyncParsableCommand {
         configuration.password = try access.roomPassword()
         if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {
             do {
-                configuration.encryption = try CallEncryption(secret: encryption.key, room: configuration.room, suite: suite)
+                configuration.encryption = try CallEncryption(
+                    secret: encryption.key, room: configuration.room, suite: suite)
             } catch {
                 throw CommandFailure("\(error)")
             }
@@ -118,8 +121,9 @@ struct Bot: AsyncParsableCommand {
         let engine = try CallEngine(configuration)
         let runner = BotRunner(engine: engine, name: name, logger: logger)
         engine.start()
-        await runner.run(chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration,
-                         statisticsFile: statsFile.map(CallStatisticsFile.init(path:)))
+        await runner.run(
+            chatEvery: chatEvery, toggleVideoEvery: toggleVideoEvery, duration: duration,
+            statisticsFile: statsFile.map(CallStatisticsFile.init(path:)))
         if stats {
             let summary = CallStatisticsSummary(await engine.statistics())
             do {
@@ -146,8 +150,10 @@ final class BotRunner: @unchecked Sendable {
         self.logger = logger
     }
 
-    func run(chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?,
-             statisticsFile: CallStatisticsFile? = nil) async {
+    func run(
+        chatEvery: Double?, toggleVideoEvery: Double?, duration: Double?,
+        statisticsFile: CallStatisticsFile? = nil
+    ) async {
         let signals = duration == nil ? Signals() : nil
         await withTaskGroup(of: Bool.self) { group in
             if let statisticsFile {

@@ -34,9 +34,10 @@ struct Chats: AsyncParsableCommand {
     static func line(_ conversation: Conversation) -> String {
         let name = conversation.kind == .channel ? "#" + conversation.name : conversation.name
         let unread = conversation.unread > 0 ? " (\(conversation.unread) unread)" : ""
-        let last = conversation.lastText.map { text in
-            "\(shortTime(conversation.lastAt)) \(conversation.lastFrom ?? ""): \(text.prefix(60))"
-        } ?? "no messages yet"
+        let last =
+            conversation.lastText.map { text in
+                "\(shortTime(conversation.lastAt)) \(conversation.lastFrom ?? ""): \(text.prefix(60))"
+            } ?? "no messages yet"
         return "\(name)\(unread)  \(last)"
     }
 }
@@ -48,7 +49,8 @@ struct Channel: AsyncParsableCommand {
         subcommands: [JoinChannel.self, LeaveChannel.self, Say.self, ChannelHistory.self, Members.self])
 
     struct JoinChannel: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "join", abstract: "Join a channel (created if new).")
+        static let configuration = CommandConfiguration(
+            commandName: "join", abstract: "Join a channel (created if new).")
         @Argument(help: "The channel: letters, digits, spaces and room-name punctuation, at most 64 bytes.")
         var channel: String
         @OptionGroup var account: AccountOptions
@@ -115,9 +117,10 @@ struct Channel: AsyncParsableCommand {
             }
             if lines.isEmpty { print("no messages in \(channel)") }
             for line in lines.reversed() {
-                print(line.kind == "message"
-                      ? "\(shortTime(line.sentAt)) \(line.from): \(line.text)"
-                      : "\(shortTime(line.sentAt)) -- \(MessagingClient.text(of: line))")
+                print(
+                    line.kind == "message"
+                        ? "\(shortTime(line.sentAt)) \(line.from): \(line.text)"
+                        : "\(shortTime(line.sentAt)) -- \(MessagingClient.text(of: line))")
             }
         }
     }
@@ -137,8 +140,10 @@ struct Channel: AsyncParsableCommand {
     }
 
     /// Logs in, runs `body`, closes; a refusal becomes the command's error (prefixed with `failure`).
-    static func with<T>(_ account: AccountOptions, failure: String? = nil,
-                        _ body: (MessagingClient) async throws -> T) async throws -> T {
+    static func with<T>(
+        _ account: AccountOptions, failure: String? = nil,
+        _ body: (MessagingClient) async throws -> T
+    ) async throws -> T {
         let client = try await account.connect()
         do {
             let result = try await body(client)

@@ -57,7 +57,8 @@ struct Demo: AsyncParsableCommand {
         var app = try options.appOptions(
             directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
         app.messaging = nil  // the embedded relay keeps no accounts: the demo call is a guest's
-        var relayConfiguration = RelayConfiguration(host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay"))
+        var relayConfiguration = RelayConfiguration(
+            host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay"))
         // The embedded relay gets a fresh self-signed certificate that lives only in memory, and everyone in the
         // demo pins exactly it: a real TLS call, with nothing written to known_relays.
         if !options.relayTrust.insecure { relayConfiguration.tls = try RelayIdentity.selfSigned(hosts: ["127.0.0.1"]) }
@@ -80,7 +81,8 @@ struct Demo: AsyncParsableCommand {
             // The first bot talks and moves with the sample media Parley ships (a real voice and picture); the
             // others, and every bot when the resources are not installed, use the synthetic ones.
             if index == 0, let video = try? BundledResources.path(BundledResources.sampleVideo),
-               let speech = try? BundledResources.path(BundledResources.speech) {
+                let speech = try? BundledResources.path(BundledResources.speech)
+            {
                 botConfiguration.videoSources = [.file(video)]
                 botConfiguration.audioSource = .file(speech)
             }

@@ -13,11 +13,13 @@ struct Devices: ParsableCommand {
         let devices = MediaDevices.system
         var lines: [String] = []
         lines.append("Microphones (--mic NAME):")
-        lines += Self.audioLines(Result { try devices.audio.inputDevices() }, isDefault: \.isDefaultInput,
-                                 channels: \.inputChannels)
+        lines += Self.audioLines(
+            Result { try devices.audio.inputDevices() }, isDefault: \.isDefaultInput,
+            channels: \.inputChannels)
         lines.append("Speakers (--speaker NAME):")
-        lines += Self.audioLines(Result { try devices.audio.outputDevices() }, isDefault: \.isDefaultOutput,
-                                 channels: \.outputChannels)
+        lines += Self.audioLines(
+            Result { try devices.audio.outputDevices() }, isDefault: \.isDefaultOutput,
+            channels: \.outputChannels)
         lines.append("Cameras (--camera NAME):")
         switch Result(catching: { try devices.cameras.cameras() }) {
         case .success(let cameras) where cameras.isEmpty:
@@ -63,8 +65,10 @@ struct Resources: ParsableCommand {
         do {
             let folder = try BundledResources.directory()
             say(folder)
-            for name in [BundledResources.defaultKeys, BundledResources.defaultTheme, BundledResources.speech,
-                         BundledResources.sampleVideo, BundledResources.soundSetup] {
+            for name in [
+                BundledResources.defaultKeys, BundledResources.defaultTheme, BundledResources.speech,
+                BundledResources.sampleVideo, BundledResources.soundSetup,
+            ] {
                 say("  " + (try BundledResources.path(name)))
             }
             // The key map and theme are read at every start: a broken one is an error here too.

@@ -12,18 +12,22 @@ struct InteractiveOptions: ParsableArguments {
     @Flag(help: "Join calls as a guest, not as the account logged in on this computer (which others see verified).")
     var guest = false
 
-    @Flag(name: .customLong("hide-room"), help: "In a call, your account's presence says \"in a call\" without the room.")
+    @Flag(
+        name: .customLong("hide-room"), help: "In a call, your account's presence says \"in a call\" without the room.")
     var hideRoom = false
 
-    @Flag(name: .customLong("no-simulcast"),
-          help: "Send your camera at full size only (by default also at half and a quarter, for small tiles).")
+    @Flag(
+        name: .customLong("no-simulcast"),
+        help: "Send your camera at full size only (by default also at half and a quarter, for small tiles).")
     var noSimulcast = false
 
-    @Option(help: ArgumentHelp(
-        "How video is drawn: auto (default: the best this terminal shows), kitty or sixel (real pixels), sextant "
-            + "(2x3 pixels a cell), quadrant (2x2), half (1x2) or shade (no colour). The settings screen says what "
-            + "auto chose and why.",
-        valueName: "mode"), transform: { text in
+    @Option(
+        help: ArgumentHelp(
+            "How video is drawn: auto (default: the best this terminal shows), kitty or sixel (real pixels), sextant "
+                + "(2x3 pixels a cell), quadrant (2x2), half (1x2) or shade (no colour). The settings screen says what "
+                + "auto chose and why.",
+            valueName: "mode"),
+        transform: { text in
             do { return try PictureMode.parse(text) } catch { throw ValidationError("\(error)") }
         })
     var picture: PictureMode = .auto
@@ -58,7 +62,8 @@ struct InteractiveOptions: ParsableArguments {
     @Option(help: "Key configuration file (default: ~/.config/parley/keys if it exists).")
     var keys: String?
 
-    @Option(help: "Theme file (default: ~/.config/parley/theme if it exists; `parley resources` shows the default one).")
+    @Option(
+        help: "Theme file (default: ~/.config/parley/theme if it exists; `parley resources` shows the default one).")
     var theme: String?
 
     @Option(name: .customLong("double-key-ms"), help: "Window for pressing a tile's number twice, in ms.")
@@ -258,8 +263,9 @@ struct Lobby: AsyncParsableCommand {
         var direct: JoinSettings?
         if let link {
             guard MeetingLink.looksLikeLink(link) else {
-                throw ValidationError("\"\(link)\" is not a meeting link or a command: to join a room by name run "
-                                      + "parley join \(link) --server HOST:PORT; see parley --help")
+                throw ValidationError(
+                    "\"\(link)\" is not a meeting link or a command: to join a room by name run "
+                        + "parley join \(link) --server HOST:PORT; see parley --help")
             }
             let (address, roomName, notices) = try target(link, server: nil, insecure: options.relayTrust.insecure)
             lobby = LobbyState(server: address.description, name: name, room: roomName)
@@ -270,8 +276,10 @@ struct Lobby: AsyncParsableCommand {
             direct = settings
         }
         do {
-            try await runTerminal(try options.appOptions(directJoin: direct, lobby: lobby,
-                                                         returnToLobby: direct == nil))
+            try await runTerminal(
+                try options.appOptions(
+                    directJoin: direct, lobby: lobby,
+                    returnToLobby: direct == nil))
         } catch let error as TerminalError {
             throw CommandFailure("\(error)")
         }
@@ -282,9 +290,10 @@ struct Lobby: AsyncParsableCommand {
 struct Join: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Join a room directly, by name or by meeting link.")
 
-    @Argument(help: """
-        Room to join (letters, digits, spaces and common punctuation; created on first join), or a meeting link         parley://HOST:PORT/ROOM.
-        """)
+    @Argument(
+        help: """
+            Room to join (letters, digits, spaces and common punctuation; created on first join), or a meeting link         parley://HOST:PORT/ROOM.
+            """)
     var room: String
 
     @Option(help: "Relay address, HOST:PORT (default \(LobbyState.defaultServer); a link names its own).")
@@ -327,9 +336,10 @@ struct Join: AsyncParsableCommand {
         settings.password = try access.roomPassword()
         settings.notices = notices
         do {
-            try await runTerminal(try options.appOptions(
-                directJoin: settings, lobby: LobbyState(server: address.description, name: name, room: roomName),
-                returnToLobby: false))
+            try await runTerminal(
+                try options.appOptions(
+                    directJoin: settings, lobby: LobbyState(server: address.description, name: name, room: roomName),
+                    returnToLobby: false))
         } catch {
             throw CommandFailure("\(error)")
         }
@@ -346,7 +356,8 @@ func target(_ text: String, server: String?, insecure: Bool) throws
     if MeetingLink.looksLikeLink(text) {
         let link = try MeetingLink(parsing: text)
         if let server, let given = try? ServerAddress(parsing: server), given != link.server {
-            throw ValidationError("the link names the relay \(link.server) and --server says \(given): give one of them")
+            throw ValidationError(
+                "the link names the relay \(link.server) and --server says \(given): give one of them")
         }
         if link.insecure && !insecure {
             throw ValidationError("\(text) is a ws:// link (a relay without TLS): add --insecure to join it")

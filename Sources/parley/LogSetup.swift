@@ -41,7 +41,8 @@ enum LogSetup {
     /// Parley's state folder (logs, the relay's certificate): `$XDG_STATE_HOME/parley`, or `~/.local/state/parley`.
     static var stateDirectory: String {
         let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let state =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() + "/.local/state")
         return state + "/parley"
     }
@@ -117,8 +118,12 @@ struct FileLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let fields = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            .joined(separator: " ")
+        let fields =
+            all.isEmpty
+            ? ""
+            : " "
+                + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                .joined(separator: " ")
         let time = ISO8601DateFormatter().string(from: Date())
         file.write("\(time) \(event.level) \(label): \(event.message)\(fields)\n")
     }

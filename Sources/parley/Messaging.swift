@@ -45,11 +45,15 @@ struct AccountFiles {
 
     func save(_ identity: AccountIdentity) throws {
         let path = identityPath(identity.name)
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        guard FileManager.default.createFile(atPath: path, contents: Data(identity.encoded().utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(identity.encoded().utf8),
+                attributes: [.posixPermissions: 0o600])
+        else {
             throw CommandFailure("could not write \(path)")
         }
     }
@@ -65,8 +69,11 @@ struct AccountFiles {
 
     func setCurrent(name: String, server: String) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: currentPath, contents: Data("\(name)\n\(server)\n".utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: currentPath, contents: Data("\(name)\n\(server)\n".utf8),
+                attributes: [.posixPermissions: 0o600])
+        else {
             throw CommandFailure("could not write \(currentPath)")
         }
     }
@@ -99,7 +106,8 @@ struct AccountOptions: ParsableArguments {
     }
 
     func connectAndSendOutbox() async throws
-        -> (client: MessagingClient, sent: [String: Result<MessageStored, MessagingClientError>]) {
+        -> (client: MessagingClient, sent: [String: Result<MessageStored, MessagingClientError>])
+    {
         let files = AccountFiles.standard
         let local = try local()
         let identity = try files.load(files.identityPath(local.name))
@@ -108,8 +116,9 @@ struct AccountOptions: ParsableArguments {
         for message in (try? local.cache.outbox()) ?? [] {
             do {
                 let stored = try await client.send(message.text, to: message.to, id: message.id)
-                try? local.cache.acknowledged(message.id, sequence: stored.sequence, from: local.name,
-                                              sentAt: Int64(Date().timeIntervalSince1970 * 1000))
+                try? local.cache.acknowledged(
+                    message.id, sequence: stored.sequence, from: local.name,
+                    sentAt: Int64(Date().timeIntervalSince1970 * 1000))
                 results[message.id] = .success(stored)
             } catch let error as MessagingClientError {
                 results[message.id] = .failure(error)
@@ -126,7 +135,8 @@ struct AccountOptions: ParsableArguments {
     }
 
     static func login(_ identity: AccountIdentity, server: String, trust relayTrust: RelayTrustOptions) async throws
-        -> MessagingClient {
+        -> MessagingClient
+    {
         let address: ServerAddress
         do {
             address = try ServerAddress(parsing: server)
@@ -134,7 +144,8 @@ struct AccountOptions: ParsableArguments {
             throw CommandFailure("\(error)")
         }
         do {
-            return try await MessagingClient.connect(to: address, security: try relayTrust.security(), identity: identity)
+            return try await MessagingClient.connect(
+                to: address, security: try relayTrust.security(), identity: identity)
         } catch {
             throw CommandFailure("\(error)")
         }
@@ -170,7 +181,9 @@ struct Login: AsyncParsableCommand {
         try files.setCurrent(name: name, server: server)
         var lines = ["logged in as \(name) on \(server)"]
         if createdHere { lines.append("new identity saved in \(files.identityPath(name)) (mode 600)") }
-        if client.created { lines.append("the relay bound \(name) to this key: fingerprint \(identity.keys.fingerprint)") }
+        if client.created {
+            lines.append("the relay bound \(name) to this key: fingerprint \(identity.keys.fingerprint)")
+        }
         if client.waiting > 0 { lines.append("\(client.waiting) messages waiting: parley inbox") }
         print(lines.joined(separator: "\n"))
     }
@@ -214,8 +227,10 @@ struct Msg: AsyncParsableCommand {
         let local = try account.local()
         let id = id ?? UUID().uuidString
         do {
-            try local.cache.queue(OutgoingMessage(id: id, to: peer, text: text,
-                                                  writtenAt: Int64(Date().timeIntervalSince1970 * 1000)))
+            try local.cache.queue(
+                OutgoingMessage(
+                    id: id, to: peer, text: text,
+                    writtenAt: Int64(Date().timeIntervalSince1970 * 1000)))
         } catch {
             throw CommandFailure("not stored: \(error)")
         }
@@ -223,8 +238,9 @@ struct Msg: AsyncParsableCommand {
         do {
             session = try await account.connectAndSendOutbox()
         } catch {
-            throw CommandFailure("not stored: \(error)\nkept in this computer's outbox: the next parley command that "
-                                 + "reaches the relay sends it")
+            throw CommandFailure(
+                "not stored: \(error)\nkept in this computer's outbox: the next parley command that "
+                    + "reaches the relay sends it")
         }
         await session.client.close()
         for (other, result) in session.sent where other != id {
@@ -234,8 +250,9 @@ struct Msg: AsyncParsableCommand {
         case .success(let stored):
             print("stored for \(peer) (message \(stored.sequence))")
         case .failure(let error) where error.code == nil || error.code == .storeFailed || error.code == .rateLimited:
-            throw CommandFailure("not stored: \(error)\nkept in this computer's outbox: the next parley command that "
-                                 + "reaches the relay sends it")
+            throw CommandFailure(
+                "not stored: \(error)\nkept in this computer's outbox: the next parley command that "
+                    + "reaches the relay sends it")
         case .failure(let error):
             throw CommandFailure("not stored: \(error)")
         case nil:
@@ -294,7 +311,8 @@ struct History: AsyncParsableCommand {
             for message in cached.reversed() {
                 print("\(shortTime(message.sentAt)) \(message.from): \(message.text)")
             }
-            print("(offline: \(error); \(cached.isEmpty ? "nothing with \(peer)" : "these are") in this computer's copy)")
+            print(
+                "(offline: \(error); \(cached.isEmpty ? "nothing with \(peer)" : "these are") in this computer's copy)")
             return
         }
         let messages: [ReceivedMessage]
@@ -361,7 +379,8 @@ struct Account: AsyncParsableCommand {
         case "import":
             let identity = try files.load(target)
             if FileManager.default.fileExists(atPath: files.identityPath(identity.name)) {
-                throw CommandFailure("an identity for \(identity.name) exists already: \(files.identityPath(identity.name))")
+                throw CommandFailure(
+                    "an identity for \(identity.name) exists already: \(files.identityPath(identity.name))")
             }
             try files.save(identity)
             print("imported \(identity.name): parley login \(identity.name) --server HOST:PORT")
@@ -387,7 +406,9 @@ extension ReceivedMessage {
 
 extension AccountFiles {
     /// The logged-in account for the messages screen, or why there is none.
-    func messagingAccount(server override: String?, security: SignalingSecurity) -> Result<MessagingAccount, CommandFailure> {
+    func messagingAccount(server override: String?, security: SignalingSecurity) -> Result<
+        MessagingAccount, CommandFailure
+    > {
         guard let current = current() else {
             return .failure(CommandFailure("Not logged in: run parley login NAME --server HOST:PORT first."))
         }

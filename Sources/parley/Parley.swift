@@ -12,7 +12,8 @@ struct Parley: AsyncParsableCommand {
             """,
         subcommands: [
             Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self,
-            Login.self, Logout.self, Msg.self, Inbox.self, History.self, Chats.self, Channel.self, Messages.self, Status.self,
+            Login.self, Logout.self, Msg.self, Inbox.self, History.self, Chats.self, Channel.self, Messages.self,
+            Status.self,
             Account.self,
         ],
         defaultSubcommand: Lobby.self)

@@ -14,7 +14,10 @@ struct RoomAccessOptions: ParsableArguments {
     @Option(help: "End-to-end encryption of media and chat: aes-128-gcm or aes-256-gcm (the default with a secret).")
     var encryption: String?
 
-    @Option(help: "The room secret for end-to-end encryption. Visible in shell history: prefer --secret-file or --ask-secret.")
+    @Option(
+        help:
+            "The room secret for end-to-end encryption. Visible in shell history: prefer --secret-file or --ask-secret."
+    )
     var secret: String?
 
     @Option(name: .customLong("secret-file"), help: "Read the room secret from the first line of this file.")
@@ -70,7 +73,7 @@ struct RoomAccessOptions: ParsableArguments {
         if let value { return value }
         if let file {
             guard let data = FileManager.default.contents(atPath: file),
-                  let text = String(data: data, encoding: .utf8)
+                let text = String(data: data, encoding: .utf8)
             else { throw ValidationError("cannot read the \(what) from \(file)") }
             let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
             guard !line.isEmpty else { throw ValidationError("\(file) is empty: its first line is the \(what)") }
@@ -88,15 +91,23 @@ struct RoomAccessOptions: ParsableArguments {
 
 /// How a client trusts its relay: TLS with the relay pinned in known_relays (default), or plain ws:// on request.
 struct RelayTrustOptions: ParsableArguments {
-    @Flag(help: "Connect with plain ws:// without TLS (to a relay started with --insecure): the network can read chat, names and media credentials.")
+    @Flag(
+        help:
+            "Connect with plain ws:// without TLS (to a relay started with --insecure): the network can read chat, names and media credentials."
+    )
     var insecure = false
 
-    @Option(name: .customLong("known-relays"), help: "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays, or ~/.config/parley/known_relays).")
+    @Option(
+        name: .customLong("known-relays"),
+        help:
+            "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays, or ~/.config/parley/known_relays)."
+    )
     var knownRelays: String?
 
     func validate() throws {
         if insecure, knownRelays != nil {
-            throw ValidationError("--insecure does not use TLS, so --known-relays has nothing to check: give one of them")
+            throw ValidationError(
+                "--insecure does not use TLS, so --known-relays has nothing to check: give one of them")
         }
     }
 

@@ -3,8 +3,8 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyRelay
-import ParleyStore
 import ParleySecurity
+import ParleyStore
 
 /// `parley serve`: the relay.
 struct Serve: AsyncParsableCommand {
@@ -26,16 +26,23 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Write logs to this file instead of standard error.")
     var log: String?
 
-    @Option(name: .customLong("tls-cert"), help: "TLS certificate (chain) for signaling, PEM. Without it the relay uses a self-signed one.")
+    @Option(
+        name: .customLong("tls-cert"),
+        help: "TLS certificate (chain) for signaling, PEM. Without it the relay uses a self-signed one.")
     var tlsCert: String?
 
     @Option(name: .customLong("tls-key"), help: "Private key of --tls-cert, PEM.")
     var tlsKey: String?
 
-    @Option(name: .customLong("state-dir"), help: "Where the self-signed certificate is kept (default: $XDG_STATE_HOME/parley, or ~/.local/state/parley).")
+    @Option(
+        name: .customLong("state-dir"),
+        help: "Where the self-signed certificate is kept (default: $XDG_STATE_HOME/parley, or ~/.local/state/parley).")
     var stateDir: String?
 
-    @Flag(help: "Serve signaling as plain ws:// without TLS: anyone on the network can read chat, names and media credentials.")
+    @Flag(
+        help:
+            "Serve signaling as plain ws:// without TLS: anyone on the network can read chat, names and media credentials."
+    )
     var insecure = false
 
     @Option(help: "Rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host]`.")
@@ -44,10 +51,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("join-timeout"), help: "Seconds a WebSocket may stay open without joining a room.")
     var joinTimeout = 10.0
 
-    @Option(name: .customLong("max-connections-per-address"), help: "Open signaling connections one IP address may hold.")
+    @Option(
+        name: .customLong("max-connections-per-address"), help: "Open signaling connections one IP address may hold.")
     var maxConnectionsPerAddress = 16
 
-    @Option(name: .customLong("max-connections"), help: "Open signaling connections in all (default: what the file descriptor limit allows, 64 kept for the relay).")
+    @Option(
+        name: .customLong("max-connections"),
+        help:
+            "Open signaling connections in all (default: what the file descriptor limit allows, 64 kept for the relay)."
+    )
     var maxConnections: Int?
 
     @Option(name: .customLong("max-rooms"), help: "Rooms the relay holds at once.")
@@ -62,15 +74,22 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-chat-characters"), help: "Characters one chat line may have (at most 2000).")
     var maxChatCharacters = 2000
 
-    @Option(name: .customLong("max-member-kbps"), help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
+    @Option(
+        name: .customLong("max-member-kbps"),
+        help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
     var maxMemberKbps = 3200
 
-    @Option(name: .customLong("max-store-mb"), help: "Size the accounts and direct messages may take on disk, MiB; past it new messages are refused as the store being full.")
+    @Option(
+        name: .customLong("max-store-mb"),
+        help:
+            "Size the accounts and direct messages may take on disk, MiB; past it new messages are refused as the store being full."
+    )
     var maxStoreMB = 4096
 
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
-            throw ValidationError("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
+            throw ValidationError(
+                "--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
         }
         if insecure, tlsCert != nil {
             throw ValidationError("--insecure serves without TLS: drop it, or drop --tls-cert and --tls-key")
@@ -79,9 +98,11 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--join-timeout must be 1…600 seconds, got \(joinTimeout)")
         }
         for (name, value, range) in [
-            ("--max-connections-per-address", maxConnectionsPerAddress, 1...100_000), ("--max-rooms", maxRooms, 1...1_000_000),
+            ("--max-connections-per-address", maxConnectionsPerAddress, 1...100_000),
+            ("--max-rooms", maxRooms, 1...1_000_000),
             ("--max-members", maxMembers, 2...10_000), ("--max-member-kbps", maxMemberKbps, 0...1_000_000),
-            ("--max-message-bytes", maxMessageBytes, 1024...16_384), ("--max-chat-characters", maxChatCharacters, 1...2000),
+            ("--max-message-bytes", maxMessageBytes, 1024...16_384),
+            ("--max-chat-characters", maxChatCharacters, 1...2000),
             ("--max-store-mb", maxStoreMB, 1...1_000_000),
         ] where !range.contains(value) {
             throw ValidationError("\(name) must be \(range.lowerBound)…\(range.upperBound), got \(value)")
@@ -109,8 +130,9 @@ struct Serve: AsyncParsableCommand {
         let budget = descriptors.map { DescriptorBudget.connections(descriptors: $0) } ?? 100_000
         limits.connections = min(maxConnections ?? budget, budget)
         if let maxConnections, maxConnections > budget {
-            say("--max-connections \(maxConnections) is more than \(descriptors ?? 0) file descriptors allow "
-                + "(ulimit -n): holding at most \(budget)")
+            say(
+                "--max-connections \(maxConnections) is more than \(descriptors ?? 0) file descriptors allow "
+                    + "(ulimit -n): holding at most \(budget)")
         }
         limits.rooms = maxRooms
         limits.membersPerRoom = maxMembers
@@ -122,8 +144,9 @@ struct Serve: AsyncParsableCommand {
         var certificateNote = ""
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         do {
-            try FileManager.default.createDirectory(atPath: stateDir ?? LogSetup.stateDirectory,
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: stateDir ?? LogSetup.stateDirectory,
+                withIntermediateDirectories: true)
             configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
@@ -133,7 +156,8 @@ struct Serve: AsyncParsableCommand {
                 let directory = stateDir ?? LogSetup.stateDirectory
                 let (identity, created) = try RelayIdentity.loadOrCreate(in: directory, hosts: [host])
                 configuration.tls = identity
-                certificateNote = created
+                certificateNote =
+                    created
                     ? "new self-signed certificate saved in \(directory)" : "self-signed certificate from \(directory)"
             }
         } catch {
@@ -146,9 +170,13 @@ struct Serve: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
         let scheme = configuration.tls == nil ? "ws, INSECURE: no TLS" : "wss"
-        say("parley relay listening on \(host):\(relay.signalingPort) (signaling \(scheme), media udp \(relay.mediaPort))")
+        say(
+            "parley relay listening on \(host):\(relay.signalingPort) (signaling \(scheme), media udp \(relay.mediaPort))"
+        )
         if let identity = configuration.tls {
-            say("TLS fingerprint \(identity.fingerprint) (\(certificateNote)); members compare it with what they pinned")
+            say(
+                "TLS fingerprint \(identity.fingerprint) (\(certificateNote)); members compare it with what they pinned"
+            )
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
         say("accounts and direct messages kept in \(messagesPath)")
@@ -157,7 +185,8 @@ struct Serve: AsyncParsableCommand {
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
         await relay.shutdown()
         if let counters {
-            say("""
+            say(
+                """
                 relay stopped: forwarded \(counters.packetsForwarded) packets, dropped \(counters.packetsDropped), \
                 refused \(counters.signalingErrors) signaling messages, rate-limited \(counters.rateLimited)
                 """)
@@ -176,7 +205,9 @@ struct Relays: AsyncParsableCommand {
     @Argument(help: "The relay to forget, HOST:PORT.")
     var relay: String?
 
-    @Option(name: .customLong("known-relays"), help: "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays).")
+    @Option(
+        name: .customLong("known-relays"),
+        help: "File of pinned relay certificates (default: $XDG_CONFIG_HOME/parley/known_relays).")
     var knownRelays: String?
 
     func validate() throws {
@@ -193,9 +224,10 @@ struct Relays: AsyncParsableCommand {
             let store = try RelayTrustStore(path: path)
             if let relay {
                 let address = try ServerAddress(parsing: relay)
-                say(try store.forget(address.description)
-                    ? "forgot \(address) in \(path); the next connection pins the certificate it shows then"
-                    : "\(address) is not pinned in \(path)")
+                say(
+                    try store.forget(address.description)
+                        ? "forgot \(address) in \(path); the next connection pins the certificate it shows then"
+                        : "\(address) is not pinned in \(path)")
             } else {
                 let pins = store.known.pins
                 if pins.isEmpty { say("no relays pinned in \(path)") }

@@ -109,9 +109,11 @@ enum ColourGolden {
         } else if let stored = try? String(contentsOf: url, encoding: .utf8) {
             let expected = stored.hasSuffix("\n") ? String(stored.dropLast()) : stored
             if actual != expected {
-                let a = actual.components(separatedBy: "\n"), e = expected.components(separatedBy: "\n")
+                let a = actual.components(separatedBy: "\n")
+                let e = expected.components(separatedBy: "\n")
                 let row = zip(a, e).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, e.count)
-                Issue.record("""
+                Issue.record(
+                    """
                     colours differ from golden \(name).colours.txt at row \(row):
                       expected: \(row < e.count ? e[row] : "(end)")
                       actual:   \(row < a.count ? a[row] : "(end)")
@@ -125,7 +127,10 @@ enum ColourGolden {
         for (y, row) in rows.enumerated() {
             var x = 0
             while x < row.count {
-                guard isPicture(row[x]) else { x += 1; continue }
+                guard isPicture(row[x]) else {
+                    x += 1
+                    continue
+                }
                 let start = x
                 var colours = Set<String>()
                 while x < row.count, isPicture(row[x]) {
@@ -144,7 +149,9 @@ enum ColourGolden {
         }
         #expect(!pictures.isEmpty || !picturesExpected, "\(name): no picture on screen")
         for picture in pictures {
-            #expect(picture.colours.count >= minimumColours, """
+            #expect(
+                picture.colours.count >= minimumColours,
+                """
                 \(name): the picture at row \(picture.firstRow), column \(picture.column) shows \(picture.colours.count) \
                 colours over \(picture.lastRow - picture.firstRow + 1) rows
                 """)

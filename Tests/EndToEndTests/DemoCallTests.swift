@@ -39,9 +39,11 @@ enum Golden {
         }
         let expected = normalise(stored.components(separatedBy: "\n"))
         if actual != expected {
-            let a = actual.components(separatedBy: "\n"), e = expected.components(separatedBy: "\n")
+            let a = actual.components(separatedBy: "\n")
+            let e = expected.components(separatedBy: "\n")
             let row = zip(a, e).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, e.count)
-            Issue.record("""
+            Issue.record(
+                """
                 screen differs from golden \(name).txt at row \(row):
                   expected: \(row < e.count ? e[row] : "(end)")
                   actual:   \(row < a.count ? a[row] : "(end)")
@@ -62,7 +64,8 @@ struct DemoCallTests {
         let log = NSTemporaryDirectory() + "parley-demo-\(columns)x\(rows).log"
         // Bots chat and toggle video rarely here, so the screens only change when the test presses keys.
         // `swift test` may run with NO_COLOR set; the call is meant to be seen in colour (half blocks, not shades).
-        let command = "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --chat-every 900 --toggle-video-every 900 --log \(log); "
+        let command =
+            "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --chat-every 900 --toggle-video-every 900 --log \(log); "
             + "echo EXITED rc=$?; sleep 60'"
         return try TmuxPane(command: command, columns: columns, rows: rows)
     }
@@ -88,8 +91,9 @@ struct DemoCallTests {
         func has(_ text: String) -> ([String]) -> Bool { { $0.contains { $0.contains(text) } } }
         func lacks(_ text: String) -> ([String]) -> Bool { { !$0.contains { $0.contains(text) } } }
 
-        var lines = try screen(pane, until: { has("4 people · connected")($0) && lacks("waiting for video")($0) },
-                               "four people with video")
+        var lines = try screen(
+            pane, until: { has("4 people · connected")($0) && lacks("waiting for video")($0) },
+            "four people with video")
         try Golden.check(lines, named: "demo_\(tag)_start")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_start")
 
@@ -129,8 +133,9 @@ struct DemoCallTests {
         try Golden.check(lines, named: "demo_\(tag)_help")
         // Only the chrome here: the help box covers the pictures but for slivers of any height (one row of the
         // moving test picture can be a single colour). The other screens of this test check the pictures.
-        try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 0,
-                               picturesExpected: false)
+        try ColourGolden.check(
+            try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 0,
+            picturesExpected: false)
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Keys"), "help closed")
 
@@ -144,9 +149,12 @@ struct DemoCallTests {
         // The roster: everyone with role, microphone and camera, and the activity with the bots joining.
         try pane.send(["r"])
         lines = try screen(pane, until: has("Roster · 4"), "the roster")
-        #expect(lines.contains { $0.contains("you (you)") && $0.contains("in the call") }, "\(lines.joined(separator: "\n"))")
-        #expect(lines.contains { $0.contains("Activity") } && lines.contains { $0.contains("joined") },
-                "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("you (you)") && $0.contains("in the call") },
+            "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("Activity") } && lines.contains { $0.contains("joined") },
+            "\(lines.joined(separator: "\n"))")
         try pane.send(["Escape"])
         lines = try screen(pane, until: lacks("Roster"), "roster closed")
 
@@ -168,13 +176,21 @@ struct JoinAgainstRelayTests {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-join-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "info",
-                                                   "--state-dir", files + "/relay"])
+        let relay = try BackgroundProcess(
+            parley,
+            [
+                "serve", "--port", "0", "--log-level", "info",
+                "--state-dir", files + "/relay",
+            ])
         #expect(relay.waitForOutput(containing: "listening on"))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
-        let bot = try BackgroundProcess(parley, ["bot", "standup", "--server", "127.0.0.1:\(port)", "--name", "watcher",
-                                                 "--log-level", "info", "--no-decode",
-                                                 "--known-relays", files + "/bot-known_relays"])
+        let bot = try BackgroundProcess(
+            parley,
+            [
+                "bot", "standup", "--server", "127.0.0.1:\(port)", "--name", "watcher",
+                "--log-level", "info", "--no-decode",
+                "--known-relays", files + "/bot-known_relays",
+            ])
         #expect(relay.waitForOutput(containing: "member joined"))
         let log = NSTemporaryDirectory() + "parley-join-\(getpid()).log"
         let pane = try TmuxPane(
@@ -194,8 +210,9 @@ struct JoinAgainstRelayTests {
         try pane.send(["y"])
         let end = try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }
         #expect(end.contains { $0.contains("EXITED rc=0") })
-        #expect(bot.waitForOutput(containing: "reason: ParleyRoom.OfflineReason.quit")
-            || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
+        #expect(
+            bot.waitForOutput(containing: "reason: ParleyRoom.OfflineReason.quit")
+                || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
         relay.signal(SIGTERM)
         #expect(relay.waitForExit(seconds: 5) == 0, "the relay shuts down cleanly on SIGTERM")
     }
@@ -223,15 +240,23 @@ struct JoinAgainstRelayTests {
             (["join", "r", "--name", "alice", "--role", "king"], "--role must be broadcaster or audience"),
             (["serve", "--port", "70000"], "--port must be 0…65535"),
             (["bot", "r", "--video", "cat.png"], "neither \"synthetic\" nor a .y4m file"),
-            (["join", "r", "--name", "alice", "--stats-file", "/nonexistent-parley/s.json"],
-             "--stats-file /nonexistent-parley/s.json: the folder /nonexistent-parley does not exist"),
+            (
+                ["join", "r", "--name", "alice", "--stats-file", "/nonexistent-parley/s.json"],
+                "--stats-file /nonexistent-parley/s.json: the folder /nonexistent-parley does not exist"
+            ),
             (["bot", "r", "--stats-file", "/tmp"], "--stats-file /tmp is a folder; give a file name"),
-            (["join", "r", "--name", "alice", "--mic", "USB", "--audio", "synthetic"],
-             "give either --mic (a microphone) or --audio (a file or synthetic source), not both"),
-            (["join", "r", "--name", "alice", "--speaker", "Headphones", "--audio-out", "call.wav"],
-             "give either --speaker or --audio-out (a .wav file), not both"),
-            (["join", "r", "--name", "alice", "--camera", " "],
-             "a device name cannot be empty: `parley devices` lists the names"),
+            (
+                ["join", "r", "--name", "alice", "--mic", "USB", "--audio", "synthetic"],
+                "give either --mic (a microphone) or --audio (a file or synthetic source), not both"
+            ),
+            (
+                ["join", "r", "--name", "alice", "--speaker", "Headphones", "--audio-out", "call.wav"],
+                "give either --speaker or --audio-out (a .wav file), not both"
+            ),
+            (
+                ["join", "r", "--name", "alice", "--camera", " "],
+                "a device name cannot be empty: `parley devices` lists the names"
+            ),
             (["join", "r", "--name", "alice", "--video", "/dev/video0"], "(a camera goes in --camera)"),
         ]
         for (arguments, message) in cases {

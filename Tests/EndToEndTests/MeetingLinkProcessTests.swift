@@ -7,7 +7,9 @@ import Testing
 /// the clipboard with OSC 52 (tmux with set-clipboard on keeps it as a paste buffer).
 @Suite struct MeetingLinkProcessTests {
     func serve(_ parley: String) throws -> (BackgroundProcess, String) {
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--state-dir", NSTemporaryDirectory() + "parley-link-\(getpid())"])
+        let relay = try BackgroundProcess(
+            parley,
+            ["serve", "--port", "0", "--insecure", "--state-dir", NSTemporaryDirectory() + "parley-link-\(getpid())"])
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, port)
@@ -16,13 +18,17 @@ import Testing
     @Test func wrongFormsSayWhatToType() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let cases: [([String], String)] = [
-            (["join", "standup", "--server", "ws://127.0.0.1:7878/room", "--insecure"],
-             "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"),
+            (
+                ["join", "standup", "--server", "ws://127.0.0.1:7878/room", "--insecure"],
+                "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"
+            ),
             (["join", "ws://127.0.0.1:7878/room"], "is a ws:// link (a relay without TLS): add --insecure"),
             (["join", "parley://127.0.0.1:7878"], "names no room; add it after a slash: parley://127.0.0.1:7878/ROOM"),
             (["join", "https://relay.example/standup"], "is a web address; a meeting link starts with parley://"),
-            (["join", "parley://relay.example/standup", "--server", "other.example:7878"],
-             "the link names the relay relay.example:7878 and --server says other.example:7878"),
+            (
+                ["join", "parley://relay.example/standup", "--server", "other.example:7878"],
+                "the link names the relay relay.example:7878 and --server says other.example:7878"
+            ),
             (["standup"], "is not a meeting link or a command: to join a room by name run parley join standup"),
         ]
         for (arguments, expected) in cases {
@@ -41,13 +47,16 @@ import Testing
             columns: 100, rows: 30)
         try pane.run(["set-option", "-s", "set-clipboard", "on"])
         var lines = try pane.waitFor { $0.contains { $0.contains("Joined teamalpha:") } }
-        #expect(lines.contains { $0.contains("Joined teamalpha: '/' is not allowed in room names") },
-                "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("Joined teamalpha: '/' is not allowed in room names") },
+            "\(lines.joined(separator: "\n"))")
         #expect(lines.first?.contains("teamalpha") == true, "\(lines.joined(separator: "\n"))")
 
         try pane.send(["l"])
         lines = try pane.waitFor { $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") } }
-        #expect(lines.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") }, "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") },
+            "\(lines.joined(separator: "\n"))")
         var buffer = ""
         for _ in 0..<50 where buffer.isEmpty {
             buffer = (try? pane.run(["show-buffer"])) ?? ""

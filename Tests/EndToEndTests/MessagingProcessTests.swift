@@ -12,7 +12,8 @@ import Glibc
     let folder = NSTemporaryDirectory() + "parley-msg-\(getpid())-\(UUID().uuidString.prefix(8))"
 
     func serve(_ parley: String, port: String = "0") throws -> (BackgroundProcess, String) {
-        let relay = try BackgroundProcess(parley, ["serve", "--port", port, "--insecure", "--state-dir", folder + "/relay"])
+        let relay = try BackgroundProcess(
+            parley, ["serve", "--port", port, "--insecure", "--state-dir", folder + "/relay"])
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, "127.0.0.1:\(port)")
@@ -43,15 +44,17 @@ import Glibc
         #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
         // Killed: nothing answers, and a message now is not acknowledged.
         let lost = try run(parley, as: "alice", ["msg", "bob", "while down", "--insecure"])
-        #expect(lost.status != 0 && lost.output.contains("kept in this computer's outbox"),
-                "a message to a dead relay is not reported stored: \(lost.output)")
+        #expect(
+            lost.status != 0 && lost.output.contains("kept in this computer's outbox"),
+            "a message to a dead relay is not reported stored: \(lost.output)")
 
         (relay, server) = try serve(parley)
         defer { relay.stop() }
         let inbox = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
         let lines = inbox.output.split(separator: "\n").filter { $0.contains("alice: ") }
-        #expect(lines.map { String($0.split(separator: " ", maxSplits: 2)[2]) } == (1...5).map { "alice: note \($0) ☕" },
-                "every acknowledged message, once, in order:\n\(inbox.output)")
+        #expect(
+            lines.map { String($0.split(separator: " ", maxSplits: 2)[2]) } == (1...5).map { "alice: note \($0) ☕" },
+            "every acknowledged message, once, in order:\n\(inbox.output)")
         let again = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
         #expect(again.output.contains("no messages waiting"), "delivered once: \(again.output)")
 
@@ -59,7 +62,9 @@ import Glibc
         #expect(try run(parley, as: "alice", ["chats", "--insecure", "--server", server]).status == 0)
         #expect(try run(parley, as: "alice", ["chats", "--insecure", "--server", server]).status == 0)
         let late = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
-        #expect(late.output.split(separator: "\n").filter { $0.hasSuffix("alice: while down") }.count == 1, "\(late.output)")
+        #expect(
+            late.output.split(separator: "\n").filter { $0.hasSuffix("alice: while down") }.count == 1, "\(late.output)"
+        )
 
         let history = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
         #expect(history.output.split(separator: "\n").count == 6, "\(history.output)")
@@ -73,9 +78,10 @@ import Glibc
         relay.stop()
         let offline = try run(parley, as: "bob", ["history", "alice", "--insecure", "--server", server])
         let offlineLines = offline.output.split(separator: "\n")
-        #expect(offline.status == 0 && offlineLines.count == 7 && offlineLines[0].hasSuffix("alice: note 1 ☕")
+        #expect(
+            offline.status == 0 && offlineLines.count == 7 && offlineLines[0].hasSuffix("alice: note 1 ☕")
                 && offlineLines[5].hasSuffix("alice: while down") && offlineLines[6].hasPrefix("(offline:"),
-                "\(offline.output)")
+            "\(offline.output)")
     }
 
     @Test func channelsAndTheConversationListFromTheCommandLine() throws {
@@ -88,24 +94,29 @@ import Glibc
         }
         let joined = try run(parley, as: "alice", ["channel", "join", "release crew", "--insecure"])
         #expect(joined.status == 0 && joined.output.contains("joined release crew: 1 member"), "\(joined.output)")
-        #expect(try run(parley, as: "bob", ["channel", "join", "release crew", "--insecure"]).output.contains("2 members"))
+        #expect(
+            try run(parley, as: "bob", ["channel", "join", "release crew", "--insecure"]).output.contains("2 members"))
         let said = try run(parley, as: "bob", ["channel", "say", "release crew", "tagging 2.0 now", "--insecure"])
         #expect(said.status == 0 && said.output.contains("stored in release crew"), "\(said.output)")
         let outsider = try run(parley, as: "carol", ["login", "carol", "--server", server, "--insecure"])
         #expect(outsider.status == 0)
         let refused = try run(parley, as: "carol", ["channel", "say", "release crew", "hi", "--insecure"])
-        #expect(refused.status != 0 && refused.output.contains("not stored") && refused.output.contains("join it first"),
-                "\(refused.output)")
+        #expect(
+            refused.status != 0 && refused.output.contains("not stored") && refused.output.contains("join it first"),
+            "\(refused.output)")
         #expect(try run(parley, as: "bob", ["msg", "alice", "lunch?", "--insecure"]).status == 0)
 
         // Alice's list: the direct message is newest, both unread.
         let chats = try run(parley, as: "alice", ["chats", "--insecure"])
         let lines = chats.output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 2 && lines[0].hasPrefix("bob (1 unread)") && lines[0].hasSuffix("bob: lunch?")
+        #expect(
+            lines.count == 2 && lines[0].hasPrefix("bob (1 unread)") && lines[0].hasSuffix("bob: lunch?")
                 && lines[1].hasPrefix("#release crew (1 unread)") && lines[1].hasSuffix("bob: tagging 2.0 now"),
-                "\(chats.output)")
+            "\(chats.output)")
         let history = try run(parley, as: "alice", ["channel", "history", "release crew", "--insecure"])
-        #expect(history.output.contains("-- alice joined (1 members)") && history.output.contains("-- bob joined (2 members)")
+        #expect(
+            history.output.contains("-- alice joined (1 members)")
+                && history.output.contains("-- bob joined (2 members)")
                 && history.output.contains("bob: tagging 2.0 now"), "\(history.output)")
         #expect(try run(parley, as: "alice", ["history", "bob", "--insecure"]).output.contains("bob: lunch?"))
         // Printed is read.
@@ -136,7 +147,8 @@ import Glibc
             columns: 100, rows: 30)
         var lines = try pane.waitFor { $0.contains { $0.contains("bob: are you there?") } }
         #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
-        #expect(lines.contains { $0.contains(">bob") && $0.contains("[1]") }, "unread: \(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains(">bob") && $0.contains("[1]") }, "unread: \(lines.joined(separator: "\n"))")
 
         // Open bob's conversation (the first), reply.
         try pane.send(["Enter"])
@@ -164,20 +176,25 @@ import Glibc
         #expect(try run(parley, as: "bob", ["channel", "join", "ops", "--insecure"]).status == 0)
         #expect(try run(parley, as: "bob", ["channel", "say", "ops", "deploy done", "--insecure"]).status == 0)
         lines = try pane.waitFor { $0.contains { $0.contains("bob: deploy done") } }
-        #expect(lines.contains { $0.contains("-- bob joined (2 members)") } && lines.contains { $0.contains("bob: deploy done") },
-                "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("-- bob joined (2 members)") }
+                && lines.contains { $0.contains("bob: deploy done") },
+            "\(lines.joined(separator: "\n"))")
 
         // The relay restarts: the screen says so and logs in again by itself; a line typed meanwhile goes then, once.
         relay.stop()
         lines = try pane.waitFor { $0.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") } }
-        #expect(lines.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") },
-                "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") },
+            "\(lines.joined(separator: "\n"))")
         try pane.sendLiteral("back soon")
         try pane.send(["Enter"])
         let port = String(server.split(separator: ":").last ?? "0")
         let (again, _) = try serve(parley, port: port)
         defer { again.stop() }
-        lines = try pane.waitFor(seconds: 40) { $0.first?.hasSuffix("online") == true && $0.contains { $0.contains("you: back soon") } }
+        lines = try pane.waitFor(seconds: 40) {
+            $0.first?.hasSuffix("online") == true && $0.contains { $0.contains("you: back soon") }
+        }
         #expect(lines.first?.hasSuffix("online") == true, "\(lines.joined(separator: "\n"))")
         let opsHistory = try run(parley, as: "bob", ["channel", "history", "ops", "--insecure"])
         #expect(opsHistory.output.components(separatedBy: "alice: back soon").count == 2, "once: \(opsHistory.output)")
@@ -199,7 +216,8 @@ import Glibc
         }
         // The room's channel has a line before anyone is in the call.
         #expect(try run(parley, as: "bob", ["channel", "join", "standup", "--insecure"]).status == 0)
-        #expect(try run(parley, as: "bob", ["channel", "say", "standup", "agenda: demo first", "--insecure"]).status == 0)
+        #expect(
+            try run(parley, as: "bob", ["channel", "say", "standup", "agenda: demo first", "--insecure"]).status == 0)
 
         let pane = try TmuxPane(
             command: "sh -c 'XDG_CONFIG_HOME=\(folder)/alice \(parley) join standup --server \(server) --name alice "
@@ -208,7 +226,8 @@ import Glibc
             columns: 110, rows: 32)
         var lines = try pane.waitFor { $0.contains { $0.contains("bob: agenda: demo first") } }
         #expect(lines.contains { $0.contains("earlier in standup above") }, "\(lines.joined(separator: "\n"))")
-        #expect(lines.contains { $0.contains("alice ✓") }, "her own account, verified: \(lines.joined(separator: "\n"))")
+        #expect(
+            lines.contains { $0.contains("alice ✓") }, "her own account, verified: \(lines.joined(separator: "\n"))")
 
         // Her presence says where she is.
         let status = try run(parley, as: "bob", ["status", "alice", "--insecure"])
@@ -219,7 +238,9 @@ import Glibc
         lines = try pane.waitFor { $0.contains { $0.contains("Chat · 1 new DM") } }
         #expect(lines.contains { $0.contains("Chat · 1 new DM") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["d"])
-        lines = try pane.waitFor { $0.contains { $0.contains("DM · bob") } && $0.contains { $0.contains("bob: got a minute?") } }
+        lines = try pane.waitFor {
+            $0.contains { $0.contains("DM · bob") } && $0.contains { $0.contains("bob: got a minute?") }
+        }
         #expect(lines.contains { $0.contains("bob: got a minute?") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["t"])
         try pane.sendLiteral("sure, after this")
@@ -252,8 +273,9 @@ import Glibc
         // The room's channel kept the call: what was said in it, who joined and left.
         let history = try run(parley, as: "bob", ["channel", "history", "standup", "--insecure"])
         #expect(history.output.contains("alice: on my way"), "\(history.output)")
-        #expect(history.output.contains("alice joined the call") && history.output.contains("alice left the call"),
-                "\(history.output)")
+        #expect(
+            history.output.contains("alice joined the call") && history.output.contains("alice left the call"),
+            "\(history.output)")
         let after = try run(parley, as: "bob", ["status", "alice", "--insecure"])
         #expect(after.output.contains("alice is offline, last seen"), "\(after.output)")
     }

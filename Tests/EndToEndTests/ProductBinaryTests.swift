@@ -9,8 +9,9 @@ struct ProductBinaryTests {
     func noBenchmarkInside() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let symbols = try ChildProcess.run("/bin/sh", ["-c", "nm '\(parley)' | grep -ci bench; true"])
-        #expect(Int(symbols.output.trimmingCharacters(in: .whitespacesAndNewlines)) == 0,
-                "benchmark symbols in \(parley): \(symbols.output)")
+        #expect(
+            Int(symbols.output.trimmingCharacters(in: .whitespacesAndNewlines)) == 0,
+            "benchmark symbols in \(parley): \(symbols.output)")
         let help = try ChildProcess.run(parley, ["--help"])
         #expect(help.status == 0, "\(help.output)")
         #expect(help.output.contains("join"), "\(help.output)")

@@ -16,7 +16,8 @@ struct RelayFaultTests {
     /// the "not spinning" check pass without measuring anything).
     static func cpuSeconds(_ pid: Int32) -> Double? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
@@ -26,32 +27,43 @@ struct RelayFaultTests {
     @Test("--max-connections above what ulimit -n allows is held to the budget, and the relay says so and serves")
     func maxConnectionsIsHeldToTheDescriptorBudget() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let relay = try BackgroundProcess("/bin/sh", [
-            "-c", "ulimit -n 1024 && exec '\(parley)' serve --port 0 --insecure --max-connections 5000",
-        ])
+        let relay = try BackgroundProcess(
+            "/bin/sh",
+            [
+                "-c", "ulimit -n 1024 && exec '\(parley)' serve --port 0 --insecure --max-connections 5000",
+            ])
         defer { relay.stop() }
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
-        #expect(relay.output.contains(
-            "--max-connections 5000 is more than 1024 file descriptors allow (ulimit -n): holding at most 960"),
-                "\(relay.output)")
+        #expect(
+            relay.output.contains(
+                "--max-connections 5000 is more than 1024 file descriptors allow (ulimit -n): holding at most 960"),
+            "\(relay.output)")
     }
 
-    @Test("at its file descriptor budget the relay refuses new connections with one log line, never spins, keeps its call, recovers")
+    @Test(
+        "at its file descriptor budget the relay refuses new connections with one log line, never spins, keeps its call, recovers"
+    )
     func outOfFileDescriptors() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = NSTemporaryDirectory() + "parley-fds-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // 40 descriptors: the relay keeps half for itself and holds at most 20 connections.
-        let relay = try BackgroundProcess("/bin/sh", [
-            "-c", "ulimit -n 40 && exec '\(parley)' serve --port 0 --insecure --max-connections-per-address 1000",
-        ])
+        let relay = try BackgroundProcess(
+            "/bin/sh",
+            [
+                "-c", "ulimit -n 40 && exec '\(parley)' serve --port 0 --insecure --max-connections-per-address 1000",
+            ])
         defer { relay.stop() }
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
-            try BackgroundProcess(parley, ["bot", "fds", "--server", "127.0.0.1:\(port)", "--insecure", "--name", name,
-                                           "--no-decode"] + extra)
+            try BackgroundProcess(
+                parley,
+                [
+                    "bot", "fds", "--server", "127.0.0.1:\(port)", "--insecure", "--name", name,
+                    "--no-decode",
+                ] + extra)
         }
         let alice = try bot("alice", ["--stats-file", folder + "/alice.json"])
         defer { alice.stop() }
@@ -81,11 +93,15 @@ struct RelayFaultTests {
             #expect(connected == 0, "connect: \(String(cString: strerror(errno)))")
             flood.append(socket)
         }
-        #expect(relay.waitForOutput(containing: "refusing new connections: the relay holds 20 connections, its limit",
-                                    seconds: 10), "\(relay.output)")
+        #expect(
+            relay.waitForOutput(
+                containing: "refusing new connections: the relay holds 20 connections, its limit",
+                seconds: 10), "\(relay.output)")
         let refused = try bot("dave", ["--duration", "2"])
         #expect(refused.waitForExit(seconds: 20) == 1, "a join while full fails:\n\(refused.output)")
-        #expect(refused.output.contains("closed the connection without answering: the relay may be full"), "\(refused.output)")
+        #expect(
+            refused.output.contains("closed the connection without answering: the relay may be full"),
+            "\(refused.output)")
 
         // The call goes on, and the relay waits instead of spinning on the listening socket.
         let before = Self.videoReceived(folder + "/alice.json")

@@ -19,14 +19,20 @@ struct RelayPinningTests {
         #expect(relay.waitForOutput(containing: "media udp"), "\(relay.output)")
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
         #expect(relay.waitForOutput(seconds: 2) { $0.contains("TLS fingerprint") || $0.contains("INSECURE") })
-        let fingerprint = relay.output.firstMatch(of: /TLS fingerprint (SHA256:[A-Za-z0-9+\/]{43})/).map { String($0.1) }
+        let fingerprint = relay.output.firstMatch(of: /TLS fingerprint (SHA256:[A-Za-z0-9+\/]{43})/).map {
+            String($0.1)
+        }
         return (relay, port, fingerprint)
     }
 
     /// Runs a bot for a moment; its exit status and everything it printed.
     func bot(port: String, _ extra: [String] = []) throws -> (Int32?, String) {
-        let bot = try BackgroundProcess(parley, ["bot", "pins", "--server", "127.0.0.1:\(port)", "--name", "bot",
-                                                 "--duration", "1", "--no-decode"] + extra)
+        let bot = try BackgroundProcess(
+            parley,
+            [
+                "bot", "pins", "--server", "127.0.0.1:\(port)", "--name", "bot",
+                "--duration", "1", "--no-decode",
+            ] + extra)
         let status = bot.waitForExit(seconds: 15)
         return (status, bot.output)
     }
@@ -59,8 +65,9 @@ struct RelayPinningTests {
         (relay, port, fingerprint) = try serve([
             "--port", port, "--tls-cert", files + "/relay/relay-cert.pem", "--tls-key", files + "/relay/relay-key.pem",
         ])
-        #expect(fingerprint == first && relay.output.contains("certificate \(files)/relay/relay-cert.pem"),
-                "\(relay.output)")
+        #expect(
+            fingerprint == first && relay.output.contains("certificate \(files)/relay/relay-cert.pem"),
+            "\(relay.output)")
         (status, output) = try bot(port: port, trust)
         #expect(status == 0, "\(output)")
 
@@ -73,8 +80,10 @@ struct RelayPinningTests {
         (status, output) = try bot(port: port, trust)
         #expect(status != 0 && status != nil, "\(output)")
         #expect(output.contains("shows a different TLS certificate"), "\(output)")
-        #expect(output.contains("pinned \(first), now \(second)") && output.contains("parley relays forget 127.0.0.1:\(port)"),
-                "\(output)")
+        #expect(
+            output.contains("pinned \(first), now \(second)")
+                && output.contains("parley relays forget 127.0.0.1:\(port)"),
+            "\(output)")
         #expect(knownRelays().contains("127.0.0.1:\(port) \(first)"), "the pin stays until the user forgets it")
 
         // Forgotten on purpose: the next connection pins the new certificate.
@@ -103,7 +112,8 @@ struct RelayPinningTests {
                 + "--audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         let lines = try pane.waitFor { $0.contains { $0.contains("connected") } }
-        #expect(lines.first { $0.contains("connected") }?.contains("INSECURE") == true, "\(lines.joined(separator: "\n"))")
+        #expect(
+            lines.first { $0.contains("connected") }?.contains("INSECURE") == true, "\(lines.joined(separator: "\n"))")
         try pane.send(["q"])
         try pane.send(["y"])
         #expect(try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }.contains { $0.contains("EXITED rc=0") })
@@ -138,12 +148,20 @@ struct RelayPinningTests {
     @Test(arguments: [
         (["serve", "--tls-cert", "/tmp/c.pem"], "--tls-cert and --tls-key go together"),
         (["serve", "--insecure", "--tls-cert", "c", "--tls-key", "k"], "--insecure serves without TLS"),
-        (["serve", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--port", "0"],
-         "/nonexistent/c.pem: cannot be read"),
-        (["serve", "--rooms", "/nonexistent/rooms", "--port", "0", "--insecure"], "rooms file /nonexistent/rooms cannot be read"),
+        (
+            ["serve", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--port", "0"],
+            "/nonexistent/c.pem: cannot be read"
+        ),
+        (
+            ["serve", "--rooms", "/nonexistent/rooms", "--port", "0", "--insecure"],
+            "rooms file /nonexistent/rooms cannot be read"
+        ),
         (["bot", "r", "--secret", "short"], "the room secret has 5 characters; it needs at least 8"),
         // Without --duration a bot waits for a signal; a relay it cannot reach ends it at once, with the reason.
-        (["bot", "r", "--server", "127.0.0.1:9", "--insecure"], "cannot reach the relay at 127.0.0.1:9: connection refused"),
+        (
+            ["bot", "r", "--server", "127.0.0.1:9", "--insecure"],
+            "cannot reach the relay at 127.0.0.1:9: connection refused"
+        ),
         (["bot", "r", "--server", "127.0.0.1:9"], "cannot reach the relay at 127.0.0.1:9: connection refused"),
         (["bot", "r", "--insecure", "--known-relays", "k"], "--insecure does not use TLS"),
         (["relays", "forget"], "say which: `parley relays forget HOST:PORT`"),

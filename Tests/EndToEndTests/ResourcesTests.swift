@@ -11,7 +11,9 @@ struct ResourcesTests {
     ]
 
     /// `parley resources` run from `/` with `environment` added; its status and lines.
-    func resources(_ parley: String, environment: String = "") throws -> (status: Int32, lines: [String], output: String) {
+    func resources(_ parley: String, environment: String = "") throws -> (
+        status: Int32, lines: [String], output: String
+    ) {
         let result = try ChildProcess.run("/bin/sh", ["-c", "cd / && \(environment) exec '\(parley)' resources"])
         return (result.status, result.output.split(separator: "\n").map(String.init), result.output)
     }
@@ -22,14 +24,16 @@ struct ResourcesTests {
         let result = try resources(parley)
         #expect(result.status == 0, "\(result.output)")
         let folder = try #require(result.lines.first)
-        #expect(URL(fileURLWithPath: folder).standardized.path
-            == URL(fileURLWithPath: Self.checkoutResources).standardized.path)
+        #expect(
+            URL(fileURLWithPath: folder).standardized.path
+                == URL(fileURLWithPath: Self.checkoutResources).standardized.path)
         for name in Self.shippedFiles {
             #expect(FileManager.default.fileExists(atPath: folder + "/" + name), "\(name) is missing")
         }
-        #expect(result.lines.dropFirst().allSatisfy {
-            FileManager.default.fileExists(atPath: $0.trimmingCharacters(in: .whitespaces))
-        })
+        #expect(
+            result.lines.dropFirst().allSatisfy {
+                FileManager.default.fileExists(atPath: $0.trimmingCharacters(in: .whitespaces))
+            })
     }
 
     @Test("installed as make install lays it out (PREFIX/bin/parley, PREFIX/share/parley), it uses the installed files")
@@ -46,11 +50,13 @@ struct ResourcesTests {
         #expect(result.lines.first == prefix + "/share/parley", "\(result.output)")
 
         // A broken installed key map is reported by name, not skipped for the checkout's copy.
-        try "mic = m\nmic = n\n".write(toFile: prefix + "/share/parley/keys/default.keys", atomically: true, encoding: .utf8)
+        try "mic = m\nmic = n\n".write(
+            toFile: prefix + "/share/parley/keys/default.keys", atomically: true, encoding: .utf8)
         let broken = try resources(prefix + "/bin/parley")
         #expect(broken.status != 0)
-        #expect(broken.output.contains("\(prefix)/share/parley/keys/default.keys: line 2: mic is already set on line 1"),
-                "\(broken.output)")
+        #expect(
+            broken.output.contains("\(prefix)/share/parley/keys/default.keys: line 2: mic is already set on line 1"),
+            "\(broken.output)")
     }
 
     @Test("the running call takes its keys from the resources folder: an edited key map shows in the control bar")
@@ -60,12 +66,14 @@ struct ResourcesTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.copyItem(atPath: Self.checkoutResources, toPath: folder)
         let keys = folder + "/keys/default.keys"
-        let edited = try String(contentsOfFile: keys, encoding: .utf8).replacingOccurrences(of: "\nmic = m\n", with: "\nmic = x\n")
+        let edited = try String(contentsOfFile: keys, encoding: .utf8).replacingOccurrences(
+            of: "\nmic = m\n", with: "\nmic = x\n")
         #expect(edited.contains("\nmic = x\n"))
         try edited.write(toFile: keys, atomically: true, encoding: .utf8)
         let home = folder + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let command = "sh -c 'HOME=\(home) PARLEY_RESOURCES=\(folder) \(parley) demo --bots 0 --log \(folder)/demo.log; "
+        let command =
+            "sh -c 'HOME=\(home) PARLEY_RESOURCES=\(folder) \(parley) demo --bots 0 --log \(folder)/demo.log; "
             + "echo EXITED rc=$?; sleep 60'"
         let pane = try TmuxPane(command: command, columns: 100, rows: 30)
         let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(" x Mic ") } }

@@ -50,8 +50,10 @@ struct SoundCallTests {
         let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
         /// Streams the sound server has open: (recording, playing).
         func streams() throws -> (recording: Int, playing: Int) {
-            (try sound.recordingStreams(),
-             try sound.pactl(["list", "short", "sink-inputs"]).output.split(separator: "\n").count)
+            (
+                try sound.recordingStreams(),
+                try sound.pactl(["list", "short", "sink-inputs"]).output.split(separator: "\n").count
+            )
         }
         #expect(try streams() == (0, 0))
 
@@ -95,7 +97,9 @@ struct SoundCallTests {
 
         let botCommand = ChildEnvironment.command(
             environment: environment, program: parley,
-            arguments: ["bot", "devices", "--server", "127.0.0.1:\(port)", "--insecure", "--name", "erin", "--duration", "3"])
+            arguments: [
+                "bot", "devices", "--server", "127.0.0.1:\(port)", "--insecure", "--name", "erin", "--duration", "3",
+            ])
         let bot = try BackgroundProcess(botCommand.path, botCommand.arguments)
         sleep(2)
         #expect(try streams() == (0, 0), "the bot opened a device")
@@ -116,8 +120,12 @@ struct SoundCallTests {
             }
         }
 
-        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--log-level", "error",
-                                                   "--state-dir", folder + "/relay"])
+        let relay = try BackgroundProcess(
+            parley,
+            [
+                "serve", "--port", "0", "--log-level", "error",
+                "--state-dir", folder + "/relay",
+            ])
         defer { relay.stop() }
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
@@ -125,8 +133,10 @@ struct SoundCallTests {
         func join(_ name: String, _ options: String) throws -> TmuxPane {
             let environment = sound.clientEnvironment(home: folder).merging(
                 ["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
-            let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-            let command = "env -i \(variables) \(parley) join sound --server 127.0.0.1:\(port) --name \(name) "
+            let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(
+                separator: " ")
+            let command =
+                "env -i \(variables) \(parley) join sound --server 127.0.0.1:\(port) --name \(name) "
                 + "--video synthetic --log \(folder)/\(name).log \(options); echo EXITED rc=$?; sleep 60"
             return try TmuxPane(command: "sh -c \"\(command)\"", columns: 100, rows: 30)
         }
@@ -148,7 +158,8 @@ struct SoundCallTests {
         let input = try WAVAudio.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: Self.speech)))).samples
         let sent = input + input
         let talk = folder + "/talk.wav"
-        try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: sent).encoded()).write(to: URL(fileURLWithPath: talk))
+        try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: sent).encoded()).write(
+            to: URL(fileURLWithPath: talk))
         // Alice's own tile shows her microphone's level while she talks.
         var aliceScreen: [String] = []
         var meterMoved = false
@@ -165,9 +176,11 @@ struct SoundCallTests {
 
         let match = SpeechMatch(sent: sent, heard: heard)
         #expect(match.delaySeconds > 0 && match.delaySeconds < 1.5, "delay \(match.delaySeconds) s")
-        print("sound path: delay \(match.delaySeconds) s (moved \(match.delayDrift) s), correlation \(match.correlation), "
-            + "worst quarter second \(match.worstWindow)")
-        #expect(match.correlation >= 0.9, "correlation \(match.correlation) (worst quarter second \(match.worstWindow))")
+        print(
+            "sound path: delay \(match.delaySeconds) s (moved \(match.delayDrift) s), correlation \(match.correlation), "
+                + "worst quarter second \(match.worstWindow)")
+        #expect(
+            match.correlation >= 0.9, "correlation \(match.correlation) (worst quarter second \(match.worstWindow))")
         #expect(match.dropouts.isEmpty, "silent 20 ms frames where speech was sent, at seconds \(match.dropouts)")
         #expect(match.speechSeconds >= 25, "compared \(match.speechSeconds) s of speech")
         // A packet that missed its turn is concealed, which the level check above cannot always tell from speech:
@@ -202,7 +215,8 @@ struct SpeechMatch {
     static let rate = 48_000
 
     init(sent: [Int16], heard: [Int16]) {
-        let x = sent.map(Double.init), y = heard.map(Double.init)
+        let x = sent.map(Double.init)
+        let y = heard.map(Double.init)
         let rate = Self.rate
         // Coarse delay on 1 ms energy envelopes, then exact over two seconds of speech.
         func envelope(_ signal: [Double]) -> [Double] {
@@ -210,17 +224,25 @@ struct SpeechMatch {
                 (0..<48).reduce(0) { $0 + abs(signal[start + $1]) }
             }
         }
-        let ex = envelope(x), ey = envelope(y)
-        var bestLag = 0, best = -Double.infinity
+        let ex = envelope(x)
+        let ey = envelope(y)
+        var bestLag = 0
+        var best = -Double.infinity
         for lag in 0..<min(3000, max(1, ey.count - ex.count / 2)) {
             var sum = 0.0
             for index in 0..<min(ex.count, ey.count - lag) { sum += ex[index] * ey[index + lag] }
-            if sum > best { best = sum; bestLag = lag }
+            if sum > best {
+                best = sum
+                bestLag = lag
+            }
         }
         func correlate(_ a: ArraySlice<Double>, _ b: ArraySlice<Double>) -> Double {
             let n = Double(a.count)
-            let ma = a.reduce(0, +) / n, mb = b.reduce(0, +) / n
-            var ab = 0.0, aa = 0.0, bb = 0.0
+            let ma = a.reduce(0, +) / n
+            let mb = b.reduce(0, +) / n
+            var ab = 0.0
+            var aa = 0.0
+            var bb = 0.0
             for (p, q) in zip(a, b) {
                 ab += (p - ma) * (q - mb)
                 aa += (p - ma) * (p - ma)
@@ -232,22 +254,31 @@ struct SpeechMatch {
         var fine = -1.0
         for candidate in max(0, lag - 96)...(lag + 96) where candidate + rate * 4 <= y.count {
             let value = correlate(x[rate * 2..<rate * 4], y[(candidate + rate * 2)..<(candidate + rate * 4)])
-            if value > fine { fine = value; lag = candidate }
+            if value > fine {
+                fine = value
+                lag = candidate
+            }
         }
         delaySeconds = Double(lag) / Double(rate)
         // A quarter second at a time over the sent signal, wherever it has speech, following the delay.
-        let width = rate / 4, follow = rate * 3 / 1000
-        var sum = 0.0, windows = 0
+        let width = rate / 4
+        let follow = rate * 3 / 1000
+        var sum = 0.0
+        var windows = 0
         var tracked = lag
         var lagAt: [(start: Int, lag: Int)] = []
         for start in stride(from: 0, to: x.count - width, by: width) {
             let window = x[start..<(start + width)]
             let rms = (window.reduce(0) { $0 + $1 * $1 } / Double(width)).squareRoot()
             guard rms > 300, start + tracked + follow + width <= y.count else { continue }
-            var local = -1.0, localLag = tracked
+            var local = -1.0
+            var localLag = tracked
             for shift in -follow...follow where start + tracked + shift >= 0 {
                 let value = correlate(window, y[(start + tracked + shift)..<(start + tracked + shift + width)])
-                if value > local { local = value; localLag = tracked + shift }
+                if value > local {
+                    local = value
+                    localLag = tracked + shift
+                }
             }
             tracked = localLag
             lagAt.append((start, tracked))

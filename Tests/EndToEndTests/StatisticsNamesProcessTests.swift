@@ -33,8 +33,12 @@ struct StatisticsNamesProcessTests {
         let alice = #"al"i\ce"#
         let bob = #"b\o"b"#
         func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
-            try BackgroundProcess(parley, ["bot", "names", "--server", "127.0.0.1:\(port)", "--insecure",
-                                           "--name", name, "--no-decode", "--log-level", "warning"] + extra)
+            try BackgroundProcess(
+                parley,
+                [
+                    "bot", "names", "--server", "127.0.0.1:\(port)", "--insecure",
+                    "--name", name, "--no-decode", "--log-level", "warning",
+                ] + extra)
         }
         let statistics = CallStatisticsFile(path: folder + "/bob.json")
         let bobProcess = try bot(bob, ["--stats-file", statistics.path])

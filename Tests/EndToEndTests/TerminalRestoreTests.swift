@@ -73,7 +73,8 @@ struct TerminalRestoreTests {
         var expected = pasted
         expected.insert("X", at: expected.index(expected.endIndex, offsetBy: -20))
         let chat = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("you: " + expected) } }
-        #expect(chat.contains { $0.contains("you: " + expected) }, "every key counted:\n\(chat.joined(separator: "\n"))")
+        #expect(
+            chat.contains { $0.contains("you: " + expected) }, "every key counted:\n\(chat.joined(separator: "\n"))")
         try pane.send(["Escape"])
 
         try resizeAround(pane)
@@ -86,9 +87,12 @@ struct TerminalRestoreTests {
         try pane.send(["y"])
         let after = Self.content(try pane.waitFor(seconds: 15) { Self.content($0).last == "$" })
         let expectedScreen = before + ["$ " + command]
-        #expect(Array(after.prefix(expectedScreen.count)) == expectedScreen, "the pane:\n\(after.joined(separator: "\n"))")
+        #expect(
+            Array(after.prefix(expectedScreen.count)) == expectedScreen, "the pane:\n\(after.joined(separator: "\n"))")
         #expect(after.count == expectedScreen.count + 2, "the pane:\n\(after.joined(separator: "\n"))")
-        #expect(after.dropLast().last?.hasPrefix("You left demo after ") == true, "the pane:\n\(after.joined(separator: "\n"))")
+        #expect(
+            after.dropLast().last?.hasPrefix("You left demo after ") == true,
+            "the pane:\n\(after.joined(separator: "\n"))")
         #expect(try pane.modes().contains("alt=0"))
     }
 }
@@ -105,8 +109,9 @@ struct TerminalRestoreTests {
         let full = Data(repeating: UInt8(ascii: "x"), count: 16 << 20)
         try full.write(to: URL(fileURLWithPath: log))
         try Data("an older rotation\n".utf8).write(to: URL(fileURLWithPath: log + ".1"))
-        let pane = try TmuxPane(command: "sh -c 'HOME=\(folder) \(parley) demo --bots 0 --log \(log); sleep 60'",
-                                columns: 100, rows: 30)
+        let pane = try TmuxPane(
+            command: "sh -c 'HOME=\(folder) \(parley) demo --bots 0 --log \(log); sleep 60'",
+            columns: 100, rows: 30)
         let call = try pane.waitFor(seconds: 20) { $0.contains { $0.contains("Leave") } }
         #expect(call.contains { $0.contains("Leave") }, "\(call.joined(separator: "\n"))")
         try pane.send(["q"])

@@ -5,7 +5,8 @@ import Foundation
 private let target: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["PARLEY_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget.named(name) else {
-        fatalError("PARLEY_FUZZ_TARGET must be one of \(FuzzTarget.all.map(\.name).joined(separator: ", ")), got \"\(name)\"")
+        fatalError(
+            "PARLEY_FUZZ_TARGET must be one of \(FuzzTarget.all.map(\.name).joined(separator: ", ")), got \"\(name)\"")
     }
     return target
 }()

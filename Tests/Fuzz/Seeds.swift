@@ -9,23 +9,39 @@ struct Seeds {
         let ssrc: UInt32 = 0x1234_5678
         let members = MemberSSRCs(block: 0x1000)
         let rtp = [
-            RTPPacket(header: RTPHeader(marker: true, payloadType: MediaPayloadType.opus, sequenceNumber: 1,
-                                        timestamp: 960, ssrc: ssrc), payload: [0x78, 1, 2, 3]).serialized(),
-            RTPPacket(header: RTPHeader(marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: 65535,
-                                        timestamp: 3000, ssrc: ssrc),
-                      payload: [0x90, 0x80, 0x80, 0x01, 0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x40, 0x01, 0xf0, 0x00])
-                .serialized(),
-            RTPPacket(header: RTPHeader(marker: false, payloadType: MediaPayloadType.opus, sequenceNumber: 2,
-                                        timestamp: 1920, ssrc: ssrc,
-                                        headerExtension: AudioLevelIndication(voiceActivity: true, level: 30)
-                                            .headerExtension), payload: [0x78, 1]).serialized(),
+            RTPPacket(
+                header: RTPHeader(
+                    marker: true, payloadType: MediaPayloadType.opus, sequenceNumber: 1,
+                    timestamp: 960, ssrc: ssrc), payload: [0x78, 1, 2, 3]
+            ).serialized(),
+            RTPPacket(
+                header: RTPHeader(
+                    marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: 65535,
+                    timestamp: 3000, ssrc: ssrc),
+                payload: [0x90, 0x80, 0x80, 0x01, 0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x40, 0x01, 0xf0, 0x00]
+            )
+            .serialized(),
+            RTPPacket(
+                header: RTPHeader(
+                    marker: false, payloadType: MediaPayloadType.opus, sequenceNumber: 2,
+                    timestamp: 1920, ssrc: ssrc,
+                    headerExtension: AudioLevelIndication(voiceActivity: true, level: 30)
+                        .headerExtension), payload: [0x78, 1]
+            ).serialized(),
         ]
         let bind = BindRequest(ssrc: members.audio, memberID: 7, token: BindToken(bytes: Array(0..<16))!).serialized()
         let ack = BindAcknowledgement(ssrc: members.audio, memberID: 7, status: .bound).serialized()
         let rtcp: [[UInt8]] = [
-            RTCPPacket.receiverReport(ReceiverReport(ssrc: ssrc, reports: [ReportBlock(
-                ssrc: 9, fractionLost: 3, cumulativeLost: 12, extendedHighestSequenceNumber: 70_000, jitter: 40)]))
-                .serialized(),
+            RTCPPacket.receiverReport(
+                ReceiverReport(
+                    ssrc: ssrc,
+                    reports: [
+                        ReportBlock(
+                            ssrc: 9, fractionLost: 3, cumulativeLost: 12, extendedHighestSequenceNumber: 70_000,
+                            jitter: 40)
+                    ])
+            )
+            .serialized(),
             RTCPPacket.nack(GenericNACK(senderSSRC: ssrc, mediaSSRC: 9, lost: [1, 2, 3, 40])).serialized()
                 + RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: 9)).serialized(),
             RTCPPacket.sourceDescription(SourceDescription(ssrc: ssrc, cname: "alice@parley")).serialized()
@@ -36,26 +52,43 @@ struct Seeds {
             .join(JoinRequest(room: "standup", name: "alice")), .mute(MuteChange(audio: true, video: false)),
             .chat(ChatSend(text: "hello ✓", ref: "r1")), .ping(KeepAlive(token: 42)), .allow(MemberRef(id: 3)),
             .leave,
-            .join(JoinRequest(room: "standup", name: "Ally", account: AccountClaim(name: "alice",
-                                                                                 signature: String(repeating: "A", count: 86) + "=="),
-                              hideRoom: true)),
-            .join(JoinRequest(room: "standup", name: "bob", videoLayers: [
-                VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
-                VideoLayerSize(width: 160, height: 90),
-            ])),
-            .tiles(TileReport(tiles: [TileSize(id: 2, width: 196, height: 110), TileSize(id: 3, width: 0, height: 0)])),
+            .join(
+                JoinRequest(
+                    room: "standup", name: "Ally",
+                    account: AccountClaim(
+                        name: "alice",
+                        signature: String(repeating: "A", count: 86) + "=="),
+                    hideRoom: true)),
+            .join(
+                JoinRequest(
+                    room: "standup", name: "bob",
+                    videoLayers: [
+                        VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
+                        VideoLayerSize(width: 160, height: 90),
+                    ])),
+            .tiles(
+                TileReport(tiles: [TileSize(id: 2, width: 196, height: 110), TileSize(id: 3, width: 0, height: 0)])),
         ]
         let server: [ServerMessage] = [
-            .joined(JoinedRoom(room: "standup", you: MemberInfo(id: 1, name: "alice", role: .broadcaster,
-                                                                audioMuted: false, videoMuted: false, ssrcs: members),
-                               members: [], media: MediaGrant(udpPort: 7878, credential: String(repeating: "ab", count: 16),
-                                                              ssrcs: members), livenessTimeout: 10)),
+            .joined(
+                JoinedRoom(
+                    room: "standup",
+                    you: MemberInfo(
+                        id: 1, name: "alice", role: .broadcaster,
+                        audioMuted: false, videoMuted: false, ssrcs: members),
+                    members: [],
+                    media: MediaGrant(
+                        udpPort: 7878, credential: String(repeating: "ab", count: 16),
+                        ssrcs: members), livenessTimeout: 10)),
             .memberLeft(MemberLeft(id: 2, reason: .quit)), .mute(MemberMute(id: 2, audio: true, video: true)),
             .error(SignalingError(.limitReached, "room standup is full")), .pong(KeepAlive(token: 42)),
-            .chatHistory(ChatHistory(room: "standup", lines: [
-                ChatHistoryLine(kind: "message", from: "carol (guest)", text: "agenda ✓", time: 1),
-                ChatHistoryLine(kind: "call-joined", from: "alice", text: "", time: 2, members: 2),
-            ])),
+            .chatHistory(
+                ChatHistory(
+                    room: "standup",
+                    lines: [
+                        ChatHistoryLine(kind: "message", from: "carol (guest)", text: "agenda ✓", time: 1),
+                        ChatHistoryLine(kind: "call-joined", from: "alice", text: "", time: 2, members: 2),
+                    ])),
             .videoLayers(VideoLayerDemand(active: [true, false, true])), .dominantSpeaker(DominantSpeakerNotice(id: 3)),
         ]
         let messaging: [String] = [
@@ -64,9 +97,13 @@ struct Seeds {
             MessagingRequest.received(DeliveryReceipt(sequences: [1, 2, 3])).encoded(),
             MessagingRequest.channelPost(ChannelPostSend(channel: "team", id: "p1", text: "hello ✓")).encoded(),
             MessagingRequest.watch(WatchList(names: ["bob", "carol"])).encoded(),
-            MessagingEvent.message(DirectMessageDelivery(sequence: 4, id: "m1", from: "alice", to: "bob", sealed: "AQID",
-                                                         sentAt: 1, inHistory: true)).encoded(),
-            MessagingEvent.conversation(ConversationLine(kind: "channel", name: "team", unread: 2, lastAt: 3)).encoded(),
+            MessagingEvent.message(
+                DirectMessageDelivery(
+                    sequence: 4, id: "m1", from: "alice", to: "bob", sealed: "AQID",
+                    sentAt: 1, inHistory: true)
+            ).encoded(),
+            MessagingEvent.conversation(ConversationLine(kind: "channel", name: "team", unread: 2, lastAt: 3))
+                .encoded(),
         ]
         var jitter: [UInt8] = []
         for (index, packet) in (rtp + rtp).enumerated() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyBench
 
 /// The broadcast benchmark's settings and the broadcaster statistics it reads.
@@ -13,23 +14,27 @@ struct BroadcastBenchTests {
         }
     }
 
-    @Test("audience sizes", arguments: [
-        ("0,1,10,25,50", [0, 1, 10, 25, 50]),
-        ("0, 5", [0, 5]),
-        ("0,200", [0, 200]),
-    ])
+    @Test(
+        "audience sizes",
+        arguments: [
+            ("0,1,10,25,50", [0, 1, 10, 25, 50]),
+            ("0, 5", [0, 5]),
+            ("0,200", [0, 200]),
+        ])
     func audiences(text: String, expected: [Int]) throws {
         #expect(try BroadcastBench.Settings.audiences(parsing: text) == expected)
     }
 
-    @Test("bad audience sizes", arguments: [
-        ("0,10,10", "PARLEY_BROADCAST_BENCH_VIEWERS=0,10,10: counts must go up (10 after 10)"),
-        ("0,x", "PARLEY_BROADCAST_BENCH_VIEWERS=0,x: \"x\" is not a viewer count in 0…200"),
-        ("0,201", "PARLEY_BROADCAST_BENCH_VIEWERS=0,201: \"201\" is not a viewer count in 0…200"),
-        ("0,,5", "PARLEY_BROADCAST_BENCH_VIEWERS=0,,5: \"\" is not a viewer count in 0…200"),
-        ("1,10", "PARLEY_BROADCAST_BENCH_VIEWERS=1,10: start at 0 and give at least one more count, e.g. 0,10,50"),
-        ("0", "PARLEY_BROADCAST_BENCH_VIEWERS=0: start at 0 and give at least one more count, e.g. 0,10,50"),
-    ])
+    @Test(
+        "bad audience sizes",
+        arguments: [
+            ("0,10,10", "PARLEY_BROADCAST_BENCH_VIEWERS=0,10,10: counts must go up (10 after 10)"),
+            ("0,x", "PARLEY_BROADCAST_BENCH_VIEWERS=0,x: \"x\" is not a viewer count in 0…200"),
+            ("0,201", "PARLEY_BROADCAST_BENCH_VIEWERS=0,201: \"201\" is not a viewer count in 0…200"),
+            ("0,,5", "PARLEY_BROADCAST_BENCH_VIEWERS=0,,5: \"\" is not a viewer count in 0…200"),
+            ("1,10", "PARLEY_BROADCAST_BENCH_VIEWERS=1,10: start at 0 and give at least one more count, e.g. 0,10,50"),
+            ("0", "PARLEY_BROADCAST_BENCH_VIEWERS=0: start at 0 and give at least one more count, e.g. 0,10,50"),
+        ])
     func badAudiences(text: String, expected: String) {
         #expect(Self.message { _ = try BroadcastBench.Settings.audiences(parsing: text) } == expected)
     }
@@ -43,14 +48,16 @@ struct BroadcastBenchTests {
         let defaults = try BroadcastBench.Settings.fromEnvironment(parleyPath: "/bin/parley", environment: [:])
         #expect(defaults.audiences == [0, 1, 10, 25, 50])
         #expect(defaults.seconds == 15)
-        #expect(Self.message {
-            _ = try BroadcastBench.Settings.fromEnvironment(
-                parleyPath: "/bin/parley", environment: ["PARLEY_BROADCAST_BENCH_SECONDS": "2"])
-        } == "PARLEY_BROADCAST_BENCH_SECONDS=2 is not a number in 5…600")
+        #expect(
+            Self.message {
+                _ = try BroadcastBench.Settings.fromEnvironment(
+                    parleyPath: "/bin/parley", environment: ["PARLEY_BROADCAST_BENCH_SECONDS": "2"])
+            } == "PARLEY_BROADCAST_BENCH_SECONDS=2 is not a number in 5…600")
     }
 
     /// A statistics file as the call engine writes it (keys sorted).
-    static let statisticsLine = #"{"activeVideoLayers":[true],"audioBytesSent":40000,"audioPacketsSent":500,"#
+    static let statisticsLine =
+        #"{"activeVideoLayers":[true],"audioBytesSent":40000,"audioPacketsSent":500,"#
         + #""audioPlannedLossPercent":0,"encryption":null,"keyframeRequestsReceived":2,"localID":1,"mediaBound":true,"#
         + #""peers":[],"speakerDropped":0,"speakerUnderruns":0,"time":1795576081.5,"videoBytesSent":1250000,"#
         + #""videoFramesCaptured":310,"videoFramesSent":300,"videoKeyframesSent":1,"videoPacketsSent":900}"#
@@ -61,25 +68,36 @@ struct BroadcastBenchTests {
     }
 
     @Test func broadcasterStatistics() throws {
-        #expect(try BroadcastBench.BroadcasterStats.parse(Data(Self.statisticsLine.utf8), path: "s.json") == .init(
-            time: 1_795_576_081.5, mediaBound: true, videoFramesSent: 300, videoFramesCaptured: 310,
-            videoBytesSent: 1_250_000,
-            audioBytesSent: 40_000, keyframeRequestsReceived: 2))
+        #expect(
+            try BroadcastBench.BroadcasterStats.parse(Data(Self.statisticsLine.utf8), path: "s.json")
+                == .init(
+                    time: 1_795_576_081.5, mediaBound: true, videoFramesSent: 300, videoFramesCaptured: 310,
+                    videoBytesSent: 1_250_000,
+                    audioBytesSent: 40_000, keyframeRequestsReceived: 2))
     }
 
-    @Test("bad broadcaster statistics", arguments: [
-        (BroadcastBenchTests.statistics(replacing: #""keyframeRequestsReceived":2,"#, with: ""),
-         "broadcaster statistics s.json: no \"keyframeRequestsReceived\" field"),
-        (BroadcastBenchTests.statistics(replacing: #""videoFramesSent":300"#, with: #""videoFramesSent":"many""#),
-         "broadcaster statistics s.json: \"videoFramesSent\" has the wrong type"),
-    ])
+    @Test(
+        "bad broadcaster statistics",
+        arguments: [
+            (
+                BroadcastBenchTests.statistics(replacing: #""keyframeRequestsReceived":2,"#, with: ""),
+                "broadcaster statistics s.json: no \"keyframeRequestsReceived\" field"
+            ),
+            (
+                BroadcastBenchTests.statistics(
+                    replacing: #""videoFramesSent":300"#, with: #""videoFramesSent":"many""#),
+                "broadcaster statistics s.json: \"videoFramesSent\" has the wrong type"
+            ),
+        ])
     func badStatistics(json: String, expected: String) {
-        #expect(Self.message { _ = try BroadcastBench.BroadcasterStats.parse(Data(json.utf8), path: "s.json") }
+        #expect(
+            Self.message { _ = try BroadcastBench.BroadcasterStats.parse(Data(json.utf8), path: "s.json") }
                 == expected)
     }
 
     @Test func notJSONIsRefused() {
-        #expect(Self.message { _ = try BroadcastBench.BroadcasterStats.parse(Data("half a fi".utf8), path: "s.json") }
+        #expect(
+            Self.message { _ = try BroadcastBench.BroadcasterStats.parse(Data("half a fi".utf8), path: "s.json") }
                 .hasPrefix("broadcaster statistics s.json is not a JSON object: "))
     }
 

@@ -1,11 +1,14 @@
 import Testing
+
 @testable import ParleyBench
 
 /// The call benchmark's wire figures: pcap parsing with exact bytes, and rates and frames from RTP datagrams.
 struct CallBenchCaptureTests {
     /// A classic pcap file: the 24-byte header and one record per frame.
-    static func pcap(linkType: UInt32, frames: [(seconds: UInt32, fraction: UInt32, bytes: [UInt8])],
-                     bigEndian: Bool = false, nanoseconds: Bool = false) -> [UInt8] {
+    static func pcap(
+        linkType: UInt32, frames: [(seconds: UInt32, fraction: UInt32, bytes: [UInt8])],
+        bigEndian: Bool = false, nanoseconds: Bool = false
+    ) -> [UInt8] {
         func u32(_ value: UInt32) -> [UInt8] {
             let little = [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: value >> $0) }
             return bigEndian ? little.reversed() : little
@@ -14,10 +17,12 @@ struct CallBenchCaptureTests {
             let little = [UInt8(value & 0xFF), UInt8(value >> 8)]
             return bigEndian ? little.reversed() : little
         }
-        var file = u32(nanoseconds ? 0xA1B2_3C4D : 0xA1B2_C3D4) + u16(2) + u16(4) + u32(0) + u32(0) + u32(128)
+        var file =
+            u32(nanoseconds ? 0xA1B2_3C4D : 0xA1B2_C3D4) + u16(2) + u16(4) + u32(0) + u32(0) + u32(128)
             + u32(linkType)
         for frame in frames {
-            file += u32(frame.seconds) + u32(frame.fraction) + u32(UInt32(frame.bytes.count))
+            file +=
+                u32(frame.seconds) + u32(frame.fraction) + u32(UInt32(frame.bytes.count))
                 + u32(UInt32(frame.bytes.count)) + frame.bytes
         }
         return file
@@ -52,47 +57,103 @@ struct CallBenchCaptureTests {
     static let datagram = CapturedDatagram(
         time: 10.25, sourcePort: 5004, destinationPort: 7878, length: 32, head: rtpHead)
 
-    @Test("pcap files", arguments: [
-        ParseCase(
-            name: "Ethernet, little-endian, microseconds",
-            file: pcap(linkType: 1, frames: [(10, 250_000, ethernetIPv4 + ipv4(source: 5004, destination: 7878,
-                                                                              payload: payload))]),
-            expected: [datagram]),
-        ParseCase(
-            name: "Ethernet, big-endian, nanoseconds",
-            file: pcap(linkType: 1, frames: [(10, 250_000_000, ethernetIPv4 + ipv4(source: 5004, destination: 7878,
-                                                                                  payload: payload))],
-                       bigEndian: true, nanoseconds: true),
-            expected: [datagram]),
-        ParseCase(
-            name: "Linux cooked v1",
-            file: pcap(linkType: 113, frames: [(10, 250_000, [UInt8](repeating: 0, count: 14) + [0x08, 0x00]
-                                                   + ipv4(source: 5004, destination: 7878, payload: payload))]),
-            expected: [datagram]),
-        ParseCase(
-            name: "raw IPv4",
-            file: pcap(linkType: 101, frames: [(10, 250_000, ipv4(source: 5004, destination: 7878, payload: payload))]),
-            expected: [datagram]),
-        ParseCase(
-            name: "TCP is skipped",
-            file: pcap(linkType: 1, frames: [(10, 0, ethernetIPv4 + ipv4(source: 1, destination: 2, payload: payload,
-                                                                        protocolNumber: 6))]),
-            expected: []),
-        ParseCase(
-            name: "IPv6 ethertype is skipped",
-            file: pcap(linkType: 1, frames: [(10, 0, [UInt8](repeating: 0, count: 12) + [0x86, 0xDD]
-                                                  + ipv4(source: 1, destination: 2, payload: payload))]),
-            expected: []),
-        ParseCase(
-            name: "short payload keeps what there is",
-            file: pcap(linkType: 1, frames: [(1, 0, ethernetIPv4 + ipv4(source: 1, destination: 2, payload: [9, 8]))]),
-            expected: [CapturedDatagram(time: 1, sourcePort: 1, destinationPort: 2, length: 2, head: [9, 8])]),
-        ParseCase(
-            name: "a record cut short at the end of the file is dropped",
-            file: Array(pcap(linkType: 1, frames: [(10, 0, ethernetIPv4 + ipv4(source: 1, destination: 2,
-                                                                              payload: payload))]).dropLast(5)),
-            expected: []),
-    ])
+    @Test(
+        "pcap files",
+        arguments: [
+            ParseCase(
+                name: "Ethernet, little-endian, microseconds",
+                file: pcap(
+                    linkType: 1,
+                    frames: [
+                        (
+                            10, 250_000,
+                            ethernetIPv4
+                                + ipv4(
+                                    source: 5004, destination: 7878,
+                                    payload: payload)
+                        )
+                    ]),
+                expected: [datagram]),
+            ParseCase(
+                name: "Ethernet, big-endian, nanoseconds",
+                file: pcap(
+                    linkType: 1,
+                    frames: [
+                        (
+                            10, 250_000_000,
+                            ethernetIPv4
+                                + ipv4(
+                                    source: 5004, destination: 7878,
+                                    payload: payload)
+                        )
+                    ],
+                    bigEndian: true, nanoseconds: true),
+                expected: [datagram]),
+            ParseCase(
+                name: "Linux cooked v1",
+                file: pcap(
+                    linkType: 113,
+                    frames: [
+                        (
+                            10, 250_000,
+                            [UInt8](repeating: 0, count: 14) + [0x08, 0x00]
+                                + ipv4(source: 5004, destination: 7878, payload: payload)
+                        )
+                    ]),
+                expected: [datagram]),
+            ParseCase(
+                name: "raw IPv4",
+                file: pcap(
+                    linkType: 101, frames: [(10, 250_000, ipv4(source: 5004, destination: 7878, payload: payload))]),
+                expected: [datagram]),
+            ParseCase(
+                name: "TCP is skipped",
+                file: pcap(
+                    linkType: 1,
+                    frames: [
+                        (
+                            10, 0,
+                            ethernetIPv4
+                                + ipv4(
+                                    source: 1, destination: 2, payload: payload,
+                                    protocolNumber: 6)
+                        )
+                    ]),
+                expected: []),
+            ParseCase(
+                name: "IPv6 ethertype is skipped",
+                file: pcap(
+                    linkType: 1,
+                    frames: [
+                        (
+                            10, 0,
+                            [UInt8](repeating: 0, count: 12) + [0x86, 0xDD]
+                                + ipv4(source: 1, destination: 2, payload: payload)
+                        )
+                    ]),
+                expected: []),
+            ParseCase(
+                name: "short payload keeps what there is",
+                file: pcap(
+                    linkType: 1, frames: [(1, 0, ethernetIPv4 + ipv4(source: 1, destination: 2, payload: [9, 8]))]),
+                expected: [CapturedDatagram(time: 1, sourcePort: 1, destinationPort: 2, length: 2, head: [9, 8])]),
+            ParseCase(
+                name: "a record cut short at the end of the file is dropped",
+                file: Array(
+                    pcap(
+                        linkType: 1,
+                        frames: [
+                            (
+                                10, 0,
+                                ethernetIPv4
+                                    + ipv4(
+                                        source: 1, destination: 2,
+                                        payload: payload)
+                            )
+                        ]
+                    ).dropLast(5)),
+                expected: []),
+        ])
     func parse(_ c: ParseCase) throws {
         let datagrams = try PacketCapture.parse(c.file)
         #expect(datagrams.count == c.expected.count)
@@ -105,11 +166,16 @@ struct CallBenchCaptureTests {
         }
     }
 
-    @Test("bad pcap files", arguments: [
-        ("too short", [UInt8](repeating: 0, count: 10), "pcap file too short (10 bytes)"),
-        ("not pcap", [UInt8](repeating: 0x41, count: 24), "not a pcap file (magic 41414141)"),
-        ("unknown link type", pcap(linkType: 147, frames: [(1, 0, [1, 2, 3])]), "pcap link type 147 is not supported"),
-    ])
+    @Test(
+        "bad pcap files",
+        arguments: [
+            ("too short", [UInt8](repeating: 0, count: 10), "pcap file too short (10 bytes)"),
+            ("not pcap", [UInt8](repeating: 0x41, count: 24), "not a pcap file (magic 41414141)"),
+            (
+                "unknown link type", pcap(linkType: 147, frames: [(1, 0, [1, 2, 3])]),
+                "pcap link type 147 is not supported"
+            ),
+        ])
     func badFiles(_ label: String, _ bytes: [UInt8], _ message: String) {
         #expect(throws: (any Error).self, "\(label)") { try PacketCapture.parse(bytes) }
         do {
@@ -133,21 +199,25 @@ struct CallBenchCaptureTests {
             let time = Double(frame) / 30
             for packet in 0..<3 {
                 let head = rtp(ssrc: 0x1111, timestamp: UInt32(frame * 3000), marker: packet == 2)
-                datagrams.append(CapturedDatagram(
-                    time: time, sourcePort: 5000, destinationPort: 7000, length: 1000, head: head))
-                datagrams.append(CapturedDatagram(
-                    time: time + 0.001, sourcePort: 7000, destinationPort: 6000, length: 1000, head: head))
+                datagrams.append(
+                    CapturedDatagram(
+                        time: time, sourcePort: 5000, destinationPort: 7000, length: 1000, head: head))
+                datagrams.append(
+                    CapturedDatagram(
+                        time: time + 0.001, sourcePort: 7000, destinationPort: 6000, length: 1000, head: head))
             }
         }
         for packet in 0..<100 {
             let head = rtp(ssrc: 0x2222, timestamp: UInt32(packet * 960), marker: false)
-            datagrams.append(CapturedDatagram(
-                time: Double(packet) / 50, sourcePort: 5000, destinationPort: 7000, length: 100, head: head))
+            datagrams.append(
+                CapturedDatagram(
+                    time: Double(packet) / 50, sourcePort: 5000, destinationPort: 7000, length: 100, head: head))
         }
         for second in 0..<2 {
-            datagrams.append(CapturedDatagram(
-                time: Double(second) + 0.5, sourcePort: 5000, destinationPort: 7000, length: 50,
-                head: [0x81, 201, 0, 7, 0, 0, 0x22, 0x22, 0, 0, 0, 0]))
+            datagrams.append(
+                CapturedDatagram(
+                    time: Double(second) + 0.5, sourcePort: 5000, destinationPort: 7000, length: 50,
+                    head: [0x81, 201, 0, 7, 0, 0, 0x22, 0x22, 0, 0, 0, 0]))
         }
         return datagrams.sorted { $0.time < $1.time }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyBench
 @testable import ParleyEngine
 
@@ -51,27 +52,36 @@ struct CallBenchReferenceBenchTests {
         var testDescription: String { name }
     }
 
-    @Test("bad baresip configurations", arguments: [
-        BadConfig(name: "unknown display", module: "sdl",
-                  expected: "baresip config: display module \"sdl\" is not one of fakevideo, x11"),
-        BadConfig(name: "same ports", sip: 5060, console: 5060,
-                  expected: "baresip config: SIP port 5060 and console port 5060 must be distinct and non-zero"),
-        BadConfig(name: "zero port", sip: 0,
-                  expected: "baresip config: SIP port 0 and console port 5555 must be distinct and non-zero"),
-        BadConfig(name: "privileged RTP ports", rtp: 100...119,
-                  expected: "baresip config: RTP ports 100-119 must be at least 4 ports within 1024-65535"),
-        BadConfig(name: "too few RTP ports", rtp: 20_000...20_001,
-                  expected: "baresip config: RTP ports 20000-20001 must be at least 4 ports within 1024-65535"),
-        BadConfig(name: "space in a media path", video: "/tmp/my media/camera.y4m",
-                  expected: "baresip config: the media path /tmp/my media/camera.y4m has a space or comma in it"),
-    ])
+    @Test(
+        "bad baresip configurations",
+        arguments: [
+            BadConfig(
+                name: "unknown display", module: "sdl",
+                expected: "baresip config: display module \"sdl\" is not one of fakevideo, x11"),
+            BadConfig(
+                name: "same ports", sip: 5060, console: 5060,
+                expected: "baresip config: SIP port 5060 and console port 5060 must be distinct and non-zero"),
+            BadConfig(
+                name: "zero port", sip: 0,
+                expected: "baresip config: SIP port 0 and console port 5555 must be distinct and non-zero"),
+            BadConfig(
+                name: "privileged RTP ports", rtp: 100...119,
+                expected: "baresip config: RTP ports 100-119 must be at least 4 ports within 1024-65535"),
+            BadConfig(
+                name: "too few RTP ports", rtp: 20_000...20_001,
+                expected: "baresip config: RTP ports 20000-20001 must be at least 4 ports within 1024-65535"),
+            BadConfig(
+                name: "space in a media path", video: "/tmp/my media/camera.y4m",
+                expected: "baresip config: the media path /tmp/my media/camera.y4m has a space or comma in it"),
+        ])
     func badBaresipConfig(_ c: BadConfig) {
         var media = Self.media
         media.video = c.video
-        #expect(Self.message {
-            _ = try CallBench.baresipConfig(
-                sipPort: c.sip, consolePort: c.console, rtpPorts: c.rtp, media: media, displayModule: c.module)
-        } == c.expected)
+        #expect(
+            Self.message {
+                _ = try CallBench.baresipConfig(
+                    sipPort: c.sip, consolePort: c.console, rtpPorts: c.rtp, media: media, displayModule: c.module)
+            } == c.expected)
     }
 
     // MARK: - Chromium page
@@ -85,22 +95,26 @@ struct CallBenchReferenceBenchTests {
         #expect(page.windowSize == (1320, 680))
     }
 
-    @Test("bad page settings", arguments: [
-        (0, 480, 30, 1000, "browser call page: width 0 is outside 16…4096"),
-        (640, 480, 90, 1000, "browser call page: frame rate 90 is outside 1…60"),
-        (640, 480, 30, 10, "browser call page: video bitrate (kbit/s) 10 is outside 30…20000"),
-        (641, 480, 30, 1000, "browser call page: 641x480 is not an even size (4:2:0 video)"),
-    ])
+    @Test(
+        "bad page settings",
+        arguments: [
+            (0, 480, 30, 1000, "browser call page: width 0 is outside 16…4096"),
+            (640, 480, 90, 1000, "browser call page: frame rate 90 is outside 1…60"),
+            (640, 480, 30, 10, "browser call page: video bitrate (kbit/s) 10 is outside 30…20000"),
+            (641, 480, 30, 1000, "browser call page: 641x480 is not an even size (4:2:0 video)"),
+        ])
     func badPage(width: Int, height: Int, fps: Int, kbps: Int, expected: String) {
-        #expect(Self.message { _ = try BrowserCallPage(width: width, height: height, fps: fps, videoKbps: kbps) }
+        #expect(
+            Self.message { _ = try BrowserCallPage(width: width, height: height, fps: fps, videoKbps: kbps) }
                 == expected)
     }
 
     @Test func chromiumSandboxOnlyOffAsRoot() throws {
         let page = try BrowserCallPage(width: 640, height: 480, fps: 30, videoKbps: 1000)
         func arguments(root: Bool) -> [String] {
-            CallBench.chromiumArguments(page: page, pagePath: "/tmp/run/page.html", profile: "/tmp/run/profile",
-                                        media: Self.media, asRoot: root)
+            CallBench.chromiumArguments(
+                page: page, pagePath: "/tmp/run/page.html", profile: "/tmp/run/profile",
+                media: Self.media, asRoot: root)
         }
         #expect(arguments(root: true).first == "--no-sandbox")
         #expect(!arguments(root: false).contains("--no-sandbox"))
@@ -112,48 +126,67 @@ struct CallBenchReferenceBenchTests {
 
     // MARK: - Console reports
 
-    static let reportLine = "[27981:27981:1125/030801.104301:INFO:CONSOLE:7] \"PARLEYBENCH time=1795576081104 "
+    static let reportLine =
+        "[27981:27981:1125/030801.104301:INFO:CONSOLE:7] \"PARLEYBENCH time=1795576081104 "
         + "sent=2134829,2138061 received=2133033,2140569 decoded=536,536 shown=497,483 size=640x480,640x480 "
         + "codec=VP8,VP8\", source: file:///tmp/run/browser-call.html (7)"
 
     @Test func reportFromChromiumsConsoleLine() throws {
         let report = try BrowserCallReport.parse(line: Self.reportLine)
-        #expect(report == BrowserCallReport(
-            time: 1_795_576_081_104, sent: [2_134_829, 2_138_061], received: [2_133_033, 2_140_569],
-            decoded: [536, 536], shown: [497, 483], size: ["640x480", "640x480"], codec: ["VP8", "VP8"]))
+        #expect(
+            report
+                == BrowserCallReport(
+                    time: 1_795_576_081_104, sent: [2_134_829, 2_138_061], received: [2_133_033, 2_140_569],
+                    decoded: [536, 536], shown: [497, 483], size: ["640x480", "640x480"], codec: ["VP8", "VP8"]))
     }
 
     @Test func otherLinesAreNotReports() throws {
-        #expect(try BrowserCallReport.parse(line: "[1:1:1125/030742.250617:WARNING:vaapi_wrapper.cc:1655] no devices")
+        #expect(
+            try BrowserCallReport.parse(line: "[1:1:1125/030742.250617:WARNING:vaapi_wrapper.cc:1655] no devices")
                 == nil)
         #expect(try BrowserCallReport.parse(line: "") == nil)
         let output = "noise\n" + Self.reportLine + "\nmore noise\n" + Self.reportLine + "\n"
         #expect(try BrowserCallReport.all(in: output).count == 2)
     }
 
-    @Test("bad reports", arguments: [
-        ("PARLEYBENCH time=5 sent=1 received=1,2 decoded=1,2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
-         "browser call report: sent= needs two values (one per side), got \"1\""),
-        ("PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,-2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
-         "browser call report: decoded= holds \"-2\", not a count"),
-        ("PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,2 size=1x1,1x1 codec=VP8,VP8",
-         "browser call report: no shown= in \"time=5 sent=1,2 received=1,2 decoded=1,2 size=1x1,1x1 codec=VP8,VP8\""),
-        ("PARLEYBENCH time=x sent=1,2 received=1,2 decoded=1,2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
-         "browser call report: time=x is not a positive number"),
-        ("PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,2 shown=1,2 size=640,1x1 codec=VP8,VP8",
-         "browser call report: size \"640\" is not WIDTHxHEIGHT"),
-        ("PARLEYBENCH time=5 time=6", "browser call report: time given twice in \"time=5 time=6\""),
-        ("PARLEYBENCH time=5 junk", "browser call report: \"junk\" is not NAME=VALUE in \"time=5 junk\""),
-        ("\"PARLEYBENCH error=TypeError%3A%20x%20is%20%22y%22\", source: file:///p.html (3)",
-         "the browser call page failed: TypeError: x is \"y\""),
-    ])
+    @Test(
+        "bad reports",
+        arguments: [
+            (
+                "PARLEYBENCH time=5 sent=1 received=1,2 decoded=1,2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
+                "browser call report: sent= needs two values (one per side), got \"1\""
+            ),
+            (
+                "PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,-2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
+                "browser call report: decoded= holds \"-2\", not a count"
+            ),
+            (
+                "PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,2 size=1x1,1x1 codec=VP8,VP8",
+                "browser call report: no shown= in \"time=5 sent=1,2 received=1,2 decoded=1,2 size=1x1,1x1 codec=VP8,VP8\""
+            ),
+            (
+                "PARLEYBENCH time=x sent=1,2 received=1,2 decoded=1,2 shown=1,2 size=1x1,1x1 codec=VP8,VP8",
+                "browser call report: time=x is not a positive number"
+            ),
+            (
+                "PARLEYBENCH time=5 sent=1,2 received=1,2 decoded=1,2 shown=1,2 size=640,1x1 codec=VP8,VP8",
+                "browser call report: size \"640\" is not WIDTHxHEIGHT"
+            ),
+            ("PARLEYBENCH time=5 time=6", "browser call report: time given twice in \"time=5 time=6\""),
+            ("PARLEYBENCH time=5 junk", "browser call report: \"junk\" is not NAME=VALUE in \"time=5 junk\""),
+            (
+                "\"PARLEYBENCH error=TypeError%3A%20x%20is%20%22y%22\", source: file:///p.html (3)",
+                "the browser call page failed: TypeError: x is \"y\""
+            ),
+        ])
     func badReport(line: String, expected: String) {
         #expect(Self.message { _ = try BrowserCallReport.parse(line: line) } == expected)
     }
 
     @Test func ratesBetweenReports() {
-        let earlier = BrowserCallReport(time: 10_000, sent: [0, 0], received: [0, 0], decoded: [100, 90],
-                                        shown: [50, 50], size: ["640x480", "640x480"], codec: ["VP8", "VP8"])
+        let earlier = BrowserCallReport(
+            time: 10_000, sent: [0, 0], received: [0, 0], decoded: [100, 90],
+            shown: [50, 50], size: ["640x480", "640x480"], codec: ["VP8", "VP8"])
         var later = earlier
         later.time = 12_000
         later.sent = [250_000, 125_000]
@@ -167,13 +200,15 @@ struct CallBenchReferenceBenchTests {
 
     // MARK: - Xvfb
 
-    @Test("Xvfb's display number", arguments: [
-        ("1\n", 1 as Int?),
-        ("_XSERVTransmkdir: Owner of /tmp/.X11-unix should be set to root\n99\n", 99),
-        ("", nil),
-        ("Fatal server error:\n(EE) Cannot establish any listening sockets\n", nil),
-        ("2", 2),
-    ])
+    @Test(
+        "Xvfb's display number",
+        arguments: [
+            ("1\n", 1 as Int?),
+            ("_XSERVTransmkdir: Owner of /tmp/.X11-unix should be set to root\n99\n", 99),
+            ("", nil),
+            ("Fatal server error:\n(EE) Cannot establish any listening sockets\n", nil),
+            ("2", 2),
+        ])
     func displayNumber(output: String, expected: Int?) {
         #expect(VirtualDisplay.displayNumber(in: output) == expected)
     }
@@ -183,7 +218,8 @@ struct CallBenchReferenceBenchTests {
     /// An IPv6 packet carrying UDP (or `nextHeader`) from `source` to `destination` with `payload`.
     static func ipv6(source: UInt16, destination: UInt16, payload: [UInt8], nextHeader: UInt8 = 17) -> [UInt8] {
         let udpLength = 8 + payload.count
-        let fixed: [UInt8] = [0x60, 0, 0, 0, UInt8(udpLength >> 8), UInt8(udpLength & 0xFF), nextHeader, 64]
+        let fixed: [UInt8] =
+            [0x60, 0, 0, 0, UInt8(udpLength >> 8), UInt8(udpLength & 0xFF), nextHeader, 64]
             + [UInt8](repeating: 0, count: 15) + [1] + [UInt8](repeating: 0, count: 15) + [1]
         let udp: [UInt8] = [
             UInt8(source >> 8), UInt8(source & 0xFF), UInt8(destination >> 8), UInt8(destination & 0xFF),
@@ -192,18 +228,28 @@ struct CallBenchReferenceBenchTests {
         return fixed + udp + payload
     }
 
-    @Test("IPv6 datagrams", arguments: [
-        ("Ethernet", 1 as UInt32, [UInt8](repeating: 0, count: 12) + [0x86, 0xDD], 1),
-        ("Linux cooked v2", 276, [0x86, 0xDD] + [UInt8](repeating: 0, count: 18), 1),
-        ("raw IPv6", 229, [], 1),
-        ("raw IP", 101, [], 1),
-        ("Ethernet saying IPv4", 1, [UInt8](repeating: 0, count: 12) + [0x08, 0x00], 0),
-    ])
+    @Test(
+        "IPv6 datagrams",
+        arguments: [
+            ("Ethernet", 1 as UInt32, [UInt8](repeating: 0, count: 12) + [0x86, 0xDD], 1),
+            ("Linux cooked v2", 276, [0x86, 0xDD] + [UInt8](repeating: 0, count: 18), 1),
+            ("raw IPv6", 229, [], 1),
+            ("raw IP", 101, [], 1),
+            ("Ethernet saying IPv4", 1, [UInt8](repeating: 0, count: 12) + [0x08, 0x00], 0),
+        ])
     func ipv6Datagrams(name: String, linkType: UInt32, link: [UInt8], count: Int) throws {
         let payload = CallBenchCaptureTests.payload
         let file = CallBenchCaptureTests.pcap(
-            linkType: linkType, frames: [(10, 250_000, link + Self.ipv6(source: 5004, destination: 7878,
-                                                                         payload: payload))])
+            linkType: linkType,
+            frames: [
+                (
+                    10, 250_000,
+                    link
+                        + Self.ipv6(
+                            source: 5004, destination: 7878,
+                            payload: payload)
+                )
+            ])
         let datagrams = try PacketCapture.parse(file)
         #expect(datagrams.count == count, "\(name)")
         if let datagram = datagrams.first {

@@ -1,18 +1,21 @@
-@testable import ParleyBench
 import ParleyRoom
 import ParleyTUI
 import Testing
+
+@testable import ParleyBench
 
 @Suite("Picture quality bench")
 struct RenderQualityBenchTests {
     @Test("chafa-style output replays onto a screen: 256 and 24-bit SGR, reverse video, empty lines between images")
     func replay() throws {
-        let text = "\u{1B}[0m\u{1B}[38;5;196;48;5;21m▀▐\u{1B}[0m\n\u{1B}[38;2;1;2;3;48;2;4;5;6m\u{1FB2D}"
+        let text =
+            "\u{1B}[0m\u{1B}[38;5;196;48;5;21m▀▐\u{1B}[0m\n\u{1B}[38;2;1;2;3;48;2;4;5;6m\u{1FB2D}"
             + "\u{1B}[7m▌\u{1B}[0m\n\n\u{1B}[?25l\u{1B}[38;5;46m██\n"
         let screen = try ANSIText.screen(from: Array(text.utf8), width: 2, height: 3)
         #expect(screen[0, 0] == Cell("▀", style: CellStyle(foreground: .palette(196), background: .palette(21))))
         #expect(screen[1, 0].character == "▐")
-        #expect(screen[0, 1] == Cell("\u{1FB2D}", style: CellStyle(foreground: .rgb(1, 2, 3), background: .rgb(4, 5, 6))))
+        #expect(
+            screen[0, 1] == Cell("\u{1FB2D}", style: CellStyle(foreground: .rgb(1, 2, 3), background: .rgb(4, 5, 6))))
         #expect(screen[1, 1] == Cell("▌", style: CellStyle(foreground: .rgb(4, 5, 6), background: .rgb(1, 2, 3))))
         #expect(screen[0, 2] == Cell("█", style: CellStyle(foreground: .palette(46))))
     }
@@ -29,19 +32,22 @@ struct RenderQualityBenchTests {
     @Test("read-back: half a cell covered blends at the boundary; a non-block character is refused")
     func readBack() throws {
         var screen = Screen(width: 2, height: 1)
-        screen.write("▂", column: 0, row: 0, style: CellStyle(foreground: .rgb(255, 255, 255), background: .rgb(0, 0, 0)))
+        screen.write(
+            "▂", column: 0, row: 0, style: CellStyle(foreground: .rgb(255, 255, 255), background: .rgb(0, 0, 0)))
         screen.write("a", column: 1, row: 0, style: .plain)
         #expect(throws: CellPicture.Unreadable.self) {
             try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: 10, cellHeight: 20)
         }
         // '▂' covers the bottom quarter: rows 15-19 of 20 white.
-        let pixels = try CellPicture.rgb(of: screen, in: CellRect(x: 0, y: 0, width: 1, height: 1),
-                                         cellWidth: 10, cellHeight: 20)
+        let pixels = try CellPicture.rgb(
+            of: screen, in: CellRect(x: 0, y: 0, width: 1, height: 1),
+            cellWidth: 10, cellHeight: 20)
         #expect(pixels[14 * 30] == 0 && pixels[15 * 30] == 255 && pixels[19 * 30] == 255)
         // A sextant row boundary falls inside pixel row 6 of a 20-pixel cell (20/3): blended.
         var sextant = Screen(width: 1, height: 1)
-        sextant.write(String(BlockSymbols.sextants[3]), column: 0, row: 0,
-                      style: CellStyle(foreground: .rgb(255, 255, 255), background: .rgb(0, 0, 0)))
+        sextant.write(
+            String(BlockSymbols.sextants[3]), column: 0, row: 0,
+            style: CellStyle(foreground: .rgb(255, 255, 255), background: .rgb(0, 0, 0)))
         let top = try CellPicture.rgb(of: sextant, in: sextant.bounds, cellWidth: 10, cellHeight: 20)
         #expect(top[5 * 30] == 255 && top[6 * 30] == 170 && top[7 * 30] == 0)
     }
@@ -56,9 +62,12 @@ struct RenderQualityBenchTests {
 
     @Test("the reference scaler averages exactly: 4x2 to 2x1")
     func scale() {
-        let rgb: [UInt8] = [0, 0, 0, 100, 100, 100, 10, 10, 10, 20, 20, 20,
-                            0, 0, 0, 100, 100, 100, 30, 30, 30, 40, 40, 40]
-        #expect(RenderQualityBench.scaleRGB(rgb, width: 4, height: 2, toWidth: 2, toHeight: 1)
-            == [50, 50, 50, 25, 25, 25])
+        let rgb: [UInt8] = [
+            0, 0, 0, 100, 100, 100, 10, 10, 10, 20, 20, 20,
+            0, 0, 0, 100, 100, 100, 30, 30, 30, 40, 40, 40,
+        ]
+        #expect(
+            RenderQualityBench.scaleRGB(rgb, width: 4, height: 2, toWidth: 2, toHeight: 1)
+                == [50, 50, 50, 25, 25, 25])
     }
 }

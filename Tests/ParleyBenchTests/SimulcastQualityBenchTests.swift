@@ -1,5 +1,6 @@
 import ParleyRoom
 import Testing
+
 @testable import ParleyBench
 
 @Suite("Simulcast quality bench")
@@ -13,8 +14,9 @@ struct SimulcastQualityBenchTests {
 
     @Test("every layer is measured at the tile's size")
     func measures() throws {
-        let layers = try SimulcastQualityBench.measure(width: 320, height: 240, kbps: 400, fps: 30, frames: 10,
-                                                       tile: (width: 100, height: 75))
+        let layers = try SimulcastQualityBench.measure(
+            width: 320, height: 240, kbps: 400, fps: 30, frames: 10,
+            tile: (width: 100, height: 75))
         #expect(layers.map(\.width) == [320, 160])
         #expect(layers.allSatisfy { $0.psnrAtTile > 20 && $0.bytes > 0 })
     }

@@ -12,7 +12,10 @@ import Testing
         var input: String { home + "/in.raw" }
         var output: String { home + "/out.raw" }
         var environment: [String: String] {
-            ["HOME": home, "PATH": "/usr/bin:/bin", "PULSE_CLIENTCONFIG": SoundServer.resourcesDirectory + "/client.conf"]
+            [
+                "HOME": home, "PATH": "/usr/bin:/bin",
+                "PULSE_CLIENTCONFIG": SoundServer.resourcesDirectory + "/client.conf",
+            ]
         }
 
         init(input samples: [Int16]) throws {
@@ -56,7 +59,10 @@ import Testing
         #expect(report.device == "parleyfile")
         let captured = try readWAV(wav)
         #expect(captured.count == samples.count)
-        #expect(captured == samples, "first difference at \(zip(captured, samples).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+        #expect(
+            captured == samples,
+            "first difference at \(zip(captured, samples).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)"
+        )
         // The file plugin returns 2 s at once; the capture's guard holds it to the wall clock (less one burst).
         #expect(report.elapsedSeconds > 1.75 && report.elapsedSeconds < 4, "took \(report.elapsedSeconds) s")
     }
@@ -87,8 +93,9 @@ import Testing
             ["capture", "--device", "Blue Yeti", "--seconds", "1", "--out", device.home + "/x.wav"],
             environment: device.environment)
         #expect(result.status == 2)
-        #expect(result.output.contains("error: no microphone named \"Blue Yeti\"; available: \"parleyfile\""),
-                "\(result.output)")
+        #expect(
+            result.output.contains("error: no microphone named \"Blue Yeti\"; available: \"parleyfile\""),
+            "\(result.output)")
     }
 
     @Test func aUniquePrefixInAnyCaseIsEnough() throws {
@@ -108,8 +115,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: home) }
         let capture = try runProbe(
             ["capture", "--seconds", "1", "--out", home + "/x.wav"],
-            environment: ["HOME": home, "PATH": "/usr/bin:/bin",
-                          "PULSE_CLIENTCONFIG": SoundServer.resourcesDirectory + "/client.conf"])
+            environment: [
+                "HOME": home, "PATH": "/usr/bin:/bin",
+                "PULSE_CLIENTCONFIG": SoundServer.resourcesDirectory + "/client.conf",
+            ])
         #expect(capture.status == 2)
         #expect(capture.output.contains("error: no microphone found"), "\(capture.output)")
     }

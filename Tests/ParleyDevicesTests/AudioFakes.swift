@@ -81,7 +81,8 @@ struct FakeAudioLayer: AudioDeviceLayer {
     func outputDevices() throws(AudioDeviceError) -> [AudioDeviceInfo] { devices.filter { $0.outputChannels > 0 } }
 
     func openInput(named name: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
-        throws(AudioDeviceError) -> any AudioInputStream {
+        throws(AudioDeviceError) -> any AudioInputStream
+    {
         let device = try device(named: name, kind: .microphone)
         try AudioStreamFormat.check(
             device: device.name, sampleRate: sampleRate, channels: channels, framesPerBlock: framesPerBlock)
@@ -89,7 +90,8 @@ struct FakeAudioLayer: AudioDeviceLayer {
     }
 
     func openOutput(named name: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
-        throws(AudioDeviceError) -> any AudioOutputStream {
+        throws(AudioDeviceError) -> any AudioOutputStream
+    {
         let device = try device(named: name, kind: .speaker)
         try AudioStreamFormat.check(
             device: device.name, sampleRate: sampleRate, channels: channels, framesPerBlock: framesPerBlock)

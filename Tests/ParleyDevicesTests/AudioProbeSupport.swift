@@ -18,8 +18,9 @@ func deviceProbePath() -> String? {
     let argumentZero = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     candidates.append(argumentZero.appendingPathComponent("parley-device-probe").path)
     if let bin = environment["PARLEY_BIN"] {
-        candidates.append(URL(fileURLWithPath: bin).deletingLastPathComponent()
-            .appendingPathComponent("parley-device-probe").path)
+        candidates.append(
+            URL(fileURLWithPath: bin).deletingLastPathComponent()
+                .appendingPathComponent("parley-device-probe").path)
     }
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
@@ -84,7 +85,8 @@ func noise(seconds: Double, seed: UInt64) -> [Int16] {
 }
 
 func writeWAV(_ samples: [Int16], to path: String) throws {
-    try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: samples).encoded()).write(to: URL(fileURLWithPath: path))
+    try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: samples).encoded()).write(
+        to: URL(fileURLWithPath: path))
 }
 
 func readWAV(_ path: String) throws -> [Int16] {
@@ -100,9 +102,11 @@ func locate(_ signal: [Int16], in recording: [Int16]) -> (lag: Int, correlation:
             (start..<(start + factor)).reduce(Float(0)) { $0 + Float(samples[$1]) }
         }
     }
-    let coarseSignal = Array(decimated(signal).prefix(2_000)), coarseRecording = decimated(recording)
+    let coarseSignal = Array(decimated(signal).prefix(2_000))
+    let coarseRecording = decimated(recording)
     guard !coarseSignal.isEmpty, coarseRecording.count >= coarseSignal.count else { return (0, 0) }
-    var bestLag = 0, best = -Float.infinity
+    var bestLag = 0
+    var best = -Float.infinity
     coarseSignal.withUnsafeBufferPointer { probe in
         coarseRecording.withUnsafeBufferPointer { haystack in
             for lag in 0...(haystack.count - probe.count) {
@@ -123,7 +127,9 @@ func locate(_ signal: [Int16], in recording: [Int16]) -> (lag: Int, correlation:
 /// Normalised correlation of `signal` with `recording` starting at `lag`, over the whole signal (missing recording
 /// counts as silence, so a recording that stops early scores low).
 func correlation(_ signal: [Int16], _ recording: [Int16], at lag: Int) -> Double {
-    var product = 0.0, signalEnergy = 0.0, recordingEnergy = 0.0
+    var product = 0.0
+    var signalEnergy = 0.0
+    var recordingEnergy = 0.0
     for index in signal.indices {
         let x = Double(signal[index])
         let y = lag + index < recording.count ? Double(recording[lag + index]) : 0

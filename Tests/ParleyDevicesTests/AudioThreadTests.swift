@@ -2,6 +2,7 @@ import Foundation
 import ParleyMedia
 import Synchronization
 import Testing
+
 @testable import ParleyDevices
 
 /// 10 ms blocks at 48 kHz mono.
@@ -49,7 +50,8 @@ private func timed(_ body: () -> Void) -> Double {
 
 @Suite struct MicrophoneCaptureTests {
     @Test func deliversBlocksInOrderWithTimestampsAndClosesOnStop() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
         capture.start()
         #expect(eventually { reports.frames.withLock { $0.count } >= 5 })
@@ -63,7 +65,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func holdsAnUnpacedDeviceToRealTime() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
         let elapsed = timed {
             capture.start()
@@ -76,7 +79,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func aFailingDeviceIsReportedOnceAndClosed() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(
             FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 4, microsPerCall: 2_000), log: log),
             reports)
@@ -92,7 +96,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(
             FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 3, hangFrom: 3), log: log), reports)
         capture.start()
@@ -127,7 +132,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func stopWithoutStartReleasesTheDevice() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
         capture.stop()
         capture.start()
@@ -137,19 +143,24 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func aBlockOfTheWrongSizeIsAFailure() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block * 3, log: log), reports)
         capture.start()
         #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
-        #expect(reports.failures.withLock { $0 } == [.failed(
-            name: "fake", call: "read", message: "block of 1440 samples is not 480 frames of 1 or 2 channels")])
+        #expect(
+            reports.failures.withLock { $0 } == [
+                .failed(
+                    name: "fake", call: "read", message: "block of 1440 samples is not 480 frames of 1 or 2 channels")
+            ])
         capture.stop()
     }
 }
 
 @Suite struct SpeakerPlayoutTests {
     @Test func playsWhatIsQueuedThenSilenceCountedAsUnderruns() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports)
         for value in Int16(1)...3 { playout.enqueue(frame(value)) }
         playout.start()
@@ -164,7 +175,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func onDemandFeedingPlaysWithoutGapsAfterPriming() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let box = Mutex<SpeakerPlayout?>(nil)
         let next = Atomic<Int16>(1)
         let playout = playout(FakeOutputStream(log: log), reports, prebuffer: 2) {
@@ -182,7 +194,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func dropsTheOldestBeyondItsBound() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports, prebuffer: 0, maxQueued: 3)
         for value in Int16(1)...5 { playout.enqueue(frame(value)) }
         #expect(playout.dropped == 2)
@@ -194,7 +207,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func holdsAnUnpacedDeviceToRealTime() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports)
         let elapsed = timed {
             playout.start()
@@ -206,7 +220,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func aFailingDeviceIsReportedOnceAndClosed() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let playout = playout(
             FakeOutputStream(script: .init(failFrom: 4, error: .busy(name: "fake"), microsPerCall: 2_000), log: log),
             reports)
@@ -220,7 +235,8 @@ private func timed(_ body: () -> Void) -> Double {
     }
 
     @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
-        let log = FakeStreamLog(), reports = Reports()
+        let log = FakeStreamLog()
+        let reports = Reports()
         let playout = playout(FakeOutputStream(script: .init(failFrom: 2, hangFrom: 2), log: log), reports)
         playout.start()
         #expect(eventually { log.writes.load(ordering: .relaxed) == 2 })
@@ -249,21 +265,29 @@ private func timed(_ body: () -> Void) -> Double {
 
     // Blocks of 2 frames.
     static let rows: [Row] = [
-        Row(label: "whole blocks pass through", frames: [(1, [1, 2, 3, 4])], takes: 2,
+        Row(
+            label: "whole blocks pass through", frames: [(1, [1, 2, 3, 4])], takes: 2,
             expectedBlocks: [[1, 2], [3, 4]]),
-        Row(label: "odd lengths are re-cut into blocks", frames: [(1, [1]), (1, [2, 3]), (1, [4, 5, 6])], takes: 3,
+        Row(
+            label: "odd lengths are re-cut into blocks", frames: [(1, [1]), (1, [2, 3]), (1, [4, 5, 6])], takes: 3,
             expectedBlocks: [[1, 2], [3, 4], [5, 6]]),
-        Row(label: "a partial block waits; silence meanwhile counts as underrun", frames: [(1, [1, 2, 3])], takes: 2,
+        Row(
+            label: "a partial block waits; silence meanwhile counts as underrun", frames: [(1, [1, 2, 3])], takes: 2,
             expectedBlocks: [[1, 2], [0, 0]], underruns: 1),
-        Row(label: "mono into a stereo device is doubled", channels: 2, frames: [(1, [5, 7])], takes: 1,
+        Row(
+            label: "mono into a stereo device is doubled", channels: 2, frames: [(1, [5, 7])], takes: 1,
             expectedBlocks: [[5, 5, 7, 7]]),
-        Row(label: "stereo into a mono device is averaged", frames: [(2, [2, 4, -6, -2])], takes: 1,
+        Row(
+            label: "stereo into a mono device is averaged", frames: [(2, [2, 4, -6, -2])], takes: 1,
             expectedBlocks: [[3, -4]]),
-        Row(label: "priming waits for the prebuffer without counting", prebuffer: 2, frames: [(1, [1, 2])], takes: 2,
+        Row(
+            label: "priming waits for the prebuffer without counting", prebuffer: 2, frames: [(1, [1, 2])], takes: 2,
             expectedBlocks: [[0, 0], [0, 0]]),
-        Row(label: "the bound drops the oldest", maxQueued: 2, frames: [(1, [1, 1, 2, 2, 3, 3])], takes: 2,
+        Row(
+            label: "the bound drops the oldest", maxQueued: 2, frames: [(1, [1, 1, 2, 2, 3, 3])], takes: 2,
             expectedBlocks: [[2, 2], [3, 3]], dropped: 1),
-        Row(label: "running dry primes again", prebuffer: 2, frames: [(1, [1, 1, 2, 2])], takes: 4,
+        Row(
+            label: "running dry primes again", prebuffer: 2, frames: [(1, [1, 1, 2, 2])], takes: 4,
             expectedBlocks: [[1, 1], [2, 2], [0, 0], [0, 0]], underruns: 2),
     ]
 
@@ -293,7 +317,7 @@ private func timed(_ body: () -> Void) -> Double {
 
     @Test func a_stall_then_a_flood_releases_one_burst_at_most() {
         var pacer = AudioPacer(framesPerBlock: 480, sampleRate: 48_000, now: 0)
-        _ = pacer.delayAfterBlock(now: 5_000_000_000)   // the device stalled for five seconds
+        _ = pacer.delayAfterBlock(now: 5_000_000_000)  // the device stalled for five seconds
         let delays = (0..<12).map { _ in pacer.delayAfterBlock(now: 5_000_000_000) }
         #expect(delays.prefix(9).allSatisfy { $0 == 0 })
         #expect(delays[10] > 0)
@@ -302,7 +326,7 @@ private func timed(_ body: () -> Void) -> Double {
     @Test func a_device_running_200_ppm_fast_is_never_held() {
         var pacer = AudioPacer(framesPerBlock: 960, sampleRate: 48_000, now: 0)
         let period = 20_000_000.0 * (1 - 200e-6)
-        let delays = (1...180_000).map { pacer.delayAfterBlock(now: UInt64(Double($0) * period)) }   // an hour
+        let delays = (1...180_000).map { pacer.delayAfterBlock(now: UInt64(Double($0) * period)) }  // an hour
         #expect(delays.allSatisfy { $0 == 0 })
     }
 }

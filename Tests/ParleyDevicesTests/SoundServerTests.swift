@@ -23,7 +23,8 @@ import Glibc
         let address = try #require(server).serverAddress
         server = nil
         #expect(!FileManager.default.fileExists(atPath: directory))
-        let after = try ChildProcess.run(SoundServer.program("pactl") ?? "/usr/bin/pactl", ["--server=\(address)", "info"])
+        let after = try ChildProcess.run(
+            SoundServer.program("pactl") ?? "/usr/bin/pactl", ["--server=\(address)", "info"])
         #expect(after.status != 0, "the server still answers after deinit")
     }
 
@@ -34,7 +35,7 @@ import Glibc
 
     @Test func theProbeListsTheServerThroughALSA() throws {
         let server = try SoundServer()
-        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
+        defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-home")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let result = try runProbe(["list"], environment: server.clientEnvironment(home: home))
@@ -46,7 +47,7 @@ import Glibc
 
     @Test func theMicrophoneHearsWhatIsPlayedIntoIt() throws {
         let server = try SoundServer()
-        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
+        defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-mic")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let signal = noise(seconds: 2, seed: 21)
@@ -74,13 +75,14 @@ import Glibc
 
     @Test func theSpeakerPlaysAtRealTimeAndTheMonitorHearsIt() throws {
         let server = try SoundServer()
-        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
+        defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-speaker")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let signal = noise(seconds: 3, seed: 33)
         try writeWAV(signal, to: home + "/far-end.wav")
         let recording = try server.record(to: home + "/monitor.wav")
-        let result = try runProbe(["play", "--in", home + "/far-end.wav"], environment: server.clientEnvironment(home: home))
+        let result = try runProbe(
+            ["play", "--in", home + "/far-end.wav"], environment: server.clientEnvironment(home: home))
         #expect(result.status == 0, "\(result.output)")
         usleep(500_000)
         let recorded = try recording.stop()
@@ -94,8 +96,9 @@ import Glibc
         // One stream at full volume and the sink's own rate: the server copies, so every sample arrives unchanged,
         // the last blocks included (closing waits for the device's buffer to play out).
         let heard = recorded.dropFirst(found.lag).prefix(signal.count)
-        #expect(zip(heard, signal).filter { $0 != $1 }.count == 0 && heard.count == signal.count,
-                "\(zip(heard, signal).filter { $0 != $1 }.count) samples differ")
+        #expect(
+            zip(heard, signal).filter { $0 != $1 }.count == 0 && heard.count == signal.count,
+            "\(zip(heard, signal).filter { $0 != $1 }.count) samples differ")
         #expect(try readWAV(home + "/monitor.wav") == recorded)
     }
 
@@ -104,7 +107,7 @@ import Glibc
     @Test(arguments: [["capture", "--seconds", "8", "--out"], ["play", "--in"]])
     func aServerThatGoesAwayIsReportedAsDisconnected(_ command: [String]) throws {
         let server = try SoundServer()
-        defer { withExtendedLifetime(server) {} }   // ARC may otherwise stop the server after its last mention
+        defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-gone")
         defer { try? FileManager.default.removeItem(atPath: home) }
         try writeWAV(noise(seconds: 8, seed: 5), to: home + "/long.wav")
@@ -113,6 +116,7 @@ import Glibc
         server.stop()
         let status = probe.waitForExit(seconds: 10)
         #expect(status == 2, "\(probe.output)")
-        #expect(probe.output.contains("error: \"default\" stopped working (unplugged or taken away)"), "\(probe.output)")
+        #expect(
+            probe.output.contains("error: \"default\" stopped working (unplugged or taken away)"), "\(probe.output)")
     }
 }

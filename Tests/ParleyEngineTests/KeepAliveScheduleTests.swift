@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyEngine
 
 /// When the engine pings the relay and when the relay's silence means a stalled connection; times are inputs.
@@ -35,8 +36,9 @@ struct KeepAliveScheduleTests {
     func tick(_ index: Int) {
         let row = Self.ticks[index]
         let schedule = KeepAliveSchedule(configured: .seconds(2), livenessTimeout: 3)
-        #expect(schedule.action(now: .milliseconds(row.now), lastHeard: .milliseconds(row.lastHeard)) == row.action,
-                "\(row.name)")
+        #expect(
+            schedule.action(now: .milliseconds(row.now), lastHeard: .milliseconds(row.lastHeard)) == row.action,
+            "\(row.name)")
     }
 
     @Test("a relay that stops answering: pings at every tick, then the fourth tick after its last word reconnects")

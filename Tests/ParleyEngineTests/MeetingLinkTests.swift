@@ -1,7 +1,8 @@
-@testable import ParleyEngine
 import ParleyRoom
 import ParleyWire
 import Testing
+
+@testable import ParleyEngine
 
 /// Meeting links and relay addresses as a new user types them: every form either works or says what to type.
 struct MeetingLinkTests {
@@ -26,9 +27,15 @@ struct MeetingLinkTests {
         ("https://relay.example/standup", "is a web address; a meeting link starts with parley://"),
         ("ftp://relay.example/standup", "starts with parley://, wss:// or ws://, not ftp://"),
         ("parley://relay.example:7878", "names no room; add it after a slash: parley://relay.example:7878/ROOM"),
-        ("parley://relay.example:7878/", "names no room; add it after the slash, e.g. parley://relay.example:7878/standup"),
+        (
+            "parley://relay.example:7878/",
+            "names no room; add it after the slash, e.g. parley://relay.example:7878/standup"
+        ),
         ("parley:///standup", "names no relay"),
-        ("parley://relay.example:99999/standup", "the link's relay: server port \"99999\" is not a number from 1 to 65535"),
+        (
+            "parley://relay.example:99999/standup",
+            "the link's relay: server port \"99999\" is not a number from 1 to 65535"
+        ),
         ("parley://relay.example/a/b", "has a \"/\""),
         ("parley://relay.example/a%zz", "broken %-escape"),
         ("parley://relay.example/standup?name=bob", "after the room"),
@@ -44,7 +51,10 @@ struct MeetingLinkTests {
     }
 
     @Test(arguments: [
-        ("ws://127.0.0.1:7878/room", "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"),
+        (
+            "ws://127.0.0.1:7878/room",
+            "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"
+        ),
         ("127.0.0.1:7878/room", "has a path (\"/room\"); --server takes HOST:PORT, e.g. 127.0.0.1:7878"),
         ("fe80::1", "looks like a bare IPv6 address; write it as [fe80::1]:7878"),
     ])
@@ -57,13 +67,14 @@ struct MeetingLinkTests {
         }
     }
 
-    @Test(arguments: [
-        ("team/alpha", "'/' is not allowed in room names"),
-        ("téam/alpha", "'é' and '/' are not allowed in room names"),
-        ("standup", nil),
-        ("  standup  ", nil),
-        (String(repeating: "a", count: 70), "room names are at most 64 bytes"),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("team/alpha", "'/' is not allowed in room names"),
+            ("téam/alpha", "'é' and '/' are not allowed in room names"),
+            ("standup", nil),
+            ("  standup  ", nil),
+            (String(repeating: "a", count: 70), "room names are at most 64 bytes"),
+        ] as [(String, String?)])
     func roomNameChangesAreNamed(typed: String, expected: String?) {
         #expect(RoomName.changes(typed) == expected)
     }

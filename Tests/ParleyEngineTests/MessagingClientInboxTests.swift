@@ -1,6 +1,7 @@
-@testable import ParleyEngine
 import ParleyWire
 import Testing
+
+@testable import ParleyEngine
 
 /// What a messaging client keeps of the events it was sent is bounded: at the limit the oldest half goes.
 @Suite struct MessagingClientInboxTests {

@@ -1,8 +1,8 @@
+import ParleyMedia
+import ParleyWire
 import Testing
 
 @testable import ParleyEngine
-import ParleyMedia
-import ParleyWire
 
 #if canImport(Glibc)
 import Glibc

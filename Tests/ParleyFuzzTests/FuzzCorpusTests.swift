@@ -15,8 +15,9 @@ import Testing
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
     }
 
-    @Test("every target has a seed corpus, and every seed and recorded crash runs through it",
-          arguments: FuzzTarget.all.map(\.name))
+    @Test(
+        "every target has a seed corpus, and every seed and recorded crash runs through it",
+        arguments: FuzzTarget.all.map(\.name))
     func replay(target name: String) throws {
         let target = try #require(FuzzTarget.named(name))
         let seeds = Self.files("Corpus", name)

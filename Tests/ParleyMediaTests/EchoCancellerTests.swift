@@ -136,8 +136,9 @@ func levelDB(_ samples: ArraySlice<Int16>, relativeTo reference: ArraySlice<Int1
     ])
     func captureRejectsWrongBlockSizes(_ row: BadBlockRow) throws {
         let canceller = try EchoCanceller(frameSamples: row.frameSamples)
-        #expect(throws: AudioProcessingError.blockSize(
-            what: "microphone block for the echo canceller", expected: row.frameSamples, got: row.block)
+        #expect(
+            throws: AudioProcessingError.blockSize(
+                what: "microphone block for the echo canceller", expected: row.frameSamples, got: row.block)
         ) {
             _ = try canceller.capture([Int16](repeating: 0, count: row.block))
         }
@@ -165,7 +166,8 @@ func levelDB(_ samples: ArraySlice<Int16>, relativeTo reference: ArraySlice<Int1
     ])
     func badSettingsAreRejected(_ row: BadSettingRow) {
         #expect {
-            _ = try EchoCanceller(sampleRate: row.sampleRate, frameSamples: row.frameSamples, tailMilliseconds: row.tail)
+            _ = try EchoCanceller(
+                sampleRate: row.sampleRate, frameSamples: row.frameSamples, tailMilliseconds: row.tail)
         } throws: { error in
             "\(error)" == row.message
         }

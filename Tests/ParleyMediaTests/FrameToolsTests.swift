@@ -43,11 +43,18 @@ import Testing
             }
         }
         let chroma = ((size.width + 1) / 2) * ((size.height + 1) / 2)
-        var frame = VideoFrame(width: size.width, height: size.height, y: noise(size.width * size.height),
-                               u: noise(chroma), v: noise(chroma))
+        var frame = VideoFrame(
+            width: size.width, height: size.height, y: noise(size.width * size.height),
+            u: noise(chroma), v: noise(chroma))
         // Extremes too: four 255s must not overflow, four 0s stay 0.
-        frame.y[0] = 255; frame.y[1] = 255; frame.y[size.width] = 255; frame.y[size.width + 1] = 255
-        frame.y[2] = 0; frame.y[3] = 0; frame.y[size.width + 2] = 0; frame.y[size.width + 3] = 0
+        frame.y[0] = 255
+        frame.y[1] = 255
+        frame.y[size.width] = 255
+        frame.y[size.width + 1] = 255
+        frame.y[2] = 0
+        frame.y[3] = 0
+        frame.y[size.width + 2] = 0
+        frame.y[size.width + 3] = 0
         let half = frame.scaled(width: size.width / 2, height: size.height / 2)
         func naive(_ plane: [UInt8], _ width: Int, _ height: Int) -> [UInt8] {
             (0..<(width / 2 * (height / 2))).map { index in

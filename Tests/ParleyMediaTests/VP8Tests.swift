@@ -24,8 +24,9 @@ import Testing
     ])
     func movingPatternSurvivesRoundTrip(_ row: RoundTrip) throws {
         let camera = SyntheticCamera(name: "Alice", participant: 1, width: row.width, height: row.height)
-        let encoder = try VP8Encoder(VP8EncoderConfig(
-            width: row.width, height: row.height, targetBitrateKbps: row.kbps, cpuUsed: VP8EncoderConfig.callSpeed))
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(
+                width: row.width, height: row.height, targetBitrateKbps: row.kbps, cpuUsed: VP8EncoderConfig.callSpeed))
         let decoder = try VP8Decoder()
         var lumaPSNR: [Double] = []
         var overallPSNR: [Double] = []
@@ -206,10 +207,14 @@ import Testing
 
     @Test func simulcastLayersFromOneCamera() throws {
         let plan = SimulcastPlan(width: 640, height: 360, kbps: 600, framesPerSecond: 30)
-        #expect(plan.layers.map { "\($0.width)x\($0.height)@\($0.targetBitrateKbps)" }
-            == ["640x360@600", "320x180@150", "160x90@60"])
+        #expect(
+            plan.layers.map { "\($0.width)x\($0.height)@\($0.targetBitrateKbps)" }
+                == ["640x360@600", "320x180@150", "160x90@60"])
         #expect(SimulcastPlan(width: 160, height: 120, kbps: 65, framesPerSecond: 15).layers.count == 1)
-        #expect(SimulcastPlan(width: 640, height: 480, kbps: 750, framesPerSecond: 30).layers.map(\.width) == [640, 320, 160])
+        #expect(
+            SimulcastPlan(width: 640, height: 480, kbps: 750, framesPerSecond: 30).layers.map(\.width) == [
+                640, 320, 160,
+            ])
         let encoder = try SimulcastEncoder(plan)
         #expect(encoder.active == [true, false, false], "only the full layer until the relay asks for more")
         encoder.setActive([true, true, true])

@@ -29,16 +29,18 @@ final class RawWebSocket {
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard upgrade else { return }
-        write(Array("""
-            GET \(path) HTTP/1.1\r
-            Host: 127.0.0.1:\(port)\r
-            Upgrade: websocket\r
-            Connection: Upgrade\r
-            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r
-            Sec-WebSocket-Version: 13\r
-            \r
+        write(
+            Array(
+                """
+                GET \(path) HTTP/1.1\r
+                Host: 127.0.0.1:\(port)\r
+                Upgrade: websocket\r
+                Connection: Upgrade\r
+                Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r
+                Sec-WebSocket-Version: 13\r
+                \r
 
-            """.utf8))
+                """.utf8))
         let bytes = read(for: .seconds(2), until: { $0.contains("\r\n\r\n") })
         guard String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
             close(descriptor)
@@ -94,7 +96,8 @@ final class RawWebSocket {
         var frames: [(opcode: UInt8, payload: [UInt8])] = []
         var at = 0
         while at + 2 <= bytes.count {
-            var length = Int(bytes[at + 1] & 0x7F), header = 2
+            var length = Int(bytes[at + 1] & 0x7F)
+            var header = 2
             if length == 126, at + 4 <= bytes.count {
                 length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
                 header = 4
@@ -110,8 +113,10 @@ final class RawWebSocket {
     }
 
     /// One WebSocket frame (RFC 6455 §5.2). `declaredLength` lies about the payload length.
-    static func frame(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true,
-                      declaredLength: UInt64? = nil) -> [UInt8] {
+    static func frame(
+        opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true,
+        declaredLength: UInt64? = nil
+    ) -> [UInt8] {
         var bytes: [UInt8] = [(fin ? 0x80 : 0) | (opcode & 0x0F)]
         let length = declaredLength ?? UInt64(payload.count)
         let maskBit: UInt8 = masked ? 0x80 : 0
@@ -146,34 +151,46 @@ struct MediaGarbage {
 
     /// A well-formed RTP header with this SSRC and payload type, random counters and a random payload.
     mutating func rtp(ssrc: UInt32, payloadType: UInt8) -> [UInt8] {
-        RTPPacket(header: RTPHeader(
-            marker: Bool.random(using: &random), payloadType: payloadType,
-            sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
-            timestamp: UInt32.random(in: 0...UInt32.max, using: &random), ssrc: ssrc),
-                  payload: bytes(Int.random(in: 0...1200, using: &random))).serialized()
+        RTPPacket(
+            header: RTPHeader(
+                marker: Bool.random(using: &random), payloadType: payloadType,
+                sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &random),
+                timestamp: UInt32.random(in: 0...UInt32.max, using: &random), ssrc: ssrc),
+            payload: bytes(Int.random(in: 0...1200, using: &random))
+        ).serialized()
     }
 
     /// A VP8 payload claiming to start a 16383x16383 keyframe (the largest size the header can state).
     mutating func giantKeyframe(ssrc: UInt32, sequenceNumber: UInt16) -> [UInt8] {
         // Descriptor: X=1, S=1, PID=0; I=1; 15-bit PictureID. Then a keyframe header: frame tag (P=0, show),
         // start code 9d 01 2a, 14-bit width and height with no scaling, then noise.
-        let payload: [UInt8] = [0x90, 0x80, 0x80, 0x01, 0x50, 0x42, 0x00, 0x9D, 0x01, 0x2A, 0xFF, 0x3F, 0xFF, 0x3F]
+        let payload: [UInt8] =
+            [0x90, 0x80, 0x80, 0x01, 0x50, 0x42, 0x00, 0x9D, 0x01, 0x2A, 0xFF, 0x3F, 0xFF, 0x3F]
             + bytes(600)
-        return RTPPacket(header: RTPHeader(marker: true, payloadType: MediaPayloadType.vp8,
-                                           sequenceNumber: sequenceNumber, timestamp: UInt32(sequenceNumber) * 6000,
-                                           ssrc: ssrc), payload: payload).serialized()
+        return RTPPacket(
+            header: RTPHeader(
+                marker: true, payloadType: MediaPayloadType.vp8,
+                sequenceNumber: sequenceNumber, timestamp: UInt32(sequenceNumber) * 6000,
+                ssrc: ssrc), payload: payload
+        ).serialized()
     }
 
     /// A real RTCP packet cut short somewhere inside.
     mutating func truncatedRTCP(senderSSRC: UInt32, mediaSSRC: UInt32) -> [UInt8] {
         let whole: [UInt8]
         switch Int.random(in: 0..<4, using: &random) {
-        case 0: whole = RTCPPacket.nack(GenericNACK(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, lost: [1, 2, 40]))
+        case 0:
+            whole = RTCPPacket.nack(GenericNACK(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, lost: [1, 2, 40]))
                 .serialized()
-        case 1: whole = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: senderSSRC,
-                                                                                mediaSSRC: mediaSSRC)).serialized()
+        case 1:
+            whole = RTCPPacket.pictureLossIndication(
+                PictureLossIndication(
+                    senderSSRC: senderSSRC,
+                    mediaSSRC: mediaSSRC)
+            ).serialized()
         case 2: whole = RTCPPacket.receiverReport(ReceiverReport(ssrc: senderSSRC, reports: [])).serialized()
-        default: whole = RTCPPacket.sourceDescription(SourceDescription(ssrc: senderSSRC, cname: "vandal"))
+        default:
+            whole = RTCPPacket.sourceDescription(SourceDescription(ssrc: senderSSRC, cname: "vandal"))
                 .serialized()
         }
         return Array(whole.prefix(Int.random(in: 2..<max(3, whole.count), using: &random)))

@@ -1,6 +1,7 @@
 import ParleySecurity
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 /// Accounts in calls, in the relay's state: a join that claims an account waits for the shell's check, and the
@@ -14,10 +15,13 @@ struct CallAccountTests {
     }
 
     /// Asks for a challenge and sends a join signed by `identity` (as `claimed`); returns the relay's actions.
-    func joinAsAccount(_ relay: inout Harness, _ identity: AccountIdentity, claimed: String? = nil, name: String,
-                       room: String = "standup", hideRoom: Bool = false, on connection: ConnectionID) -> [RelayAction] {
-        guard case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
-            .first, let nonce = Hex.decode(challenge.nonce)
+    func joinAsAccount(
+        _ relay: inout Harness, _ identity: AccountIdentity, claimed: String? = nil, name: String,
+        room: String = "standup", hideRoom: Bool = false, on connection: ConnectionID
+    ) -> [RelayAction] {
+        guard
+            case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
+                .first, let nonce = Hex.decode(challenge.nonce)
         else {
             Issue.record("no challenge")
             return []
@@ -25,8 +29,11 @@ struct CallAccountTests {
         let account = claimed ?? identity.name
         let signature = identity.signatureText(
             AccountIdentity.joinMessage(account: account, room: room, name: name, challenge: nonce))
-        return relay.send(.join(JoinRequest(room: room, name: name, account: AccountClaim(name: account, signature: signature),
-                                            hideRoom: hideRoom)), on: connection)
+        return relay.send(
+            .join(
+                JoinRequest(
+                    room: room, name: name, account: AccountClaim(name: account, signature: signature),
+                    hideRoom: hideRoom)), on: connection)
     }
 
     func errorCode(_ messages: [ServerMessage]) -> SignalingErrorCode? {
@@ -44,7 +51,8 @@ struct CallAccountTests {
     @Test func aSignedJoinWaitsForTheCheckAndAVerifiedAccountIsShownToEveryone() {
         var relay = relay()
         let alice = AccountIdentity.create(name: "alice")
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         _ = relay.join("bob", on: b)
         let asked = joinAsAccount(&relay, alice, name: "Ally", on: a)
         guard let check = check(in: asked) else {
@@ -55,7 +63,8 @@ struct CallAccountTests {
         // The shell verifies with the account's keys, as the messaging service does.
         #expect(alice.keys.verifies(check.signature, of: check.message))
         // A second join while the first is checked is refused.
-        #expect(errorCode(messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "x")), on: a)))
+        #expect(
+            errorCode(messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "x")), on: a)))
                 == .alreadyJoined)
 
         let actions = relay.state.accountChecked(a, .verified("alice"), now: relay.now)
@@ -71,7 +80,8 @@ struct CallAccountTests {
         }
         #expect(seen.member.account == "alice", "others see the account verified")
         let activity = actions.compactMap { if case .callActivity(let a) = $0 { a } else { nil } }.first
-        #expect(activity?.joined == true && activity?.member.account == "alice" && activity?.members == 2
+        #expect(
+            activity?.joined == true && activity?.member.account == "alice" && activity?.members == 2
                 && activity?.kept == true && activity?.connection == a && activity?.sender == "alice")
     }
 
@@ -99,25 +109,39 @@ struct CallAccountTests {
         var relay = relay()
         let a = relay.connect(1)
         let claim = AccountClaim(name: "alice", signature: String(repeating: "A", count: 88))
-        let noChallenge = messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "alice",
-                                                                           account: claim)), on: a))
-        #expect(noChallenge.first.map { if case .error(let e) = $0 { e.message } else { "" } }?.contains("challenge") == true)
+        let noChallenge = messages(
+            to: a,
+            in: relay.send(
+                .join(
+                    JoinRequest(
+                        room: "standup", name: "alice",
+                        account: claim)), on: a))
+        #expect(
+            noChallenge.first.map { if case .error(let e) = $0 { e.message } else { "" } }?.contains("challenge")
+                == true)
         _ = relay.send(.challenge, on: a)
         for signature in ["not base64!", "AAAA", String(repeating: "A", count: 4000)] {
             let bad = AccountClaim(name: "alice", signature: signature)
-            let answer = messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "alice", account: bad)),
-                                                       on: a))
+            let answer = messages(
+                to: a,
+                in: relay.send(
+                    .join(JoinRequest(room: "standup", name: "alice", account: bad)),
+                    on: a))
             #expect(errorCode(answer) == .badField, "\(signature)")
         }
     }
 
     @Test func openRoomsChatIsKeptWithTheSenderSealedAndPasswordRoomsAreNot() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         _ = relay.join("carol", on: a)
         let kept = relay.send(.chat(ChatSend(text: "hello")), on: a)
-        let stored = kept.compactMap { if case .roomChat(let room, _, let sender, let text, _) = $0 { (room, sender, text) } else { nil } }
-        #expect(stored.count == 1 && stored.first?.0 == "standup" && stored.first?.1 == "carol (guest)"
+        let stored = kept.compactMap {
+            if case .roomChat(let room, _, let sender, let text, _) = $0 { (room, sender, text) } else { nil }
+        }
+        #expect(
+            stored.count == 1 && stored.first?.0 == "standup" && stored.first?.1 == "carol (guest)"
                 && stored.first?.2 == "hello")
 
         // An encrypted room: the relay cannot read it, so nothing is kept and no history is promised.
@@ -129,14 +153,16 @@ struct CallAccountTests {
         #expect(joined.chatKept == nil)
         let sealed = relay.send(.chat(ChatSend(text: "", sealed: "AAAA")), on: b)
         #expect(!sealed.contains { if case .roomChat = $0 { true } else { false } })
-        #expect(answer.contains { if case .callActivity(let a) = $0 { !a.kept && a.hidesRoom } else { false } },
-                "an encrypted room is neither kept nor named in presence")
+        #expect(
+            answer.contains { if case .callActivity(let a) = $0 { !a.kept && a.hidesRoom } else { false } },
+            "an encrypted room is neither kept nor named in presence")
 
         // A relay without a store keeps nothing.
         var plain = self.relay(keepsChat: false)
         let c = plain.connect(3)
         _ = plain.join("erin", on: c)
-        #expect(!plain.send(.chat(ChatSend(text: "hi")), on: c).contains { if case .roomChat = $0 { true } else { false } })
+        #expect(
+            !plain.send(.chat(ChatSend(text: "hi")), on: c).contains { if case .roomChat = $0 { true } else { false } })
     }
 
     @Test func aChannelPostFromOutsideShowsInTheCallFromNoMember() {
@@ -154,11 +180,14 @@ struct CallAccountTests {
 
     @Test func leavingTellsTheShellWithTheCountLeft() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         _ = relay.join("carol", on: a)
         _ = relay.join("dave", on: b)
         let actions = relay.send(.leave, on: b)
         let left = actions.compactMap { if case .callActivity(let a) = $0 { a } else { nil } }.first
-        #expect(left?.joined == false && left?.members == 1 && left?.member.name == "dave" && left?.sender == "dave (guest)")
+        #expect(
+            left?.joined == false && left?.members == 1 && left?.member.name == "dave" && left?.sender == "dave (guest)"
+        )
     }
 }

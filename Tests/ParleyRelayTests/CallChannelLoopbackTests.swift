@@ -6,6 +6,7 @@ import ParleyStore
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -50,7 +51,8 @@ struct CallChannelLoopbackTests {
     {
         try await MessagingClient.connect(
             to: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), security: .insecure, identity: identity,
-            loop: RelayLoopbackTests.group.next()) { event in heard.events.withLock { $0.append(event) } }
+            loop: RelayLoopbackTests.group.next()
+        ) { event in heard.events.withLock { $0.append(event) } }
     }
 
     func joined(_ log: EventLog) -> Bool { log.all.contains { if case .joined = $0 { true } else { false } } }
@@ -58,7 +60,8 @@ struct CallChannelLoopbackTests {
     @Test func aVerifiedAccountInACallItsPresenceAndTheRoomsKeptChat() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let alice = AccountIdentity.create(name: "alice"), bob = AccountIdentity.create(name: "bob")
+        let alice = AccountIdentity.create(name: "alice")
+        let bob = AccountIdentity.create(name: "bob")
         // Both accounts exist on the relay (first login binds the keys); bob watches alice's presence.
         let aliceMessages = try await messaging(alice, relay)
         await aliceMessages.close()
@@ -71,17 +74,22 @@ struct CallChannelLoopbackTests {
         let (carol, carolLog, carolTask) = try engine("carol", relay: relay)
         #expect(await eventually { joined(carolLog) })
         carol.perform(.sendChat("agenda: demo first"))
-        #expect(await eventually { bobHeard.posts.contains { $0.text == "agenda: demo first" } },
-                "a channel member online sees the call's chat live")
+        #expect(
+            await eventually { bobHeard.posts.contains { $0.text == "agenda: demo first" } },
+            "a channel member online sees the call's chat live")
         #expect(bobHeard.posts.first { $0.text == "agenda: demo first" }?.from == "carol (guest)")
 
         // Alice joins as her account: everyone sees it verified, and her presence says where she is.
         let (aliceCall, aliceLog, aliceTask) = try engine("alice", relay: relay, account: alice)
         #expect(await eventually { joined(aliceLog) })
-        #expect(await eventually {
-            carolLog.all.contains { if case .userJoined(_, let name, _) = $0 { name == "alice ✓" } else { false } }
-        }, "carol sees alice verified")
-        #expect(await eventually { bobHeard.presence.contains { $0.name == "alice" && $0.inCall == true && $0.room == "standup" } })
+        #expect(
+            await eventually {
+                carolLog.all.contains { if case .userJoined(_, let name, _) = $0 { name == "alice ✓" } else { false } }
+            }, "carol sees alice verified")
+        #expect(
+            await eventually {
+                bobHeard.presence.contains { $0.name == "alice" && $0.inCall == true && $0.room == "standup" }
+            })
         let asked = try await bobMessages.presence(of: "alice")
         #expect(asked.online && asked.inCall == true && asked.state == "in a call (standup)")
 
@@ -97,14 +105,18 @@ struct CallChannelLoopbackTests {
 
         // A post in the room's channel from outside the call shows in it, under the verified account.
         _ = try await bobMessages.post("joining in 5", in: "standup")
-        #expect(await eventually {
-            aliceLog.all.contains(.channelMessage(sender: "bob ✓", text: "joining in 5"))
-                && carolLog.all.contains(.channelMessage(sender: "bob ✓", text: "joining in 5"))
-        })
+        #expect(
+            await eventually {
+                aliceLog.all.contains(.channelMessage(sender: "bob ✓", text: "joining in 5"))
+                    && carolLog.all.contains(.channelMessage(sender: "bob ✓", text: "joining in 5"))
+            })
 
         // Alice leaves: her presence goes back to plain offline with a last-seen time; the history keeps it all.
         await aliceCall.leave()
-        #expect(await eventually { bobHeard.presence.last.map { $0.name == "alice" && !$0.online && $0.lastSeen != nil } == true })
+        #expect(
+            await eventually {
+                bobHeard.presence.last.map { $0.name == "alice" && !$0.online && $0.lastSeen != nil } == true
+            })
         let history = try await bobMessages.channelHistory("standup").reversed().map { MessagingClient.text(of: $0) }
         #expect(history.contains("agenda: demo first") && history.contains("joining in 5"))
         #expect(history.contains { $0.hasPrefix("alice joined the call (2 in the call)") })
@@ -120,7 +132,8 @@ struct CallChannelLoopbackTests {
     @Test func aHiddenRoomAForgedAccountAndAnUnknownOne() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let alice = AccountIdentity.create(name: "alice"), bob = AccountIdentity.create(name: "bob")
+        let alice = AccountIdentity.create(name: "alice")
+        let bob = AccountIdentity.create(name: "bob")
         await (try await messaging(alice, relay)).close()
         let bobMessages = try await messaging(bob, relay)
 
@@ -134,15 +147,20 @@ struct CallChannelLoopbackTests {
 
         // Someone with other keys claiming alice is refused; an account this relay never saw joins as a guest, told.
         let (_, forgedLog, forgedTask) = try engine("mallory", relay: relay, account: .create(name: "alice"))
-        #expect(await eventually {
-            forgedLog.all.contains { if case .joinFailed(let reason) = $0 { reason.contains("did not sign") } else { false } }
-        })
+        #expect(
+            await eventually {
+                forgedLog.all.contains {
+                    if case .joinFailed(let reason) = $0 { reason.contains("did not sign") } else { false }
+                }
+            })
         let (stranger, strangerLog, strangerTask) = try engine("dan", relay: relay, account: .create(name: "dan"))
-        #expect(await eventually {
-            joined(strangerLog) && strangerLog.all.contains {
-                if case .alert(.message(let text)) = $0 { text.contains("no account dan") } else { false }
-            }
-        })
+        #expect(
+            await eventually {
+                joined(strangerLog)
+                    && strangerLog.all.contains {
+                        if case .alert(.message(let text)) = $0 { text.contains("no account dan") } else { false }
+                    }
+            })
         await stranger.leave()
         await bobMessages.close()
         forgedTask.cancel()

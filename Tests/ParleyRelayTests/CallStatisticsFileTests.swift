@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyEngine
 
 /// The `--stats-file` document and the bot's `--stats` line: exact bytes, names that need escaping read back
@@ -31,15 +32,16 @@ struct CallStatisticsFileTests {
 
     @Test func theFileHasEveryCounterUnderItsKeySorted() throws {
         let report = CallStatisticsReport(sample(peerName: "bob"), time: 1.5, extra: ["screenDraws": 88])
-        #expect(try text(report) == """
-            {"activeVideoLayers":[],"audioBytesSent":12000,"audioPacketsSent":150,"audioPlannedLossPercent":6,\
-            "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,\
-            "peers":[{"audioPackets":149,"audioPlayed":148,"concealments":2,"decodeErrors":0,"decryptFailures":5,\
-            "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,"nacksSent":3,"name":"bob",\
-            "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"speakerDropped":0,"speakerUnderruns":0,\
-            "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesSent":90,"videoKeyframesSent":2,\
-            "videoPacketsSent":300}
-            """)
+        #expect(
+            try text(report) == """
+                {"activeVideoLayers":[],"audioBytesSent":12000,"audioPacketsSent":150,"audioPlannedLossPercent":6,\
+                "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,\
+                "peers":[{"audioPackets":149,"audioPlayed":148,"concealments":2,"decodeErrors":0,"decryptFailures":5,\
+                "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,"nacksSent":3,"name":"bob",\
+                "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"speakerDropped":0,"speakerUnderruns":0,\
+                "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesSent":90,"videoKeyframesSent":2,\
+                "videoPacketsSent":300}
+                """)
     }
 
     @Test func anUnencryptedCallWritesEncryptionAsNull() throws {
@@ -50,12 +52,14 @@ struct CallStatisticsFileTests {
         #expect(try JSONDecoder().decode(CallStatisticsReport.self, from: report.encoded()).encryption == nil)
     }
 
-    @Test("names are escaped and read back exactly", arguments: [
-        ("quote and backslash", #"a"b\c"#, #""name":"a\"b\\c""#),
-        ("control character", "a\u{1}b", #""name":"a\u0001b""#),
-        ("slash kept", "a/b", #""name":"a/b""#),
-        ("non-ASCII kept", "zoë", #""name":"zoë""#),
-    ])
+    @Test(
+        "names are escaped and read back exactly",
+        arguments: [
+            ("quote and backslash", #"a"b\c"#, #""name":"a\"b\\c""#),
+            ("control character", "a\u{1}b", #""name":"a\u0001b""#),
+            ("slash kept", "a/b", #""name":"a/b""#),
+            ("non-ASCII kept", "zoë", #""name":"zoë""#),
+        ])
     func escaping(_ label: String, _ name: String, _ expected: String) throws {
         let report = CallStatisticsReport(sample(peerName: name), time: 1_795_576_081.25, extra: ["screenDraws": 4])
         let encoded = try report.encoded()
@@ -127,10 +131,11 @@ struct CallStatisticsFileTests {
         stats.peers[7]?.lastStamp = (participant: 7, frame: 41)
         let summary = CallStatisticsSummary(stats)
         let encoded = try summary.encoded()
-        #expect(String(decoding: encoded, as: UTF8.self) == #"""
-            {"audioPacketsSent":150,"localID":3,"peers":[{"audioPackets":149,"audioPlayed":148,"framesDecoded":89,\#
-            "id":7,"name":"b\"o\\b","stampFrame":41,"stampParticipant":7,"videoPackets":298}],"videoFramesSent":90}
-            """#)
+        #expect(
+            String(decoding: encoded, as: UTF8.self) == #"""
+                {"audioPacketsSent":150,"localID":3,"peers":[{"audioPackets":149,"audioPlayed":148,"framesDecoded":89,\#
+                "id":7,"name":"b\"o\\b","stampFrame":41,"stampParticipant":7,"videoPackets":298}],"videoFramesSent":90}
+                """#)
         let decoded = try JSONDecoder().decode(CallStatisticsSummary.self, from: encoded)
         #expect(decoded == summary)
         #expect(decoded.peers.map(\.name) == [#"b"o\b"#])

@@ -2,10 +2,11 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 import Synchronization
-import ParleySecurity
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -66,9 +67,11 @@ struct CallTests {
             var ok = true
             for engine in engines {
                 let stats = await engine.statistics()
-                ok = ok && stats.peers.count == 2 && stats.peers.values.allSatisfy {
-                    $0.framesDecoded >= 10 && $0.audioFramesPlayed >= 20
-                }
+                ok =
+                    ok && stats.peers.count == 2
+                    && stats.peers.values.allSatisfy {
+                        $0.framesDecoded >= 10 && $0.audioFramesPlayed >= 20
+                    }
             }
             return ok
         }
@@ -88,11 +91,15 @@ struct CallTests {
 
         // Each sees what it actually sends (the local tile's stats) and what arrives from each peer.
         let measured = await eventually {
-            logs[0].all.contains { if case .localStats(let info) = $0 { info.fps >= 5 && info.bitrateKbps > 20 } else { false } }
+            logs[0].all.contains {
+                if case .localStats(let info) = $0 { info.fps >= 5 && info.bitrateKbps > 20 } else { false }
+            }
                 && logs[0].all.contains {
                     if case .remoteStats(ParticipantID(ids[1]), let info) = $0 {
                         info.resolution == VideoSize(width: 160, height: 120) && info.fps >= 5
-                    } else { false }
+                    } else {
+                        false
+                    }
                 }
         }
         #expect(measured, "local and remote stats carry measured rates")
@@ -142,7 +149,8 @@ struct CallTests {
             await alice.statistics().peers.values.first.map { $0.framesDecoded >= 5 } ?? false
         }
         #expect(decoding)
-        let aliceStats = await alice.statistics(), bobStats = await bob.statistics()
+        let aliceStats = await alice.statistics()
+        let bobStats = await bob.statistics()
         let bobID = bobStats.localID
         let bobSSRCs = MemberSSRCs(block: try #require(try await relay.member(bobID)).ssrcs.block)
         let ownVideo = try #require(try await relay.member(aliceStats.localID)).ssrcs.video
@@ -150,8 +158,10 @@ struct CallTests {
 
         let stranger = try TestUDPSocket()
         for sequence in 0..<20 {
-            let audio = RTPPacket(header: RTPHeader(payloadType: 111, sequenceNumber: UInt16(60_000 + sequence),
-                                                    timestamp: 1, ssrc: bobSSRCs.audio), payload: [0xF8, 0xFF, 0xFE])
+            let audio = RTPPacket(
+                header: RTPHeader(
+                    payloadType: 111, sequenceNumber: UInt16(60_000 + sequence),
+                    timestamp: 1, ssrc: bobSSRCs.audio), payload: [0xF8, 0xFF, 0xFE])
             stranger.send(audio.serialized(), toPort: aliceStats.localMediaPort)
         }
         let pli = PictureLossIndication(senderSSRC: bobSSRCs.audio, mediaSSRC: ownVideo)
@@ -200,13 +210,16 @@ struct CallTests {
         #expect(settled)
         #expect(eveLog.all.contains(.joinFailed(reason: "wrong password for vault")))
         #expect(malloryLog.all.contains(.joinFailed(reason: "vault needs its password")))
-        let aliceID = await alice.statistics().localID, bobID = await bob.statistics().localID
+        let aliceID = await alice.statistics().localID
+        let bobID = await bob.statistics().localID
         #expect(bobLog.all.contains(.hostChanged(ParticipantID(aliceID))))
 
         // The host removes Bob: he is told, his call ends, and he does not walk back in by reconnecting.
         alice.perform(.removeParticipant(ParticipantID(bobID)))
         let removed = await eventually {
-            bobLog.all.contains { if case .removedFromRoom(let text) = $0 { text.contains("removed you") } else { false } }
+            bobLog.all.contains {
+                if case .removedFromRoom(let text) = $0 { text.contains("removed you") } else { false }
+            }
                 && aliceLog.all.contains(.userOffline(ParticipantID(bobID), reason: .removed))
         }
         #expect(removed)
@@ -233,11 +246,14 @@ struct CallTests {
         let (alice, aliceLog, aliceTask) = try engine("alice", secret: "tiger lily")
         let (bob, bobLog, bobTask) = try engine("bob", secret: "tiger lily")
         let (carol, carolLog, carolTask) = try engine("carol", secret: "daffodil")
-        let aliceID = await waitForID(alice), bobID = await waitForID(bob), carolID = await waitForID(carol)
+        let aliceID = await waitForID(alice)
+        let bobID = await waitForID(bob)
+        let carolID = await waitForID(carol)
 
         // Alice and Bob see and hear each other through the relay, which only ever forwarded ciphertext.
         let talking = await eventually(within: .seconds(8)) {
-            let a = await alice.statistics().peers[bobID], b = await bob.statistics().peers[aliceID]
+            let a = await alice.statistics().peers[bobID]
+            let b = await bob.statistics().peers[aliceID]
             return (a?.framesDecoded ?? 0) >= 10 && (b?.framesDecoded ?? 0) >= 10
                 && (a?.audioFramesPlayed ?? 0) >= 20 && (b?.audioFramesPlayed ?? 0) >= 20
         }
@@ -251,8 +267,9 @@ struct CallTests {
         #expect(told)
         let carolStats = await carol.statistics()
         for peer in carolStats.peers.values {
-            #expect(peer.framesDecoded == 0 && peer.audioFramesPlayed == 0 && peer.decodeErrors == 0,
-                    "never garbage pictures or noise: \(peer)")
+            #expect(
+                peer.framesDecoded == 0 && peer.audioFramesPlayed == 0 && peer.decodeErrors == 0,
+                "never garbage pictures or noise: \(peer)")
         }
 
         alice.perform(.sendChat("the launch is on friday"))
@@ -260,8 +277,14 @@ struct CallTests {
         #expect(chatted)
         try await Task.sleep(for: .milliseconds(300))
         #expect(!carolLog.chats.contains("the launch is on friday"))
-        #expect(aliceLog.all.contains { if case .security(let security) = $0 {
-            security.encryption == "AES-128-GCM" && security.safetyCode != nil } else { false } })
+        #expect(
+            aliceLog.all.contains {
+                if case .security(let security) = $0 {
+                    security.encryption == "AES-128-GCM" && security.safetyCode != nil
+                } else {
+                    false
+                }
+            })
 
         for engine in [alice, bob, carol] { await engine.leave() }
         for task in [aliceTask, bobTask, carolTask] { task.cancel() }

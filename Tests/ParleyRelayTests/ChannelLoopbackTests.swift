@@ -5,6 +5,7 @@ import ParleyStore
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -15,9 +16,15 @@ import Testing
     /// Everything a client heard live.
     final class Heard: Sendable {
         let events = Mutex<[MessagingEvent]>([])
-        var posts: [ChannelPostDelivery] { events.withLock { $0 }.compactMap { if case .channelPost(let p) = $0 { p } else { nil } } }
-        var receipts: [MessageReceipt] { events.withLock { $0 }.compactMap { if case .receipt(let r) = $0 { r } else { nil } } }
-        var presence: [PresenceAnswer] { events.withLock { $0 }.compactMap { if case .presence(let p) = $0 { p } else { nil } } }
+        var posts: [ChannelPostDelivery] {
+            events.withLock { $0 }.compactMap { if case .channelPost(let p) = $0 { p } else { nil } }
+        }
+        var receipts: [MessageReceipt] {
+            events.withLock { $0 }.compactMap { if case .receipt(let r) = $0 { r } else { nil } }
+        }
+        var presence: [PresenceAnswer] {
+            events.withLock { $0 }.compactMap { if case .presence(let p) = $0 { p } else { nil } }
+        }
     }
 
     func startRelay() async throws -> Relay {
@@ -32,13 +39,15 @@ import Testing
     func client(_ identity: AccountIdentity, _ relay: Relay, _ heard: Heard = Heard()) async throws -> MessagingClient {
         try await MessagingClient.connect(
             to: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), security: .insecure, identity: identity,
-            loop: RelayLoopbackTests.group.next()) { event in heard.events.withLock { $0.append(event) } }
+            loop: RelayLoopbackTests.group.next()
+        ) { event in heard.events.withLock { $0.append(event) } }
     }
 
     @Test func aLiveRecipientAcknowledgingWhileMessagesPourInGetsEachOnceInOrder() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let alice = AccountIdentity.create(name: "alice"), bob = AccountIdentity.create(name: "bob")
+        let alice = AccountIdentity.create(name: "alice")
+        let bob = AccountIdentity.create(name: "bob")
         let bobHeard = Heard()
         let sender = try await client(alice, relay)
         let recipient = try await client(bob, relay, bobHeard)
@@ -70,7 +79,8 @@ import Testing
     @Test func membersSeeEachOthersLinesLiveAndTheHistoryKeepsThemWithWhoJoinedAndLeft() async throws {
         let relay = try await startRelay()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let aliceHeard = Heard(), bobHeard = Heard()
+        let aliceHeard = Heard()
+        let bobHeard = Heard()
         let alice = try await client(.create(name: "alice"), relay, aliceHeard)
         let bob = try await client(.create(name: "bob"), relay, bobHeard)
         #expect(try await alice.join(channel: "design team").count == 1)
@@ -94,7 +104,8 @@ import Testing
         #expect(left)
 
         let history = try await bob.channelHistory("design team")
-        #expect(history.map { MessagingClient.text(of: $0) }.reversed()
+        #expect(
+            history.map { MessagingClient.text(of: $0) }.reversed()
                 == ["alice joined (1 members)", "bob joined (2 members)", "mockups are up", "alice left (1 members)"])
         #expect(history.contains { $0.sequence == retry.sequence })
 
@@ -122,7 +133,8 @@ import Testing
         }
         let messenger = try await TestMessenger.connect(.create(name: "bob"), port: relay.signalingPort)
         _ = try await messenger.login()
-        messenger.send(.channelPost(ChannelPostSend(channel: "team", id: "x", text: String(repeating: "a", count: 2001))))
+        messenger.send(
+            .channelPost(ChannelPostSend(channel: "team", id: "x", text: String(repeating: "a", count: 2001))))
         let error = try await messenger.wait(for: "too large") { if case .error(let e) = $0 { e } else { nil } }
         #expect(error.code == .tooLarge && error.message.contains("2000"), "\(error)")
         await alice.close()
@@ -154,7 +166,8 @@ import Testing
         let waiting = try await bob.receiveWaiting()
         #expect(waiting.map(\.text) == ["note 1", "note 2", "note 3"])
         let delivered = await eventually {
-            Set(aliceHeard.receipts.filter { !$0.read && $0.by == "bob" }.flatMap(\.sequences)) == Set(sent.map(\.sequence))
+            Set(aliceHeard.receipts.filter { !$0.read && $0.by == "bob" }.flatMap(\.sequences))
+                == Set(sent.map(\.sequence))
         }
         #expect(delivered, "delivered receipts: \(aliceHeard.receipts)")
         _ = try await bob.join(channel: "team")
@@ -166,7 +179,9 @@ import Testing
         #expect(list[1].unread == 3 && list[1].lastText == "note 3", "the last direct message is opened")
 
         bob.markRead("alice", through: waiting[1].sequence)
-        let read = await eventually { aliceHeard.receipts.contains { $0.read && $0.sequences == [sent[0].sequence, sent[1].sequence] } }
+        let read = await eventually {
+            aliceHeard.receipts.contains { $0.read && $0.sequences == [sent[0].sequence, sent[1].sequence] }
+        }
         #expect(read, "read receipts: \(aliceHeard.receipts)")
         let posts = try await bob.channelHistory("team", limit: 1)
         bob.markChannelRead("team", through: posts[0].sequence)

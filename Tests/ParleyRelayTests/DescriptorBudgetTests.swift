@@ -1,5 +1,6 @@
-@testable import ParleyRelay
 import Testing
+
+@testable import ParleyRelay
 
 /// How many connections a relay holds for a file descriptor limit: all but 64 kept for itself, or half when the
 /// limit is under 128, never none.

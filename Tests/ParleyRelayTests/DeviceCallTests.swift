@@ -5,6 +5,7 @@ import ParleyMedia
 import ParleyRoom
 import Synchronization
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -77,7 +78,8 @@ final class FakeSoundDevices: AudioDeviceLayer {
         throws(AudioDeviceError) -> any AudioOutputStream
     {
         FakeOutput(
-            device: try pick(named, in: speakers, kind: .speaker, sampleRate: sampleRate, channels: channels), owner: self)
+            device: try pick(named, in: speakers, kind: .speaker, sampleRate: sampleRate, channels: channels),
+            owner: self)
     }
 
     final class FakeInput: AudioInputStream {
@@ -160,7 +162,8 @@ struct DeviceCallTests {
         return logger
     }
 
-    func configuration(_ name: String, port: Int, audio: AudioSourceChoice, sink: AudioSinkChoice) -> CallConfiguration {
+    func configuration(_ name: String, port: Int, audio: AudioSourceChoice, sink: AudioSinkChoice) -> CallConfiguration
+    {
         CallConfiguration(
             server: ServerAddress(host: "127.0.0.1", port: port), room: "devices", name: name,
             profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), audioSource: audio,
@@ -183,7 +186,8 @@ struct DeviceCallTests {
         let bob = try CallEngine(
             configuration("bob", port: relay.signalingPort, audio: .silence, sink: .speaker(nil)),
             devices: MediaDevices(audio: bobDevices, cameras: MissingCameras()))
-        let aliceLog = EventLog(), bobLog = EventLog()
+        let aliceLog = EventLog()
+        let bobLog = EventLog()
         let tasks = [aliceLog.consume(alice), bobLog.consume(bob)]
         alice.start()
         bob.start()
@@ -201,8 +205,9 @@ struct DeviceCallTests {
         let flowing = await eventually(within: .seconds(3)) { await audioReceived() - before >= 35 }
         let received = await audioReceived() - before
         #expect(flowing, "bob keeps receiving alice's audio from the default microphone (\(received))")
-        #expect(aliceLog.all.contains { if case .microphoneLevel(let level?) = $0 { level > 0.3 } else { false } },
-                "the meter shows the tone")
+        #expect(
+            aliceLog.all.contains { if case .microphoneLevel(let level?) = $0 { level > 0.3 } else { false } },
+            "the meter shows the tone")
 
         // Bob's speaker is paced by the device (48 000 samples a second) and plays alice's tone: more than a second
         // of it within 3 s of the above.
@@ -234,9 +239,13 @@ struct DeviceCallTests {
         engine.start()
         let told = await eventually(within: .seconds(6)) {
             let alerts = self.alerts(log)
-            return alerts.contains { $0.hasPrefix("Microphone Busy Mic: ") && $0.hasSuffix("; using the default microphone") }
+            return alerts.contains {
+                $0.hasPrefix("Microphone Busy Mic: ") && $0.hasSuffix("; using the default microphone")
+            }
                 && alerts.contains { $0.hasPrefix("Microphone Flaky stopped (") && $0.contains("sending silence") }
-                && alerts.contains { $0.hasPrefix("Speaker Broken stopped (") && $0.hasSuffix("call audio is not played") }
+                && alerts.contains {
+                    $0.hasPrefix("Speaker Broken stopped (") && $0.hasSuffix("call audio is not played")
+                }
         }
         #expect(told, "alerts: \(alerts(log))")
         #expect(log.all.contains { $0 == .microphoneLevel(nil) }, "the meter goes away with the microphone")
@@ -250,7 +259,8 @@ struct DeviceCallTests {
         await relay.shutdown()
     }
 
-    @Test("a microphone and a speaker that refuse 48 kHz mono: a notice each, the defaults take over, the call is heard")
+    @Test(
+        "a microphone and a speaker that refuse 48 kHz mono: a notice each, the defaults take over, the call is heard")
     func unsupportedFormat() async throws {
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
         let devices = FakeSoundDevices(
@@ -258,7 +268,8 @@ struct DeviceCallTests {
             speakers: [.init(name: "Odd Speaker", refusesFormat: true), .init(name: "Desk Speaker")])
         let bobDevices = FakeSoundDevices(microphones: [], speakers: [.init(name: "Bob Speaker")])
         let alice = try CallEngine(
-            configuration("alice", port: relay.signalingPort, audio: .microphone("Odd Mic"), sink: .speaker("Odd Speaker")),
+            configuration(
+                "alice", port: relay.signalingPort, audio: .microphone("Odd Mic"), sink: .speaker("Odd Speaker")),
             devices: MediaDevices(audio: devices, cameras: MissingCameras()))
         let bob = try CallEngine(
             configuration("bob", port: relay.signalingPort, audio: .synthetic, sink: .speaker(nil)),
@@ -272,10 +283,13 @@ struct DeviceCallTests {
             return alerts.contains(
                 "Microphone Odd Mic: \"Odd Mic\" cannot work at 48000 Hz with 1 channel; using the default microphone")
                 && alerts.contains(
-                    "Speaker Odd Speaker: \"Odd Speaker\" cannot work at 48000 Hz with 1 channel; using the default speaker")
+                    "Speaker Odd Speaker: \"Odd Speaker\" cannot work at 48000 Hz with 1 channel; using the default speaker"
+                )
         }
         #expect(told, "alerts: \(alerts(log))")
-        #expect(devices.opened.withLock { $0 } == ["Desk Mic", "Desk Speaker"] || devices.opened.withLock { $0 } == ["Desk Speaker", "Desk Mic"])
+        #expect(
+            devices.opened.withLock { $0 } == ["Desk Mic", "Desk Speaker"]
+                || devices.opened.withLock { $0 } == ["Desk Speaker", "Desk Mic"])
         // Alice's default microphone reaches bob's speaker, and bob's voice reaches alice's default speaker.
         let heard = await eventually(within: .seconds(8)) {
             let bobHears = bobDevices.played.withLock { $0["Bob Speaker"] ?? [] }
@@ -440,14 +454,18 @@ extension DeviceCallTests {
         let task = log.consume(engine)
         engine.start()
         let switched = await eventually(within: .seconds(6)) {
-            self.alerts(log).contains { $0.hasPrefix("Camera Webcam stopped (") && $0.hasSuffix("): switched to USB Camera") }
+            self.alerts(log).contains {
+                $0.hasPrefix("Camera Webcam stopped (") && $0.hasSuffix("): switched to USB Camera")
+            }
         }
         #expect(switched, "alerts: \(alerts(log))")
         let off = await eventually(within: .seconds(8)) {
             log.all.contains {
                 if case .cameraStopped(let text) = $0 {
                     text.hasPrefix("Camera USB Camera stopped (") && text.hasSuffix("): your camera is off")
-                } else { false }
+                } else {
+                    false
+                }
             }
         }
         #expect(off, "events: \(log.all.suffix(5))")

@@ -2,6 +2,7 @@ import Foundation
 import ParleyMedia
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 /// The dominant speaker over level sequences recorded from real speech (Resources/media/speech.wav, measured as a
@@ -83,7 +84,8 @@ struct DominantSpeakerTests {
 
     @Test("back-channel \"mm-hm\"s in the speaker's pauses do not take the floor")
     func backChannelIsIgnored() throws {
-        var speaker: Track = [], listener: Track = []
+        var speaker: Track = []
+        var listener: Track = []
         for round in 0..<4 {
             speaker += (try Self.speech(seconds: 2.6, offset: Double(round) * 3)) + Self.silence(0.5)
             listener += Self.silence(2.6) + (try Self.speech(seconds: 0.4, offset: 1)) + Self.silence(0.1)
@@ -94,7 +96,9 @@ struct DominantSpeakerTests {
 
     @Test("a fan the sender knows is not speech never wins, however loud")
     func noiseWithoutVoiceIsIgnored() throws {
-        let decisions = Self.run([1: try Self.speech(seconds: 8), 2: Self.constant(seconds: 8, dBFS: -20, voice: false)])
+        let decisions = Self.run([
+            1: try Self.speech(seconds: 8), 2: Self.constant(seconds: 8, dBFS: -20, voice: false),
+        ])
         #expect(decisions.filter { $0.at > 1.5 }.allSatisfy { $0.dominant == 1 })
     }
 
@@ -102,7 +106,8 @@ struct DominantSpeakerTests {
     func turnsAreFollowed() throws {
         // Four turns of 5 s: alice, bob, alice, bob; the other is silent (muted: sends nothing).
         let turn = 5.0
-        let aliceTalk = try Self.speech(seconds: turn), bobTalk = try Self.speech(seconds: turn, offset: 3)
+        let aliceTalk = try Self.speech(seconds: turn)
+        let bobTalk = try Self.speech(seconds: turn, offset: 3)
         let quiet: Track = Array(repeating: nil, count: Int(turn * 50))
         let decisions = Self.run([1: aliceTalk + quiet + aliceTalk + quiet, 2: quiet + bobTalk + quiet + bobTalk])
         for index in 1..<4 {
@@ -114,7 +119,8 @@ struct DominantSpeakerTests {
         #expect(Self.switches(decisions) == 3, "one switch per change of turn: \(decisions)")
 
         // The anchor it beats: picking the loudest packet every 300 ms flips at every pause within a turn.
-        var loudestSwitches = 0, last: UInt32?
+        var loudestSwitches = 0
+        var last: UInt32?
         let tracks: [UInt32: Track] = [1: aliceTalk + quiet + aliceTalk + quiet, 2: quiet + bobTalk + quiet + bobTalk]
         for slot in stride(from: 14, to: 20 * 50, by: 15) {
             let levels = tracks.compactMap { entry in entry.value[slot].map { (entry.key, 127 - Int($0.level)) } }
@@ -151,15 +157,17 @@ struct LayerForwardingTests {
         VideoLayerSize(width: 160, height: 90),
     ]
 
-    @Test("the smallest layer that covers the tile", arguments: [
-        (VideoLayerSize(width: 640, height: 360), 0, "fullscreen on a big terminal: the full layer"),
-        (VideoLayerSize(width: 1200, height: 675), 0, "bigger than any layer: the largest"),
-        (VideoLayerSize(width: 321, height: 180), 0, "one pixel wider than the middle layer"),
-        (VideoLayerSize(width: 320, height: 180), 1, "exactly the middle layer"),
-        (VideoLayerSize(width: 196, height: 110), 1, "a 200x60 pane's 1:1 tile"),
-        (VideoLayerSize(width: 160, height: 90), 2, "exactly the small layer"),
-        (VideoLayerSize(width: 38, height: 21), 2, "a strip tile: the small layer"),
-    ] as [(VideoLayerSize, Int, String)])
+    @Test(
+        "the smallest layer that covers the tile",
+        arguments: [
+            (VideoLayerSize(width: 640, height: 360), 0, "fullscreen on a big terminal: the full layer"),
+            (VideoLayerSize(width: 1200, height: 675), 0, "bigger than any layer: the largest"),
+            (VideoLayerSize(width: 321, height: 180), 0, "one pixel wider than the middle layer"),
+            (VideoLayerSize(width: 320, height: 180), 1, "exactly the middle layer"),
+            (VideoLayerSize(width: 196, height: 110), 1, "a 200x60 pane's 1:1 tile"),
+            (VideoLayerSize(width: 160, height: 90), 2, "exactly the small layer"),
+            (VideoLayerSize(width: 38, height: 21), 2, "a strip tile: the small layer"),
+        ] as [(VideoLayerSize, Int, String)])
     func choice(tile: VideoLayerSize, layer: Int, why: String) {
         #expect(LayerForwarding.layer(for: tile, among: Self.layers) == layer, "\(why)")
     }
@@ -180,8 +188,9 @@ struct LayerForwardingTests {
         _ = forwarding.add(member: 2, room: "r", layers: nil)
         let joined = forwarding.add(member: 3, room: "r", layers: nil)
         #expect(forwarding.choice(of: 1, for: 2) == .init(current: 0, target: nil))
-        #expect(!joined.contains { if case .requestKeyframe = $0 { true } else { false } },
-                "no keyframe asked for on a join: the receiver asks once its media is bound")
+        #expect(
+            !joined.contains { if case .requestKeyframe = $0 { true } else { false } },
+            "no keyframe asked for on a join: the receiver asks once its media is bound")
         #expect(joined.last == .demand(sender: 3, active: [true]))
         let passed1 = forwarding.forwards(layer: 0, startsKeyframe: false, from: 1, to: 2)
         #expect(passed1, "the full layer flows at once")
@@ -213,7 +222,8 @@ struct LayerForwardingTests {
 
         // Fullscreen at receiver 2: the full layer resumes (asked with a keyframe), the small one stays for 3.
         let fullscreen = forwarding.report(TileReport(tiles: [TileSize(id: 1, width: 640, height: 360)]), from: 2)
-        #expect(fullscreen == [.requestKeyframe(sender: 1, layer: 0), .demand(sender: 1, active: [true, false, true])])
+        #expect(
+            fullscreen == [.requestKeyframe(sender: 1, layer: 0), .demand(sender: 1, active: [true, false, true])])
 
         // Off screen at both: nothing forwarded, every layer paused.
         _ = forwarding.report(TileReport(tiles: [TileSize(id: 1, width: 0, height: 0)]), from: 2)
@@ -235,8 +245,12 @@ struct LayerForwardingTests {
         _ = forwarding.add(member: 1, room: "a", layers: sizes)
         _ = forwarding.add(member: 2, room: "b", layers: sizes)
         _ = forwarding.add(member: 3, room: "a", layers: nil)
-        #expect(forwarding.report(TileReport(tiles: [TileSize(id: 2, width: 1, height: 1),
-                                                     TileSize(id: 3, width: 1, height: 1)]), from: 3) == [])
+        #expect(
+            forwarding.report(
+                TileReport(tiles: [
+                    TileSize(id: 2, width: 1, height: 1),
+                    TileSize(id: 3, width: 1, height: 1),
+                ]), from: 3) == [])
         #expect(forwarding.choice(of: 2, for: 3) == nil)
         #expect(forwarding.choice(of: 1, for: 3) == .init(current: 0, target: nil), "unlisted: the full layer")
     }

@@ -4,6 +4,7 @@ import ParleyMedia
 import ParleySecurity
 import ParleyWire
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -36,7 +37,8 @@ struct EncryptionCaptureTests {
     func toneFile() throws -> String {
         let path = NSTemporaryDirectory() + "parley-tone-\(getpid()).wav"
         let samples = (0..<96_000).map { Int16(8000 * sin(2 * Double.pi * Self.tone * Double($0) / 48_000)) }
-        try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: samples).encoded()).write(to: URL(fileURLWithPath: path))
+        try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: samples).encoded()).write(
+            to: URL(fileURLWithPath: path))
         return path
     }
 
@@ -56,7 +58,8 @@ struct EncryptionCaptureTests {
                 profile: VideoProfile(width: 320, height: 240, fps: 15, bitrateKbps: 300), audioSource: .file(tone),
                 showsSelfView: false, logger: quietLogger())
             if encrypted {
-                settings.encryption = try CallEncryption(secret: "correct horse battery", room: "vault", suite: .aes128GCM)
+                settings.encryption = try CallEncryption(
+                    secret: "correct horse battery", room: "vault", suite: .aes128GCM)
                 settings.signalingSecurity = .tls(try RelayTrustStore(path: nil))
             }
             return settings
@@ -65,7 +68,8 @@ struct EncryptionCaptureTests {
         aliceSettings.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: udp.port)
         let alice = try CallEngine(aliceSettings)
         let bob = try CallEngine(try member("bob", port: relay.signalingPort))
-        let aliceLog = EventLog(), bobLog = EventLog()
+        let aliceLog = EventLog()
+        let bobLog = EventLog()
         let tasks = [aliceLog.consume(alice), bobLog.consume(bob)]
         alice.start()
         bob.start()
@@ -115,18 +119,31 @@ struct EncryptionCaptureTests {
         var file: [UInt8] = []
         func put32(_ value: UInt32) { file += withUnsafeBytes(of: value.littleEndian, Array.init) }
         func put16(_ value: UInt16) { file += withUnsafeBytes(of: value.littleEndian, Array.init) }
-        put32(0xa1b2_c3d4); put16(2); put16(4); put32(0); put32(0); put32(65_535); put32(1)  // Ethernet
+        put32(0xa1b2_c3d4)
+        put16(2)
+        put16(4)
+        put32(0)
+        put32(0)
+        put32(65_535)
+        put32(1)  // Ethernet
         for (index, payload) in packets.enumerated() {
-            let udpLength = 8 + payload.count, ipLength = 20 + udpLength, frameLength = 14 + ipLength
-            put32(UInt32(1 + index / 100)); put32(UInt32(index % 100 * 10_000))
-            put32(UInt32(frameLength)); put32(UInt32(frameLength))
+            let udpLength = 8 + payload.count
+            let ipLength = 20 + udpLength
+            let frameLength = 14 + ipLength
+            put32(UInt32(1 + index / 100))
+            put32(UInt32(index % 100 * 10_000))
+            put32(UInt32(frameLength))
+            put32(UInt32(frameLength))
             file += [0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x08, 0x00]
-            file += [0x45, 0, UInt8(ipLength >> 8), UInt8(ipLength & 0xff), 0, 0, 0, 0, 64, 17, 0, 0,
-                     127, 0, 0, 1, 127, 0, 0, 1]
+            file += [
+                0x45, 0, UInt8(ipLength >> 8), UInt8(ipLength & 0xff), 0, 0, 0, 0, 64, 17, 0, 0,
+                127, 0, 0, 1, 127, 0, 0, 1,
+            ]
             file += [0x13, 0x88, 0x13, 0x89, UInt8(udpLength >> 8), UInt8(udpLength & 0xff), 0, 0]
             file += payload
         }
-        let path = NSTemporaryDirectory() + "parley-capture-\(getpid())-\(payloadType)-\(UUID().uuidString.prefix(6)).pcap"
+        let path =
+            NSTemporaryDirectory() + "parley-capture-\(getpid())-\(payloadType)-\(UUID().uuidString.prefix(6)).pcap"
         try Data(file).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -149,8 +166,10 @@ struct EncryptionCaptureTests {
 
     /// What GStreamer makes of alice's busiest stream of `payloadType`: the capture as pcap, through `caps` and
     /// `decoder` (elements up to the encoder of the output file), into a file whose bytes are returned.
-    func independentlyDecoded(_ recorded: Recorded, payloadType: UInt8, caps: String, decoder: String,
-                              fileExtension: String) throws -> [UInt8] {
+    func independentlyDecoded(
+        _ recorded: Recorded, payloadType: UInt8, caps: String, decoder: String,
+        fileExtension: String
+    ) throws -> [UInt8] {
         let capture = try pcap(of: recorded.datagramsFromAlice, payloadType: payloadType)
         defer { unlink(capture) }
         let output = capture + "." + fileExtension
@@ -182,7 +201,8 @@ struct EncryptionCaptureTests {
         let total = samples.reduce(0) { $0 + $1 * $1 }
         guard total > 0 else { return 0 }
         let omega = 2 * Double.pi * Self.tone / 48_000
-        var re = 0.0, im = 0.0
+        var re = 0.0
+        var im = 0.0
         for (n, x) in samples.enumerated() {
             re += x * cos(omega * Double(n))
             im -= x * sin(omega * Double(n))
@@ -193,13 +213,16 @@ struct EncryptionCaptureTests {
     func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         let needle = Array(needle.utf8)
         guard haystack.count >= needle.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
     }
 
     @Test func anEavesdropperOnTheRelaysPathGetsNothingWhileThePeersGetEverything() async throws {
         // `make test` installs GStreamer: without it this proof must fail, not quietly skip.
-        try #require(FileManager.default.isExecutableFile(atPath: Self.gstLaunch),
-                     "\(Self.gstLaunch) is missing: run `make deps` (gstreamer1.0-tools, -plugins-good, -plugins-bad)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.gstLaunch),
+            "\(Self.gstLaunch) is missing: run `make deps` (gstreamer1.0-tools, -plugins-good, -plugins-bad)")
         // Control: without encryption the independent stack sees the call, and the chat line is on the wire.
         let clear = try await recordCall(encrypted: false)
         let clearFrames = try independentlyDecodedFrames(clear)
@@ -220,7 +243,8 @@ struct EncryptionCaptureTests {
         #expect(!contains(sealed.signaling, "vault code"), "not even part of it")
         // Meanwhile the peer with the secret missed nothing.
         #expect(sealed.bobChats.contains(Self.chatLine))
-        #expect(sealed.bobDecodedOfAlice == sealed.aliceFramesSent,
-                "bob decoded \(sealed.bobDecodedOfAlice) of \(sealed.aliceFramesSent) frames")
+        #expect(
+            sealed.bobDecodedOfAlice == sealed.aliceFramesSent,
+            "bob decoded \(sealed.bobDecodedOfAlice) of \(sealed.aliceFramesSent) frames")
     }
 }

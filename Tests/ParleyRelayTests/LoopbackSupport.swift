@@ -1,4 +1,3 @@
-import Testing
 import Foundation
 import Logging
 import NIOCore
@@ -6,6 +5,8 @@ import NIOPosix
 import ParleyStore
 import ParleyWire
 import Synchronization
+import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -25,7 +26,9 @@ final class TestUDPSocket: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -113,8 +116,10 @@ final class TestMember: Sendable {
     func send(_ message: ClientMessage) { connection.send(message) }
 
     /// Waits for the first message that `match` maps to a value.
-    func wait<T>(for what: String, within window: Duration = .seconds(5),
-                 _ match: (ServerMessage) -> T?) async throws -> T {
+    func wait<T>(
+        for what: String, within window: Duration = .seconds(5),
+        _ match: (ServerMessage) -> T?
+    ) async throws -> T {
         let deadline = ContinuousClock.now + window
         while ContinuousClock.now < deadline {
             if let found = messages.lazy.compactMap(match).first { return found }
@@ -124,8 +129,10 @@ final class TestMember: Sendable {
     }
 
     /// Joins and returns the `joined` answer.
-    func join(_ name: String, room: String = "standup", role: MemberRole = .broadcaster,
-              videoKbps: Int? = nil, videoLayers: [VideoLayerSize]? = nil) async throws -> JoinedRoom {
+    func join(
+        _ name: String, room: String = "standup", role: MemberRole = .broadcaster,
+        videoKbps: Int? = nil, videoLayers: [VideoLayerSize]? = nil
+    ) async throws -> JoinedRoom {
         send(.join(JoinRequest(room: room, name: name, role: role, videoKbps: videoKbps, videoLayers: videoLayers)))
         return try await wait(for: "joined") { if case .joined(let joined) = $0 { joined } else { nil } }
     }
@@ -156,7 +163,6 @@ func bindMedia(_ socket: TestUDPSocket, joined: JoinedRoom) throws -> BindStatus
     return try BindAcknowledgement(parsing: reply).status
 }
 
-
 /// A new empty folder for one relay's or client's files (certificate, known_relays), so tests never touch the
 /// user's own and never share one between processes.
 func stateDirectory() -> String {
@@ -168,15 +174,17 @@ func stateDirectory() -> String {
 /// A relay on loopback that offers messaging, its store in `folder`/messages.sqlite (`folder` is made if missing;
 /// the caller removes it; `readOnly` opens an existing store without writing); `adjust` changes the configuration
 /// (limits) first.
-func startMessagingRelay(in folder: String, storeBytes: Int? = nil, readOnly: Bool = false,
-                         _ adjust: (inout RelayConfiguration) -> Void = { _ in }) async throws -> Relay {
+func startMessagingRelay(
+    in folder: String, storeBytes: Int? = nil, readOnly: Bool = false,
+    _ adjust: (inout RelayConfiguration) -> Void = { _ in }
+) async throws -> Relay {
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     var logger = Logger(label: "test")
     logger.logLevel = .critical
     var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
-    configuration.messageStore = try SQLiteMessageStore(path: folder + "/messages.sqlite", maximumBytes: storeBytes,
-                                                        readOnly: readOnly)
+    configuration.messageStore = try SQLiteMessageStore(
+        path: folder + "/messages.sqlite", maximumBytes: storeBytes,
+        readOnly: readOnly)
     adjust(&configuration)
     return try await Relay.start(configuration)
 }
-

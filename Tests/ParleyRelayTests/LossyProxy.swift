@@ -29,8 +29,10 @@ final class LossyUDPProxy: Sendable {
     private let back: any Channel
     private let state: NIOLoopBound<ProxyState>
 
-    private init(port: Int, group: MultiThreadedEventLoopGroup, front: any Channel, back: any Channel,
-                 state: NIOLoopBound<ProxyState>) {
+    private init(
+        port: Int, group: MultiThreadedEventLoopGroup, front: any Channel, back: any Channel,
+        state: NIOLoopBound<ProxyState>
+    ) {
         self.port = port
         self.group = group
         self.front = front
@@ -56,8 +58,9 @@ final class LossyUDPProxy: Sendable {
             try front.pipeline.syncOperations.addHandler(ProxyHandler(state: proxy, fromClient: true))
             try back.pipeline.syncOperations.addHandler(ProxyHandler(state: proxy, fromClient: false))
         }.get()
-        return LossyUDPProxy(port: front.localAddress?.port ?? 0, group: group, front: front, back: back,
-                             state: state)
+        return LossyUDPProxy(
+            port: front.localAddress?.port ?? 0, group: group, front: front, back: back,
+            state: state)
     }
 
     /// What passed and what was dropped so far.

@@ -1,5 +1,6 @@
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 struct MediaRouterTests {
@@ -41,8 +42,10 @@ struct MediaRouterTests {
     ]
 
     @Test(arguments: senders)
-    func senderNeedsBlockAndProvenAddress(name: String, ssrc: UInt32, address: String, member: UInt32?,
-                                          drop: DropReason?) {
+    func senderNeedsBlockAndProvenAddress(
+        name: String, ssrc: UInt32, address: String, member: UInt32?,
+        drop: DropReason?
+    ) {
         var router = router()
         #expect(router.sender(ssrc: ssrc, from: address)?.member == member, "\(name)")
         #expect(router.dropped == (drop.map { [$0: 1] } ?? [:]), "\(name)")
@@ -58,8 +61,10 @@ struct MediaRouterTests {
     @Test func keyframeRequestsReachTheSenderAtMostOncePer500ms() {
         var router = router()
         let bob = router.route(of: 2)!
-        let pli = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: Self.bob.audio,
-                                                                         mediaSSRC: Self.alice.video))
+        let pli = RTCPPacket.pictureLossIndication(
+            PictureLossIndication(
+                senderSSRC: Self.bob.audio,
+                mediaSSRC: Self.alice.video))
         var delivered: [Duration] = []
         for ms in stride(from: 0, through: 1000, by: 50) {
             let now = Duration.milliseconds(ms)
@@ -75,30 +80,38 @@ struct MediaRouterTests {
     @Test func feedbackIsRoutedByMediaSSRC() {
         var router = router()
         let bob = router.route(of: 2)!
-        let block = ReportBlock(ssrc: Self.alice.video, fractionLost: 3, cumulativeLost: 4,
-                                extendedHighestSequenceNumber: 5, jitter: 6, lastSenderReport: 0,
-                                delaySinceLastSenderReport: 0)
+        let block = ReportBlock(
+            ssrc: Self.alice.video, fractionLost: 3, cumulativeLost: 4,
+            extendedHighestSequenceNumber: 5, jitter: 6, lastSenderReport: 0,
+            delaySinceLastSenderReport: 0)
         let packets: [RTCPPacket] = [
             .receiverReport(ReceiverReport(ssrc: Self.bob.audio, reports: [block])),
             .sourceDescription(SourceDescription(ssrc: Self.bob.audio, cname: "bob")),
             .nack(GenericNACK(senderSSRC: Self.bob.audio, mediaSSRC: Self.alice.video, lost: [7, 9])),
         ]
         let actions = router.feedback(packets, from: bob, at: .zero)
-        #expect(actions == [
-            .forwardToRoom,
-            .sendToMember(1, RTCPPacket.receiverReport(ReceiverReport(ssrc: Self.bob.audio, reports: [block]))
-                .serialized()),
-            .retransmit(ssrc: Self.alice.video, sequenceNumbers: [7, 9]),
-        ])
+        #expect(
+            actions == [
+                .forwardToRoom,
+                .sendToMember(
+                    1,
+                    RTCPPacket.receiverReport(ReceiverReport(ssrc: Self.bob.audio, reports: [block]))
+                        .serialized()),
+                .retransmit(ssrc: Self.alice.video, sequenceNumbers: [7, 9]),
+            ])
     }
 
     @Test func ownStreamsAndStrangersGetNoFeedback() {
         var router = router()
         let bob = router.route(of: 2)!
-        let selfPLI = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: Self.bob.audio,
-                                                                             mediaSSRC: Self.bob.video))
-        let strangerPLI = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: Self.bob.audio,
-                                                                                 mediaSSRC: 0x999))
+        let selfPLI = RTCPPacket.pictureLossIndication(
+            PictureLossIndication(
+                senderSSRC: Self.bob.audio,
+                mediaSSRC: Self.bob.video))
+        let strangerPLI = RTCPPacket.pictureLossIndication(
+            PictureLossIndication(
+                senderSSRC: Self.bob.audio,
+                mediaSSRC: 0x999))
         #expect(router.feedback([selfPLI, strangerPLI], from: bob, at: .zero).isEmpty)
     }
 
@@ -106,27 +119,59 @@ struct MediaRouterTests {
 
     /// Feedback from Dave, alone in room "s", about streams of room "r", and compounds naming other senders.
     static let isolation: [(String, [RTCPPacket], DropReason?, Int)] = [
-        ("NACK for another room's stream",
-         [.nack(GenericNACK(senderSSRC: dave.audio, mediaSSRC: alice.video, lost: [1]))], .otherRoom, 1),
-        ("PLI for another room's stream",
-         [.pictureLossIndication(PictureLossIndication(senderSSRC: dave.audio, mediaSSRC: alice.video))], .otherRoom, 1),
-        ("report block about another room's stream",
-         [.receiverReport(ReceiverReport(ssrc: dave.audio, reports: [ReportBlock(
-            ssrc: alice.video, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0, jitter: 0,
-            lastSenderReport: 0, delaySinceLastSenderReport: 0)]))], .otherRoom, 1),
-        ("second packet of a compound names Bob as its sender",
-         [.receiverReport(ReceiverReport(ssrc: dave.audio, reports: [])),
-          .pictureLossIndication(PictureLossIndication(senderSSRC: bob.audio, mediaSSRC: alice.video))],
-         .forgedFeedback, 1),
-        ("sender report in Alice's name",
-         [.senderReport(SenderReport(ssrc: alice.audio, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: 0,
-                                     octetCount: 0, reports: []))], .forgedFeedback, 1),
-        ("SDES with a second chunk for Alice",
-         [.sourceDescription(SourceDescription(chunks: [
-            .init(ssrc: dave.audio, items: []), .init(ssrc: alice.audio, items: []),
-         ]))], .forgedFeedback, 1),
-        ("BYE for Dave and Bob",
-         [.goodbye(Goodbye(ssrcs: [dave.audio, bob.audio]))], .forgedFeedback, 1),
+        (
+            "NACK for another room's stream",
+            [.nack(GenericNACK(senderSSRC: dave.audio, mediaSSRC: alice.video, lost: [1]))], .otherRoom, 1
+        ),
+        (
+            "PLI for another room's stream",
+            [.pictureLossIndication(PictureLossIndication(senderSSRC: dave.audio, mediaSSRC: alice.video))], .otherRoom,
+            1
+        ),
+        (
+            "report block about another room's stream",
+            [
+                .receiverReport(
+                    ReceiverReport(
+                        ssrc: dave.audio,
+                        reports: [
+                            ReportBlock(
+                                ssrc: alice.video, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0,
+                                jitter: 0,
+                                lastSenderReport: 0, delaySinceLastSenderReport: 0)
+                        ]))
+            ], .otherRoom, 1
+        ),
+        (
+            "second packet of a compound names Bob as its sender",
+            [
+                .receiverReport(ReceiverReport(ssrc: dave.audio, reports: [])),
+                .pictureLossIndication(PictureLossIndication(senderSSRC: bob.audio, mediaSSRC: alice.video)),
+            ],
+            .forgedFeedback, 1
+        ),
+        (
+            "sender report in Alice's name",
+            [
+                .senderReport(
+                    SenderReport(
+                        ssrc: alice.audio, ntpTimestamp: 0, rtpTimestamp: 0, packetCount: 0,
+                        octetCount: 0, reports: []))
+            ], .forgedFeedback, 1
+        ),
+        (
+            "SDES with a second chunk for Alice",
+            [
+                .sourceDescription(
+                    SourceDescription(chunks: [
+                        .init(ssrc: dave.audio, items: []), .init(ssrc: alice.audio, items: []),
+                    ]))
+            ], .forgedFeedback, 1
+        ),
+        (
+            "BYE for Dave and Bob",
+            [.goodbye(Goodbye(ssrcs: [dave.audio, bob.audio]))], .forgedFeedback, 1
+        ),
     ]
 
     @Test(arguments: isolation)

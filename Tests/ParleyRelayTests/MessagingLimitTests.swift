@@ -36,7 +36,8 @@ import Testing
         let relay = try await startRelay { $0.connectionsPerAccount = 2 }
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let alice = AccountIdentity.create(name: "alice")
-        let first = try await loggedIn(alice, relay), second = try await loggedIn(alice, relay)
+        let first = try await loggedIn(alice, relay)
+        let second = try await loggedIn(alice, relay)
         let third = try await TestMessenger.connect(alice, port: relay.signalingPort)
         let answer = try await third.login()
         #expect(answer.errorCode == .limitReached && "\(answer)".contains("alice holds 2 connections"), "\(answer)")
@@ -93,8 +94,9 @@ import Testing
         let id = String(repeating: "i", count: maxMessageIDCharacters + 1)
         alice.send(.send(DirectMessageSend(id: id, to: "alice", sealed: Data([1, 2, 3]).base64EncodedString())))
         let refused = try await alice.wait(for: "bad field") { $0.errorCode == .badField ? $0 : nil }
-        #expect("\(refused)".contains("has \(maxMessageIDCharacters + 1) characters; it must have 1 to 64"),
-                "\(refused)")
+        #expect(
+            "\(refused)".contains("has \(maxMessageIDCharacters + 1) characters; it must have 1 to 64"),
+            "\(refused)")
         await relay.shutdown()
     }
 }

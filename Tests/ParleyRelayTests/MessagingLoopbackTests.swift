@@ -4,6 +4,7 @@ import ParleyStore
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -50,7 +51,8 @@ final class TestMessenger: Sendable {
     func send(_ request: MessagingRequest) { connection.sendRawText(request.encoded()) }
 
     func wait<T>(for what: String, within window: Duration = .seconds(5), _ match: (MessagingEvent) -> T?) async throws
-        -> T {
+        -> T
+    {
         let deadline = ContinuousClock.now + window
         while ContinuousClock.now < deadline {
             if let found = events.lazy.compactMap(match).first { return found }
@@ -62,10 +64,14 @@ final class TestMessenger: Sendable {
 
     /// Logs in as `name` (default: the identity's own) with this identity's keys, answering the challenge.
     func login(as name: String? = nil) async throws -> MessagingEvent {
-        let keys = identity.keys, name = name ?? identity.name
+        let keys = identity.keys
+        let name = name ?? identity.name
         let before = events.count
-        send(.login(AccountCard(name: name, signingKey: Data(keys.signing).base64EncodedString(),
-                                 agreementKey: Data(keys.agreement).base64EncodedString())))
+        send(
+            .login(
+                AccountCard(
+                    name: name, signingKey: Data(keys.signing).base64EncodedString(),
+                    agreementKey: Data(keys.agreement).base64EncodedString())))
         let challenge = try await wait(for: "challenge") { if case .challenge(let c) = $0 { c } else { nil } }
         let nonce = Array(Data(base64Encoded: challenge.nonce) ?? Data())
         let signature = identity.sign(AccountIdentity.loginMessage(name: name, challenge: nonce))
@@ -90,8 +96,9 @@ final class TestMessenger: Sendable {
         let answer = try await wait(for: "keys of \(recipient)") {
             if case .keys(let keys) = $0, keys.name == recipient { keys } else { nil }
         }
-        let keys = try AccountKeys(signing: Array(Data(base64Encoded: answer.signingKey)!),
-                                   agreement: Array(Data(base64Encoded: answer.agreementKey)!))
+        let keys = try AccountKeys(
+            signing: Array(Data(base64Encoded: answer.signingKey)!),
+            agreement: Array(Data(base64Encoded: answer.agreementKey)!))
         let sealed = DirectMessageSeal.seal(text, from: identity, to: recipient, keys: keys, id: id)
         let message = DirectMessageSend(id: id, to: recipient, sealed: Data(sealed).base64EncodedString())
         send(.send(message))
@@ -105,10 +112,13 @@ final class TestMessenger: Sendable {
     func messages(from sender: TestMessenger) -> [(sequence: Int64, id: String, text: String)] {
         events.compactMap { event in
             guard case .message(let delivery) = event, delivery.from == sender.identity.name,
-                  delivery.to == identity.name else { return nil }
+                delivery.to == identity.name
+            else { return nil }
             let sealed = Array(Data(base64Encoded: delivery.sealed) ?? Data())
-            let text = (try? DirectMessageSeal.open(sealed, by: identity, from: delivery.from,
-                                                    senderKeys: sender.identity.keys, id: delivery.id))
+            let text =
+                (try? DirectMessageSeal.open(
+                    sealed, by: identity, from: delivery.from,
+                    senderKeys: sender.identity.keys, id: delivery.id))
                 ?? "<does not open>"
             return (delivery.sequence, delivery.id, text)
         }
@@ -133,11 +143,14 @@ final class TestMessenger: Sendable {
         #expect(try await bob.login() == .loggedIn(LoggedIn(name: "bob", created: true, waiting: 0)))
 
         let sent = try await alice.sendMessage("see you at ten", to: "bob", id: "a-1")
-        let stored = try await alice.wait(for: "stored") { $0 == .stored(MessageStored(id: "a-1", sequence: 1)) ? true : nil }
+        let stored = try await alice.wait(for: "stored") {
+            $0 == .stored(MessageStored(id: "a-1", sequence: 1)) ? true : nil
+        }
         #expect(stored)
         _ = try await bob.wait(for: "the message") { if case .message = $0 { true } else { nil } }
         #expect(bob.messages(from: alice).map(\.text) == ["see you at ten"])
-        let kept = try Data(contentsOf: URL(fileURLWithPath: folder + "/messages.sqlite"))
+        let kept =
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/messages.sqlite"))
             + ((try? Data(contentsOf: URL(fileURLWithPath: folder + "/messages.sqlite-wal"))) ?? Data())
         #expect(!kept.contains(Data("see you at ten".utf8)), "the relay keeps only ciphertext")
 
@@ -211,15 +224,21 @@ final class TestMessenger: Sendable {
 
         let badName = try await TestMessenger.connect(.create(name: "x"), port: relay.signalingPort)
         let keys = badName.identity.keys
-        badName.send(.login(AccountCard(name: "two words", signingKey: Data(keys.signing).base64EncodedString(),
-                                         agreementKey: Data(keys.agreement).base64EncodedString())))
+        badName.send(
+            .login(
+                AccountCard(
+                    name: "two words", signingKey: Data(keys.signing).base64EncodedString(),
+                    agreementKey: Data(keys.agreement).base64EncodedString())))
         let nameError = try await badName.wait(for: "bad name") { if case .error(let e) = $0 { e } else { nil } }
         #expect(nameError.code == .badName && nameError.message.contains("two_words"), "\(nameError)")
 
         let forged = try await TestMessenger.connect(.create(name: "dave"), port: relay.signalingPort)
         let daveKeys = forged.identity.keys
-        forged.send(.login(AccountCard(name: "dave", signingKey: Data(daveKeys.signing).base64EncodedString(),
-                                        agreementKey: Data(daveKeys.agreement).base64EncodedString())))
+        forged.send(
+            .login(
+                AccountCard(
+                    name: "dave", signingKey: Data(daveKeys.signing).base64EncodedString(),
+                    agreementKey: Data(daveKeys.agreement).base64EncodedString())))
         _ = try await forged.wait(for: "challenge") { if case .challenge = $0 { true } else { nil } }
         forged.send(.proof(LoginProof(signature: Data(repeating: 1, count: 64).base64EncodedString())))
         let proofError = try await forged.wait(for: "bad proof") { if case .error(let e) = $0 { e } else { nil } }
@@ -230,7 +249,10 @@ final class TestMessenger: Sendable {
         #expect("\(notText)".contains("not valid UTF-8"))
         alice.send(.send(DirectMessageSend(id: "x", to: "nobody", sealed: Data([1, 2, 3]).base64EncodedString())))
         _ = try await alice.wait(for: "unknown account") { $0.errorCode == .unknownAccount ? true : nil }
-        alice.send(.send(DirectMessageSend(id: "x", to: "alice", sealed: Data(count: maxSealedMessageBytes + 1).base64EncodedString())))
+        alice.send(
+            .send(
+                DirectMessageSend(
+                    id: "x", to: "alice", sealed: Data(count: maxSealedMessageBytes + 1).base64EncodedString())))
         let tooLarge = try await alice.wait(for: "too large") { $0.errorCode == .tooLarge ? $0 : nil }
         #expect("\(tooLarge)".contains("the limit is \(maxSealedMessageBytes)"))
         await relay.shutdown()
@@ -271,7 +293,8 @@ extension MessagingEvent {
 
     @Test func aReadOnlyStoreStillDeliversWhatItHoldsAndRefusesNewMessagesByName() async throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let aliceIdentity = AccountIdentity.create(name: "alice"), bobIdentity = AccountIdentity.create(name: "bob")
+        let aliceIdentity = AccountIdentity.create(name: "alice")
+        let bobIdentity = AccountIdentity.create(name: "bob")
         // A relay that could write: both accounts exist, one message waits for bob.
         let writable = try await startMessagingRelay(in: folder)
         let bobFirst = try await TestMessenger.loggedIn(bobIdentity, port: writable.signalingPort)
@@ -289,7 +312,9 @@ extension MessagingEvent {
             return
         }
         #expect(loggedIn.waiting == 1)
-        let delivered = try await bob.wait(for: "the waiting message") { if case .message(let m) = $0 { m } else { nil } }
+        let delivered = try await bob.wait(for: "the waiting message") {
+            if case .message(let m) = $0 { m } else { nil }
+        }
         #expect(delivered.id == "r-1")
         try await bob.sendMessage("yes", to: "alice", id: "r-2")
         let refused = try await bob.wait(for: "store-failed") { $0.errorCode == .storeFailed ? $0 : nil }
@@ -325,7 +350,9 @@ extension MessagingEvent {
         let refusal = try #require(alice.errors.first, "the store never filled")
         #expect(refusal.code == .storeFailed && refusal.message.contains("the message store is full"), "\(refusal)")
         let acknowledged = alice.stored.map(\.id)
-        #expect(acknowledged.count == sent - 1 && !acknowledged.contains("m\(sent - 1)"), "the refused one is not acknowledged")
+        #expect(
+            acknowledged.count == sent - 1 && !acknowledged.contains("m\(sent - 1)"),
+            "the refused one is not acknowledged")
 
         // Everything acknowledged before is still there for bob.
         let again = try await TestMessenger.connect(bobIdentity, port: relay.signalingPort)

@@ -57,9 +57,10 @@ final class ParleyProcess: Sendable {
             let candidate = root.appendingPathComponent(".build/\(configuration)/parley")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        throw Failure(description: """
-            no parley binary under \(root.path)/.build/{debug,release}: run `swift build` first or set PARLEY_BIN
-            """)
+        throw Failure(
+            description: """
+                no parley binary under \(root.path)/.build/{debug,release}: run `swift build` first or set PARLEY_BIN
+                """)
     }
 
     /// Starts `parley` with these arguments.
@@ -67,7 +68,8 @@ final class ParleyProcess: Sendable {
         process = Process()
         process.executableURL = try Self.binary()
         process.arguments = arguments
-        let stdout = Pipe(), stderr = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
@@ -124,10 +126,11 @@ final class ParleyProcess: Sendable {
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw Failure(description: """
-            parley \(process.arguments ?? []) printed no expected line; stdout: \(standardOutput) stderr: \
-            \(standardError)
-            """)
+        throw Failure(
+            description: """
+                parley \(process.arguments ?? []) printed no expected line; stdout: \(standardOutput) stderr: \
+                \(standardError)
+                """)
     }
 
     /// Waits for the process to end; its exit status, or nil with a signal's number when a signal ended it.

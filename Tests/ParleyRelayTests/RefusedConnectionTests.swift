@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyEngine
 
 #if canImport(Glibc)
@@ -48,8 +49,9 @@ import Glibc
             _ = try await SignalingConnection.connect(to: server, on: RelayLoopbackTests.group.next()) { _ in }.get()
             Issue.record("connected to something that closed at once")
         } catch {
-            #expect("\(error)".contains("closed the connection without answering: the relay may be full"),
-                    "\(error)")
+            #expect(
+                "\(error)".contains("closed the connection without answering: the relay may be full"),
+                "\(error)")
         }
     }
 }

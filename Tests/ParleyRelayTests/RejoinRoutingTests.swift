@@ -1,5 +1,6 @@
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 /// The media routes of a client that rejoined while its earlier self lingers at the relay.
@@ -20,8 +21,9 @@ struct RejoinRoutingTests {
         router.destinations(from: 3, in: "r", into: &out)
         #expect(out == ["bob:6000"], "alice's packets are not echoed back to her")
         #expect(router.route(of: 1)?.address == nil)
-        #expect(router.sender(ssrc: MemberSSRCs(block: 0x100).audio, from: "alice:5000") == nil,
-                "the lingering self can no longer send")
+        #expect(
+            router.sender(ssrc: MemberSSRCs(block: 0x100).audio, from: "alice:5000") == nil,
+            "the lingering self can no longer send")
         #expect(router.dropped[.unprovenAddress] == 1)
     }
 }

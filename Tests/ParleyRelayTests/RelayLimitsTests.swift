@@ -2,6 +2,7 @@ import Logging
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyRelay
 
 extension Harness {
@@ -25,7 +26,9 @@ struct RelayLimitsTests {
     @Test func aConnectionThatNeverJoinsIsClosedAfterTheJoinTimeout() {
         var relay = Harness()
         #expect(relay.state.limits.joinTimeout == .seconds(10))
-        let idle = relay.connect(1), member = relay.connect(2), leaver = relay.connect(3)
+        let idle = relay.connect(1)
+        let member = relay.connect(2)
+        let leaver = relay.connect(3)
         _ = relay.join("alice", on: member)
         _ = relay.join("bob", on: leaver)
         _ = relay.send(.leave, on: leaver)
@@ -67,9 +70,10 @@ struct RelayLimitsTests {
         #expect(relay.state.connected(ConnectionID(1), from: "10.0.0.1", now: .zero).isEmpty)
         #expect(relay.state.connected(ConnectionID(2), from: "10.0.0.1", now: .zero).isEmpty)
         let refused = relay.state.connected(ConnectionID(3), from: "10.0.0.1", now: .zero)
-        #expect(errors(to: ConnectionID(3), in: refused) == [
-            "too many connections from 10.0.0.1: 2 is the limit per address (--max-connections-per-address)",
-        ])
+        #expect(
+            errors(to: ConnectionID(3), in: refused) == [
+                "too many connections from 10.0.0.1: 2 is the limit per address (--max-connections-per-address)"
+            ])
         #expect(refused.contains(.close(ConnectionID(3))))
         #expect(relay.state.connected(ConnectionID(4), from: "10.0.0.2", now: .zero).isEmpty, "another address")
         _ = relay.state.disconnected(ConnectionID(1), now: .zero)
@@ -85,14 +89,16 @@ struct RelayLimitsTests {
         _ = relay.join("a", room: "one", on: relay.connect(1))
         _ = relay.join("b", room: "two", on: relay.connect(2))
         let third = relay.connect(3)
-        #expect(errors(to: third, in: relay.send(.join(JoinRequest(room: "three", name: "c")), on: third)) == [
-            "the relay holds 2 rooms, its limit (--max-rooms); join an existing room or try later",
-        ])
+        #expect(
+            errors(to: third, in: relay.send(.join(JoinRequest(room: "three", name: "c")), on: third)) == [
+                "the relay holds 2 rooms, its limit (--max-rooms); join an existing room or try later"
+            ])
         _ = relay.join("c", room: "one", on: third)
         let fourth = relay.connect(4)
-        #expect(errors(to: fourth, in: relay.send(.join(JoinRequest(room: "one", name: "d")), on: fourth)) == [
-            "room one is full: 2 members is its limit (--max-members)",
-        ])
+        #expect(
+            errors(to: fourth, in: relay.send(.join(JoinRequest(room: "one", name: "d")), on: fourth)) == [
+                "room one is full: 2 members is its limit (--max-members)"
+            ])
         #expect(relay.state.rooms["one"]?.members.count == 2 && relay.state.rooms["three"] == nil)
         #expect(relay.state.counters.limitsReached == 2)
     }
@@ -112,7 +118,12 @@ struct RelayLimitsTests {
         #expect(other, "another member has its own allowance")
         #expect(later && !tooMuch, "half a second refills half")
         #expect(router.dropped[.overRate] == 2)
-        var unlimited = MediaRouter<String>(limits: { var l = MediaLimits(); l.memberKbps = 0; return l }())
+        var unlimited = MediaRouter<String>(
+            limits: {
+                var l = MediaLimits()
+                l.memberKbps = 0
+                return l
+            }())
         var admitted = 0
         for _ in 0..<100 where unlimited.admitMedia(from: 1, bytes: 1 << 20, at: .zero) { admitted += 1 }
         #expect(admitted == 100)
@@ -169,8 +180,9 @@ struct RelayLimitsTests {
         #expect(try bindMedia(socket, joined: joined) == .bound)
         for sequence in UInt16(0)..<60 {
             let packet = RTPPacket(
-                header: RTPHeader(marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
-                                  timestamp: 0, ssrc: joined.media.ssrcs.video),
+                header: RTPHeader(
+                    marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
+                    timestamp: 0, ssrc: joined.media.ssrcs.video),
                 payload: [0x10] + Array(repeating: 0, count: 999))
             socket.send(packet.serialized(), toPort: joined.media.udpPort)
         }
@@ -214,23 +226,33 @@ extension RelayLimitsTests {
         limits.messageBytes = 2048
         limits.chatCharacters = 10
         var relay = Harness(limits: limits)
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         _ = relay.join("alice", on: a)
         _ = relay.join("bob", on: b)
         let long = relay.send(.chat(ChatSend(text: "eleven char")), on: a)
         #expect(messages(to: b, in: long).isEmpty, "nothing reached bob")
-        #expect(messages(to: a, in: long).contains {
-            if case .error(let error) = $0 {
-                error.message == "chat line has 11 characters; this relay's limit is 10 characters (--max-chat-characters)"
-            } else { false }
-        })
+        #expect(
+            messages(to: a, in: long).contains {
+                if case .error(let error) = $0 {
+                    error.message
+                        == "chat line has 11 characters; this relay's limit is 10 characters (--max-chat-characters)"
+                } else {
+                    false
+                }
+            })
         #expect(!messages(to: b, in: relay.send(.chat(ChatSend(text: "ten chars!")), on: a)).isEmpty)
-        let big = relay.state.received(ClientMessage.chat(ChatSend(text: String(repeating: "x", count: 9))).encoded()
-                                           + String(repeating: " ", count: 2100), on: a, now: relay.now)
-        #expect(messages(to: a, in: big).contains {
-            if case .error(let error) = $0 { error.code == .tooLarge && error.message.hasSuffix("(--max-message-bytes)") }
-            else { false }
-        })
+        let big = relay.state.received(
+            ClientMessage.chat(ChatSend(text: String(repeating: "x", count: 9))).encoded()
+                + String(repeating: " ", count: 2100), on: a, now: relay.now)
+        #expect(
+            messages(to: a, in: big).contains {
+                if case .error(let error) = $0 {
+                    error.code == .tooLarge && error.message.hasSuffix("(--max-message-bytes)")
+                } else {
+                    false
+                }
+            })
     }
 }
 
@@ -268,8 +290,10 @@ final class CapturedLog: Sendable {
         let log = CapturedLog()
         var media = MediaLimits()
         media.refusedBindLogWindow = .seconds(2)
-        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, media: media,
-                                                             logger: log.logger()))
+        let relay = try await Relay.start(
+            RelayConfiguration(
+                host: "127.0.0.1", port: 0, media: media,
+                logger: log.logger()))
         let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
         let joined = try await member.join("target", room: "sprayed")
         let socket = try TestUDPSocket()

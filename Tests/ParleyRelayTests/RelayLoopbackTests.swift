@@ -5,6 +5,7 @@ import NIOPosix
 import ParleyWire
 import Synchronization
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -16,14 +17,21 @@ struct RelayLoopbackTests {
     func startRelay(liveness: Duration = .seconds(10)) async throws -> Relay {
         var logger = Logger(label: "test.relay")
         logger.logLevel = .critical
-        return try await Relay.start(RelayConfiguration(
-            host: "127.0.0.1", port: 0, limits: SignalingLimits(livenessTimeout: liveness), logger: logger))
+        return try await Relay.start(
+            RelayConfiguration(
+                host: "127.0.0.1", port: 0, limits: SignalingLimits(livenessTimeout: liveness), logger: logger))
     }
 
-    func rtp(ssrc: UInt32, sequence: UInt16, payloadType: UInt8 = 96, payload: [UInt8] = [0x90, 0x80, 0x81, 0x23, 0x50])
-        -> [UInt8] {
-        RTPPacket(header: RTPHeader(marker: true, payloadType: payloadType, sequenceNumber: sequence,
-                                    timestamp: 1000, ssrc: ssrc), payload: payload).serialized()
+    func rtp(
+        ssrc: UInt32, sequence: UInt16, payloadType: UInt8 = 96, payload: [UInt8] = [0x90, 0x80, 0x81, 0x23, 0x50]
+    )
+        -> [UInt8]
+    {
+        RTPPacket(
+            header: RTPHeader(
+                marker: true, payloadType: payloadType, sequenceNumber: sequence,
+                timestamp: 1000, ssrc: ssrc), payload: payload
+        ).serialized()
     }
 
     @Test func membersSeeEachOtherAndChatInOneOrder() async throws {
@@ -74,7 +82,9 @@ struct RelayLoopbackTests {
         let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
         let a = try await alice.join("alice")
         let b = try await bob.join("bob")
-        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket(), stranger = try TestUDPSocket()
+        let aliceUDP = try TestUDPSocket()
+        let bobUDP = try TestUDPSocket()
+        let stranger = try TestUDPSocket()
 
         // Before binding nothing is forwarded.
         aliceUDP.send(rtp(ssrc: a.media.ssrcs.video, sequence: 1), toPort: a.media.udpPort)
@@ -114,7 +124,8 @@ struct RelayLoopbackTests {
         let bob = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
         let a = try await alice.join("alice")
         let b = try await bob.join("bob")
-        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket()
+        let aliceUDP = try TestUDPSocket()
+        let bobUDP = try TestUDPSocket()
         #expect(try bindMedia(aliceUDP, joined: a) == .bound)
         #expect(try bindMedia(bobUDP, joined: b) == .bound)
 
@@ -128,8 +139,11 @@ struct RelayLoopbackTests {
         #expect(resent == [packets[1], packets[3]], "answered from the relay's buffer, unchanged")
         #expect(aliceUDP.receive(for: .milliseconds(100)).isEmpty, "the sender is not bothered")
 
-        let pli = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: b.media.ssrcs.audio,
-                                                                         mediaSSRC: a.media.ssrcs.video)).serialized()
+        let pli = RTCPPacket.pictureLossIndication(
+            PictureLossIndication(
+                senderSSRC: b.media.ssrcs.audio,
+                mediaSSRC: a.media.ssrcs.video)
+        ).serialized()
         let started = ContinuousClock.now
         for _ in 0..<30 {
             bobUDP.send(pli, toPort: b.media.udpPort)
@@ -141,11 +155,14 @@ struct RelayLoopbackTests {
         let elapsed = ContinuousClock.now - started
         let windows = 2 + Int(elapsed / .milliseconds(500))
         let requests = aliceUDP.receive(for: .milliseconds(700)).filter {
-            (try? RTCPPacket.parseCompound($0))?.contains { if case .pictureLossIndication = $0 { true } else { false } }
+            (try? RTCPPacket.parseCompound($0))?.contains {
+                if case .pictureLossIndication = $0 { true } else { false }
+            }
                 ?? false
         }
-        #expect((1...windows).contains(requests.count),
-                "30 PLIs in \(elapsed) became \(requests.count) (at most \(windows))")
+        #expect(
+            (1...windows).contains(requests.count),
+            "30 PLIs in \(elapsed) became \(requests.count) (at most \(windows))")
         #expect(try await relay.counters().keyframeRequestsThrottled >= 30 - windows)
     }
 
@@ -160,7 +177,9 @@ struct RelayLoopbackTests {
         let a = try await alice.join("alice", room: "room-a")
         let b = try await bob.join("bob", room: "room-a")
         let m = try await mallory.join("mallory", room: "room-b")
-        let aliceUDP = try TestUDPSocket(), bobUDP = try TestUDPSocket(), malloryUDP = try TestUDPSocket()
+        let aliceUDP = try TestUDPSocket()
+        let bobUDP = try TestUDPSocket()
+        let malloryUDP = try TestUDPSocket()
         for (socket, joined) in [(aliceUDP, a), (bobUDP, b), (malloryUDP, m)] {
             #expect(try bindMedia(socket, joined: joined) == .bound)
         }
@@ -173,19 +192,35 @@ struct RelayLoopbackTests {
         let attacks: [[RTCPPacket]] = [
             [.nack(GenericNACK(senderSSRC: own, mediaSSRC: a.media.ssrcs.video, lost: [100, 101, 102]))],
             [.pictureLossIndication(PictureLossIndication(senderSSRC: own, mediaSSRC: a.media.ssrcs.video))],
-            [.receiverReport(ReceiverReport(ssrc: own, reports: [ReportBlock(
-                ssrc: a.media.ssrcs.video, fractionLost: 255, cumulativeLost: 1000, extendedHighestSequenceNumber: 1,
-                jitter: 0, lastSenderReport: 0, delaySinceLastSenderReport: 0)])),
+            [
+                .receiverReport(
+                    ReceiverReport(
+                        ssrc: own,
+                        reports: [
+                            ReportBlock(
+                                ssrc: a.media.ssrcs.video, fractionLost: 255, cumulativeLost: 1000,
+                                extendedHighestSequenceNumber: 1,
+                                jitter: 0, lastSenderReport: 0, delaySinceLastSenderReport: 0)
+                        ]))
             ],
             // Her own report first, then a NACK and PLI claiming to come from Bob: every packet is checked.
-            [.receiverReport(ReceiverReport(ssrc: own, reports: [])),
-             .nack(GenericNACK(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video, lost: [103])),
-             .pictureLossIndication(PictureLossIndication(senderSSRC: b.media.ssrcs.audio,
-                                                          mediaSSRC: a.media.ssrcs.video))],
-            [.sourceDescription(SourceDescription(chunks: [
-                .init(ssrc: own, items: [.init(type: SourceDescription.Item.cname, text: "mallory")]),
-                .init(ssrc: a.media.ssrcs.audio, items: [.init(type: SourceDescription.Item.cname, text: "alice")]),
-            ]))],
+            [
+                .receiverReport(ReceiverReport(ssrc: own, reports: [])),
+                .nack(GenericNACK(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video, lost: [103])),
+                .pictureLossIndication(
+                    PictureLossIndication(
+                        senderSSRC: b.media.ssrcs.audio,
+                        mediaSSRC: a.media.ssrcs.video)),
+            ],
+            [
+                .sourceDescription(
+                    SourceDescription(chunks: [
+                        .init(ssrc: own, items: [.init(type: SourceDescription.Item.cname, text: "mallory")]),
+                        .init(
+                            ssrc: a.media.ssrcs.audio, items: [.init(type: SourceDescription.Item.cname, text: "alice")]
+                        ),
+                    ]))
+            ],
         ]
         for attack in attacks { malloryUDP.send(RTCPPacket.serializeCompound(attack), toPort: m.media.udpPort) }
 
@@ -243,8 +278,10 @@ struct RelayLoopbackTests {
         let vandal = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
         _ = try await alice.join("alice")
         _ = try await bob.join("bob")
-        let barrage = ["", "{", "[]", "null", #"{"v":1}"#, #"{"v":9,"type":"join"}"#, #"{"v":1,"type":"chat","text":"x"}"#,
-                       #"{"v":1,"type":"join","room":"","name":"x"}"#, String(repeating: "x", count: 20_000)]
+        let barrage = [
+            "", "{", "[]", "null", #"{"v":1}"#, #"{"v":9,"type":"join"}"#, #"{"v":1,"type":"chat","text":"x"}"#,
+            #"{"v":1,"type":"join","room":"","name":"x"}"#, String(repeating: "x", count: 20_000),
+        ]
         for text in barrage { vandal.connection.sendRawText(text) }
         _ = try await vandal.wait(for: "an error") { if case .error(let error) = $0 { error } else { nil } }
         alice.send(.chat(ChatSend(text: "still here")))

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+
 @testable import ParleyRelay
 
 /// The relay's TCP connections before they become WebSockets: counted against `--max-connections` from accept, and
@@ -24,7 +25,9 @@ struct RelaySocketBudgetTests {
         address.sin_port = in_port_t(UInt16(port)).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         #expect(status == 0)
         var timeout = timeval(tv_sec: 5, tv_usec: 0)

@@ -1,5 +1,6 @@
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 /// Deterministic generator so credentials and SSRCs are repeatable.
@@ -66,7 +67,8 @@ func errorAnswer(to connection: ConnectionID, in actions: [RelayAction]) -> Sign
 struct RelayStateTests {
     @Test func joinAnswersWithMembersAndCredentialsAndTellsTheOthers() throws {
         var relay = Harness()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         let actions = relay.send(.join(JoinRequest(room: "standup", name: "bob", videoMuted: true)), on: b)
         let joined = try #require(joinedAnswer(to: b, in: actions), "bob got no joined: \(actions)")
@@ -83,10 +85,12 @@ struct RelayStateTests {
     @Test func badNamesAreRefusedWithTheRuleMessage() {
         var relay = Harness()
         let a = relay.connect(1)
-        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "", name: "a")), on: a))
-            == [.error(SignalingError(.badRoomName, "Room name is empty."))])
-        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "r", name: "a b")), on: a))
-            == [.error(SignalingError(.badName, "Name has a space."))])
+        #expect(
+            messages(to: a, in: relay.send(.join(JoinRequest(room: "", name: "a")), on: a))
+                == [.error(SignalingError(.badRoomName, "Room name is empty."))])
+        #expect(
+            messages(to: a, in: relay.send(.join(JoinRequest(room: "r", name: "a b")), on: a))
+                == [.error(SignalingError(.badName, "Name has a space."))])
         #expect(relay.state.members.isEmpty)
         #expect(relay.state.counters.signalingErrors == 2)
     }
@@ -94,8 +98,9 @@ struct RelayStateTests {
     @Test func messagesBeforeJoinAreRefused() {
         var relay = Harness()
         let a = relay.connect(1)
-        #expect(messages(to: a, in: relay.send(.chat(ChatSend(text: "hi")), on: a))
-            == [.error(SignalingError(.notJoined, "send \"join\" before \"chat\""))])
+        #expect(
+            messages(to: a, in: relay.send(.chat(ChatSend(text: "hi")), on: a))
+                == [.error(SignalingError(.notJoined, "send \"join\" before \"chat\""))])
         #expect(messages(to: a, in: relay.send(.ping(KeepAlive(token: 5)), on: a)) == [.pong(KeepAlive(token: 5))])
     }
 
@@ -103,22 +108,34 @@ struct RelayStateTests {
         var relay = Harness()
         let a = relay.connect(1)
         _ = relay.join("alice", on: a)
-        #expect(messages(to: a, in: relay.send(.join(JoinRequest(room: "x", name: "a")), on: a))
-            == [.error(SignalingError(.alreadyJoined, "this connection already joined a room"))])
+        #expect(
+            messages(to: a, in: relay.send(.join(JoinRequest(room: "x", name: "a")), on: a))
+                == [.error(SignalingError(.alreadyJoined, "this connection already joined a room"))])
     }
 
     @Test func chatGetsOneRoomOrderAndTheSenderGetsItsRefBack() {
         var relay = Harness()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         _ = relay.join("bob", on: b)
         let first = relay.send(.chat(ChatSend(text: "one", ref: "r1")), on: a)
         relay.now += .seconds(1)
         let second = relay.send(.chat(ChatSend(text: "two")), on: b)
-        #expect(messages(to: b, in: first) == [.chat(ChatDelivery(seq: 1, from: alice, name: "alice", text: "one",
-                                                                   time: 1_700_000_000_000))])
-        #expect(messages(to: a, in: first) == [.chat(ChatDelivery(seq: 1, from: alice, name: "alice", text: "one",
-                                                                   time: 1_700_000_000_000, ref: "r1"))])
+        #expect(
+            messages(to: b, in: first) == [
+                .chat(
+                    ChatDelivery(
+                        seq: 1, from: alice, name: "alice", text: "one",
+                        time: 1_700_000_000_000))
+            ])
+        #expect(
+            messages(to: a, in: first) == [
+                .chat(
+                    ChatDelivery(
+                        seq: 1, from: alice, name: "alice", text: "one",
+                        time: 1_700_000_000_000, ref: "r1"))
+            ])
         let seqs = (messages(to: a, in: second) + messages(to: b, in: second)).compactMap { message -> UInt64? in
             if case .chat(let chat) = message { return chat.seq }
             return nil
@@ -128,7 +145,8 @@ struct RelayStateTests {
 
     @Test func muteChangesReachTheOthersWithFullState() {
         var relay = Harness()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         _ = relay.join("bob", on: b)
         let actions = relay.send(.mute(MuteChange(video: true)), on: a)
@@ -139,12 +157,16 @@ struct RelayStateTests {
 
     @Test func leaveIsReportedAsQuitAndEmptyRoomsDisappear() {
         var relay = Harness()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         let bob = relay.join("bob", on: b)
         let actions = relay.send(.leave, on: a)
         // Bob is told alice quit, and that he hosts the room now.
-        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .quit)), .host(MemberRef(id: bob))])
+        #expect(
+            messages(to: b, in: actions) == [
+                .memberLeft(MemberLeft(id: alice, reason: .quit)), .host(MemberRef(id: bob)),
+            ])
         #expect(actions.contains(.close(a)))
         _ = relay.send(.leave, on: b)
         #expect(relay.state.rooms.isEmpty)
@@ -153,7 +175,8 @@ struct RelayStateTests {
 
     @Test func silentMembersTimeOutEvenAfterTheirConnectionDropped() {
         var relay = Harness()
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let alice = relay.join("alice", on: a)
         let bob = relay.join("bob", on: b)
         relay.now += .seconds(5)
@@ -163,8 +186,11 @@ struct RelayStateTests {
         #expect(relay.state.tick(now: relay.now).isEmpty, "exactly at the timeout nobody is removed")
         relay.now += .milliseconds(250)
         let actions = relay.state.tick(now: relay.now)
-        #expect(messages(to: b, in: actions) == [.memberLeft(MemberLeft(id: alice, reason: .timeout)),
-                                                 .host(MemberRef(id: bob))])
+        #expect(
+            messages(to: b, in: actions) == [
+                .memberLeft(MemberLeft(id: alice, reason: .timeout)),
+                .host(MemberRef(id: bob)),
+            ])
         relay.now += .seconds(6)
         let later = relay.state.tick(now: relay.now)
         #expect(later.contains(.close(b)), "bob went silent too and is closed")
@@ -173,7 +199,8 @@ struct RelayStateTests {
     @Test func floodsAreDroppedWithOneNoticePerSecond() {
         var relay = Harness()
         let a = relay.connect(1)
-        var notices = 0, pongs = 0
+        var notices = 0
+        var pongs = 0
         for token in 0..<20 {
             for message in messages(to: a, in: relay.send(.ping(KeepAlive(token: UInt64(token))), on: a)) {
                 if case .pong = message { pongs += 1 }
@@ -198,10 +225,12 @@ struct RelayStateTests {
         var wrong = token.bytes
         wrong[15] ^= 1
         let wrongToken = try #require(BindToken(bytes: wrong))
-        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: joined.you.id, token: wrongToken))
-            == .wrongToken)
-        #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc + 1, memberID: joined.you.id, token: token))
-            == .wrongToken)
+        #expect(
+            relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: joined.you.id, token: wrongToken))
+                == .wrongToken)
+        #expect(
+            relay.state.verifyBind(BindRequest(ssrc: ssrc + 1, memberID: joined.you.id, token: token))
+                == .wrongToken)
         #expect(relay.state.verifyBind(BindRequest(ssrc: ssrc, memberID: 999, token: token)) == .unknownMember)
         #expect(relay.state.counters.bindFailures == 3)
     }
@@ -218,7 +247,8 @@ struct RelayStateTests {
 struct RelayResumeTests {
     /// Alice and Bob in "standup"; returns Alice's joined answer.
     func twoMembers(_ relay: inout Harness) -> JoinedRoom? {
-        let a = relay.connect(1), b = relay.connect(2)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
         let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)
         _ = relay.join("bob", on: b)
         for case .send(.joined(let joined), _) in actions { return joined }
@@ -232,19 +262,24 @@ struct RelayResumeTests {
         relay.now += .seconds(3)
         let again = relay.connect(3)
         let token = ResumeToken(member: alice.you.id, credential: alice.media.credential)
-        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", audioMuted: true,
-                                                   resume: token)), on: again)
+        let actions = relay.send(
+            .join(
+                JoinRequest(
+                    room: "standup", name: "alice", audioMuted: true,
+                    resume: token)), on: again)
         let joined = try #require(joinedAnswer(to: again, in: actions), "no joined: \(actions)")
         #expect(joined.you.id == alice.you.id)
         #expect(joined.media == alice.media, "same SSRCs and credential: media keeps flowing")
         #expect(joined.members.map(\.name) == ["bob"])
-        #expect(messages(to: ConnectionID(2), in: actions)
-            == [.mute(MemberMute(id: alice.you.id, audio: true, video: false))],
+        #expect(
+            messages(to: ConnectionID(2), in: actions)
+                == [.mute(MemberMute(id: alice.you.id, audio: true, video: false))],
             "bob hears only the changed mute, no leave or join")
         #expect(relay.state.rooms["standup"]?.members.count == 2)
         relay.now += .seconds(8)
-        #expect(!relay.state.tick(now: relay.now).contains(.memberRemoved(id: alice.you.id, room: "standup")),
-                "the resumed member counts as alive from the resume on")
+        #expect(
+            !relay.state.tick(now: relay.now).contains(.memberRemoved(id: alice.you.id, room: "standup")),
+            "the resumed member counts as alive from the resume on")
     }
 
     @Test func aLateOrWrongResumeJoinsAfresh() throws {

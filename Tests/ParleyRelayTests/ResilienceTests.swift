@@ -5,6 +5,7 @@ import ParleyRoom
 import ParleySecurity
 import ParleyWire
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -19,8 +20,10 @@ struct ResilienceTests {
     }
 
     func startRelay(port: Int = 0, liveness: Duration = .seconds(10)) async throws -> Relay {
-        try await Relay.start(RelayConfiguration(
-            host: "127.0.0.1", port: port, limits: SignalingLimits(livenessTimeout: liveness), logger: quietLogger()))
+        try await Relay.start(
+            RelayConfiguration(
+                host: "127.0.0.1", port: port, limits: SignalingLimits(livenessTimeout: liveness), logger: quietLogger()
+            ))
     }
 
     /// A relay on a fixed port below the kernel's ephemeral range (32768 and up), so that it can be restarted on
@@ -31,8 +34,9 @@ struct ResilienceTests {
         var lastError: (any Error)?
         for _ in 0..<20 {
             do {
-                return try await startRelay(port: Int.random(in: 20_000..<32_000, using: &generator),
-                                            liveness: liveness)
+                return try await startRelay(
+                    port: Int.random(in: 20_000..<32_000, using: &generator),
+                    liveness: liveness)
             } catch {
                 lastError = error
             }
@@ -65,7 +69,8 @@ struct ResilienceTests {
 
     /// Waits until every engine decodes at least `frames` pictures from `peers` others.
     func allDecode(_ engines: [CallEngine], peers: Int, frames: Int, within window: Duration = .seconds(8)) async
-        -> Bool {
+        -> Bool
+    {
         await eventually(within: window) {
             var ok = true
             for engine in engines {
@@ -103,7 +108,9 @@ struct ResilienceTests {
     @Test func engineRidesOutARelayRestartOnTheSamePort() async throws {
         let first = try await startRelayOnFixedPort()
         let port = first.signalingPort
-        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        var engines: [CallEngine] = []
+        var logs: [EventLog] = []
+        var tasks: [Task<Void, Never>] = []
         for name in ["alice", "bob"] {
             var settings = configuration(name, port: port)
             settings.lostAfter = .milliseconds(1500)
@@ -191,7 +198,8 @@ struct ResilienceTests {
         let start = await counts()
         try await Task.sleep(for: .seconds(2))
         let end = await counts()
-        let received = end.received - start.received, sent = end.sent - start.sent
+        let received = end.received - start.received
+        let sent = end.sent - start.sent
         #expect(sent > 20 && received <= sent * 3 / 2, "alice received \(received) of bob's \(sent) packets")
         _ = bobLog
 
@@ -210,18 +218,21 @@ struct ResilienceTests {
         let (alice, _, aliceTask) = try startEngine(configuration("alice", port: port))
         let (bob, bobLog, bobTask) = try startEngine(configuration("bob", port: port))
         #expect(await allDecode([alice, bob], peers: 1, frames: 5))
-        let aliceID = await alice.statistics().localID, bobID = await bob.statistics().localID
+        let aliceID = await alice.statistics().localID
+        let bobID = await bob.statistics().localID
         let aliceSSRCs = try #require(try await relay.member(aliceID)).ssrcs
         let bobSSRCs = try #require(try await relay.member(bobID)).ssrcs
 
         // The vandal is a member in good standing, joined and bound, so its garbage gets past the front door.
         let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
         let v = try await vandal.join("vandal")
-        let vandalUDP = try TestUDPSocket(), stranger = try TestUDPSocket()
+        let vandalUDP = try TestUDPSocket()
+        let stranger = try TestUDPSocket()
         #expect(try bindMedia(vandalUDP, joined: v) == .bound)
         try await Task.sleep(for: .milliseconds(200))
         let countersBefore = try await relay.counters()
-        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
+        let aliceBefore = await alice.statistics()
+        let bobBefore = await bob.statistics()
 
         // Signaling garbage on the vandal's own WebSocket.
         let texts = [
@@ -255,7 +266,8 @@ struct ResilienceTests {
         var garbage = MediaGarbage(random: SeededRandom(state: 0xBAD))
         let wrongToken = try #require(BindToken(bytes: garbage.bytes(16)))
         let mediaPort = v.media.udpPort
-        var sentGarbage = 0, sentBogusBinds = 0
+        var sentGarbage = 0
+        var sentBogusBinds = 0
         for round in 0..<32 {
             for _ in 0..<5 {
                 vandalUDP.send(garbage.noise(), toPort: mediaPort)
@@ -265,24 +277,29 @@ struct ResilienceTests {
             vandalUDP.send(garbage.rtp(ssrc: aliceSSRCs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
             stranger.send(garbage.rtp(ssrc: bobSSRCs.audio, payloadType: MediaPayloadType.opus), toPort: mediaPort)
             // RTCP cut short, and feedback claiming to come from alice.
-            vandalUDP.send(garbage.truncatedRTCP(senderSSRC: v.media.ssrcs.audio, mediaSSRC: bobSSRCs.video),
-                           toPort: mediaPort)
+            vandalUDP.send(
+                garbage.truncatedRTCP(senderSSRC: v.media.ssrcs.audio, mediaSSRC: bobSSRCs.video),
+                toPort: mediaPort)
             let fakePLI = PictureLossIndication(senderSSRC: aliceSSRCs.audio, mediaSSRC: bobSSRCs.video)
             vandalUDP.send(RTCPPacket.pictureLossIndication(fakePLI).serialized(), toPort: mediaPort)
             sentGarbage += 14
             // Bogus binds: alice's member with a wrong token, a member that does not exist, a cut-off request.
-            stranger.send(BindRequest(ssrc: aliceSSRCs.audio, memberID: aliceID, token: wrongToken).serialized(),
-                          toPort: mediaPort)
+            stranger.send(
+                BindRequest(ssrc: aliceSSRCs.audio, memberID: aliceID, token: wrongToken).serialized(),
+                toPort: mediaPort)
             stranger.send(BindRequest(ssrc: 4, memberID: 999_999, token: wrongToken).serialized(), toPort: mediaPort)
-            stranger.send(Array(BindRequest(ssrc: 4, memberID: 1, token: wrongToken).serialized().prefix(20)),
-                          toPort: mediaPort)
+            stranger.send(
+                Array(BindRequest(ssrc: 4, memberID: 1, token: wrongToken).serialized().prefix(20)),
+                toPort: mediaPort)
             sentBogusBinds += 2
             // The vandal's own streams carry garbage: the relay forwards them, the engines must shrug it off.
             vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
-            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.audio, payloadType: MediaPayloadType.opus),
-                           toPort: mediaPort)
-            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(1000 + round)),
-                           toPort: mediaPort)
+            vandalUDP.send(
+                garbage.rtp(ssrc: v.media.ssrcs.audio, payloadType: MediaPayloadType.opus),
+                toPort: mediaPort)
+            vandalUDP.send(
+                garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(1000 + round)),
+                toPort: mediaPort)
             // Floods of feedback for alice's video: NACKs for numbers she never sent, keyframe requests.
             let lost = (0..<17).map { _ in UInt16.random(in: 0...UInt16.max, using: &garbage.random) }.sorted()
             let nack = GenericNACK(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video, lost: lost)
@@ -296,12 +313,19 @@ struct ResilienceTests {
         // The call goes on: bob's and alice's pictures keep decoding without errors, chat arrives in order. What is
         // still in flight when the rounds end counts: at 15 fps some 25 frames went each way during the 1.6 s of
         // rounds, and all 32 garbage packets and giant keyframes are sent, so up to 3 s to settle leaves room.
-        var aliceAfter = aliceBefore, bobAfter = bobBefore
+        var aliceAfter = aliceBefore
+        var bobAfter = bobBefore
         func decoding() -> [(direction: String, sent: Int, received: Int)] {
-            [("bob → alice", bobAfter.videoFramesSent - bobBefore.videoFramesSent,
-              (aliceAfter.peers[bobID]?.framesDecoded ?? 0) - (aliceBefore.peers[bobID]?.framesDecoded ?? 0)),
-             ("alice → bob", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent,
-              (bobAfter.peers[aliceID]?.framesDecoded ?? 0) - (bobBefore.peers[aliceID]?.framesDecoded ?? 0))]
+            [
+                (
+                    "bob → alice", bobAfter.videoFramesSent - bobBefore.videoFramesSent,
+                    (aliceAfter.peers[bobID]?.framesDecoded ?? 0) - (aliceBefore.peers[bobID]?.framesDecoded ?? 0)
+                ),
+                (
+                    "alice → bob", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent,
+                    (bobAfter.peers[aliceID]?.framesDecoded ?? 0) - (bobBefore.peers[aliceID]?.framesDecoded ?? 0)
+                ),
+            ]
         }
         _ = await eventually(within: .seconds(3)) {
             aliceAfter = await alice.statistics()
@@ -329,8 +353,9 @@ struct ResilienceTests {
             #expect(answered, "\(name): no answer")
         }
         let counters = try await relay.counters()
-        #expect(counters.signalingErrors + counters.rateLimited - countersBefore.signalingErrors
-                    - countersBefore.rateLimited >= texts.count - 1, "\(counters)")
+        #expect(
+            counters.signalingErrors + counters.rateLimited - countersBefore.signalingErrors
+                - countersBefore.rateLimited >= texts.count - 1, "\(counters)")
         #expect(counters.refusedFrames - countersBefore.refusedFrames >= 2, "\(counters)")
         #expect(counters.packetsDropped - countersBefore.packetsDropped >= sentGarbage, "\(counters)")
         #expect(counters.bindFailures - countersBefore.bindFailures == sentBogusBinds, "\(counters)")
@@ -366,8 +391,9 @@ struct ResilienceTests {
         let bobSentBefore = await bob.statistics().videoFramesSent
         var garbage = MediaGarbage(random: SeededRandom(state: 0x6A4))
         for index in 0..<3 {
-            vandalUDP.send(garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(100 + index)),
-                           toPort: v.media.udpPort)
+            vandalUDP.send(
+                garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(100 + index)),
+                toPort: v.media.udpPort)
             try await Task.sleep(for: .milliseconds(300))
         }
         let after = await alice.statistics()
@@ -414,14 +440,16 @@ struct ResilienceTests {
         let joinedAt = ContinuousClock.now
         let victimID = try #require(participant(named: "victim", in: aliceLog))
         let seen = await eventually(within: .seconds(8)) {
-            let a = await alice.statistics(), b = await bob.statistics()
+            let a = await alice.statistics()
+            let b = await bob.statistics()
             return (a.peers[victimID]?.framesDecoded ?? 0) >= 5 && (b.peers[victimID]?.framesDecoded ?? 0) >= 5
         }
         #expect(seen)
         // It stays past the liveness timeout: keep-alives (the bot's and the engines') keep everyone in the room.
         try await Task.sleep(until: joinedAt + liveness + .milliseconds(500))
-        #expect(departures(in: aliceLog).isEmpty && departures(in: bobLog).isEmpty,
-                "\(departures(in: aliceLog)) \(departures(in: bobLog))")
+        #expect(
+            departures(in: aliceLog).isEmpty && departures(in: bobLog).isEmpty,
+            "\(departures(in: aliceLog)) \(departures(in: bobLog))")
 
         victim.send(SIGKILL)
         let ended = try await victim.exit()
@@ -442,7 +470,9 @@ struct ResilienceTests {
     }
 
     @Test func servedRelayStopsCleanlyOnSIGTERMAndClientsAreTold() async throws {
-        let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory()])
+        let server = try ParleyProcess([
+            "serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory(),
+        ])
         // "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp PORT)"
         let port = try await server.line { line -> Int? in
             guard line.hasPrefix("parley relay listening on ") else { return nil }
@@ -472,7 +502,9 @@ struct ResilienceTests {
         // signal handlers are in place before the line is printed.
         var outcomes: [String] = []
         for _ in 0..<10 {
-            let server = try ParleyProcess(["serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory()])
+            let server = try ParleyProcess([
+                "serve", "--port", "0", "--log-level", "error", "--state-dir", stateDirectory(),
+            ])
             server.send(SIGTERM, whenOutputContains: "parley relay listening on ")
             do {
                 let ended = try await server.exit(within: .seconds(2))
@@ -491,7 +523,9 @@ struct ResilienceTests {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<10 {
             let candidate = port ?? Int.random(in: 32_000..<40_000, using: &generator)
-            let server = try ParleyProcess(["serve", "--port", "\(candidate)", "--log-level", "error", "--state-dir", state])
+            let server = try ParleyProcess([
+                "serve", "--port", "\(candidate)", "--log-level", "error", "--state-dir", state,
+            ])
             if (try? await server.line { $0.hasPrefix("parley relay listening on ") ? true : nil }) == true {
                 return (server, candidate)
             }
@@ -505,7 +539,9 @@ struct ResilienceTests {
         // SIGKILL: no goodbye, no closed sockets announced by the relay; the kernel resets the connections.
         let state = stateDirectory()
         let (first, port) = try await serveOnFixedPort(state: state)
-        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        var engines: [CallEngine] = []
+        var logs: [EventLog] = []
+        var tasks: [Task<Void, Never>] = []
         for name in ["alice", "bob"] {
             var settings = servedConfiguration(name, port: port)
             settings.lostAfter = .milliseconds(1500)
@@ -540,13 +576,17 @@ struct ResilienceTests {
 
     @Test func frozenRelayIsNoticedAndTheCallComesBackWhenItThaws() async throws {
         // A stopped process keeps its sockets open: nothing closes, the engines must notice the silence themselves.
-        let server = try ParleyProcess(["serve", "--port", "0", "--liveness", "1.5", "--log-level", "error",
-                                         "--state-dir", stateDirectory()])
+        let server = try ParleyProcess([
+            "serve", "--port", "0", "--liveness", "1.5", "--log-level", "error",
+            "--state-dir", stateDirectory(),
+        ])
         let port = try await server.line { line -> Int? in
             guard line.hasPrefix("parley relay listening on ") else { return nil }
             return line.split(separator: " ").dropFirst(4).first?.split(separator: ":").last.flatMap { Int($0) }
         }
-        var engines: [CallEngine] = [], logs: [EventLog] = [], tasks: [Task<Void, Never>] = []
+        var engines: [CallEngine] = []
+        var logs: [EventLog] = []
+        var tasks: [Task<Void, Never>] = []
         for name in ["alice", "bob"] {
             var settings = servedConfiguration(name, port: port)
             settings.lostAfter = .milliseconds(1500)
@@ -591,8 +631,10 @@ struct ResilienceTests {
         #expect(await allDecode([alice, bob], peers: 1, frames: 10))
 
         let start = ContinuousClock.now
-        let aliceBefore = await alice.statistics(), bobBefore = await bob.statistics()
-        let aliceID = aliceBefore.localID, bobID = bobBefore.localID
+        let aliceBefore = await alice.statistics()
+        let bobBefore = await bob.statistics()
+        let aliceID = aliceBefore.localID
+        let bobID = bobBefore.localID
         let relayBefore = try await relay.counters()
         try await proxy.restartSilenceWatch()
         try await Task.sleep(for: .seconds(5))
@@ -600,7 +642,8 @@ struct ResilienceTests {
         alice.perform(.setCameraEnabled(false))
         bob.perform(.setCameraEnabled(false))
         try await Task.sleep(for: .milliseconds(700))
-        let aliceAfter = await alice.statistics(), bobAfter = await bob.statistics()
+        let aliceAfter = await alice.statistics()
+        let bobAfter = await bob.statistics()
         let elapsed = ContinuousClock.now - start
         let relayAfter = try await relay.counters()
         let counts = try await proxy.counts()
@@ -623,22 +666,29 @@ struct ResilienceTests {
         #expect(aliceAfter.peers[bobID]?.decodeErrors == 0 && bobAfter.peers[aliceID]?.decodeErrors == 0)
         // Each receiver reports its loss of the other's audio, so each encoder plans FEC for it (a clean call plans
         // none: CallTests).
-        #expect(aliceAfter.audioPlannedLossPercent >= 2 && bobAfter.audioPlannedLossPercent >= 2,
-                "planned \(aliceAfter.audioPlannedLossPercent) % and \(bobAfter.audioPlannedLossPercent) %")
+        #expect(
+            aliceAfter.audioPlannedLossPercent >= 2 && bobAfter.audioPlannedLossPercent >= 2,
+            "planned \(aliceAfter.audioPlannedLossPercent) % and \(bobAfter.audioPlannedLossPercent) %")
 
         // The engines kept real time: each sent an Opus packet for (nearly) every 20 ms of the wall clock. This test
         // runs on its own (`make test` gives it a quiet machine), so a miss here is a real fault, not noise.
-        let audioSent = min(aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
-                            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
+        let audioSent = min(
+            aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
+            bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
         #expect(Double(audioSent) >= slots * 0.97, "\(audioSent) of \(Int(slots)) audio packets sent; \(counts)")
         // Video keeps completing both ways.
         for (direction, sent, receiverBefore, receiverAfter, senderID) in [
-            ("bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
-             aliceAfter, bobID),
-            ("alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
-             bobAfter, aliceID),
+            (
+                "bob → alice (lossy downlink)", bobAfter.videoFramesSent - bobBefore.videoFramesSent, aliceBefore,
+                aliceAfter, bobID
+            ),
+            (
+                "alice → bob (lossy uplink)", aliceAfter.videoFramesSent - aliceBefore.videoFramesSent, bobBefore,
+                bobAfter, aliceID
+            ),
         ] {
-            let decoded = (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
+            let decoded =
+                (receiverAfter.peers[senderID]?.framesDecoded ?? 0)
                 - (receiverBefore.peers[senderID]?.framesDecoded ?? 0)
             #expect(sent >= 65, "\(direction): \(sent) frames sent in 5 s at 15 fps")
             #expect(decoded * 10 >= sent * 9, "\(direction): decoded \(decoded) of \(sent) frames sent; \(counts)")
@@ -653,10 +703,12 @@ struct ResilienceTests {
                 continue
             }
             let played = Double(after.audioFramesPlayed - before.audioFramesPlayed)
-            #expect(played >= slots * 0.95 && played <= slots * 1.05,
-                    "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
-            #expect(after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
-                    "\(direction): lost audio was neither FEC-recovered nor concealed")
+            #expect(
+                played >= slots * 0.95 && played <= slots * 1.05,
+                "\(direction): played \(played) frames in \(elapsed), expected about \(slots)")
+            #expect(
+                after.fecRecoveries + after.concealments > before.fecRecoveries + before.concealments,
+                "\(direction): lost audio was neither FEC-recovered nor concealed")
             let dropouts = after.audioDropouts - before.audioDropouts
             #expect(dropouts == 0, "\(direction): \(dropouts) dropouts, longest \(after.longestAudioGap)")
         }
@@ -691,8 +743,9 @@ struct ResilienceTests {
             for offset in UInt32(1)...3 {
                 for sequence in UInt16(0)..<20 {
                     let packet = RTPPacket(
-                        header: RTPHeader(marker: true, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
-                                          timestamp: UInt32(sequence) * 3000, ssrc: joined.media.ssrcs.block + offset),
+                        header: RTPHeader(
+                            marker: true, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
+                            timestamp: UInt32(sequence) * 3000, ssrc: joined.media.ssrcs.block + offset),
                         payload: [0x10] + Array(repeating: UInt8(cycle), count: 900))
                     socket.send(packet.serialized(), toPort: joined.media.udpPort)
                 }
@@ -709,7 +762,10 @@ struct ResilienceTests {
                     return now.releasedPackets == 40 && now.retainedPackets == 0
                 }
                 let after = try await relay.counters()
-                #expect(released, "packets older than the window are released: \(after.releasedPackets) released, \(after.retainedPackets) left")
+                #expect(
+                    released,
+                    "packets older than the window are released: \(after.releasedPackets) released, \(after.retainedPackets) left"
+                )
             }
             member.send(.leave)
             let freed = try await eventually { try await relay.counters().retainedStreams == 0 }

@@ -1,6 +1,7 @@
 import ParleySecurity
 import ParleyWire
 import Testing
+
 @testable import ParleyRelay
 
 /// Room access in the relay's state: passwords proven by challenge and response, the host, the stage, removal,
@@ -18,18 +19,22 @@ struct RoomAccessTests {
     }
 
     /// Asks for a challenge and answers it with `password`; returns what the relay said to the connection.
-    func joinWithPassword(_ relay: inout Harness, _ password: String, name: String, room: String = "standup",
-                          on connection: ConnectionID, sendVerifier: Bool = false) -> [ServerMessage] {
-        guard case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
-            .first, let nonce = Hex.decode(challenge.nonce)
+    func joinWithPassword(
+        _ relay: inout Harness, _ password: String, name: String, room: String = "standup",
+        on connection: ConnectionID, sendVerifier: Bool = false
+    ) -> [ServerMessage] {
+        guard
+            case .challenge(let challenge)? = messages(to: connection, in: relay.send(.challenge, on: connection))
+                .first, let nonce = Hex.decode(challenge.nonce)
         else {
             Issue.record("no challenge")
             return []
         }
         let verifier = RoomPassword.verifier(password: password, room: room)
         let proof = Hex.encode(RoomPassword.proof(verifier: verifier, challenge: nonce, room: room, name: name))
-        let request = JoinRequest(room: room, name: name, proof: proof,
-                                  verifier: sendVerifier ? Hex.encode(verifier) : nil)
+        let request = JoinRequest(
+            room: room, name: name, proof: proof,
+            verifier: sendVerifier ? Hex.encode(verifier) : nil)
         return messages(to: connection, in: relay.send(.join(request), on: connection))
     }
 
@@ -45,26 +50,39 @@ struct RoomAccessTests {
 
     @Test func theCreatorsPasswordGuardsTheRoom() throws {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
         // Alice has a password for a room that does not exist: the relay asks for the verifier, then creates it.
         #expect(code(joinWithPassword(&relay, "open sesame", name: "alice", on: a)) == .passwordSetup)
-        let created = try #require(joined(joinWithPassword(&relay, "open sesame", name: "alice", on: a,
-                                                           sendVerifier: true)))
+        let created = try #require(
+            joined(
+                joinWithPassword(
+                    &relay, "open sesame", name: "alice", on: a,
+                    sendVerifier: true)))
         #expect(created.passwordProtected)
         #expect(relay.state.rooms["standup"]?.verifier == Self.verifier)
 
         // Without a proof, with the wrong password, or with a proof made for another name: refused.
-        #expect(code(messages(to: b, in: relay.send(.join(JoinRequest(room: "standup", name: "bob")), on: b)))
-            == .passwordRequired)
+        #expect(
+            code(messages(to: b, in: relay.send(.join(JoinRequest(room: "standup", name: "bob")), on: b)))
+                == .passwordRequired)
         #expect(code(joinWithPassword(&relay, "open says me", name: "bob", on: b)) == .wrongPassword)
         guard case .challenge(let challenge)? = messages(to: b, in: relay.send(.challenge, on: b)).first else {
             Issue.record("no challenge")
             return
         }
-        let forCarol = RoomPassword.proof(verifier: Self.verifier, challenge: try #require(Hex.decode(challenge.nonce)),
-                                          room: "standup", name: "carol")
-        #expect(code(messages(to: b, in: relay.send(.join(JoinRequest(
-            room: "standup", name: "bob", proof: Hex.encode(forCarol))), on: b))) == .wrongPassword)
+        let forCarol = RoomPassword.proof(
+            verifier: Self.verifier, challenge: try #require(Hex.decode(challenge.nonce)),
+            room: "standup", name: "carol")
+        #expect(
+            code(
+                messages(
+                    to: b,
+                    in: relay.send(
+                        .join(
+                            JoinRequest(
+                                room: "standup", name: "bob", proof: Hex.encode(forCarol))), on: b))) == .wrongPassword)
 
         // The right password joins; the proof cannot be used twice (the challenge is spent).
         #expect(joined(joinWithPassword(&relay, "open sesame", name: "bob", on: b)) != nil)
@@ -72,19 +90,33 @@ struct RoomAccessTests {
             Issue.record("no challenge")
             return
         }
-        let proof = Hex.encode(RoomPassword.proof(verifier: Self.verifier,
-                                                  challenge: try #require(Hex.decode(second.nonce)),
-                                                  room: "standup", name: "carol"))
-        #expect(joined(messages(to: c, in: relay.send(.join(JoinRequest(room: "standup", name: "carol", proof: proof)),
-                                                      on: c))) != nil)
+        let proof = Hex.encode(
+            RoomPassword.proof(
+                verifier: Self.verifier,
+                challenge: try #require(Hex.decode(second.nonce)),
+                room: "standup", name: "carol"))
+        #expect(
+            joined(
+                messages(
+                    to: c,
+                    in: relay.send(
+                        .join(JoinRequest(room: "standup", name: "carol", proof: proof)),
+                        on: c))) != nil)
         let d = relay.connect(4)
         // Replayed on another connection, whose challenge (none asked) differs: refused.
-        #expect(code(messages(to: d, in: relay.send(.join(JoinRequest(room: "standup", name: "carol", proof: proof)),
-                                                    on: d))) == .wrongPassword)
+        #expect(
+            code(
+                messages(
+                    to: d,
+                    in: relay.send(
+                        .join(JoinRequest(room: "standup", name: "carol", proof: proof)),
+                        on: d))) == .wrongPassword)
     }
 
     @Test func guessingClosesTheConnectionAfterFiveWrongProofs() {
-        var relay = relay(rooms: ["vault": ConfiguredRoom(verifier: RoomPassword.verifier(password: "x", room: "vault"))])
+        var relay = relay(rooms: [
+            "vault": ConfiguredRoom(verifier: RoomPassword.verifier(password: "x", room: "vault"))
+        ])
         let a = relay.connect(1)
         for attempt in 1...RelayState.maximumFailedProofs {
             let challenge = relay.send(.challenge, on: a)
@@ -93,8 +125,9 @@ struct RoomAccessTests {
                 Issue.record("no challenge")
                 return
             }
-            let proof = RoomPassword.proof(verifier: RoomPassword.verifier(password: "guess\(attempt)", room: "vault"),
-                                           challenge: nonce, room: "vault", name: "eve")
+            let proof = RoomPassword.proof(
+                verifier: RoomPassword.verifier(password: "guess\(attempt)", room: "vault"),
+                challenge: nonce, room: "vault", name: "eve")
             let actions = relay.send(.join(JoinRequest(room: "vault", name: "eve", proof: Hex.encode(proof))), on: a)
             #expect(actions.contains(.close(a)) == (attempt == RelayState.maximumFailedProofs), "attempt \(attempt)")
         }
@@ -103,8 +136,9 @@ struct RoomAccessTests {
     @Test func aConfiguredRoomNeedsItsPasswordEvenWhenEmpty() {
         var relay = relay(rooms: ["standup": ConfiguredRoom(verifier: Self.verifier, openStage: true)])
         let a = relay.connect(1)
-        #expect(code(messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)))
-            == .passwordRequired)
+        #expect(
+            code(messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)))
+                == .passwordRequired)
         let room = joined(joinWithPassword(&relay, "open sesame", name: "alice", on: a))
         #expect(room?.passwordProtected == true)
         #expect(room?.openStage == true)
@@ -119,7 +153,9 @@ struct RoomAccessTests {
     @Test(arguments: nameCases)
     func displayNamesAreUniqueInARoom(what: String, second: String, refused: SignalingErrorCode?) {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
         _ = relay.join("bob", on: a)
         let answer = messages(to: b, in: relay.send(.join(JoinRequest(room: "standup", name: second)), on: b))
         #expect(code(answer) == refused, "\(what)")
@@ -129,22 +165,45 @@ struct RoomAccessTests {
 
     @Test func aRoomKeepsOneEncryptionMode() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3), d = relay.connect(4)
-        let first = joined(messages(to: a, in: relay.send(.join(JoinRequest(room: "standup", name: "alice",
-                                                                            encryption: "AES-128-GCM")), on: a)))
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
+        let d = relay.connect(4)
+        let first = joined(
+            messages(
+                to: a,
+                in: relay.send(
+                    .join(
+                        JoinRequest(
+                            room: "standup", name: "alice",
+                            encryption: "AES-128-GCM")), on: a)))
         #expect(first?.encryption == "AES-128-GCM")
-        for (connection, mode, name) in [(b, nil, "bob"), (c, "AES-256-GCM", "carol")] as [(ConnectionID, String?, String)] {
-            let answer = messages(to: connection, in: relay.send(.join(JoinRequest(
-                room: "standup", name: name, encryption: mode)), on: connection))
+        for (connection, mode, name) in [(b, nil, "bob"), (c, "AES-256-GCM", "carol")]
+            as [(ConnectionID, String?, String)]
+        {
+            let answer = messages(
+                to: connection,
+                in: relay.send(
+                    .join(
+                        JoinRequest(
+                            room: "standup", name: name, encryption: mode)), on: connection))
             #expect(code(answer) == .encryptionMismatch, "\(name) with \(mode ?? "no encryption")")
         }
-        #expect(joined(messages(to: d, in: relay.send(.join(JoinRequest(
-            room: "standup", name: "dave", encryption: "AES-128-GCM")), on: d))) != nil)
+        #expect(
+            joined(
+                messages(
+                    to: d,
+                    in: relay.send(
+                        .join(
+                            JoinRequest(
+                                room: "standup", name: "dave", encryption: "AES-128-GCM")), on: d))) != nil)
     }
 
     @Test func onlyTheHostLetsTheAudienceBroadcast() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
         let alice = relay.join("alice", on: a)
         _ = relay.send(.join(JoinRequest(room: "standup", name: "bob", role: .audience)), on: b)
         let bob = relay.state.member(on: b)!.info.id
@@ -164,12 +223,16 @@ struct RoomAccessTests {
         #expect(messages(to: c, in: allowed) == [.role(MemberRoleChange(id: bob, role: .broadcaster))])
         // Once allowed, stepping down and back up needs nobody.
         _ = relay.send(.role(RoleRequest(role: .audience)), on: b)
-        #expect(relay.send(.role(RoleRequest(role: .broadcaster)), on: b).contains(.roleChanged(id: bob, role: .broadcaster)))
+        #expect(
+            relay.send(.role(RoleRequest(role: .broadcaster)), on: b).contains(
+                .roleChanged(id: bob, role: .broadcaster)))
     }
 
     @Test func theHostRemovesAMemberWhoIsToldSo() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
         let alice = relay.join("alice", on: a)
         let bob = relay.join("bob", on: b)
         _ = relay.join("carol", on: c)
@@ -187,7 +250,9 @@ struct RoomAccessTests {
 
     @Test func whenTheHostLeavesTheNextMemberHosts() {
         var relay = relay()
-        let a = relay.connect(1), b = relay.connect(2), c = relay.connect(3)
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let c = relay.connect(3)
         _ = relay.join("alice", on: a)
         let bob = relay.join("bob", on: b)
         _ = relay.join("carol", on: c)
@@ -201,15 +266,18 @@ struct RoomAccessTests {
 struct RoomsFileTests {
     @Test func roomsWithPasswordsVerifiersAndStages() throws {
         let verifier = String(repeating: "ab", count: 32)
-        let rooms = try RoomsFile.parse("""
+        let rooms = try RoomsFile.parse(
+            """
             # rooms known before anyone joins
             standup password=open-sesame stage=open
             town-hall verifier=\(verifier)   # a stored verifier, not the password
 
             lobby
             """)
-        #expect(rooms["standup"] == ConfiguredRoom(
-            verifier: RoomPassword.verifier(password: "open-sesame", room: "standup"), openStage: true))
+        #expect(
+            rooms["standup"]
+                == ConfiguredRoom(
+                    verifier: RoomPassword.verifier(password: "open-sesame", room: "standup"), openStage: true))
         #expect(rooms["town-hall"] == ConfiguredRoom(verifier: [UInt8](repeating: 0xAB, count: 32)))
         #expect(rooms["lobby"] == ConfiguredRoom())
     }
@@ -217,7 +285,10 @@ struct RoomsFileTests {
     static let bad: [(String, String)] = [
         ("standup stage=sometimes", #"rooms file line 1: stage is "open" or "host", not "sometimes""#),
         ("standup colour=blue", #"rooms file line 1: unknown setting "colour"; expected password, verifier or stage"#),
-        ("standup password", #"rooms file line 1: "password" is not a setting; write password=TEXT, verifier=HEX or stage=open|host"#),
+        (
+            "standup password",
+            #"rooms file line 1: "password" is not a setting; write password=TEXT, verifier=HEX or stage=open|host"#
+        ),
         ("standup verifier=12", "rooms file line 1: verifier must be 64 hex digits"),
         ("standup password=a password=b", "rooms file line 1: give a password or a verifier, once"),
         ("a\nb\na", "rooms file line 3: room a is listed twice"),

@@ -4,6 +4,7 @@ import ParleyMedia
 import ParleyRoom
 import ParleyWire
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -43,7 +44,8 @@ struct SimulcastCallTests {
 
         // Before any report: everyone gets the full layer, and only it is encoded.
         let fullForAll = await eventually(within: .seconds(8)) {
-            let atBob = await received(bob)?.lastFrameSize, atCarol = await received(carol)?.lastFrameSize
+            let atBob = await received(bob)?.lastFrameSize
+            let atCarol = await received(carol)?.lastFrameSize
             return atBob == VideoSize(width: 640, height: 360) && atCarol == VideoSize(width: 640, height: 360)
         }
         #expect(fullForAll)
@@ -55,7 +57,8 @@ struct SimulcastCallTests {
         bob.reportTiles([TileSize(id: aliceID, width: 640, height: 360)])
         carol.reportTiles([TileSize(id: aliceID, width: 150, height: 84)])
         let split = await eventually(within: .seconds(8)) {
-            let atCarol = await received(carol)?.lastFrameSize, atBob = await received(bob)?.lastFrameSize
+            let atCarol = await received(carol)?.lastFrameSize
+            let atBob = await received(bob)?.lastFrameSize
             let active = await alice.statistics().activeVideoLayers
             return atCarol == VideoSize(width: 160, height: 90) && atBob == VideoSize(width: 640, height: 360)
                 && active == [true, false, true]
@@ -84,7 +87,8 @@ struct SimulcastCallTests {
         #expect(await alice.statistics().videoFramesSentPerLayer[2] == smallFrames, "a paused layer is not encoded")
         carol.reportTiles([TileSize(id: aliceID, width: 300, height: 169)])
         let resumed = await eventually(within: .seconds(8)) {
-            let active = await alice.statistics().activeVideoLayers, atCarol = await received(carol)?.lastFrameSize
+            let active = await alice.statistics().activeVideoLayers
+            let atCarol = await received(carol)?.lastFrameSize
             return active == [true, true, false] && atCarol == VideoSize(width: 320, height: 180)
         }
         #expect(resumed, "the middle layer resumes (with a keyframe) and carol decodes it")
@@ -93,7 +97,8 @@ struct SimulcastCallTests {
 
         // Alice's synthetic voice is the only one: the relay names her the dominant speaker to everyone.
         let dominant = await eventually(within: .seconds(6)) {
-            let atBob = await bob.statistics().dominantSpeaker, atCarol = await carol.statistics().dominantSpeaker
+            let atBob = await bob.statistics().dominantSpeaker
+            let atCarol = await carol.statistics().dominantSpeaker
             return atBob == aliceID && atCarol == aliceID
         }
         #expect(dominant)

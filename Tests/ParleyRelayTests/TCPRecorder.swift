@@ -85,7 +85,9 @@ final class TCPRecorder: Sendable {
             recorded.withLock { if $0.count < limit { $0 += buffer[0..<count] } }
             var sent = 0
             while sent < count {
-                let written = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL)) }
+                let written = buffer.withUnsafeBytes {
+                    send(destination, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL))
+                }
                 guard written > 0 else { break }
                 sent += written
             }

@@ -3,6 +3,7 @@ import Logging
 import ParleyRoom
 import ParleySecurity
 import Testing
+
 @testable import ParleyEngine
 @testable import ParleyRelay
 
@@ -48,19 +49,25 @@ struct TLSCallTests {
         let store = try RelayTrustStore(path: nil)
         let relayName = "127.0.0.1:\(relay.signalingPort)"
         let notice = "relay \(relayName) pinned on first use: \(identity.fingerprint)"
-        let (alice, aliceLog, aliceTask) = try start(configuration("alice", port: relay.signalingPort, security: .tls(store)))
+        let (alice, aliceLog, aliceTask) = try start(
+            configuration("alice", port: relay.signalingPort, security: .tls(store)))
         #expect(await eventually { aliceLog.all.contains(.alert(.message(notice))) }, "\(aliceLog.all.prefix(8))")
         let (bob, bobLog, bobTask) = try start(configuration("bob", port: relay.signalingPort, security: .tls(store)))
         let decoding = await eventually(within: .seconds(10)) {
-            let a = await alice.statistics(), b = await bob.statistics()
-            return a.peers.values.contains { $0.framesDecoded >= 5 } && b.peers.values.contains { $0.framesDecoded >= 5 }
+            let a = await alice.statistics()
+            let b = await bob.statistics()
+            return a.peers.values.contains { $0.framesDecoded >= 5 }
+                && b.peers.values.contains { $0.framesDecoded >= 5 }
         }
         #expect(decoding)
         #expect(store.known.pin(for: relayName) == identity.fingerprint)
         // Bob met the relay already pinned (same store): nothing to announce.
         #expect(!bobLog.all.contains(.alert(.message(notice))))
         // The header has nothing to warn about.
-        #expect(aliceLog.all.contains { if case .security(let security) = $0 { !security.insecureTransport } else { false } })
+        #expect(
+            aliceLog.all.contains {
+                if case .security(let security) = $0 { !security.insecureTransport } else { false }
+            })
         await alice.leave()
         await bob.leave()
         aliceTask.cancel()
@@ -74,11 +81,14 @@ struct TLSCallTests {
         var pins = KnownRelays()
         let pinned = try RelayIdentity.selfSigned(hosts: []).fingerprint
         pins.pin(pinned, for: relayName)
-        let (engine, log, task) = try start(configuration(
-            "mallory-victim", port: relay.signalingPort, security: .tls(try RelayTrustStore(path: nil, pins: pins))))
+        let (engine, log, task) = try start(
+            configuration(
+                "mallory-victim", port: relay.signalingPort, security: .tls(try RelayTrustStore(path: nil, pins: pins)))
+        )
         #expect(await eventually(within: .seconds(5)) { failure(in: log) != nil })
         let reason = try #require(failure(in: log))
-        #expect(reason.contains("shows a different TLS certificate") && reason.contains("pinned \(pinned)"), "\(reason)")
+        #expect(
+            reason.contains("shows a different TLS certificate") && reason.contains("pinned \(pinned)"), "\(reason)")
         #expect(reason.contains("parley relays forget \(relayName)"), "\(reason)")
         #expect(try await relay.rooms().isEmpty, "nothing was sent to a relay that failed the check")
         await engine.leave()
@@ -89,12 +99,15 @@ struct TLSCallTests {
     @Test func tlsAndPlainDoNotMixSilently() async throws {
         // A TLS client at a plain relay: a clear error that names --insecure.
         let plain = try await startRelay(tls: nil)
-        let (one, oneLog, oneTask) = try start(configuration(
-            "alice", port: plain.signalingPort, security: .tls(try RelayTrustStore(path: nil))))
+        let (one, oneLog, oneTask) = try start(
+            configuration(
+                "alice", port: plain.signalingPort, security: .tls(try RelayTrustStore(path: nil))))
         #expect(await eventually(within: .seconds(5)) { failure(in: oneLog) != nil })
         let reason = try #require(failure(in: oneLog))
-        #expect(reason.contains("TLS with the relay at 127.0.0.1:\(plain.signalingPort) failed") && reason.contains("--insecure"),
-                "\(reason)")
+        #expect(
+            reason.contains("TLS with the relay at 127.0.0.1:\(plain.signalingPort) failed")
+                && reason.contains("--insecure"),
+            "\(reason)")
         await one.leave()
         oneTask.cancel()
         await plain.shutdown()

@@ -19,28 +19,35 @@ import Testing
 
     static let cases: [Case] = {
         let total = 2 * maxSignalingMessageBytes
-        let fragments = [RawWebSocket.frame(opcode: 0x1, payload: Array("{".utf8), fin: false)]
+        let fragments =
+            [RawWebSocket.frame(opcode: 0x1, payload: Array("{".utf8), fin: false)]
             + (0..<70).map { RawWebSocket.frame(opcode: 0x0, payload: Array("x".utf8), fin: $0 == 69) }
         let half = [UInt8](repeating: 0x41, count: total / 2 + 1024)
         return [
-            Case(name: "one frame over 32 KiB",
-                 bytes: RawWebSocket.frame(opcode: 0x1, payload: [UInt8](repeating: 0x41, count: total + 16_384)),
-                 error: nil, status: 1009),
-            Case(name: "a message in 71 fragments", bytes: fragments.flatMap { $0 },
-                 error: ("too-large", "more than 64 fragments"), status: 1009),
-            Case(name: "two fragments adding up to more than 32 KiB",
-                 bytes: RawWebSocket.frame(opcode: 0x1, payload: half, fin: false)
+            Case(
+                name: "one frame over 32 KiB",
+                bytes: RawWebSocket.frame(opcode: 0x1, payload: [UInt8](repeating: 0x41, count: total + 16_384)),
+                error: nil, status: 1009),
+            Case(
+                name: "a message in 71 fragments", bytes: fragments.flatMap { $0 },
+                error: ("too-large", "more than 64 fragments"), status: 1009),
+            Case(
+                name: "two fragments adding up to more than 32 KiB",
+                bytes: RawWebSocket.frame(opcode: 0x1, payload: half, fin: false)
                     + RawWebSocket.frame(opcode: 0x0, payload: half),
-                 error: ("too-large", "the limit is \(total)"), status: 1009),
-            Case(name: "a reserved bit set",
-                 bytes: [0xC1] + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)).dropFirst(),
-                 error: ("bad-json", "reserved bits 64 is not part of the protocol"), status: 1002),
-            Case(name: "an undefined opcode", bytes: RawWebSocket.frame(opcode: 0x3, payload: []),
-                 error: ("bad-json", "is not part of the protocol"), status: 1002),
-            Case(name: "a new message before the last fragment",
-                 bytes: RawWebSocket.frame(opcode: 0x1, payload: Array("{".utf8), fin: false)
+                error: ("too-large", "the limit is \(total)"), status: 1009),
+            Case(
+                name: "a reserved bit set",
+                bytes: [0xC1] + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)).dropFirst(),
+                error: ("bad-json", "reserved bits 64 is not part of the protocol"), status: 1002),
+            Case(
+                name: "an undefined opcode", bytes: RawWebSocket.frame(opcode: 0x3, payload: []),
+                error: ("bad-json", "is not part of the protocol"), status: 1002),
+            Case(
+                name: "a new message before the last fragment",
+                bytes: RawWebSocket.frame(opcode: 0x1, payload: Array("{".utf8), fin: false)
                     + RawWebSocket.frame(opcode: 0x1, payload: Array("{}".utf8)),
-                 error: ("bad-json", "before the last fragment"), status: 1002),
+                error: ("bad-json", "before the last fragment"), status: 1002),
         ]
     }()
 
@@ -75,12 +82,16 @@ import Testing
         var limits = SignalingLimits()
         limits.joinTimeout = .milliseconds(500)
         limits.connectionsPerAddress = 2
-        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, limits: limits, logger: logger))
-        let first = try RawWebSocket(port: relay.signalingPort), second = try RawWebSocket(port: relay.signalingPort)
+        let relay = try await Relay.start(
+            RelayConfiguration(host: "127.0.0.1", port: 0, limits: limits, logger: logger))
+        let first = try RawWebSocket(port: relay.signalingPort)
+        let second = try RawWebSocket(port: relay.signalingPort)
         let third = try RawWebSocket(port: relay.signalingPort)
-        for (socket, mentions) in [(third, "2 is the limit per address"),
-                                   (first, "no join within 0.5 s of connecting (the join timeout)"),
-                                   (second, "the join timeout")] {
+        for (socket, mentions) in [
+            (third, "2 is the limit per address"),
+            (first, "no join within 0.5 s of connecting (the join timeout)"),
+            (second, "the join timeout"),
+        ] {
             let frames = RawWebSocket.serverFrames(socket.read(for: .seconds(5)))
             #expect(frames.map(\.opcode) == [0x1, 0x8], "\(mentions): \(frames.map(\.opcode))")
             let text = String(decoding: frames.first.map { $0.payload } ?? [], as: UTF8.self)

@@ -625,7 +625,8 @@ struct DirectChatTests {
         room.type("/dm bob")
         #expect(room.press(.enter) == [.openDirect("bob")])
         #expect(room.state.directPeer == "bob" && room.state.chatTitle == "DM · bob")
-        room.send(.directConversation(peer: "bob", [ChatEntry(sender: "bob", text: "lunch?", time: .zero, kind: .chat)]))
+        room.send(
+            .directConversation(peer: "bob", [ChatEntry(sender: "bob", text: "lunch?", time: .zero, kind: .chat)]))
         #expect(room.state.shownChat.entries.map(\.formatted) == ["bob: lunch?"])
         room.type("yes")
         #expect(room.press(.enter) == [.sendDirect(to: "bob", text: "yes")])
@@ -671,14 +672,17 @@ struct DirectChatTests {
     func earlierChat() {
         var room = Room(peers: 1)
         room.send(.chatMessage(from: peer(2), text: "live line"))
-        room.send(.earlierChat([
-            ChatEntry(sender: "carol (guest)", text: "agenda: demo first", time: .zero, kind: .chat),
-            ChatEntry(sender: nil, text: "carol (guest) joined the call (1 in the call)", time: .zero, kind: .system),
-        ]))
-        #expect(room.state.chatLog.entries.map(\.formatted) == [
-            "carol (guest): agenda: demo first", "* carol (guest) joined the call (1 in the call)",
-            "* earlier in standup above", "* You joined standup as me", "* p2 joined", "p2: live line",
-        ])
+        room.send(
+            .earlierChat([
+                ChatEntry(sender: "carol (guest)", text: "agenda: demo first", time: .zero, kind: .chat),
+                ChatEntry(
+                    sender: nil, text: "carol (guest) joined the call (1 in the call)", time: .zero, kind: .system),
+            ]))
+        #expect(
+            room.state.chatLog.entries.map(\.formatted) == [
+                "carol (guest): agenda: demo first", "* carol (guest) joined the call (1 in the call)",
+                "* earlier in standup above", "* You joined standup as me", "* p2 joined", "p2: live line",
+            ])
         room.send(.channelMessage(sender: "bob ✓", text: "joining in 5"))
         #expect(room.lastChat?.formatted == "bob ✓: joining in 5")
     }
@@ -700,7 +704,9 @@ struct InviteTests {
 
 @Suite("Room reducer: roster and activity")
 struct RosterTests {
-    @Test("r toggles the roster and Esc hides it; joins, leaves, roles, the host and the connection are logged with their times")
+    @Test(
+        "r toggles the roster and Esc hides it; joins, leaves, roles, the host and the connection are logged with their times"
+    )
     func rosterAndActivity() {
         var room = Room()
         room.tick(after: 1000)
@@ -712,10 +718,11 @@ struct RosterTests {
         room.send(.alert(.reconnected))
         #expect(room.state.disconnectedAt == nil)
         room.send(.userOffline(peer(2), reason: .quit))
-        #expect(room.state.activity.map(\.text) == [
-            "You joined standup as me", "bob joined", "You are the host", "bob is now in the audience",
-            "Connection interrupted", "Reconnected", "bob left",
-        ])
+        #expect(
+            room.state.activity.map(\.text) == [
+                "You joined standup as me", "bob joined", "You are the host", "bob is now in the audience",
+                "Connection interrupted", "Reconnected", "bob left",
+            ])
         #expect(room.state.activity[1].at == .milliseconds(1000))
         #expect(room.state.sessions[0].joinedAt == .zero)
         room.press(.char("r"))

@@ -14,8 +14,9 @@ struct ShippedKeymapTests {
         for command in RoomCommand.allCases {
             #expect(shipped.keys(for: command) == Keymap.standard.keys(for: command), "\(command.rawValue)")
         }
-        let mentioned = Set(text.split(separator: "\n").filter { !$0.hasPrefix("#") }
-            .compactMap { $0.split(separator: "=").first?.trimmingCharacters(in: .whitespaces) })
+        let mentioned = Set(
+            text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+                .compactMap { $0.split(separator: "=").first?.trimmingCharacters(in: .whitespaces) })
         #expect(mentioned == Set(RoomCommand.allCases.map(\.rawValue)), "every command is written out")
     }
 }

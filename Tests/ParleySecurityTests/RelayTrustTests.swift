@@ -3,6 +3,7 @@ import Foundation
 import SwiftASN1
 import Testing
 import X509
+
 @testable import ParleySecurity
 
 @Suite struct KnownRelaysTests {
@@ -24,7 +25,10 @@ import X509
         ("relay SHA256:AQID", "line 1: \"relay\" is not HOST:PORT"),
         ("relay:99999 SHA256:AQID", "line 1: \"relay:99999\" is not HOST:PORT"),
         ("# ok\nrelay:7878 MD5:abc", "line 2: \"MD5:abc\" is not a certificate fingerprint: it does not start with"),
-        ("relay:7878 SHA256:AQID", "line 1: \"SHA256:AQID\" is not a certificate fingerprint: after \"SHA256:\" it needs"),
+        (
+            "relay:7878 SHA256:AQID",
+            "line 1: \"SHA256:AQID\" is not a certificate fingerprint: after \"SHA256:\" it needs"
+        ),
     ])
     func badLinesAreRefusedWithTheirNumber(text: String, expected: String) {
         #expect {
@@ -63,8 +67,9 @@ import X509
         let one = try RelayIdentity.selfSigned(hosts: [])
         let other = try RelayIdentity.selfSigned(hosts: [])
         #expect(throws: RelayIdentityError.keyDoesNotMatch(certificate: "cert.pem", key: "key.pem")) {
-            _ = try RelayIdentity(certificateChainPEM: one.certificateChainPEM, privateKeyPEM: other.privateKeyPEM,
-                                  certificateSource: "cert.pem", keySource: "key.pem")
+            _ = try RelayIdentity(
+                certificateChainPEM: one.certificateChainPEM, privateKeyPEM: other.privateKeyPEM,
+                certificateSource: "cert.pem", keySource: "key.pem")
         }
     }
 
@@ -83,7 +88,8 @@ import X509
     }
 
     @Test func missingFilesSayWhichOne() {
-        #expect(throws: RelayIdentityError.file("/nonexistent/cert.pem", "cannot be read (missing, or no permission)")) {
+        #expect(throws: RelayIdentityError.file("/nonexistent/cert.pem", "cannot be read (missing, or no permission)"))
+        {
             _ = try RelayIdentity.load(certificate: "/nonexistent/cert.pem", key: "/nonexistent/key.pem")
         }
     }
@@ -110,8 +116,12 @@ import X509
         // Another certificate on the same relay: refused, and the pin stays.
         let impostor = try RelayIdentity.selfSigned(hosts: [])
         let third = await reopened.decide(relay: "127.0.0.1:7878", host: "127.0.0.1", chainDER: [try der(impostor)])
-        #expect(third == .changed(RelayCertificateChanged(relay: "127.0.0.1:7878", pinned: relay.fingerprint,
-                                                          presented: impostor.fingerprint, file: path)))
+        #expect(
+            third
+                == .changed(
+                    RelayCertificateChanged(
+                        relay: "127.0.0.1:7878", pinned: relay.fingerprint,
+                        presented: impostor.fingerprint, file: path)))
         #expect(!third.isTrusted)
         #expect(try RelayTrustStore(path: path).known.pin(for: "127.0.0.1:7878") == relay.fingerprint)
         // The same certificate on another port is another relay: pinned on its own.
@@ -119,7 +129,8 @@ import X509
         #expect(other == .pinnedOnFirstUse(impostor.fingerprint))
         // Forgetting lets the new certificate in.
         #expect(try reopened.forget("127.0.0.1:7878"))
-        let afterForget = await reopened.decide(relay: "127.0.0.1:7878", host: "127.0.0.1", chainDER: [try der(impostor)])
+        let afterForget = await reopened.decide(
+            relay: "127.0.0.1:7878", host: "127.0.0.1", chainDER: [try der(impostor)])
         #expect(afterForget == .pinnedOnFirstUse(impostor.fingerprint))
     }
 
@@ -129,7 +140,8 @@ import X509
             presented: CertificateFingerprint(certificateDER: [2]), file: "/home/u/.config/parley/known_relays")
         let text = changed.description
         #expect(text.contains("different TLS certificate") && text.contains("intercepting"))
-        #expect(text.contains("parley relays forget relay:7878") && text.contains("/home/u/.config/parley/known_relays"))
+        #expect(
+            text.contains("parley relays forget relay:7878") && text.contains("/home/u/.config/parley/known_relays"))
         #expect(text.contains(CertificateFingerprint(certificateDER: [2]).description))
     }
 
@@ -159,13 +171,15 @@ import X509
         var serializer = DER.Serializer()
         try serializer.serialize(leaf)
         let store = try RelayTrustStore(path: nil, extraRoots: [ca])
-        let vouched = await store.decide(relay: "relay.example:7878", host: "relay.example",
-                                         chainDER: [serializer.serializedBytes])
+        let vouched = await store.decide(
+            relay: "relay.example:7878", host: "relay.example",
+            chainDER: [serializer.serializedBytes])
         #expect(vouched == .authority)
         #expect(store.known.pins.isEmpty)
         // The same certificate for another host name is not vouched for: it falls back to pinning.
-        let wrongHost = await store.decide(relay: "other.example:7878", host: "other.example",
-                                           chainDER: [serializer.serializedBytes])
+        let wrongHost = await store.decide(
+            relay: "other.example:7878", host: "other.example",
+            chainDER: [serializer.serializedBytes])
         #expect(wrongHost == .pinnedOnFirstUse(CertificateFingerprint(certificateDER: serializer.serializedBytes)))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleySecurity
 
 /// RFC 9605's published vectors (sframe-wg/sframe test-vectors.json), stored in Vectors/sframe.json.
@@ -27,7 +28,8 @@ struct SFrameVectors: Decodable {
     let sframe: [Encryption]
 
     static let loaded: SFrameVectors = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Vectors/sframe.json")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Vectors/sframe.json")
         return try! JSONDecoder().decode(SFrameVectors.self, from: Data(contentsOf: url))
     }()
 }
@@ -68,7 +70,8 @@ func hex(_ text: String) -> [UInt8] {
         var receiver = SFrameReceiver()
         receiver.add(key)
         let opened = try receiver.open(hex(vector.ct), metadata: hex(vector.metadata))
-        #expect(opened.plaintext == hex(vector.pt) && opened.header == SFrameHeader(keyID: vector.kid, counter: vector.ctr))
+        #expect(
+            opened.plaintext == hex(vector.pt) && opened.header == SFrameHeader(keyID: vector.kid, counter: vector.ctr))
     }
 }
 
@@ -91,21 +94,53 @@ func hex(_ text: String) -> [UInt8] {
         ("extended key id cut short", { [0x90, 0x01] }, metadata, .truncatedHeader(needed: 3, had: 2)),
         ("extended counter cut short", { [0x99, 0x01, 0x23, 0x45] }, metadata, .truncatedHeader(needed: 5, had: 4)),
         ("8-byte key id, nothing after the config byte", { [0xf0] }, metadata, .truncatedHeader(needed: 9, had: 1)),
-        ("ciphertext shorter than the tag", { Array(try key.seal([], counter: 1, metadata: metadata).dropLast(1)) },
-         metadata, .truncatedCiphertext(keyID: 291, bytes: 15, tagBytes: 16)),
-        ("unknown key id", { try SFrameKey(baseKey: [1], keyID: 5, suite: .aes128GCM).seal([1], counter: 0, metadata: []) },
-         metadata, .unknownKeyID(5)),
-        ("flipped ciphertext bit", { var b = try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata); b[6] ^= 1; return b },
-         metadata, .authenticationFailed(keyID: 291)),
-        ("flipped tag bit", { var b = try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata); b[b.count - 1] ^= 0x80; return b },
-         metadata, .authenticationFailed(keyID: 291)),
-        ("header relabelled to another counter", { var b = try key.seal([1], counter: 3, metadata: metadata); b[4] = 4; return b },
-         metadata, .authenticationFailed(keyID: 291)),
-        ("metadata altered", { try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata) }, [1, 2, 4],
-         .authenticationFailed(keyID: 291)),
-        ("same key id, another base key", {
-            try SFrameKey(baseKey: Array(repeating: 8, count: 16), keyID: 291, suite: .aes128GCM).seal([1], counter: 0, metadata: metadata)
-        }, metadata, .authenticationFailed(keyID: 291)),
+        (
+            "ciphertext shorter than the tag", { Array(try key.seal([], counter: 1, metadata: metadata).dropLast(1)) },
+            metadata, .truncatedCiphertext(keyID: 291, bytes: 15, tagBytes: 16)
+        ),
+        (
+            "unknown key id",
+            { try SFrameKey(baseKey: [1], keyID: 5, suite: .aes128GCM).seal([1], counter: 0, metadata: []) },
+            metadata, .unknownKeyID(5)
+        ),
+        (
+            "flipped ciphertext bit",
+            {
+                var b = try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata)
+                b[6] ^= 1
+                return b
+            },
+            metadata, .authenticationFailed(keyID: 291)
+        ),
+        (
+            "flipped tag bit",
+            {
+                var b = try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata)
+                b[b.count - 1] ^= 0x80
+                return b
+            },
+            metadata, .authenticationFailed(keyID: 291)
+        ),
+        (
+            "header relabelled to another counter",
+            {
+                var b = try key.seal([1], counter: 3, metadata: metadata)
+                b[4] = 4
+                return b
+            },
+            metadata, .authenticationFailed(keyID: 291)
+        ),
+        (
+            "metadata altered", { try key.seal([1, 2, 3, 4], counter: 3, metadata: metadata) }, [1, 2, 4],
+            .authenticationFailed(keyID: 291)
+        ),
+        (
+            "same key id, another base key",
+            {
+                try SFrameKey(baseKey: Array(repeating: 8, count: 16), keyID: 291, suite: .aes128GCM).seal(
+                    [1], counter: 0, metadata: metadata)
+            }, metadata, .authenticationFailed(keyID: 291)
+        ),
     ]
 
     @Test(arguments: rows.indices)
@@ -136,7 +171,8 @@ func hex(_ text: String) -> [UInt8] {
     @Test func aForgeryWithAHugeCounterDoesNotMoveTheWindow() throws {
         var receiver = receiver()
         _ = try receiver.open(try sealed(1), metadata: Self.metadata)
-        var forged = try SFrameKey(baseKey: [6], keyID: 291, suite: .aes128GCM).seal([1], counter: 1_000_000, metadata: Self.metadata)
+        var forged = try SFrameKey(baseKey: [6], keyID: 291, suite: .aes128GCM).seal(
+            [1], counter: 1_000_000, metadata: Self.metadata)
         #expect(throws: SFrameError.authenticationFailed(keyID: 291)) {
             _ = try receiver.open(forged, metadata: Self.metadata)
         }
@@ -144,7 +180,9 @@ func hex(_ text: String) -> [UInt8] {
         _ = try receiver.open(try sealed(2), metadata: Self.metadata)
         forged = try sealed(3)
         forged[forged.count - 1] ^= 1
-        #expect(throws: SFrameError.authenticationFailed(keyID: 291)) { _ = try receiver.open(forged, metadata: Self.metadata) }
+        #expect(throws: SFrameError.authenticationFailed(keyID: 291)) {
+            _ = try receiver.open(forged, metadata: Self.metadata)
+        }
         _ = try receiver.open(try sealed(3), metadata: Self.metadata)  // the genuine 3 was not marked seen by the forgery
     }
 
@@ -155,7 +193,9 @@ func hex(_ text: String) -> [UInt8] {
             if counter % 3 == 0 {
                 try window.check(counter, keyID: 1)
             } else {
-                #expect(throws: SFrameError.replayedCounter(keyID: 1, counter: counter)) { try window.check(counter, keyID: 1) }
+                #expect(throws: SFrameError.replayedCounter(keyID: 1, counter: counter)) {
+                    try window.check(counter, keyID: 1)
+                }
             }
         }
         window.accept(1_000_000)
@@ -184,7 +224,8 @@ func hex(_ text: String) -> [UInt8] {
     }
 
     @Test func errorsSaySomethingUseful() {
-        #expect("\(SFrameError.truncatedHeader(needed: 5, had: 4))" == "SFrame header needs 5 bytes but the payload has 4")
+        #expect(
+            "\(SFrameError.truncatedHeader(needed: 5, had: 4))" == "SFrame header needs 5 bytes but the payload has 4")
         #expect("\(SFrameError.authenticationFailed(keyID: 9))".contains("another secret"))
         #expect("\(SFrameError.counterTooOld(keyID: 1, counter: 2, oldestAccepted: 3))".contains("oldest accepted 3"))
     }
@@ -230,7 +271,9 @@ func hex(_ text: String) -> [UInt8] {
         #expect(try SFrameHeader.parse(before).header.keyID != SFrameHeader.parse(after).header.keyID)
     }
 
-    @Test(arguments: [("", "the room secret is empty"), ("seven77", "the room secret has 7 characters; it needs at least 8")])
+    @Test(arguments: [
+        ("", "the room secret is empty"), ("seven77", "the room secret has 7 characters; it needs at least 8"),
+    ])
     func shortSecretsAreRefused(secret: String, message: String) {
         #expect {
             _ = try CallEncryption(secret: secret, room: "r", suite: .aes128GCM)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyStore
 
 struct ChannelStoreTests {
@@ -11,7 +12,8 @@ struct ChannelStoreTests {
     }
 
     func post(_ id: String, by sender: String, in channel: String = "team", text: String = "hi", at time: Int64 = 10)
-        -> NewChannelPost {
+        -> NewChannelPost
+    {
         NewChannelPost(id: id, channel: channel, sender: sender, text: text, postedAt: time)
     }
 
@@ -70,8 +72,11 @@ struct ChannelStoreTests {
         let list = try store.conversations(of: "alice", limit: 10)
         #expect(list.map(\.lastAt) == [135, 120, 110])
         guard case .channel(let channel, let lastPost) = list[0].kind, case .direct(let carol, _) = list[1].kind,
-              case .direct(let bob, let lastFromBob) = list[2].kind
-        else { Issue.record("kinds: \(list.map(\.kind))"); return }
+            case .direct(let bob, let lastFromBob) = list[2].kind
+        else {
+            Issue.record("kinds: \(list.map(\.kind))")
+            return
+        }
         #expect(channel == "team" && lastPost?.post.text == "mine")
         #expect(carol == "carol" && list[1].unread == 0)  // alice wrote it
         #expect(bob == "bob" && lastFromBob.message.id == "b2" && list[2].unread == 2)
@@ -102,11 +107,16 @@ struct ChannelStoreTests {
     @Test func deliveredMarksNameTheirSendersOnce() throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let store = try open()
-        let one = try store.store(NewDirectMessage(id: "1", sender: "alice", recipient: "bob", sealed: [1], receivedAt: 1))
-        let two = try store.store(NewDirectMessage(id: "1", sender: "carol", recipient: "bob", sealed: [1], receivedAt: 1))
+        let one = try store.store(
+            NewDirectMessage(id: "1", sender: "alice", recipient: "bob", sealed: [1], receivedAt: 1))
+        let two = try store.store(
+            NewDirectMessage(id: "1", sender: "carol", recipient: "bob", sealed: [1], receivedAt: 1))
         let marks = try store.markDelivered([one.stored.sequence, two.stored.sequence], to: "bob", at: 5)
-        #expect(marks == [MessageMark(sequence: one.stored.sequence, sender: "alice"),
-                          MessageMark(sequence: two.stored.sequence, sender: "carol")])
+        #expect(
+            marks == [
+                MessageMark(sequence: one.stored.sequence, sender: "alice"),
+                MessageMark(sequence: two.stored.sequence, sender: "carol"),
+            ])
         #expect(try store.markDelivered([one.stored.sequence], to: "bob", at: 6).isEmpty)  // already delivered
     }
 }

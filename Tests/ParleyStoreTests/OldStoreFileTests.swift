@@ -14,63 +14,66 @@ struct OldStoreFileTests {
         let queue = try DatabaseQueue(path: path)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE account (
-                    name TEXT PRIMARY KEY NOT NULL,
-                    signingKey BLOB NOT NULL,
-                    agreementKey BLOB NOT NULL,
-                    lastSeen INTEGER
-                );
-                CREATE TABLE directMessage (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    recipient TEXT NOT NULL,
-                    sealed BLOB NOT NULL,
-                    receivedAt INTEGER NOT NULL,
-                    deliveredAt INTEGER,
-                    readAt INTEGER,
-                    UNIQUE (sender, id)
-                );
-                CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
-                CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE account (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        signingKey BLOB NOT NULL,
+                        agreementKey BLOB NOT NULL,
+                        lastSeen INTEGER
+                    );
+                    CREATE TABLE directMessage (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                        id TEXT NOT NULL,
+                        sender TEXT NOT NULL,
+                        recipient TEXT NOT NULL,
+                        sealed BLOB NOT NULL,
+                        receivedAt INTEGER NOT NULL,
+                        deliveredAt INTEGER,
+                        readAt INTEGER,
+                        UNIQUE (sender, id)
+                    );
+                    CREATE INDEX directMessageUndelivered ON directMessage (recipient, sequence) WHERE deliveredAt IS NULL;
+                    CREATE INDEX directMessageConversation ON directMessage (sender, recipient, sequence);
+                    """)
         }
         migrator.registerMigration("v2 sender copy") { db in
             try db.execute(sql: "ALTER TABLE directMessage ADD COLUMN senderCopy BLOB")
         }
         migrator.registerMigration("v3 channels") { db in
-            try db.execute(sql: """
-                CREATE TABLE channelMember (
-                    channel TEXT NOT NULL,
-                    account TEXT NOT NULL,
-                    joinedAt INTEGER NOT NULL,
-                    readThrough INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (channel, account)
-                );
-                CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
-                CREATE TABLE channelPost (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    channel TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    sender TEXT NOT NULL,
-                    kind TEXT NOT NULL,
-                    text TEXT NOT NULL,
-                    postedAt INTEGER NOT NULL,
-                    members INTEGER,
-                    UNIQUE (channel, sender, id)
-                );
-                CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
-                CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE channelMember (
+                        channel TEXT NOT NULL,
+                        account TEXT NOT NULL,
+                        joinedAt INTEGER NOT NULL,
+                        readThrough INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (channel, account)
+                    );
+                    CREATE INDEX channelMemberAccount ON channelMember (account, joinedAt);
+                    CREATE TABLE channelPost (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                        channel TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        sender TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        text TEXT NOT NULL,
+                        postedAt INTEGER NOT NULL,
+                        members INTEGER,
+                        UNIQUE (channel, sender, id)
+                    );
+                    CREATE INDEX channelPostChannel ON channelPost (channel, sequence);
+                    CREATE INDEX directMessageInbound ON directMessage (recipient, sender, sequence);
+                    """)
         }
         try migrator.migrate(queue)
         try queue.write { db in
             let account = "INSERT INTO account (name, signingKey, agreementKey) VALUES (?, ?, ?)"
             try db.execute(sql: account, arguments: ["alice", Data(alice.signing), Data(alice.agreement)])
             try db.execute(sql: account, arguments: ["bob", Data(bob.signing), Data(bob.agreement)])
-            try db.execute(sql: "UPDATE account SET lastSeen = ? WHERE name = ?",
-                           arguments: [1_700_000_000_000, "alice"])
+            try db.execute(
+                sql: "UPDATE account SET lastSeen = ? WHERE name = ?",
+                arguments: [1_700_000_000_000, "alice"])
             let message = """
                 INSERT INTO directMessage (id, sender, recipient, sealed, receivedAt, senderCopy)
                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (sender, id) DO NOTHING
@@ -99,7 +102,8 @@ struct OldStoreFileTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/messages.sqlite"
-        let alice = AccountIdentity.create(name: "alice").keys, bob = AccountIdentity.create(name: "bob").keys
+        let alice = AccountIdentity.create(name: "alice").keys
+        let bob = AccountIdentity.create(name: "bob").keys
         try writeOldStore(at: path, alice: alice, bob: bob)
 
         // Read-only first: the relay's read-only mode never migrates.
@@ -118,8 +122,9 @@ struct OldStoreFileTests {
         #expect(history.map(\.message.id) == ["m3", "m2", "m1"])
         let first = StoredDirectMessage(
             sequence: 1,
-            message: NewDirectMessage(id: "m1", sender: "alice", recipient: "bob", sealed: [1, 2, 3], receivedAt: 10,
-                                      senderCopy: [9]),
+            message: NewDirectMessage(
+                id: "m1", sender: "alice", recipient: "bob", sealed: [1, 2, 3], receivedAt: 10,
+                senderCopy: [9]),
             deliveredAt: 20, readAt: 30)
         #expect(history.last == first)
 
@@ -136,11 +141,14 @@ struct OldStoreFileTests {
 
         // It grows as before: a retry finds the old row, a new message comes after the old ones.
         #expect(try store.store(first.message).stored == first)
-        let next = try store.store(NewDirectMessage(id: "m4", sender: "bob", recipient: "alice", sealed: [6],
-                                                    receivedAt: 70))
+        let next = try store.store(
+            NewDirectMessage(
+                id: "m4", sender: "bob", recipient: "alice", sealed: [6],
+                receivedAt: 70))
         // After the old ones (not exactly 4: SQLite spends a number on the retry's ignored insert, as it always did).
         #expect(next.isNew && next.stored.sequence > 3)
-        #expect(try store.post(NewChannelPost(id: "p2", channel: "team", sender: "alice", text: "hi", postedAt: 80))
-            .stored.sequence == 4)
+        #expect(
+            try store.post(NewChannelPost(id: "p2", channel: "team", sender: "alice", text: "hi", postedAt: 80))
+                .stored.sequence == 4)
     }
 }

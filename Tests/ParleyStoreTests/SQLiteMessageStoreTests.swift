@@ -1,6 +1,7 @@
 import Foundation
 import ParleySecurity
 import Testing
+
 @testable import ParleyStore
 
 struct SQLiteMessageStoreTests {
@@ -11,8 +12,10 @@ struct SQLiteMessageStoreTests {
         return try SQLiteMessageStore(path: folder + "/messages.sqlite")
     }
 
-    func message(_ id: String, from sender: String = "alice", to recipient: String = "bob", at time: Int64 = 1,
-                 text: String = "x") -> NewDirectMessage {
+    func message(
+        _ id: String, from sender: String = "alice", to recipient: String = "bob", at time: Int64 = 1,
+        text: String = "x"
+    ) -> NewDirectMessage {
         NewDirectMessage(id: id, sender: sender, recipient: recipient, sealed: Array(text.utf8), receivedAt: time)
     }
 
@@ -37,7 +40,9 @@ struct SQLiteMessageStoreTests {
         let first = try store.store(message("m1"))
         let retry = try store.store(message("m1"))
         #expect(first.isNew && !retry.isNew && retry.stored == first.stored)
-        #expect(throws: StoreError.idReused(sender: "alice", id: "m1")) { try store.store(message("m1", text: "other")) }
+        #expect(throws: StoreError.idReused(sender: "alice", id: "m1")) {
+            try store.store(message("m1", text: "other"))
+        }
         let fromBob = try store.store(message("m1", from: "bob", to: "alice"))
         #expect(fromBob.isNew, "ids are per sender")
         // A group commit: each message as on its own, a refused one not stopping the others.
@@ -54,8 +59,10 @@ struct SQLiteMessageStoreTests {
         let store = try open()
         var sequences: [Int64] = []
         for index in 0..<10 {
-            let sender = index % 2 == 0 ? "alice" : "bob", recipient = index % 2 == 0 ? "bob" : "alice"
-            sequences.append(try store.store(message("m\(index)", from: sender, to: recipient, at: Int64(index))).stored.sequence)
+            let sender = index % 2 == 0 ? "alice" : "bob"
+            let recipient = index % 2 == 0 ? "bob" : "alice"
+            sequences.append(
+                try store.store(message("m\(index)", from: sender, to: recipient, at: Int64(index))).stored.sequence)
         }
         _ = try store.store(message("other", from: "carol", to: "bob"))
         #expect(sequences == sequences.sorted(), "sequences rise in commit order")
@@ -66,7 +73,8 @@ struct SQLiteMessageStoreTests {
         try store.markDelivered(toBob.map(\.sequence), to: "alice", at: 99)  // not alice's: ignored
         #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m6", "m8", "other"])
         try store.markRead(from: "alice", to: "bob", through: sequences[6], at: 60)
-        #expect(try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m8", "other"], "read implies delivered")
+        #expect(
+            try store.undelivered(to: "bob", limit: 10).map(\.message.id) == ["m8", "other"], "read implies delivered")
 
         let newest = try store.history(between: "bob", and: "alice", before: nil, limit: 4)
         #expect(newest.map(\.message.id) == ["m9", "m8", "m7", "m6"], "newest first, carol's not in it")
@@ -110,8 +118,10 @@ struct SQLiteMessageStoreTests {
         var refused: StoreError?
         for index in 0..<200 {
             do {
-                _ = try store.store(NewDirectMessage(id: "big\(index)", sender: "alice", recipient: "bob",
-                                                     sealed: [UInt8](repeating: 7, count: 4096), receivedAt: 1))
+                _ = try store.store(
+                    NewDirectMessage(
+                        id: "big\(index)", sender: "alice", recipient: "bob",
+                        sealed: [UInt8](repeating: 7, count: 4096), receivedAt: 1))
             } catch {
                 refused = error
                 break

@@ -1,5 +1,6 @@
 import ParleyMedia
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Quadrant and sextant cells")
@@ -21,14 +22,15 @@ struct BlockCellTests {
         var testDescription: String { "pattern \(pattern) is U+\(String(scalar, radix: 16, uppercase: true))" }
     }
 
-    @Test("sextant patterns map to Unicode's sextant code points, with the old block elements where they exist",
-          arguments: [
-              SymbolCase(pattern: 1, scalar: 0x1FB00), SymbolCase(pattern: 20, scalar: 0x1FB13),
-              SymbolCase(pattern: 21, scalar: 0x258C), SymbolCase(pattern: 22, scalar: 0x1FB14),
-              SymbolCase(pattern: 42, scalar: 0x2590), SymbolCase(pattern: 43, scalar: 0x1FB28),
-              SymbolCase(pattern: 48, scalar: 0x1FB2D), SymbolCase(pattern: 62, scalar: 0x1FB3B),
-              SymbolCase(pattern: 63, scalar: 0x2588), SymbolCase(pattern: 0, scalar: 0x20),
-          ])
+    @Test(
+        "sextant patterns map to Unicode's sextant code points, with the old block elements where they exist",
+        arguments: [
+            SymbolCase(pattern: 1, scalar: 0x1FB00), SymbolCase(pattern: 20, scalar: 0x1FB13),
+            SymbolCase(pattern: 21, scalar: 0x258C), SymbolCase(pattern: 22, scalar: 0x1FB14),
+            SymbolCase(pattern: 42, scalar: 0x2590), SymbolCase(pattern: 43, scalar: 0x1FB28),
+            SymbolCase(pattern: 48, scalar: 0x1FB2D), SymbolCase(pattern: 62, scalar: 0x1FB3B),
+            SymbolCase(pattern: 63, scalar: 0x2588), SymbolCase(pattern: 0, scalar: 0x20),
+        ])
     func sextantCodePoints(_ c: SymbolCase) {
         #expect(BlockSymbols.sextants[c.pattern].unicodeScalars.first?.value == c.scalar)
     }
@@ -40,7 +42,8 @@ struct BlockCellTests {
                 let parts = try #require(BlockSymbols.parts(of: character.unicodeScalars.first!))
                 let mask = CellPicture.coverage(parts, cellWidth: 2 * across, cellHeight: 2 * down)
                 for k in 0..<(across * down) {
-                    let x = 2 * (k % across), y = 2 * (k / across)
+                    let x = 2 * (k % across)
+                    let y = 2 * (k / across)
                     let expected = pattern & (1 << k) != 0 ? 1.0 : 0.0
                     #expect(mask[y * 2 * across + x] == expected, "\(character) pixel \(k)")
                 }
@@ -57,27 +60,36 @@ struct BlockCellTests {
         var testDescription: String { name }
     }
 
-    @Test("an edge between the pattern's rows or columns is drawn with the eighth block or quadrant that places it",
-          arguments: [
-        EighthCase(name: "lower 3/8 in a sextant cell: '▃'", cells: .sextants, white: { _, y in y >= 20 },
-                   character: "▃"),
-        EighthCase(name: "left 1/4 in a sextant cell: '▎'", cells: .sextants, white: { x, _ in x < 4 },
-                   character: "▎"),
-        EighthCase(name: "lower 7/8 in a quadrant cell: '▇'", cells: .quadrants, white: { _, y in y >= 4 },
-                   character: "▇"),
-        EighthCase(name: "a sextant's own row: its pattern, not an eighth", cells: .sextants,
-                   white: { _, y in y >= 21 }, character: "\u{1FB2D}"),
-        EighthCase(name: "a corner in a sextant cell: the quadrant '▗' (no sextant has it)", cells: .sextants,
-                   white: { x, y in x >= 8 && y >= 16 }, character: "▗"),
-        EighthCase(name: "a corner in a sextant cell: the quadrant '▘'", cells: .sextants,
-                   white: { x, y in x < 8 && y < 16 }, character: "▘"),
-    ])
+    @Test(
+        "an edge between the pattern's rows or columns is drawn with the eighth block or quadrant that places it",
+        arguments: [
+            EighthCase(
+                name: "lower 3/8 in a sextant cell: '▃'", cells: .sextants, white: { _, y in y >= 20 },
+                character: "▃"),
+            EighthCase(
+                name: "left 1/4 in a sextant cell: '▎'", cells: .sextants, white: { x, _ in x < 4 },
+                character: "▎"),
+            EighthCase(
+                name: "lower 7/8 in a quadrant cell: '▇'", cells: .quadrants, white: { _, y in y >= 4 },
+                character: "▇"),
+            EighthCase(
+                name: "a sextant's own row: its pattern, not an eighth", cells: .sextants,
+                white: { _, y in y >= 21 }, character: "\u{1FB2D}"),
+            EighthCase(
+                name: "a corner in a sextant cell: the quadrant '▗' (no sextant has it)", cells: .sextants,
+                white: { x, y in x >= 8 && y >= 16 }, character: "▗"),
+            EighthCase(
+                name: "a corner in a sextant cell: the quadrant '▘'", cells: .sextants,
+                white: { x, y in x < 8 && y < 16 }, character: "▘"),
+        ])
     func eighths(_ c: EighthCase) {
-        let frame = TestFrames.make(width: 16, height: 32) { x, y in c.white(x, y) ? TestFrames.white : TestFrames.black }
+        let frame = TestFrames.make(width: 16, height: 32) { x, y in c.white(x, y) ? TestFrames.white : TestFrames.black
+        }
         let cell = Self.oneCell(frame, c.cells)
         #expect(cell.character == c.character)
-        #expect(cell.style.foreground == .rgb(255, 255, 255) && cell.style.background == .rgb(0, 0, 0),
-                "\(cell.style)")
+        #expect(
+            cell.style.foreground == .rgb(255, 255, 255) && cell.style.background == .rgb(0, 0, 0),
+            "\(cell.style)")
     }
 
     @Test("a left/right split in one quadrant cell is '▐' in the right colours, pixel 0 in the background")
@@ -138,13 +150,19 @@ struct BlockCellTests {
         var screen = Screen(width: 4, height: 2)
         var renderer = VideoCellRenderer(mode: .trueColor, cells: .sextants)
         let background = TerminalColor.palette(17)
-        renderer.draw(TestFrames.solid(TestFrames.red, width: 48, height: 8), into: &screen, in: screen.bounds,
-                      background: background)
+        renderer.draw(
+            TestFrames.solid(TestFrames.red, width: 48, height: 8), into: &screen, in: screen.bounds,
+            background: background)
         let area = VideoCellRenderer.pictureArea(frameWidth: 48, frameHeight: 8, columns: 4, rows: 2, cells: .sextants)
         #expect(area == PictureArea(x: 0, y: 2, width: 8, height: 1))
         // Pixel row 2 is the bottom row of the top cells: pattern 48, red over the background.
-        #expect(screen[0, 0] == Cell(BlockSymbols.sextants[48], style: CellStyle(foreground: Self.red,
-                                                                                  background: background)))
+        #expect(
+            screen[0, 0]
+                == Cell(
+                    BlockSymbols.sextants[48],
+                    style: CellStyle(
+                        foreground: Self.red,
+                        background: background)))
         #expect(screen[0, 1] == Cell(" ", style: CellStyle(background: background)))
     }
 
@@ -156,19 +174,27 @@ struct BlockCellTests {
         var testDescription: String { name }
     }
 
-    @Test("picture areas in quadrant and sextant pixels keep the aspect", arguments: [
-        AreaCase(name: "16:9 fills a 64x18 tile in sextants", frameWidth: 640, frameHeight: 360, columns: 64, rows: 18,
-                 cells: .sextants, area: PictureArea(x: 0, y: 0, width: 128, height: 54)),
-        AreaCase(name: "16:9 fills a 64x18 tile in quadrants", frameWidth: 640, frameHeight: 360, columns: 64,
-                 rows: 18, cells: .quadrants, area: PictureArea(x: 0, y: 0, width: 128, height: 36)),
-        AreaCase(name: "4:3 in a 16:9 tile is pillarboxed in sextants", frameWidth: 640, frameHeight: 480,
-                 columns: 64, rows: 18, cells: .sextants, area: PictureArea(x: 16, y: 0, width: 96, height: 54)),
-        AreaCase(name: "16:9 in 80x24 quadrants", frameWidth: 640, frameHeight: 360, columns: 80, rows: 24,
-                 cells: .quadrants, area: PictureArea(x: 0, y: 1, width: 160, height: 45)),
-    ])
+    @Test(
+        "picture areas in quadrant and sextant pixels keep the aspect",
+        arguments: [
+            AreaCase(
+                name: "16:9 fills a 64x18 tile in sextants", frameWidth: 640, frameHeight: 360, columns: 64, rows: 18,
+                cells: .sextants, area: PictureArea(x: 0, y: 0, width: 128, height: 54)),
+            AreaCase(
+                name: "16:9 fills a 64x18 tile in quadrants", frameWidth: 640, frameHeight: 360, columns: 64,
+                rows: 18, cells: .quadrants, area: PictureArea(x: 0, y: 0, width: 128, height: 36)),
+            AreaCase(
+                name: "4:3 in a 16:9 tile is pillarboxed in sextants", frameWidth: 640, frameHeight: 480,
+                columns: 64, rows: 18, cells: .sextants, area: PictureArea(x: 16, y: 0, width: 96, height: 54)),
+            AreaCase(
+                name: "16:9 in 80x24 quadrants", frameWidth: 640, frameHeight: 360, columns: 80, rows: 24,
+                cells: .quadrants, area: PictureArea(x: 0, y: 1, width: 160, height: 45)),
+        ])
     func areas(_ c: AreaCase) {
-        #expect(VideoCellRenderer.pictureArea(frameWidth: c.frameWidth, frameHeight: c.frameHeight,
-                                              columns: c.columns, rows: c.rows, cells: c.cells) == c.area)
+        #expect(
+            VideoCellRenderer.pictureArea(
+                frameWidth: c.frameWidth, frameHeight: c.frameHeight,
+                columns: c.columns, rows: c.rows, cells: c.cells) == c.area)
     }
 
     @Test("a sextant picture reads back close to its source; sharper than half blocks on fine detail")
@@ -220,31 +246,43 @@ struct PictureChoiceTests {
         var testDescription: String { name }
     }
 
-    @Test("auto and the explicit modes", arguments: [
-        Case(name: "kitty draws sextants", requested: .auto, depth: .direct,
-             environment: ["TERM": "xterm-kitty"], label: "sextant 24-bit"),
-        Case(name: "WezTerm draws sextants", requested: .auto, depth: .palette256,
-             environment: ["TERM_PROGRAM": "WezTerm"], label: "sextant 256"),
-        Case(name: "foot draws sextants", requested: .auto, depth: .direct, environment: ["TERM": "foot"],
-             label: "sextant 24-bit"),
-        Case(name: "xterm 390 draws sextants", requested: .auto, depth: .palette256,
-             environment: ["XTERM_VERSION": "XTerm(390)"], label: "sextant 256"),
-        Case(name: "old xterm: quadrants in 24-bit", requested: .auto, depth: .direct,
-             environment: ["XTERM_VERSION": "XTerm(353)"], label: "quadrant 24-bit"),
-        Case(name: "inside tmux never sextants", requested: .auto, depth: .direct,
-             environment: ["TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/tmux-0/default,1,0"], label: "quadrant 24-bit"),
-        Case(name: "unknown terminal, 256 colours: half blocks", requested: .auto, depth: .palette256,
-             environment: ["TERM": "xterm-256color"], label: "half 256"),
-        Case(name: "16 colours: shades", requested: .sextant, depth: .ansi16, environment: [:], label: "shade"),
-        Case(name: "asked for sextants", requested: .sextant, depth: .palette256, environment: [:],
-             label: "sextant 256"),
-        Case(name: "asked for half blocks in kitty", requested: .half, depth: .direct,
-             environment: ["TERM": "xterm-kitty"], label: "half 24-bit"),
-        Case(name: "asked for shades", requested: .shade, depth: .direct, environment: [:], label: "shade"),
-    ])
+    @Test(
+        "auto and the explicit modes",
+        arguments: [
+            Case(
+                name: "kitty draws sextants", requested: .auto, depth: .direct,
+                environment: ["TERM": "xterm-kitty"], label: "sextant 24-bit"),
+            Case(
+                name: "WezTerm draws sextants", requested: .auto, depth: .palette256,
+                environment: ["TERM_PROGRAM": "WezTerm"], label: "sextant 256"),
+            Case(
+                name: "foot draws sextants", requested: .auto, depth: .direct, environment: ["TERM": "foot"],
+                label: "sextant 24-bit"),
+            Case(
+                name: "xterm 390 draws sextants", requested: .auto, depth: .palette256,
+                environment: ["XTERM_VERSION": "XTerm(390)"], label: "sextant 256"),
+            Case(
+                name: "old xterm: quadrants in 24-bit", requested: .auto, depth: .direct,
+                environment: ["XTERM_VERSION": "XTerm(353)"], label: "quadrant 24-bit"),
+            Case(
+                name: "inside tmux never sextants", requested: .auto, depth: .direct,
+                environment: ["TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/tmux-0/default,1,0"], label: "quadrant 24-bit"),
+            Case(
+                name: "unknown terminal, 256 colours: half blocks", requested: .auto, depth: .palette256,
+                environment: ["TERM": "xterm-256color"], label: "half 256"),
+            Case(name: "16 colours: shades", requested: .sextant, depth: .ansi16, environment: [:], label: "shade"),
+            Case(
+                name: "asked for sextants", requested: .sextant, depth: .palette256, environment: [:],
+                label: "sextant 256"),
+            Case(
+                name: "asked for half blocks in kitty", requested: .half, depth: .direct,
+                environment: ["TERM": "xterm-kitty"], label: "half 24-bit"),
+            Case(name: "asked for shades", requested: .shade, depth: .direct, environment: [:], label: "shade"),
+        ])
     func choose(_ c: Case) {
-        let choice = PictureChoice.choose(c.requested, colors: c.depth, colorReason: "test",
-                                          environment: c.environment)
+        let choice = PictureChoice.choose(
+            c.requested, colors: c.depth, colorReason: "test",
+            environment: c.environment)
         #expect(choice.label == c.label, "\(choice.reason)")
     }
 
@@ -258,28 +296,39 @@ struct PictureChoiceTests {
         var testDescription: String { name }
     }
 
-    @Test("24-bit colour is detected from terminfo, COLORTERM and tmux's client features", arguments: [
-        ColorCase(name: "direct terminfo", colors: 1 << 24, rgbFlag: false, environment: [:], tmux: nil,
-                  trueColor: true),
-        ColorCase(name: "RGB flag", colors: 256, rgbFlag: true, environment: [:], tmux: nil, trueColor: true),
-        ColorCase(name: "COLORTERM=truecolor", colors: 256, rgbFlag: false, environment: ["COLORTERM": "truecolor"],
-                  tmux: nil, trueColor: true),
-        ColorCase(name: "COLORTERM=24bit", colors: 256, rgbFlag: false, environment: ["COLORTERM": "24bit"],
-                  tmux: nil, trueColor: true),
-        ColorCase(name: "nothing says so", colors: 256, rgbFlag: false, environment: [:], tmux: nil,
-                  trueColor: false),
-        ColorCase(name: "tmux with an RGB client", colors: 256, rgbFlag: false,
-                  environment: ["TMUX": "x", "COLORTERM": "truecolor"], tmux: "256,RGB,title", trueColor: true),
-        ColorCase(name: "tmux without: COLORTERM does not count", colors: 256, rgbFlag: false,
-                  environment: ["TMUX": "x", "COLORTERM": "truecolor"], tmux: "256,title", trueColor: false),
-        ColorCase(name: "NO_COLOR wins", colors: 1 << 24, rgbFlag: true, environment: ["NO_COLOR": "1"], tmux: nil,
-                  trueColor: false),
-        ColorCase(name: "8 colours", colors: 8, rgbFlag: false, environment: ["COLORTERM": "truecolor"], tmux: nil,
-                  trueColor: false),
-    ])
+    @Test(
+        "24-bit colour is detected from terminfo, COLORTERM and tmux's client features",
+        arguments: [
+            ColorCase(
+                name: "direct terminfo", colors: 1 << 24, rgbFlag: false, environment: [:], tmux: nil,
+                trueColor: true),
+            ColorCase(name: "RGB flag", colors: 256, rgbFlag: true, environment: [:], tmux: nil, trueColor: true),
+            ColorCase(
+                name: "COLORTERM=truecolor", colors: 256, rgbFlag: false, environment: ["COLORTERM": "truecolor"],
+                tmux: nil, trueColor: true),
+            ColorCase(
+                name: "COLORTERM=24bit", colors: 256, rgbFlag: false, environment: ["COLORTERM": "24bit"],
+                tmux: nil, trueColor: true),
+            ColorCase(
+                name: "nothing says so", colors: 256, rgbFlag: false, environment: [:], tmux: nil,
+                trueColor: false),
+            ColorCase(
+                name: "tmux with an RGB client", colors: 256, rgbFlag: false,
+                environment: ["TMUX": "x", "COLORTERM": "truecolor"], tmux: "256,RGB,title", trueColor: true),
+            ColorCase(
+                name: "tmux without: COLORTERM does not count", colors: 256, rgbFlag: false,
+                environment: ["TMUX": "x", "COLORTERM": "truecolor"], tmux: "256,title", trueColor: false),
+            ColorCase(
+                name: "NO_COLOR wins", colors: 1 << 24, rgbFlag: true, environment: ["NO_COLOR": "1"], tmux: nil,
+                trueColor: false),
+            ColorCase(
+                name: "8 colours", colors: 8, rgbFlag: false, environment: ["COLORTERM": "truecolor"], tmux: nil,
+                trueColor: false),
+        ])
     func trueColor(_ c: ColorCase) {
-        let result = TrueColorDetection.detect(colors: c.colors, terminfoRGB: c.rgbFlag, environment: c.environment,
-                                               tmuxClientFeatures: c.tmux)
+        let result = TrueColorDetection.detect(
+            colors: c.colors, terminfoRGB: c.rgbFlag, environment: c.environment,
+            tmuxClientFeatures: c.tmux)
         #expect(result.trueColor == c.trueColor, "\(result.reason)")
         #expect(!result.reason.isEmpty)
     }
@@ -291,6 +340,7 @@ struct PictureChoiceTests {
         #expect(try PictureMode.parse("kitty") == .kitty)
         #expect(try PictureMode.parse("SIXEL") == .sixel)
         #expect(throws: PictureModeError.unknown("hd")) { try PictureMode.parse("hd") }
-        #expect(PictureModeError.unknown("hd").description.contains("auto, kitty, sixel, sextant, quadrant, half, shade"))
+        #expect(
+            PictureModeError.unknown("hd").description.contains("auto, kitty, sixel, sextant, quadrant, half, shade"))
     }
 }

@@ -1,5 +1,6 @@
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Glyph")
@@ -24,8 +25,9 @@ struct GlyphTests {
         RoundTrip(name: "family emoji (25 bytes)", character: "👨‍👩‍👧‍👦", inline: false),
     ]
 
-    @Test("a glyph gives back its character, one scalar inline and clusters through the table",
-          arguments: roundTrips)
+    @Test(
+        "a glyph gives back its character, one scalar inline and clusters through the table",
+        arguments: roundTrips)
     func roundTrip(_ c: RoundTrip) {
         let glyph = Glyph(c.character)
         #expect(glyph.character == c.character)
@@ -61,7 +63,8 @@ struct GlyphTests {
 
     @Test("half-block halves read through the glyph")
     func visibleHalves() {
-        let red = TerminalColor.palette(1), blue = TerminalColor.palette(4)
+        let red = TerminalColor.palette(1)
+        let blue = TerminalColor.palette(4)
         let style = CellStyle(foreground: red, background: blue)
         #expect(Cell("▀", style: style).visibleHalves! == (red, blue))
         #expect(Cell("▄", style: style).visibleHalves! == (blue, red))
@@ -97,7 +100,8 @@ struct ChatPaneLinesTests {
         for (index, (name, line, width, height, showsDirect)) in steps.enumerated() {
             if let line { log.append(Self.entry(line, index)) }
             let shown = showsDirect ? direct : log
-            #expect(wrapped.lines(of: shown, width: width, height: height)
+            #expect(
+                wrapped.lines(of: shown, width: width, height: height)
                     == shown.paneLines(width: width, height: height), "\(name)")
         }
     }

@@ -1,8 +1,9 @@
 import Foundation
 import ParleyMedia
 import ParleyRoom
-@testable import ParleyTUI
 import Testing
+
+@testable import ParleyTUI
 
 @Suite("Palette hysteresis")
 struct PaletteHysteresisTests {
@@ -33,7 +34,9 @@ struct PaletteHysteresisTests {
         var renderer = VideoCellRenderer(mode: .palette256)
         var screen = Screen(width: rect.width, height: rect.height)
         var previous: [Cell] = []
-        var loss = 0.0, changed = 0, frames = 0
+        var loss = 0.0
+        var changed = 0
+        var frames = 0
         for index in 0..<120 {
             let frame = camera.nextFrame()
             renderer.draw(frame, into: &screen, in: rect)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Picture output")
@@ -7,8 +8,10 @@ struct PictureOutputTests {
     static let upper: UInt32 = 0x2580
 
     /// Runs one burst over `cells` (row, column, colours), with the row's other picture cells from `row`.
-    static func burst(width: Int = 10, _ cells: [(row: Int, column: Int, fg: Int32, bg: Int32)],
-                      neighbours: [Int: Spec] = [:]) throws -> String {
+    static func burst(
+        width: Int = 10, _ cells: [(row: Int, column: Int, fg: Int32, bg: Int32)],
+        neighbours: [Int: Spec] = [:]
+    ) throws -> String {
         var output = try #require(PictureOutput(capabilities: .xterm))
         output.begin(width: width)
         for cell in cells {
@@ -22,7 +25,8 @@ struct PictureOutputTests {
 
     @Test("a burst saves the cursor, resets attributes, and restores both at the end")
     func frame() throws {
-        #expect(try Self.burst([(0, 0, 196, 21)]) == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;196;48;5;21m▀\u{1B}[m\u{1B}8")
+        #expect(
+            try Self.burst([(0, 0, 196, 21)]) == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;196;48;5;21m▀\u{1B}[m\u{1B}8")
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -32,27 +36,38 @@ struct PictureOutputTests {
         var testDescription: String { name }
     }
 
-    @Test("colours are sent only when they change, the cursor only when it jumps", arguments: [
-        Case(name: "three cells in a row, same colours: one address, one colour pair",
-             cells: [[2, 3, 1, 2], [2, 4, 1, 2], [2, 5, 1, 2]], middle: "\u{1B}[3;4H\u{1B}[38;5;1;48;5;2m▀▀▀"),
-        Case(name: "only the background changes", cells: [[0, 0, 1, 2], [0, 1, 1, 3]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▀"),
-        Case(name: "a new row: a new address, colours kept", cells: [[0, 0, 1, 2], [1, 0, 1, 2]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
-        Case(name: "a gap wider than three cells: jump", cells: [[0, 0, 1, 2], [0, 5, 1, 2]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1;6H▀"),
-        Case(name: "past the last column the position is unknown", cells: [[0, 9, 1, 2], [1, 0, 1, 2]],
-             middle: "\u{1B}[1;10H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
-        Case(name: "direct colours (above 255) through the same strings", cells: [[0, 0, 0x123456, 0x10]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1193046;48;5;16m▀"),
-        Case(name: "the swapped spelling needs no colour change: '▄' with the colours swapped",
-             cells: [[0, 0, 1, 2], [0, 1, 2, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▄"),
-        Case(name: "the swapped spelling changes one colour where '▀' would change two",
-             cells: [[0, 0, 1, 2], [0, 1, 3, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▄"),
-        Case(name: "one colour in both halves: the spelling that keeps one of the pen's colours",
-             cells: [[0, 0, 1, 2], [0, 1, 2, 2], [0, 2, 4, 4]],
-             middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[38;5;2m▀\u{1B}[38;5;4;48;5;4m▀"),
-    ])
+    @Test(
+        "colours are sent only when they change, the cursor only when it jumps",
+        arguments: [
+            Case(
+                name: "three cells in a row, same colours: one address, one colour pair",
+                cells: [[2, 3, 1, 2], [2, 4, 1, 2], [2, 5, 1, 2]], middle: "\u{1B}[3;4H\u{1B}[38;5;1;48;5;2m▀▀▀"),
+            Case(
+                name: "only the background changes", cells: [[0, 0, 1, 2], [0, 1, 1, 3]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▀"),
+            Case(
+                name: "a new row: a new address, colours kept", cells: [[0, 0, 1, 2], [1, 0, 1, 2]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
+            Case(
+                name: "a gap wider than three cells: jump", cells: [[0, 0, 1, 2], [0, 5, 1, 2]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1;6H▀"),
+            Case(
+                name: "past the last column the position is unknown", cells: [[0, 9, 1, 2], [1, 0, 1, 2]],
+                middle: "\u{1B}[1;10H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
+            Case(
+                name: "direct colours (above 255) through the same strings", cells: [[0, 0, 0x123456, 0x10]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1193046;48;5;16m▀"),
+            Case(
+                name: "the swapped spelling needs no colour change: '▄' with the colours swapped",
+                cells: [[0, 0, 1, 2], [0, 1, 2, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▄"),
+            Case(
+                name: "the swapped spelling changes one colour where '▀' would change two",
+                cells: [[0, 0, 1, 2], [0, 1, 3, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▄"),
+            Case(
+                name: "one colour in both halves: the spelling that keeps one of the pen's colours",
+                cells: [[0, 0, 1, 2], [0, 1, 2, 2], [0, 2, 4, 4]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[38;5;2m▀\u{1B}[38;5;4;48;5;4m▀"),
+        ])
     func table(_ test: Case) throws {
         let burst = try Self.burst(test.cells.map { (row: Int($0[0]), column: Int($0[1]), fg: $0[2], bg: $0[3]) })
         #expect(burst == "\u{1B}7\u{1B}[m" + test.middle + "\u{1B}[m\u{1B}8")
@@ -61,10 +76,12 @@ struct PictureOutputTests {
     @Test("short gaps of unchanged picture cells are written again instead of jumping over them")
     func gapFilling() throws {
         let neighbours: [Int: Spec] = [1: (Self.upper, 1, 2), 2: (Self.upper, 7, 2)]
-        #expect(try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours)
+        #expect(
+            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours)
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[38;5;7m▀\u{1B}[38;5;1m▀\u{1B}[m\u{1B}8")
         // A cell in the gap that is not a picture (a tile border): jump over the gap.
-        #expect(try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: [1: (Self.upper, 1, 2)])
+        #expect(
+            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: [1: (Self.upper, 1, 2)])
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[1;4H▀\u{1B}[m\u{1B}8")
     }
 
@@ -76,7 +93,8 @@ struct PictureOutputTests {
         output.begin(width: 4)
         output.add(scalar: Self.upper, foreground: 1, background: 2, row: 0, column: 0) { _ in nil }
         output.finish()
-        #expect(String(decoding: output.bytes, as: UTF8.self)
+        #expect(
+            String(decoding: output.bytes, as: UTF8.self)
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}(B\u{1B}[48;5;2m▀\u{1B}[m\u{1B}8")
     }
 

@@ -1,9 +1,10 @@
 import Foundation
 import ParleyMedia
 import ParleyRoom
-@testable import ParleyTUI
 import ParleyTestSupport
 import Testing
+
+@testable import ParleyTUI
 
 /// Peak signal-to-noise ratio of two RGB rasters of one size, in dB.
 func psnr(_ a: PixelRaster, _ b: PixelRaster) -> Double {
@@ -26,30 +27,41 @@ struct TerminalGraphicsTests {
         var testDescription: String { name }
     }
 
-    @Test("device attributes, kitty's answer, cell size and colour registers", arguments: [
-        Case(name: "xterm -ti vt340: sixel, cell from CSI 16 t, 1024 registers",
-             answer: "\u{1B}[?1;0;1024S\u{1B}[6;20;10t\u{1B}[4;480;800t\u{1B}[?63;1;2;4;6;9;15;16;22;28;29c",
-             expected: TerminalGraphics(sixel: true, cell: CellPixelSize(width: 10, height: 20), colorRegisters: 1024,
-                                        answered: true)),
-        Case(name: "xterm without sixel", answer: "\u{1B}[?64;1;2;6;9;15;16;17;18;21;22;28c",
-             expected: TerminalGraphics(answered: true)),
-        Case(name: "kitty: graphics OK, cell from the text area over 80x24",
-             answer: "\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[4;480;800t\u{1B}[?62;c",
-             expected: TerminalGraphics(kitty: true, cell: CellPixelSize(width: 10, height: 20), answered: true)),
-        Case(name: "kitty on this machine also reads shared memory",
-             answer: "\u{1B}_Gi=32;OK\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
-             expected: TerminalGraphics(kitty: true, kittySharedMemory: true, answered: true)),
-        Case(name: "kitty over ssh: no shared memory",
-             answer: "\u{1B}_Gi=32;EBADF:no such object\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
-             expected: TerminalGraphics(kitty: true, answered: true)),
-        Case(name: "a kitty error is no kitty", answer: "\u{1B}_Gi=31;EINVAL:bad\u{1B}\\\u{1B}[?62;c",
-             expected: TerminalGraphics(answered: true)),
-        Case(name: "tmux answers DA1 itself", answer: "\u{1B}[?1;2c", expected: TerminalGraphics(answered: true)),
-        Case(name: "no answer at all", answer: "", expected: TerminalGraphics()),
-        Case(name: "garbage and keys typed meanwhile are skipped",
-             answer: "abc\u{1B}[6;;10t\u{1B}[?1;2;Sx\u{1B}[6;18;9t\u{1B}", expected: TerminalGraphics(
-                cell: CellPixelSize(width: 9, height: 18))),
-    ])
+    @Test(
+        "device attributes, kitty's answer, cell size and colour registers",
+        arguments: [
+            Case(
+                name: "xterm -ti vt340: sixel, cell from CSI 16 t, 1024 registers",
+                answer: "\u{1B}[?1;0;1024S\u{1B}[6;20;10t\u{1B}[4;480;800t\u{1B}[?63;1;2;4;6;9;15;16;22;28;29c",
+                expected: TerminalGraphics(
+                    sixel: true, cell: CellPixelSize(width: 10, height: 20), colorRegisters: 1024,
+                    answered: true)),
+            Case(
+                name: "xterm without sixel", answer: "\u{1B}[?64;1;2;6;9;15;16;17;18;21;22;28c",
+                expected: TerminalGraphics(answered: true)),
+            Case(
+                name: "kitty: graphics OK, cell from the text area over 80x24",
+                answer: "\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[4;480;800t\u{1B}[?62;c",
+                expected: TerminalGraphics(kitty: true, cell: CellPixelSize(width: 10, height: 20), answered: true)),
+            Case(
+                name: "kitty on this machine also reads shared memory",
+                answer: "\u{1B}_Gi=32;OK\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
+                expected: TerminalGraphics(kitty: true, kittySharedMemory: true, answered: true)),
+            Case(
+                name: "kitty over ssh: no shared memory",
+                answer: "\u{1B}_Gi=32;EBADF:no such object\u{1B}\\\u{1B}_Gi=31;OK\u{1B}\\\u{1B}[?62;c",
+                expected: TerminalGraphics(kitty: true, answered: true)),
+            Case(
+                name: "a kitty error is no kitty", answer: "\u{1B}_Gi=31;EINVAL:bad\u{1B}\\\u{1B}[?62;c",
+                expected: TerminalGraphics(answered: true)),
+            Case(name: "tmux answers DA1 itself", answer: "\u{1B}[?1;2c", expected: TerminalGraphics(answered: true)),
+            Case(name: "no answer at all", answer: "", expected: TerminalGraphics()),
+            Case(
+                name: "garbage and keys typed meanwhile are skipped",
+                answer: "abc\u{1B}[6;;10t\u{1B}[?1;2;Sx\u{1B}[6;18;9t\u{1B}",
+                expected: TerminalGraphics(
+                    cell: CellPixelSize(width: 9, height: 18))),
+        ])
     func parse(_ c: Case) {
         #expect(TerminalGraphics.parse(Array(c.answer.utf8), columns: 80, rows: 24) == c.expected)
     }
@@ -65,27 +77,37 @@ struct TerminalGraphicsTests {
 
     static let cell = CellPixelSize(width: 10, height: 20)
 
-    @Test("pixel modes: auto takes kitty, then sixel, where the cell size is known and never in tmux", arguments: [
-        ChoiceCase(name: "kitty answered", requested: .auto, environment: ["TERM": "xterm-kitty"],
-                   graphics: TerminalGraphics(kitty: true, cell: cell, answered: true), label: "kitty 10x20"),
-        ChoiceCase(name: "sixel listed", requested: .auto, environment: ["TERM": "xterm-256color"],
-                   graphics: TerminalGraphics(sixel: true, cell: cell, answered: true), label: "sixel 10x20"),
-        ChoiceCase(name: "both: kitty wins", requested: .auto, environment: [:],
-                   graphics: TerminalGraphics(sixel: true, kitty: true, cell: cell, answered: true),
-                   label: "kitty 10x20"),
-        ChoiceCase(name: "sixel without a cell size: cells", requested: .auto, environment: [:],
-                   graphics: TerminalGraphics(sixel: true, answered: true), label: "quadrant 24-bit"),
-        ChoiceCase(name: "inside tmux: cells", requested: .auto, environment: ["TMUX": "/tmp/tmux-0/default,1,0"],
-                   graphics: TerminalGraphics(sixel: true, kitty: true, cell: cell, answered: true),
-                   label: "quadrant 24-bit"),
-        ChoiceCase(name: "asked for sixel with no answer: 8x16 assumed", requested: .sixel, environment: [:],
-                   graphics: TerminalGraphics(), label: "sixel 8x16"),
-        ChoiceCase(name: "asked for half blocks in kitty", requested: .half, environment: [:],
-                   graphics: TerminalGraphics(kitty: true, cell: cell, answered: true), label: "half 24-bit"),
-    ])
+    @Test(
+        "pixel modes: auto takes kitty, then sixel, where the cell size is known and never in tmux",
+        arguments: [
+            ChoiceCase(
+                name: "kitty answered", requested: .auto, environment: ["TERM": "xterm-kitty"],
+                graphics: TerminalGraphics(kitty: true, cell: cell, answered: true), label: "kitty 10x20"),
+            ChoiceCase(
+                name: "sixel listed", requested: .auto, environment: ["TERM": "xterm-256color"],
+                graphics: TerminalGraphics(sixel: true, cell: cell, answered: true), label: "sixel 10x20"),
+            ChoiceCase(
+                name: "both: kitty wins", requested: .auto, environment: [:],
+                graphics: TerminalGraphics(sixel: true, kitty: true, cell: cell, answered: true),
+                label: "kitty 10x20"),
+            ChoiceCase(
+                name: "sixel without a cell size: cells", requested: .auto, environment: [:],
+                graphics: TerminalGraphics(sixel: true, answered: true), label: "quadrant 24-bit"),
+            ChoiceCase(
+                name: "inside tmux: cells", requested: .auto, environment: ["TMUX": "/tmp/tmux-0/default,1,0"],
+                graphics: TerminalGraphics(sixel: true, kitty: true, cell: cell, answered: true),
+                label: "quadrant 24-bit"),
+            ChoiceCase(
+                name: "asked for sixel with no answer: 8x16 assumed", requested: .sixel, environment: [:],
+                graphics: TerminalGraphics(), label: "sixel 8x16"),
+            ChoiceCase(
+                name: "asked for half blocks in kitty", requested: .half, environment: [:],
+                graphics: TerminalGraphics(kitty: true, cell: cell, answered: true), label: "half 24-bit"),
+        ])
     func choose(_ c: ChoiceCase) {
-        let choice = PictureChoice.choose(c.requested, colors: .direct, colorReason: "test",
-                                          environment: c.environment, graphics: c.graphics)
+        let choice = PictureChoice.choose(
+            c.requested, colors: .direct, colorReason: "test",
+            environment: c.environment, graphics: c.graphics)
         #expect(choice.label == c.label, "\(choice.reason)")
     }
 
@@ -103,17 +125,21 @@ struct KittyGraphicsTests {
     func exactBytes() {
         let raster = PixelRaster(width: 2, height: 1, rgb: [255, 0, 0, 0, 0, 255])
         let bytes = KittyGraphics.show(raster, id: 7, columns: 1, rows: 1)
-        #expect(String(decoding: bytes, as: UTF8.self)
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
                 == "\u{1B}_Ga=T,f=24,s=2,v=1,i=7,p=1,c=1,r=1,C=1,q=2;/wAAAAD/\u{1B}\\")
-        #expect(String(decoding: KittyGraphics.show(raster, id: 7, columns: 1, rows: 1, z: 2), as: UTF8.self)
+        #expect(
+            String(decoding: KittyGraphics.show(raster, id: 7, columns: 1, rows: 1, z: 2), as: UTF8.self)
                 == "\u{1B}_Ga=T,f=24,s=2,v=1,i=7,p=1,c=1,r=1,C=1,q=2,z=2;/wAAAAD/\u{1B}\\")
         #expect(String(decoding: KittyGraphics.delete(id: 7), as: UTF8.self) == "\u{1B}_Ga=d,d=I,i=7,q=2\u{1B}\\")
     }
 
     @Test("shared memory: the command names the object, the object holds the picture, leftovers are unlinked")
     func sharedMemory() throws {
-        #expect(String(decoding: KittyGraphics.showShared(name: "/p-1", width: 2, height: 1, id: 4, columns: 1, rows: 1),
-                       as: UTF8.self)
+        #expect(
+            String(
+                decoding: KittyGraphics.showShared(name: "/p-1", width: 2, height: 1, id: 4, columns: 1, rows: 1),
+                as: UTF8.self)
                 == "\u{1B}_Ga=T,t=s,f=24,s=2,v=1,S=6,i=4,p=1,c=1,r=1,C=1,q=2;L3AtMQ==\u{1B}\\")
         var pictures = SharedPictures(prefix: "/parley-test-\(getpid())-")
         let name = try pictures.store([1, 2, 3, 4, 5, 6])
@@ -163,10 +189,12 @@ struct SixelTests {
     func exactBytes() {
         var encoder = SixelEncoder()
         let white = PixelRaster(width: 3, height: 1, fill: PixelTile.RGB(r: 255, g: 255, b: 255))
-        #expect(String(decoding: encoder.encode(white), as: UTF8.self)
+        #expect(
+            String(decoding: encoder.encode(white), as: UTF8.self)
                 == "\u{1B}P0;1;0q\"1;1;3;1#0;2;100;100;100#0@@@\u{1B}\\")
         let wide = PixelRaster(width: 5, height: 7, fill: PixelTile.RGB(r: 0, g: 0, b: 255))
-        #expect(String(decoding: encoder.encode(wide), as: UTF8.self)
+        #expect(
+            String(decoding: encoder.encode(wide), as: UTF8.self)
                 == "\u{1B}P0;1;0q\"1;1;5;7#0;2;0;0;100#0!5~-#0!5@\u{1B}\\")
     }
 
@@ -185,15 +213,19 @@ struct SixelTests {
     func roundTrip() throws {
         var scaler = PixelScaler()
         let frame = ProbePicture.gradient(width: 160, height: 120)
-        let raster = scaler.raster(of: frame, width: 200, height: 150, area: PictureArea(x: 0, y: 0, width: 200,
-                                                                                          height: 150),
-                                   background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        let raster = scaler.raster(
+            of: frame, width: 200, height: 150,
+            area: PictureArea(
+                x: 0, y: 0, width: 200,
+                height: 150),
+            background: PixelTile.RGB(r: 0, g: 0, b: 0))
         var encoder = SixelEncoder()
         for colors in [256, 16] {
             let bytes = encoder.encode(raster, colors: colors)
-            let registers = Set(String(decoding: bytes, as: UTF8.self).split(separator: "#").compactMap {
-                $0.contains(";2;") ? $0.split(separator: ";").first : nil
-            })
+            let registers = Set(
+                String(decoding: bytes, as: UTF8.self).split(separator: "#").compactMap {
+                    $0.contains(";2;") ? $0.split(separator: ";").first : nil
+                })
             #expect(registers.count <= colors)
             let decoded = try SixelDecoder.decode(bytes)
             let quality = psnr(decoded, raster)
@@ -206,20 +238,23 @@ struct SixelTests {
         let tool = URL(fileURLWithPath: "/usr/bin/sixel2png")
         let converter = URL(fileURLWithPath: "/usr/bin/pngtopnm")
         guard FileManager.default.isExecutableFile(atPath: tool.path),
-              FileManager.default.isExecutableFile(atPath: converter.path) else {
+            FileManager.default.isExecutableFile(atPath: converter.path)
+        else {
             Issue.record("sixel2png (libsixel-bin) and pngtopnm (netpbm) are needed: make test installs them")
             return
         }
         var scaler = PixelScaler()
-        let raster = scaler.raster(of: ProbePicture.gradient(width: 96, height: 64), width: 97, height: 65,
-                                   area: PictureArea(x: 0, y: 0, width: 97, height: 65),
-                                   background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        let raster = scaler.raster(
+            of: ProbePicture.gradient(width: 96, height: 64), width: 97, height: 65,
+            area: PictureArea(x: 0, y: 0, width: 97, height: 65),
+            background: PixelTile.RGB(r: 0, g: 0, b: 0))
         var encoder = SixelEncoder()
         let bytes = encoder.encode(raster)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-sixel-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let input = directory.appendingPathComponent("picture.six"), png = directory.appendingPathComponent("p.png")
+        let input = directory.appendingPathComponent("picture.six")
+        let png = directory.appendingPathComponent("p.png")
         try Data(bytes).write(to: input)
         try runTool(tool.path, ["-i", input.path, "-o", png.path])
         let ppm = try runTool(converter.path, [png.path])
@@ -265,14 +300,16 @@ enum PPM {
                 }
             }
             let start = index
-            while index < bytes.count, !(bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D
-                                         || bytes[index] == 0x09) { index += 1 }
+            while index < bytes.count,
+                !(bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D
+                    || bytes[index] == 0x09)
+            { index += 1 }
             guard index > start else { throw Unreadable(reason: "header ends early") }
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
         guard try token() == "P6" else { throw Unreadable(reason: "not P6") }
         guard let width = Int(try token()), let height = Int(try token()), let maximum = Int(try token()),
-              width > 0, height > 0, (1...65535).contains(maximum)
+            width > 0, height > 0, (1...65535).contains(maximum)
         else { throw Unreadable(reason: "size or depth") }
         index += 1
         // Samples of one byte up to 255, two (big-endian) above, scaled to 0…255.
@@ -284,7 +321,9 @@ enum PPM {
         }
         var rgb = [UInt8](repeating: 0, count: count)
         for sample in 0..<count {
-            let value = sampleBytes == 2 ? Int(bytes[index + 2 * sample]) << 8 | Int(bytes[index + 2 * sample + 1])
+            let value =
+                sampleBytes == 2
+                ? Int(bytes[index + 2 * sample]) << 8 | Int(bytes[index + 2 * sample + 1])
                 : Int(bytes[index + sample])
             rgb[sample] = UInt8((value * 255 + maximum / 2) / maximum)
         }
@@ -299,8 +338,9 @@ struct PixelPictureWriterTests {
     static func screen(frame: VideoFrame, overlay: CellRect? = nil, rows: Int = 12) -> Screen {
         var screen = Screen(width: 30, height: rows)
         var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
-        renderer.draw(frame, into: &screen, in: CellRect(x: 2, y: 1, width: 16, height: 8),
-                      background: background, key: 42)
+        renderer.draw(
+            frame, into: &screen, in: CellRect(x: 2, y: 1, width: 16, height: 8),
+            background: background, key: 42)
         if let overlay { screen.fill(overlay, with: "x", style: CellStyle(background: .rgb(200, 0, 0))) }
         return screen
     }
@@ -313,7 +353,9 @@ struct PixelPictureWriterTests {
         #expect(screen[5, 4] == Cell(" ", style: CellStyle(background: Self.background)))
     }
 
-    @Test("sent once per frame; a new frame, a move or a repaint sends again; a cover takes it away", arguments:
+    @Test(
+        "sent once per frame; a new frame, a move or a repaint sends again; a cover takes it away",
+        arguments:
             PixelProtocol.allCases)
     func plans(_ kind: PixelProtocol) {
         var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: CellPixelSize(width: 4, height: 8)))
@@ -330,16 +372,18 @@ struct PixelPictureWriterTests {
         #expect(writer.plan(next, repaintAll: false).draw.count == 1)
 
         // Statistics on the bottom row: the picture is cut above them.
-        let stats = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
-                                overlay: CellRect(x: 2, y: 8, width: 16, height: 1))
+        let stats = Self.screen(
+            frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
+            overlay: CellRect(x: 2, y: 8, width: 16, height: 1))
         plan = writer.plan(stats, repaintAll: false)
         #expect(plan.draw.map(\.rect) == [CellRect(x: 2, y: 1, width: 16, height: 7)])
         #expect(plan.repaintRows == (kind == .sixel ? Array(1..<9) : []))
         writer.commit(plan)
 
         // A dialog over the middle: the picture goes away until it is clear again.
-        let dialog = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
-                                 overlay: CellRect(x: 6, y: 3, width: 20, height: 3))
+        let dialog = Self.screen(
+            frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1),
+            overlay: CellRect(x: 6, y: 3, width: 20, height: 3))
         plan = writer.plan(dialog, repaintAll: false)
         #expect(plan.draw.isEmpty)
         #expect(plan.remove == [42])
@@ -350,7 +394,8 @@ struct PixelPictureWriterTests {
         #expect(writer.plan(first, repaintAll: false).draw.count == 1)
     }
 
-    @Test("after forget every picture goes out again, and a kitty image gone meanwhile is still deleted; ids are reused")
+    @Test(
+        "after forget every picture goes out again, and a kitty image gone meanwhile is still deleted; ids are reused")
     func forgetKeepsWhatIsShown() {
         var writer = PixelPictureWriter(canvas: PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 4, height: 8)))
         let shown = Self.screen(frame: ProbePicture.gradient(width: 64, height: 48, timestamp: 1))
@@ -365,8 +410,9 @@ struct PixelPictureWriterTests {
         writer.commit(plan)
         var other = Screen(width: 30, height: 12)
         var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
-        renderer.draw(ProbePicture.gradient(width: 64, height: 48), into: &other,
-                      in: CellRect(x: 0, y: 0, width: 8, height: 4), key: 7)
+        renderer.draw(
+            ProbePicture.gradient(width: 64, height: 48), into: &other,
+            in: CellRect(x: 0, y: 0, width: 8, height: 4), key: 7)
         plan = writer.plan(other, repaintAll: false)
         #expect(String(decoding: writer.output(plan), as: UTF8.self).contains(",i=1,"), "the freed id is reused")
     }
@@ -393,9 +439,12 @@ struct PixelPictureWriterTests {
         #expect(Array(raster.rgb[0..<3]) == [20, 20, 30])
         #expect(Array(raster.rgb[(63 * 64) * 3..<(63 * 64) * 3 + 3]) == [20, 20, 30])
         var scaler = PixelScaler()
-        let expected = scaler.raster(of: frame, width: 64, height: 48, area: PictureArea(x: 0, y: 0, width: 64,
-                                                                                          height: 48),
-                                     background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        let expected = scaler.raster(
+            of: frame, width: 64, height: 48,
+            area: PictureArea(
+                x: 0, y: 0, width: 64,
+                height: 48),
+            background: PixelTile.RGB(r: 0, g: 0, b: 0))
         #expect(Array(raster.rgb[(8 * 64 * 3)..<(56 * 64 * 3)]) == expected.rgb)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import ParleyTestSupport
 import ParleyMedia
+import ParleyTestSupport
 import Testing
+
 @testable import ParleyTUI
 
 /// The terminals tried for real: xterm in sixel mode (`xterm -ti vt340`) and kitty (its graphics protocol, drawn
@@ -18,16 +19,21 @@ enum RealTerminal: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// The command line that opens an 80x24 window at the screen's top left with no border or padding and runs
     /// `command` (TMUX, COLORTERM and NO_COLOR unset, `environment` set).
     func arguments(_ command: [String], environment: [String: String]) -> [String] {
-        let run = ["/usr/bin/env", "-u", "TMUX", "-u", "COLORTERM", "-u", "NO_COLOR"]
+        let run =
+            ["/usr/bin/env", "-u", "TMUX", "-u", "COLORTERM", "-u", "NO_COLOR"]
             + environment.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" } + command
         switch self {
         case .xterm:
-            return ["-ti", "vt340", "-tn", "xterm-256color", "-b", "0", "-bw", "0", "-geometry", "80x24+0+0",
-                    "-xrm", "XTerm*numColorRegisters: 256", "-e"] + run
+            return [
+                "-ti", "vt340", "-tn", "xterm-256color", "-b", "0", "-bw", "0", "-geometry", "80x24+0+0",
+                "-xrm", "XTerm*numColorRegisters: 256", "-e",
+            ] + run
         case .kitty:
-            return ["--config=NONE", "-o", "remember_window_size=no", "-o", "initial_window_width=80c",
-                    "-o", "initial_window_height=24c", "-o", "placement_strategy=top-left",
-                    "-o", "window_padding_width=0", "-o", "enable_audio_bell=no"] + run
+            return [
+                "--config=NONE", "-o", "remember_window_size=no", "-o", "initial_window_width=80c",
+                "-o", "initial_window_height=24c", "-o", "placement_strategy=top-left",
+                "-o", "window_padding_width=0", "-o", "enable_audio_bell=no",
+            ] + run
         }
     }
 }
@@ -42,8 +48,10 @@ final class XtermScreen {
     let directory: URL
 
     /// The tools this needs, all from Debian packages `make test` installs.
-    static let tools = ["Xvfb": "/usr/bin/Xvfb", "xwd": "/usr/bin/xwd",
-                        "xwdtopnm": "/usr/bin/xwdtopnm", "xdotool": "/usr/bin/xdotool"]
+    static let tools = [
+        "Xvfb": "/usr/bin/Xvfb", "xwd": "/usr/bin/xwd",
+        "xwdtopnm": "/usr/bin/xwdtopnm", "xdotool": "/usr/bin/xdotool",
+    ]
 
     init() throws {
         for (name, path) in Self.tools where !FileManager.default.isExecutableFile(atPath: path) {
@@ -195,12 +203,14 @@ struct RealTerminalTests {
         let frame = ProbePicture.gradient(width: 96, height: 64)
         let area = canvas.pictureArea(frameWidth: frame.width, frameHeight: frame.height, columns: 20, rows: 5)
         var scaler = PixelScaler()
-        return scaler.raster(of: frame, width: 20 * cell.width, height: 5 * cell.height, area: area,
-                             background: PixelTile.RGB(r: 0, g: 0, b: 0))
+        return scaler.raster(
+            of: frame, width: 20 * cell.width, height: 5 * cell.height, area: area,
+            background: PixelTile.RGB(r: 0, g: 0, b: 0))
     }
 
-    @Test("auto picks the terminal's pixel protocol; the picture on screen is the frame; a box over it takes it away and it comes back",
-          arguments: RealTerminal.allCases)
+    @Test(
+        "auto picks the terminal's pixel protocol; the picture on screen is the frame; a box over it takes it away and it comes back",
+        arguments: RealTerminal.allCases)
     func picturesOnScreen(_ kind: RealTerminal) throws {
         let xterm = try XtermScreen()
         let probe = try #require(probePath(), "parley-tui-probe was not built next to the tests")

@@ -1,6 +1,7 @@
 import ParleyRoom
-@testable import ParleyTUI
 import Testing
+
+@testable import ParleyTUI
 
 @Suite("Screen")
 struct ScreenTests {
@@ -16,26 +17,36 @@ struct ScreenTests {
 
     static let writeCases: [WriteCase] = [
         WriteCase(name: "plain ASCII", text: "hello", column: 1, clip: nil, expected: " hello", returned: 6),
-        WriteCase(name: "cut at the right edge", text: "abcdefghijkl", column: 5, clip: nil,
-                  expected: "     abcde", returned: 10),
-        WriteCase(name: "cut by a clip rectangle", text: "abcdefgh", column: 2,
-                  clip: CellRect(x: 3, y: 0, width: 4, height: 1), expected: "   bcde", returned: 7),
-        WriteCase(name: "starts left of the screen", text: "abcdef", column: -2, clip: nil,
-                  expected: "cdef", returned: 4),
-        WriteCase(name: "CJK takes two cells each", text: "日本語", column: 0, clip: nil, expected: "日本語",
-                  returned: 6),
-        WriteCase(name: "wide character that does not fit becomes a space", text: "abcdefgh日", column: 1, clip: nil,
-                  expected: " abcdefgh", returned: 10),
-        WriteCase(name: "wide character cut by the left clip edge", text: "日本", column: 1,
-                  clip: CellRect(x: 2, y: 0, width: 8, height: 1), expected: "   本", returned: 5),
-        WriteCase(name: "emoji presentation is two cells", text: "👍x", column: 0, clip: nil, expected: "👍x",
-                  returned: 3),
-        WriteCase(name: "combining accent stays with its letter", text: "e\u{301}t\u{e9}", column: 0, clip: nil,
-                  expected: "e\u{301}t\u{e9}", returned: 3),
-        WriteCase(name: "controls and escapes become U+FFFD", text: "a\u{1B}[31mb\tc", column: 0, clip: nil,
-                  expected: "a\u{FFFD}[31mb\u{FFFD}c", returned: 9),
-        WriteCase(name: "row outside the clip writes nothing", text: "abc", column: 0,
-                  clip: CellRect(x: 0, y: 1, width: 10, height: 1), expected: "", returned: 3),
+        WriteCase(
+            name: "cut at the right edge", text: "abcdefghijkl", column: 5, clip: nil,
+            expected: "     abcde", returned: 10),
+        WriteCase(
+            name: "cut by a clip rectangle", text: "abcdefgh", column: 2,
+            clip: CellRect(x: 3, y: 0, width: 4, height: 1), expected: "   bcde", returned: 7),
+        WriteCase(
+            name: "starts left of the screen", text: "abcdef", column: -2, clip: nil,
+            expected: "cdef", returned: 4),
+        WriteCase(
+            name: "CJK takes two cells each", text: "日本語", column: 0, clip: nil, expected: "日本語",
+            returned: 6),
+        WriteCase(
+            name: "wide character that does not fit becomes a space", text: "abcdefgh日", column: 1, clip: nil,
+            expected: " abcdefgh", returned: 10),
+        WriteCase(
+            name: "wide character cut by the left clip edge", text: "日本", column: 1,
+            clip: CellRect(x: 2, y: 0, width: 8, height: 1), expected: "   本", returned: 5),
+        WriteCase(
+            name: "emoji presentation is two cells", text: "👍x", column: 0, clip: nil, expected: "👍x",
+            returned: 3),
+        WriteCase(
+            name: "combining accent stays with its letter", text: "e\u{301}t\u{e9}", column: 0, clip: nil,
+            expected: "e\u{301}t\u{e9}", returned: 3),
+        WriteCase(
+            name: "controls and escapes become U+FFFD", text: "a\u{1B}[31mb\tc", column: 0, clip: nil,
+            expected: "a\u{FFFD}[31mb\u{FFFD}c", returned: 9),
+        WriteCase(
+            name: "row outside the clip writes nothing", text: "abc", column: 0,
+            clip: CellRect(x: 0, y: 1, width: 10, height: 1), expected: "", returned: 3),
     ]
 
     @Test("write clips and measures", arguments: writeCases)
@@ -65,10 +76,12 @@ struct ScreenTests {
         var testDescription: String { name }
     }
 
-    @Test("overwriting half of a wide character blanks the other half", arguments: [
-        OverwriteCase(name: "left half", column: 1, expected: "ax b"),
-        OverwriteCase(name: "right half", column: 2, expected: "a xb"),
-    ])
+    @Test(
+        "overwriting half of a wide character blanks the other half",
+        arguments: [
+            OverwriteCase(name: "left half", column: 1, expected: "ax b"),
+            OverwriteCase(name: "right half", column: 2, expected: "a xb"),
+        ])
     func overwriteHalf(_ c: OverwriteCase) {
         var screen = Screen(width: 5, height: 1)
         screen.write("a日b", column: 0, row: 0, style: .plain)
@@ -82,12 +95,13 @@ struct ScreenTests {
         var screen = Screen(width: 12, height: 4)
         screen.drawBox(CellRect(x: 0, y: 0, width: 12, height: 4), style: .plain, title: "Alexandra Smith")
         screen.drawBox(CellRect(x: 1, y: 1, width: 3, height: 2), style: .plain, lines: .heavy)
-        #expect(screen.text == """
-            ┌ Alexand… ┐
-            │┏━┓       │
-            │┗━┛       │
-            └──────────┘
-            """)
+        #expect(
+            screen.text == """
+                ┌ Alexand… ┐
+                │┏━┓       │
+                │┗━┛       │
+                └──────────┘
+                """)
     }
 
     @Test("boxes smaller than 2x2 and boxes off the screen draw nothing")
@@ -148,8 +162,8 @@ struct ScreenTests {
 struct ClipboardTests {
     @Test("the sequence is ESC ] 52 ; c ; base64 BEL, byte for byte")
     func osc52() {
-        #expect(Terminal.clipboardSequence("parley://h:1/a") ==
-                [0x1B] + Array("]52;c;cGFybGV5Oi8vaDoxL2E=".utf8) + [0x07])
+        #expect(
+            Terminal.clipboardSequence("parley://h:1/a") == [0x1B] + Array("]52;c;cGFybGV5Oi8vaDoxL2E=".utf8) + [0x07])
         #expect(Terminal.clipboardSequence("") == [0x1B] + Array("]52;c;".utf8) + [0x07])
     }
 }

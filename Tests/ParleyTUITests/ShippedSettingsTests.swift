@@ -32,8 +32,9 @@ struct ShippedSettingsTests {
         }
         for depth in ColorDepth.allCases {
             for role in ColorRole.allCases {
-                #expect(Theme(depth: depth, overrides: shipped.themeOverrides).style(role)
-                    == Theme(depth: depth).style(role), "\(depth) \(role)")
+                #expect(
+                    Theme(depth: depth, overrides: shipped.themeOverrides).style(role)
+                        == Theme(depth: depth).style(role), "\(depth) \(role)")
             }
         }
         #expect(ShippedSettings.builtIn.folder == nil)
@@ -47,8 +48,9 @@ struct ShippedSettingsTests {
         let shipped = try ShippedSettings.load(folder: folder)
         #expect(shipped.keymap.keys(for: .microphone) == [.char("x")])
         #expect(shipped.keymap.keys(for: .camera) == Keymap.standard.keys(for: .camera))
-        #expect(Theme(depth: .palette256, overrides: shipped.themeOverrides).style(.header)
-            == CellStyle(foreground: .palette(1), background: .palette(2), attributes: [.bold]))
+        #expect(
+            Theme(depth: .palette256, overrides: shipped.themeOverrides).style(.header)
+                == CellStyle(foreground: .palette(1), background: .palette(2), attributes: [.bold]))
     }
 
     @Test(
@@ -56,7 +58,10 @@ struct ShippedSettingsTests {
         arguments: [
             ("keys", "mic = m\nmic = n\n", "keys/default.keys: line 2: mic is already set on line 1"),
             ("theme", "header = 999 0\n", "theme/default.theme: line 1: \"999\" is not a colour"),
-            ("theme", String(repeating: "#\n", count: 40_000), "theme/default.theme: 80000 bytes is more than the 65536"),
+            (
+                "theme", String(repeating: "#\n", count: 40_000),
+                "theme/default.theme: 80000 bytes is more than the 65536"
+            ),
             ("keys", "", "keys/default.keys: cannot be read"),
         ])
     func broken(file: String, text: String, message: String) throws {

@@ -10,7 +10,9 @@ struct TerminalTmuxTests {
     /// picture cell may be sent as '▀' or as '▄' with its colours swapped), anything else as its character and
     /// colours.
     static func visible(_ line: String) -> [String] {
-        var foreground = "default", background = "default", bold = false
+        var foreground = "default"
+        var background = "default"
+        var bold = false
         var cells: [String] = []
         var scalars = Array(line.unicodeScalars)[...]
         while let scalar = scalars.first {
@@ -25,7 +27,9 @@ struct TerminalTmuxTests {
                     case 39: foreground = "default"
                     case 49: background = "default"
                     case 38, 48:
-                        let value = codes.popFirst() == 5 ? "\(codes.popFirst() ?? 0)"
+                        let value =
+                            codes.popFirst() == 5
+                            ? "\(codes.popFirst() ?? 0)"
                             : (0..<3).map { _ in "\(codes.popFirst() ?? 0)" }.joined(separator: ",")
                         if code == 38 { foreground = value } else { background = value }
                     default: break
@@ -60,18 +64,20 @@ struct TerminalTmuxTests {
         let pane = try TmuxPane(command: try probeCommand())
         let lines = try pane.waitFor(Self.pictureShown)
         #expect(lines[0].hasPrefix("Parley probe pid=") && lines[0].hasSuffix(" depth=palette256"))
-        #expect(lines[1...5].map { String($0.dropFirst(20)) } == [
-            " ┌ Ada ─────┐",
-            " │          │",
-            " │日本 ok   │",
-            " │          │",
-            " └──────────┘",
-        ])
+        #expect(
+            lines[1...5].map { String($0.dropFirst(20)) } == [
+                " ┌ Ada ─────┐",
+                " │          │",
+                " │日本 ok   │",
+                " │          │",
+                " └──────────┘",
+            ])
         #expect(Array(lines[6...8]) == ["", "key: none", "header role"])
         let escapes = try pane.escapes()
         #expect(Self.visible(escapes[1]).prefix(20) == ArraySlice(repeating: "196/196", count: 20), "red above red")
-        #expect(Self.visible(escapes[3]).prefix(20) == ArraySlice(repeating: "196/21", count: 20),
-                "red above blue at the boundary")
+        #expect(
+            Self.visible(escapes[3]).prefix(20) == ArraySlice(repeating: "196/21", count: 20),
+            "red above blue at the boundary")
         #expect(Self.visible(escapes[5]).prefix(20) == ArraySlice(repeating: "21/21", count: 20), "blue above blue")
         #expect(escapes[1].contains("\u{1B}[1m\u{1B}[38;5;46m┌"), "speaking border is bold green")
         #expect(escapes[8].contains("\u{1B}[38;5;231m\u{1B}[48;5;24mheader role"), "header role colours")
@@ -91,8 +97,10 @@ struct TerminalTmuxTests {
             ("enter", { try pane.send(["Enter"]) }, "key: enter"),
             ("backspace", { try pane.send(["BSpace"]) }, "key: backspace"),
             ("click", { try pane.sendBytes(press + release) }, "key: mouseClick(column: 5, row: 3)"),
-            ("double click", { try pane.sendBytes(press + release + press + release) },
-             "key: mouseDoubleClick(column: 5, row: 3)"),
+            (
+                "double click", { try pane.sendBytes(press + release + press + release) },
+                "key: mouseDoubleClick(column: 5, row: 3)"
+            ),
         ]
         for input in inputs {
             try input.send()
@@ -151,8 +159,10 @@ struct TerminalTmuxTests {
         let pane = try TmuxPane(command: try probeCommand(environment: environment))
         try pane.waitFor(Self.pictureShown)
         var shown: [[String]] = [try pane.escapes()]
-        for (key, shows) in [("o", "OVER"), ("o", "▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), ("v", "char(\"v\")"), ("c", "char(\"c\")"),
-                             ("v", "char(\"v\")")] {
+        for (key, shows) in [
+            ("o", "OVER"), ("o", "▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), ("v", "char(\"v\")"), ("c", "char(\"c\")"),
+            ("v", "char(\"v\")"),
+        ] {
             try pane.send(["x"])
             try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"x\")" }
             try pane.send([key])
@@ -175,15 +185,18 @@ struct TerminalTmuxTests {
             #expect(viaDirect.dropFirst().map(Self.visible) == viaCurses.dropFirst().map(Self.visible), "step \(step)")
         }
         #expect(direct[1][3].contains("OVER"), "the box covers the video")
-        #expect(Self.visible(direct[2][1]).prefix(20) == ArraySlice(repeating: "196/196", count: 20),
-                "video back under the box")
-        #expect(Self.visible(direct[3][1]).prefix(20) == ArraySlice(repeating: "21/21", count: 20),
-                "swapped: blue on top")
+        #expect(
+            Self.visible(direct[2][1]).prefix(20) == ArraySlice(repeating: "196/196", count: 20),
+            "video back under the box")
+        #expect(
+            Self.visible(direct[3][1]).prefix(20) == ArraySlice(repeating: "21/21", count: 20),
+            "swapped: blue on top")
         #expect(direct[4].last == "1 5,9" && direct[5].last == "1 5,9", "the text cursor stays where curses put it")
     }
 
-    @Test("quadrant and sextant pictures written straight to the terminal look exactly as curses would have drawn them",
-          arguments: ["quadrant", "sextant"])
+    @Test(
+        "quadrant and sextant pictures written straight to the terminal look exactly as curses would have drawn them",
+        arguments: ["quadrant", "sextant"])
     func blockPicturesMatchCurses(_ mode: String) throws {
         let environment = "TERM=tmux-256color NO_COLOR= PARLEY_PROBE_PICTURE=\(mode)"
         let direct = try Self.pictureSteps(environment: environment)
@@ -202,8 +215,9 @@ struct TerminalTmuxTests {
 
     @Test("24-bit pictures through a 256-colour terminfo where COLORTERM says so; in tmux, tmux's word after attaches")
     func trueColorPictures() throws {
-        let outside = try TmuxPane(command: try probeCommand(
-            environment: "TERM=xterm-256color NO_COLOR= TMUX= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
+        let outside = try TmuxPane(
+            command: try probeCommand(
+                environment: "TERM=xterm-256color NO_COLOR= TMUX= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
         let lines = try outside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
         #expect(lines[10] == "picture: quadrant 24-bit")
         let escapes = try outside.escapes().joined()
@@ -213,8 +227,9 @@ struct TerminalTmuxTests {
         #expect(try outside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
 
         // The probe's pane is inside tmux, whose client (none attached) has no RGB feature.
-        let inside = try TmuxPane(command: try probeCommand(
-            environment: "TERM=tmux-256color NO_COLOR= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
+        let inside = try TmuxPane(
+            command: try probeCommand(
+                environment: "TERM=tmux-256color NO_COLOR= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
         let insideLines = try inside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
         #expect(insideLines[10] == "picture: half 256")
 
@@ -222,8 +237,9 @@ struct TerminalTmuxTests {
         // tmux again and draws in 24-bit colour from then on.
         try inside.run(["set", "-as", "terminal-features", "*:RGB"])
         let tmux = try #require(TmuxPane.tmuxPath)
-        let client = try TmuxPane(command: "env -u TMUX TERM=xterm-256color \(tmux) -u -L \(inside.socket) attach",
-                                  columns: 60, rows: 16)
+        let client = try TmuxPane(
+            command: "env -u TMUX TERM=xterm-256color \(tmux) -u -L \(inside.socket) attach",
+            columns: 60, rows: 16)
         // auto takes quadrants where it has 24-bit colour (sextants stay off inside tmux: the font is unknown).
         let attached = try inside.waitFor { $0.count > 10 && $0[10] == "picture: quadrant 24-bit" }
         #expect(attached[10] == "picture: quadrant 24-bit")
@@ -252,11 +268,13 @@ struct TerminalTmuxTests {
         var testDescription: String { name }
     }
 
-    @Test("signals restore the terminal and exit with 128 + signal", arguments: [
-        SignalCase(name: "SIGTERM", signal: SIGTERM, status: 143),
-        SignalCase(name: "SIGINT", signal: SIGINT, status: 130),
-        SignalCase(name: "SIGHUP", signal: SIGHUP, status: 129),
-    ])
+    @Test(
+        "signals restore the terminal and exit with 128 + signal",
+        arguments: [
+            SignalCase(name: "SIGTERM", signal: SIGTERM, status: 143),
+            SignalCase(name: "SIGINT", signal: SIGINT, status: 130),
+            SignalCase(name: "SIGHUP", signal: SIGHUP, status: 129),
+        ])
     func signals(_ c: SignalCase) throws {
         let pane = try TmuxPane(command: try probeCommand())
         let lines = try pane.waitFor { $0.contains("q quits") }
@@ -304,12 +322,16 @@ struct TerminalTmuxTests {
         var testDescription: String { name }
     }
 
-    @Test("bad terminals are refused with a clear message", arguments: [
-        RefusalCase(name: "unknown TERM", environment: "TERM=no-such-terminal", redirect: "",
-                    message: "terminal type 'no-such-terminal' is unknown to terminfo"),
-        RefusalCase(name: "output redirected", environment: "TERM=tmux-256color NO_COLOR=", redirect: ">/dev/null",
-                    message: "standard output is not a terminal"),
-    ])
+    @Test(
+        "bad terminals are refused with a clear message",
+        arguments: [
+            RefusalCase(
+                name: "unknown TERM", environment: "TERM=no-such-terminal", redirect: "",
+                message: "terminal type 'no-such-terminal' is unknown to terminfo"),
+            RefusalCase(
+                name: "output redirected", environment: "TERM=tmux-256color NO_COLOR=", redirect: ">/dev/null",
+                message: "standard output is not a terminal"),
+        ])
     func refusals(_ c: RefusalCase) throws {
         let pane = try TmuxPane(command: try probeCommand(c.redirect, environment: c.environment), columns: 120)
         let lines = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyTUI
 
 #if canImport(Glibc)
@@ -52,7 +53,10 @@ struct TerminalWriterTests {
     @Test("after stop, send writes at once on the caller's thread; an empty burst starts nothing")
     func afterStop() {
         let (readEnd, writeEnd) = Self.pipe()
-        defer { close(readEnd); close(writeEnd) }
+        defer {
+            close(readEnd)
+            close(writeEnd)
+        }
         let writer = TerminalWriter(descriptor: writeEnd)
         writer.send([])
         #expect(!writer.isBusy)

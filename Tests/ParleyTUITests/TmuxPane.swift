@@ -17,8 +17,9 @@ func probePath() -> String? {
     let argumentZero = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     candidates.append(argumentZero.appendingPathComponent("parley-tui-probe").path)
     if let bin = environment["PARLEY_BIN"] {
-        candidates.append(URL(fileURLWithPath: bin).deletingLastPathComponent()
-            .appendingPathComponent("parley-tui-probe").path)
+        candidates.append(
+            URL(fileURLWithPath: bin).deletingLastPathComponent()
+                .appendingPathComponent("parley-tui-probe").path)
     }
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
 }

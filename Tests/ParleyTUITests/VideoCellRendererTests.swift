@@ -1,7 +1,8 @@
 import ParleyMedia
 import ParleyRoom
-@testable import ParleyTUI
 import Testing
+
+@testable import ParleyTUI
 
 /// I420 frames with known content, built pixel by pixel (chroma taken from the top-left pixel of each 2x2 block).
 enum TestFrames {
@@ -15,7 +16,8 @@ enum TestFrames {
 
     static func make(width: Int, height: Int, pixel: (Int, Int) -> YUV) -> VideoFrame {
         var y = [UInt8](repeating: 0, count: width * height)
-        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+        let chromaWidth = (width + 1) / 2
+        let chromaHeight = (height + 1) / 2
         var u = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
         var v = u
         for row in 0..<height {
@@ -89,8 +91,9 @@ struct VideoCellRendererTests {
         renderer.draw(frame, into: &screen, in: screen.bounds)
         let green = Palette.nearestIndex(r: 0, g: 255, b: 0)
         for row in 0..<4 {
-            #expect(Self.row(screen, row)
-                == Self.repeated([.palette(green), .palette(green)], 4)
+            #expect(
+                Self.row(screen, row)
+                    == Self.repeated([.palette(green), .palette(green)], 4)
                     + Self.repeated([.palette(231), .palette(231)], 4))
         }
     }
@@ -102,23 +105,33 @@ struct VideoCellRendererTests {
         var testDescription: String { name }
     }
 
-    @Test("pictures keep their aspect and are centred", arguments: [
-        AreaCase(name: "16:9 in 80x24 is letterboxed by a pixel and a half", frameWidth: 640, frameHeight: 360,
-                 columns: 80, rows: 24, area: PictureArea(x: 0, y: 1, width: 80, height: 45)),
-        AreaCase(name: "16:9 in a tall tile", frameWidth: 640, frameHeight: 360, columns: 20, rows: 20,
-                 area: PictureArea(x: 0, y: 14, width: 20, height: 11)),
-        AreaCase(name: "16:9 in a wide tile is pillarboxed", frameWidth: 640, frameHeight: 360, columns: 100,
-                 rows: 10, area: PictureArea(x: 32, y: 0, width: 36, height: 20)),
-        AreaCase(name: "square in square pixels fills", frameWidth: 16, frameHeight: 16, columns: 8, rows: 4,
-                 area: PictureArea(x: 0, y: 0, width: 8, height: 8)),
-        AreaCase(name: "tiny tile still shows a pixel", frameWidth: 640, frameHeight: 360, columns: 1, rows: 1,
-                 area: PictureArea(x: 0, y: 0, width: 1, height: 1)),
-        AreaCase(name: "empty tile", frameWidth: 640, frameHeight: 360, columns: 0, rows: 5,
-                 area: PictureArea(x: 0, y: 0, width: 0, height: 0)),
-    ])
+    @Test(
+        "pictures keep their aspect and are centred",
+        arguments: [
+            AreaCase(
+                name: "16:9 in 80x24 is letterboxed by a pixel and a half", frameWidth: 640, frameHeight: 360,
+                columns: 80, rows: 24, area: PictureArea(x: 0, y: 1, width: 80, height: 45)),
+            AreaCase(
+                name: "16:9 in a tall tile", frameWidth: 640, frameHeight: 360, columns: 20, rows: 20,
+                area: PictureArea(x: 0, y: 14, width: 20, height: 11)),
+            AreaCase(
+                name: "16:9 in a wide tile is pillarboxed", frameWidth: 640, frameHeight: 360, columns: 100,
+                rows: 10, area: PictureArea(x: 32, y: 0, width: 36, height: 20)),
+            AreaCase(
+                name: "square in square pixels fills", frameWidth: 16, frameHeight: 16, columns: 8, rows: 4,
+                area: PictureArea(x: 0, y: 0, width: 8, height: 8)),
+            AreaCase(
+                name: "tiny tile still shows a pixel", frameWidth: 640, frameHeight: 360, columns: 1, rows: 1,
+                area: PictureArea(x: 0, y: 0, width: 1, height: 1)),
+            AreaCase(
+                name: "empty tile", frameWidth: 640, frameHeight: 360, columns: 0, rows: 5,
+                area: PictureArea(x: 0, y: 0, width: 0, height: 0)),
+        ])
     func pictureArea(_ c: AreaCase) {
-        #expect(VideoCellRenderer.pictureArea(frameWidth: c.frameWidth, frameHeight: c.frameHeight,
-                                              columns: c.columns, rows: c.rows) == c.area)
+        #expect(
+            VideoCellRenderer.pictureArea(
+                frameWidth: c.frameWidth, frameHeight: c.frameHeight,
+                columns: c.columns, rows: c.rows) == c.area)
     }
 
     @Test("a wide frame is letterboxed with half-cell bars in the background colour")
@@ -127,15 +140,26 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 8, height: 4)
         var renderer = VideoCellRenderer(mode: .palette256)
         let background = TerminalColor.palette(17)
-        renderer.draw(TestFrames.solid(TestFrames.red, width: 32, height: 8), into: &screen, in: screen.bounds,
-                      background: background)
+        renderer.draw(
+            TestFrames.solid(TestFrames.red, width: 32, height: 8), into: &screen, in: screen.bounds,
+            background: background)
         let bar = Cell(" ", style: CellStyle(background: background))
         func cells(_ row: Int) -> [Cell] { (0..<8).map { screen[$0, row] } }
         #expect(cells(0) == Array(repeating: bar, count: 8))
-        #expect(cells(1) == Array(repeating: Cell("▄", style: CellStyle(
-            foreground: .palette(196), background: background)), count: 8))
-        #expect(cells(2) == Array(repeating: Cell("▀", style: CellStyle(
-            foreground: .palette(196), background: background)), count: 8))
+        #expect(
+            cells(1)
+                == Array(
+                    repeating: Cell(
+                        "▄",
+                        style: CellStyle(
+                            foreground: .palette(196), background: background)), count: 8))
+        #expect(
+            cells(2)
+                == Array(
+                    repeating: Cell(
+                        "▀",
+                        style: CellStyle(
+                            foreground: .palette(196), background: background)), count: 8))
         #expect(cells(3) == Array(repeating: bar, count: 8))
     }
 
@@ -146,8 +170,9 @@ struct VideoCellRendererTests {
         var renderer = VideoCellRenderer(mode: .palette256)
         renderer.draw(TestFrames.solid(TestFrames.blue, width: 8, height: 16), into: &screen, in: screen.bounds)
         for row in 0..<4 {
-            #expect(Self.row(screen, row).map { $0 == Self.blue }
-                == [false, false, true, true, true, true, false, false])
+            #expect(
+                Self.row(screen, row).map { $0 == Self.blue }
+                    == [false, false, true, true, true, true, false, false])
         }
         #expect(screen[0, 0] == Cell(" ", style: .plain))
         #expect(screen[7, 3] == Cell(" ", style: .plain))
@@ -170,8 +195,13 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 2, height: 1)
         var renderer = VideoCellRenderer(mode: .trueColor)
         renderer.draw(TestFrames.solid(TestFrames.white, width: 4, height: 4), into: &screen, in: screen.bounds)
-        #expect(screen[0, 0] == Cell("▀", style: CellStyle(foreground: .rgb(255, 255, 255),
-                                                          background: .rgb(255, 255, 255))))
+        #expect(
+            screen[0, 0]
+                == Cell(
+                    "▀",
+                    style: CellStyle(
+                        foreground: .rgb(255, 255, 255),
+                        background: .rgb(255, 255, 255))))
         renderer.draw(TestFrames.solid(TestFrames.red, width: 4, height: 4), into: &screen, in: screen.bounds)
         #expect(Self.seen(screen[1, 0]) == [.rgb(254, 0, 0), .rgb(254, 0, 0)])
     }
@@ -214,8 +244,9 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 10, height: 4)
         screen.write("abcdefghij", column: 0, row: 0, style: .plain)
         var renderer = VideoCellRenderer(mode: .palette256)
-        renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
-                      in: CellRect(x: 6, y: 1, width: 8, height: 4))
+        renderer.draw(
+            TestFrames.solid(TestFrames.red), into: &screen,
+            in: CellRect(x: 6, y: 1, width: 8, height: 4))
         #expect(screen.text(row: 0) == "abcdefghij")
         // 16x16 into 8x4 cells fills it; the visible part is columns 6–9, rows 1–3.
         for row in 1..<4 {
@@ -229,8 +260,9 @@ struct VideoCellRendererTests {
         var screen = Screen(width: 8, height: 1)
         screen.write("ab日cd", column: 0, row: 0, style: .plain)
         var renderer = VideoCellRenderer(mode: .palette256)
-        renderer.draw(TestFrames.solid(TestFrames.red), into: &screen,
-                      in: CellRect(x: 3, y: 0, width: 2, height: 1))
+        renderer.draw(
+            TestFrames.solid(TestFrames.red), into: &screen,
+            in: CellRect(x: 3, y: 0, width: 2, height: 1))
         #expect(screen.text(row: 0) == "ab ▀▀d")
         #expect(Self.row(screen, 0, from: 3, width: 2) == Self.repeated(Self.red, 2))
         #expect(screen.cells.allSatisfy { !$0.isContinuation })
@@ -248,8 +280,10 @@ struct VideoCellRendererTests {
         let boundary = try #require((UInt8(16)...UInt8(200)).first { freshColor($0) != freshColor($0 + 2) })
         var screen = Screen(width: 1, height: 1)
         var renderer = VideoCellRenderer(mode: .palette256)
-        for (luma, expected) in [(boundary, freshColor(boundary)), (boundary + 2, freshColor(boundary)),
-                                 (boundary, freshColor(boundary)), (boundary + 30, freshColor(boundary + 30))] {
+        for (luma, expected) in [
+            (boundary, freshColor(boundary)), (boundary + 2, freshColor(boundary)),
+            (boundary, freshColor(boundary)), (boundary + 30, freshColor(boundary + 30)),
+        ] {
             renderer.draw(TestFrames.solid((luma, 128, 128), width: 2, height: 2), into: &screen, in: screen.bounds)
             #expect(screen[0, 0].visibleHalves?.top == expected, "luma \(luma)")
         }

@@ -15,8 +15,8 @@ func opus(_ index: Int, firstSequenceNumber: UInt16 = 1000, firstTimestamp: UInt
 /// What a slot played, in short: "p3" packet 3, "f4" missing with packet 4 next, "m" missing, "-" silence.
 func describe(_ playout: AudioPlayout) -> String {
     switch playout {
-    case let .packet(packet): return "p\(packet.payload[1])"
-    case let .missingNextAvailable(next): return "f\(next.payload[1])"
+    case .packet(let packet): return "p\(packet.payload[1])"
+    case .missingNextAvailable(let next): return "f\(next.payload[1])"
     case .missing: return "m"
     case .silence: return "-"
     }

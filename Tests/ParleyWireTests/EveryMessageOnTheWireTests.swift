@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyWire
 
 /// One value of every message case in both directions with the exact JSON it is sent as, and a refusal of each
@@ -46,285 +47,399 @@ struct EveryMessageOnTheWireTests {
     }
 
     static let ssrcs = MemberSSRCs(block: 0x1000_0004)
-    static let alice = MemberInfo(id: 7, name: "alice", role: .broadcaster, audioMuted: false, videoMuted: true,
-                                  ssrcs: ssrcs, account: "alice")
-    static let bob = MemberInfo(id: 8, name: "bob", role: .audience, audioMuted: true, videoMuted: false,
-                                ssrcs: MemberSSRCs(block: 0x2000_0008))
+    static let alice = MemberInfo(
+        id: 7, name: "alice", role: .broadcaster, audioMuted: false, videoMuted: true,
+        ssrcs: ssrcs, account: "alice")
+    static let bob = MemberInfo(
+        id: 8, name: "bob", role: .audience, audioMuted: true, videoMuted: false,
+        ssrcs: MemberSSRCs(block: 0x2000_0008))
 
     static let client: [Row<ClientMessage>] = [
-        Row("join, defaults", .join(JoinRequest(room: "standup", name: "alice")),
+        Row(
+            "join, defaults", .join(JoinRequest(room: "standup", name: "alice")),
             #"{"audioMuted":false,"name":"alice","role":"broadcaster","room":"standup","type":"join","v":1,"#
-            + #""videoMuted":false}"#),
-        Row("join, every field", .join(JoinRequest(
-            room: "standup", name: "alice", role: .audience, audioMuted: true, videoMuted: true,
-            resume: ResumeToken(member: 7, credential: "00112233445566778899aabbccddeeff"), proof: "ab12",
-            verifier: "cd34",
-            encryption: "AES-128-GCM", videoKbps: 1200, account: AccountClaim(name: "alice", signature: "c2ln"),
-            hideRoom: true,
-            videoLayers: [VideoLayerSize(width: 1280, height: 720), VideoLayerSize(width: 640, height: 360)])),
+                + #""videoMuted":false}"#),
+        Row(
+            "join, every field",
+            .join(
+                JoinRequest(
+                    room: "standup", name: "alice", role: .audience, audioMuted: true, videoMuted: true,
+                    resume: ResumeToken(member: 7, credential: "00112233445566778899aabbccddeeff"), proof: "ab12",
+                    verifier: "cd34",
+                    encryption: "AES-128-GCM", videoKbps: 1200, account: AccountClaim(name: "alice", signature: "c2ln"),
+                    hideRoom: true,
+                    videoLayers: [VideoLayerSize(width: 1280, height: 720), VideoLayerSize(width: 640, height: 360)])),
             #"{"account":{"name":"alice","signature":"c2ln"},"audioMuted":true,"encryption":"AES-128-GCM","#
-            + #""hideRoom":true,"name":"alice","proof":"ab12","#
-            + #""resume":{"credential":"00112233445566778899aabbccddeeff","member":7},"role":"audience","#
-            + #""room":"standup","type":"join","v":1,"verifier":"cd34","videoKbps":1200,"#
-            + #""videoLayers":[{"height":720,"width":1280},{"height":360,"width":640}],"videoMuted":true}"#),
-        Row("leave", .leave,
+                + #""hideRoom":true,"name":"alice","proof":"ab12","#
+                + #""resume":{"credential":"00112233445566778899aabbccddeeff","member":7},"role":"audience","#
+                + #""room":"standup","type":"join","v":1,"verifier":"cd34","videoKbps":1200,"#
+                + #""videoLayers":[{"height":720,"width":1280},{"height":360,"width":640}],"videoMuted":true}"#),
+        Row(
+            "leave", .leave,
             #"{"type":"leave","v":1}"#),
-        Row("mute, audio only", .mute(MuteChange(audio: true)),
+        Row(
+            "mute, audio only", .mute(MuteChange(audio: true)),
             #"{"audio":true,"type":"mute","v":1}"#),
-        Row("mute, both", .mute(MuteChange(audio: false, video: true)),
+        Row(
+            "mute, both", .mute(MuteChange(audio: false, video: true)),
             #"{"audio":false,"type":"mute","v":1,"video":true}"#),
-        Row("chat, text", .chat(ChatSend(text: "héllo \"world\" ✓ </b>", ref: "c1")),
+        Row(
+            "chat, text", .chat(ChatSend(text: "héllo \"world\" ✓ </b>", ref: "c1")),
             #"{"ref":"c1","text":"héllo \"world\" ✓ </b>","type":"chat","v":1}"#),
-        Row("chat, sealed", .chat(ChatSend(text: "", ref: "c2", sealed: "c2VhbGVk")),
+        Row(
+            "chat, sealed", .chat(ChatSend(text: "", ref: "c2", sealed: "c2VhbGVk")),
             #"{"ref":"c2","sealed":"c2VhbGVk","text":"","type":"chat","v":1}"#),
-        Row("stats", .stats(SenderStats(width: 640, height: 360, fps: 29.5, videoKbps: 612.25, audioKbps: 32)),
+        Row(
+            "stats", .stats(SenderStats(width: 640, height: 360, fps: 29.5, videoKbps: 612.25, audioKbps: 32)),
             #"{"audioKbps":32,"fps":29.5,"height":360,"type":"stats","v":1,"videoKbps":612.25,"width":640}"#),
-        Row("ping", .ping(KeepAlive(token: UInt64.max)),
+        Row(
+            "ping", .ping(KeepAlive(token: UInt64.max)),
             #"{"token":18446744073709551615,"type":"ping","v":1}"#),
-        Row("role", .role(RoleRequest(role: .broadcaster)),
+        Row(
+            "role", .role(RoleRequest(role: .broadcaster)),
             #"{"role":"broadcaster","type":"role","v":1}"#),
-        Row("challenge", .challenge,
+        Row(
+            "challenge", .challenge,
             #"{"type":"challenge","v":1}"#),
-        Row("allow", .allow(MemberRef(id: 9)),
+        Row(
+            "allow", .allow(MemberRef(id: 9)),
             #"{"id":9,"type":"allow","v":1}"#),
-        Row("remove", .remove(MemberRef(id: 10)),
+        Row(
+            "remove", .remove(MemberRef(id: 10)),
             #"{"id":10,"type":"remove","v":1}"#),
-        Row("tiles",
-            .tiles(TileReport(tiles: [TileSize(id: 7, width: 320, height: 180), TileSize(id: 8, width: 0, height: 0)])),
+        Row(
+            "tiles",
+            .tiles(
+                TileReport(tiles: [TileSize(id: 7, width: 320, height: 180), TileSize(id: 8, width: 0, height: 0)])),
             #"{"tiles":[{"height":180,"id":7,"width":320},{"height":0,"id":8,"width":0}],"type":"tiles","v":1}"#),
     ]
 
     static let server: [Row<ServerMessage>] = [
-        Row("joined, defaults", .joined(JoinedRoom(
-            room: "standup", you: alice, members: [],
-            media: MediaGrant(udpPort: 7878, credential: "00112233445566778899aabbccddeeff", ssrcs: ssrcs),
-            livenessTimeout: 10)),
+        Row(
+            "joined, defaults",
+            .joined(
+                JoinedRoom(
+                    room: "standup", you: alice, members: [],
+                    media: MediaGrant(udpPort: 7878, credential: "00112233445566778899aabbccddeeff", ssrcs: ssrcs),
+                    livenessTimeout: 10)),
             #"{"host":0,"livenessTimeout":10,"media":{"credential":"00112233445566778899aabbccddeeff","#
-            + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"udpPort":7878},"members":[],"#
-            + #""openStage":false,"passwordProtected":false,"room":"standup","type":"joined","v":1,"#
-            + #""you":{"account":"alice","audioMuted":false,"id":7,"name":"alice","role":"broadcaster","#
-            + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"videoMuted":true}}"#),
-        Row("joined, every field", .joined(JoinedRoom(
-            room: "standup", you: alice, members: [bob],
-            media: MediaGrant(udpPort: 7878, credential: "00112233445566778899aabbccddeeff", ssrcs: ssrcs),
-            livenessTimeout: 12.5, host: 8, passwordProtected: true, openStage: true, encryption: "AES-256-GCM",
-            accountProblem: "this relay keeps no accounts", chatKept: true)),
+                + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"udpPort":7878},"members":[],"#
+                + #""openStage":false,"passwordProtected":false,"room":"standup","type":"joined","v":1,"#
+                + #""you":{"account":"alice","audioMuted":false,"id":7,"name":"alice","role":"broadcaster","#
+                + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"videoMuted":true}}"#),
+        Row(
+            "joined, every field",
+            .joined(
+                JoinedRoom(
+                    room: "standup", you: alice, members: [bob],
+                    media: MediaGrant(udpPort: 7878, credential: "00112233445566778899aabbccddeeff", ssrcs: ssrcs),
+                    livenessTimeout: 12.5, host: 8, passwordProtected: true, openStage: true, encryption: "AES-256-GCM",
+                    accountProblem: "this relay keeps no accounts", chatKept: true)),
             #"{"accountProblem":"this relay keeps no accounts","chatKept":true,"encryption":"AES-256-GCM","host":8,"#
-            + #""livenessTimeout":12.5,"media":{"credential":"00112233445566778899aabbccddeeff","#
-            + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"udpPort":7878},"#
-            + #""members":[{"audioMuted":true,"id":8,"name":"bob","role":"audience","ssrcs":{"audio":536870920,"#
-            + #""video":536870921,"videoLow":536870922},"videoMuted":false}],"openStage":true,"#
-            + #""passwordProtected":true,"room":"standup","type":"joined","v":1,"you":{"account":"alice","#
-            + #""audioMuted":false,"id":7,"name":"alice","role":"broadcaster","ssrcs":{"audio":268435460,"#
-            + #""video":268435461,"videoLow":268435462},"videoMuted":true}}"#),
-        Row("member-joined", .memberJoined(MemberJoined(member: bob)),
+                + #""livenessTimeout":12.5,"media":{"credential":"00112233445566778899aabbccddeeff","#
+                + #""ssrcs":{"audio":268435460,"video":268435461,"videoLow":268435462},"udpPort":7878},"#
+                + #""members":[{"audioMuted":true,"id":8,"name":"bob","role":"audience","ssrcs":{"audio":536870920,"#
+                + #""video":536870921,"videoLow":536870922},"videoMuted":false}],"openStage":true,"#
+                + #""passwordProtected":true,"room":"standup","type":"joined","v":1,"you":{"account":"alice","#
+                + #""audioMuted":false,"id":7,"name":"alice","role":"broadcaster","ssrcs":{"audio":268435460,"#
+                + #""video":268435461,"videoLow":268435462},"videoMuted":true}}"#),
+        Row(
+            "member-joined", .memberJoined(MemberJoined(member: bob)),
             #"{"member":{"audioMuted":true,"id":8,"name":"bob","role":"audience","ssrcs":{"audio":536870920,"#
-            + #""video":536870921,"videoLow":536870922},"videoMuted":false},"type":"member-joined","v":1}"#),
-        Row("member-left", .memberLeft(MemberLeft(id: 7, reason: .removed)),
+                + #""video":536870921,"videoLow":536870922},"videoMuted":false},"type":"member-joined","v":1}"#),
+        Row(
+            "member-left", .memberLeft(MemberLeft(id: 7, reason: .removed)),
             #"{"id":7,"reason":"removed","type":"member-left","v":1}"#),
-        Row("mute", .mute(MemberMute(id: 7, audio: true, video: false)),
+        Row(
+            "mute", .mute(MemberMute(id: 7, audio: true, video: false)),
             #"{"audio":true,"id":7,"type":"mute","v":1,"video":false}"#),
-        Row("chat, text",
+        Row(
+            "chat, text",
             .chat(ChatDelivery(seq: 3, from: 7, name: "alice", text: "a/b", time: 1_700_000_000_000, ref: "c1")),
             #"{"from":7,"name":"alice","ref":"c1","seq":3,"text":"a/b","time":1700000000000,"type":"chat","v":1}"#),
-        Row("chat, sealed", .chat(ChatDelivery(seq: 4, from: 8, name: "bob", text: "", time: 0, sealed: "c2VhbGVk")),
+        Row(
+            "chat, sealed", .chat(ChatDelivery(seq: 4, from: 8, name: "bob", text: "", time: 0, sealed: "c2VhbGVk")),
             #"{"from":8,"name":"bob","sealed":"c2VhbGVk","seq":4,"text":"","time":0,"type":"chat","v":1}"#),
-        Row("stats",
-            .stats(MemberStats(
-                id: 7, stats: SenderStats(width: 320, height: 180, fps: 15, videoKbps: 300.5, audioKbps: 32))),
+        Row(
+            "stats",
+            .stats(
+                MemberStats(
+                    id: 7, stats: SenderStats(width: 320, height: 180, fps: 15, videoKbps: 300.5, audioKbps: 32))),
             #"{"id":7,"stats":{"audioKbps":32,"fps":15,"height":180,"videoKbps":300.5,"width":320},"type":"stats","#
-            + #""v":1}"#),
-        Row("role", .role(MemberRoleChange(id: 7, role: .audience)),
+                + #""v":1}"#),
+        Row(
+            "role", .role(MemberRoleChange(id: 7, role: .audience)),
             #"{"id":7,"role":"audience","type":"role","v":1}"#),
-        Row("pong", .pong(KeepAlive(token: 42)),
+        Row(
+            "pong", .pong(KeepAlive(token: 42)),
             #"{"token":42,"type":"pong","v":1}"#),
-        Row("error", .error(SignalingError(.notJoined, "join a room first")),
+        Row(
+            "error", .error(SignalingError(.notJoined, "join a room first")),
             #"{"code":"not-joined","message":"join a room first","type":"error","v":1}"#),
-        Row("challenge", .challenge(AccessChallenge(nonce: "00ff")),
+        Row(
+            "challenge", .challenge(AccessChallenge(nonce: "00ff")),
             #"{"nonce":"00ff","type":"challenge","v":1}"#),
-        Row("host", .host(MemberRef(id: 8)),
+        Row(
+            "host", .host(MemberRef(id: 8)),
             #"{"id":8,"type":"host","v":1}"#),
-        Row("hand", .hand(MemberRef(id: 9)),
+        Row(
+            "hand", .hand(MemberRef(id: 9)),
             #"{"id":9,"type":"hand","v":1}"#),
-        Row("removed", .removed(Removal(by: "alice", message: "alice, the host, removed you from standup")),
+        Row(
+            "removed", .removed(Removal(by: "alice", message: "alice, the host, removed you from standup")),
             #"{"by":"alice","message":"alice, the host, removed you from standup","type":"removed","v":1}"#),
-        Row("chat-history", .chatHistory(ChatHistory(room: "standup", lines: [
-            ChatHistoryLine(kind: "message", from: "bob", text: "hi", time: 1),
-            ChatHistoryLine(kind: "call-joined", from: "carol (guest)", text: "", time: 2, members: 3),
-        ])),
+        Row(
+            "chat-history",
+            .chatHistory(
+                ChatHistory(
+                    room: "standup",
+                    lines: [
+                        ChatHistoryLine(kind: "message", from: "bob", text: "hi", time: 1),
+                        ChatHistoryLine(kind: "call-joined", from: "carol (guest)", text: "", time: 2, members: 3),
+                    ])),
             #"{"lines":[{"from":"bob","kind":"message","text":"hi","time":1},{"from":"carol (guest)","#
-            + #""kind":"call-joined","members":3,"text":"","time":2}],"room":"standup","type":"chat-history","#
-            + #""v":1}"#),
-        Row("video-layers", .videoLayers(VideoLayerDemand(active: [true, false, true])),
+                + #""kind":"call-joined","members":3,"text":"","time":2}],"room":"standup","type":"chat-history","#
+                + #""v":1}"#),
+        Row(
+            "video-layers", .videoLayers(VideoLayerDemand(active: [true, false, true])),
             #"{"active":[true,false,true],"type":"video-layers","v":1}"#),
-        Row("dominant-speaker", .dominantSpeaker(DominantSpeakerNotice(id: 7)),
+        Row(
+            "dominant-speaker", .dominantSpeaker(DominantSpeakerNotice(id: 7)),
             #"{"id":7,"type":"dominant-speaker","v":1}"#),
     ]
 
     static let requests: [Row<MessagingRequest>] = [
-        Row("login", .login(AccountCard(name: "alice", signingKey: "a2V5", agreementKey: "YWdy")),
+        Row(
+            "login", .login(AccountCard(name: "alice", signingKey: "a2V5", agreementKey: "YWdy")),
             #"{"agreementKey":"YWdy","name":"alice","signingKey":"a2V5","type":"login","v":1}"#),
-        Row("proof", .proof(LoginProof(signature: "c2ln")),
+        Row(
+            "proof", .proof(LoginProof(signature: "c2ln")),
             #"{"signature":"c2ln","type":"proof","v":1}"#),
-        Row("send, sender copy", .send(DirectMessageSend(id: "m1", to: "bob", sealed: "AQID", senderCopy: "BAUG")),
+        Row(
+            "send, sender copy", .send(DirectMessageSend(id: "m1", to: "bob", sealed: "AQID", senderCopy: "BAUG")),
             #"{"id":"m1","sealed":"AQID","senderCopy":"BAUG","to":"bob","type":"send","v":1}"#),
-        Row("send, no copy", .send(DirectMessageSend(id: "m2", to: "bob", sealed: "AQID")),
+        Row(
+            "send, no copy", .send(DirectMessageSend(id: "m2", to: "bob", sealed: "AQID")),
             #"{"id":"m2","sealed":"AQID","to":"bob","type":"send","v":1}"#),
-        Row("received", .received(DeliveryReceipt(sequences: [1, 2])),
+        Row(
+            "received", .received(DeliveryReceipt(sequences: [1, 2])),
             #"{"sequences":[1,2],"type":"received","v":1}"#),
-        Row("keys", .keys(AccountRef(name: "bob")),
+        Row(
+            "keys", .keys(AccountRef(name: "bob")),
             #"{"name":"bob","type":"keys","v":1}"#),
-        Row("presence", .presence(AccountRef(name: "carol")),
+        Row(
+            "presence", .presence(AccountRef(name: "carol")),
             #"{"name":"carol","type":"presence","v":1}"#),
-        Row("history, before", .history(HistoryQuery(peer: "bob", before: 9, limit: 20)),
+        Row(
+            "history, before", .history(HistoryQuery(peer: "bob", before: 9, limit: 20)),
             #"{"before":9,"limit":20,"peer":"bob","type":"history","v":1}"#),
-        Row("history, newest", .history(HistoryQuery(peer: "bob")),
+        Row(
+            "history, newest", .history(HistoryQuery(peer: "bob")),
             #"{"limit":50,"peer":"bob","type":"history","v":1}"#),
-        Row("read", .read(ReadMark(peer: "bob", through: 7)),
+        Row(
+            "read", .read(ReadMark(peer: "bob", through: 7)),
             #"{"peer":"bob","through":7,"type":"read","v":1}"#),
-        Row("join-channel", .joinChannel(ChannelRef(channel: "team")),
+        Row(
+            "join-channel", .joinChannel(ChannelRef(channel: "team")),
             #"{"channel":"team","type":"join-channel","v":1}"#),
-        Row("leave-channel", .leaveChannel(ChannelRef(channel: "team")),
+        Row(
+            "leave-channel", .leaveChannel(ChannelRef(channel: "team")),
             #"{"channel":"team","type":"leave-channel","v":1}"#),
-        Row("members", .members(ChannelRef(channel: "team")),
+        Row(
+            "members", .members(ChannelRef(channel: "team")),
             #"{"channel":"team","type":"members","v":1}"#),
-        Row("channel-post", .channelPost(ChannelPostSend(channel: "team", id: "p1", text: "hello")),
+        Row(
+            "channel-post", .channelPost(ChannelPostSend(channel: "team", id: "p1", text: "hello")),
             #"{"channel":"team","id":"p1","text":"hello","type":"channel-post","v":1}"#),
-        Row("channel-history", .channelHistory(ChannelHistoryQuery(channel: "team", before: 5, limit: 200)),
+        Row(
+            "channel-history", .channelHistory(ChannelHistoryQuery(channel: "team", before: 5, limit: 200)),
             #"{"before":5,"channel":"team","limit":200,"type":"channel-history","v":1}"#),
-        Row("channel-read", .channelRead(ChannelReadMark(channel: "team", through: 3)),
+        Row(
+            "channel-read", .channelRead(ChannelReadMark(channel: "team", through: 3)),
             #"{"channel":"team","through":3,"type":"channel-read","v":1}"#),
-        Row("conversations", .conversations(ConversationsQuery(limit: 50)),
+        Row(
+            "conversations", .conversations(ConversationsQuery(limit: 50)),
             #"{"limit":50,"type":"conversations","v":1}"#),
-        Row("watch", .watch(WatchList(names: ["bob", "carol"])),
+        Row(
+            "watch", .watch(WatchList(names: ["bob", "carol"])),
             #"{"names":["bob","carol"],"type":"watch","v":1}"#),
-        Row("ping", .ping(KeepAlive(token: 5)),
+        Row(
+            "ping", .ping(KeepAlive(token: 5)),
             #"{"token":5,"type":"ping","v":1}"#),
     ]
 
     static let events: [Row<MessagingEvent>] = [
-        Row("challenge", .challenge(LoginChallenge(nonce: "bm9uY2U=")),
+        Row(
+            "challenge", .challenge(LoginChallenge(nonce: "bm9uY2U=")),
             #"{"nonce":"bm9uY2U=","type":"challenge","v":1}"#),
-        Row("logged-in", .loggedIn(LoggedIn(name: "alice", created: true, waiting: 3)),
+        Row(
+            "logged-in", .loggedIn(LoggedIn(name: "alice", created: true, waiting: 3)),
             #"{"created":true,"name":"alice","type":"logged-in","v":1,"waiting":3}"#),
-        Row("stored", .stored(MessageStored(id: "m1", sequence: 4)),
+        Row(
+            "stored", .stored(MessageStored(id: "m1", sequence: 4)),
             #"{"id":"m1","sequence":4,"type":"stored","v":1}"#),
-        Row("message, live",
+        Row(
+            "message, live",
             .message(DirectMessageDelivery(sequence: 4, id: "m1", from: "alice", to: "bob", sealed: "AQID", sentAt: 1)),
             #"{"delivered":false,"from":"alice","id":"m1","read":false,"sealed":"AQID","sentAt":1,"sequence":4,"#
-            + #""to":"bob","type":"message","v":1}"#),
-        Row("message, history", .message(DirectMessageDelivery(
-            sequence: 5, id: "m2", from: "bob", to: "alice", sealed: "AQID", sentAt: 2, delivered: true, read: true,
-            senderCopy: "BAUG", inHistory: true)),
+                + #""to":"bob","type":"message","v":1}"#),
+        Row(
+            "message, history",
+            .message(
+                DirectMessageDelivery(
+                    sequence: 5, id: "m2", from: "bob", to: "alice", sealed: "AQID", sentAt: 2, delivered: true,
+                    read: true,
+                    senderCopy: "BAUG", inHistory: true)),
             #"{"delivered":true,"from":"bob","id":"m2","inHistory":true,"read":true,"sealed":"AQID","#
-            + #""senderCopy":"BAUG","sentAt":2,"sequence":5,"to":"alice","type":"message","v":1}"#),
-        Row("keys", .keys(AccountCard(name: "bob", signingKey: "a2V5", agreementKey: "YWdy")),
+                + #""senderCopy":"BAUG","sentAt":2,"sequence":5,"to":"alice","type":"message","v":1}"#),
+        Row(
+            "keys", .keys(AccountCard(name: "bob", signingKey: "a2V5", agreementKey: "YWdy")),
             #"{"agreementKey":"YWdy","name":"bob","signingKey":"a2V5","type":"keys","v":1}"#),
-        Row("presence, offline", .presence(PresenceAnswer(name: "bob", online: false, lastSeen: 1_700_000_000_000)),
+        Row(
+            "presence, offline", .presence(PresenceAnswer(name: "bob", online: false, lastSeen: 1_700_000_000_000)),
             #"{"lastSeen":1700000000000,"name":"bob","online":false,"type":"presence","v":1}"#),
-        Row("presence, in a call",
+        Row(
+            "presence, in a call",
             .presence(PresenceAnswer(name: "bob", online: true, lastSeen: nil, inCall: true, room: "standup")),
             #"{"inCall":true,"name":"bob","online":true,"room":"standup","type":"presence","v":1}"#),
-        Row("history-end", .historyEnd(HistoryEnd(peer: "bob", count: 2)),
+        Row(
+            "history-end", .historyEnd(HistoryEnd(peer: "bob", count: 2)),
             #"{"count":2,"peer":"bob","type":"history-end","v":1}"#),
-        Row("receipt", .receipt(MessageReceipt(by: "bob", sequences: [4, 5], read: true)),
+        Row(
+            "receipt", .receipt(MessageReceipt(by: "bob", sequences: [4, 5], read: true)),
             #"{"by":"bob","read":true,"sequences":[4,5],"type":"receipt","v":1}"#),
-        Row("channel-post", .channelPost(ChannelPostDelivery(
-            channel: "team", sequence: 8, id: "p1", from: "alice", kind: "joined", text: "", sentAt: 2, members: 3,
-            inHistory: true)),
+        Row(
+            "channel-post",
+            .channelPost(
+                ChannelPostDelivery(
+                    channel: "team", sequence: 8, id: "p1", from: "alice", kind: "joined", text: "", sentAt: 2,
+                    members: 3,
+                    inHistory: true)),
             #"{"channel":"team","from":"alice","id":"p1","inHistory":true,"kind":"joined","members":3,"sentAt":2,"#
-            + #""sequence":8,"text":"","type":"channel-post","v":1}"#),
-        Row("channel-stored", .channelStored(ChannelPostStored(channel: "team", id: "p1", sequence: 8)),
+                + #""sequence":8,"text":"","type":"channel-post","v":1}"#),
+        Row(
+            "channel-stored", .channelStored(ChannelPostStored(channel: "team", id: "p1", sequence: 8)),
             #"{"channel":"team","id":"p1","sequence":8,"type":"channel-stored","v":1}"#),
-        Row("members", .members(ChannelMembers(channel: "team", count: 2, names: ["alice", "bob"], member: true)),
+        Row(
+            "members", .members(ChannelMembers(channel: "team", count: 2, names: ["alice", "bob"], member: true)),
             #"{"channel":"team","count":2,"member":true,"names":["alice","bob"],"type":"members","v":1}"#),
-        Row("channel-history-end", .channelHistoryEnd(ChannelHistoryEnd(channel: "team", count: 0)),
+        Row(
+            "channel-history-end", .channelHistoryEnd(ChannelHistoryEnd(channel: "team", count: 0)),
             #"{"channel":"team","count":0,"type":"channel-history-end","v":1}"#),
-        Row("conversation", .conversation(ConversationLine(
-            kind: "direct", name: "bob", unread: 1, lastAt: 2,
-            lastMessage: DirectMessageDelivery(
-                sequence: 4, id: "m1", from: "bob", to: "alice", sealed: "AQID", sentAt: 2),
-            lastPost: ChannelPostDelivery(
-                channel: "team", sequence: 1, id: "p", from: "bob", kind: "message", text: "x", sentAt: 1))),
+        Row(
+            "conversation",
+            .conversation(
+                ConversationLine(
+                    kind: "direct", name: "bob", unread: 1, lastAt: 2,
+                    lastMessage: DirectMessageDelivery(
+                        sequence: 4, id: "m1", from: "bob", to: "alice", sealed: "AQID", sentAt: 2),
+                    lastPost: ChannelPostDelivery(
+                        channel: "team", sequence: 1, id: "p", from: "bob", kind: "message", text: "x", sentAt: 1))),
             #"{"kind":"direct","lastAt":2,"lastMessage":{"delivered":false,"from":"bob","id":"m1","read":false,"#
-            + #""sealed":"AQID","sentAt":2,"sequence":4,"to":"alice"},"lastPost":{"channel":"team","from":"bob","#
-            + #""id":"p","kind":"message","sentAt":1,"sequence":1,"text":"x"},"name":"bob","type":"conversation","#
-            + #""unread":1,"v":1}"#),
-        Row("conversations-end", .conversationsEnd(ConversationsEnd(count: 1)),
+                + #""sealed":"AQID","sentAt":2,"sequence":4,"to":"alice"},"lastPost":{"channel":"team","from":"bob","#
+                + #""id":"p","kind":"message","sentAt":1,"sequence":1,"text":"x"},"name":"bob","type":"conversation","#
+                + #""unread":1,"v":1}"#),
+        Row(
+            "conversations-end", .conversationsEnd(ConversationsEnd(count: 1)),
             #"{"count":1,"type":"conversations-end","v":1}"#),
-        Row("pong", .pong(KeepAlive(token: 5)),
+        Row(
+            "pong", .pong(KeepAlive(token: 5)),
             #"{"token":5,"type":"pong","v":1}"#),
-        Row("error", .error(SignalingError(.notAllowed, "no")),
+        Row(
+            "error", .error(SignalingError(.notAllowed, "no")),
             #"{"code":"not-allowed","message":"no","type":"error","v":1}"#),
     ]
 
     static let badClient: [Refusal<ClientMessage>] = [
-        Refusal("unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
+        Refusal(
+            "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow,"#
-            + #" remove or tiles"#),
-        Refusal("long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
+                + #" remove or tiles"#),
+        Refusal(
+            "long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
             #"unknown message type "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; expected join, leave, mute,"#
-            + #" chat, stats, ping, role, challenge, allow, remove or tiles"#),
-        Refusal("join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
+                + #" chat, stats, ping, role, challenge, allow, remove or tiles"#),
+        Refusal(
+            "join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
             #"join needs field "room""#),
-        Refusal("mute with nothing", #"{"v":1,"type":"mute"}"#, .badField,
+        Refusal(
+            "mute with nothing", #"{"v":1,"type":"mute"}"#, .badField,
             #"mute needs "audio" or "video" (true or false)"#),
-        Refusal("tiles too big", #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":9000,"height":1}]}"#, .badField,
+        Refusal(
+            "tiles too big", #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":9000,"height":1}]}"#, .badField,
             #"tiles[0] is 9000x1; sizes are 0 to 8192 pixels"#),
-        Refusal("chat too long", #"{"v":1,"type":"chat","text":"\#(String(repeating: "a", count: 2001))"}"#, .badField,
+        Refusal(
+            "chat too long", #"{"v":1,"type":"chat","text":"\#(String(repeating: "a", count: 2001))"}"#, .badField,
             #"chat "text" has 2001 characters; the limit is 2000"#),
-        Refusal("join bad layers", #"{"v":1,"type":"join","room":"r","name":"n","videoLayers":[]}"#, .badField,
+        Refusal(
+            "join bad layers", #"{"v":1,"type":"join","room":"r","name":"n","videoLayers":[]}"#, .badField,
             #"join "videoLayers" has 0 layers; a sender has 1 to 3"#),
-        Refusal("join bad kbps", #"{"v":1,"type":"join","room":"r","name":"n","videoKbps":0}"#, .badField,
+        Refusal(
+            "join bad kbps", #"{"v":1,"type":"join","room":"r","name":"n","videoKbps":0}"#, .badField,
             #"join field "videoKbps" is invalid: videoKbps 0 is outside 1…20000"#),
     ]
 
     static let badServer: [Refusal<ServerMessage>] = [
-        Refusal("unknown type", #"{"v":1,"type":"join"}"#, .unknownType,
+        Refusal(
+            "unknown type", #"{"v":1,"type":"join"}"#, .unknownType,
             #"unknown message type "join""#),
-        Refusal("member-left bad reason", #"{"v":1,"type":"member-left","id":1,"reason":"bored"}"#, .badField,
+        Refusal(
+            "member-left bad reason", #"{"v":1,"type":"member-left","id":1,"reason":"bored"}"#, .badField,
             #"member-left field "reason" is invalid: "bored" is not one of "quit", "timeout", "dropped", "removed""#),
-        Refusal("video-layers empty", #"{"v":1,"type":"video-layers","active":[]}"#, .badField,
+        Refusal(
+            "video-layers empty", #"{"v":1,"type":"video-layers","active":[]}"#, .badField,
             #"video-layers has 0 flags; a sender has 1 to 3 layers"#),
-        Refusal("error bad code", #"{"v":1,"type":"error","code":"oops","message":"m"}"#, .badField,
+        Refusal(
+            "error bad code", #"{"v":1,"type":"error","code":"oops","message":"m"}"#, .badField,
             #"error field "code" is invalid: "oops" is not one of "bad-json", "unknown-type", "unsupported-version","#
-            + #" "bad-field", "too-large", "not-joined", "already-joined", "bad-room-name", "bad-name","#
-            + #" "rate-limited", "not-allowed", "password-required", "wrong-password", "password-setup","#
-            + #" "name-taken", "encryption-mismatch", "limit-reached", "not-logged-in", "account-refused","#
-            + #" "unknown-account", "store-failed", "internal""#),
-        Refusal("pong missing token", #"{"v":1,"type":"pong"}"#, .badField,
+                + #" "bad-field", "too-large", "not-joined", "already-joined", "bad-room-name", "bad-name","#
+                + #" "rate-limited", "not-allowed", "password-required", "wrong-password", "password-setup","#
+                + #" "name-taken", "encryption-mismatch", "limit-reached", "not-logged-in", "account-refused","#
+                + #" "unknown-account", "store-failed", "internal""#),
+        Refusal(
+            "pong missing token", #"{"v":1,"type":"pong"}"#, .badField,
             #"pong needs field "token""#),
     ]
 
     static let badRequests: [Refusal<MessagingRequest>] = [
-        Refusal("unknown type", #"{"v":1,"type":"\#(String(repeating: "y", count: 50))"}"#, .unknownType,
+        Refusal(
+            "unknown type", #"{"v":1,"type":"\#(String(repeating: "y", count: 50))"}"#, .unknownType,
             #"unknown messaging type "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy""#),
-        Refusal("send too large",
+        Refusal(
+            "send too large",
             #"{"v":1,"type":"send","id":"a","to":"b","sealed":"\#(Data(count: 8193).base64EncodedString())"}"#,
             .tooLarge,
             #"the message is 8193 bytes sealed; the limit is 8192"#),
-        Refusal("send bad copy", #"{"v":1,"type":"send","id":"a","to":"b","sealed":"AQID","senderCopy":"!"}"#,
+        Refusal(
+            "send bad copy", #"{"v":1,"type":"send","id":"a","to":"b","sealed":"AQID","senderCopy":"!"}"#,
             .badField,
             #"send "senderCopy" must be base64 of at most 8192 bytes"#),
-        Refusal("send long id",
+        Refusal(
+            "send long id",
             #"{"v":1,"type":"send","id":"\#(String(repeating: "i", count: 65))","to":"b","sealed":"AQID"}"#, .badField,
             #"send "id" has 65 characters; it must have 1 to 64"#),
-        Refusal("received too many",
+        Refusal(
+            "received too many",
             #"{"v":1,"type":"received","sequences":[\#((0...200).map(String.init).joined(separator: ","))]}"#,
             .tooLarge,
             #"received lists 201 messages; at most 200"#),
-        Refusal("history limit", #"{"v":1,"type":"history","peer":"bob","limit":0}"#, .badField,
+        Refusal(
+            "history limit", #"{"v":1,"type":"history","peer":"bob","limit":0}"#, .badField,
             #"history "limit" must be 1 to 200, got 0"#),
-        Refusal("channel-post long id", #"{"v":1,"type":"channel-post","channel":"t","id":"","text":"x"}"#, .badField,
+        Refusal(
+            "channel-post long id", #"{"v":1,"type":"channel-post","channel":"t","id":"","text":"x"}"#, .badField,
             #"channel-post "id" has 0 characters; it must have 1 to 64"#),
-        Refusal("keys missing name", #"{"v":1,"type":"keys"}"#, .badField,
+        Refusal(
+            "keys missing name", #"{"v":1,"type":"keys"}"#, .badField,
             #"keys needs field "name""#),
     ]
 
     static let badEvents: [Refusal<MessagingEvent>] = [
-        Refusal("unknown type", #"{"v":1,"type":"login"}"#, .unknownType,
+        Refusal(
+            "unknown type", #"{"v":1,"type":"login"}"#, .unknownType,
             #"unknown messaging type "login""#),
-        Refusal("stored bad sequence", #"{"v":1,"type":"stored","id":"m","sequence":"4"}"#, .badField,
+        Refusal(
+            "stored bad sequence", #"{"v":1,"type":"stored","id":"m","sequence":"4"}"#, .badField,
             #"stored field "sequence" must be a whole number"#),
     ]
 

@@ -175,13 +175,13 @@ struct FuzzTests {
             guard time % 20 == 0 else { continue }
             let slot = buffer.nextSlot(at: ms(time))
             switch slot {
-            case let .packet(packet):
+            case .packet(let packet):
                 let index = Int(packet.sequenceNumber) - 1000
                 if let offered { #expect(index == offered) }
                 played.append(index)
                 offered = nil
                 counts["packet", default: 0] += 1
-            case let .missingNextAvailable(next):
+            case .missingNextAvailable(let next):
                 offered = Int(next.sequenceNumber) - 1000
                 counts["fec", default: 0] += 1
             case .missing:

@@ -33,16 +33,18 @@ struct HexTests {
         #expect(Hex.encode([0x10, 0x20, 0x30][1...]) == "2030")
     }
 
-    @Test("bad text is refused", arguments: [
-        ("odd number of digits", "abc"),
-        ("one digit", "a"),
-        ("not a hex letter", "0g"),
-        ("plus sign", "+f"),
-        ("minus sign", "-0"),
-        ("space", "0 1f"),
-        ("0x prefix", "0x1f"),
-        ("non-ASCII digit", "٠١"),
-    ])
+    @Test(
+        "bad text is refused",
+        arguments: [
+            ("odd number of digits", "abc"),
+            ("one digit", "a"),
+            ("not a hex letter", "0g"),
+            ("plus sign", "+f"),
+            ("minus sign", "-0"),
+            ("space", "0 1f"),
+            ("0x prefix", "0x1f"),
+            ("non-ASCII digit", "٠١"),
+        ])
     func refuses(_ label: String, _ text: String) {
         #expect(Hex.decode(text) == nil, "\(label)")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ParleyWire
 
 struct MessagingWireTests {
@@ -29,14 +30,18 @@ struct MessagingWireTests {
         .challenge(LoginChallenge(nonce: "n")),
         .loggedIn(LoggedIn(name: "alice", created: true, waiting: 3)),
         .stored(MessageStored(id: "m1", sequence: 4)),
-        .message(DirectMessageDelivery(sequence: 4, id: "m1", from: "alice", to: "bob", sealed: sealed, sentAt: 1,
-                                       delivered: true, read: false, senderCopy: nil, inHistory: true)),
+        .message(
+            DirectMessageDelivery(
+                sequence: 4, id: "m1", from: "alice", to: "bob", sealed: sealed, sentAt: 1,
+                delivered: true, read: false, senderCopy: nil, inHistory: true)),
         .keys(AccountCard(name: "bob", signingKey: "a", agreementKey: "b")),
         .presence(PresenceAnswer(name: "bob", online: false, lastSeen: 1_700_000_000_000)),
         .historyEnd(HistoryEnd(peer: "bob", count: 2)),
         .receipt(MessageReceipt(by: "bob", sequences: [4], read: true)),
-        .channelPost(ChannelPostDelivery(channel: "team", sequence: 8, id: "p1", from: "alice", kind: "joined", text: "",
-                                         sentAt: 2, members: 3)),
+        .channelPost(
+            ChannelPostDelivery(
+                channel: "team", sequence: 8, id: "p1", from: "alice", kind: "joined", text: "",
+                sentAt: 2, members: 3)),
         .channelStored(ChannelPostStored(channel: "team", id: "p1", sequence: 8)),
         .members(ChannelMembers(channel: "team", count: 2, names: ["alice", "bob"], member: true)),
         .channelHistoryEnd(ChannelHistoryEnd(channel: "team", count: 0)),
@@ -58,12 +63,16 @@ struct MessagingWireTests {
     static let refusals: [(text: String, code: SignalingErrorCode, says: String)] = [
         (#"{"v":1,"type":"channel-post","channel":"t","id":"","text":"x"}"#, .badField, "1 to 64"),
         (#"{"v":1,"type":"channel-post","channel":"t","id":"a","text":"  "}"#, .badField, "empty"),
-        (#"{"v":1,"type":"channel-post","channel":"t","id":"a","text":"\#(String(repeating: "x", count: 2001))"}"#,
-         .tooLarge, "the limit is 2000"),
+        (
+            #"{"v":1,"type":"channel-post","channel":"t","id":"a","text":"\#(String(repeating: "x", count: 2001))"}"#,
+            .tooLarge, "the limit is 2000"
+        ),
         (#"{"v":1,"type":"channel-history","channel":"t","limit":0}"#, .badField, "1 to 200"),
         (#"{"v":1,"type":"conversations","limit":201}"#, .badField, "1 to 200"),
-        (#"{"v":1,"type":"watch","names":[\#((0...200).map { "\"u\($0)\"" }.joined(separator: ","))]}"#,
-         .tooLarge, "at most 200"),
+        (
+            #"{"v":1,"type":"watch","names":[\#((0...200).map { "\"u\($0)\"" }.joined(separator: ","))]}"#,
+            .tooLarge, "at most 200"
+        ),
         (#"{"v":1,"type":"read","peer":"bob"}"#, .badField, "through"),
         (#"{"v":1,"type":"send","id":"a","to":"bob","sealed":"!!"}"#, .badField, "base64"),
         (#"{"v":1,"type":"shout"}"#, .unknownType, "shout"),

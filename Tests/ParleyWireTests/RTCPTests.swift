@@ -257,7 +257,7 @@ struct RTCPTests {
         block.cumulativeLost = -10_000_000
         let negative = RTCPPacket.receiverReport(ReceiverReport(ssrc: 1, reports: [block])).serialized()
         #expect(Array(negative[13..<16]) == bytes("80 00 00"))
-        guard case let .receiverReport(parsed) = try RTCPPacket.parseCompound(negative).first else {
+        guard case .receiverReport(let parsed) = try RTCPPacket.parseCompound(negative).first else {
             Issue.record("not an RR")
             return
         }

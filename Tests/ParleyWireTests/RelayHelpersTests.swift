@@ -5,7 +5,8 @@ struct RetransmissionBufferTests {
     @Test func expiredPacketsAreReleasedAndNewOnesKept() {
         var buffer = RetransmissionBuffer<[UInt8]>(retention: .milliseconds(500))
         for sequence in UInt16(0)..<100 {
-            buffer.store([UInt8(sequence & 0xFF)], ssrc: 7, sequenceNumber: sequence, at: .milliseconds(Int64(sequence) * 10))
+            buffer.store(
+                [UInt8(sequence & 0xFF)], ssrc: 7, sequenceNumber: sequence, at: .milliseconds(Int64(sequence) * 10))
         }
         #expect(buffer.storedPackets == 100)
         // At 1.2 s, packets stored before 0.7 s are past the window: 0…69 go, 70…99 stay.
@@ -54,15 +55,15 @@ struct KeyframeRequestThrottleTests {
     static func run(_ throttle: inout KeyframeRequestThrottle, _ steps: [Step]) {
         for (index, step) in steps.enumerated() {
             switch step {
-            case let .request(ssrc, time, expected):
+            case .request(let ssrc, let time, let expected):
                 let forwarded = throttle.shouldForward(mediaSSRC: ssrc, at: ms(time))
                 #expect(forwarded == expected, "step \(index): request for \(ssrc) at \(time) ms")
-            case let .due(time, expected):
+            case .due(let time, let expected):
                 let due = throttle.dueRequests(at: ms(time))
                 #expect(due == expected, "step \(index): due at \(time) ms")
-            case let .keyframeSent(ssrc):
+            case .keyframeSent(let ssrc):
                 throttle.keyframeSent(mediaSSRC: ssrc)
-            case let .remove(ssrc):
+            case .remove(let ssrc):
                 throttle.removeStream(ssrc: ssrc)
             }
         }

@@ -1,11 +1,14 @@
 import Testing
+
 @testable import ParleyWire
 
 @Suite("Audio levels and simulcast on the wire")
 struct SimulcastSignalingTests {
     @Test("an RFC 6464 level survives the packet and is read in place")
     func audioLevelRoundTrip() throws {
-        for (voice, dBFS, level) in [(true, -12.4, UInt8(12)), (false, -127.0, 127), (true, 3.0, 0), (false, -300, 127)] {
+        for (voice, dBFS, level) in [
+            (true, -12.4, UInt8(12)), (false, -127.0, 127), (true, 3.0, 0), (false, -300, 127),
+        ] {
             let indication = AudioLevelIndication(voiceActivity: voice, dBFS: dBFS)
             #expect(indication.level == level && indication.voiceActivity == voice)
             var packet = RTPPacket(
@@ -25,13 +28,15 @@ struct SimulcastSignalingTests {
         }
     }
 
-    @Test("packets without a level, or with a malformed one, give none", arguments: [
-        ("no extension", [0x80, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 9]),
-        ("another profile", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0x10, 0x00, 0, 1, 0x10, 0x85, 0, 0, 9]),
-        ("another id", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0x20, 0x85, 0, 0, 9]),
-        ("level of two bytes", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0x11, 0x85, 0, 0, 9]),
-        ("element past the end", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0, 0, 0, 0x1F, 9]),
-    ] as [(String, [UInt8])])
+    @Test(
+        "packets without a level, or with a malformed one, give none",
+        arguments: [
+            ("no extension", [0x80, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 9]),
+            ("another profile", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0x10, 0x00, 0, 1, 0x10, 0x85, 0, 0, 9]),
+            ("another id", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0x20, 0x85, 0, 0, 9]),
+            ("level of two bytes", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0x11, 0x85, 0, 0, 9]),
+            ("element past the end", [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 1, 0, 0, 0, 0x1F, 9]),
+        ] as [(String, [UInt8])])
     func noLevel(name: String, bytes: [UInt8]) throws {
         let level = try bytes.withUnsafeBytes { raw in
             AudioLevelIndication(packet: raw, header: try RTPHeaderView(parsing: raw))
@@ -41,8 +46,10 @@ struct SimulcastSignalingTests {
 
     @Test("a level after padding and another element is found")
     func levelAfterOtherElements() throws {
-        let bytes: [UInt8] = [0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 2,
-                              0x31, 0xAA, 0xBB, 0x00, 0x10, 0x9E, 0, 0, 9]
+        let bytes: [UInt8] = [
+            0x90, 111, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0xBE, 0xDE, 0, 2,
+            0x31, 0xAA, 0xBB, 0x00, 0x10, 0x9E, 0, 0, 9,
+        ]
         let level = try bytes.withUnsafeBytes { raw in
             AudioLevelIndication(packet: raw, header: try RTPHeaderView(parsing: raw))
         }
@@ -51,29 +58,55 @@ struct SimulcastSignalingTests {
 
     @Test("simulcast messages round-trip")
     func roundTrips() throws {
-        let tiles = ClientMessage.tiles(TileReport(tiles: [TileSize(id: 7, width: 133, height: 100),
-                                                           TileSize(id: 9, width: 0, height: 0)]))
+        let tiles = ClientMessage.tiles(
+            TileReport(tiles: [
+                TileSize(id: 7, width: 133, height: 100),
+                TileSize(id: 9, width: 0, height: 0),
+            ]))
         #expect(try ClientMessage.decode(tiles.encoded()) == tiles)
-        for message in [ServerMessage.videoLayers(VideoLayerDemand(active: [false, true, false])),
-                        .dominantSpeaker(DominantSpeakerNotice(id: 12))] {
+        for message in [
+            ServerMessage.videoLayers(VideoLayerDemand(active: [false, true, false])),
+            .dominantSpeaker(DominantSpeakerNotice(id: 12)),
+        ] {
             #expect(try ServerMessage.decode(message.encoded()) == message)
         }
-        let join = JoinRequest(room: "standup", name: "alice", videoLayers: [
-            VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
-        ])
+        let join = JoinRequest(
+            room: "standup", name: "alice",
+            videoLayers: [
+                VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
+            ])
         #expect(try ClientMessage.decode(ClientMessage.join(join).encoded()) == .join(join))
     }
 
-    @Test("bad simulcast messages are refused with what is wrong", arguments: [
-        (#"{"v":1,"type":"tiles","tiles":[{"id":1,"width":-4,"height":3}]}"#, "tiles[0] is -4x3; sizes are 0 to 8192 pixels"),
-        (#"{"v":1,"type":"tiles","tiles":[{"id":1,"width":9000,"height":3}]}"#, "tiles[0] is 9000x3; sizes are 0 to 8192 pixels"),
-        (#"{"v":1,"type":"tiles","tiles":[{"id":1,"width":1,"height":3},{"id":1,"width":1,"height":3}]}"#, "tiles names a peer twice"),
-        (#"{"v":1,"type":"tiles"}"#, "tiles needs field \"tiles\""),
-        (#"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[]}"#, "join \"videoLayers\" has 0 layers; a sender has 1 to 3"),
-        (#"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[{"width":1920,"height":1080}]}"#, "join \"videoLayers\"[0] is 1920x1080; a layer is 2x2 to 1280x720"),
-        (#"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[{"width":320,"height":180},{"width":640,"height":360}]}"#,
-         "join \"videoLayers\"[1] is 640x360, not smaller than the layer before it (320x180); list the largest layer first"),
-    ])
+    @Test(
+        "bad simulcast messages are refused with what is wrong",
+        arguments: [
+            (
+                #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":-4,"height":3}]}"#,
+                "tiles[0] is -4x3; sizes are 0 to 8192 pixels"
+            ),
+            (
+                #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":9000,"height":3}]}"#,
+                "tiles[0] is 9000x3; sizes are 0 to 8192 pixels"
+            ),
+            (
+                #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":1,"height":3},{"id":1,"width":1,"height":3}]}"#,
+                "tiles names a peer twice"
+            ),
+            (#"{"v":1,"type":"tiles"}"#, "tiles needs field \"tiles\""),
+            (
+                #"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[]}"#,
+                "join \"videoLayers\" has 0 layers; a sender has 1 to 3"
+            ),
+            (
+                #"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[{"width":1920,"height":1080}]}"#,
+                "join \"videoLayers\"[0] is 1920x1080; a layer is 2x2 to 1280x720"
+            ),
+            (
+                #"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[{"width":320,"height":180},{"width":640,"height":360}]}"#,
+                "join \"videoLayers\"[1] is 640x360, not smaller than the layer before it (320x180); list the largest layer first"
+            ),
+        ])
     func refused(text: String, message: String) {
         #expect {
             try ClientMessage.decode(text)

@@ -9,7 +9,8 @@ import Glibc
 /// The GNU-only batch socket calls and CPU affinity, which Swift's Glibc module does not import (they need
 /// _GNU_SOURCE): looked up in the C library at run time, with `mmsghdr` declared below with the same layout.
 enum BatchIO {
-    typealias Receive = @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<timespec>?)
+    typealias Receive =
+        @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<timespec>?)
         -> Int32
     typealias Send = @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32) -> Int32
     typealias Affinity = @convention(c) (Int32, Int, UnsafeRawPointer?) -> Int32
@@ -32,13 +33,17 @@ enum BatchIO {
     /// The calling thread's kernel id (for /proc/self/task/ID).
     static func threadID() -> Int32 { threadIDFunction() }
 
-    static func recvmmsg(_ descriptor: Int32, _ headers: UnsafeMutablePointer<MultiMessageHeader>, _ count: UInt32,
-                         _ flags: Int32, _ timeout: UnsafeMutablePointer<timespec>?) -> Int32 {
+    static func recvmmsg(
+        _ descriptor: Int32, _ headers: UnsafeMutablePointer<MultiMessageHeader>, _ count: UInt32,
+        _ flags: Int32, _ timeout: UnsafeMutablePointer<timespec>?
+    ) -> Int32 {
         receiveFunction(descriptor, UnsafeMutableRawPointer(headers), count, flags, timeout)
     }
 
-    static func sendmmsg(_ descriptor: Int32, _ headers: UnsafeMutablePointer<MultiMessageHeader>, _ count: UInt32,
-                         _ flags: Int32) -> Int32 {
+    static func sendmmsg(
+        _ descriptor: Int32, _ headers: UnsafeMutablePointer<MultiMessageHeader>, _ count: UInt32,
+        _ flags: Int32
+    ) -> Int32 {
         sendFunction(descriptor, UnsafeMutableRawPointer(headers), count, flags)
     }
 

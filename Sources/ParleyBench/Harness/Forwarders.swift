@@ -27,8 +27,11 @@ final class RelayProcess: MeasuredForwarder {
     init(executable: String, cpu: Int?, extraArguments: [String] = []) throws {
         // Its light clients speak plain WebSocket: this measures forwarding, not TLS.
         // Each light sender sends far more than one member's media allowance: the cap is off for this measurement.
-        let serve = [executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure",
-                     "--max-member-kbps", "0", "--max-connections-per-address", "100000"] + extraArguments
+        let serve =
+            [
+                executable, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning", "--insecure",
+                "--max-member-kbps", "0", "--max-connections-per-address", "100000",
+            ] + extraArguments
         if let cpu, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
             process.arguments = ["-c", "\(cpu)"] + serve
@@ -57,7 +60,7 @@ final class RelayProcess: MeasuredForwarder {
             return Int(text[range.upperBound...].prefix { $0.isNumber })
         }
         guard text.contains("listening"), let signaling = number(after: "127.0.0.1:"),
-              let media = number(after: "media udp ")
+            let media = number(after: "media udp ")
         else {
             process.terminate()
             throw RelayBenchError.relayDidNotStart("expected a \"listening\" line, got \"\(text)\"")
@@ -180,13 +183,15 @@ final class RawForwarder: MeasuredForwarder, @unchecked Sendable {
                 let source = UInt16(bigEndian: names[index].sin_port)
                 guard let room = roomOfPort[source] else { continue }
                 for member in roomMembers[room] where UInt16(bigEndian: destinations[member].sin_port) != source {
-                    outVectors[out] = iovec(iov_base: receive.vectors[index].iov_base,
-                                            iov_len: Int(receive.headers[index].msg_len))
+                    outVectors[out] = iovec(
+                        iov_base: receive.vectors[index].iov_base,
+                        iov_len: Int(receive.headers[index].msg_len))
                     outHeaders[out] = MultiMessageHeader(
-                        msg_hdr: msghdr(msg_name: UnsafeMutableRawPointer(destinations + member),
-                                        msg_namelen: socklen_t(MemoryLayout<sockaddr_in>.size),
-                                        msg_iov: outVectors + out, msg_iovlen: 1, msg_control: nil,
-                                        msg_controllen: 0, msg_flags: 0),
+                        msg_hdr: msghdr(
+                            msg_name: UnsafeMutableRawPointer(destinations + member),
+                            msg_namelen: socklen_t(MemoryLayout<sockaddr_in>.size),
+                            msg_iov: outVectors + out, msg_iovlen: 1, msg_control: nil,
+                            msg_controllen: 0, msg_flags: 0),
                         msg_len: 0)
                     out += 1
                 }

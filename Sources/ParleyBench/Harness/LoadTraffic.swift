@@ -89,7 +89,7 @@ final class MediaSocket: @unchecked Sendable {
                 guard poller.revents & Int16(POLLIN) != 0 else { continue }
                 let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
                 guard count > 0, Bind.isBindPacket(Array(buffer[0..<count])),
-                      let ack = try? BindAcknowledgement(parsing: Array(buffer[0..<count]))
+                    let ack = try? BindAcknowledgement(parsing: Array(buffer[0..<count]))
                 else { continue }
                 guard ack.status == .bound else { throw RelayBenchError.bindFailed("relay answered \(ack.status)") }
                 return
@@ -115,8 +115,9 @@ final class LoadCounters: Sendable {
     }
 
     func snapshot() -> Snapshot {
-        Snapshot(sent: sent.load(ordering: .relaxed), expected: expected.load(ordering: .relaxed),
-                 received: received.load(ordering: .relaxed), receivedBytes: receivedBytes.load(ordering: .relaxed))
+        Snapshot(
+            sent: sent.load(ordering: .relaxed), expected: expected.load(ordering: .relaxed),
+            received: received.load(ordering: .relaxed), receivedBytes: receivedBytes.load(ordering: .relaxed))
     }
 }
 
@@ -129,8 +130,9 @@ final class DatagramBatch {
     let headers: UnsafeMutablePointer<MultiMessageHeader>
 
     init(count: Int, size: Int) {
-        precondition(MemoryLayout<MultiMessageHeader>.stride == MemoryLayout<msghdr>.stride + 8,
-                     "MultiMessageHeader must have the C layout of struct mmsghdr")
+        precondition(
+            MemoryLayout<MultiMessageHeader>.stride == MemoryLayout<msghdr>.stride + 8,
+            "MultiMessageHeader must have the C layout of struct mmsghdr")
         self.count = count
         self.size = size
         storage = .allocate(byteCount: count * size, alignment: 16)
@@ -140,8 +142,9 @@ final class DatagramBatch {
         for index in 0..<count {
             vectors[index] = iovec(iov_base: storage + index * size, iov_len: size)
             headers[index] = MultiMessageHeader(
-                msg_hdr: msghdr(msg_name: nil, msg_namelen: 0, msg_iov: vectors + index, msg_iovlen: 1,
-                                msg_control: nil, msg_controllen: 0, msg_flags: 0),
+                msg_hdr: msghdr(
+                    msg_name: nil, msg_namelen: 0, msg_iov: vectors + index, msg_iovlen: 1,
+                    msg_control: nil, msg_controllen: 0, msg_flags: 0),
                 msg_len: 0)
         }
     }
@@ -203,14 +206,18 @@ final class LoadGenerator: @unchecked Sendable {
     private func run() {
         let batchSize = 64
         let video = RTPPacket(
-            header: RTPHeader(marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: 0, timestamp: 0,
-                              ssrc: 0),
-            payload: [0x90, 0x80, 0x80, 0x00, 0x31] + [UInt8](repeating: 0x5A, count: Self.videoSize - 12 - 5))
-            .serialized()
+            header: RTPHeader(
+                marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: 0, timestamp: 0,
+                ssrc: 0),
+            payload: [0x90, 0x80, 0x80, 0x00, 0x31] + [UInt8](repeating: 0x5A, count: Self.videoSize - 12 - 5)
+        )
+        .serialized()
         let audio = RTPPacket(
-            header: RTPHeader(marker: false, payloadType: MediaPayloadType.opus, sequenceNumber: 0, timestamp: 0,
-                              ssrc: 0),
-            payload: [0x78] + [UInt8](repeating: 0x33, count: Self.audioSize - 12 - 1)).serialized()
+            header: RTPHeader(
+                marker: false, payloadType: MediaPayloadType.opus, sequenceNumber: 0, timestamp: 0,
+                ssrc: 0),
+            payload: [0x78] + [UInt8](repeating: 0x33, count: Self.audioSize - 12 - 1)
+        ).serialized()
         var streams = members.map { _ in Stream(batch: DatagramBatch(count: batchSize, size: Self.videoSize)) }
         let clock = ContinuousClock()
         let start = clock.now
@@ -227,8 +234,10 @@ final class LoadGenerator: @unchecked Sendable {
                 while streams[slot].sent < due {
                     let count = min(batchSize, due - streams[slot].sent)
                     fill(&streams[slot], count: count, member: member, video: video, audio: audio)
-                    let done = Int(BatchIO.sendmmsg(member.media.descriptor, streams[slot].batch.headers, UInt32(count),
-                                            Int32(MSG_DONTWAIT)))
+                    let done = Int(
+                        BatchIO.sendmmsg(
+                            member.media.descriptor, streams[slot].batch.headers, UInt32(count),
+                            Int32(MSG_DONTWAIT)))
                     if done <= 0 { break }
                     streams[slot].sent += done
                     counters.sent.add(done, ordering: .relaxed)
@@ -330,8 +339,10 @@ final class LoadReceiver: @unchecked Sendable {
             guard poll(&pollers, nfds_t(pollers.count), 50) > 0 else { continue }
             for index in pollers.indices where pollers[index].revents & Int16(POLLIN) != 0 {
                 while true {
-                    let count = Int(BatchIO.recvmmsg(pollers[index].fd, batch.headers, UInt32(batch.count),
-                                             Int32(MSG_DONTWAIT), nil))
+                    let count = Int(
+                        BatchIO.recvmmsg(
+                            pollers[index].fd, batch.headers, UInt32(batch.count),
+                            Int32(MSG_DONTWAIT), nil))
                     guard count > 0 else { break }
                     var packets = 0
                     var bytes = 0

@@ -110,10 +110,12 @@ final class CallSession {
     /// Ids of direct messages sent from the chat pane (their echoes are already shown).
     private var sentDirect: Set<String> = []
 
-    init(configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
-         cells: PictureCells = .halfBlocks, pixels: Bool = false,
-         drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
-         notices: [String] = [], messaging: MessagingAccount? = nil) throws {
+    init(
+        configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
+        cells: PictureCells = .halfBlocks, pixels: Bool = false,
+        drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
+        notices: [String] = [], messaging: MessagingAccount? = nil
+    ) throws {
         messages = messaging.map { MessagesSession(account: $0) }
         account = messaging?.identity.name
         statisticsFile = statisticsPath.map(CallStatisticsFile.init(path:))
@@ -124,8 +126,11 @@ final class CallSession {
             microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
             settings: settings)
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
-        state.inviteLink = MeetingLink(server: configuration.server, room: configuration.room,
-                                       insecure: configuration.insecureTransport).description
+        state.inviteLink =
+            MeetingLink(
+                server: configuration.server, room: configuration.room,
+                insecure: configuration.insecureTransport
+            ).description
         screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells, pixels: pixels)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
@@ -187,7 +192,8 @@ final class CallSession {
         }
         if messagesAsked {
             guard messages != nil else {
-                _ = reduce(&state, .event(.notice("Messages need an account: run parley login NAME --server HOST:PORT")))
+                _ = reduce(
+                    &state, .event(.notice("Messages need an account: run parley login NAME --server HOST:PORT")))
                 return .running
             }
             mustDraw = true
@@ -196,13 +202,16 @@ final class CallSession {
         let changes = state.takeChanges()
         if changes.contains(.tiles) {
             // The engine sends only a changed report, at most four a second.
-            engine.reportTiles(RoomScreen.drawnSizes(state: state, layout: state.currentLayout,
-                                                     cells: screen.pictureCells, pixels: terminal.pixelCanvas))
+            engine.reportTiles(
+                RoomScreen.drawnSizes(
+                    state: state, layout: state.currentLayout,
+                    cells: screen.pictureCells, pixels: terminal.pixelCanvas))
         }
         let framesChanged = frames.hasNewFrames
         guard draws else { return .running }
         if mustDraw || (!changes.isEmpty && at - lastDraw >= frameInterval)
-            || (framesChanged && at - lastDraw >= frameInterval) {
+            || (framesChanged && at - lastDraw >= frameInterval)
+        {
             draw(terminal: terminal, size: size, at: at)
         }
         return .running
@@ -225,8 +234,12 @@ final class CallSession {
         if !graphemeLimitTold, GraphemeTable.shared.overflows > 0 {
             graphemeLimitTold = true
             let limit = GraphemeTable.shared.limit
-            _ = reduce(&state, .event(.notice(
-                "Screen: the grapheme table's limit of \(limit) clusters is reached; new ones show as \u{FFFD}")))
+            _ = reduce(
+                &state,
+                .event(
+                    .notice(
+                        "Screen: the grapheme table's limit of \(limit) clusters is reached; new ones show as \u{FFFD}")
+                ))
         }
         terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)
         lastDraw = at
@@ -253,8 +266,11 @@ final class CallSession {
 
     private func openDirect(_ peer: String) {
         guard let messages else {
-            _ = reduce(&state, .event(.directProblem(
-                "Direct messages need an account: run parley login NAME --server HOST:PORT (then join again)")))
+            _ = reduce(
+                &state,
+                .event(
+                    .directProblem(
+                        "Direct messages need an account: run parley login NAME --server HOST:PORT (then join again)")))
             return
         }
         messages.perform(.open(ConversationKey(.direct, peer)))
@@ -275,9 +291,14 @@ final class CallSession {
         for update in messages.takeUpdates() {
             switch update {
             case .history(let key, let lines, older: false) where key.kind == .direct:
-                events.append(.directConversation(peer: key.name, lines.reversed().map { line in
-                    ChatEntry(sender: line.from, text: line.text, time: .zero, kind: line.from == account ? .own : .chat)
-                }))
+                events.append(
+                    .directConversation(
+                        peer: key.name,
+                        lines.reversed().map { line in
+                            ChatEntry(
+                                sender: line.from, text: line.text, time: .zero,
+                                kind: line.from == account ? .own : .chat)
+                        }))
             case .arrived(let key, let line) where key.kind == .direct:
                 guard !sentDirect.contains(line.id) else { continue }
                 events.append(.directMessage(peer: key.name, sender: line.from, text: line.text))

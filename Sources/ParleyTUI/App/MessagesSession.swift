@@ -80,8 +80,10 @@ final class MessagesSession: Sendable {
     /// Seconds to wait before the next login attempt after `failures` in a row: 1, 2, 4, … at most 30.
     static func retryDelay(after failures: Int) -> Int { min(30, 1 << min(5, max(0, failures - 1))) }
 
-    private static func run(_ account: MessagingAccount, stream: AsyncStream<Work>,
-                            continuation: AsyncStream<Work>.Continuation, shared: Shared) async {
+    private static func run(
+        _ account: MessagingAccount, stream: AsyncStream<Work>,
+        continuation: AsyncStream<Work>.Continuation, shared: Shared
+    ) async {
         let me = account.identity.name
         var iterator = stream.makeAsyncIterator()
         var generation = 0
@@ -108,7 +110,8 @@ final class MessagesSession: Sendable {
             } catch {
                 failures += 1
                 let delay = retryDelay(after: failures)
-                shared.push(.disconnected("Cannot log in to \(account.server) as \(me): \(error); trying again in \(delay) s"))
+                shared.push(
+                    .disconnected("Cannot log in to \(account.server) as \(me): \(error); trying again in \(delay) s"))
                 // Actions wait in the stream until a connection is back (a sent message goes then, same id).
                 try? await Task.sleep(for: .seconds(delay))
                 continue
@@ -155,8 +158,10 @@ final class MessagesSession: Sendable {
                 case .event(.receipt(let receipt), _):
                     shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
                 case .event(.presence(let presence), _):
-                    shared.push(.presence(name: presence.name, online: presence.online,
-                                          call: presence.inCall == true ? presence.state : nil))
+                    shared.push(
+                        .presence(
+                            name: presence.name, online: presence.online,
+                            call: presence.inCall == true ? presence.state : nil))
                 case .event:
                     break
                 case .action(let action):
@@ -182,14 +187,17 @@ final class MessagesSession: Sendable {
     }
 
     private static func refreshList(_ client: MessagingClient, me: String, shared: Shared)
-        async throws {
+        async throws
+    {
         let list = try await client.conversations(limit: MessagesState.listLimit)
-        shared.push(.conversations(list.map { conversation in
-            ConversationEntry(
-                key: ConversationKey(conversation.kind == .channel ? .channel : .direct, conversation.name),
-                unread: conversation.unread, lastAt: conversation.lastAt, lastFrom: conversation.lastFrom,
-                lastText: conversation.lastText)
-        }))
+        shared.push(
+            .conversations(
+                list.map { conversation in
+                    ConversationEntry(
+                        key: ConversationKey(conversation.kind == .channel ? .channel : .direct, conversation.name),
+                        unread: conversation.unread, lastAt: conversation.lastAt, lastFrom: conversation.lastFrom,
+                        lastText: conversation.lastText)
+                }))
         let names = shared.watched.withLock { watched in
             watched.formUnion(list.filter { $0.kind == .direct }.map(\.name))
             return Array(watched.prefix(maxWatchedNames))
@@ -197,8 +205,10 @@ final class MessagesSession: Sendable {
         client.watch(names)
     }
 
-    private static func perform(_ action: MessagesAction, _ client: MessagingClient, me: String,
-                                shared: Shared) async {
+    private static func perform(
+        _ action: MessagesAction, _ client: MessagingClient, me: String,
+        shared: Shared
+    ) async {
         do {
             switch action {
             case .sendDirect(let id, let to, let text):
@@ -206,16 +216,20 @@ final class MessagesSession: Sendable {
                     let stored = try await client.send(text, to: to, id: id)
                     shared.push(.stored(id: id, sequence: stored.sequence))
                 } catch {
-                    shared.push(client.isConnected ? .failed(id: id, reason: "\(error)")
-                                : .notice("The connection broke: the message goes when it is back"))
+                    shared.push(
+                        client.isConnected
+                            ? .failed(id: id, reason: "\(error)")
+                            : .notice("The connection broke: the message goes when it is back"))
                 }
             case .post(let id, let channel, let text):
                 do {
                     let stored = try await client.post(text, in: channel, id: id)
                     shared.push(.stored(id: id, sequence: stored.sequence))
                 } catch {
-                    shared.push(client.isConnected ? .failed(id: id, reason: "\(error)")
-                                : .notice("The connection broke: the message goes when it is back"))
+                    shared.push(
+                        client.isConnected
+                            ? .failed(id: id, reason: "\(error)")
+                            : .notice("The connection broke: the message goes when it is back"))
                 }
             case .open(let key):
                 try await load(key, before: nil, client, me: me, shared: shared)
@@ -244,8 +258,10 @@ final class MessagesSession: Sendable {
     }
 
     /// Loads a page of a conversation and marks it read.
-    private static func load(_ key: ConversationKey, before: Int64?, _ client: MessagingClient, me: String,
-                             shared: Shared) async throws {
+    private static func load(
+        _ key: ConversationKey, before: Int64?, _ client: MessagingClient, me: String,
+        shared: Shared
+    ) async throws {
         switch key.kind {
         case .direct:
             let page = try await client.history(with: key.name, before: before, limit: maxHistoryPage)
@@ -268,14 +284,16 @@ final class MessagesSession: Sendable {
     }
 
     static func line(_ message: ReceivedMessage, me: String) -> MessageLine {
-        MessageLine(sequence: message.sequence, id: message.id, from: message.from, text: message.text,
-                    sentAt: message.sentAt,
-                    progress: message.from == me ? (message.read ? .read : message.delivered ? .delivered : .stored) : nil)
+        MessageLine(
+            sequence: message.sequence, id: message.id, from: message.from, text: message.text,
+            sentAt: message.sentAt,
+            progress: message.from == me ? (message.read ? .read : message.delivered ? .delivered : .stored) : nil)
     }
 
     static func line(_ post: ChannelPostDelivery) -> MessageLine {
-        MessageLine(sequence: post.sequence, id: post.id, from: post.from,
-                    text: post.kind == "message" ? post.text : MessagingClient.text(of: post), sentAt: post.sentAt,
-                    isActivity: post.kind != "message")
+        MessageLine(
+            sequence: post.sequence, id: post.id, from: post.from,
+            text: post.kind == "message" ? post.text : MessagingClient.text(of: post), sentAt: post.sentAt,
+            isActivity: post.kind != "message")
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import ParleyEngine
-import ParleySecurity
 import ParleyRoom
+import ParleySecurity
 
 /// Everything the terminal front end needs to start: what to prefill, whether to join at once, devices, keys.
 public struct AppOptions: Sendable {
@@ -50,12 +50,14 @@ public struct AppOptions: Sendable {
     public var picture: PictureMode = .auto
 
     /// Options with call defaults.
-    public init(directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
-                videoSources: [VideoSourceChoice] = [.synthetic], audioSource: AudioSourceChoice = .synthetic,
-                audioSink: AudioSinkChoice = .none, echoCancellation: Bool = true,
-                devices: MediaDevices = .system, roomSettings: RoomSettings = RoomSettings(),
-                returnToLobby: Bool = true, drawRate: Int = 30, standardErrorPath: String? = nil,
-                statisticsPath: String? = nil, logger: Logger = Logger(label: "parley.engine")) {
+    public init(
+        directJoin: JoinSettings? = nil, lobby: LobbyState = LobbyState(),
+        videoSources: [VideoSourceChoice] = [.synthetic], audioSource: AudioSourceChoice = .synthetic,
+        audioSink: AudioSinkChoice = .none, echoCancellation: Bool = true,
+        devices: MediaDevices = .system, roomSettings: RoomSettings = RoomSettings(),
+        returnToLobby: Bool = true, drawRate: Int = 30, standardErrorPath: String? = nil,
+        statisticsPath: String? = nil, logger: Logger = Logger(label: "parley.engine")
+    ) {
         self.directJoin = directJoin
         self.lobby = lobby
         self.videoSources = videoSources
@@ -144,7 +146,8 @@ public enum TerminalApp {
                     if let account = options.messaging {
                         lastMessagesDraw = nil
                         terminal.invalidate()
-                        mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
+                        mode = .messages(
+                            MessagesState(account: account.identity.name), MessagesSession(account: account))
                     } else {
                         lobby.fail(options.messagingProblem)
                     }
@@ -266,8 +269,9 @@ public enum TerminalApp {
                     guard let account = options.messaging else { break }
                     lastMessagesDraw = nil
                     terminal.invalidate()
-                    mode = .callMessages(session, MessagesState(account: account.identity.name),
-                                         MessagesSession(account: account))
+                    mode = .callMessages(
+                        session, MessagesState(account: account.identity.name),
+                        MessagesSession(account: account))
                 case .left(let note), .failed(let note):
                     session.close()
                     endedCall = note
@@ -299,8 +303,10 @@ public enum TerminalApp {
     }
 
     /// One turn of the messages screen over a call: the call keeps running (undrawn), Esc goes back to it.
-    private static func stepCallMessages(_ call: CallSession, _ state: inout MessagesState, _ session: MessagesSession,
-                                         terminal: Terminal, lastDraw: inout Screen?) -> CallMessagesStep {
+    private static func stepCallMessages(
+        _ call: CallSession, _ state: inout MessagesState, _ session: MessagesSession,
+        terminal: Terminal, lastDraw: inout Screen?
+    ) -> CallMessagesStep {
         for update in session.takeUpdates() {
             if let action = apply(&state, update) { session.perform(action) }
         }

@@ -16,8 +16,10 @@ enum ChatPaneView {
         FieldWindow(text: input.text, cursor: input.cursor, width: max(1, width - promptWidth))
     }
 
-    static func draw(state: RoomState, layout: RoomScreenLayout, into screen: inout Screen, theme: Theme,
-                     wrapped: inout ChatPaneLines) {
+    static func draw(
+        state: RoomState, layout: RoomScreenLayout, into screen: inout Screen, theme: Theme,
+        wrapped: inout ChatPaneLines
+    ) {
         guard let pane = layout.chatPane, let lines = layout.chatLines, let placement = layout.chatPlacement else {
             return
         }
@@ -59,8 +61,10 @@ enum ChatPaneView {
         }
     }
 
-    static func drawHistory(state: RoomState, into screen: inout Screen, in rect: CellRect, theme: Theme,
-                            wrapped: inout ChatPaneLines) {
+    static func drawHistory(
+        state: RoomState, into screen: inout Screen, in rect: CellRect, theme: Theme,
+        wrapped: inout ChatPaneLines
+    ) {
         guard !rect.isEmpty else { return }
         let paneLines = wrapped.lines(of: state.shownChat, width: rect.width, height: rect.height)
         guard !paneLines.isEmpty else {

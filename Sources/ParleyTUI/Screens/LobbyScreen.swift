@@ -104,7 +104,8 @@ public enum LobbyScreen {
         var end = drawChoice(
             lobby.cipher.label, focused: lobby.focus == .cipher, column: geometry.valueColumn,
             row: cipherRow, into: &screen, theme: theme)
-        let cipherNote = lobby.cipher == .none
+        let cipherNote =
+            lobby.cipher == .none
             ? "media and chat readable by the relay" : "end to end: only those with the key see and hear"
         screen.writeFitted(
             cipherNote, column: end + 2, row: cipherRow, width: box.maxX - 2 - (end + 2), style: note)

@@ -50,8 +50,10 @@ public struct MessageLine: Hashable, Sendable {
     /// For this account's own direct messages.
     public var progress: Progress?
 
-    public init(sequence: Int64?, id: String, from: String, text: String, sentAt: Int64, isActivity: Bool = false,
-                progress: Progress? = nil) {
+    public init(
+        sequence: Int64?, id: String, from: String, text: String, sentAt: Int64, isActivity: Bool = false,
+        progress: Progress? = nil
+    ) {
         self.sequence = sequence
         self.id = id
         self.from = from
@@ -77,8 +79,10 @@ public struct ConversationEntry: Hashable, Sendable {
     /// For a channel: its member count when known.
     public var members: Int?
 
-    public init(key: ConversationKey, unread: Int = 0, lastAt: Int64 = 0, lastFrom: String? = nil,
-                lastText: String? = nil, online: Bool? = nil, members: Int? = nil) {
+    public init(
+        key: ConversationKey, unread: Int = 0, lastAt: Int64 = 0, lastFrom: String? = nil,
+        lastText: String? = nil, online: Bool? = nil, members: Int? = nil
+    ) {
         self.key = key
         self.unread = unread
         self.lastAt = lastAt
@@ -195,7 +199,8 @@ public struct MessagesState: Hashable, Sendable {
     /// Moves an entry to the top after a new line.
     mutating func bump(_ key: ConversationKey, line: MessageLine) {
         let selectedKey = conversations.indices.contains(selected) ? conversations[selected].key : nil
-        var entry = conversations.firstIndex { $0.key == key }.map { conversations.remove(at: $0) }
+        var entry =
+            conversations.firstIndex { $0.key == key }.map { conversations.remove(at: $0) }
             ?? ConversationEntry(key: key)
         entry.lastAt = line.sentAt
         entry.lastFrom = line.from
@@ -212,7 +217,8 @@ public struct MessagesState: Hashable, Sendable {
         if let index = list.firstIndex(where: { $0.id == line.id && $0.from == line.from }) {
             list[index] = line
         } else if let sequence = line.sequence,
-                  let after = list.lastIndex(where: { ($0.sequence ?? Int64.max) < sequence }) {
+            let after = list.lastIndex(where: { ($0.sequence ?? Int64.max) < sequence })
+        {
             list.insert(line, at: after + 1)
         } else if line.sequence != nil, list.contains(where: { $0.sequence != nil }) {
             list.insert(line, at: 0)
@@ -307,7 +313,8 @@ public let maxHistoryPage = 50
 /// `/dm NAME`, `/join CHANNEL`, `/leave`), or opens the highlighted conversation when the line is empty; Up/Down
 /// move through the list; PgUp loads older lines; Esc returns to the lobby; Ctrl-C quits.
 public func reduce(_ state: inout MessagesState, _ key: Key, newID: () -> String = { UUID().uuidString })
-    -> MessagesAction? {
+    -> MessagesAction?
+{
     switch key {
     case .control("c"), .control("C"):
         return .quit
@@ -321,7 +328,8 @@ public func reduce(_ state: inout MessagesState, _ key: Key, newID: () -> String
         return nil
     case .pageUp:
         guard let open = state.open, !state.complete.contains(open),
-              let oldest = state.lines[open]?.first(where: { $0.sequence != nil })?.sequence else { return nil }
+            let oldest = state.lines[open]?.first(where: { $0.sequence != nil })?.sequence
+        else { return nil }
         return .loadOlder(open, before: oldest)
     case .enter:
         return submit(&state, newID: newID)
@@ -356,8 +364,9 @@ private func submit(_ state: inout MessagesState, newID: () -> String) -> Messag
         case "/join":
             guard let name = try? RoomName.validate(argument), name == argument else {
                 let cleaned = RoomName.clean(argument)
-                state.say("/join CHANNEL: use letters, digits, spaces or \(RoomName.punctuation)"
-                          + (cleaned.isEmpty ? "" : " (e.g. /join \(cleaned))"), error: true)
+                state.say(
+                    "/join CHANNEL: use letters, digits, spaces or \(RoomName.punctuation)"
+                        + (cleaned.isEmpty ? "" : " (e.g. /join \(cleaned))"), error: true)
                 return nil
             }
             state.input = InputLine("", maximumLength: state.input.maximumLength)
@@ -381,9 +390,10 @@ private func submit(_ state: inout MessagesState, newID: () -> String) -> Messag
     }
     let id = newID()
     state.input = InputLine("", maximumLength: state.input.maximumLength)
-    let line = MessageLine(sequence: nil, id: id, from: state.account, text: text,
-                           sentAt: Int64(Date().timeIntervalSince1970 * 1000),
-                           progress: open.kind == .direct ? .sending : nil)
+    let line = MessageLine(
+        sequence: nil, id: id, from: state.account, text: text,
+        sentAt: Int64(Date().timeIntervalSince1970 * 1000),
+        progress: open.kind == .direct ? .sending : nil)
     state.insert(line, into: open)
     state.bump(open, line: line)
     switch open.kind {

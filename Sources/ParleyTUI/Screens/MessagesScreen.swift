@@ -9,11 +9,14 @@ public enum MessagesScreen {
     static func listWidth(_ size: TerminalSize) -> Int { min(36, max(24, size.columns / 3)) }
 
     /// The keys, as the help line shows them.
-    public static let help = "Up/Down choose · Enter open or send · /dm NAME · /join CHANNEL · /leave · PgUp older · Esc lobby"
+    public static let help =
+        "Up/Down choose · Enter open or send · /dm NAME · /join CHANNEL · /leave · PgUp older · Esc lobby"
 
     /// Renders the screen (below 80x24, a message asking for a larger terminal). `timeZone` formats the times.
-    public static func render(_ state: MessagesState, size: TerminalSize, theme: Theme,
-                              timeZone: TimeZone = .current) -> Screen {
+    public static func render(
+        _ state: MessagesState, size: TerminalSize, theme: Theme,
+        timeZone: TimeZone = .current
+    ) -> Screen {
         let minimum = RoomScreenLayout.minimumSize
         guard size.columns >= minimum.columns, size.rows >= minimum.rows else {
             return TooSmallMessage.render(size: size, minimum: minimum, theme: theme)
@@ -23,21 +26,24 @@ public enum MessagesScreen {
         screen.fill(header, style: theme.style(.header))
         let status = state.connection ?? "online"
         let right = DisplayWidth.of(status)
-        screen.writeFitted(" Parley · messages · \(state.account)", column: 0, row: 0,
-                           width: size.columns - right - 2, style: theme.style(.header))
+        screen.writeFitted(
+            " Parley · messages · \(state.account)", column: 0, row: 0,
+            width: size.columns - right - 2, style: theme.style(.header))
         screen.write(status, column: size.columns - right - 1, row: 0, style: theme.style(.header))
 
         let paneHeight = size.rows - 4
         let listRect = CellRect(x: 0, y: 1, width: listWidth(size), height: paneHeight)
-        let talkRect = CellRect(x: listRect.maxX, y: 1, width: size.columns - listRect.width,
-                                  height: paneHeight)
+        let talkRect = CellRect(
+            x: listRect.maxX, y: 1, width: size.columns - listRect.width,
+            height: paneHeight)
         drawList(state, in: listRect, into: &screen, theme: theme, timeZone: timeZone)
         drawConversation(state, in: talkRect, into: &screen, theme: theme, timeZone: timeZone)
 
         let noticeRow = size.rows - 3
         if let notice = state.notice {
-            screen.writeFitted(notice.text, column: 1, row: noticeRow, width: size.columns - 2,
-                               style: theme.style(notice.isError ? .statusError : .chatSystem))
+            screen.writeFitted(
+                notice.text, column: 1, row: noticeRow, width: size.columns - 2,
+                style: theme.style(notice.isError ? .statusError : .chatSystem))
         }
         let inputRow = size.rows - 2
         let prompt = state.open.map { "\($0) > " } ?? "> "
@@ -60,14 +66,18 @@ public enum MessagesScreen {
         return CursorPosition(column: column + window.cursorColumn, row: size.rows - 2)
     }
 
-    static func drawList(_ state: MessagesState, in rect: CellRect, into screen: inout Screen, theme: Theme,
-                         timeZone: TimeZone) {
-        screen.drawBox(rect, style: theme.style(.tileBorder), lines: .rounded, title: "Conversations",
-                       titleStyle: theme.style(.tileName))
+    static func drawList(
+        _ state: MessagesState, in rect: CellRect, into screen: inout Screen, theme: Theme,
+        timeZone: TimeZone
+    ) {
+        screen.drawBox(
+            rect, style: theme.style(.tileBorder), lines: .rounded, title: "Conversations",
+            titleStyle: theme.style(.tileName))
         let inner = rect.inset(by: 1)
         guard !state.conversations.isEmpty else {
             for (offset, line) in DisplayWidth.wrap("None yet: /dm NAME or /join CHANNEL", width: inner.width - 1)
-                .prefix(inner.height).enumerated() {
+                .prefix(inner.height).enumerated()
+            {
                 screen.write(line, column: inner.x + 1, row: inner.y + offset, style: theme.style(.placeholder))
             }
             return
@@ -91,29 +101,35 @@ public enum MessagesScreen {
             let tail = unread + (time.isEmpty ? "" : " " + time)
             let tailWidth = DisplayWidth.of(tail)
             screen.write(highlighted ? ">" : " ", column: inner.x, row: row, style: theme.style(.selection))
-            screen.writeFitted(name, column: inner.x + 1, row: row, width: inner.width - 1 - tailWidth,
-                               style: nameStyle)
+            screen.writeFitted(
+                name, column: inner.x + 1, row: row, width: inner.width - 1 - tailWidth,
+                style: nameStyle)
             if entry.unread > 0 {
                 screen.write(unread, column: inner.maxX - tailWidth, row: row, style: theme.style(.chatAlert))
             }
             if !time.isEmpty {
-                screen.write(" " + time, column: inner.maxX - DisplayWidth.of(time) - 1, row: row,
-                             style: theme.style(.chatTimestamp))
+                screen.write(
+                    " " + time, column: inner.maxX - DisplayWidth.of(time) - 1, row: row,
+                    style: theme.style(.chatTimestamp))
             }
             if row + 1 < inner.maxY, let text = entry.lastText {
                 let from = entry.lastFrom.map { $0 == state.account ? "you: " : "\($0): " } ?? ""
-                screen.writeFitted(from + text, column: inner.x + 2, row: row + 1, width: inner.width - 2,
-                                   style: theme.style(.placeholder))
+                screen.writeFitted(
+                    from + text, column: inner.x + 2, row: row + 1, width: inner.width - 2,
+                    style: theme.style(.placeholder))
             }
         }
     }
 
-    static func drawConversation(_ state: MessagesState, in rect: CellRect, into screen: inout Screen,
-                                 theme: Theme, timeZone: TimeZone) {
+    static func drawConversation(
+        _ state: MessagesState, in rect: CellRect, into screen: inout Screen,
+        theme: Theme, timeZone: TimeZone
+    ) {
         guard let open = state.open else {
             screen.drawBox(rect, style: theme.style(.tileBorder), lines: .rounded)
-            screen.writeCentered("Choose a conversation and press Enter", row: rect.y + rect.height / 2,
-                                 in: rect.inset(by: 1), style: theme.style(.placeholder))
+            screen.writeCentered(
+                "Choose a conversation and press Enter", row: rect.y + rect.height / 2,
+                in: rect.inset(by: 1), style: theme.style(.placeholder))
             return
         }
         var title = open.description
@@ -123,8 +139,9 @@ public enum MessagesScreen {
                 title += " · " + (entry.call ?? (online ? "online" : "offline"))
             }
         }
-        screen.drawBox(rect, style: theme.style(.tileBorderFocused), lines: .rounded, title: title,
-                       titleStyle: theme.style(.tileName))
+        screen.drawBox(
+            rect, style: theme.style(.tileBorderFocused), lines: .rounded, title: title,
+            titleStyle: theme.style(.tileName))
         let inner = CellRect(x: rect.x + 2, y: rect.y + 1, width: rect.width - 4, height: rect.height - 2)
         var rows: [[StyledRun]] = []
         let lines = state.lines[open] ?? []
@@ -143,9 +160,11 @@ public enum MessagesScreen {
                 let body = DisplayWidth.wrap(prefix + line.text + mark, width: inner.width)
                 for (index, part) in body.enumerated() {
                     if index == 0, part.hasPrefix(prefix) {
-                        wrappedRows.append([StyledRun(time + " ", theme.style(.chatTimestamp)),
-                                            StyledRun((own ? "you" : line.from) + ": ", theme.style(own ? .chatOwn : .tileName)),
-                                            StyledRun(String(part.dropFirst(prefix.count)), theme.style(.chatText))])
+                        wrappedRows.append([
+                            StyledRun(time + " ", theme.style(.chatTimestamp)),
+                            StyledRun((own ? "you" : line.from) + ": ", theme.style(own ? .chatOwn : .tileName)),
+                            StyledRun(String(part.dropFirst(prefix.count)), theme.style(.chatText)),
+                        ])
                     } else {
                         wrappedRows.append([StyledRun(part, theme.style(.chatText))])
                     }
@@ -158,8 +177,9 @@ public enum MessagesScreen {
             if rows.count >= inner.height { break }
         }
         if lines.isEmpty {
-            screen.writeCentered(open.kind == .channel ? "No messages in \(open) yet" : "No messages with \(open.name) yet",
-                                 row: inner.y + inner.height / 2, in: inner, style: theme.style(.placeholder))
+            screen.writeCentered(
+                open.kind == .channel ? "No messages in \(open) yet" : "No messages with \(open.name) yet",
+                row: inner.y + inner.height / 2, in: inner, style: theme.style(.placeholder))
             return
         }
         let shown = rows.suffix(inner.height)

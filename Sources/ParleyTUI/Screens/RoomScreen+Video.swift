@@ -44,8 +44,9 @@ extension RoomScreen {
         let background = theme.style(.tileBackground)
 
         if session.tileContent == .video, let frame {
-            videoRenderer.draw(frame, into: &screen, in: inner, background: background.background,
-                               key: Int(session.id.rawValue))
+            videoRenderer.draw(
+                frame, into: &screen, in: inner, background: background.background,
+                key: Int(session.id.rawValue))
         } else {
             drawPlaceholder(session: session, colorIndex: colorIndex, state: state, into: &screen, in: inner)
         }
@@ -58,7 +59,8 @@ extension RoomScreen {
         let speaking = session.isSpeaking
         let dominant = state.dominantSpeaker == session.id && state.sessions.count > 2
         let borderStyle = theme.style(
-            selected ? .tileBorderFocused : dominant ? .tileBorderDominant : speaking ? .tileBorderSpeaking : .tileBorder)
+            selected
+                ? .tileBorderFocused : dominant ? .tileBorderDominant : speaking ? .tileBorderSpeaking : .tileBorder)
         let lines: BoxLines = dominant ? .dominant : speaking ? .heavy : selected ? .double : .light
         let labelRow: CellRect
         if bordered {
@@ -70,8 +72,9 @@ extension RoomScreen {
         drawLabel(
             tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
         if bordered, session.isLocal, !session.audioMuted, let level = state.microphoneLevel {
-            drawMeter(level: level, into: &screen, row: rect.maxY - 1, from: rect.x + 1, width: rect.width - 2,
-                      base: borderStyle)
+            drawMeter(
+                level: level, into: &screen, row: rect.maxY - 1, from: rect.x + 1, width: rect.width - 2,
+                base: borderStyle)
         }
     }
 
@@ -190,20 +193,26 @@ extension RoomScreen {
     /// pixel canvas: what the relay needs to forward the smallest simulcast layer that still fills each tile. A
     /// picture not yet seen counts as filling its tile's inside; once its size is known, as the letterboxed area
     /// it really takes.
-    public static func drawnSizes(state: RoomState, layout: VideoLayout,
-                                  cells: PictureCells = .halfBlocks, pixels: PixelCanvas? = nil) -> [TileSize] {
+    public static func drawnSizes(
+        state: RoomState, layout: VideoLayout,
+        cells: PictureCells = .halfBlocks, pixels: PixelCanvas? = nil
+    ) -> [TileSize] {
         state.stage.dropFirst().map { session in
             guard let tile = layout.tiles.last(where: { $0.id == session.id }) else {
                 return TileSize(id: session.id.rawValue, width: 0, height: 0)
             }
             let bordered = hasBorder(width: tile.rect.width, height: tile.rect.height)
-            let columns = tile.rect.width - (bordered ? 2 : 0), rows = tile.rect.height - (bordered ? 2 : 0)
+            let columns = tile.rect.width - (bordered ? 2 : 0)
+            let rows = tile.rect.height - (bordered ? 2 : 0)
             guard columns > 0, rows > 0 else { return TileSize(id: session.id.rawValue, width: 0, height: 0) }
             let video = session.videoSize ?? VideoSize(width: columns, height: rows * 2)
-            let area = pixels?.pictureArea(frameWidth: video.width, frameHeight: video.height, columns: columns,
-                                           rows: rows)
-                ?? VideoCellRenderer.pictureArea(frameWidth: video.width, frameHeight: video.height,
-                                                 columns: columns, rows: rows, cells: cells)
+            let area =
+                pixels?.pictureArea(
+                    frameWidth: video.width, frameHeight: video.height, columns: columns,
+                    rows: rows)
+                ?? VideoCellRenderer.pictureArea(
+                    frameWidth: video.width, frameHeight: video.height,
+                    columns: columns, rows: rows, cells: cells)
             return TileSize(id: session.id.rawValue, width: area.width, height: area.height)
         }
     }

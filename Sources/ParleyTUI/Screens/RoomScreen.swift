@@ -12,11 +12,14 @@ public struct RoomScreen: Sendable {
 
     /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise,
     /// in half blocks unless told otherwise, or as `PixelTile`s for the terminal to draw in pixels.
-    public init(theme: Theme, videoMode: VideoColorMode? = nil, cells: PictureCells = .halfBlocks,
-                pixels: Bool = false) {
+    public init(
+        theme: Theme, videoMode: VideoColorMode? = nil, cells: PictureCells = .halfBlocks,
+        pixels: Bool = false
+    ) {
         self.theme = theme
-        videoRenderer = VideoCellRenderer(mode: videoMode ?? VideoColorMode(depth: theme.depth), cells: cells,
-                                          pixels: pixels)
+        videoRenderer = VideoCellRenderer(
+            mode: videoMode ?? VideoColorMode(depth: theme.depth), cells: cells,
+            pixels: pixels)
     }
 
     /// Draws video in `mode` and `cells` from now on (the terminal's choice changed after a re-attach); nothing
@@ -194,12 +197,14 @@ public struct RoomScreen: Sendable {
         if state.activity.isEmpty { rows.append(("nothing yet", style)) }
         let width = min(screen.width - 2, max(40, (rows.map { DisplayWidth.of($0.0) }.max() ?? 0) + 4))
         let shown = Array(rows.prefix(max(1, screen.height - 2)))
-        let rect = CellRect(x: (screen.width - width) / 2, y: max(0, (screen.height - shown.count - 2) / 2),
-                              width: width, height: shown.count + 2)
+        let rect = CellRect(
+            x: (screen.width - width) / 2, y: max(0, (screen.height - shown.count - 2) / 2),
+            width: width, height: shown.count + 2)
         screen.drawPanel(rect, style: style, title: "Roster · \(state.sessions.count)")
         for (offset, row) in shown.enumerated() {
-            screen.writeFitted(row.0, column: rect.x + 2, row: rect.y + 1 + offset, width: width - 4,
-                               style: row.1)
+            screen.writeFitted(
+                row.0, column: rect.x + 2, row: rect.y + 1 + offset, width: width - 4,
+                style: row.1)
         }
     }
 

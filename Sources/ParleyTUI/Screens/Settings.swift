@@ -30,9 +30,11 @@ public struct DeviceSettings: Hashable, Sendable {
     public var echoCancellation: Bool
 
     /// Devices found and chosen.
-    public init(microphones: [String] = [], speakers: [String] = [], cameras: [String] = [],
-                microphone: String? = nil, speaker: String? = nil, camera: String? = nil,
-                echoCancellation: Bool = true) {
+    public init(
+        microphones: [String] = [], speakers: [String] = [], cameras: [String] = [],
+        microphone: String? = nil, speaker: String? = nil, camera: String? = nil,
+        echoCancellation: Bool = true
+    ) {
         self.microphones = microphones
         self.speakers = speakers
         self.cameras = cameras
@@ -94,8 +96,10 @@ public struct SettingsState: Hashable, Sendable {
     public var picture: PictureChoice?
 
     /// The screen opened with `current` in use and highlighted (or the first profile when it is not listed).
-    public init(current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all,
-                devices: DeviceSettings = DeviceSettings()) {
+    public init(
+        current: VideoProfile, profiles: [VideoProfile] = VideoProfile.all,
+        devices: DeviceSettings = DeviceSettings()
+    ) {
         self.profiles = profiles.isEmpty ? [current] : profiles
         self.current = current
         self.devices = devices
@@ -226,15 +230,20 @@ public enum SettingsScreen {
             style: theme.style(.placeholder))
         if let picture = settings.picture {
             let line = CellRect(x: left, y: noteRow + 2, width: box.width - 4, height: 1)
-            screen.write("Picture: \(picture.label) (--picture changes it)", column: left, row: line.y,
-                         style: theme.style(.text), clip: line)
-            screen.write(DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.y + 1,
-                         style: theme.style(.placeholder), clip: CellRect(x: left, y: line.y + 1,
-                                                                            width: line.width, height: 1))
+            screen.write(
+                "Picture: \(picture.label) (--picture changes it)", column: left, row: line.y,
+                style: theme.style(.text), clip: line)
+            screen.write(
+                DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.y + 1,
+                style: theme.style(.placeholder),
+                clip: CellRect(
+                    x: left, y: line.y + 1,
+                    width: line.width, height: 1))
         }
         let devicesBox = devicesBox(below: box)
         drawDevices(settings, into: &screen, in: devicesBox, theme: theme)
-        let hint = settings.deviceRow == nil
+        let hint =
+            settings.deviceRow == nil
             ? "Up/Down choose · Tab devices · Enter confirm · Esc cancel"
             : "Up/Down row · Left/Right change · Tab profiles · Enter confirm"
         screen.writeCentered(

@@ -124,8 +124,10 @@ public struct DirectMessageDelivery: Codable, Sendable, Equatable {
     public var senderCopy: String?
     /// True in an answer to `history` (never for a live or waiting message), so a client tells them apart.
     public var inHistory: Bool?
-    public init(sequence: Int64, id: String, from: String, to: String, sealed: String, sentAt: Int64,
-                delivered: Bool = false, read: Bool = false, senderCopy: String? = nil, inHistory: Bool? = nil) {
+    public init(
+        sequence: Int64, id: String, from: String, to: String, sealed: String, sentAt: Int64,
+        delivered: Bool = false, read: Bool = false, senderCopy: String? = nil, inHistory: Bool? = nil
+    ) {
         self.senderCopy = senderCopy
         self.inHistory = inHistory
         self.sequence = sequence
@@ -303,8 +305,10 @@ public struct ChannelPostDelivery: Codable, Sendable, Equatable {
     public var members: Int?
     /// True in an answer to `channel-history` (never for a live line).
     public var inHistory: Bool?
-    public init(channel: String, sequence: Int64, id: String, from: String, kind: String, text: String, sentAt: Int64,
-                members: Int? = nil, inHistory: Bool? = nil) {
+    public init(
+        channel: String, sequence: Int64, id: String, from: String, kind: String, text: String, sentAt: Int64,
+        members: Int? = nil, inHistory: Bool? = nil
+    ) {
         self.inHistory = inHistory
         self.channel = channel
         self.sequence = sequence
@@ -416,8 +420,10 @@ public struct ConversationLine: Codable, Sendable, Equatable {
     public var lastAt: Int64
     public var lastMessage: DirectMessageDelivery?
     public var lastPost: ChannelPostDelivery?
-    public init(kind: String, name: String, unread: Int, lastAt: Int64, lastMessage: DirectMessageDelivery? = nil,
-                lastPost: ChannelPostDelivery? = nil) {
+    public init(
+        kind: String, name: String, unread: Int, lastAt: Int64, lastMessage: DirectMessageDelivery? = nil,
+        lastPost: ChannelPostDelivery? = nil
+    ) {
         self.kind = kind
         self.name = name
         self.unread = unread

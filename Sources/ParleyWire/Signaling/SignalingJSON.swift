@@ -135,7 +135,8 @@ private struct Header: Decodable {
         }
         guard let version = try? container.decode(Int.self, forKey: .v) else {
             throw SignalingError(
-                .unsupportedVersion, "\"v\" must be a whole number; this relay speaks version \(signalingProtocolVersion)")
+                .unsupportedVersion,
+                "\"v\" must be a whole number; this relay speaks version \(signalingProtocolVersion)")
         }
         guard container.contains(.type) else { throw SignalingError(.unknownType, "missing \"type\"") }
         guard let type = try? container.decode(String.self, forKey: .type) else {
@@ -217,7 +218,8 @@ struct SignalingMessage {
             return SignalingError(
                 .badField, "\(type) has a number out of range: ids, tokens and sizes are whole numbers, 0 or more")
         case .dataCorrupted(let context):
-            return SignalingError(.badField, "\(type) field \"\(path(context))\" is invalid: \(context.debugDescription)")
+            return SignalingError(
+                .badField, "\(type) field \"\(path(context))\" is invalid: \(context.debugDescription)")
         @unknown default:
             return SignalingError(.badField, "\(type): \(error)")
         }

@@ -57,8 +57,10 @@ public struct ChatDelivery: Codable, Sendable, Equatable {
     public var sealed: String?
 
     /// A chat delivery.
-    public init(seq: UInt64, from: UInt32, name: String, text: String, time: Int64, ref: String? = nil,
-                sealed: String? = nil) {
+    public init(
+        seq: UInt64, from: UInt32, name: String, text: String, time: Int64, ref: String? = nil,
+        sealed: String? = nil
+    ) {
         self.seq = seq
         self.from = from
         self.name = name
@@ -89,7 +91,8 @@ public struct ChatHistory: Codable, Sendable, Equatable {
     /// would be far past `maxSignalingMessageBytes`, which every client refuses.
     public static func fitting(room: String, lines: [ChatHistoryLine]) -> ChatHistory {
         var history = ChatHistory(room: room, lines: Array(lines.suffix(maximumLines)))
-        while !history.lines.isEmpty, ServerMessage.chatHistory(history).encoded().utf8.count > maxSignalingMessageBytes {
+        while !history.lines.isEmpty, ServerMessage.chatHistory(history).encoded().utf8.count > maxSignalingMessageBytes
+        {
             history.lines.removeFirst(max(1, history.lines.count / 4))
         }
         return history

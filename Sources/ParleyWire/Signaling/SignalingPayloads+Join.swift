@@ -45,8 +45,10 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     public var account: String?
 
     /// A member description.
-    public init(id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs,
-                account: String? = nil) {
+    public init(
+        id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs,
+        account: String? = nil
+    ) {
         self.id = id
         self.name = name
         self.role = role
@@ -132,10 +134,12 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     public static let videoKbpsRange = 1...20_000
 
     /// A join request.
-    public init(room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
-                videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
-                encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
-                videoLayers: [VideoLayerSize]? = nil) {
+    public init(
+        room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
+        videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
+        encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
+        videoLayers: [VideoLayerSize]? = nil
+    ) {
         self.videoLayers = videoLayers
         self.account = account
         self.hideRoom = hideRoom
@@ -192,7 +196,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(
                 forKey: .videoKbps, in: c,
-                debugDescription: "videoKbps \(videoKbps) is outside \(Self.videoKbpsRange.lowerBound)…\(Self.videoKbpsRange.upperBound)")
+                debugDescription:
+                    "videoKbps \(videoKbps) is outside \(Self.videoKbpsRange.lowerBound)…\(Self.videoKbpsRange.upperBound)"
+            )
         }
     }
 }
@@ -250,9 +256,11 @@ public struct JoinedRoom: Codable, Sendable, Equatable {
     public var chatKept: Bool?
 
     /// A joined answer.
-    public init(room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double,
-                host: UInt32 = 0, passwordProtected: Bool = false, openStage: Bool = false,
-                encryption: String? = nil, accountProblem: String? = nil, chatKept: Bool? = nil) {
+    public init(
+        room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double,
+        host: UInt32 = 0, passwordProtected: Bool = false, openStage: Bool = false,
+        encryption: String? = nil, accountProblem: String? = nil, chatKept: Bool? = nil
+    ) {
         self.accountProblem = accountProblem
         self.chatKept = chatKept
         self.room = room

@@ -82,8 +82,10 @@ struct WireTable<Message: Sendable & Equatable>: Sendable {
     private let unknownType: @Sendable (_ type: String, _ known: [String]) -> String
 
     /// A table; `unknownType` words the error for a `type` not in it, given the known ones in order.
-    init(_ cases: [WireCase<Message>],
-         unknownType: @escaping @Sendable (_ type: String, _ known: [String]) -> String) {
+    init(
+        _ cases: [WireCase<Message>],
+        unknownType: @escaping @Sendable (_ type: String, _ known: [String]) -> String
+    ) {
         self.cases = cases
         byType = Dictionary(cases.map { ($0.type, $0) }) { first, _ in
             preconditionFailure("\(Message.self) lists the wire type \"\(first.type)\" twice")

@@ -184,7 +184,8 @@ struct GoldenScreenTests {
         room.press(.char("3"))
         room.press(.char("3"))
         let full = RoomScreen.drawnSizes(state: room.state, layout: room.state.currentLayout)
-        let carol = full.first { $0.id == 3 }!, bob = full.first { $0.id == 2 }!
+        let carol = full.first { $0.id == 3 }!
+        let bob = full.first { $0.id == 2 }!
         #expect(carol.width > 2 * bob.width, "fullscreen: carol's tile is the big one (\(carol) against \(bob))")
         #expect(abs(Double(carol.width) / Double(carol.height) - 64.0 / 36.0) < 0.05, "letterboxed to the picture")
     }

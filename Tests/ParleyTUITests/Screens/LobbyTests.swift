@@ -1,9 +1,9 @@
 import ParleyEngine
 import ParleyRoom
+import ParleyWire
 import Testing
 
 @testable import ParleyTUI
-import ParleyWire
 
 @Suite("Lobby")
 struct LobbyTests {

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyRoom
 import Testing
+
 @testable import ParleyTUI
 
 @Suite("Messages screen")
@@ -14,9 +15,11 @@ struct MessagesTests {
 
     func listed(_ names: [String]) -> [ConversationEntry] {
         names.enumerated().map { index, name in
-            ConversationEntry(key: name.hasPrefix("#") ? ConversationKey(.channel, String(name.dropFirst()))
-                                                         : ConversationKey(.direct, name),
-                              unread: index, lastAt: Int64(1000 - index), lastFrom: "bob", lastText: "hi \(index)")
+            ConversationEntry(
+                key: name.hasPrefix("#")
+                    ? ConversationKey(.channel, String(name.dropFirst()))
+                    : ConversationKey(.direct, name),
+                unread: index, lastAt: Int64(1000 - index), lastFrom: "bob", lastText: "hi \(index)")
         }
     }
 
@@ -29,7 +32,9 @@ struct MessagesTests {
         #expect(state.selected == 2, "stops at the last")
         _ = reduce(&state, .up)
         #expect(reduce(&state, .enter) == .open(ConversationKey(.channel, "team")))
-        #expect(state.open == ConversationKey(.channel, "team") && state.entry(ConversationKey(.channel, "team"))?.unread == 0)
+        #expect(
+            state.open == ConversationKey(.channel, "team")
+                && state.entry(ConversationKey(.channel, "team"))?.unread == 0)
     }
 
     /// Commands and refusals typed into the input line.
@@ -50,8 +55,9 @@ struct MessagesTests {
             type(row.typed, into: &state)
             #expect(reduce(&state, .enter) == row.action, "\(row.typed)")
             if let notice = row.notice {
-                #expect(state.notice?.isError == true && state.notice?.text.contains(notice) == true,
-                        "\(row.typed): \(String(describing: state.notice))")
+                #expect(
+                    state.notice?.isError == true && state.notice?.text.contains(notice) == true,
+                    "\(row.typed): \(String(describing: state.notice))")
             }
         }
     }
@@ -74,8 +80,9 @@ struct MessagesTests {
         _ = apply(&state, .receipt(peer: "bob", sequences: [7], read: true))
         _ = apply(&state, .receipt(peer: "bob", sequences: [7], read: false))  // late: read stays
         #expect(state.lines[bob]?.first?.progress == .read)
-        let screen = MessagesScreen.render(state, size: TerminalSize(columns: 100, rows: 30), theme: Self.theme,
-                                           timeZone: Self.utc)
+        let screen = MessagesScreen.render(
+            state, size: TerminalSize(columns: 100, rows: 30), theme: Self.theme,
+            timeZone: Self.utc)
         #expect(screen.rows(containing: "you: lunch? ✓✓ read").count == 1, "\(screen.text)")
         type("again", into: &state)
         _ = reduce(&state, .enter, newID: { "id-2" })
@@ -99,7 +106,9 @@ struct MessagesTests {
         _ = reduce(&state, .up)
         #expect(reduce(&state, .enter) == .open(ConversationKey(.direct, "bob")))
         let next = MessageLine(sequence: 41, id: "y", from: "bob", text: "newer", sentAt: 6000)
-        #expect(apply(&state, .arrived(ConversationKey(.direct, "bob"), next)) == .markRead(ConversationKey(.direct, "bob"), through: 41))
+        #expect(
+            apply(&state, .arrived(ConversationKey(.direct, "bob"), next))
+                == .markRead(ConversationKey(.direct, "bob"), through: 41))
         #expect(state.conversations[0].unread == 0)
     }
 
@@ -109,19 +118,25 @@ struct MessagesTests {
         let team = ConversationKey(.channel, "team")
         type("/join team", into: &state)
         _ = reduce(&state, .enter)
-        let newest = (51...100).reversed().map { MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0)) }
+        let newest = (51...100).reversed().map {
+            MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0))
+        }
         _ = apply(&state, .history(team, newest, older: false))
         #expect(reduce(&state, .pageUp) == .loadOlder(team, before: 51))
-        let older = (31...50).reversed().map { MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0)) }
+        let older = (31...50).reversed().map {
+            MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0))
+        }
         _ = apply(&state, .history(team, older, older: true))
         #expect(state.lines[team]?.map(\.sequence) == (31...100).map { Int64($0) })
         #expect(reduce(&state, .pageUp) == nil, "a short page was the first")
         _ = apply(&state, .members(channel: "team", count: 4))
-        let screen = MessagesScreen.render(state, size: TerminalSize(columns: 100, rows: 30), theme: Self.theme,
-                                           timeZone: Self.utc)
+        let screen = MessagesScreen.render(
+            state, size: TerminalSize(columns: 100, rows: 30), theme: Self.theme,
+            timeZone: Self.utc)
         #expect(screen.rows(containing: "#team · 4 members").count == 1, "\(screen.text)")
-        #expect(screen.rows(containing: "bob: m100").count == 1 && screen.rows(containing: "bob: m31").isEmpty,
-                "newest at the bottom; old ones scrolled off:\n\(screen.text)")
+        #expect(
+            screen.rows(containing: "bob: m100").count == 1 && screen.rows(containing: "bob: m31").isEmpty,
+            "newest at the bottom; old ones scrolled off:\n\(screen.text)")
     }
 
     @Test("logins after a broken connection are 1, 2, 4 … 30 s apart")
@@ -144,16 +159,24 @@ struct MessagesTests {
     @Test("the screen: list with unread counts and presence, the open conversation, notice, input and keys")
     func screen() {
         var state = MessagesState(account: "alice")
-        _ = apply(&state, .conversations([
-            ConversationEntry(key: ConversationKey(.direct, "bob"), unread: 2, lastAt: 0, lastFrom: "bob", lastText: "lunch?"),
-            ConversationEntry(key: ConversationKey(.channel, "team"), unread: 0, lastAt: 0, lastFrom: "alice", lastText: "ok"),
-        ]))
+        _ = apply(
+            &state,
+            .conversations([
+                ConversationEntry(
+                    key: ConversationKey(.direct, "bob"), unread: 2, lastAt: 0, lastFrom: "bob", lastText: "lunch?"),
+                ConversationEntry(
+                    key: ConversationKey(.channel, "team"), unread: 0, lastAt: 0, lastFrom: "alice", lastText: "ok"),
+            ]))
         _ = apply(&state, .presence(name: "bob", online: true))
         _ = reduce(&state, .enter)
-        _ = apply(&state, .history(ConversationKey(.direct, "bob"), [
-            MessageLine(sequence: 2, id: "b", from: "bob", text: "lunch?", sentAt: 0),
-            MessageLine(sequence: 1, id: "a", from: "alice", text: "hi", sentAt: 0, progress: .delivered),
-        ], older: false))
+        _ = apply(
+            &state,
+            .history(
+                ConversationKey(.direct, "bob"),
+                [
+                    MessageLine(sequence: 2, id: "b", from: "bob", text: "lunch?", sentAt: 0),
+                    MessageLine(sequence: 1, id: "a", from: "alice", text: "hi", sentAt: 0, progress: .delivered),
+                ], older: false))
         type("sure", into: &state)
         let size = TerminalSize(columns: 90, rows: 24)
         let screen = MessagesScreen.render(state, size: size, theme: Self.theme, timeZone: Self.utc)
@@ -162,7 +185,9 @@ struct MessagesTests {
         #expect(screen.rows(containing: ">bob ●").count == 1, "\(text)")
         #expect(screen.rows(containing: "you: ok").count == 1, "the last line, from the account itself:\n\(text)")
         #expect(screen.rows(containing: "bob · online").count == 1, "\(text)")
-        #expect(screen.rows(containing: "you: hi ✓✓").count == 1 && screen.rows(containing: "bob: lunch?").count == 2, "\(text)")
+        #expect(
+            screen.rows(containing: "you: hi ✓✓").count == 1 && screen.rows(containing: "bob: lunch?").count == 2,
+            "\(text)")
         #expect(screen.rows(containing: "bob > sure").count == 1, "\(text)")
         #expect(screen.rows(containing: "/dm NAME").count == 1, "\(text)")
         #expect(MessagesScreen.cursor(state, size: size) == CursorPosition(column: 1 + 6 + 4, row: 22))
