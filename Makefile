@@ -72,7 +72,7 @@ REAL_TIME   := SoundCallTests
 # main group, so they run next, among themselves.
 PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
-test: build
+test: build format-check
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'
 	$(TEST) --filter '$(PROCESSES)'
 	$(TEST) --filter '$(SIMULATIONS)'
