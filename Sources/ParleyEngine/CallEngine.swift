@@ -275,6 +275,8 @@ final class EngineCore {
             signaling?.send(.allow(MemberRef(id: participant.rawValue)))
         case .removeParticipant(let participant):
             signaling?.send(.remove(MemberRef(id: participant.rawValue)))
+        case .readmit(let name):
+            signaling?.send(.readmit(Readmission(name: name)))
         case .leave:
             _ = leave()
         case .openDirect, .sendDirect, .openMessages, .copyToClipboard:

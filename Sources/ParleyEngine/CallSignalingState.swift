@@ -237,7 +237,7 @@ struct CallSignalingState {
             phase = .left
             return [
                 .emit(.removedFromRoom(removal.message)), .stopMedia, .closeDevices, .stopTimers,
-                .closeConnection,
+                .closeConnection, .finish, .closeMediaSocket,
             ]
         case .error(let error) where error.code == .passwordSetup && pendingProof != nil:
             // Our room is new: it takes the password, given as its verifier (the password itself stays here).
@@ -325,7 +325,9 @@ struct CallSignalingState {
         // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
         let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
         actions.append(.addMembers(room.members.filter { !($0.id == ghost?.id && $0.ssrcs == ghost?.ssrcs) }))
-        if room.host != 0 { actions.append(.emit(.hostChanged(ParticipantID(room.host)))) }
+        // Said even when nobody hosts (0: the relay awaits the host it had before a restart): member ids start again
+        // after a restart, so a host id kept from before could now name someone else.
+        actions.append(.emit(.hostChanged(ParticipantID(room.host))))
         if !rejoin {
             actions.append(
                 .emit(

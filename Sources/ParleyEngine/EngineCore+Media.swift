@@ -278,10 +278,11 @@ extension EngineCore {
         guard let video = videoSender, let audio = audioSender else { return }
         // What actually went out in this window, for the local tile's stats and for the room.
         // (New senders after a fresh rejoin start from zero: a negative window counts as zero.)
-        let frames = max(0, video.framesSent - sentWindow.videoFrames)
+        // The camera's rate: a frame sent in two layers counts once.
+        let frames = max(0, video.cameraFramesSent - sentWindow.videoFrames)
         let videoKbps = Double(max(0, video.bytesSent - sentWindow.videoBytes)) * 8 / 1000 / seconds
         let audioKbps = Double(max(0, audio.bytesSent - sentWindow.audioBytes)) * 8 / 1000 / seconds
-        sentWindow = (video.framesSent, video.bytesSent, audio.bytesSent)
+        sentWindow = (video.cameraFramesSent, video.bytesSent, audio.bytesSent)
         let sending = !cameraOff && role == .broadcaster
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         emit(.localStats(MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)))

@@ -307,7 +307,10 @@ extension EngineCore {
         }
         ownerOfBlock[member.ssrcs.block] = member.id
         let id = ParticipantID(member.id)
-        emit(.userJoined(id, name: member.label, role: member.role == .audience ? .audience : .broadcaster))
+        emit(
+            .userJoined(
+                id, name: member.label, role: member.role == .audience ? .audience : .broadcaster,
+                inCallFor: member.timeInCall))
         if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
     }

@@ -98,6 +98,9 @@ final class VideoSender {
     private(set) var packetsSent = 0
     private(set) var bytesSent = 0
     private(set) var framesCaptured = 0
+    /// Captured frames sent in at least one layer: the camera's rate as others get it (`framesSent` counts a frame
+    /// once per layer).
+    private(set) var cameraFramesSent = 0
     /// Frames sent per layer (largest first).
     private(set) var framesSentPerLayer: [Int]
 
@@ -197,7 +200,9 @@ final class VideoSender {
     func encode(_ frame: VideoFrame) throws -> [RTPPacket] {
         defer { mediaTime += .microseconds(1_000_000 / max(1, profile.fps)) }
         var packets: [RTPPacket] = []
-        for (layer, frames) in try encoder.encode(frame).enumerated() {
+        let layers = try encoder.encode(frame)
+        if layers.contains(where: { !$0.isEmpty }) { cameraFramesSent += 1 }
+        for (layer, frames) in layers.enumerated() {
             for encoded in frames {
                 let payloads = try streams[layer].payloader.payloads(for: encoded.bytes)
                 packets += streams[layer].packetizer.packetize(payloads, at: mediaTime, markLast: true)

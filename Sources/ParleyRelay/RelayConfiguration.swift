@@ -28,6 +28,8 @@ public struct RelayConfiguration: Sendable {
     public var messageStore: (any MessageStore)? = nil
     /// Limits of the messaging connections.
     public var messaging = MessagingLimits()
+    /// Where each room's host is kept across restarts (`RoomHostsFile`); nil: not kept.
+    public var roomHosts: RoomHostsFile? = nil
 
     /// A configuration; defaults are the production values.
     public init(

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -36,6 +37,11 @@ final class RelayCore {
     let logger: Logger
     /// Accounts, presence and kept room chat; nil when the relay has no store.
     var messaging: MessagingService?
+    /// Where the rooms' hosts are kept across restarts, and what was last written there.
+    let roomHostsFile: RoomHostsFile?
+    var savedRoomHosts: [String: RoomHostRecord] = [:]
+    /// Writes the hosts file off the event loop, in order.
+    let roomHostsQueue = DispatchQueue(label: "parley.relay.room-hosts")
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
         state = RelayState(
@@ -48,6 +54,16 @@ final class RelayCore {
             },
             configuredRooms: configuration.rooms, wallClock: { WallClock.milliseconds })
         state.keepsChat = configuration.messageStore != nil
+        roomHostsFile = configuration.roomHosts
+        if let file = configuration.roomHosts {
+            do {
+                savedRoomHosts = try file.load()
+                state.awaitHosts(savedRoomHosts)
+            } catch {
+                configuration.logger.warning(
+                    "room hosts not restored: the first member of each room hosts it", metadata: ["reason": "\(error)"])
+            }
+        }
         media = MediaRouter(limits: configuration.media)
         retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
         refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
@@ -94,6 +110,7 @@ final class RelayCore {
         timers.append(
             loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 let core = core.value
+                core.saveRoomHosts()
                 core.retransmissions.dropExpired(at: core.now)
                 for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
                     core.logger.notice(
@@ -131,7 +148,27 @@ final class RelayCore {
 
     func shutDown() {
         for timer in timers { timer.cancel() }
+        // Kept before everyone is let go: a relay restarted on purpose gives the roles back like one that crashed.
+        saveRoomHosts()
+        roomHostsQueue.sync {}
         perform(state.shutDown())
+    }
+
+    /// Writes the rooms' hosts when they changed (at most once a second, from the timer, and at shutdown): a host
+    /// change in the last second before a crash is not kept.
+    func saveRoomHosts() {
+        guard let file = roomHostsFile else { return }
+        let hosts = state.roomHosts
+        guard hosts != savedRoomHosts else { return }
+        savedRoomHosts = hosts
+        let logger = logger
+        roomHostsQueue.async {
+            do {
+                try file.save(hosts)
+            } catch {
+                logger.warning("room hosts not saved", metadata: ["path": "\(file.path)", "error": "\(error)"])
+            }
+        }
     }
 
     /// A TCP connection just accepted: true when it may go on to its handshake, false when the relay already holds

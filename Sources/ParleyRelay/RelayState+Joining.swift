@@ -151,6 +151,12 @@ extension RelayState {
         {
             return actions
         }
+        if let removal = rooms[room]?.removal(name: name, account: account) {
+            counters.signalingErrors += 1
+            return refuse(
+                .removedByHost,
+                "\(removal.by), the host, removed you from \(room); only the host can let you back in", connection)
+        }
         if let full = roomLimit(room) {
             counters.limitsReached += 1
             return [.send(.error(SignalingError(.limitReached, full)), to: [connection])]
@@ -169,16 +175,18 @@ extension RelayState {
             id: id, name: name, role: request.role, audioMuted: request.audioMuted,
             videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
         let others = connections(in: room, except: nil)
-        let existing = (rooms[room]?.members ?? []).compactMap { members[$0]?.info }
+        let existing = inCall(rooms[room]?.members ?? [], now: now)
         // A room with a password or end-to-end encryption is never named in presence (its name is part of what keeps
         // it private), and its chat is never kept.
         let isOpen = rooms[room]?.isOpen == true
         let hidesRoom = request.hideRoom || !isOpen
         members[id] = Member(
             info: info, room: room, connection: connection, credential: credential, lastSeen: now,
-            videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers)
+            videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers, joinedAt: now,
+            credentialDigest: CredentialDigest.hex(of: credential.hex))
         rooms[room, default: Room(name: room)].members.append(id)
-        if rooms[room]?.host == nil { rooms[room]?.host = id }
+        let hostActions = settleHost(
+            joined: id, room: room, resume: request.resume, account: account, others: others, now: now)
         if request.role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
         connections[connection]?.member = id
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
@@ -191,7 +199,7 @@ extension RelayState {
                 CallActivity(
                     room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
                     hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
-        ]
+        ] + hostActions
     }
 
     /// Takes back a membership whose connection dropped: same id, SSRCs, credential and media binding, nothing
@@ -218,7 +226,7 @@ extension RelayState {
         members[token.member] = member
         connections[connection]?.member = token.member
         connections[connection]?.everJoined = true
-        let others = (rooms[room]?.members ?? []).filter { $0 != token.member }.compactMap { members[$0]?.info }
+        let others = inCall((rooms[room]?.members ?? []).filter { $0 != token.member }, now: now)
         let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
         actions.append(.send(.joined(joined), to: [connection]))
         if changedMute {
@@ -233,6 +241,17 @@ extension RelayState {
         return actions
     }
 
+    /// These members as `joined` lists them: each with how long it has been in the room.
+    func inCall(_ ids: [UInt32], now: Duration) -> [MemberInfo] {
+        ids.compactMap { id in
+            guard let member = members[id] else { return nil }
+            var info = member.info
+            let elapsed = max(.zero, now - member.joinedAt).components
+            info.inCallFor = Double(elapsed.seconds) + Double(elapsed.attoseconds / 1_000_000_000_000_000) / 1000
+            return info
+        }
+    }
+
     func joinedMessage(room: String, you: MemberInfo, others: [MemberInfo], credential: BindToken)
         -> JoinedRoom
     {
@@ -242,7 +261,7 @@ extension RelayState {
             media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: you.ssrcs),
             livenessTimeout: Double(limits.livenessTimeout.components.seconds)
                 + Double(limits.livenessTimeout.components.attoseconds) / 1e18,
-            host: settings?.host ?? you.id, passwordProtected: settings?.verifier != nil,
+            host: settings?.host ?? 0, passwordProtected: settings?.verifier != nil,
             openStage: settings?.openStage ?? false, encryption: settings?.encryption,
             chatKept: keepsChat && settings?.isOpen == true ? true : nil)
     }

@@ -132,6 +132,15 @@ extension RelayState {
             guard target.id != id, let other = members[target.id], other.room == member.room else {
                 return unknownMember(target.id, in: member.room, connection)
             }
+            let removedMember = RemovedMember(
+                name: other.info.name.lowercased(), account: other.info.account?.lowercased(), by: member.info.name)
+            rooms[member.room]?.removed.removeAll {
+                $0.name == removedMember.name || ($0.account != nil && $0.account == removedMember.account)
+            }
+            if (rooms[member.room]?.removed.count ?? 0) >= Room.removedLimit {
+                rooms[member.room]?.removed.removeFirst()
+            }
+            rooms[member.room]?.removed.append(removedMember)
             var actions: [RelayAction] = []
             if let targetConnection = other.connection {
                 connections[targetConnection]?.member = nil
@@ -145,6 +154,17 @@ extension RelayState {
                 actions.append(.close(targetConnection))
             }
             return actions + remove(target.id, reason: .removed)
+        case .readmit(let readmission):
+            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "readmit") }
+            let name = readmission.name.lowercased()
+            let before = room.removed.count
+            rooms[member.room]?.removed.removeAll { $0.name == name || $0.account == name }
+            guard (rooms[member.room]?.removed.count ?? 0) < before else {
+                counters.signalingErrors += 1
+                return refuse(
+                    .badField, "nobody called \(readmission.name) was removed from \(member.room)", connection)
+            }
+            return []
         }
     }
 

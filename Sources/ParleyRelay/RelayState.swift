@@ -20,6 +20,10 @@ public struct RelayState: Sendable {
         public var hidesRoom = false
         /// The video layers it declared at join, largest first; nil for one of unknown size.
         public var videoLayers: [VideoLayerSize]? = nil
+        /// When it joined the room (a resume keeps it).
+        public var joinedAt: Duration = .zero
+        /// SHA-256 of its media credential, kept for the room's host record (`RoomHostRecord`).
+        public var credentialDigest = ""
     }
 
     /// One room: members in join order, the chat sequence, and who may do what.
@@ -37,8 +41,32 @@ public struct RelayState: Sendable {
         public var encryption: String?
         /// Members who may broadcast without asking (joined as broadcasters, or allowed by the host).
         public var mayBroadcast: Set<UInt32> = []
+        /// Who the host removed, by lowercased display name and by account: refused until readmitted, for as long
+        /// as the room lives (at most `removedLimit`; the oldest removal is forgotten first).
+        public var removed: [RemovedMember] = []
+        /// Removals a room remembers.
+        public static let removedLimit = 256
+        /// Since when the room waits for the host it had before the relay restarted (nobody hosts meanwhile).
+        public var awaitingHostSince: Duration?
+
+        /// The removal a join by `name` (and `account`, when verified) falls under, if any.
+        public func removal(name: String, account: String?) -> RemovedMember? {
+            removed.first { entry in
+                entry.name == name.lowercased() || (account != nil && entry.account == account?.lowercased())
+            }
+        }
         /// Whether its chat may be kept: only a room anyone may join and the relay can read.
         public var isOpen: Bool { verifier == nil && encryption == nil }
+    }
+
+    /// A member the host removed from a room: the name and account to refuse, and who removed them.
+    public struct RemovedMember: Sendable, Equatable {
+        /// The display name, lowercased.
+        public var name: String
+        /// The verified account, lowercased; nil for a guest.
+        public var account: String?
+        /// The host who removed them (display name).
+        public var by: String
     }
 
     struct Connection {
@@ -87,6 +115,8 @@ public struct RelayState: Sendable {
     public var counters = RelayCounters()
     /// Whether the relay keeps open rooms' chat (it has a message store).
     public var keepsChat = false
+    /// Hosts from before a restart, by room, until they come back or `hostReturnWindow` passes.
+    public internal(set) var returningHosts: [String: RoomHostRecord] = [:]
 
     /// An empty relay. `random` makes credentials and SSRCs and `wallClock` (milliseconds since the Unix epoch)
     /// stamps chat lines; inject fixed ones in tests.
@@ -244,7 +274,7 @@ public struct RelayState: Sendable {
             }
             actions += remove(member.info.id, reason: .timeout)
         }
-        return actions
+        return actions + giveUpAwaitedHosts(now: now)
     }
 
     /// Connections closed for the join timeout in one tick (4 ticks a second).

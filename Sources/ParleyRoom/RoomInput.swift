@@ -47,8 +47,9 @@ public enum RoomEvent: Hashable, Sendable {
     case joined(localID: ParticipantID)
     /// Joining failed; `reason` says why ("relay refused: room full").
     case joinFailed(reason: String)
-    /// A participant arrived (also sent for everyone already present at join).
-    case userJoined(ParticipantID, name: String, role: Role)
+    /// A participant arrived (also sent for everyone already present at join, with how long each has been in the
+    /// room as the relay counts it).
+    case userJoined(ParticipantID, name: String, role: Role, inCallFor: Duration? = nil)
     /// A participant left.
     case userOffline(ParticipantID, reason: OfflineReason)
     /// The local camera produced its first frame.
@@ -137,6 +138,8 @@ public enum RoomEffect: Hashable, Sendable {
     case allowBroadcast(ParticipantID)
     /// Host only: remove a participant from the room.
     case removeParticipant(ParticipantID)
+    /// Host only: let someone removed (by this name) join again.
+    case readmit(String)
     /// Leave the call and close the room screen.
     case leave
     /// Load the direct conversation with an account (its lines come back as `directConversation`).

@@ -67,6 +67,7 @@ extension RoomState {
         case .chat:
             isChatInputOpen = true
             flowViewsHidden = false
+            unseenChat = 0
             pendingDigit = nil
             changes.insert([.chat, .controls])
             return []
@@ -75,6 +76,7 @@ extension RoomState {
             // Like the reference, hiding is ignored while a chat line is being typed.
             guard !isChatInputOpen else { return [] }
             flowViewsHidden.toggle()
+            if !flowViewsHidden { unseenChat = 0 }
             changes.insert(.all)
             return []
 

@@ -23,15 +23,18 @@ extension RoomState {
             log("Could not join \(roomName): \(reason)", kind: .alert)
             changes.insert(.status)
 
-        case .userJoined(let id, let name, let role):
+        case .userJoined(let id, let name, let role, let inCallFor):
             guard id != localID || localID == .unassigned else { break }
             let name = ChatLog.clean(name)
+            // The relay's count of how long each member has been there, not when this client first saw them.
+            let joinedAt = inCallFor.map { now - $0 }
             if let index = index(of: id) {
                 sessions[index].name = name
                 sessions[index].role = role
+                if let joinedAt { sessions[index].joinedAt = joinedAt }
             } else {
                 var session = VideoSession(id: id, name: name, role: role)
-                session.joinedAt = now
+                session.joinedAt = joinedAt ?? now
                 sessions.append(session)
                 log(role == .audience ? "\(name) joined the audience" : "\(name) joined", kind: .system)
                 record(role == .audience ? "\(name) joined the audience" : "\(name) joined")
@@ -107,10 +110,12 @@ extension RoomState {
         case .chatMessage(let from, let text):
             guard from != localID, !text.allSatisfy(\.isWhitespace) else { break }
             log(text, kind: .chat, sender: session(from)?.name ?? from.description)
+            countUnseenChat()
 
         case .channelMessage(let sender, let text):
             guard !text.allSatisfy(\.isWhitespace) else { break }
             log(text, kind: .chat, sender: sender)
+            countUnseenChat()
 
         case .directMessage(let peer, let sender, let text):
             guard !text.allSatisfy(\.isWhitespace) else { break }
@@ -178,8 +183,10 @@ extension RoomState {
             if hostID != id, let name = id == localID ? "You" : session(id)?.name {
                 record("\(name) \(id == localID ? "are" : "is") the host")
             }
-            hostID = id
-            if id == localID {
+            hostID = id == .unassigned ? nil : id
+            if id == .unassigned {
+                // Nobody hosts for now (the relay awaits the host it had before it restarted).
+            } else if id == localID {
                 log("You are the host: /allow NAME lets someone broadcast, /remove NAME removes them", kind: .system)
             } else if let name = session(id)?.name {
                 log("\(name) is the host", kind: .system)
@@ -246,12 +253,21 @@ extension RoomState {
         case .lost:
             connection = .lost
             if disconnectedAt == nil { disconnectedAt = now }
-            log("Connection lost", kind: .alert)
+            // The engine goes on trying: a long interruption is not a failure until it gives up, so it is said as
+            // such, and "Reconnected" follows when it is back.
+            log("Still reconnecting: the relay has not answered for a while", kind: .alert)
         case .message(let text):
             guard !text.isEmpty else { return }
             log(text, kind: .alert)
         }
         changes.insert([.status, .tiles])
+    }
+
+    /// A chat line arrived: with the chat pane hidden, the header counts it (nothing else would show it).
+    mutating func countUnseenChat() {
+        guard flowViewsHidden, !isChatInputOpen else { return }
+        unseenChat += 1
+        changes.insert(.status)
     }
 
     func index(of id: ParticipantID) -> Int? {

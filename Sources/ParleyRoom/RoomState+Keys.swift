@@ -108,6 +108,10 @@ extension RoomState {
         }
         let text = String(chatInput.text.trimmingBlanks())
         chatInput.clear()
+        // Enter sends and closes the line, as a call's chat field does: the next key is a hotkey again, never
+        // silently typed into the chat.
+        isChatInputOpen = false
+        changes.insert([.chat, .controls])
         if text.hasPrefix("/dm") || text == "/room" { return directCommand(text) }
         if text.hasPrefix("/") { return hostCommand(text) }
         if let peer = directPeer {
@@ -151,7 +155,9 @@ extension RoomState {
     /// `/allow NAME` and `/remove NAME`, the host's commands typed in the chat line.
     mutating func hostCommand(_ text: String) -> [RoomEffect] {
         let words = text.split(separator: " ", maxSplits: 1).map(String.init)
-        let usage = "Host commands: /allow NAME (let them broadcast), /remove NAME (remove them from the room)"
+        let usage =
+            "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove them "
+            + "from the room until allowed back)"
         guard words.count == 2, ["/allow", "/remove"].contains(words[0]) else {
             show(usage)
             return []
@@ -162,6 +168,11 @@ extension RoomState {
         }
         let name = words[1].trimmingBlanks()
         guard let peer = peers.first(where: { $0.name.lowercased() == name.lowercased() }) else {
+            if words[0] == "/allow" {
+                // Not here: someone removed, who may join again (the relay says so if nobody was removed so).
+                log("You let \(name) back into the room", kind: .system)
+                return [.readmit(String(name))]
+            }
             show("Nobody called \(name) is in the room")
             return []
         }

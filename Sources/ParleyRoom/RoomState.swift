@@ -145,6 +145,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var directLog: ChatLog
     /// Direct messages that arrived while the pane showed something else.
     public internal(set) var directUnread: Int
+    /// Chat lines that arrived while the chat pane was hidden (the header shows the count until it is shown again).
+    public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
     /// The roster overlay is on.

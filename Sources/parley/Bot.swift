@@ -183,6 +183,10 @@ final class BotRunner: @unchecked Sendable {
                         failure = "could not join: \(reason)"
                         return true
                     }
+                    if case .removedFromRoom(let reason) = event {
+                        failure = reason
+                        return true
+                    }
                 }
                 return true
             }

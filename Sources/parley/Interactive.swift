@@ -250,8 +250,8 @@ struct Lobby: AsyncParsableCommand {
     @Option(help: "Relay address to prefill, HOST:PORT.")
     var server = LobbyState.defaultServer
 
-    @Option(help: "Display name to prefill.")
-    var name = ProcessInfo.processInfo.environment["USER"] ?? ""
+    @Option(help: "Display name to prefill (default: the account logged in, else $USER).")
+    var name: String?
 
     @Option(help: "Room to prefill.")
     var room = ""
@@ -259,6 +259,7 @@ struct Lobby: AsyncParsableCommand {
     @OptionGroup var options: InteractiveOptions
 
     func run() async throws {
+        let name = self.name ?? defaultDisplayName(guest: options.guest)
         var lobby = LobbyState(server: server, name: name, room: room)
         var direct: JoinSettings?
         if let link {
@@ -299,8 +300,8 @@ struct Join: AsyncParsableCommand {
     @Option(help: "Relay address, HOST:PORT (default \(LobbyState.defaultServer); a link names its own).")
     var server: String?
 
-    @Option(help: "Display name (no spaces).")
-    var name = ProcessInfo.processInfo.environment["USER"] ?? ""
+    @Option(help: "Display name, no spaces (default: the account logged in with `parley login`, else $USER).")
+    var name: String?
 
     @Option(help: "Video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
     var profile = VideoProfile.standard.name
@@ -316,7 +317,7 @@ struct Join: AsyncParsableCommand {
         do {
             _ = try target(room, server: server, insecure: options.relayTrust.insecure)
             _ = try VideoProfile.named(profile)
-            _ = try DisplayName.validate(name)
+            _ = try displayName()
         } catch let error as ValidationError {
             throw error
         } catch {
@@ -329,8 +330,9 @@ struct Join: AsyncParsableCommand {
 
     func run() async throws {
         let (address, roomName, notices) = try target(room, server: server, insecure: options.relayTrust.insecure)
+        let name = try displayName()
         var settings = JoinSettings(
-            server: address, name: try DisplayName.validate(name),
+            server: address, name: name,
             room: roomName, role: Role(rawValue: role) ?? .broadcaster,
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: try access.joinEncryption())
         settings.password = try access.roomPassword()
@@ -344,6 +346,25 @@ struct Join: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
     }
+}
+
+extension Join {
+    /// `--name`, else the logged-in account's name (unless `--guest`), else `$USER`, checked by the name rules.
+    func displayName() throws -> String {
+        let chosen = name ?? defaultDisplayName(guest: options.guest)
+        guard !chosen.isEmpty else {
+            throw ValidationError(
+                "no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
+        }
+        return try DisplayName.validate(chosen)
+    }
+}
+
+/// The name a call uses when none is given: the account logged in on this computer (its calls are joined as that
+/// account, so its name is the natural one), else the login name in `$USER`, else empty.
+func defaultDisplayName(guest: Bool) -> String {
+    if !guest, let account = AccountFiles.standard.current()?.name { return account }
+    return ProcessInfo.processInfo.environment["USER"] ?? ""
 }
 
 /// The relay and room a join names: a room and `--server`, or a meeting link (which names both). A room name the

@@ -333,13 +333,16 @@ struct History: AsyncParsableCommand {
 
 /// `parley status NAME`: online, or when last seen.
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Say whether an account is online, or when it last was.")
+    static let configuration = CommandConfiguration(
+        abstract: "Say whether an account is online, or when it last was; with no name, your own account.")
 
-    @Argument(help: "The account.")
-    var name: String
+    @Argument(help: "The account (default: your own, as `parley login` left it).")
+    var name: String?
     @OptionGroup var account: AccountOptions
 
     func run() async throws {
+        let local = try account.local()
+        let name = self.name ?? local.name
         let client = try await account.connect()
         let presence: PresenceAnswer
         do {
@@ -349,6 +352,9 @@ struct Status: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
         await client.close()
+        if self.name == nil {
+            print("You are logged in as \(local.name) on \(local.server)")
+        }
         if presence.inCall == true {
             print("\(name) is \(presence.state)")
         } else if presence.online {

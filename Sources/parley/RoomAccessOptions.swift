@@ -11,7 +11,10 @@ import Glibc
 /// Room password and end-to-end encryption, for `join` and the lobby. Secrets can come from a file or a prompt so
 /// they stay out of shell history and `ps`.
 struct RoomAccessOptions: ParsableArguments {
-    @Option(help: "End-to-end encryption of media and chat: aes-128-gcm or aes-256-gcm (the default with a secret).")
+    @Option(
+        help:
+            "End-to-end encryption of media and chat: aes-128-gcm (the default with a secret, SFrame's own) or aes-256-gcm."
+    )
     var encryption: String?
 
     @Option(

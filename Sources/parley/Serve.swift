@@ -148,6 +148,7 @@ struct Serve: AsyncParsableCommand {
                 atPath: stateDir ?? LogSetup.stateDirectory,
                 withIntermediateDirectories: true)
             configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
+            configuration.roomHosts = RoomHostsFile(path: (stateDir ?? LogSetup.stateDirectory) + "/room-hosts.json")
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
                 configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)

@@ -115,9 +115,10 @@ struct DemoCallTests {
         try pane.send(["t"])
         try pane.sendLiteral("hello from tmux ✓")
         try pane.send(["Enter"])
-        lines = try screen(pane, until: has("you: hello from tmux ✓"), "the chat line")
-        try pane.send(["Escape"])
-        lines = try screen(pane, until: lacks("Enter sends"), "the chat input closed")
+        // Enter sends and closes the line: the bar's hotkeys are hotkeys again.
+        lines = try screen(
+            pane, until: { has("you: hello from tmux ✓")($0) && lacks("Enter sends")($0) },
+            "the chat line sent and the input closed")
         try Golden.check(lines, named: "demo_\(tag)_chat")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_chat")
 
@@ -200,9 +201,17 @@ struct JoinAgainstRelayTests {
         let lines = try pane.waitFor { $0.contains { $0.contains("2 people · connected") } }
         #expect(lines.contains { $0.contains("2 people · connected") }, "\(lines.joined(separator: "\n"))")
 
+        // A chat line sent with Enter closes the input: the `m` after it mutes, it is not typed into the chat.
+        try pane.send(["t"])
+        try pane.sendLiteral("hi")
+        try pane.send(["Enter"])
+        #expect(bot.waitForOutput(containing: "text: \"hi\""), "the chat line reached the other member")
         try pane.send(["m"])
         #expect(relay.waitForOutput(containing: "audio=true"), "the relay saw the mute:\n\(relay.output)")
         #expect(bot.waitForOutput(containing: "remoteAudioMuted"), "the other member was told:\n\(bot.output)")
+        let muted = try pane.waitFor { $0.contains { $0.contains("Mic off") } }
+        #expect(muted.contains { $0.contains("Mic off") }, "the bar shows the microphone off")
+        #expect(!muted.contains { $0.hasPrefix(">") || $0.contains("> m") }, "no chat input holds the m")
         try pane.send(["v"])
         #expect(relay.waitForOutput(containing: "video=true"), "the relay saw the camera go off")
 
@@ -215,6 +224,128 @@ struct JoinAgainstRelayTests {
                 || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
         relay.signal(SIGTERM)
         #expect(relay.waitForExit(seconds: 5) == 0, "the relay shuts down cleanly on SIGTERM")
+    }
+
+    /// The host removes m2 (a `parley join` in tmux): m2's call screen closes and `parley join` exits non-zero with
+    /// who removed them; a `parley bot` m2 is refused at once with the same; after `/allow m2` it gets in.
+    @Test func aRemovedMemberLeavesWithTheReasonAndStaysOutUntilAllowed() throws {
+        let parley = try #require(parleyBinaryPath())
+        let files = NSTemporaryDirectory() + "parley-remove-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        try "board password=letmein stage=host\n".write(toFile: files + "/rooms", atomically: true, encoding: .utf8)
+        let relay = try BackgroundProcess(
+            parley,
+            [
+                "serve", "--port", "0", "--log-level", "info", "--state-dir", files + "/relay", "--rooms",
+                files + "/rooms",
+            ])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on"))
+        let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
+        func join(_ name: String) throws -> TmuxPane {
+            try TmuxPane(
+                command: "sh -c '\(parley) join board --server 127.0.0.1:\(port) --name \(name) --password letmein "
+                    + "--profile 320x180 --known-relays \(files)/known_relays --log \(files)/\(name).log; "
+                    + "echo EXITED rc=$?; sleep 60'",
+                columns: 100, rows: 30)
+        }
+        let host = try join("alice")
+        _ = try host.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        let m2 = try join("m2")
+        let both = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        #expect(both.contains { $0.contains("2 people · connected") }, "\(both.joined(separator: "\n"))")
+
+        try host.send(["t"])
+        try host.sendLiteral("/remove m2")
+        try host.send(["Enter"])
+        let gone = try m2.waitFor { $0.contains { $0.contains("EXITED") } }
+        let shown = gone.joined(separator: "\n")
+        #expect(shown.contains("EXITED rc=1"), "removed, parley join fails: \(shown)")
+        #expect(shown.contains("alice, the host, removed you from board"), "\(shown)")
+        let modes = try m2.modes()
+        #expect(modes.contains("alt=0"), "the call screen closed and the terminal is restored: \(modes)")
+
+        func bot() throws -> BackgroundProcess {
+            try BackgroundProcess(
+                parley,
+                [
+                    "bot", "board", "--server", "127.0.0.1:\(port)", "--name", "m2", "--password", "letmein",
+                    "--no-decode", "--known-relays", files + "/known_relays",
+                ])
+        }
+        let refused = try bot()
+        #expect(refused.waitForExit(seconds: 15) == 1, "a rejoin is refused: \(refused.output)")
+        #expect(
+            refused.output.contains("alice, the host, removed you from board; only the host can let you back in"),
+            "\(refused.output)")
+
+        try host.send(["t"])
+        try host.sendLiteral("/allow m2")
+        try host.send(["Enter"])
+        let allowed = try host.waitFor { $0.contains { $0.contains("You let m2 back into the room") } }
+        #expect(allowed.contains { $0.contains("You let m2 back into the room") }, "\(allowed.joined(separator: "\n"))")
+        let back = try bot()
+        defer { back.stop() }
+        let again = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        #expect(again.contains { $0.contains("2 people · connected") }, "m2 is back: \(back.output)")
+        try host.send(["q"])
+        try host.send(["y"])
+    }
+
+    /// alice hosts, bob (a bot) is in the room; the relay is killed with SIGKILL and started again with the same state
+    /// folder: whoever reconnects first, alice hosts again and her host commands work.
+    @Test func theHostKeepsTheRoleAcrossARelayRestart() throws {
+        let parley = try #require(parleyBinaryPath())
+        let files = NSTemporaryDirectory() + "parley-host-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        func serve(port: String) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                parley, ["serve", "--port", port, "--log-level", "info", "--state-dir", files + "/relay"])
+        }
+        var relay = try serve(port: "0")
+        #expect(relay.waitForOutput(containing: "listening on"))
+        let port = String(try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1))
+        let host = try TmuxPane(
+            command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
+                + "--known-relays \(files)/known_relays --log \(files)/alice.log; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        _ = try host.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        let bob = try BackgroundProcess(
+            parley,
+            [
+                "bot", "standup", "--server", "127.0.0.1:\(port)", "--name", "bob", "--no-decode",
+                "--known-relays", files + "/bot-known_relays",
+            ])
+        defer { bob.stop() }
+        _ = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        // The relay writes its rooms' hosts once a second.
+        let kept = files + "/relay/room-hosts.json"
+        for _ in 0..<50 where !((try? String(contentsOfFile: kept, encoding: .utf8))?.contains("standup") ?? false) {
+            usleep(100_000)
+        }
+        #expect(try String(contentsOfFile: kept, encoding: .utf8).contains("standup"))
+
+        relay.signal(SIGKILL)
+        #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
+        relay = try serve(port: port)
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on"))
+        let back = try host.waitFor(seconds: 30) {
+            $0.contains { $0.contains("2 people · connected") } && $0.contains { $0.contains("Reconnected") }
+        }
+        #expect(back.contains { $0.contains("2 people · connected") }, "\(back.joined(separator: "\n"))")
+        try host.send(["r"])
+        let roster = try host.waitFor { $0.contains { $0.contains("alice (you) (host)") } }
+        #expect(roster.contains { $0.contains("alice (you) (host)") }, "\(roster.joined(separator: "\n"))")
+        #expect(!roster.contains { $0.contains("bob (host)") }, "\(roster.joined(separator: "\n"))")
+        try host.send(["Escape"])
+        try host.send(["t"])
+        try host.sendLiteral("/remove bob")
+        try host.send(["Enter"])
+        #expect(bob.waitForExit(seconds: 15) == 1, "alice's /remove works after the restart: \(bob.output)")
+        try host.send(["q"])
+        try host.send(["y"])
     }
 
     @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() throws {

@@ -130,6 +130,44 @@ import Glibc
         #expect(badName.status != 0 && badName.output.contains("(e.g. crewops)"), "\(badName.output)")
     }
 
+    /// Logged in as bob, `parley join` needs no `--name`: the call is joined as bob, verified; `parley status` with
+    /// no name says who you are and your presence.
+    @Test func aLoggedInUserJoinsWithoutANameAndAsksForTheirOwnStatus() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        #expect(try run(parley, as: "bob", ["login", "bob", "--server", server, "--insecure"]).status == 0)
+        let status = try run(parley, as: "bob", ["status", "--insecure"])
+        #expect(
+            status.status == 0 && status.output.contains("You are logged in as bob on \(server)")
+                && status.output.contains("bob is online"), "\(status.output)")
+        // No $USER either: the name can only come from the account.
+        let pane = try TmuxPane(
+            command: "sh -c 'env -u USER XDG_CONFIG_HOME=\(folder)/bob \(parley) join standup --server \(server) "
+                + "--insecure --profile 320x180 --log \(folder)/bob-call.log; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let lines = try pane.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        #expect(lines.contains { $0.contains("1 person · connected") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("You joined standup as bob") }, "\(lines.joined(separator: "\n"))")
+        try pane.send(["q"])
+        try pane.send(["y"])
+        let end = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        #expect(end.contains { $0.contains("EXITED rc=0") }, "\(end.joined(separator: "\n"))")
+
+        // Nobody logged in and no $USER: a clear error, not "Name is empty".
+        let nameless = try ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "-u", "USER", "XDG_CONFIG_HOME=\(folder)/nobody", parley, "join", "standup", "--server", server,
+                "--insecure",
+            ],
+            timeout: .seconds(30))
+        #expect(
+            nameless.status != 0 && nameless.output.contains("no display name: give --name NAME, or log in"),
+            "\(nameless.output)")
+    }
+
     /// The messages screen in a real terminal (tmux): what another account sends arrives live, a reply typed there
     /// is stored and read by the other side, a channel is joined from the input line, and the terminal is restored.
     @Test func theMessagesScreenShowsConversationsLiveAndSendsReplies() throws {
@@ -140,6 +178,10 @@ import Glibc
         for user in ["alice", "bob"] {
             #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
         }
+        // A channel both are in (before bob's message, which stays the newest conversation).
+        for user in ["alice", "bob"] {
+            #expect(try run(parley, as: user, ["channel", "join", "crew", "--insecure"]).status == 0)
+        }
         #expect(try run(parley, as: "bob", ["msg", "alice", "are you there?", "--insecure"]).status == 0)
         let pane = try TmuxPane(
             command: "sh -c 'XDG_CONFIG_HOME=\(folder)/alice \(parley) messages --insecure --log \(folder)/alice.log; "
@@ -149,6 +191,9 @@ import Glibc
         #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
         #expect(
             lines.contains { $0.contains(">bob") && $0.contains("[1]") }, "unread: \(lines.joined(separator: "\n"))")
+        // The channel list gives each channel's member count, as `parley channel members` does.
+        lines = try pane.waitFor { $0.contains { $0.contains("#crew (2)") } }
+        #expect(lines.contains { $0.contains("#crew (2)") }, "\(lines.joined(separator: "\n"))")
 
         // Open bob's conversation (the first), reply.
         try pane.send(["Enter"])
@@ -249,14 +294,17 @@ import Glibc
         let bobReads = try run(parley, as: "bob", ["history", "alice", "--insecure"])
         #expect(bobReads.output.contains("alice: sure, after this"), "\(bobReads.output)")
 
-        // Back to the room: a line posted in its channel from outside shows, from the verified account.
+        // Back to the room: a line posted in its channel from outside shows, from the verified account. (Enter
+        // closed the chat line: `t` opens it again.)
+        try pane.send(["t"])
         try pane.sendLiteral("/room")
         try pane.send(["Enter"])
         #expect(try run(parley, as: "bob", ["channel", "say", "standup", "see you at 3", "--insecure"]).status == 0)
         lines = try pane.waitFor { $0.contains { $0.contains("bob ✓: see you at 3") } }
         #expect(lines.contains { $0.contains("bob ✓: see you at 3") }, "\(lines.joined(separator: "\n"))")
+        try pane.send(["t"])
         try pane.sendLiteral("on my way")
-        try pane.send(["Enter", "Escape"])
+        try pane.send(["Enter"])
 
         // The messages screen over the call, and back.
         try pane.send(["M"])

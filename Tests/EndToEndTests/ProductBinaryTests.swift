@@ -20,6 +20,15 @@ struct ProductBinaryTests {
         #expect(bench.status != 0, "parley bench still runs: \(bench.output)")
     }
 
+    @Test("join's help names the cipher a secret alone gives, AES-128-GCM, as the code and docs do")
+    func helpNamesTheDefaultCipher() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let help = try ChildProcess.run(parley, ["join", "--help"])
+        let text = help.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.status == 0 && text.contains("aes-128-gcm (the default with a secret"), "\(help.output)")
+        #expect(!text.contains("aes-256-gcm (the default"), "\(help.output)")
+    }
+
     @Test("parley-bench sits beside parley and refuses a parley path that is not a program")
     func benchmarksAreTheirOwnProgram() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")

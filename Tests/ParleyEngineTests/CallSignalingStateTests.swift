@@ -69,10 +69,12 @@ struct CallSignalingStateTests {
             livenessTimeout: 10, passwordProtected: passwordProtected)
     }
 
-    /// What the first `joined` of a call does (no host, no password, plain `ws://`).
+    /// What the first `joined` of a call does (no host, no password, plain `ws://`). The host is said even when
+    /// nobody hosts (0).
     static func firstJoin(_ room: JoinedRoom) -> [Action] {
         [
-            .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .addMembers(room.members), security,
+            .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .addMembers(room.members),
+            .emit(.hostChanged(ParticipantID(room.host))), security,
             .bindMedia(room, restartMedia: true), .startReporting,
         ]
     }
@@ -81,7 +83,8 @@ struct CallSignalingStateTests {
     static func rejoin(_ room: JoinedRoom, members: [MemberInfo], restartMedia: Bool) -> [Action] {
         [
             .dropStalePeers(room), .emit(.joined(localID: ParticipantID(room.you.id))), .emit(.alert(.reconnected)),
-            .resendTiles, .addMembers(members), .bindMedia(room, restartMedia: restartMedia),
+            .resendTiles, .addMembers(members), .emit(.hostChanged(ParticipantID(room.host))),
+            .bindMedia(room, restartMedia: restartMedia),
         ]
     }
 
@@ -181,7 +184,7 @@ struct CallSignalingStateTests {
                 (0, .prepareMedia), (0, .openConnection(first: true)), (10, .send(.challenge)),
                 (20, .sendJoin(.init(proof: proof(nonce)))),
                 (30, .emit(.joined(localID: ParticipantID(1)))), (30, .resendTiles), (30, .addMembers([bob])),
-                (30, security),
+                (30, .emit(.hostChanged(ParticipantID(0)))), (30, security),
                 (30, .emit(.alert(.message("standup has no password: anyone who knows its name can join")))),
                 (30, .bindMedia(alice, restartMedia: true)), (30, .startReporting),
             ]),
@@ -269,7 +272,7 @@ struct CallSignalingStateTests {
             until: 15_000,
             expected: joinedAt20 + [
                 (500, .emit(.removedFromRoom("bob removed you"))), (500, .stopMedia), (500, .closeDevices),
-                (500, .stopTimers), (500, .closeConnection),
+                (500, .stopTimers), (500, .closeConnection), (500, .finish), (500, .closeMediaSocket),
             ]),
         Row(
             name: "room messages pass to the engine's bookkeeping",

@@ -84,7 +84,9 @@ struct CallChannelLoopbackTests {
         #expect(await eventually { joined(aliceLog) })
         #expect(
             await eventually {
-                carolLog.all.contains { if case .userJoined(_, let name, _) = $0 { name == "alice ✓" } else { false } }
+                carolLog.all.contains {
+                    if case .userJoined(_, let name, _, _) = $0 { name == "alice ✓" } else { false }
+                }
             }, "carol sees alice verified")
         #expect(
             await eventually {

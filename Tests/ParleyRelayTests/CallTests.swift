@@ -223,11 +223,28 @@ struct CallTests {
                 && aliceLog.all.contains(.userOffline(ParticipantID(bobID), reason: .removed))
         }
         #expect(removed)
-        try await Task.sleep(for: .milliseconds(800))
+        // His engine's call is over: its event stream ends (a bot or `parley join` exits with the reason).
+        let bobEnded = Mutex(false)
+        Task {
+            await bobTask.value
+            bobEnded.withLock { $0 = true }
+        }
+        #expect(await eventually { bobEnded.withLock { $0 } }, "bob's event stream ended with the removal")
         #expect(try await relay.rooms()["vault"] == [aliceID], "bob stayed out")
 
-        for engine in [alice, bob, eve, mallory] { await engine.leave() }
-        for task in [aliceTask, bobTask, eveTask, malloryTask] { task.cancel() }
+        // Bob tries again with the password: refused until the host lets him back in.
+        let (bobAgain, bobAgainLog, bobAgainTask) = try engine("bob", password: "correct horse")
+        #expect(await eventually { bobAgainLog.all.contains { if case .joinFailed = $0 { true } else { false } } })
+        #expect(
+            bobAgainLog.all.contains(
+                .joinFailed(reason: "alice, the host, removed you from vault; only the host can let you back in")))
+        alice.perform(.readmit("bob"))
+        try await Task.sleep(for: .milliseconds(300))
+        let (bobBack, bobBackLog, bobBackTask) = try engine("bob", password: "correct horse")
+        #expect(await eventually { bobBackLog.all.contains { if case .joined = $0 { true } else { false } } })
+
+        for engine in [alice, bob, eve, mallory, bobAgain, bobBack] { await engine.leave() }
+        for task in [aliceTask, bobTask, eveTask, malloryTask, bobAgainTask, bobBackTask] { task.cancel() }
         await relay.shutdown()
     }
 

@@ -82,6 +82,33 @@ struct RelayStateTests {
         #expect(relay.state.rooms["standup"]?.members == [alice, joined.you.id])
     }
 
+    @Test func aLateJoinerIsToldHowLongEachMemberHasBeenInTheRoom() throws {
+        var relay = Harness()
+        let alice = relay.join("alice", on: relay.connect(1))
+        relay.now = .seconds(60)
+        let carol = relay.join("carol", on: relay.connect(2))
+        relay.now = .milliseconds(540_500)
+        let b = relay.connect(3)
+        let joined = try #require(
+            joinedAnswer(to: b, in: relay.send(.join(JoinRequest(room: "standup", name: "bob")), on: b)))
+        #expect(joined.members.map(\.id) == [alice, carol])
+        #expect(joined.members.map(\.inCallFor) == [540.5, 480.5])
+        #expect(joined.members.map(\.timeInCall) == [.milliseconds(540_500), .milliseconds(480_500)])
+        #expect(joined.you.inCallFor == nil, "the joiner itself has just arrived")
+    }
+
+    @Test(
+        "a member's time in the call is read only when plausible",
+        arguments: [
+            (540.5, Duration.milliseconds(540_500)), (0, .zero), (-1, nil), (.nan, nil), (.infinity, nil), (1e12, nil),
+        ])
+    func timeInCallBounds(seconds: Double, duration: Duration?) {
+        let info = MemberInfo(
+            id: 1, name: "a", role: .broadcaster, audioMuted: false, videoMuted: false,
+            ssrcs: MemberSSRCs(block: 4), inCallFor: seconds)
+        #expect(info.timeInCall == duration)
+    }
+
     @Test func badNamesAreRefusedWithTheRuleMessage() {
         var relay = Harness()
         let a = relay.connect(1)

@@ -84,7 +84,7 @@ struct ResilienceTests {
     /// The id of the first participant called `name` that joined, as an engine reported it.
     func participant(named name: String, in log: EventLog) -> UInt32? {
         log.all.lazy.compactMap { event -> UInt32? in
-            if case .userJoined(let id, name, _) = event { id.rawValue } else { nil }
+            if case .userJoined(let id, name, _, _) = event { id.rawValue } else { nil }
         }.first
     }
 
@@ -180,7 +180,7 @@ struct ResilienceTests {
         let bobSawChurn = bobLog.all.contains {
             switch $0 {
             case .userOffline(ParticipantID(oldAlice), _): true
-            case .userJoined(let id, let name, _): name == "alice" && id != ParticipantID(oldAlice)
+            case .userJoined(let id, let name, _, _): name == "alice" && id != ParticipantID(oldAlice)
             default: false
             }
         }

@@ -248,6 +248,48 @@ struct RoomAccessTests {
         #expect(relay.state.members[bob] == nil)
     }
 
+    @Test func aRemovedMemberCannotJoinAgainUntilTheHostReadmitsThem() throws {
+        var relay = relay()
+        let a = relay.connect(1)
+        let alice = relay.join("alice", on: a)
+        let bob = relay.join("bob", on: relay.connect(2))
+        _ = relay.send(.remove(MemberRef(id: bob)), on: a)
+
+        // Back under the same name (any case), on a new connection: refused, and told who decides.
+        let again = relay.connect(3)
+        let refusal = try #require(
+            errorAnswer(to: again, in: relay.send(.join(JoinRequest(room: "standup", name: "BOB")), on: again)))
+        #expect(refusal.code == .removedByHost)
+        #expect(refusal.message == "alice, the host, removed you from standup; only the host can let you back in")
+        #expect(relay.state.rooms["standup"]?.members == [alice])
+
+        // Only the host readmits; a name nobody was removed under is an error that says so.
+        let carol = relay.connect(4)
+        _ = relay.join("carol", on: carol)
+        #expect(code(messages(to: carol, in: relay.send(.readmit(Readmission(name: "bob")), on: carol))) == .notAllowed)
+        #expect(
+            errorAnswer(to: a, in: relay.send(.readmit(Readmission(name: "dave")), on: a))
+                == SignalingError(.badField, "nobody called dave was removed from standup"))
+        #expect(relay.send(.readmit(Readmission(name: "Bob")), on: a).isEmpty)
+        let back = relay.connect(5)
+        #expect(
+            joinedAnswer(to: back, in: relay.send(.join(JoinRequest(room: "standup", name: "bob")), on: back)) != nil)
+    }
+
+    @Test func theRoomRemembersABoundedNumberOfRemovals() {
+        var relay = relay()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        for index in 0..<(RelayState.Room.removedLimit + 5) {
+            relay.now += .milliseconds(20)  // within alice's message rate
+            let id = relay.join("m\(index)", on: relay.connect(UInt64(10 + index)))
+            _ = relay.send(.remove(MemberRef(id: id)), on: a)
+        }
+        let removed = relay.state.rooms["standup"]?.removed ?? []
+        #expect(removed.count == RelayState.Room.removedLimit)
+        #expect(removed.first?.name == "m5", "the oldest removals are forgotten first")
+    }
+
     @Test func whenTheHostLeavesTheNextMemberHosts() {
         var relay = relay()
         let a = relay.connect(1)

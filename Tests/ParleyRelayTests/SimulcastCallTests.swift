@@ -64,6 +64,18 @@ struct SimulcastCallTests {
                 && active == [true, false, true]
         }
         #expect(split, "bob decodes 640x360, carol 160x90; alice encodes those two layers only")
+        // Two layers go out now; alice's own tile (the `i` overlay) shows her camera's rate, 15 fps, not the frames
+        // of both layers added up. Two reports later the last one's window lies wholly in the split.
+        func localRates() -> [Double] {
+            logs[0].all.compactMap { if case .localStats(let info) = $0 { info.fps } else { nil } }
+        }
+        let reportsThen = localRates().count
+        #expect(await eventually(within: .seconds(6)) { localRates().count >= reportsThen + 2 })
+        let rate = try #require(localRates().last)
+        #expect(rate > 5 && rate <= 15 * 1.25, "alice's own rate \(rate) fps for a 15 fps camera sending two layers")
+        let perLayer = await alice.statistics().videoFramesSentPerLayer
+        #expect(perLayer[0] > 0 && perLayer[2] > 0, "both layers went out: \(perLayer)")
+
         let carolBefore = try #require(await received(carol))
         #expect(carolBefore.layerSwitches == 1 && carolBefore.videoLayer == 2)
         #expect(carolBefore.decodeErrors == 0, "the switch came at a keyframe: nothing broken")

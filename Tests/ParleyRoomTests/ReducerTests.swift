@@ -249,7 +249,7 @@ struct EventTests {
             (RoomAlert.interrupted, "Connection interrupted", ConnectionState.interrupted),
             (.reconnecting, "Reconnecting…", .reconnecting),
             (.reconnected, "Reconnected", .connected),
-            (.lost, "Connection lost", .lost),
+            (.lost, "Still reconnecting: the relay has not answered for a while", .lost),
             (.message("Camera not found"), "Camera not found", .connected),
         ])
     func alerts(alert: RoomAlert, text: String, connection: ConnectionState) {
@@ -487,7 +487,7 @@ struct CommandTests {
 
 @Suite("Room reducer: chat input")
 struct ChatInputKeyTests {
-    @Test("type UTF-8, edit, send with Enter; the line stays open")
+    @Test("type UTF-8, edit, send with Enter; Enter closes the line")
     func send() {
         var room = Room(peers: 1)
         room.press(.char("t"))
@@ -502,10 +502,80 @@ struct ChatInputKeyTests {
         room.type("  ")
         #expect(room.press(.enter) == [.sendChat("héllo wö🙂rl")])
         #expect(room.lastChat == ChatEntry(sender: "me", text: "héllo wö🙂rl", time: room.clock, kind: .own))
-        #expect(room.state.isChatInputOpen && room.state.chatInput.text.isEmpty)
-        // Enter on an empty line closes the input.
+        #expect(!room.state.isChatInputOpen && room.state.chatInput.text.isEmpty)
+        // Enter on an empty line closes the input too.
+        room.press(.char("t"))
         #expect(room.press(.enter) == [])
         #expect(!room.state.isChatInputOpen)
+    }
+
+    @Test(
+        "after a sent line the bar's hotkeys work again",
+        arguments: [
+            (Key.char("m"), [RoomEffect.setMicrophoneMuted(true)]), (.char("v"), [.setCameraEnabled(false)]),
+        ])
+    func hotkeyAfterSending(key: Key, effects: [RoomEffect]) {
+        var room = Room(peers: 1)
+        room.press(.char("t"))
+        room.type("hi")
+        #expect(room.press(.enter) == [.sendChat("hi")])
+        #expect(room.press(key) == effects)
+        #expect(room.state.chatInput.text.isEmpty, "the hotkey was not typed into the chat")
+        room.press(.char("q"))
+        #expect(room.state.leavePending)
+    }
+
+    struct HostCase: Sendable, CustomTestStringConvertible {
+        var line: String
+        var host: Bool
+        var effects: [RoomEffect]
+        var notice: String?
+        var testDescription: String { "\(line) as \(host ? "host" : "member")" }
+    }
+
+    @Test(
+        "the host's commands in the chat line",
+        arguments: [
+            HostCase(line: "/allow p2", host: true, effects: [.allowBroadcast(peer(2))]),
+            HostCase(line: "/remove P3", host: true, effects: [.removeParticipant(peer(3))]),
+            HostCase(line: "/allow m2", host: true, effects: [.readmit("m2")]),
+            HostCase(
+                line: "/remove m2", host: true, effects: [], notice: "Nobody called m2 is in the room"),
+            HostCase(
+                line: "/remove p2", host: false, effects: [],
+                notice: "Only the host can remove members; the host is p3"),
+            HostCase(
+                line: "/kick p2", host: true, effects: [],
+                notice:
+                    "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove "
+                    + "them from the room until allowed back)"),
+        ])
+    func hostCommands(_ row: HostCase) {
+        var room = Room(peers: 2)
+        room.send(.hostChanged(row.host ? me : peer(3)))
+        room.press(.char("t"))
+        room.type(row.line)
+        #expect(room.press(.enter) == row.effects)
+        #expect(room.notice == row.notice)
+    }
+
+    @Test("chat arriving while the chat pane is hidden is counted in the header until it is shown")
+    func unseenChat() {
+        var room = Room(peers: 1)
+        room.send(.chatMessage(from: peer(2), text: "seen"))
+        #expect(room.state.unseenChat == 0)
+        room.press(.char("h"))
+        room.send(.chatMessage(from: peer(2), text: "one"))
+        room.send(.channelMessage(sender: "carol", text: "two"))
+        room.send(.chatMessage(from: peer(2), text: "   "))
+        #expect(room.state.unseenChat == 2)
+        #expect(room.state.takeChanges().contains(.status))
+        room.press(.char("h"))
+        #expect(room.state.unseenChat == 0)
+        room.press(.char("h"))
+        room.send(.chatMessage(from: peer(2), text: "three"))
+        room.press(.char("t"))
+        #expect(room.state.unseenChat == 0, "opening the chat line shows the pane")
     }
 
     @Test("keys that are commands elsewhere are text while typing")
@@ -628,18 +698,23 @@ struct DirectChatTests {
         room.send(
             .directConversation(peer: "bob", [ChatEntry(sender: "bob", text: "lunch?", time: .zero, kind: .chat)]))
         #expect(room.state.shownChat.entries.map(\.formatted) == ["bob: lunch?"])
+        room.press(.char("t"))
         room.type("yes")
         #expect(room.press(.enter) == [.sendDirect(to: "bob", text: "yes")])
         #expect(room.state.shownChat.last?.formatted == "me: yes" && room.state.shownChat.last?.kind == .own)
         #expect(room.state.chatLog.entries.allSatisfy { $0.text != "yes" }, "the room never saw it")
+        room.press(.char("t"))
         room.type("/room")
         #expect(room.press(.enter).isEmpty)
         #expect(room.state.directPeer == nil && room.state.chatTitle == "Chat")
+        room.press(.char("t"))
         room.type("hello room")
         #expect(room.press(.enter) == [.sendChat("hello room")])
         // One step: open and send.
+        room.press(.char("t"))
         room.type("/dm carol see you at 3")
         #expect(room.press(.enter) == [.openDirect("carol"), .sendDirect(to: "carol", text: "see you at 3")])
+        room.press(.char("t"))
         room.type("/dm")
         room.press(.enter)
         #expect(room.notice?.contains("/dm NAME") == true)

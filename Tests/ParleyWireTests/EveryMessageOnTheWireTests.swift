@@ -108,6 +108,9 @@ struct EveryMessageOnTheWireTests {
             "remove", .remove(MemberRef(id: 10)),
             #"{"id":10,"type":"remove","v":1}"#),
         Row(
+            "readmit", .readmit(Readmission(name: "m2")),
+            #"{"name":"m2","type":"readmit","v":1}"#),
+        Row(
             "tiles",
             .tiles(
                 TileReport(tiles: [TileSize(id: 7, width: 320, height: 180), TileSize(id: 8, width: 0, height: 0)])),
@@ -354,11 +357,11 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow,"#
-                + #" remove or tiles"#),
+                + #" remove, readmit or tiles"#),
         Refusal(
             "long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
             #"unknown message type "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; expected join, leave, mute,"#
-                + #" chat, stats, ping, role, challenge, allow, remove or tiles"#),
+                + #" chat, stats, ping, role, challenge, allow, remove, readmit or tiles"#),
         Refusal(
             "join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
             #"join needs field "room""#),
@@ -394,7 +397,8 @@ struct EveryMessageOnTheWireTests {
             #"error field "code" is invalid: "oops" is not one of "bad-json", "unknown-type", "unsupported-version","#
                 + #" "bad-field", "too-large", "not-joined", "already-joined", "bad-room-name", "bad-name","#
                 + #" "rate-limited", "not-allowed", "password-required", "wrong-password", "password-setup","#
-                + #" "name-taken", "encryption-mismatch", "limit-reached", "not-logged-in", "account-refused","#
+                + #" "name-taken", "encryption-mismatch", "limit-reached", "removed-by-host", "not-logged-in","#
+                + #" "account-refused","#
                 + #" "unknown-account", "store-failed", "internal""#),
         Refusal(
             "pong missing token", #"{"v":1,"type":"pong"}"#, .badField,

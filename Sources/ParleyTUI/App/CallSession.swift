@@ -76,6 +76,8 @@ final class CallSession {
         case left(note: String)
         /// The join failed before the room opened.
         case failed(reason: String)
+        /// The host removed us: the call is over; `reason` says who did (the call screen closes).
+        case removed(reason: String)
         /// The user asked for the messages screen (the call goes on under it).
         case openMessages
     }
@@ -157,6 +159,9 @@ final class CallSession {
             case .joined: hasJoined = true
             case .joinFailed(let reason) where !hasJoined:
                 return .failed(reason: reason)
+            case .removedFromRoom(let reason):
+                _ = reduce(&state, .event(event))
+                return .removed(reason: reason)
             case .userOffline:
                 mustDraw = true
             default: break

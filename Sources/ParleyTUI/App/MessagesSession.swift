@@ -203,7 +203,15 @@ final class MessagesSession: Sendable {
             return Array(watched.prefix(maxWatchedNames))
         }
         client.watch(names)
+        // The list shows each channel's member count, as `parley channel members` says it.
+        for channel in list.filter({ $0.kind == .channel }).prefix(maxChannelCounts) {
+            let members = try await client.members(of: channel.name)
+            shared.push(.members(channel: channel.name, count: members.count))
+        }
     }
+
+    /// Channels whose member count the list asks for at login (one request each).
+    static let maxChannelCounts = 50
 
     private static func perform(
         _ action: MessagesAction, _ client: MessagingClient, me: String,

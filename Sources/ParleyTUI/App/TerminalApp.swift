@@ -112,6 +112,8 @@ public enum TerminalApp {
         while true {
             // Set when a call ended (from the call screen or under the messages screen): to the lobby, or out.
             var endedCall: String?
+            // Set when the host removed us: back to the lobby with the reason, or out with it as an error.
+            var removed: String?
             switch mode {
             case .lobby:
                 let size = terminal.size
@@ -211,7 +213,7 @@ public enum TerminalApp {
                     guard options.returnToLobby else { return note }
                     lobby.callEnded(note)
                     mode = .lobby
-                case .failed(let reason):
+                case .failed(let reason), .removed(let reason):
                     session.close()
                     guard fromLobby else { throw CallSetupError("could not join: \(reason)") }
                     lobby.fail(reason)
@@ -275,6 +277,9 @@ public enum TerminalApp {
                 case .left(let note), .failed(let note):
                     session.close()
                     endedCall = note
+                case .removed(let reason):
+                    session.close()
+                    removed = reason
                 }
 
             case .callMessages(let call, var state, let messages):
@@ -290,7 +295,18 @@ public enum TerminalApp {
                     messages.close()
                     call.close()
                     endedCall = note
+                case .removed(let reason):
+                    messages.close()
+                    call.close()
+                    removed = reason
                 }
+            }
+            if let reason = removed {
+                guard options.returnToLobby else { throw CallSetupError(reason) }
+                lobby.fail(reason)
+                lastLobbyDraw = nil
+                terminal.invalidate()
+                mode = .lobby
             }
             if let note = endedCall {
                 guard options.returnToLobby else { return note }
@@ -312,6 +328,7 @@ public enum TerminalApp {
         }
         switch call.step(key: nil, terminal: terminal, draws: false) {
         case .left(let note), .failed(let note): return .callEnded(note)
+        case .removed(let reason): return .removed(reason)
         case .running, .openMessages: break
         }
         let size = terminal.size
@@ -338,7 +355,7 @@ public enum TerminalApp {
     }
 
     private enum CallMessagesStep {
-        case stay, backToCall, callEnded(String)
+        case stay, backToCall, callEnded(String), removed(String)
     }
 
     private static func startCall(_ settings: JoinSettings, options: AppOptions, terminal: Terminal) throws

@@ -97,7 +97,7 @@ public struct RoomScreen: Sendable {
         case .connected: return ("connected", nil)
         case .interrupted: return ("interrupted", .statusWarning)
         case .reconnecting: return ("reconnecting…", .statusWarning)
-        case .lost: return ("connection lost", .statusError)
+        case .lost: return ("still reconnecting…", .statusError)
         case .failed: return ("join failed", .statusError)
         case .left: return ("left", nil)
         }
@@ -120,6 +120,11 @@ public struct RoomScreen: Sendable {
         ]
         if let duration = state.callDuration {
             after += [separator, StyledRun(Self.callTime(duration), base)]
+        }
+        if state.unseenChat > 0 {
+            let key = state.settings.keymap.keys(for: .hideControls).first.map { ", " + KeyName.label($0) + " shows" }
+            let text = "\(state.unseenChat) new in chat" + (key ?? "")
+            after += [separator, StyledRun(text, base.overlaid(with: theme.style(.statusWarning)))]
         }
         if state.localRole == .audience {
             after += [separator, StyledRun("audience", base.overlaid(with: theme.style(.statusWarning)))]

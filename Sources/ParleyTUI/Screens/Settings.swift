@@ -158,12 +158,20 @@ public enum SettingsScreen {
     /// Rows of the devices panel, borders included.
     static let devicesHeight = DeviceSettings.Row.allCases.count + 2
 
-    static func box(profileCount: Int, size: TerminalSize, picture: Bool = false) -> CellRect {
+    static func box(profileCount: Int, size: TerminalSize, picture: PictureChoice? = nil) -> CellRect {
         let width = min(60, size.columns - 4)
-        let height = profileCount + 7 + (picture ? 2 : 0)
+        let height = profileCount + 7 + pictureLines(picture, width: width).count
         return CellRect(
             x: (size.columns - width) / 2, y: max(0, (size.rows - height - devicesHeight - 1) / 2),
             width: width, height: height)
+    }
+
+    /// The picture mode and, wrapped to the box, why `auto` chose it: never cut off (it is the one place that says).
+    static func pictureLines(_ picture: PictureChoice?, width: Int) -> [String] {
+        guard let picture else { return [] }
+        let inner = max(10, width - 4)
+        return ["Picture: \(picture.label) (--picture changes it)"]
+            + DisplayWidth.wrap(picture.reason, width: inner).prefix(3)
     }
 
     static func devicesBox(below box: CellRect) -> CellRect {
@@ -177,7 +185,7 @@ public enum SettingsScreen {
     ) -> SettingsAction? {
         let minimum = RoomScreenLayout.minimumSize
         guard size.columns >= minimum.columns, size.rows >= minimum.rows else { return nil }
-        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture != nil)
+        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture)
         let index = row - (box.y + 3)
         guard column > box.x, column < box.maxX - 1, index >= 0, index < settings.profiles.count else {
             return nil
@@ -193,7 +201,7 @@ public enum SettingsScreen {
             return TooSmallMessage.render(size: size, minimum: minimum, theme: theme)
         }
         var screen = Screen(width: size.columns, height: size.rows)
-        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture != nil)
+        let box = box(profileCount: settings.profiles.count, size: size, picture: settings.picture)
         screen.drawBox(
             box, style: theme.style(.tileBorder), lines: .rounded, title: "Video profile",
             titleStyle: theme.style(.tileName))
@@ -224,21 +232,15 @@ public enum SettingsScreen {
                             ? CellStyle() : theme.style(.placeholder)), clip: line)
             }
         }
-        let noteRow = box.maxY - 3 - (settings.picture != nil ? 2 : 0)
+        let pictureLines = Self.pictureLines(settings.picture, width: box.width)
+        let noteRow = box.maxY - 3 - pictureLines.count
         screen.writeCentered(
             "Sent at this size; others see it scaled to their tiles.", row: noteRow, in: box.inset(by: 1),
             style: theme.style(.placeholder))
-        if let picture = settings.picture {
-            let line = CellRect(x: left, y: noteRow + 2, width: box.width - 4, height: 1)
+        for (offset, text) in pictureLines.enumerated() {
+            let line = CellRect(x: left, y: noteRow + 2 + offset, width: box.width - 4, height: 1)
             screen.write(
-                "Picture: \(picture.label) (--picture changes it)", column: left, row: line.y,
-                style: theme.style(.text), clip: line)
-            screen.write(
-                DisplayWidth.truncate(picture.reason, toWidth: line.width), column: left, row: line.y + 1,
-                style: theme.style(.placeholder),
-                clip: CellRect(
-                    x: left, y: line.y + 1,
-                    width: line.width, height: 1))
+                text, column: left, row: line.y, style: theme.style(offset == 0 ? .text : .placeholder), clip: line)
         }
         let devicesBox = devicesBox(below: box)
         drawDevices(settings, into: &screen, in: devicesBox, theme: theme)

@@ -19,8 +19,10 @@ public enum ClientMessage: Sendable, Equatable {
     case challenge
     /// Host only: let an audience member broadcast.
     case allow(MemberRef)
-    /// Host only: remove a member from the room.
+    /// Host only: remove a member from the room (they cannot join it again until readmitted).
     case remove(MemberRef)
+    /// Host only: let a removed member join the room again.
+    case readmit(Readmission)
     /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
     case tiles(TileReport)
 
@@ -38,6 +40,7 @@ public enum ClientMessage: Sendable, Equatable {
             .bare("challenge", .challenge),
             .payload("allow", Self.allow),
             .payload("remove", Self.remove),
+            .payload("readmit", Self.readmit),
             .payload("tiles", Self.tiles),
         ],
         unknownType: { type, known in

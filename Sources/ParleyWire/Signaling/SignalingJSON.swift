@@ -47,6 +47,8 @@ public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
     case encryptionMismatch = "encryption-mismatch"
     /// A room, connection or member limit was reached.
     case limitReached = "limit-reached"
+    /// The room's host removed this member; only the host can let them in again (`readmit`).
+    case removedByHost = "removed-by-host"
     /// Messaging: the request needs a logged-in account.
     case notLoggedIn = "not-logged-in"
     /// Messaging: the account name is bound to other keys, or the proof did not verify.

@@ -43,11 +43,14 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     public var ssrcs: MemberSSRCs
     /// The account the member proved to be (the relay checked its signature), nil for a guest.
     public var account: String?
+    /// Seconds the member had been in the room when the relay sent this (in the member list of `joined`), so a late
+    /// joiner's roster shows how long each has really been there; nil when just joined or not said.
+    public var inCallFor: Double?
 
     /// A member description.
     public init(
         id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs,
-        account: String? = nil
+        account: String? = nil, inCallFor: Double? = nil
     ) {
         self.id = id
         self.name = name
@@ -56,6 +59,14 @@ public struct MemberInfo: Codable, Sendable, Equatable {
         self.videoMuted = videoMuted
         self.ssrcs = ssrcs
         self.account = account
+        self.inCallFor = inCallFor
+    }
+
+    /// `inCallFor` as a duration when it is a plausible one (finite, 0 to 10 years): the relay is trusted for the
+    /// figure, not for the arithmetic.
+    public var timeInCall: Duration? {
+        guard let seconds = inCallFor, seconds.isFinite, seconds >= 0, seconds <= 315_360_000 else { return nil }
+        return .milliseconds(Int64(seconds * 1000))
     }
 
     /// The name as a call shows it: with a ✓ when the relay verified the account ("bob ✓", or "Bob ✓bob" when

@@ -32,6 +32,15 @@ public struct MemberRef: Codable, Sendable, Equatable {
     public init(id: UInt32) { self.id = id }
 }
 
+/// A member the host removed, named as they would join again (the host's `readmit`).
+public struct Readmission: Codable, Sendable, Equatable {
+    /// The display name or account they were removed under.
+    public var name: String
+
+    /// A readmission.
+    public init(name: String) { self.name = name }
+}
+
 /// Why this member was removed from the room.
 public struct Removal: Codable, Sendable, Equatable {
     /// Who removed it (the host's display name).

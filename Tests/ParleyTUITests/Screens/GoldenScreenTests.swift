@@ -77,6 +77,7 @@ struct GoldenScreenTests {
         room.press(.char("t"))
         for character in "sounds good" { room.press(.char(character)) }
         room.press(.enter)
+        room.press(.char("t"))
         for character in "see you at ten" { room.press(.char(character)) }
         Golden.check(room.render(size), Self.name("room_chat", size))
     }

@@ -333,6 +333,24 @@ struct SettingsTests {
         #expect(screen.text(row: row).contains("> 640x360"))
         #expect(screen.rows(containing: "(in use)").count == 1)
     }
+
+    @Test("why auto chose its picture is wrapped, never cut off, at every width", arguments: [(80, 24), (200, 60)])
+    func pictureReasonWrapped(columns: Int, rows: Int) throws {
+        var settings = SettingsState(current: .standard)
+        let reason =
+            "auto: half blocks (inside tmux the outer terminal is unknown: sextants and quadrants need a font that "
+            + "has them), 24-bit colour (COLORTERM=truecolor)"
+        settings.picture = PictureChoice(colors: .trueColor, cells: .halfBlocks, reason: reason)
+        let screen = SettingsScreen.render(
+            settings, size: TerminalSize(columns: columns, rows: rows), theme: Theme(depth: .palette256))
+        let first = try #require(screen.rows(containing: "auto: half blocks").first)
+        let shown = (first..<first + 4).map { screen.text(row: $0) }
+            .map { $0.replacingOccurrences(of: "│", with: " ").trimmingCharacters(in: .whitespaces) }
+            .prefix { !$0.isEmpty && !$0.contains("╰") && !$0.contains("Devices") }
+        #expect(shown.joined(separator: " ") == reason, "\(shown)")
+        #expect(screen.rows(containing: "Up/Down choose").count == 1, "the hint still shows")
+        #expect(screen.rows(containing: "Echo cancellation").count == 1, "the devices still show")
+    }
 }
 
 @Suite("Input line")

@@ -135,12 +135,34 @@ struct RoomScreenTests {
         #expect(DisplayWidth.of(text) <= row.width)
     }
 
+    @Test("the roster shows each member's time in the call as the relay counts it, not since this client joined")
+    func rosterJoinTimes() throws {
+        var room = RoomFixture()
+        room.advance(to: 20)
+        // Present before us: the relay says alice-host has been there 9 minutes, dan 30 seconds.
+        room.send(.event(.userJoined(ParticipantID(7), name: "ana", role: .broadcaster, inCallFor: .seconds(540))))
+        room.send(.event(.userJoined(ParticipantID(8), name: "dan", role: .broadcaster, inCallFor: .seconds(30))))
+        room.advance(to: 40)
+        room.send(.event(.userJoined(ParticipantID(9), name: "eve", role: .broadcaster)))
+        room.advance(to: 60)
+        room.press(.char("r"))
+        let screen = room.render(RoomFixture.large)
+        func line(_ name: String) throws -> String {
+            screen.text(row: try #require(screen.rows(containing: name + "  broadcaster").first))
+        }
+        let (ana, dan, eve, alice) = (try line("ana"), try line("dan"), try line("eve"), try line("alice (you)"))
+        #expect(ana.contains("09:40 in the call"), "\(ana)")
+        #expect(dan.contains("01:10 in the call"), "\(dan)")
+        #expect(eve.contains("00:20 in the call"), "\(eve)")
+        #expect(alice.contains("01:00 in the call"), "\(alice)")
+    }
+
     @Test("alert lines fill their row in the alert style; system lines are dim")
     func alertStyle() throws {
         var room = RoomFixture.withPeers(["bob"])
         room.send(.event(.alert(.lost)))
         let screen = room.render(RoomFixture.small)
-        let row = try #require(screen.rows(containing: "! Connection lost").first)
+        let row = try #require(screen.rows(containing: "! Still reconnecting").first)
         let alert = Self.theme.style(.chatAlert)
         let lines = try #require(RoomScreenLayout(size: RoomFixture.small, state: room.state).chatLines)
         for column in lines.x..<lines.maxX {
@@ -331,7 +353,7 @@ struct RoomScreenTests {
             ConnectionCase(alert: nil, text: "connected", role: nil),
             ConnectionCase(alert: .interrupted, text: "interrupted", role: .statusWarning),
             ConnectionCase(alert: .reconnecting, text: "reconnecting…", role: .statusWarning),
-            ConnectionCase(alert: .lost, text: "connection lost", role: .statusError),
+            ConnectionCase(alert: .lost, text: "still reconnecting…", role: .statusError),
         ])
     func connectionColour(_ row: ConnectionCase) throws {
         var room = RoomFixture.withPeers(["bob"])
