@@ -177,7 +177,11 @@ int parley_curses_arm_restore(void) {
     append_bytes(tigetstr("rmkx"));
     /* Mouse reporting off, every mode curses may have turned on (X10/normal, button-event, any-event, SGR). */
     append_bytes("\033[?1000l\033[?1002l\033[?1003l\033[?1006l");
-    append_bytes(tigetstr("rmcup"));
+    /* The alternate screen is cleared before it is left, as `Terminal.close` does: tmux rewraps what is on it into
+       the shell's screen when it is left at another size. */
+    const char *rmcup = tigetstr("rmcup");
+    if (rmcup != NULL && rmcup != (char *)-1) append_bytes(tigetstr("clear"));
+    append_bytes(rmcup);
 
     int status = 0;
     for (size_t i = 0; i < EXIT_COUNT; i++) {

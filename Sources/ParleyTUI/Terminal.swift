@@ -339,6 +339,14 @@ public final class Terminal {
         tmuxWatch?.stop()
         writer.stop()
         if pixelWriter != nil, case let closing = pixelWriter!.closing(), !closing.isEmpty { writeNow(closing) }
+        // The alternate screen is left blank. Left at a size other than the one it was entered at, tmux first rewraps
+        // the alternate screen to the size the shell's screen was saved at: call lines wider than that spill into the
+        // scrollback, and the resize back to the current size pulls them onto the shell's screen, above its own
+        // lines. A blank screen has nothing to spill. (Without an alternate screen the last frame stays, as before.)
+        if parley_curses_string_capability("rmcup") != nil {
+            wclear(window)
+            wrefresh(window)
+        }
         endwin()
         delscreen(screenPointer)
         parley_curses_disarm_restore()

@@ -2,10 +2,15 @@ import Foundation
 import ParleyProcesses
 import Testing
 
-/// The shell's screen after a call is the one before it, however the window was resized during the call; and keys
-/// that arrive in a burst all count.
+/// The shell's screen after a call is the one before it, however the window was resized during the call and whatever
+/// size it has when the call is left; and keys that arrive in a burst all count.
 @Suite(.serialized)
 struct TerminalRestoreTests {
+    /// The sizes a pane that started at 100x30 is left at: larger and smaller. Leaving the alternate screen at another
+    /// size, tmux first rewraps what is left on it to the size the shell's screen was saved at; lines wider than that
+    /// spill over and come back on the shell's screen, above its own lines.
+    static let leaveSizes = [(columns: 140, rows: 45), (columns: 80, rows: 24)]
+
     /// A shell in a pane, with a few lines of its own on the screen.
     /// `variables` are set in the shell (short names keep command lines on one row).
     func shell(_ variables: String = "") throws -> (pane: TmuxPane, before: [String]) {
@@ -27,13 +32,20 @@ struct TerminalRestoreTests {
     /// Resizes the window through a few sizes and back to 100x30, a moment at each.
     func resizeAround(_ pane: TmuxPane) throws {
         for (columns, rows) in [(130, 40), (70, 20), (90, 35), (100, 30)] {
-            try pane.run(["resize-window", "-x", "\(columns)", "-y", "\(rows)"])
-            usleep(600_000)
+            try resize(pane, columns: columns, rows: rows)
         }
     }
 
-    @Test("less, as a control: resized while open, it leaves the shell's screen as it was")
-    func lessRestores() throws {
+    /// Resizes the window and gives the program in it a moment to repaint.
+    func resize(_ pane: TmuxPane, columns: Int, rows: Int) throws {
+        try pane.run(["resize-window", "-x", "\(columns)", "-y", "\(rows)"])
+        usleep(600_000)
+    }
+
+    @Test(
+        "less, as a control: resized while open and left at another size, it leaves the shell's screen as it was",
+        arguments: leaveSizes)
+    func lessRestores(columns: Int, rows: Int) throws {
         let (pane, before) = try shell()
         try pane.sendLiteral("less /etc/os-release")
         try pane.send(["Enter"])
@@ -46,13 +58,16 @@ struct TerminalRestoreTests {
         let shown = try pane.text().joined(separator: "\n")
         #expect(onAlternate, "less is on the alternate screen:\n\(shown)")
         try resizeAround(pane)
+        try resize(pane, columns: columns, rows: rows)
         try pane.send(["q"])
         let after = Self.content(try pane.waitFor(seconds: 10) { Self.content($0).last == "$" })
         #expect(after == before + ["$ less /etc/os-release", "$"], "the pane:\n\(after.joined(separator: "\n"))")
     }
 
-    @Test("a call resized mid-call and left with q y leaves exactly the shell's screen; pasted and held keys all count")
-    func callRestores() throws {
+    @Test(
+        "a call resized and left with q y at another size leaves exactly the shell's screen; pasted, held keys count",
+        arguments: leaveSizes)
+    func callRestores(columns: Int, rows: Int) throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let log = NSTemporaryDirectory() + "parley-restore-\(getpid()).log"
         defer { try? FileManager.default.removeItem(atPath: log) }
@@ -80,10 +95,8 @@ struct TerminalRestoreTests {
         try resizeAround(pane)
         try pane.send(["q"])
         _ = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("Leave the call?") } }
-        try pane.run(["resize-window", "-x", "120", "-y", "36"])
-        usleep(600_000)
-        try pane.run(["resize-window", "-x", "100", "-y", "30"])
-        usleep(600_000)
+        try resize(pane, columns: 120, rows: 36)
+        try resize(pane, columns: columns, rows: rows)
         try pane.send(["y"])
         let after = Self.content(try pane.waitFor(seconds: 15) { Self.content($0).last == "$" })
         let expectedScreen = before + ["$ " + command]
@@ -94,6 +107,8 @@ struct TerminalRestoreTests {
             after.dropLast().last?.hasPrefix("You left demo after ") == true,
             "the pane:\n\(after.joined(separator: "\n"))")
         #expect(try pane.modes().contains("alt=0"))
+        let size = try pane.run(["display", "-p", "#{pane_width}x#{pane_height}"])
+        #expect(size.trimmingCharacters(in: .whitespacesAndNewlines) == "\(columns)x\(rows)", "left at this size")
     }
 }
 

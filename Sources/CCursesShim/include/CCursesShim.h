@@ -64,10 +64,11 @@ SCREEN *parley_curses_newterm(const char *term);
  *
  * `parley_curses_save_tty` records the terminal modes of `fd` before curses changes them. `parley_curses_arm_restore`
  * (called after newterm) builds the byte sequence that undoes curses' screen setup from terminfo (attributes off,
- * cursor visible, keypad and mouse reporting off, leave the alternate screen) and installs async-signal-safe
- * handlers: SIGINT, SIGTERM and SIGHUP write that sequence, restore the saved modes and _exit(128 + signal); crash
- * signals (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE) restore the same way and then pass the signal on to
- * the handler that was installed before (the Swift runtime's backtracer) or to the default action.
+ * cursor visible, keypad and mouse reporting off, clear and leave the alternate screen) and installs
+ * async-signal-safe handlers: SIGINT, SIGTERM and SIGHUP write that sequence, restore the saved modes and
+ * _exit(128 + signal); crash signals (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE) restore the same way and
+ * then pass the signal on to the handler that was installed before (the Swift runtime's backtracer) or to the
+ * default action.
  * `parley_curses_disarm_restore` puts the previous handlers back. Returns 0 on success, -1 when a call failed.
  */
 int parley_curses_save_tty(int fd);
