@@ -170,6 +170,35 @@ struct DemoCallTests {
     }
 }
 
+/// The layer a fullscreened bot's tile really receives (decoded size in the `i` overlay), per picture mode: the bots
+/// send 320x240, 160x120 and 80x60, and every cell mode asks for twice the pixels it draws.
+@Suite(.serialized)
+struct FullscreenLayerProcessTests {
+    @Test(arguments: [
+        ("half", 200, 60, "320x240"), ("quadrant", 200, 60, "320x240"), ("sextant", 200, 60, "320x240"),
+        ("half", 120, 40, "160x120"),
+    ])
+    func aFullscreenTileGetsTheLayerItsPictureUses(mode: String, columns: Int, rows: Int, layer: String) throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
+        let log = NSTemporaryDirectory() + "parley-layer-\(mode)-\(columns)x\(rows).log"
+        let pane = try TmuxPane(
+            command: "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --picture \(mode) --chat-every 900 "
+                + "--toggle-video-every 900 --log \(log); echo EXITED rc=$?; sleep 60'",
+            columns: columns, rows: rows)
+        _ = try pane.waitFor { $0.contains { $0.contains("4 people · connected") } }
+        try pane.send(["2"])
+        try pane.send(["2"])
+        _ = try pane.waitFor { $0.contains { $0.contains("Esc grid") } }
+        try pane.send(["i"])
+        let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(layer + " ") } }
+        #expect(
+            lines.contains { $0.contains(layer + " ") },
+            "\(mode) at \(columns)x\(rows):\n\(lines.joined(separator: "\n"))")
+        try pane.send(["q"])
+        try pane.send(["y"])
+    }
+}
+
 /// `parley join` against a separate `parley serve` process: what the keys do must reach the relay.
 @Suite(.serialized)
 struct JoinAgainstRelayTests {

@@ -208,7 +208,7 @@ final class CallSession {
         if changes.contains(.tiles) {
             // The engine sends only a changed report, at most four a second.
             engine.reportTiles(
-                RoomScreen.drawnSizes(
+                RoomScreen.layerRequests(
                     state: state, layout: state.currentLayout,
                     cells: screen.pictureCells, pixels: terminal.pixelCanvas))
         }

@@ -185,6 +185,25 @@ extension RoomScreen {
 }
 
 extension RoomScreen {
+    /// How many camera pixels a cell mode's picture pixel is made from, across and down, when the layer allows:
+    /// the block renderers average every camera pixel that falls in a cell pixel, so a layer twice the drawn size
+    /// shows visibly better than one that just covers it (a 1:1 half-block tile drawn from the layer just covering
+    /// it measured 7 dB under the full layer, from the next one up 2 dB: docs/benchmarks.md, "Simulcast picture").
+    /// Pixel canvases (kitty, sixel) show every pixel they get, so they ask for their size.
+    public static let cellSupersampling = 2
+
+    /// The size each broadcasting peer's layer is asked for in `layout`: the drawn size (`drawnSizes`), times
+    /// `cellSupersampling` in a cell mode; 0x0 for a peer off screen. The relay forwards the smallest layer at
+    /// least this large (the largest when none is).
+    public static func layerRequests(
+        state: RoomState, layout: VideoLayout, cells: PictureCells = .halfBlocks, pixels: PixelCanvas? = nil
+    ) -> [TileSize] {
+        let factor = pixels == nil ? cellSupersampling : 1
+        return drawnSizes(state: state, layout: layout, cells: cells, pixels: pixels).map {
+            TileSize(id: $0.id, width: $0.width * factor, height: $0.height * factor)
+        }
+    }
+
     /// A tile at least 6x3 cells gets a border; a smaller one is all picture.
     static func hasBorder(width: Int, height: Int) -> Bool { width >= 6 && height >= 3 }
 

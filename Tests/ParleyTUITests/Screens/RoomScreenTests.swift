@@ -1,5 +1,6 @@
 import ParleyMedia
 import ParleyRoom
+import ParleyWire
 import Testing
 
 @testable import ParleyTUI
@@ -415,5 +416,55 @@ struct RoomScreenTests {
                 == RoomScreen.render(
                     state: room.state, frames: room.frames, size: RoomFixture.large,
                     theme: Self.theme))
+    }
+}
+
+@Suite("The layer a fullscreen tile asks for")
+struct FullscreenLayerTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var cells: PictureCells
+        var columns: Int
+        var rows: Int
+        var layer: String
+        var testDescription: String { "\(cells.rawValue) at \(columns)x\(rows): \(layer)" }
+    }
+
+    /// The layer the relay forwards for a request: the smallest of a 640x360 camera's three that covers it.
+    static func layer(for request: TileSize) -> String {
+        let layers = [(160, 90), (320, 180), (640, 360)]
+        let (width, height) = layers.first { $0.0 >= request.width && $0.1 >= request.height } ?? layers[2]
+        return "\(width)x\(height)"
+    }
+
+    @Test(
+        "every cell mode asks for twice the pixels it draws, so a fullscreen tile gets a bigger layer as it grows",
+        arguments: [
+            Case(cells: .halfBlocks, columns: 120, rows: 40, layer: "160x90"),
+            Case(cells: .halfBlocks, columns: 200, rows: 60, layer: "320x180"),
+            Case(cells: .quadrants, columns: 120, rows: 40, layer: "320x180"),
+            Case(cells: .quadrants, columns: 200, rows: 60, layer: "640x360"),
+            Case(cells: .sextants, columns: 120, rows: 40, layer: "320x180"),
+            Case(cells: .sextants, columns: 200, rows: 60, layer: "640x360"),
+        ])
+    func fullscreenLayer(_ row: Case) throws {
+        var room = RoomFixture.withPeers(["bob", "carol"])
+        room.send(.event(.firstRemoteFrame(ParticipantID(3), size: VideoSize(width: 640, height: 360))))
+        room.fit(TerminalSize(columns: row.columns, rows: row.rows))
+        room.press(.char("3"))
+        room.press(.char("3"))
+        let layout = room.state.currentLayout
+        #expect(room.state.fullscreen == ParticipantID(3))
+        let drawn = try #require(
+            RoomScreen.drawnSizes(state: room.state, layout: layout, cells: row.cells).first { $0.id == 3 })
+        let request = try #require(
+            RoomScreen.layerRequests(state: room.state, layout: layout, cells: row.cells).first { $0.id == 3 })
+        #expect(request.width == 2 * drawn.width && request.height == 2 * drawn.height)
+        #expect(Self.layer(for: request) == row.layer, "drawn \(drawn.width)x\(drawn.height)")
+        let pixels = PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 10, height: 20))
+        let onCanvas = try #require(
+            RoomScreen.layerRequests(state: room.state, layout: layout, pixels: pixels).first { $0.id == 3 })
+        let drawnOnCanvas = try #require(
+            RoomScreen.drawnSizes(state: room.state, layout: layout, pixels: pixels).first { $0.id == 3 })
+        #expect(onCanvas == drawnOnCanvas, "real pixels ask for what they show")
     }
 }
