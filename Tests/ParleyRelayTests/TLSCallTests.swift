@@ -51,9 +51,12 @@ struct TLSCallTests {
         let notice = "relay \(relayName) pinned on first use: \(identity.fingerprint)"
         let (alice, aliceLog, aliceTask) = try start(
             configuration("alice", port: relay.signalingPort, security: .tls(store)))
-        #expect(await eventually { aliceLog.all.contains(.alert(.message(notice))) }, "\(aliceLog.all.prefix(8))")
+        // A TLS handshake with a fresh self-signed certificate beside the whole suite on 2 cores: give it time.
+        #expect(
+            await eventually(within: .seconds(15)) { aliceLog.all.contains(.alert(.message(notice))) },
+            "\(aliceLog.all.prefix(8))")
         let (bob, bobLog, bobTask) = try start(configuration("bob", port: relay.signalingPort, security: .tls(store)))
-        let decoding = await eventually(within: .seconds(10)) {
+        let decoding = await eventually(within: .seconds(20)) {
             let a = await alice.statistics()
             let b = await bob.statistics()
             return a.peers.values.contains { $0.framesDecoded >= 5 }
