@@ -8,8 +8,10 @@ BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 BENCH_BIN   := .build/release/parley-bench
 
-# Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with).
+# Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
+# PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
+                postgresql \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
@@ -71,7 +73,7 @@ REAL_TIME   := SoundCallTests
 # relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by
 # software OpenGL): with everything else beside them they starve the timing tests of the
 # main group, so they run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+PROCESSES   := EncryptionCaptureTests|PostgresServeTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build format-check
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'

@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         // System libraries, found through pkg-config.
@@ -68,6 +69,19 @@ let package = Package(
         .target(
             name: "ParleyStore",
             dependencies: ["ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The same `MessageStore` on a PostgreSQL server shared by several relays (issue 29), through postgres-nio:
+        // versioned migrations under an advisory lock, connection URLs.
+        .target(
+            name: "ParleyPostgres",
+            dependencies: [
+                "ParleyStore", "ParleySecurity",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
         // relay and the client share.
@@ -145,7 +159,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
-                "ParleySecurity", "ParleyStore",
+                "ParleySecurity", "ParleyStore", "ParleyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -165,7 +179,10 @@ let package = Package(
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(
             name: "ParleyStoreTests",
-            dependencies: ["ParleyStore", "ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "ParleyStore", "ParleySecurity", "ParleyPostgres", "ParleyProcesses",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(
             name: "ParleySecurityTests",

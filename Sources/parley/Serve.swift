@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ParleyEngine
+import ParleyPostgres
 import ParleyRelay
 import ParleySecurity
 import ParleyStore
@@ -86,6 +87,17 @@ struct Serve: AsyncParsableCommand {
     )
     var maxStoreMB = 4096
 
+    @Option(
+        help:
+            "Keep accounts and messages in PostgreSQL, shared by several relays: postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=…] (default: $PARLEY_DATABASE_URL; without either, SQLite in --state-dir)."
+    )
+    var database: String?
+
+    @Option(
+        name: .customLong("database-password-file"),
+        help: "A file whose first line is the PostgreSQL password (else the URL's, else PGPASSFILE or ~/.pgpass).")
+    var databasePasswordFile: String?
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError(
@@ -143,11 +155,23 @@ struct Serve: AsyncParsableCommand {
         var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
         var certificateNote = ""
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
+        var storeNote = "accounts and direct messages kept in \(messagesPath)"
         do {
             try FileManager.default.createDirectory(
                 atPath: stateDir ?? LogSetup.stateDirectory,
                 withIntermediateDirectories: true)
-            configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
+            if let databaseURL = database ?? ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] {
+                let settings = try DatabaseSettings(
+                    url: databaseURL, passwordFile: databasePasswordFile,
+                    environment: ProcessInfo.processInfo.environment)
+                let (store, schema) = try await PostgresMessageStore.open(settings, maximumBytes: maxStoreMB << 20)
+                configuration.messageStore = store
+                storeNote =
+                    "accounts and direct messages kept in PostgreSQL \(settings.redacted) (schema version \(schema.to)"
+                    + (schema.from == schema.to ? ")" : ", migrated from \(schema.from))")
+            } else {
+                configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
+            }
             configuration.roomHosts = RoomHostsFile(path: (stateDir ?? LogSetup.stateDirectory) + "/room-hosts.json")
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
@@ -180,7 +204,7 @@ struct Serve: AsyncParsableCommand {
             )
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
-        say("accounts and direct messages kept in \(messagesPath)")
+        say(storeNote)
         let signal = await signals.wait()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])

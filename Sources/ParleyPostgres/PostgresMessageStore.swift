@@ -1,0 +1,604 @@
+import Foundation
+import Logging
+import ParleySecurity
+import ParleyStore
+import PostgresNIO
+
+/// `MessageStore` on a PostgreSQL server, which several relays can share. Each method is one transaction on a
+/// connection of a postgres-nio pool; every value is a bound parameter. New messages and channel lines are numbered
+/// under a transaction-level advisory lock held until commit, so sequences rise in commit order across every node,
+/// as SQLite's single writer gives them on one.
+public final class PostgresMessageStore: MessageStore {
+    /// Where it lives (without the password).
+    public let settings: DatabaseSettings
+    private let client: PostgresClient
+    private let bridge: BlockingBridge
+    private let running: Task<Void, Never>
+    private let maximumBytes: Int?
+    private let logger: Logger
+    /// How long one call may wait for PostgreSQL before it fails (nothing acknowledged).
+    private let timeout: Duration = .seconds(15)
+
+    /// Locks that number rows, one per table, beside the migration lock.
+    private static let directMessageLock: Int64 = PostgresSchema.migrationLock + 1
+    private static let channelPostLock: Int64 = PostgresSchema.migrationLock + 2
+
+    /// Connects to `settings`, checks that it answers and brings the schema up to date (under the advisory lock), then
+    /// opens the pool. `maximumBytes` caps the database's size as `--max-store-mb` caps SQLite's file: past it new
+    /// messages, lines and accounts are refused as "full". `readOnly` opens every session read-only (a standby).
+    public static func open(
+        _ settings: DatabaseSettings, maximumBytes: Int? = nil, readOnly: Bool = false,
+        logger: Logger = Logger(label: "parley.postgres")
+    ) async throws(StoreError) -> (store: PostgresMessageStore, migrated: (from: Int, to: Int)) {
+        let outcome: PostgresSchema.Outcome
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 0, logger: logger)
+            do {
+                if readOnly {
+                    outcome = try await PostgresSchema.check(connection, logger: logger)
+                } else {
+                    outcome = try await PostgresSchema.migrate(connection, logger: logger)
+                }
+                try await connection.close()
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        } catch {
+            throw PostgresFailure.explain(error, doing: "open \(settings.redacted)", settings: settings)
+        }
+        let store = PostgresMessageStore(
+            settings: settings, maximumBytes: maximumBytes, readOnly: readOnly, logger: logger)
+        return (store, (outcome.from, outcome.to))
+    }
+
+    private init(settings: DatabaseSettings, maximumBytes: Int?, readOnly: Bool, logger: Logger) {
+        self.settings = settings
+        self.maximumBytes = maximumBytes
+        self.logger = logger
+        let client = PostgresClient(
+            configuration: settings.clientConfiguration(readOnly: readOnly), backgroundLogger: logger)
+        self.client = client
+        bridge = BlockingBridge()
+        running = bridge.start { await client.run() }
+    }
+
+    deinit { running.cancel() }
+
+    /// Closes the pool's connections.
+    public func close() { running.cancel() }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one transaction and waits for its commit.
+    private func transaction<T: Sendable>(
+        _ what: String, readOnly: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) throws(StoreError) -> T {
+        let client = client
+        let logger = logger
+        do {
+            return try bridge.run(
+                timeout: timeout,
+                onTimeout: StoreError.database(
+                    "could not \(what): PostgreSQL at \(settings.host):\(settings.port) did not answer within 15 s")
+            ) {
+                try await client.withConnection { connection in
+                    try await connection.query(
+                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN", logger: logger)
+                    do {
+                        let value = try await body(connection)
+                        try await connection.query("COMMIT", logger: logger)
+                        return value
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            }
+        } catch {
+            throw PostgresFailure.explain(error, doing: what, settings: settings)
+        }
+    }
+
+    /// Takes the lock that numbers `table`'s rows (until commit) and refuses when the database is past its size.
+    private func prepareInsert(_ connection: PostgresConnection, lock: Int64) async throws {
+        let rows = try await connection.query(
+            "SELECT pg_database_size(current_database()) FROM pg_advisory_xact_lock(\(lock))", logger: logger)
+        for try await size in rows.decode(Int64.self) {
+            if let maximumBytes, size > Int64(maximumBytes) {
+                throw StoreError.database(
+                    "the message store is full (the database holds \(size >> 20) MiB, past its size limit of "
+                        + "\(maximumBytes >> 20) MiB, parley serve --max-store-mb)")
+            }
+        }
+    }
+
+    // MARK: Accounts
+
+    public func bind(account name: String, to keys: AccountKeys) throws(StoreError) -> AccountBinding {
+        let logger = logger
+        return try transaction("bind account \(name)") { connection in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO account (name, signing_key, agreement_key)
+                VALUES (\(name), \(Data(keys.signing)), \(Data(keys.agreement)))
+                ON CONFLICT (name) DO NOTHING RETURNING name
+                """, logger: logger
+            ).collect()
+            if !inserted.isEmpty { return .created }
+            for try await (signing, agreement) in try await connection.query(
+                "SELECT signing_key, agreement_key FROM account WHERE name = \(name)", logger: logger
+            ).decode((Data, Data).self) {
+                return Array(signing) == keys.signing && Array(agreement) == keys.agreement
+                    ? .matches : .belongsToOtherKeys
+            }
+            return .belongsToOtherKeys
+        }
+    }
+
+    public func keys(of name: String) throws(StoreError) -> AccountKeys? {
+        let logger = logger
+        let found = try transaction("read the keys of \(name)", readOnly: true) { connection in
+            var keys: (Data, Data)?
+            for try await row in try await connection.query(
+                "SELECT signing_key, agreement_key FROM account WHERE name = \(name)", logger: logger
+            ).decode((Data, Data).self) {
+                keys = row
+            }
+            return keys.map { [Array($0.0), Array($0.1)] }
+        }
+        guard let found else { return nil }
+        do {
+            return try AccountKeys(signing: found[0], agreement: found[1])
+        } catch {
+            throw .database("the stored keys of \(name) are damaged: \(error)")
+        }
+    }
+
+    public func setLastSeen(_ name: String, at: Int64) throws(StoreError) {
+        let logger = logger
+        try transaction("record when \(name) was last seen") { connection in
+            _ = try await connection.query("UPDATE account SET last_seen = \(at) WHERE name = \(name)", logger: logger)
+        }
+    }
+
+    public func lastSeen(_ name: String) throws(StoreError) -> Int64? {
+        let logger = logger
+        return try transaction("read when \(name) was last seen", readOnly: true) { connection in
+            var seen: Int64?
+            for try await value in try await connection.query(
+                "SELECT last_seen FROM account WHERE name = \(name)", logger: logger
+            ).decode(Int64?.self) {
+                seen = value
+            }
+            return seen
+        }
+    }
+
+    // MARK: Direct messages
+
+    public func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool) {
+        try store(batch: [message])[0].get()
+    }
+
+    public func store(batch messages: [NewDirectMessage]) throws(StoreError)
+        -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
+    {
+        let what =
+            messages.count == 1
+            ? "store message \(messages[0].id) of \(messages[0].sender)" : "store \(messages.count) messages"
+        let logger = logger
+        return try transaction(what) { [self] connection in
+            try await prepareInsert(connection, lock: Self.directMessageLock)
+            var results: [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>] = []
+            for message in messages {
+                // The common case first: a new id inserts; only a conflict (a retry, or a reused id) reads what is
+                // there. The lock makes the conflict's row a committed one.
+                var sequence: Int64?
+                for try await value in try await connection.query(
+                    """
+                    INSERT INTO direct_message (id, sender, recipient, sealed, sender_copy, received_at)
+                    VALUES (\(message.id), \(message.sender), \(message.recipient), \(Data(message.sealed)),
+                            \(message.senderCopy.map { Data($0) }), \(message.receivedAt))
+                    ON CONFLICT (sender, id) DO NOTHING RETURNING sequence
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    sequence = value
+                }
+                if let sequence {
+                    results.append(.success((StoredDirectMessage(sequence: sequence, message: message), true)))
+                    continue
+                }
+                let existing = try await Self.messages(
+                    connection,
+                    "\(unescaped: Self.messageColumns) WHERE sender = \(message.sender) AND id = \(message.id)",
+                    logger: logger
+                ).first
+                guard let existing, existing.message.recipient == message.recipient,
+                    existing.message.sealed == message.sealed
+                else {
+                    results.append(.failure(StoreError.idReused(sender: message.sender, id: message.id)))
+                    continue
+                }
+                results.append(.success((existing, false)))
+            }
+            return results
+        }
+    }
+
+    /// The columns of a stored message, in the order `messages` decodes them.
+    private static let messageColumns =
+        """
+        SELECT sequence, id, sender, recipient, sealed, sender_copy, received_at, delivered_at, read_at
+        FROM direct_message
+        """
+
+    private static func messages(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger)
+        async throws -> [StoredDirectMessage]
+    {
+        var messages: [StoredDirectMessage] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            let (sequence, id, sender, recipient, sealed, senderCopy, receivedAt, deliveredAt, readAt) =
+                try row.decode((Int64, String, String, String, Data, Data?, Int64, Int64?, Int64?).self)
+            messages.append(
+                StoredDirectMessage(
+                    sequence: sequence,
+                    message: NewDirectMessage(
+                        id: id, sender: sender, recipient: recipient, sealed: Array(sealed), receivedAt: receivedAt,
+                        senderCopy: senderCopy.map { Array($0) }),
+                    deliveredAt: deliveredAt, readAt: readAt))
+        }
+        return messages
+    }
+
+    public func undelivered(to recipient: String, limit: Int) throws(StoreError) -> [StoredDirectMessage] {
+        let logger = logger
+        return try transaction("read undelivered messages to \(recipient)", readOnly: true) { connection in
+            try await Self.messages(
+                connection,
+                """
+                \(unescaped: Self.messageColumns) WHERE recipient = \(recipient) AND delivered_at IS NULL
+                ORDER BY sequence LIMIT \(max(0, limit))
+                """, logger: logger)
+        }
+    }
+
+    public func undeliveredCount(to recipient: String) throws(StoreError) -> Int {
+        let logger = logger
+        return try transaction("count undelivered messages to \(recipient)", readOnly: true) { connection in
+            try await Self.count(
+                connection,
+                "SELECT count(*) FROM direct_message WHERE recipient = \(recipient) AND delivered_at IS NULL",
+                logger: logger)
+        }
+    }
+
+    private static func count(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger)
+        async throws -> Int
+    {
+        var count = 0
+        for try await value in try await connection.query(query, logger: logger).decode(Int.self) { count = value }
+        return count
+    }
+
+    private static func marks(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger)
+        async throws -> [MessageMark]
+    {
+        var marks: [MessageMark] = []
+        for try await (sequence, sender) in try await connection.query(query, logger: logger).decode(
+            (Int64, String).self)
+        {
+            marks.append(MessageMark(sequence: sequence, sender: sender))
+        }
+        return marks
+    }
+
+    @discardableResult
+    public func markDelivered(_ sequences: [Int64], to recipient: String, at: Int64) throws(StoreError)
+        -> [MessageMark]
+    {
+        guard !sequences.isEmpty else { return [] }
+        return try markDelivered(batch: [(sequences, recipient)], at: at)[0]
+    }
+
+    public func markDelivered(batch receipts: [(sequences: [Int64], recipient: String)], at: Int64) throws(StoreError)
+        -> [[MessageMark]]
+    {
+        let count = receipts.reduce(0) { $0 + $1.sequences.count }
+        let logger = logger
+        let receipts = receipts.map { (sequences: $0.sequences, recipient: $0.recipient) }
+        return try transaction("mark \(count) messages delivered") { connection in
+            var results: [[MessageMark]] = []
+            for receipt in receipts {
+                // One array parameter, however long the receipt.
+                let marks = try await Self.marks(
+                    connection,
+                    """
+                    UPDATE direct_message SET delivered_at = \(at)
+                    WHERE sequence = ANY(\(receipt.sequences)) AND recipient = \(receipt.recipient)
+                        AND delivered_at IS NULL
+                    RETURNING sequence, sender
+                    """, logger: logger)
+                // In the receipt's order (a sequence listed twice is marked once, where it first appears).
+                let position = Dictionary(receipt.sequences.enumerated().map { ($1, $0) }) { first, _ in first }
+                results.append(marks.sorted { (position[$0.sequence] ?? 0) < (position[$1.sequence] ?? 0) })
+            }
+            return results
+        }
+    }
+
+    @discardableResult
+    public func markRead(from sender: String, to recipient: String, through sequence: Int64, at: Int64)
+        throws(StoreError) -> [MessageMark]
+    {
+        let logger = logger
+        return try transaction("mark messages of \(sender) read") { connection in
+            try await Self.marks(
+                connection,
+                """
+                UPDATE direct_message SET read_at = \(at), delivered_at = COALESCE(delivered_at, \(at))
+                WHERE sender = \(sender) AND recipient = \(recipient) AND sequence <= \(sequence) AND read_at IS NULL
+                RETURNING sequence, sender
+                """, logger: logger
+            ).sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    public func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
+        -> [StoredDirectMessage]
+    {
+        let logger = logger
+        return try transaction("read the conversation of \(account) and \(peer)", readOnly: true) { connection in
+            try await Self.messages(
+                connection,
+                """
+                \(unescaped: Self.messageColumns)
+                WHERE ((sender = \(account) AND recipient = \(peer)) OR (sender = \(peer) AND recipient = \(account)))
+                    AND sequence < \(before ?? Int64.max)
+                ORDER BY sequence DESC LIMIT \(max(0, limit))
+                """, logger: logger)
+        }
+    }
+
+    // MARK: Channels
+
+    public func join(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        let logger = logger
+        return try transaction("add \(account) to channel \(channel)") { [self] connection in
+            try await prepareInsert(connection, lock: Self.channelPostLock)
+            // A member has read everything before it joined.
+            let inserted = try await connection.query(
+                """
+                INSERT INTO channel_member (channel, account, joined_at, read_through)
+                VALUES (\(channel), \(account), \(at),
+                        (SELECT COALESCE(max(sequence), 0) FROM channel_post WHERE channel = \(channel)))
+                ON CONFLICT (channel, account) DO NOTHING RETURNING account
+                """, logger: logger
+            ).collect()
+            guard !inserted.isEmpty else { return nil }
+            return try await Self.insertActivity(
+                connection, channel: channel, account: account, kind: .joined, at: at, logger: logger)
+        }
+    }
+
+    public func leave(channel: String, account: String, at: Int64) throws(StoreError) -> StoredChannelPost? {
+        let logger = logger
+        return try transaction("remove \(account) from channel \(channel)") { [self] connection in
+            try await prepareInsert(connection, lock: Self.channelPostLock)
+            let deleted = try await connection.query(
+                "DELETE FROM channel_member WHERE channel = \(channel) AND account = \(account) RETURNING account",
+                logger: logger
+            ).collect()
+            guard !deleted.isEmpty else { return nil }
+            return try await Self.insertActivity(
+                connection, channel: channel, account: account, kind: .left, at: at, logger: logger)
+        }
+    }
+
+    private static func insertActivity(
+        _ connection: PostgresConnection, channel: String, account: String, kind: ChannelPostKind, at: Int64,
+        logger: Logger
+    ) async throws -> StoredChannelPost {
+        let members = try await count(
+            connection, "SELECT count(*) FROM channel_member WHERE channel = \(channel)", logger: logger)
+        // Activity ids are the store's own: unique per line, never chosen by a client.
+        let id = "\(kind.rawValue)-\(at)-\(UInt32.random(in: 0...UInt32.max))"
+        let line = NewChannelPost(id: id, channel: channel, sender: account, kind: kind, text: "", postedAt: at)
+        let sequence = try await insertPost(connection, line, members: members, logger: logger)
+        return StoredChannelPost(sequence: sequence, post: line, members: members)
+    }
+
+    private static func insertPost(
+        _ connection: PostgresConnection, _ post: NewChannelPost, members: Int?, logger: Logger
+    ) async throws -> Int64 {
+        var sequence: Int64 = 0
+        for try await value in try await connection.query(
+            """
+            INSERT INTO channel_post (channel, id, sender, kind, text, posted_at, members)
+            VALUES (\(post.channel), \(post.id), \(post.sender), \(post.kind.rawValue), \(post.text), \(post.postedAt),
+                    \(members))
+            RETURNING sequence
+            """, logger: logger
+        ).decode(Int64.self) {
+            sequence = value
+        }
+        return sequence
+    }
+
+    public func members(of channel: String, limit: Int) throws(StoreError) -> (count: Int, names: [String]) {
+        let logger = logger
+        let result = try transaction("read the members of channel \(channel)", readOnly: true) { connection in
+            let count = try await Self.count(
+                connection, "SELECT count(*) FROM channel_member WHERE channel = \(channel)", logger: logger)
+            var names: [String] = []
+            for try await name in try await connection.query(
+                """
+                SELECT account FROM channel_member WHERE channel = \(channel)
+                ORDER BY joined_at, account LIMIT \(max(0, limit))
+                """, logger: logger
+            ).decode(String.self) {
+                names.append(name)
+            }
+            return MembersPage(count: count, names: names)
+        }
+        return (result.count, result.names)
+    }
+
+    public func channels(of account: String) throws(StoreError) -> [String] {
+        let logger = logger
+        return try transaction("read the channels of \(account)", readOnly: true) { connection in
+            var channels: [String] = []
+            for try await channel in try await connection.query(
+                "SELECT channel FROM channel_member WHERE account = \(account) ORDER BY joined_at, channel",
+                logger: logger
+            ).decode(String.self) {
+                channels.append(channel)
+            }
+            return channels
+        }
+    }
+
+    public func post(_ post: NewChannelPost) throws(StoreError) -> (stored: StoredChannelPost, isNew: Bool) {
+        let logger = logger
+        let result = try transaction("store message \(post.id) of \(post.sender) in channel \(post.channel)") {
+            [self] connection in
+            try await prepareInsert(connection, lock: Self.channelPostLock)
+            if let existing = try await Self.posts(
+                connection,
+                """
+                \(unescaped: Self.postColumns)
+                WHERE channel = \(post.channel) AND sender = \(post.sender) AND id = \(post.id)
+                """, logger: logger
+            ).first {
+                guard existing.post.text == post.text, existing.post.kind == post.kind else {
+                    throw StoreError.idReused(sender: post.sender, id: post.id)
+                }
+                return PostResult(stored: existing, isNew: false)
+            }
+            let sequence = try await Self.insertPost(connection, post, members: post.members, logger: logger)
+            return PostResult(
+                stored: StoredChannelPost(sequence: sequence, post: post, members: post.members), isNew: true)
+        }
+        return (result.stored, result.isNew)
+    }
+
+    private static let postColumns =
+        "SELECT sequence, channel, id, sender, kind, text, posted_at, members FROM channel_post"
+
+    private static func posts(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger)
+        async throws -> [StoredChannelPost]
+    {
+        var posts: [StoredChannelPost] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            let (sequence, channel, id, sender, kind, text, postedAt, members) =
+                try row.decode((Int64, String, String, String, String, String, Int64, Int?).self)
+            posts.append(
+                StoredChannelPost(
+                    sequence: sequence,
+                    post: NewChannelPost(
+                        id: id, channel: channel, sender: sender, kind: ChannelPostKind(rawValue: kind) ?? .message,
+                        text: text, postedAt: postedAt),
+                    members: members))
+        }
+        return posts
+    }
+
+    public func channelHistory(_ channel: String, before: Int64?, limit: Int) throws(StoreError)
+        -> [StoredChannelPost]
+    {
+        let logger = logger
+        return try transaction("read the history of channel \(channel)", readOnly: true) { connection in
+            try await Self.posts(
+                connection,
+                """
+                \(unescaped: Self.postColumns) WHERE channel = \(channel) AND sequence < \(before ?? Int64.max)
+                ORDER BY sequence DESC LIMIT \(max(0, limit))
+                """, logger: logger)
+        }
+    }
+
+    public func markChannelRead(_ channel: String, by account: String, through sequence: Int64) throws(StoreError) {
+        let logger = logger
+        try transaction("mark channel \(channel) read") { connection in
+            _ = try await connection.query(
+                """
+                UPDATE channel_member SET read_through = GREATEST(read_through, \(sequence))
+                WHERE channel = \(channel) AND account = \(account)
+                """, logger: logger)
+        }
+    }
+
+    public func conversations(of account: String, limit: Int) throws(StoreError) -> [ConversationSummary] {
+        let logger = logger
+        let limit = max(0, limit)
+        return try transaction("read the conversations of \(account)", readOnly: true) { connection in
+            var summaries: [ConversationSummary] = []
+            var last: [(peer: String, sequence: Int64)] = []
+            for try await (peer, sequence) in try await connection.query(
+                """
+                SELECT peer, max(sequence) FROM (
+                    SELECT recipient AS peer, sequence FROM direct_message WHERE sender = \(account)
+                    UNION ALL
+                    SELECT sender AS peer, sequence FROM direct_message WHERE recipient = \(account)
+                ) AS exchanged GROUP BY peer ORDER BY max(sequence) DESC LIMIT \(limit)
+                """, logger: logger
+            ).decode((String, Int64).self) {
+                last.append((peer, sequence))
+            }
+            for (peer, sequence) in last {
+                guard
+                    let message = try await Self.messages(
+                        connection, "\(unescaped: Self.messageColumns) WHERE sequence = \(sequence)", logger: logger
+                    ).first
+                else { continue }
+                let unread = try await Self.count(
+                    connection,
+                    """
+                    SELECT count(*) FROM direct_message
+                    WHERE recipient = \(account) AND sender = \(peer) AND read_at IS NULL
+                    """, logger: logger)
+                summaries.append(
+                    ConversationSummary(
+                        kind: .direct(peer: peer, last: message), unread: unread, lastAt: message.message.receivedAt))
+            }
+            var memberships: [(channel: String, readThrough: Int64)] = []
+            for try await row in try await connection.query(
+                "SELECT channel, read_through FROM channel_member WHERE account = \(account)", logger: logger
+            ).decode((String, Int64).self) {
+                memberships.append(row)
+            }
+            for membership in memberships {
+                let lastPost = try await Self.posts(
+                    connection,
+                    "\(unescaped: Self.postColumns) WHERE channel = \(membership.channel) ORDER BY sequence DESC LIMIT 1",
+                    logger: logger
+                ).first
+                let unread = try await Self.count(
+                    connection,
+                    """
+                    SELECT count(*) FROM channel_post
+                    WHERE channel = \(membership.channel) AND sequence > \(membership.readThrough)
+                        AND kind = \(ChannelPostKind.message.rawValue) AND sender <> \(account)
+                    """, logger: logger)
+                summaries.append(
+                    ConversationSummary(
+                        kind: .channel(name: membership.channel, last: lastPost), unread: unread,
+                        lastAt: lastPost?.post.postedAt ?? 0))
+            }
+            return Array(summaries.sorted { $0.lastAt > $1.lastAt }.prefix(limit))
+        }
+    }
+}
+
+/// `members(of:)`'s answer across the bridge (tuples are not `Sendable` results of a generic).
+private struct MembersPage: Sendable {
+    var count: Int
+    var names: [String]
+}
+
+/// `post`'s answer across the bridge.
+private struct PostResult: Sendable {
+    var stored: StoredChannelPost
+    var isNew: Bool
+}

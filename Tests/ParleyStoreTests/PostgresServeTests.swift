@@ -1,0 +1,161 @@
+import Foundation
+import ParleyPostgres
+import ParleyProcesses
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley serve --database …`, the real binary against the shared test PostgreSQL: several relays starting at once
+/// migrate once, and each way of failing at start is one line on standard error and a non-zero exit.
+@Suite(.serialized)
+struct PostgresServeTests {
+    /// Runs `parley ARGUMENTS` (through `env` when `environment` is given) to its end, off the test's thread.
+    func parley(_ arguments: [String], environment: [String] = []) async throws -> ChildProcess.Result {
+        let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result {
+                        try ChildProcess.run(
+                            "/usr/bin/env", environment + [binary] + arguments, timeout: .seconds(30))
+                    })
+            }
+        }
+    }
+
+    /// Polls a process's output with Task.sleep until `text` shows up (or it exits, or `seconds` pass).
+    func waitFor(_ text: String, in process: BackgroundProcess, seconds: Double = 30) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if process.output.contains(text) { return true }
+            if process.waitForExit(seconds: 0) != nil { return process.output.contains(text) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    func serveArguments(_ url: String, state: String) -> [String] {
+        ["serve", "--port", "0", "--insecure", "--state-dir", state, "--database", url]
+    }
+
+    /// The lines a failed start printed: exactly one, and the exit status non-zero.
+    func expectOneLineFailure(_ result: ChildProcess.Result, containing text: String) {
+        let lines = result.output.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        #expect(result.status != 0 && !result.timedOut, "\(result.status): \(result.output)")
+        #expect(lines.count == 1, "one line: \(result.output)")
+        #expect(result.output.contains(text), "\(result.output)")
+    }
+
+    @Test func threeRelaysStartedAtOnceMigrateOnce() async throws {
+        let server = try await SharedPostgres.server
+        let database = try await server.createDatabase(prefix: "parley_three")
+        let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
+        let states = (0..<3).map { _ in NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)" }
+        defer { for state in states { try? FileManager.default.removeItem(atPath: state) } }
+        let relays = try states.map {
+            try BackgroundProcess(binary, serveArguments(server.url(database: database), state: $0))
+        }
+        defer { for relay in relays { relay.stop() } }
+        for relay in relays {
+            #expect(try await waitFor("parley relay listening", in: relay), "\(relay.output)")
+        }
+        // Each relay says what it found; exactly one migrated the empty database.
+        let notes = relays.map(\.output)
+        #expect(notes.filter { $0.contains("(schema version 1, migrated from 0)") }.count == 1, "\(notes)")
+        #expect(notes.filter { $0.contains("(schema version 1)") }.count == 2, "\(notes)")
+        #expect(
+            try await server.psql(
+                "SELECT count(*), min(version), max(version) FROM parley_schema_migration", database: database)
+                == "1|1|1")
+        #expect(
+            try await server.psql(
+                "SELECT count(*) FROM pg_tables WHERE tablename IN ('account', 'direct_message', 'channel_post')",
+                database: database) == "3")
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
+
+    @Test func aDatabaseOfANewerSchemaIsRefused() async throws {
+        let server = try await SharedPostgres.server
+        let database = try await server.createDatabase(prefix: "parley_newer")
+        let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // Migrated by this version, then by a newer one that added version 2.
+        _ = try await PostgresMessageStore.open(try DatabaseSettings(url: server.url(database: database)))
+        _ = try await server.psql(
+            "INSERT INTO parley_schema_migration (version, description) VALUES (2, 'from the future')",
+            database: database)
+        let result = try await parley(serveArguments(server.url(database: database), state: state))
+        expectOneLineFailure(result, containing: "has schema version 2, newer than this parley knows (1)")
+        #expect(try await server.psql("SELECT count(*) FROM parley_schema_migration", database: database) == "2")
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
+
+    @Test func badURLsAreRefusedWithWhatToType() async throws {
+        let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let rows: [(url: String, says: String)] = [
+            ("mysql://parley@127.0.0.1/parley", "only PostgreSQL is supported"),
+            ("postgres://127.0.0.1:5432/parley", "names no user"),
+            ("postgres://parley@127.0.0.1:5432/", "names no database"),
+            ("postgres://parley@127.0.0.1:5432/parley?sslmode=sometimes", "sslmode=sometimes is unknown"),
+            ("postgres://parley@127.0.0.1:5432/parley?application=x", "parameter application is not supported"),
+            ("just words", "use postgres://USER@HOST:PORT/DATABASE"),
+        ]
+        for row in rows {
+            expectOneLineFailure(try await parley(serveArguments(row.url, state: state)), containing: row.says)
+        }
+    }
+
+    @Test func aWrongPasswordAndAnUnreachableServerAreOneLineEach() async throws {
+        let server = try await SharedPostgres.server
+        let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let wrong = try await parley(serveArguments(server.url(database: "postgres", password: "wrong"), state: state))
+        expectOneLineFailure(wrong, containing: "refused the password of user parley")
+        #expect(!wrong.output.contains("wrong"), "the password is never printed: \(wrong.output)")
+        let missing = try await parley(serveArguments(server.url(database: "postgres", password: nil), state: state))
+        expectOneLineFailure(missing, containing: "asks a password of user parley")
+        let unreachable = try await parley(serveArguments("postgres://parley:x@127.0.0.1:1/parley", state: state))
+        expectOneLineFailure(unreachable, containing: "cannot reach PostgreSQL at 127.0.0.1:1: connection refused")
+        let noDatabase = try await parley(serveArguments(server.url(database: "nothing_here"), state: state))
+        expectOneLineFailure(noDatabase, containing: "has no database nothing_here")
+        let tls = try await parley(serveArguments(server.url(database: "postgres") + "?sslmode=require", state: state))
+        expectOneLineFailure(tls, containing: "does not offer TLS, and sslmode=require requires it")
+    }
+
+    @Test func thePasswordComesFromAFileOrPGPASSFILEOrTheEnvironmentsURL() async throws {
+        let server = try await SharedPostgres.server
+        let database = try await server.createDatabase(prefix: "parley_password")
+        let binary = try #require(parleyBinaryPath())
+        let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let passwordFile = state + "/password"
+        try "\(PostgresServer.password)\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let passFile = state + "/pgpass"
+        try "# host:port:database:user:password\n127.0.0.1:\(server.port):*:parley:\(PostgresServer.password)\n"
+            .write(toFile: passFile, atomically: true, encoding: .utf8)
+        chmod(passFile, 0o600)
+        let url = server.url(database: database, password: nil)
+        let ways: [[String]] = [
+            [binary] + serveArguments(url, state: state) + ["--database-password-file", passwordFile],
+            ["PGPASSFILE=\(passFile)", binary] + serveArguments(url, state: state),
+            [
+                "PARLEY_DATABASE_URL=\(server.url(database: database))", binary, "serve", "--port", "0", "--insecure",
+                "--state-dir", state,
+            ],
+        ]
+        for way in ways {
+            let relay = try BackgroundProcess("/usr/bin/env", way)
+            #expect(try await waitFor("kept in PostgreSQL postgres://parley@127.0.0.1", in: relay), "\(relay.output)")
+            relay.stop()
+        }
+        // A password file others can read is refused, as PostgreSQL's own tools refuse it.
+        chmod(passFile, 0o644)
+        let open = try await parley(serveArguments(url, state: state), environment: ["PGPASSFILE=\(passFile)"])
+        expectOneLineFailure(open, containing: "can be read by others: chmod 600 it")
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
+}
