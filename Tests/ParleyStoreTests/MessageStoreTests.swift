@@ -91,6 +91,38 @@ struct MessageStoreTests {
         }
     }
 
+    /// Two relays on one store (two opened stores: two PostgreSQL pools, or two SQLite connections to one file), each
+    /// storing the same 50 messages at the same time, as a client retrying on another relay would: each message is
+    /// stored once, new for exactly one of them, and both get its one sequence.
+    @Test(arguments: StoreBackend.allCases)
+    func twoRelaysStoringTheSameMessagesAtOnceKeepEachOnce(_ backend: StoreBackend) async throws {
+        try await StoreFixture.with(backend) { stores in
+            let nodes = [try await stores.open(), try await stores.open()]
+            let results = RaceResults()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                // Plain threads, not the test's own: both relays' calls block while they run.
+                DispatchQueue.global().async {
+                    DispatchQueue.concurrentPerform(iterations: 2) { node in
+                        for index in 0..<50 {
+                            let outcome = try? nodes[node].store(message("m\(index)"))
+                            results.record(node: node, index: index, outcome.map { ($0.stored.sequence, $0.isNew) })
+                        }
+                    }
+                    done.resume()
+                }
+            }
+            let outcomes = results.outcomes
+            for index in 0..<50 {
+                let (first, second) = (outcomes[0][index], outcomes[1][index])
+                #expect(first != nil && second != nil, "m\(index) failed on a relay")
+                #expect(first?.isNew != second?.isNew, "m\(index) is new for exactly one relay")
+                #expect(first?.sequence == second?.sequence, "m\(index) has one sequence")
+            }
+            let stored = try nodes[0].undelivered(to: "bob", limit: 200)
+            #expect(stored.count == 50 && Set(stored.map(\.message.id)).count == 50, "each once: \(stored.count)")
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func aReceiptIsMarkedInItsOwnOrderHoweverLong(_ backend: StoreBackend)
         async throws
     {
@@ -168,4 +200,16 @@ struct MessageStoreTests {
         #expect(
             "\(error.map { "\($0)" } ?? "opened")".contains("could not open \(place)"), "\(String(describing: error))")
     }
+}
+
+/// What each relay got back for each message, in `twoRelaysStoringTheSameMessagesAtOnceKeepEachOnce`.
+private final class RaceResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values = [[(sequence: Int64, isNew: Bool)?]](repeating: Array(repeating: nil, count: 50), count: 2)
+
+    func record(node: Int, index: Int, _ outcome: (sequence: Int64, isNew: Bool)?) {
+        lock.withLock { values[node][index] = outcome }
+    }
+
+    var outcomes: [[(sequence: Int64, isNew: Bool)?]] { lock.withLock { values } }
 }

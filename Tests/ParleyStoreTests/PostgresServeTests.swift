@@ -158,4 +158,40 @@ struct PostgresServeTests {
         expectOneLineFailure(open, containing: "can be read by others: chmod 600 it")
         _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
     }
+
+    @Test func aMessageAcknowledgedByOneRelayReachesItsRecipientOnAnotherAfterAKill() async throws {
+        let server = try await SharedPostgres.server
+        let database = try await server.createDatabase(prefix: "parley_nodes")
+        let binary = try #require(parleyBinaryPath())
+        let folder = NSTemporaryDirectory() + "parley-nodes-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func relay(_ name: String) async throws -> (BackgroundProcess, String) {
+            let relay = try BackgroundProcess(
+                binary, serveArguments(server.url(database: database), state: folder + "/" + name))
+            #expect(try await waitFor("kept in PostgreSQL", in: relay), "\(relay.output)")
+            let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+            return (relay, "127.0.0.1:\(port)")
+        }
+        func run(as user: String, _ arguments: [String]) async throws -> ChildProcess.Result {
+            try await parley(arguments + ["--insecure"], environment: ["XDG_CONFIG_HOME=\(folder)/\(user)"])
+        }
+        let (a, onA) = try await relay("a")
+        let (b, onB) = try await relay("b")
+        defer { b.stop() }
+        #expect(try await run(as: "bob", ["login", "bob", "--server", onB]).status == 0)
+        #expect(try await run(as: "alice", ["login", "alice", "--server", onA]).status == 0)
+        let sent = try await run(as: "alice", ["msg", "bob", "from node a"])
+        #expect(sent.status == 0 && sent.output.contains("stored for bob"), "\(sent.output)")
+        // Acknowledged means committed: relay A killed at once loses nothing.
+        a.signal(SIGKILL)
+        #expect(a.waitForExit(seconds: 5) == 128 + SIGKILL)
+        let inbox = try await run(as: "bob", ["inbox", "--server", onB])
+        #expect(
+            inbox.output.split(separator: "\n").filter { $0.hasSuffix("alice: from node a") }.count == 1,
+            "\(inbox.output)")
+        let again = try await run(as: "bob", ["inbox", "--server", onB])
+        #expect(again.output.contains("no messages waiting"), "delivered once: \(again.output)")
+        #expect(try await server.psql("SELECT count(*) FROM direct_message", database: database) == "1")
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
 }
