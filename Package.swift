@@ -182,6 +182,9 @@ let package = Package(
             dependencies: [
                 "ParleyStore", "ParleySecurity", "ParleyPostgres", "ParleyProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // A certificate authority and a server certificate for the TLS tests of the PostgreSQL store.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(

@@ -108,6 +108,8 @@ enum PostgresFailure {
                         + "PGPASSFILE or --database-password-file")
             case .unsupportedAuthMechanism:
                 return .database("could not \(what): \(place) asks for an authentication postgres-nio cannot do")
+            case .connectionError where psql.underlying is NIOSSLError || psql.underlying is NIOSSLExtraError:
+                return .database("could not \(what): TLS to \(place) failed: \(tlsReason(psql.underlying, settings))")
             case .connectionError, .serverClosedConnection, .uncleanShutdown:
                 return .database("could not \(what): cannot reach \(place): \(reason(psql.underlying))")
             case .failedToAddSSLHandler:
@@ -124,6 +126,20 @@ enum PostgresFailure {
             return .database("could not \(what): TLS to \(place) failed: \(error)")
         }
         return .database("could not \(what): \(reason(error))")
+    }
+
+    /// Why TLS failed, short: BoringSSL's reason token and which roots were trusted.
+    static func tlsReason(_ error: (any Error)?, _ settings: DatabaseSettings) -> String {
+        let text = "\(error.map { "\($0)" } ?? "")"
+        let token = text.firstMatch(of: /OPENSSL_internal:([A-Z_]+)/).map { String($0.1) }
+        // Checking the certificate is what the verify modes add: a failed handshake there is a refused certificate
+        // (BoringSSL says CERTIFICATE_VERIFY_FAILED, or BAD_SIGNATURE for a look-alike issuer).
+        if settings.tls == .verifyCA || settings.tls == .verifyFull {
+            return "its certificate is not trusted for \(settings.host) by "
+                + (settings.rootCertificate.map { "sslrootcert \($0)" } ?? "the system's roots")
+                + " (sslmode=\(settings.tls.rawValue)\(token.map { ", " + $0 } ?? ""))"
+        }
+        return token ?? text
     }
 
     /// The network's reason, short: "connection refused" rather than a nested dump.

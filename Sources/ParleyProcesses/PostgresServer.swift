@@ -44,8 +44,9 @@ public final class PostgresServer: Sendable {
         self.startSeconds = startSeconds
     }
 
-    /// Makes a cluster and starts it; returns once it accepts connections (polled, up to 30 s).
-    public static func start() async throws -> PostgresServer {
+    /// Makes a cluster and starts it; returns once it accepts connections (polled, up to 30 s). With `tls` (a PEM
+    /// certificate and its key) the server offers TLS (`ssl=on`) beside plain connections.
+    public static func start(tls: (certificatePEM: String, keyPEM: String)? = nil) async throws -> PostgresServer {
         let started = Date()
         guard FileManager.default.isExecutableFile(atPath: binaries + "/initdb") else {
             throw PostgresServerError(
@@ -80,6 +81,22 @@ public final class PostgresServer: Sendable {
             try? FileManager.default.removeItem(atPath: directory)
             throw PostgresServerError(description: "initdb failed (\(initdb.status)): \(initdb.output)")
         }
+        var tlsOptions = ""
+        if let tls {
+            for (name, text) in [("server.crt", tls.certificatePEM), ("server.key", tls.keyPEM)] {
+                let path = directory + "/" + name
+                try text.write(toFile: path, atomically: false, encoding: .utf8)
+                // PostgreSQL refuses a key that others can read.
+                chmod(path, 0o600)
+                if let runAs, let account = getpwnam(runAs) {
+                    _ = chown(path, account.pointee.pw_uid, account.pointee.pw_gid)
+                }
+            }
+            // Each connection's log line says whether it is encrypted ("SSL enabled"), which the TLS tests read.
+            tlsOptions =
+                " -c ssl=on -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key"
+                + " -c log_connections=on"
+        }
         // A free port can be taken between choosing it and binding it: try a few.
         for _ in 0..<3 {
             let port = try freePort()
@@ -89,7 +106,7 @@ public final class PostgresServer: Sendable {
                 binaries + "/pg_ctl",
                 [
                     "-D", directory + "/data", "-l", directory + "/log", "-W", "-o",
-                    "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1", "start",
+                    "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1" + tlsOptions, "start",
                 ])
             guard start.status == 0 else {
                 try? FileManager.default.removeItem(atPath: directory)
@@ -119,6 +136,9 @@ public final class PostgresServer: Sendable {
         }
         return false
     }
+
+    /// The server's log so far.
+    public var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
 
     /// Stops the server and removes its folder.
     public func stop() {

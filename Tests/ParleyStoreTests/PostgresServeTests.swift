@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 import ParleyPostgres
 import ParleyProcesses
 import Testing
+import X509
 
 #if canImport(Glibc)
 import Glibc
@@ -192,6 +194,86 @@ struct PostgresServeTests {
         let again = try await run(as: "bob", ["inbox", "--server", onB])
         #expect(again.output.contains("no messages waiting"), "delivered once: \(again.output)")
         #expect(try await server.psql("SELECT count(*) FROM direct_message", database: database) == "1")
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
+
+    /// A certificate authority and a server certificate it signed for `host`, as PEM.
+    func certificates(host: String) throws -> (authority: String, certificate: String, key: String) {
+        let authorityKey = P256.Signing.PrivateKey()
+        let authorityName = try DistinguishedName { CommonName("Parley test authority") }
+        let now = Date()
+        let authority = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(authorityKey.publicKey), notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(86400), issuer: authorityName, subject: authorityName,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true))
+            }, issuerPrivateKey: Certificate.PrivateKey(authorityKey))
+        let key = P256.Signing.PrivateKey()
+        let certificate = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400),
+            issuer: authorityName, subject: try DistinguishedName { CommonName(host) },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                KeyUsage(digitalSignature: true)
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([.dnsName(host)])
+            }, issuerPrivateKey: Certificate.PrivateKey(authorityKey))
+        return (
+            try authority.serializeAsPEM().pemString, try certificate.serializeAsPEM().pemString, key.pemRepresentation
+        )
+    }
+
+    /// The TLS modes against a server of its own that offers TLS with a certificate for localhost.
+    @Test func sslModesAgainstAServerWithTLS() async throws {
+        let issued = try certificates(host: "localhost")
+        let server = try await PostgresServer.start(tls: (certificatePEM: issued.certificate, keyPEM: issued.key))
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_tls")
+        let folder = NSTemporaryDirectory() + "parley-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let root = folder + "/root.pem"
+        try issued.authority.write(toFile: root, atomically: true, encoding: .utf8)
+        let otherRoot = folder + "/other.pem"
+        try certificates(host: "localhost").authority.write(toFile: otherRoot, atomically: true, encoding: .utf8)
+        let binary = try #require(parleyBinaryPath())
+        let localhost = "postgres://parley:parley@localhost:\(server.port)/\(database)"
+        for query in [
+            "sslmode=disable", "sslmode=require", "sslmode=verify-ca&sslrootcert=\(root)",
+            "sslmode=verify-full&sslrootcert=\(root)",
+        ] {
+            // The server logs each connection, with "SSL enabled" when it is encrypted.
+            func encrypted() -> Int {
+                server.log.split(separator: "\n").filter {
+                    $0.contains("database=\(database)") && $0.contains("SSL enabled")
+                }.count
+            }
+            let before = encrypted()
+            let relay = try BackgroundProcess(binary, serveArguments(localhost + "?" + query, state: folder + "/state"))
+            #expect(try await waitFor("kept in PostgreSQL", in: relay), "\(query): \(relay.output)")
+            relay.stop()
+            #expect((encrypted() > before) == (query != "sslmode=disable"), "\(query): \(server.log)")
+        }
+        let untrusted = try await parley(
+            serveArguments(localhost + "?sslmode=verify-full&sslrootcert=\(otherRoot)", state: folder + "/state"))
+        expectOneLineFailure(
+            untrusted,
+            containing: "TLS to PostgreSQL at localhost:\(server.port) failed: its certificate is not trusted for "
+                + "localhost by sslrootcert \(otherRoot) (sslmode=verify-full")
+        // verify-ca checks the issuer only; verify-full also the name: the certificate names localhost, not the IP.
+        let byAddress = "postgres://parley:parley@127.0.0.1:\(server.port)/\(database)"
+        let anyName = try BackgroundProcess(
+            binary, serveArguments(byAddress + "?sslmode=verify-ca&sslrootcert=\(root)", state: folder + "/state"))
+        #expect(try await waitFor("kept in PostgreSQL", in: anyName), "\(anyName.output)")
+        anyName.stop()
+        let wrongName = try await parley(
+            serveArguments(byAddress + "?sslmode=verify-full&sslrootcert=\(root)", state: folder + "/state"))
+        expectOneLineFailure(wrongName, containing: "its certificate is not trusted for 127.0.0.1")
         _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
     }
 }
