@@ -185,6 +185,8 @@ let package = Package(
                 // A certificate authority and a server certificate for the TLS tests of the PostgreSQL store.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
         .testTarget(
