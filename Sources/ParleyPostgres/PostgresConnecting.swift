@@ -111,6 +111,11 @@ enum PostgresFailure {
             case .connectionError where psql.underlying is NIOSSLError || psql.underlying is NIOSSLExtraError:
                 return .database("could not \(what): TLS to \(place) failed: \(tlsReason(psql.underlying, settings))")
             case .connectionError, .serverClosedConnection, .uncleanShutdown:
+                if psql.underlying == nil, psql.code != .connectionError {
+                    return .database(
+                        "could not \(what): cannot reach \(place): it closed the connection before answering "
+                            + "(is that PostgreSQL's port?)")
+                }
                 return .database("could not \(what): cannot reach \(place): \(reason(psql.underlying))")
             case .failedToAddSSLHandler:
                 return .database("could not \(what): TLS to \(place) failed: \(reason(psql.underlying))")
