@@ -61,3 +61,9 @@ public func formatted(_ value: Double, decimals: Int = 1) -> String {
     }
     return text
 }
+
+/// A goal's verdict as a note line under its table: "Goal: what: met (figures)." or "…: NOT met (figures)." The
+/// benchmark that measures a figure checks its goal in the same run, so the page never quotes a goal by hand.
+public func goalNote(_ goal: String, met: Bool, _ measured: String) -> String {
+    "Goal: \(goal): \(met ? "met" : "NOT met") (\(measured))."
+}
