@@ -52,7 +52,8 @@ public func formatted(_ value: Double, decimals: Int = 1) -> String {
     guard value.isFinite else { return "n/a" }
     var scale = 1.0
     for _ in 0..<decimals { scale *= 10 }
-    let rounded = (value * scale).rounded() / scale
+    var rounded = (value * scale).rounded() / scale
+    if rounded == 0 { rounded = 0 }  // -0.0 (a small negative rounded away) prints as 0, not "-0"
     var text = String(rounded)
     if decimals == 0, text.hasSuffix(".0") { text.removeLast(2) }
     if let dot = text.firstIndex(of: "."), decimals > 0 {

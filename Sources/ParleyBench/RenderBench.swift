@@ -178,7 +178,7 @@ public enum RenderBench {
                     "\(formatted(worst.fps, decimals: 0)) at worst, \(worst.label)"))
         }
         if let worst = rows.min(by: { $0.ratio < $1.ratio }) {
-            let below = rows.filter { $0.ratio < 3 }.map { "\($0.label): \(formatted($0.ratio, decimals: 1))x" }
+            let below = rows.filter { $0.ratio < 3 }.map { "\($0.label): \(formatted($0.ratio, decimals: 2))x" }
             notes.append(
                 goalNote(
                     "≥ 3x chafa, every row", met: below.isEmpty,

@@ -22,10 +22,17 @@ struct BenchGoalsTests {
             RenderBench.goalNotes(rows) == [
                 "Goal: ≥ 60 frames/s through tmux, 9 tiles at 200x60, every cell mode: met (129 at worst, motion "
                     + "sextant 200x60, 9 tiles).",
-                "Goal: ≥ 3x chafa, every row: NOT met (below on motion half 200x60, 9 tiles: 2.8x; motion half "
-                    + "200x60, 1 tile: 1.5x).",
+                "Goal: ≥ 3x chafa, every row: NOT met (below on motion half 200x60, 9 tiles: 2.80x; motion half "
+                    + "200x60, 1 tile: 1.50x).",
             ])
         #expect(
             RenderBench.goalNotes([rows[0]]) == ["Goal: ≥ 3x chafa, every row: met (12.7x at worst)."])
+    }
+
+    @Test("a small negative that rounds to zero prints as 0, never -0")
+    func noNegativeZero() {
+        #expect(formatted(-0.3, decimals: 0) == "0")
+        #expect(formatted(-0.04, decimals: 1) == "0.0")
+        #expect(formatted(-0.6, decimals: 0) == "-1")
     }
 }
