@@ -52,7 +52,8 @@ public func formatted(_ value: Double, decimals: Int = 1) -> String {
     guard value.isFinite else { return "n/a" }
     var scale = 1.0
     for _ in 0..<decimals { scale *= 10 }
-    let rounded = (value * scale).rounded() / scale
+    var rounded = (value * scale).rounded() / scale
+    if rounded == 0 { rounded = 0 }  // -0.0 (a small negative rounded away) prints as 0, not "-0"
     var text = String(rounded)
     if decimals == 0, text.hasSuffix(".0") { text.removeLast(2) }
     if let dot = text.firstIndex(of: "."), decimals > 0 {
@@ -60,4 +61,10 @@ public func formatted(_ value: Double, decimals: Int = 1) -> String {
         if have < decimals { text += String(repeating: "0", count: decimals - have) }
     }
     return text
+}
+
+/// A goal's verdict as a note line under its table: "Goal: what: met (figures)." or "…: NOT met (figures)." The
+/// benchmark that measures a figure checks its goal in the same run, so the page never quotes a goal by hand.
+public func goalNote(_ goal: String, met: Bool, _ measured: String) -> String {
+    "Goal: \(goal): \(met ? "met" : "NOT met") (\(measured))."
 }

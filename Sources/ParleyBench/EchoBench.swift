@@ -57,50 +57,66 @@ public enum EchoBench {
     /// Seconds after which the 250 ms filter has converged at every delay tested (the 200 ms echo is the slowest).
     static let settledSeconds = 8
 
+    /// The processing cases of the ERLE table, as `EchoCanceller` switches them.
+    static let processings = [
+        (name: "noise suppression only", cancel: false, suppress: true),
+        (name: "echo cancellation only", cancel: true, suppress: false),
+        (name: "echo cancellation + noise suppression", cancel: true, suppress: true),
+    ]
+
+    /// ERLE of one processing case at one delay: over everything after the first seconds, over those first
+    /// seconds, and after the canceller has converged.
+    struct ERLE {
+        var overall: Double
+        var early: Double
+        var converged: Double
+    }
+
     static func erleTable(seconds: Int, convergenceSeconds: Int, log: (String) -> Void) throws -> BenchTable {
-        var table = BenchTable(
-            title:
-                "Echo cancellation: ERLE of the synthetic voice fed back at -6 dB (48 kHz, 20 ms blocks, 250 ms tail)",
-            columns: [
-                "Echo delay", "Processing", "Microphone dBFS", "Output dBFS", "ERLE dB", "ERLE first 3 s dB",
-                "ERLE after \(settledSeconds) s dB",
-            ])
         let far = SyntheticVoice(participant: 7).nextFrame(samplesPerChannel: 48_000 * seconds).samples
         let judged = 48_000 * convergenceSeconds
+        let settled = 48_000 * settledSeconds
+        var rows: [(delay: Int, microphone: Double, erle: [ERLE])] = []
         for delay in delays {
             log("echo: \(delay) ms")
             let mic = microphone(far: far, delayMilliseconds: delay)
-            for (name, cancel, suppress) in [
-                ("none (microphone as is)", false, false), ("noise suppression only", false, true),
-                ("echo cancellation only", true, false), ("echo cancellation + noise suppression", true, true),
-            ] {
-                let output: [Int16]
-                if !cancel && !suppress {
-                    output = Array(mic[0..<(mic.count / 960 * 960)])
-                } else {
-                    let canceller = try EchoCanceller(noiseSuppression: suppress, echoCancellation: cancel)
-                    output = try process(canceller, far: far, mic: mic)
-                }
-                let micLevel = dBFS(mic[judged..<output.count])
-                let outLevel = dBFS(output[judged...])
-                let early = dBFS(mic[0..<judged]) - dBFS(output[0..<judged])
-                let settled = 48_000 * settledSeconds
-                let converged = dBFS(mic[settled..<output.count]) - dBFS(output[settled...])
-                table.add([
-                    "\(delay) ms", name, formatted(micLevel), formatted(outLevel), formatted(micLevel - outLevel),
-                    formatted(early), formatted(converged),
-                ])
+            var erle: [ERLE] = []
+            var micLevel = 0.0
+            for processing in processings {
+                let canceller = try EchoCanceller(
+                    noiseSuppression: processing.suppress, echoCancellation: processing.cancel)
+                let output = try process(canceller, far: far, mic: mic)
+                micLevel = dBFS(mic[judged..<output.count])
+                erle.append(
+                    ERLE(
+                        overall: micLevel - dBFS(output[judged...]),
+                        early: dBFS(mic[0..<judged]) - dBFS(output[0..<judged]),
+                        converged: dBFS(mic[settled..<output.count]) - dBFS(output[settled...])))
             }
+            rows.append((delay, micLevel, erle))
         }
+        var table = BenchTable(
+            title: "Echo cancellation: ERLE dB after \(convergenceSeconds) s / in the first \(convergenceSeconds) s / "
+                + "after \(settledSeconds) s, the synthetic voice fed back at -6 dB (48 kHz, 20 ms blocks, 250 ms tail)",
+            columns: ["Echo delay", "Microphone dBFS"] + processings.map(\.name))
+        for row in rows {
+            table.add(
+                ["\(row.delay) ms", formatted(row.microphone)]
+                    + row.erle.map {
+                        "\(formatted($0.overall)) / \(formatted($0.early)) / \(formatted($0.converged))"
+                    })
+        }
+        let converged = rows.map { $0.erle.last?.converged ?? .nan }
         table.notes = [
             "\(seconds) s of the synthetic far-end voice (talk spurts and pauses); the microphone hears only its echo "
-                + "(a pure delay at -6 dB). ERLE = microphone level minus output level after the first "
-                + "\(convergenceSeconds) s; the next column is the same over the first \(convergenceSeconds) s, the last "
-                + "after \(settledSeconds) s, when the canceller has converged at every delay (the issue's goal: ≥ 20 dB "
-                + "after convergence).",
-            "Without processing the output is the microphone, so ERLE is 0 dB by definition. speexdsp "
-                + "\(speexVersion): MDF echo canceller, then the preprocessor (noise suppression with the canceller's "
-                + "residual-echo estimate).",
+                + "(a pure delay at -6 dB). ERLE = microphone level minus output level (0 dB without processing, "
+                + "the output then being the microphone). speexdsp \(speexVersion): MDF echo canceller, then the "
+                + "preprocessor (noise suppression with the canceller's residual-echo estimate).",
+            goalNote(
+                "ERLE ≥ 20 dB after convergence (\(settledSeconds) s), echo cancellation + noise suppression, every "
+                    + "delay", met: converged.allSatisfy { $0 >= 20 },
+                converged.map { formatted($0) }.joined(separator: " / ") + " dB at "
+                    + delays.map(String.init).joined(separator: " / ") + " ms"),
         ]
         return table
     }

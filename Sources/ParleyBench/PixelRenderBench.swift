@@ -23,15 +23,17 @@ public enum PixelRenderBench {
             title: "Pixel modes: \(tiles) tiles of \(tileColumns * cell.width)x\(tileRows * cell.height) pixels, "
                 + "640x480 I420 video, every tile a new frame each time",
             columns: [
-                "Protocol", "Content", "Frames/s (all tiles)", "CPU ms/frame", "Bytes/frame",
-                "kB/s at 30 fps", "30 fps goal",
+                "Protocol", "Frames/s (all tiles), call / motion", "CPU ms/frame, call / motion",
+                "Bytes/frame, call / motion", "kB/s at 30 fps, call / motion",
             ])
+        var slowest: (fps: Double, label: String)?
         let sink = open("/dev/null", O_WRONLY)
         defer { close(sink) }
         let ways: [(kind: PixelProtocol, shared: Bool)] = [(.kitty, false), (.kitty, true), (.sixel, false)]
         for (kind, shared) in ways {
+            let name = kind.rawValue + (shared ? " (shared memory)" : kind == .kitty ? " (direct)" : "")
+            var cells: [[String]] = []
             for content in BenchPattern.Content.allCases {
-                let name = kind.rawValue + (shared ? " (shared memory)" : kind == .kitty ? " (direct)" : "")
                 progress("pixel bench: \(name), \(content.rawValue)")
                 let pattern = BenchPattern.frames(content, count: patternLength, width: 640, height: 480)
                 var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: cell, sharedMemory: shared))
@@ -69,12 +71,13 @@ public enum PixelRenderBench {
                 let cpu = RenderBench.processCPUSeconds() - cpuStart
                 let fps = Double(frames) / seconds
                 let perFrame = Double(bytes) / Double(frames)
-                table.add([
-                    name, content.rawValue, formatted(fps, decimals: 0),
-                    formatted(cpu * 1000 / Double(frames), decimals: 1), formatted(perFrame, decimals: 0),
-                    formatted(perFrame * 30 / 1e3, decimals: 0), fps >= 30 ? "met" : "missed",
+                cells.append([
+                    formatted(fps, decimals: 0), formatted(cpu * 1000 / Double(frames), decimals: 1),
+                    formatted(perFrame, decimals: 0), formatted(perFrame * 30 / 1e3, decimals: 0),
                 ])
+                if fps < slowest?.fps ?? .infinity { slowest = (fps, "\(name), \(content.rawValue)") }
             }
+            table.add([name] + (0..<4).map { column in cells.map { $0[column] }.joined(separator: " / ") })
         }
         table.notes = [
             "One frame = all \(tiles) tiles: each scaled from 640x480 I420 to 320x240 RGB (box filter, BT.601), then "
@@ -89,6 +92,12 @@ public enum PixelRenderBench {
                 + "Content as in the renderer bench (call: mostly still; motion: every pixel moves). kB/s at 30 fps = "
                 + "bytes a frame x 30: what a call drawn at 30 fps sends the terminal.",
         ]
+        if let slowest {
+            table.notes.append(
+                goalNote(
+                    "≥ 30 frames/s for all \(tiles) tiles, every protocol and content", met: slowest.fps >= 30,
+                    "\(formatted(slowest.fps, decimals: 0)) at worst, \(slowest.label)"))
+        }
         return table
     }
 

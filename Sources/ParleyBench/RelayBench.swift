@@ -71,77 +71,96 @@ public enum RelayBench {
         // Two cores: the forwarder under test gets the last one, the load generator (sender and receiver threads,
         // and this thread) the first, so neither starves the other. Other processes on the machine still share both.
         let pinning = cores >= 2 ? CPUPinning(forwarder: cores - 1, generator: 0) : nil
-        var table = BenchTable(
-            title: "Relay forwarding on loopback (delivered RTP packets, mixed 1212/100-byte datagrams)",
-            columns: [
-                "forwarder", "layout", "offered pkt/s", "delivered pkt/s", "Mbit/s", "forwarder CPU %",
-                "forwarder waiting %", "pkt/s per core", "loss %", "load gen CPU %",
-            ])
-        var best: [String: Double] = [:]
-        var perCore: [String: [Double]] = [:]
+        var measured: [(layout: String, parley: [StepResult], reference: [StepResult])] = []
         for layout in settings.layouts {
+            var steps: [ForwarderKind: [StepResult]] = [:]
             for forwarder in [ForwarderKind.parley, .reference] {
                 log("relay bench: \(forwarder.label), \(layout.name)")
-                let rows = try measure(
+                steps[forwarder] = try measure(
                     forwarder, layout: layout, settings: settings, pinning: pinning,
                     executable: executable, log: log)
-                for row in rows {
-                    table.add([
-                        forwarder.label, layout.name, formatted(row.offered, decimals: 0),
-                        formatted(row.delivered, decimals: 0), formatted(row.megabits, decimals: 0),
-                        formatted(row.forwarderCPU * 100, decimals: 1),
-                        formatted(row.forwarderWait * 100, decimals: 0), formatted(row.perCore, decimals: 0),
-                        formatted(row.loss * 100, decimals: 2), formatted(row.generatorCPU * 100, decimals: 0),
-                    ])
-                    let key = "\(forwarder.label)|\(layout.name)"
-                    if row.perCore.isFinite { perCore[key, default: []].append(row.perCore) }
-                    if row.loss < 0.01, row.delivered > best[key] ?? 0 { best[key] = row.delivered }
+            }
+            measured.append((layout.name, steps[.parley] ?? [], steps[.reference] ?? []))
+        }
+        var table = Self.table(measured)
+        table.notes =
+            [
+                "Each step: \(seconds(settings.warmUp)) s warm-up, then a \(seconds(settings.window)) s window; "
+                    + "delivered = RTP packets the members' sockets received from the forwarder (one per "
+                    + "destination); loss % = 1 − received ÷ (sent × fan-out) over the step and a 300 ms drain.",
+                "CPU % = the forwarder's user + system time over the window ÷ wall time (100 % = one core), from "
+                    + "the scheduler's runtime of every thread (/proc/PID/task/*/schedstat for `parley serve`, the "
+                    + "thread CPU clock for the reference); pkt/s per core = delivered ÷ CPU fraction. Waiting % = "
+                    + "time runnable while another process had its CPU (schedstat run-queue wait) ÷ wall time: when "
+                    + "high, the delivered rate measures the machine's other load, not the forwarder.",
+                (pinning.map {
+                    "Pinned: forwarder on CPU \($0.forwarder), load generator (1 sender + 1 receiver thread, "
+                        + "sendmmsg/recvmmsg) on CPU \($0.generator). "
+                } ?? "One core: nothing pinned, so these figures understate the relay. ")
+                    + "On loopback a datagram's kernel receive path runs in the sender's context: the forwarder's "
+                    + "CPU includes delivering to its receivers but not its own input.",
+                "Raw: a recvmmsg(64) → sendmmsg forwarder in Swift with a static port → room table, no signaling, "
+                    + "bind checks or retransmission buffer, the relay's socket buffer size.",
+            ] + summary(measured)
+        return table
+    }
+
+    /// The steps side by side: one row per layout and offered rate, each figure as `parley serve / raw`.
+    static func table(_ measured: [(layout: String, parley: [StepResult], reference: [StepResult])]) -> BenchTable {
+        var table = BenchTable(
+            title: "Relay forwarding on loopback, parley serve / the raw forwarder: delivered RTP packets, mixed "
+                + "1212/100-byte datagrams",
+            columns: [
+                "layout", "offered pkt/s", "delivered pkt/s", "Mbit/s", "forwarder CPU %", "forwarder waiting %",
+                "pkt/s per core", "loss %", "load gen CPU %",
+            ])
+        for (layout, parley, reference) in measured {
+            for (index, ours) in parley.enumerated() {
+                let theirs = reference.indices.contains(index) ? reference[index] : nil
+                func pair(_ value: (StepResult) -> Double, decimals: Int) -> String {
+                    formatted(value(ours), decimals: decimals) + " / "
+                        + (theirs.map { formatted(value($0), decimals: decimals) } ?? "n/a")
                 }
+                table.add([
+                    layout, pair(\.offered, decimals: 0), pair(\.delivered, decimals: 0),
+                    pair(\.megabits, decimals: 0), pair({ $0.forwarderCPU * 100 }, decimals: 1),
+                    pair({ $0.forwarderWait * 100 }, decimals: 0), pair(\.perCore, decimals: 0),
+                    pair({ $0.loss * 100 }, decimals: 2), pair({ $0.generatorCPU * 100 }, decimals: 0),
+                ])
             }
-        }
-        table.notes = [
-            "Each step: \(seconds(settings.warmUp)) s warm-up, then a \(seconds(settings.window)) s window; "
-                + "delivered = RTP packets the members' sockets received from the forwarder (one per destination).",
-            "forwarder CPU % = its user+sys CPU time over the window ÷ wall time (100 % = one core), from the "
-                + "scheduler's runtime of every thread (/proc/PID/task/*/schedstat for `parley serve`, the thread CPU "
-                + "clock for the reference). pkt/s per core = delivered ÷ CPU fraction.",
-            "forwarder waiting % = time it was runnable but another process had its CPU (schedstat run-queue wait) "
-                + "÷ wall time: when high, the delivered rate measures the machine's other load, not the forwarder.",
-            "loss % = 1 − received ÷ (sent × fan-out) over the whole step including a 300 ms drain.",
-            pinning.map {
-                "Pinned: forwarder on CPU \($0.forwarder), load generator (1 sender + 1 receiver thread, "
-                    + "sendmmsg/recvmmsg) on CPU \($0.generator)."
-            } ?? "One core: nothing pinned; generator and "
-                + "forwarder share it, so these figures understate the relay.",
-            "On loopback the kernel's receive path of a datagram (IP/UDP input, socket enqueue) runs in the sender's "
-                + "context: the forwarder's CPU includes delivering to its receivers but not its own input path.",
-            "Reference: a raw recvmmsg(64) → sendmmsg forwarder in Swift with a static port → room table, no "
-                + "signaling, no bind checks, no retransmission buffer, same socket buffer size as the relay.",
-        ]
-        func median(_ values: [Double]) -> Double? {
-            guard !values.isEmpty else { return nil }
-            let sorted = values.sorted()
-            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
-        }
-        for layout in settings.layouts {
-            let parleyKey = "\(ForwarderKind.parley.label)|\(layout.name)"
-            let referenceKey = "\(ForwarderKind.reference.label)|\(layout.name)"
-            guard let parley = median(perCore[parleyKey] ?? []) else { continue }
-            var line =
-                "\(layout.name): parley serve \(formatted(parley, decimals: 0)) pkt/s per core (median of the "
-                + "steps)"
-            if let reference = median(perCore[referenceKey] ?? []) {
-                line +=
-                    ", reference \(formatted(reference, decimals: 0)) (parley ÷ reference = "
-                    + "\(formatted(parley / reference, decimals: 2)))"
-            }
-            line += "; goal ≥ 100000 per core " + (parley >= 100_000 ? "met" : "NOT met")
-            line +=
-                "; highest delivered under 1 % loss: "
-                + (best[parleyKey].map { formatted($0, decimals: 0) + " pkt/s" } ?? "none") + "."
-            table.notes.append(line)
         }
         return table
+    }
+
+    /// Per layout, the median packets per core of both forwarders and the highest rate `parley serve` delivered
+    /// under 1 % loss; then the goal, at least 100,000 packets a core for every layout.
+    static func summary(_ measured: [(layout: String, parley: [StepResult], reference: [StepResult])]) -> [String] {
+        func median(_ values: [Double]) -> Double? {
+            let sorted = values.filter(\.isFinite).sorted()
+            guard !sorted.isEmpty else { return nil }
+            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
+        }
+        var lines: [String] = []
+        var medians: [Double] = []
+        for (layout, parley, reference) in measured {
+            guard let ours = median(parley.map(\.perCore)) else { continue }
+            medians.append(ours)
+            var line = "\(layout): parley serve \(formatted(ours, decimals: 0)) pkt/s per core (median of the steps)"
+            if let theirs = median(reference.map(\.perCore)) {
+                line += ", raw \(formatted(theirs, decimals: 0)) (\(formatted(ours / theirs, decimals: 2))x)"
+            }
+            let best = parley.filter { $0.loss < 0.01 }.map(\.delivered).max()
+            lines.append(
+                line + "; highest delivered under 1 % loss: "
+                    + (best.map { formatted($0, decimals: 0) + " pkt/s" } ?? "none") + ".")
+        }
+        if !medians.isEmpty {
+            lines.append(
+                goalNote(
+                    "≥ 100000 pkt/s per core, every layout", met: medians.allSatisfy { $0 >= 100_000 },
+                    medians.map { formatted($0, decimals: 0) }.joined(separator: " and ")))
+        }
+        return lines
     }
 
     // MARK: - Steps

@@ -60,12 +60,6 @@ public enum RenderQualityBench {
         return drawers
     }()
 
-    /// A drawer's figures on one content and grid.
-    struct Measured {
-        var psnr: Double
-        var ssim: Double?
-    }
-
     /// Runs every content, grid and drawer. With `pictures`, also writes PNGs of the first call frame in every
     /// mode on the small grid there (for docs/terminal.md).
     public static func run(pictures: String? = nil, progress: (String) -> Void = { _ in }) throws -> BenchTable {
@@ -76,9 +70,7 @@ public enum RenderQualityBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         if let pictures { try FileManager.default.createDirectory(atPath: pictures, withIntermediateDirectories: true) }
 
-        var table = BenchTable(
-            title: "Picture quality: PSNR of what each mode shows against the source, cells read back as 10x20 pixels",
-            columns: ["Content", "Grid", "Colours", "Drawn by", "Symbols", "PSNR dB", "vs Parley half", "SSIM"])
+        var results: [Result] = []
         for content in Content.allCases {
             let frames = sourceFrames(content)
             var pngPaths: [String] = []
@@ -97,7 +89,6 @@ public enum RenderQualityBench {
                         BenchPattern.rgb(of: $0), width: $0.width, height: $0.height, toWidth: width,
                         toHeight: height)
                 }
-                var halfPSNR: [String: Double] = [:]
                 for drawer in drawers {
                     let shown: [[UInt8]]
                     if let parley = drawer.parley {
@@ -118,23 +109,16 @@ public enum RenderQualityBench {
                     } else {
                         continue
                     }
-                    let psnr = BenchImage.psnr(shown, references)
                     var ssim: Double?
                     if let ffmpeg {
                         ssim = try BenchImage.ssim(
                             ffmpeg: ffmpeg, shown, references, width: width, height: height,
                             directory: directory)
                     }
-                    if drawer.tool == "Parley" && drawer.symbols == "half" { halfPSNR[drawer.colors] = psnr }
-                    let gain =
-                        halfPSNR[drawer.pixels == nil ? drawer.colors : "24-bit"].map {
-                            (psnr >= $0 ? "+" : "") + formatted(psnr - $0, decimals: 1)
-                        } ?? ""
-                    table.add([
-                        content.rawValue, "\(grid.columns)x\(grid.rows)", drawer.colors, drawer.tool,
-                        drawer.symbols, formatted(psnr, decimals: 2), gain,
-                        ssim.map { formatted($0, decimals: 3) } ?? "n/a",
-                    ])
+                    results.append(
+                        Result(
+                            content: content.rawValue, grid: "\(grid.columns)x\(grid.rows)", drawer: drawer,
+                            psnr: BenchImage.psnr(shown, references), ssim: ssim))
                     if let pictures, content == .call, grid == grids.last! {
                         let name =
                             "\(pictures)/\(drawer.tool.lowercased())-\(drawer.symbols)"
@@ -149,19 +133,113 @@ public enum RenderQualityBench {
                 }
             }
         }
-        table.notes = [
-            "Sources: \(framesPerContent) frames of each content at 640x360 (I420). call and motion are the render "
-                + "bench's patterns; camera is the synthetic camera demos send (text and a moving pattern).",
-            "Each drawing is read back as pixels: every cell 10x20 pixels, a block character's shapes (half, "
-                + "quadrant, sextant, eighth blocks) in its foreground over its background, palette colours as "
-                + "xterm draws them. The reference is the source converted to RGB (BT.601) and scaled by an exact "
-                + "box filter to the grid's pixel size (64x18 cells = 640x360, the source itself). PSNR is over R, G "
-                + "and B of all frames; SSIM is ffmpeg's (the mean over frames of its All figure).",
-            "Parley: `VideoCellRenderer` with a fresh renderer per frame (no hysteresis from earlier frames). chafa "
-                + "\(chafaVersion(chafa)): the same frames as RGB PNG, --size WxH --stretch --dither none --work 9 "
-                + "--format symbols, the symbols and colours shown (--colors full for 24-bit).",
-        ]
+        var table = Self.table(results)
+        table.notes =
+            [
+                "Sources: \(framesPerContent) frames of each content at 640x360 (I420): call and motion as in the "
+                    + "renderer bench, camera the synthetic camera demos send (text and a moving pattern). In bold, "
+                    + "each row's best cell mode by PSNR. Pixel modes: kitty sends 24-bit pictures, sixel a palette of "
+                    + "up to 256 colours made for each frame.",
+                "Each drawing is read back as pixels (cells of 10x20, a block character's shapes in its foreground "
+                    + "over its background, palette colours as xterm draws them) against the source in RGB (BT.601) "
+                    + "scaled by an exact box filter to that size (64x18 cells = 640x360, the source itself). PSNR "
+                    + "over R, G and B of all frames"
+                    + (ffmpeg == nil ? " (no ffmpeg, so no SSIM)." : "; SSIM ffmpeg's All figure, mean over frames."),
+                "Parley: `VideoCellRenderer`, a fresh renderer per frame (no hysteresis). chafa "
+                    + "\(chafaVersion(chafa)): the same frames as RGB PNG, --size WxH --stretch --dither none --work 9 "
+                    + "--format symbols, --colors full (24-bit) or 256.",
+            ] + goalNotes(results)
         return table
+    }
+
+    /// One drawer's figures on one content and grid.
+    struct Result {
+        var content: String
+        var grid: String
+        var drawer: Drawer
+        var psnr: Double
+        var ssim: Double?
+
+        /// The table row it belongs to: pixel modes sit in the row of the colours they come nearest (kitty 24-bit,
+        /// sixel 256).
+        var rowColors: String { drawer.pixels == .sixel ? "256" : drawer.colors }
+        /// The column it fills: one per cell drawer, one for both pixel modes.
+        var column: String { drawer.pixels == nil ? "\(drawer.tool) \(drawer.symbols)" : "kitty or sixel" }
+        /// The cell's text: PSNR, SSIM after it when measured, pixel modes named.
+        var cell: String {
+            (drawer.pixels.map { "\($0.rawValue) " } ?? "") + formatted(psnr, decimals: 2)
+                + (ssim.map { " (\(formatted($0, decimals: 3)))" } ?? "")
+        }
+    }
+
+    /// The results pivoted: one row per content, grid and colours, a column per drawer, each row's best cell mode
+    /// (not counting the pixel modes, which are not cells) in bold.
+    static func table(_ results: [Result]) -> BenchTable {
+        let withSSIM = results.contains { $0.ssim != nil }
+        var columns: [String] = []
+        for result in results where !columns.contains(result.column) { columns.append(result.column) }
+        var table = BenchTable(
+            title: "Picture quality: PSNR dB\(withSSIM ? " (SSIM)" : "") of each mode's drawing against the source, "
+                + "cells read back as 10x20 pixels",
+            columns: ["Content", "Grid", "Colours"] + columns)
+        var keys: [[String]] = []
+        for result in results where !keys.contains([result.content, result.grid, result.rowColors]) {
+            keys.append([result.content, result.grid, result.rowColors])
+        }
+        for key in keys {
+            let row = results.filter { [$0.content, $0.grid, $0.rowColors] == key }
+            let best = row.filter { $0.drawer.pixels == nil }.map(\.psnr).max()
+            table.add(
+                key
+                    + columns.map { column in
+                        guard let result = row.first(where: { $0.column == column }) else { return "" }
+                        return result.drawer.pixels == nil && result.psnr == best ? "**\(result.cell)**" : result.cell
+                    })
+        }
+        return table
+    }
+
+    /// The two picture goals: Parley's best cell mode at least 2 dB over its half blocks in 24-bit colour, and at
+    /// or above chafa's best, on every content, grid and colours.
+    static func goalNotes(_ results: [Result]) -> [String] {
+        var gains: [Double] = []
+        var margins: [(case: String, margin: Double)] = []
+        var keys: [[String]] = []
+        for result in results
+        where result.drawer.pixels == nil && !keys.contains([result.content, result.grid, result.rowColors]) {
+            keys.append([result.content, result.grid, result.rowColors])
+        }
+        for key in keys {
+            let row = results.filter { [$0.content, $0.grid, $0.rowColors] == key && $0.drawer.pixels == nil }
+            let parley = row.filter { $0.drawer.tool == "Parley" }
+            let chafa = row.filter { $0.drawer.tool == "chafa" }
+            guard let best = parley.map(\.psnr).max() else { continue }
+            if key[2] == "24-bit", let half = parley.first(where: { $0.drawer.symbols == "half" }) {
+                gains.append(best - half.psnr)
+            }
+            if let theirs = chafa.map(\.psnr).max() { margins.append((key.joined(separator: " "), best - theirs)) }
+        }
+        var notes: [String] = []
+        if let low = gains.min(), let high = gains.max() {
+            notes.append(
+                goalNote(
+                    "Parley's best cell mode at least 2 dB over its half blocks, 24-bit, every content and grid",
+                    met: low >= 2, "\(signed(low, decimals: 1)) to \(signed(high, decimals: 1)) dB"))
+        }
+        if let closest = margins.min(by: { $0.margin < $1.margin }) {
+            let above = margins.filter { $0.margin >= 0 }.count
+            notes.append(
+                goalNote(
+                    "Parley's best cell mode at or above chafa's best, every row", met: above == margins.count,
+                    "\(above) of \(margins.count) rows; closest \(closest.case), "
+                        + "\(signed(closest.margin, decimals: 2)) dB"))
+        }
+        return notes
+    }
+
+    /// A difference with its sign: "+0.50", "-1.2".
+    static func signed(_ value: Double, decimals: Int) -> String {
+        (value >= 0 ? "+" : "") + formatted(value, decimals: decimals)
     }
 
     /// The frames compared for one content.

@@ -71,3 +71,69 @@ struct RenderQualityBenchTests {
                 == [50, 50, 50, 25, 25, 25])
     }
 }
+
+@Suite("Picture quality table")
+struct RenderQualityTableTests {
+    /// Every drawer on one content and grid, each PSNR from `psnr` by the drawer's column name.
+    static func results(_ content: String, _ psnr: [String: Double], ssim: Double? = nil)
+        -> [RenderQualityBench.Result]
+    {
+        RenderQualityBench.drawers.map { drawer in
+            let column = drawer.pixels?.rawValue ?? "\(drawer.tool) \(drawer.symbols) \(drawer.colors)"
+            return RenderQualityBench.Result(
+                content: content, grid: "64x18", drawer: drawer, psnr: psnr[column] ?? 20, ssim: ssim)
+        }
+    }
+
+    @Test("one row per content, grid and colours; a column per drawer; kitty in the 24-bit row, sixel in the 256")
+    func pivot() {
+        let table = RenderQualityBench.table(
+            Self.results("call", ["Parley sextant 24-bit": 34.21, "kitty": 50, "sixel": 41.875, "chafa quad 256": 25]))
+        #expect(
+            table.columns == [
+                "Content", "Grid", "Colours", "Parley half", "Parley quadrant", "Parley sextant", "chafa vhalf",
+                "chafa quad", "chafa sextant", "chafa block+sextant", "kitty or sixel",
+            ])
+        #expect(
+            table.rows == [
+                [
+                    "call", "64x18", "24-bit", "20.00", "20.00", "**34.21**", "20.00", "20.00", "20.00", "20.00",
+                    "kitty 50.00",
+                ],
+                [
+                    "call", "64x18", "256", "20.00", "20.00", "20.00", "20.00", "**25.00**", "20.00", "20.00",
+                    "sixel 41.88",
+                ],
+            ])
+        #expect(table.title.hasPrefix("Picture quality: PSNR dB of"))
+    }
+
+    @Test("with ffmpeg each cell carries SSIM after PSNR, and the title says so")
+    func ssim() {
+        let table = RenderQualityBench.table(Self.results("call", ["Parley sextant 24-bit": 30], ssim: 0.91234))
+        #expect(table.rows[0][3] == "20.00 (0.912)")
+        #expect(table.title.hasPrefix("Picture quality: PSNR dB (SSIM) of"))
+    }
+
+    @Test("goals: Parley's best cell mode over its half blocks (24-bit) and against chafa's best, every row")
+    func goals() {
+        let met =
+            Self.results("call", ["Parley half 24-bit": 30, "Parley sextant 24-bit": 33, "chafa sextant 24-bit": 32.5])
+            + Self.results("motion", ["Parley half 24-bit": 18, "Parley quadrant 24-bit": 20.5])
+        #expect(
+            RenderQualityBench.goalNotes(met) == [
+                "Goal: Parley's best cell mode at least 2 dB over its half blocks, 24-bit, every content and grid: met "
+                    + "(+2.5 to +3.0 dB).",
+                "Goal: Parley's best cell mode at or above chafa's best, every row: met (4 of 4 rows; closest "
+                    + "call 64x18 256, +0.00 dB).",
+            ])
+        let missed = Self.results("camera", ["Parley sextant 24-bit": 21.5, "chafa block+sextant 24-bit": 22])
+        #expect(
+            RenderQualityBench.goalNotes(missed) == [
+                "Goal: Parley's best cell mode at least 2 dB over its half blocks, 24-bit, every content and grid: "
+                    + "NOT met (+1.5 to +1.5 dB).",
+                "Goal: Parley's best cell mode at or above chafa's best, every row: NOT met (1 of 2 rows; closest "
+                    + "camera 64x18 24-bit, -0.50 dB).",
+            ])
+    }
+}
