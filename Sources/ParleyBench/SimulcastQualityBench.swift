@@ -165,9 +165,11 @@ public enum SimulcastQualityBench {
         let palette = try measure(
             width: width, height: height, kbps: kbps, fps: fps, frames: frames, tile: tile,
             mode: .palette256)
+        // What the client asks the relay for: the drawn size times the cell modes' supersampling.
+        let factor = RoomScreen.cellSupersampling
         let chosen =
             LayerForwarding.layer(
-                for: VideoLayerSize(width: tile.width, height: tile.height),
+                for: VideoLayerSize(width: tile.width * factor, height: tile.height * factor),
                 among: layers.map { VideoLayerSize(width: $0.width, height: $0.height) }) ?? 0
         var table = BenchTable(
             title:
@@ -193,7 +195,8 @@ public enum SimulcastQualityBench {
             "Camera: the call bench's synthetic 640x480 picture, \(frames) frames at \(fps) fps, VP8 at the call speed; "
                 + "each decoded layer drawn by the half-block renderer into the tile's cells and read back as luma, against "
                 + "the camera picture scaled to the tile's size by exact area weighting; luma PSNR averaged "
-                + "over frames.",
+                + "over frames. The relay's pick: the smallest layer covering the client's request, \(factor)x the drawn "
+                + "size across and down (`RoomScreen.layerRequests`).",
             goalNote(
                 "the relay's pick within 0.5 dB of the full layer", met: lossTrue <= 0.5 && lossPalette <= 0.5,
                 "\(formatted(lossTrue, decimals: 2)) dB under in 24-bit, \(formatted(lossPalette, decimals: 2)) in 256 "
