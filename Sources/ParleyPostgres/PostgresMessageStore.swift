@@ -178,10 +178,6 @@ public final class PostgresMessageStore: MessageStore {
 
     // MARK: Direct messages
 
-    public func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool) {
-        try store(batch: [message])[0].get()
-    }
-
     public func store(batch messages: [NewDirectMessage]) throws(StoreError)
         -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
     {

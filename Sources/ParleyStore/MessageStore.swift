@@ -225,3 +225,10 @@ public struct ConversationSummary: Sendable, Equatable {
         self.lastAt = lastAt
     }
 }
+
+extension MessageStore {
+    /// One message is a batch of one: every store commits single messages the way it commits a group.
+    public func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool) {
+        try store(batch: [message])[0].get()
+    }
+}

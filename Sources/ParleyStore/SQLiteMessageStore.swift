@@ -90,10 +90,6 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
-    public func store(_ message: NewDirectMessage) throws(StoreError) -> (stored: StoredDirectMessage, isNew: Bool) {
-        try store(batch: [message])[0].get()
-    }
-
     public func store(batch messages: [NewDirectMessage]) throws(StoreError)
         -> [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>]
     {
