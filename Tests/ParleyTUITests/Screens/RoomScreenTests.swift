@@ -468,3 +468,47 @@ struct FullscreenLayerTests {
         #expect(onCanvas == drawnOnCanvas, "real pixels ask for what they show")
     }
 }
+
+@Suite("The layer every tile asks for")
+struct TileLayerTableTests {
+    /// A 1:1 call and a 5-party grid, at three terminal sizes, in every picture mode: the layer of a 640x360
+    /// camera (160x90, 320x180, 640x360) each peer's tile gets. Bigger tiles and finer cells never get a smaller one.
+    @Test func everyModeAndSize() throws {
+        let modes: [(String, PictureCells, PixelCanvas?)] = [
+            ("half", .halfBlocks, nil), ("quadrant", .quadrants, nil), ("sextant", .sextants, nil),
+            ("kitty 10x20", .halfBlocks, PixelCanvas(kind: .kitty, cell: CellPixelSize(width: 10, height: 20))),
+        ]
+        var seen: [String] = []
+        for peers in [1, 4] {
+            for (columns, rows) in [(80, 24), (120, 40), (200, 60)] {
+                var room = RoomFixture.withPeers((0..<peers).map { "p\($0)" })
+                for id in 2..<(2 + peers) {
+                    room.send(
+                        .event(.firstRemoteFrame(ParticipantID(UInt32(id)), size: VideoSize(width: 640, height: 360))))
+                }
+                room.fit(TerminalSize(columns: columns, rows: rows))
+                let layout = room.state.currentLayout
+                var line = "\(peers + 1)-party \(columns)x\(rows):"
+                for (name, cells, pixels) in modes {
+                    let requests = RoomScreen.layerRequests(
+                        state: room.state, layout: layout, cells: cells, pixels: pixels)
+                    line += " \(name) " + requests.map { FullscreenLayerTests.layer(for: $0) }.joined(separator: ",")
+                }
+                seen.append(line)
+            }
+        }
+        #expect(seen == Self.expected, "\n\(seen.joined(separator: "\n"))")
+    }
+
+    static let expected = [
+        "2-party 80x24: half 160x90 quadrant 320x180 sextant 320x180 kitty 10x20 640x360",
+        "2-party 120x40: half 320x180 quadrant 640x360 sextant 640x360 kitty 10x20 640x360",
+        "2-party 200x60: half 320x180 quadrant 640x360 sextant 640x360 kitty 10x20 640x360",
+        "5-party 80x24: half 160x90,160x90,160x90,160x90 quadrant 160x90,160x90,160x90,160x90 "
+            + "sextant 160x90,160x90,160x90,160x90 kitty 10x20 320x180,320x180,320x180,320x180",
+        "5-party 120x40: half 160x90,160x90,160x90,160x90 quadrant 160x90,160x90,160x90,160x90 "
+            + "sextant 160x90,160x90,160x90,160x90 kitty 10x20 320x180,320x180,320x180,320x180",
+        "5-party 200x60: half 160x90,160x90,160x90,160x90 quadrant 320x180,320x180,320x180,320x180 "
+            + "sextant 320x180,320x180,320x180,320x180 kitty 10x20 640x360,640x360,640x360,640x360",
+    ]
+}
