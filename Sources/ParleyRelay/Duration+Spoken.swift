@@ -1,4 +1,9 @@
 extension Duration {
+    /// The duration in seconds, as a number (for rates and the wire's seconds fields).
+    var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
     /// Seconds as a message names them: "10 s", "2.5 s", "0.3 s" (to a tenth).
     var spokenSeconds: String {
         let (seconds, attoseconds) = components

@@ -246,8 +246,7 @@ extension RelayState {
         ids.compactMap { id in
             guard let member = members[id] else { return nil }
             var info = member.info
-            let elapsed = max(.zero, now - member.joinedAt).components
-            info.inCallFor = Double(elapsed.seconds) + Double(elapsed.attoseconds / 1_000_000_000_000_000) / 1000
+            info.inCallFor = max(.zero, now - member.joinedAt).inSeconds
             return info
         }
     }
@@ -259,8 +258,7 @@ extension RelayState {
         return JoinedRoom(
             room: room, you: you, members: others,
             media: MediaGrant(udpPort: udpPort, credential: credential.hex, ssrcs: you.ssrcs),
-            livenessTimeout: Double(limits.livenessTimeout.components.seconds)
-                + Double(limits.livenessTimeout.components.attoseconds) / 1e18,
+            livenessTimeout: limits.livenessTimeout.inSeconds,
             host: settings?.host ?? 0, passwordProtected: settings?.verifier != nil,
             openStage: settings?.openStage ?? false, encryption: settings?.encryption,
             chatKept: keepsChat && settings?.isOpen == true ? true : nil)

@@ -132,15 +132,10 @@ extension RelayState {
             guard target.id != id, let other = members[target.id], other.room == member.room else {
                 return unknownMember(target.id, in: member.room, connection)
             }
-            let removedMember = RemovedMember(
-                name: other.info.name.lowercased(), account: other.info.account?.lowercased(), by: member.info.name)
-            rooms[member.room]?.removed.removeAll {
-                $0.name == removedMember.name || ($0.account != nil && $0.account == removedMember.account)
-            }
-            if (rooms[member.room]?.removed.count ?? 0) >= Room.removedLimit {
-                rooms[member.room]?.removed.removeFirst()
-            }
-            rooms[member.room]?.removed.append(removedMember)
+            rooms[member.room]?.remember(
+                RemovedMember(
+                    name: other.info.name.lowercased(), account: other.info.account?.lowercased(),
+                    by: member.info.name))
             var actions: [RelayAction] = []
             if let targetConnection = other.connection {
                 connections[targetConnection]?.member = nil

@@ -49,6 +49,14 @@ public struct RelayState: Sendable {
         /// Since when the room waits for the host it had before the relay restarted (nobody hosts meanwhile).
         public var awaitingHostSince: Duration?
 
+        /// Remembers a removal, replacing an earlier one of the same name or account; past `removedLimit` the
+        /// oldest is forgotten.
+        mutating func remember(_ removal: RemovedMember) {
+            removed.removeAll { $0.name == removal.name || ($0.account != nil && $0.account == removal.account) }
+            if removed.count >= Self.removedLimit { removed.removeFirst() }
+            removed.append(removal)
+        }
+
         /// The removal a join by `name` (and `account`, when verified) falls under, if any.
         public func removal(name: String, account: String?) -> RemovedMember? {
             removed.first { entry in
@@ -197,9 +205,7 @@ public struct RelayState: Sendable {
     public mutating func received(_ text: String, on connection: ConnectionID, now: Duration) -> [RelayAction] {
         guard var state = connections[connection] else { return [] }
         // Token bucket: floods are dropped (and counted) before any parsing work.
-        let elapsed =
-            Double((now - state.lastRefill).components.attoseconds) / 1e18
-            + Double((now - state.lastRefill).components.seconds)
+        let elapsed = (now - state.lastRefill).inSeconds
         state.tokens = min(limits.burst, state.tokens + max(0, elapsed) * limits.messagesPerSecond)
         state.lastRefill = now
         guard state.tokens >= 1 else {
