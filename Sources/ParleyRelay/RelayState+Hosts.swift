@@ -69,8 +69,13 @@ extension RelayState {
         return others.isEmpty ? [] : [.send(.host(MemberRef(id: id)), to: others)]
     }
 
-    /// Rooms whose awaited host did not come back within `hostReturnWindow`: the first member present hosts.
+    /// Rooms whose awaited host did not come back within `hostReturnWindow`: the first member present hosts. A room
+    /// nobody came back to in that window after the start (`now` counts from it) is forgotten, so it is neither
+    /// awaited nor written to the hosts file again.
     mutating func giveUpAwaitedHosts(now: Duration) -> [RelayAction] {
+        if now >= Self.hostReturnWindow, !returningHosts.isEmpty {
+            returningHosts = returningHosts.filter { rooms[$0.key] != nil }
+        }
         var actions: [RelayAction] = []
         for (name, room) in rooms {
             guard let since = room.awaitingHostSince, now - since >= Self.hostReturnWindow else { continue }

@@ -69,6 +69,15 @@ struct RoomHostRestartTests {
         #expect(restarted.state.returningHosts["standup"] == nil)
     }
 
+    @Test func aRoomNobodyComesBackToIsForgottenAfterTheWindow() {
+        var restarted = Harness()
+        restarted.state.awaitHosts(["gone": RoomHostRecord(credentialDigest: "00", account: nil)])
+        #expect(restarted.state.tick(now: RelayState.hostReturnWindow - .milliseconds(1)).isEmpty)
+        #expect(restarted.state.roomHosts.keys.sorted() == ["gone"], "still awaited inside the window")
+        #expect(restarted.state.tick(now: RelayState.hostReturnWindow).isEmpty)
+        #expect(restarted.state.roomHosts.isEmpty, "forgotten: not written to the file again")
+    }
+
     @Test func aVerifiedAccountTakesItsRoleBackWithoutItsOldCredential() throws {
         var restarted = Harness()
         restarted.state.awaitHosts(["standup": RoomHostRecord(credentialDigest: "00", account: "alice")])
