@@ -73,7 +73,7 @@ REAL_TIME   := SoundCallTests
 # relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by
 # software OpenGL): with everything else beside them they starve the timing tests of the
 # main group, so they run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|PostgresServeTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+PROCESSES   := EncryptionCaptureTests|PostgresServeTests|ClusterProcessTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build format-check
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'

@@ -19,6 +19,9 @@ public final class PostgresMessageStore: MessageStore {
     /// How long one call may wait for PostgreSQL before it fails (nothing acknowledged).
     private let timeout: Duration = .seconds(15)
 
+    /// The schema version this code migrates a database to.
+    public static var schemaVersion: Int { PostgresSchema.knownVersion }
+
     /// Locks that number rows, one per table, beside the migration lock.
     static let directMessageLock: Int64 = PostgresSchema.migrationLock + 1
     static let channelPostLock: Int64 = PostgresSchema.migrationLock + 2
@@ -353,6 +356,20 @@ public final class PostgresMessageStore: MessageStore {
                 WHERE ((sender = \(account) AND recipient = \(peer)) OR (sender = \(peer) AND recipient = \(account)))
                     AND sequence < \(before ?? Int64.max)
                 ORDER BY sequence DESC LIMIT \(max(0, limit))
+                """, logger: logger)
+        }
+    }
+
+    public func directMessages(sequences: [Int64]) throws(StoreError) -> [StoredDirectMessage] {
+        let logger = logger
+        let asked = Array(sequences.prefix(1000))
+        guard !asked.isEmpty else { return [] }
+        return try transaction("read \(asked.count) messages by sequence", readOnly: true) { connection in
+            try await Self.messages(
+                connection,
+                """
+                \(unescaped: Self.messageColumns)
+                WHERE sequence = ANY(\(asked)) ORDER BY sequence
                 """, logger: logger)
         }
     }

@@ -73,7 +73,53 @@ enum PostgresSchema {
                 )
                 """,
                 "CREATE INDEX channel_post_channel ON channel_post (channel, sequence)",
-            ])
+            ]),
+        PostgresMigration(
+            version: 2, description: "cluster: nodes, presence, room placement and settings",
+            statements: [
+                // Times are the database's clock (now()), the one clock every node shares.
+                """
+                CREATE TABLE node (
+                    id TEXT PRIMARY KEY,
+                    advertise TEXT NOT NULL,
+                    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                    heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                    alive BOOLEAN NOT NULL DEFAULT true,
+                    members INTEGER NOT NULL DEFAULT 0,
+                    rooms INTEGER NOT NULL DEFAULT 0,
+                    packets_per_second DOUBLE PRECISION NOT NULL DEFAULT 0,
+                    cpu DOUBLE PRECISION NOT NULL DEFAULT 0,
+                    reaped_by TEXT,
+                    reaped_at TIMESTAMPTZ,
+                    deaths INTEGER NOT NULL DEFAULT 0
+                )
+                """,
+                """
+                CREATE TABLE presence (
+                    account TEXT NOT NULL,
+                    node TEXT NOT NULL REFERENCES node (id) ON DELETE CASCADE,
+                    messaging BOOLEAN NOT NULL,
+                    calls TEXT NOT NULL,
+                    PRIMARY KEY (account, node)
+                )
+                """,
+                "CREATE INDEX presence_node ON presence (node)",
+                """
+                CREATE TABLE room_placement (
+                    room TEXT PRIMARY KEY,
+                    node TEXT NOT NULL REFERENCES node (id) ON DELETE CASCADE,
+                    placed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX room_placement_node ON room_placement (node)",
+                """
+                CREATE TABLE room_setting (
+                    room TEXT PRIMARY KEY,
+                    line TEXT NOT NULL,
+                    loaded_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """,
+            ]),
     ]
 
     /// The schema version this code knows.

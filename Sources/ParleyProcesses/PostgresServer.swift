@@ -124,13 +124,16 @@ public final class PostgresServer: Sendable {
     }
 
     /// Polls `pg_isready` (Task.sleep between tries); false when the server process is gone or 30 s passed.
-    private func waitUntilReady() async throws -> Bool {
+    private func waitUntilReady(logAfter offset: Int = 0) async throws -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let ready = try await Self.run(
                 nil, Self.binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", "\(port)", "-U", Self.user])
             if ready.status == 0 { return true }
-            let log = (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? ""
+            let log =
+                String(
+                    ((try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "").utf8.dropFirst(offset))
+                ?? ""
             if log.contains("could not bind") || log.contains("database system is shut down") { return false }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -139,6 +142,29 @@ public final class PostgresServer: Sendable {
 
     /// The server's log so far.
     public var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
+
+    /// Stops the server (`pg_ctl stop -m fast`: every connection is cut), keeping its data; `resume` starts it again.
+    public func pause() async throws {
+        let result = try await Self.run(
+            runAs, Self.binaries + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
+        guard result.status == 0 else {
+            throw PostgresServerError(description: "pg_ctl stop failed (\(result.status)): \(result.output)")
+        }
+    }
+
+    /// Starts a paused server again on its port; returns once it accepts connections.
+    public func resume() async throws {
+        let offset = log.utf8.count
+        let result = try await Self.run(
+            runAs, Self.binaries + "/pg_ctl",
+            [
+                "-D", directory + "/data", "-l", directory + "/log", "-W", "-o",
+                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1", "start",
+            ])
+        guard result.status == 0, try await waitUntilReady(logAfter: offset) else {
+            throw PostgresServerError(description: "pg_ctl start failed (\(result.status)): \(result.output)\n\(log)")
+        }
+    }
 
     /// Stops the server and removes its folder.
     public func stop() {

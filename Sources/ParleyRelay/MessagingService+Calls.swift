@@ -60,6 +60,7 @@ extension MessagingService {
                     if calls[account]?.isEmpty == true { calls[account] = nil }
                 }
                 if wasOnline, !isOnline(account) { try? store.setLastSeen(account, at: wallClock()) }
+                publishPresence(of: account)
                 announcePresence(of: account)
             }
             guard activity.kept else {

@@ -34,6 +34,7 @@ extension MessagingService {
         }
         for (entry, marks) in zip(batch, results) {
             connections[entry.connection]?.unacknowledged.subtract(entry.sequences)
+            connections[entry.connection]?.sentLive.subtract(entry.sequences)
             deliverBacklog(to: entry.connection)
             sendReceipts(marks, by: entry.account, read: false)
         }
@@ -74,20 +75,24 @@ extension MessagingService {
             }
             return
         }
+        var references: [MessageReference] = []
         for (entry, result) in zip(batch, results) {
             let peer = connections[entry.connection]?.peer
             switch result {
             case .success(let stored):
                 peer?.send(.stored(MessageStored(id: entry.send.id, sequence: stored.stored.sequence)))
                 if stored.isNew {
-                    for other in online[entry.send.to] ?? [] where connections[other]?.caughtUp == true {
-                        connections[other]?.peer.send(.message(delivery(stored.stored)))
-                    }
+                    deliverLive(stored.stored)
+                    references.append(
+                        MessageReference(
+                            sender: entry.sender, recipient: entry.send.to, sequence: stored.stored.sequence))
                 }
             case .failure(let error):
                 peer?.send(.error(SignalingError(.badField, "\(error)")))
             }
         }
+        // The recipient may be connected to another node too (or only there).
+        if !references.isEmpty { cluster?.publish(.messages(references)) }
     }
 
 }

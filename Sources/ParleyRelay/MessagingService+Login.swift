@@ -89,8 +89,10 @@ extension MessagingService {
             for channel in channels { onlineMembers[channel, default: []].insert(pending.name) }
         }
         let wasOnline = isOnline(pending.name)
+        let wasHere = online[pending.name] != nil
         connections[id]?.account = pending.name
         online[pending.name, default: []].insert(id)
+        if !wasHere { publishPresence(of: pending.name) }
         if !wasOnline { announcePresence(of: pending.name) }
         let waiting = (try? store.undeliveredCount(to: pending.name)) ?? 0
         peer.send(.loggedIn(LoggedIn(name: pending.name, created: binding == .created, waiting: waiting)))

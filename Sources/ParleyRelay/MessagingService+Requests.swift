@@ -198,8 +198,10 @@ extension MessagingService {
             members: line.members)
     }
 
-    /// Sends a channel line to every connection of every member online.
-    func deliver(_ line: StoredChannelPost) {
+    /// Sends a channel line to every connection of every member online here; with `publish`, the other nodes of a
+    /// cluster are told to do the same.
+    func deliver(_ line: StoredChannelPost, publish: Bool = true) {
+        if publish { cluster?.publish(.channelPost(channel: line.post.channel, sequence: line.sequence)) }
         let event = MessagingEvent.channelPost(Self.delivery(line))
         for member in onlineMembers[line.post.channel] ?? [] {
             for connection in online[member] ?? [] { connections[connection]?.peer.send(event) }
@@ -207,7 +209,8 @@ extension MessagingService {
     }
 
     /// Tells each sender, on every connection it has open, which of its messages reached or were read by `reader`.
-    func sendReceipts(_ marks: [MessageMark], by reader: String, read: Bool) {
+    func sendReceipts(_ marks: [MessageMark], by reader: String, read: Bool, publish: Bool = true) {
+        if publish, !marks.isEmpty { cluster?.publish(.receipts(reader: reader, read: read, marks: marks)) }
         for (sender, marked) in Dictionary(grouping: marks, by: \.sender) {
             let event = MessagingEvent.receipt(
                 MessageReceipt(by: reader, sequences: marked.map(\.sequence), read: read))
@@ -220,13 +223,15 @@ extension MessagingService {
         if watchers[name]?.isEmpty == true { watchers[name] = nil }
     }
 
-    /// Online through a messaging connection or a call.
-    func isOnline(_ account: String) -> Bool { online[account] != nil || calls[account] != nil }
+    /// Online through a messaging connection or a call, on this node or another of the cluster.
+    func isOnline(_ account: String) -> Bool {
+        online[account] != nil || calls[account] != nil || remote[account] != nil
+    }
 
     /// Where `account` is now: online, in a call (and which room, unless hidden), or when it was last seen.
     func presence(of account: String) throws(StoreError) -> PresenceAnswer {
         let isOnline = isOnline(account)
-        let rooms = calls[account].map { Set($0.values.compactMap { $0 }).sorted() }
+        let rooms = rooms(of: account)
         return PresenceAnswer(
             name: account, online: isOnline, lastSeen: isOnline ? nil : try store.lastSeen(account),
             inCall: rooms == nil ? nil : true, room: rooms?.first)

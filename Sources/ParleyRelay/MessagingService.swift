@@ -5,6 +5,7 @@ import NIOWebSocket
 import ParleySecurity
 import ParleyStore
 import ParleyWire
+import Synchronization
 
 /// One messaging connection's way out, as the service sees it.
 public protocol MessagingPeer: AnyObject, Sendable {
@@ -50,6 +51,9 @@ public final class MessagingService: @unchecked Sendable {
         var caughtUp = false
         /// Accounts whose presence this connection follows.
         var watching: Set<String> = []
+        /// Sequences sent live and not yet acknowledged (at most `sentLiveLimit`): a catch-up after the cluster's
+        /// bus was down skips them.
+        var sentLive: Set<Int64> = []
     }
 
     let queue = DispatchQueue(label: "parley.messaging")
@@ -81,6 +85,13 @@ public final class MessagingService: @unchecked Sendable {
     var calls: [String: [UInt32: String?]] = [:]
     /// Told of every message a messaging client posts in a channel (the relay shows it in that room's call).
     var channelPostObserver: (@Sendable (StoredChannelPost) -> Void)?
+    /// The cluster's bus, when this relay is one node of several.
+    var cluster: (any ClusterBus)?
+    /// Where accounts are on the other nodes: per account, per node (bounded by `remotePresenceLimit`).
+    var remote: [String: [String: NodePresence]] = [:]
+    /// Events from other nodes not yet handled, and those dropped past `clusterBacklogLimit`.
+    let clusterBacklog = SharedCount()
+    let clusterDropped = SharedCount()
 
     /// A service over `store`.
     public init(
@@ -140,7 +151,8 @@ public final class MessagingService: @unchecked Sendable {
             if online[account]?.isEmpty == true {
                 online[account] = nil
                 for channel in channelsOf.removeValue(forKey: account) ?? [] { onlineMembers[channel]?.remove(account) }
-                if calls[account] == nil { try? store.setLastSeen(account, at: wallClock()) }
+                if !isOnline(account) { try? store.setLastSeen(account, at: wallClock()) }
+                publishPresence(of: account)
                 announcePresence(of: account)
             }
         }
@@ -210,4 +222,17 @@ public final class MessagingService: @unchecked Sendable {
         }
     }
 
+}
+
+/// A count shared between threads.
+final class SharedCount: Sendable {
+    private let count = Mutex(0)
+    /// Adds `amount`; returns the new count.
+    @discardableResult func add(_ amount: Int) -> Int {
+        count.withLock {
+            $0 += amount
+            return $0
+        }
+    }
+    var value: Int { count.withLock { $0 } }
 }

@@ -111,6 +111,8 @@ public protocol MessageStore: Sendable {
     /// `limit`: paging backwards.
     func history(between account: String, and peer: String, before: Int64?, limit: Int) throws(StoreError)
         -> [StoredDirectMessage]
+    /// The direct messages with these sequences, in sequence order (those that exist; at most 1,000 asked).
+    func directMessages(sequences: [Int64]) throws(StoreError) -> [StoredDirectMessage]
     /// Records when an account was last online (milliseconds since 1970).
     func setLastSeen(_ name: String, at: Int64) throws(StoreError)
     /// When an account was last online, nil if never.
@@ -136,7 +138,7 @@ public protocol MessageStore: Sendable {
 }
 
 /// A message whose state changed, and who sent it (who gets the receipt).
-public struct MessageMark: Sendable, Equatable {
+public struct MessageMark: Sendable, Equatable, Codable {
     public var sequence: Int64
     public var sender: String
     public init(sequence: Int64, sender: String) {

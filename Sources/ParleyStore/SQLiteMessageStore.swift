@@ -194,6 +194,14 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
+    public func directMessages(sequences: [Int64]) throws(StoreError) -> [StoredDirectMessage] {
+        let asked = Array(sequences.prefix(1000))
+        return try read("read \(asked.count) messages by sequence") { db in
+            try DirectMessageRecord.filter(asked.contains(DirectMessageRecord.Columns.sequence))
+                .order(\.sequence).fetchAll(db).map(\.stored)
+        }
+    }
+
     public func setLastSeen(_ name: String, at: Int64) throws(StoreError) {
         try write("record when \(name) was last seen") { db in
             _ = try AccountRecord.filter(key: name).updateAll(db) { $0.lastSeen.set(to: at) }

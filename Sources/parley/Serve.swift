@@ -6,6 +6,7 @@ import ParleyPostgres
 import ParleyRelay
 import ParleySecurity
 import ParleyStore
+import Synchronization
 
 /// `parley serve`: the relay.
 struct Serve: AsyncParsableCommand {
@@ -98,7 +99,31 @@ struct Serve: AsyncParsableCommand {
         help: "A file whose first line is the PostgreSQL password (else the URL's, else PGPASSFILE or ~/.pgpass).")
     var databasePasswordFile: String?
 
+    @Option(
+        name: .customLong("node-id"),
+        help: "This relay's id in a cluster sharing --database (default: HOST:PORT as it listens).")
+    var nodeID: String?
+
+    @Option(
+        help:
+            "The HOST:PORT clients reach this node at, for redirects from the other nodes of a cluster (default: --host and the port)."
+    )
+    var advertise: String?
+
     func validate() throws {
+        if let nodeID {
+            guard !nodeID.isEmpty, nodeID.utf8.count <= 128, nodeID.allSatisfy({ !$0.isWhitespace && !$0.isNewline })
+            else {
+                throw ValidationError("--node-id must be 1…128 bytes without spaces, got \"\(nodeID.prefix(140))\"")
+            }
+        }
+        if let advertise {
+            do {
+                _ = try ServerAddress(parsing: advertise)
+            } catch {
+                throw ValidationError("--advertise \(advertise.prefix(140)): \(error)")
+            }
+        }
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError(
                 "--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
@@ -156,6 +181,7 @@ struct Serve: AsyncParsableCommand {
         var certificateNote = ""
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         var storeNote = "accounts and direct messages kept in \(messagesPath)"
+        var clusterSettings: DatabaseSettings?
         do {
             try FileManager.default.createDirectory(
                 atPath: stateDir ?? LogSetup.stateDirectory,
@@ -166,6 +192,7 @@ struct Serve: AsyncParsableCommand {
                     environment: ProcessInfo.processInfo.environment)
                 let (store, schema) = try await PostgresMessageStore.open(settings, maximumBytes: maxStoreMB << 20)
                 configuration.messageStore = store
+                clusterSettings = settings
                 storeNote =
                     "accounts and direct messages kept in PostgreSQL \(settings.redacted) (schema version \(schema.to)"
                     + (schema.from == schema.to ? ")" : ", migrated from \(schema.from))")
@@ -205,7 +232,25 @@ struct Serve: AsyncParsableCommand {
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
         say(storeNote)
+        var cluster: PostgresCluster?
+        if let clusterSettings, let messaging = relay.messaging {
+            let address = "\(host):\(relay.signalingPort)"
+            do {
+                cluster = try await PostgresCluster.join(
+                    clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address,
+                    logger: Logger(label: "parley.cluster"), load: NodeLoadMeter(relay: relay).read,
+                    deliver: { events, node in messaging.clusterEvents(events, from: node) },
+                    caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
+                    revived: { messaging.clusterRevived() })
+            } catch {
+                await relay.shutdown()
+                throw CommandFailure("\(error)")
+            }
+            messaging.attach(cluster: cluster!)
+            say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
+        }
         let signal = await signals.wait()
+        cluster?.stop()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
         await relay.shutdown()
@@ -261,5 +306,39 @@ struct Relays: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+    }
+}
+
+/// Measures this relay's load for the cluster's registry: members and rooms now, packets forwarded and CPU used
+/// since the last reading.
+final class NodeLoadMeter: Sendable {
+    private let relay: Relay
+    private let last = Mutex<(time: ContinuousClock.Instant, packets: Int, cpu: Double)?>(nil)
+
+    init(relay: Relay) { self.relay = relay }
+
+    func read() async -> NodeLoad {
+        let rooms = (try? await relay.rooms()) ?? [:]
+        let packets = (try? await relay.counters())?.packetsForwarded ?? 0
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        let now = ContinuousClock.now
+        let previous = last.withLock { last in
+            defer { last = (now, packets, cpu) }
+            return last
+        }
+        var load = NodeLoad(members: rooms.values.reduce(0) { $0 + $1.count }, rooms: rooms.count)
+        if let previous {
+            let elapsed = now - previous.time
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            if seconds > 0 {
+                load.packetsPerSecond = Double(packets - previous.packets) / seconds
+                load.cpu = (cpu - previous.cpu) / seconds
+            }
+        }
+        return load
     }
 }

@@ -65,12 +65,13 @@ struct PostgresServeTests {
         }
         // Each relay says what it found; exactly one migrated the empty database.
         let notes = relays.map(\.output)
-        #expect(notes.filter { $0.contains("(schema version 1, migrated from 0)") }.count == 1, "\(notes)")
-        #expect(notes.filter { $0.contains("(schema version 1)") }.count == 2, "\(notes)")
+        let version = PostgresMessageStore.schemaVersion
+        #expect(notes.filter { $0.contains("(schema version \(version), migrated from 0)") }.count == 1, "\(notes)")
+        #expect(notes.filter { $0.contains("(schema version \(version))") }.count == 2, "\(notes)")
         #expect(
             try await server.psql(
                 "SELECT count(*), min(version), max(version) FROM parley_schema_migration", database: database)
-                == "1|1|1")
+                == "\(version)|1|\(version)")
         #expect(
             try await server.psql(
                 "SELECT count(*) FROM pg_tables WHERE tablename IN ('account', 'direct_message', 'channel_post')",
@@ -83,14 +84,18 @@ struct PostgresServeTests {
         let database = try await server.createDatabase(prefix: "parley_newer")
         let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        // Migrated by this version, then by a newer one that added version 2.
+        // Migrated by this version, then by a newer one that added the next version.
+        let version = PostgresMessageStore.schemaVersion
         _ = try await PostgresMessageStore.open(try DatabaseSettings(url: server.url(database: database)))
         _ = try await server.psql(
-            "INSERT INTO parley_schema_migration (version, description) VALUES (2, 'from the future')",
+            "INSERT INTO parley_schema_migration (version, description) VALUES (\(version + 1), 'from the future')",
             database: database)
         let result = try await parley(serveArguments(server.url(database: database), state: state))
-        expectOneLineFailure(result, containing: "has schema version 2, newer than this parley knows (1)")
-        #expect(try await server.psql("SELECT count(*) FROM parley_schema_migration", database: database) == "2")
+        expectOneLineFailure(
+            result, containing: "has schema version \(version + 1), newer than this parley knows (\(version))")
+        #expect(
+            try await server.psql("SELECT count(*) FROM parley_schema_migration", database: database)
+                == "\(version + 1)")
         _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
     }
 

@@ -1,0 +1,516 @@
+import Foundation
+import Logging
+import ParleyStore
+import PostgresNIO
+import Synchronization
+
+// One relay's membership in a cluster that shares a PostgreSQL database:
+//
+//   node table      each node's row: its address for clients, its load, a heartbeat every second
+//   presence table  where each account is, one row per (account, node), written with the event that announces it
+//   parley_bus      the LISTEN/NOTIFY channel every node listens on; a payload is one JSON batch of events
+//
+// A node silent for `deadAfter` is dead: the first node to notice marks its row dead and clears its presence and
+// rooms in one transaction, under the row's lock (`FOR UPDATE SKIP LOCKED` and `alive` in the condition), so it
+// happens exactly once however many nodes notice together.
+
+/// One node of a relay cluster on PostgreSQL: its registry row and heartbeat, and the bus to the other nodes.
+public final class PostgresCluster: ClusterBus, Sendable {
+    public let nodeID: String
+    /// The address clients reach this node at (`--advertise`).
+    public let advertise: String
+    let settings: DatabaseSettings
+    private let client: PostgresClient
+    private let bridge = BlockingBridge()
+    private let logger: Logger
+    /// Events waiting to be published, in order (bounded by `outboxLimit`), and the publisher's wake-up call.
+    private let outbox = Mutex<[ClusterEvent]>([])
+    private let wakeup: AsyncStream<Void>.Continuation
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let figures = Mutex(ClusterFigures())
+
+    /// PostgreSQL's limit on a notification's payload is 8,000 bytes.
+    static let payloadLimit = 7_900
+    /// Events waiting to be published; past it new events are dropped and counted.
+    public static let outboxLimit = 10_000
+    /// A node whose heartbeat is older than this is dead.
+    public static let deadAfter: Duration = .seconds(3)
+    /// The bus's channel.
+    static let channel = "parley_bus"
+
+    /// What the cluster did so far (for `/metrics`, `parley cluster status` and tests).
+    public var counters: ClusterFigures { figures.withLock { $0 } }
+
+    /// Registers `nodeID` in the database (refused when another live process holds that id), clears what an earlier
+    /// life of this node left, and starts the heartbeat, the publisher and the listener. `load` is asked each
+    /// second; `deliver` gets other nodes' events in order; `caughtUp` is called each time the bus (re)connects,
+    /// after it listens, with the presence of every other live node: the relay compares and redelivers from the tables
+    /// what it may have missed. `revived` is called when this node finds itself declared dead (it was silent) and
+    /// must announce its presence again.
+    public static func join(
+        _ settings: DatabaseSettings, nodeID: String, advertise: String, logger: Logger,
+        load: @escaping @Sendable () async -> NodeLoad,
+        deliver: @escaping @Sendable (_ events: [ClusterEvent], _ from: String) -> Void,
+        caughtUp: @escaping @Sendable (_ presence: [(account: String, node: String, presence: NodePresence)]) -> Void,
+        revived: @escaping @Sendable () -> Void
+    ) async throws(StoreError) -> PostgresCluster {
+        let cluster = PostgresCluster(settings: settings, nodeID: nodeID, advertise: advertise, logger: logger)
+        do {
+            try await cluster.register()
+        } catch {
+            cluster.stop(announce: false)
+            throw error
+        }
+        cluster.start(load: load, deliver: deliver, caughtUp: caughtUp, revived: revived)
+        return cluster
+    }
+
+    private init(settings: DatabaseSettings, nodeID: String, advertise: String, logger: Logger) {
+        self.settings = settings
+        self.nodeID = nodeID
+        self.advertise = advertise
+        self.logger = logger
+        var configuration = settings.clientConfiguration(readOnly: false)
+        configuration.options.maximumConnections = 3
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        wakeup = continuation
+        let running = bridge.start { await client.run() }
+        tasks.withLock { $0.append(running) }
+        let publisher = bridge.start { [weak self] in await self?.publishLoop(stream) }
+
+        tasks.withLock { $0.append(publisher) }
+    }
+
+    deinit { for task in tasks.withLock({ $0 }) { task.cancel() } }
+
+    /// Leaves the cluster: with `announce`, the node's row, presence and rooms go at once (the others are told)
+    /// rather than after `deadAfter`.
+    public func stop(announce: Bool = true) {
+        wakeup.finish()
+        if announce {
+            let nodeID = nodeID
+            let logger = logger
+            _ = try? bridge.run(timeout: .seconds(3), onTimeout: StoreError.database("leaving the cluster timed out")) {
+                [client] in
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query("DELETE FROM node WHERE id = \(nodeID)", logger: logger)
+                    let payload = try Self.encode(
+                        BusBatch(node: nodeID, sent: Self.milliseconds(), events: [.nodeGone(nodeID)]))
+                    try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                }
+            }
+        }
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+    }
+
+    public func publish(_ event: ClusterEvent) {
+        let taken = outbox.withLock { events in
+            guard events.count < Self.outboxLimit else { return false }
+            events.append(event)
+            return true
+        }
+        if taken { wakeup.yield() } else { figures.withLock { $0.dropped += 1 } }
+    }
+
+    // MARK: Registry
+
+    func register() async throws(StoreError) {
+        let nodeID = nodeID
+        let advertise = advertise
+        let logger = logger
+        let deadAfter = Self.deadAfter.inMilliseconds
+        do {
+            try await client.withTransaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT alive, (extract(epoch FROM now() - heartbeat_at) * 1000)::BIGINT FROM node
+                    WHERE id = \(nodeID) FOR UPDATE
+                    """, logger: logger)
+                for try await (alive, silentMs) in rows.decode((Bool, Int64).self) where alive && silentMs < deadAfter {
+                    throw StoreError.database(
+                        "node id \(nodeID) is already alive in this cluster (its heartbeat is \(silentMs) ms old): "
+                            + "give each node its own --node-id")
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO node (id, advertise) VALUES (\(nodeID), \(advertise))
+                    ON CONFLICT (id) DO UPDATE SET advertise = EXCLUDED.advertise, started_at = now(),
+                        heartbeat_at = now(), alive = true, members = 0, rooms = 0, packets_per_second = 0, cpu = 0
+                    """, logger: logger)
+                // What an earlier life of this node left (it was killed and came back before anyone reaped it).
+                try await connection.query("DELETE FROM presence WHERE node = \(nodeID)", logger: logger)
+                try await connection.query("DELETE FROM room_placement WHERE node = \(nodeID)", logger: logger)
+            }
+        } catch {
+            throw PostgresFailure.explain(error, doing: "join the cluster as node \(nodeID)", settings: settings)
+        }
+    }
+
+    private func start(
+        load: @escaping @Sendable () async -> NodeLoad,
+        deliver: @escaping @Sendable ([ClusterEvent], String) -> Void,
+        caughtUp: @escaping @Sendable ([(account: String, node: String, presence: NodePresence)]) -> Void,
+        revived: @escaping @Sendable () -> Void
+    ) {
+        let heartbeat = bridge.start { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let self else { return }
+                await self.beat(load: await load(), revived: revived)
+            }
+        }
+        let listener = bridge.start { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.listen(deliver: deliver, caughtUp: caughtUp)
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        tasks.withLock { $0 += [heartbeat, listener] }
+    }
+
+    /// One heartbeat: this node's load, then the reaping of nodes silent past `deadAfter`.
+    func beat(load: NodeLoad, revived: @Sendable () -> Void) async {
+        let nodeID = nodeID
+        let advertise = advertise
+        let logger = logger
+        let deadAfter = Self.deadAfter.inMilliseconds
+        do {
+            let (wasAlive, reaped) = try await client.withTransaction(logger: logger) { connection in
+                var wasAlive = false
+                for try await alive in try await connection.query(
+                    "SELECT alive FROM node WHERE id = \(nodeID) FOR UPDATE", logger: logger
+                ).decode(Bool.self) {
+                    wasAlive = alive
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO node (id, advertise, members, rooms, packets_per_second, cpu)
+                    VALUES (\(nodeID), \(advertise), \(load.members), \(load.rooms), \(load.packetsPerSecond),
+                        \(load.cpu))
+                    ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
+                        rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu
+                    """, logger: logger)
+                var reaped: [String] = []
+                for try await id in try await connection.query(
+                    """
+                    UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
+                    WHERE id IN (
+                        SELECT id FROM node WHERE alive AND id <> \(nodeID)
+                            AND heartbeat_at < now() - make_interval(secs => \(Double(deadAfter) / 1000))
+                        FOR UPDATE SKIP LOCKED)
+                    RETURNING id
+                    """, logger: logger
+                ).decode(String.self) {
+                    reaped.append(id)
+                }
+                if !reaped.isEmpty {
+                    try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
+                    try await connection.query(
+                        "DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
+                    let payload = try Self.encode(
+                        BusBatch(node: nodeID, sent: Self.milliseconds(), events: reaped.map { .nodeGone($0) }))
+                    try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                }
+                return (wasAlive, reaped)
+            }
+            figures.withLock {
+                $0.heartbeats += 1
+                $0.reaped += reaped.count
+                $0.databaseReachable = true
+            }
+            for id in reaped {
+                logger.notice("node found dead: its presence and rooms cleared", metadata: ["node": "\(id)"])
+            }
+            if !wasAlive {
+                logger.notice("this node had been declared dead (silent too long): announcing its presence again")
+                figures.withLock { $0.revivals += 1 }
+                revived()
+            }
+        } catch {
+            let first = figures.withLock { figures in
+                let wasReachable = figures.databaseReachable
+                figures.databaseReachable = false
+                figures.failedHeartbeats += 1
+                return wasReachable
+            }
+            if first {
+                logger.warning(
+                    "heartbeat failed: calls go on; messaging waits for the database",
+                    metadata: ["reason": "\(PostgresFailure.explain(error, doing: "heartbeat", settings: settings))"])
+            }
+        }
+    }
+
+    // MARK: Bus
+
+    /// Publishes what waits in the outbox: every batch in one transaction (presence rows written with the events
+    /// that announce them), payloads split to fit PostgreSQL's 8,000 bytes. A batch that fails is retried once the
+    /// database answers again: order is kept, nothing later overtakes it.
+    private func publishLoop(_ wakeups: AsyncStream<Void>) async {
+        let nodeID = nodeID
+        let logger = logger
+        for await _ in wakeups {
+            while true {
+                let batch = outbox.withLock { Array($0.prefix(500)) }
+                guard !batch.isEmpty else { break }
+                await publish(batch, nodeID: nodeID, logger: logger)
+                if Task.isCancelled { return }
+                outbox.withLock { $0.removeFirst(batch.count) }
+            }
+        }
+    }
+
+    /// Publishes `batch`, retrying until the database takes it.
+    private func publish(_ batch: [ClusterEvent], nodeID: String, logger: Logger) async {
+        while !Task.isCancelled {
+            do {
+                let payloads = try Self.payloads(for: batch, node: nodeID)
+                try await client.withTransaction(logger: logger) { connection in
+                    for event in batch {
+                        guard case .presence(let account, let presence) = event else { continue }
+                        if let presence {
+                            let calls = String(decoding: try JSONEncoder().encode(presence.calls), as: UTF8.self)
+                            try await connection.query(
+                                """
+                                INSERT INTO presence (account, node, messaging, calls)
+                                VALUES (\(account), \(nodeID), \(presence.messaging), \(calls))
+                                ON CONFLICT (account, node) DO UPDATE SET messaging = EXCLUDED.messaging,
+                                    calls = EXCLUDED.calls
+                                """, logger: logger)
+                        } else {
+                            try await connection.query(
+                                "DELETE FROM presence WHERE account = \(account) AND node = \(nodeID)", logger: logger)
+                        }
+                    }
+                    for payload in payloads {
+                        try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                    }
+                }
+                figures.withLock {
+                    $0.published += batch.count
+                    $0.notifications += payloads.count
+                }
+                return
+            } catch {
+                figures.withLock { $0.failedPublishes += 1 }
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
+    /// Listens on the bus until the connection fails. Once listening, `caughtUp` gets the other nodes' presence.
+    private func listen(
+        deliver: @escaping @Sendable ([ClusterEvent], String) -> Void,
+        caughtUp: @escaping @Sendable ([(account: String, node: String, presence: NodePresence)]) -> Void
+    ) async {
+        let logger = logger
+        let nodeID = nodeID
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 1, logger: logger)
+            defer { connection.close().whenComplete { _ in } }
+            try await connection.listen(on: Self.channel) { notifications in
+                caughtUp(try await self.presence(on: connection))
+                self.figures.withLock { $0.busConnections += 1 }
+                for try await notification in notifications {
+                    guard let batch = try? JSONDecoder().decode(BusBatch.self, from: Data(notification.payload.utf8))
+                    else {
+                        self.figures.withLock { $0.undecodable += 1 }
+                        continue
+                    }
+                    guard batch.node != nodeID else { continue }
+                    let lag = Double(max(0, Self.milliseconds() - batch.sent)) / 1000
+                    self.figures.withLock {
+                        $0.received += batch.events.count
+                        $0.busLagSeconds = lag
+                    }
+                    deliver(batch.events, batch.node)
+                }
+            }
+        } catch {
+            if !Task.isCancelled {
+                logger.warning(
+                    "the cluster's bus is down: reconnecting",
+                    metadata: [
+                        "reason": "\(PostgresFailure.explain(error, doing: "listen on the bus", settings: settings))"
+                    ])
+            }
+        }
+    }
+
+    /// Every live node's presence but this one's.
+    func presence(on connection: PostgresConnection) async throws -> [(
+        account: String, node: String, presence: NodePresence
+    )] {
+        var result: [(account: String, node: String, presence: NodePresence)] = []
+        let rows = try await connection.query(
+            """
+            SELECT p.account, p.node, p.messaging, p.calls FROM presence p JOIN node n ON n.id = p.node
+            WHERE n.alive AND p.node <> \(nodeID)
+            """, logger: logger)
+        for try await (account, node, messaging, calls) in rows.decode((String, String, Bool, String).self) {
+            let rooms = (try? JSONDecoder().decode([String?].self, from: Data(calls.utf8))) ?? []
+            result.append((account, node, NodePresence(messaging: messaging, calls: rooms)))
+        }
+        return result
+    }
+
+    /// `events` as notification payloads of at most `payloadLimit` bytes each; a list too long for one is split.
+    static func payloads(for events: [ClusterEvent], node: String) throws -> [String] {
+        var pieces: [ClusterEvent] = []
+        for event in events { pieces += try split(event) }
+        var payloads: [String] = []
+        var current: [ClusterEvent] = []
+        func flush() throws {
+            guard !current.isEmpty else { return }
+            payloads.append(try encode(BusBatch(node: node, sent: milliseconds(), events: current)))
+            current.removeAll()
+        }
+        for piece in pieces {
+            current.append(piece)
+            if try encode(BusBatch(node: node, sent: milliseconds(), events: current)).utf8.count > payloadLimit {
+                current.removeLast()
+                try flush()
+                current = [piece]
+            }
+        }
+        try flush()
+        return payloads
+    }
+
+    /// An event small enough for one payload, or its list halved until each half is.
+    static func split(_ event: ClusterEvent) throws -> [ClusterEvent] {
+        let size = try encode(BusBatch(node: "", sent: 0, events: [event])).utf8.count
+        guard size > payloadLimit - 200 else { return [event] }
+        switch event {
+        case .messages(let references) where references.count > 1:
+            let half = references.count / 2
+            return try split(.messages(Array(references[..<half]))) + split(.messages(Array(references[half...])))
+        case .receipts(let reader, let read, let marks) where marks.count > 1:
+            let half = marks.count / 2
+            return try split(.receipts(reader: reader, read: read, marks: Array(marks[..<half])))
+                + split(.receipts(reader: reader, read: read, marks: Array(marks[half...])))
+        default:
+            throw ClusterBusError.eventTooLarge(size)
+        }
+    }
+
+    static func encode(_ batch: BusBatch) throws -> String {
+        String(decoding: try JSONEncoder().encode(batch), as: UTF8.self)
+    }
+
+    static func milliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+/// One notification: who sent it, when, and its events in order.
+struct BusBatch: Codable, Equatable {
+    var node: String
+    /// Milliseconds since 1970 when it was published (the bus's lag is measured from it).
+    var sent: Int64
+    var events: [ClusterEvent]
+}
+
+enum ClusterBusError: Error, CustomStringConvertible {
+    case eventTooLarge(Int)
+    var description: String {
+        switch self {
+        case .eventTooLarge(let size):
+            "a cluster event of \(size) bytes does not fit a notification (\(PostgresCluster.payloadLimit) bytes)"
+        }
+    }
+}
+
+/// What a node's cluster membership counted.
+public struct ClusterFigures: Sendable, Equatable {
+    public var heartbeats = 0
+    public var failedHeartbeats = 0
+    /// Nodes this node found dead and cleared.
+    public var reaped = 0
+    /// Times this node found itself declared dead and announced itself again.
+    public var revivals = 0
+    public var published = 0
+    public var notifications = 0
+    public var failedPublishes = 0
+    /// Events dropped because the outbox was full (`outboxLimit`).
+    public var dropped = 0
+    public var received = 0
+    public var undecodable = 0
+    /// Times the bus connected (the first, then each reconnection).
+    public var busConnections = 0
+    /// Delay of the last batch received, from its publishing.
+    public var busLagSeconds = 0.0
+    /// Whether the last heartbeat reached the database.
+    public var databaseReachable = true
+}
+
+extension Duration {
+    var inMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}
+
+/// The cluster as `parley cluster status` prints it.
+public struct ClusterStatus: Sendable, Equatable {
+    public struct Node: Sendable, Equatable {
+        public var id: String
+        public var advertise: String
+        public var alive: Bool
+        /// Milliseconds since its last heartbeat.
+        public var silentMs: Int64
+        public var members: Int
+        public var rooms: Int
+        public var packetsPerSecond: Double
+        public var cpu: Double
+        /// Rooms placed on it.
+        public var placedRooms: Int
+        /// Accounts with presence on it.
+        public var accounts: Int
+        /// Who found it dead, when it is dead.
+        public var reapedBy: String?
+    }
+    public var nodes: [Node]
+    /// Accounts online anywhere in the cluster.
+    public var accountsOnline: Int
+}
+
+extension PostgresCluster {
+    /// Reads the registry: every node (alive or dead), its load, rooms and accounts.
+    public static func status(_ settings: DatabaseSettings, logger: Logger = Logger(label: "parley.cluster"))
+        async throws(StoreError) -> ClusterStatus
+    {
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 2, logger: logger)
+            defer { connection.close().whenComplete { _ in } }
+            var nodes: [ClusterStatus.Node] = []
+            let rows = try await connection.query(
+                """
+                SELECT n.id, n.advertise, n.alive AND n.heartbeat_at >= now() - interval '3 seconds',
+                    (extract(epoch FROM now() - n.heartbeat_at) * 1000)::BIGINT, n.members, n.rooms,
+                    n.packets_per_second, n.cpu,
+                    (SELECT count(*) FROM room_placement r WHERE r.node = n.id),
+                    (SELECT count(*) FROM presence p WHERE p.node = n.id), n.reaped_by
+                FROM node n ORDER BY n.id
+                """, logger: logger)
+            for try await row in rows.decode(
+                (String, String, Bool, Int64, Int, Int, Double, Double, Int64, Int64, String?).self)
+            {
+                nodes.append(
+                    ClusterStatus.Node(
+                        id: row.0, advertise: row.1, alive: row.2, silentMs: row.3, members: row.4, rooms: row.5,
+                        packetsPerSecond: row.6, cpu: row.7, placedRooms: Int(row.8), accounts: Int(row.9),
+                        reapedBy: row.10))
+            }
+            var online = 0
+            for try await count in try await connection.query(
+                "SELECT count(DISTINCT account) FROM presence", logger: logger
+            ).decode(Int64.self) {
+                online = Int(count)
+            }
+            return ClusterStatus(nodes: nodes, accountsOnline: online)
+        } catch {
+            throw PostgresFailure.explain(error, doing: "read the cluster's status", settings: settings)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+// What the relays of a cluster tell each other. Every node holds its own connections; what one node must know of
+// another's (an account online there, a message stored for an account connected there) travels as a `ClusterEvent`
+// on the cluster's bus. Nothing durable travels only on the bus: messages, receipts and channel lines are rows first,
+// and an event names them by their sequence, so a node that missed events catches up from the tables.
+
+/// Where one account is on one node: connected for messaging, and in which calls.
+public struct NodePresence: Sendable, Equatable, Codable {
+    /// A messaging connection is open there.
+    public var messaging: Bool
+    /// One entry per call joined there: its room, or nil when the member hides the room.
+    public var calls: [String?]
+
+    public init(messaging: Bool, calls: [String?]) {
+        self.messaging = messaging
+        self.calls = calls
+    }
+}
+
+/// A direct message stored on one node, named by its row.
+public struct MessageReference: Sendable, Equatable, Codable {
+    public var sender: String
+    public var recipient: String
+    public var sequence: Int64
+
+    public init(sender: String, recipient: String, sequence: Int64) {
+        self.sender = sender
+        self.recipient = recipient
+        self.sequence = sequence
+    }
+}
+
+/// One event between nodes.
+public enum ClusterEvent: Sendable, Equatable, Codable {
+    /// New direct messages, for their recipients' connections elsewhere.
+    case messages([MessageReference])
+    /// `reader` received (or read) these messages: for their senders' connections elsewhere.
+    case receipts(reader: String, read: Bool, marks: [MessageMark])
+    /// Where `account` is now on the publishing node; nil when it is gone from there.
+    case presence(account: String, presence: NodePresence?)
+    /// A new line in `channel`, for its members connected elsewhere.
+    case channelPost(channel: String, sequence: Int64)
+    /// `node` was found dead (silent past the cluster's limit): its presence is gone.
+    case nodeGone(String)
+}
+
+/// The cluster's bus as the relay sees it: publish what others must know; events from other nodes arrive through the
+/// handler given when it started.
+public protocol ClusterBus: AnyObject, Sendable {
+    /// This node's id.
+    var nodeID: String { get }
+    /// Sends `event` to every other node, in order after earlier ones; never blocks (a full queue drops and counts).
+    func publish(_ event: ClusterEvent)
+}
+
+/// What a node tells the registry each second.
+public struct NodeLoad: Sendable, Equatable {
+    public var members: Int
+    public var rooms: Int
+    public var packetsPerSecond: Double
+    /// Share of one core this process used over the last second (1.0 = one core busy).
+    public var cpu: Double
+
+    public init(members: Int = 0, rooms: Int = 0, packetsPerSecond: Double = 0, cpu: Double = 0) {
+        self.members = members
+        self.rooms = rooms
+        self.packetsPerSecond = packetsPerSecond
+        self.cpu = cpu
+    }
+}

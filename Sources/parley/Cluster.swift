@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import ParleyPostgres
+import ParleyStore
+
+/// `parley cluster`: the relays sharing one PostgreSQL database.
+struct Cluster: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The relays of a cluster sharing one PostgreSQL database.",
+        subcommands: [ClusterStatusCommand.self])
+}
+
+/// Where the cluster's database is, as `parley serve` takes it.
+struct ClusterDatabaseOptions: ParsableArguments {
+    @Option(help: "The cluster's database, postgres://USER[:PASSWORD]@HOST:PORT/DB (default: $PARLEY_DATABASE_URL).")
+    var database: String?
+
+    @Option(
+        name: .customLong("database-password-file"),
+        help: "A file whose first line is the PostgreSQL password (else the URL's, else PGPASSFILE or ~/.pgpass).")
+    var databasePasswordFile: String?
+
+    func settings() throws -> DatabaseSettings {
+        guard let url = database ?? ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] else {
+            throw CommandFailure(
+                "no database: give --database postgres://USER@HOST:PORT/DB, or set PARLEY_DATABASE_URL")
+        }
+        do {
+            return try DatabaseSettings(
+                url: url, passwordFile: databasePasswordFile, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+    }
+}
+
+/// `parley cluster status`: the nodes, their load, rooms and accounts online.
+struct ClusterStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Print the cluster's nodes (address, alive, load), rooms and accounts online.")
+
+    @OptionGroup var database: ClusterDatabaseOptions
+
+    func run() async throws {
+        let settings = try database.settings()
+        let status: ClusterStatus
+        do {
+            status = try await PostgresCluster.status(settings)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        say(Self.table(status))
+    }
+
+    /// The status as a table, one node a line.
+    static func table(_ status: ClusterStatus) -> String {
+        let alive = status.nodes.filter(\.alive).count
+        var lines = [
+            "\(status.nodes.count) node\(status.nodes.count == 1 ? "" : "s") (\(alive) alive), "
+                + "\(status.accountsOnline) account\(status.accountsOnline == 1 ? "" : "s") online"
+        ]
+        let header = ["NODE", "ADDRESS", "STATE", "MEMBERS", "ROOMS", "PLACED", "ACCOUNTS", "PACKETS/S", "CPU"]
+        var rows = [header]
+        for node in status.nodes {
+            let state =
+                node.alive
+                ? "alive" : node.reapedBy.map { "dead (found by \($0))" } ?? "silent \(node.silentMs / 1000) s"
+            rows.append([
+                node.id, node.advertise, state, "\(node.members)", "\(node.rooms)", "\(node.placedRooms)",
+                "\(node.accounts)", String(format: "%.0f", node.packetsPerSecond),
+                String(format: "%.0f%%", node.cpu * 100),
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            lines.append(
+                row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                    .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

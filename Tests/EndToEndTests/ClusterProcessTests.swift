@@ -1,0 +1,279 @@
+import Foundation
+import ParleyEngine
+import ParleyProcesses
+import ParleySecurity
+import ParleyWire
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Three `parley serve --database …` processes sharing a real PostgreSQL: messages, receipts, presence and channel
+/// lines cross nodes; a node killed with SIGKILL is found dead exactly once; PostgreSQL stopped and started again
+/// under load loses and duplicates nothing that was acknowledged.
+@Suite(.serialized)
+struct ClusterProcessTests {
+    /// One relay of the cluster and where clients reach it.
+    struct Node {
+        let id: String
+        let process: BackgroundProcess
+        let address: ServerAddress
+    }
+
+    /// Starts nodes `ids` against `url` and waits until each has joined the cluster.
+    func startNodes(_ ids: [String], url: String, folder: String) throws -> [Node] {
+        let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
+        return try ids.map { id in
+            let process = try BackgroundProcess(
+                binary,
+                [
+                    "serve", "--port", "0", "--insecure", "--state-dir", folder + "/" + id, "--database", url,
+                    "--node-id", id,
+                ])
+            #expect(process.waitForOutput(containing: "cluster node \(id)", seconds: 30), "\(process.output)")
+            let port = try #require(
+                process.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                "\(process.output)")
+            return Node(id: id, process: process, address: ServerAddress(host: "127.0.0.1", port: port))
+        }
+    }
+
+    /// Everything a client received live, kept for the test to look at.
+    final class Events: Sendable {
+        let all = Mutex<[MessagingEvent]>([])
+        func add(_ event: MessagingEvent) { all.withLock { $0.append(event) } }
+        /// Whether an event `match` says true of arrived.
+        func has(_ match: (MessagingEvent) -> Bool?) -> Bool { all.withLock { $0.contains { match($0) == true } } }
+        func count(_ match: (MessagingEvent) -> Bool) -> Int { all.withLock { $0.filter(match).count } }
+    }
+
+    /// What the senders counted, shared with the test.
+    final class LoadTally: Sendable {
+        let acknowledged = Mutex<[String: Int64]>([:])
+        let refusals = Mutex(0)
+        let stop = Mutex(false)
+    }
+
+    func connect(_ name: String, to node: Node, events: Events) async throws -> MessagingClient {
+        try await MessagingClient.connect(
+            to: node.address, security: .insecure, identity: AccountIdentity.create(name: name),
+            onEvent: { events.add($0) })
+    }
+
+    /// Polls (Task.sleep between looks) until `condition` holds or `seconds` pass.
+    func eventually(seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test func messagesReceiptsPresenceAndChannelLinesCrossNodes() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+
+        let aliceEvents = Events()
+        let bobEvents = Events()
+        let alice = try await connect("alice", to: nodes[0], events: aliceEvents)
+        let bob = try await connect("bob", to: nodes[1], events: bobEvents)
+        // Bob, on b, follows alice, on a: she is online there.
+        bob.watch(["alice"])
+        #expect(
+            await eventually {
+                bobEvents.has { if case .presence(let p) = $0, p.name == "alice", p.online { true } else { nil } }
+            }, "alice online on another node: \(bobEvents.all.withLock { $0 })")
+
+        // A message stored on a reaches bob live on b; his receipt reaches alice on a.
+        let stored = try await alice.send("across the cluster", to: "bob")
+        let delivered = await eventually {
+            bobEvents.has { if case .message(let m) = $0, m.sequence == stored.sequence { true } else { nil } }
+        }
+        #expect(delivered, "bob got the message live: \(bobEvents.all.withLock { $0 })")
+        bob.acknowledge([stored.sequence])
+        #expect(
+            await eventually {
+                aliceEvents.has {
+                    if case .receipt(let r) = $0, r.by == "bob", r.sequences == [stored.sequence] { true } else { nil }
+                }
+            }, "alice got bob's receipt: \(aliceEvents.all.withLock { $0 })")
+
+        // A channel line posted on a reaches a member on b.
+        _ = try await alice.join(channel: "crew")
+        _ = try await bob.join(channel: "crew")
+        let posted = try await alice.post("standup at ten", in: "crew")
+        #expect(
+            await eventually {
+                bobEvents.has {
+                    if case .channelPost(let line) = $0, line.sequence == posted.sequence, line.text == "standup at ten"
+                    {
+                        true
+                    } else {
+                        nil
+                    }
+                }
+            }, "bob got the channel line: \(bobEvents.all.withLock { $0 })")
+
+        // The status command sees three live nodes and both accounts.
+        let binary = try #require(parleyBinaryPath())
+        let status = try ChildProcess.run(
+            binary, ["cluster", "status", "--database", server.url(database: database)], timeout: .seconds(20))
+        #expect(status.status == 0, "\(status.output)")
+        #expect(status.output.contains("3 nodes (3 alive), 2 accounts online"), "\(status.output)")
+        for node in nodes {
+            #expect(
+                status.output.split(separator: "\n").contains { $0.hasPrefix("\(node.id) ") && $0.contains("alive") },
+                "\(status.output)")
+        }
+
+        // Alice leaves: bob sees her offline.
+        await alice.close()
+        #expect(
+            await eventually {
+                bobEvents.has { if case .presence(let p) = $0, p.name == "alice", !p.online { true } else { nil } }
+            }, "alice offline: \(bobEvents.all.withLock { $0 })")
+        await bob.close()
+    }
+
+    @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+
+        let carol = try await connect("carol", to: nodes[2], events: Events())
+        let bobEvents = Events()
+        let bob = try await connect("bob", to: nodes[1], events: bobEvents)
+        bob.watch(["carol"])
+        #expect(
+            await eventually {
+                bobEvents.has { if case .presence(let p) = $0, p.name == "carol", p.online { true } else { nil } }
+            })
+        let killed = Date()
+        nodes[2].process.signal(SIGKILL)
+        let offline = await eventually(seconds: 10) {
+            bobEvents.has { if case .presence(let p) = $0, p.name == "carol", !p.online { true } else { nil } }
+        }
+        let took = Date().timeIntervalSince(killed)
+        #expect(offline, "carol offline once her node died: \(bobEvents.all.withLock { $0 })")
+        // Dead after 3 s of silence, noticed within the next heartbeat.
+        #expect(took < 6, "found dead after \(took) s")
+        // Give every node a few more heartbeats: still reaped exactly once, by a or b.
+        try await Task.sleep(for: .seconds(2))
+        let row = try await server.psql("SELECT alive, deaths, reaped_by FROM node WHERE id = 'c'", database: database)
+        #expect(row == "f|1|a" || row == "f|1|b", "\(row)")
+        #expect(try await server.psql("SELECT count(*) FROM presence WHERE node = 'c'", database: database) == "0")
+        let binary = try #require(parleyBinaryPath())
+        let status = try ChildProcess.run(
+            binary, ["cluster", "status", "--database", server.url(database: database)], timeout: .seconds(20))
+        #expect(status.output.contains("3 nodes (2 alive)"), "\(status.output)")
+        #expect(status.output.contains("dead (found by "), "\(status.output)")
+        await carol.close()
+        await bob.close()
+    }
+
+    @Test func postgresStoppedAndStartedUnderLoadLosesAndDuplicatesNothingAcknowledged() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+
+        // Sender i on node i writes to receiver i on the next node; receivers acknowledge what they get.
+        var receivers: [(client: MessagingClient, events: Events)] = []
+        for index in 0..<3 {
+            let events = Events()
+            let client = try await connect("reader\(index)", to: nodes[(index + 1) % 3], events: events)
+            receivers.append((client, events))
+        }
+        var senders: [MessagingClient] = []
+        for index in 0..<3 { senders.append(try await connect("writer\(index)", to: nodes[index], events: Events())) }
+        for (index, sender) in senders.enumerated() { _ = try await sender.keys(of: "reader\(index)") }
+
+        let receiving = receivers
+        let sending = senders
+        let tally = LoadTally()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, sender) in sending.enumerated() {
+                group.addTask {
+                    var number = 0
+                    while !tally.stop.withLock({ $0 }) {
+                        number += 1
+                        let id = "w\(index)-\(number)"
+                        // Retried with the same id until stored: the relay never acknowledges what it did not commit.
+                        while true {
+                            do {
+                                let stored = try await sender.send("note \(number)", to: "reader\(index)", id: id)
+                                tally.acknowledged.withLock { $0[id] = stored.sequence }
+                                break
+                            } catch {
+                                tally.refusals.withLock { $0 += 1 }
+                                try await Task.sleep(for: .milliseconds(200))
+                            }
+                        }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+            }
+            group.addTask {
+                // Acknowledge live messages as they come, as a messaging client does.
+                var acknowledgedUpTo = [Int](repeating: 0, count: 3)
+                while !tally.stop.withLock({ $0 }) {
+                    for (index, receiver) in receiving.enumerated() {
+                        let messages = receiver.events.all.withLock { all in
+                            all.compactMap { if case .message(let m) = $0, m.inHistory != true { m } else { nil } }
+                        }
+                        if messages.count > acknowledgedUpTo[index] {
+                            receiver.client.acknowledge(messages[acknowledgedUpTo[index]...].map(\.sequence))
+                            acknowledgedUpTo[index] = messages.count
+                        }
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            try await Task.sleep(for: .seconds(3))
+            try await server.pause()
+            try await Task.sleep(for: .seconds(4))
+            try await server.resume()
+            try await Task.sleep(for: .seconds(6))
+            tally.stop.withLock { $0 = true }
+            try await group.waitForAll()
+        }
+        let sent = tally.acknowledged.withLock { $0 }
+        #expect(tally.refusals.withLock { $0 } > 0, "the database being down refused some sends")
+        // Every acknowledged message arrives, live or caught up from the tables, exactly once.
+        let allArrived = await eventually(seconds: 20) {
+            let ids = Set(
+                receivers.flatMap { receiver in
+                    receiver.events.all.withLock { all in
+                        all.compactMap { if case .message(let m) = $0 { m.id } else { nil } }
+                    }
+                })
+            return sent.keys.allSatisfy(ids.contains)
+        }
+        #expect(allArrived)
+        var perID: [String: Int] = [:]
+        for receiver in receivers {
+            for case .message(let m) in receiver.events.all.withLock({ $0 }) { perID[m.id, default: 0] += 1 }
+        }
+        let missing = sent.keys.filter { perID[$0] == nil }.sorted()
+        let twice = perID.filter { $0.value > 1 }.keys.sorted()
+        #expect(missing.isEmpty, "acknowledged and never delivered: \(missing)")
+        #expect(twice.isEmpty, "delivered more than once: \(twice)")
+        #expect(sent.count > 100, "\(sent.count) messages acknowledged")
+        for client in senders + receivers.map(\.client) { await client.close() }
+    }
+}
