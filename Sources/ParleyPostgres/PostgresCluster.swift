@@ -33,6 +33,10 @@ public final class PostgresCluster: ClusterBus, Sendable {
     static let payloadLimit = 7_900
     /// Events waiting to be published; past it new events are dropped and counted.
     public static let outboxLimit = 10_000
+    /// How long a heartbeat or a publication may wait for the database before it counts as failed.
+    static let operationTimeout: Duration = .seconds(2)
+    /// A node whose own last heartbeat is older than this does not reap others (it was cut off itself).
+    static let steadyBeat: Duration = .milliseconds(1500)
     /// A node whose heartbeat is older than this is dead.
     public static let deadAfter: Duration = .seconds(3)
     /// The bus's channel.
@@ -72,7 +76,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
         self.logger = logger
         var configuration = settings.clientConfiguration(readOnly: false)
         configuration.options.maximumConnections = 3
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger.quiet)
         self.client = client
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         wakeup = continuation
@@ -173,50 +177,57 @@ public final class PostgresCluster: ClusterBus, Sendable {
 
     /// One heartbeat: this node's load, then the reaping of nodes silent past `deadAfter`.
     func beat(load: NodeLoad, revived: @Sendable () -> Void) async {
+        // Only a node that has itself been beating steadily may find others dead: after the database was down every
+        // heartbeat is old, and the first node back must not reap the rest.
+        let steady = figures.withLock { $0.lastBeat.map { ContinuousClock.now - $0 < Self.steadyBeat } ?? false }
         let nodeID = nodeID
         let advertise = advertise
         let logger = logger
         let deadAfter = Self.deadAfter.inMilliseconds
         do {
-            let (wasAlive, reaped) = try await client.withTransaction(logger: logger) { connection in
-                var wasAlive = false
-                for try await alive in try await connection.query(
-                    "SELECT alive FROM node WHERE id = \(nodeID) FOR UPDATE", logger: logger
-                ).decode(Bool.self) {
-                    wasAlive = alive
-                }
-                try await connection.query(
-                    """
-                    INSERT INTO node (id, advertise, members, rooms, packets_per_second, cpu)
-                    VALUES (\(nodeID), \(advertise), \(load.members), \(load.rooms), \(load.packetsPerSecond),
-                        \(load.cpu))
-                    ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
-                        rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu
-                    """, logger: logger)
-                var reaped: [String] = []
-                for try await id in try await connection.query(
-                    """
-                    UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
-                    WHERE id IN (
-                        SELECT id FROM node WHERE alive AND id <> \(nodeID)
-                            AND heartbeat_at < now() - make_interval(secs => \(Double(deadAfter) / 1000))
-                        FOR UPDATE SKIP LOCKED)
-                    RETURNING id
-                    """, logger: logger
-                ).decode(String.self) {
-                    reaped.append(id)
-                }
-                if !reaped.isEmpty {
-                    try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
+            let (wasAlive, reaped) = try await deadline(Self.operationTimeout) { [client] in
+                try await client.withTransaction(logger: logger) { connection in
+                    var wasAlive = false
+                    for try await alive in try await connection.query(
+                        "SELECT alive FROM node WHERE id = \(nodeID) FOR UPDATE", logger: logger
+                    ).decode(Bool.self) {
+                        wasAlive = alive
+                    }
                     try await connection.query(
-                        "DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
-                    let payload = try Self.encode(
-                        BusBatch(node: nodeID, sent: Self.milliseconds(), events: reaped.map { .nodeGone($0) }))
-                    try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                        """
+                        INSERT INTO node (id, advertise, members, rooms, packets_per_second, cpu)
+                        VALUES (\(nodeID), \(advertise), \(load.members), \(load.rooms), \(load.packetsPerSecond),
+                            \(load.cpu))
+                        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
+                            rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu
+                        """, logger: logger)
+                    var reaped: [String] = []
+                    guard steady else { return (wasAlive, reaped) }
+                    for try await id in try await connection.query(
+                        """
+                        UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
+                        WHERE id IN (
+                            SELECT id FROM node WHERE alive AND id <> \(nodeID)
+                                AND heartbeat_at < now() - make_interval(secs => \(Double(deadAfter) / 1000))
+                            FOR UPDATE SKIP LOCKED)
+                        RETURNING id
+                        """, logger: logger
+                    ).decode(String.self) {
+                        reaped.append(id)
+                    }
+                    if !reaped.isEmpty {
+                        try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
+                        try await connection.query(
+                            "DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
+                        let payload = try Self.encode(
+                            BusBatch(node: nodeID, sent: Self.milliseconds(), events: reaped.map { .nodeGone($0) }))
+                        try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                    }
+                    return (wasAlive, reaped)
                 }
-                return (wasAlive, reaped)
             }
             figures.withLock {
+                $0.lastBeat = ContinuousClock.now
                 $0.heartbeats += 1
                 $0.reaped += reaped.count
                 $0.databaseReachable = true
@@ -268,25 +279,28 @@ public final class PostgresCluster: ClusterBus, Sendable {
         while !Task.isCancelled {
             do {
                 let payloads = try Self.payloads(for: batch, node: nodeID)
-                try await client.withTransaction(logger: logger) { connection in
-                    for event in batch {
-                        guard case .presence(let account, let presence) = event else { continue }
-                        if let presence {
-                            let calls = String(decoding: try JSONEncoder().encode(presence.calls), as: UTF8.self)
-                            try await connection.query(
-                                """
-                                INSERT INTO presence (account, node, messaging, calls)
-                                VALUES (\(account), \(nodeID), \(presence.messaging), \(calls))
-                                ON CONFLICT (account, node) DO UPDATE SET messaging = EXCLUDED.messaging,
-                                    calls = EXCLUDED.calls
-                                """, logger: logger)
-                        } else {
-                            try await connection.query(
-                                "DELETE FROM presence WHERE account = \(account) AND node = \(nodeID)", logger: logger)
+                try await deadline(Self.operationTimeout) { [client] in
+                    try await client.withTransaction(logger: logger) { connection in
+                        for event in batch {
+                            guard case .presence(let account, let presence) = event else { continue }
+                            if let presence {
+                                let calls = String(decoding: try JSONEncoder().encode(presence.calls), as: UTF8.self)
+                                try await connection.query(
+                                    """
+                                    INSERT INTO presence (account, node, messaging, calls)
+                                    VALUES (\(account), \(nodeID), \(presence.messaging), \(calls))
+                                    ON CONFLICT (account, node) DO UPDATE SET messaging = EXCLUDED.messaging,
+                                        calls = EXCLUDED.calls
+                                    """, logger: logger)
+                            } else {
+                                try await connection.query(
+                                    "DELETE FROM presence WHERE account = \(account) AND node = \(nodeID)",
+                                    logger: logger)
+                            }
                         }
-                    }
-                    for payload in payloads {
-                        try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                        for payload in payloads {
+                            try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                        }
                     }
                 }
                 figures.withLock {
@@ -444,6 +458,8 @@ public struct ClusterFigures: Sendable, Equatable {
     public var busLagSeconds = 0.0
     /// Whether the last heartbeat reached the database.
     public var databaseReachable = true
+    /// When the last heartbeat reached the database.
+    public var lastBeat: ContinuousClock.Instant?
 }
 
 extension Duration {
@@ -512,5 +528,23 @@ extension PostgresCluster {
         } catch {
             throw PostgresFailure.explain(error, doing: "read the cluster's status", settings: settings)
         }
+    }
+}
+
+/// The database did not answer in time.
+struct DeadlineExceeded: Error, CustomStringConvertible {
+    var description: String { "the database did not answer in time" }
+}
+
+/// Runs `body`, cancelled and failed with `DeadlineExceeded` after `limit`.
+func deadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw DeadlineExceeded()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
     }
 }

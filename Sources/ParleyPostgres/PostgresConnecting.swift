@@ -96,6 +96,11 @@ enum PostgresFailure {
                 case "53100":
                     return .database(
                         "could not \(what): the message store is full (the database server's disk is full)")
+                // Shutting down, starting up, or a connection lost: the server is there, or will be again.
+                case "57P01", "57P02", "57P03":
+                    return .unavailable("could not \(what): \(place) is not available now: \(message)")
+                case _ where state.hasPrefix("08"):
+                    return .unavailable("could not \(what): \(place) is not available now: \(message)")
                 default:
                     return .database("could not \(what): \(place) says: \(message) (SQLSTATE \(state))")
                 }
@@ -112,11 +117,11 @@ enum PostgresFailure {
                 return .database("could not \(what): TLS to \(place) failed: \(tlsReason(psql.underlying, settings))")
             case .connectionError, .serverClosedConnection, .uncleanShutdown:
                 if psql.underlying == nil, psql.code != .connectionError {
-                    return .database(
+                    return .unavailable(
                         "could not \(what): cannot reach \(place): it closed the connection before answering "
                             + "(is that PostgreSQL's port?)")
                 }
-                return .database("could not \(what): cannot reach \(place): \(reason(psql.underlying))")
+                return .unavailable("could not \(what): cannot reach \(place): \(reason(psql.underlying))")
             case .failedToAddSSLHandler:
                 return .database("could not \(what): TLS to \(place) failed: \(reason(psql.underlying))")
             default:
@@ -125,10 +130,13 @@ enum PostgresFailure {
         }
         // The pool's own error type is not public: its circuit breaker opens when no connection could be made.
         if "\(error)".contains("CircuitBreaker") {
-            return .database("could not \(what): cannot reach \(place) (no connection could be made for a minute)")
+            return .unavailable("could not \(what): cannot reach \(place) (no connection could be made for a minute)")
         }
         if error is NIOSSLError || error is BoringSSLError {
             return .database("could not \(what): TLS to \(place) failed: \(error)")
+        }
+        if error is IOError || error is NIOConnectionError || error is ChannelError {
+            return .unavailable("could not \(what): cannot reach \(place): \(reason(error))")
         }
         return .database("could not \(what): \(reason(error))")
     }
@@ -161,5 +169,14 @@ enum PostgresFailure {
         if error is ChannelError, "\(error)".contains("connectTimeout") { return "no answer within 5 s" }
         if let psql = error as? PSQLError { return "\(psql.code)" }
         return "\(error)"
+    }
+}
+
+extension Logger {
+    /// This logger for postgres-nio's pool, which says each failed connection attempt at info: warnings and worse.
+    var quiet: Logger {
+        var logger = self
+        if logger.logLevel < .warning { logger.logLevel = .warning }
+        return logger
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import ParleySecurity
 import ParleyStore
 import PostgresNIO
+import Synchronization
 
 /// `MessageStore` on a PostgreSQL server, which several relays can share. Each method is one transaction on a
 /// connection of a postgres-nio pool; every value is a bound parameter. New messages and channel lines are numbered
@@ -17,7 +18,12 @@ public final class PostgresMessageStore: MessageStore {
     private let maximumBytes: Int?
     let logger: Logger
     /// How long one call may wait for PostgreSQL before it fails (nothing acknowledged).
-    private let timeout: Duration = .seconds(15)
+    private let timeout: Duration = .seconds(5)
+    /// After the database was found unreachable, calls fail at once until then rather than each waiting for the
+    /// timeout: a relay's messaging queue stays responsive while the database is down.
+    private let unreachable = Mutex<(until: ContinuousClock.Instant, reason: String)?>(nil)
+    /// How long an unreachable database is not asked again.
+    static let unreachableRetry: Duration = .seconds(1)
 
     /// The schema version this code migrates a database to.
     public static var schemaVersion: Int { PostgresSchema.knownVersion }
@@ -61,7 +67,7 @@ public final class PostgresMessageStore: MessageStore {
         self.maximumBytes = maximumBytes
         self.logger = logger
         let client = PostgresClient(
-            configuration: settings.clientConfiguration(readOnly: readOnly), backgroundLogger: logger)
+            configuration: settings.clientConfiguration(readOnly: readOnly), backgroundLogger: logger.quiet)
         self.client = client
         bridge = BlockingBridge()
         running = bridge.start { await client.run() }
@@ -80,11 +86,16 @@ public final class PostgresMessageStore: MessageStore {
     ) throws(StoreError) -> T {
         let client = client
         let logger = logger
+        if let known = unreachable.withLock({ state in
+            state.flatMap { ContinuousClock.now < $0.until ? $0.reason : nil }
+        }) {
+            throw StoreError.unavailable("could not \(what): \(known) (tried again within a second)")
+        }
         do {
             return try bridge.run(
                 timeout: timeout,
-                onTimeout: StoreError.database(
-                    "could not \(what): PostgreSQL at \(settings.host):\(settings.port) did not answer within 15 s")
+                onTimeout: StoreError.unavailable(
+                    "could not \(what): PostgreSQL at \(settings.host):\(settings.port) did not answer within 5 s")
             ) {
                 try await client.withConnection { connection in
                     try await connection.query(
@@ -100,7 +111,12 @@ public final class PostgresMessageStore: MessageStore {
                 }
             }
         } catch {
-            throw PostgresFailure.explain(error, doing: what, settings: settings)
+            let failure = PostgresFailure.explain(error, doing: what, settings: settings)
+            if case .unavailable = failure {
+                let reason = "PostgreSQL at \(settings.host):\(settings.port) could not be reached"
+                unreachable.withLock { $0 = (ContinuousClock.now + Self.unreachableRetry, reason) }
+            }
+            throw failure
         }
     }
 

@@ -90,7 +90,8 @@ extension MessagingService {
             do {
                 messages = try store.directMessages(sequences: wanted.map(\.sequence))
             } catch {
-                logger.warning("messages from another node not delivered live", metadata: ["error": "\(error)"])
+                // The database is not answering: the messages wait in their table, and a catch-up sends them.
+                scheduleCatchUp()
                 return
             }
             for stored in messages where stored.deliveredAt == nil { deliverLive(stored) }
@@ -145,12 +146,27 @@ extension MessagingService {
     /// Live messages one connection remembers sending until it acknowledges them.
     static let sentLiveLimit = 10_000
 
-    /// After the bus was down: each caught-up connection gets what waits for its account and it has not had.
+    /// After the bus was down: each caught-up connection gets what waits for its account and it has not had. While
+    /// the database does not answer, tried again each second until it does.
     func redeliverMissed() {
         for account in online.keys {
             guard !caughtUpConnections(of: account).isEmpty else { continue }
-            guard let waiting = try? store.undelivered(to: account, limit: maxMessagesPerPage) else { continue }
-            for stored in waiting { deliverLive(stored) }
+            do {
+                for stored in try store.undelivered(to: account, limit: maxMessagesPerPage) { deliverLive(stored) }
+            } catch {
+                scheduleCatchUp()
+                return
+            }
+        }
+    }
+
+    /// A catch-up from the tables in a second (once, however often asked meanwhile).
+    func scheduleCatchUp() {
+        guard !catchUpScheduled else { return }
+        catchUpScheduled = true
+        queue.asyncAfter(deadline: .now() + 1) { [self] in
+            catchUpScheduled = false
+            redeliverMissed()
         }
     }
 

@@ -28,7 +28,7 @@ extension MessagingService {
             results = try store.markDelivered(batch: batch.map { ($0.sequences, $0.account) }, at: wallClock())
         } catch {
             for entry in batch {
-                connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+                connections[entry.connection]?.peer.send(.error(Self.refusal(error)))
             }
             return
         }
@@ -71,7 +71,7 @@ extension MessagingService {
         } catch {
             // Nothing was committed: nothing is acknowledged, and the senders say so (their clients resend).
             for entry in batch {
-                connections[entry.connection]?.peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+                connections[entry.connection]?.peer.send(.error(Self.refusal(error)))
             }
             return
         }

@@ -57,7 +57,7 @@ extension MessagingService {
         do {
             binding = try store.bind(account: pending.name, to: pending.keys)
         } catch {
-            peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+            peer.send(.error(Self.refusal(error)))
             return
         }
         guard binding != .belongsToOtherKeys else {
@@ -82,7 +82,7 @@ extension MessagingService {
             do {
                 channels = try store.channels(of: pending.name)
             } catch {
-                peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+                peer.send(.error(Self.refusal(error)))
                 return
             }
             channelsOf[pending.name] = Set(channels)
@@ -109,7 +109,7 @@ extension MessagingService {
         do {
             page = try store.undelivered(to: account, limit: maxMessagesPerPage)
         } catch {
-            connection.peer.send(.error(SignalingError(.storeFailed, "\(error)")))
+            connection.peer.send(.error(Self.refusal(error)))
             return
         }
         connections[id]?.unacknowledged = Set(page.map(\.sequence))

@@ -164,8 +164,7 @@ extension MessagingService {
                 break
             }
         } catch {
-            let code: SignalingErrorCode = if case .idReused = error { .badField } else { .storeFailed }
-            peer.send(.error(SignalingError(code, "\(error)")))
+            peer.send(.error(Self.refusal(error)))
         }
     }
 }
@@ -196,6 +195,16 @@ extension MessagingService {
             channel: line.post.channel, sequence: line.sequence, id: line.post.id, from: line.post.sender,
             kind: line.post.kind.rawValue, text: line.post.text, sentAt: line.post.postedAt,
             members: line.members)
+    }
+
+    /// A store's failure as the client is told it: `store-unavailable` while the database cannot be reached (the
+    /// client keeps the message and sends it again), `store-failed` when it refused (full, read-only).
+    static func refusal(_ error: any Error) -> SignalingError {
+        switch error as? StoreError {
+        case .idReused: SignalingError(.badField, "\(error)")
+        case .unavailable: SignalingError(.storeUnavailable, "\(error)")
+        default: SignalingError(.storeFailed, "\(error)")
+        }
     }
 
     /// Sends a channel line to every connection of every member online here; with `publish`, the other nodes of a

@@ -87,6 +87,8 @@ public final class MessagingService: @unchecked Sendable {
     var channelPostObserver: (@Sendable (StoredChannelPost) -> Void)?
     /// The cluster's bus, when this relay is one node of several.
     var cluster: (any ClusterBus)?
+    /// A catch-up from the tables is due (the database did not answer the last one).
+    var catchUpScheduled = false
     /// Where accounts are on the other nodes: per account, per node (bounded by `remotePresenceLimit`).
     var remote: [String: [String: NodePresence]] = [:]
     /// Events from other nodes not yet handled, and those dropped past `clusterBacklogLimit`.

@@ -69,6 +69,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case idReused(sender: String, id: String)
     /// A limit of the store was reached.
     case limit(String)
+    /// The store cannot be reached now (its database server is down or not answering); nothing was changed, and a
+    /// retry later may succeed.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -76,6 +79,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .idReused(let sender, let id):
             "message id \(id) of \(sender) was already used for another message: choose a new id"
         case .limit(let reason): reason
+        case .unavailable(let reason): "message store: \(reason)"
         }
     }
 }

@@ -124,7 +124,7 @@ struct AccountOptions: ParsableArguments {
                 results[message.id] = .failure(error)
                 // A refusal (unknown account, too large) will not change by retrying: it leaves the outbox. A store
                 // that failed, or no answer, keeps it for next time.
-                if let code = error.code, code != .storeFailed, code != .rateLimited {
+                if let code = error.code, code != .storeFailed, code != .storeUnavailable, code != .rateLimited {
                     try? local.cache.forget(message.id)
                 }
             } catch {
@@ -249,7 +249,9 @@ struct Msg: AsyncParsableCommand {
         switch session.sent[id] {
         case .success(let stored):
             print("stored for \(peer) (message \(stored.sequence))")
-        case .failure(let error) where error.code == nil || error.code == .storeFailed || error.code == .rateLimited:
+        case .failure(let error)
+        where error.code == nil || error.code == .storeFailed || error.code == .storeUnavailable
+            || error.code == .rateLimited:
             throw CommandFailure(
                 "not stored: \(error)\nkept in this computer's outbox: the next parley command that "
                     + "reaches the relay sends it")

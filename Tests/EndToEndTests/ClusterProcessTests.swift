@@ -52,7 +52,7 @@ struct ClusterProcessTests {
     /// What the senders counted, shared with the test.
     final class LoadTally: Sendable {
         let acknowledged = Mutex<[String: Int64]>([:])
-        let refusals = Mutex(0)
+        let refusals = Mutex<[String: Int]>([:])
         let stop = Mutex(false)
     }
 
@@ -220,7 +220,8 @@ struct ClusterProcessTests {
                                 tally.acknowledged.withLock { $0[id] = stored.sequence }
                                 break
                             } catch {
-                                tally.refusals.withLock { $0 += 1 }
+                                let code = (error as? MessagingClientError)?.code?.rawValue ?? "\(error)"
+                                tally.refusals.withLock { $0[code, default: 0] += 1 }
                                 try await Task.sleep(for: .milliseconds(200))
                             }
                         }
@@ -253,7 +254,9 @@ struct ClusterProcessTests {
             try await group.waitForAll()
         }
         let sent = tally.acknowledged.withLock { $0 }
-        #expect(tally.refusals.withLock { $0 } > 0, "the database being down refused some sends")
+        // While the database was down, sends were refused as unavailable (the client keeps and retries them).
+        let refusals = tally.refusals.withLock { $0 }
+        #expect(refusals["store-unavailable", default: 0] > 0, "\(refusals)")
         // Every acknowledged message arrives, live or caught up from the tables, exactly once.
         let allArrived = await eventually(seconds: 20) {
             let ids = Set(
@@ -271,9 +274,56 @@ struct ClusterProcessTests {
         }
         let missing = sent.keys.filter { perID[$0] == nil }.sorted()
         let twice = perID.filter { $0.value > 1 }.keys.sorted()
-        #expect(missing.isEmpty, "acknowledged and never delivered: \(missing)")
+        #expect(
+            missing.isEmpty,
+            "acknowledged and never delivered: \(missing)\n\(nodes.map { "\($0.id):\n\($0.process.output)" }.joined(separator: "\n"))"
+        )
         #expect(twice.isEmpty, "delivered more than once: \(twice)")
         #expect(sent.count > 100, "\(sent.count) messages acknowledged")
         for client in senders + receivers.map(\.client) { await client.close() }
+    }
+
+    @Test func aRunningCallGoesOnWhilePostgresIsDownFor30Seconds() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let node = try #require(try startNodes(["a"], url: server.url(database: database), folder: folder).first)
+        defer { node.process.stop() }
+        let binary = try #require(parleyBinaryPath())
+        func bot(_ name: String) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                binary,
+                [
+                    "bot", "standup", "--server", node.address.description, "--insecure", "--name", name,
+                    "--no-decode", "--profile", "160x120", "--stats-file", folder + "/\(name).json",
+                ])
+        }
+        let alice = try bot("alice")
+        defer { alice.stop() }
+        let bob = try bot("bob")
+        defer { bob.stop() }
+        // Video packets (a bot that does not decode counts those, not audio) from bob, as alice's file says.
+        func fromBob() -> Int {
+            guard let stats = try? CallStatisticsFile(path: folder + "/alice.json").read() else { return 0 }
+            return stats.peers.filter { $0.name == "bob" }.map(\.videoPackets).reduce(0, +)
+        }
+        #expect(await eventually(seconds: 20) { fromBob() > 50 }, "alice receives bob before the outage")
+        let start = (packets: fromBob(), time: Date())
+        try await Task.sleep(for: .seconds(5))
+        let rateBefore = Double(fromBob() - start.packets) / Date().timeIntervalSince(start.time)
+
+        try await server.pause()
+        let before = (packets: fromBob(), time: Date())
+        try await Task.sleep(for: .seconds(30))
+        let rateDuring = Double(fromBob() - before.packets) / Date().timeIntervalSince(before.time)
+        try await server.resume()
+        #expect(
+            rateDuring >= rateBefore * 0.9,
+            "bob's video reached alice at \(rateDuring) packets/s with PostgreSQL down, \(rateBefore) before")
+        #expect(alice.waitForExit(seconds: 0) == nil && bob.waitForExit(seconds: 0) == nil, "both still in the call")
+        #expect(node.process.output.contains("heartbeat failed: calls go on"), "\(node.process.output)")
     }
 }

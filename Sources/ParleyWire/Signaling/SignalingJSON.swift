@@ -57,6 +57,8 @@ public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
     case unknownAccount = "unknown-account"
     /// Messaging: the store could not commit (full disk, read-only database); nothing was acknowledged.
     case storeFailed = "store-failed"
+    /// Messaging: the store cannot be reached now (its database is down); nothing was acknowledged, send again later.
+    case storeUnavailable = "store-unavailable"
     /// The relay failed; not the client's fault.
     case `internal` = "internal"
 
