@@ -86,6 +86,8 @@ public struct CallSetupError: Error, Equatable, Sendable, CustomStringConvertibl
 public struct CallConfiguration: Sendable {
     /// The relay.
     public var server: ServerAddress
+    /// Other relays of the same cluster, tried in turn when the one before cannot be reached (`--server a,b`).
+    public var fallbackServers: [ServerAddress] = []
     /// How signaling is protected: `wss://` with the relay's certificate checked, or plain `ws://`. The CLI asks
     /// for TLS unless `--insecure` is given; the library default is plain, for tests on loopback.
     public var signalingSecurity: SignalingSecurity = .insecure

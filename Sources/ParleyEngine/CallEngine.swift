@@ -90,6 +90,13 @@ final class EngineCore {
     /// Joining, resuming and reconnecting, decided; `EngineCore+Signaling` carries its actions out.
     var signalingState: CallSignalingState
     var signaling: SignalingConnection?
+    /// The relay signaling goes to now: the configured one, the next of `fallbackServers` when it could not be
+    /// reached, or where a redirect sent the join.
+    var currentServer: ServerAddress
+    /// Bumped for each connection opened: events of a connection left behind (after a redirect) are ignored.
+    var connectionGeneration = 0
+    /// The certificate a redirect's target must show: the one pinned for the relay that redirected.
+    var redirectFingerprint: CertificateFingerprint?
     var peers: [UInt32: PeerReceiver] = [:]
     var ownerOfBlock: [UInt32: UInt32] = [:]
 
@@ -162,6 +169,7 @@ final class EngineCore {
         finish: @escaping @Sendable () -> Void
     ) {
         self.configuration = configuration
+        currentServer = configuration.server
         signalingState = CallSignalingState(configuration: configuration)
         self.devices = devices
         self.loop = loop

@@ -58,6 +58,8 @@ struct CallSignalingState {
         case cancel(Timer)
         /// Close the signaling connection and forget it.
         case closeConnection
+        /// The room lives on another node: close this connection and join there (`first` as the join it answers).
+        case follow(Redirect, first: Bool)
         /// The relay went silent for `silence`: drop the connection without a goodbye (its close starts the
         /// reconnect).
         case dropStalledConnection(silence: Duration)
@@ -105,6 +107,8 @@ struct CallSignalingState {
     private(set) var keepAlive: KeepAliveSchedule?
     /// Whether the join being negotiated is the first of this call (not a resume after a drop).
     private var joiningFirst = true
+    /// Redirects answered since the last join that succeeded (a second in a row fails the join).
+    private var redirectsInARow = 0
     /// The proof sent with the pending join (a new room asks for the verifier next, with the same proof).
     private var pendingProof: String?
     /// The account claim sent with the pending join (signed over its challenge).
@@ -232,6 +236,26 @@ struct CallSignalingState {
             return answer(challenge)
         case .pong:
             return []
+        case .redirect(let redirect):
+            switch phase {
+            case .connecting, .reconnecting: break
+            case .idle, .joined, .left: return []  // Only a join is redirected.
+            }
+            redirectsInARow += 1
+            // A node that sends the join on to a node that sends it on again: the cluster disagrees with itself.
+            guard redirectsInARow <= 1 else {
+                if case .reconnecting = phase { return [.closeConnection] }
+                phase = .left
+                return [
+                    .emit(
+                        .joinFailed(
+                            reason:
+                                "redirected twice (last to \(redirect.server)): the relays of the cluster disagree where \(redirect.room) lives"
+                        )),
+                    .stopMedia, .closeConnection, .finish,
+                ]
+            }
+            return [.follow(redirect, first: joiningFirst)]
         case .removed(let removal):
             // Removed by the host: the call is over, and reconnecting would only walk back in.
             phase = .left
@@ -304,6 +328,7 @@ struct CallSignalingState {
     }
 
     private mutating func joined(_ room: JoinedRoom) -> [Action] {
+        redirectsInARow = 0
         let rejoin: Bool
         if case .reconnecting = phase { rejoin = true } else { rejoin = false }
         let previous = self.room

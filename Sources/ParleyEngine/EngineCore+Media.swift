@@ -11,7 +11,7 @@ import ParleyWire
 extension EngineCore {
 
     func openMediaSocket() -> EventLoopFuture<any Channel> {
-        let host = configuration.server.host.contains(":") ? "::" : "0.0.0.0"
+        let host = currentServer.host.contains(":") ? "::" : "0.0.0.0"
         let bound = self.bound!
         return DatagramBootstrap(group: loop)
             .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)

@@ -54,6 +54,8 @@ extension EngineCore {
         case .closeConnection:
             signaling?.close()
             signaling = nil
+        case .follow(let redirect, let first):
+            follow(redirect, first: first)
         case .dropStalledConnection(let silence):
             logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(silence)"])
             signaling?.abort()
@@ -125,12 +127,20 @@ extension EngineCore {
         }
     }
 
-    func connect(first: Bool) {
+    /// Opens a signaling connection to `currentServer`; when it cannot be reached, to the next relay of the
+    /// configured list (`--server a,b`), each once per attempt, before the attempt counts as failed.
+    func connect(first: Bool, tried: Int = 0) {
         guard let bound else { return }
-        let address = configuration.server
+        let address = currentServer
         let loop = self.loop
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        var security = configuration.signalingSecurity
+        if case .tls(let store) = security, let expected = redirectFingerprint {
+            security = .tls(store.expecting(expected, for: address.description))
+        }
         SignalingConnection.connect(
-            to: address, on: loop, security: configuration.signalingSecurity,
+            to: address, on: loop, security: security,
             trusted: { decision in
                 // Called from the TLS handshake's task: hop onto the engine's loop before touching it.
                 guard case .pinnedOnFirstUse(let fingerprint) = decision else { return }
@@ -139,9 +149,15 @@ extension EngineCore {
                 }
             }
         ) { event in
+            // A connection left behind (a redirect opened another) says nothing more.
+            guard bound.value.connectionGeneration == generation else { return }
             bound.value.handle(event)
         }.whenComplete { result in
             let core = bound.value
+            guard core.connectionGeneration == generation else {
+                if case .success(let stale) = result { stale.close() }
+                return
+            }
             switch result {
             case .success(let connection):
                 core.signaling = connection
@@ -149,6 +165,18 @@ extension EngineCore {
             case .failure(let error):
                 var certificateChanged = false
                 if case SignalingConnectError.certificateChanged = error { certificateChanged = true }
+                let servers = [core.configuration.server] + core.configuration.fallbackServers
+                if !certificateChanged, tried + 1 < servers.count {
+                    // The next relay of the list, after the one that failed.
+                    let index = servers.firstIndex(of: address).map { ($0 + 1) % servers.count } ?? 0
+                    core.logger.notice(
+                        "relay unreachable, trying the next",
+                        metadata: ["relay": "\(address)", "next": "\(servers[index])"])
+                    core.currentServer = servers[index]
+                    core.redirectFingerprint = nil
+                    core.connect(first: first, tried: tried + 1)
+                    return
+                }
                 core.advance {
                     $0.connectionFailed(
                         first: first, certificateChanged: certificateChanged, reason: "\(error)",
@@ -156,6 +184,29 @@ extension EngineCore {
                 }
             }
         }
+    }
+
+    /// The relay said the room lives on another node: leave this connection and join there.
+    func follow(_ redirect: Redirect, first: Bool) {
+        guard let target = try? ServerAddress(parsing: redirect.server) else {
+            advance {
+                $0.connectionFailed(
+                    first: true, certificateChanged: false,
+                    reason: "the relay sent the join to \(redirect.server), which is not an address", now: $1)
+            }
+            return
+        }
+        logger.notice(
+            "room lives on another node: joining there",
+            metadata: ["room": "\(redirect.room)", "node": "\(redirect.node)", "server": "\(target)"])
+        if case .tls(let store) = configuration.signalingSecurity {
+            redirectFingerprint = store.known.pin(for: currentServer.description)
+        }
+        currentServer = target
+        connectionGeneration += 1
+        signaling?.close()
+        signaling = nil
+        connect(first: first)
     }
 
     func sendJoin(_ credentials: CallSignalingState.JoinCredentials) {
@@ -215,7 +266,7 @@ extension EngineCore {
     /// A message about the room's members, chat or media (the signaling state decides the rest).
     func handleRoomMessage(_ message: ServerMessage) {
         switch message {
-        case .joined, .challenge, .pong, .removed, .error:
+        case .joined, .challenge, .pong, .removed, .error, .redirect:
             break  // The signaling state's.
         case .memberJoined(let notice):
             addPeer(notice.member)
@@ -275,7 +326,7 @@ extension EngineCore {
         do {
             let media =
                 configuration.mediaAddressOverride
-                ?? ServerAddress(host: configuration.server.host, port: room.media.udpPort)
+                ?? ServerAddress(host: currentServer.host, port: room.media.udpPort)
             relayMedia = try SocketAddress.makeAddressResolvingHost(media.host, port: media.port)
         } catch {
             emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))

@@ -86,3 +86,21 @@ public struct AddressError: Error, Equatable, Sendable, CustomStringConvertible 
 
     public var description: String { message }
 }
+
+extension ServerAddress {
+    /// Relays of one cluster, `HOST:PORT,HOST:PORT,…` (at most 16), tried in order when one cannot be reached.
+    public static func list(parsing text: String) throws(AddressError) -> [ServerAddress] {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count <= 16 else {
+            throw AddressError("--server lists \(parts.count) relays; at most 16, separated by commas")
+        }
+        var addresses: [ServerAddress] = []
+        for part in parts {
+            guard !part.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw AddressError("--server \"\(text.prefix(120))\" has an empty entry; type HOST:PORT,HOST:PORT")
+            }
+            addresses.append(try ServerAddress(parsing: String(part)))
+        }
+        return addresses
+    }
+}

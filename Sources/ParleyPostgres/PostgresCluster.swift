@@ -27,7 +27,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
     private let outbox = Mutex<[ClusterEvent]>([])
     private let wakeup: AsyncStream<Void>.Continuation
     private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let figures = Mutex(ClusterFigures())
+    private let figures = SharedFigures()
 
     /// PostgreSQL's limit on a notification's payload is 8,000 bytes.
     static let payloadLimit = 7_900
@@ -460,6 +460,9 @@ public struct ClusterFigures: Sendable, Equatable {
     public var databaseReachable = true
     /// When the last heartbeat reached the database.
     public var lastBeat: ContinuousClock.Instant?
+    /// Rooms placed (or found placed), and placements that could not ask the database (placed here).
+    public var placements = 0
+    public var failedPlacements = 0
 }
 
 extension Duration {
@@ -531,6 +534,12 @@ extension PostgresCluster {
     }
 }
 
+/// The figures, shared with the tasks that count them.
+final class SharedFigures: Sendable {
+    private let figures = Mutex(ClusterFigures())
+    func withLock<T>(_ body: (inout ClusterFigures) -> T) -> T { figures.withLock { body(&$0) } }
+}
+
 /// The database did not answer in time.
 struct DeadlineExceeded: Error, CustomStringConvertible {
     var description: String { "the database did not answer in time" }
@@ -546,5 +555,72 @@ func deadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () asy
         }
         defer { group.cancelAll() }
         return try await group.next()!
+    }
+}
+
+// MARK: Rooms
+
+extension PostgresCluster: RoomPlacer {
+    public func place(_ room: String, answer: @escaping @Sendable (RoomPlacement) -> Void) {
+        let nodeID = nodeID
+        let logger = logger
+        let deadAfter = Double(Self.deadAfter.inMilliseconds) / 1000
+        _ = bridge.start { [client, settings, figures] in
+            do {
+                let placed = try await deadline(Self.operationTimeout) {
+                    try await client.withTransaction(logger: logger) { connection -> (node: String, server: String)? in
+                        // A placement on a node found dead is stale.
+                        try await connection.query(
+                            """
+                            DELETE FROM room_placement r USING node n
+                            WHERE r.room = \(room) AND n.id = r.node AND NOT n.alive
+                            """, logger: logger)
+                        // The least-loaded live node: fewest rooms placed on it, then fewest members.
+                        try await connection.query(
+                            """
+                            INSERT INTO room_placement (room, node)
+                            SELECT \(room), n.id FROM node n
+                            WHERE n.alive AND n.heartbeat_at >= now() - make_interval(secs => \(deadAfter))
+                            ORDER BY (SELECT count(*) FROM room_placement p WHERE p.node = n.id), n.members, n.id
+                            LIMIT 1
+                            ON CONFLICT (room) DO NOTHING
+                            """, logger: logger)
+                        var found: (node: String, server: String)?
+                        for try await (node, server) in try await connection.query(
+                            """
+                            SELECT r.node, n.advertise FROM room_placement r JOIN node n ON n.id = r.node
+                            WHERE r.room = \(room)
+                            """, logger: logger
+                        ).decode((String, String).self) {
+                            found = (node, server)
+                        }
+                        return found
+                    }
+                }
+                figures.withLock { $0.placements += 1 }
+                guard let placed, placed.node != nodeID else { return answer(.here) }
+                answer(.elsewhere(server: placed.server, node: placed.node))
+            } catch {
+                figures.withLock { $0.failedPlacements += 1 }
+                logger.warning(
+                    "room placed here without asking the cluster",
+                    metadata: [
+                        "room": "\(room)",
+                        "reason": "\(PostgresFailure.explain(error, doing: "place room \(room)", settings: settings))",
+                    ])
+                answer(.here)
+            }
+        }
+    }
+
+    public func release(_ room: String) {
+        let nodeID = nodeID
+        let logger = logger
+        _ = bridge.start { [client] in
+            _ = try? await deadline(Self.operationTimeout) {
+                try await client.query(
+                    "DELETE FROM room_placement WHERE room = \(room) AND node = \(nodeID)", logger: logger)
+            }
+        }
     }
 }

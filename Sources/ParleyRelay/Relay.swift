@@ -148,6 +148,15 @@ public final class Relay: Sendable {
         }
     }
 
+    /// Makes the relay a node of a cluster that places rooms: from now on a join for a room not open here asks
+    /// `placer` where the room lives, and is redirected when it lives on another node.
+    public func placeRooms(with placer: any RoomPlacer) async throws {
+        try await serverChannel.eventLoop.submit { [core] in
+            core.value.placer = placer
+            core.value.state.placesRooms = true
+        }.get()
+    }
+
     /// What the relay refused and forwarded so far.
     public func counters() async throws -> RelayCounters {
         try await serverChannel.eventLoop.submit { [core] in core.value.counters }.get()

@@ -37,6 +37,8 @@ final class RelayCore {
     let logger: Logger
     /// Accounts, presence and kept room chat; nil when the relay has no store.
     var messaging: MessagingService?
+    /// Where rooms live, when the relay is a node of a cluster.
+    var placer: (any RoomPlacer)?
     /// Where the rooms' hosts are kept across restarts, and what was last written there.
     let roomHostsFile: RoomHostsFile?
     var savedRoomHosts: [String: RoomHostRecord] = [:]
@@ -298,6 +300,17 @@ final class RelayCore {
                 messaging.checkAccount(account, message: message, signature: signature) { check in
                     onLoop { core in core.perform(core.state.accountChecked(connection, check, now: core.now)) }
                 }
+            case .placeRoom(let connection, let room):
+                guard let placer else {
+                    perform(state.roomPlaced(connection, .here, now: now))
+                    continue
+                }
+                let onLoop = onLoop
+                placer.place(room) { placement in
+                    onLoop { core in core.perform(core.state.roomPlaced(connection, placement, now: core.now)) }
+                }
+            case .roomClosed(let room):
+                placer?.release(room)
             case .roomChat(let room, let id, let sender, let text, let time):
                 messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
             case .callActivity(let activity):

@@ -1,4 +1,5 @@
 import ParleySecurity
+import ParleyStore
 import ParleyWire
 
 /// Joining a room: admission, passwords and accounts, resuming after a reconnect, and leaving.
@@ -112,6 +113,26 @@ extension RelayState {
             return join(request, on: connection, now: now, account: account)
         case .unverified(let reason):
             return join(request, on: connection, now: now, accountProblem: reason)
+        }
+    }
+
+    /// The shell's answer to `placeRoom`: the parked join goes ahead here, or the joiner is told where the room
+    /// lives and let go.
+    public mutating func roomPlaced(_ connection: ConnectionID, _ placement: RoomPlacement, now: Duration)
+        -> [RelayAction]
+    {
+        guard let request = connections[connection]?.pendingJoin else { return [] }
+        connections[connection]?.pendingJoin = nil
+        switch placement {
+        case .here:
+            if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
+            return join(request, on: connection, now: now)
+        case .elsewhere(let server, let node):
+            counters.redirects += 1
+            return [
+                .send(.redirect(Redirect(room: request.room, server: server, node: node)), to: [connection]),
+                .close(connection),
+            ]
         }
     }
 
@@ -280,6 +301,7 @@ extension RelayState {
         ]
         if rooms[member.room]?.members.isEmpty ?? false {
             rooms[member.room] = nil
+            if placesRooms { actions.append(.roomClosed(member.room)) }
         } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {
             rooms[member.room]?.host = next
             actions.append(.send(.host(MemberRef(id: next)), to: connections(in: member.room, except: nil)))

@@ -24,6 +24,11 @@ extension RelayState {
                     .alreadyJoined, "a join is being checked on this connection; wait for its answer",
                     connection)
             }
+            // In a cluster a room lives on one node: a room not open here is placed first (it may live elsewhere).
+            if placesRooms, case .success(let room) = roomRule(request.room), rooms[room] == nil {
+                connections[connection]?.pendingJoin = request
+                return [.placeRoom(connection, room: room)]
+            }
             if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
             return join(request, on: connection, now: now)
         case .ping(let token):

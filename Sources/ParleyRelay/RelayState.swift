@@ -1,4 +1,5 @@
 import ParleySecurity
+import ParleyStore
 import ParleyWire
 
 /// The relay's signaling state: rooms, members, credentials, liveness. A value type changed by one method per input;
@@ -123,6 +124,8 @@ public struct RelayState: Sendable {
     public var counters = RelayCounters()
     /// Whether the relay keeps open rooms' chat (it has a message store).
     public var keepsChat = false
+    /// The relay is a node of a cluster that places rooms: a join for a room not open here asks where it lives.
+    public var placesRooms = false
     /// Hosts from before a restart, by room, until they come back or `hostReturnWindow` passes.
     public internal(set) var returningHosts: [String: RoomHostRecord] = [:]
 

@@ -1,4 +1,5 @@
 import ParleySecurity
+import ParleyStore
 import ParleyWire
 
 /// Identifies one signaling connection (one WebSocket) for the lifetime of the relay.
@@ -35,6 +36,11 @@ public enum RelayAction: Equatable, Sendable {
     case callActivity(CallActivity)
     /// A member reported the size it draws each peer at: its simulcast layers may change.
     case tiles(id: UInt32, TileReport)
+    /// A join for a room not open here, in a cluster: ask where the room lives (or place it); the answer goes back
+    /// through `roomPlaced`.
+    case placeRoom(ConnectionID, room: String)
+    /// The last member of a room placed here left: the room no longer lives on this node.
+    case roomClosed(String)
 }
 
 /// Checks a room or display name; returns the cleaned name or a sentence saying what is wrong.
@@ -117,6 +123,8 @@ public struct SignalingLimits: Sendable, Equatable {
 public struct RelayCounters: Sendable, Equatable {
     /// Signaling messages that failed to parse or were not allowed.
     public var signalingErrors = 0
+    /// Joins sent to another node of the cluster, where their room lives.
+    public var redirects = 0
     /// Signaling messages dropped by the rate limit.
     public var rateLimited = 0
     /// Signaling frames refused for size or kind (binary, oversized).

@@ -119,6 +119,9 @@ public final class RelayTrustStore: Sendable {
     public let path: String?
     private let state: LockedBox<KnownRelays>
     private let extraRoots: [Certificate]
+    /// Relays a redirect sent a join to, with the certificate they must show (the redirecting relay's): a node of a
+    /// cluster shares its certificate, so a redirect cannot lead to a stranger pinned on first use. Bounded.
+    private let expected = LockedBox<[String: CertificateFingerprint]>([:])
 
     /// A store over the file at `path` (created on the first pin), or in memory with `pins`; `extraRoots` are
     /// authorities trusted besides the system's (tests).
@@ -155,6 +158,16 @@ public final class RelayTrustStore: Sendable {
     /// The pins as they stand.
     public var known: KnownRelays { state.withLock { $0 } }
 
+    /// Makes `relay` (a redirect's target) acceptable only with `fingerprint` until it is pinned; returns the store.
+    @discardableResult
+    public func expecting(_ fingerprint: CertificateFingerprint, for relay: String) -> RelayTrustStore {
+        expected.withLock {
+            if $0.count >= 1000 { $0.removeAll() }
+            $0[relay.lowercased()] = fingerprint
+        }
+        return self
+    }
+
     /// Decides about the chain (DER, leaf first) that `relay` (`host:port`) showed, pinning it on first use.
     public func decide(relay: String, host: String, chainDER: [[UInt8]]) async -> RelayTrustDecision {
         guard let leafDER = chainDER.first else {
@@ -172,6 +185,17 @@ public final class RelayTrustStore: Sendable {
                     RelayCertificateChanged(
                         relay: relay, pinned: pinned, presented: presented,
                         file: path ?? "memory"))
+        }
+        if let required = expected.withLock({ $0[relay.lowercased()] }) {
+            // A redirect's target: the cluster's certificate, or nothing.
+            guard required == presented else {
+                return .changed(
+                    RelayCertificateChanged(
+                        relay: relay, pinned: required, presented: presented, file: path ?? "memory"))
+            }
+            state.withLock { $0.pin(presented, for: relay) }
+            try? save()
+            return .pinned(presented)
         }
         if await vouchedForByAuthority(host: host, chainDER: chainDER) { return .authority }
         state.withLock { $0.pin(presented, for: relay) }

@@ -67,3 +67,20 @@ public struct NodeLoad: Sendable, Equatable {
         self.cpu = cpu
     }
 }
+
+/// Where the cluster says a room lives.
+public enum RoomPlacement: Equatable, Sendable {
+    /// On this node: the join goes ahead.
+    case here
+    /// On another node: the joiner is sent there.
+    case elsewhere(server: String, node: String)
+}
+
+/// Places rooms on the nodes of a cluster: a room lives on one node at a time.
+public protocol RoomPlacer: AnyObject, Sendable {
+    /// Where `room` lives, placing it on the least-loaded live node when it lives nowhere. `answer` is called once,
+    /// on any thread; when the cluster cannot be asked, with `.here` (a join is never refused for the database).
+    func place(_ room: String, answer: @escaping @Sendable (RoomPlacement) -> Void)
+    /// The room's last member here left: it no longer lives on this node.
+    func release(_ room: String)
+}

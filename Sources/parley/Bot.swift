@@ -14,7 +14,7 @@ struct Bot: AsyncParsableCommand {
     @Argument(help: "Room to join.")
     var room: String
 
-    @Option(help: "Relay address, HOST:PORT.")
+    @Option(help: "Relay address, HOST:PORT; relays of one cluster as HOST:PORT,HOST:PORT, tried in turn.")
     var server = "127.0.0.1:7878"
 
     @Option(help: "Display name (no spaces).")
@@ -68,7 +68,7 @@ struct Bot: AsyncParsableCommand {
 
     func validate() throws {
         do {
-            _ = try ServerAddress(parsing: server)
+            _ = try ServerAddress.list(parsing: server)
             _ = try VideoProfile.named(profile)
             _ = try DisplayName.validate(name)
             _ = try RoomName.validate(room)
@@ -101,12 +101,13 @@ struct Bot: AsyncParsableCommand {
         if let bitrate { videoProfile.bitrateKbps = bitrate }
         if let fps { videoProfile.fps = fps }
         var configuration = CallConfiguration(
-            server: try ServerAddress(parsing: server), room: try RoomName.validate(room), name: name,
+            server: try ServerAddress.list(parsing: server)[0], room: try RoomName.validate(room), name: name,
             profile: videoProfile,
             videoSources: try (video.isEmpty ? ["synthetic"] : video).map { try VideoSourceChoice(parsing: $0) },
             audioSource: try AudioSourceChoice(parsing: audio), audioSink: audioOut.map { .file($0) } ?? .none,
             decodesVideo: !noDecode, decodesAudio: !noDecode,
             showsSelfView: false, logger: logger)
+        configuration.fallbackServers = Array(try ServerAddress.list(parsing: server).dropFirst())
         configuration.signalingSecurity = try relayTrust.security()
         configuration.simulcast = !noSimulcast
         configuration.password = try access.roomPassword()

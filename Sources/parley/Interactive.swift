@@ -268,7 +268,7 @@ struct Lobby: AsyncParsableCommand {
                     "\"\(link)\" is not a meeting link or a command: to join a room by name run "
                         + "parley join \(link) --server HOST:PORT; see parley --help")
             }
-            let (address, roomName, notices) = try target(link, server: nil, insecure: options.relayTrust.insecure)
+            let (address, roomName, notices, _) = try target(link, server: nil, insecure: options.relayTrust.insecure)
             lobby = LobbyState(server: address.description, name: name, room: roomName)
             var settings = JoinSettings(
                 server: address, name: try DisplayName.validate(name), room: roomName, role: .broadcaster,
@@ -297,7 +297,10 @@ struct Join: AsyncParsableCommand {
             """)
     var room: String
 
-    @Option(help: "Relay address, HOST:PORT (default \(LobbyState.defaultServer); a link names its own).")
+    @Option(
+        help:
+            "Relay address, HOST:PORT (default \(LobbyState.defaultServer); a link names its own); relays of one cluster as HOST:PORT,HOST:PORT, tried in turn."
+    )
     var server: String?
 
     @Option(help: "Display name, no spaces (default: the account logged in with `parley login`, else $USER).")
@@ -329,7 +332,8 @@ struct Join: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (address, roomName, notices) = try target(room, server: server, insecure: options.relayTrust.insecure)
+        let (address, roomName, notices, fallbacks) = try target(
+            room, server: server, insecure: options.relayTrust.insecure)
         let name = try displayName()
         var settings = JoinSettings(
             server: address, name: name,
@@ -337,6 +341,7 @@ struct Join: AsyncParsableCommand {
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: try access.joinEncryption())
         settings.password = try access.roomPassword()
         settings.notices = notices
+        settings.fallbackServers = fallbacks
         do {
             try await runTerminal(
                 try options.appOptions(
@@ -370,13 +375,14 @@ func defaultDisplayName(guest: Bool) -> String {
 /// The relay and room a join names: a room and `--server`, or a meeting link (which names both). A room name the
 /// name rules change is joined cleaned and the change is said, never made silently.
 func target(_ text: String, server: String?, insecure: Bool) throws
-    -> (server: ServerAddress, room: String, notices: [String])
+    -> (server: ServerAddress, room: String, notices: [String], fallbacks: [ServerAddress])
 {
+    var fallbacks: [ServerAddress] = []
     var typedRoom = text
     var address: ServerAddress
     if MeetingLink.looksLikeLink(text) {
         let link = try MeetingLink(parsing: text)
-        if let server, let given = try? ServerAddress(parsing: server), given != link.server {
+        if let server, let given = try? ServerAddress.list(parsing: server).first, given != link.server {
             throw ValidationError(
                 "the link names the relay \(link.server) and --server says \(given): give one of them")
         }
@@ -386,9 +392,11 @@ func target(_ text: String, server: String?, insecure: Bool) throws
         address = link.server
         typedRoom = link.room
     } else {
-        address = try ServerAddress(parsing: server ?? LobbyState.defaultServer)
+        let listed = try ServerAddress.list(parsing: server ?? LobbyState.defaultServer)
+        address = listed[0]
+        fallbacks = Array(listed.dropFirst())
     }
     let room = try RoomName.validate(typedRoom)
     let notices = RoomName.changes(typedRoom).map { ["Joined \(room): \($0)"] } ?? []
-    return (address, room, notices)
+    return (address, room, notices, fallbacks)
 }

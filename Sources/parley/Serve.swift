@@ -247,6 +247,7 @@ struct Serve: AsyncParsableCommand {
                 throw CommandFailure("\(error)")
             }
             messaging.attach(cluster: cluster!)
+            try? await relay.placeRooms(with: cluster!)
             say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
         }
         let signal = await signals.wait()

@@ -22,16 +22,18 @@ struct ClusterProcessTests {
         let address: ServerAddress
     }
 
-    /// Starts nodes `ids` against `url` and waits until each has joined the cluster.
-    func startNodes(_ ids: [String], url: String, folder: String) throws -> [Node] {
+    /// Starts nodes `ids` against `url` and waits until each has joined the cluster; `tls` gives each node's TLS
+    /// options (none: `--insecure`).
+    func startNodes(_ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }) throws
+        -> [Node]
+    {
         let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
         return try ids.map { id in
             let process = try BackgroundProcess(
                 binary,
                 [
-                    "serve", "--port", "0", "--insecure", "--state-dir", folder + "/" + id, "--database", url,
-                    "--node-id", id,
-                ])
+                    "serve", "--port", "0", "--state-dir", folder + "/" + id, "--database", url, "--node-id", id,
+                ] + (tls(id) ?? ["--insecure"]))
             #expect(process.waitForOutput(containing: "cluster node \(id)", seconds: 30), "\(process.output)")
             let port = try #require(
                 process.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
@@ -325,5 +327,92 @@ struct ClusterProcessTests {
             "bob's video reached alice at \(rateDuring) packets/s with PostgreSQL down, \(rateBefore) before")
         #expect(alice.waitForExit(seconds: 0) == nil && bob.waitForExit(seconds: 0) == nil, "both still in the call")
         #expect(node.process.output.contains("heartbeat failed: calls go on"), "\(node.process.output)")
+    }
+
+    @Test func aJoinIsRedirectedToTheRoomsNodeWhichMustShowTheClustersCertificate() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let binary = try #require(parleyBinaryPath())
+        // Node a makes a self-signed certificate; b shares it (the cluster's); c has its own (a stranger's).
+        let url = server.url(database: database)
+        var nodes = try startNodes(["a"], url: url, folder: folder, tls: { _ in [] })
+        nodes += try startNodes(
+            ["b"], url: url, folder: folder,
+            tls: { _ in ["--tls-cert", folder + "/a/relay-cert.pem", "--tls-key", folder + "/a/relay-key.pem"] })
+        nodes += try startNodes(["c"], url: url, folder: folder, tls: { _ in [] })
+        defer { for node in nodes { node.process.stop() } }
+        func bot(_ name: String, room: String, via servers: String, knownRelays: String) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                binary,
+                [
+                    "bot", room, "--server", servers, "--name", name, "--no-decode", "--profile", "160x120",
+                    "--known-relays", knownRelays, "--stats-file", folder + "/\(name).json",
+                ])
+        }
+        func videoFrom(_ peer: String, in file: String) -> Int {
+            guard let stats = try? CallStatisticsFile(path: folder + "/\(file).json").read() else { return 0 }
+            return stats.peers.filter { $0.name == peer }.map(\.videoPackets).reduce(0, +)
+        }
+
+        // Alice opens the room through a: the least-loaded node (none has a room; a comes first) takes it.
+        let alice = try bot("alice", room: "standup", via: nodes[0].address.description, knownRelays: folder + "/alice")
+        defer { alice.stop() }
+        #expect(
+            await eventually(seconds: 20) {
+                (try? await server.psql("SELECT node FROM room_placement WHERE room = 'standup'", database: database))
+                    == "a"
+            })
+        // Bob asks b, which sends him to a: b's certificate is the one he pins, and a shows the same.
+        let bob = try bot("bob", room: "standup", via: nodes[1].address.description, knownRelays: folder + "/bob")
+        defer { bob.stop() }
+        #expect(
+            await eventually(seconds: 20) { videoFrom("bob", in: "alice") > 20 && videoFrom("alice", in: "bob") > 20 },
+            "alice and bob in one call on a: \(bob.output)")
+        #expect(bob.output.contains("room lives on another node: joining there"), "\(bob.output)")
+        #expect(
+            (try? String(contentsOfFile: folder + "/bob", encoding: .utf8))?.contains(nodes[0].address.description)
+                == true, "bob pinned a after the redirect")
+
+        // A room placed on c: a join through b is sent there, and c's own certificate is refused.
+        _ = try await server.psql("INSERT INTO room_placement (room, node) VALUES ('vault', 'c')", database: database)
+        let dave = try bot("dave", room: "vault", via: nodes[1].address.description, knownRelays: folder + "/dave")
+        defer { dave.stop() }
+        #expect(dave.waitForExit(seconds: 20) == 1, "\(dave.output)")
+        #expect(dave.output.contains("shows a different TLS certificate"), "\(dave.output)")
+    }
+
+    @Test func aDeadFirstServerFallsThroughToTheNext() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nodes = try startNodes(["a"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+        // Port 1 on loopback: nothing listens there.
+        let servers = "127.0.0.1:1,\(nodes[0].address)"
+        var bots: [BackgroundProcess] = []
+        defer { for bot in bots { bot.stop() } }
+        for name in ["erin", "frank"] {
+            bots.append(
+                try BackgroundProcess(
+                    binary,
+                    [
+                        "bot", "retro", "--server", servers, "--insecure", "--name", name, "--no-decode", "--profile",
+                        "160x120", "--stats-file", folder + "/\(name).json",
+                    ]))
+        }
+        #expect(
+            await eventually(seconds: 20) {
+                guard let stats = try? CallStatisticsFile(path: folder + "/erin.json").read() else { return false }
+                return stats.peers.contains { $0.name == "frank" && $0.videoPackets > 20 }
+            }, "\(bots.map(\.output))")
+        #expect(bots[0].output.contains("relay unreachable, trying the next"), "\(bots[0].output)")
     }
 }

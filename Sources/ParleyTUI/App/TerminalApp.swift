@@ -366,6 +366,7 @@ public enum TerminalApp {
             profile: settings.profile, videoSources: options.videoSources, audioSource: options.audioSource,
             audioSink: options.audioSink, echoCancellation: options.echoCancellation, logger: options.logger)
         requested.password = settings.password
+        requested.fallbackServers = settings.fallbackServers
         requested.signalingSecurity = options.signalingSecurity
         requested.account = options.messaging?.identity
         requested.hideRoom = options.hideRoom

@@ -49,6 +49,8 @@ public struct JoinEncryption: Hashable, Sendable {
 public struct JoinSettings: Hashable, Sendable {
     /// The relay to connect to.
     public var server: ServerAddress
+    /// Other relays of its cluster, tried when it cannot be reached (`--server a,b`).
+    public var fallbackServers: [ServerAddress] = []
     /// The display name (passed `DisplayName.validate`).
     public var name: String
     /// The room name (passed `RoomName.validate`: cleaned, outer spaces trimmed).

@@ -32,6 +32,8 @@ public enum ServerMessage: Sendable, Equatable {
     case videoLayers(VideoLayerDemand)
     /// The room's dominant speaker changed.
     case dominantSpeaker(DominantSpeakerNotice)
+    /// Answer to a join: the room lives on another node of the relay's cluster; join there.
+    case redirect(Redirect)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (video-layers) are checked after decoding.
@@ -53,6 +55,7 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("chat-history", Self.chatHistory),
             .payload("video-layers", Self.videoLayers),
             .payload("dominant-speaker", Self.dominantSpeaker),
+            .payload("redirect", Self.redirect),
         ],
         unknownType: { type, _ in "unknown message type \"\(type)\"" })
 

@@ -63,3 +63,43 @@ public struct KeepAlive: Codable, Sendable, Equatable {
     /// A keep-alive.
     public init(token: UInt64) { self.token = token }
 }
+
+/// Where a room lives when it is not on the relay that was asked: another node of its cluster.
+public struct Redirect: Codable, Sendable, Equatable {
+    /// The room asked for.
+    public var room: String
+    /// The node's address for clients, `HOST:PORT`.
+    public var server: String
+    /// The node's id in the cluster.
+    public var node: String
+
+    public init(room: String, server: String, node: String) {
+        self.room = room
+        self.server = server
+        self.node = node
+    }
+
+    /// Longest `server` (a DNS name and a port) and `node` a redirect may carry.
+    public static let maximumServerBytes = 261
+    public static let maximumNodeBytes = 128
+}
+
+extension Redirect: ValidatedPayload {
+    /// A server of the form `HOST:PORT` (port 1…65535) and a node id within their bounds.
+    func validated() throws(SignalingError) -> Redirect {
+        guard server.utf8.count <= Self.maximumServerBytes, let colon = server.lastIndex(of: ":"),
+            colon != server.startIndex, let port = Int(server[server.index(after: colon)...]),
+            (1...65535).contains(port),
+            !server.contains(where: { $0.isWhitespace })
+        else {
+            throw SignalingError(
+                .badField,
+                "redirect \"server\" must be HOST:PORT (port 1…65535, at most \(Self.maximumServerBytes) bytes), got "
+                    + "\"\(server.prefix(80))\"")
+        }
+        guard (1...Self.maximumNodeBytes).contains(node.utf8.count) else {
+            throw SignalingError(.badField, "redirect \"node\" must be 1…\(Self.maximumNodeBytes) bytes")
+        }
+        return self
+    }
+}
