@@ -98,6 +98,12 @@ struct Serve: AsyncParsableCommand {
         help: "A file whose first line is the PostgreSQL password (else the URL's, else PGPASSFILE or ~/.pgpass).")
     var databasePasswordFile: String?
 
+    @Option(
+        help:
+            "Serve /metrics (Prometheus text) and /healthz on this HOST:PORT, e.g. 127.0.0.1:9100 (default: not served; never on --port)."
+    )
+    var admin: String?
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError(
@@ -127,6 +133,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
         }
         _ = try LogSetup.level(logLevel)
+        if let admin {
+            do { _ = try AdminAddress(parsing: admin) } catch { throw ValidationError("\(error)") }
+        }
     }
 
     func run() async throws {
@@ -153,6 +162,7 @@ struct Serve: AsyncParsableCommand {
         var media = MediaLimits()
         media.memberKbps = maxMemberKbps
         var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
+        configuration.admin = try admin.map { try AdminAddress(parsing: $0) }
         var certificateNote = ""
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         var storeNote = "accounts and direct messages kept in \(messagesPath)"
@@ -205,6 +215,11 @@ struct Serve: AsyncParsableCommand {
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
         say(storeNote)
+        if let address = configuration.admin, let adminPort = relay.adminPort {
+            say(
+                "admin endpoints /metrics and /healthz on http://\(AdminAddress(host: address.host, port: adminPort)) "
+                    + "(keep them off the internet)")
+        }
         let signal = await signals.wait()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
