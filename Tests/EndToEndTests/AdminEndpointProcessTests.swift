@@ -224,6 +224,9 @@ struct AdminEndpointProcessTests {
             Self.expectOneLineFailure(
                 result, containing: "--admin \(row.admin) is the relay's public port (\(row.host):47813)")
         }
+        let malformed = try await Self.parley(["serve", "--port", "0", "--insecure", "--admin", "9100"])
+        #expect(malformed.status != 0, "\(malformed.output)")
+        #expect(malformed.output.contains("--admin takes HOST:PORT (a port 0…65535), e.g. --admin 127.0.0.1:9100"))
     }
 
     @Test func anAdminPortInUseIsOneLine() async throws {

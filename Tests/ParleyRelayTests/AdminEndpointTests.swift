@@ -128,6 +128,42 @@ struct AdminEndpointTests {
         #expect(scraped.samples["parley_messages_stored_total{kind=\"direct\"}"] == 0)
     }
 
+    @Test func adminAddressesParseOrSayWhatToType() throws {
+        let good: [(String, AdminAddress)] = [
+            ("127.0.0.1:9100", AdminAddress(host: "127.0.0.1", port: 9100)),
+            ("localhost:0", AdminAddress(host: "localhost", port: 0)),
+            ("[::1]:9100", AdminAddress(host: "::1", port: 9100)),
+            ("0.0.0.0:65535", AdminAddress(host: "0.0.0.0", port: 65535)),
+        ]
+        for (text, address) in good {
+            #expect(try AdminAddress(parsing: text) == address, "\(text)")
+            #expect(address.description == text, "printed as given")
+        }
+        for bad in ["9100", ":9100", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:-1", "::1:9100", "[::1]9100", "a:b"] {
+            #expect(throws: AdminAddressError(text: bad), "\(bad)") { try AdminAddress(parsing: bad) }
+        }
+        #expect(
+            AdminAddressError(text: "9100").description
+                == "--admin takes HOST:PORT (a port 0…65535), e.g. --admin 127.0.0.1:9100; got \"9100\"")
+    }
+
+    @Test func theAdminAddressIsThePublicPortOnTheSameHostOnly() {
+        let rows: [(admin: String, host: String, port: Int, isPublic: Bool)] = [
+            ("127.0.0.1:7878", "127.0.0.1", 7878, true),
+            ("0.0.0.0:7878", "127.0.0.1", 7878, true),
+            ("127.0.0.1:7878", "0.0.0.0", 7878, true),
+            ("[::1]:7878", "::", 7878, true),
+            ("localhost:7878", "127.0.0.1", 7878, true),
+            ("127.0.0.1:9100", "127.0.0.1", 7878, false),
+            ("10.0.0.5:7878", "127.0.0.1", 7878, false),
+            ("127.0.0.1:0", "127.0.0.1", 0, false),
+        ]
+        for row in rows {
+            let address = try? AdminAddress(parsing: row.admin)
+            #expect(address?.isPublicPort(host: row.host, port: row.port) == row.isPublic, "\(row)")
+        }
+    }
+
     @Test(arguments: [
         (HTTPMethod.GET, "/metrics", AdminRequest.serve(.metrics)),
         (.GET, "/healthz", .serve(.health)),
