@@ -55,10 +55,10 @@ public struct AdminAnswer: Sendable, Equatable {
     /// Prometheus' text exposition format, version 0.0.4.
     public static let metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// `/healthz`: 200 with `{"node":"up","status":"ok","store":…}` while the store answers (or there is none),
-    /// 503 with `"status":"failing"` and the reason when it does not.
-    public static func health(_ store: StoreHealth) -> AdminAnswer {
-        let report: HealthReport =
+    /// `/healthz`: 200 with `{"node":"up","status":"ok","store":…}` while the relay's event loop and the store
+    /// answer (or there is no store), 503 with `"status":"failing"` and the reason when one does not.
+    public static func health(_ store: StoreHealth, relayLoop: RelayLoopHealth = .answering) -> AdminAnswer {
+        var report: HealthReport =
             switch store {
             case .none: HealthReport(status: "ok", store: "none")
             case .reachable: HealthReport(status: "ok", store: "reachable")
@@ -69,6 +69,12 @@ public struct AdminAnswer: Sendable, Equatable {
                     status: "failing", store: "unreachable",
                     reason: "the message store did not answer within \(limit.spokenSeconds)")
             }
+        if case .stuck(let limit) = relayLoop {
+            report.node = "stuck"
+            report.status = "failing"
+            report.reason = (["the relay's event loop did not answer within \(limit.spokenSeconds)"] + [report.reason])
+                .compactMap { $0 }.joined(separator: "; ")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = ((try? encoder.encode(report)).map(Array.init) ?? []) + [UInt8(ascii: "\n")]
@@ -77,9 +83,16 @@ public struct AdminAnswer: Sendable, Equatable {
     }
 }
 
+/// Whether the relay's event loop ran a task in time (`EventLoopProbe`).
+public enum RelayLoopHealth: Sendable, Equatable {
+    case answering
+    /// It did not answer within this long.
+    case stuck(Duration)
+}
+
 /// The body of `/healthz`.
 struct HealthReport: Codable, Equatable {
-    /// Always "up": a node that answers is up.
+    /// "up", or "stuck" when the relay's event loop did not answer.
     var node = "up"
     /// "ok" or "failing".
     var status: String

@@ -196,8 +196,9 @@ public final class Relay: Sendable {
         }
     }
 
-    /// `/metrics` reads the relay's state on its event loop, then emits; `/healthz` asks the configured store
-    /// itself (not the measured one, so probes stay out of the store's latency).
+    /// `/metrics` reads the relay's state on its event loop, then emits; `/healthz` checks that the relay's event
+    /// loop runs a task within 2 s, then asks the configured store itself (not the measured one, so probes stay
+    /// out of the store's latency).
     private static func adminEndpoints(
         core: NIOLoopBound<RelayCore>, metrics: RelayMetrics, store: (any MessageStore)?,
         busLag: (@Sendable () async -> Duration?)?
@@ -209,7 +210,12 @@ public final class Relay: Sendable {
                 metrics.record(sample, busLag: await busLag?())
                 return metrics.exposition()
             },
-            health: { AdminAnswer.health(await probe?.health() ?? .none) })
+            health: {
+                let limit = Duration.seconds(2)
+                let answering = await EventLoopProbe.answers(core.eventLoop, within: limit)
+                return AdminAnswer.health(
+                    await probe?.health() ?? .none, relayLoop: answering ? .answering : .stuck(limit))
+            })
     }
 
     /// A snapshot of rooms and their members' ids, in join order.

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import NIOPosix
 import ParleyStore
 import Synchronization
 import Testing
@@ -257,6 +258,13 @@ struct AdminEndpointTests {
             #expect(answer.contentType == "application/json")
             #expect(String(decoding: answer.body, as: UTF8.self) == body + "\n")
         }
+        // A relay loop that does not answer fails the node, whatever the store says.
+        let stuck = AdminAnswer.health(.timedOut(.seconds(2)), relayLoop: .stuck(.seconds(2)))
+        #expect(stuck.status == .serviceUnavailable)
+        #expect(
+            String(decoding: stuck.body, as: UTF8.self)
+                == #"{"node":"stuck","reason":"the relay's event loop did not answer within 2 s; the message store did not answer within 2 s","status":"failing","store":"unreachable"}"#
+                + "\n")
     }
 
     @Test func theStoreProbeTimesOutWithoutPilingUpChecks() async throws {
@@ -282,6 +290,21 @@ struct AdminEndpointTests {
 
         let failing = StoreHealthProbe { throw StoreError.database("disk I/O error") }
         #expect(await failing.health() == .failed("message store: disk I/O error"))
+    }
+
+    @Test func aBusyEventLoopIsStuckAndAnIdleOneAnswers() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        #expect(await EventLoopProbe.answers(loop, within: .seconds(2)))
+        // The loop's thread held in one long task (a stuck relay): the probe gives up after its limit.
+        let release = DispatchSemaphore(value: 0)
+        loop.execute { release.wait() }
+        let started = ContinuousClock.now
+        #expect(await EventLoopProbe.answers(loop, within: .milliseconds(200)) == false)
+        #expect(ContinuousClock.now - started < .seconds(2))
+        release.signal()
+        #expect(await EventLoopProbe.answers(loop, within: .seconds(2)))
+        try await group.shutdownGracefully()
     }
 }
 
