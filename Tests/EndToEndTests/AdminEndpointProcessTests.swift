@@ -207,6 +207,49 @@ struct AdminEndpointProcessTests {
         #expect(!relay.output.contains("Fatal error"), "\(relay.output)")
     }
 
+    @Test func healthSays503WhileItsPostgreSQLIsDown() async throws {
+        let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
+        let server = try await PostgresServer.start()
+        let database = try await server.createDatabase(prefix: "parley_admin")
+        let state = NSTemporaryDirectory() + "parley-admin-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let relay = try BackgroundProcess(
+            binary,
+            [
+                "serve", "--port", "0", "--insecure", "--state-dir", state, "--admin", "127.0.0.1:0", "--database",
+                server.url(database: database),
+            ])
+        do {
+            #expect(try await Self.waitFor("admin endpoints /metrics and /healthz on http://127.0.0.1:", in: relay))
+            let adminPort = try #require(
+                relay.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(relay.output)")
+            let up = try await Self.get("/healthz", port: adminPort)
+            #expect(up.status == 200 && up.body.contains(#""store":"reachable""#), "\(up.head)\n\(up.body)")
+
+            // PostgreSQL stops: the store check fails or times out, and says so; the node itself is still up.
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    server.stop()
+                    continuation.resume()
+                }
+            }
+            let started = Date()
+            let down = try await Self.get("/healthz", port: adminPort)
+            #expect(down.status == 503, "\(down.head)\n\(down.body)")
+            #expect(down.body.contains(#""node":"up""#) && down.body.contains(#""status":"failing""#), "\(down.body)")
+            #expect(
+                down.body.contains("the message store did not answer within 2 s")
+                    || down.body.contains("the message store failed"), "\(down.body)")
+            #expect(Date().timeIntervalSince(started) < 5, "answered within the probe's limit")
+            #expect(try await Self.get("/metrics", port: adminPort).status == 200, "metrics do not need the store")
+        } catch {
+            await Self.stop([relay])
+            server.stop()
+            throw error
+        }
+        await Self.stop([relay])
+    }
+
     @Test func theAdminAddressIsNeverThePublicPort() async throws {
         let state = NSTemporaryDirectory() + "parley-admin-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }
