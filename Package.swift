@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
     ],
     targets: [
         // System libraries, found through pkg-config.
@@ -86,7 +87,8 @@ let package = Package(
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
         // relay and the client share.
         .target(name: "ParleyWire"),
-        // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP.
+        // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP, and the operators' `/metrics` and
+        // `/healthz` on their own `--admin` socket (Prometheus text through swift-prometheus).
         .target(
             name: "ParleyRelay",
             dependencies: [
@@ -97,6 +99,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // Client-side call engine: signaling client, packetizer, jitter buffer, codecs, per-peer sinks.
@@ -204,6 +207,7 @@ let package = Package(
                 "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
                 "ParleySecurity", "ParleyStore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -22,12 +22,18 @@ public final class Relay: Sendable {
     private let logger: Logger
     /// Messaging between calls, when the relay has a store.
     public let messaging: MessagingService?
+    /// The operators' `/metrics` and `/healthz`, when `--admin` asked for them.
+    private let admin: AdminServer?
+    /// The TCP port `/metrics` and `/healthz` are served on, nil when they are not.
+    public var adminPort: Int? { admin?.port }
 
     private init(
         signalingPort: Int, mediaPort: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
-        udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger, messaging: MessagingService?
+        udpChannel: any Channel, core: NIOLoopBound<RelayCore>, logger: Logger, messaging: MessagingService?,
+        admin: AdminServer?
     ) {
         self.messaging = messaging
+        self.admin = admin
         self.signalingPort = signalingPort
         self.mediaPort = mediaPort
         self.group = group
@@ -42,7 +48,16 @@ public final class Relay: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let logger = configuration.logger
-        let messaging = configuration.messageStore.map {
+        if let admin = configuration.admin, admin.isPublicPort(host: configuration.host, port: configuration.port) {
+            try? await group.shutdownGracefully()
+            throw RelayError.adminOnPublicPort(admin, publicHost: configuration.host, publicPort: configuration.port)
+        }
+        // With `/metrics` served, every store call is timed on its way through (`MeasuredMessageStore`).
+        let metrics = configuration.admin.map { _ in RelayMetrics() }
+        let store = configuration.messageStore.map { store in
+            metrics.map { MeasuredMessageStore(store, metrics: $0) } ?? store
+        }
+        let messaging = store.map {
             MessagingService(store: $0, limits: configuration.messaging, logger: logger)
         }
         let tls: NIOSSLContext?
@@ -132,6 +147,21 @@ public final class Relay: Sendable {
                     port: configuration.port, underlying: error)
             }
             let signalingPort = serverChannel.localAddress?.port ?? configuration.port
+            var admin: AdminServer?
+            if let address = configuration.admin, let metrics {
+                do {
+                    admin = try await AdminServer.start(
+                        at: address,
+                        endpoints: Self.adminEndpoints(
+                            core: core, metrics: metrics, store: configuration.messageStore,
+                            busLag: configuration.busLag),
+                        logger: logger)
+                } catch {
+                    try? await serverChannel.close()
+                    try? await udpChannel.close()
+                    throw RelayError.adminBindFailed(address, underlying: error)
+                }
+            }
             try await loop.submit { core.value.startTimers() }.get()
             logger.info(
                 "relay listening",
@@ -141,7 +171,7 @@ public final class Relay: Sendable {
             return Relay(
                 signalingPort: signalingPort, mediaPort: mediaPort, group: group,
                 serverChannel: serverChannel, udpChannel: udpChannel, core: core, logger: logger,
-                messaging: messaging)
+                messaging: messaging, admin: admin)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -162,6 +192,41 @@ public final class Relay: Sendable {
         try await serverChannel.eventLoop.submit { [core] in core.value.counters }.get()
     }
 
+    /// Members, rooms and totals in one look at the relay's state, for `/metrics`.
+    public func sample() async throws -> RelaySample {
+        try await Self.sample(core).get()
+    }
+
+    private static func sample(_ core: NIOLoopBound<RelayCore>) -> EventLoopFuture<RelaySample> {
+        core.eventLoop.submit {
+            let core = core.value
+            return RelaySample(
+                members: core.state.members.count, rooms: core.state.rooms.count, counters: core.counters)
+        }
+    }
+
+    /// `/metrics` reads the relay's state on its event loop, then emits; `/healthz` checks that the relay's event
+    /// loop runs a task within 2 s, then asks the configured store itself (not the measured one, so probes stay
+    /// out of the store's latency).
+    private static func adminEndpoints(
+        core: NIOLoopBound<RelayCore>, metrics: RelayMetrics, store: (any MessageStore)?,
+        busLag: (@Sendable () async -> Duration?)?
+    ) -> AdminEndpoints {
+        let probe = store.map { StoreHealthProbe(store: $0) }
+        return AdminEndpoints(
+            metrics: {
+                let sample = try await Relay.sample(core).get()
+                metrics.record(sample, busLag: await busLag?())
+                return metrics.exposition()
+            },
+            health: {
+                let limit = Duration.seconds(2)
+                let answering = await EventLoopProbe.answers(core.eventLoop, within: limit)
+                return AdminAnswer.health(
+                    await probe?.health() ?? .none, relayLoop: answering ? .answering : .stuck(limit))
+            })
+    }
+
     /// A snapshot of rooms and their members' ids, in join order.
     public func rooms() async throws -> [String: [UInt32]] {
         try await serverChannel.eventLoop.submit { [core] in core.value.state.rooms.mapValues(\.members) }.get()
@@ -177,6 +242,7 @@ public final class Relay: Sendable {
         // Stop accepting first: a member whose connection is closed next reconnects within a moment, and must not
         // find the relay it is leaving still listening and rejoin it on its way out.
         try? await serverChannel.close()
+        await admin?.shutdown()
         _ = try? await serverChannel.eventLoop.submit { [core] in core.value.shutDown() }.get()
         try? await udpChannel.close()
         try? await group.shutdownGracefully()

@@ -110,6 +110,12 @@ struct Serve: AsyncParsableCommand {
     )
     var advertise: String?
 
+    @Option(
+        help:
+            "Serve /metrics (Prometheus text) and /healthz on this HOST:PORT, e.g. 127.0.0.1:9100 (default: not served; never on --port)."
+    )
+    var admin: String?
+
     func validate() throws {
         if let nodeID {
             guard !nodeID.isEmpty, nodeID.utf8.count <= 128, nodeID.allSatisfy({ !$0.isWhitespace && !$0.isNewline })
@@ -152,6 +158,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
         }
         _ = try LogSetup.level(logLevel)
+        if let admin {
+            do { _ = try AdminAddress(parsing: admin) } catch { throw ValidationError("\(error)") }
+        }
     }
 
     func run() async throws {
@@ -178,6 +187,7 @@ struct Serve: AsyncParsableCommand {
         var media = MediaLimits()
         media.memberKbps = maxMemberKbps
         var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
+        configuration.admin = try admin.map { try AdminAddress(parsing: $0) }
         var certificateNote = ""
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         var storeNote = "accounts and direct messages kept in \(messagesPath)"
@@ -215,6 +225,8 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        let clusterLag = ClusterLag()
+        if clusterSettings != nil { configuration.busLag = { clusterLag.read() } }
         let relay: Relay
         do {
             relay = try await Relay.start(configuration)
@@ -247,8 +259,14 @@ struct Serve: AsyncParsableCommand {
                 throw CommandFailure("\(error)")
             }
             messaging.attach(cluster: cluster!)
+            clusterLag.cluster.withLock { $0 = cluster }
             try? await relay.placeRooms(with: cluster!)
             say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
+        }
+        if let address = configuration.admin, let adminPort = relay.adminPort {
+            say(
+                "admin endpoints /metrics and /healthz on http://\(AdminAddress(host: address.host, port: adminPort)) "
+                    + "(keep them off the internet)")
         }
         let signal = await signals.wait()
         cluster?.stop()
@@ -341,5 +359,14 @@ final class NodeLoadMeter: Sendable {
             }
         }
         return load
+    }
+}
+
+/// The bus lag `/metrics` shows: the delay of the last batch of events the cluster's bus brought, once joined.
+final class ClusterLag: Sendable {
+    let cluster = Mutex<PostgresCluster?>(nil)
+
+    func read() -> Duration? {
+        cluster.withLock { $0 }.map { .milliseconds(Int64($0.counters.busLagSeconds * 1000)) }
     }
 }

@@ -163,7 +163,7 @@ struct MessageStoreTests {
             let store = try await stores.open(maximumBytes: try await stores.smallLimit())
             _ = try store.store(message("kept"))
             var refused: StoreError?
-            for index in 0..<200 {
+            for index in 0..<600 {
                 do {
                     _ = try store.store(
                         NewDirectMessage(

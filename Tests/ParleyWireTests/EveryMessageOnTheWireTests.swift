@@ -209,6 +209,9 @@ struct EveryMessageOnTheWireTests {
         Row(
             "dominant-speaker", .dominantSpeaker(DominantSpeakerNotice(id: 7)),
             #"{"id":7,"type":"dominant-speaker","v":1}"#),
+        Row(
+            "redirect", .redirect(Redirect(room: "standup", server: "10.0.0.2:7878", node: "b")),
+            #"{"node":"b","room":"standup","server":"10.0.0.2:7878","type":"redirect","v":1}"#),
     ]
 
     static let requests: [Row<MessagingRequest>] = [
@@ -399,7 +402,17 @@ struct EveryMessageOnTheWireTests {
                 + #" "rate-limited", "not-allowed", "password-required", "wrong-password", "password-setup","#
                 + #" "name-taken", "encryption-mismatch", "limit-reached", "removed-by-host", "not-logged-in","#
                 + #" "account-refused","#
-                + #" "unknown-account", "store-failed", "internal""#),
+                + #" "unknown-account", "store-failed", "store-unavailable", "internal""#),
+        Refusal(
+            "redirect without a port", #"{"v":1,"type":"redirect","room":"r","server":"node-b","node":"b"}"#,
+            .badField,
+            #"redirect "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "node-b""#),
+        Refusal(
+            "redirect port 0", #"{"v":1,"type":"redirect","room":"r","server":"b:0","node":"b"}"#, .badField,
+            #"redirect "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "b:0""#),
+        Refusal(
+            "redirect empty node", #"{"v":1,"type":"redirect","room":"r","server":"b:7878","node":""}"#, .badField,
+            #"redirect "node" must be 1…128 bytes"#),
         Refusal(
             "pong missing token", #"{"v":1,"type":"pong"}"#, .badField,
             #"pong needs field "token""#),

@@ -1,0 +1,156 @@
+import Prometheus
+import Synchronization
+
+/// What the relay's event loop reports for one scrape of `/metrics`.
+public struct RelaySample: Sendable, Equatable {
+    /// Members in calls on this relay now.
+    public var members: Int
+    /// Rooms with at least one member now.
+    public var rooms: Int
+    /// The relay's running totals.
+    public var counters: RelayCounters
+
+    /// A sample.
+    public init(members: Int, rooms: Int, counters: RelayCounters) {
+        self.members = members
+        self.rooms = rooms
+        self.counters = counters
+    }
+}
+
+/// Each `MessageStore` call, as the `operation` label of the store's latency and errors: a fixed set, so the label
+/// never grows with rooms or accounts.
+public enum StoreOperation: String, Sendable, CaseIterable {
+    case bind, keys, store
+    case storeBatch = "store_batch"
+    case undelivered
+    case undeliveredCount = "undelivered_count"
+    case markDelivered = "mark_delivered"
+    case markDeliveredBatch = "mark_delivered_batch"
+    case markRead = "mark_read"
+    case history
+    case directMessages = "direct_messages"
+    case setLastSeen = "set_last_seen"
+    case lastSeen = "last_seen"
+    case joinChannel = "join_channel"
+    case leaveChannel = "leave_channel"
+    case members, channels, post
+    case channelHistory = "channel_history"
+    case markChannelRead = "mark_channel_read"
+    case conversations
+}
+
+/// The relay's metrics in a swift-prometheus registry, emitted as Prometheus text on `/metrics`. The relay's own
+/// totals (`RelayCounters`) are read from its event loop at each scrape and mirrored here; the store's are recorded
+/// as calls happen, by `MeasuredMessageStore`. Labels are fixed sets (`operation`, `kind`): nothing per room or
+/// per account.
+public final class RelayMetrics: Sendable {
+    /// Every metric below; `exposition()` emits it.
+    public let registry = PrometheusCollectorRegistry()
+    /// Bucket bounds of the store latency histogram: a SQLite commit is about a millisecond, PostgreSQL's gives up
+    /// at 15 s.
+    public static let storeLatencyBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5), .seconds(15),
+    ]
+
+    private let members: Gauge
+    private let rooms: Gauge
+    private let packetsForwarded: Counter
+    private let packetsDropped: Counter
+    /// Direct messages newly stored (a retry of a stored one is not counted).
+    let directMessagesStored: Counter
+    /// Channel messages newly stored (activity lines are not counted).
+    let channelMessagesStored: Counter
+    let storeLatency: [StoreOperation: DurationHistogram]
+    let storeErrors: [StoreOperation: Counter]
+    /// What the relay's totals were at the last scrape, so each scrape adds what is new; and the bus lag gauge,
+    /// present only while the hook gives a value.
+    private let mirror = Mutex<(forwarded: Int, dropped: Int, busLag: Gauge?)>((0, 0, nil))
+
+    private static var busLagName: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "parley", metricName: "bus_lag", unitName: "seconds",
+            helpText: "How far this node's bus between nodes is behind, in seconds (absent while there is no bus).")
+    }
+
+    /// Registers every metric, at zero.
+    public init() {
+        members = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "members", unitName: "",
+                helpText: "Members in calls on this node now."))
+        rooms = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "rooms", unitName: "",
+                helpText: "Rooms with at least one member on this node now."))
+        packetsForwarded = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "packets_forwarded", unitName: "total",
+                helpText: "RTP and RTCP packets forwarded, one per destination."))
+        packetsDropped = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "packets_dropped", unitName: "total",
+                helpText: "RTP and RTCP packets dropped: unknown or unproven source, garbage, over a limit."))
+        let stored = MetricNameDescriptor(
+            namespace: "parley", metricName: "messages_stored", unitName: "total",
+            helpText: "Messages committed to the message store, by kind (direct or channel); retries not counted.")
+        directMessagesStored = registry.makeCounter(descriptor: stored, labels: [("kind", "direct")])
+        channelMessagesStored = registry.makeCounter(descriptor: stored, labels: [("kind", "channel")])
+        let latency = MetricNameDescriptor(
+            namespace: "parley", metricName: "store_latency", unitName: "seconds",
+            helpText: "Time of each message store call, by operation, in seconds.")
+        let errors = MetricNameDescriptor(
+            namespace: "parley", metricName: "store_errors", unitName: "total",
+            helpText: "Message store calls that failed, by operation.")
+        var histograms: [StoreOperation: DurationHistogram] = [:]
+        var failures: [StoreOperation: Counter] = [:]
+        for operation in StoreOperation.allCases {
+            histograms[operation] = registry.makeDurationHistogram(
+                descriptor: latency, labels: [("operation", operation.rawValue)], buckets: Self.storeLatencyBuckets)
+            failures[operation] = registry.makeCounter(
+                descriptor: errors, labels: [("operation", operation.rawValue)])
+        }
+        storeLatency = histograms
+        storeErrors = failures
+    }
+
+    /// Sets the gauges from `sample` and adds to the counters what is new since the last sample; `busLag` nil
+    /// removes the bus lag gauge from the output (no bus, or it cannot tell).
+    public func record(_ sample: RelaySample, busLag: Duration?) {
+        members.set(Int64(sample.members))
+        rooms.set(Int64(sample.rooms))
+        mirror.withLock { last in
+            // Samples from concurrent scrapes may arrive out of order: a counter never goes back.
+            let forwarded = sample.counters.packetsForwarded
+            let dropped = sample.counters.packetsDropped
+            if forwarded > last.forwarded {
+                packetsForwarded.increment(by: Int64(forwarded - last.forwarded))
+                last.forwarded = forwarded
+            }
+            if dropped > last.dropped {
+                packetsDropped.increment(by: Int64(dropped - last.dropped))
+                last.dropped = dropped
+            }
+            switch (busLag, last.busLag) {
+            case (let lag?, let gauge?):
+                gauge.set(lag.inSeconds)
+            case (let lag?, nil):
+                let gauge = registry.makeGauge(descriptor: Self.busLagName)
+                gauge.set(lag.inSeconds)
+                last.busLag = gauge
+            case (nil, let gauge?):
+                registry.unregisterGauge(gauge)
+                last.busLag = nil
+            case (nil, nil):
+                break
+            }
+        }
+    }
+
+    /// Every metric in Prometheus' text exposition format (version 0.0.4), by swift-prometheus' emitter.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}
