@@ -624,3 +624,59 @@ extension PostgresCluster: RoomPlacer {
         }
     }
 }
+
+// MARK: Room settings
+
+extension PostgresCluster {
+    /// Replaces the rooms' settings kept in the database with `lines` (rooms file lines, one a room, passwords as
+    /// verifiers) in one transaction, and tells every node; returns how many rooms it replaced.
+    public static func loadRooms(
+        _ settings: DatabaseSettings, lines: [String], logger: Logger = Logger(label: "parley.cluster")
+    )
+        async throws(StoreError) -> Int
+    {
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 3, logger: logger)
+            defer { connection.close().whenComplete { _ in } }
+            return try await connection.withTransaction(logger: logger) { connection in
+                var replaced = 0
+                for try await count in try await connection.query(
+                    "WITH gone AS (DELETE FROM room_setting RETURNING 1) SELECT count(*) FROM gone", logger: logger
+                ).decode(Int64.self) {
+                    replaced = Int(count)
+                }
+                for line in lines {
+                    let room = String(line.split(separator: " ", maxSplits: 1).first ?? "")
+                    try await connection.query(
+                        "INSERT INTO room_setting (room, line) VALUES (\(room), \(line))", logger: logger)
+                }
+                let payload = try Self.encode(
+                    BusBatch(node: "", sent: Self.milliseconds(), events: [.roomSettingsChanged]))
+                try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                return replaced
+            }
+        } catch {
+            throw PostgresFailure.explain(
+                error, doing: "load the rooms into the cluster's database", settings: settings)
+        }
+    }
+
+    /// The rooms' settings kept in the database, as rooms file lines.
+    public func roomLines() async throws(StoreError) -> [String] {
+        let logger = logger
+        do {
+            return try await deadline(Self.operationTimeout) { [client] in
+                var lines: [String] = []
+                for try await line in try await client.query(
+                    "SELECT line FROM room_setting ORDER BY room", logger: logger
+                ).decode(String.self) {
+                    lines.append(line)
+                }
+                return lines
+            }
+        } catch {
+            throw PostgresFailure.explain(error, doing: "read the rooms' settings", settings: settings)
+        }
+    }
+}

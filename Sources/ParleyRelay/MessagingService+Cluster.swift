@@ -114,6 +114,8 @@ extension MessagingService {
             else { return }
             deliver(line, publish: false)
             if line.post.kind == .message { channelPostObserver?(line) }
+        case .roomSettingsChanged:
+            break  // The relay's, not messaging's.
         case .nodeGone(let gone):
             let affected = remote.filter { $0.value[gone] != nil }.map(\.key)
             for account in affected {

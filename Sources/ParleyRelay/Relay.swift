@@ -187,6 +187,11 @@ public final class Relay: Sendable {
         }.get()
     }
 
+    /// Replaces the rooms' settings (passwords, stage rules) for rooms opened from now on; open rooms keep theirs.
+    public func configureRooms(_ rooms: [String: ConfiguredRoom]) async throws {
+        try await serverChannel.eventLoop.submit { [core] in core.value.state.configuredRooms = rooms }.get()
+    }
+
     /// What the relay refused and forwarded so far.
     public func counters() async throws -> RelayCounters {
         try await serverChannel.eventLoop.submit { [core] in core.value.counters }.get()

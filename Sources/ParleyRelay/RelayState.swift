@@ -119,7 +119,7 @@ public struct RelayState: Sendable {
     var nextMemberID: UInt32 = 1
     var ssrcs = SSRCAllocator()
     /// Rooms set up by the relay's operator (the rooms file): their password and stage apply whenever they are used.
-    public let configuredRooms: [String: ConfiguredRoom]
+    public var configuredRooms: [String: ConfiguredRoom]
     /// What was refused so far.
     public var counters = RelayCounters()
     /// Whether the relay keeps open rooms' chat (it has a message store).

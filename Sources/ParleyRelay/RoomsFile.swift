@@ -96,3 +96,14 @@ public enum RoomsFile {
         return rooms
     }
 }
+
+extension RoomsFile {
+    /// One room as a rooms file line, with its password as the verifier (never the password itself): what a
+    /// cluster keeps in its database.
+    public static func line(room name: String, _ room: ConfiguredRoom) -> String {
+        var words = [name]
+        if let verifier = room.verifier { words.append("verifier=" + Hex.encode(verifier)) }
+        words.append("stage=" + (room.openStage ? "open" : "host"))
+        return words.joined(separator: " ")
+    }
+}

@@ -41,6 +41,8 @@ public enum ClusterEvent: Sendable, Equatable, Codable {
     case channelPost(channel: String, sequence: Int64)
     /// `node` was found dead (silent past the cluster's limit): its presence is gone.
     case nodeGone(String)
+    /// The rooms' settings in the database changed (`parley cluster rooms load`): read them again.
+    case roomSettingsChanged
 }
 
 /// The cluster's bus as the relay sees it: publish what others must know; events from other nodes arrive through the

@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import ParleyPostgres
+import ParleyRelay
 import ParleyStore
 
 /// `parley cluster`: the relays sharing one PostgreSQL database.
 struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The relays of a cluster sharing one PostgreSQL database.",
-        subcommands: [ClusterStatusCommand.self])
+        subcommands: [ClusterStatusCommand.self, ClusterRooms.self])
 }
 
 /// Where the cluster's database is, as `parley serve` takes it.
@@ -78,5 +79,45 @@ struct ClusterStatusCommand: AsyncParsableCommand {
                     .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// `parley cluster rooms load FILE`: the rooms' settings every node applies.
+struct ClusterRooms: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rooms",
+        abstract:
+            "Put a rooms file (passwords, stage rules) into the cluster's database: `parley cluster rooms load FILE`.")
+
+    @Argument(help: "\"load\".")
+    var action: String
+
+    @Argument(help: "The rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host]`.")
+    var file: String
+
+    @OptionGroup var database: ClusterDatabaseOptions
+
+    func validate() throws {
+        guard action == "load" else { throw ValidationError("unknown action \"\(action)\": use load FILE") }
+    }
+
+    func run() async throws {
+        let settings = try database.settings()
+        let rooms: [String: ConfiguredRoom]
+        do {
+            rooms = try RoomsFile.load(path: file)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let lines = rooms.keys.sorted().map { RoomsFile.line(room: $0, rooms[$0]!) }
+        let replaced: Int
+        do {
+            replaced = try await PostgresCluster.loadRooms(settings, lines: lines)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        say(
+            "\(lines.count) room\(lines.count == 1 ? "" : "s") from \(file) in the cluster's database (replacing "
+                + "\(replaced)); every node applies them to rooms opened from now on (passwords kept as verifiers)")
     }
 }

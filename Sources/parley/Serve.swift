@@ -251,7 +251,12 @@ struct Serve: AsyncParsableCommand {
                 cluster = try await PostgresCluster.join(
                     clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address,
                     logger: Logger(label: "parley.cluster"), load: NodeLoadMeter(relay: relay).read,
-                    deliver: { events, node in messaging.clusterEvents(events, from: node) },
+                    deliver: { [clusterLag, fileRooms = configuration.rooms] events, node in
+                        if events.contains(.roomSettingsChanged), let cluster = clusterLag.cluster.withLock({ $0 }) {
+                            Task { await Self.applyRoomSettings(from: cluster, to: relay, fileRooms: fileRooms) }
+                        }
+                        messaging.clusterEvents(events, from: node)
+                    },
                     caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
                     revived: { messaging.clusterRevived() })
             } catch {
@@ -260,6 +265,7 @@ struct Serve: AsyncParsableCommand {
             }
             messaging.attach(cluster: cluster!)
             clusterLag.cluster.withLock { $0 = cluster }
+            await Self.applyRoomSettings(from: cluster!, to: relay, fileRooms: configuration.rooms)
             try? await relay.placeRooms(with: cluster!)
             say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
         }
@@ -279,6 +285,25 @@ struct Serve: AsyncParsableCommand {
                 relay stopped: forwarded \(counters.packetsForwarded) packets, dropped \(counters.packetsDropped), \
                 refused \(counters.signalingErrors) signaling messages, rate-limited \(counters.rateLimited)
                 """)
+        }
+    }
+}
+
+extension Serve {
+    /// Reads the rooms' settings the cluster keeps (`parley cluster rooms load`) and gives them to the relay, under
+    /// the rooms of this node's own `--rooms` file, which win for the rooms they name.
+    static func applyRoomSettings(
+        from cluster: PostgresCluster, to relay: Relay, fileRooms: [String: ConfiguredRoom]
+    ) async {
+        let logger = Logger(label: "parley.cluster")
+        do {
+            let lines = try await cluster.roomLines()
+            var rooms = try RoomsFile.parse(lines.joined(separator: "\n"), source: "the cluster's rooms")
+            rooms.merge(fileRooms) { _, file in file }
+            try await relay.configureRooms(rooms)
+            logger.notice("rooms' settings from the cluster applied", metadata: ["rooms": "\(lines.count)"])
+        } catch {
+            logger.warning("rooms' settings from the cluster not applied", metadata: ["reason": "\(error)"])
         }
     }
 }

@@ -415,4 +415,59 @@ struct ClusterProcessTests {
             }, "\(bots.map(\.output))")
         #expect(bots[0].output.contains("relay unreachable, trying the next"), "\(bots[0].output)")
     }
+
+    @Test func roomSettingsLoadedIntoTheDatabaseApplyOnEveryNode() async throws {
+        let server = try await PostgresServer.start()
+        defer { server.stop() }
+        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let url = server.url(database: database)
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nodes = try startNodes(["a", "b"], url: url, folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+
+        // A bad file is one line naming the line, and nothing is loaded.
+        try "board password=hunter2\nboard stage=open\n".write(
+            toFile: folder + "/bad.rooms", atomically: true, encoding: .utf8)
+        let bad = try ChildProcess.run(
+            binary, ["cluster", "rooms", "load", folder + "/bad.rooms", "--database", url], timeout: .seconds(20))
+        #expect(bad.status != 0 && bad.output.contains("line 2: room board is listed twice"), "\(bad.output)")
+
+        try "# the cluster's rooms\nboard password=hunter2 stage=host\nlobby stage=open\n".write(
+            toFile: folder + "/cluster.rooms", atomically: true, encoding: .utf8)
+        let loaded = try ChildProcess.run(
+            binary, ["cluster", "rooms", "load", folder + "/cluster.rooms", "--database", url], timeout: .seconds(20))
+        #expect(loaded.status == 0 && loaded.output.contains("2 rooms from"), "\(loaded.output)")
+        // The password is kept as its verifier only.
+        let kept = try await server.psql(
+            "SELECT string_agg(line, ' | ' ORDER BY room) FROM room_setting", database: database)
+        #expect(kept.hasPrefix("board verifier=") && !kept.contains("hunter2"), "\(kept)")
+        for node in nodes {
+            #expect(
+                node.process.waitForOutput(containing: "rooms' settings from the cluster applied rooms=2", seconds: 10),
+                "\(node.process.output)")
+        }
+        // Node b refuses a join without the password, and takes one with it.
+        func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                binary,
+                [
+                    "bot", "board", "--server", nodes[1].address.description, "--insecure", "--name", name,
+                    "--no-decode", "--profile", "160x120", "--stats-file", folder + "/\(name).json",
+                ] + extra)
+        }
+        let stranger = try bot("mallory", [])
+        defer { stranger.stop() }
+        #expect(stranger.waitForExit(seconds: 20) == 1, "\(stranger.output)")
+        #expect(stranger.output.contains("board needs its password"), "\(stranger.output)")
+        let members = try ["gina", "hal"].map { try bot($0, ["--password", "hunter2"]) }
+        defer { for member in members { member.stop() } }
+        #expect(
+            await eventually(seconds: 20) {
+                guard let stats = try? CallStatisticsFile(path: folder + "/gina.json").read() else { return false }
+                return stats.peers.contains { $0.name == "hal" && $0.videoPackets > 20 }
+            }, "\(members.map(\.output))")
+    }
 }
