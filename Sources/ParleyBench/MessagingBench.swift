@@ -38,7 +38,7 @@ public enum MessagingBench {
     }
 
     /// What the clients saw, shared with their event callbacks.
-    private final class Tally: Sendable {
+    final class Tally: Sendable {
         let sentAt = Mutex<[String: ContinuousClock.Instant]>([:])
         let latencies = Mutex<[Double]>([])
         let stored = Atomic<Int>(0)
@@ -65,41 +65,11 @@ public enum MessagingBench {
         let clock = ContinuousClock()
 
         log("messaging: \(settings.users) users log in")
-        var identities: [AccountIdentity] = []
-        var clients: [MessagingClient] = []
-        for index in 0..<settings.users {
-            let identity = AccountIdentity.create(name: "user\(index)")
-            identities.append(identity)
-            let client = try await MessagingClient.connect(
-                to: server, security: .insecure, identity: identity, loop: group.next()
-            ) { event in
-                switch event {
-                case .message(let delivery):
-                    let now = clock.now
-                    if let sent = tally.sentAt.withLock({ $0.removeValue(forKey: delivery.id) }) {
-                        tally.latencies.withLock { $0.append(seconds(now - sent)) }
-                    }
-                    tally.unacknowledged.withLock { $0[index].append(delivery.sequence) }
-                case .stored:
-                    tally.stored.add(1, ordering: .relaxed)
-                case .error(let error):
-                    tally.errors.withLock { if $0.count < 10 { $0.append("\(error)") } }
-                default:
-                    break
-                }
-            }
-            clients.append(client)
-        }
+        let (identities, clients) = try await logIn(
+            users: settings.users, servers: [server], group: group, tally: tally)
         // Each user writes to the next; one sealed blob per pair stands for every live message (the relay stores
         // and forwards without opening, so its work is the same; the backlog below seals and opens each one).
-        var blobs: [[UInt8]] = []
-        for index in 0..<settings.users {
-            let next = (index + 1) % settings.users
-            blobs.append(
-                DirectMessageSeal.seal(
-                    String(repeating: "a typical short message ", count: 3), from: identities[index],
-                    to: identities[next].name, keys: identities[next].keys, id: "blob"))
-        }
+        let blobs = blobs(identities, recipients: identities.indices.map { ($0 + 1) % settings.users })
 
         var table = BenchTable(
             title: "Direct messages through one relay: \(settings.users) users online on loopback, "
@@ -111,61 +81,14 @@ public enum MessagingBench {
         var serial = 0
         for rate in settings.rates {
             log("messaging: \(rate) a second for \(settings.seconds) s")
-            tally.latencies.withLock { $0.removeAll() }
-            tally.stored.store(0, ordering: .relaxed)
             let cpuBefore = relay.cpuSeconds()
-            let start = clock.now
-            let total = Int(Double(rate) * settings.seconds)
-            let tick = 0.01
-            let perTick = Double(rate) * tick
-            var posted = 0
-            var nextAck = start + .milliseconds(100)
-            while posted < total {
-                let due = min(total, Int(perTick * (seconds(clock.now - start) / tick + 1)))
-                while posted < due {
-                    let sender = posted % settings.users
-                    let id = "m\(serial)"
-                    serial += 1
-                    tally.sentAt.withLock { $0[id] = clock.now }
-                    clients[sender].post(
-                        id: id, to: identities[(sender + 1) % settings.users].name,
-                        sealed: blobs[sender])
-                    posted += 1
-                }
-                if clock.now >= nextAck {
-                    acknowledgeAll(clients, tally)
-                    nextAck = clock.now + .milliseconds(100)
-                }
-                try await Task.sleep(for: .milliseconds(Int64(tick * 1000)))
-            }
-            // Let the tail arrive.
-            let deadline = clock.now + .seconds(10)
-            while tally.stored.load(ordering: .relaxed) < total && clock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            let elapsed = seconds(clock.now - start)
-            try await Task.sleep(for: .milliseconds(300))
-            acknowledgeAll(clients, tally)
-            let cpu = (relay.cpuSeconds() - cpuBefore) / elapsed
-            let stored = tally.stored.load(ordering: .relaxed)
-            let latencies = tally.latencies.withLock { $0 }.sorted()
-            func percentile(_ p: Double) -> String {
-                guard !latencies.isEmpty else { return "–" }
-                return formatted(
-                    latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000, decimals: 1)
-            }
-            for client in clients { client.discardEvents() }
-            let errors = tally.errors.withLock { $0 }
-            let p99 =
-                latencies.isEmpty
-                ? Double.infinity
-                : latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))] * 1000
-            let goal = rate != 5_000 ? "" : stored == total && p99 <= 20 && errors.isEmpty ? "met" : "NOT met"
-            table.add([
-                "\(rate) /s (\(total))", "\(formatted(Double(stored) / elapsed, decimals: 0)) (\(stored) of \(total))",
-                "\(percentile(0.5)) / \(percentile(0.99)) ms (\(latencies.count) delivered)",
-                "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])", goal,
-            ])
+            let result = try await offer(
+                rate: rate, seconds: settings.seconds, serial: &serial, clients: clients,
+                recipients: identities.indices.map { identities[($0 + 1) % settings.users].name }, blobs: blobs,
+                tally: tally)
+            let cpu = (relay.cpuSeconds() - cpuBefore) / result.elapsed
+            let met = result.stored == result.total && result.p99 <= 20 && result.errors.isEmpty
+            table.add(result.row(rate: rate, cpu: cpu) + [rate != 5_000 ? "" : met ? "met" : "NOT met"])
         }
         table.notes = [
             "Delivery: from the sender posting the message to the recipient's client receiving it, live, through the "
@@ -243,7 +166,128 @@ public enum MessagingBench {
         return [table, backlog]
     }
 
-    private static func acknowledgeAll(_ clients: [MessagingClient], _ tally: Tally) {
+    /// What one offered rate got: messages stored, delivery latencies (seconds, sorted), errors.
+    struct RateResult {
+        var total: Int
+        var stored: Int
+        var elapsed: Double
+        var latencies: [Double]
+        var errors: [String]
+
+        /// The `p` quantile of delivery in milliseconds, as text.
+        func percentile(_ p: Double) -> String {
+            guard !latencies.isEmpty else { return "–" }
+            return formatted(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000, decimals: 1)
+        }
+
+        /// Offered, stored a second, delivery p50 / p99, CPU and errors, as table cells.
+        func row(rate: Int, cpu: Double) -> [String] {
+            [
+                "\(rate) /s (\(total))", "\(formatted(Double(stored) / elapsed, decimals: 0)) (\(stored) of \(total))",
+                "\(percentile(0.5)) / \(percentile(0.99)) ms (\(latencies.count) delivered)",
+                "\(formatted(cpu * 100, decimals: 0)) %", errors.isEmpty ? "0" : "\(errors.count): \(errors[0])",
+            ]
+        }
+
+        /// The 99th percentile in milliseconds (infinity when nothing arrived).
+        var p99: Double {
+            latencies.isEmpty
+                ? .infinity : latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))] * 1000
+        }
+    }
+
+    /// Offers `rate` messages a second for `seconds`, client `i` sending `blobs[i]` to `recipients[i]`, acknowledging
+    /// what arrives every 100 ms; waits (up to 10 s) for the tail to be stored.
+    static func offer(
+        rate: Int, seconds duration: Double, serial: inout Int, clients: [MessagingClient], recipients: [String],
+        blobs: [[UInt8]], tally: Tally
+    ) async throws -> RateResult {
+        let clock = ContinuousClock()
+        tally.latencies.withLock { $0.removeAll() }
+        tally.stored.store(0, ordering: .relaxed)
+        tally.errors.withLock { $0.removeAll() }
+        let start = clock.now
+        let total = Int(Double(rate) * duration)
+        let tick = 0.01
+        let perTick = Double(rate) * tick
+        var posted = 0
+        var nextAck = start + .milliseconds(100)
+        while posted < total {
+            let due = min(total, Int(perTick * (seconds(clock.now - start) / tick + 1)))
+            while posted < due {
+                let sender = posted % clients.count
+                let id = "m\(serial)"
+                serial += 1
+                tally.sentAt.withLock { $0[id] = clock.now }
+                clients[sender].post(id: id, to: recipients[sender], sealed: blobs[sender])
+                posted += 1
+            }
+            if clock.now >= nextAck {
+                acknowledgeAll(clients, tally)
+                nextAck = clock.now + .milliseconds(100)
+            }
+            try await Task.sleep(for: .milliseconds(Int64(tick * 1000)))
+        }
+        // Let the tail arrive.
+        let deadline = clock.now + .seconds(10)
+        while tally.stored.load(ordering: .relaxed) < total && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let elapsed = seconds(clock.now - start)
+        try await Task.sleep(for: .milliseconds(300))
+        acknowledgeAll(clients, tally)
+        for client in clients { client.discardEvents() }
+        return RateResult(
+            total: total, stored: tally.stored.load(ordering: .relaxed), elapsed: elapsed,
+            latencies: tally.latencies.withLock { $0 }.sorted(), errors: tally.errors.withLock { $0 })
+    }
+
+    /// Logs in `users` accounts (`user0`…), user `i` on `servers[i % servers.count]`, each counting what it gets
+    /// in `tally`.
+    static func logIn(users: Int, servers: [ServerAddress], group: MultiThreadedEventLoopGroup, tally: Tally)
+        async throws -> (identities: [AccountIdentity], clients: [MessagingClient])
+    {
+        let clock = ContinuousClock()
+        var identities: [AccountIdentity] = []
+        var clients: [MessagingClient] = []
+        for index in 0..<users {
+            let identity = AccountIdentity.create(name: "user\(index)")
+            identities.append(identity)
+            let client = try await MessagingClient.connect(
+                to: servers[index % servers.count], security: .insecure, identity: identity, loop: group.next()
+            ) { event in
+                switch event {
+                case .message(let delivery):
+                    let now = clock.now
+                    if let sent = tally.sentAt.withLock({ $0.removeValue(forKey: delivery.id) }) {
+                        tally.latencies.withLock { $0.append(seconds(now - sent)) }
+                    }
+                    tally.unacknowledged.withLock { $0[index].append(delivery.sequence) }
+                case .stored:
+                    tally.stored.add(1, ordering: .relaxed)
+                case .error(let error):
+                    tally.errors.withLock { if $0.count < 10 { $0.append("\(error)") } }
+                default:
+                    break
+                }
+            }
+            clients.append(client)
+        }
+        return (identities, clients)
+    }
+
+    /// One sealed blob per sender, to the recipient of each (the relay stores and forwards without opening, so one
+    /// blob per pair stands for every live message).
+    static func blobs(_ identities: [AccountIdentity], recipients: [Int]) -> [[UInt8]] {
+        identities.indices.map { index in
+            let next = identities[recipients[index]]
+            return DirectMessageSeal.seal(
+                String(repeating: "a typical short message ", count: 3), from: identities[index], to: next.name,
+                keys: next.keys, id: "blob")
+        }
+    }
+
+    static func acknowledgeAll(_ clients: [MessagingClient], _ tally: Tally) {
         for (index, client) in clients.enumerated() {
             let pending = tally.unacknowledged.withLock { lists in
                 defer { lists[index].removeAll(keepingCapacity: true) }

@@ -2,7 +2,8 @@
 /// tables it printed. Suites share sections where they run the same benchmark (`render` and `picture` both measure
 /// `picture`; `call` and `picture` both measure `simulcast`), so a section is written by whichever ran it last.
 public enum BenchSection: String, CaseIterable, Sendable {
-    case codecs, wire, relay, load, messaging, latency, picture, render, echo, encryption, simulcast, call, broadcast
+    case codecs, wire, relay, load, messaging, cluster, latency, picture, render, echo, encryption, simulcast, call,
+        broadcast
 }
 
 /// The results page as text with one marked block per section, and the one edit a run makes to it: replace what is

@@ -279,6 +279,18 @@ public final class PostgresCluster: ClusterBus, Sendable {
         while !Task.isCancelled {
             do {
                 let payloads = try Self.payloads(for: batch, node: nodeID)
+                let writesPresence = batch.contains { if case .presence = $0 { true } else { false } }
+                if !writesPresence, payloads.count == 1 {
+                    // One notification and no rows: one statement, its own transaction, one round trip.
+                    _ = try await deadline(Self.operationTimeout) { [client] in
+                        try await client.query("SELECT pg_notify(\(Self.channel), \(payloads[0]))", logger: logger)
+                    }
+                    figures.withLock {
+                        $0.published += batch.count
+                        $0.notifications += 1
+                    }
+                    return
+                }
                 try await deadline(Self.operationTimeout) { [client] in
                     try await client.withTransaction(logger: logger) { connection in
                         for event in batch {

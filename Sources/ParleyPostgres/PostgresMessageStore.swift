@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import ParleySecurity
 import ParleyStore
 import PostgresNIO
@@ -21,6 +22,8 @@ public final class PostgresMessageStore: MessageStore {
     private let timeout: Duration = .seconds(5)
     /// After the database was found unreachable, calls fail at once until then rather than each waiting for the
     /// timeout: a relay's messaging queue stays responsive while the database is down.
+    /// The database's size when last asked, and roughly what was written since.
+    private let sizeCheck = Mutex<(at: ContinuousClock.Instant, size: Int64, written: Int)?>(nil)
     private let unreachable = Mutex<(until: ContinuousClock.Instant, reason: String)?>(nil)
     /// How long an unreachable database is not asked again.
     static let unreachableRetry: Duration = .seconds(1)
@@ -121,16 +124,37 @@ public final class PostgresMessageStore: MessageStore {
     }
 
     /// Takes the lock that numbers `table`'s rows (until commit) and refuses when the database is past its size.
-    func prepareInsert(_ connection: PostgresConnection, lock: Int64) async throws {
+    /// Asking PostgreSQL the database's size costs a look at every file of it, so it is asked again only after a
+    /// second, or after a 64th of the limit was written (`bytes` is what this insert adds, roughly); in between the
+    /// last answer plus what was written since stands for it.
+    func prepareInsert(_ connection: PostgresConnection, lock: Int64, bytes: Int = 1024) async throws {
+        guard let maximumBytes else {
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
+            return
+        }
+        let now = ContinuousClock.now
+        let known = sizeCheck.withLock { check -> Int64? in
+            guard let last = check, now - last.at < .seconds(1), last.written < maximumBytes / 64 else { return nil }
+            check?.written += bytes
+            return last.size + Int64(last.written)
+        }
+        if let known {
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
+            if known > Int64(maximumBytes) { throw full(known, maximumBytes) }
+            return
+        }
         let rows = try await connection.query(
             "SELECT pg_database_size(current_database()) FROM pg_advisory_xact_lock(\(lock))", logger: logger)
         for try await size in rows.decode(Int64.self) {
-            if let maximumBytes, size > Int64(maximumBytes) {
-                throw StoreError.database(
-                    "the message store is full (the database holds \(size >> 20) MiB, past its size limit of "
-                        + "\(maximumBytes >> 20) MiB, parley serve --max-store-mb)")
-            }
+            sizeCheck.withLock { $0 = (now, size, bytes) }
+            if size > Int64(maximumBytes) { throw full(size, maximumBytes) }
         }
+    }
+
+    private func full(_ size: Int64, _ maximumBytes: Int) -> StoreError {
+        StoreError.database(
+            "the message store is full (the database holds \(size >> 20) MiB, past its size limit of "
+                + "\(maximumBytes >> 20) MiB, parley serve --max-store-mb)")
     }
 
     // MARK: Accounts
@@ -205,23 +229,32 @@ public final class PostgresMessageStore: MessageStore {
             ? "store message \(messages[0].id) of \(messages[0].sender)" : "store \(messages.count) messages"
         let logger = logger
         return try transaction(what) { [self] connection in
-            try await prepareInsert(connection, lock: Self.directMessageLock)
+            try await prepareInsert(
+                connection, lock: Self.directMessageLock,
+                bytes: messages.reduce(0) { $0 + $1.sealed.count + ($1.senderCopy?.count ?? 0) + 128 })
+            // One statement for the batch, rows numbered in the batch's order; a row that conflicts (a retry, or a
+            // reused id) returns nothing and is looked at on its own below. The lock makes a conflict's row a
+            // committed one.
+            var inserted: [String: Int64] = [:]
+            let rows = try await connection.query(
+                """
+                INSERT INTO direct_message (id, sender, recipient, sealed, sender_copy, received_at)
+                SELECT id, sender, recipient, sealed, NULLIF(copy, ''::bytea), received_at
+                FROM unnest(\(messages.map(\.id)), \(messages.map(\.sender)), \(messages.map(\.recipient)),
+                    \(messages.map { ByteBuffer(bytes: $0.sealed) }),
+                    \(messages.map { ByteBuffer(bytes: $0.senderCopy ?? []) }), \(messages.map(\.receivedAt)))
+                    WITH ORDINALITY AS batch(id, sender, recipient, sealed, copy, received_at, position)
+                ORDER BY position
+                ON CONFLICT (sender, id) DO NOTHING RETURNING sequence, sender, id
+                """, logger: logger)
+            for try await (sequence, sender, id) in rows.decode((Int64, String, String).self) {
+                inserted[sender + "\u{0}" + id] = sequence
+            }
             var results: [Result<(stored: StoredDirectMessage, isNew: Bool), StoreError>] = []
+            var seen = Set<String>()
             for message in messages {
-                // The common case first: a new id inserts; only a conflict (a retry, or a reused id) reads what is
-                // there. The lock makes the conflict's row a committed one.
-                var sequence: Int64?
-                for try await value in try await connection.query(
-                    """
-                    INSERT INTO direct_message (id, sender, recipient, sealed, sender_copy, received_at)
-                    VALUES (\(message.id), \(message.sender), \(message.recipient), \(Data(message.sealed)),
-                            \(message.senderCopy.map { Data($0) }), \(message.receivedAt))
-                    ON CONFLICT (sender, id) DO NOTHING RETURNING sequence
-                    """, logger: logger
-                ).decode(Int64.self) {
-                    sequence = value
-                }
-                if let sequence {
+                let key = message.sender + "\u{0}" + message.id
+                if let sequence = inserted[key], seen.insert(key).inserted {
                     results.append(.success((StoredDirectMessage(sequence: sequence, message: message), true)))
                     continue
                 }

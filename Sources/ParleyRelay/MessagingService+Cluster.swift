@@ -85,10 +85,13 @@ extension MessagingService {
         switch event {
         case .messages(let references):
             let wanted = references.filter { caughtUpConnections(of: $0.recipient).isEmpty == false }
-            guard !wanted.isEmpty else { return }
+            // Small messages came in the event; the rest are read back by sequence.
+            for reference in wanted { reference.carried.map(deliverLive) }
+            let referenced = wanted.filter { $0.carried == nil }
+            guard !referenced.isEmpty else { return }
             let messages: [StoredDirectMessage]
             do {
-                messages = try store.directMessages(sequences: wanted.map(\.sequence))
+                messages = try store.directMessages(sequences: referenced.map(\.sequence))
             } catch {
                 // The database is not answering: the messages wait in their table, and a catch-up sends them.
                 scheduleCatchUp()

@@ -83,9 +83,7 @@ extension MessagingService {
                 peer?.send(.stored(MessageStored(id: entry.send.id, sequence: stored.stored.sequence)))
                 if stored.isNew {
                     deliverLive(stored.stored)
-                    references.append(
-                        MessageReference(
-                            sender: entry.sender, recipient: entry.send.to, sequence: stored.stored.sequence))
+                    if cluster != nil { references.append(MessageReference(stored.stored)) }
                 }
             case .failure(let error):
                 peer?.send(.error(SignalingError(.badField, "\(error)")))

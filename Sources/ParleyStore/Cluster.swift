@@ -1,3 +1,5 @@
+import Foundation
+
 // What the relays of a cluster tell each other. Every node holds its own connections; what one node must know of
 // another's (an account online there, a message stored for an account connected there) travels as a `ClusterEvent`
 // on the cluster's bus. Nothing durable travels only on the bus: messages, receipts and channel lines are rows first,
@@ -16,16 +18,48 @@ public struct NodePresence: Sendable, Equatable, Codable {
     }
 }
 
-/// A direct message stored on one node, named by its row.
+/// A direct message stored on one node, named by its row; a small one carries itself too (its id, the sealed bytes
+/// in base64 and when it was received), so the recipient's node forwards it without reading it back.
 public struct MessageReference: Sendable, Equatable, Codable {
     public var sender: String
     public var recipient: String
     public var sequence: Int64
+    public var id: String?
+    public var sealed: String?
+    public var receivedAt: Int64?
 
-    public init(sender: String, recipient: String, sequence: Int64) {
+    public init(
+        sender: String, recipient: String, sequence: Int64, id: String? = nil, sealed: String? = nil,
+        receivedAt: Int64? = nil
+    ) {
         self.sender = sender
         self.recipient = recipient
         self.sequence = sequence
+        self.id = id
+        self.sealed = sealed
+        self.receivedAt = receivedAt
+    }
+
+    /// Sealed messages up to this many bytes (base64) travel in the event; larger ones by reference only.
+    public static let inlineLimit = 1_500
+
+    /// The reference for `stored`, carrying the message when it is small.
+    public init(_ stored: StoredDirectMessage) {
+        let sealed = Data(stored.message.sealed).base64EncodedString()
+        let inline = sealed.utf8.count <= Self.inlineLimit
+        self.init(
+            sender: stored.message.sender, recipient: stored.message.recipient, sequence: stored.sequence,
+            id: inline ? stored.message.id : nil, sealed: inline ? sealed : nil,
+            receivedAt: inline ? stored.message.receivedAt : nil)
+    }
+
+    /// The message it carries, nil when it is a reference only (or what it carries does not decode).
+    public var carried: StoredDirectMessage? {
+        guard let id, let sealed, let receivedAt, let bytes = Data(base64Encoded: sealed) else { return nil }
+        return StoredDirectMessage(
+            sequence: sequence,
+            message: NewDirectMessage(
+                id: id, sender: sender, recipient: recipient, sealed: Array(bytes), receivedAt: receivedAt))
     }
 }
 

@@ -11,7 +11,7 @@ struct ParleyBenchCommand: AsyncParsableCommand {
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
-        case codecs, wire, relay, load, messaging, latency, render, picture, simulcast, call, broadcast, echo,
+        case codecs, wire, relay, load, messaging, cluster, latency, render, picture, simulcast, call, broadcast, echo,
             encryption,
             all
 
@@ -23,6 +23,7 @@ struct ParleyBenchCommand: AsyncParsableCommand {
             case .relay: [.relay]
             case .load: [.load]
             case .messaging: [.messaging]
+            case .cluster: [.cluster]
             case .latency: [.latency]
             case .render: [.picture, .render]
             case .picture: [.picture, .simulcast]
@@ -60,7 +61,7 @@ struct ParleyBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         let path = parleyPath()
-        let startsParley: Set<BenchSection> = [.relay, .load, .messaging, .encryption, .call, .broadcast]
+        let startsParley: Set<BenchSection> = [.relay, .load, .messaging, .cluster, .encryption, .call, .broadcast]
         if !startsParley.isDisjoint(with: suite.sections), !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("no parley binary at \(path): build it (`make build`) or give its path with --parley")
         }
@@ -108,6 +109,8 @@ struct ParleyBenchCommand: AsyncParsableCommand {
             return try LoadBench.run(executable: executablePath(), log: log)
         case .messaging:
             return try await MessagingBench.run(executable: executablePath(), log: log)
+        case .cluster:
+            return try await ClusterBench.run(executable: executablePath(), log: log)
         case .latency:
             return [try await LatencyBench.run(log: log)]
         case .picture:

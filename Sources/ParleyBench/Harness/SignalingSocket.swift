@@ -16,6 +16,8 @@ final class SignalingSocket {
 
     private let connection: SignalingConnection
     private let mailbox: SignalingMailbox
+    /// The relay's signaling port on 127.0.0.1.
+    let port: Int
     private var lastKeepAlive = ContinuousClock.now
 
     /// Connects to the relay's signaling port on 127.0.0.1 and upgrades to its WebSocket.
@@ -42,6 +44,7 @@ final class SignalingSocket {
             throw RelayBenchError.joinFailed("connecting to 127.0.0.1:\(port): \(error)")
         }
         self.mailbox = mailbox
+        self.port = port
     }
 
     deinit {
@@ -64,6 +67,33 @@ final class SignalingSocket {
             }
             switch event {
             case .message(.joined(let joined)): return joined
+            case .message(.error(let error)): throw RelayBenchError.joinFailed("relay answered \(error)")
+            case .message: continue
+            case .invalid(let error): throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
+            case .closed: throw RelayBenchError.joinFailed("the relay closed the connection")
+            }
+        }
+    }
+
+    /// Joins `room`, following a redirect to another node of a cluster (on 127.0.0.1) once; returns the socket
+    /// that joined (this one or the new one) and its port.
+    func joinFollowingRedirect(room: String, name: String) throws -> (socket: SignalingSocket, port: Int) {
+        connection.send(.join(JoinRequest(room: room, name: name)))
+        let deadline = ContinuousClock.now + Self.timeout
+        while true {
+            guard let event = mailbox.next(before: deadline) else {
+                throw RelayBenchError.timedOut(
+                    "the relay's answer to joining room \(room) as \(name)", after: Self.timeout)
+            }
+            switch event {
+            case .message(.joined): return (self, port)
+            case .message(.redirect(let redirect)):
+                guard let port = redirect.server.split(separator: ":").last.flatMap({ Int($0) }) else {
+                    throw RelayBenchError.joinFailed("redirected to \(redirect.server), not HOST:PORT")
+                }
+                let next = try SignalingSocket(port: port)
+                _ = try next.join(room: room, name: name)
+                return (next, port)
             case .message(.error(let error)): throw RelayBenchError.joinFailed("relay answered \(error)")
             case .message: continue
             case .invalid(let error): throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
