@@ -33,6 +33,8 @@ public final class PostgresCluster: ClusterBus, Sendable {
     static let payloadLimit = 7_900
     /// Events waiting to be published; past it new events are dropped and counted.
     public static let outboxLimit = 10_000
+    /// A batch older than this when it arrives delivers its messages only after checking the table.
+    static let freshness = 1.0
     /// How long a heartbeat or a publication may wait for the database before it counts as failed.
     static let operationTimeout: Duration = .seconds(2)
     /// A node whose own last heartbeat is older than this does not reap others (it was cut off itself).
@@ -274,9 +276,15 @@ public final class PostgresCluster: ClusterBus, Sendable {
         }
     }
 
-    /// Publishes `batch`, retrying until the database takes it.
+    /// Publishes `batch`, retrying until the database takes it. A batch that waited for a retry goes out with its
+    /// messages as references only: by then the recipients' nodes may have caught up from the tables and been
+    /// acknowledged, and only the table (delivered or not) can say so.
     private func publish(_ batch: [ClusterEvent], nodeID: String, logger: Logger) async {
+        var batch = batch
+        var failed = false
         while !Task.isCancelled {
+            if failed { batch = batch.map(Self.referencesOnly) }
+            let batch = batch
             do {
                 let payloads = try Self.payloads(for: batch, node: nodeID)
                 let writesPresence = batch.contains { if case .presence = $0 { true } else { false } }
@@ -321,6 +329,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
                 }
                 return
             } catch {
+                failed = true
                 figures.withLock { $0.failedPublishes += 1 }
                 try? await Task.sleep(for: .milliseconds(250))
             }
@@ -353,7 +362,11 @@ public final class PostgresCluster: ClusterBus, Sendable {
                         $0.received += batch.events.count
                         $0.busLagSeconds = lag
                     }
-                    deliver(batch.events, batch.node)
+                    // A batch that took long (a publication that hung while the database was away and went out when
+                    // it came back) may carry messages the recipient got since from the tables and acknowledged:
+                    // only the table can say, so its messages are read back as references.
+                    deliver(
+                        lag > Self.freshness ? batch.events.map(Self.referencesOnly) : batch.events, batch.node)
                 }
             }
         } catch {
@@ -365,6 +378,13 @@ public final class PostgresCluster: ClusterBus, Sendable {
                     ])
             }
         }
+    }
+
+    /// `event` with any message it carries reduced to its reference.
+    static func referencesOnly(_ event: ClusterEvent) -> ClusterEvent {
+        guard case .messages(let references) = event else { return event }
+        return .messages(
+            references.map { MessageReference(sender: $0.sender, recipient: $0.recipient, sequence: $0.sequence) })
     }
 
     /// Every live node's presence but this one's.

@@ -139,7 +139,8 @@ extension MessagingService {
     func deliverLive(_ stored: StoredDirectMessage) {
         for id in caughtUpConnections(of: stored.message.recipient) {
             guard var connection = connections[id], !connection.sentLive.contains(stored.sequence),
-                !connection.unacknowledged.contains(stored.sequence)
+                !connection.unacknowledged.contains(stored.sequence),
+                !connection.acknowledgedLive.contains(stored.sequence)
             else { continue }
             if connection.sentLive.count >= Self.sentLiveLimit { connection.sentLive.removeAll(keepingCapacity: true) }
             connection.sentLive.insert(stored.sequence)

@@ -34,7 +34,14 @@ extension MessagingService {
         }
         for (entry, marks) in zip(batch, results) {
             connections[entry.connection]?.unacknowledged.subtract(entry.sequences)
-            connections[entry.connection]?.sentLive.subtract(entry.sequences)
+            if var connection = connections[entry.connection] {
+                connection.sentLive.subtract(entry.sequences)
+                if connection.acknowledgedLive.count >= Self.sentLiveLimit {
+                    connection.acknowledgedLive.removeAll(keepingCapacity: true)
+                }
+                connection.acknowledgedLive.formUnion(entry.sequences)
+                connections[entry.connection] = connection
+            }
             deliverBacklog(to: entry.connection)
             sendReceipts(marks, by: entry.account, read: false)
         }

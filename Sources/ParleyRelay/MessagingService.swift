@@ -54,6 +54,9 @@ public final class MessagingService: @unchecked Sendable {
         /// Sequences sent live and not yet acknowledged (at most `sentLiveLimit`): a catch-up after the cluster's
         /// bus was down skips them.
         var sentLive: Set<Int64> = []
+        /// Sequences this connection acknowledged lately (at most `sentLiveLimit`): an event about one of them that
+        /// arrives late from another node is not sent again.
+        var acknowledgedLive: Set<Int64> = []
     }
 
     let queue = DispatchQueue(label: "parley.messaging")

@@ -248,8 +248,9 @@ struct ClusterProcessTests {
                 }
             }
             try await Task.sleep(for: .seconds(3))
+            // Longer than the store's 5 s timeout: sends wait, then are refused as unavailable.
             try await server.pause()
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: .seconds(8))
             try await server.resume()
             try await Task.sleep(for: .seconds(6))
             tally.stop.withLock { $0 = true }
@@ -258,7 +259,7 @@ struct ClusterProcessTests {
         let sent = tally.acknowledged.withLock { $0 }
         // While the database was down, sends were refused as unavailable (the client keeps and retries them).
         let refusals = tally.refusals.withLock { $0 }
-        #expect(refusals["store-unavailable", default: 0] > 0, "\(refusals)")
+        #expect(refusals["store-unavailable", default: 0] > 0, "refusals while the database was down: \(refusals)")
         // Every acknowledged message arrives, live or caught up from the tables, exactly once.
         let allArrived = await eventually(seconds: 20) {
             let ids = Set(
