@@ -76,6 +76,7 @@ extension EngineCore {
             for member in members { addPeer(member) }
         case .bindMedia(let room, let restartMedia):
             bindMedia(room, restartMedia: restartMedia)
+            recordingJoined(room)
         case .unbindMedia:
             mediaBound = false
         case .startKeepAlive(let interval):
@@ -98,6 +99,7 @@ extension EngineCore {
         case .closeMediaSocket:
             udp?.close(promise: nil)
         case .finish:
+            stopRecording()
             finish()
         }
     }
@@ -241,7 +243,10 @@ extension EngineCore {
             if chat.sealed == nil { emit(.channelMessage(sender: chat.name, text: chat.text)) }
         case .chat(let chat):
             guard chat.from != joined?.you.id else { return }  // our own line, echoed
-            if let text = chatText(chat) { emit(.chatMessage(from: ParticipantID(chat.from), text: text)) }
+            if let text = chatText(chat) {
+                emit(.chatMessage(from: ParticipantID(chat.from), text: text))
+                record { try $0.chat(sender: chat.name, text: text, at: now) }
+            }
         case .stats:
             break  // Receivers measure what arrives themselves; senders' reports are informative only.
         case .role(let change):
@@ -255,6 +260,10 @@ extension EngineCore {
         case .videoLayers(let demand):
             pendingLayerDemand = demand.active
             videoSender?.setActiveLayers(demand.active)
+        case .recording(let notice):
+            recordingNotice(notice)
+        case .recordingPolicy(let policy):
+            recordingPolicyChanged(policy)
         case .dominantSpeaker(let notice):
             dominantSpeaker = notice.id == 0 ? nil : notice.id
             emit(.dominantSpeaker(dominantSpeaker.map(ParticipantID.init)))

@@ -32,6 +32,10 @@ public enum ServerMessage: Sendable, Equatable {
     case videoLayers(VideoLayerDemand)
     /// The room's dominant speaker changed.
     case dominantSpeaker(DominantSpeakerNotice)
+    /// A member started or stopped recording the call.
+    case recording(RecordingNotice)
+    /// The room's rule on recording changed.
+    case recordingPolicy(RecordingPolicy)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (video-layers) are checked after decoding.
@@ -53,6 +57,8 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("chat-history", Self.chatHistory),
             .payload("video-layers", Self.videoLayers),
             .payload("dominant-speaker", Self.dominantSpeaker),
+            .payload("recording", Self.recording),
+            .payload("recording-policy", Self.recordingPolicy),
         ],
         unknownType: { type, _ in "unknown message type \"\(type)\"" })
 

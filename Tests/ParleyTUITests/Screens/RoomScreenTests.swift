@@ -107,11 +107,16 @@ struct RoomScreenTests {
         BarCase(
             name: "wide: every state, two-cell gaps", width: 160, keys: [],
             text: " m Mic on  v Video on  c Switch  s Speaker on  f Filter off  b Live on"
-                + "  t Chat  i Stats  ? Help  q Leave"
+                + "  t Chat  i Stats  R Rec off  ? Help  q Leave"
         ),
         BarCase(
-            name: "100: one-cell gaps", width: 100, keys: [],
-            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats ? Help q Leave"),
+            name: "110: one-cell gaps", width: 110, keys: [],
+            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats R Rec off ? Help"
+                + " q Leave"),
+        BarCase(
+            name: "100: key and label only, Rec kept", width: 100, keys: [],
+            text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats R Rec ? Help q Leave"),
+
         BarCase(
             name: "80, filter on: only unusual states, Switch dropped", width: 80, keys: [.char("f")],
             text: " m Mic v Video s Speaker f Filter on b Live t Chat i Stats ? Help q Leave"),
