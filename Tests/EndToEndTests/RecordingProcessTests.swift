@@ -211,6 +211,37 @@ struct RecordingProcessTests {
         #expect(chat.contains("(#1)"), "ana's first line (4 s in) is a cue:\n\(chat)")
     }
 
+    @Test("--record-tracks: one Opus track per broadcasting member, named after them, each decoding")
+    func recordsEachMembersAudioApart() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-tracks")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        let ana = try Self.bot(parley, room: "apart", port: relay.port, name: "ana", ["--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        let bo = try Self.bot(parley, room: "apart", port: relay.port, name: "bo", ["--no-decode"])
+        defer { bo.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 3 })
+        let file = folder + "/apart.webm"
+        let recorder = try Self.bot(
+            parley, room: "apart", port: relay.port, name: "cy",
+            ["--record", file, "--record-tracks", "--duration", "5", "--log-level", "notice"])
+        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        let probe = try Self.probe(file)
+        let audio = probe.streams("audio")
+        #expect(audio.map(\.codec_name) == ["opus", "opus"])
+        #expect(Set(audio.compactMap(\.title)) == ["ana", "bo"], "\(audio)")
+        for track in audio {
+            let decode = try ChildProcess.run(
+                try Self.tool("ffmpeg"), ["-v", "error", "-i", file, "-map", "0:\(track.index)", "-f", "null", "-"],
+                timeout: .seconds(30))
+            #expect(decode.status == 0 && decode.output.isEmpty, "\(track.title ?? ""): \(decode.output)")
+            let times = try Self.packetTimes(file, stream: track.index)
+            #expect(times.count >= 200, "\(track.title ?? ""): \(times.count) blocks of 20 ms in 5 s")
+        }
+    }
+
     @Test("kill -9 of the recorder at 10 s: the file still plays its first ~10 s, every frame decoding")
     func killedRecorderLeavesAPlayableFile() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
