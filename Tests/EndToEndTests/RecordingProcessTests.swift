@@ -323,15 +323,17 @@ struct RecordingProcessTests {
         #expect(ana.waitForOutput(containing: "active: false"), "the room was told the recording stopped")
     }
 
-    @Test("the header shows ● REC with who records, for the other members (parley join in tmux)")
+    @Test("the header shows ● REC with who records for the others; R records and stops; the host's /norecord stops all")
     func headerShowsRecForTheOthers() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-tmux")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let relay = try Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
+        // alice joins first, so she hosts; `R` writes into the folder the pane starts in.
         let pane = try TmuxPane(
-            command: "sh -c '\(parley) join rec --server 127.0.0.1:\(relay.port) --insecure --name alice "
+            command:
+                "sh -c 'cd \(folder) && \(parley) join rec --server 127.0.0.1:\(relay.port) --insecure --name alice "
                 + "--profile 320x180 --log \(folder)/alice.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         let alone = try pane.waitFor { $0.contains { $0.contains("1 person · connected") } }
@@ -344,10 +346,64 @@ struct RecordingProcessTests {
         print("header while cy records: \(lines.first ?? "")")
         #expect(lines.first?.contains("● REC cy · 2 people") == true, "header:\n\(lines.joined(separator: "\n"))")
         #expect(lines.contains { $0.contains("cy started recording the call") }, "\(lines.joined(separator: "\n"))")
-        recorder.signal(SIGTERM)
-        #expect(recorder.waitForExit(seconds: 10) == 0)
-        let after = try pane.waitFor { !($0.first?.contains("● REC") ?? true) }
-        #expect(after.first?.contains("● REC") == false, "\(after.joined(separator: "\n"))")
+
+        // R: alice records too, and the control bar's Rec is on.
+        try pane.send(["R"])
+        let both = try pane.waitFor { $0.first?.contains("● REC cy, you") == true }
+        #expect(both.first?.contains("● REC cy, you") == true, "\(both.joined(separator: "\n"))")
+        #expect(recorder.waitForOutput(containing: "name: \"alice\", active: true"), "cy was told:\n\(recorder.output)")
+        try pane.send(["R"])
+        let saved = try pane.waitFor { $0.contains { $0.contains("Recording saved: parley-rec-") } }
+        #expect(saved.contains { $0.contains("Recording saved: parley-rec-") }, "\(saved.joined(separator: "\n"))")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("parley-rec-") }
+        #expect(files.count == 1, "\(files)")
+        if let name = files.first {
+            #expect(try Self.probe(folder + "/" + name).streams("video").map(\.title) == ["cy"])
+        }
+
+        // The host forbids recording: cy's recording stops (and is saved), and R is refused with the reason.
+        try pane.send(["t"])
+        try pane.sendLiteral("/norecord")
+        try pane.send(["Enter"])
+        #expect(
+            recorder.waitForOutput(containing: "alice, the host, forbade recording: your recording stopped"),
+            "cy:\n\(recorder.output)")
+        let stopped = try pane.waitFor { !($0.first?.contains("● REC") ?? true) }
+        #expect(stopped.first?.contains("● REC") == false, "\(stopped.joined(separator: "\n"))")
+        #expect(stopped.contains { $0.contains("You forbade recording in this room") || $0.contains("alice forbade") })
+        try pane.send(["R"])
+        let refused = try pane.waitFor { $0.contains { $0.contains("Recording is not allowed in this room") } }
+        #expect(
+            refused.contains { $0.contains("Recording is not allowed in this room: alice forbade") },
+            "\(refused.joined(separator: "\n"))")
+        #expect(
+            try Self.probe(folder + "/seen.webm").streams("video").isEmpty, "cy's file was saved, alice's camera off")
         try pane.send(["q", "y"])
+    }
+
+    @Test("in an end-to-end encrypted room the notice says it is the member's decrypted view, and the file decodes")
+    func encryptedRoomRecordsTheDecryptedView() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-e2e")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        try "correct horse battery staple\n".write(toFile: folder + "/secret", atomically: true, encoding: .utf8)
+        let secret = ["--secret-file", folder + "/secret"]
+        let ana = try Self.bot(
+            parley, room: "e2e", port: relay.port, name: "ana", ["--no-decode", "--chat-every", "1"] + secret)
+        defer { ana.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(containing: "member joined"))
+        let file = folder + "/e2e.webm"
+        let recorder = try Self.bot(
+            parley, room: "e2e", port: relay.port, name: "cy",
+            ["--record", file, "--duration", "4", "--log-level", "notice"] + secret)
+        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        #expect(ana.waitForOutput(containing: "name: \"cy\", active: true, encrypted: true"), "ana:\n\(ana.output)")
+        let probe = try Self.probe(file)
+        let video = try #require(probe.streams("video").first)
+        let decoded = try Self.decodeVideo(file, stream: video.index)
+        #expect(decoded.errors.isEmpty && decoded.frames == decoded.packets && decoded.frames >= 40, "\(decoded)")
+        #expect(try Self.subtitles(file).contains("ana: "), "the chat was decrypted before it was recorded")
     }
 }
