@@ -121,6 +121,9 @@ parley_webm *parley_webm_open(const char *path, int *error_out) {
     webm->segment.GetSegmentInfo()->set_muxing_app("parley (libwebm mkvmuxer)");
     // Clusters close at least every second (checkpoints force it sooner), so a kill loses at most that much.
     webm->segment.set_max_cluster_duration(1000000000ULL);
+    // The first frame opens a cluster whatever its track: otherwise the muxer holds audio back for a video
+    // keyframe, and a recording stopped before one came could not be finished.
+    webm->segment.ForceNewClusterOnNextFrame();
     webm->initialized = true;
     return webm;
 }
@@ -193,6 +196,9 @@ void parley_webm_fail_after(parley_webm *webm, uint64_t bytes) { webm->writer.fa
 
 void parley_webm_close(parley_webm *webm) {
     if (webm == nullptr) return;
+    // What is buffered still goes to the file (a recording stopped by an error keeps all it can); a failing write
+    // changes nothing more.
+    webm->writer.Flush();
     const int fd = webm->fd;
     delete webm;
     close(fd);

@@ -178,8 +178,8 @@ public struct CallConfiguration: Sendable {
 
 /// How this member records the call.
 public struct RecordingSettings: Sendable, Equatable {
-    /// The file (`--record FILE.webm`); later recordings of the call go to FILE-2.webm, FILE-3.webm…. Nil: `R`
-    /// writes parley-ROOM-DATE.webm in the current folder.
+    /// The file (`--record FILE.webm`); when it exists, FILE-2.webm, FILE-3.webm…. Nil: `R` writes
+    /// parley-ROOM-DATE.webm in the current folder.
     public var path: String?
     /// Start recording as soon as the call is joined (`--record`); otherwise `R` starts it.
     public var startsAtJoin: Bool

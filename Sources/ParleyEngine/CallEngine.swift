@@ -163,8 +163,11 @@ final class EngineCore {
     var recorder: CallRecorder?
     /// Why the room forbids recording, nil while it allows it.
     var recordingForbidden: String?
-    /// Recordings this call started (the next goes to a new file).
+    /// Recordings this call started.
     var recordingsStarted = 0
+    /// `--record` waits for the media socket to be bound: its tracks then open on keyframes asked for at once,
+    /// not a bind's round trips later.
+    var recordingAwaitsMedia = false
     var statsReports = 0
 
     init(

@@ -94,6 +94,14 @@ public struct RecordingClock: Equatable, Sendable {
     /// A clock starting at `start`.
     public init(start: Duration) { self.start = start }
 
+    /// The stamp of something that happened at `now` (video, chat), and at least `notBefore` (a track's previous
+    /// frame plus a millisecond: Matroska counts in milliseconds, and two frames of a track completed in the same
+    /// millisecond must not share a timestamp).
+    public mutating func stamp(_ now: Duration, notBefore: UInt64) -> UInt64 {
+        last = max(stamp(now), notBefore)
+        return last
+    }
+
     /// The stamp of something that happened at `now` (video, chat).
     public mutating func stamp(_ now: Duration) -> UInt64 {
         let since = now - start
@@ -133,11 +141,10 @@ final class CallRecorder {
     private var encoders: [UInt64: OpusAudioEncoder] = [:]
     /// Video tracks that wait for a keyframe (at the start, and after a frame that did not decode).
     private var waitingForKeyframe: Set<UInt32> = []
+    /// Each video track's newest stamp.
+    private var lastVideoStamp: [UInt32: UInt64] = [:]
     private var cues: UInt64 = 0
     private var lastCheckpoint: Duration
-    /// Frames and bytes written, for the closing notice and tests.
-    private(set) var videoFrames = 0
-    private(set) var audioBlocks = 0
 
     /// How often the file is made safe against a kill: the cluster closed, the duration rewritten, bytes flushed.
     static let checkpointInterval = Duration.seconds(1)
@@ -192,8 +199,9 @@ final class CallRecorder {
             guard frame.isKeyframe else { return }
             waitingForKeyframe.remove(member)
         }
-        try file.writeFrame(frame.data, track: track, at: clock.stamp(now), isKey: frame.isKeyframe)
-        videoFrames += 1
+        let at = clock.stamp(now, notBefore: lastVideoStamp[member].map { $0 + 1_000_000 } ?? 0)
+        lastVideoStamp[member] = at
+        try file.writeFrame(frame.data, track: track, at: at, isKey: frame.isKeyframe)
     }
 
     /// Whether `member`'s track still waits for a keyframe (the engine asks the sender for one).
@@ -207,7 +215,6 @@ final class CallRecorder {
             guard let track = audioTracks[member] else { continue }
             try encode(samples, track: track, at: at)
         }
-        audioBlocks += 1
     }
 
     /// Whether the recording keeps each member's audio apart (then the engine hands over each member's block).
@@ -228,13 +235,17 @@ final class CallRecorder {
             duration: duration)
     }
 
-    /// Makes the file safe against a kill once a second (see `WebMFile.checkpoint`).
-    func tick(at now: Duration) throws {
-        guard now - lastCheckpoint >= Self.checkpointInterval else { return }
+    /// Makes the file safe against a kill once a second (see `WebMFile.checkpoint`); true when it did.
+    func tick(at now: Duration) throws -> Bool {
+        guard now - lastCheckpoint >= Self.checkpointInterval else { return false }
         lastCheckpoint = now
         _ = clock.stamp(now)
         try file.checkpoint(durationMilliseconds: clock.milliseconds)
+        return true
     }
+
+    /// Whether anything was written yet.
+    var isEmpty: Bool { file.size == 0 }
 
     /// Completes the file (cues, sizes, duration). Returns the seconds recorded and the file's size.
     func finish(at now: Duration) throws -> (seconds: Double, bytes: UInt64) {

@@ -19,7 +19,7 @@ extension EngineCore {
             return
         }
         let path = RecordingPath.next(
-            configured: configuration.recording.path, room: room.room, taken: recordingsStarted,
+            configured: configuration.recording.path, room: room.room,
             exists: { FileManager.default.fileExists(atPath: $0) })
         let members = peers.values.sorted { $0.info.id < $1.info.id }.map { peer in
             RecordingPlan.Member(
@@ -56,6 +56,12 @@ extension EngineCore {
             logger.warning("recording stopped", metadata: ["path": "\(recorder.path)", "problem": "\(problem)"])
             return
         }
+        guard !recorder.isEmpty else {
+            // Stopped before the first block arrived: no file rather than an empty one.
+            try? FileManager.default.removeItem(atPath: recorder.path)
+            emit(.notice("Recording stopped before anything arrived: no file written"))
+            return
+        }
         do {
             let (seconds, bytes) = try recorder.finish(at: now)
             let megabytes = (Double(bytes) / 1_048_576 * 10).rounded() / 10
@@ -86,7 +92,7 @@ extension EngineCore {
             emit(.recording(ParticipantID(id), name: member.label, active: true, encrypted: encrypted))
         }
         if configuration.recording.startsAtJoin, recordingsStarted == 0 {
-            startRecording()
+            if mediaBound { startRecording() } else { recordingAwaitsMedia = true }
         } else if recorder != nil {
             // Back after a reconnection: the room hears again that this member records.
             signaling?.send(.recording(RecordingChange(recording: true)))
@@ -112,10 +118,15 @@ extension EngineCore {
         }
     }
 
-    /// The recorder's once-a-second checkpoint, and a keyframe request for a track still waiting for one.
+    /// The recorder's once-a-second checkpoint; a sender whose track still waits for a keyframe (the request at
+    /// the start was lost, or a frame did not decode) is asked again, rather than waiting for its next one.
     func recordingTick() {
-        record { recorder in
-            try recorder.tick(at: now)
+        guard let recorder else { return }
+        var checkpointed = false
+        record { checkpointed = try $0.tick(at: now) }
+        guard checkpointed else { return }
+        for member in recorder.videoMembers where recorder.waitsForKeyframe(member) {
+            if let peer = peers[member] { sendKeyframeRequest(for: peer) }
         }
     }
 }
@@ -135,17 +146,18 @@ extension RecordingPlan.Track {
     }
 }
 
-/// Where a recording goes: the configured path for the first, then `NAME-2.webm`, `NAME-3.webm`… so a second `R`
-/// never overwrites the first file; without a path, `parley-ROOM-YYYYMMDD-HHMMSS.webm` in the current folder.
+/// Where a recording goes: the configured path (without one, `parley-ROOM-YYYYMMDD-HHMMSS.webm` in the current
+/// folder), or when that file exists `NAME-2.webm`, `NAME-3.webm`…: a recording never overwrites a file (a second
+/// `R`, a second call from the lobby, yesterday's recording).
 public enum RecordingPath {
-    /// The path of the next recording, given how many this call made and which files exist.
+    /// The path of the next recording, given which files exist.
     public static func next(
-        configured: String?, room: String, taken: Int, date: Date = Date(), exists: (String) -> Bool
+        configured: String?, room: String, date: Date = Date(), exists: (String) -> Bool
     ) -> String {
         let base = configured ?? defaultName(room: room, date: date)
+        guard exists(base) else { return base }
         let stem = base.lowercased().hasSuffix(".webm") ? String(base.dropLast(5)) : base
-        if taken == 0, !(configured == nil && exists(base)) { return base }
-        var number = taken + 1
+        var number = 2
         while exists("\(stem)-\(number).webm") { number += 1 }
         return "\(stem)-\(number).webm"
     }

@@ -75,7 +75,11 @@ struct RecordingProcessTests {
         let result = try ChildProcess.run(
             try tool("ffprobe"), ["-v", "error", "-print_format", "json", "-show_streams", "-show_format", path],
             timeout: .seconds(30))
-        #expect(result.status == 0, "ffprobe: \(result.output)")
+        if result.status != 0 {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+            let head = bytes.prefix(48).map { String(format: "%02x", $0) }.joined()
+            Issue.record("ffprobe: \(result.output) (\(bytes.count) bytes: \(head)…)")
+        }
         return try JSONDecoder().decode(Probe.self, from: Data(result.output.utf8))
     }
 

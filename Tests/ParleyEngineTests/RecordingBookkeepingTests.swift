@@ -62,33 +62,34 @@ struct RecordingBookkeepingTests {
         // Video arriving "earlier" than the newest audio stamp is moved up to it, never before.
         #expect(clock.stamp(.milliseconds(10_030)) == 45_000_000)
         #expect(clock.stamp(.milliseconds(10_100)) == 100_000_000)
-        #expect(clock.milliseconds == 100)
+        // Two frames of one track completed in the same millisecond: the second is a millisecond later.
+        #expect(clock.stamp(.milliseconds(10_100), notBefore: 101_000_000) == 101_000_000)
+        #expect(clock.stamp(.milliseconds(10_100)) == 101_000_000)
+        #expect(clock.milliseconds == 101)
     }
 
     struct PathCase: Sendable, CustomTestStringConvertible {
         var configured: String?
-        var taken: Int
         var existing: [String]
         var path: String
-        var testDescription: String { "\(configured ?? "default") #\(taken + 1) → \(path)" }
+        var testDescription: String { "\(configured ?? "default") with \(existing) → \(path)" }
     }
 
     static let paths: [PathCase] = [
-        PathCase(configured: "call.webm", taken: 0, existing: [], path: "call.webm"),
-        PathCase(configured: "call.webm", taken: 0, existing: ["call.webm"], path: "call.webm"),
-        PathCase(configured: "call.webm", taken: 1, existing: ["call.webm"], path: "call-2.webm"),
-        PathCase(configured: "out/call.WEBM", taken: 1, existing: ["out/call-2.webm"], path: "out/call-3.webm"),
-        PathCase(configured: nil, taken: 0, existing: [], path: "parley-stand_up-20261126-143105.webm"),
+        PathCase(configured: "call.webm", existing: [], path: "call.webm"),
+        PathCase(configured: "call.webm", existing: ["call.webm"], path: "call-2.webm"),
+        PathCase(configured: "call.webm", existing: ["call.webm", "call-2.webm"], path: "call-3.webm"),
+        PathCase(configured: "out/call.WEBM", existing: ["out/call.WEBM", "out/call-2.webm"], path: "out/call-3.webm"),
+        PathCase(configured: nil, existing: [], path: "parley-stand_up-20261126-143105.webm"),
         PathCase(
-            configured: nil, taken: 0, existing: ["parley-stand_up-20261126-143105.webm"],
-            path: "parley-stand_up-20261126-143105-1.webm"),
+            configured: nil, existing: ["parley-stand_up-20261126-143105.webm"],
+            path: "parley-stand_up-20261126-143105-2.webm"),
     ]
 
     @Test(arguments: paths) func nextPath(_ row: PathCase) {
         let date = Date(timeIntervalSince1970: 1_795_703_465)  // 2026-11-26 14:31:05 UTC
         let path = RecordingPath.next(
-            configured: row.configured, room: "stand up", taken: row.taken, date: date,
-            exists: { row.existing.contains($0) })
+            configured: row.configured, room: "stand up", date: date, exists: { row.existing.contains($0) })
         #expect(path == row.path)
     }
 }

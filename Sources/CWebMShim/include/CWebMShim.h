@@ -45,7 +45,7 @@ uint64_t parley_webm_size(const parley_webm *webm);
 /* Tests: every write past this many bytes of file fails with ENOSPC, as on a full disk. */
 void parley_webm_fail_after(parley_webm *webm, uint64_t bytes);
 
-/* Closes the file (finished or not) and frees everything. */
+/* Writes out what is buffered, closes the file (finished or not) and frees everything. */
 void parley_webm_close(parley_webm *webm);
 
 #ifdef __cplusplus
