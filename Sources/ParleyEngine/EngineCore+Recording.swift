@@ -99,6 +99,16 @@ extension EngineCore {
         }
     }
 
+    /// A member who joins while this one records has no video track (Matroska lists tracks before the first frame):
+    /// say so, once, rather than leave them silently out of the picture.
+    func recordingMet(_ member: MemberInfo) {
+        guard let recorder, member.role == .broadcaster, !recorder.videoMembers.contains(member.id) else { return }
+        emit(
+            .notice(
+                "\(member.label) joined after the recording started: their picture is not in it "
+                    + "(R twice starts a new file with everyone)"))
+    }
+
     /// A member started or stopped recording (the relay's notice).
     func recordingNotice(_ notice: RecordingNotice) {
         emit(

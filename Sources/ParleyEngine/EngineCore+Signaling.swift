@@ -322,6 +322,7 @@ extension EngineCore {
                 inCallFor: member.timeInCall))
         if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
+        recordingMet(member)
     }
 
     /// Asks the signaling state at every keep-alive tick whether to ping the relay or drop a connection it went

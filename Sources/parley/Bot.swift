@@ -185,7 +185,7 @@ final class BotRunner: @unchecked Sendable {
                         logger.debug("event", metadata: ["event": "\(event)"])
                     case .recording, .recordingRule:
                         logger.notice("event", metadata: ["event": "\(event)"])
-                    case .notice(let text) where text.hasPrefix("Recording"):
+                    case .notice(let text) where text.contains("ecording"):
                         logger.notice("\(text)")
                     case .alert(.message(let text)) where text.contains("ecording"):
                         logger.notice("\(text)")

@@ -215,7 +215,7 @@ struct RecordingProcessTests {
         #expect(chat.contains("(#1)"), "ana's first line (4 s in) is a cue:\n\(chat)")
     }
 
-    @Test("--record-tracks: one Opus track per broadcasting member, named after them, each decoding")
+    @Test("--record-tracks: one Opus track per member present at the start, named, decoding; a later joiner is named")
     func recordsEachMembersAudioApart() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-tracks")
@@ -231,7 +231,13 @@ struct RecordingProcessTests {
         let recorder = try Self.bot(
             parley, room: "apart", port: relay.port, name: "cy",
             ["--record", file, "--record-tracks", "--duration", "5", "--log-level", "notice"])
+        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        let dee = try Self.bot(parley, room: "apart", port: relay.port, name: "dee", ["--no-decode"])
+        defer { dee.signal(SIGTERM) }
         #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        #expect(
+            recorder.output.contains("dee joined after the recording started: their picture is not in it"),
+            "\(recorder.output)")
         let probe = try Self.probe(file)
         let audio = probe.streams("audio")
         #expect(audio.map(\.codec_name) == ["opus", "opus"])
