@@ -371,6 +371,23 @@ struct RoomScreenTests {
         #expect(screen[column, 0].style == expected)
     }
 
+    @Test("● REC in the header names who records, you included, in the error colour; gone when they stop")
+    func recordingInTheHeader() throws {
+        var room = RoomFixture.withPeers(["bob", "carol"])
+        let bob = ParticipantID(2)
+        room.send(.event(.recording(bob, name: "bob", active: true, encrypted: false)))
+        room.send(.event(.recording(RoomFixture.localID, name: "me", active: true, encrypted: false)))
+        var screen = room.render(RoomFixture.small)
+        #expect(screen.text(row: 0).contains(" · ● REC bob, you · 3 people · connected"), "\(screen.text(row: 0))")
+        let column = try #require(screen.column(of: "● REC", row: 0))
+        #expect(
+            screen[column, 0].style == Self.theme.style(.header).overlaid(with: Self.theme.style(.statusError)))
+        room.send(.event(.recording(bob, name: "bob", active: false, encrypted: false)))
+        room.send(.event(.recording(RoomFixture.localID, name: "me", active: false, encrypted: false)))
+        screen = room.render(RoomFixture.small)
+        #expect(!screen.text(row: 0).contains("REC"))
+    }
+
     @Test("joining and failing show in the header and the empty grid")
     func joiningAndFailing() {
         var state = RoomState(roomName: "standup", localName: "alice", role: .audience)
