@@ -5,7 +5,7 @@ import Testing
 
 /// Recording a call (issue 31) through real processes: `parley serve`, `parley bot`s and a `parley join` in tmux, the
 /// file read back by FFmpeg (ffprobe for its tracks, ffmpeg to decode every frame and the audio, and to pull the
-/// WebVTT chat out), never by Parley's own code.
+/// WebVTT chat out) and GStreamer, never by Parley's own code.
 @Suite(.serialized)
 struct RecordingProcessTests {
     static let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -210,6 +210,17 @@ struct RecordingProcessTests {
             #expect(decoded.errors.isEmpty, "decoding \(video.title ?? ""): \(decoded.errors)")
             #expect(decoded.frames == decoded.packets && decoded.frames >= 250, "\(video.title ?? ""): \(decoded)")
         }
+        // A second, unrelated player: GStreamer demuxes the file and plays both cameras and the audio to the end (it
+        // skips what it cannot read rather than fail, so FFmpeg's count above is the strict check).
+        let gstreamer = try ChildProcess.run(
+            try Self.tool("gst-launch-1.0"),
+            [
+                "-q", "filesrc", "location=\(file)", "!", "matroskademux", "name=d",
+                "d.video_0", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.video_1", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.audio_0", "!", "queue", "!", "opusdec", "!", "fakesink",
+            ], timeout: .seconds(60))
+        #expect(gstreamer.status == 0, "GStreamer: \(gstreamer.output)")
         let speech = try WAVAudio.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: Self.speech)))).samples
         let heard = try Self.decodeAudio(file, into: folder)
         let match = SpeechMatch(sent: Self.aligned(speech, to: heard), heard: heard)
