@@ -9,16 +9,18 @@ BIN         := .build/release/parley
 BENCH_BIN   := .build/release/parley-bench
 
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
-# PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user).
+# PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
+# the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
                 postgresql \
                 portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
+                libwebm-dev ffmpeg \
                 libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
-BENCH_PACKAGES := vpx-tools opus-tools chafa ffmpeg baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
+BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
 
 PREFIX      ?= /usr/local
 
@@ -70,10 +72,11 @@ LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
 # descriptor limit, calls resized in tmux, a simulcast call at 640x360, joins against a relay process (removal, a
-# relay restart), a cluster of relays on PostgreSQL, a relay's /metrics scraped while two bots call, demos fullscreening a tile per picture mode, xterm
-# and kitty on Xvfb (kitty drawn by software OpenGL): with everything else beside them they starve the timing tests
-# of the main group, so they run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|AdminEndpointProcessTests|PostgresServeTests|ClusterProcessTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+# relay restart), a cluster of relays on PostgreSQL, a relay's /metrics scraped while two bots call, demos
+# fullscreening a tile per picture mode, calls recorded to WebM, xterm and kitty on Xvfb (kitty drawn by software
+# OpenGL): with everything else beside them they starve the timing tests of the main group, so they run next, among
+# themselves.
+PROCESSES   := EncryptionCaptureTests|AdminEndpointProcessTests|PostgresServeTests|ClusterProcessTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests|RecordingProcessTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build format-check
 	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)'

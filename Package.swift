@@ -40,9 +40,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("asound", .when(platforms: [.linux]))]),
         // V4L2 ioctls are variadic.
         .target(name: "CV4L2Shim"),
+        // libwebm's muxer is C++ (and Debian ships only its parser's headers): a C face over mkvmuxer for recording.
+        .target(
+            name: "CWebMShim", exclude: ["libwebm/LICENSE.TXT"], cxxSettings: [.headerSearchPath("libwebm")],
+            linkerSettings: [.linkedLibrary("webm"), .linkedLibrary("stdc++")]),
 
         // Media engine: frames, Opus and VP8 codecs, sources and sinks (Y4M, WAV, synthetic camera and voice).
-        .target(name: "ParleyMedia", dependencies: ["COpus", "COpusShim", "CVPX", "CVPXShim", "CSpeexDSP"]),
+        .target(
+            name: "ParleyMedia", dependencies: ["COpus", "COpusShim", "CVPX", "CVPXShim", "CSpeexDSP", "CWebMShim"]),
         // Real devices: microphones and speakers through PortAudio, cameras through V4L2 (MJPEG via libturbojpeg).
         .target(
             name: "ParleyDevices",

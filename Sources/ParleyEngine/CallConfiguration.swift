@@ -140,6 +140,8 @@ public struct CallConfiguration: Sendable {
     public var mediaAddressOverride: ServerAddress?
     /// Echo cancellation and noise suppression on a real microphone.
     public var echoCancellation: Bool
+    /// Recording the call (`--record`, `R`).
+    public var recording = RecordingSettings()
     /// Where the engine logs.
     public var logger: Logger
 
@@ -173,6 +175,24 @@ public struct CallConfiguration: Sendable {
         self.mediaAddressOverride = mediaAddressOverride
         self.echoCancellation = echoCancellation
         self.logger = logger
+    }
+}
+
+/// How this member records the call.
+public struct RecordingSettings: Sendable, Equatable {
+    /// The file (`--record FILE.webm`); when it exists, FILE-2.webm, FILE-3.webm…. Nil: `R` writes
+    /// parley-ROOM-DATE.webm in the current folder.
+    public var path: String?
+    /// Start recording as soon as the call is joined (`--record`); otherwise `R` starts it.
+    public var startsAtJoin: Bool
+    /// One Opus track per member (`--record-tracks`) instead of the mix this client plays.
+    public var audioPerMember: Bool
+
+    /// Recording settings.
+    public init(path: String? = nil, startsAtJoin: Bool = false, audioPerMember: Bool = false) {
+        self.path = path
+        self.startsAtJoin = startsAtJoin
+        self.audioPerMember = audioPerMember
     }
 }
 

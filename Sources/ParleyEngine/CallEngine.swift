@@ -53,6 +53,11 @@ public final class CallEngine: Sendable {
         try? await group.shutdownGracefully()
     }
 
+    /// Starts (true) or stops recording, as `R` does.
+    public func setRecording(_ on: Bool) {
+        perform(.setRecording(on))
+    }
+
     /// Counters so far.
     public func statistics() async -> CallStatistics {
         let core = self.core
@@ -161,6 +166,15 @@ final class EngineCore {
     var tilesSentAt: Duration?
     var tilesTask: Scheduled<Void>?
     var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
+    /// The recording being written, if any (`EngineCore+Recording`).
+    var recorder: CallRecorder?
+    /// Why the room forbids recording, nil while it allows it.
+    var recordingForbidden: String?
+    /// Recordings this call started.
+    var recordingsStarted = 0
+    /// `--record` waits for the media socket to be bound: its tracks then open on keyframes asked for at once,
+    /// not a bind's round trips later.
+    var recordingAwaitsMedia = false
     var statsReports = 0
 
     init(
@@ -277,6 +291,8 @@ final class EngineCore {
             if newRole == .broadcaster { videoSender?.requestKeyframe() }
         case .sendChat(let text):
             signaling?.send(.chat(chatMessage(text)))
+            let name = joined?.you.label ?? configuration.name
+            record { try $0.chat(sender: name, text: text, at: now) }
         case .requestKeyframe(let participant):
             if let peer = peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
         case .allowBroadcast(let participant):
@@ -287,6 +303,10 @@ final class EngineCore {
             signaling?.send(.readmit(Readmission(name: name)))
         case .leave:
             _ = leave()
+        case .setRecording(let on):
+            if on { startRecording() } else { stopRecording() }
+        case .setRecordingAllowed(let allowed):
+            signaling?.send(.recordingPolicy(RecordingPolicy(allowed: allowed)))
         case .openDirect, .sendDirect, .openMessages, .copyToClipboard:
             break  // The messages connection's, not the call's: the terminal app carries them out.
         }

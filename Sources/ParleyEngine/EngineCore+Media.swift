@@ -124,6 +124,7 @@ extension EngineCore {
         }
         if speaker == nil { playOutAudio() }
         pollVideo()
+        recordingTick()
     }
 
     func videoTick() {
@@ -170,7 +171,11 @@ extension EngineCore {
     func pollVideo(_ peer: PeerReceiver, at: Duration) {
         let output = peer.videoBuffer.poll(at: at)
         for frame in output.frames {
-            guard var picture = peer.decodeVideo(frame) else { continue }
+            let decoded = peer.decodeVideo(frame)
+            if recorder != nil {
+                record { try $0.video(frame, from: peer.info.id, decoded: decoded != nil, at: at) }
+            }
+            guard var picture = decoded else { continue }
             picture.timestampMicros = Int64(frame.timestamp)
             let size = VideoSize(width: picture.width, height: picture.height)
             if !peer.sawFirstFrame || peer.lastFrameSize != size {
@@ -217,16 +222,22 @@ extension EngineCore {
     func mixBlock() -> [Int16] {
         let at = now
         var mix: [Int32]?
+        let apart = recorder?.recordsMembersApart ?? false
+        var perMember: [UInt32: [Int16]] = [:]
         // A peer that never sent audio (the audience, above all) has nothing to play: skipping it keeps a
         // broadcaster's cost flat however many watch.
         for peer in peers.values where peer.audioPacketsReceived > 0 {
             guard let frame = peer.playOut(at: at) else { continue }
+            if apart { perMember[peer.info.id] = frame.samples }
             if mix == nil { mix = [Int32](repeating: 0, count: frame.samples.count) }
             guard mix!.count == frame.samples.count else { continue }
             for index in frame.samples.indices { mix![index] += Int32(frame.samples[index]) }
         }
-        if speakerOn, let mix { return mix.map { Int16(clamping: $0) } }
-        return [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+        let mixed =
+            mix.map { $0.map { Int16(clamping: $0) } } ?? [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+        // The recording keeps the room's sound even with the speaker off (it is a record of the call).
+        if recorder != nil { record { try $0.audio(mix: mixed, members: perMember, at: at) } }
+        return speakerOn ? mixed : [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
     }
 
     func playOutAudio() {

@@ -91,6 +91,10 @@ extension EngineCore {
                         videoSender?.requestKeyframe()
                         // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
                         for peer in peers.values { sendKeyframeRequest(for: peer) }
+                        if recordingAwaitsMedia {
+                            recordingAwaitsMedia = false
+                            startRecording()
+                        }
                         bindTask?.cancel()
                         if let bound {
                             bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }

@@ -78,6 +78,7 @@ extension EngineCore {
             for member in members { addPeer(member) }
         case .bindMedia(let room, let restartMedia):
             bindMedia(room, restartMedia: restartMedia)
+            recordingJoined(room)
         case .unbindMedia:
             mediaBound = false
         case .startKeepAlive(let interval):
@@ -100,6 +101,7 @@ extension EngineCore {
         case .closeMediaSocket:
             udp?.close(promise: nil)
         case .finish:
+            stopRecording()
             finish()
         }
     }
@@ -292,7 +294,10 @@ extension EngineCore {
             if chat.sealed == nil { emit(.channelMessage(sender: chat.name, text: chat.text)) }
         case .chat(let chat):
             guard chat.from != joined?.you.id else { return }  // our own line, echoed
-            if let text = chatText(chat) { emit(.chatMessage(from: ParticipantID(chat.from), text: text)) }
+            if let text = chatText(chat) {
+                emit(.chatMessage(from: ParticipantID(chat.from), text: text))
+                record { try $0.chat(sender: chat.name, text: text, at: now) }
+            }
         case .stats:
             break  // Receivers measure what arrives themselves; senders' reports are informative only.
         case .role(let change):
@@ -306,6 +311,10 @@ extension EngineCore {
         case .videoLayers(let demand):
             pendingLayerDemand = demand.active
             videoSender?.setActiveLayers(demand.active)
+        case .recording(let notice):
+            recordingNotice(notice)
+        case .recordingPolicy(let policy):
+            recordingPolicyChanged(policy)
         case .dominantSpeaker(let notice):
             dominantSpeaker = notice.id == 0 ? nil : notice.id
             emit(.dominantSpeaker(dominantSpeaker.map(ParticipantID.init)))
@@ -364,6 +373,7 @@ extension EngineCore {
                 inCallFor: member.timeInCall))
         if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
+        recordingMet(member)
     }
 
     /// Asks the signaling state at every keep-alive tick whether to ping the relay or drop a connection it went

@@ -70,6 +70,7 @@ extension RelayState {
         } else {
             var created = newRoom ?? Room(name: room, verifier: configured?.verifier)
             created.openStage = configured?.openStage ?? false
+            created.recordingForbiddenByOperator = configured?.recording == false
             created.encryption = request.encryption
             newRoom = created
         }
@@ -282,7 +283,9 @@ extension RelayState {
             livenessTimeout: limits.livenessTimeout.inSeconds,
             host: settings?.host ?? 0, passwordProtected: settings?.verifier != nil,
             openStage: settings?.openStage ?? false, encryption: settings?.encryption,
-            chatKept: keepsChat && settings?.isOpen == true ? true : nil)
+            chatKept: keepsChat && settings?.isOpen == true ? true : nil,
+            recordingForbidden: settings.flatMap { $0.recordingAllowed ? nil : Self.recordingForbiddenReason($0) },
+            recorders: settings.map(\.recorders).flatMap { $0.isEmpty ? nil : $0 })
     }
 
     mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
@@ -290,6 +293,7 @@ extension RelayState {
         ssrcs.release(member.info.ssrcs)
         rooms[member.room]?.members.removeAll { $0 == id }
         rooms[member.room]?.mayBroadcast.remove(id)
+        rooms[member.room]?.recorders.removeAll { $0 == id }
         var actions: [RelayAction] = [
             .memberRemoved(id: id, room: member.room),
             .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),

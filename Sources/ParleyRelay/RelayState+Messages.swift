@@ -165,7 +165,58 @@ extension RelayState {
                     .badField, "nobody called \(readmission.name) was removed from \(member.room)", connection)
             }
             return []
+        case .recording(let change):
+            return recording(change.recording, by: id, on: connection)
+        case .recordingPolicy(let policy):
+            return setRecordingPolicy(policy.allowed, by: id, on: connection)
         }
+    }
+
+    /// A member starts or stops recording: everyone in the room (the member included) is told, with whether the
+    /// room is end-to-end encrypted (the file is then that member's decrypted view). Refused where recording is
+    /// forbidden, with who forbade it.
+    mutating func recording(_ recording: Bool, by id: UInt32, on connection: ConnectionID) -> [RelayAction] {
+        guard let member = members[id], let room = rooms[member.room] else { return [] }
+        if recording, !room.recordingAllowed {
+            counters.signalingErrors += 1
+            return refuse(.notAllowed, Self.recordingForbidden(room), connection)
+        }
+        rooms[member.room]?.recorders.removeAll { $0 == id }
+        if recording { rooms[member.room]?.recorders.append(id) }
+        let notice = RecordingNotice(
+            id: id, name: member.info.label, recording: recording, encrypted: room.encryption != nil ? true : nil)
+        return [.send(.recording(notice), to: connections(in: member.room, except: nil))]
+    }
+
+    /// The host allows or forbids recording (`/norecord`); everyone is told. Members recording stop on their own
+    /// when told it is forbidden (the relay cannot stop a file on someone's disk).
+    mutating func setRecordingPolicy(_ allowed: Bool, by id: UInt32, on connection: ConnectionID) -> [RelayAction] {
+        guard let member = members[id], let room = rooms[member.room] else { return [] }
+        guard room.host == id else {
+            counters.signalingErrors += 1
+            return refuse(.notAllowed, "only the room's host can allow or forbid recording", connection)
+        }
+        if allowed, room.recordingForbiddenByOperator {
+            counters.signalingErrors += 1
+            return refuse(.notAllowed, Self.recordingForbidden(room), connection)
+        }
+        rooms[member.room]?.recordingForbiddenBy = allowed ? nil : member.info.name
+        return [
+            .send(
+                .recordingPolicy(RecordingPolicy(allowed: allowed, by: member.info.name)),
+                to: connections(in: member.room, except: nil))
+        ]
+    }
+
+    /// The refusal of a recording in `room`.
+    static func recordingForbidden(_ room: Room) -> String {
+        "recording is not allowed in \(room.name): \(recordingForbiddenReason(room))"
+    }
+
+    /// Who forbids recording in `room`.
+    static func recordingForbiddenReason(_ room: Room) -> String {
+        room.recordingForbiddenByOperator
+            ? "the relay's rooms file forbids it" : "\(room.recordingForbiddenBy ?? "the host") forbade it"
     }
 
     mutating func setRole(_ role: MemberRole, of id: UInt32) -> [RelayAction] {

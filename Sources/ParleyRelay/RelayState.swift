@@ -49,6 +49,15 @@ public struct RelayState: Sendable {
         public static let removedLimit = 256
         /// Since when the room waits for the host it had before the relay restarted (nobody hosts meanwhile).
         public var awaitingHostSince: Duration?
+        /// Whether the rooms file forbids recording (the host cannot lift it).
+        public var recordingForbiddenByOperator = false
+        /// Who forbade recording with `/norecord` (the host's name), nil while the host allows it.
+        public var recordingForbiddenBy: String?
+        /// Members recording the call, in the order they started.
+        public var recorders: [UInt32] = []
+
+        /// Whether members may record the room.
+        public var recordingAllowed: Bool { !recordingForbiddenByOperator && recordingForbiddenBy == nil }
 
         /// Remembers a removal, replacing an earlier one of the same name or account; past `removedLimit` the
         /// oldest is forgotten.

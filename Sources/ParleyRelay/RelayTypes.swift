@@ -173,10 +173,13 @@ public struct ConfiguredRoom: Sendable, Equatable {
     public var verifier: [UInt8]?
     /// Whether audience members may start broadcasting without the host.
     public var openStage: Bool
+    /// Whether members may record calls in the room (`record=no` forbids it, and the host cannot lift that).
+    public var recording: Bool
 
     /// A configured room.
-    public init(verifier: [UInt8]? = nil, openStage: Bool = false) {
+    public init(verifier: [UInt8]? = nil, openStage: Bool = false, recording: Bool = true) {
         self.verifier = verifier
         self.openStage = openStage
+        self.recording = recording
     }
 }

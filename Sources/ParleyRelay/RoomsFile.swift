@@ -14,7 +14,8 @@ public struct RoomsFileError: Error, Equatable, CustomStringConvertible {
 }
 
 /// The relay operator's rooms file: rooms that exist before anyone joins them, each with an optional password and
-/// stage rule. One room a line: `NAME [password=TEXT | verifier=HEX] [stage=open|host]`; `#` starts a comment.
+/// stage rule. One room a line: `NAME [password=TEXT | verifier=HEX] [stage=open|host] [record=yes|no]`; `#` starts
+/// a comment.
 /// A password is stored in the relay's memory only as its verifier (`RoomPassword.verifier`).
 public enum RoomsFile {
     /// Largest rooms file read, in bytes.
@@ -65,7 +66,7 @@ public enum RoomsFile {
                 guard parts.count == 2, !parts[1].isEmpty else {
                     throw RoomsFileError(
                         "\(at): \"\(setting)\" is not a setting; write password=TEXT, "
-                            + "verifier=HEX or stage=open|host")
+                            + "verifier=HEX, stage=open|host or record=yes|no")
                 }
                 switch parts[0] {
                 case "password":
@@ -87,8 +88,15 @@ public enum RoomsFile {
                     case "host": room.openStage = false
                     default: throw RoomsFileError("\(at): stage is \"open\" or \"host\", not \"\(parts[1])\"")
                     }
+                case "record":
+                    switch parts[1] {
+                    case "yes": room.recording = true
+                    case "no": room.recording = false
+                    default: throw RoomsFileError("\(at): record is \"yes\" or \"no\", not \"\(parts[1])\"")
+                    }
                 default:
-                    throw RoomsFileError("\(at): unknown setting \"\(parts[0])\"; expected password, verifier or stage")
+                    throw RoomsFileError(
+                        "\(at): unknown setting \"\(parts[0])\"; expected password, verifier, stage or record")
                 }
             }
             rooms[name] = room

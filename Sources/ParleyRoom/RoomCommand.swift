@@ -27,6 +27,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case previousPage = "previous-page"
     /// Show or hide media statistics on tiles.
     case stats = "stats"
+    /// Record the call to a WebM file, or stop recording (the room is told).
+    case record = "record"
     /// Show the help overlay.
     case help = "help"
     /// Switch the chat pane between the room and a direct conversation.
@@ -64,6 +66,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return [.char("l")]
         case .roster: return [.char("r")]
         case .speakerView: return [.char("a")]
+        case .record: return [.char("R")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -90,6 +93,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return "Invite"
         case .roster: return "Roster"
         case .speakerView: return "Active"
+        case .record: return "Rec"
         case .leave: return "Leave"
         }
     }
@@ -116,6 +120,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return "Show the meeting link and copy it to the clipboard"
         case .roster: return "Show or hide who is here (role, mic, camera, since when) and the activity"
         case .speakerView: return "Speaker view: whoever is talking large, the rest in a strip (grid again: a)"
+        case .record: return "Record the call to a WebM file, or stop (the room sees it)"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -123,7 +128,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     /// True for the commands the control bar shows as buttons.
     public var isInControlBar: Bool {
         switch self {
-        case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .help, .leave:
+        case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .chat, .stats, .record, .help,
+            .leave:
             return true
         case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster,
             .speakerView:

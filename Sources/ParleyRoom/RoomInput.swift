@@ -101,6 +101,12 @@ public enum RoomEvent: Hashable, Sendable {
     case directConversation(peer: String, [ChatEntry])
     /// Direct messages cannot be used now, or one was not sent; the text says why.
     case directProblem(String)
+    /// A member started (true) or stopped recording; `encrypted`: the room is end-to-end encrypted, so the file is
+    /// that member's decrypted view.
+    case recording(ParticipantID, name: String, active: Bool, encrypted: Bool)
+    /// Whether members may record the room: nil, or why not ("alice forbade it"); `by`: the host who just changed
+    /// it (nil: as the room was when joined).
+    case recordingRule(forbidden: String?, by: String?)
 }
 
 /// Everything the reducer accepts: engine events, key presses, clock ticks and the video area's position.
@@ -150,4 +156,8 @@ public enum RoomEffect: Hashable, Sendable {
     case openMessages
     /// Put text on the user's clipboard (the terminal's, through OSC 52).
     case copyToClipboard(String)
+    /// Start (true) or stop (false) recording the call.
+    case setRecording(Bool)
+    /// Host only: allow (true) or forbid (false) recording in the room.
+    case setRecordingAllowed(Bool)
 }

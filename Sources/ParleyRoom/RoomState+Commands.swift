@@ -126,6 +126,13 @@ extension RoomState {
             changes.insert(.tiles)
             return []
 
+        case .record:
+            if !isRecording, let why = recordingForbidden {
+                show("Recording is not allowed in this room: \(why)")
+                return []
+            }
+            return [.setRecording(!isRecording)]
+
         case .roster:
             rosterShown.toggle()
             changes.insert([.overlay, .tiles])

@@ -45,6 +45,10 @@ extension RoomState {
             guard let index = index(of: id), index > 0 else { break }
             let name = sessions[index].name
             sessions.remove(at: index)
+            if recorders.contains(where: { $0.id == id }) {
+                recorders.removeAll { $0.id == id }
+                changes.insert([.status, .controls])
+            }
             let text =
                 switch reason {
                 case .quit: "\(name) left"
@@ -193,6 +197,22 @@ extension RoomState {
             }
             changes.insert(.tiles)
 
+        case .recording(let id, let name, let active, let encrypted):
+            recorders.removeAll { $0.id == id }
+            if active { recorders.append(Recorder(id: id, name: name, encrypted: encrypted)) }
+            let text = Self.recordingText(who: id == localID ? nil : name, active: active, encrypted: encrypted)
+            log(text, kind: id == localID ? .system : .alert)
+            record(text)
+            changes.insert([.status, .controls])
+
+        case .recordingRule(let forbidden, let by):
+            let before = recordingForbidden
+            recordingForbidden = forbidden
+            guard before != forbidden, let by else { break }
+            let text = forbidden == nil ? "\(by) allows recording again" : "\(by) forbade recording in this room"
+            log(text, kind: .system)
+            record(text)
+
         case .handRaised(let id):
             let name = session(id)?.name ?? id.description
             log("\(name) asks to broadcast: type /allow \(name) in the chat to let them", kind: .alert)
@@ -272,5 +292,16 @@ extension RoomState {
 
     func index(of id: ParticipantID) -> Int? {
         sessions.firstIndex { $0.id == id }
+    }
+}
+
+extension RoomState {
+    /// The chat and activity line for a recording starting or stopping (`who` nil: this member).
+    public static func recordingText(who: String?, active: Bool, encrypted: Bool) -> String {
+        let subject = who ?? "You"
+        guard active else { return "\(subject) stopped recording" }
+        let view = who == nil ? "your" : "their"
+        return "\(subject) started recording the call"
+            + (encrypted ? " (\(view) decrypted view of this end-to-end encrypted room)" : "")
     }
 }

@@ -157,7 +157,19 @@ extension RoomState {
         let words = text.split(separator: " ", maxSplits: 1).map(String.init)
         let usage =
             "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove them "
-            + "from the room until allowed back)"
+            + "from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"
+        if words[0] == "/norecord" {
+            let argument = words.count == 2 ? words[1].trimmingBlanks() : ""
+            guard argument.isEmpty || argument == "off" else {
+                show(usage)
+                return []
+            }
+            guard hostID == localID else {
+                show("Only the host can forbid or allow recording\(hostName.map { "; the host is \($0)" } ?? "")")
+                return []
+            }
+            return [.setRecordingAllowed(argument == "off")]
+        }
         guard words.count == 2, ["/allow", "/remove"].contains(words[0]) else {
             show(usage)
             return []

@@ -188,6 +188,12 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var microphoneLevel: Double?
     /// How the call is protected, as the engine reported it.
     public internal(set) var security = CallSecurity()
+    /// Members recording the call, in the order they started (the header shows ● REC with their names).
+    public internal(set) var recorders: [Recorder] = []
+    /// Whether this member records the call (as the relay announced it).
+    public var isRecording: Bool { recorders.contains { $0.id == localID } }
+    /// Nil while members may record; otherwise why not ("alice forbade it").
+    public internal(set) var recordingForbidden: String?
     /// The room's host, once the relay said who it is.
     public internal(set) var hostID: ParticipantID?
     /// The host's name, when known.
@@ -309,4 +315,14 @@ public struct RoomState: Hashable, Sendable {
         defer { changes = [] }
         return changes
     }
+}
+
+/// A member recording the call.
+public struct Recorder: Hashable, Sendable {
+    /// Who.
+    public var id: ParticipantID
+    /// Their name when they started.
+    public var name: String
+    /// The room is end-to-end encrypted: the file is their decrypted view.
+    public var encrypted: Bool
 }

@@ -62,6 +62,8 @@ struct Bot: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "notice"
 
+    @OptionGroup var recording: RecordingOptions
+
     @OptionGroup var relayTrust: RelayTrustOptions
 
     @OptionGroup var access: RoomAccessOptions
@@ -91,6 +93,10 @@ struct Bot: AsyncParsableCommand {
         if let audioOut, !audioOut.lowercased().hasSuffix(".wav") {
             throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
         }
+        try recording.validate()
+        if recording.record != nil, noDecode {
+            throw ValidationError("--record keeps what this member receives: leave out --no-decode")
+        }
         _ = try LogSetup.level(logLevel)
     }
 
@@ -110,6 +116,7 @@ struct Bot: AsyncParsableCommand {
         configuration.fallbackServers = Array(try ServerAddress.list(parsing: server).dropFirst())
         configuration.signalingSecurity = try relayTrust.security()
         configuration.simulcast = !noSimulcast
+        configuration.recording = recording.settings
         configuration.password = try access.roomPassword()
         if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {
             do {
@@ -177,6 +184,12 @@ final class BotRunner: @unchecked Sendable {
                     switch event {
                     case .audioLevel, .microphoneLevel, .remoteStats, .localStats:
                         logger.debug("event", metadata: ["event": "\(event)"])
+                    case .recording, .recordingRule:
+                        logger.notice("event", metadata: ["event": "\(event)"])
+                    case .notice(let text) where text.contains("ecording"):
+                        logger.notice("\(text)")
+                    case .alert(.message(let text)) where text.contains("ecording"):
+                        logger.notice("\(text)")
                     default:
                         logger.info("event", metadata: ["event": "\(event)"])
                     }

@@ -53,6 +53,8 @@ struct InteractiveOptions: ParsableArguments {
     @Flag(name: .customLong("no-echo-cancel"), help: "Turn off echo cancellation and noise suppression.")
     var noEchoCancel = false
 
+    @OptionGroup var recording: RecordingOptions
+
     @Option(help: "Log file (default: $XDG_STATE_HOME/parley/parley.log). Logs never go to the screen.")
     var log: String?
 
@@ -119,6 +121,7 @@ struct InteractiveOptions: ParsableArguments {
         guard (100...2000).contains(doubleKeyMilliseconds) else {
             throw ValidationError("--double-key-ms must be 100…2000, got \(doubleKeyMilliseconds)")
         }
+        try recording.validate()
         _ = try LogSetup.level(logLevel)
         _ = try keymap()
         _ = try themeOverrides()
@@ -208,6 +211,7 @@ struct InteractiveOptions: ParsableArguments {
         options.signalingSecurity = try relayTrust.security()
         options.hideRoom = hideRoom
         options.simulcast = !noSimulcast
+        options.recording = recording.settings
         options.picture = picture
         if !guest {
             // Logged in: calls are joined as the account, and its messages are reachable from the call.

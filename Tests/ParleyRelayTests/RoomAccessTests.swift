@@ -315,6 +315,7 @@ struct RoomsFileTests {
             town-hall verifier=\(verifier)   # a stored verifier, not the password
 
             lobby
+            board record=no
             """)
         #expect(
             rooms["standup"]
@@ -322,15 +323,21 @@ struct RoomsFileTests {
                     verifier: RoomPassword.verifier(password: "open-sesame", room: "standup"), openStage: true))
         #expect(rooms["town-hall"] == ConfiguredRoom(verifier: [UInt8](repeating: 0xAB, count: 32)))
         #expect(rooms["lobby"] == ConfiguredRoom())
+        #expect(rooms["board"] == ConfiguredRoom(recording: false))
     }
 
     static let bad: [(String, String)] = [
         ("standup stage=sometimes", #"rooms file line 1: stage is "open" or "host", not "sometimes""#),
-        ("standup colour=blue", #"rooms file line 1: unknown setting "colour"; expected password, verifier or stage"#),
+        (
+            "standup colour=blue",
+            #"rooms file line 1: unknown setting "colour"; expected password, verifier, stage or record"#
+        ),
         (
             "standup password",
-            #"rooms file line 1: "password" is not a setting; write password=TEXT, verifier=HEX or stage=open|host"#
+            #"rooms file line 1: "password" is not a setting; write password=TEXT, verifier=HEX, stage=open|host "#
+                + "or record=yes|no"
         ),
+        ("standup record=maybe", #"rooms file line 1: record is "yes" or "no", not "maybe""#),
         ("standup verifier=12", "rooms file line 1: verifier must be 64 hex digits"),
         ("standup password=a password=b", "rooms file line 1: give a password or a verifier, once"),
         ("a\nb\na", "rooms file line 3: room a is listed twice"),

@@ -69,7 +69,7 @@ struct KeymapTests {
             (
                 "\nmik = m",
                 "line 2: unknown command \"mik\"; commands are mic, video, switch-camera, speaker, filter,"
-                    + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, help, dm, messages, invite, roster, speaker-view, leave"
+                    + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, record, help, dm, messages, invite, roster, speaker-view, leave"
             ),
             ("mic =", "line 1: no key given for mic; write `mic = none` to unbind it"),
             (
@@ -105,7 +105,7 @@ struct KeymapTests {
         let bar = ControlBar.items(for: state)
         #expect(
             bar.map(\.label) == [
-                "Mic", "Video", "Switch", "Speaker", "Filter", "Live", "Chat", "Stats", "Help", "Leave",
+                "Mic", "Video", "Switch", "Speaker", "Filter", "Live", "Chat", "Stats", "Rec", "Help", "Leave",
             ])
         #expect(bar[0] == ControlItem(command: .microphone, label: "Mic", key: "x", isOn: true, isEnabled: true))
         #expect(bar.last == ControlItem(command: .leave, label: "Leave", key: "q", isOn: nil, isEnabled: true))

@@ -548,7 +548,17 @@ struct ChatInputKeyTests {
                 line: "/kick p2", host: true, effects: [],
                 notice:
                     "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove "
-                    + "them from the room until allowed back)"),
+                    + "them from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"),
+            HostCase(line: "/norecord", host: true, effects: [.setRecordingAllowed(false)]),
+            HostCase(line: "/norecord off", host: true, effects: [.setRecordingAllowed(true)]),
+            HostCase(
+                line: "/norecord p2", host: true, effects: [],
+                notice:
+                    "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove "
+                    + "them from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"),
+            HostCase(
+                line: "/norecord", host: false, effects: [],
+                notice: "Only the host can forbid or allow recording; the host is p3"),
         ])
     func hostCommands(_ row: HostCase) {
         var room = Room(peers: 2)
@@ -879,5 +889,64 @@ struct SpeakerViewTests {
         #expect(commands.contains(.broadcast), "Live stays: asking to broadcast")
         let broadcaster = Room(peers: 2)
         #expect(ControlBar.items(for: broadcaster.state).map(\.command).contains(.microphone))
+    }
+}
+
+/// Recording as the room sees it: R asks the engine, the relay's notices fill the header's ● REC and the activity,
+/// and a room that forbids recording refuses R with the reason.
+struct RecordingReducerTests {
+    struct NoticeCase: Sendable, CustomTestStringConvertible {
+        var who: String?
+        var active: Bool
+        var encrypted: Bool
+        var text: String
+        var testDescription: String { text }
+    }
+
+    @Test(
+        "the words for a recording starting and stopping",
+        arguments: [
+            NoticeCase(who: "p2", active: true, encrypted: false, text: "p2 started recording the call"),
+            NoticeCase(
+                who: "p2", active: true, encrypted: true,
+                text: "p2 started recording the call (their decrypted view of this end-to-end encrypted room)"),
+            NoticeCase(
+                who: nil, active: true, encrypted: true,
+                text: "You started recording the call (your decrypted view of this end-to-end encrypted room)"),
+            NoticeCase(who: "p2", active: false, encrypted: true, text: "p2 stopped recording"),
+            NoticeCase(who: nil, active: false, encrypted: false, text: "You stopped recording"),
+        ])
+    func words(_ row: NoticeCase) {
+        #expect(RoomState.recordingText(who: row.who, active: row.active, encrypted: row.encrypted) == row.text)
+    }
+
+    @Test func rAsksTheEngineAndTheRelaysNoticeMarksTheRecorders() {
+        var room = Room(peers: 2)
+        #expect(room.press(.char("R")) == [.setRecording(true)])
+        #expect(!room.state.isRecording)
+        room.send(.recording(peer(2), name: "p2", active: true, encrypted: false))
+        room.send(.recording(me, name: "me", active: true, encrypted: false))
+        #expect(room.state.recorders.map(\.id) == [peer(2), me])
+        #expect(room.state.isRecording)
+        #expect(
+            room.state.activity.map(\.text).suffix(2) == [
+                "p2 started recording the call", "You started recording the call",
+            ])
+        #expect(room.press(.char("R")) == [.setRecording(false)])
+        // A recorder who leaves records no more.
+        room.send(.userOffline(peer(2), reason: .quit))
+        #expect(room.state.recorders.map(\.id) == [me])
+        room.send(.recording(me, name: "me", active: false, encrypted: false))
+        #expect(room.state.recorders.isEmpty)
+    }
+
+    @Test func aRoomThatForbidsRecordingRefusesRWithTheReason() {
+        var room = Room(peers: 1)
+        room.send(.recordingRule(forbidden: "the relay's rooms file forbids it", by: nil))
+        #expect(room.press(.char("R")) == [])
+        #expect(room.notice == "Recording is not allowed in this room: the relay's rooms file forbids it")
+        room.send(.recordingRule(forbidden: nil, by: "p2"))
+        #expect(room.state.activity.last?.text == "p2 allows recording again")
+        #expect(room.press(.char("R")) == [.setRecording(true)])
     }
 }

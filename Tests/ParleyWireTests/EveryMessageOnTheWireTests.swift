@@ -115,6 +115,12 @@ struct EveryMessageOnTheWireTests {
             .tiles(
                 TileReport(tiles: [TileSize(id: 7, width: 320, height: 180), TileSize(id: 8, width: 0, height: 0)])),
             #"{"tiles":[{"height":180,"id":7,"width":320},{"height":0,"id":8,"width":0}],"type":"tiles","v":1}"#),
+        Row(
+            "recording", .recording(RecordingChange(recording: true)),
+            #"{"recording":true,"type":"recording","v":1}"#),
+        Row(
+            "recording-policy", .recordingPolicy(RecordingPolicy(allowed: false)),
+            #"{"allowed":false,"type":"recording-policy","v":1}"#),
     ]
 
     static let server: [Row<ServerMessage>] = [
@@ -212,6 +218,12 @@ struct EveryMessageOnTheWireTests {
         Row(
             "redirect", .redirect(Redirect(room: "standup", server: "10.0.0.2:7878", node: "b")),
             #"{"node":"b","room":"standup","server":"10.0.0.2:7878","type":"redirect","v":1}"#),
+        Row(
+            "recording", .recording(RecordingNotice(id: 7, name: "alice", recording: true, encrypted: true)),
+            #"{"encrypted":true,"id":7,"name":"alice","recording":true,"type":"recording","v":1}"#),
+        Row(
+            "recording-policy", .recordingPolicy(RecordingPolicy(allowed: false, by: "alice")),
+            #"{"allowed":false,"by":"alice","type":"recording-policy","v":1}"#),
     ]
 
     static let requests: [Row<MessagingRequest>] = [
@@ -360,11 +372,11 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow,"#
-                + #" remove, readmit or tiles"#),
+                + #" remove, readmit, tiles, recording or recording-policy"#),
         Refusal(
             "long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
             #"unknown message type "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; expected join, leave, mute,"#
-                + #" chat, stats, ping, role, challenge, allow, remove, readmit or tiles"#),
+                + #" chat, stats, ping, role, challenge, allow, remove, readmit, tiles, recording or recording-policy"#),
         Refusal(
             "join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
             #"join needs field "room""#),

@@ -95,7 +95,8 @@ struct SignalingTests {
         ("numeric type", #"{"v":1,"type":5}"#, .unknownType, #""type" must be a string"#),
         (
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
-            #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow, remove, readmit or tiles"#
+            #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow, remove, "#
+                + #"readmit, tiles, recording or recording-policy"#
         ),
         ("join without room", #"{"v":1,"type":"join","name":"a"}"#, .badField, #"join needs field "room""#),
         (

@@ -46,6 +46,8 @@ public struct AppOptions: Sendable {
     public var hideRoom = false
     /// Send the camera in simulcast layers (`--no-simulcast` turns it off).
     public var simulcast = true
+    /// Recording the call (`--record`, `--record-tracks`; `R` in a call).
+    public var recording = RecordingSettings()
     /// How video is drawn (`--picture`).
     public var picture: PictureMode = .auto
 
@@ -371,6 +373,7 @@ public enum TerminalApp {
         requested.account = options.messaging?.identity
         requested.hideRoom = options.hideRoom
         requested.simulcast = options.simulcast
+        requested.recording = options.recording
         if let encryption = settings.encryption, let suite = encryption.cipher.suite {
             requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
         }

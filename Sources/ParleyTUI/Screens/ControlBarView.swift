@@ -11,14 +11,14 @@ enum ControlBarView {
     static func usualState(_ command: RoomCommand) -> Bool? {
         switch command {
         case .microphone, .camera, .speaker, .broadcast: return true
-        case .filter: return false
+        case .filter, .record: return false
         default: return nil
         }
     }
 
     /// Buttons dropped first when even the compact bar does not fit.
     static let dropOrder: [RoomCommand] = [
-        .switchCamera, .filter, .broadcast, .stats, .speaker, .chat, .help, .camera, .microphone, .leave,
+        .record, .switchCamera, .filter, .broadcast, .stats, .speaker, .chat, .help, .camera, .microphone, .leave,
     ]
 
     static func stateWord(_ item: ControlItem, always: Bool) -> String? {

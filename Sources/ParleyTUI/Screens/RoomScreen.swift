@@ -90,6 +90,12 @@ public struct RoomScreen: Sendable {
         return hours > 0 ? "\(hours):\(two(minutes)):\(two(seconds))" : "\(two(minutes)):\(two(seconds))"
     }
 
+    /// "● REC alice, you" while anyone records the call; nil otherwise.
+    static func recordingLabel(_ state: RoomState) -> String? {
+        guard !state.recorders.isEmpty else { return nil }
+        return "● REC " + state.recorders.map { $0.id == state.localID ? "you" : $0.name }.joined(separator: ", ")
+    }
+
     /// The words and colour role for the room's connection in the header.
     static func connectionLabel(_ connection: ConnectionState) -> (text: String, role: ColorRole?) {
         switch connection {
@@ -113,7 +119,11 @@ public struct RoomScreen: Sendable {
             // Nobody can be told who came or went while the relay is out of reach: the count is as of then.
             people += " as of \(Self.callTime(state.now - lost)) ago"
         }
-        var after: [StyledRun] = [separator, StyledRun(people, base)]
+        var after: [StyledRun] = []
+        if let recording = Self.recordingLabel(state) {
+            after += [separator, StyledRun(recording, base.overlaid(with: theme.style(.statusError)))]
+        }
+        after += [separator, StyledRun(people, base)]
         let connection = Self.connectionLabel(state.connection)
         after += [
             separator, StyledRun(connection.text, connection.role.map { base.overlaid(with: theme.style($0)) } ?? base),

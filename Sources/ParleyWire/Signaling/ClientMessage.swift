@@ -25,6 +25,10 @@ public enum ClientMessage: Sendable, Equatable {
     case readmit(Readmission)
     /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
     case tiles(TileReport)
+    /// This member starts or stops recording the call.
+    case recording(RecordingChange)
+    /// Host only: allow or forbid recording in the room.
+    case recordingPolicy(RecordingPolicy)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles) are checked after decoding.
@@ -42,6 +46,8 @@ public enum ClientMessage: Sendable, Equatable {
             .payload("remove", Self.remove),
             .payload("readmit", Self.readmit),
             .payload("tiles", Self.tiles),
+            .payload("recording", Self.recording),
+            .payload("recording-policy", Self.recordingPolicy),
         ],
         unknownType: { type, known in
             "unknown message type \"\(type)\"; expected \(known.dropLast().joined(separator: ", ")) or "

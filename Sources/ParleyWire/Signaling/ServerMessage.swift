@@ -34,6 +34,10 @@ public enum ServerMessage: Sendable, Equatable {
     case dominantSpeaker(DominantSpeakerNotice)
     /// Answer to a join: the room lives on another node of the relay's cluster; join there.
     case redirect(Redirect)
+    /// A member started or stopped recording the call.
+    case recording(RecordingNotice)
+    /// The room's rule on recording changed.
+    case recordingPolicy(RecordingPolicy)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (video-layers) are checked after decoding.
@@ -56,6 +60,8 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("video-layers", Self.videoLayers),
             .payload("dominant-speaker", Self.dominantSpeaker),
             .payload("redirect", Self.redirect),
+            .payload("recording", Self.recording),
+            .payload("recording-policy", Self.recordingPolicy),
         ],
         unknownType: { type, _ in "unknown message type \"\(type)\"" })
 

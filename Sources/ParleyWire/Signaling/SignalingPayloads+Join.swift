@@ -265,13 +265,21 @@ public struct JoinedRoom: Codable, Sendable, Equatable {
     public var accountProblem: String?
     /// Whether the room's chat is kept as the room's channel (history before joining arrives as `chat-history`).
     public var chatKept: Bool?
+    /// Why recording is forbidden in the room ("alice forbade it": the host's `/norecord`, or the rooms file);
+    /// nil while members may record.
+    public var recordingForbidden: String?
+    /// Members recording the call right now; nil for none.
+    public var recorders: [UInt32]?
 
     /// A joined answer.
     public init(
         room: String, you: MemberInfo, members: [MemberInfo], media: MediaGrant, livenessTimeout: Double,
         host: UInt32 = 0, passwordProtected: Bool = false, openStage: Bool = false,
-        encryption: String? = nil, accountProblem: String? = nil, chatKept: Bool? = nil
+        encryption: String? = nil, accountProblem: String? = nil, chatKept: Bool? = nil,
+        recordingForbidden: String? = nil, recorders: [UInt32]? = nil
     ) {
+        self.recordingForbidden = recordingForbidden
+        self.recorders = recorders
         self.accountProblem = accountProblem
         self.chatKept = chatKept
         self.room = room

@@ -107,11 +107,16 @@ struct RoomScreenTests {
         BarCase(
             name: "wide: every state, two-cell gaps", width: 160, keys: [],
             text: " m Mic on  v Video on  c Switch  s Speaker on  f Filter off  b Live on"
-                + "  t Chat  i Stats  ? Help  q Leave"
+                + "  t Chat  i Stats  R Rec off  ? Help  q Leave"
         ),
         BarCase(
-            name: "100: one-cell gaps", width: 100, keys: [],
-            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats ? Help q Leave"),
+            name: "110: one-cell gaps", width: 110, keys: [],
+            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats R Rec off ? Help"
+                + " q Leave"),
+        BarCase(
+            name: "100: key and label only, Rec kept", width: 100, keys: [],
+            text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats R Rec ? Help q Leave"),
+
         BarCase(
             name: "80, filter on: only unusual states, Switch dropped", width: 80, keys: [.char("f")],
             text: " m Mic v Video s Speaker f Filter on b Live t Chat i Stats ? Help q Leave"),
@@ -364,6 +369,23 @@ struct RoomScreenTests {
         let header = Self.theme.style(.header)
         let expected = row.role.map { header.overlaid(with: Self.theme.style($0)) } ?? header
         #expect(screen[column, 0].style == expected)
+    }
+
+    @Test("● REC in the header names who records, you included, in the error colour; gone when they stop")
+    func recordingInTheHeader() throws {
+        var room = RoomFixture.withPeers(["bob", "carol"])
+        let bob = ParticipantID(2)
+        room.send(.event(.recording(bob, name: "bob", active: true, encrypted: false)))
+        room.send(.event(.recording(RoomFixture.localID, name: "me", active: true, encrypted: false)))
+        var screen = room.render(RoomFixture.small)
+        #expect(screen.text(row: 0).contains(" · ● REC bob, you · 3 people · connected"), "\(screen.text(row: 0))")
+        let column = try #require(screen.column(of: "● REC", row: 0))
+        #expect(
+            screen[column, 0].style == Self.theme.style(.header).overlaid(with: Self.theme.style(.statusError)))
+        room.send(.event(.recording(bob, name: "bob", active: false, encrypted: false)))
+        room.send(.event(.recording(RoomFixture.localID, name: "me", active: false, encrypted: false)))
+        screen = room.render(RoomFixture.small)
+        #expect(!screen.text(row: 0).contains("REC"))
     }
 
     @Test("joining and failing show in the header and the empty grid")

@@ -1,0 +1,436 @@
+import Foundation
+import ParleyMedia
+import ParleyProcesses
+import Testing
+
+/// Recording a call (issue 31) through real processes: `parley serve`, `parley bot`s and a `parley join` in tmux, the
+/// file read back by FFmpeg (ffprobe for its tracks, ffmpeg to decode every frame and the audio, and to pull the
+/// WebVTT chat out) and GStreamer, never by Parley's own code.
+@Suite(.serialized)
+struct RecordingProcessTests {
+    static let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path
+
+    /// A relay on a free port with its state (and an optional rooms file) in `folder`.
+    struct Relay {
+        let process: BackgroundProcess
+        let port: String
+
+        init(_ parley: String, folder: String, rooms: String? = nil) throws {
+            var arguments = ["serve", "--port", "0", "--insecure", "--state-dir", folder + "/relay"]
+            if let rooms {
+                try rooms.write(toFile: folder + "/rooms.txt", atomically: true, encoding: .utf8)
+                arguments += ["--rooms", folder + "/rooms.txt"]
+            }
+            process = try BackgroundProcess(parley, arguments)
+            #expect(process.waitForOutput(containing: "listening on"), "\(process.output)")
+            port = try #require(process.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        }
+    }
+
+    static func folder(_ name: String) throws -> String {
+        let folder = NSTemporaryDirectory() + "parley-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static func bot(
+        _ parley: String, room: String, port: String, name: String, _ extra: [String], prefix: [String] = []
+    ) throws -> BackgroundProcess {
+        let arguments =
+            ["bot", room, "--server", "127.0.0.1:\(port)", "--insecure", "--name", name, "--profile", "320x240"]
+            + extra
+        if prefix.isEmpty { return try BackgroundProcess(parley, arguments) }
+        return try BackgroundProcess(prefix[0], Array(prefix.dropFirst()) + [parley] + arguments)
+    }
+
+    static func tool(_ name: String) throws -> String {
+        try #require(
+            ["/usr/bin/\(name)", "/usr/local/bin/\(name)"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            "\(name) is missing: make deps installs ffmpeg")
+    }
+
+    /// What ffprobe says about a file's streams and format.
+    struct Probe: Decodable {
+        struct Stream: Decodable {
+            var index: Int
+            var codec_name: String?
+            var codec_type: String
+            var width: Int?
+            var height: Int?
+            var tags: [String: String]?
+            var title: String? { tags?["title"] ?? tags?["TITLE"] }
+        }
+        struct Format: Decodable {
+            var duration: String?
+        }
+        var streams: [Stream]
+        var format: Format
+
+        func streams(_ type: String) -> [Stream] { streams.filter { $0.codec_type == type } }
+        var seconds: Double { Double(format.duration ?? "") ?? 0 }
+    }
+
+    static func probe(_ path: String) throws -> Probe {
+        let result = try ChildProcess.run(
+            try tool("ffprobe"), ["-v", "error", "-print_format", "json", "-show_streams", "-show_format", path],
+            timeout: .seconds(30))
+        if result.status != 0 {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+            let head = bytes.prefix(48).map { String(format: "%02x", $0) }.joined()
+            Issue.record("ffprobe: \(result.output) (\(bytes.count) bytes: \(head)…)")
+        }
+        return try JSONDecoder().decode(Probe.self, from: Data(result.output.utf8))
+    }
+
+    /// The presentation times of one stream's packets, in seconds.
+    static func packetTimes(_ path: String, stream: Int) throws -> [Double] {
+        let result = try ChildProcess.run(
+            try tool("ffprobe"),
+            [
+                "-v", "error", "-select_streams", "\(stream)", "-show_entries", "packet=pts_time", "-of", "csv=p=0",
+                path,
+            ],
+            timeout: .seconds(30))
+        return result.output.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// Decodes every frame of one video stream: (frames decoded, packets read, what the decoder complained about).
+    static func decodeVideo(_ path: String, stream: Int) throws -> (frames: Int, packets: Int, errors: String) {
+        let count = try ChildProcess.run(
+            try tool("ffprobe"),
+            [
+                "-v", "error", "-select_streams", "\(stream)", "-count_frames", "-count_packets", "-show_entries",
+                "stream=nb_read_frames,nb_read_packets", "-of", "csv=p=0", path,
+            ], timeout: .seconds(60))
+        let numbers = count.output.split(whereSeparator: { $0 == "," || $0 == "\n" }).compactMap { Int($0) }
+        // Frames keep the file's own times (passthrough, the demuxer's time base): two frames a millisecond apart
+        // (a burst after a retransmission) are fine in the file, but ffmpeg's default re-timing to the stream's
+        // guessed frame rate would put them on one tick and complain about its own output, not about decoding.
+        let decode = try ChildProcess.run(
+            try tool("ffmpeg"),
+            [
+                "-v", "error", "-i", path, "-map", "0:\(stream)", "-fps_mode", "passthrough", "-enc_time_base", "-1",
+                "-f", "null", "-",
+            ], timeout: .seconds(60))
+        return (numbers.first ?? -1, numbers.dropFirst().first ?? -2, decode.output + (decode.status == 0 ? "" : "!"))
+    }
+
+    /// The first audio stream decoded to 48 kHz mono samples.
+    static func decodeAudio(_ path: String, into folder: String) throws -> [Int16] {
+        let raw = folder + "/audio.raw"
+        let result = try ChildProcess.run(
+            try tool("ffmpeg"),
+            ["-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-ac", "1", "-ar", "48000", "-y", raw],
+            timeout: .seconds(60))
+        #expect(result.status == 0 && result.output.isEmpty, "ffmpeg audio: \(result.output)")
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: raw)))
+        return stride(from: 0, to: bytes.count - 1, by: 2).map {
+            Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
+        }
+    }
+
+    /// The subtitle stream as WebVTT text.
+    static func subtitles(_ path: String) throws -> String {
+        try ChildProcess.run(
+            try tool("ffmpeg"), ["-v", "error", "-i", path, "-map", "0:s:0", "-f", "webvtt", "-"],
+            timeout: .seconds(30)
+        ).output
+    }
+
+    /// `speech`, looped, starting 100 ms after the point of the loop where `heard` (which began somewhere inside the
+    /// loop) begins, so `heard` lags it a little as `SpeechMatch` expects: the point is found on 1 ms energy
+    /// envelopes over one whole loop, and `SpeechMatch` does the rest.
+    static func aligned(_ speech: [Int16], to heard: [Int16]) -> [Int16] {
+        var looped = speech
+        while looped.count < speech.count * 2 + heard.count + 4_800 { looped += speech }
+        func envelope(_ signal: ArraySlice<Int16>) -> [Double] {
+            stride(from: signal.startIndex, to: signal.endIndex - 47, by: 48).map { start in
+                (0..<48).reduce(0) { $0 + abs(Double(signal[start + $1])) }
+            }
+        }
+        let probe = envelope(heard.prefix(48_000 * 6))
+        let loop = envelope(looped[...])
+        let period = speech.count / 48
+        var best = -Double.infinity
+        var offset = 0
+        for candidate in 0..<period where candidate + probe.count <= loop.count {
+            var sum = 0.0
+            for index in probe.indices { sum += probe[index] * loop[candidate + index] }
+            if sum > best {
+                best = sum
+                offset = candidate
+            }
+        }
+        let start = offset * 48 + speech.count + 4_800
+        return Array(looped[start..<min(looped.count, start + heard.count)])
+    }
+
+    @Test("a 3-party call recorded 20 s: 2 named VP8 tracks and the mix, every frame decodes, audio matches, chat in")
+    func recordsAThreePartyCall() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        // ana shows her camera and chats, with no sound; bo shows his camera and speaks the shipped speech.
+        let ana = try Self.bot(
+            parley, room: "rec", port: relay.port, name: "ana",
+            ["--audio", "silence", "--chat-every", "4", "--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        let bo = try Self.bot(
+            parley, room: "rec", port: relay.port, name: "bo", ["--audio", Self.speech, "--no-decode"])
+        defer { bo.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 3 })
+        let file = folder + "/call.webm"
+        let recorder = try Self.bot(
+            parley, room: "rec", port: relay.port, name: "cy",
+            ["--record", file, "--audio", "silence", "--duration", "20", "--log-level", "notice"])
+        #expect(recorder.waitForExit(seconds: 40) == 0, "recorder:\n\(recorder.output)")
+        #expect(recorder.output.contains("Recording to \(file): 2 video tracks"), "\(recorder.output)")
+        #expect(recorder.output.contains("recording saved bytes="), "\(recorder.output)")
+        // The others were told, with who records.
+        #expect(ana.waitForOutput(containing: "name: \"cy\", active: true"), "ana:\n\(ana.output)")
+
+        let probe = try Self.probe(file)
+        let videos = probe.streams("video")
+        #expect(videos.map(\.codec_name) == ["vp8", "vp8"])
+        #expect(Set(videos.compactMap(\.title)) == ["ana", "bo"], "\(videos)")
+        #expect(probe.streams("audio").map(\.codec_name) == ["opus"])
+        #expect(probe.streams("subtitle").map(\.codec_name) == ["webvtt"])
+        #expect(abs(probe.seconds - 20) <= 0.5, "file duration \(probe.seconds) s for a 20 s call")
+        for stream in probe.streams.filter({ $0.codec_type != "subtitle" }) {
+            let times = try Self.packetTimes(file, stream: stream.index)
+            let first = times.min() ?? 99
+            let last = times.max() ?? 0
+            #expect(first <= 0.5 && last >= probe.seconds - 0.5, "stream \(stream.index): \(first)…\(last) s")
+        }
+        for video in videos {
+            let decoded = try Self.decodeVideo(file, stream: video.index)
+            #expect(decoded.errors.isEmpty, "decoding \(video.title ?? ""): \(decoded.errors)")
+            #expect(decoded.frames == decoded.packets && decoded.frames >= 250, "\(video.title ?? ""): \(decoded)")
+        }
+        // A second, unrelated player: GStreamer demuxes the file and plays both cameras and the audio to the end (it
+        // skips what it cannot read rather than fail, so FFmpeg's count above is the strict check).
+        let gstreamer = try ChildProcess.run(
+            try Self.tool("gst-launch-1.0"),
+            [
+                "-q", "filesrc", "location=\(file)", "!", "matroskademux", "name=d",
+                "d.video_0", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.video_1", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.audio_0", "!", "queue", "!", "opusdec", "!", "fakesink",
+            ], timeout: .seconds(60))
+        #expect(gstreamer.status == 0, "GStreamer: \(gstreamer.output)")
+        let speech = try WAVAudio.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: Self.speech)))).samples
+        let heard = try Self.decodeAudio(file, into: folder)
+        let match = SpeechMatch(sent: Self.aligned(speech, to: heard), heard: heard)
+        print("recording: \(probe.seconds) s, audio correlation \(match.correlation) over \(match.speechSeconds) s")
+        #expect(match.correlation >= 0.9, "correlation \(match.correlation) (worst window \(match.worstWindow))")
+        #expect(match.speechSeconds >= 10, "speech compared: \(match.speechSeconds) s")
+        let chat = try Self.subtitles(file)
+        #expect(chat.contains("-->") && chat.contains("ana: "), "subtitles:\n\(chat)")
+        #expect(chat.contains("(#1)"), "ana's first line (4 s in) is a cue:\n\(chat)")
+    }
+
+    @Test("--record-tracks: one Opus track per member present at the start, named, decoding; a later joiner is named")
+    func recordsEachMembersAudioApart() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-tracks")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        let ana = try Self.bot(parley, room: "apart", port: relay.port, name: "ana", ["--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        let bo = try Self.bot(parley, room: "apart", port: relay.port, name: "bo", ["--no-decode"])
+        defer { bo.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 3 })
+        let file = folder + "/apart.webm"
+        let recorder = try Self.bot(
+            parley, room: "apart", port: relay.port, name: "cy",
+            ["--record", file, "--record-tracks", "--duration", "5", "--log-level", "notice"])
+        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        let dee = try Self.bot(parley, room: "apart", port: relay.port, name: "dee", ["--no-decode"])
+        defer { dee.signal(SIGTERM) }
+        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        #expect(
+            recorder.output.contains("dee joined after the recording started: their picture is not in it"),
+            "\(recorder.output)")
+        let probe = try Self.probe(file)
+        let audio = probe.streams("audio")
+        #expect(audio.map(\.codec_name) == ["opus", "opus"])
+        #expect(Set(audio.compactMap(\.title)) == ["ana", "bo"], "\(audio)")
+        for track in audio {
+            let decode = try ChildProcess.run(
+                try Self.tool("ffmpeg"), ["-v", "error", "-i", file, "-map", "0:\(track.index)", "-f", "null", "-"],
+                timeout: .seconds(30))
+            #expect(decode.status == 0 && decode.output.isEmpty, "\(track.title ?? ""): \(decode.output)")
+            let times = try Self.packetTimes(file, stream: track.index)
+            #expect(times.count >= 200, "\(track.title ?? ""): \(times.count) blocks of 20 ms in 5 s")
+        }
+    }
+
+    @Test("kill -9 of the recorder at 10 s: the file still plays its first ~10 s, every frame decoding")
+    func killedRecorderLeavesAPlayableFile() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-kill")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        let ana = try Self.bot(parley, room: "kill", port: relay.port, name: "ana", ["--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(containing: "member joined"))
+        let file = folder + "/killed.webm"
+        let recorder = try Self.bot(
+            parley, room: "kill", port: relay.port, name: "cy", ["--record", file, "--log-level", "notice"])
+        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        let started = ContinuousClock.now
+        #expect(ana.waitForOutput(containing: "active: true", seconds: 5), "ana:\n\(ana.output)")
+        let left = Duration.seconds(10) - (ContinuousClock.now - started)
+        if left > .zero {
+            usleep(UInt32(left.components.seconds * 1_000_000 + left.components.attoseconds / 1_000_000_000_000))
+        }
+        recorder.signal(SIGKILL)
+        #expect(recorder.waitForExit(seconds: 5) == 128 + SIGKILL)
+        // The others hear it left (dropped), and the file is what was on disk at the kill.
+        let probe = try Self.probe(file)
+        #expect(probe.streams("video").map(\.title) == ["ana"])
+        #expect(probe.seconds >= 8.5 && probe.seconds <= 10.5, "header duration \(probe.seconds) s")
+        let times = try Self.packetTimes(file, stream: probe.streams("video")[0].index)
+        #expect((times.max() ?? 0) >= 8.5, "video up to \(times.max() ?? 0) s of ~10")
+        let decoded = try Self.decodeVideo(file, stream: probe.streams("video")[0].index)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(decoded.frames == decoded.packets && decoded.frames >= 100, "\(decoded)")
+        let audio = try Self.decodeAudio(file, into: folder)
+        #expect(audio.count >= 48_000 * 8, "audio: \(Double(audio.count) / 48_000) s")
+    }
+
+    @Test("a room whose rooms file forbids recording: --record refuses, says why, writes nothing; the call goes on")
+    func forbiddenRoomRefuses() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-forbidden")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder, rooms: "board record=no\n")
+        defer { relay.process.signal(SIGTERM) }
+        let file = folder + "/board.webm"
+        let recorder = try Self.bot(
+            parley, room: "board", port: relay.port, name: "cy", ["--record", file, "--duration", "3"])
+        #expect(recorder.waitForExit(seconds: 20) == 0, "\(recorder.output)")
+        #expect(
+            recorder.output.contains(
+                "Not recording: recording is not allowed in board (the relay's rooms file forbids it)"),
+            "\(recorder.output)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
+    @Test("a full disk (a 300 kB file-size limit) stops the recording with a message; the call goes on")
+    func fullDiskStopsTheRecordingNotTheCall() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-full")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        let ana = try Self.bot(parley, room: "full", port: relay.port, name: "ana", ["--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(containing: "member joined"))
+        let file = folder + "/full.webm"
+        let prlimit = try Self.tool("prlimit")
+        let recorder = try Self.bot(
+            parley, room: "full", port: relay.port, name: "cy",
+            ["--record", file, "--duration", "12", "--stats", "--log-level", "notice"],
+            prefix: [prlimit, "--fsize=300000"])
+        #expect(recorder.waitForExit(seconds: 30) == 0, "\(recorder.output)")
+        #expect(
+            recorder.output.contains("Recording stopped: the disk is full: \(file) stopped at"), "\(recorder.output)")
+        let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        #expect(size <= 300_000 && size > 100_000, "file size \(size)")
+        // The call went on after the disk filled: the recorder kept receiving ana to the end (12 s at 15 fps).
+        let line = recorder.output.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
+        let frames = line.firstMatch(of: /"framesDecoded":(\d+)/).flatMap { Int($0.1) } ?? 0
+        #expect(frames >= 140, "frames decoded in the call: \(line)")
+        #expect(ana.waitForOutput(containing: "active: false"), "the room was told the recording stopped")
+    }
+
+    @Test("the header shows ● REC with who records for the others; R records and stops; the host's /norecord stops all")
+    func headerShowsRecForTheOthers() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-tmux")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        // alice joins first, so she hosts; `R` writes into the folder the pane starts in.
+        let pane = try TmuxPane(
+            command:
+                "sh -c 'cd \(folder) && \(parley) join rec --server 127.0.0.1:\(relay.port) --insecure --name alice "
+                + "--profile 320x180 --log \(folder)/alice.log; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let alone = try pane.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        #expect(alone.contains { $0.contains("1 person · connected") }, "\(alone.joined(separator: "\n"))")
+        let recorder = try Self.bot(
+            parley, room: "rec", port: relay.port, name: "cy",
+            ["--record", folder + "/seen.webm", "--log-level", "notice"])
+        defer { recorder.signal(SIGTERM) }
+        let lines = try pane.waitFor { $0.contains { $0.contains("● REC cy") } }
+        print("header while cy records: \(lines.first ?? "")")
+        #expect(lines.first?.contains("● REC cy · 2 people") == true, "header:\n\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("cy started recording the call") }, "\(lines.joined(separator: "\n"))")
+
+        // R: alice records too, and the control bar's Rec is on.
+        try pane.send(["R"])
+        let both = try pane.waitFor { $0.first?.contains("● REC cy, you") == true }
+        #expect(both.first?.contains("● REC cy, you") == true, "\(both.joined(separator: "\n"))")
+        #expect(recorder.waitForOutput(containing: "name: \"alice\", active: true"), "cy was told:\n\(recorder.output)")
+        try pane.send(["R"])
+        let saved = try pane.waitFor { $0.contains { $0.contains("Recording saved: parley-rec-") } }
+        #expect(saved.contains { $0.contains("Recording saved: parley-rec-") }, "\(saved.joined(separator: "\n"))")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("parley-rec-") }
+        #expect(files.count == 1, "\(files)")
+        if let name = files.first {
+            #expect(try Self.probe(folder + "/" + name).streams("video").map(\.title) == ["cy"])
+        }
+
+        // The host forbids recording: cy's recording stops (and is saved), and R is refused with the reason.
+        try pane.send(["t"])
+        try pane.sendLiteral("/norecord")
+        try pane.send(["Enter"])
+        #expect(
+            recorder.waitForOutput(containing: "alice, the host, forbade recording: your recording stopped"),
+            "cy:\n\(recorder.output)")
+        let stopped = try pane.waitFor { !($0.first?.contains("● REC") ?? true) }
+        #expect(stopped.first?.contains("● REC") == false, "\(stopped.joined(separator: "\n"))")
+        #expect(stopped.contains { $0.contains("You forbade recording in this room") || $0.contains("alice forbade") })
+        try pane.send(["R"])
+        let refused = try pane.waitFor { $0.contains { $0.contains("Recording is not allowed in this room") } }
+        #expect(
+            refused.contains { $0.contains("Recording is not allowed in this room: alice forbade") },
+            "\(refused.joined(separator: "\n"))")
+        #expect(
+            try Self.probe(folder + "/seen.webm").streams("video").isEmpty, "cy's file was saved, alice's camera off")
+        try pane.send(["q", "y"])
+    }
+
+    @Test("in an end-to-end encrypted room the notice says it is the member's decrypted view, and the file decodes")
+    func encryptedRoomRecordsTheDecryptedView() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-e2e")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        try "correct horse battery staple\n".write(toFile: folder + "/secret", atomically: true, encoding: .utf8)
+        let secret = ["--secret-file", folder + "/secret"]
+        let ana = try Self.bot(
+            parley, room: "e2e", port: relay.port, name: "ana", ["--no-decode", "--chat-every", "1"] + secret)
+        defer { ana.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(containing: "member joined"))
+        let file = folder + "/e2e.webm"
+        let recorder = try Self.bot(
+            parley, room: "e2e", port: relay.port, name: "cy",
+            ["--record", file, "--duration", "4", "--log-level", "notice"] + secret)
+        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        #expect(ana.waitForOutput(containing: "name: \"cy\", active: true, encrypted: true"), "ana:\n\(ana.output)")
+        let probe = try Self.probe(file)
+        let video = try #require(probe.streams("video").first)
+        let decoded = try Self.decodeVideo(file, stream: video.index)
+        #expect(decoded.errors.isEmpty && decoded.frames == decoded.packets && decoded.frames >= 40, "\(decoded)")
+        #expect(try Self.subtitles(file).contains("ana: "), "the chat was decrypted before it was recorded")
+    }
+}
