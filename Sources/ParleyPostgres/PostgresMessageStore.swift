@@ -83,9 +83,11 @@ public final class PostgresMessageStore: MessageStore {
 
     // MARK: Transactions
 
-    /// Runs `body` in one transaction and waits for its commit.
+    /// Runs `body` in one transaction and waits for its commit. `single`: `body` is one statement, which PostgreSQL
+    /// runs as its own transaction: no BEGIN and COMMIT round trips around it.
     func transaction<T: Sendable>(
-        _ what: String, readOnly: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        _ what: String, readOnly: Bool = false, single: Bool = false,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) throws(StoreError) -> T {
         let client = client
         let logger = logger
@@ -101,6 +103,7 @@ public final class PostgresMessageStore: MessageStore {
                     "could not \(what): PostgreSQL at \(settings.host):\(settings.port) did not answer within 5 s")
             ) {
                 try await client.withConnection { connection in
+                    if single { return try await body(connection) }
                     try await connection.query(
                         readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN", logger: logger)
                     do {
@@ -356,21 +359,32 @@ public final class PostgresMessageStore: MessageStore {
         let count = receipts.reduce(0) { $0 + $1.sequences.count }
         let logger = logger
         let receipts = receipts.map { (sequences: $0.sequences, recipient: $0.recipient) }
-        return try transaction("mark \(count) messages delivered") { connection in
+        // One statement for every receipt of the batch: (sequence, recipient) pairs, each message marked once.
+        let sequences = receipts.flatMap(\.sequences)
+        let recipients = receipts.flatMap { receipt in receipt.sequences.map { _ in receipt.recipient } }
+        return try transaction("mark \(count) messages delivered", single: true) { connection in
+            var marked: [Int64: MessageMark] = [:]
+            var recipientOf: [Int64: String] = [:]
+            for try await (sequence, sender, recipient) in try await connection.query(
+                """
+                UPDATE direct_message d SET delivered_at = \(at)
+                FROM unnest(\(sequences), \(recipients)) AS receipt(sequence, recipient)
+                WHERE d.sequence = receipt.sequence AND d.recipient = receipt.recipient AND d.delivered_at IS NULL
+                RETURNING d.sequence, d.sender, d.recipient
+                """, logger: logger
+            ).decode((Int64, String, String).self) {
+                marked[sequence] = MessageMark(sequence: sequence, sender: sender)
+                recipientOf[sequence] = recipient
+            }
+            // Each receipt gets the messages it marked, in its order; a sequence listed twice (in one receipt or
+            // two) counts where it first appears.
             var results: [[MessageMark]] = []
             for receipt in receipts {
-                // One array parameter, however long the receipt.
-                let marks = try await Self.marks(
-                    connection,
-                    """
-                    UPDATE direct_message SET delivered_at = \(at)
-                    WHERE sequence = ANY(\(receipt.sequences)) AND recipient = \(receipt.recipient)
-                        AND delivered_at IS NULL
-                    RETURNING sequence, sender
-                    """, logger: logger)
-                // In the receipt's order (a sequence listed twice is marked once, where it first appears).
-                let position = Dictionary(receipt.sequences.enumerated().map { ($1, $0) }) { first, _ in first }
-                results.append(marks.sorted { (position[$0.sequence] ?? 0) < (position[$1.sequence] ?? 0) })
+                var marks: [MessageMark] = []
+                for sequence in receipt.sequences where recipientOf[sequence] == receipt.recipient {
+                    if let mark = marked.removeValue(forKey: sequence) { marks.append(mark) }
+                }
+                results.append(marks)
             }
             return results
         }
