@@ -42,6 +42,19 @@ struct ClusterProcessTests {
         }
     }
 
+    /// A PostgreSQL of the test's own with an empty database, and a folder for the nodes' state.
+    static func setUp() async throws -> (server: PostgresServer, database: String, folder: String) {
+        let server = try await PostgresServer.start()
+        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return (server, try await server.createDatabase(prefix: "parley_cluster"), folder)
+    }
+
+    static func tearDown(_ server: PostgresServer, _ folder: String) {
+        server.stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
     /// Everything a client received live, kept for the test to look at.
     final class Events: Sendable {
         let all = Mutex<[MessagingEvent]>([])
@@ -75,11 +88,8 @@ struct ClusterProcessTests {
     }
 
     @Test func messagesReceiptsPresenceAndChannelLinesCrossNodes() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
@@ -146,11 +156,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
@@ -186,11 +193,8 @@ struct ClusterProcessTests {
     }
 
     @Test func postgresStoppedAndStartedUnderLoadLosesAndDuplicatesNothingAcknowledged() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
@@ -287,12 +291,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aRunningCallGoesOnWhilePostgresIsDownFor30Seconds() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let node = try #require(try startNodes(["a"], url: server.url(database: database), folder: folder).first)
         defer { node.process.stop() }
         let binary = try #require(parleyBinaryPath())
@@ -331,12 +331,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aJoinIsRedirectedToTheRoomsNodeWhichMustShowTheClustersCertificate() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let binary = try #require(parleyBinaryPath())
         // Node a makes a self-signed certificate; b shares it (the cluster's); c has its own (a stranger's).
         let url = server.url(database: database)
@@ -387,12 +383,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aDeadFirstServerFallsThroughToTheNext() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let nodes = try startNodes(["a"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
@@ -418,13 +410,9 @@ struct ClusterProcessTests {
     }
 
     @Test func roomSettingsLoadedIntoTheDatabaseApplyOnEveryNode() async throws {
-        let server = try await PostgresServer.start()
-        defer { server.stop() }
-        let database = try await server.createDatabase(prefix: "parley_cluster")
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
         let url = server.url(database: database)
-        let folder = NSTemporaryDirectory() + "parley-cluster-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let nodes = try startNodes(["a", "b"], url: url, folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
