@@ -176,8 +176,9 @@ struct ClusterProcessTests {
         }
         let took = Date().timeIntervalSince(killed)
         #expect(offline, "carol offline once her node died: \(bobEvents.all.withLock { $0 })")
-        // Dead after 3 s of silence, noticed within the next heartbeat.
-        #expect(took < 6, "found dead after \(took) s")
+        // Dead after 3 s of silence, noticed at a heartbeat after that (about 4 s on an idle machine); the bound
+        // only says it happens, with room for a loaded one.
+        #expect(took < 15, "found dead after \(took) s")
         // Give every node a few more heartbeats: still reaped exactly once, by a or b.
         try await Task.sleep(for: .seconds(2))
         let row = try await server.psql("SELECT alive, deaths, reaped_by FROM node WHERE id = 'c'", database: database)
