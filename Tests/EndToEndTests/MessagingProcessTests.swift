@@ -147,7 +147,11 @@ import Glibc
             command: "sh -c 'env -u USER XDG_CONFIG_HOME=\(folder)/bob \(parley) join standup --server \(server) "
                 + "--insecure --profile 320x180 --log \(folder)/bob-call.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        // The header and the chat pane's first line may come in different frames: wait for both.
+        let lines = try pane.waitFor { lines in
+            lines.contains { $0.contains("1 person · connected") }
+                && lines.contains { $0.contains("You joined standup as bob") }
+        }
         #expect(lines.contains { $0.contains("1 person · connected") }, "\(lines.joined(separator: "\n"))")
         #expect(lines.contains { $0.contains("You joined standup as bob") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["q"])
