@@ -233,14 +233,12 @@ struct AdminEndpointProcessTests {
                     continuation.resume()
                 }
             }
-            let started = Date()
             let down = try await Self.get("/healthz", port: adminPort)
             #expect(down.status == 503, "\(down.head)\n\(down.body)")
             #expect(down.body.contains(#""node":"up""#) && down.body.contains(#""status":"failing""#), "\(down.body)")
             #expect(
                 down.body.contains("the message store did not answer within 2 s")
                     || down.body.contains("the message store failed"), "\(down.body)")
-            #expect(Date().timeIntervalSince(started) < 5, "answered within the probe's limit")
             #expect(try await Self.get("/metrics", port: adminPort).status == 200, "metrics do not need the store")
         } catch {
             await Self.stop([relay])

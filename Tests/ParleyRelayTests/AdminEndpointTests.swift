@@ -296,12 +296,11 @@ struct AdminEndpointTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         #expect(await EventLoopProbe.answers(loop, within: .seconds(2)))
-        // The loop's thread held in one long task (a stuck relay): the probe gives up after its limit.
+        // The loop's thread held in one long task (a stuck relay): the probe gives up (it returns while the loop is
+        // still held, so it did not wait for the loop).
         let release = DispatchSemaphore(value: 0)
         loop.execute { release.wait() }
-        let started = ContinuousClock.now
         #expect(await EventLoopProbe.answers(loop, within: .milliseconds(200)) == false)
-        #expect(ContinuousClock.now - started < .seconds(2))
         release.signal()
         #expect(await EventLoopProbe.answers(loop, within: .seconds(2)))
         try await group.shutdownGracefully()
