@@ -72,18 +72,21 @@ LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
 # descriptor limit, calls resized in tmux, a simulcast call at 640x360, joins against a relay process (removal, a
-# relay restart), demos fullscreening a tile per picture mode, calls recorded to WebM, xterm and kitty on Xvfb (kitty
-# drawn by software OpenGL): with everything else beside them they starve the timing tests of the main group, so they
-# run next, among themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests|RecordingProcessTests
+# relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by software
+# OpenGL): with everything else beside them they starve the timing tests of the main group, so they run next, among
+# themselves.
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+# Calls recorded to WebM and read back by FFmpeg and GStreamer (several bots, a recorder, decoders): on their own.
+RECORDING   := RecordingProcessTests
 # Relays on a PostgreSQL of their own (a cluster of three nodes, a node killed, the database stopped under load, a
 # relay's /metrics): each test starts a database server and several relays, so they run after the processes above,
 # not beside them.
 DATABASE    := ClusterProcessTests|PostgresServeTests|AdminEndpointProcessTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 test: build format-check
-	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)|$(DATABASE)'
+	$(TEST) --skip '$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)|$(RECORDING)|$(DATABASE)'
 	$(TEST) --filter '$(PROCESSES)'
+	$(TEST) --filter '$(RECORDING)'
 	$(TEST) --filter '$(DATABASE)'
 	$(TEST) --filter '$(SIMULATIONS)'
 	$(TEST) --filter '$(LOSSY_CALL)'
