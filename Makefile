@@ -13,7 +13,7 @@ BENCH_BIN   := .build/release/parley-bench
 # the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
                 postgresql \
-                portaudio19-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
+                portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 libwebm-dev ffmpeg \

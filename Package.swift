@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
         .systemLibrary(name: "CPortAudio", pkgConfig: "portaudio-2.0", providers: [.apt(["portaudio19-dev"])]),
+        // libpulse: no pkg-config (its flags are ones SwiftPM refuses and warns about); headers sit in /usr/include.
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
@@ -51,7 +53,10 @@ let package = Package(
         // Real devices: microphones and speakers through PortAudio, cameras through V4L2 (MJPEG via libturbojpeg).
         .target(
             name: "ParleyDevices",
-            dependencies: ["ParleyMedia", "CPortAudio", "CAudioShim", "CTurboJPEG", "CV4L2Shim"]
+            dependencies: [
+                "ParleyMedia", "CPortAudio", "CAudioShim", "CTurboJPEG", "CV4L2Shim",
+                .target(name: "CPulse", condition: .when(platforms: [.linux])),
+            ]
         ),
         // Pure room core: sessions, reducer, layout, chat log, command table.
         .target(

@@ -20,13 +20,16 @@ public struct AudioDeviceInfo: Sendable, Hashable, Codable {
     public var isDefaultInput: Bool
     /// Whether the system picks it when no speaker is named.
     public var isDefaultOutput: Bool
-    /// The system layer it sits on ("ALSA", "Core Audio", ...).
+    /// The system layer it sits on ("ALSA", "Core Audio", "PulseAudio", ...).
     public var hostAPI: String
+    /// The sound server's own name for it (`alsa_output.usb-…`), which `--mic`/`--speaker` accept too; nil without
+    /// a sound server.
+    public var serverName: String?
 
     /// A device description.
     public init(
         name: String, inputChannels: Int, outputChannels: Int, defaultSampleRate: Int,
-        isDefaultInput: Bool = false, isDefaultOutput: Bool = false, hostAPI: String
+        isDefaultInput: Bool = false, isDefaultOutput: Bool = false, hostAPI: String, serverName: String? = nil
     ) {
         self.name = name
         self.inputChannels = inputChannels
@@ -35,6 +38,7 @@ public struct AudioDeviceInfo: Sendable, Hashable, Codable {
         self.isDefaultInput = isDefaultInput
         self.isDefaultOutput = isDefaultOutput
         self.hostAPI = hostAPI
+        self.serverName = serverName
     }
 
     /// Whether it works as `kind`.
@@ -120,7 +124,11 @@ public enum AudioDeviceMatch {
         guard !name.isEmpty, name.unicodeScalars.count <= maximumNameLength else {
             throw .unknownDevice(kind, name: name, available: names)
         }
-        if let exact = candidates.first(where: { $0.name == name }) { return exact }
+        if let exact = candidates.first(where: { $0.name == name })
+            ?? candidates.first(where: { $0.serverName == name })
+        {
+            return exact
+        }
         let lowered = name.lowercased()
         let matches = candidates.filter { $0.name.lowercased().hasPrefix(lowered) }
         switch matches.count {
@@ -143,6 +151,11 @@ public protocol AudioDeviceLayer: Sendable {
     /// Opens a speaker (nil: the default) for 16-bit blocks of `framesPerBlock` frames.
     func openOutput(named: String?, sampleRate: Int, channels: Int, framesPerBlock: Int)
         throws(AudioDeviceError) -> any AudioOutputStream
+    /// Calls `onChange` with the new lists whenever a device is added or removed or the default changes; nil when
+    /// the layer cannot tell.
+    func watchDevices(
+        _ onChange: @escaping @Sendable (_ microphones: [AudioDeviceInfo], _ speakers: [AudioDeviceInfo]) -> Void
+    ) -> (any AudioDeviceWatch)?
 }
 
 /// An open microphone. Used from one thread at a time; closed by `close()` or when released.
@@ -153,6 +166,10 @@ public protocol AudioInputStream: AnyObject {
     func read() throws(AudioDeviceError) -> [Int16]
     /// Stops and releases the device; later reads fail.
     func close()
+    /// How often the device hands audio over (the capture buffer's delay), when the layer can tell.
+    var latency: Duration? { get }
+    /// Times the device dropped audio nobody read in time (overruns), when the layer can tell.
+    var deviceProblems: Int { get }
 }
 
 /// An open speaker. Used from one thread at a time; closed by `close()` or when released.
@@ -163,6 +180,27 @@ public protocol AudioOutputStream: AnyObject {
     func write(_ samples: [Int16]) throws(AudioDeviceError)
     /// Plays what is queued, stops and releases the device; later writes fail.
     func close()
+    /// The device's whole play-out buffer (its delay), when the layer can tell.
+    var latency: Duration? { get }
+    /// Times the device ran dry (underruns), when the layer can tell.
+    var deviceProblems: Int { get }
+    /// Whether `waitUntilWritable` really waits for room (so a block can be made just in time).
+    var tellsWhenWritable: Bool { get }
+    /// Waits until a whole block fits, so the next block can be made just in time (layers that cannot tell return
+    /// at once and `write` waits instead).
+    func waitUntilWritable() throws(AudioDeviceError)
+}
+
+extension AudioInputStream {
+    public var latency: Duration? { nil }
+    public var deviceProblems: Int { 0 }
+}
+
+extension AudioOutputStream {
+    public var latency: Duration? { nil }
+    public var deviceProblems: Int { 0 }
+    public var tellsWhenWritable: Bool { false }
+    public func waitUntilWritable() throws(AudioDeviceError) {}
 }
 
 /// The limits every layer checks before opening a device, so a bad request fails the same way everywhere.
@@ -191,5 +229,41 @@ extension AudioDeviceLayer {
     /// The device `--mic` / `--speaker` would open for `name` (nil: the default), without opening it.
     public func device(named name: String?, kind: AudioDeviceKind) throws(AudioDeviceError) -> AudioDeviceInfo {
         try AudioDeviceMatch.pick(name, kind: kind, among: kind == .microphone ? inputDevices() : outputDevices())
+    }
+}
+
+/// Stops watching a sound server's devices when released or stopped.
+public protocol AudioDeviceWatch: AnyObject, Sendable {
+    /// Stops the callbacks; returns when none runs any more.
+    func stop()
+}
+
+extension AudioDeviceLayer {
+    /// PortAudio and the test layers list devices once: no watching.
+    public func watchDevices(
+        _ onChange: @escaping @Sendable (_ microphones: [AudioDeviceInfo], _ speakers: [AudioDeviceInfo]) -> Void
+    ) -> (any AudioDeviceWatch)? { nil }
+}
+
+/// What changed between two device lists, in the words the chat pane shows: pure, so it is table-tested.
+public enum AudioDeviceChanges {
+    /// One line per device plugged in or out and per new default, microphones first.
+    public static func notices(
+        from old: (microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo]),
+        to new: (microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo])
+    ) -> [String] {
+        func lines(_ before: [AudioDeviceInfo], _ after: [AudioDeviceInfo], _ kind: AudioDeviceKind) -> [String] {
+            let word = kind == .microphone ? "Microphone" : "Speaker"
+            let oldNames = Set(before.map(\.name))
+            let newNames = Set(after.map(\.name))
+            var lines = after.filter { !oldNames.contains($0.name) }.map { "\(word) plugged in: \($0.name)" }
+            lines += before.filter { !newNames.contains($0.name) }.map { "\(word) unplugged: \($0.name)" }
+            let oldDefault = before.first { $0.isDefault(for: kind) }?.name
+            if let newDefault = after.first(where: { $0.isDefault(for: kind) })?.name, newDefault != oldDefault {
+                lines.append("Default \(word.lowercased()) is now \(newDefault)")
+            }
+            return lines
+        }
+        return lines(old.microphones, new.microphones, .microphone) + lines(old.speakers, new.speakers, .speaker)
     }
 }

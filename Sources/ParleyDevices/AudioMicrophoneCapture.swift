@@ -13,6 +13,7 @@ public final class MicrophoneCapture: Sendable {
     private let onFailure: @Sendable (AudioDeviceError) -> Void
     private let thread = AudioDeviceThread(name: "parley-microphone")
     private let blocks = Atomic(0)
+    private let overruns: @Sendable () -> Int
 
     /// A capture from an open stream; nothing is read before `start()`.
     public init(
@@ -20,12 +21,18 @@ public final class MicrophoneCapture: Sendable {
         onBlock: @escaping @Sendable (AudioFrame) -> Void,
         onFailure: @escaping @Sendable (AudioDeviceError) -> Void
     ) {
+        let counters = UncheckedInput(stream)
+        overruns = { counters.stream.deviceProblems }
         pending = Mutex(stream)
         self.sampleRate = sampleRate
         self.framesPerBlock = framesPerBlock
         self.onBlock = onBlock
         self.onFailure = onFailure
     }
+
+    /// Times the device dropped audio because it was not read in time (the sound server's overruns), when its layer
+    /// can tell.
+    public var deviceOverruns: Int { overruns() }
 
     /// Blocks delivered so far.
     public var blocksDelivered: Int { blocks.load(ordering: .relaxed) }
@@ -69,4 +76,10 @@ public final class MicrophoneCapture: Sendable {
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }
     }
+}
+
+/// Reads a stream's counters from another thread (atomics in the layers that count).
+private struct UncheckedInput: @unchecked Sendable {
+    let stream: any AudioInputStream
+    init(_ stream: any AudioInputStream) { self.stream = stream }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import ParleyMedia
 import Synchronization
 
@@ -65,8 +66,13 @@ struct PlayoutQueue: Sendable, Equatable {
 
 /// Writes blocks to a speaker on its own thread from a bounded FIFO: drops the oldest beyond `maxQueuedBlocks`
 /// (counted), writes silence when the queue runs dry (counted) and waits for `prebufferBlocks` again, and calls
-/// `onDemand` after each block it writes so the owner can produce the next one: playout is paced by the device's
-/// clock. The wall-clock guard and the failure rules are the microphone's. Call `stop()` when done.
+/// `onDemand` so the owner can produce the next block: playout is paced by the device's clock. The wall-clock guard
+/// and the failure rules are the microphone's. Call `stop()` when done.
+///
+/// With `justInTime` (a device that says when a block fits, such as PulseAudio's) the block is asked for only once
+/// the device has room for it, and waited for up to `justInTime`: audio is mixed as late as possible, so the queue
+/// adds no delay of its own, while the device's buffer still covers the wait. Otherwise the next block is asked for
+/// right after each write and waits in the queue (PortAudio's blocking writes give no earlier signal).
 public final class SpeakerPlayout: Sendable {
     private let pending: Mutex<(any AudioOutputStream)?>
     private let queue: Mutex<PlayoutQueue>
@@ -76,15 +82,22 @@ public final class SpeakerPlayout: Sendable {
     private let onFailure: @Sendable (AudioDeviceError) -> Void
     private let thread = AudioDeviceThread(name: "parley-speaker")
     private let written = Atomic(0)
+    private let arrivals = DispatchSemaphore(value: 0)
+    private let justInTime: Duration?
+    /// The device's buffer and its underruns, read once the stream is open.
+    private let device: (latency: @Sendable () -> Duration?, problems: @Sendable () -> Int)
 
     /// A playout into an open stream of `channels` channels; nothing is written before `start()`.
     public init(
         stream: sending any AudioOutputStream, sampleRate: Int, channels: Int = 1, framesPerBlock: Int,
-        prebufferBlocks: Int = 3, maxQueuedBlocks: Int = 25,
+        prebufferBlocks: Int = 3, maxQueuedBlocks: Int = 25, justInTime: Duration? = nil,
         onDemand: @escaping @Sendable () -> Void = {},
         onFailure: @escaping @Sendable (AudioDeviceError) -> Void
     ) {
+        let counters = UncheckedStream(stream)
+        device = ({ counters.stream.latency }, { counters.stream.deviceProblems })
         pending = Mutex(stream)
+        self.justInTime = justInTime
         queue = Mutex(
             PlayoutQueue(
                 framesPerBlock: framesPerBlock, channels: channels, prebufferBlocks: prebufferBlocks,
@@ -98,7 +111,18 @@ public final class SpeakerPlayout: Sendable {
     /// Queues audio to play (any length; cut into device blocks).
     public func enqueue(_ frame: AudioFrame) {
         queue.withLock { $0.enqueue(frame) }
+        arrivals.signal()
     }
+
+    /// The device's whole play-out buffer, when its layer can tell.
+    public var deviceLatency: Duration? { device.latency() }
+    /// Times the device itself ran dry (the sound server's underruns) after the first audio played, when its layer
+    /// can tell: before that there is nothing to interrupt.
+    public var deviceUnderruns: Int {
+        guard let baseline = underrunsBeforeAudio.withLock({ $0 }) else { return 0 }
+        return device.problems() - baseline
+    }
+    private let underrunsBeforeAudio = Mutex<Int?>(nil)
 
     /// Blocks of silence written because the queue ran dry after playing began.
     public var underruns: Int { queue.withLock { $0.underruns } }
@@ -124,16 +148,38 @@ public final class SpeakerPlayout: Sendable {
         defer { stream.close() }
         var pacer = AudioPacer(framesPerBlock: framesPerBlock, sampleRate: sampleRate)
         while !thread.isStopping {
-            let block = queue.withLock { $0.next() }
             do {
+                if let justInTime {
+                    try stream.waitUntilWritable()
+                    if queue.withLock({ $0.blocks.isEmpty }) {
+                        while arrivals.wait(timeout: .now()) == .success {}
+                        onDemand()
+                        let nanoseconds =
+                            Int(justInTime.components.attoseconds / 1_000_000_000)
+                            + Int(justInTime.components.seconds) * 1_000_000_000
+                        _ = arrivals.wait(timeout: .now() + .nanoseconds(nanoseconds))
+                    }
+                }
+                let (block, playing) = queue.withLock { queue in (queue.next(), queue.hasPlayed) }
+                if playing, underrunsBeforeAudio.withLock({ $0 }) == nil {
+                    let before = stream.deviceProblems
+                    underrunsBeforeAudio.withLock { $0 = before }
+                }
                 try stream.write(block)
             } catch {
                 if !thread.isStopping { onFailure(error) }
                 return
             }
             written.add(1, ordering: .relaxed)
-            onDemand()
+            if justInTime == nil { onDemand() }
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }
     }
+}
+
+/// Reads a stream's counters from another thread: the layers' counters are atomics or read under the layer's own
+/// lock (PulseAudio's), or constants.
+private struct UncheckedStream: @unchecked Sendable {
+    let stream: any AudioOutputStream
+    init(_ stream: any AudioOutputStream) { self.stream = stream }
 }

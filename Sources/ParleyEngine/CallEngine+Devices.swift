@@ -12,6 +12,29 @@ import ParleyWire
 // camera off), each step said in the chat pane.
 
 extension EngineCore {
+    // MARK: Watching
+
+    /// Starts following the sound server's devices (once per call): a device plugged in or out and a new default
+    /// are said in the chat pane. Streams opened on the default move with it by the server's own rule.
+    func watchDevices() {
+        guard deviceWatch == nil, let bound else { return }
+        knownDevices = (
+            (try? devices.audio.inputDevices()) ?? [], (try? devices.audio.outputDevices()) ?? []
+        )
+        deviceWatch = devices.audio.watchDevices { microphones, speakers in
+            bound.eventLoop.execute { bound.value.devicesChanged(microphones: microphones, speakers: speakers) }
+        }
+    }
+
+    func devicesChanged(microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo]) {
+        guard deviceWatch != nil, let known = knownDevices else { return }
+        knownDevices = (microphones, speakers)
+        for notice in AudioDeviceChanges.notices(from: known, to: (microphones, speakers)) {
+            emit(.alert(.message(notice)))
+            logger.info("sound devices changed", metadata: ["change": "\(notice)"])
+        }
+    }
+
     // MARK: Microphone
 
     /// Opens the named (nil: default) microphone; on failure falls back to the default once, then to silence.
@@ -43,6 +66,7 @@ extension EngineCore {
             }
         }
         microphoneSilence.microphoneChanged()
+        microphoneLatency = stream.latency
         let capture = MicrophoneCapture(
             stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
             framesPerBlock: DeviceAudioFormat.framesPerBlock,
@@ -50,6 +74,7 @@ extension EngineCore {
             onFailure: { error in bound.eventLoop.execute { bound.value.microphoneFailed(error) } })
         microphone = capture
         capture.start()
+        watchDevices()
         logger.info("microphone open", metadata: ["device": "\(microphoneName ?? "")"])
     }
 
@@ -118,13 +143,18 @@ extension EngineCore {
         }
         if let notice { emit(.alert(.message(notice))) }
         speakerName = stream.deviceName
+        // A device that says when it has room gets each block mixed just then (waited for up to half a block, which
+        // its buffer still covers); otherwise blocks are mixed one write ahead and queued.
+        let justInTime = stream.tellsWhenWritable
         let playout = SpeakerPlayout(
             stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
-            framesPerBlock: DeviceAudioFormat.framesPerBlock, prebufferBlocks: 2, maxQueuedBlocks: 8,
+            framesPerBlock: DeviceAudioFormat.framesPerBlock, prebufferBlocks: justInTime ? 1 : 2, maxQueuedBlocks: 8,
+            justInTime: justInTime ? .milliseconds(10) : nil,
             onDemand: { bound.eventLoop.execute { bound.value.speakerDemand() } },
             onFailure: { error in bound.eventLoop.execute { bound.value.speakerFailed(error) } })
         speaker = playout
         playout.start()
+        watchDevices()
         logger.info("speaker open", metadata: ["device": "\(speakerName ?? "")"])
     }
 

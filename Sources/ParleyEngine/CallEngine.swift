@@ -128,6 +128,12 @@ final class EngineCore {
     var microphoneName: String?
     /// The real speaker while one is open: it asks for each block (play-out paced by the device's clock).
     var speaker: SpeakerPlayout?
+    /// How often the open microphone hands audio over, when its layer can tell.
+    var microphoneLatency: Duration?
+    /// The sound server's device watch while real devices are open.
+    var deviceWatch: (any AudioDeviceWatch)?
+    /// The device lists as last seen, to say what changed.
+    var knownDevices: (microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo])?
     var speakerName: String?
     var echoCanceller: EchoCanceller?
     /// When an unmuted microphone delivering only zeros is worth a notice.
@@ -216,6 +222,10 @@ final class EngineCore {
         stats.audioPlannedLossPercent = audioLossPlan.percent
         stats.speakerUnderruns = speaker?.underruns ?? 0
         stats.speakerDropped = speaker?.dropped ?? 0
+        stats.speakerDeviceUnderruns = speaker?.deviceUnderruns ?? 0
+        stats.speakerLatency = speaker?.deviceLatency
+        stats.microphoneLatency = microphone == nil ? nil : microphoneLatency
+        stats.microphoneOverruns = microphone?.deviceOverruns ?? 0
         stats.videoFramesSent = videoSender?.framesSent ?? 0
         stats.videoFramesCaptured = videoSender?.framesCaptured ?? 0
         stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
@@ -243,6 +253,7 @@ final class EngineCore {
                 audioDropouts: peer.audioDropouts, decryptFailures: peer.decryptFailures,
                 oversizedKeyframes: peer.oversizedKeyframes,
                 videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
+            stats.peers[id]?.audioDelay = peer.audio.playoutDelay
         }
         return stats
     }

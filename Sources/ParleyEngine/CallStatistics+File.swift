@@ -33,6 +33,11 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         public var keyframeRequestsSent: Int
         /// Payloads and chat lines of this member that failed SFrame authentication.
         public var decryptFailures: Int
+        /// How long this member's audio waits between arriving and being played (jitter buffer and decoded
+        /// samples, about a second's average), in milliseconds.
+        public var audioDelayMs: Int?
+        /// Stretches of silence played after this member's audio started (dropouts a listener hears, or muting).
+        public var audioDropouts: Int?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -49,6 +54,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             nacksSent = peer.nacksSent
             keyframeRequestsSent = peer.keyframeRequestsSent
             decryptFailures = peer.decryptFailures
+            audioDelayMs = Int((peer.audioDelay / .milliseconds(1)).rounded())
+            audioDropouts = peer.audioDropouts
         }
     }
 
@@ -80,6 +87,14 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
     public var speakerDropped: Int
+    /// Times the speaker device itself ran dry (the sound server's count; 0 where the layer cannot tell).
+    public var speakerDeviceUnderruns: Int
+    /// The speaker device's play-out buffer in milliseconds; nil where the layer cannot tell or no speaker is open.
+    public var speakerLatencyMs: Int?
+    /// How often the microphone device hands audio over, in milliseconds; nil where unknown or no microphone.
+    public var microphoneLatencyMs: Int?
+    /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
+    public var microphoneOverruns: Int
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived: Int
     /// The end-to-end cipher ("AES-128-GCM"); nil (written as `null`) for an unencrypted call.
@@ -105,6 +120,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = stats.audioPlannedLossPercent
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
+        speakerDeviceUnderruns = stats.speakerDeviceUnderruns
+        speakerLatencyMs = stats.speakerLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
+        microphoneLatencyMs = stats.microphoneLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
+        microphoneOverruns = stats.microphoneOverruns
         keyframeRequestsReceived = stats.keyframeRequestsReceived
         encryption = stats.encryption
         peers = stats.peers.sorted { $0.key < $1.key }.map { Peer(id: $0.key, $0.value) }
@@ -121,7 +140,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, activeVideoLayers
         case videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent, audioPlannedLossPercent
-        case speakerUnderruns, speakerDropped, keyframeRequestsReceived, encryption, peers
+        case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
+        case microphoneOverruns
+        case keyframeRequestsReceived, encryption, peers
     }
 
     /// The key of an `extra` field: any name.
@@ -152,6 +173,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = try fields.decode(Int.self, forKey: .audioPlannedLossPercent)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
+        speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
+        speakerLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .speakerLatencyMs)
+        microphoneLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .microphoneLatencyMs)
+        microphoneOverruns = try fields.decodeIfPresent(Int.self, forKey: .microphoneOverruns) ?? 0
         keyframeRequestsReceived = try fields.decode(Int.self, forKey: .keyframeRequestsReceived)
         encryption = try fields.decodeIfPresent(String.self, forKey: .encryption)
         peers = try fields.decode([Peer].self, forKey: .peers)
@@ -180,6 +205,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(audioPlannedLossPercent, forKey: .audioPlannedLossPercent)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
+        try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)
+        try fields.encodeIfPresent(speakerLatencyMs, forKey: .speakerLatencyMs)
+        try fields.encodeIfPresent(microphoneLatencyMs, forKey: .microphoneLatencyMs)
+        try fields.encode(microphoneOverruns, forKey: .microphoneOverruns)
         try fields.encode(keyframeRequestsReceived, forKey: .keyframeRequestsReceived)
         if let encryption {
             try fields.encode(encryption, forKey: .encryption)

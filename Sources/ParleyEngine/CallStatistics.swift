@@ -35,6 +35,8 @@ public struct CallStatistics: Sendable {
         public var decryptFailures = 0
         /// Keyframes of this peer dropped unseen by the decoder: they declared a picture beyond the largest profile.
         public var oversizedKeyframes = 0
+        /// How long this peer's audio waits between arriving and being played (about a second's average).
+        public var audioDelay: Duration = .zero
         /// The simulcast layer being received (0 is the full size).
         public var videoLayer = 0
         /// Times the relay moved this receiver to another of the peer's layers.
@@ -57,6 +59,14 @@ public struct CallStatistics: Sendable {
     public var speakerUnderruns = 0
     /// Blocks the speaker dropped because its queue was full (a real speaker only).
     public var speakerDropped = 0
+    /// Times the speaker device itself ran dry (the sound server's count; 0 where the layer cannot tell).
+    public var speakerDeviceUnderruns = 0
+    /// The speaker device's play-out buffer, when its layer can tell.
+    public var speakerLatency: Duration?
+    /// How often the microphone device hands audio over, when its layer can tell.
+    public var microphoneLatency: Duration?
+    /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
+    public var microphoneOverruns = 0
     public var videoFramesSent = 0
     /// Frames taken from the camera (also those no layer encoded, because nobody watches).
     public var videoFramesCaptured = 0

@@ -76,6 +76,8 @@ extension EngineCore {
         microphone = nil
         speaker?.stop()
         speaker = nil
+        deviceWatch?.stop()
+        deviceWatch = nil
     }
 
     func makeAudioSource(participant: UInt32) throws -> any AudioSource {

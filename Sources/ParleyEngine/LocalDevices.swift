@@ -1,3 +1,4 @@
+import Foundation
 import ParleyDevices
 import ParleyMedia
 
@@ -15,8 +16,21 @@ public struct MediaDevices: Sendable {
         self.cameras = cameras
     }
 
-    /// The machine's real devices.
-    public static var system: MediaDevices { MediaDevices(audio: PortAudioLayer(), cameras: systemCameras()) }
+    /// The machine's real devices: sound through the PulseAudio (or PipeWire) server when one answers, else
+    /// PortAudio. `PARLEY_SOUND=portaudio` keeps PortAudio even with a server.
+    public static var system: MediaDevices { MediaDevices(audio: systemAudio(), cameras: systemCameras()) }
+
+    /// The sound layer `system` uses.
+    public static func systemAudio() -> any AudioDeviceLayer {
+        #if os(Linux)
+        if ProcessInfo.processInfo.environment["PARLEY_SOUND"] != "portaudio",
+            let pulse = PulseAudioLayer.connectIfRunning()
+        {
+            return pulse
+        }
+        #endif
+        return PortAudioLayer()
+    }
 }
 
 extension CallConfiguration {

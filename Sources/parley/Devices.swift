@@ -47,7 +47,8 @@ struct Devices: ParsableCommand {
         case .success(let found):
             return found.map { device in
                 let mark = device[keyPath: isDefault] ? "* " : "  "
-                return "\(mark)\"\(device.name)\" (\(device[keyPath: channels]) ch, "
+                let server = device.serverName.map { "\($0), " } ?? ""
+                return "\(mark)\"\(device.name)\" (\(server)\(device[keyPath: channels]) ch, "
                     + "\(Int(device.defaultSampleRate)) Hz, \(device.hostAPI))"
             } + ["  (* the default, used when no name is given)"]
         case .failure(let error):

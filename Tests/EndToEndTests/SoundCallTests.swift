@@ -29,8 +29,14 @@ struct SoundCallTests {
         let speakers = try #require(lines.firstIndex(of: "Speakers (--speaker NAME):"), "\(result.output)")
         let cameras = try #require(lines.firstIndex(of: "Cameras (--camera NAME):"), "\(result.output)")
         #expect(microphones < speakers && speakers < cameras)
-        #expect(lines[microphones..<speakers].contains { $0.hasPrefix("* \"default\" (") }, "\(result.output)")
-        #expect(lines[speakers..<cameras].contains { $0.hasPrefix("* \"default\" (") }, "\(result.output)")
+        // Through the sound server itself (libpulse), by the descriptions its settings show, the defaults marked.
+        #expect(
+            lines[microphones..<speakers].contains {
+                $0.hasPrefix("* \"Monitor of Parley-test-microphone-feed\" (parley_microphone.monitor, ")
+            }, "\(result.output)")
+        #expect(
+            lines[speakers..<cameras].contains { $0.hasPrefix("* \"Parley-test-speaker\" (parley_speaker, ") },
+            "\(result.output)")
         #expect(lines[(cameras + 1)...].first?.contains("none found") == true, "no camera on this machine")
     }
 
@@ -107,6 +113,76 @@ struct SoundCallTests {
         withExtendedLifetime(sound) {}
     }
 
+    @Test("named sinks are listed by name, --speaker Headset plays only there, device changes are said")
+    func namedSpeakers() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let sound = try SoundServer()
+        let folder = NSTemporaryDirectory() + "parley-named-sinks-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (sink, description) in [("hs", "Headset"), ("laptop", "Speakers")] {
+            try sound.pactl([
+                "load-module", "module-null-sink", "sink_name=\(sink)", "rate=48000",
+                "sink_properties=device.description=\(description)",
+            ])
+        }
+        let environment = sound.clientEnvironment(home: folder)
+        let listing = ChildEnvironment.command(environment: environment, program: parley, arguments: ["devices"])
+        let listed = try ChildProcess.run(listing.path, listing.arguments)
+        #expect(listed.output.contains("  \"Headset\" (hs, 2 ch, 48000 Hz, PulseAudio)"), "\(listed.output)")
+        #expect(listed.output.contains("  \"Speakers\" (laptop, 2 ch, 48000 Hz, PulseAudio)"), "\(listed.output)")
+
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--log-level", "error"])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        let variables = environment.merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
+            .sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+        func join(_ name: String, _ options: String) throws -> TmuxPane {
+            try TmuxPane(
+                command: "sh -c \"env -i \(variables) \(parley) join named --server 127.0.0.1:\(port) --insecure "
+                    + "--name \(name) --video synthetic --log \(folder)/\(name).log \(options); sleep 60\"",
+                columns: 100, rows: 30)
+        }
+        // Alice's synthetic voice (no microphone needed); bob listens on the headset by its name.
+        let alice = try join("alice", "--audio synthetic --speaker none")
+        let bob = try join("bob", "--audio silence --speaker Headset")
+        defer {
+            _ = try? alice.send(["q", "y"])
+            _ = try? bob.send(["q", "y"])
+        }
+        let both = try bob.waitFor(seconds: 20) { $0.contains { $0.contains("alice") } }
+        #expect(both.contains { $0.contains("alice") }, "bob sees alice:\n\(both.joined(separator: "\n"))")
+        sleep(2)
+        let headset = try sound.record(from: "hs.monitor", to: folder + "/headset.wav")
+        let speakers = try sound.record(from: "laptop.monitor", to: folder + "/speakers.wav")
+        sleep(3)
+        let heard = try headset.stop()
+        let elsewhere = try speakers.stop()
+        func rms(_ samples: [Int16]) -> Double {
+            (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
+        }
+        #expect(heard.count >= 48_000 * 2 && rms(heard) > 300, "the headset heard alice: RMS \(rms(heard))")
+        #expect(elsewhere.count >= 48_000, "recorded \(elsewhere.count) samples from the other sink")
+        #expect(elsewhere.allSatisfy { $0 == 0 }, "the other sink stayed silent: RMS \(rms(elsewhere))")
+
+        // A device plugged in, made the default, and pulled out again: each said in bob's chat pane.
+        let module = try sound.pactl([
+            "load-module", "module-null-sink", "sink_name=usb", "rate=48000",
+            "sink_properties=device.description=USB-Headset",
+        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        var screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Speaker plugged in: USB-Headset") } }
+        #expect(screen.contains { $0.contains("Speaker plugged in: USB-Headset") }, "\(screen.joined(separator: "\n"))")
+        try sound.pactl(["set-default-sink", "usb"])
+        screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Default speaker is now USB-Headset") } }
+        #expect(
+            screen.contains { $0.contains("Default speaker is now USB-Headset") }, "\(screen.joined(separator: "\n"))")
+        try sound.pactl(["unload-module", module])
+        screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Speaker unplugged: USB-Headset") } }
+        #expect(screen.contains { $0.contains("Speaker unplugged: USB-Headset") }, "\(screen.joined(separator: "\n"))")
+        withExtendedLifetime(sound) {}
+    }
+
     @Test("30 s of speech from one microphone reaches the other speaker intact: correlation ≥ 0.9, no dropouts")
     func speechThroughTheRelay() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
@@ -143,7 +219,7 @@ struct SoundCallTests {
         // Alice talks into her default microphone and plays nothing; bob only listens on the default speaker and keeps
         // statistics. Noise suppression reshapes the waveform by design (that is its job, measured on its own by the
         // echo tests and `parley-bench echo`), so this test of the path itself runs alice without it.
-        let alice = try join("alice", "--speaker none --no-echo-cancel")
+        let alice = try join("alice", "--speaker none --no-echo-cancel --stats-file \(folder)/alice.json")
         let bob = try join("bob", "--audio silence --stats-file \(folder)/bob.json")
         defer {
             _ = try? alice.send(["q", "y"])
@@ -186,7 +262,23 @@ struct SoundCallTests {
         // A packet that missed its turn is concealed, which the level check above cannot always tell from speech:
         // bob's own counters must show none on this lossless path.
         let stats = try CallStatisticsFile(path: folder + "/bob.json").read()
-        print("sound path: bob's speaker underran \(stats.speakerUnderruns) and dropped \(stats.speakerDropped) blocks")
+        print(
+            "sound path: bob's speaker underran \(stats.speakerUnderruns) (mix late) and "
+                + "\(stats.speakerDeviceUnderruns) (sound server) times and dropped \(stats.speakerDropped) blocks; "
+                + "play-out buffer \(stats.speakerLatencyMs.map { "\($0) ms" } ?? "unknown")")
+        #expect(
+            stats.speakerUnderruns == 0,
+            "bob's speaker wrote \(stats.speakerUnderruns) blocks of silence: the mix came late")
+        #expect(
+            stats.speakerDeviceUnderruns == 0,
+            "the sound server ran bob's speaker dry \(stats.speakerDeviceUnderruns) times")
+        let talker = try CallStatisticsFile(path: folder + "/alice.json").read()
+        print(
+            "sound path: alice's microphone overran \(talker.microphoneOverruns) times, hands over every \(talker.microphoneLatencyMs.map { "\($0) ms" } ?? "?")"
+        )
+        #expect(
+            talker.microphoneOverruns == 0,
+            "the sound server dropped alice's microphone audio \(talker.microphoneOverruns) times (not read in time)")
         let fromAlice = stats.peers.first { $0.name == "alice" }
         #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
         #expect(fromAlice?.concealments == 0, "concealed 20 ms frames: \(stats.peers)")

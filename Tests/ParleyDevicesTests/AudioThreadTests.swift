@@ -330,3 +330,98 @@ private func timed(_ body: () -> Void) -> Double {
         #expect(delays.allSatisfy { $0 == 0 })
     }
 }
+
+/// A speaker that says when it has room (like PulseAudio's): one block of room every `microsPerBlock`.
+private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
+    let deviceName = "room-telling"
+    let log: FakeStreamLog
+    let microsPerBlock: UInt32
+    var tellsWhenWritable: Bool { true }
+
+    init(log: FakeStreamLog, microsPerBlock: UInt32) {
+        self.log = log
+        self.microsPerBlock = microsPerBlock
+    }
+
+    func waitUntilWritable() throws(AudioDeviceError) {
+        log.reads.add(1, ordering: .relaxed)  // counts the waits
+        usleep(microsPerBlock)
+    }
+
+    func write(_ samples: [Int16]) throws(AudioDeviceError) {
+        log.writes.add(1, ordering: .relaxed)
+        log.written.withLock { $0.append(samples) }
+    }
+
+    func close() { log.closes.add(1, ordering: .relaxed) }
+}
+
+@Suite struct JustInTimePlayoutTests {
+    @Test("a device that tells when it has room gets each block asked for then, and plays it rather than silence")
+    func blocksAreMixedWhenThereIsRoom() {
+        let log = FakeStreamLog()
+        let stream = RoomTellingStream(log: log, microsPerBlock: 2_000)
+        let demands = Atomic(0)
+        let holder = Mutex<SpeakerPlayout?>(nil)
+        let playout = SpeakerPlayout(
+            stream: stream, sampleRate: 48_000, channels: 1, framesPerBlock: block, prebufferBlocks: 1,
+            maxQueuedBlocks: 8, justInTime: .milliseconds(50),
+            onDemand: {
+                // The owner mixes the next block when asked: block n holds n.
+                let count = demands.add(1, ordering: .relaxed).newValue
+                holder.withLock { $0 }?.enqueue(frame(Int16(count)))
+            },
+            onFailure: { _ in })
+        holder.withLock { $0 = playout }
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) >= 20 })
+        playout.stop()
+        holder.withLock { $0 = nil }
+        let written = log.written.withLock { $0 }.map { $0[0] }
+        #expect(Array(written.prefix(20)) == (1...20).map { Int16($0) }, "blocks played in the order mixed, no silence")
+        #expect(playout.underruns == 0)
+        // Asked once per block, each time after the device had room.
+        #expect(demands.load(ordering: .relaxed) - written.count <= 1)
+        #expect(log.reads.load(ordering: .relaxed) >= written.count)
+    }
+
+    @Test("a block that does not come within the wait is silence, counted, and the late block plays next")
+    func aLateBlockCostsOneSilentBlock() {
+        let log = FakeStreamLog()
+        let demands = Atomic(0)
+        let holder = Mutex<SpeakerPlayout?>(nil)
+        // The owner mixes on one serial queue, like the engine's event loop; mixing block 5 stalls it for 60 ms.
+        let mixer = DispatchQueue(label: "mixer")
+        let playout = SpeakerPlayout(
+            stream: RoomTellingStream(log: log, microsPerBlock: 20_000), sampleRate: 48_000, channels: 1,
+            framesPerBlock: block, prebufferBlocks: 1, maxQueuedBlocks: 8, justInTime: .milliseconds(5),
+            onDemand: {
+                mixer.async {
+                    let count = demands.add(1, ordering: .relaxed).newValue
+                    let playout = holder.withLock { $0 }
+                    guard count == 5 else {
+                        playout?.enqueue(frame(Int16(count)))
+                        return
+                    }
+                    mixer.suspend()
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(60)) {
+                        playout?.enqueue(frame(Int16(count)))
+                        mixer.resume()
+                    }
+                }
+            },
+            onFailure: { _ in })
+        holder.withLock { $0 = playout }
+        playout.start()
+        #expect(eventually { log.writes.load(ordering: .relaxed) >= 30 })
+        playout.stop()
+        holder.withLock { $0 = nil }
+        let written = log.written.withLock { $0 }.map { $0[0] }
+        #expect(Array(written.prefix(4)) == [1, 2, 3, 4])
+        #expect(written.contains(0), "the late block left a silent one: \(written.prefix(12))")
+        #expect(playout.underruns >= 1)
+        // Nothing is lost: every block mixed is played once, in order.
+        let played = written.filter { $0 != 0 }
+        #expect(played == (1...played.count).map { Int16($0) }, "\(written.prefix(40))")
+    }
+}
