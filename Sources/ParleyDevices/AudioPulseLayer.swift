@@ -108,6 +108,9 @@ final class PulseConnection: @unchecked Sendable {
             context, { _, loop in PulseConnection.wake(loop) }, UnsafeMutableRawPointer(mainloop))
         guard pa_context_connect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else {
             let message = Self.text(pa_context_errno(context))
+            // Freed here, so `deinit` (which runs for a class whose initialiser throws after setting every
+            // property) must not touch them again.
+            closed.store(true, ordering: .releasing)
             pa_context_unref(context)
             pa_threaded_mainloop_free(mainloop)
             throw .failed(name: "sound server", call: "pa_context_connect", message: message)
@@ -313,8 +316,9 @@ private final class ListBox {
 /// PortAudio's blocking API.
 ///
 /// Buffers: a speaker's buffer is two blocks, or one block plus the device's own latency when that is fixed and
-/// longer (and it grows after underruns, `growAfterUnderrun`); a microphone hands
-/// over audio every half block (or at the device's fixed latency if longer). `PA_STREAM_ADJUST_LATENCY` makes the
+/// longer (one and a half blocks underran every few seconds on an idle machine: a block is only asked for once a
+/// whole one fits, which leaves the device half a block while it is mixed) (and it grows after underruns, `growAfterUnderrun`); a microphone hands
+/// over audio every quarter block (or at the device's fixed latency if longer). `PA_STREAM_ADJUST_LATENCY` makes the
 /// server size the device to the stream, so these are the whole delay the sound server adds.
 final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendable {
     let deviceName: String
@@ -327,6 +331,8 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
     private let channels: Int
     /// Underruns already answered by growing the buffer.
     private var underrunsSeen = 0
+    /// Whether a block was read yet (audio queued before the first read is the call starting, not an overrun).
+    private var hasRead = false
     private let kind: AudioDeviceKind
     private let bytesPerBlock: Int
     private let bytesPerSecond: Int
@@ -449,6 +455,7 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
     func read() throws(AudioDeviceError) -> [Int16] {
         let bytes: [UInt8] = try connection.locked { () throws(AudioDeviceError) -> [UInt8] in
             guard let stream else { throw .disconnected(name: deviceName) }
+            skipBacklog(stream)
             while carried.count < bytesPerBlock {
                 guard pa_stream_get_state(stream) == PA_STREAM_READY else { throw .disconnected(name: deviceName) }
                 if pa_stream_readable_size(stream) == 0 {
@@ -474,6 +481,26 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         return bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
+    /// With the lock held: a microphone whose reader fell behind (the call was still being set up when it opened,
+    /// or the thread was held up) skips to the newest audio. libpulse keeps what was recorded in the client's own
+    /// queue, unseen by the server's latency figures, and reading it in order would delay everything after it for
+    /// the rest of the call (a backlog of 140 ms measured here before this). Skipping later than the first read
+    /// counts as an overrun.
+    private func skipBacklog(_ stream: OpaquePointer) {
+        defer { hasRead = true }
+        guard pa_stream_readable_size(stream) + carried.count > 2 * bytesPerBlock else { return }
+        carried.removeAll()
+        var skipped = false
+        while pa_stream_readable_size(stream) > bytesPerBlock {
+            var data: UnsafeRawPointer?
+            var length = 0
+            guard pa_stream_peek(stream, &data, &length) >= 0, length > 0 || data != nil else { break }
+            pa_stream_drop(stream)
+            skipped = true
+        }
+        if skipped && hasRead { problems.count() }
+    }
+
     func write(_ samples: [Int16]) throws(AudioDeviceError) {
         guard samples.count * 2 == bytesPerBlock else {
             throw .failed(
@@ -486,11 +513,11 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
             var offset = 0
             while offset < bytesPerBlock {
                 guard pa_stream_get_state(stream) == PA_STREAM_READY else { throw .disconnected(name: deviceName) }
+                // (size_t)-1, an error, reads as -1 here.
                 let room = pa_stream_writable_size(stream)
-                if room == 0 || room == Int.max {
+                if room <= 0 {
                     connection.waitUntil {
-                        let room = pa_stream_writable_size(stream)
-                        return (room != 0 && room != Int.max) || pa_stream_get_state(stream) != PA_STREAM_READY
+                        pa_stream_writable_size(stream) > 0 || pa_stream_get_state(stream) != PA_STREAM_READY
                     }
                     continue
                 }
@@ -505,12 +532,14 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
     }
 
     /// Waits until a whole block fits in the speaker's buffer, so the block written next is made as late as possible.
+    var tellsWhenWritable: Bool { kind == .speaker }
+
     func waitUntilWritable() throws(AudioDeviceError) {
         try connection.locked { () throws(AudioDeviceError) in
             guard let stream else { throw .disconnected(name: deviceName) }
             connection.waitUntil {
                 let room = pa_stream_writable_size(stream)
-                return (room >= bytesPerBlock && room != Int.max) || pa_stream_get_state(stream) != PA_STREAM_READY
+                return room >= bytesPerBlock || pa_stream_get_state(stream) != PA_STREAM_READY
             }
             guard pa_stream_get_state(stream) == PA_STREAM_READY else { throw .disconnected(name: deviceName) }
         }

@@ -254,6 +254,7 @@ final class EngineCore {
                 oversizedKeyframes: peer.oversizedKeyframes,
                 videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
             stats.peers[id]?.audioDelay = peer.audio.playoutDelay
+            stats.peers[id]?.audioCorrection = peer.audio.correction
         }
         return stats
     }

@@ -38,6 +38,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         public var audioDelayMs: Int?
         /// Stretches of silence played after this member's audio started (dropouts a listener hears, or muting).
         public var audioDropouts: Int?
+        /// How far the play-out is being resampled to follow this member's clock, in parts per million.
+        public var audioCorrectionPPM: Int?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -56,6 +58,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             decryptFailures = peer.decryptFailures
             audioDelayMs = Int((peer.audioDelay / .milliseconds(1)).rounded())
             audioDropouts = peer.audioDropouts
+            audioCorrectionPPM = Int((peer.audioCorrection * 1e6).rounded())
         }
     }
 

@@ -37,6 +37,8 @@ public struct CallStatistics: Sendable {
         public var oversizedKeyframes = 0
         /// How long this peer's audio waits between arriving and being played (about a second's average).
         public var audioDelay: Duration = .zero
+        /// The resampling correction following this peer's clock (0.0002: played 200 ppm faster).
+        public var audioCorrection = 0.0
         /// The simulcast layer being received (0 is the full size).
         public var videoLayer = 0
         /// Times the relay moved this receiver to another of the peer's layers.

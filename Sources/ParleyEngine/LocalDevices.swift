@@ -18,7 +18,10 @@ public struct MediaDevices: Sendable {
 
     /// The machine's real devices: sound through the PulseAudio (or PipeWire) server when one answers, else
     /// PortAudio. `PARLEY_SOUND=portaudio` keeps PortAudio even with a server.
-    public static var system: MediaDevices { MediaDevices(audio: systemAudio(), cameras: systemCameras()) }
+    public static var system: MediaDevices { MediaDevices(audio: systemAudioLayer, cameras: systemCameras()) }
+
+    /// Chosen once per process (the PulseAudio layer reconnects by itself when its server restarts).
+    private static let systemAudioLayer = systemAudio()
 
     /// The sound layer `system` uses.
     public static func systemAudio() -> any AudioDeviceLayer {

@@ -16,6 +16,9 @@ import ParleyWire
 // Loop design (continuous time): the queue error e changes as de/dt = drift − u, with u = Kp·e + Ki·∫e. Kp = 0.05/s
 // (1000 ppm at 20 ms) and Ki = Kp²/4 make it critically damped with a 40 s time constant; a 200 ppm drift then
 // costs at most ~3 ms of transient error and none in steady state. The smoothing (1 s) is much faster than the loop.
+// An excess of more than 10 ms (silence written while the receiver was held up, a burst after a sender's stall) is
+// outside that loop: it is played away at up to 0.25 % (`catchUpCorrection`), without touching the integral, so a
+// hiccup at the start of a call costs seconds of extra delay rather than a minute.
 
 /// One peer's receive audio path: jitter buffer → Opus decoder (FEC, concealment) → drift-compensating resampler,
 /// delivering exactly the samples the output device asks for. Used on one thread.
@@ -49,14 +52,27 @@ public final class PeerAudioPlayout {
     /// echo`).
     public static let defaultResamplerQuality = 1
     /// The jitter buffer settings of a call. Drift is corrected by resampling; a burst of packets (a sender's thread
-    /// held up for a moment) must not cost a 20 ms skip, so only an excess of 160 ms over the target is cut.
-    public static let callSettings = AudioJitterBuffer.Settings(dropAboveFrames: 8)
+    /// held up for a moment) must not cost a 20 ms skip, so only an excess of 160 ms over the target is cut. The
+    /// target starts at 40 ms and may fall to 20 ms on a clean path (one packet in hand: the speaker asks for audio
+    /// every 20 ms at its own phase) two seconds into a clean call; each late packet raises it by a frame, up to 200 ms.
+    public static let callSettings: AudioJitterBuffer.Settings = {
+        var settings = AudioJitterBuffer.Settings(
+            targetDelay: .milliseconds(40), minimumDelay: .milliseconds(20), dropAboveFrames: 8)
+        settings.firstAdaptationWindow = .seconds(2)
+        return settings
+    }()
     /// Largest pull served in one call: one second.
     public static let maximumPullFrames = sampleRate
     /// Proportional gain: ratio correction per second of queue error.
     static let proportionalGain = 0.05
     /// Integral gain (critical damping for the proportional gain).
     static let integralGain = proportionalGain * proportionalGain / 4
+    /// Queue excess (seconds over the setpoint) above which the play-out catches up fast.
+    static let catchUpThreshold = 0.010
+    /// Fastest catch-up: 0.25 % (a pitch change of 4 cents while it lasts; 20 ms of excess gone in about 8 s).
+    static let catchUpCorrection = 0.0025
+    /// Catch-up ratio correction per second of excess.
+    static let catchUpGain = 0.25
     /// Time constant of the queue smoothing, in seconds.
     static let smoothingSeconds = 1.0
     /// How often the ratio is recomputed (each change rebuilds speexdsp's filter table), in output samples.
@@ -225,6 +241,13 @@ public final class PeerAudioPlayout {
         samplesSinceControl = 0
         let setpoint = (jitterBuffer.targetDelay + jitterBuffer.settings.frameDuration / 2) / .seconds(1)
         let error = smoothedQueue - setpoint
+        if error > Self.catchUpThreshold {
+            // A lasting excess (the receiver was held up while audio kept arriving) is played away quickly, the
+            // way NetEq accelerates: up to 0.25 % fast for a few seconds, then the slow loop takes over again.
+            let correction = min(Self.catchUpCorrection, Self.catchUpGain * error)
+            try? resampler.setRatio(1 + correction)
+            return
+        }
         let limit = Self.maximumCorrection
         let proportional = Self.proportionalGain * error
         let unclamped = proportional + Self.integralGain * (integral + error * interval)

@@ -58,6 +58,9 @@ public struct AudioJitterBuffer: Sendable {
         public var maximumDelay: Duration
         /// Time without a late packet after which the adaptive target drops by one frame.
         public var adaptationWindow: Duration
+        /// The quiet time before the first lowering (nil: `adaptationWindow`): a call whose first seconds went
+        /// cleanly can settle at its low target soon after it starts.
+        public var firstAdaptationWindow: Duration?
         /// Time with nothing to play after which the buffer goes quiet and waits for the next talkspurt.
         public var idleAfter: Duration
         /// Packets held at most; beyond it the oldest are dropped.
@@ -112,6 +115,8 @@ public struct AudioJitterBuffer: Sendable {
     var emptySince: Duration?
     var lastLate: Duration?
     var lastAdaptation: Duration?
+    /// Whether the target was lowered once (after which every lowering waits `adaptationWindow`).
+    var adaptedDown = false
     var lastArrival: Duration?
     var consecutiveHolds = 0
 
@@ -286,7 +291,9 @@ public struct AudioJitterBuffer: Sendable {
         guard settings.adaptive else { return }
         let since = lastAdaptation ?? now
         lastAdaptation = since
-        if now - since >= settings.adaptationWindow {
+        let window = adaptedDown ? settings.adaptationWindow : settings.firstAdaptationWindow ?? settings.adaptationWindow
+        if now - since >= window {
+            adaptedDown = true
             targetDelay = max(settings.minimumDelay, targetDelay - settings.frameDuration)
             lastAdaptation = now
         }
