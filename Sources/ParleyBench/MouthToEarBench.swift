@@ -70,6 +70,8 @@ public enum MouthToEarBench {
         var matches: Result<[ClickMatch], ClickSearchError>
         /// Lines for the table's notes (concealment counters).
         var notes: [String] = []
+        /// The sound server's queues for the path's streams during the clicks.
+        var streams = PathStreams(recording: [:], playing: [:])
         /// Parley's statistics before and after the clicks (talker, listener).
         var parleyStatistics: (talker: LatencyFields?, listener: LatencyFields?, listenerBefore: LatencyFields?)?
     }
@@ -165,7 +167,11 @@ public enum MouthToEarBench {
                     p50.flatMap { p50 in chromiumP50.map { formatted(p50 / $0, decimals: 2) } } ?? "n/a",
                 ]
             case .failure(let error):
-                if case .notHeard(let missing, let total, _) = error { found = total - missing.count } else { found = 0 }
+                if case .notHeard(let missing, let total, _) = error {
+                    found = total - missing.count
+                } else {
+                    found = 0
+                }
             }
             latency.add([result.label, "\(found)/\(seconds)"] + cells)
         }
@@ -196,12 +202,30 @@ public enum MouthToEarBench {
         } else {
             latency.notes.append("Goal: Parley's p50 ≤ 0.7 × Chromium's p50 in the same run: not measured.")
         }
-        var tables = [latency]
+        var streams = BenchTable(
+            title: "The sound server's queue for each path's streams during the clicks",
+            columns: [
+                "path", "recording stream on the microphone, ms queued", "playing stream on the speaker, ms queued",
+            ])
+        for result in results {
+            streams.add([
+                result.path.description, PathStreams.cell(result.streams.recording),
+                PathStreams.cell(result.streams.playing),
+            ])
+        }
+        streams.notes = [
+            "\"Buffer Latency\" of each client stream in `pactl list source-outputs` and `pactl list sink-inputs` "
+                + "(named by the client's application name), median of 5 samples taken while the clicks play. The "
+                + "sink's own latency is left out: it delays both channels of the recording alike. What a client "
+                + "buffers itself (before it writes, after it reads) is not visible from here."
+        ]
+        var tables = [latency, streams]
         if let parley = results.first(where: { $0.path == .parley }), let parleyP50 {
             let statistics = parley.parleyStatistics
             let breakdown = MouthToEarBreakdown(
                 p50: parleyP50, talker: statistics?.talker, listener: statistics?.listener,
-                talkerName: ParleyNames.talker)
+                talkerName: ParleyNames.talker, serverRecordingMs: parley.streams.recording.values.max(),
+                serverPlayingMs: parley.streams.playing.values.max())
             var table = BenchTable(
                 title: "Where Parley's \(formatted(parleyP50)) ms (p50) go",
                 columns: ["stage", "ms", "from"], rows: breakdown.rows)
@@ -228,8 +252,9 @@ struct ClickRecorder {
     let directory: String
     let name: String
 
-    /// Records, plays the train, waits for the tail, and returns the sent (left) and heard (right) channels.
-    func record() throws -> (sent: [Int16], heard: [Int16]) {
+    /// Records, plays the train (sampling the sound server's stream queues meanwhile), waits for the tail, and
+    /// returns the sent (left) and heard (right) channels and the queues.
+    func record() throws -> (sent: [Int16], heard: [Int16], streams: PathStreams) {
         let raw = "\(directory)/room-\(name).raw"
         defer { unlink(raw) }
         let before = try sound.recordingStreams()
@@ -248,6 +273,7 @@ struct ClickRecorder {
             ["--server=\(sound.serverAddress)", "--device=\(MouthToEarBench.Device.mouth)", train],
             outputPath: "\(directory)/paplay-\(name).log")
         defer { player.stop() }
+        let streams = PathStreams.sample(sound, interval: min(1, Double(seconds) / 6))
         guard let status = player.waitForExit(seconds: Double(seconds) + 30) else {
             throw CallBenchError.timedOut("paplay did not finish the \(seconds) s click train")
         }
@@ -268,16 +294,16 @@ struct ClickRecorder {
                 heard[frame] = Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 4 * frame + 2, as: Int16.self))
             }
         }
-        return (sent, heard)
+        return (sent, heard, streams)
     }
 
-    /// Records and searches the recording for every click.
-    func clicks() throws -> Result<[ClickMatch], ClickSearchError> {
-        let (sent, heard) = try record()
+    /// Records, and searches the recording for every click; with the stream queues.
+    func clicks() throws -> (Result<[ClickMatch], ClickSearchError>, PathStreams) {
+        let (sent, heard, streams) = try record()
         do {
-            return .success(try ClickFinder(seconds: seconds).find(sent: sent, heard: heard))
+            return (.success(try ClickFinder(seconds: seconds).find(sent: sent, heard: heard)), streams)
         } catch {
-            return .failure(error)
+            return (.failure(error), streams)
         }
     }
 }

@@ -120,9 +120,11 @@ struct MouthToEarBreakdown: Equatable {
     static let roundTripNames = ["roundTripMs", "roundTripTimeMs", "rttMs"]
 
     /// The breakdown of `p50` milliseconds from the talker's and the listener's statistics (the listener's entry for
-    /// `talkerName` holds per-member fields); the frame is Opus's 20 ms.
+    /// `talkerName` holds per-member fields), and where they say nothing of a device buffer, from the sound server's
+    /// queue for the talker's recording stream or the listener's playing stream; the frame is Opus's 20 ms.
     init(
         p50: Double, talker: LatencyFields?, listener: LatencyFields?, talkerName: String,
+        serverRecordingMs: Double? = nil, serverPlayingMs: Double? = nil,
         frameMilliseconds: Double = PeerAudioPlayout.callSettings.frameDuration.milliseconds
     ) {
         let fromTalker = listener?.peer(talkerName)?.milliseconds ?? [:]
@@ -140,10 +142,14 @@ struct MouthToEarBreakdown: Equatable {
             Stage(name: name, milliseconds: found?.0, source: found?.1 ?? otherwise)
         }
         let configured = PeerAudioPlayout.callSettings
+        let serverQueue =
+            "the sound server's queue for the talker's recording stream (pactl); what the client "
+            + "buffers itself is in the remainder"
         var stages = [
             stage(
                 "capture buffer (talker's microphone)",
-                first(Self.captureNames, in: talker?.milliseconds, who: "talker"),
+                first(Self.captureNames, in: talker?.milliseconds, who: "talker")
+                    ?? serverRecordingMs.map { ($0, serverQueue) },
                 otherwise: "not reported by the talker's statistics yet: in the remainder"),
             Stage(
                 name: "packetisation (one Opus frame)", milliseconds: frameMilliseconds,
@@ -170,7 +176,14 @@ struct MouthToEarBreakdown: Equatable {
         stages.append(
             stage(
                 "play-out buffer (listener's speaker)",
-                first(Self.playoutNames, in: listener?.milliseconds, who: "listener"),
+                first(Self.playoutNames, in: listener?.milliseconds, who: "listener")
+                    ?? serverPlayingMs.map {
+                        (
+                            $0,
+                            "the sound server's queue for the listener's playing stream (pactl); what the client "
+                                + "buffers itself is in the remainder"
+                        )
+                    },
                 otherwise: "not reported by the listener's statistics yet: in the remainder"))
         let known = stages.compactMap(\.milliseconds).reduce(0, +)
         stages.append(

@@ -82,7 +82,7 @@ extension MouthToEarBench {
         }
         Thread.sleep(forTimeInterval: warmUp)
         let before = read(1)
-        let matches = try recorder.clicks()
+        let (matches, streams) = try recorder.clicks()
         // The next statistics write covers the whole train.
         Thread.sleep(forTimeInterval: 1.1)
         let (talker, listener) = (read(0), read(1))
@@ -102,7 +102,7 @@ extension MouthToEarBench {
         return PathResult(
             path: .parley,
             label: "Parley: two `parley join` through `parley serve` (loopback), 160x120 video both ways, in tmux",
-            matches: matches, notes: notes, parleyStatistics: (talker, listener, before))
+            matches: matches, notes: notes, streams: streams, parleyStatistics: (talker, listener, before))
     }
 
     // MARK: - baresip
@@ -203,11 +203,11 @@ extension MouthToEarBench {
         Thread.sleep(forTimeInterval: warmUp)
         let version =
             bob.output.firstMatch(of: /baresip v(\d+\.\d+\.\d+)/).map { " " + String($0.1) } ?? ""
-        let matches = try recorder.clicks()
+        let (matches, streams) = try recorder.clicks()
         return PathResult(
             path: .baresip,
             label: "baresip\(version): two instances on 127.0.0.1, pulse module, Opus 32 kbit/s, audio only",
-            matches: matches)
+            matches: matches, streams: streams)
     }
 
     // MARK: - Chromium
@@ -333,7 +333,7 @@ extension MouthToEarBench {
         everyone.formUnion(family.members())
         Thread.sleep(forTimeInterval: warmUp)
         let before = try stats().last
-        let matches = try recorder.clicks()
+        let (matches, streams) = try recorder.clicks()
         Thread.sleep(forTimeInterval: 1.1)
         let after = try stats().last
         everyone.formUnion(family.members())
@@ -344,12 +344,13 @@ extension MouthToEarBench {
                     + "events, jitter buffer \(formatted(after.jitterMilliseconds)) ms on average (its own "
                     + "`jitterBufferDelay`).")
         }
-        let version = (try? runToCompletion(tools.chromium, ["--version"], in: directory).output)?
+        let version =
+            (try? runToCompletion(tools.chromium, ["--version"], in: directory).output)?
             .firstMatch(of: /Chromium (\d+)/).map { " " + String($0.1) } ?? ""
         return PathResult(
             path: .chromium,
             label: "Chromium\(version) tab: two RTCPeerConnections in one page, `<audio>` element, audio only",
-            matches: matches, notes: notes)
+            matches: matches, notes: notes, streams: streams)
     }
 
     // MARK: - PulseAudio's own loop
@@ -369,9 +370,10 @@ extension MouthToEarBench {
         }
         defer { _ = try? sound.pactl(["unload-module", "\(module)"]) }
         Thread.sleep(forTimeInterval: warmUp)
+        let (matches, streams) = try recorder.clicks()
         return PathResult(
             path: .pulseLoop,
             label: "PulseAudio's own loop: module-loopback microphone → speaker, latency_msec=\(loopbackMilliseconds)",
-            matches: try recorder.clicks())
+            matches: matches, streams: streams)
     }
 }

@@ -213,3 +213,64 @@ struct MouthToEarTests {
         }
     }
 }
+
+/// The sound server's view of a path's streams: `pactl list` output parsed into buffer latencies.
+struct MouthToEarStreamsTests {
+    static let sinkInputs = """
+        Sink Input #1
+        \tDriver: module-remap-sink.c
+        \tSink: 0
+        \tBuffer Latency: 83 usec
+        \tSink Latency: 8535 usec
+        \tProperties:
+        \t\tmedia.name = "Remapped Stream"
+
+        Sink Input #2
+        \tDriver: protocol-native.c
+        \tSink: 2
+        \tBuffer Latency: 37671 usec
+        \tSink Latency: 8605 usec
+        \tProperties:
+        \t\tapplication.name = "ALSA plug-in [parley]"
+        \t\tapplication.process.id = "20894"
+
+        Sink Input #3
+        \tDriver: module-loopback.c
+        \tSink: 2
+        \tBuffer Latency: 19928 usec
+        """
+
+    @Test func parsesEachStreamsBufferLatency() {
+        #expect(
+            SoundStream.parse(Self.sinkInputs) == [
+                SoundStream(device: 0, driver: "module-remap-sink.c", application: "", bufferMicroseconds: 83),
+                SoundStream(
+                    device: 2, driver: "protocol-native.c", application: "ALSA plug-in [parley]",
+                    bufferMicroseconds: 37_671),
+                SoundStream(device: 2, driver: "module-loopback.c", application: "", bufferMicroseconds: 19_928),
+            ])
+        let recording = "Source Output #0\n\tDriver: protocol-native.c\n\tSource: 3\n\tBuffer Latency: 249 usec\n"
+        #expect(
+            SoundStream.parse(recording) == [
+                SoundStream(device: 3, driver: "protocol-native.c", application: "", bufferMicroseconds: 249)
+            ])
+        #expect(SoundStream.parse("Sink Input #4\n\tDriver: x\n").isEmpty, "no device, no latency: left out")
+    }
+
+    @Test func findsDevicesInTheShortList() {
+        let sinks =
+            "0\troom\tmodule-null-sink.c\ts16le 2ch 48000Hz\tRUNNING\n2\tear\tmodule-remap-sink.c\ts16le\tIDLE\n"
+        #expect(SoundStream.index(of: "ear", inShortList: sinks) == 2)
+        #expect(SoundStream.index(of: "room", inShortList: sinks) == 0)
+        #expect(SoundStream.index(of: "ea", inShortList: sinks) == nil)
+    }
+
+    @Test func breakdownFallsBackToTheSoundServersQueues() {
+        let breakdown = MouthToEarBreakdown(
+            p50: 250, talker: nil, listener: nil, talkerName: "talker", serverRecordingMs: 2, serverPlayingMs: 38)
+        #expect(breakdown.stages.map(\.milliseconds) == [2, 20, nil, nil, 38, 190])
+        #expect(breakdown.stages[4].source.hasPrefix("the sound server's queue for the listener's playing stream"))
+        #expect(PathStreams.cell(["b": 1.25, "a": 38]) == "a 38.0, b 1.3")
+        #expect(PathStreams.cell([:]) == "none")
+    }
+}

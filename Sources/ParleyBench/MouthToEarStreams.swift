@@ -1,0 +1,110 @@
+// What the sound server itself says about a path's streams during the mouth-to-ear benchmark: `pactl list
+// sink-inputs` and `source-outputs` give each stream's "Buffer Latency", the audio queued in the server for it.
+// Measured from outside the clients, so it is there for Parley, baresip and Chromium alike.
+import Foundation
+import ParleyProcesses
+
+/// One stream of the sound server, as `pactl list sink-inputs` or `pactl list source-outputs` prints it.
+struct SoundStream: Equatable {
+    /// The sink (playing) or source (recording) index it is connected to.
+    var device: Int
+    /// The module that made it: `protocol-native.c` for a client, `module-loopback.c`, `module-remap-sink.c`…
+    var driver: String
+    /// The client's `application.name` ("" for a module's stream).
+    var application: String
+    /// Audio queued in the server for this stream, microseconds.
+    var bufferMicroseconds: Int
+
+    /// The streams in `pactl list sink-inputs` or `pactl list source-outputs` output (`Sink:` or `Source:` lines
+    /// name the device); a block without a device or a buffer latency is left out.
+    static func parse(_ text: String) -> [SoundStream] {
+        var streams: [SoundStream] = []
+        var current: (device: Int?, driver: String, application: String, buffer: Int?)?
+        func finish() {
+            if let block = current, let device = block.device, let buffer = block.buffer {
+                streams.append(
+                    SoundStream(
+                        device: device, driver: block.driver, application: block.application,
+                        bufferMicroseconds: buffer))
+            }
+            current = nil
+        }
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("Sink Input #") || line.hasPrefix("Source Output #") {
+                finish()
+                current = (nil, "", "", nil)
+                continue
+            }
+            guard current != nil else { continue }
+            if let value = Self.value(line, after: "Sink:") ?? Self.value(line, after: "Source:") {
+                current?.device = Int(value)
+            } else if let value = Self.value(line, after: "Driver:") {
+                current?.driver = value
+            } else if let value = Self.value(line, after: "Buffer Latency:"), value.hasSuffix(" usec") {
+                current?.buffer = Int(value.dropLast(5))
+            } else if let value = Self.value(line, after: "application.name =") {
+                current?.application = value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            }
+        }
+        finish()
+        return streams
+    }
+
+    /// The rest of `line` after `prefix`, trimmed; nil when the line does not start with it.
+    private static func value(_ line: String, after prefix: String) -> String? {
+        guard line.hasPrefix(prefix) else { return nil }
+        return line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The index of the sink or source called `name` in `pactl list short sinks` / `sources` output.
+    static func index(of name: String, inShortList text: String) -> Int? {
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 2, fields[1] == name { return Int(fields[0]) }
+        }
+        return nil
+    }
+}
+
+/// The buffer latencies of a path's streams on the microphone and the speaker: the median of a few samples.
+struct PathStreams: Equatable {
+    /// The clients' recording streams on the microphone (remap modules' own streams left out).
+    var recording: [String: Double]
+    /// The clients' playing streams on the speaker.
+    var playing: [String: Double]
+
+    /// Samples the sound server `count` times, `interval` seconds apart; names streams by application (or driver).
+    static func sample(_ sound: SoundServer, count: Int = 5, interval: Double = 0.2) -> PathStreams {
+        guard let sinks = try? sound.pactl(["list", "short", "sinks"]).output,
+            let sources = try? sound.pactl(["list", "short", "sources"]).output,
+            let ear = SoundStream.index(of: MouthToEarBench.Device.ear, inShortList: sinks),
+            let microphone = SoundStream.index(of: MouthToEarBench.Device.microphone, inShortList: sources)
+        else { return PathStreams(recording: [:], playing: [:]) }
+        func streams(_ list: String, on device: Int) -> [SoundStream] {
+            guard let text = try? sound.pactl(["list", list]).output else { return [] }
+            return SoundStream.parse(text).filter { $0.device == device && !$0.driver.hasPrefix("module-remap") }
+        }
+        func add(_ stream: SoundStream, to samples: inout [String: [Double]]) {
+            let name = stream.application.isEmpty ? stream.driver : stream.application
+            samples[name, default: []].append(Double(stream.bufferMicroseconds) / 1000)
+        }
+        var recording: [String: [Double]] = [:]
+        var playing: [String: [Double]] = [:]
+        for index in 0..<count {
+            if index > 0 { Thread.sleep(forTimeInterval: interval) }
+            for stream in streams("source-outputs", on: microphone) { add(stream, to: &recording) }
+            for stream in streams("sink-inputs", on: ear) { add(stream, to: &playing) }
+        }
+        return PathStreams(
+            recording: recording.compactMapValues { CallBench.median($0) },
+            playing: playing.compactMapValues { CallBench.median($0) })
+    }
+
+    /// "name 12.3 ms" for each stream, or "none".
+    static func cell(_ streams: [String: Double]) -> String {
+        streams.isEmpty
+            ? "none"
+            : streams.sorted { $0.key < $1.key }.map { "\($0.key) \(formatted($0.value))" }.joined(separator: ", ")
+    }
+}
