@@ -189,7 +189,7 @@ public enum MouthToEarBench {
                 + "only, straight from one endpoint to the other on 127.0.0.1, Chromium with both peer connections "
                 + "in one page painting into Xvfb. Each client opens the sound server through its own audio stack "
                 + "(Parley: PortAudio → ALSA → pulse plugin; baresip: its pulse module; Chromium: its PulseAudio "
-                + "backend, at 44.1 kHz stereo); the PulseAudio loop is the sound server alone (no codec, no "
+                + "back end; formats in the next table); the PulseAudio loop is the sound server alone (no codec, no "
                 + "network), the floor of this set-up.",
         ]
         latency.notes += results.flatMap(\.notes)
@@ -215,7 +215,8 @@ public enum MouthToEarBench {
         }
         streams.notes = [
             "\"Buffer Latency\" of each client stream in `pactl list source-outputs` and `pactl list sink-inputs` "
-                + "(named by the client's application name), median of 5 samples taken while the clicks play. The "
+                + "(named by the client's application name, with the format it opened), median of 5 samples taken "
+                + "while the clicks play. The "
                 + "sink's own latency is left out: it delays both channels of the recording alike. What a client "
                 + "buffers itself (before it writes, after it reads) is not visible from here."
         ]

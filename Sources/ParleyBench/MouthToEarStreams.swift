@@ -14,18 +14,20 @@ struct SoundStream: Equatable {
     var application: String
     /// Audio queued in the server for this stream, microseconds.
     var bufferMicroseconds: Int
+    /// Its sample format, channels and rate ("s16le 1ch 48000Hz"); a client at another rate is resampled.
+    var format: String = ""
 
     /// The streams in `pactl list sink-inputs` or `pactl list source-outputs` output (`Sink:` or `Source:` lines
     /// name the device); a block without a device or a buffer latency is left out.
     static func parse(_ text: String) -> [SoundStream] {
         var streams: [SoundStream] = []
-        var current: (device: Int?, driver: String, application: String, buffer: Int?)?
+        var current: (device: Int?, driver: String, application: String, format: String, buffer: Int?)?
         func finish() {
             if let block = current, let device = block.device, let buffer = block.buffer {
                 streams.append(
                     SoundStream(
                         device: device, driver: block.driver, application: block.application,
-                        bufferMicroseconds: buffer))
+                        bufferMicroseconds: buffer, format: block.format))
             }
             current = nil
         }
@@ -33,12 +35,14 @@ struct SoundStream: Equatable {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.hasPrefix("Sink Input #") || line.hasPrefix("Source Output #") {
                 finish()
-                current = (nil, "", "", nil)
+                current = (nil, "", "", "", nil)
                 continue
             }
             guard current != nil else { continue }
             if let value = Self.value(line, after: "Sink:") ?? Self.value(line, after: "Source:") {
                 current?.device = Int(value)
+            } else if let value = Self.value(line, after: "Sample Specification:") {
+                current?.format = value
             } else if let value = Self.value(line, after: "Driver:") {
                 current?.driver = value
             } else if let value = Self.value(line, after: "Buffer Latency:"), value.hasSuffix(" usec") {
@@ -69,7 +73,8 @@ struct SoundStream: Equatable {
 
 /// The buffer latencies of a path's streams on the microphone and the speaker: the median of a few samples.
 struct PathStreams: Equatable {
-    /// The clients' recording streams on the microphone (remap modules' own streams left out).
+    /// The clients' recording streams on the microphone (remap modules' own streams left out), by application
+    /// name and format.
     var recording: [String: Double]
     /// The clients' playing streams on the speaker.
     var playing: [String: Double]
@@ -86,7 +91,9 @@ struct PathStreams: Equatable {
             return SoundStream.parse(text).filter { $0.device == device && !$0.driver.hasPrefix("module-remap") }
         }
         func add(_ stream: SoundStream, to samples: inout [String: [Double]]) {
-            let name = stream.application.isEmpty ? stream.driver : stream.application
+            let name =
+                (stream.application.isEmpty ? stream.driver : stream.application)
+                + (stream.format.isEmpty ? "" : " (\(stream.format))")
             samples[name, default: []].append(Double(stream.bufferMicroseconds) / 1000)
         }
         var recording: [String: [Double]] = [:]
@@ -101,10 +108,10 @@ struct PathStreams: Equatable {
             playing: playing.compactMapValues { CallBench.median($0) })
     }
 
-    /// "name 12.3 ms" for each stream, or "none".
+    /// "name (format): 12.3" for each stream, or "none".
     static func cell(_ streams: [String: Double]) -> String {
         streams.isEmpty
             ? "none"
-            : streams.sorted { $0.key < $1.key }.map { "\($0.key) \(formatted($0.value))" }.joined(separator: ", ")
+            : streams.sorted { $0.key < $1.key }.map { "\($0.key): \(formatted($0.value))" }.joined(separator: ", ")
     }
 }

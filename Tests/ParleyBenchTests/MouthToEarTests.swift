@@ -228,6 +228,7 @@ struct MouthToEarStreamsTests {
         Sink Input #2
         \tDriver: protocol-native.c
         \tSink: 2
+        \tSample Specification: float32le 2ch 44100Hz
         \tBuffer Latency: 37671 usec
         \tSink Latency: 8605 usec
         \tProperties:
@@ -246,7 +247,7 @@ struct MouthToEarStreamsTests {
                 SoundStream(device: 0, driver: "module-remap-sink.c", application: "", bufferMicroseconds: 83),
                 SoundStream(
                     device: 2, driver: "protocol-native.c", application: "ALSA plug-in [parley]",
-                    bufferMicroseconds: 37_671),
+                    bufferMicroseconds: 37_671, format: "float32le 2ch 44100Hz"),
                 SoundStream(device: 2, driver: "module-loopback.c", application: "", bufferMicroseconds: 19_928),
             ])
         let recording = "Source Output #0\n\tDriver: protocol-native.c\n\tSource: 3\n\tBuffer Latency: 249 usec\n"
@@ -270,7 +271,7 @@ struct MouthToEarStreamsTests {
             p50: 250, talker: nil, listener: nil, talkerName: "talker", serverRecordingMs: 2, serverPlayingMs: 38)
         #expect(breakdown.stages.map(\.milliseconds) == [2, 20, nil, nil, 38, 190])
         #expect(breakdown.stages[4].source.hasPrefix("the sound server's queue for the listener's playing stream"))
-        #expect(PathStreams.cell(["b": 1.25, "a": 38]) == "a 38.0, b 1.3")
+        #expect(PathStreams.cell(["b": 1.25, "a (s16le 1ch 48000Hz)": 38]) == "a (s16le 1ch 48000Hz): 38.0, b: 1.3")
         #expect(PathStreams.cell([:]) == "none")
     }
 }
