@@ -143,8 +143,8 @@ struct MouthToEarBreakdown: Equatable {
         }
         let configured = PeerAudioPlayout.callSettings
         let serverQueue =
-            "the sound server's queue for the talker's recording stream (pactl); what the client "
-            + "buffers itself is in the remainder"
+            "only the sound server's queue for the talker's recording stream (pactl); the fragment the client "
+            + "waits for and its own buffers (PortAudio, the ALSA plug-in) are in the remainder"
         var stages = [
             stage(
                 "capture buffer (talker's microphone)",
@@ -180,8 +180,9 @@ struct MouthToEarBreakdown: Equatable {
                     ?? serverPlayingMs.map {
                         (
                             $0,
-                            "the sound server's queue for the listener's playing stream (pactl); what the client "
-                                + "buffers itself is in the remainder"
+                            "only the sound server's queue for the listener's playing stream (pactl); what the "
+                                + "client buffers itself before writing (its play-out queue, PortAudio) is in the "
+                                + "remainder"
                         )
                     },
                 otherwise: "not reported by the listener's statistics yet: in the remainder"))

@@ -90,14 +90,19 @@ extension MouthToEarBench {
         if let before, let listener, let now = listener.peer(ParleyNames.talker),
             let then = before.peer(ParleyNames.talker)
         {
+            let concealed = now.concealments - then.concealments
+            let underruns = listener.speakerUnderruns - before.speakerUnderruns
             notes.append(
-                "Parley's listener during the clicks: \(now.concealments - then.concealments) frames concealed, "
-                    + "\(listener.speakerUnderruns - before.speakerUnderruns) speaker underruns, "
-                    + "\(listener.speakerDropped - before.speakerDropped) speaker blocks dropped, "
-                    + "\(now.audioPlayed - then.audioPlayed) frames played (goal: nothing concealed on an idle "
-                    + "machine).")
+                goalNote(
+                    "nothing concealed and no speaker underrun at Parley's listener during the clicks",
+                    met: concealed == 0 && underruns == 0,
+                    "\(concealed) frames concealed, \(underruns) speaker underruns, "
+                        + "\(listener.speakerDropped - before.speakerDropped) speaker blocks dropped, "
+                        + "\(now.audioPlayed - then.audioPlayed) frames played"))
         } else {
-            notes.append("Parley's listener wrote no statistics to compare: concealments not known.")
+            notes.append(
+                "Goal: nothing concealed and no speaker underrun at Parley's listener during the clicks: not "
+                    + "measured (no statistics from the listener).")
         }
         return PathResult(
             path: .parley,

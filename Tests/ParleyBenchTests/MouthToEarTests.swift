@@ -270,7 +270,7 @@ struct MouthToEarStreamsTests {
         let breakdown = MouthToEarBreakdown(
             p50: 250, talker: nil, listener: nil, talkerName: "talker", serverRecordingMs: 2, serverPlayingMs: 38)
         #expect(breakdown.stages.map(\.milliseconds) == [2, 20, nil, nil, 38, 190])
-        #expect(breakdown.stages[4].source.hasPrefix("the sound server's queue for the listener's playing stream"))
+        #expect(breakdown.stages[4].source.hasPrefix("only the sound server's queue for the listener's playing stream"))
         #expect(PathStreams.cell(["b": 1.25, "a (s16le 1ch 48000Hz)": 38]) == "a (s16le 1ch 48000Hz): 38.0, b: 1.3")
         #expect(PathStreams.cell([:]) == "none")
     }
