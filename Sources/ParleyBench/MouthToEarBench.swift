@@ -72,6 +72,8 @@ public enum MouthToEarBench {
         var notes: [String] = []
         /// The sound server's queues for the path's streams during the clicks.
         var streams = PathStreams(recording: [:], playing: [:])
+        /// The latencies the sound server settled on for the streams the path opened.
+        var configured: [ConfiguredLatency] = []
         /// Parley's statistics before and after the clicks (talker, listener).
         var parleyStatistics: (talker: LatencyFields?, listener: LatencyFields?, listenerBefore: LatencyFields?)?
     }
@@ -87,7 +89,8 @@ public enum MouthToEarBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let sound: SoundServer
         do {
-            sound = try SoundServer(configuration: "mouth-to-ear.pa")
+            // At `info`, the server logs the latency it settles on for each stream (`ConfiguredLatency`).
+            sound = try SoundServer(configuration: "mouth-to-ear.pa", logLevel: "info")
         } catch {
             throw CallBenchError.unexpected("\(error)")
         }
@@ -102,10 +105,11 @@ public enum MouthToEarBench {
 
         var results: [PathResult] = []
         for path in Path.allCases {
+            let logOffset = ConfiguredLatency.read(sound.logPath, from: 0).end
             log("mouth-to-ear: \(path), \(settings.seconds) clicks")
             let recorder = ClickRecorder(
                 sound: sound, train: train, seconds: settings.seconds, directory: directory, name: "\(path)")
-            let result: PathResult
+            var result: PathResult
             switch path {
             case .parley:
                 result = try parley(tools: tools, sound: sound, directory: directory, recorder: recorder)
@@ -116,6 +120,7 @@ public enum MouthToEarBench {
             case .pulseLoop:
                 result = try pulseLoop(sound: sound, recorder: recorder)
             }
+            result.configured = ConfiguredLatency.parse(ConfiguredLatency.read(sound.logPath, from: logOffset).text)
             switch result.matches {
             case .success(let matches):
                 let delays = ClickDelays(matches)
@@ -205,12 +210,15 @@ public enum MouthToEarBench {
         var streams = BenchTable(
             title: "The sound server's queue for each path's streams during the clicks",
             columns: [
-                "path", "recording stream on the microphone, ms queued", "playing stream on the speaker, ms queued",
+                "path", "recording stream on the microphone, ms queued", "its latency as configured",
+                "playing stream on the speaker, ms queued", "its latency as configured",
             ])
         for result in results {
             streams.add([
                 result.path.description, PathStreams.cell(result.streams.recording),
+                ConfiguredLatency.cell(result.configured, recording: true, device: Device.microphone),
                 PathStreams.cell(result.streams.playing),
+                ConfiguredLatency.cell(result.configured, recording: false, device: Device.ear),
             ])
         }
         streams.notes = [
@@ -218,7 +226,11 @@ public enum MouthToEarBench {
                 + "(named by the client's application name, with the format it opened), median of 5 samples taken "
                 + "while the clicks play. The "
                 + "sink's own latency is left out: it delays both channels of the recording alike. What a client "
-                + "buffers itself (before it writes, after it reads) is not visible from here."
+                + "buffers itself (before it writes, after it reads) is not visible from here.",
+            "As configured: the \"Final latency\" the sound server logged when the client opened the stream "
+                + "(recording: the fragment it delivers at once + the source's latency; playing: the sink's latency "
+                + "+ twice the request size + the rest of the target length). A recording client gets nothing "
+                + "until a fragment is full, which the queue above cannot show.",
         ]
         var tables = [latency, streams]
         if let parley = results.first(where: { $0.path == .parley }), let parleyP50 {

@@ -115,3 +115,50 @@ struct PathStreams: Equatable {
             : streams.sorted { $0.key < $1.key }.map { "\($0.key): \(formatted($0.value))" }.joined(separator: ", ")
     }
 }
+
+/// The latency PulseAudio settled on for each stream a client opened, from its `info`-level log: a `Created output
+/// N "NAME" on DEVICE …` (recording) or `Created input N "NAME" on DEVICE …` (playing) line, then `Final latency
+/// 60.00 ms = 30.00 ms + 30.00 ms` (recording: the fragment the client receives at once, plus the source's latency;
+/// playing: the sink's latency, twice the request size and the rest of the target length). What the client asked
+/// for, so it shows the fragment a recording client waits for, which the queue figure cannot.
+struct ConfiguredLatency: Equatable {
+    /// True for a recording stream (a source output), false for a playing one (a sink input).
+    var recording: Bool
+    /// The stream's name as the server logged it.
+    var name: String
+    /// The sink or source it was created on.
+    var device: String
+    /// The logged sum, "60.00 ms = 30.00 ms + 30.00 ms".
+    var latency: String
+
+    /// Every stream created in `log` (a part of the server's log) with the latency logged after it, in order.
+    static func parse(_ log: String) -> [ConfiguredLatency] {
+        var found: [ConfiguredLatency] = []
+        var pending: (recording: Bool, name: String, device: String)?
+        for line in log.split(separator: "\n") {
+            if let created = line.firstMatch(of: #/Created (output|input) \d+ "([^"]*)" on (\S+)\s/#) {
+                pending = (created.1 == "output", String(created.2), String(created.3))
+            } else if let final = line.firstMatch(of: /protocol-native\.c: Final latency (.+)$/), let stream = pending {
+                found.append(
+                    ConfiguredLatency(
+                        recording: stream.recording, name: stream.name, device: stream.device,
+                        latency: String(final.1).trimmingCharacters(in: .whitespaces)))
+                pending = nil
+            }
+        }
+        return found
+    }
+
+    /// The server's log from byte `offset` on ("" when unreadable); with the offset of its end.
+    static func read(_ path: String, from offset: Int) -> (text: String, end: Int) {
+        guard let data = FileManager.default.contents(atPath: path) else { return ("", offset) }
+        let start = min(offset, data.count)
+        return (String(decoding: data[start...], as: UTF8.self), data.count)
+    }
+
+    /// "NAME: LATENCY" for each of `streams` on `device` in the given direction, or "none".
+    static func cell(_ streams: [ConfiguredLatency], recording: Bool, device: String) -> String {
+        let chosen = streams.filter { $0.recording == recording && $0.device == device }
+        return chosen.isEmpty ? "none" : chosen.map { "\($0.name): \($0.latency)" }.joined(separator: "; ")
+    }
+}

@@ -64,9 +64,9 @@ public final class SoundServer: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts the server with `configuration` (a .pa script in `resourcesDirectory`; the tests' own by default) and
-    /// waits (up to 15 s) until it answers.
-    public init(configuration: String = "parley-test.pa") throws {
+    /// Starts the server with `configuration` (a .pa script in `resourcesDirectory`; the tests' own by default),
+    /// logging at `logLevel` into `logPath`, and waits (up to 15 s) until it answers.
+    public init(configuration: String = "parley-test.pa", logLevel: String = "notice") throws {
         guard let pulseaudio = Self.program("pulseaudio") else {
             throw SoundServerError.notInstalled(program: "pulseaudio", package: "pulseaudio")
         }
@@ -90,7 +90,7 @@ public final class SoundServer: Sendable {
             environment: environment, program: pulseaudio,
             arguments: [
                 "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
-                "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=notice",
+                "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=\(logLevel)",
                 "-F", script,
             ])
         daemon = try BackgroundProcess(command.path, command.arguments, outputPath: directory + "/pulseaudio.log")
@@ -115,6 +115,9 @@ public final class SoundServer: Sendable {
     public func stop() {
         daemon.stop()
     }
+
+    /// The server's log (`info` level names each stream it creates and the latency it settled on for it).
+    public var logPath: String { runtimeDirectory + "/pulseaudio.log" }
 
     /// `PULSE_SERVER` for clients.
     public var serverAddress: String { "unix:\(runtimeDirectory)/pulse/native" }

@@ -275,3 +275,38 @@ struct MouthToEarStreamsTests {
         #expect(PathStreams.cell([:]) == "none")
     }
 }
+
+/// The latency the sound server settled on for each stream, read from its `info`-level log.
+struct MouthToEarConfiguredLatencyTests {
+    static let log = """
+        I: [pulseaudio] client.c: Created 0 "Native client (UNIX socket client)"
+        I: [pulseaudio] source-output.c: Created output 1 "parec" on mouth_mic with sample spec s16le 2ch 44100Hz and channel map front-left,front-right
+        I: [pulseaudio] source-output.c:     application.name = "parec"
+        I: [pulseaudio] protocol-native.c: Final latency 60.00 ms = 30.00 ms + 30.00 ms
+        I: [pulseaudio] sink-input.c: Created input 2 "ALSA Playback" on ear with sample spec s16le 1ch 48000Hz and channel map mono
+        I: [pulseaudio] protocol-native.c: Requested tlength=50.00 ms, minreq=12.49 ms
+        I: [pulseaudio] protocol-native.c: Final latency 50.01 ms = 12.52 ms + 2*12.49 ms + 12.51 ms
+        I: [pulseaudio] sink-input.c: Created input 3 "Remapped Stream" on room with sample spec s16le 1ch 48000Hz and channel map mono
+        I: [pulseaudio] sink-input.c: Created input 4 "paplay" on mouth with sample spec s16le 1ch 48000Hz and channel map mono
+        I: [pulseaudio] protocol-native.c: Final latency 2000.00 ms = 1990.00 ms + 2*5.00 ms + 0.00 ms
+        """
+
+    @Test func eachCreatedStreamWithTheLatencyLoggedAfterIt() {
+        let streams = ConfiguredLatency.parse(Self.log)
+        #expect(
+            streams == [
+                ConfiguredLatency(
+                    recording: true, name: "parec", device: "mouth_mic", latency: "60.00 ms = 30.00 ms + 30.00 ms"),
+                ConfiguredLatency(
+                    recording: false, name: "ALSA Playback", device: "ear",
+                    latency: "50.01 ms = 12.52 ms + 2*12.49 ms + 12.51 ms"),
+                ConfiguredLatency(
+                    recording: false, name: "paplay", device: "mouth",
+                    latency: "2000.00 ms = 1990.00 ms + 2*5.00 ms + 0.00 ms"),
+            ], "a module's stream (no Final latency line) is not given the next client's figure")
+        #expect(
+            ConfiguredLatency.cell(streams, recording: false, device: "ear")
+                == "ALSA Playback: 50.01 ms = 12.52 ms + 2*12.49 ms + 12.51 ms")
+        #expect(ConfiguredLatency.cell(streams, recording: true, device: "ear") == "none")
+    }
+}
