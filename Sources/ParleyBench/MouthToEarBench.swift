@@ -246,7 +246,8 @@ public enum MouthToEarBench {
                 "Read from the clients' `--stats-file`s at the end of the clicks (the talker's for its microphone, "
                     + "the listener's for the rest); a stage they do not report yet is n/a and counted in the "
                     + "remainder. The PulseAudio loop above is what the sound server alone costs a recorder and a "
-                    + "player."
+                    + "player; the latencies the server configured for Parley's streams (the table above) bound "
+                    + "what its device buffers can hold."
             ]
             if !breakdown.otherFields.isEmpty {
                 table.notes.append("Other timings the clients report: " + breakdown.otherFields.joined(separator: "; "))

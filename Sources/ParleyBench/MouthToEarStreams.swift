@@ -156,9 +156,20 @@ struct ConfiguredLatency: Equatable {
         return (String(decoding: data[start...], as: UTF8.self), data.count)
     }
 
-    /// "NAME: LATENCY" for each of `streams` on `device` in the given direction, or "none".
+    /// "NAME: LATENCY" for each different stream of `streams` on `device` in the given direction ("(opened N
+    /// times)" when the same one was opened again, as PortAudio does while probing a device), or "none".
     static func cell(_ streams: [ConfiguredLatency], recording: Bool, device: String) -> String {
-        let chosen = streams.filter { $0.recording == recording && $0.device == device }
-        return chosen.isEmpty ? "none" : chosen.map { "\($0.name): \($0.latency)" }.joined(separator: "; ")
+        var kinds: [(text: String, count: Int)] = []
+        for stream in streams where stream.recording == recording && stream.device == device {
+            let text = "\(stream.name): \(stream.latency)"
+            if let index = kinds.firstIndex(where: { $0.text == text }) {
+                kinds[index].count += 1
+            } else {
+                kinds.append((text, 1))
+            }
+        }
+        return kinds.isEmpty
+            ? "none"
+            : kinds.map { $0.count > 1 ? "\($0.text) (opened \($0.count) times)" : $0.text }.joined(separator: "; ")
     }
 }

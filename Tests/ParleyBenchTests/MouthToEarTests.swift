@@ -308,5 +308,9 @@ struct MouthToEarConfiguredLatencyTests {
             ConfiguredLatency.cell(streams, recording: false, device: "ear")
                 == "ALSA Playback: 50.01 ms = 12.52 ms + 2*12.49 ms + 12.51 ms")
         #expect(ConfiguredLatency.cell(streams, recording: true, device: "ear") == "none")
+        let twice = streams + [streams[0]]
+        #expect(
+            ConfiguredLatency.cell(twice, recording: true, device: "mouth_mic")
+                == "parec: 60.00 ms = 30.00 ms + 30.00 ms (opened 2 times)")
     }
 }
