@@ -90,10 +90,12 @@ struct PathStreams: Equatable {
             guard let text = try? sound.pactl(["list", list]).output else { return [] }
             return SoundStream.parse(text).filter { $0.device == device && !$0.driver.hasPrefix("module-remap") }
         }
+        // Keyed by name, the format as first seen: module-loopback steers its rate (48001Hz), which must not split
+        // one stream into two.
+        var formats: [String: String] = [:]
         func add(_ stream: SoundStream, to samples: inout [String: [Double]]) {
-            let name =
-                (stream.application.isEmpty ? stream.driver : stream.application)
-                + (stream.format.isEmpty ? "" : " (\(stream.format))")
+            let name = stream.application.isEmpty ? stream.driver : stream.application
+            if formats[name] == nil { formats[name] = stream.format }
             samples[name, default: []].append(Double(stream.bufferMicroseconds) / 1000)
         }
         var recording: [String: [Double]] = [:]
@@ -103,9 +105,15 @@ struct PathStreams: Equatable {
             for stream in streams("source-outputs", on: microphone) { add(stream, to: &recording) }
             for stream in streams("sink-inputs", on: ear) { add(stream, to: &playing) }
         }
-        return PathStreams(
-            recording: recording.compactMapValues { CallBench.median($0) },
-            playing: playing.compactMapValues { CallBench.median($0) })
+        func named(_ samples: [String: [Double]]) -> [String: Double] {
+            var result: [String: Double] = [:]
+            for (name, values) in samples {
+                let format = formats[name] ?? ""
+                result[name + (format.isEmpty ? "" : " (\(format))")] = CallBench.median(values)
+            }
+            return result
+        }
+        return PathStreams(recording: named(recording), playing: named(playing))
     }
 
     /// "name (format): 12.3" for each stream, or "none".
