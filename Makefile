@@ -24,7 +24,8 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-bench run test bench bench-call bench-broadcast install clean fuzz \
+.PHONY: deps bench-deps build build-parley build-bench run test bench bench-call bench-broadcast bench-mouth-to-ear \
+        install clean fuzz \
         fuzz-seeds format format-check
 
 define apt_install
@@ -100,6 +101,11 @@ bench-call: bench-deps build-bench
 
 bench-broadcast: build-bench
 	$(BENCH_BIN) broadcast --parley $(BIN) --markdown docs/benchmarks.md
+
+# A click a second for 60 s through Parley, baresip, a Chromium tab and PulseAudio's own loop on one private sound
+# server (pulseaudio is in APT_PACKAGES; baresip and Chromium are bench tools).
+bench-mouth-to-ear: bench-deps build-bench
+	$(BENCH_BIN) mouth-to-ear --parley $(BIN) --markdown docs/benchmarks.md
 
 # One formatter configuration (.swift-format: 4 spaces, 120 columns), applied to all Swift code with the toolchain's
 # swift-format. `make format` rewrites the tree; `make format-check` (part of `make test`) formats a copy and fails,

@@ -64,15 +64,16 @@ public final class SoundServer: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts the server and waits (up to 15 s) until it answers.
-    public init() throws {
+    /// Starts the server with `configuration` (a .pa script in `resourcesDirectory`; the tests' own by default),
+    /// logging at `logLevel` into `logPath`, and waits (up to 15 s) until it answers.
+    public init(configuration: String = "parley-test.pa", logLevel: String = "notice") throws {
         guard let pulseaudio = Self.program("pulseaudio") else {
             throw SoundServerError.notInstalled(program: "pulseaudio", package: "pulseaudio")
         }
         guard Self.program("pactl") != nil, Self.program("parec") != nil, Self.program("paplay") != nil else {
             throw SoundServerError.notInstalled(program: "pactl/parec/paplay", package: "pulseaudio-utils")
         }
-        let script = Self.resourcesDirectory + "/parley-test.pa"
+        let script = Self.resourcesDirectory + "/" + configuration
         guard FileManager.default.fileExists(atPath: script) else {
             throw SoundServerError.missingResources(script)
         }
@@ -89,7 +90,7 @@ public final class SoundServer: Sendable {
             environment: environment, program: pulseaudio,
             arguments: [
                 "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
-                "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=notice",
+                "--realtime=no", "--high-priority=no", "--log-target=stderr", "--log-level=\(logLevel)",
                 "-F", script,
             ])
         daemon = try BackgroundProcess(command.path, command.arguments, outputPath: directory + "/pulseaudio.log")
@@ -115,15 +116,20 @@ public final class SoundServer: Sendable {
         daemon.stop()
     }
 
+    /// The server's log (`info` level names each stream it creates and the latency it settled on for it).
+    public var logPath: String { runtimeDirectory + "/pulseaudio.log" }
+
     /// `PULSE_SERVER` for clients.
     public var serverAddress: String { "unix:\(runtimeDirectory)/pulse/native" }
 
-    /// What a child needs to use this server by default (`default` ALSA device → pulse plugin → these sink/source),
-    /// plus `home` as HOME so it reads no personal sound configuration.
-    public func clientEnvironment(home: String) -> [String: String] {
+    /// What a child needs to use this server by default (`default` ALSA device → pulse plugin → `sink`/`source`,
+    /// the tests' speaker and microphone unless told), plus `home` as HOME so it reads no personal sound configuration.
+    public func clientEnvironment(
+        home: String, sink: String = SoundServer.speakerSink, source: String = SoundServer.microphoneSource
+    ) -> [String: String] {
         [
             "HOME": home, "PATH": "/usr/bin:/bin", "PULSE_SERVER": serverAddress,
-            "PULSE_SINK": Self.speakerSink, "PULSE_SOURCE": Self.microphoneSource,
+            "PULSE_SINK": sink, "PULSE_SOURCE": source,
             "PULSE_CLIENTCONFIG": Self.resourcesDirectory + "/client.conf",
         ]
     }

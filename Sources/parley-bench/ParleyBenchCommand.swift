@@ -12,8 +12,9 @@ struct ParleyBenchCommand: AsyncParsableCommand {
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
         case codecs, wire, relay, load, messaging, cluster, latency, render, picture, simulcast, call, broadcast, echo,
-            encryption,
-            all
+            encryption
+        case mouthToEar = "mouth-to-ear"
+        case all
 
         /// The sections of the results page this suite measures, in the order it runs them.
         var sections: [BenchSection] {
@@ -32,6 +33,7 @@ struct ParleyBenchCommand: AsyncParsableCommand {
             case .broadcast: [.broadcast]
             case .echo: [.echo]
             case .encryption: [.encryption]
+            case .mouthToEar: [.mouthToEar]
             case .all: BenchSection.allCases
             }
         }
@@ -54,6 +56,12 @@ struct ParleyBenchCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "With mouth-to-ear: clicks per path, one a second (default 60; fewer for a quick look).",
+            valueName: "seconds"))
+    var seconds: Int?
+
+    @Option(
+        help: ArgumentHelp(
             "Also write each section's tables into this results page (docs/benchmarks.md), "
                 + "between that section's begin and end lines, keeping the rest of the file.",
             valueName: "file"))
@@ -61,7 +69,12 @@ struct ParleyBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         let path = parleyPath()
-        let startsParley: Set<BenchSection> = [.relay, .load, .messaging, .cluster, .encryption, .call, .broadcast]
+        let startsParley: Set<BenchSection> = [
+            .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar,
+        ]
+        if let seconds, !(3...3600).contains(seconds) {
+            throw ValidationError("--seconds \(seconds): give between 3 and 3600 clicks (one a second)")
+        }
         if !startsParley.isDisjoint(with: suite.sections), !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("no parley binary at \(path): build it (`make build`) or give its path with --parley")
         }
@@ -135,6 +148,13 @@ struct ParleyBenchCommand: AsyncParsableCommand {
                 return try CallBench.run(settings, log: log)
             } catch let error as CallBenchError {
                 throw BenchFailure("call benchmark: \(error)")
+            }
+        case .mouthToEar:
+            do {
+                return try MouthToEarBench.run(
+                    MouthToEarBench.Settings(parleyPath: executablePath(), seconds: seconds ?? 60), log: log)
+            } catch let error as CallBenchError {
+                throw BenchFailure("mouth-to-ear benchmark: \(error)")
             }
         case .broadcast:
             do {
