@@ -114,7 +114,9 @@ struct MouthToEarBreakdown: Equatable {
     /// Names each stage reads, first present wins: the talker's capture buffer, the listener's jitter buffer
     /// (per member or overall), the listener's play-out buffer, and the network and relay.
     static let captureNames = ["microphoneLatencyMs", "captureLatencyMs", "inputLatencyMs"]
-    static let jitterNames = ["jitterBufferMs", "jitterBufferDelayMs", "jitterDelayMs", "playoutDelayMs"]
+    static let jitterNames = [
+        "audioDelayMs", "jitterBufferMs", "jitterBufferDelayMs", "jitterDelayMs", "playoutDelayMs",
+    ]
     static let playoutNames = ["speakerLatencyMs", "playoutBufferMs", "outputLatencyMs"]
     static let networkNames = ["networkDelayMs", "networkLatencyMs", "oneWayDelayMs"]
     static let roundTripNames = ["roundTripMs", "roundTripTimeMs", "rttMs"]

@@ -318,7 +318,7 @@ private final class ListBox {
 /// Buffers: a speaker's buffer is two blocks, or one block plus the device's own latency when that is fixed and
 /// longer (one and a half blocks underran every few seconds on an idle machine: a block is only asked for once a
 /// whole one fits, which leaves the device half a block while it is mixed) (and it grows after underruns, `growAfterUnderrun`); a microphone hands
-/// over audio every quarter block (or at the device's fixed latency if longer). `PA_STREAM_ADJUST_LATENCY` makes the
+/// over audio every half block (or at the device's fixed latency if longer). `PA_STREAM_ADJUST_LATENCY` makes the
 /// server size the device to the stream, so these are the whole delay the sound server adds.
 final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendable {
     let deviceName: String

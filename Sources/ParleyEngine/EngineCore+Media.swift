@@ -298,7 +298,12 @@ extension EngineCore {
         sentWindow = (video.cameraFramesSent, video.bytesSent, audio.bytesSent)
         let sending = !cameraOff && role == .broadcaster
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
-        emit(.localStats(MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)))
+        var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
+        if let speaker {
+            info.audioDelayMilliseconds = (speaker.deviceLatency ?? .zero) / .milliseconds(1)
+            info.speakerUnderruns = speaker.underruns + speaker.deviceUnderruns
+        }
+        emit(.localStats(info))
         statsReports += 1
         if statsReports % 2 == 0 {
             signaling?.send(

@@ -362,6 +362,9 @@ final class PeerReceiver {
         windowBytes += bytes
     }
 
+    /// Concealments counted at the start of the stats window.
+    var windowConcealed = 0
+
     /// Stats over the window since the last call, then starts a new window.
     func takeWindowStats(seconds: Double) -> MediaInfo {
         let statistics = videoBuffer.statistics
@@ -369,11 +372,14 @@ final class PeerReceiver {
         let lost = statistics.lost
         let windowExpected = expected - self.windowExpected
         let windowLost = lost - self.windowLost
-        let info = MediaInfo(
+        var info = MediaInfo(
             resolution: lastFrameSize, fps: Double(windowFrames) / seconds,
             bitrateKbps: Double(windowBytes) * 8 / 1000 / seconds,
             lossPercent: windowExpected > 0 ? 100 * Double(max(0, windowLost)) / Double(windowExpected) : 0,
             jitterMilliseconds: statistics.jitter / Double(MediaClockRate.video) * 1000)
+        info.audioDelayMilliseconds = audio.playoutDelay / .milliseconds(1)
+        info.audioConcealed = max(0, concealments - windowConcealed)
+        windowConcealed = concealments
         self.windowExpected = expected
         self.windowLost = lost
         windowFrames = 0

@@ -60,6 +60,13 @@ public struct MediaInfo: Hashable, Sendable {
     public var lossPercent: Double
     /// Interarrival jitter (RFC 3550) in milliseconds; 0 when unknown or for the local stream.
     public var jitterMilliseconds: Double
+    /// How long audio waits before it is heard: a remote member's jitter buffer, or the own speaker's device
+    /// buffer; 0 when unknown.
+    public var audioDelayMilliseconds: Double = 0
+    /// Audio frames concealed in the last window (a remote member's packets missing or late).
+    public var audioConcealed = 0
+    /// Times the own speaker ran dry so far (the mix came late, or the sound server's device underran).
+    public var speakerUnderruns = 0
 
     /// Statistics; all zero by default.
     public init(

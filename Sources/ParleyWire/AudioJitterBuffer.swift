@@ -291,7 +291,8 @@ public struct AudioJitterBuffer: Sendable {
         guard settings.adaptive else { return }
         let since = lastAdaptation ?? now
         lastAdaptation = since
-        let window = adaptedDown ? settings.adaptationWindow : settings.firstAdaptationWindow ?? settings.adaptationWindow
+        let window =
+            adaptedDown ? settings.adaptationWindow : settings.firstAdaptationWindow ?? settings.adaptationWindow
         if now - since >= window {
             adaptedDown = true
             targetDelay = max(settings.minimumDelay, targetDelay - settings.frameDuration)

@@ -180,6 +180,10 @@ extension RoomScreen {
             "loss \(tenths / 10).\(tenths % 10)%",
         ]
         if media.jitterMilliseconds > 0 { parts.append("jitter \(Int(media.jitterMilliseconds.rounded()))ms") }
+        // Why audio broke, where it did: how long it waits, and what went missing.
+        if media.audioDelayMilliseconds > 0 { parts.append("audio \(Int(media.audioDelayMilliseconds.rounded()))ms") }
+        if media.audioConcealed > 0 { parts.append("concealed \(media.audioConcealed)") }
+        if media.speakerUnderruns > 0 { parts.append("underruns \(media.speakerUnderruns)") }
         return parts
     }
 }

@@ -423,6 +423,15 @@ struct RoomScreenTests {
         var jittery = media
         jittery.jitterMilliseconds = 3.4
         #expect(RoomScreen.statsParts(jittery) == ["640x360", "30fps", "612kb/s", "loss 0.3%", "jitter 3ms"])
+        // Why audio broke: how long it waits, what was concealed, how often the own speaker ran dry.
+        var broken = jittery
+        broken.audioDelayMilliseconds = 41.6
+        broken.audioConcealed = 3
+        broken.speakerUnderruns = 2
+        #expect(
+            RoomScreen.statsParts(broken) == [
+                "640x360", "30fps", "612kb/s", "loss 0.3%", "jitter 3ms", "audio 42ms", "concealed 3", "underruns 2",
+            ])
     }
 
     @Test("render keeps the video renderer's scratch between frames and draws the same screen")
