@@ -157,7 +157,7 @@ struct MouthToEarTests {
             ])
         #expect(breakdown.stages.map(\.milliseconds) == [nil, 20, nil, nil, nil, 238])
         #expect(breakdown.rows[3][1] == "n/a")
-        #expect(breakdown.rows[3][2].contains("starts at 60 ms"), "\(breakdown.rows[3][2])")
+        #expect(breakdown.rows[3][2].contains("starts at 40 ms"), "\(breakdown.rows[3][2])")
         #expect(breakdown.otherFields.isEmpty)
     }
 
