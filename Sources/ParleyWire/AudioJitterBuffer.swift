@@ -4,7 +4,8 @@
 //
 // Play-out is timed by RTP timestamps, not sequence numbers, so DTX pauses stay pauses. Playing starts when the
 // first packet has waited `targetDelay`; after `idleAfter` of nothing the buffer goes quiet and the next talkspurt
-// starts afresh, which also absorbs clock drift between sender and receiver. While playing, the buffered span is
+// starts afresh, which also absorbs clock drift between sender and receiver. Packets that piled up before playing
+// began (more than two frames beyond the target) are skipped down to the newest that has waited the target. While playing, the buffered span is
 // kept near the target: a slot is held when the buffer runs two frames short, a packet is dropped when it runs
 // three frames long. In adaptive mode, each late packet raises the target by one frame (up to the maximum) and a
 // quiet `adaptationWindow` lowers it by one (down to the minimum).
@@ -211,6 +212,18 @@ public struct AudioJitterBuffer: Sendable {
                 now - stored.arrival >= targetDelay
             else { return .silence }
             playHead = first
+            // Packets that piled up while nobody asked (the receiver was held up before playing) would stay a
+            // standing excess for the whole talkspurt: beyond two frames of slack, start from the newest packet that
+            // has waited the target and drop the older ones.
+            if now - stored.arrival > targetDelay + settings.frameDuration * 2,
+                let newest = packets.filter({ now - $0.value.arrival >= targetDelay }).keys.max(), newest > first
+            {
+                for key in packets.keys where key < newest {
+                    packets.removeValue(forKey: key)
+                    packetsDiscarded += 1
+                }
+                playHead = newest
+            }
             emptySince = nil
             consecutiveHolds = 0
         }

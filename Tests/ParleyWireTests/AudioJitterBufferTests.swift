@@ -54,6 +54,23 @@ struct AudioJitterBufferTests {
         #expect(buffer.statistics.packetsReceived == 10 && buffer.statistics.lost == 0)
     }
 
+    @Test("packets that piled up before playing began are skipped down to the newest that waited the target")
+    func aPileUpBeforePlayingIsSkipped() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        // Ten packets arrive every 20 ms while nobody asks (the receiver is held up); the first pull comes at 300 ms.
+        for index in 0..<10 { _ = buffer.insert(opus(index), at: ms(20 * index)) }
+        // At 300 ms every packet has waited at least 120 ms: the newest, packet 9, starts the play-out and the nine
+        // before it are dropped.
+        let first = describe(buffer.nextSlot(at: ms(300)))
+        #expect(first == "p9", "started at \(first) rather than playing 180 ms of backlog first")
+        #expect(buffer.packetsDiscarded == 9)
+        // A pile-up within two frames of the target plays from the first packet, as before.
+        var small = AudioJitterBuffer(settings: Self.fixed)
+        for index in 0..<3 { _ = small.insert(opus(index), at: ms(20 * index)) }
+        #expect(describe(small.nextSlot(at: ms(90))) == "p0")
+        #expect(small.packetsDiscarded == 0)
+    }
+
     @Test func aLostPacketWithItsSuccessorHereOffersFEC() {
         var buffer = AudioJitterBuffer(settings: Self.fixed)
         let played = Self.run(&buffer, packets: [0, 1, 2, 3, 5, 6, 7, 8, 9], slots: 13)
