@@ -331,6 +331,8 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
     private let channels: Int
     /// Underruns already answered by growing the buffer.
     private var underrunsSeen = 0
+    /// The speaker buffer asked for (the server grants less by its sink's latency).
+    private var requestedBufferBytes: UInt32 = 0
     /// Whether a block was read yet (audio queued before the first read is the call starting, not an overrun).
     private var hasRead = false
     private let kind: AudioDeviceKind
@@ -364,6 +366,7 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(sampleRate), channels: UInt8(channels))
         let context = connection.context
         let problems = problems
+        var requested: UInt32 = 0
         let opened: OpaquePointer = try connection.locked { () throws(AudioDeviceError) -> OpaquePointer in
             guard
                 let stream = pa_stream_new(context, kind == .speaker ? "Parley call" : "Parley microphone", &spec, nil)
@@ -388,6 +391,7 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
                     { _, data in Unmanaged<PulseStreamProblems>.fromOpaque(data!).takeUnretainedValue().count() },
                     counters)
                 attributes.tlength = bytes(target)
+                requested = attributes.tlength
                 attributes.minreq = UInt32(perBlock / 2)
                 attributes.prebuf = UInt32(perBlock)
                 code = pa_stream_connect_playback(stream, device, &attributes, flags, nil, nil)
@@ -420,6 +424,7 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         stream = opened
         blockBytes = UInt32(perBlock)
         maximumBufferBytes = bytes(Self.maximumSpeakerBuffer)
+        requestedBufferBytes = requested
         self.sampleRate = sampleRate
         self.channels = channels
     }
@@ -445,10 +450,12 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         let underruns = problems.value
         guard underruns > underrunsSeen else { return }
         underrunsSeen = underruns
-        guard var attributes = pa_stream_get_buffer_attr(stream)?.pointee,
-            attributes.tlength < maximumBufferBytes
+        // Grown from what was asked, not from what was granted: with PA_STREAM_ADJUST_LATENCY the server grants the
+        // request minus the sink's own latency, and asking for the granted size plus a step gives the same grant.
+        guard var attributes = pa_stream_get_buffer_attr(stream)?.pointee, requestedBufferBytes < maximumBufferBytes
         else { return }
-        attributes.tlength = min(maximumBufferBytes, attributes.tlength + blockBytes / 2)
+        requestedBufferBytes = min(maximumBufferBytes, requestedBufferBytes + blockBytes / 2)
+        attributes.tlength = requestedBufferBytes
         if let operation = pa_stream_set_buffer_attr(stream, &attributes, nil, nil) { pa_operation_unref(operation) }
     }
 
