@@ -96,3 +96,10 @@ func audioSleep(nanoseconds: UInt64) {
     var remaining = timespec()
     while nanosleep(&time, &remaining) != 0 && errno == EINTR { time = remaining }
 }
+
+/// An open stream whose counters another thread reads (a call's statistics): the layers keep those counters in
+/// atomics or read them under their own lock, so reading them beside the device thread is safe.
+struct UncheckedDevice<Stream>: @unchecked Sendable {
+    let stream: Stream
+    init(_ stream: Stream) { self.stream = stream }
+}

@@ -21,7 +21,7 @@ public final class MicrophoneCapture: Sendable {
         onBlock: @escaping @Sendable (AudioFrame) -> Void,
         onFailure: @escaping @Sendable (AudioDeviceError) -> Void
     ) {
-        let counters = UncheckedInput(stream)
+        let counters = UncheckedDevice(stream)
         overruns = { counters.stream.deviceProblems }
         pending = Mutex(stream)
         self.sampleRate = sampleRate
@@ -76,10 +76,4 @@ public final class MicrophoneCapture: Sendable {
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }
     }
-}
-
-/// Reads a stream's counters from another thread (atomics in the layers that count).
-private struct UncheckedInput: @unchecked Sendable {
-    let stream: any AudioInputStream
-    init(_ stream: any AudioInputStream) { self.stream = stream }
 }

@@ -218,15 +218,13 @@ final class PulseConnection: @unchecked Sendable {
                     context,
                     { _, info, last, data in
                         let box = Unmanaged<ListBox>.fromOpaque(data!).takeUnretainedValue()
-                        if last == 0, let sink = info?.pointee, let name = sink.name {
-                            let fixed = sink.flags.rawValue & PA_SINK_DYNAMIC_LATENCY.rawValue == 0
-                            box.sinks.append(
-                                ListBox.Entry(
-                                    name: String(cString: name),
-                                    description: sink.description.map { String(cString: $0) } ?? "",
-                                    channels: Int(sink.sample_spec.channels), rate: Int(sink.sample_spec.rate),
-                                    fixedLatency: fixed ? Duration.microseconds(Int64(sink.latency)) : nil,
-                                    isMonitor: false))
+                        if last == 0, let sink = info?.pointee,
+                            let entry = ListBox.Entry(
+                                name: sink.name, description: sink.description, spec: sink.sample_spec,
+                                adaptsLatency: sink.flags.rawValue & PA_SINK_DYNAMIC_LATENCY.rawValue != 0,
+                                latency: sink.latency, isMonitor: false)
+                        {
+                            box.sinks.append(entry)
                         }
                         PulseConnection.wake(UnsafeMutableRawPointer(box.mainloop))
                     }, raw))
@@ -235,15 +233,13 @@ final class PulseConnection: @unchecked Sendable {
                     context,
                     { _, info, last, data in
                         let box = Unmanaged<ListBox>.fromOpaque(data!).takeUnretainedValue()
-                        if last == 0, let source = info?.pointee, let name = source.name {
-                            let fixed = source.flags.rawValue & PA_SOURCE_DYNAMIC_LATENCY.rawValue == 0
-                            box.sources.append(
-                                ListBox.Entry(
-                                    name: String(cString: name),
-                                    description: source.description.map { String(cString: $0) } ?? "",
-                                    channels: Int(source.sample_spec.channels), rate: Int(source.sample_spec.rate),
-                                    fixedLatency: fixed ? Duration.microseconds(Int64(source.latency)) : nil,
-                                    isMonitor: source.monitor_of_sink != UInt32.max))
+                        if last == 0, let source = info?.pointee,
+                            let entry = ListBox.Entry(
+                                name: source.name, description: source.description, spec: source.sample_spec,
+                                adaptsLatency: source.flags.rawValue & PA_SOURCE_DYNAMIC_LATENCY.rawValue != 0,
+                                latency: source.latency, isMonitor: source.monitor_of_sink != UInt32.max)
+                        {
+                            box.sources.append(entry)
                         }
                         PulseConnection.wake(UnsafeMutableRawPointer(box.mainloop))
                     }, raw))
@@ -271,6 +267,20 @@ private final class ListBox {
         var rate: Int
         var fixedLatency: Duration?
         var isMonitor: Bool
+
+        /// A sink's or source's fields as libpulse hands them over; nil without a name.
+        init?(
+            name: UnsafePointer<CChar>?, description: UnsafePointer<CChar>?, spec: pa_sample_spec,
+            adaptsLatency: Bool, latency: pa_usec_t, isMonitor: Bool
+        ) {
+            guard let name else { return nil }
+            self.name = String(cString: name)
+            self.description = description.map { String(cString: $0) } ?? ""
+            channels = Int(spec.channels)
+            rate = Int(spec.rate)
+            fixedLatency = adaptsLatency ? nil : .microseconds(Int64(latency))
+            self.isMonitor = isMonitor
+        }
     }
 
     let mainloop: OpaquePointer
@@ -337,7 +347,6 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
     private var hasRead = false
     private let kind: AudioDeviceKind
     private let bytesPerBlock: Int
-    private let bytesPerSecond: Int
     private var stream: OpaquePointer?
     /// Recorded bytes beyond the last whole block.
     private var carried: [UInt8] = []
@@ -352,7 +361,6 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         self.deviceName = deviceName
         let perBlock = framesPerBlock * channels * 2
         bytesPerBlock = perBlock
-        bytesPerSecond = sampleRate * channels * 2
         let block = Duration.seconds(Double(framesPerBlock) / Double(sampleRate))
         let target =
             kind == .speaker

@@ -94,7 +94,7 @@ public final class SpeakerPlayout: Sendable {
         onDemand: @escaping @Sendable () -> Void = {},
         onFailure: @escaping @Sendable (AudioDeviceError) -> Void
     ) {
-        let counters = UncheckedStream(stream)
+        let counters = UncheckedDevice(stream)
         device = ({ counters.stream.latency }, { counters.stream.deviceProblems })
         pending = Mutex(stream)
         self.justInTime = justInTime
@@ -175,11 +175,4 @@ public final class SpeakerPlayout: Sendable {
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }
     }
-}
-
-/// Reads a stream's counters from another thread: the layers' counters are atomics or read under the layer's own
-/// lock (PulseAudio's), or constants.
-private struct UncheckedStream: @unchecked Sendable {
-    let stream: any AudioOutputStream
-    init(_ stream: any AudioOutputStream) { self.stream = stream }
 }
