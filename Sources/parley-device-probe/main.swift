@@ -4,6 +4,7 @@
 //   parley-device-probe list
 //   parley-device-probe capture [--device NAME] --seconds S --out FILE.wav [--channels N] [--block FRAMES]
 //   parley-device-probe play [--device NAME] --in FILE.wav [--prebuffer N] [--block FRAMES]
+//   parley-device-probe stall [--device NAME] --stall-ms MS   (the sound server's speaker, Linux)
 //
 // Results go to standard output as one JSON line; errors as "error: ..." with exit status 2 (bad usage: the argument
 // parser's message and its exit status).
@@ -135,6 +136,48 @@ func play(device: String?, input: String, prebuffer: Int, block: Int) throws {
             underruns: underrunsAtEnd.load(ordering: .relaxed), dropped: playout.dropped))
 }
 
+/// What `stall` reports: the speaker buffer the sound server granted before and after a stall, in milliseconds.
+struct StallReport: Codable {
+    var device: String
+    var bufferBefore: Double
+    var bufferAfter: Double
+    var underruns: Int
+}
+
+/// Plays a tone on the sound server's speaker for a second, stops writing for `milliseconds` (the device runs dry,
+/// as when the speaker thread is held up), then plays another second: the buffer should have grown.
+func stall(device: String?, milliseconds: Int) throws {
+    #if os(Linux)
+    guard let layer = PulseAudioLayer.connectIfRunning() else {
+        throw AudioDeviceError.failed(name: "sound server", call: "connect", message: "no sound server answers")
+    }
+    let block = 960
+    let stream = try layer.openOutput(named: device, sampleRate: sampleRate, channels: 1, framesPerBlock: block)
+    defer { stream.close() }
+    let tone = (0..<block).map { Int16(8000 * sin(Double($0) * 2 * Double.pi * 440 / Double(sampleRate))) }
+    func playSecond() throws {
+        for _ in 0..<(sampleRate / block) {
+            try stream.waitUntilWritable()
+            try stream.write(tone)
+        }
+    }
+    func inMilliseconds(_ duration: Duration?) -> Double {
+        guard let duration else { return 0 }
+        return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) * 1e-15
+    }
+    try playSecond()
+    let before = inMilliseconds(stream.latency)
+    Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+    try playSecond()
+    try printJSON(
+        StallReport(
+            device: stream.deviceName, bufferBefore: before, bufferAfter: inMilliseconds(stream.latency),
+            underruns: stream.deviceProblems))
+    #else
+    throw AudioDeviceError.failed(name: "sound server", call: "connect", message: "only on Linux")
+    #endif
+}
+
 /// Runs `body`, printing a device error as "error: ..." with exit status 2.
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
@@ -156,7 +199,7 @@ func checked(_ value: Int, _ name: String, in range: ClosedRange<Int>) throws ->
 struct DeviceProbe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-device-probe", abstract: "Drives ParleyDevices from a child process for the device tests.",
-        subcommands: [List.self, Capture.self, Play.self])
+        subcommands: [List.self, Capture.self, Play.self, Stall.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the microphones and speakers as JSON.")
@@ -209,6 +252,22 @@ struct DeviceProbe: ParsableCommand {
         func run() throws {
             try reportingErrors { try play(device: device, input: input, prebuffer: prebuffer, block: block) }
         }
+    }
+}
+
+extension DeviceProbe {
+    struct Stall: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Play on the sound server's speaker, stop writing for a while, and report its buffer before and after.")
+
+        @Option(help: "The speaker (default: the server's).") var device: String?
+        @Option(name: .customLong("stall-ms"), help: "Milliseconds without writing, 1 to 5000.") var stallMilliseconds:
+            Int
+
+        func validate() throws { _ = try checked(stallMilliseconds, "stall-ms", in: 1...5000) }
+
+        func run() throws { try reportingErrors { try stall(device: device, milliseconds: stallMilliseconds) } }
     }
 }
 

@@ -35,6 +35,14 @@ struct ProbeReport: Decodable {
     var dropped: Int?
 }
 
+/// What the probe prints for `stall`.
+struct ProbeStallReport: Decodable {
+    var device: String
+    var bufferBefore: Double
+    var bufferAfter: Double
+    var underruns: Int
+}
+
 /// What the probe prints for `list`.
 struct ProbeDeviceList: Decodable {
     var microphones: [ParleyDevicesNames]

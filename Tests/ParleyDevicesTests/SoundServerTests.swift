@@ -102,6 +102,20 @@ import Glibc
         #expect(try readWAV(home + "/monitor.wav") == recorded)
     }
 
+    /// A speaker that ran dry (its writer held up for 300 ms) asks the sound server for a longer buffer, so a machine
+    /// that cannot keep the short one full gets fewer gaps: the buffer the server grants afterwards is larger.
+    @Test func theSpeakerBufferGrowsAfterAnUnderrun() throws {
+        let server = try SoundServer()
+        defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
+        let home = try temporaryFolder("pulse-stall")
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let result = try runProbe(["stall", "--stall-ms", "300"], environment: server.clientEnvironment(home: home))
+        #expect(result.status == 0, "\(result.output)")
+        let report = try probeJSON(ProbeStallReport.self, in: result.output)
+        #expect(report.underruns >= 1, "\(result.output)")
+        #expect(report.bufferBefore > 0 && report.bufferAfter > report.bufferBefore, "\(result.output)")
+    }
+
     /// The sound server going away mid-call is the real "unplugged": PortAudio reports an ALSA I/O error, which
     /// becomes `disconnected`, the probe says so in plain words and exits instead of hanging.
     @Test(arguments: [["capture", "--seconds", "8", "--out"], ["play", "--in"]])

@@ -209,7 +209,7 @@ import Testing
         let plan = SimulcastPlan(width: 640, height: 360, kbps: 600, framesPerSecond: 30)
         #expect(
             plan.layers.map { "\($0.width)x\($0.height)@\($0.targetBitrateKbps)" }
-                == ["640x360@600", "320x180@150", "160x90@60"])
+                == ["640x360@600", "320x180@200", "160x90@60"])
         #expect(SimulcastPlan(width: 160, height: 120, kbps: 65, framesPerSecond: 15).layers.count == 1)
         #expect(
             SimulcastPlan(width: 640, height: 480, kbps: 750, framesPerSecond: 30).layers.map(\.width) == [

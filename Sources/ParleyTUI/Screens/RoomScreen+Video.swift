@@ -192,7 +192,7 @@ extension RoomScreen {
     /// How many camera pixels a cell mode's picture pixel is made from, across and down, when the layer allows:
     /// the block renderers average every camera pixel that falls in a cell pixel, so a layer twice the drawn size
     /// shows visibly better than one that just covers it (a 1:1 half-block tile drawn from the layer just covering
-    /// it measured 7 dB under the full layer, from the next one up 2 dB: docs/benchmarks.md, "Simulcast picture").
+    /// it measured 7 dB under the full layer, from the next one up 1.5 dB: docs/benchmarks.md, "Simulcast").
     /// Pixel canvases (kitty, sixel) show every pixel they get, so they ask for their size.
     public static let cellSupersampling = 2
 
