@@ -19,6 +19,8 @@ public final class PostgresCluster: ClusterBus, Sendable {
     public let nodeID: String
     /// The address clients reach this node at (`--advertise`).
     public let advertise: String
+    /// Where this node takes trunk datagrams (HOST:PORT), nil without a cluster secret.
+    public let trunk: String?
     let settings: DatabaseSettings
     private let client: PostgresClient
     private let bridge = BlockingBridge()
@@ -53,28 +55,33 @@ public final class PostgresCluster: ClusterBus, Sendable {
     /// after it listens, with the presence of every other live node: the relay compares and redelivers from the tables
     /// what it may have missed. `revived` is called when this node finds itself declared dead (it was silent) and
     /// must announce its presence again.
+    /// `trunk` is where this node takes trunk datagrams (nil: no trunks); `peers` gets, after each heartbeat, the
+    /// other live nodes that take them.
     public static func join(
-        _ settings: DatabaseSettings, nodeID: String, advertise: String, logger: Logger,
+        _ settings: DatabaseSettings, nodeID: String, advertise: String, trunk: String? = nil, logger: Logger,
         load: @escaping @Sendable () async -> NodeLoad,
         deliver: @escaping @Sendable (_ events: [ClusterEvent], _ from: String) -> Void,
         caughtUp: @escaping @Sendable (_ presence: [(account: String, node: String, presence: NodePresence)]) -> Void,
-        revived: @escaping @Sendable () -> Void
+        revived: @escaping @Sendable () -> Void,
+        peers: @escaping @Sendable (_ peers: [TrunkPeer]) -> Void = { _ in }
     ) async throws(StoreError) -> PostgresCluster {
-        let cluster = PostgresCluster(settings: settings, nodeID: nodeID, advertise: advertise, logger: logger)
+        let cluster = PostgresCluster(
+            settings: settings, nodeID: nodeID, advertise: advertise, trunk: trunk, logger: logger)
         do {
             try await cluster.register()
         } catch {
             cluster.stop(announce: false)
             throw error
         }
-        cluster.start(load: load, deliver: deliver, caughtUp: caughtUp, revived: revived)
+        cluster.start(load: load, deliver: deliver, caughtUp: caughtUp, revived: revived, peers: peers)
         return cluster
     }
 
-    private init(settings: DatabaseSettings, nodeID: String, advertise: String, logger: Logger) {
+    private init(settings: DatabaseSettings, nodeID: String, advertise: String, trunk: String?, logger: Logger) {
         self.settings = settings
         self.nodeID = nodeID
         self.advertise = advertise
+        self.trunk = trunk
         self.logger = logger
         var configuration = settings.clientConfiguration(readOnly: false)
         configuration.options.maximumConnections = 3
@@ -125,6 +132,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
     func register() async throws(StoreError) {
         let nodeID = nodeID
         let advertise = advertise
+        let trunk = trunk
         let logger = logger
         let deadAfter = Self.deadAfter.inMilliseconds
         do {
@@ -141,9 +149,10 @@ public final class PostgresCluster: ClusterBus, Sendable {
                 }
                 try await connection.query(
                     """
-                    INSERT INTO node (id, advertise) VALUES (\(nodeID), \(advertise))
-                    ON CONFLICT (id) DO UPDATE SET advertise = EXCLUDED.advertise, started_at = now(),
-                        heartbeat_at = now(), alive = true, members = 0, rooms = 0, packets_per_second = 0, cpu = 0
+                    INSERT INTO node (id, advertise, trunk) VALUES (\(nodeID), \(advertise), \(trunk))
+                    ON CONFLICT (id) DO UPDATE SET advertise = EXCLUDED.advertise, trunk = EXCLUDED.trunk,
+                        started_at = now(), heartbeat_at = now(), alive = true, members = 0, rooms = 0,
+                        packets_per_second = 0, cpu = 0, trunks_up = 0
                     """, logger: logger)
                 // What an earlier life of this node left (it was killed and came back before anyone reaped it).
                 try await connection.query("DELETE FROM presence WHERE node = \(nodeID)", logger: logger)
@@ -158,13 +167,14 @@ public final class PostgresCluster: ClusterBus, Sendable {
         load: @escaping @Sendable () async -> NodeLoad,
         deliver: @escaping @Sendable ([ClusterEvent], String) -> Void,
         caughtUp: @escaping @Sendable ([(account: String, node: String, presence: NodePresence)]) -> Void,
-        revived: @escaping @Sendable () -> Void
+        revived: @escaping @Sendable () -> Void,
+        peers: @escaping @Sendable ([TrunkPeer]) -> Void
     ) {
         let heartbeat = bridge.start { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 guard let self else { return }
-                await self.beat(load: await load(), revived: revived)
+                if let found = await self.beat(load: await load(), revived: revived) { peers(found) }
             }
         }
         let listener = bridge.start { [weak self] in
@@ -177,17 +187,20 @@ public final class PostgresCluster: ClusterBus, Sendable {
         tasks.withLock { $0 += [heartbeat, listener] }
     }
 
-    /// One heartbeat: this node's load, then the reaping of nodes silent past `deadAfter`.
-    func beat(load: NodeLoad, revived: @Sendable () -> Void) async {
+    /// One heartbeat: this node's load, then the reaping of nodes silent past `deadAfter`. Returns the other live
+    /// nodes' trunks (nil when the database did not answer).
+    @discardableResult
+    func beat(load: NodeLoad, revived: @Sendable () -> Void) async -> [TrunkPeer]? {
         // Only a node that has itself been beating steadily may find others dead: after the database was down every
         // heartbeat is old, and the first node back must not reap the rest.
         let steady = figures.withLock { $0.lastBeat.map { ContinuousClock.now - $0 < Self.steadyBeat } ?? false }
         let nodeID = nodeID
         let advertise = advertise
+        let trunk = trunk
         let logger = logger
         let deadAfter = Self.deadAfter.inMilliseconds
         do {
-            let (wasAlive, reaped) = try await deadline(Self.operationTimeout) { [client] in
+            let (wasAlive, reaped, peers) = try await deadline(Self.operationTimeout) { [client] in
                 try await client.withTransaction(logger: logger) { connection in
                     var wasAlive = false
                     for try await alive in try await connection.query(
@@ -197,14 +210,26 @@ public final class PostgresCluster: ClusterBus, Sendable {
                     }
                     try await connection.query(
                         """
-                        INSERT INTO node (id, advertise, members, rooms, packets_per_second, cpu)
-                        VALUES (\(nodeID), \(advertise), \(load.members), \(load.rooms), \(load.packetsPerSecond),
-                            \(load.cpu))
+                        INSERT INTO node (id, advertise, trunk, members, rooms, packets_per_second, cpu, trunks_up)
+                        VALUES (\(nodeID), \(advertise), \(trunk), \(load.members), \(load.rooms),
+                            \(load.packetsPerSecond), \(load.cpu), \(load.trunksUp))
                         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
-                            rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu
+                            rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu,
+                            trunk = EXCLUDED.trunk, trunks_up = EXCLUDED.trunks_up
                         """, logger: logger)
+                    var peers: [TrunkPeer] = []
+                    for try await (id, address) in try await connection.query(
+                        """
+                        SELECT id, trunk FROM node
+                        WHERE alive AND id <> \(nodeID) AND trunk IS NOT NULL
+                            AND heartbeat_at >= now() - make_interval(secs => \(Double(deadAfter) / 1000))
+                        ORDER BY id
+                        """, logger: logger
+                    ).decode((String, String).self) {
+                        peers.append(TrunkPeer(node: id, address: address))
+                    }
                     var reaped: [String] = []
-                    guard steady else { return (wasAlive, reaped) }
+                    guard steady else { return (wasAlive, reaped, peers) }
                     for try await id in try await connection.query(
                         """
                         UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
@@ -225,7 +250,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
                             BusBatch(node: nodeID, sent: Self.milliseconds(), events: reaped.map { .nodeGone($0) }))
                         try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
                     }
-                    return (wasAlive, reaped)
+                    return (wasAlive, reaped, peers)
                 }
             }
             figures.withLock {
@@ -242,6 +267,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
                 figures.withLock { $0.revivals += 1 }
                 revived()
             }
+            return peers
         } catch {
             let first = figures.withLock { figures in
                 let wasReachable = figures.databaseReachable
@@ -254,6 +280,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
                     "heartbeat failed: calls go on; messaging waits for the database",
                     metadata: ["reason": "\(PostgresFailure.explain(error, doing: "heartbeat", settings: settings))"])
             }
+            return nil
         }
     }
 
@@ -519,6 +546,9 @@ public struct ClusterStatus: Sendable, Equatable {
         public var accounts: Int
         /// Who found it dead, when it is dead.
         public var reapedBy: String?
+        /// Where it takes trunk datagrams (nil: no cluster secret), and how many of its trunks are up.
+        public var trunk: String? = nil
+        public var trunksUp = 0
     }
     public var nodes: [Node]
     /// Accounts online anywhere in the cluster.
@@ -541,17 +571,17 @@ extension PostgresCluster {
                     (extract(epoch FROM now() - n.heartbeat_at) * 1000)::BIGINT, n.members, n.rooms,
                     n.packets_per_second, n.cpu,
                     (SELECT count(*) FROM room_placement r WHERE r.node = n.id),
-                    (SELECT count(*) FROM presence p WHERE p.node = n.id), n.reaped_by
+                    (SELECT count(*) FROM presence p WHERE p.node = n.id), n.reaped_by, n.trunk, n.trunks_up
                 FROM node n ORDER BY n.id
                 """, logger: logger)
             for try await row in rows.decode(
-                (String, String, Bool, Int64, Int, Int, Double, Double, Int64, Int64, String?).self)
+                (String, String, Bool, Int64, Int, Int, Double, Double, Int64, Int64, String?, String?, Int).self)
             {
                 nodes.append(
                     ClusterStatus.Node(
                         id: row.0, advertise: row.1, alive: row.2, silentMs: row.3, members: row.4, rooms: row.5,
                         packetsPerSecond: row.6, cpu: row.7, placedRooms: Int(row.8), accounts: Int(row.9),
-                        reapedBy: row.10))
+                        reapedBy: row.10, trunk: row.11, trunksUp: row.12))
             }
             var online = 0
             for try await count in try await connection.query(

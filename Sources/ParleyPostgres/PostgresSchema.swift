@@ -120,6 +120,14 @@ enum PostgresSchema {
                 )
                 """,
             ]),
+        PostgresMigration(
+            version: 3, description: "cluster: trunks between nodes",
+            statements: [
+                // Where a node takes trunk datagrams (HOST:PORT, nil without a cluster secret), and how many of its
+                // trunks to other nodes are up.
+                "ALTER TABLE node ADD COLUMN trunk TEXT",
+                "ALTER TABLE node ADD COLUMN trunks_up INTEGER NOT NULL DEFAULT 0",
+            ]),
     ]
 
     /// The schema version this code knows.

@@ -18,7 +18,7 @@ public final class Relay: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
     private let udpChannel: any Channel
-    private let core: NIOLoopBound<RelayCore>
+    let core: NIOLoopBound<RelayCore>
     private let logger: Logger
     /// Messaging between calls, when the relay has a store.
     public let messaging: MessagingService?

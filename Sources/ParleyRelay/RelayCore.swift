@@ -39,6 +39,10 @@ final class RelayCore {
     var messaging: MessagingService?
     /// Where rooms live, when the relay is a node of a cluster.
     var placer: (any RoomPlacer)?
+    /// The trunks to the cluster's other nodes and their socket, once `Relay.openTrunks` opened them.
+    var trunks: TrunkLinks<SocketAddress>?
+    var trunkChannel: (any Channel)?
+    var refusedTrunkLog = LogThrottle<String>(window: .seconds(60))
     /// Where the rooms' hosts are kept across restarts, and what was last written there.
     let roomHostsFile: RoomHostsFile?
     var savedRoomHosts: [String: RoomHostRecord] = [:]
@@ -102,6 +106,10 @@ final class RelayCore {
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded
+        if let trunks {
+            counters.trunksUp = trunks.upNodes(at: now).count
+            counters.trunkRefused = trunks.refused
+        }
         return counters
     }
 
@@ -150,6 +158,7 @@ final class RelayCore {
 
     func shutDown() {
         for timer in timers { timer.cancel() }
+        trunkChannel?.close(promise: nil)
         // Kept before everyone is let go: a relay restarted on purpose gives the roles back like one that crashed.
         saveRoomHosts()
         roomHostsQueue.sync {}

@@ -59,6 +59,8 @@ public final class RelayMetrics: Sendable {
     private let rooms: Gauge
     private let packetsForwarded: Counter
     private let packetsDropped: Counter
+    private let trunksUp: Gauge
+    private let trunkRefused: [TrunkRefusedReason: Counter]
     /// Direct messages newly stored (a retry of a stored one is not counted).
     let directMessagesStored: Counter
     /// Channel messages newly stored (activity lines are not counted).
@@ -67,7 +69,8 @@ public final class RelayMetrics: Sendable {
     let storeErrors: [StoreOperation: Counter]
     /// What the relay's totals were at the last scrape, so each scrape adds what is new; and the bus lag gauge,
     /// present only while the hook gives a value.
-    private let mirror = Mutex<(forwarded: Int, dropped: Int, busLag: Gauge?)>((0, 0, nil))
+    private let mirror = Mutex<(forwarded: Int, dropped: Int, busLag: Gauge?, trunkRefused: [TrunkRefusedReason: Int])>(
+        (0, 0, nil, [:]))
 
     private static var busLagName: MetricNameDescriptor {
         MetricNameDescriptor(
@@ -93,6 +96,18 @@ public final class RelayMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 namespace: "parley", metricName: "packets_dropped", unitName: "total",
                 helpText: "RTP and RTCP packets dropped: unknown or unproven source, garbage, over a limit."))
+        trunksUp = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "parley", metricName: "trunks_up", unitName: "",
+                helpText: "Trunks to other nodes of the cluster that are up now (their hello accepted lately)."))
+        let refused = MetricNameDescriptor(
+            namespace: "parley", metricName: "trunk_refused", unitName: "total",
+            helpText: "Trunk datagrams refused, by reason (forged: without the cluster secret).")
+        var refusals: [TrunkRefusedReason: Counter] = [:]
+        for reason in TrunkRefusedReason.allCases {
+            refusals[reason] = registry.makeCounter(descriptor: refused, labels: [("reason", reason.rawValue)])
+        }
+        trunkRefused = refusals
         let stored = MetricNameDescriptor(
             namespace: "parley", metricName: "messages_stored", unitName: "total",
             helpText: "Messages committed to the message store, by kind (direct or channel); retries not counted.")
@@ -121,7 +136,12 @@ public final class RelayMetrics: Sendable {
     public func record(_ sample: RelaySample, busLag: Duration?) {
         members.set(Int64(sample.members))
         rooms.set(Int64(sample.rooms))
+        trunksUp.set(Int64(sample.counters.trunksUp))
         mirror.withLock { last in
+            for (reason, count) in sample.counters.trunkRefused where count > last.trunkRefused[reason, default: 0] {
+                trunkRefused[reason]?.increment(by: Int64(count - last.trunkRefused[reason, default: 0]))
+                last.trunkRefused[reason] = count
+            }
             // Samples from concurrent scrapes may arrive out of order: a counter never goes back.
             let forwarded = sample.counters.packetsForwarded
             let dropped = sample.counters.packetsDropped

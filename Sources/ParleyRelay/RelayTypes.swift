@@ -162,6 +162,10 @@ public struct RelayCounters: Sendable, Equatable {
     public var limitsReached = 0
     /// Connections refused because the relay held its most connections (`--max-connections`).
     public var refusedFull = 0
+    /// Trunks to other nodes of the cluster that are up now.
+    public var trunksUp = 0
+    /// Trunk datagrams refused, by reason.
+    public var trunkRefused: [TrunkRefusedReason: Int] = [:]
 
     /// All zero.
     public init() {}

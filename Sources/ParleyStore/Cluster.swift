@@ -95,12 +95,27 @@ public struct NodeLoad: Sendable, Equatable {
     public var packetsPerSecond: Double
     /// Share of one core this process used over the last second (1.0 = one core busy).
     public var cpu: Double
+    /// Trunks to other nodes that are up (their hello answered).
+    public var trunksUp: Int
 
-    public init(members: Int = 0, rooms: Int = 0, packetsPerSecond: Double = 0, cpu: Double = 0) {
+    public init(members: Int = 0, rooms: Int = 0, packetsPerSecond: Double = 0, cpu: Double = 0, trunksUp: Int = 0) {
         self.members = members
         self.rooms = rooms
         self.packetsPerSecond = packetsPerSecond
         self.cpu = cpu
+        self.trunksUp = trunksUp
+    }
+}
+
+/// Another live node's trunk address, as the registry has it.
+public struct TrunkPeer: Sendable, Equatable {
+    public var node: String
+    /// HOST:PORT where it takes trunk datagrams.
+    public var address: String
+
+    public init(node: String, address: String) {
+        self.node = node
+        self.address = address
     }
 }
 

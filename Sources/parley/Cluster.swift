@@ -60,7 +60,9 @@ struct ClusterStatusCommand: AsyncParsableCommand {
             "\(status.nodes.count) node\(status.nodes.count == 1 ? "" : "s") (\(alive) alive), "
                 + "\(status.accountsOnline) account\(status.accountsOnline == 1 ? "" : "s") online"
         ]
-        let header = ["NODE", "ADDRESS", "STATE", "MEMBERS", "ROOMS", "PLACED", "ACCOUNTS", "PACKETS/S", "CPU"]
+        let header = [
+            "NODE", "ADDRESS", "STATE", "MEMBERS", "ROOMS", "PLACED", "ACCOUNTS", "PACKETS/S", "CPU", "TRUNKS UP",
+        ]
         var rows = [header]
         for node in status.nodes {
             let state =
@@ -69,7 +71,7 @@ struct ClusterStatusCommand: AsyncParsableCommand {
             rows.append([
                 node.id, node.advertise, state, "\(node.members)", "\(node.rooms)", "\(node.placedRooms)",
                 "\(node.accounts)", String(format: "%.0f", node.packetsPerSecond),
-                String(format: "%.0f%%", node.cpu * 100),
+                String(format: "%.0f%%", node.cpu * 100), node.trunk == nil ? "-" : "\(node.trunksUp)",
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }

@@ -111,6 +111,20 @@ struct Serve: AsyncParsableCommand {
     var advertise: String?
 
     @Option(
+        name: .customLong("cluster-secret-file"),
+        help:
+            "A file (mode 600) whose first line is the secret every node of the cluster shares: it authenticates the trunks between nodes (make one with: openssl rand -hex 32)."
+    )
+    var clusterSecretFile: String?
+
+    @Option(
+        name: .customLong("trunk-port"),
+        help:
+            "UDP port of the trunks to the cluster's other nodes, with --cluster-secret-file (default 0: any free port)."
+    )
+    var trunkPort = 0
+
+    @Option(
         help:
             "Serve /metrics (Prometheus text) and /healthz on this HOST:PORT, e.g. 127.0.0.1:9100 (default: not served; never on --port)."
     )
@@ -154,6 +168,14 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-connections must be 1…10000000, got \(maxConnections)")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
+        guard (0...65535).contains(trunkPort) else {
+            throw ValidationError("--trunk-port must be 0…65535, got \(trunkPort)")
+        }
+        if clusterSecretFile != nil, database == nil, ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] == nil
+        {
+            throw ValidationError(
+                "--cluster-secret-file is for a cluster: give --database (or PARLEY_DATABASE_URL) too")
+        }
         guard liveness >= 1, liveness <= 600 else {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
         }
@@ -247,9 +269,24 @@ struct Serve: AsyncParsableCommand {
         var cluster: PostgresCluster?
         if let clusterSettings, let messaging = relay.messaging {
             let address = "\(host):\(relay.signalingPort)"
+            var trunk: String?
+            if let clusterSecretFile {
+                do {
+                    let secret = try ClusterSecret.load(path: clusterSecretFile)
+                    let gate = try TrunkGate(
+                        nodeID: nodeID ?? address, boot: Int64(Date().timeIntervalSince1970 * 1000), secret: secret)
+                    let trunkPort = try await relay.openTrunks(gate: gate, host: host, port: self.trunkPort)
+                    let advertisedHost = (try? ServerAddress(parsing: advertise ?? address))?.host ?? host
+                    trunk = "\(advertisedHost):\(trunkPort)"
+                } catch {
+                    await relay.shutdown()
+                    throw CommandFailure("\(error)")
+                }
+            }
+            let hasTrunks = trunk != nil
             do {
                 cluster = try await PostgresCluster.join(
-                    clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address,
+                    clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address, trunk: trunk,
                     logger: Logger(label: "parley.cluster"), load: NodeLoadMeter(relay: relay).read,
                     deliver: { [clusterLag, fileRooms = configuration.rooms] events, node in
                         if events.contains(.roomSettingsChanged), let cluster = clusterLag.cluster.withLock({ $0 }) {
@@ -258,7 +295,11 @@ struct Serve: AsyncParsableCommand {
                         messaging.clusterEvents(events, from: node)
                     },
                     caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
-                    revived: { messaging.clusterRevived() })
+                    revived: { messaging.clusterRevived() },
+                    peers: { peers in
+                        guard hasTrunks else { return }
+                        Task { try? await relay.setTrunkPeers(peers) }
+                    })
             } catch {
                 await relay.shutdown()
                 throw CommandFailure("\(error)")
@@ -268,6 +309,9 @@ struct Serve: AsyncParsableCommand {
             await Self.applyRoomSettings(from: cluster!, to: relay, fileRooms: configuration.rooms)
             try? await relay.placeRooms(with: cluster!)
             say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
+            if let trunk, let clusterSecretFile {
+                say("trunks to the other nodes on udp \(trunk) (cluster secret from \(clusterSecretFile))")
+            }
         }
         if let address = configuration.admin, let adminPort = relay.adminPort {
             say(
@@ -363,7 +407,8 @@ final class NodeLoadMeter: Sendable {
 
     func read() async -> NodeLoad {
         let rooms = (try? await relay.rooms()) ?? [:]
-        let packets = (try? await relay.counters())?.packetsForwarded ?? 0
+        let counters = try? await relay.counters()
+        let packets = counters?.packetsForwarded ?? 0
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let cpu =
@@ -374,7 +419,8 @@ final class NodeLoadMeter: Sendable {
             defer { last = (now, packets, cpu) }
             return last
         }
-        var load = NodeLoad(members: rooms.values.reduce(0) { $0 + $1.count }, rooms: rooms.count)
+        var load = NodeLoad(
+            members: rooms.values.reduce(0) { $0 + $1.count }, rooms: rooms.count, trunksUp: counters?.trunksUp ?? 0)
         if let previous {
             let elapsed = now - previous.time
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -24,7 +24,9 @@ struct ClusterProcessTests {
 
     /// Starts nodes `ids` against `url` and waits until each has joined the cluster; `tls` gives each node's TLS
     /// options (none: `--insecure`).
-    func startNodes(_ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }) throws
+    func startNodes(
+        _ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }, extra: [String] = []
+    ) throws
         -> [Node]
     {
         let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
@@ -33,7 +35,7 @@ struct ClusterProcessTests {
                 binary,
                 [
                     "serve", "--port", "0", "--state-dir", folder + "/" + id, "--database", url, "--node-id", id,
-                ] + (tls(id) ?? ["--insecure"]))
+                ] + (tls(id) ?? ["--insecure"]) + extra)
             #expect(process.waitForOutput(containing: "cluster node \(id)", seconds: 30), "\(process.output)")
             let port = try #require(
                 process.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
@@ -153,6 +155,101 @@ struct ClusterProcessTests {
                 bobEvents.has { if case .presence(let p) = $0, p.name == "alice", !p.online { true } else { nil } }
             }, "alice offline: \(bobEvents.all.withLock { $0 })")
         await bob.close()
+    }
+
+    /// Sends `datagram` to 127.0.0.1:`port` from a fresh UDP socket and returns what comes back within a second,
+    /// nil when nothing does (on a dispatch thread).
+    static func udpExchange(_ datagram: [UInt8], port: Int) async -> [UInt8]? {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+                defer { close(socket) }
+                var timeout = timeval(tv_sec: 1, tv_usec: 0)
+                setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port)).bigEndian
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                _ = datagram.withUnsafeBytes { bytes in
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            sendto(
+                                socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)
+                            )
+                        }
+                    }
+                }
+                var buffer = [UInt8](repeating: 0, count: 2048)
+                let count = recv(socket, &buffer, buffer.count, 0)
+                continuation.resume(returning: count > 0 ? Array(buffer[0..<count]) : nil)
+            }
+        }
+    }
+
+    @Test func trunksComeUpWithTheClusterSecretAndAStrangerIsRefusedAndCounted() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let secretPath = folder + "/cluster-secret"
+        try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
+            toFile: secretPath, atomically: false, encoding: .utf8)
+        chmod(secretPath, 0o600)
+        let nodes = try startNodes(
+            ["a", "b"], url: server.url(database: database), folder: folder,
+            extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"])
+        defer { for node in nodes { node.process.stop() } }
+        var adminPorts: [Int] = []
+        var trunkPorts: [Int] = []
+        for node in nodes {
+            #expect(node.process.waitForOutput(containing: "trunks to the other nodes on udp", seconds: 20))
+            adminPorts.append(
+                try #require(
+                    node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                    "\(node.process.output)"))
+            trunkPorts.append(
+                try #require(
+                    node.process.output.firstMatch(of: /on udp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                    "\(node.process.output)"))
+        }
+        func metrics(_ node: Int) async throws -> [String: Double] {
+            AdminEndpointProcessTests.samples(
+                try await AdminEndpointProcessTests.get("/metrics", port: adminPorts[node]).body)
+        }
+        // Each finds the other in the registry, says hello with the secret and is answered.
+        let bothUp = try await eventually(seconds: 20) {
+            let a = try await metrics(0)["parley_trunks_up"]
+            let b = try await metrics(1)["parley_trunks_up"]
+            return a == 1 && b == 1
+        }
+        let upA = try await metrics(0)["parley_trunks_up"]
+        let upB = try await metrics(1)["parley_trunks_up"]
+        #expect(bothUp, "trunks up: a \(String(describing: upA)), b \(String(describing: upB))")
+        let binary = try #require(parleyBinaryPath())
+        #expect(
+            await eventually(seconds: 10) {
+                let status = try? ChildProcess.run(
+                    binary, ["cluster", "status", "--database", server.url(database: database)], timeout: .seconds(20))
+                let lines = status?.output.split(separator: "\n") ?? []
+                return ["a", "b"].allSatisfy { id in lines.contains { $0.hasPrefix("\(id) ") && $0.hasSuffix(" 1") } }
+            })
+
+        // A stranger with another secret: no answer, counted as forged; garbage counted as malformed.
+        let stranger = try TrunkGate(
+            nodeID: "mallory", boot: 0,
+            secret: ClusterSecret(bytes: Array("fedcba9876543210fedcba9876543210".utf8)))
+        let hello = stranger.hello(
+            to: "a", now: Int64(Date().timeIntervalSince1970 * 1000), nonce: (0..<16).map { _ in .random(in: 0...255) })
+        let answer = await Self.udpExchange(hello, port: trunkPorts[0])
+        #expect(answer == nil, "a answered a stranger")
+        let garbageAnswer = await Self.udpExchange([0x50, 0x54, 1, 9, 0xFF], port: trunkPorts[0])
+        #expect(garbageAnswer == nil)
+        let counted = try await eventually {
+            let samples = try await metrics(0)
+            return samples["parley_trunk_refused_total{reason=\"forged\"}"] == 1
+                && samples["parley_trunk_refused_total{reason=\"malformed\"}"] == 1
+        }
+        let after = try await metrics(0)
+        #expect(counted, "\(after.filter { $0.key.hasPrefix("parley_trunk") })")
+        #expect(after["parley_trunks_up"] == 1, "the real trunk stays up")
     }
 
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {

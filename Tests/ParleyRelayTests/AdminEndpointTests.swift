@@ -59,6 +59,7 @@ struct AdminEndpointTests {
                 "parley_members": "gauge", "parley_rooms": "gauge", "parley_packets_forwarded_total": "counter",
                 "parley_packets_dropped_total": "counter", "parley_messages_stored_total": "counter",
                 "parley_store_latency_seconds": "histogram", "parley_store_errors_total": "counter",
+                "parley_trunks_up": "gauge", "parley_trunk_refused_total": "counter",
             ])
         #expect(
             scraped.samples.keys.allSatisfy { $0.hasPrefix("parley_") }, "\(scraped.samples.keys.sorted())")
@@ -80,6 +81,19 @@ struct AdminEndpointTests {
         #expect(scraped.samples["parley_packets_forwarded_total"] == 2000)
         #expect(scraped.samples["parley_packets_dropped_total"] == 9)
         #expect(scraped.samples["parley_bus_lag_seconds"] == nil)
+
+        // Trunks: the gauge follows, refusals count by reason and never go back.
+        var trunked = Self.counters(forwarded: 2000, dropped: 9)
+        trunked.trunksUp = 2
+        trunked.trunkRefused = [.forged: 3, .malformed: 1]
+        metrics.record(RelaySample(members: 1, rooms: 1, counters: trunked), busLag: nil)
+        trunked.trunkRefused = [.forged: 2]
+        metrics.record(RelaySample(members: 1, rooms: 1, counters: trunked), busLag: nil)
+        scraped = ScrapedMetrics(metrics.exposition())
+        #expect(scraped.samples["parley_trunks_up"] == 2)
+        #expect(scraped.samples["parley_trunk_refused_total{reason=\"forged\"}"] == 3)
+        #expect(scraped.samples["parley_trunk_refused_total{reason=\"malformed\"}"] == 1)
+        #expect(scraped.samples["parley_trunk_refused_total{reason=\"replayed\"}"] == 0)
     }
 
     @Test func theMeasuredStoreTimesEachCallAndCountsNewMessagesOnly() throws {
