@@ -45,6 +45,8 @@ final class AudioDeviceThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let loopThread = Mutex<ObjectIdentifier?>(nil)
     private let name: String
+    /// How the loop's thread got scheduled (`AudioThreadPriority`), once it started.
+    let scheduling = Mutex<AudioThreadScheduling?>(nil)
 
     init(name: String) { self.name = name }
 
@@ -61,6 +63,7 @@ final class AudioDeviceThread: Sendable {
         guard starting else { return }
         let thread = Thread { [self] in
             loopThread.withLock { $0 = ObjectIdentifier(Thread.current) }
+            scheduling.withLock { $0 = AudioThreadPriority.raiseCurrentThread() }
             body()
             finished.signal()
         }

@@ -33,6 +33,8 @@ public final class MicrophoneCapture: Sendable {
     /// Times the device dropped audio because it was not read in time (the sound server's overruns), when its layer
     /// can tell.
     public var deviceOverruns: Int { overruns() }
+    /// How the microphone's thread is scheduled (`AudioThreadPriority`), once it started.
+    public var threadScheduling: AudioThreadScheduling? { thread.scheduling.withLock { $0 } }
 
     /// Blocks delivered so far.
     public var blocksDelivered: Int { blocks.load(ordering: .relaxed) }

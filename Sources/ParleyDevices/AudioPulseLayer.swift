@@ -116,6 +116,12 @@ final class PulseConnection: @unchecked Sendable {
             throw .failed(name: "sound server", call: "pa_context_connect", message: message)
         }
         pa_threaded_mainloop_start(mainloop)
+        // The main loop's thread wakes the device threads (a block fits, a block arrived): it is raised like them, or
+        // a busy machine holds them up through it.
+        locked {
+            pa_mainloop_api_once(
+                pa_threaded_mainloop_get_api(mainloop), { _, _ in AudioThreadPriority.raiseCurrentThread() }, nil)
+        }
         let state = locked { () -> pa_context_state_t in
             waitUntil {
                 let state = pa_context_get_state(context)

@@ -116,6 +116,8 @@ public final class SpeakerPlayout: Sendable {
 
     /// The device's whole play-out buffer, when its layer can tell.
     public var deviceLatency: Duration? { device.latency() }
+    /// How the speaker's thread is scheduled (`AudioThreadPriority`), once it started.
+    public var threadScheduling: AudioThreadScheduling? { thread.scheduling.withLock { $0 } }
     /// Times the device itself ran dry (the sound server's underruns) after the first audio played, when its layer
     /// can tell: before that there is nothing to interrupt.
     public var deviceUnderruns: Int {

@@ -226,6 +226,8 @@ final class EngineCore {
         stats.speakerLatency = speaker?.deviceLatency
         stats.microphoneLatency = microphone == nil ? nil : microphoneLatency
         stats.microphoneOverruns = microphone?.deviceOverruns ?? 0
+        stats.speakerThread = speaker?.threadScheduling
+        stats.microphoneThread = microphone?.threadScheduling
         stats.videoFramesSent = videoSender?.framesSent ?? 0
         stats.videoFramesCaptured = videoSender?.framesCaptured ?? 0
         stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0

@@ -98,6 +98,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var microphoneLatencyMs: Int?
     /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
     public var microphoneOverruns: Int
+    /// How the speaker's and the microphone's threads are scheduled: "realtime", "raised" or "normal" (nil without a
+    /// real device).
+    public var speakerThread: String?
+    public var microphoneThread: String?
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived: Int
     /// The end-to-end cipher ("AES-128-GCM"); nil (written as `null`) for an unencrypted call.
@@ -127,6 +131,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerLatencyMs = stats.speakerLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
         microphoneLatencyMs = stats.microphoneLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
         microphoneOverruns = stats.microphoneOverruns
+        speakerThread = stats.speakerThread?.rawValue
+        microphoneThread = stats.microphoneThread?.rawValue
         keyframeRequestsReceived = stats.keyframeRequestsReceived
         encryption = stats.encryption
         peers = stats.peers.sorted { $0.key < $1.key }.map { Peer(id: $0.key, $0.value) }
@@ -144,7 +150,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, activeVideoLayers
         case videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent, audioPlannedLossPercent
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
-        case microphoneOverruns
+        case microphoneOverruns, speakerThread, microphoneThread
         case keyframeRequestsReceived, encryption, peers
     }
 
@@ -180,6 +186,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .speakerLatencyMs)
         microphoneLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .microphoneLatencyMs)
         microphoneOverruns = try fields.decodeIfPresent(Int.self, forKey: .microphoneOverruns) ?? 0
+        speakerThread = try fields.decodeIfPresent(String.self, forKey: .speakerThread)
+        microphoneThread = try fields.decodeIfPresent(String.self, forKey: .microphoneThread)
         keyframeRequestsReceived = try fields.decode(Int.self, forKey: .keyframeRequestsReceived)
         encryption = try fields.decodeIfPresent(String.self, forKey: .encryption)
         peers = try fields.decode([Peer].self, forKey: .peers)
@@ -212,6 +220,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(speakerLatencyMs, forKey: .speakerLatencyMs)
         try fields.encodeIfPresent(microphoneLatencyMs, forKey: .microphoneLatencyMs)
         try fields.encode(microphoneOverruns, forKey: .microphoneOverruns)
+        try fields.encodeIfPresent(speakerThread, forKey: .speakerThread)
+        try fields.encodeIfPresent(microphoneThread, forKey: .microphoneThread)
         try fields.encode(keyframeRequestsReceived, forKey: .keyframeRequestsReceived)
         if let encryption {
             try fields.encode(encryption, forKey: .encryption)

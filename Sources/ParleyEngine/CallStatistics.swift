@@ -69,6 +69,9 @@ public struct CallStatistics: Sendable {
     public var microphoneLatency: Duration?
     /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
     public var microphoneOverruns = 0
+    /// How the speaker's and the microphone's threads are scheduled (nil without a real device).
+    public var speakerThread: AudioThreadScheduling?
+    public var microphoneThread: AudioThreadScheduling?
     public var videoFramesSent = 0
     /// Frames taken from the camera (also those no layer encoded, because nobody watches).
     public var videoFramesCaptured = 0

@@ -282,6 +282,14 @@ struct SoundCallTests {
         #expect(
             talker.microphoneOverruns == 0,
             "the sound server dropped alice's microphone audio \(talker.microphoneOverruns) times (not read in time)")
+        // The device threads ask for real-time scheduling; as root (CI) it is granted, elsewhere they say what they got.
+        let expected: Set<String> = geteuid() == 0 ? ["realtime"] : ["realtime", "raised", "normal"]
+        #expect(
+            stats.speakerThread.map(expected.contains) == true, "bob's speaker thread: \(stats.speakerThread ?? "none")"
+        )
+        #expect(
+            talker.microphoneThread.map(expected.contains) == true,
+            "alice's microphone thread: \(talker.microphoneThread ?? "none")")
         let fromAlice = stats.peers.first { $0.name == "alice" }
         #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
         #expect(fromAlice?.concealments == 0, "concealed 20 ms frames: \(stats.peers)")

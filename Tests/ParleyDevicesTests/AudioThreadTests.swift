@@ -426,3 +426,49 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
         #expect(played == (1...played.count).map { Int16($0) }, "\(written.prefix(40))")
     }
 }
+
+/// The device threads ask for real-time scheduling and say what they got.
+@Suite struct AudioThreadPriorityTests {
+    /// Runs `body` on a thread of its own and returns what it returned.
+    func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            result.withLock { $0 = body() }
+            done.signal()
+        }.start()
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    @Test func aDeviceThreadGetsWhatTheSystemAllowsAndSaysSo() {
+        let (before, got, after) = onNewThread {
+            (
+                AudioThreadPriority.currentThread(), AudioThreadPriority.raiseCurrentThread(),
+                AudioThreadPriority.currentThread()
+            )
+        }
+        #expect(before == .normal, "a new thread starts ordinary")
+        #expect(got == after, "it says what it got")
+        #if os(Linux)
+        // Root may schedule in real time (CI runs as root); anyone else gets what their limits allow.
+        if geteuid() == 0 { #expect(got == .realtime) }
+        #endif
+    }
+
+    @Test func aSpeakerLoopRunsOnARaisedThread() {
+        let device = FakeOutputStream(log: FakeStreamLog())
+        let playout = SpeakerPlayout(
+            stream: device, sampleRate: 48_000, channels: 1, framesPerBlock: block, prebufferBlocks: 0,
+            maxQueuedBlocks: 4, onDemand: {}, onFailure: { _ in })
+        #expect(playout.threadScheduling == nil, "not started")
+        playout.start()
+        let deadline = Date().addingTimeInterval(5)
+        while playout.threadScheduling == nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(playout.threadScheduling != nil)
+        #if os(Linux)
+        if geteuid() == 0 { #expect(playout.threadScheduling == .realtime) }
+        #endif
+        playout.stop()
+    }
+}

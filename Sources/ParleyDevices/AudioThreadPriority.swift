@@ -1,0 +1,62 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a thread that feeds or drains a sound device is scheduled.
+public enum AudioThreadScheduling: String, Sendable, Equatable, Codable {
+    /// Real-time (`SCHED_FIFO`): runs before every ordinary thread, as PulseAudio's, JACK's and Chromium's audio
+    /// threads do where they may.
+    case realtime
+    /// An ordinary thread at a raised priority (nice −11).
+    case raised
+    /// Left as it was: the system allows neither.
+    case normal
+}
+
+/// Raises the calling audio thread's scheduling as far as the system allows. A device thread held up by a busy
+/// machine (a build on the other core) for longer than its buffer is a gap the listener hears: the speaker runs dry
+/// or the microphone's audio is skipped. Real-time scheduling is allowed to root, to a process with CAP_SYS_NICE and
+/// to a user given an `rtprio` limit (`/etc/security/limits.d`, as for JACK); a raised nice value to a user given a
+/// `nice` limit. Everyone else keeps ordinary scheduling, which is what `parley join` had before.
+public enum AudioThreadPriority {
+    /// The real-time priority asked for: PulseAudio's default for its own threads. Any real-time priority runs before
+    /// every ordinary thread; a low one leaves the system's own real-time threads (and the sound server's, when it
+    /// has them higher) first.
+    public static let realtimePriority: Int32 = 5
+    /// The nice value asked for when real-time is refused (PulseAudio's `high-priority` value).
+    public static let raisedNice: Int32 = -11
+
+    /// Raises the calling thread; says what it got.
+    @discardableResult
+    public static func raiseCurrentThread() -> AudioThreadScheduling {
+        #if os(Linux)
+        var parameters = sched_param()
+        parameters.sched_priority = realtimePriority
+        if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 { return .realtime }
+        // A nice value is per thread on Linux: "who" 0 is the calling thread.
+        if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, raisedNice) == 0 { return .raised }
+        return .normal
+        #else
+        return .normal  // macOS: the threads already run at the user-interactive quality of service
+        #endif
+    }
+
+    /// How the calling thread is scheduled now.
+    public static func currentThread() -> AudioThreadScheduling {
+        #if os(Linux)
+        var policy: Int32 = 0
+        var parameters = sched_param()
+        if pthread_getschedparam(pthread_self(), &policy, &parameters) == 0, policy == SCHED_FIFO || policy == SCHED_RR
+        {
+            return .realtime
+        }
+        errno = 0
+        let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        return errno == 0 && nice < 0 ? .raised : .normal
+        #else
+        return .normal
+        #endif
+    }
+}
