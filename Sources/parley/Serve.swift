@@ -214,6 +214,7 @@ struct Serve: AsyncParsableCommand {
         let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
         var storeNote = "accounts and direct messages kept in \(messagesPath)"
         var clusterSettings: DatabaseSettings?
+        var clusterSecret: ClusterSecret?
         do {
             try FileManager.default.createDirectory(
                 atPath: stateDir ?? LogSetup.stateDirectory,
@@ -231,6 +232,7 @@ struct Serve: AsyncParsableCommand {
             } else {
                 configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
             }
+            if let clusterSecretFile { clusterSecret = try ClusterSecret.load(path: clusterSecretFile) }
             configuration.roomHosts = RoomHostsFile(path: (stateDir ?? LogSetup.stateDirectory) + "/room-hosts.json")
             if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
             if let tlsCert, let tlsKey {
@@ -270,9 +272,8 @@ struct Serve: AsyncParsableCommand {
         if let clusterSettings, let messaging = relay.messaging {
             let address = "\(host):\(relay.signalingPort)"
             var trunk: String?
-            if let clusterSecretFile {
+            if let secret = clusterSecret {
                 do {
-                    let secret = try ClusterSecret.load(path: clusterSecretFile)
                     let gate = try TrunkGate(
                         nodeID: nodeID ?? address, boot: Int64(Date().timeIntervalSince1970 * 1000), secret: secret)
                     let trunkPort = try await relay.openTrunks(gate: gate, host: host, port: self.trunkPort)

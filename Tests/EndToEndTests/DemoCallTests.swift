@@ -399,6 +399,11 @@ struct JoinAgainstRelayTests {
             (["join", "r", "--name", "alice", "--profile", "999x1"], "unknown video profile \"999x1\""),
             (["join", "r", "--name", "alice", "--role", "king"], "--role must be broadcaster or audience"),
             (["serve", "--port", "70000"], "--port must be 0…65535"),
+            (["serve", "--trunk-port", "70000"], "--trunk-port must be 0…65535"),
+            (
+                ["serve", "--cluster-secret-file", "/etc/hostname"],
+                "--cluster-secret-file is for a cluster: give --database (or PARLEY_DATABASE_URL) too"
+            ),
             (["bot", "r", "--video", "cat.png"], "neither \"synthetic\" nor a .y4m file"),
             (
                 ["join", "r", "--name", "alice", "--stats-file", "/nonexistent-parley/s.json"],

@@ -99,6 +99,30 @@ struct PostgresServeTests {
         _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
     }
 
+    @Test func badClusterSecretFilesAreOneLineEach() async throws {
+        let server = try await SharedPostgres.server
+        let database = try await server.createDatabase(prefix: "parley_secret")
+        let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let rows: [(content: String?, mode: Int, says: String)] = [
+            (String(repeating: "a", count: 64), 0o644, "can be read by others (mode 644): chmod 600 it"),
+            ("short\n", 0o600, "has 5 bytes, fewer than 32"),
+            (nil, 0o600, "cannot be used: No such file or directory"),
+        ]
+        for (index, row) in rows.enumerated() {
+            let path = state + "/secret-\(index)"
+            if let content = row.content {
+                try content.write(toFile: path, atomically: false, encoding: .utf8)
+                chmod(path, mode_t(row.mode))
+            }
+            let result = try await parley(
+                serveArguments(server.url(database: database), state: state) + ["--cluster-secret-file", path])
+            expectOneLineFailure(result, containing: row.says)
+        }
+        _ = try? await server.psql("DROP DATABASE \(database) WITH (FORCE)")
+    }
+
     @Test func badURLsAreRefusedWithWhatToType() async throws {
         let state = NSTemporaryDirectory() + "parley-node-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }
