@@ -154,7 +154,7 @@ public final class Relay: Sendable {
                         at: address,
                         endpoints: Self.adminEndpoints(
                             core: core, metrics: metrics, store: configuration.messageStore,
-                            busLag: configuration.busLag),
+                            busLag: configuration.busLag, cluster: configuration.clusterCounters),
                         logger: logger)
                 } catch {
                     try? await serverChannel.close()
@@ -215,13 +215,13 @@ public final class Relay: Sendable {
     /// out of the store's latency).
     private static func adminEndpoints(
         core: NIOLoopBound<RelayCore>, metrics: RelayMetrics, store: (any MessageStore)?,
-        busLag: (@Sendable () async -> Duration?)?
+        busLag: (@Sendable () async -> Duration?)?, cluster: (@Sendable () -> ClusterCounters?)?
     ) -> AdminEndpoints {
         let probe = store.map { StoreHealthProbe(store: $0) }
         return AdminEndpoints(
             metrics: {
                 let sample = try await Relay.sample(core).get()
-                metrics.record(sample, busLag: await busLag?())
+                metrics.record(sample, busLag: await busLag?(), cluster: cluster?())
                 return metrics.exposition()
             },
             health: {

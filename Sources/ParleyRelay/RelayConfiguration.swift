@@ -38,6 +38,9 @@ public struct RelayConfiguration: Sendable {
     /// hook that returns nil (no bus, or it cannot tell), leaves the gauge out. Nothing sets it yet: the cluster bus
     /// (issue 29, item 3) sets it when it starts.
     public var busLag: (@Sendable () async -> Duration?)? = nil
+    /// The cluster's counters (heartbeats failed, nodes reaped, bus events), asked at each scrape; nil, or a hook
+    /// returning nil, leaves them out of `/metrics`.
+    public var clusterCounters: (@Sendable () -> ClusterCounters?)? = nil
 
     /// A configuration; defaults are the production values.
     public init(

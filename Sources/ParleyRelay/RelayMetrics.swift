@@ -1,3 +1,4 @@
+import ParleyStore
 import Prometheus
 import Synchronization
 
@@ -72,6 +73,28 @@ public final class RelayMetrics: Sendable {
     private let mirror = Mutex<(forwarded: Int, dropped: Int, busLag: Gauge?, trunkRefused: [TrunkRefusedReason: Int])>(
         (0, 0, nil, [:]))
 
+    /// The cluster's counters, registered at the first scrape that has them (a relay outside a cluster shows none).
+    private let clusterSeries = Mutex<[String: (counter: Counter, value: Int)]>([:])
+
+    /// Each cluster counter: its name, help and value.
+    static func clusterValues(_ counters: ClusterCounters) -> [(name: String, help: String, value: Int)] {
+        [
+            ("cluster_heartbeats_failed", "Heartbeats that did not reach the database.", counters.heartbeatsFailed),
+            ("cluster_nodes_reaped", "Other nodes this node found dead and cleared.", counters.nodesReaped),
+            (
+                "cluster_revivals", "Times this node found itself declared dead and announced itself again.",
+                counters.revivals
+            ),
+            ("bus_events_published", "Events this node published on the cluster's bus.", counters.eventsPublished),
+            ("bus_events_received", "Events received from other nodes on the bus.", counters.eventsReceived),
+            ("bus_events_dropped", "Events dropped because the bus's outbox was full.", counters.eventsDropped),
+            (
+                "bus_connections", "Times the bus connected (the first, then each reconnection).",
+                counters.busConnections
+            ),
+        ]
+    }
+
     private static var busLagName: MetricNameDescriptor {
         MetricNameDescriptor(
             namespace: "parley", metricName: "bus_lag", unitName: "seconds",
@@ -133,7 +156,22 @@ public final class RelayMetrics: Sendable {
 
     /// Sets the gauges from `sample` and adds to the counters what is new since the last sample; `busLag` nil
     /// removes the bus lag gauge from the output (no bus, or it cannot tell).
-    public func record(_ sample: RelaySample, busLag: Duration?) {
+    public func record(_ sample: RelaySample, busLag: Duration?, cluster: ClusterCounters? = nil) {
+        if let cluster {
+            clusterSeries.withLock { series in
+                for entry in Self.clusterValues(cluster) {
+                    let counter =
+                        series[entry.name]?.counter
+                        ?? registry.makeCounter(
+                            descriptor: MetricNameDescriptor(
+                                namespace: "parley", metricName: entry.name, unitName: "total", helpText: entry.help))
+                    let last = series[entry.name]?.value ?? 0
+                    // A counter never goes back (a sample read before the last one adds nothing).
+                    if entry.value > last { counter.increment(by: Int64(entry.value - last)) }
+                    series[entry.name] = (counter, max(last, entry.value))
+                }
+            }
+        }
         members.set(Int64(sample.members))
         rooms.set(Int64(sample.rooms))
         trunksUp.set(Int64(sample.counters.trunksUp))

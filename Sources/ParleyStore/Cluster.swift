@@ -107,6 +107,24 @@ public struct NodeLoad: Sendable, Equatable {
     }
 }
 
+/// What a node's membership in the cluster counted since it started, for `/metrics`.
+public struct ClusterCounters: Sendable, Equatable {
+    /// Heartbeats that did not reach the database.
+    public var heartbeatsFailed = 0
+    /// Other nodes this node found dead and cleared.
+    public var nodesReaped = 0
+    /// Times this node found itself declared dead (it was silent) and announced itself again.
+    public var revivals = 0
+    /// Events published on the bus, received from other nodes, and dropped because the outbox was full.
+    public var eventsPublished = 0
+    public var eventsReceived = 0
+    public var eventsDropped = 0
+    /// Times the bus connected (the first, then each reconnection).
+    public var busConnections = 0
+
+    public init() {}
+}
+
 /// Another live node's trunk address, as the registry has it.
 public struct TrunkPeer: Sendable, Equatable {
     public var node: String

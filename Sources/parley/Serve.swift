@@ -250,7 +250,10 @@ struct Serve: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
         let clusterLag = ClusterLag()
-        if clusterSettings != nil { configuration.busLag = { clusterLag.read() } }
+        if clusterSettings != nil {
+            configuration.busLag = { clusterLag.read() }
+            configuration.clusterCounters = { clusterLag.counters() }
+        }
         let relay: Relay
         do {
             relay = try await Relay.start(configuration)
@@ -440,5 +443,19 @@ final class ClusterLag: Sendable {
 
     func read() -> Duration? {
         cluster.withLock { $0 }.map { .milliseconds(Int64($0.counters.busLagSeconds * 1000)) }
+    }
+
+    /// The cluster's counters for `/metrics`, once joined.
+    func counters() -> ClusterCounters? {
+        guard let figures = cluster.withLock({ $0 })?.counters else { return nil }
+        var counters = ClusterCounters()
+        counters.heartbeatsFailed = figures.failedHeartbeats
+        counters.nodesReaped = figures.reaped
+        counters.revivals = figures.revivals
+        counters.eventsPublished = figures.published
+        counters.eventsReceived = figures.received
+        counters.eventsDropped = figures.dropped
+        counters.busConnections = figures.busConnections
+        return counters
     }
 }

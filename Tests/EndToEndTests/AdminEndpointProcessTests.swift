@@ -225,6 +225,19 @@ struct AdminEndpointProcessTests {
                 relay.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(relay.output)")
             let up = try await Self.get("/healthz", port: adminPort)
             #expect(up.status == 200 && up.body.contains(#""store":"reachable""#), "\(up.head)\n\(up.body)")
+            /// Polls `/metrics` until `series` satisfies `condition` (at most 10 s).
+            func eventually(_ series: String, _ condition: (Double) -> Bool) async throws -> Bool {
+                let deadline = Date().addingTimeInterval(10)
+                while Date() < deadline {
+                    let value = Self.samples(try await Self.get("/metrics", port: adminPort).body)[series]
+                    if let value, condition(value) { return true }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                return false
+            }
+            // A cluster node (on PostgreSQL): its bus connected, no heartbeat failed yet.
+            #expect(try await eventually("parley_bus_connections_total") { $0 >= 1 })
+            #expect(try await eventually("parley_cluster_heartbeats_failed_total") { $0 == 0 })
 
             // PostgreSQL stops: the store check fails or times out, and says so; the node itself is still up.
             await withCheckedContinuation { continuation in
@@ -240,6 +253,9 @@ struct AdminEndpointProcessTests {
                 down.body.contains("the message store did not answer within 2 s")
                     || down.body.contains("the message store failed"), "\(down.body)")
             #expect(try await Self.get("/metrics", port: adminPort).status == 200, "metrics do not need the store")
+            #expect(
+                try await eventually("parley_cluster_heartbeats_failed_total") { $0 >= 1 },
+                "heartbeats fail while the database is down, and /metrics counts them")
         } catch {
             await Self.stop([relay])
             server.stop()

@@ -94,6 +94,30 @@ struct AdminEndpointTests {
         #expect(scraped.samples["parley_trunk_refused_total{reason=\"forged\"}"] == 3)
         #expect(scraped.samples["parley_trunk_refused_total{reason=\"malformed\"}"] == 1)
         #expect(scraped.samples["parley_trunk_refused_total{reason=\"replayed\"}"] == 0)
+        #expect(scraped.samples["parley_cluster_nodes_reaped_total"] == nil, "no cluster: no cluster counters")
+
+        // In a cluster: its counters appear, and follow without going back.
+        var cluster = ClusterCounters()
+        cluster.heartbeatsFailed = 2
+        cluster.nodesReaped = 1
+        cluster.eventsPublished = 40
+        cluster.eventsReceived = 35
+        cluster.busConnections = 1
+        metrics.record(RelaySample(members: 1, rooms: 1, counters: trunked), busLag: nil, cluster: cluster)
+        cluster.eventsPublished = 30  // read before the last
+        metrics.record(RelaySample(members: 1, rooms: 1, counters: trunked), busLag: nil, cluster: cluster)
+        cluster.eventsPublished = 45
+        cluster.eventsDropped = 3
+        metrics.record(RelaySample(members: 1, rooms: 1, counters: trunked), busLag: nil, cluster: cluster)
+        scraped = ScrapedMetrics(metrics.exposition())
+        #expect(scraped.samples["parley_cluster_heartbeats_failed_total"] == 2)
+        #expect(scraped.samples["parley_cluster_nodes_reaped_total"] == 1)
+        #expect(scraped.samples["parley_cluster_revivals_total"] == 0)
+        #expect(scraped.samples["parley_bus_events_published_total"] == 45)
+        #expect(scraped.samples["parley_bus_events_received_total"] == 35)
+        #expect(scraped.samples["parley_bus_events_dropped_total"] == 3)
+        #expect(scraped.samples["parley_bus_connections_total"] == 1)
+        #expect(scraped.types["parley_bus_events_published_total"] == "counter")
     }
 
     @Test func theMeasuredStoreTimesEachCallAndCountsNewMessagesOnly() throws {
