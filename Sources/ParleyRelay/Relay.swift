@@ -91,7 +91,8 @@ public final class Relay: Sendable {
                     eventLoop: loop)
             }.get()
             try await loop.submit {
-                try udpChannel.pipeline.syncOperations.addHandler(MediaHandler(core: core))
+                try udpChannel.pipeline.syncOperations.addHandler(
+                    DatagramHandler(core: core, socket: "media") { $0.handleDatagram($1) })
                 core.value.messaging = messaging
             }.get()
             // A message posted in a room's channel from outside the call shows in the call.

@@ -47,25 +47,6 @@ extension RelayCore {
     }
 }
 
-/// Trunk datagrams in, to the core.
-final class TrunkHandler: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-
-    private let core: NIOLoopBound<RelayCore>
-
-    init(core: NIOLoopBound<RelayCore>) {
-        self.core = core
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.value.handleTrunkDatagram(unwrapInboundIn(data))
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        core.value.logger.debug("trunk socket error", metadata: ["error": "\(error)"])
-    }
-}
-
 extension Relay {
     /// Opens this node's trunk socket on `host`:`port` (0: any free port) and starts saying hello to the nodes
     /// `setTrunkPeers` names, authenticated by `gate`'s cluster secret. Returns the port.
@@ -81,7 +62,8 @@ extension Relay {
             throw RelayError.bindFailed(what: "trunk (UDP)", host: host, port: port, underlying: error)
         }
         try await loop.submit { [core] in
-            try channel.pipeline.syncOperations.addHandler(TrunkHandler(core: core))
+            try channel.pipeline.syncOperations.addHandler(
+                DatagramHandler(core: core, socket: "trunk") { $0.handleTrunkDatagram($1) })
             core.value.trunkChannel = channel
             core.value.trunks = TrunkLinks(gate: gate)
             let bound = core

@@ -8,18 +8,26 @@ import ParleySecurity
 import ParleyStore
 import ParleyWire
 
-/// The media socket's datagrams, handed to the core; one flush per read batch lets NIO use sendmmsg.
-final class MediaHandler: ChannelInboundHandler {
+/// A UDP socket's datagrams (media, trunk), handed to the core; one flush per read batch lets NIO use sendmmsg.
+final class DatagramHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let core: NIOLoopBound<RelayCore>
+    private let socket: String
+    private let receive: (RelayCore, AddressedEnvelope<ByteBuffer>) -> Void
 
-    init(core: NIOLoopBound<RelayCore>) {
+    /// Datagrams of the `socket` ("media", "trunk") socket, each given to `receive` with the core.
+    init(
+        core: NIOLoopBound<RelayCore>, socket: String,
+        receive: @escaping (RelayCore, AddressedEnvelope<ByteBuffer>) -> Void
+    ) {
         self.core = core
+        self.socket = socket
+        self.receive = receive
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.value.handleDatagram(unwrapInboundIn(data))
+        receive(core.value, unwrapInboundIn(data))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -29,7 +37,7 @@ final class MediaHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // ICMP port unreachable for a departed peer and similar: never fatal for the relay.
-        core.value.logger.debug("media socket error", metadata: ["error": "\(error)"])
+        core.value.logger.debug("\(socket) socket error", metadata: ["error": "\(error)"])
     }
 }
 
