@@ -193,7 +193,7 @@ public enum MouthToEarBench {
                 + "loopback) and both clients draw into 120x40 tmux panes; baresip and the Chromium tab send audio "
                 + "only, straight from one endpoint to the other on 127.0.0.1, Chromium with both peer connections "
                 + "in one page painting into Xvfb. Each client opens the sound server through its own audio stack "
-                + "(Parley: PortAudio → ALSA → pulse plugin; baresip: its pulse module; Chromium: its PulseAudio "
+                + "(Parley: libpulse directly; baresip: its pulse module; Chromium: its PulseAudio "
                 + "back end; formats in the next table); the PulseAudio loop is the sound server alone (no codec, no "
                 + "network), the floor of this set-up.",
         ]
