@@ -8,18 +8,17 @@ import ParleyWire
 extension RelayCore {
     /// One datagram from the trunk socket.
     func handleTrunkDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        guard var links = trunks else { return }
+        guard trunks != nil else { return }
         let bytes = Array(envelope.data.readableBytesView)
-        let received = links.receive(bytes, from: envelope.remoteAddress, now: now, wallClock: WallClock.milliseconds)
-        let wasUp = trunks?.upNodes(at: now) ?? []
-        trunks = links
+        // Changed in place (not copied out and back), so its tables are never copied per datagram.
+        let received = trunks!.receive(bytes, from: envelope.remoteAddress, now: now, wallClock: WallClock.milliseconds)
         switch received {
-        case .hello(let node, let answer):
+        case .hello(let node, let answer, let cameUp):
             trunkChannel?.writeAndFlush(
                 AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: answer)), promise: nil)
-            if !wasUp.contains(node) { logger.info("trunk up", metadata: ["node": "\(node)"]) }
-        case .answered(let node):
-            if !wasUp.contains(node) { logger.info("trunk up", metadata: ["node": "\(node)"]) }
+            if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
+        case .answered(let node, let cameUp):
+            if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
         case .control, .media:
             break  // Rooms across nodes come next; until then a proven node's media and control are not used.
         case .refused(let reason):
@@ -34,12 +33,11 @@ extension RelayCore {
 
     /// Sends the hellos due (the timer calls it).
     func sendTrunkHellos() {
-        guard var links = trunks, let channel = trunkChannel else { return }
+        guard trunks != nil, let channel = trunkChannel else { return }
         var random = SystemRandomNumberGenerator()
-        let hellos = links.dueHellos(now: now, wallClock: WallClock.milliseconds) {
+        let hellos = trunks!.dueHellos(now: now, wallClock: WallClock.milliseconds) {
             (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
         }
-        trunks = links
         for (address, bytes) in hellos {
             channel.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
         }

@@ -67,10 +67,10 @@ public struct TrunkLinks<Address: Hashable & Sendable>: Sendable {
 
     /// What a received datagram was.
     public enum Received: Sendable, Equatable {
-        /// A hello, accepted: send `answer` back to where it came from.
-        case hello(node: String, answer: [UInt8])
+        /// A hello, accepted: send `answer` back to where it came from. `cameUp`: the trunk was down before it.
+        case hello(node: String, answer: [UInt8], cameUp: Bool)
         /// An answer to this node's hello, accepted.
-        case answered(node: String)
+        case answered(node: String, cameUp: Bool)
         /// A control message from a proven node.
         case control(TrunkControl)
         /// Media from a proven node: the member's datagram starts `TrunkPacket.mediaOverhead` bytes in.
@@ -133,12 +133,14 @@ public struct TrunkLinks<Address: Hashable & Sendable>: Sendable {
             guard hello.from != gate.nodeID, links[hello.from] != nil || links.count < Self.maximumLinks else {
                 return refuse(.limit)
             }
+            let cameUp = !isUp(hello.from, at: now)
             if let old = links[hello.from]?.proven, old != source { nodeByAddress[old] = nil }
             links[hello.from, default: Link()].proven = source
             links[hello.from]?.lastAccepted = now
             nodeByAddress[source] = hello.from
             return kind == .hello
-                ? .hello(node: hello.from, answer: gate.answer(hello, now: wallClock)) : .answered(node: hello.from)
+                ? .hello(node: hello.from, answer: gate.answer(hello, now: wallClock), cameUp: cameUp)
+                : .answered(node: hello.from, cameUp: cameUp)
         case .control:
             guard let node = nodeByAddress[source] else { return refuse(.unboundSource) }
             do {

@@ -24,17 +24,32 @@ struct TrunkLinksTests {
         b.setPeers([(node: "a", address: "A")])
         let toB = a.dueHellos(now: .zero, wallClock: Self.wall, nonce: nonce(1))
         #expect(toB.map(\.0) == ["B"])
-        guard case .hello("a", let answer) = b.receive(toB[0].1, from: "A", now: .zero, wallClock: Self.wall) else {
+        guard case .hello("a", let answer, true) = b.receive(toB[0].1, from: "A", now: .zero, wallClock: Self.wall)
+        else {
             Issue.record("b did not accept a's hello")
             return (a, b)
         }
-        #expect(a.receive(answer, from: "B", now: .zero, wallClock: Self.wall) == .answered(node: "b"))
+        #expect(a.receive(answer, from: "B", now: .zero, wallClock: Self.wall) == .answered(node: "b", cameUp: true))
         return (a, b)
     }
 
     @Test func helloAndAnswerBringTheTrunkUpBothWays() throws {
         let (a, b) = try connected()
         #expect(a.upNodes(at: .seconds(1)) == ["b"] && b.upNodes(at: .seconds(1)) == ["a"])
+        // A keepalive's answer while up does not bring it up again.
+        var later = a
+        let keepalive = later.dueHellos(now: .seconds(3), wallClock: Self.wall, nonce: nonce(11))
+        var answering = b
+        guard
+            case .hello("a", let answer, false) = answering.receive(
+                keepalive[0].1, from: "A", now: .seconds(3), wallClock: Self.wall)
+        else {
+            Issue.record("keepalive not accepted as such")
+            return
+        }
+        #expect(
+            later.receive(answer, from: "B", now: .seconds(3), wallClock: Self.wall)
+                == .answered(node: "b", cameUp: false))
         #expect(a.address(of: "b") == "B" && b.address(of: "a") == "A")
         #expect(a.refused.isEmpty && b.refused.isEmpty)
     }
