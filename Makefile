@@ -66,11 +66,13 @@ run: build-parley
 # Every suite in one process, except groups run afterwards, each on its own: the security proofs' processes; the
 # long CPU-bound audio simulations (31 simulated minutes of drift, echo convergence), which would starve the
 # timing-sensitive reconnect tests beside them; the call over a lossy link, which asserts that no 20 ms of audio goes missing and so needs its threads on
-# time; and last the real-time sound call (two cores shared with anything else cannot keep a sound server, two
-# drawing clients and a relay on time).
+# time; and last the real sound server's tests and the real-time sound call (two cores shared with anything else
+# cannot keep a sound server, two drawing clients and a relay on time; and a test waiting for a sound server to start
+# holds one of the test process's two worker threads, which at the crowded start of the main group starved it for
+# 20 s and timed out two logins beside it).
 SIMULATIONS := PeerAudioPlayoutTests|EchoCancellerTests
 LOSSY_CALL  := callSurvivesFivePercentLossBothWays
-REAL_TIME   := SoundCallTests
+REAL_TIME   := SoundCallTests|SoundServerTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
 # descriptor limit, calls resized in tmux, a simulcast call at 640x360, joins against a relay process (removal, a
 # relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by software
