@@ -18,8 +18,10 @@ struct TerminalRestoreTests {
             command: "env -u NO_COLOR \(variables) PS1='$ ' bash --norc --noprofile", columns: 100, rows: 30)
         try pane.sendLiteral("printf 'before %s\\n' one two three")
         try pane.send(["Enter"])
-        let lines = try pane.waitFor(seconds: 10) { $0.contains("before three") }
-        #expect(lines.contains("before three"), "\(lines)")
+        // Until the next prompt is there too: a look between the last line and the prompt would take the last line
+        // for the prompt.
+        let lines = try pane.waitFor(seconds: 10) { $0.contains("before three") && Self.content($0).last == "$" }
+        #expect(lines.contains("before three") && Self.content(lines).last == "$", "\(lines)")
         // The last row is the prompt, which the next command line is typed on.
         return (pane, Array(Self.content(lines).dropLast()))
     }
