@@ -122,9 +122,4 @@ public struct TrunkGate: Sendable {
         controls[from] = (boot, sequence)
         return TrunkControl(from: from, boot: boot, sequence: sequence, payload: payload)
     }
-
-    /// A node left the cluster: its control sequence is forgotten (its next boot starts a new one anyway).
-    public mutating func forget(node: String) {
-        controls[node] = nil
-    }
 }

@@ -130,7 +130,7 @@ public enum TrunkPacket {
 
     /// The kind of a trunk datagram, refusing another magic, version or kind.
     public static func kind(of bytes: [UInt8]) throws(TrunkRefusal) -> TrunkPacketKind {
-        guard bytes.count >= 4, bytes[0] == 0x50, bytes[1] == 0x54 else { throw .notTrunk }
+        guard bytes.withUnsafeBytes(isTrunk) else { throw .notTrunk }
         guard bytes[2] == 1 else { throw .unsupportedVersion(Int(bytes[2])) }
         guard let kind = TrunkPacketKind(rawValue: bytes[3]) else { throw .unknownKind(bytes[3]) }
         return kind
