@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ParleyTUI
@@ -29,7 +30,7 @@ struct TerminalWriterTests {
     }
 
     @Test("bursts arrive whole and in order, and send returns while the terminal has not taken them yet")
-    func orderAndOverlap() async throws {
+    func orderAndOverlap() throws {
         let (readEnd, writeEnd) = Self.pipe()
         defer { close(readEnd) }
         let writer = TerminalWriter(descriptor: writeEnd)
@@ -40,14 +41,22 @@ struct TerminalWriterTests {
         #expect(writer.isBusy)  // the pipe is full: the writer thread waits for the reader, the caller does not
         let sendTime = ContinuousClock.now - started
         #expect(sendTime < .seconds(1))
-        let reader = Task.detached { Self.read(readEnd, count: 500_000) }
+        // The reader is a thread of its own: this test blocks its own thread in send and wait below, and a task
+        // would need one of the test process's two worker threads, which the suite's other tests may all hold.
+        let received = Mutex<[UInt8]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let bytes = Self.read(readEnd, count: 500_000)
+            received.withLock { $0 = bytes }
+            done.signal()
+        }
         for burst in bursts.dropFirst() { writer.send(burst) }
         writer.wait()
         #expect(!writer.isBusy)
         writer.stop()
         close(writeEnd)
-        let received = await reader.value
-        #expect(received == bursts.flatMap { $0 })
+        done.wait()
+        #expect(received.withLock { $0 } == bursts.flatMap { $0 })
     }
 
     @Test("after stop, send writes at once on the caller's thread; an empty burst starts nothing")
