@@ -254,10 +254,8 @@ public enum ClusterBench {
         return (quantiles(direct), quantiles(redirected))
     }
 
-    /// Runs blocking work on a dispatch thread, off the caller's.
+    /// Runs blocking work on a thread of its own, off the caller's.
     static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
+        try await onOwnThread(body)
     }
 }

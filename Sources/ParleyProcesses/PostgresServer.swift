@@ -196,16 +196,12 @@ public final class PostgresServer: Sendable {
         return name
     }
 
-    /// Runs a program (as `user` through runuser when given) on a dispatch thread, so the awaiting task's thread is
-    /// never blocked.
+    /// Runs a program (as `user` through runuser when given) on a thread of its own, so the awaiting task's thread
+    /// is never blocked.
     private static func run(_ user: String?, _ path: String, _ arguments: [String]) async throws
         -> ChildProcess.Result
     {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try runBlocking(user, path, arguments) })
-            }
-        }
+        try await onOwnThread { try runBlocking(user, path, arguments) }
     }
 
     private static func runBlocking(_ user: String?, _ path: String, _ arguments: [String]) throws

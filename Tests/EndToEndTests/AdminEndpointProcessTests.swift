@@ -17,13 +17,9 @@ struct AdminEndpointProcessTests {
         var body: String
     }
 
-    /// Writes `request` to 127.0.0.1:`port` and reads until the server closes (or 10 s pass), on a dispatch thread.
+    /// Writes `request` to 127.0.0.1:`port` and reads until the server closes (or 10 s pass), on a thread of its own.
     static func exchange(_ request: [UInt8], port: Int) async throws -> Answer {
-        let raw: String = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try Self.exchangeBlocking(request, port: port) })
-            }
-        }
+        let raw = try await onOwnThread { try Self.exchangeBlocking(request, port: port) }
         let parts = raw.components(separatedBy: "\r\n\r\n")
         let head = parts.first ?? ""
         let statusWord = head.split(separator: " ").dropFirst().first.map(String.init) ?? ""
@@ -81,24 +77,15 @@ struct AdminEndpointProcessTests {
         return false
     }
 
-    /// Stops processes on a dispatch thread (stopping waits for each to exit).
+    /// Stops processes on a thread of their own (stopping waits for each to exit).
     static func stop(_ processes: [BackgroundProcess]) async {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                for process in processes { process.stop() }
-                continuation.resume()
-            }
-        }
+        await onOwnThread { for process in processes { process.stop() } }
     }
 
     /// Runs `parley ARGUMENTS` to its end, off the test's thread.
     static func parley(_ arguments: [String]) async throws -> ChildProcess.Result {
         let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try ChildProcess.run(binary, arguments, timeout: .seconds(30)) })
-            }
-        }
+        return try await onOwnThread { try ChildProcess.run(binary, arguments, timeout: .seconds(30)) }
     }
 
     /// The lines a failed start printed: exactly one, and the exit status non-zero.
@@ -240,12 +227,7 @@ struct AdminEndpointProcessTests {
             #expect(try await eventually("parley_cluster_heartbeats_failed_total") { $0 == 0 })
 
             // PostgreSQL stops: the store check fails or times out, and says so; the node itself is still up.
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    server.stop()
-                    continuation.resume()
-                }
-            }
+            await onOwnThread { server.stop() }
             let down = try await Self.get("/healthz", port: adminPort)
             #expect(down.status == 503, "\(down.head)\n\(down.body)")
             #expect(down.body.contains(#""node":"up""#) && down.body.contains(#""status":"failing""#), "\(down.body)")

@@ -158,31 +158,29 @@ struct ClusterProcessTests {
     }
 
     /// Sends `datagram` to 127.0.0.1:`port` from a fresh UDP socket and returns what comes back within a second,
-    /// nil when nothing does (on a dispatch thread).
+    /// nil when nothing does (on a thread of its own).
     static func udpExchange(_ datagram: [UInt8], port: Int) async -> [UInt8]? {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-                defer { close(socket) }
-                var timeout = timeval(tv_sec: 1, tv_usec: 0)
-                setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port)).bigEndian
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                _ = datagram.withUnsafeBytes { bytes in
-                    withUnsafePointer(to: &address) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                            sendto(
-                                socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)
-                            )
-                        }
+        await onOwnThread {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { close(socket) }
+            var timeout = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port)).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = datagram.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(
+                            socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)
+                        )
                     }
                 }
-                var buffer = [UInt8](repeating: 0, count: 2048)
-                let count = recv(socket, &buffer, buffer.count, 0)
-                continuation.resume(returning: count > 0 ? Array(buffer[0..<count]) : nil)
             }
+            var buffer = [UInt8](repeating: 0, count: 2048)
+            let count = recv(socket, &buffer, buffer.count, 0)
+            return count > 0 ? Array(buffer[0..<count]) : nil
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 import ParleySecurity
 import Testing
 
@@ -99,16 +100,18 @@ struct MessageStoreTests {
         try await StoreFixture.with(backend) { stores in
             let nodes = [try await stores.open(), try await stores.open()]
             let results = RaceResults()
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                // Plain threads, not the test's own: both relays' calls block while they run.
-                DispatchQueue.global().async {
-                    DispatchQueue.concurrentPerform(iterations: 2) { node in
-                        for index in 0..<50 {
-                            let outcome = try? nodes[node].store(message("m\(index)"))
-                            results.record(node: node, index: index, outcome.map { ($0.stored.sequence, $0.isNew) })
+            // Threads of their own, not the test's: both relays' calls block while they run.
+            await withTaskGroup(of: Void.self) { group in
+                for node in 0..<2 {
+                    group.addTask {
+                        await onOwnThread {
+                            for index in 0..<50 {
+                                let outcome = try? nodes[node].store(message("m\(index)"))
+                                results.record(
+                                    node: node, index: index, outcome.map { ($0.stored.sequence, $0.isNew) })
+                            }
                         }
                     }
-                    done.resume()
                 }
             }
             let outcomes = results.outcomes

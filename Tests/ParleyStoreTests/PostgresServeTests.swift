@@ -16,14 +16,8 @@ struct PostgresServeTests {
     /// Runs `parley ARGUMENTS` (through `env` when `environment` is given) to its end, off the test's thread.
     func parley(_ arguments: [String], environment: [String] = []) async throws -> ChildProcess.Result {
         let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result {
-                        try ChildProcess.run(
-                            "/usr/bin/env", environment + [binary] + arguments, timeout: .seconds(30))
-                    })
-            }
+        return try await onOwnThread {
+            try ChildProcess.run("/usr/bin/env", environment + [binary] + arguments, timeout: .seconds(30))
         }
     }
 
