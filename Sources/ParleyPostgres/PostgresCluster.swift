@@ -174,7 +174,12 @@ public final class PostgresCluster: ClusterBus, Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 guard let self else { return }
-                if let found = await self.beat(load: await load(), revived: revived) { peers(found) }
+                // The nodes this one found dead are gone here too (the others hear it on the bus).
+                let me = self.nodeID
+                let found = await self.beat(load: await load(), revived: revived) { reaped in
+                    deliver(reaped.map { .nodeGone($0) }, me)
+                }
+                if let found { peers(found) }
             }
         }
         let listener = bridge.start { [weak self] in
@@ -190,7 +195,9 @@ public final class PostgresCluster: ClusterBus, Sendable {
     /// One heartbeat: this node's load, then the reaping of nodes silent past `deadAfter`. Returns the other live
     /// nodes' trunks (nil when the database did not answer).
     @discardableResult
-    func beat(load: NodeLoad, revived: @Sendable () -> Void) async -> [TrunkPeer]? {
+    func beat(load: NodeLoad, revived: @Sendable () -> Void, reaped found: @Sendable ([String]) -> Void = { _ in })
+        async -> [TrunkPeer]?
+    {
         // Only a node that has itself been beating steadily may find others dead: after the database was down every
         // heartbeat is old, and the first node back must not reap the rest.
         let steady = figures.withLock { $0.lastBeat.map { ContinuousClock.now - $0 < Self.steadyBeat } ?? false }
@@ -262,6 +269,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
             for id in reaped {
                 logger.notice("node found dead: its presence and rooms cleared", metadata: ["node": "\(id)"])
             }
+            if !reaped.isEmpty { found(reaped) }
             if !wasAlive {
                 logger.notice("this node had been declared dead (silent too long): announcing its presence again")
                 figures.withLock { $0.revivals += 1 }

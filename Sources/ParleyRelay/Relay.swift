@@ -188,6 +188,45 @@ public final class Relay: Sendable {
         }.get()
     }
 
+    /// Makes the relay a node whose rooms span the cluster (`--placement spread`): its members joining, changing and
+    /// leaving are published on `bus`, and the other nodes' come in through `clusterEvents`. Their media crosses
+    /// the trunks (`openTrunks`).
+    public func spanRooms(over bus: any ClusterBus) async throws {
+        try await serverChannel.eventLoop.submit { [core] in
+            core.value.bus = bus
+            core.value.state.spansNodes = true
+        }.get()
+    }
+
+    /// Events from `node`'s bus batch, for the rooms here. Handed to the event loop in the order of the calls
+    /// (call from one thread, as the bus does).
+    public func clusterEvents(_ events: [ClusterEvent], from node: String) {
+        let roomEvents = events.filter {
+            switch $0 {
+            case .roomMember, .roomMemberLeft, .roomOpened, .nodeGone: true
+            default: false
+            }
+        }
+        guard !roomEvents.isEmpty else { return }
+        core.eventLoop.execute { [core] in
+            let core = core.value
+            for event in roomEvents {
+                switch event {
+                case .roomMember(let room, let member):
+                    core.perform(core.state.remoteMember(member, room: room, node: node, now: core.now))
+                case .roomMemberLeft(let room, let member, let reason):
+                    core.perform(core.state.remoteMemberLeft(room: room, node: node, member: member, reason: reason))
+                case .roomOpened(let room):
+                    core.perform(core.state.roomOpenedElsewhere(room, now: core.now))
+                case .nodeGone(let gone):
+                    core.perform(core.state.nodeGone(gone))
+                default:
+                    break
+                }
+            }
+        }
+    }
+
     /// Replaces the rooms' settings (passwords, stage rules) for rooms opened from now on; open rooms keep theirs.
     public func configureRooms(_ rooms: [String: ConfiguredRoom]) async throws {
         try await serverChannel.eventLoop.submit { [core] in core.value.state.configuredRooms = rooms }.get()
@@ -207,7 +246,8 @@ public final class Relay: Sendable {
         core.eventLoop.submit {
             let core = core.value
             return RelaySample(
-                members: core.state.members.count, rooms: core.state.rooms.count, counters: core.counters)
+                members: core.state.members.values.count(where: \.isLocal), rooms: core.state.rooms.count,
+                counters: core.counters)
         }
     }
 

@@ -61,7 +61,9 @@ extension RelayCore {
         }
     }
 
-    func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
+    /// The header of an RTP packet, whether it starts a VP8 keyframe, and its audio level; nil (counted) when it
+    /// is malformed or a keyframe declares a picture beyond the largest profile.
+    func parseRTP(_ data: ByteBuffer) -> (RTPHeaderView, Bool, AudioLevelIndication?)? {
         let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool, AudioLevelIndication?)? in
             guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
             let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
@@ -74,18 +76,34 @@ extension RelayCore {
         }
         guard let (header, keyframe, allowed, level) = parsed else {
             media.count(.malformed)
-            return
+            return nil
         }
         guard allowed else {
             media.count(.oversizedKeyframe)
-            return
+            return nil
         }
-        guard let route = media.sender(ssrc: header.ssrc, from: remote) else { return }
+        return (header, keyframe, level)
+    }
+
+    func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
+        guard let (header, keyframe, level) = parseRTP(data),
+            let route = media.sender(ssrc: header.ssrc, from: remote)
+        else { return }
         guard route.role == .broadcaster else {
             media.count(.audienceSending)
             return
         }
         guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
+        // One copy to each other node with members in the room, whatever their number there.
+        sendToNodes(data, of: route.room)
+        fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
+    }
+
+    /// Forwards a sender's packet to the room's members bound here, each getting the layer its tile needs.
+    func fanOut(
+        _ data: ByteBuffer, header: RTPHeaderView, keyframe: Bool, level: AudioLevelIndication?,
+        route: MediaRouter<SocketAddress>.Route
+    ) {
         if header.ssrc != route.ssrcs.audio {
             // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
             var copy = udp.allocator.buffer(capacity: data.readableBytes)
@@ -165,6 +183,7 @@ extension RelayCore {
         for action in media.feedback(requests, from: route, at: at) {
             switch action {
             case .forwardToRoom:
+                sendToNodes(data, of: route.room)
                 media.destinations(from: route.member, in: route.room, into: &destinations)
                 for address in destinations {
                     udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
@@ -194,6 +213,10 @@ extension RelayCore {
     }
 
     func send(_ bytes: [UInt8], toMember member: UInt32) {
+        if let node = remoteNodes[member] {
+            sendToNode(ByteBuffer(bytes: bytes), node: node)
+            return
+        }
         guard let address = media.route(of: member)?.address else { return }
         udp.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
         forwarded += 1

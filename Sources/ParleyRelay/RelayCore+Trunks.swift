@@ -9,6 +9,16 @@ extension RelayCore {
     /// One datagram from the trunk socket.
     func handleTrunkDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
         guard trunks != nil else { return }
+        if envelope.data.withUnsafeReadableBytes(TrunkPacket.isMedia) {
+            guard let node = trunks!.mediaNode(from: envelope.remoteAddress) else {
+                logRefusedTrunk(.unboundSource, from: envelope.remoteAddress)
+                return
+            }
+            var data = envelope.data
+            data.moveReaderIndex(forwardBy: TrunkPacket.mediaOverhead)
+            handleTrunkMedia(data, from: node)
+            return
+        }
         let bytes = Array(envelope.data.readableBytesView)
         // Changed in place (not copied out and back), so its tables are never copied per datagram.
         let received = trunks!.receive(bytes, from: envelope.remoteAddress, now: now, wallClock: WallClock.milliseconds)
@@ -20,15 +30,130 @@ extension RelayCore {
         case .answered(let node, let cameUp):
             if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
         case .control, .media:
-            break  // Rooms across nodes come next; until then a proven node's media and control are not used.
+            break  // Media is read in place above; control messages (layer needs) come next.
         case .refused(let reason):
-            let source = envelope.remoteAddress.ipAddress ?? "\(envelope.remoteAddress)"
-            if let heldBack = refusedTrunkLog.admit(source, at: now) {
-                logger.notice(
-                    "trunk datagram refused",
-                    metadata: ["reason": "\(reason.rawValue)", "source": "\(source)", "held_back": "\(heldBack)"])
+            logRefusedTrunk(reason, from: envelope.remoteAddress)
+        }
+    }
+
+    /// One line a minute per source address, with a count of those held back.
+    func logRefusedTrunk(_ reason: TrunkRefusedReason, from address: SocketAddress) {
+        let source = address.ipAddress ?? "\(address)"
+        if let heldBack = refusedTrunkLog.admit(source, at: now) {
+            logger.notice(
+                "trunk datagram refused",
+                metadata: ["reason": "\(reason.rawValue)", "source": "\(source)", "held_back": "\(heldBack)"])
+        }
+    }
+
+    /// A member's RTP or RTCP from another node (framing removed).
+    func handleTrunkMedia(_ data: ByteBuffer, from node: String) {
+        trunkPacketsReceived += 1
+        switch data.withUnsafeReadableBytes({ MediaPacketKind.classify($0) }) {
+        case .unknown:
+            media.count(.notMedia)
+        case .rtp:
+            // From a member of that node, as its node announced it; fanned out to the members here only (never
+            // on to a third node: every node sends to every other itself).
+            guard let (header, keyframe, level) = parseRTP(data) else { return }
+            guard let member = media.owner(of: header.ssrc), remoteNodes[member] == node,
+                let route = media.route(of: member)
+            else {
+                media.count(.unknownSource)
+                return
+            }
+            fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
+        case .rtcp:
+            handleTrunkRTCP(data, from: node)
+        }
+    }
+
+    /// RTCP from another node: its members' reports and goodbyes for the members here, and feedback (keyframe
+    /// requests, NACKs, receiver reports) about the streams of members here, from that node's members or the node
+    /// itself.
+    func handleTrunkRTCP(_ data: ByteBuffer, from node: String) {
+        guard let packets = try? data.withUnsafeReadableBytes({ try RTCPPacket.parseCompound($0) }) else {
+            media.count(.malformed)
+            return
+        }
+        /// The member here owning `ssrc` (feedback only reaches this node's own senders).
+        func localOwner(_ ssrc: UInt32) -> UInt32? {
+            guard let owner = media.owner(of: ssrc), remoteNodes[owner] == nil else { return nil }
+            return owner
+        }
+        var forwardWhole = false
+        for packet in packets {
+            switch packet {
+            case .senderReport, .sourceDescription, .goodbye:
+                forwardWhole = true
+            case .pictureLossIndication(let pli):
+                guard localOwner(pli.mediaSSRC) != nil,
+                    let (member, bytes) = media.keyframeRequest(for: pli.mediaSSRC, at: now)
+                else { continue }
+                send(bytes, toMember: member)
+            case .nack(let nack):
+                guard let owner = localOwner(nack.mediaSSRC) else { continue }
+                var missing: [UInt16] = []
+                for sequenceNumber in nack.lostSequenceNumbers {
+                    guard
+                        let packet = retransmissions.packet(
+                            ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: now)
+                    else {
+                        missing.append(sequenceNumber)
+                        continue
+                    }
+                    sendToNode(packet, node: node)
+                    retransmitted += 1
+                }
+                if !missing.isEmpty {
+                    let forwardedNACK = GenericNACK(senderSSRC: 0, mediaSSRC: nack.mediaSSRC, lost: missing)
+                    send(RTCPPacket.nack(forwardedNACK).serialized(), toMember: owner)
+                    nacksForwarded += 1
+                }
+            case .receiverReport(let report):
+                var byOwner: [UInt32: [ReportBlock]] = [:]
+                for block in report.reports {
+                    guard let owner = localOwner(block.ssrc) else { continue }
+                    byOwner[owner, default: []].append(block)
+                }
+                for (owner, blocks) in byOwner.sorted(by: { $0.key < $1.key }) {
+                    let rr = ReceiverReport(ssrc: report.ssrc, reports: blocks)
+                    send(RTCPPacket.receiverReport(rr).serialized(), toMember: owner)
+                }
+            case .application, .other:
+                break
             }
         }
+        // A report or goodbye of that node's member: to the members here of its room.
+        guard forwardWhole, let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first,
+            let member = media.owner(of: senderSSRC), remoteNodes[member] == node, let route = media.route(of: member)
+        else { return }
+        media.destinations(from: route.member, in: route.room, into: &destinations)
+        for address in destinations {
+            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+        }
+        forwarded += destinations.count
+    }
+
+    /// One copy of a member's datagram to each other node with members in `room`.
+    func sendToNodes(_ data: ByteBuffer, of room: String) {
+        guard let nodes = roomNodes[room] else { return }
+        for node in nodes.keys { sendToNode(data, node: node) }
+    }
+
+    /// A member's datagram, framed, to `node` over its trunk (dropped and counted when the trunk is not up).
+    func sendToNode(_ data: ByteBuffer, node: String) {
+        guard let channel = trunkChannel, let address = trunks?.address(of: node) else {
+            trunkPacketsUnsent += 1
+            return
+        }
+        var framed = channel.allocator.buffer(capacity: data.readableBytes + TrunkPacket.mediaOverhead)
+        framed.writeBytes(TrunkPacket.magic)
+        framed.writeInteger(TrunkPacketKind.media.rawValue)
+        framed.writeImmutableBuffer(data)
+        channel.write(AddressedEnvelope(remoteAddress: address, data: framed), promise: nil)
+        trunkPacketsSent += 1
+        trunkWritesPending = true
     }
 
     /// Sends the hellos due (the timer calls it).

@@ -39,9 +39,21 @@ final class RelayCore {
     var messaging: MessagingService?
     /// Where rooms live, when the relay is a node of a cluster.
     var placer: (any RoomPlacer)?
+    /// The cluster's bus, when rooms span nodes: where `.publish` actions go.
+    var bus: (any ClusterBus)?
+    /// Members of other nodes by their id here: the node each joined through.
+    var remoteNodes: [UInt32: String] = [:]
+    /// Each room's members of other nodes, counted by node: the nodes its media goes to, one copy each.
+    var roomNodes: [String: [String: Int]] = [:]
     /// The trunks to the cluster's other nodes and their socket, once `Relay.openTrunks` opened them.
     var trunks: TrunkLinks<SocketAddress>?
     var trunkChannel: (any Channel)?
+    /// Media datagrams sent to other nodes, received from them, and not sent for want of an up trunk.
+    var trunkPacketsSent = 0
+    var trunkPacketsReceived = 0
+    var trunkPacketsUnsent = 0
+    /// Trunk writes wait for the next flush.
+    var trunkWritesPending = false
     var refusedTrunkLog = LogThrottle<String>(window: .seconds(60))
     /// Where the rooms' hosts are kept across restarts, and what was last written there.
     let roomHostsFile: RoomHostsFile?
@@ -106,6 +118,9 @@ final class RelayCore {
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded
+        counters.trunkPacketsSent = trunkPacketsSent
+        counters.trunkPacketsReceived = trunkPacketsReceived
+        counters.trunkPacketsUnsent = trunkPacketsUnsent
         if let trunks {
             counters.trunksUp = trunks.upNodes(at: now).count
             counters.trunkRefused = trunks.refused
@@ -152,8 +167,18 @@ final class RelayCore {
                 for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
                     core.send(bytes, toMember: member)
                 }
-                core.udp.flush()
+                core.flushWrites()
             })
+    }
+
+    /// Sends what the media and trunk sockets were given (after each batch of datagrams read on either: a
+    /// packet read on one socket is often written on the other).
+    func flushWrites() {
+        udp.flush()
+        if trunkWritesPending {
+            trunkWritesPending = false
+            trunkChannel?.flush()
+        }
     }
 
     func shutDown() {
@@ -274,6 +299,10 @@ final class RelayCore {
                 channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
                     .whenComplete { _ in channel.close(promise: nil) }
             case .memberAdded(let id, let room):
+                if let node = state.members[id]?.node {
+                    remoteNodes[id] = node
+                    roomNodes[room, default: [:]][node, default: 0] += 1
+                }
                 if let member = state.members[id] {
                     media.add(
                         member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
@@ -283,13 +312,20 @@ final class RelayCore {
                         perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
                     }
                 }
-                logger.info("member joined", metadata: ["member": "\(id)", "room": "\(room)"])
+                logger.info(
+                    "member joined",
+                    metadata: ["member": "\(id)", "room": "\(room)", "node": "\(remoteNodes[id] ?? "here")"])
             case .memberRemoved(let id, let room):
                 if let route = media.route(of: id) {
                     // Every stream of the block, so nothing a member stored outlives it.
                     for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
                 }
                 media.forget(member: id)
+                if let node = remoteNodes.removeValue(forKey: id) {
+                    roomNodes[room]?[node, default: 1] -= 1
+                    if roomNodes[room]?[node] == 0 { roomNodes[room]?[node] = nil }
+                    if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
+                }
                 performLayerEffects(layers.remove(member: id))
                 speakers[room]?.remove(id)
                 if speakers[room]?.memberCount == 0 { speakers[room] = nil }
@@ -320,6 +356,8 @@ final class RelayCore {
                 }
             case .roomClosed(let room):
                 placer?.release(room)
+            case .publish(let event):
+                bus?.publish(event)
             case .roomChat(let room, let id, let sender, let text, let time):
                 messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
             case .callActivity(let activity):

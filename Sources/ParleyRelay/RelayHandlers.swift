@@ -31,7 +31,7 @@ final class DatagramHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        context.flush()
+        core.value.flushWrites()
         context.fireChannelReadComplete()
     }
 

@@ -95,6 +95,29 @@ public final class RelayMetrics: Sendable {
         ]
     }
 
+    /// A cluster node's media over trunks (one copy per other node of a room, however many members there).
+    static func trunkValues(_ counters: RelayCounters) -> [(name: String, help: String, value: Int)] {
+        [
+            (
+                "trunk_packets_sent", "Media datagrams sent to other nodes over trunks, one per node per packet.",
+                counters.trunkPacketsSent
+            ),
+            (
+                "trunk_packets_received", "Media datagrams received from other nodes over trunks.",
+                counters.trunkPacketsReceived
+            ),
+            (
+                "trunk_packets_unsent", "Media datagrams for another node not sent: its trunk was not up.",
+                counters.trunkPacketsUnsent
+            ),
+            (
+                "remote_members_refused",
+                "Members of other nodes not taken into a room here (a bad entry, an SSRC block in use, a full room).",
+                counters.remoteMembersRefused
+            ),
+        ]
+    }
+
     private static var busLagName: MetricNameDescriptor {
         MetricNameDescriptor(
             namespace: "parley", metricName: "bus_lag", unitName: "seconds",
@@ -159,7 +182,7 @@ public final class RelayMetrics: Sendable {
     public func record(_ sample: RelaySample, busLag: Duration?, cluster: ClusterCounters? = nil) {
         if let cluster {
             clusterSeries.withLock { series in
-                for entry in Self.clusterValues(cluster) {
+                for entry in Self.clusterValues(cluster) + Self.trunkValues(sample.counters) {
                     let counter =
                         series[entry.name]?.counter
                         ?? registry.makeCounter(

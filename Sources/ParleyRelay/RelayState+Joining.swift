@@ -213,7 +213,8 @@ extension RelayState {
         connections[connection]?.member = id
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         joined.accountProblem = accountProblem
-        return [
+        let opened: [RelayAction] = spansNodes && admission.newRoom != nil ? [.publish(.roomOpened(room: room))] : []
+        return opened + announce(id, now: now) + [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),
@@ -259,6 +260,7 @@ extension RelayState {
                             id: token.member, audio: request.audioMuted,
                             video: request.videoMuted)),
                     to: connections(in: room, except: token.member)))
+            actions += announce(token.member, now: now)
         }
         return actions
     }
@@ -297,16 +299,28 @@ extension RelayState {
         var actions: [RelayAction] = [
             .memberRemoved(id: id, room: member.room),
             .send(.memberLeft(MemberLeft(id: id, reason: reason)), to: connections(in: member.room, except: id)),
-            .callActivity(
-                CallActivity(
-                    room: member.room, member: member.info, joined: false,
-                    members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
-                    kept: keepsChat && rooms[member.room]?.isOpen == true)),
         ]
+        if let node = member.node, let origin = member.originID {
+            // Another node's member: its own node keeps its presence and the room's channel.
+            remoteIDs[RemoteMemberKey(node: node, id: origin)] = nil
+        } else {
+            actions.append(
+                .callActivity(
+                    CallActivity(
+                        room: member.room, member: member.info, joined: false,
+                        members: rooms[member.room]?.members.count ?? 0, hidesRoom: member.hidesRoom,
+                        kept: keepsChat && rooms[member.room]?.isOpen == true)))
+            if spansNodes {
+                actions.append(.publish(.roomMemberLeft(room: member.room, member: id, reason: reason.rawValue)))
+            }
+            actions += closeIfOnlyRemote(member.room)
+        }
         if rooms[member.room]?.members.isEmpty ?? false {
             rooms[member.room] = nil
             if placesRooms { actions.append(.roomClosed(member.room)) }
-        } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {
+        } else if rooms[member.room]?.host == id,
+            let next = rooms[member.room]?.members.first(where: { members[$0]?.isLocal == true })
+        {
             rooms[member.room]?.host = next
             actions.append(.send(.host(MemberRef(id: next)), to: connections(in: member.room, except: nil)))
         }

@@ -63,7 +63,7 @@ extension RelayState {
                 .send(
                     .mute(MemberMute(id: id, audio: info.audioMuted, video: info.videoMuted)),
                     to: connections(in: member.room, except: id))
-            ]
+            ] + announce(id, now: now)
         case .chat(let chat):
             // A sealed line's text is unreadable here; its base64 length bounds it (4/3 of the bytes, plus the
             // SFrame header and tag, for 4-byte characters at most).
@@ -228,7 +228,7 @@ extension RelayState {
             .send(
                 .role(MemberRoleChange(id: id, role: role)),
                 to: connections(in: member.room, except: nil)),
-        ]
+        ] + announce(id, now: member.lastSeen)
     }
 
     mutating func notHost(_ connection: ConnectionID, _ what: String) -> [RelayAction] {

@@ -25,6 +25,13 @@ public struct RelayState: Sendable {
         public var joinedAt: Duration = .zero
         /// SHA-256 of its media credential, kept for the room's host record (`RoomHostRecord`).
         public var credentialDigest = ""
+        /// The node it joined through, when that is another node of the cluster (nil: here).
+        public var node: String? = nil
+        /// Its id on that node.
+        public var originID: UInt32? = nil
+
+        /// Whether it joined through this node.
+        public var isLocal: Bool { node == nil }
     }
 
     /// One room: members in join order, the chat sequence, and who may do what.
@@ -135,6 +142,11 @@ public struct RelayState: Sendable {
     public var keepsChat = false
     /// The relay is a node of a cluster that places rooms: a join for a room not open here asks where it lives.
     public var placesRooms = false
+    /// Rooms span the cluster's nodes (`--placement spread`): members joining, changing and leaving here are
+    /// published for the other nodes (`.publish`), and theirs are taken in (`remoteMember`).
+    public var spansNodes = false
+    /// Members of other nodes by (node, their id there), to their id here.
+    var remoteIDs: [RemoteMemberKey: UInt32] = [:]
     /// Hosts from before a restart, by room, until they come back or `hostReturnWindow` passes.
     public internal(set) var returningHosts: [String: RoomHostRecord] = [:]
 
@@ -266,7 +278,7 @@ public struct RelayState: Sendable {
     /// never joined within the join timeout.
     public mutating func tick(now: Duration) -> [RelayAction] {
         let expired = members.values
-            .filter { now - $0.lastSeen > limits.livenessTimeout }
+            .filter { $0.isLocal && now - $0.lastSeen > limits.livenessTimeout }
             .sorted { $0.info.id < $1.info.id }
         var actions: [RelayAction] = []
         let idle = connections.filter { !$0.value.everJoined && now - $0.value.openedAt > limits.joinTimeout }

@@ -41,6 +41,14 @@ public enum RelayAction: Equatable, Sendable {
     case placeRoom(ConnectionID, room: String)
     /// The last member of a room placed here left: the room no longer lives on this node.
     case roomClosed(String)
+    /// Tell the cluster's other nodes (rooms spanning nodes).
+    case publish(ClusterEvent)
+}
+
+/// A member of another node: the node and its id there.
+struct RemoteMemberKey: Hashable, Sendable {
+    var node: String
+    var id: UInt32
 }
 
 /// Checks a room or display name; returns the cleaned name or a sentence saying what is wrong.
@@ -166,6 +174,14 @@ public struct RelayCounters: Sendable, Equatable {
     public var trunksUp = 0
     /// Trunk datagrams refused, by reason.
     public var trunkRefused: [TrunkRefusedReason: Int] = [:]
+    /// Media datagrams sent to other nodes over trunks (one per node per packet, however many members there), and
+    /// received from them.
+    public var trunkPacketsSent = 0
+    public var trunkPacketsReceived = 0
+    /// Media datagrams for another node not sent because its trunk was not up.
+    public var trunkPacketsUnsent = 0
+    /// Other nodes' members not taken into a room here (a bad entry, an SSRC block in use here, a full room).
+    public var remoteMembersRefused = 0
 
     /// All zero.
     public init() {}

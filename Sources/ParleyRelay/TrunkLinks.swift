@@ -156,6 +156,16 @@ public struct TrunkLinks<Address: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// The node whose proven address sent a media datagram (`TrunkPacket.isMedia`); nil, counted as unbound, for
+    /// any other source.
+    public mutating func mediaNode(from source: Address) -> String? {
+        guard let node = nodeByAddress[source] else {
+            _ = refuse(.unboundSource)
+            return nil
+        }
+        return node
+    }
+
     /// The proven address of `node`, where its media and control go.
     public func address(of node: String) -> Address? { links[node]?.proven }
 

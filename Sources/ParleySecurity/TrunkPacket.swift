@@ -128,6 +128,12 @@ public enum TrunkPacket {
         bytes.count >= 4 && bytes[0] == 0x50 && bytes[1] == 0x54
     }
 
+    /// Whether `bytes` is a version-1 media datagram with something after its 4-byte header (read in place: the
+    /// hot path never copies a media datagram to classify it).
+    public static func isMedia(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count > mediaOverhead && isTrunk(bytes) && bytes[2] == 1 && bytes[3] == TrunkPacketKind.media.rawValue
+    }
+
     /// The kind of a trunk datagram, refusing another magic, version or kind.
     public static func kind(of bytes: [UInt8]) throws(TrunkRefusal) -> TrunkPacketKind {
         guard bytes.withUnsafeBytes(isTrunk) else { throw .notTrunk }

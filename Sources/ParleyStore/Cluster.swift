@@ -77,6 +77,46 @@ public enum ClusterEvent: Sendable, Equatable, Codable {
     case nodeGone(String)
     /// The rooms' settings in the database changed (`parley cluster rooms load`): read them again.
     case roomSettingsChanged
+    /// A member of `room` on the publishing node joined, or its entry changed (muted, role): for the nodes where
+    /// the room has members too (a room spans nodes with `--placement spread`).
+    case roomMember(room: String, member: RoomMemberEntry)
+    /// The member with this id on the publishing node left `room` (`reason` as its node told its own members).
+    case roomMemberLeft(room: String, member: UInt32, reason: String)
+    /// `room` got its first member on the publishing node: the nodes with members in it announce them again.
+    case roomOpened(room: String)
+}
+
+/// One call member as its node announces it to the other nodes of its room.
+public struct RoomMemberEntry: Sendable, Equatable, Codable {
+    /// Its member id on its own node (each node gives the member an id of its own).
+    public var id: UInt32
+    public var name: String
+    public var broadcaster: Bool
+    public var audioMuted: Bool
+    public var videoMuted: Bool
+    /// The first SSRC of its block (audio; video layers follow).
+    public var ssrcBlock: UInt32
+    /// Its verified account, nil for a guest.
+    public var account: String?
+    /// The video layers it declared at join, largest first, as [width, height]; nil when not said.
+    public var videoLayers: [[Int]]?
+    /// Milliseconds it has been in the call when announced.
+    public var inCallMilliseconds: Int64
+
+    public init(
+        id: UInt32, name: String, broadcaster: Bool, audioMuted: Bool, videoMuted: Bool, ssrcBlock: UInt32,
+        account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0
+    ) {
+        self.id = id
+        self.name = name
+        self.broadcaster = broadcaster
+        self.audioMuted = audioMuted
+        self.videoMuted = videoMuted
+        self.ssrcBlock = ssrcBlock
+        self.account = account
+        self.videoLayers = videoLayers
+        self.inCallMilliseconds = inCallMilliseconds
+    }
 }
 
 /// The cluster's bus as the relay sees it: publish what others must know; events from other nodes arrive through the

@@ -59,6 +59,11 @@ public struct SSRCAllocator: Sendable, Equatable {
         }
     }
 
+    /// Takes `ssrcs`' block, handed out elsewhere (another node of the cluster); false when it is in use here.
+    public mutating func claim(_ ssrcs: MemberSSRCs) -> Bool {
+        ssrcs.block != 0 && blocks.insert(ssrcs.block).inserted
+    }
+
     /// The member left: its block can be handed out again.
     public mutating func release(_ ssrcs: MemberSSRCs) {
         blocks.remove(ssrcs.block)

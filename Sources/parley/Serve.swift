@@ -126,9 +126,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Where a cluster's rooms live: spread (a room spans the nodes its members reach, media cascaded over the trunks; the default with --cluster-secret-file) or single (each room on one node, joins sent there; the default without)."
+    )
+    var placement: String?
+
+    @Option(
+        help:
             "Serve /metrics (Prometheus text) and /healthz on this HOST:PORT, e.g. 127.0.0.1:9100 (default: not served; never on --port)."
     )
     var admin: String?
+
+    /// Whether rooms span the cluster's nodes (`--placement spread`).
+    var spreadsRooms: Bool { (placement ?? (clusterSecretFile != nil ? "spread" : "single")) == "spread" }
 
     func validate() throws {
         if let nodeID {
@@ -175,6 +184,18 @@ struct Serve: AsyncParsableCommand {
         {
             throw ValidationError(
                 "--cluster-secret-file is for a cluster: give --database (or PARLEY_DATABASE_URL) too")
+        }
+        if let placement {
+            guard placement == "spread" || placement == "single" else {
+                throw ValidationError("--placement must be spread or single, got \"\(placement.prefix(40))\"")
+            }
+            if database == nil, ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] == nil {
+                throw ValidationError("--placement is for a cluster: give --database (or PARLEY_DATABASE_URL) too")
+            }
+            if placement == "spread", clusterSecretFile == nil {
+                throw ValidationError(
+                    "--placement spread carries media between nodes over trunks: give --cluster-secret-file too")
+            }
         }
         guard liveness >= 1, liveness <= 600 else {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
@@ -296,6 +317,7 @@ struct Serve: AsyncParsableCommand {
                         if events.contains(.roomSettingsChanged), let cluster = clusterLag.cluster.withLock({ $0 }) {
                             Task { await Self.applyRoomSettings(from: cluster, to: relay, fileRooms: fileRooms) }
                         }
+                        relay.clusterEvents(events, from: node)
                         messaging.clusterEvents(events, from: node)
                     },
                     caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
@@ -311,8 +333,16 @@ struct Serve: AsyncParsableCommand {
             messaging.attach(cluster: cluster!)
             clusterLag.cluster.withLock { $0 = cluster }
             await Self.applyRoomSettings(from: cluster!, to: relay, fileRooms: configuration.rooms)
-            try? await relay.placeRooms(with: cluster!)
+            if spreadsRooms {
+                try? await relay.spanRooms(over: cluster!)
+            } else {
+                try? await relay.placeRooms(with: cluster!)
+            }
             say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
+            say(
+                spreadsRooms
+                    ? "rooms span the nodes their members reach (--placement spread)"
+                    : "each room lives on one node; joins are sent there (--placement single)")
             if let trunk, let clusterSecretFile {
                 say("trunks to the other nodes on udp \(trunk) (cluster secret from \(clusterSecretFile))")
             }

@@ -1,0 +1,127 @@
+import ParleySecurity
+import ParleyStore
+import ParleyWire
+
+// A room that spans nodes (`--placement spread`): each node holds the members that joined through it and learns the
+// others' from the cluster's bus. A member of another node is a `Member` with `node` set: no connection, never timed
+// out here (its node says when it leaves), with an id of this node's own so that every id a client sees comes from
+// the node it talks to. Its SSRC block is the one its node gave it: media crosses nodes unchanged, end-to-end
+// encrypted payloads included.
+//
+// What each node tells the others:
+//   roomOpened(R)         R got its first member here   -> nodes with members in R announce them again
+//   roomMember(R, entry)  a member here joined R or changed (muted, role)
+//   roomMemberLeft(R, id) a member here left R
+// A node keeps the members of other nodes only for rooms with members of its own; when its last own member leaves,
+// it forgets the room.
+extension RelayState {
+    /// What the other nodes hear of a member of this node.
+    func entry(of id: UInt32, now: Duration) -> RoomMemberEntry? {
+        guard let member = members[id], member.isLocal else { return nil }
+        let info = member.info
+        let inCall = max(.zero, now - member.joinedAt).components
+        return RoomMemberEntry(
+            id: id, name: info.name, broadcaster: info.role == .broadcaster, audioMuted: info.audioMuted,
+            videoMuted: info.videoMuted, ssrcBlock: info.ssrcs.block, account: info.account,
+            videoLayers: member.videoLayers?.map { [$0.width, $0.height] },
+            inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// The bus event announcing a member of this node, when rooms span nodes.
+    func announce(_ id: UInt32, now: Duration) -> [RelayAction] {
+        guard spansNodes, let room = members[id]?.room, let entry = entry(of: id, now: now) else { return [] }
+        return [.publish(.roomMember(room: room, member: entry))]
+    }
+
+    /// Whether `room` has members that joined through this node.
+    func hasLocalMembers(_ room: String) -> Bool {
+        rooms[room]?.members.contains { members[$0]?.isLocal == true } ?? false
+    }
+
+    /// A member of `node` joined `room` or changed. Taken only while the room has members here; a new one is told
+    /// to them (`memberJoined`), a change of mute or role likewise. An entry that does not check out (a bad name,
+    /// an SSRC block in use here, a full room) is left out and counted.
+    public mutating func remoteMember(_ entry: RoomMemberEntry, room: String, node: String, now: Duration)
+        -> [RelayAction]
+    {
+        guard spansNodes, hasLocalMembers(room) else { return [] }
+        let key = RemoteMemberKey(node: node, id: entry.id)
+        let role: MemberRole = entry.broadcaster ? .broadcaster : .audience
+        if let id = remoteIDs[key], var member = members[id] {
+            var actions: [RelayAction] = []
+            if member.info.audioMuted != entry.audioMuted || member.info.videoMuted != entry.videoMuted {
+                member.info.audioMuted = entry.audioMuted
+                member.info.videoMuted = entry.videoMuted
+                actions.append(
+                    .send(
+                        .mute(MemberMute(id: id, audio: entry.audioMuted, video: entry.videoMuted)),
+                        to: connections(in: room, except: nil)))
+            }
+            members[id] = member
+            if member.info.role != role { actions += setRole(role, of: id) }
+            return actions
+        }
+        guard case .success(let name) = nameRule(entry.name), entry.ssrcBlock != 0, entry.ssrcBlock & 3 == 0,
+            (entry.videoLayers?.count ?? 0) <= maxVideoLayers,
+            entry.videoLayers?.allSatisfy({ $0.count == 2 && $0.allSatisfy { (1...4096).contains($0) } }) ?? true,
+            roomLimit(room) == nil, ssrcs.claim(MemberSSRCs(block: entry.ssrcBlock))
+        else {
+            counters.remoteMembersRefused += 1
+            return []
+        }
+        let id = nextMemberID
+        nextMemberID &+= 1
+        let info = MemberInfo(
+            id: id, name: name, role: role, audioMuted: entry.audioMuted, videoMuted: entry.videoMuted,
+            ssrcs: MemberSSRCs(block: entry.ssrcBlock), account: entry.account)
+        let others = connections(in: room, except: nil)
+        members[id] = Member(
+            info: info, room: room, connection: nil, credential: BindToken(bytes: [UInt8](repeating: 0, count: 16))!,
+            lastSeen: now, hidesRoom: true,
+            videoLayers: entry.videoLayers?.map { VideoLayerSize(width: $0[0], height: $0[1]) },
+            joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)), node: node, originID: entry.id)
+        remoteIDs[key] = id
+        rooms[room]?.members.append(id)
+        if role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
+        return [.memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others)]
+    }
+
+    /// The member with id `member` on `node` left `room`.
+    public mutating func remoteMemberLeft(room: String, node: String, member: UInt32, reason: String)
+        -> [RelayAction]
+    {
+        guard let id = remoteIDs[RemoteMemberKey(node: node, id: member)], members[id]?.room == room else {
+            return []
+        }
+        return remove(id, reason: LeaveReason(rawValue: reason) ?? .dropped)
+    }
+
+    /// `room` got its first member on another node: this node's members in it are announced again, so the new
+    /// node learns them.
+    public func roomOpenedElsewhere(_ room: String, now: Duration) -> [RelayAction] {
+        guard spansNodes else { return [] }
+        return (rooms[room]?.members ?? []).flatMap { announce($0, now: now) }
+    }
+
+    /// `node` is gone (found dead, or it left): its members leave every room here, as dropped.
+    public mutating func nodeGone(_ node: String) -> [RelayAction] {
+        remoteIDs.filter { $0.key.node == node }.values.sorted().flatMap { remove($0, reason: .dropped) }
+    }
+
+    /// After a member of this node left `room`: with none of its own left, the room is forgotten here (the other
+    /// nodes' members in it too, told to nobody).
+    mutating func closeIfOnlyRemote(_ room: String) -> [RelayAction] {
+        guard let ids = rooms[room]?.members, !ids.isEmpty, !hasLocalMembers(room) else { return [] }
+        var actions: [RelayAction] = []
+        for id in ids {
+            guard let member = members.removeValue(forKey: id) else { continue }
+            ssrcs.release(member.info.ssrcs)
+            if let node = member.node, let origin = member.originID {
+                remoteIDs[RemoteMemberKey(node: node, id: origin)] = nil
+            }
+            actions.append(.memberRemoved(id: id, room: room))
+        }
+        rooms[room] = nil
+        return actions
+    }
+}

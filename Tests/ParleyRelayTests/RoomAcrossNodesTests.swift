@@ -1,0 +1,205 @@
+import ParleyStore
+import ParleyWire
+import Testing
+
+@testable import ParleyRelay
+
+/// A room spanning nodes, as one node's state sees it: its own members announced on the bus, the other nodes'
+/// taken in with ids of its own, and the room forgotten when its own members are gone.
+struct RoomAcrossNodesTests {
+    func spanning() -> Harness {
+        var relay = Harness()
+        relay.state.spansNodes = true
+        return relay
+    }
+
+    func entry(_ id: UInt32, _ name: String, block: UInt32 = 0x1000_0000, muted: Bool = false) -> RoomMemberEntry {
+        RoomMemberEntry(
+            id: id, name: name, broadcaster: true, audioMuted: muted, videoMuted: false, ssrcBlock: block,
+            videoLayers: [[640, 480], [320, 240]], inCallMilliseconds: 4_000)
+    }
+
+    func published(_ actions: [RelayAction]) -> [ClusterEvent] {
+        actions.compactMap { if case .publish(let event) = $0 { event } else { nil } }
+    }
+
+    @Test func aLocalJoinOpensTheRoomAndAnnouncesTheMemberALeaveSaysSo() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)
+        let events = published(actions)
+        #expect(events.first == .roomOpened(room: "standup"))
+        guard case .roomMember(let room, let member)? = events.dropFirst().first else {
+            Issue.record("no roomMember in \(events)")
+            return
+        }
+        #expect(room == "standup" && member.name == "alice" && member.broadcaster)
+        #expect(member.ssrcBlock == relay.state.members[member.id]?.info.ssrcs.block)
+        let muted = relay.send(.mute(MuteChange(audio: true, video: nil)), on: a)
+        #expect(published(muted).contains { if case .roomMember(_, let m) = $0 { m.audioMuted } else { false } })
+        let left = relay.send(.leave, on: a)
+        #expect(published(left) == [.roomMemberLeft(room: "standup", member: member.id, reason: "quit")])
+    }
+
+    @Test func withoutSpanningNothingIsPublished() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        #expect(published(relay.send(.join(JoinRequest(room: "standup", name: "alice")), on: a)).isEmpty)
+        #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
+    }
+
+    @Test func anotherNodesMemberGetsAnIdHereAndIsToldAndListed() throws {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let alice = relay.join("alice", on: a)
+        let actions = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .seconds(10))
+        guard case .memberJoined(let joined)? = messages(to: a, in: actions).first else {
+            Issue.record("alice was not told: \(actions)")
+            return
+        }
+        let bob = joined.member.id
+        #expect(bob != alice && bob != 7, "an id of this node's own")
+        #expect(joined.member.ssrcs.block == 0x1000_0000, "the SSRC block its node gave it")
+        #expect(actions.contains(.memberAdded(id: bob, room: "standup")))
+        #expect(published(actions).isEmpty, "another node's member is not announced again")
+        #expect(relay.state.members[bob]?.node == "b")
+        #expect(
+            relay.state.members[bob]?.videoLayers == [.init(width: 640, height: 480), .init(width: 320, height: 240)])
+        // A later joiner here sees bob in the list, with how long he has been in the call.
+        let c = relay.connect(2)
+        relay.now = .seconds(12)
+        let carolsAnswer = joinedAnswer(
+            to: c, in: relay.send(.join(JoinRequest(room: "standup", name: "carol")), on: c))
+        let listed = try #require(carolsAnswer?.members.first { $0.id == bob })
+        #expect(listed.inCallFor == 6)
+        // The same entry again changes nothing; muted, it is told as a mute.
+        #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .seconds(13)).isEmpty)
+        let mute = relay.state.remoteMember(entry(7, "bob", muted: true), room: "standup", node: "b", now: .seconds(13))
+        #expect(messages(to: a, in: mute) == [.mute(MemberMute(id: bob, audio: true, video: false))])
+    }
+
+    @Test(
+        "entries that do not check out are left out and counted",
+        arguments: [
+            (
+                "a name the rules refuse",
+                RoomMemberEntry(
+                    id: 1, name: "bad name", broadcaster: true, audioMuted: false, videoMuted: false, ssrcBlock: 0x2000)
+            ),
+            (
+                "SSRC block 0",
+                RoomMemberEntry(
+                    id: 2, name: "x", broadcaster: true, audioMuted: false, videoMuted: false, ssrcBlock: 0)
+            ),
+            (
+                "a block not on a boundary of 4",
+                RoomMemberEntry(
+                    id: 3, name: "y", broadcaster: true, audioMuted: false, videoMuted: false, ssrcBlock: 0x2001)
+            ),
+            (
+                "four video layers",
+                RoomMemberEntry(
+                    id: 4, name: "z", broadcaster: true, audioMuted: false, videoMuted: false, ssrcBlock: 0x2004,
+                    videoLayers: [[64, 48], [64, 48], [64, 48], [64, 48]])
+            ),
+            (
+                "a layer of 0 pixels",
+                RoomMemberEntry(
+                    id: 5, name: "w", broadcaster: true, audioMuted: false, videoMuted: false, ssrcBlock: 0x2008,
+                    videoLayers: [[0, 48]])
+            ),
+        ])
+    func badEntries(_ what: String, _ bad: RoomMemberEntry) {
+        var relay = spanning()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        #expect(relay.state.remoteMember(bad, room: "standup", node: "b", now: .zero).isEmpty, "\(what)")
+        #expect(relay.state.counters.remoteMembersRefused == 1, "\(what)")
+        #expect(relay.state.rooms["standup"]?.members.count == 1, "\(what)")
+    }
+
+    @Test func aBlockInUseHereIsRefused() throws {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let alice = relay.join("alice", on: a)
+        let block = try #require(relay.state.members[alice]?.info.ssrcs.block)
+        #expect(relay.state.remoteMember(entry(7, "bob", block: block), room: "standup", node: "b", now: .zero).isEmpty)
+        #expect(relay.state.counters.remoteMembersRefused == 1)
+    }
+
+    @Test func aRoomWithoutMembersHereTakesNobodyFromElsewhere() {
+        var relay = spanning()
+        #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
+        #expect(relay.state.rooms.isEmpty)
+    }
+
+    @Test func theOtherNodeOpeningTheRoomHearsTheMembersHereAgain() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let alice = relay.join("alice", on: a)
+        _ = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero)
+        let events = published(relay.state.roomOpenedElsewhere("standup", now: .seconds(2)))
+        #expect(events.count == 1, "alice only, not bob: \(events)")
+        if case .roomMember(_, let member)? = events.first { #expect(member.id == alice) }
+        #expect(relay.state.roomOpenedElsewhere("elsewhere", now: .zero).isEmpty)
+    }
+
+    @Test func aMemberLeavingElsewhereOrItsNodeGoneIsToldHere() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        _ = relay.state.remoteMember(entry(7, "bob", block: 0x1000_0000), room: "standup", node: "b", now: .zero)
+        _ = relay.state.remoteMember(entry(8, "carol", block: 0x2000_0000), room: "standup", node: "c", now: .zero)
+        _ = relay.state.remoteMember(entry(9, "dave", block: 0x3000_0000), room: "standup", node: "c", now: .zero)
+        let left = relay.state.remoteMemberLeft(room: "standup", node: "b", member: 7, reason: "quit")
+        #expect(
+            messages(to: a, in: left).contains { if case .memberLeft(let l) = $0 { l.reason == .quit } else { false } })
+        #expect(published(left).isEmpty)
+        #expect(relay.state.remoteMemberLeft(room: "standup", node: "b", member: 7, reason: "quit").isEmpty, "once")
+        let gone = relay.state.nodeGone("c")
+        #expect(messages(to: a, in: gone).count == 2, "carol and dave dropped: \(gone)")
+        #expect(relay.state.rooms["standup"]?.members.count == 1)
+        // The block of a member gone may be handed out again.
+        #expect(
+            relay.state.remoteMember(entry(10, "erin", block: 0x2000_0000), room: "standup", node: "d", now: .zero)
+                .contains { if case .memberAdded = $0 { true } else { false } })
+    }
+
+    @Test func theLastMemberHereLeavingForgetsTheRoomAndTheOthersInItSilently() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        _ = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero)
+        let actions = relay.send(.leave, on: a)
+        #expect(relay.state.rooms["standup"] == nil)
+        #expect(relay.state.members.isEmpty)
+        #expect(actions.filter { if case .memberRemoved = $0 { true } else { false } }.count == 2)
+        // Bob is known here again only once a member here joins the room.
+        #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
+    }
+
+    @Test func theHostIsNeverAnotherNodesMember() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        let alice = relay.join("alice", on: a)
+        _ = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero)
+        let carol = relay.join("carol", on: b)
+        #expect(relay.state.rooms["standup"]?.host == alice)
+        _ = relay.send(.leave, on: a)
+        #expect(relay.state.rooms["standup"]?.host == carol, "carol, not bob who came before her")
+    }
+
+    @Test func anotherNodesMemberIsNeverTimedOutHere() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        _ = relay.join("alice", on: a)
+        _ = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero)
+        for second in 1...30 {
+            relay.now = .seconds(second)
+            _ = relay.send(.ping(KeepAlive(token: UInt64(second))), on: a)
+            _ = relay.state.tick(now: relay.now)
+        }
+        #expect(relay.state.rooms["standup"]?.members.count == 2)
+    }
+}
