@@ -250,6 +250,108 @@ struct ClusterProcessTests {
         #expect(after["parley_trunks_up"] == 1, "the real trunk stays up")
     }
 
+    /// Starts nodes `ids` with a cluster secret and an admin endpoint each; returns them with their admin ports once
+    /// every trunk between them is up.
+    func startTrunkedNodes(_ ids: [String], url: String, folder: String) async throws -> (nodes: [Node], admin: [Int]) {
+        let secretPath = folder + "/cluster-secret"
+        try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
+            toFile: secretPath, atomically: false, encoding: .utf8)
+        chmod(secretPath, 0o600)
+        let nodes = try startNodes(
+            ids, url: url, folder: folder, extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"])
+        var admin: [Int] = []
+        for node in nodes {
+            #expect(node.process.waitForOutput(containing: "--placement spread", seconds: 20), "\(node.process.output)")
+            admin.append(
+                try #require(
+                    node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                    "\(node.process.output)"))
+        }
+        let up = try await eventually(seconds: 20) {
+            for port in admin where try await Self.metrics(port)["parley_trunks_up"] != Double(ids.count - 1) {
+                return false
+            }
+            return true
+        }
+        #expect(up, "every trunk up")
+        return (nodes, admin)
+    }
+
+    /// A node's `/metrics` samples.
+    static func metrics(_ port: Int) async throws -> [String: Double] {
+        AdminEndpointProcessTests.samples(try await AdminEndpointProcessTests.get("/metrics", port: port).body)
+    }
+
+    @Test func aRoomOfSixOnThreeNodesEveryoneDecodesEveryoneOverOneCopyPerNode() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let (nodes, admin) = try await startTrunkedNodes(
+            ["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+        func bot(_ name: String, on node: Node, decode: Bool = true) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                binary,
+                [
+                    "bot", "standup", "--server", node.address.description, "--insecure", "--name", name,
+                    "--profile", "160x120", "--stats-file", folder + "/\(name).json",
+                ] + (decode ? [] : ["--no-decode"]))
+        }
+        let names = ["alice", "bob", "carol", "dave", "erin", "frank"]
+        var bots: [BackgroundProcess] = []
+        defer { for bot in bots { bot.stop() } }
+        for (index, name) in names.enumerated() { bots.append(try bot(name, on: nodes[index / 2])) }
+        func report(_ name: String) -> CallStatisticsReport? {
+            try? CallStatisticsFile(path: folder + "/\(name).json").read()
+        }
+        /// Whether `name` decoded at least `frames` frames and received audio from each of `peers`.
+        func decodes(_ name: String, _ peers: [String], frames: Int) -> Bool {
+            guard let stats = report(name) else { return false }
+            return peers.allSatisfy { peer in
+                stats.peers.contains { $0.name == peer && $0.framesDecoded >= frames && $0.audioPackets >= 50 }
+            }
+        }
+        let everyone = await eventually(seconds: 30) {
+            names.allSatisfy { name in decodes(name, names.filter { $0 != name }, frames: 20) }
+        }
+        #expect(
+            everyone,
+            "\(names.map { name in "\(name): " + (report(name)?.peers.map { "\($0.name) \($0.framesDecoded)/\($0.audioPackets)" }.joined(separator: ", ") ?? "no report") }.joined(separator: "\n"))"
+        )
+
+        // Node a sends each packet of its two members once to b and once to c, however many members those hold:
+        // a fourth member on b (a viewer that also sends) adds nothing to what a sends.
+        /// Packets a second a sent to the trunks, and that its two members sent it (their own counts).
+        func rates() async throws -> (trunk: Double, members: Double) {
+            func membersSent() -> Double {
+                Double(
+                    ["alice", "bob"].compactMap(report).map { $0.videoPacketsSent + $0.audioPacketsSent }.reduce(0, +))
+            }
+            let first = (try await Self.metrics(admin[0])["parley_trunk_packets_sent_total"] ?? 0, membersSent())
+            let start = ContinuousClock.now
+            try await Task.sleep(for: .seconds(4))
+            let last = (try await Self.metrics(admin[0])["parley_trunk_packets_sent_total"] ?? 0, membersSent())
+            let elapsed = ContinuousClock.now - start
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return ((last.0 - first.0) / seconds, (last.1 - first.1) / seconds)
+        }
+        let before = try await rates()
+        // Two other nodes: twice what its members send, plus their RTCP (per member copies would be four times).
+        #expect(
+            before.trunk > before.members * 1.7 && before.trunk < before.members * 2.5,
+            "a sent \(before.trunk)/s to the trunks for members sending \(before.members)/s")
+        let gina = try bot("gina", on: nodes[1], decode: false)
+        bots.append(gina)
+        #expect(
+            await eventually(seconds: 20) { decodes("alice", ["gina"], frames: 0) && report("gina")?.peers.count == 6 })
+        let after = try await rates()
+        #expect(
+            after.trunk < before.trunk * 1.25,
+            "a sent \(before.trunk)/s to the trunks before gina joined b, \(after.trunk)/s after")
+        let received = try await Self.metrics(admin[0])["parley_trunk_packets_received_total"] ?? 0
+        #expect(received > 0)
+    }
+
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
