@@ -4,9 +4,10 @@ import ParleyWire
 
 /// Joining a room: admission, passwords and accounts, resuming after a reconnect, and leaving.
 extension RelayState {
-    mutating func admit(_ request: JoinRequest, room: String, name: String, on connection: ConnectionID)
-        -> (actions: [RelayAction], newRoom: Room?)
-    {
+    mutating func admit(
+        _ request: JoinRequest, room: String, name: String, on connection: ConnectionID,
+        replacing earlier: UInt32? = nil
+    ) -> (actions: [RelayAction], newRoom: Room?) {
         let existing = rooms[room]
         let configured = configuredRooms[room]
         var newRoom: Room?
@@ -58,7 +59,9 @@ extension RelayState {
                     }
                 return (refuse(.encryptionMismatch, message, connection), nil)
             }
-            let taken = existing.members.contains { members[$0]?.info.name.lowercased() == name.lowercased() }
+            let taken = existing.members.contains {
+                $0 != earlier && members[$0]?.info.name.lowercased() == name.lowercased()
+            }
             guard !taken else {
                 counters.signalingErrors += 1
                 return (
@@ -173,6 +176,7 @@ extension RelayState {
         {
             return actions
         }
+        let moved = moving(request.resume, room: room, name: name)
         if let removal = rooms[room]?.removal(name: name, account: account) {
             counters.signalingErrors += 1
             return refuse(
@@ -183,8 +187,9 @@ extension RelayState {
             counters.limitsReached += 1
             return [.send(.error(SignalingError(.limitReached, full)), to: [connection])]
         }
-        let admission = admit(request, room: room, name: name, on: connection)
+        let admission = admit(request, room: room, name: name, on: connection, replacing: moved.earlier)
         guard admission.actions.isEmpty else { return admission.actions }
+        let moveActions = moved.earlier.map { remove($0, reason: .dropped) } ?? []
         connections[connection]?.everJoined = true
         if let newRoom = admission.newRoom { rooms[room] = newRoom }
         let id = nextMemberID
@@ -214,7 +219,7 @@ extension RelayState {
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         joined.accountProblem = accountProblem
         let opened: [RelayAction] = spansNodes && admission.newRoom != nil ? [.publish(.roomOpened(room: room))] : []
-        return opened + announce(id, now: now) + [
+        return moveActions + opened + announce(id, now: now, replaces: moved.digest) + [
             .memberAdded(id: id, room: room),
             .send(.joined(joined), to: [connection]),
             .send(.memberJoined(MemberJoined(member: info)), to: others),

@@ -16,7 +16,7 @@ import ParleyWire
 // it forgets the room.
 extension RelayState {
     /// What the other nodes hear of a member of this node.
-    func entry(of id: UInt32, now: Duration) -> RoomMemberEntry? {
+    func entry(of id: UInt32, now: Duration, replaces: String? = nil) -> RoomMemberEntry? {
         guard let member = members[id], member.isLocal else { return nil }
         let info = member.info
         let inCall = max(.zero, now - member.joinedAt).components
@@ -24,13 +24,44 @@ extension RelayState {
             id: id, name: info.name, broadcaster: info.role == .broadcaster, audioMuted: info.audioMuted,
             videoMuted: info.videoMuted, ssrcBlock: info.ssrcs.block, account: info.account,
             videoLayers: member.videoLayers?.map { [$0.width, $0.height] },
-            inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000)
+            inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000,
+            credentialDigest: member.credentialDigest, replaces: replaces)
     }
 
     /// The bus event announcing a member of this node, when rooms span nodes.
-    func announce(_ id: UInt32, now: Duration) -> [RelayAction] {
-        guard spansNodes, let room = members[id]?.room, let entry = entry(of: id, now: now) else { return [] }
+    func announce(_ id: UInt32, now: Duration, replaces: String? = nil) -> [RelayAction] {
+        guard spansNodes, let room = members[id]?.room, let entry = entry(of: id, now: now, replaces: replaces)
+        else { return [] }
         return [.publish(.roomMember(room: room, member: entry))]
+    }
+
+    /// A join resuming a membership this node does not have, in a room spanning nodes: the member comes back
+    /// through this node after its node died (or it lost that node). Returns its credential's digest, which goes
+    /// out with its announcement (`replaces`) for the other nodes to drop its earlier self, and that earlier self
+    /// when this node knows it as another node's member (it leaves, as dropped, once the join is admitted).
+    func moving(_ resume: ResumeToken?, room: String, name: String) -> (digest: String?, earlier: UInt32?) {
+        guard spansNodes, let resume, let credential = BindToken(hex: resume.credential) else { return (nil, nil) }
+        let digest = CredentialDigest.hex(of: credential.hex)
+        let earlier = rooms[room]?.members.first { id in
+            guard let member = members[id], !member.isLocal else { return false }
+            return member.credentialDigest == digest && member.info.name.lowercased() == name.lowercased()
+        }
+        return (digest, earlier)
+    }
+
+    /// Drops the earlier self (here or another node's) of a member that came back through `node`.
+    mutating func dropEarlierSelf(_ digest: String, room: String, node: String) -> [RelayAction] {
+        guard
+            let earlier = rooms[room]?.members.first(where: { id in
+                members[id].map { $0.credentialDigest == digest && $0.node != node } ?? false
+            }), let member = members[earlier]
+        else { return [] }
+        var actions: [RelayAction] = []
+        if let connection = member.connection {
+            connections[connection]?.member = nil
+            actions.append(.close(connection))
+        }
+        return actions + remove(earlier, reason: .dropped)
     }
 
     /// Whether `room` has members that joined through this node.
@@ -44,11 +75,12 @@ extension RelayState {
     public mutating func remoteMember(_ entry: RoomMemberEntry, room: String, node: String, now: Duration)
         -> [RelayAction]
     {
-        guard spansNodes, hasLocalMembers(room) else { return [] }
+        guard spansNodes else { return [] }
+        var actions = entry.replaces.map { dropEarlierSelf($0, room: room, node: node) } ?? []
+        guard hasLocalMembers(room) else { return actions }
         let key = RemoteMemberKey(node: node, id: entry.id)
         let role: MemberRole = entry.broadcaster ? .broadcaster : .audience
         if let id = remoteIDs[key], var member = members[id] {
-            var actions: [RelayAction] = []
             if member.info.audioMuted != entry.audioMuted || member.info.videoMuted != entry.videoMuted {
                 member.info.audioMuted = entry.audioMuted
                 member.info.videoMuted = entry.videoMuted
@@ -67,7 +99,7 @@ extension RelayState {
             roomLimit(room) == nil, ssrcs.claim(MemberSSRCs(block: entry.ssrcBlock))
         else {
             counters.remoteMembersRefused += 1
-            return []
+            return actions
         }
         let id = nextMemberID
         nextMemberID &+= 1
@@ -79,11 +111,14 @@ extension RelayState {
             info: info, room: room, connection: nil, credential: BindToken(bytes: [UInt8](repeating: 0, count: 16))!,
             lastSeen: now, hidesRoom: true,
             videoLayers: entry.videoLayers?.map { VideoLayerSize(width: $0[0], height: $0[1]) },
-            joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)), node: node, originID: entry.id)
+            joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)),
+            credentialDigest: entry.credentialDigest ?? "", node: node, originID: entry.id)
         remoteIDs[key] = id
         rooms[room]?.members.append(id)
         if role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
-        return [.memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others)]
+        return actions + [
+            .memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others),
+        ]
     }
 
     /// The member with id `member` on `node` left `room`.

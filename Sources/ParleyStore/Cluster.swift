@@ -102,11 +102,20 @@ public struct RoomMemberEntry: Sendable, Equatable, Codable {
     public var videoLayers: [[Int]]?
     /// Milliseconds it has been in the call when announced.
     public var inCallMilliseconds: Int64
+    /// SHA-256 (hex) of its media credential: a member coming back through another node after its node died
+    /// resumes with that credential, and is known by it.
+    public var credentialDigest: String?
+    /// The credential digest of the member it is, when it came back through this node from another (its node died
+    /// or it lost it): every node drops that earlier self.
+    public var replaces: String?
 
     public init(
         id: UInt32, name: String, broadcaster: Bool, audioMuted: Bool, videoMuted: Bool, ssrcBlock: UInt32,
-        account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0
+        account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0,
+        credentialDigest: String? = nil, replaces: String? = nil
     ) {
+        self.credentialDigest = credentialDigest
+        self.replaces = replaces
         self.id = id
         self.name = name
         self.broadcaster = broadcaster

@@ -1,3 +1,4 @@
+import ParleySecurity
 import ParleyStore
 import ParleyWire
 import Testing
@@ -188,6 +189,74 @@ struct RoomAcrossNodesTests {
         #expect(relay.state.rooms["standup"]?.host == alice)
         _ = relay.send(.leave, on: a)
         #expect(relay.state.rooms["standup"]?.host == carol, "carol, not bob who came before her")
+    }
+
+    /// A member's credential on its first node, and its digest as that node announces it.
+    static let credential = "00112233445566778899aabbccddeeff"
+    static let digest = CredentialDigest.hex(of: credential)
+
+    @Test func aMemberComingBackThroughThisNodeTakesItsEarlierSelfsPlace() throws {
+        var relay = spanning()
+        let b = relay.connect(1)
+        _ = relay.join("bob", on: b)
+        var earlier = entry(7, "alice")
+        earlier.credentialDigest = Self.digest
+        let known = relay.state.remoteMember(earlier, room: "standup", node: "a", now: .zero)
+        let old = try #require(known.compactMap { if case .memberAdded(let id, _) = $0 { id } else { nil } }.first)
+        // Node a died; alice's client resumes through this node with her credential from a.
+        let a = relay.connect(2)
+        let resume = ResumeToken(member: 7, credential: Self.credential)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "alice", resume: resume)), on: a)
+        let joined = try #require(joinedAnswer(to: a, in: actions), "\(actions)")
+        #expect(!joined.members.contains { $0.id == old }, "her earlier self is not listed")
+        #expect(
+            messages(to: b, in: actions).contains(.memberLeft(MemberLeft(id: old, reason: .dropped))),
+            "bob sees her drop, then join")
+        #expect(messages(to: b, in: actions).contains { if case .memberJoined = $0 { true } else { false } })
+        #expect(
+            published(actions).contains {
+                if case .roomMember(_, let member) = $0 { member.replaces == Self.digest } else { false }
+            }, "the other nodes are told whom she replaces")
+        // A stranger with a wrong credential is not taken for her: the name stays taken.
+        let mallory = relay.connect(3)
+        let wrong = ResumeToken(member: 7, credential: "ffeeddccbbaa99887766554433221100")
+        var third = entry(8, "carol", block: 0x2000_0000)
+        third.credentialDigest = CredentialDigest.hex(of: "0123456789abcdef0123456789abcdef")
+        _ = relay.state.remoteMember(third, room: "standup", node: "c", now: .zero)
+        let refused = relay.send(.join(JoinRequest(room: "standup", name: "carol", resume: wrong)), on: mallory)
+        #expect(errorAnswer(to: mallory, in: refused)?.code == .nameTaken)
+    }
+
+    @Test func anotherNodeTakingAMemberInDropsItsEarlierSelfHereWhereverItWas() throws {
+        // Here alice is another node's member (a): b announces she came back through it.
+        var relay = spanning()
+        let c = relay.connect(1)
+        _ = relay.join("carol", on: c)
+        var earlier = entry(7, "alice")
+        earlier.credentialDigest = Self.digest
+        let old = try #require(
+            relay.state.remoteMember(earlier, room: "standup", node: "a", now: .zero)
+                .compactMap { if case .memberAdded(let id, _) = $0 { id } else { nil } }.first)
+        var moved = entry(3, "alice", block: 0x2000_0000)
+        moved.replaces = Self.digest
+        let actions = relay.state.remoteMember(moved, room: "standup", node: "b", now: .seconds(1))
+        #expect(messages(to: c, in: actions).first == .memberLeft(MemberLeft(id: old, reason: .dropped)))
+        #expect(relay.state.rooms["standup"]?.members.count == 2, "carol and the new alice")
+        #expect(relay.state.members.values.filter { $0.info.name == "alice" }.map(\.node) == ["b"])
+
+        // Here alice was this node's own (only her connection was lost): she is closed and dropped here.
+        var home = spanning()
+        let d = home.connect(1)
+        let dave = home.join("dave", on: d)
+        let e = home.connect(2)
+        let erin = home.join("erin", on: e)
+        let digest = try #require(home.state.members[erin]?.credentialDigest)
+        var back = entry(4, "erin", block: 0x3000_0000)
+        back.replaces = digest
+        let dropped = home.state.remoteMember(back, room: "standup", node: "b", now: .seconds(1))
+        #expect(dropped.contains(.close(e)))
+        #expect(messages(to: d, in: dropped).contains(.memberLeft(MemberLeft(id: erin, reason: .dropped))))
+        #expect(home.state.members[dave] != nil && home.state.members[erin] == nil)
     }
 
     @Test func anotherNodesMemberIsNeverTimedOutHere() {
