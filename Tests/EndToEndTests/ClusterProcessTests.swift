@@ -352,6 +352,51 @@ struct ClusterProcessTests {
         #expect(received > 0)
     }
 
+    @Test func aNodeKilledMidCallItsMembersAreBackThroughAnotherWithinFiveSeconds() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let (nodes, _) = try await startTrunkedNodes(
+            ["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+        // Each member lists its own node first, then the others, as a client of a cluster would.
+        func bot(_ name: String, first: Int) throws -> BackgroundProcess {
+            let servers = (0..<3).map { nodes[(first + $0) % 3].address.description }.joined(separator: ",")
+            return try BackgroundProcess(
+                binary,
+                [
+                    "bot", "standup", "--server", servers, "--insecure", "--name", name, "--profile", "160x120",
+                    "--stats-file", folder + "/\(name).json",
+                ])
+        }
+        let names = ["alice", "bob", "carol", "dave"]
+        let bots = try names.enumerated().map { try bot($0.element, first: $0.offset / 2) }
+        defer { for bot in bots { bot.stop() } }
+        /// Frames `name` decoded from every member called `peer` so far (a member back through another node has
+        /// another id there).
+        func frames(_ name: String, from peer: String) -> Int {
+            guard let stats = try? CallStatisticsFile(path: folder + "/\(name).json").read() else { return 0 }
+            return stats.peers.filter { $0.name == peer }.map(\.framesDecoded).reduce(0, +)
+        }
+        let pairs = [("alice", "carol"), ("carol", "alice"), ("bob", "dave"), ("dave", "bob")]
+        #expect(
+            await eventually(seconds: 30) { pairs.allSatisfy { frames($0.0, from: $0.1) >= 20 } },
+            "\(pairs.map { "\($0.0) from \($0.1): \(frames($0.0, from: $0.1))" })")
+
+        // kill -9 node a, which holds alice and bob: each is back through b (the next of its list) and decodes
+        // carol and dave again, and they decode alice and bob again.
+        let before = pairs.map { frames($0.0, from: $0.1) }
+        let killed = ContinuousClock.now
+        nodes[0].process.signal(SIGKILL)
+        let back = await eventually(seconds: 10) {
+            zip(pairs, before).allSatisfy { pair, count in frames(pair.0, from: pair.1) >= count + 5 }
+        }
+        let took = ContinuousClock.now - killed
+        #expect(back, "\(pairs.map { "\($0.0) from \($0.1): \(frames($0.0, from: $0.1))" }) against \(before)")
+        #expect(took < .seconds(5), "media flowing again \(took) after the kill")
+        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
+    }
+
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
