@@ -98,7 +98,8 @@ public final class Relay: Sendable {
             // A message posted in a room's channel from outside the call shows in the call.
             let onLoop = try await loop.submit { core.value.onLoop }.get()
             messaging?.observeChannelPosts { line in
-                guard line.post.kind == .message else { return }
+                // A line said in a call reached the calls of its room on every node already (`roomChat`).
+                guard line.post.kind == .message, !line.post.id.hasPrefix("call-") else { return }
                 onLoop { core in
                     core.perform(
                         core.state.channelLine(
@@ -203,7 +204,7 @@ public final class Relay: Sendable {
     public func clusterEvents(_ events: [ClusterEvent], from node: String) {
         let roomEvents = events.filter {
             switch $0 {
-            case .roomMember, .roomMemberLeft, .roomOpened, .nodeGone: true
+            case .roomMember, .roomMemberLeft, .roomOpened, .roomChat, .nodeGone: true
             default: false
             }
         }
@@ -218,6 +219,10 @@ public final class Relay: Sendable {
                     core.perform(core.state.remoteMemberLeft(room: room, node: node, member: member, reason: reason))
                 case .roomOpened(let room):
                     core.perform(core.state.roomOpenedElsewhere(room, now: core.now))
+                case .roomChat(let room, let member, let text, let sealed, let time):
+                    core.perform(
+                        core.state.remoteChat(
+                            room: room, node: node, member: member, text: text, sealed: sealed, time: time))
                 case .nodeGone(let gone):
                     core.perform(core.state.nodeGone(gone))
                 default:

@@ -115,6 +115,10 @@ public final class RelayMetrics: Sendable {
                 "Members of other nodes not taken into a room here (a bad entry, an SSRC block in use, a full room).",
                 counters.remoteMembersRefused
             ),
+            (
+                "remote_chat_refused", "Chat lines of other nodes' members over this node's limits.",
+                counters.remoteChatRefused
+            ),
         ]
     }
 

@@ -65,9 +65,7 @@ extension RelayState {
                     to: connections(in: member.room, except: id))
             ] + announce(id, now: now)
         case .chat(let chat):
-            // A sealed line's text is unreadable here; its base64 length bounds it (4/3 of the bytes, plus the
-            // SFrame header and tag, for 4-byte characters at most).
-            let sealedLimit = (limits.chatCharacters * 4 + 64) * 4 / 3 + 4
+            let sealedLimit = sealedChatLimit
             guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
                 counters.signalingErrors += 1
                 let length =
@@ -92,6 +90,12 @@ extension RelayState {
             var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
             delivery.ref = chat.ref
             actions.append(.send(.chat(delivery), to: [connection]))
+            if spansNodes {
+                actions.append(
+                    .publish(
+                        .roomChat(
+                            room: member.room, member: id, text: chat.text, sealed: chat.sealed, time: delivery.time)))
+            }
             if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
                 actions.append(
                     .roomChat(
@@ -250,6 +254,10 @@ extension RelayState {
     /// Checks the password, the encryption mode and the name against the room; nil when the join may go ahead,
     /// otherwise the refusal. A new room takes the joiner's verifier and mode.
     /// Why `room` cannot take another member (the relay's room limit for a new room, the room's member limit), or nil.
+    /// The longest sealed chat line: its text is unreadable here, so its base64 length bounds it (4/3 of the bytes,
+    /// plus the SFrame header and tag, for 4-byte characters at most).
+    var sealedChatLimit: Int { (limits.chatCharacters * 4 + 64) * 4 / 3 + 4 }
+
     func roomLimit(_ room: String) -> String? {
         if let existing = rooms[room] {
             guard existing.members.count < limits.membersPerRoom else {

@@ -131,6 +131,26 @@ extension RelayState {
         return remove(id, reason: LeaveReason(rawValue: reason) ?? .dropped)
     }
 
+    /// A chat line of `node`'s member `member` in `room`: said to the members here, numbered in this node's order,
+    /// from that member's id here. A line from a member not known here, or over this node's limits, is dropped and
+    /// counted.
+    public mutating func remoteChat(
+        room: String, node: String, member: UInt32, text: String, sealed: String?, time: Int64
+    ) -> [RelayAction] {
+        guard let id = remoteIDs[RemoteMemberKey(node: node, id: member)], let sender = members[id],
+            sender.room == room
+        else { return [] }
+        guard text.count <= limits.chatCharacters, (sealed?.count ?? 0) <= sealedChatLimit else {
+            counters.remoteChatRefused += 1
+            return []
+        }
+        rooms[room]?.chatSequence += 1
+        let delivery = ChatDelivery(
+            seq: rooms[room]?.chatSequence ?? 0, from: id, name: sender.info.label, text: text, time: time,
+            sealed: sealed)
+        return [.send(.chat(delivery), to: connections(in: room, except: nil))]
+    }
+
     /// `room` got its first member on another node: this node's members in it are announced again, so the new
     /// node learns them.
     public func roomOpenedElsewhere(_ room: String, now: Duration) -> [RelayAction] {

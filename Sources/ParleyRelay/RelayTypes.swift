@@ -182,6 +182,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var trunkPacketsUnsent = 0
     /// Other nodes' members not taken into a room here (a bad entry, an SSRC block in use here, a full room).
     public var remoteMembersRefused = 0
+    /// Other nodes' chat lines over this node's limits, not said here.
+    public var remoteChatRefused = 0
 
     /// All zero.
     public init() {}

@@ -84,6 +84,9 @@ public enum ClusterEvent: Sendable, Equatable, Codable {
     case roomMemberLeft(room: String, member: UInt32, reason: String)
     /// `room` got its first member on the publishing node: the nodes with members in it announce them again.
     case roomOpened(room: String)
+    /// A chat line said in `room` by the publishing node's member `member` (its id there): plain `text`, or
+    /// `sealed` (end-to-end encrypted, base64) with `text` empty; `time` in ms since 1970.
+    case roomChat(room: String, member: UInt32, text: String, sealed: String?, time: Int64)
 }
 
 /// One call member as its node announces it to the other nodes of its room.

@@ -289,18 +289,22 @@ struct ClusterProcessTests {
             ["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
-        func bot(_ name: String, on node: Node, decode: Bool = true) throws -> BackgroundProcess {
+        func bot(_ name: String, on node: Node, decode: Bool = true, extra: [String] = []) throws -> BackgroundProcess {
             try BackgroundProcess(
                 binary,
                 [
                     "bot", "standup", "--server", node.address.description, "--insecure", "--name", name,
                     "--profile", "160x120", "--stats-file", folder + "/\(name).json",
-                ] + (decode ? [] : ["--no-decode"]))
+                ] + (decode ? [] : ["--no-decode"]) + extra)
         }
         let names = ["alice", "bob", "carol", "dave", "erin", "frank"]
         var bots: [BackgroundProcess] = []
         defer { for bot in bots { bot.stop() } }
-        for (index, name) in names.enumerated() { bots.append(try bot(name, on: nodes[index / 2])) }
+        // Alice (on a) chats every second; frank (on c) logs what he hears.
+        let extra = ["alice": ["--chat-every", "1"], "frank": ["--log-level", "info"]]
+        for (index, name) in names.enumerated() {
+            bots.append(try bot(name, on: nodes[index / 2], extra: extra[name] ?? []))
+        }
         func report(_ name: String) -> CallStatisticsReport? {
             try? CallStatisticsFile(path: folder + "/\(name).json").read()
         }
@@ -350,6 +354,10 @@ struct ClusterProcessTests {
             "a sent \(before.trunk)/s to the trunks before gina joined b, \(after.trunk)/s after")
         let received = try await Self.metrics(admin[0])["parley_trunk_packets_received_total"] ?? 0
         #expect(received > 0)
+        // Alice's chat lines reach frank on another node, from alice.
+        #expect(
+            bots[5].waitForOutput(seconds: 10) { $0.contains("(#2)") && $0.contains("alice") },
+            "\(bots[5].output.suffix(2000))")
     }
 
     @Test func aNodeKilledMidCallItsMembersAreBackThroughAnotherWithinFiveSeconds() async throws {

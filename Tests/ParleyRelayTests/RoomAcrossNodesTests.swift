@@ -259,6 +259,33 @@ struct RoomAcrossNodesTests {
         #expect(home.state.members[dave] != nil && home.state.members[erin] == nil)
     }
 
+    @Test func chatCrossesNodesBothWays() throws {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let alice = relay.join("alice", on: a)
+        let added = relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero)
+        let bob = try #require(added.compactMap { if case .memberAdded(let id, _) = $0 { id } else { nil } }.first)
+        // Alice's line goes to the other nodes.
+        let said = relay.send(.chat(ChatSend(text: "hello")), on: a)
+        #expect(
+            published(said).contains {
+                if case .roomChat("standup", alice, "hello", nil, _) = $0 { true } else { false }
+            })
+        // Bob's line (his id on b is 7) reaches alice from bob's id here, numbered after hers.
+        let heard = relay.state.remoteChat(
+            room: "standup", node: "b", member: 7, text: "hi", sealed: nil, time: 1_700_000_000_001)
+        guard case .chat(let line)? = messages(to: a, in: heard).first else {
+            Issue.record("alice heard nothing: \(heard)")
+            return
+        }
+        #expect(line.from == bob && line.name == "bob" && line.text == "hi" && line.seq == 2)
+        // From a member not known here, or past this node's length limit: nothing, and the latter counted.
+        #expect(relay.state.remoteChat(room: "standup", node: "b", member: 8, text: "x", sealed: nil, time: 0).isEmpty)
+        let long = String(repeating: "x", count: relay.state.limits.chatCharacters + 1)
+        #expect(relay.state.remoteChat(room: "standup", node: "b", member: 7, text: long, sealed: nil, time: 0).isEmpty)
+        #expect(relay.state.counters.remoteChatRefused == 1)
+    }
+
     @Test func anotherNodesMemberIsNeverTimedOutHere() {
         var relay = spanning()
         let a = relay.connect(1)
