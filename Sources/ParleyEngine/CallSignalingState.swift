@@ -256,6 +256,15 @@ struct CallSignalingState {
                 ]
             }
             return [.follow(redirect, first: joiningFirst)]
+        case .move(let move):
+            // The node is draining: resume through the node it names, as after a lost connection but at once.
+            guard case .joined = phase else { return [] }
+            phase = .reconnecting(since: now, announcedLost: false)
+            reconnectAttempts = 0
+            return [
+                .emit(.alert(.message("relay node \(move.node) is draining: moving to \(move.server)"))),
+                .unbindMedia, .schedule(.lost, at: now + configuration.lostAfter), .follow(move, first: false),
+            ]
         case .removed(let removal):
             // Removed by the host: the call is over, and reconnecting would only walk back in.
             phase = .left

@@ -199,7 +199,7 @@ extension EngineCore {
             return
         }
         logger.notice(
-            "room lives on another node: joining there",
+            first ? "room lives on another node: joining there" : "moving to another node of the cluster",
             metadata: ["room": "\(redirect.room)", "node": "\(redirect.node)", "server": "\(target)"])
         if case .tls(let store) = configuration.signalingSecurity {
             redirectFingerprint = store.known.pin(for: currentServer.description)
@@ -268,7 +268,7 @@ extension EngineCore {
     /// A message about the room's members, chat or media (the signaling state decides the rest).
     func handleRoomMessage(_ message: ServerMessage) {
         switch message {
-        case .joined, .challenge, .pong, .removed, .error, .redirect:
+        case .joined, .challenge, .pong, .removed, .error, .redirect, .move:
             break  // The signaling state's.
         case .memberJoined(let notice):
             addPeer(notice.member)

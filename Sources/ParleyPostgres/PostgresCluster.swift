@@ -225,15 +225,15 @@ public final class PostgresCluster: ClusterBus, Sendable {
                             trunk = EXCLUDED.trunk, trunks_up = EXCLUDED.trunks_up
                         """, logger: logger)
                     var peers: [TrunkPeer] = []
-                    for try await (id, address) in try await connection.query(
+                    for try await (id, address, advertised, members) in try await connection.query(
                         """
-                        SELECT id, trunk FROM node
+                        SELECT id, trunk, advertise, members FROM node
                         WHERE alive AND id <> \(nodeID) AND trunk IS NOT NULL
                             AND heartbeat_at >= now() - make_interval(secs => \(Double(deadAfter) / 1000))
                         ORDER BY id
                         """, logger: logger
-                    ).decode((String, String).self) {
-                        peers.append(TrunkPeer(node: id, address: address))
+                    ).decode((String, String, String, Int).self) {
+                        peers.append(TrunkPeer(node: id, address: address, advertise: advertised, members: members))
                     }
                     var reaped: [String] = []
                     guard steady else { return (wasAlive, reaped, peers) }
@@ -691,6 +691,35 @@ extension PostgresCluster: RoomPlacer {
                 try await client.query(
                     "DELETE FROM room_placement WHERE room = \(room) AND node = \(nodeID)", logger: logger)
             }
+        }
+    }
+}
+
+// MARK: Draining
+
+extension PostgresCluster {
+    /// Asks node `node` to drain (move its members to the other nodes and stop). False when no live node has that id.
+    public static func requestDrain(
+        _ settings: DatabaseSettings, node: String, logger: Logger = Logger(label: "parley.cluster")
+    ) async throws(StoreError) -> Bool {
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 4, logger: logger)
+            defer { connection.close().whenComplete { _ in } }
+            var alive = false
+            for try await found in try await connection.query(
+                """
+                SELECT alive AND heartbeat_at >= now() - interval '3 seconds' FROM node WHERE id = \(node)
+                """, logger: logger
+            ).decode(Bool.self) {
+                alive = found
+            }
+            guard alive else { return false }
+            let payload = try Self.encode(BusBatch(node: "", sent: Self.milliseconds(), events: [.drainNode(node)]))
+            try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+            return true
+        } catch {
+            throw PostgresFailure.explain(error, doing: "ask node \(node) to drain", settings: settings)
         }
     }
 }

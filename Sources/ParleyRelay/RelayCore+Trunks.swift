@@ -206,6 +206,7 @@ extension Relay {
             Self.socketAddress(peer.address).map { (node: peer.node, address: $0) }
         }
         try await core.eventLoop.submit { [core] in
+            core.value.peerNodes = peers
             core.value.trunks?.setPeers(resolved)
             core.value.sendTrunkHellos()
         }.get()
@@ -221,5 +222,24 @@ extension Relay {
         guard !host.isEmpty else { return nil }
         return (try? SocketAddress(ipAddress: host, port: port))
             ?? (try? SocketAddress.makeAddressResolvingHost(host, port: port))
+    }
+}
+
+extension Relay {
+    /// Drains this node: each member is told to move to another live node (the least loaded first) and new joins
+    /// are sent there. Returns how many members were told.
+    public func drain() async throws -> Int {
+        try await core.eventLoop.submit { [core] in
+            let core = core.value
+            let actions = core.state.drain(
+                to: core.peerNodes.map { (node: $0.node, server: $0.advertise, members: $0.members) })
+            core.perform(actions)
+            return actions.count
+        }.get()
+    }
+
+    /// Members that joined through this node (a draining node stops once none is left).
+    public func localMembers() async throws -> Int {
+        try await core.eventLoop.submit { [core] in core.value.state.localMemberCount }.get()
     }
 }

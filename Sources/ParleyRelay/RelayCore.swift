@@ -41,6 +41,8 @@ final class RelayCore {
     var placer: (any RoomPlacer)?
     /// The cluster's bus, when rooms span nodes: where `.publish` actions go.
     var bus: (any ClusterBus)?
+    /// The other live nodes with trunks, as the registry gave them last (where a draining node moves members).
+    var peerNodes: [TrunkPeer] = []
     /// Members of other nodes by their id here: the node each joined through.
     var remoteNodes: [UInt32: String] = [:]
     /// Each room's members of other nodes, counted by node: the nodes its media goes to, one copy each.

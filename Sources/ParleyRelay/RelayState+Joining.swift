@@ -176,6 +176,7 @@ extension RelayState {
         {
             return actions
         }
+        if draining { return refuseWhileDraining(request, on: connection) }
         let moved = moving(request.resume, room: room, name: name)
         if let removal = rooms[room]?.removal(name: name, account: account) {
             counters.signalingErrors += 1

@@ -179,4 +179,46 @@ extension RelayState {
         rooms[room] = nil
         return actions
     }
+
+    // MARK: - Draining
+
+    /// The node drains (SIGTERM, `parley cluster drain`): each member here is told to move to one of `targets`
+    /// (the other live nodes: node id, client address, members there), the least loaded first, counting the
+    /// members sent to each; from now on a join is sent to the least loaded. With no target, members stay and joins
+    /// are refused, saying so.
+    public mutating func drain(to targets: [(node: String, server: String, members: Int)]) -> [RelayAction] {
+        draining = true
+        var load = targets.filter { !$0.server.isEmpty }
+        var actions: [RelayAction] = []
+        for id in members.keys.sorted() {
+            guard let member = members[id], member.isLocal, let connection = member.connection,
+                let least = load.indices.min(by: {
+                    (load[$0].members, load[$0].node) < (load[$1].members, load[$1].node)
+                })
+            else { continue }
+            load[least].members += 1
+            actions.append(
+                .send(
+                    .move(Redirect(room: member.room, server: load[least].server, node: load[least].node)),
+                    to: [connection]))
+        }
+        drainTarget = load.min { ($0.members, $0.node) < ($1.members, $1.node) }.map { ($0.node, $0.server) }
+        return actions
+    }
+
+    /// A join reaching a draining node: sent to the least loaded other node, or refused when there is none.
+    mutating func refuseWhileDraining(_ request: JoinRequest, on connection: ConnectionID) -> [RelayAction] {
+        guard let target = drainTarget else {
+            counters.signalingErrors += 1
+            return refuse(.limitReached, "this relay is draining (shutting down): join through another", connection)
+        }
+        counters.redirects += 1
+        return [
+            .send(.redirect(Redirect(room: request.room, server: target.server, node: target.node)), to: [connection]),
+            .close(connection),
+        ]
+    }
+
+    /// Members that joined through this node.
+    public var localMemberCount: Int { members.values.count(where: \.isLocal) }
 }

@@ -147,6 +147,10 @@ public struct RelayState: Sendable {
     public var spansNodes = false
     /// Members of other nodes by (node, their id there), to their id here.
     var remoteIDs: [RemoteMemberKey: UInt32] = [:]
+    /// The node drains: it takes no new members (`drain(to:)`).
+    public internal(set) var draining = false
+    /// Where a join reaching a draining node is sent.
+    var drainTarget: (node: String, server: String)?
     /// Hosts from before a restart, by room, until they come back or `hostReturnWindow` passes.
     public internal(set) var returningHosts: [String: RoomHostRecord] = [:]
 

@@ -84,6 +84,8 @@ public enum ClusterEvent: Sendable, Equatable, Codable {
     case roomMemberLeft(room: String, member: UInt32, reason: String)
     /// `room` got its first member on the publishing node: the nodes with members in it announce them again.
     case roomOpened(room: String)
+    /// `parley cluster drain NODE`: that node moves its members to the others and stops.
+    case drainNode(String)
     /// A chat line said in `room` by the publishing node's member `member` (its id there): plain `text`, or
     /// `sealed` (end-to-end encrypted, base64) with `text` empty; `time` in ms since 1970.
     case roomChat(room: String, member: UInt32, text: String, sealed: String?, time: Int64)
@@ -182,10 +184,16 @@ public struct TrunkPeer: Sendable, Equatable {
     public var node: String
     /// HOST:PORT where it takes trunk datagrams.
     public var address: String
+    /// HOST:PORT where clients reach it (`--advertise`): where a draining node moves its members.
+    public var advertise: String
+    /// Members in calls there at its last heartbeat.
+    public var members: Int
 
-    public init(node: String, address: String) {
+    public init(node: String, address: String, advertise: String = "", members: Int = 0) {
         self.node = node
         self.address = address
+        self.advertise = advertise
+        self.members = members
     }
 }
 

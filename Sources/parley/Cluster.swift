@@ -8,7 +8,53 @@ import ParleyStore
 struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The relays of a cluster sharing one PostgreSQL database.",
-        subcommands: [ClusterStatusCommand.self, ClusterRooms.self])
+        subcommands: [ClusterStatusCommand.self, ClusterRooms.self, ClusterDrain.self])
+}
+
+/// `parley cluster drain NODE`: the node moves its members to the other nodes and stops.
+struct ClusterDrain: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "drain",
+        abstract: "Drain a node: it takes no new joins, moves its members to the other nodes and stops (as on SIGTERM)."
+    )
+
+    @Argument(help: "The node's id (parley cluster status lists them).")
+    var node: String
+
+    @Option(help: "Seconds to wait for the node to leave the cluster (0: do not wait). (default: 40)")
+    var wait: Int = 40
+
+    @OptionGroup var database: ClusterDatabaseOptions
+
+    func validate() throws {
+        guard (0...3600).contains(wait) else { throw ValidationError("--wait must be 0…3600 seconds, got \(wait)") }
+    }
+
+    func run() async throws {
+        let settings = try database.settings()
+        let asked: Bool
+        do {
+            asked = try await PostgresCluster.requestDrain(settings, node: node)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        guard asked else {
+            throw CommandFailure("no live node \(node) in the cluster (parley cluster status lists the nodes)")
+        }
+        say("node \(node) asked to drain")
+        guard wait > 0 else { return }
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(wait) {
+            try await Task.sleep(for: .milliseconds(250))
+            let status = try? await PostgresCluster.status(settings)
+            if let status, !status.nodes.contains(where: { $0.id == node && $0.alive }) {
+                let took = ContinuousClock.now - start
+                say("node \(node) drained and left the cluster after \(took.spokenSeconds)")
+                return
+            }
+        }
+        throw CommandFailure("node \(node) is still in the cluster after \(wait) s (it drains for --drain-seconds)")
+    }
 }
 
 /// Where the cluster's database is, as `parley serve` takes it.

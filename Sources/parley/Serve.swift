@@ -136,6 +136,13 @@ struct Serve: AsyncParsableCommand {
     )
     var admin: String?
 
+    @Option(
+        name: .customLong("drain-seconds"),
+        help:
+            "On SIGTERM (or parley cluster drain), a node whose rooms span the cluster moves its members to the other nodes and stops once they left, or after this many seconds. (default: 30)"
+    )
+    var drainSeconds = 30
+
     /// Whether rooms span the cluster's nodes (`--placement spread`).
     var spreadsRooms: Bool { (placement ?? (clusterSecretFile != nil ? "spread" : "single")) == "spread" }
 
@@ -196,6 +203,9 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError(
                     "--placement spread carries media between nodes over trunks: give --cluster-secret-file too")
             }
+        }
+        guard (0...3600).contains(drainSeconds) else {
+            throw ValidationError("--drain-seconds must be 0…3600, got \(drainSeconds)")
         }
         guard liveness >= 1, liveness <= 600 else {
             throw ValidationError("--liveness must be 1…600 seconds, got \(liveness)")
@@ -309,6 +319,7 @@ struct Serve: AsyncParsableCommand {
                 }
             }
             let hasTrunks = trunk != nil
+            let myID = nodeID ?? address
             do {
                 cluster = try await PostgresCluster.join(
                     clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address, trunk: trunk,
@@ -319,6 +330,8 @@ struct Serve: AsyncParsableCommand {
                         }
                         relay.clusterEvents(events, from: node)
                         messaging.clusterEvents(events, from: node)
+                        // `parley cluster drain` this node: as SIGTERM.
+                        if events.contains(.drainNode(myID)) { kill(getpid(), SIGTERM) }
                     },
                     caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
                     revived: { messaging.clusterRevived() },
@@ -353,6 +366,9 @@ struct Serve: AsyncParsableCommand {
                     + "(keep them off the internet)")
         }
         let signal = await signals.wait()
+        if signal == SIGTERM, cluster != nil, spreadsRooms, drainSeconds > 0 {
+            await drain(relay)
+        }
         cluster?.stop()
         let counters = try? await relay.counters()
         logger.info("shutting down", metadata: ["signal": "\(signal)"])
@@ -368,6 +384,24 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
+    /// Moves the members to the other nodes and waits until they left, at most `--drain-seconds`.
+    func drain(_ relay: Relay) async {
+        let told = (try? await relay.drain()) ?? 0
+        say(
+            "draining: \(told) member\(told == 1 ? "" : "s") told to move to the other nodes (at most \(drainSeconds) s)"
+        )
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(drainSeconds) {
+            guard let left = try? await relay.localMembers(), left > 0 else { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        let left = (try? await relay.localMembers()) ?? 0
+        say(
+            left == 0
+                ? "drained after \((ContinuousClock.now - start).spokenSeconds): every member moved"
+                : "drain time over: \(left) member\(left == 1 ? "" : "s") still here")
+    }
+
     /// Reads the rooms' settings the cluster keeps (`parley cluster rooms load`) and gives them to the relay, under
     /// the rooms of this node's own `--rooms` file, which win for the rooms they name.
     static func applyRoomSettings(

@@ -405,6 +405,61 @@ struct ClusterProcessTests {
         #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
     }
 
+    @Test func nodesDrainedBySIGTERMAndByTheCommandMoveTheirMembersAndStop() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let url = server.url(database: database)
+        let (nodes, _) = try await startTrunkedNodes(["a", "b", "c"], url: url, folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+        func bot(_ name: String, on node: Node) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                binary,
+                [
+                    "bot", "standup", "--server", node.address.description, "--insecure", "--name", name,
+                    "--profile", "160x120", "--stats-file", folder + "/\(name).json", "--chat-every", "1",
+                ])
+        }
+        let names = ["alice", "bob", "carol", "dave"]
+        let bots = try zip(names, [0, 0, 1, 2]).map { try bot($0.0, on: nodes[$0.1]) }
+        defer { for bot in bots { bot.stop() } }
+        func frames(_ name: String, from peer: String) -> Int {
+            guard let stats = try? CallStatisticsFile(path: folder + "/\(name).json").read() else { return 0 }
+            return stats.peers.filter { $0.name == peer }.map(\.framesDecoded).reduce(0, +)
+        }
+        let pairs = [("alice", "dave"), ("dave", "alice"), ("bob", "carol"), ("carol", "bob")]
+        func flowing(after before: [Int]) -> Bool {
+            zip(pairs, before).allSatisfy { pair, count in frames(pair.0, from: pair.1) >= count + 5 }
+        }
+        func counts() -> [Int] { pairs.map { frames($0.0, from: $0.1) } }
+        #expect(await eventually(seconds: 30) { flowing(after: [15, 15, 15, 15]) }, "\(counts())")
+
+        // SIGTERM: a tells alice and bob to move (to b and c, the least loaded), and stops once they left.
+        var before = counts()
+        let start = ContinuousClock.now
+        nodes[0].process.signal(SIGTERM)
+        #expect(await eventually(seconds: 10) { flowing(after: before) }, "\(counts()) against \(before)")
+        let movedIn = ContinuousClock.now - start
+        #expect(nodes[0].process.waitForExit(seconds: 10) == 0, "\(nodes[0].process.output)")
+        #expect(nodes[0].process.output.contains("every member moved"), "\(nodes[0].process.output)")
+        #expect(bots[0].output.contains("moving to another node of the cluster"), "\(bots[0].output.suffix(1500))")
+        #expect(movedIn < .seconds(5), "media flowing again \(movedIn) after SIGTERM")
+
+        // parley cluster drain b: carol and whoever moved there go to c; b stops; the call goes on.
+        before = counts()
+        let drained = try await onOwnThread {
+            try ChildProcess.run(binary, ["cluster", "drain", "b", "--database", url], timeout: .seconds(60))
+        }
+        #expect(drained.status == 0 && drained.output.contains("node b drained and left"), "\(drained.output)")
+        #expect(await eventually(seconds: 10) { flowing(after: before) }, "\(counts()) against \(before)")
+        #expect(nodes[1].process.waitForExit(seconds: 10) == 0, "\(nodes[1].process.output)")
+        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
+        let refused = try await onOwnThread {
+            try ChildProcess.run(binary, ["cluster", "drain", "zed", "--database", url], timeout: .seconds(30))
+        }
+        #expect(refused.status != 0 && refused.output.contains("no live node zed"), "\(refused.output)")
+    }
+
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }

@@ -34,6 +34,9 @@ public enum ServerMessage: Sendable, Equatable {
     case dominantSpeaker(DominantSpeakerNotice)
     /// Answer to a join: the room lives on another node of the relay's cluster; join there.
     case redirect(Redirect)
+    /// To a member in a call: this node is draining; resume the membership through the node named (the room
+    /// spans the cluster's nodes).
+    case move(Redirect)
     /// A member started or stopped recording the call.
     case recording(RecordingNotice)
     /// The room's rule on recording changed.
@@ -60,6 +63,7 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("video-layers", Self.videoLayers),
             .payload("dominant-speaker", Self.dominantSpeaker),
             .payload("redirect", Self.redirect),
+            .payload("move", Self.move),
             .payload("recording", Self.recording),
             .payload("recording-policy", Self.recordingPolicy),
         ],
