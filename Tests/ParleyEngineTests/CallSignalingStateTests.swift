@@ -279,6 +279,22 @@ struct CallSignalingStateTests {
             inputs: joinAt20 + [(100, .message(.memberJoined(MemberJoined(member: bob))))],
             until: 200,
             expected: joinedAt20 + [(100, .roomMessage(.memberJoined(MemberJoined(member: bob))))]),
+        Row(
+            name: "a draining node says move: resumed at once through the node named, without a drop first",
+            inputs: joinAt20
+                + [
+                    (1_000, .message(.move(Redirect(room: "standup", server: "b.test:7878", node: "b")))),
+                    (1_050, .opened(first: false)), (1_100, .message(.joined(alice))),
+                    // Told to move again while moving: nothing more.
+                    (1_060, .message(.move(Redirect(room: "standup", server: "c.test:7878", node: "c")))),
+                ].sorted { $0.at < $1.at },
+            until: 1_200,
+            expected: joinedAt20 + [
+                (1_000, .emit(.alert(.message("relay node b is draining: moving to b.test:7878")))),
+                (1_000, .unbindMedia),
+                (1_000, .follow(Redirect(room: "standup", server: "b.test:7878", node: "b"), first: false)),
+                (1_050, .sendJoin(.init(resume: resume))),
+            ] + rejoin(alice, members: [bob], restartMedia: false).map { (1_100, $0) }),
     ]
 
     @Test(arguments: rows.indices)

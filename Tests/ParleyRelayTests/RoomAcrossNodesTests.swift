@@ -286,6 +286,40 @@ struct RoomAcrossNodesTests {
         #expect(relay.state.counters.remoteChatRefused == 1)
     }
 
+    @Test func drainingMovesEachMemberToTheLeastLoadedNodeAndSendsJoinsThere() {
+        var relay = spanning()
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        _ = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        _ = relay.state.remoteMember(entry(7, "carol"), room: "standup", node: "c", now: .zero)
+        let actions = relay.state.drain(to: [
+            (node: "b", server: "b.test:7878", members: 3), (node: "c", server: "c.test:7878", members: 1),
+            (node: "x", server: "", members: 0),
+        ])
+        // c has 1: alice goes there (2); then c 2 against b 3: bob goes to c too (3); a node without an address
+        // is no target. Another node's member is not this node's to move.
+        #expect(messages(to: a, in: actions) == [.move(Redirect(room: "standup", server: "c.test:7878", node: "c"))])
+        #expect(messages(to: b, in: actions) == [.move(Redirect(room: "standup", server: "c.test:7878", node: "c"))])
+        #expect(actions.count == 2)
+        // A join now goes to the least loaded (b and c have 3 each: b by its id).
+        let d = relay.connect(3)
+        let joining = relay.send(.join(JoinRequest(room: "standup", name: "dave")), on: d)
+        #expect(
+            messages(to: d, in: joining) == [.redirect(Redirect(room: "standup", server: "b.test:7878", node: "b"))])
+        #expect(joining.contains(.close(d)))
+
+        // With no other node, members stay and a join is refused, saying why.
+        var alone = spanning()
+        let e = alone.connect(1)
+        _ = alone.join("erin", on: e)
+        #expect(alone.state.drain(to: []).isEmpty)
+        let f = alone.connect(2)
+        #expect(
+            errorAnswer(to: f, in: alone.send(.join(JoinRequest(room: "standup", name: "frank")), on: f))?.message
+                .contains("draining") == true)
+    }
+
     @Test func anotherNodesMemberIsNeverTimedOutHere() {
         var relay = spanning()
         let a = relay.connect(1)
