@@ -310,6 +310,13 @@ final class RelayCore {
                         member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
                         videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
                     performLayerEffects(layers.add(member: id, room: room, layers: member.videoLayers))
+                    // Another node's member: its first keyframe may have crossed the trunk before the bus said who
+                    // it is (and was dropped here), so ask for one at once rather than wait for a receiver to.
+                    if remoteNodes[id] != nil, member.info.role == .broadcaster,
+                        let (owner, bytes) = media.keyframeRequest(for: member.info.ssrcs.video, at: now)
+                    {
+                        send(bytes, toMember: owner)
+                    }
                     if let dominant = speakers[room]?.dominant, let connection = member.connection {
                         perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
                     }

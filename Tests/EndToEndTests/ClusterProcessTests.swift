@@ -282,6 +282,23 @@ struct ClusterProcessTests {
         AdminEndpointProcessTests.samples(try await AdminEndpointProcessTests.get("/metrics", port: port).body)
     }
 
+    /// Frames `name` decoded from members called `peer` since `old` (each peer id's count then): a peer whose
+    /// count went down was made anew under the same id (a member that moved to another node, seen through it), so
+    /// all of its count is new.
+    static func framesSince(_ old: [UInt32: Int], _ name: String, from peer: String, in folder: String) -> Int {
+        guard let stats = try? CallStatisticsFile(path: folder + "/\(name).json").read() else { return 0 }
+        return stats.peers.filter { $0.name == peer }.map { entry in
+            let before = old[entry.id] ?? 0
+            return entry.framesDecoded >= before ? entry.framesDecoded - before : entry.framesDecoded
+        }.reduce(0, +)
+    }
+
+    /// Each peer id's frames decoded, as `name`'s statistics file says now.
+    static func frameCounts(_ name: String, in folder: String) -> [UInt32: Int] {
+        let peers = (try? CallStatisticsFile(path: folder + "/\(name).json").read())?.peers ?? []
+        return Dictionary(peers.map { ($0.id, $0.framesDecoded) }, uniquingKeysWith: max)
+    }
+
     @Test func aRoomOfSixOnThreeNodesEveryoneDecodesEveryoneOverOneCopyPerNode() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
@@ -380,27 +397,23 @@ struct ClusterProcessTests {
         let names = ["alice", "bob", "carol", "dave"]
         let bots = try names.enumerated().map { try bot($0.element, first: $0.offset / 2) }
         defer { for bot in bots { bot.stop() } }
-        /// Frames `name` decoded from every member called `peer` so far (a member back through another node has
-        /// another id there).
-        func frames(_ name: String, from peer: String) -> Int {
-            guard let stats = try? CallStatisticsFile(path: folder + "/\(name).json").read() else { return 0 }
-            return stats.peers.filter { $0.name == peer }.map(\.framesDecoded).reduce(0, +)
-        }
         let pairs = [("alice", "carol"), ("carol", "alice"), ("bob", "dave"), ("dave", "bob")]
-        #expect(
-            await eventually(seconds: 30) { pairs.allSatisfy { frames($0.0, from: $0.1) >= 20 } },
-            "\(pairs.map { "\($0.0) from \($0.1): \(frames($0.0, from: $0.1))" })")
+        func snapshot() -> [[UInt32: Int]] { pairs.map { Self.frameCounts($0.0, in: folder) } }
+        func counts(since old: [[UInt32: Int]]) -> [Int] {
+            zip(pairs, old).map { Self.framesSince($1, $0.0, from: $0.1, in: folder) }
+        }
+        let none = pairs.map { _ in [UInt32: Int]() }
+        #expect(await eventually(seconds: 30) { counts(since: none).allSatisfy { $0 >= 20 } }, "\(counts(since: none))")
 
         // kill -9 node a, which holds alice and bob: each is back through b (the next of its list) and decodes
         // carol and dave again, and they decode alice and bob again.
-        let before = pairs.map { frames($0.0, from: $0.1) }
+        let old = snapshot()
         let killed = ContinuousClock.now
         nodes[0].process.signal(SIGKILL)
-        let back = await eventually(seconds: 10) {
-            zip(pairs, before).allSatisfy { pair, count in frames(pair.0, from: pair.1) >= count + 5 }
-        }
+        let back = await eventually(seconds: 10) { counts(since: old).allSatisfy { $0 >= 5 } }
         let took = ContinuousClock.now - killed
-        #expect(back, "\(pairs.map { "\($0.0) from \($0.1): \(frames($0.0, from: $0.1))" }) against \(before)")
+        #expect(back, "\(counts(since: old))")
+        // The statistics files are written each second: this says "within N s" at best.
         #expect(took < .seconds(5), "media flowing again \(took) after the kill")
         #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
     }
@@ -423,35 +436,33 @@ struct ClusterProcessTests {
         let names = ["alice", "bob", "carol", "dave"]
         let bots = try zip(names, [0, 0, 1, 2]).map { try bot($0.0, on: nodes[$0.1]) }
         defer { for bot in bots { bot.stop() } }
-        func frames(_ name: String, from peer: String) -> Int {
-            guard let stats = try? CallStatisticsFile(path: folder + "/\(name).json").read() else { return 0 }
-            return stats.peers.filter { $0.name == peer }.map(\.framesDecoded).reduce(0, +)
-        }
         let pairs = [("alice", "dave"), ("dave", "alice"), ("bob", "carol"), ("carol", "bob")]
-        func flowing(after before: [Int]) -> Bool {
-            zip(pairs, before).allSatisfy { pair, count in frames(pair.0, from: pair.1) >= count + 5 }
+        func snapshot() -> [[UInt32: Int]] { pairs.map { Self.frameCounts($0.0, in: folder) } }
+        func counts(since old: [[UInt32: Int]]) -> [Int] {
+            zip(pairs, old).map { Self.framesSince($1, $0.0, from: $0.1, in: folder) }
         }
-        func counts() -> [Int] { pairs.map { frames($0.0, from: $0.1) } }
-        #expect(await eventually(seconds: 30) { flowing(after: [15, 15, 15, 15]) }, "\(counts())")
+        let none = pairs.map { _ in [UInt32: Int]() }
+        #expect(await eventually(seconds: 30) { counts(since: none).allSatisfy { $0 >= 20 } }, "\(counts(since: none))")
 
         // SIGTERM: a tells alice and bob to move (to b and c, the least loaded), and stops once they left.
-        var before = counts()
+        var old = snapshot()
         let start = ContinuousClock.now
         nodes[0].process.signal(SIGTERM)
-        #expect(await eventually(seconds: 10) { flowing(after: before) }, "\(counts()) against \(before)")
+        #expect(await eventually(seconds: 10) { counts(since: old).allSatisfy { $0 >= 5 } }, "\(counts(since: old))")
         let movedIn = ContinuousClock.now - start
         #expect(nodes[0].process.waitForExit(seconds: 10) == 0, "\(nodes[0].process.output)")
         #expect(nodes[0].process.output.contains("every member moved"), "\(nodes[0].process.output)")
         #expect(bots[0].output.contains("moving to another node of the cluster"), "\(bots[0].output.suffix(1500))")
-        #expect(movedIn < .seconds(5), "media flowing again \(movedIn) after SIGTERM")
+        // The statistics files are written each second: this says "within 1 s" at best.
+        #expect(movedIn < .seconds(3), "media flowing again \(movedIn) after SIGTERM")
 
         // parley cluster drain b: carol and whoever moved there go to c; b stops; the call goes on.
-        before = counts()
+        old = snapshot()
         let drained = try await onOwnThread {
             try ChildProcess.run(binary, ["cluster", "drain", "b", "--database", url], timeout: .seconds(60))
         }
         #expect(drained.status == 0 && drained.output.contains("node b drained and left"), "\(drained.output)")
-        #expect(await eventually(seconds: 10) { flowing(after: before) }, "\(counts()) against \(before)")
+        #expect(await eventually(seconds: 10) { counts(since: old).allSatisfy { $0 >= 5 } }, "\(counts(since: old))")
         #expect(nodes[1].process.waitForExit(seconds: 10) == 0, "\(nodes[1].process.output)")
         #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
         let refused = try await onOwnThread {

@@ -219,6 +219,9 @@ struct EveryMessageOnTheWireTests {
             "redirect", .redirect(Redirect(room: "standup", server: "10.0.0.2:7878", node: "b")),
             #"{"node":"b","room":"standup","server":"10.0.0.2:7878","type":"redirect","v":1}"#),
         Row(
+            "move", .move(Redirect(room: "standup", server: "10.0.0.3:7878", node: "c")),
+            #"{"node":"c","room":"standup","server":"10.0.0.3:7878","type":"move","v":1}"#),
+        Row(
             "recording", .recording(RecordingNotice(id: 7, name: "alice", recording: true, encrypted: true)),
             #"{"encrypted":true,"id":7,"name":"alice","recording":true,"type":"recording","v":1}"#),
         Row(
@@ -418,13 +421,16 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "redirect without a port", #"{"v":1,"type":"redirect","room":"r","server":"node-b","node":"b"}"#,
             .badField,
-            #"redirect "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "node-b""#),
+            #"redirect or move "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "node-b""#),
         Refusal(
             "redirect port 0", #"{"v":1,"type":"redirect","room":"r","server":"b:0","node":"b"}"#, .badField,
-            #"redirect "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "b:0""#),
+            #"redirect or move "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "b:0""#),
+        Refusal(
+            "move without a port", #"{"v":1,"type":"move","room":"r","server":"node-c","node":"c"}"#, .badField,
+            #"redirect or move "server" must be HOST:PORT (port 1…65535, at most 261 bytes), got "node-c""#),
         Refusal(
             "redirect empty node", #"{"v":1,"type":"redirect","room":"r","server":"b:7878","node":""}"#, .badField,
-            #"redirect "node" must be 1…128 bytes"#),
+            #"redirect or move "node" must be 1…128 bytes"#),
         Refusal(
             "pong missing token", #"{"v":1,"type":"pong"}"#, .badField,
             #"pong needs field "token""#),

@@ -94,11 +94,11 @@ extension Redirect: ValidatedPayload {
         else {
             throw SignalingError(
                 .badField,
-                "redirect \"server\" must be HOST:PORT (port 1…65535, at most \(Self.maximumServerBytes) bytes), got "
+                "redirect or move \"server\" must be HOST:PORT (port 1…65535, at most \(Self.maximumServerBytes) bytes), got "
                     + "\"\(server.prefix(80))\"")
         }
         guard (1...Self.maximumNodeBytes).contains(node.utf8.count) else {
-            throw SignalingError(.badField, "redirect \"node\" must be 1…\(Self.maximumNodeBytes) bytes")
+            throw SignalingError(.badField, "redirect or move \"node\" must be 1…\(Self.maximumNodeBytes) bytes")
         }
         return self
     }
