@@ -147,6 +147,12 @@ extension RelayCore {
             trunkPacketsUnsent += 1
             return
         }
+        // The socket's queue is bounded (`Relay.trunkQueueBytes`): past it, datagrams are dropped and counted
+        // rather than held, so a trunk the kernel cannot drain in time never grows the relay's memory.
+        guard channel.isWritable else {
+            trunkPacketsUnsent += 1
+            return
+        }
         var framed = channel.allocator.buffer(capacity: data.readableBytes + TrunkPacket.mediaOverhead)
         framed.writeBytes(TrunkPacket.magic)
         framed.writeInteger(TrunkPacketKind.media.rawValue)
@@ -171,6 +177,9 @@ extension RelayCore {
 }
 
 extension Relay {
+    /// Bytes of trunk datagrams the relay holds when the kernel takes no more; past it they are dropped and counted.
+    public static let trunkQueueBytes = 4 << 20
+
     /// Opens this node's trunk socket on `host`:`port` (0: any free port) and starts saying hello to the nodes
     /// `setTrunkPeers` names, authenticated by `gate`'s cluster secret. Returns the port.
     public func openTrunks(gate: TrunkGate, host: String, port: Int) async throws -> Int {
@@ -180,6 +189,11 @@ extension Relay {
             channel = try await DatagramBootstrap(group: loop)
                 .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
+                .channelOption(
+                    .writeBufferWaterMark,
+                    value: .init(low: Self.trunkQueueBytes / 2, high: Self.trunkQueueBytes)
+                )
                 .bind(host: host, port: port).get()
         } catch {
             throw RelayError.bindFailed(what: "trunk (UDP)", host: host, port: port, underlying: error)

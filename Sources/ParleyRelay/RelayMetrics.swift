@@ -107,7 +107,8 @@ public final class RelayMetrics: Sendable {
                 counters.trunkPacketsReceived
             ),
             (
-                "trunk_packets_unsent", "Media datagrams for another node not sent: its trunk was not up.",
+                "trunk_packets_unsent",
+                "Media datagrams for another node not sent: its trunk was not up, or the trunk socket's queue was full.",
                 counters.trunkPacketsUnsent
             ),
             (

@@ -178,7 +178,7 @@ public struct RelayCounters: Sendable, Equatable {
     /// received from them.
     public var trunkPacketsSent = 0
     public var trunkPacketsReceived = 0
-    /// Media datagrams for another node not sent because its trunk was not up.
+    /// Media datagrams for another node not sent because its trunk was not up or the trunk socket's queue was full.
     public var trunkPacketsUnsent = 0
     /// Other nodes' members not taken into a room here (a bad entry, an SSRC block in use here, a full room).
     public var remoteMembersRefused = 0

@@ -25,7 +25,8 @@ struct ClusterProcessTests {
     /// Starts nodes `ids` against `url` and waits until each has joined the cluster; `tls` gives each node's TLS
     /// options (none: `--insecure`).
     func startNodes(
-        _ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }, extra: [String] = []
+        _ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }, extra: [String] = [],
+        ports: [String: Int] = [:]
     ) throws
         -> [Node]
     {
@@ -34,7 +35,8 @@ struct ClusterProcessTests {
             let process = try BackgroundProcess(
                 binary,
                 [
-                    "serve", "--port", "0", "--state-dir", folder + "/" + id, "--database", url, "--node-id", id,
+                    "serve", "--port", "\(ports[id] ?? 0)", "--state-dir", folder + "/" + id, "--database", url,
+                    "--node-id", id,
                 ] + (tls(id) ?? ["--insecure"]) + extra)
             #expect(process.waitForOutput(containing: "cluster node \(id)", seconds: 30), "\(process.output)")
             let port = try #require(
@@ -252,13 +254,16 @@ struct ClusterProcessTests {
 
     /// Starts nodes `ids` with a cluster secret and an admin endpoint each; returns them with their admin ports once
     /// every trunk between them is up.
-    func startTrunkedNodes(_ ids: [String], url: String, folder: String) async throws -> (nodes: [Node], admin: [Int]) {
+    func startTrunkedNodes(
+        _ ids: [String], url: String, folder: String, ports: [String: Int] = [:], expectUp: Int? = nil
+    ) async throws -> (nodes: [Node], admin: [Int]) {
         let secretPath = folder + "/cluster-secret"
         try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
             toFile: secretPath, atomically: false, encoding: .utf8)
         chmod(secretPath, 0o600)
         let nodes = try startNodes(
-            ids, url: url, folder: folder, extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"])
+            ids, url: url, folder: folder, extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"],
+            ports: ports)
         var admin: [Int] = []
         for node in nodes {
             #expect(node.process.waitForOutput(containing: "--placement spread", seconds: 20), "\(node.process.output)")
@@ -268,7 +273,8 @@ struct ClusterProcessTests {
                     "\(node.process.output)"))
         }
         let up = try await eventually(seconds: 20) {
-            for port in admin where try await Self.metrics(port)["parley_trunks_up"] != Double(ids.count - 1) {
+            for port in admin
+            where try await Self.metrics(port)["parley_trunks_up"] != Double(expectUp ?? ids.count - 1) {
                 return false
             }
             return true
@@ -469,6 +475,68 @@ struct ClusterProcessTests {
             try ChildProcess.run(binary, ["cluster", "drain", "zed", "--database", url], timeout: .seconds(30))
         }
         #expect(refused.status != 0 && refused.output.contains("no live node zed"), "\(refused.output)")
+    }
+
+    /// A loopback TCP port nobody listens on now.
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        try #require(bound, "no free port: \(String(cString: strerror(errno)))")
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test func aRollingRestartOfThreeNodesUnderASixMemberCallEndsWithTheCallIntact() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let url = server.url(database: database)
+        let ids = ["a", "b", "c"]
+        var ports: [String: Int] = [:]
+        for id in ids { ports[id] = try Self.freePort() }
+        var (nodes, _) = try await startTrunkedNodes(ids, url: url, folder: folder, ports: ports)
+        defer { for node in nodes { node.process.stop() } }
+        let binary = try #require(parleyBinaryPath())
+        let names = ["alice", "bob", "carol", "dave", "erin", "frank"]
+        // Each member lists its own node first, then the others.
+        let bots = try names.enumerated().map { index, name in
+            let servers = (0..<3).map { "127.0.0.1:\(ports[ids[(index / 2 + $0) % 3]]!)" }.joined(separator: ",")
+            return try BackgroundProcess(
+                binary,
+                [
+                    "bot", "standup", "--server", servers, "--insecure", "--name", name, "--profile", "160x120",
+                    "--stats-file", folder + "/\(name).json",
+                ])
+        }
+        defer { for bot in bots { bot.stop() } }
+        let pairs = names.flatMap { name in names.filter { $0 != name }.map { (name, $0) } }
+        func snapshot() -> [[UInt32: Int]] { pairs.map { Self.frameCounts($0.0, in: folder) } }
+        func counts(since old: [[UInt32: Int]]) -> [Int] {
+            zip(pairs, old).map { Self.framesSince($1, $0.0, from: $0.1, in: folder) }
+        }
+        let none = pairs.map { _ in [UInt32: Int]() }
+        #expect(await eventually(seconds: 40) { counts(since: none).allSatisfy { $0 >= 20 } }, "\(counts(since: none))")
+
+        // Each node in turn: SIGTERM (it drains and stops), then started again on its port, its trunks up.
+        for (index, id) in ids.enumerated() {
+            nodes[index].process.signal(SIGTERM)
+            #expect(nodes[index].process.waitForExit(seconds: 20) == 0, "\(id): \(nodes[index].process.output)")
+            #expect(nodes[index].process.output.contains("every member moved"), "\(id): \(nodes[index].process.output)")
+            nodes[index] = try #require(
+                try await startTrunkedNodes([id], url: url, folder: folder, ports: ports, expectUp: 2).nodes.first)
+        }
+        let old = snapshot()
+        #expect(
+            await eventually(seconds: 20) { counts(since: old).allSatisfy { $0 >= 5 } },
+            "\(zip(pairs, counts(since: old)).filter { $1 < 5 })")
+        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
     }
 
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
