@@ -176,9 +176,12 @@ struct CallSignalingState {
             phase = .reconnecting(since: now, announcedLost: false)
             reconnectAttempts = 0
             // The call counts as lost `lostAfter` into an interruption, whether the attempts so far failed or hang.
+            // The first attempt goes almost at once (a relay that was killed is often already back, or another of
+            // the cluster's nodes takes the member); the next ones wait `reconnectInterval` each.
             return [
                 .schedule(.lost, at: now + configuration.lostAfter), .unbindMedia, .emit(.alert(.interrupted)),
-            ] + scheduleReconnect(now: now)
+                .schedule(.reconnect, at: now + min(configuration.reconnectInterval, Self.firstReconnectDelay)),
+            ]
         case .connecting:
             phase = .left
             return [
@@ -303,6 +306,9 @@ struct CallSignalingState {
         phase = .left
         return [.closeDevices, .stopMedia, .stopTimers, .send(.leave), .closeConnection, .finish, .closeMediaSocket]
     }
+
+    /// How long the first reconnect attempt after a lost connection waits.
+    static let firstReconnectDelay: Duration = .milliseconds(100)
 
     // MARK: - Decisions
 

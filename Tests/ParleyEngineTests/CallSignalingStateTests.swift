@@ -117,13 +117,14 @@ struct CallSignalingStateTests {
             until: 12_000,
             expected: joinedAt20 + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
-                (2_000, .emit(.alert(.reconnecting))), (2_000, .openConnection(first: false)),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_100, .sendJoin(.init(resume: resume))),
             ] + rejoin(alice, members: [bob], restartMedia: false).map { (2_200, $0) } + [
                 (4_200, ping(4)), (6_200, ping(6)), (8_200, ping(8)), (10_200, ping(10)),
             ]),
         Row(
-            name: "attempts one interval after each failure; 'reconnecting' once; 'lost' 10 s in while one hangs",
+            name:
+                "the first attempt 100 ms after the drop, then one interval after each failure; 'reconnecting' once; 'lost' 10 s in while one hangs",
             inputs: joinAt20 + [
                 (1_000, .closed), (2_050, .failed(first: false, certificateChanged: false)),
                 (3_100, .failed(first: false, certificateChanged: false)),
@@ -132,7 +133,7 @@ struct CallSignalingStateTests {
             until: 11_400,
             expected: joinedAt20 + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
-                (2_000, .emit(.alert(.reconnecting))), (2_000, .openConnection(first: false)),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (3_050, .openConnection(first: false)), (4_100, .openConnection(first: false)),
                 (11_000, .emit(.alert(.lost))), (11_200, .sendJoin(.init(resume: resume))),
             ] + rejoin(alice, members: [bob], restartMedia: false).map { (11_300, $0) }),
@@ -145,7 +146,7 @@ struct CallSignalingStateTests {
             until: 2_300,
             expected: joinedAt20 + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
-                (2_000, .emit(.alert(.reconnecting))), (2_000, .openConnection(first: false)),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_100, .sendJoin(.init(resume: resume))),
             ]
                 + rejoin(room(id: 5, block: 20, members: [bob, alice.you]), members: [bob], restartMedia: true)
@@ -168,7 +169,7 @@ struct CallSignalingStateTests {
                 (30, .sendJoin(.init(proof: proof(nonce), verifier: Hex.encode(verifier)))),
             ] + firstJoin(room(id: 1, block: 4, passwordProtected: true)).map { (40, $0) } + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
-                (2_000, .emit(.alert(.reconnecting))), (2_000, .openConnection(first: false)),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_100, .send(.challenge)), (2_110, .sendJoin(.init(resume: resume, proof: proof(secondNonce)))),
             ]),
         Row(
@@ -209,6 +210,7 @@ struct CallSignalingStateTests {
             until: 12_000,
             expected: joinedAt20 + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (1_500, .closeDevices), (1_500, .stopMedia), (1_500, .stopTimers), (1_500, .send(.leave)),
                 (1_500, .closeConnection), (1_500, .finish), (1_500, .closeMediaSocket),
                 (2_100, .closeConnection),
@@ -221,7 +223,7 @@ struct CallSignalingStateTests {
                 (2_020, ping(2)), (4_020, ping(4)), (6_020, ping(6)),
                 (8_020, .dropStalledConnection(silence: .seconds(6))), (8_020, .unbindMedia),
                 (8_020, .emit(.alert(.interrupted))),
-                (9_020, .emit(.alert(.reconnecting))), (9_020, .openConnection(first: false)),
+                (8_120, .emit(.alert(.reconnecting))), (8_120, .openConnection(first: false)),
             ]),
         Row(
             name: "the relay closes before the join completes: the call fails, no reconnect",
@@ -247,7 +249,7 @@ struct CallSignalingStateTests {
             until: 15_000,
             expected: joinedAt20 + [
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
-                (2_000, .emit(.alert(.reconnecting))), (2_000, .openConnection(first: false)),
+                (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_050, .emit(.joinFailed(reason: "connection refused"))), (2_050, .stopMedia), (2_050, .finish),
                 (2_050, .closeMediaSocket),
             ]),
