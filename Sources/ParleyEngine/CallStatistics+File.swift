@@ -38,6 +38,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         public var audioDelayMs: Int?
         /// Stretches of silence played after this member's audio started (dropouts a listener hears, or muting).
         public var audioDropouts: Int?
+        /// The longest of those stretches, in milliseconds.
+        public var longestAudioGapMs: Int?
         /// How far the play-out is being resampled to follow this member's clock, in parts per million.
         public var audioCorrectionPPM: Int?
 
@@ -58,6 +60,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             decryptFailures = peer.decryptFailures
             audioDelayMs = Int((peer.audioDelay / .milliseconds(1)).rounded())
             audioDropouts = peer.audioDropouts
+            longestAudioGapMs = Int((peer.longestAudioGap / .milliseconds(1)).rounded())
             audioCorrectionPPM = Int((peer.audioCorrection * 1e6).rounded())
         }
     }

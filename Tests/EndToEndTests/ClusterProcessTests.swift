@@ -421,6 +421,14 @@ struct ClusterProcessTests {
         #expect(back, "\(counts(since: old))")
         // The statistics files are written each second: this says "within N s" at best.
         #expect(took < .seconds(5), "media flowing again \(took) after the kill")
+        // Carol (on b) and dave (on c) never lost each other: no gap over 200 ms in the audio of either, ever.
+        for (name, peer) in [("carol", "dave"), ("dave", "carol")] {
+            let heard = try? CallStatisticsFile(path: folder + "/\(name).json").read().peers.first { $0.name == peer }
+            let gap = heard?.longestAudioGapMs
+            #expect((heard?.audioPlayed ?? 0) >= 50, "\(name) played \(peer)'s audio")
+            #expect(
+                gap != nil && gap! <= 200, "\(name) heard a gap of \(String(describing: gap)) ms in \(peer)'s audio")
+        }
         #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
     }
 

@@ -38,7 +38,8 @@ struct CallStatisticsFileTests {
                 "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,\
                 "microphoneOverruns":0,"peers":[{"audioCorrectionPPM":0,"audioDelayMs":0,"audioDropouts":0,\
                 "audioPackets":149,"audioPlayed":148,"concealments":2,"decodeErrors":0,"decryptFailures":5,\
-                "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,"nacksSent":3,"name":"bob",\
+                "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,"longestAudioGapMs":0,\
+                "nacksSent":3,"name":"bob",\
                 "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"speakerDeviceUnderruns":0,\
                 "speakerDropped":0,"speakerUnderruns":0,\
                 "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesSent":90,"videoKeyframesSent":2,\
