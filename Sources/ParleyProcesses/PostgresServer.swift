@@ -215,7 +215,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// A loopback TCP port nobody listens on now.
-    private static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw PostgresServerError(description: "socket: \(String(cString: strerror(errno)))") }
         defer { close(socket) }

@@ -192,23 +192,32 @@ extension RelayCore {
             case .sendToMember(let member, let bytes):
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
-                var missing: [UInt16] = []
-                for sequenceNumber in sequenceNumbers {
-                    guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: at)
-                    else {
-                        missing.append(sequenceNumber)
-                        continue
-                    }
-                    udp.write(AddressedEnvelope(remoteAddress: remote, data: packet), promise: nil)
-                    retransmitted += 1
-                }
-                // Lost between the sender and the relay: only the sender can resend it (to the whole room).
-                if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != route.member {
-                    let nack = GenericNACK(senderSSRC: route.ssrcs.audio, mediaSSRC: ssrc, lost: missing)
-                    send(RTCPPacket.nack(nack).serialized(), toMember: owner)
-                    nacksForwarded += 1
+                answerNACK(ssrc: ssrc, sequenceNumbers, from: route.member, senderSSRC: route.ssrcs.audio) {
+                    udp.write(AddressedEnvelope(remoteAddress: remote, data: $0), promise: nil)
                 }
             }
+        }
+    }
+
+    /// Resends through `resend` what the retransmission buffer holds of `ssrc`'s lost packets; the rest was lost
+    /// before the relay, and only the stream's owner can resend it (to the whole room): it gets a NACK for them.
+    func answerNACK(
+        ssrc: UInt32, _ sequenceNumbers: [UInt16], from requester: UInt32?, senderSSRC: UInt32,
+        resend: (ByteBuffer) -> Void
+    ) {
+        var missing: [UInt16] = []
+        for sequenceNumber in sequenceNumbers {
+            guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: now) else {
+                missing.append(sequenceNumber)
+                continue
+            }
+            resend(packet)
+            retransmitted += 1
+        }
+        if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != requester {
+            let nack = GenericNACK(senderSSRC: senderSSRC, mediaSSRC: ssrc, lost: missing)
+            send(RTCPPacket.nack(nack).serialized(), toMember: owner)
+            nacksForwarded += 1
         }
     }
 

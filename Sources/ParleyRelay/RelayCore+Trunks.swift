@@ -92,23 +92,9 @@ extension RelayCore {
                 else { continue }
                 send(bytes, toMember: member)
             case .nack(let nack):
-                guard let owner = localOwner(nack.mediaSSRC) else { continue }
-                var missing: [UInt16] = []
-                for sequenceNumber in nack.lostSequenceNumbers {
-                    guard
-                        let packet = retransmissions.packet(
-                            ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: now)
-                    else {
-                        missing.append(sequenceNumber)
-                        continue
-                    }
-                    sendToNode(packet, node: node)
-                    retransmitted += 1
-                }
-                if !missing.isEmpty {
-                    let forwardedNACK = GenericNACK(senderSSRC: 0, mediaSSRC: nack.mediaSSRC, lost: missing)
-                    send(RTCPPacket.nack(forwardedNACK).serialized(), toMember: owner)
-                    nacksForwarded += 1
+                guard localOwner(nack.mediaSSRC) != nil else { continue }
+                answerNACK(ssrc: nack.mediaSSRC, nack.lostSequenceNumbers, from: nil, senderSSRC: 0) {
+                    sendToNode($0, node: node)
                 }
             case .receiverReport(let report):
                 var byOwner: [UInt32: [ReportBlock]] = [:]

@@ -485,30 +485,13 @@ struct ClusterProcessTests {
         #expect(refused.status != 0 && refused.output.contains("no live node zed"), "\(refused.output)")
     }
 
-    /// A loopback TCP port nobody listens on now.
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
-        }
-        try #require(bound, "no free port: \(String(cString: strerror(errno)))")
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test func aRollingRestartOfThreeNodesUnderASixMemberCallEndsWithTheCallIntact() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
         let url = server.url(database: database)
         let ids = ["a", "b", "c"]
         var ports: [String: Int] = [:]
-        for id in ids { ports[id] = try Self.freePort() }
+        for id in ids { ports[id] = try PostgresServer.freePort() }
         var (nodes, _) = try await startTrunkedNodes(ids, url: url, folder: folder, ports: ports)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
