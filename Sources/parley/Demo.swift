@@ -94,7 +94,11 @@ struct Demo: AsyncParsableCommand {
             let chat = chatEvery + Double(index) * 2.5
             let toggle = toggleVideoEvery + Double(index) * 7
             runners.append(Task { await runner.run(chatEvery: chat, toggleVideoEvery: toggle, duration: 86_400) })
-            try await Task.sleep(for: .milliseconds(50))
+            // The next bot joins after this one (at most 2 s later), so the tiles are in the names' order.
+            let deadline = ContinuousClock.now + .seconds(2)
+            while await engine.statistics().localID == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
         }
         var direct = app
         direct.directJoin = JoinSettings(

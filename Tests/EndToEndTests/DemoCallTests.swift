@@ -400,6 +400,14 @@ struct JoinAgainstRelayTests {
             (["join", "r", "--name", "alice", "--role", "king"], "--role must be broadcaster or audience"),
             (["serve", "--port", "70000"], "--port must be 0…65535"),
             (["serve", "--trunk-port", "70000"], "--trunk-port must be 0…65535"),
+            (["serve", "--placement", "everywhere"], "--placement must be spread or single, got \"everywhere\""),
+            (["serve", "--placement", "single"], "--placement is for a cluster: give --database"),
+            (
+                ["serve", "--placement", "spread", "--database", "postgres://p@127.0.0.1:1/d"],
+                "--placement spread carries media between nodes over trunks: give --cluster-secret-file too"
+            ),
+            (["serve", "--drain-seconds", "5000"], "--drain-seconds must be 0…3600, got 5000"),
+            (["cluster", "drain", "a", "--wait", "5000"], "--wait must be 0…3600 seconds, got 5000"),
             (
                 ["serve", "--cluster-secret-file", "/etc/hostname"],
                 "--cluster-secret-file is for a cluster: give --database (or PARLEY_DATABASE_URL) too"
