@@ -298,14 +298,13 @@ struct SoundCallTests {
 }
 
 /// How well a recording matches what was sent, over the full band at 48 kHz: delay by cross-correlation, then the
-/// correlation of the two in quarter-second windows, the delay followed from window to window (±3 ms, plus 0.3 % of
-/// any pause between them) since the receiver's drift compensation moves it by up to 1 ms a second and its catch-up
-/// after a hiccup by up to 2.5 ms a second. The windows were half a second until a clean-clone
-/// run scored 0.899: a sub-millisecond step of the drift controller inside a window misaligns its high frequencies,
-/// and half-second windows caught more of those steps (the same recording scored 0.906 in half seconds, 0.937 in
-/// quarters). Measured here on the shipped speech: libopus alone at Parley's 32 kbit/s gives 0.957 (it was about
-/// 0.89 through the path while FEC always planned for 10 % loss; comparing below 2 kHz only, as this test once did,
-/// hid that).
+/// correlation of the two in quarter-second windows, the heard signal read at a delay followed every 50 ms (±3 ms a
+/// step, plus 0.3 % of any pause) and interpolated in between, since the receiver's drift compensation moves it by up
+/// to 1 ms a second and its catch-up after a hiccup or a lowered jitter target by up to 2.5 ms a second. One delay per
+/// window was not enough: a sub-millisecond move inside a window misaligns its high frequencies (a 3-party recording
+/// made while its recorder played an excess away scored 0.88 so, 0.93 followed). Measured here on the shipped speech:
+/// libopus alone at Parley's 32 kbit/s gives 0.957 (it was about 0.89 through the path while FEC always planned for
+/// 10 % loss; comparing below 2 kHz only, as this test once did, hid that).
 struct SpeechMatch {
     var delaySeconds = 0.0
     /// How far the delay moved between the first and last speech window.
@@ -366,36 +365,69 @@ struct SpeechMatch {
             }
         }
         delaySeconds = Double(lag) / Double(rate)
-        // A quarter second at a time over the sent signal, wherever it has speech, following the delay.
-        let width = rate / 4
-        // ±3 ms from one window to the next, and more across a pause: the receiver may play a lasting excess away at
-        // up to 0.25 % (PeerAudioPlayout's catch-up), which moves the delay by 2.5 ms over a second of silence.
+        // The delay is followed every 50 ms (over 100 ms of sent speech at a time): ±3 ms from one step to the next,
+        // and more across a pause, since the receiver may play a lasting excess away at up to 0.25 %
+        // (PeerAudioPlayout's catch-up), which moves the delay by 2.5 ms over a second of silence.
+        let trackWidth = rate / 10
         let baseFollow = rate * 3 / 1000
-        var sum = 0.0
-        var windows = 0
         var tracked = lag
         var lastTracked = rate * 2
-        var lagAt: [(start: Int, lag: Int)] = []
-        for start in stride(from: 0, to: x.count - width, by: width) {
-            let window = x[start..<(start + width)]
-            let rms = (window.reduce(0) { $0 + $1 * $1 } / Double(width)).squareRoot()
+        var track: [(centre: Double, lag: Double)] = []
+        for start in stride(from: 0, to: x.count - trackWidth, by: trackWidth / 2) {
+            let window = x[start..<(start + trackWidth)]
+            let rms = (window.reduce(0) { $0 + $1 * $1 } / Double(trackWidth)).squareRoot()
             let follow = baseFollow + Int(Double(abs(start - lastTracked)) * 0.003)
-            guard rms > 300, start + tracked + follow + width <= y.count else { continue }
+            guard rms > 300, start + tracked + follow + trackWidth <= y.count else { continue }
             lastTracked = start
             var local = -1.0
             var localLag = tracked
             for shift in -follow...follow where start + tracked + shift >= 0 {
-                let value = correlate(window, y[(start + tracked + shift)..<(start + tracked + shift + width)])
+                let value = correlate(window, y[(start + tracked + shift)..<(start + tracked + shift + trackWidth)])
                 if value > local {
                     local = value
                     localLag = tracked + shift
                 }
             }
             tracked = localLag
-            lagAt.append((start, tracked))
-            sum += local
+            track.append((Double(start + trackWidth / 2), Double(tracked)))
+        }
+        /// The delay at a sent sample: interpolated between the track's points (each belongs to its window's centre).
+        func delay(at sample: Double) -> Double {
+            var (low, high) = (0, track.count)  // the first point at or after `sample`, by bisection
+            while low < high {
+                let middle = (low + high) / 2
+                if track[middle].centre < sample { low = middle + 1 } else { high = middle }
+            }
+            let after = low
+            guard after < track.count else { return track.last?.lag ?? 0 }
+            guard after > 0 else { return track[after].lag }
+            let (a, b) = (track[after - 1], track[after])
+            return a.lag + (b.lag - a.lag) * (sample - a.centre) / (b.centre - a.centre)
+        }
+        // Then a quarter second at a time wherever the sent signal has speech, the heard signal read at the delay of
+        // each sample (within a quarter second of catch-up the delay moves 0.6 ms, enough to misalign the high
+        // frequencies: a 3-party recording scored 0.88 with one delay per window, 0.93 so).
+        let width = rate / 4
+        var sum = 0.0
+        var windows = 0
+        for start in stride(from: 0, to: x.count - width, by: width) where !track.isEmpty {
+            let window = x[start..<(start + width)]
+            let rms = (window.reduce(0) { $0 + $1 * $1 } / Double(width)).squareRoot()
+            guard rms > 300 else { continue }
+            var heardWindow: [Double] = []
+            heardWindow.reserveCapacity(width)
+            for sample in start..<(start + width) {
+                let position = Double(sample) + delay(at: Double(sample))
+                let low = Int(position.rounded(.down))
+                guard low >= 0, low + 1 < y.count else { break }
+                let fraction = position - Double(low)
+                heardWindow.append(y[low] * (1 - fraction) + y[low + 1] * fraction)
+            }
+            guard heardWindow.count == width else { continue }
+            let score = correlate(window, heardWindow[...])
+            sum += score
             windows += 1
-            worstWindow = min(worstWindow, local)
+            worstWindow = min(worstWindow, score)
         }
         correlation = windows > 0 ? sum / Double(windows) : 0
         speechSeconds = Double(windows) / 4
@@ -403,14 +435,14 @@ struct SpeechMatch {
         // followed above.
         let frame = rate / 50
         for start in stride(from: 0, to: x.count - frame, by: frame) {
-            let here = lagAt.last { $0.start <= start }?.lag ?? lag
-            guard start + here + frame <= y.count else { continue }
+            let here = track.isEmpty ? lag : Int(delay(at: Double(start)).rounded())
+            guard start + here >= 0, start + here + frame <= y.count else { continue }
             let sentRMS = (x[start..<(start + frame)].reduce(0) { $0 + $1 * $1 } / Double(frame)).squareRoot()
             guard sentRMS > 1000 else { continue }
             let heardRMS = (y[(start + here)..<(start + here + frame)].reduce(0) { $0 + $1 * $1 } / Double(frame))
                 .squareRoot()
             if heardRMS < sentRMS / 31.6 { dropouts.append(Double(start) / Double(rate)) }
         }
-        delayDrift = Double((lagAt.last?.lag ?? lag) - (lagAt.first?.lag ?? lag)) / Double(rate)
+        delayDrift = ((track.last?.lag ?? 0) - (track.first?.lag ?? 0)) / Double(rate)
     }
 }
