@@ -7,6 +7,11 @@ import ParleyWire
 /// until it reports, none while the sender is off its screen). A change of layer waits for a keyframe of the new
 /// layer (which is asked for at once); until it arrives the old layer keeps flowing, so a picture never freezes or
 /// breaks on a switch. A layer nobody gets or waits for is not needed, and its sender is told to pause it.
+///
+/// In a room that spans nodes, another node's members are here too: as senders, their layers are chosen for the
+/// receivers here like anyone's, and their demand (what the receivers here need of them) goes to their node; as
+/// receivers they get nothing here (`receivesHere` false). What other nodes need of a sender here (`setNeeds`) adds
+/// to its demand and decides which of its layers cross each trunk (`needs`).
 public struct LayerForwarding: Sendable {
     /// What one receiver gets of one sender.
     public struct Choice: Sendable, Equatable {
@@ -34,6 +39,10 @@ public struct LayerForwarding: Sendable {
         var choices: [UInt32: Choice] = [:]
         /// The demand this member, as a sender, was last told.
         var announced: [Bool]?
+        /// Whether it receives media here (false for another node's member).
+        var receivesHere = true
+        /// What each other node's receivers need of this sender's layers, as that node last said.
+        var needsElsewhere: [String: [Bool]] = [:]
     }
 
     private var members: [UInt32: Member] = [:]
@@ -57,9 +66,12 @@ public struct LayerForwarding: Sendable {
     /// A member joined `room` sending `layers` (nil: one layer of unknown size). Everyone in the room gets the
     /// newcomer's full layer and the newcomer everyone's, until tile reports say otherwise: forwarded from the
     /// start, as without simulcast (a receiver asks for its first keyframe itself once its media is bound).
-    public mutating func add(member id: UInt32, room: String, layers: [VideoLayerSize]?) -> [Effect] {
+    public mutating func add(member id: UInt32, room: String, layers: [VideoLayerSize]?, receivesHere: Bool = true)
+        -> [Effect]
+    {
         if members[id] != nil { _ = remove(member: id) }
-        members[id] = Member(room: room, layers: layers.map { $0.map(Optional.some) } ?? [nil])
+        members[id] = Member(
+            room: room, layers: layers.map { $0.map(Optional.some) } ?? [nil], receivesHere: receivesHere)
         rooms[room, default: []].insert(id)
         var effects: [Effect] = []
         for other in roomMembers(room) where other != id {
@@ -147,6 +159,38 @@ public struct LayerForwarding: Sendable {
         return effects
     }
 
+    // MARK: - Other nodes
+
+    /// What the receivers here need of `sender`'s layers, as it was last announced (nil before the first).
+    public func announcedDemand(of sender: UInt32) -> [Bool]? { members[sender]?.announced }
+
+    /// Whether a packet of `sender`'s layer `layer` goes to `node`: what that node said it needs; the full layer
+    /// only until it said anything (a new receiver there starts on the full layer, as here).
+    public func needs(layer: Int, of sender: UInt32, node: String) -> Bool {
+        guard let needs = members[sender]?.needsElsewhere[node] else { return layer == 0 }
+        return layer < needs.count && needs[layer]
+    }
+
+    /// `node` said what its receivers need of `sender` (a member here): the trunk to it carries those layers, and
+    /// the sender's demand includes them.
+    public mutating func setNeeds(of sender: UInt32, node: String, active: [Bool]) -> [Effect] {
+        guard let member = members[sender], member.receivesHere else { return [] }
+        let needs = Array(active.prefix(member.layers.count))
+        guard member.needsElsewhere[node] != needs else { return [] }
+        members[sender]?.needsElsewhere[node] = needs
+        return demand(of: sender).map { [$0] } ?? []
+    }
+
+    /// `node` has no members left in `room`: what it needed there no longer counts.
+    public mutating func forget(node: String, in room: String) -> [Effect] {
+        var effects: [Effect] = []
+        for id in roomMembers(room) where members[id]?.needsElsewhere[node] != nil {
+            members[id]?.needsElsewhere[node] = nil
+            if let effect = demand(of: id) { effects.append(effect) }
+        }
+        return effects
+    }
+
     // MARK: - Rules
 
     private func roomMembers(_ room: String) -> [UInt32] {
@@ -154,7 +198,8 @@ public struct LayerForwarding: Sendable {
     }
 
     private mutating func choose(receiver: UInt32, sender: UInt32) -> [Effect] {
-        guard let layers = members[sender]?.layers, let receiverState = members[receiver] else { return [] }
+        guard let layers = members[sender]?.layers, let receiverState = members[receiver], receiverState.receivesHere
+        else { return [] }
         let wanted: Int?
         if let tiles = receiverState.tiles, let tile = tiles[sender] {
             wanted = Self.layer(for: tile, among: layers)
@@ -188,6 +233,9 @@ public struct LayerForwarding: Sendable {
             for layer in [choice.current, choice.target].compactMap({ $0 }) where layer < active.count {
                 active[layer] = true
             }
+        }
+        for needs in member.needsElsewhere.values {
+            for (layer, needed) in needs.enumerated() where needed && layer < active.count { active[layer] = true }
         }
         guard active != member.announced else { return nil }
         members[sender]?.announced = active

@@ -21,6 +21,13 @@ extension RelayCore {
                 else { continue }
                 send(bytes, toMember: member)
             case .demand(let sender, let active):
+                // Another node's member: what the receivers here need of it goes to its node.
+                if let node = remoteNodes[sender] {
+                    if let block = media.route(of: sender)?.ssrcs.block {
+                        sendLayerNeeds([TrunkLayerNeeds.Entry(block: block, active: active)], to: node)
+                    }
+                    continue
+                }
                 guard let connection = state.members[sender]?.connection else { continue }
                 perform([.send(.videoLayers(VideoLayerDemand(active: active)), to: [connection])])
             }
@@ -94,8 +101,13 @@ extension RelayCore {
             return
         }
         guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
-        // One copy to each other node with members in the room, whatever their number there.
-        sendToNodes(data, of: route.room)
+        // One copy to each other node with members in the room, whatever their number there; of video, only the
+        // layers some member there needs.
+        if header.ssrc == route.ssrcs.audio {
+            sendToNodes(data, of: route.room)
+        } else {
+            sendToNodes(data, of: route.room, layer: route.ssrcs.layerIndex(of: header.ssrc) ?? 0, of: route.member)
+        }
         fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
     }
 

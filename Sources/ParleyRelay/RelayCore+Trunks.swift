@@ -29,8 +29,10 @@ extension RelayCore {
             if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
         case .answered(let node, let cameUp):
             if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
-        case .control, .media:
-            break  // Media is read in place above; control messages (layer needs) come next.
+        case .control(let control):
+            handleTrunkControl(control)
+        case .media:
+            break  // Read in place above.
         case .refused(let reason):
             logRefusedTrunk(reason, from: envelope.remoteAddress)
         }
@@ -125,6 +127,65 @@ extension RelayCore {
     func sendToNodes(_ data: ByteBuffer, of room: String) {
         guard let nodes = roomNodes[room] else { return }
         for node in nodes.keys { sendToNode(data, node: node) }
+    }
+
+    /// One copy of a packet of `sender`'s video layer `layer` to each other node in `room` whose members need it.
+    func sendToNodes(_ data: ByteBuffer, of room: String, layer: Int, of sender: UInt32) {
+        guard let nodes = roomNodes[room] else { return }
+        for node in nodes.keys {
+            guard layers.needs(layer: layer, of: sender, node: node) else {
+                trunkPacketsWithheld += 1
+                continue
+            }
+            sendToNode(data, node: node)
+        }
+    }
+
+    /// What the receivers here need of other nodes' senders, to their nodes (as control messages, split at
+    /// `TrunkLayerNeeds.maximumEntries`).
+    func sendLayerNeeds(_ entries: [TrunkLayerNeeds.Entry], to node: String) {
+        guard let channel = trunkChannel, let address = trunks?.address(of: node) else { return }
+        for start in stride(from: 0, to: entries.count, by: TrunkLayerNeeds.maximumEntries) {
+            let chunk = entries[start..<min(entries.count, start + TrunkLayerNeeds.maximumEntries)]
+            guard let bytes = try? trunks!.control(TrunkLayerNeeds(entries: Array(chunk)).serialized()) else { return }
+            channel.writeAndFlush(
+                AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
+            trunkControlSent += 1
+        }
+    }
+
+    /// Every need of other nodes' senders again (each second: a control datagram may have been lost).
+    func repeatLayerNeeds() {
+        guard trunks != nil else { return }
+        var byNode: [String: [TrunkLayerNeeds.Entry]] = [:]
+        for (member, node) in remoteNodes {
+            guard let active = layers.announcedDemand(of: member), let block = media.route(of: member)?.ssrcs.block
+            else { continue }
+            byNode[node, default: []].append(TrunkLayerNeeds.Entry(block: block, active: active))
+        }
+        for (node, entries) in byNode.sorted(by: { $0.key < $1.key }) {
+            sendLayerNeeds(entries.sorted { $0.block < $1.block }, to: node)
+        }
+    }
+
+    /// A control message from `node`: what its receivers need of the senders here.
+    func handleTrunkControl(_ control: TrunkControl) {
+        let needs: TrunkLayerNeeds
+        do {
+            needs = try TrunkLayerNeeds(parsing: control.payload)
+        } catch {
+            trunkControlRefused += 1
+            logger.notice("trunk control refused", metadata: ["node": "\(control.from)", "error": "\(error)"])
+            return
+        }
+        trunkControlReceived += 1
+        for entry in needs.entries {
+            // Only senders of this node: another node's member is that node's business.
+            guard let owner = media.owner(of: entry.block), remoteNodes[owner] == nil,
+                media.route(of: owner)?.ssrcs.block == entry.block
+            else { continue }
+            performLayerEffects(layers.setNeeds(of: owner, node: control.from, active: entry.active))
+        }
     }
 
     /// A member's datagram, framed, to `node` over its trunk (dropped and counted when the trunk is not up).

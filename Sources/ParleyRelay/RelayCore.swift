@@ -54,6 +54,12 @@ final class RelayCore {
     var trunkPacketsSent = 0
     var trunkPacketsReceived = 0
     var trunkPacketsUnsent = 0
+    /// Video packets not sent to a node because none of its members needs their layer.
+    var trunkPacketsWithheld = 0
+    /// Control messages (layer needs) sent to other nodes, received from them, and refused as malformed.
+    var trunkControlSent = 0
+    var trunkControlReceived = 0
+    var trunkControlRefused = 0
     /// Trunk writes wait for the next flush.
     var trunkWritesPending = false
     var refusedTrunkLog = LogThrottle<String>(window: .seconds(60))
@@ -123,6 +129,10 @@ final class RelayCore {
         counters.trunkPacketsSent = trunkPacketsSent
         counters.trunkPacketsReceived = trunkPacketsReceived
         counters.trunkPacketsUnsent = trunkPacketsUnsent
+        counters.trunkPacketsWithheld = trunkPacketsWithheld
+        counters.trunkControlSent = trunkControlSent
+        counters.trunkControlReceived = trunkControlReceived
+        counters.trunkControlRefused = trunkControlRefused
         if let trunks {
             counters.trunksUp = trunks.upNodes(at: now).count
             counters.trunkRefused = trunks.refused
@@ -157,6 +167,8 @@ final class RelayCore {
                 // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
                 let core = core.value
                 core.performLayerEffects(core.layers.pendingSwitches())
+                // What the receivers here need of other nodes' senders, again (a control datagram may be lost).
+                core.repeatLayerNeeds()
             })
         timers.append(
             loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
@@ -309,7 +321,9 @@ final class RelayCore {
                     media.add(
                         member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
                         videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
-                    performLayerEffects(layers.add(member: id, room: room, layers: member.videoLayers))
+                    performLayerEffects(
+                        layers.add(
+                            member: id, room: room, layers: member.videoLayers, receivesHere: remoteNodes[id] == nil))
                     // Another node's member: its first keyframe may have crossed the trunk before the bus said who
                     // it is (and was dropped here), so ask for one at once rather than wait for a receiver to.
                     if remoteNodes[id] != nil, member.info.role == .broadcaster,
@@ -330,12 +344,16 @@ final class RelayCore {
                     for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
                 }
                 media.forget(member: id)
+                performLayerEffects(layers.remove(member: id))
                 if let node = remoteNodes.removeValue(forKey: id) {
                     roomNodes[room]?[node, default: 1] -= 1
-                    if roomNodes[room]?[node] == 0 { roomNodes[room]?[node] = nil }
+                    if roomNodes[room]?[node] == 0 {
+                        roomNodes[room]?[node] = nil
+                        // Nobody there needs anything of the senders here any more.
+                        performLayerEffects(layers.forget(node: node, in: room))
+                    }
                     if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
                 }
-                performLayerEffects(layers.remove(member: id))
                 speakers[room]?.remove(id)
                 if speakers[room]?.memberCount == 0 { speakers[room] = nil }
                 logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])

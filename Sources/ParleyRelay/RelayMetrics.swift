@@ -112,6 +112,23 @@ public final class RelayMetrics: Sendable {
                 counters.trunkPacketsUnsent
             ),
             (
+                "trunk_packets_withheld",
+                "Video datagrams not sent to another node because none of its members needs their layer.",
+                counters.trunkPacketsWithheld
+            ),
+            (
+                "trunk_control_sent", "Control messages (the layers a node's members need) sent to other nodes.",
+                counters.trunkControlSent
+            ),
+            (
+                "trunk_control_received", "Control messages (the layers another node's members need) taken.",
+                counters.trunkControlReceived
+            ),
+            (
+                "trunk_control_refused", "Authenticated control messages refused as malformed.",
+                counters.trunkControlRefused
+            ),
+            (
                 "remote_members_refused",
                 "Members of other nodes not taken into a room here (a bad entry, an SSRC block in use, a full room).",
                 counters.remoteMembersRefused

@@ -180,6 +180,12 @@ public struct RelayCounters: Sendable, Equatable {
     public var trunkPacketsReceived = 0
     /// Media datagrams for another node not sent because its trunk was not up or the trunk socket's queue was full.
     public var trunkPacketsUnsent = 0
+    /// Video packets not sent to a node because none of its members needs their layer.
+    public var trunkPacketsWithheld = 0
+    /// Control messages (what a node's receivers need of another's senders) sent, received, and refused malformed.
+    public var trunkControlSent = 0
+    public var trunkControlReceived = 0
+    public var trunkControlRefused = 0
     /// Other nodes' members not taken into a room here (a bad entry, an SSRC block in use here, a full room).
     public var remoteMembersRefused = 0
     /// Other nodes' chat lines over this node's limits, not said here.

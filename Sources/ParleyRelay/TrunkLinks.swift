@@ -166,6 +166,11 @@ public struct TrunkLinks<Address: Hashable & Sendable>: Sendable {
         return node
     }
 
+    /// A control message with `payload`, signed and numbered by this node's gate.
+    public mutating func control(_ payload: [UInt8]) throws(TrunkRefusal) -> [UInt8] {
+        try gate.control(payload)
+    }
+
     /// The proven address of `node`, where its media and control go.
     public func address(of node: String) -> Address? { links[node]?.proven }
 

@@ -24,6 +24,8 @@ final class LossyUDPProxy: Sendable {
 
     /// The client-facing UDP port.
     let port: Int
+    /// The relay-facing UDP port: what the relay sends to reaches the client (once the client sent something).
+    let backPort: Int
     private let group: MultiThreadedEventLoopGroup
     private let front: any Channel
     private let back: any Channel
@@ -34,6 +36,7 @@ final class LossyUDPProxy: Sendable {
         state: NIOLoopBound<ProxyState>
     ) {
         self.port = port
+        self.backPort = back.localAddress?.port ?? 0
         self.group = group
         self.front = front
         self.back = back
