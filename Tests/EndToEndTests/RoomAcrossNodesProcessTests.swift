@@ -128,7 +128,11 @@ extension ClusterProcessTests {
         let gina = try bot("gina", on: nodes[1], decode: false)
         bots.append(gina)
         #expect(
-            await eventually(seconds: 20) { decodes("alice", ["gina"], frames: 0) && report("gina")?.peers.count == 6 })
+            await eventually(seconds: 30) { decodes("alice", ["gina"], frames: 0) && report("gina")?.peers.count == 6 },
+            """
+            alice: \(report("alice")?.peers.map { "\($0.name) \($0.framesDecoded)/\($0.audioPackets)" } ?? []); \
+            gina: \(report("gina")?.peers.map(\.name) ?? [])
+            """)
         let after = try await rates()
         #expect(
             after.trunk < before.trunk * 1.25,
@@ -225,8 +229,10 @@ extension ClusterProcessTests {
         #expect(nodes[0].process.waitForExit(seconds: 10) == 0, "\(nodes[0].process.output)")
         #expect(nodes[0].process.output.contains("every member moved"), "\(nodes[0].process.output)")
         #expect(bots[0].output.contains("moving to another node of the cluster"), "\(bots[0].output.suffix(1500))")
-        // The statistics files are written each second: this says "within 1 s" at best.
-        #expect(movedIn < .seconds(3), "media flowing again \(movedIn) after SIGTERM")
+        // The statistics files are written each second, so this sees whole seconds (1.01 s in runs here on an idle
+        // machine); the bound is the failover's, 5 s, since a loaded machine (CI) adds seconds of its own.
+        print("drain: media flowing again \(movedIn) after SIGTERM")
+        #expect(movedIn < .seconds(5), "media flowing again \(movedIn) after SIGTERM")
 
         // parley cluster drain b: carol and whoever moved there go to c; b stops; the call goes on.
         old = snapshot()
