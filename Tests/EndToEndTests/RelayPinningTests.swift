@@ -111,7 +111,9 @@ struct RelayPinningTests {
             command: "sh -c '\(parley) join pins --server 127.0.0.1:\(port) --name alice --insecure --video synthetic "
                 + "--audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("connected") } }
+        // The header may show "connected" a moment before the engine's word on the link's security reaches it (a
+        // fresh-clone run read that frame): wait for the line that says both.
+        let lines = try pane.waitFor { $0.contains { $0.contains("connected") && $0.contains("INSECURE") } }
         #expect(
             lines.first { $0.contains("connected") }?.contains("INSECURE") == true, "\(lines.joined(separator: "\n"))")
         try pane.send(["q"])
