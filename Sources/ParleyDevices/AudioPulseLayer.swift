@@ -331,9 +331,10 @@ private final class ListBox {
 /// One playback or record stream of 16-bit samples, read or written a block at a time with the caller waiting, like
 /// PortAudio's blocking API.
 ///
-/// Buffers: a speaker's buffer is two blocks, or one block plus the device's own latency when that is fixed and
-/// longer (one and a half blocks underran every few seconds on an idle machine: a block is only asked for once a
-/// whole one fits, which leaves the device half a block while it is mixed) (and it grows after underruns, `growAfterUnderrun`); a microphone hands
+/// Buffers: a speaker's buffer is two and a half blocks, or one block plus the device's own latency when that is fixed
+/// and longer (one and a half blocks underran every few seconds on an idle machine: a block is only asked for once a
+/// whole one fits, which leaves the device half a block while it is mixed; two blocks, granted as 30 ms, left 10 ms
+/// for waking, mixing and writing, and the sound server ran dry 0–4 times in 30 s of the sound call test) (and it grows after underruns, `growAfterUnderrun`); a microphone hands
 /// over audio every half block (or at the device's fixed latency if longer). `PA_STREAM_ADJUST_LATENCY` makes the
 /// server size the device to the stream, so these are the whole delay the sound server adds.
 final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendable {
@@ -370,7 +371,7 @@ final class PulseStream: AudioInputStream, AudioOutputStream, @unchecked Sendabl
         let block = Duration.seconds(Double(framesPerBlock) / Double(sampleRate))
         let target =
             kind == .speaker
-            ? max(block * 2, block + (fixedLatency ?? .zero))
+            ? max(block * 5 / 2, block + (fixedLatency ?? .zero))
             : max(block / 2, fixedLatency ?? .zero)
         func bytes(_ duration: Duration) -> UInt32 {
             let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18

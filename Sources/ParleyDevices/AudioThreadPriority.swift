@@ -43,6 +43,19 @@ public enum AudioThreadPriority {
         #endif
     }
 
+    /// Raises the calling thread to the raised nice value only, never to real-time: for a thread that feeds the
+    /// sound devices but also does unbounded work (the call's media loop mixes each speaker block, and also encodes
+    /// and decodes video), which at a real-time priority could hold a core from everything else. Says what it got.
+    @discardableResult
+    public static func raiseCurrentThreadNice() -> AudioThreadScheduling {
+        #if os(Linux)
+        if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, raisedNice) == 0 { return .raised }
+        return .normal
+        #else
+        return .normal
+        #endif
+    }
+
     /// How the calling thread is scheduled now.
     public static func currentThread() -> AudioThreadScheduling {
         #if os(Linux)

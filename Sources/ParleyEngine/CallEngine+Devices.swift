@@ -195,7 +195,15 @@ extension EngineCore {
 
     /// A camera stopped mid-call: the next camera if there is one, else the camera goes off.
     func cameraFailed(_ name: String, _ error: CameraError) {
-        guard let sender = videoSender, let next = sender.removeSource(named: name) else { return }
+        guard let bound else { return }
+        onVideoThread { sender in
+            guard let next = sender.removeSource(named: name) else { return }
+            bound.eventLoop.execute { bound.value.cameraReplaced(name, error, by: next) }
+        }
+    }
+
+    /// The video thread took a failed camera out: say what is shown instead, or turn the camera off.
+    func cameraReplaced(_ name: String, _ error: CameraError, by next: (name: String, isCamera: Bool)) {
         if next.isCamera {
             emit(.alert(.message("Camera \(name) stopped (\(error)): switched to \(next.name)")))
         } else if !cameraOff {
@@ -207,12 +215,16 @@ extension EngineCore {
 
     /// `c`: the next source, and a notice naming it.
     func switchCamera() {
-        guard let sender = videoSender else { return }
-        guard sender.sourceCount > 1 else {
-            emit(.notice("Only one camera: \(sender.currentSourceName)"))
-            return
+        guard let bound else { return }
+        onVideoThread { sender in
+            let notice: String
+            if sender.sourceCount > 1 {
+                sender.switchSource()
+                notice = "Camera: \(sender.currentSourceName)"
+            } else {
+                notice = "Only one camera: \(sender.currentSourceName)"
+            }
+            bound.eventLoop.execute { bound.value.emit(.notice(notice)) }
         }
-        sender.switchSource()
-        emit(.notice("Camera: \(sender.currentSourceName)"))
     }
 }

@@ -23,14 +23,19 @@ public final class CallEngine: Sendable {
     ) throws {
         let (events, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .unbounded)
         self.events = events
-        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Two threads: the media loop (sockets, audio, decoding) and the video thread (capture and encode).
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loop = group.next()
+        let videoLoop = group.next()
         core = try loop.submit {
-            NIOLoopBound(
-                EngineCore(
-                    configuration: configuration, loop: loop, videoSink: videoSink, devices: devices,
-                    emit: { continuation.yield($0) }, finish: { continuation.finish() }),
-                eventLoop: loop)
+            let core = EngineCore(
+                configuration: configuration, loop: loop, videoLoop: videoLoop, videoSink: videoSink, devices: devices,
+                emit: { continuation.yield($0) }, finish: { continuation.finish() })
+            // The speaker's block is mixed on this loop, between video frames: on a busy machine an ordinary thread
+            // waits its turn behind every other process and the block comes late (a click). Raised like PulseAudio's
+            // own threads, it runs first among ordinary threads; not real-time, since video work is unbounded.
+            core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
+            return NIOLoopBound(core, eventLoop: loop)
         }.wait()
     }
 
@@ -120,7 +125,17 @@ final class EngineCore {
     var audioSender: AudioSender?
     /// The loss the audio encoder plans FEC for, from receivers' reports about our audio.
     var audioLossPlan = AudioLossPlan()
-    var videoSender: VideoSender?
+    /// The camera's capture and encode, on the video thread.
+    var videoSender: VideoSenderThread?
+    /// The video thread's loop, and what its sender last reported back.
+    let videoLoop: any EventLoop
+    var videoSent = VideoSenderSnapshot()
+    var videoGeneration = 0
+    /// Frames handed to the video thread and not back yet; a tick finding one there drops its frame (counted).
+    var videoFramesInFlight = 0
+    var videoFramesDroppedBusy = 0
+    /// Speaker underruns as last written to the log (each change is logged once, at the statistics tick).
+    var speakerUnderrunsLogged = (mixLate: 0, device: 0)
     var audioSink: (any AudioSink)?
     let devices: MediaDevices
     /// The real microphone while one is open: it paces sending (the 20 ms timer only paces other sources).
@@ -128,6 +143,8 @@ final class EngineCore {
     var microphoneName: String?
     /// The real speaker while one is open: it asks for each block (play-out paced by the device's clock).
     var speaker: SpeakerPlayout?
+    /// How this loop's thread got scheduled (`AudioThreadPriority.raiseCurrentThreadNice`).
+    var mediaThread: AudioThreadScheduling?
     /// How often the open microphone hands audio over, when its layer can tell.
     var microphoneLatency: Duration?
     /// The sound server's device watch while real devices are open.
@@ -184,7 +201,8 @@ final class EngineCore {
     var statsReports = 0
 
     init(
-        configuration: CallConfiguration, loop: any EventLoop, videoSink: (any VideoFrameSink)?,
+        configuration: CallConfiguration, loop: any EventLoop, videoLoop: any EventLoop,
+        videoSink: (any VideoFrameSink)?,
         devices: MediaDevices, emit: @escaping @Sendable (RoomEvent) -> Void,
         finish: @escaping @Sendable () -> Void
     ) {
@@ -193,6 +211,7 @@ final class EngineCore {
         signalingState = CallSignalingState(configuration: configuration)
         self.devices = devices
         self.loop = loop
+        self.videoLoop = videoLoop
         self.videoSink = videoSink
         self.emit = emit
         self.finish = finish
@@ -228,19 +247,21 @@ final class EngineCore {
         stats.microphoneOverruns = microphone?.deviceOverruns ?? 0
         stats.speakerThread = speaker?.threadScheduling
         stats.microphoneThread = microphone?.threadScheduling
-        stats.videoFramesSent = videoSender?.framesSent ?? 0
-        stats.videoFramesCaptured = videoSender?.framesCaptured ?? 0
-        stats.videoKeyframesSent = videoSender?.keyframesSent ?? 0
-        stats.videoPacketsSent = videoSender?.packetsSent ?? 0
-        stats.videoBytesSent = videoSender?.bytesSent ?? 0
+        stats.mediaThread = mediaThread
+        stats.videoFramesSent = videoSent.framesSent
+        stats.videoFramesCaptured = videoSent.framesCaptured
+        stats.videoFramesDroppedBusy = videoFramesDroppedBusy
+        stats.videoKeyframesSent = videoSent.keyframesSent
+        stats.videoPacketsSent = videoSent.packetsSent
+        stats.videoBytesSent = videoSent.bytesSent
         stats.keyframeRequestsReceived = keyframeRequestsReceived
         stats.videoPacketsResent = videoPacketsResent
         stats.datagramsFromStrangers = datagramsFromStrangers
         stats.forgedFeedbackDropped = forgedFeedbackDropped
         stats.encryption = configuration.encryption?.suite.name
-        stats.videoLayers = videoSender?.layerSizes ?? []
-        stats.activeVideoLayers = videoSender?.activeLayers ?? []
-        stats.videoFramesSentPerLayer = videoSender?.framesSentPerLayer ?? []
+        stats.videoLayers = videoSent.layerSizes
+        stats.activeVideoLayers = videoSent.activeLayers
+        stats.videoFramesSentPerLayer = videoSent.framesSentPerLayer
         stats.dominantSpeaker = dominantSpeaker
         for (id, peer) in peers {
             stats.peers[id] = CallStatistics.Peer(
@@ -291,7 +312,7 @@ final class EngineCore {
         case .setCameraEnabled(let enabled):
             cameraOff = !enabled
             signaling?.send(.mute(MuteChange(video: !enabled)))
-            if enabled { videoSender?.requestKeyframe() }
+            if enabled { onVideoThread { $0.requestKeyframe() } }
         case .switchCamera:
             switchCamera()
         case .setSpeakerEnabled(let enabled):
@@ -302,7 +323,7 @@ final class EngineCore {
             signalingState.requestedRole(newRole)
             role = newRole
             signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
-            if newRole == .broadcaster { videoSender?.requestKeyframe() }
+            if newRole == .broadcaster { onVideoThread { $0.requestKeyframe() } }
         case .sendChat(let text):
             signaling?.send(.chat(chatMessage(text)))
             let name = joined?.you.label ?? configuration.name

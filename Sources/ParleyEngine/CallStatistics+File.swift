@@ -77,6 +77,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var videoKeyframesSent: Int
     /// Frames taken from the camera.
     public var videoFramesCaptured: Int
+    /// Camera frames dropped because the one before was still being encoded.
+    public var videoFramesDroppedBusy: Int
     /// Which simulcast layers are encoded now, largest first.
     public var activeVideoLayers: [Bool]
     /// Video packets sent.
@@ -105,6 +107,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     /// real device).
     public var speakerThread: String?
     public var microphoneThread: String?
+    /// How the call's media loop is scheduled: "raised" or "normal" (it mixes each speaker block).
+    public var mediaThread: String?
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived: Int
     /// The end-to-end cipher ("AES-128-GCM"); nil (written as `null`) for an unencrypted call.
@@ -122,6 +126,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         videoFramesSent = stats.videoFramesSent
         videoKeyframesSent = stats.videoKeyframesSent
         videoFramesCaptured = stats.videoFramesCaptured
+        videoFramesDroppedBusy = stats.videoFramesDroppedBusy
         activeVideoLayers = stats.activeVideoLayers
         videoPacketsSent = stats.videoPacketsSent
         videoBytesSent = stats.videoBytesSent
@@ -136,6 +141,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         microphoneOverruns = stats.microphoneOverruns
         speakerThread = stats.speakerThread?.rawValue
         microphoneThread = stats.microphoneThread?.rawValue
+        mediaThread = stats.mediaThread?.rawValue
         keyframeRequestsReceived = stats.keyframeRequestsReceived
         encryption = stats.encryption
         peers = stats.peers.sorted { $0.key < $1.key }.map { Peer(id: $0.key, $0.value) }
@@ -150,10 +156,11 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, activeVideoLayers
-        case videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent, audioPlannedLossPercent
+        case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
+        case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
+            audioPlannedLossPercent
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
-        case microphoneOverruns, speakerThread, microphoneThread
+        case microphoneOverruns, speakerThread, microphoneThread, mediaThread
         case keyframeRequestsReceived, encryption, peers
     }
 
@@ -177,6 +184,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         videoFramesSent = try fields.decode(Int.self, forKey: .videoFramesSent)
         videoKeyframesSent = try fields.decode(Int.self, forKey: .videoKeyframesSent)
         videoFramesCaptured = try fields.decode(Int.self, forKey: .videoFramesCaptured)
+        videoFramesDroppedBusy = try fields.decodeIfPresent(Int.self, forKey: .videoFramesDroppedBusy) ?? 0
         activeVideoLayers = try fields.decode([Bool].self, forKey: .activeVideoLayers)
         videoPacketsSent = try fields.decode(Int.self, forKey: .videoPacketsSent)
         videoBytesSent = try fields.decode(Int.self, forKey: .videoBytesSent)
@@ -191,6 +199,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         microphoneOverruns = try fields.decodeIfPresent(Int.self, forKey: .microphoneOverruns) ?? 0
         speakerThread = try fields.decodeIfPresent(String.self, forKey: .speakerThread)
         microphoneThread = try fields.decodeIfPresent(String.self, forKey: .microphoneThread)
+        mediaThread = try fields.decodeIfPresent(String.self, forKey: .mediaThread)
         keyframeRequestsReceived = try fields.decode(Int.self, forKey: .keyframeRequestsReceived)
         encryption = try fields.decodeIfPresent(String.self, forKey: .encryption)
         peers = try fields.decode([Peer].self, forKey: .peers)
@@ -211,6 +220,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(videoFramesSent, forKey: .videoFramesSent)
         try fields.encode(videoKeyframesSent, forKey: .videoKeyframesSent)
         try fields.encode(videoFramesCaptured, forKey: .videoFramesCaptured)
+        try fields.encode(videoFramesDroppedBusy, forKey: .videoFramesDroppedBusy)
         try fields.encode(activeVideoLayers, forKey: .activeVideoLayers)
         try fields.encode(videoPacketsSent, forKey: .videoPacketsSent)
         try fields.encode(videoBytesSent, forKey: .videoBytesSent)
@@ -225,6 +235,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(microphoneOverruns, forKey: .microphoneOverruns)
         try fields.encodeIfPresent(speakerThread, forKey: .speakerThread)
         try fields.encodeIfPresent(microphoneThread, forKey: .microphoneThread)
+        try fields.encodeIfPresent(mediaThread, forKey: .mediaThread)
         try fields.encode(keyframeRequestsReceived, forKey: .keyframeRequestsReceived)
         if let encryption {
             try fields.encode(encryption, forKey: .encryption)

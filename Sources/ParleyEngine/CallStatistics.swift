@@ -72,9 +72,13 @@ public struct CallStatistics: Sendable {
     /// How the speaker's and the microphone's threads are scheduled (nil without a real device).
     public var speakerThread: AudioThreadScheduling?
     public var microphoneThread: AudioThreadScheduling?
+    /// How the call's media loop (mixing, codecs, sockets) is scheduled: never real-time, raised where allowed.
+    public var mediaThread: AudioThreadScheduling?
     public var videoFramesSent = 0
     /// Frames taken from the camera (also those no layer encoded, because nobody watches).
     public var videoFramesCaptured = 0
+    /// Camera frames dropped because the one before was still being encoded (a machine too busy for the profile).
+    public var videoFramesDroppedBusy = 0
     public var videoKeyframesSent = 0
     public var videoPacketsSent = 0
     public var videoBytesSent = 0

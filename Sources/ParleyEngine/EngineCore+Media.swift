@@ -47,10 +47,14 @@ extension EngineCore {
                     name: "synthetic test picture", isCamera: false,
                     source: try makeVideoSource(.synthetic, participant: participant)))
         }
-        videoSender = try VideoSender(
+        let sender = try VideoSender(
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, random: &random)
-        if let demand = pendingLayerDemand { videoSender?.setActiveLayers(demand) }
+        if let demand = pendingLayerDemand { sender.setActiveLayers(demand) }
+        videoSent = sender.snapshot
+        videoGeneration += 1
+        videoFramesInFlight = 0
+        videoSender = VideoSenderThread(sender, loop: videoLoop)
         guard let bound else { return }
         if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
         let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
@@ -67,7 +71,7 @@ extension EngineCore {
     func stopMedia() {
         for timer in timers { timer.stop() }
         timers.removeAll()
-        videoSender?.close()
+        onVideoThread { $0.close() }
     }
 
     /// Closes the real microphone and speaker (leaving the call).
@@ -129,36 +133,77 @@ extension EngineCore {
         recordingTick()
     }
 
+    /// Runs `body` on the video thread, then brings the sender's counters back to this loop.
+    func onVideoThread(_ body: @escaping @Sendable (VideoSender) -> Void) {
+        guard let thread = videoSender, let bound else { return }
+        let generation = videoGeneration
+        thread.run { sender in
+            body(sender)
+            let snapshot = sender.snapshot
+            bound.eventLoop.execute {
+                if bound.value.videoGeneration == generation { bound.value.videoSent = snapshot }
+            }
+        }
+    }
+
+    /// The camera's turn: capture, self view and encode happen on the video thread, the packets are sent from here.
     func videoTick() {
-        guard let sender = videoSender else { return }
+        guard let thread = videoSender, let bound else { return }
         guard !cameraOff, role == .broadcaster else {
-            sender.skipFrame()
+            onVideoThread { $0.skipFrame() }
             return
         }
-        do {
-            let frame = try sender.capture(filter: filterOn)
-            if !sentFirstLocalFrame {
-                sentFirstLocalFrame = true
-                emit(.firstLocalFrame(VideoSize(width: frame.width, height: frame.height)))
-            }
-            if configuration.showsSelfView, let id = joined?.you.id {
-                videoSink?.deliver(frame, from: ParticipantID(id))
-            }
-            if mediaBound {
-                let packets = try sender.encode(frame)
-                let at = now
-                for packet in packets {
-                    sentVideo.store(
-                        packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber,
-                        at: at)
-                }
-                send(packets)
-            } else {
-                sender.skipFrame()
-            }
-        } catch {
-            logger.warning("video capture or encoding failed", metadata: ["error": "\(error)"])
+        // The frame before is still being captured or encoded: this one is dropped at the source, as a camera
+        // pipeline does when encoding falls behind (the encoder's rate control sees a lower frame rate).
+        guard videoFramesInFlight == 0 else {
+            videoFramesDroppedBusy += 1
+            onVideoThread { $0.skipFrame(requestingKeyframe: false) }
+            return
         }
+        videoFramesInFlight += 1
+        let generation = videoGeneration
+        let filter = filterOn
+        let encode = mediaBound
+        let selfView = configuration.showsSelfView ? joined.map { ParticipantID($0.you.id) } : nil
+        let sink = videoSink
+        thread.run { sender in
+            var result = CapturedVideoFrame(generation: generation, snapshot: VideoSenderSnapshot())
+            do {
+                let frame = try sender.capture(filter: filter)
+                result.size = VideoSize(width: frame.width, height: frame.height)
+                if let selfView { sink?.deliver(frame, from: selfView) }
+                if encode {
+                    result.packets = try sender.encode(frame)
+                } else {
+                    sender.skipFrame()
+                }
+            } catch {
+                result.failure = "\(error)"
+            }
+            result.snapshot = sender.snapshot
+            let done = result
+            bound.eventLoop.execute { bound.value.videoFrameDone(done) }
+        }
+    }
+
+    /// A frame back from the video thread: its packets go out (and are kept for resends).
+    func videoFrameDone(_ result: CapturedVideoFrame) {
+        guard result.generation == videoGeneration else { return }
+        videoFramesInFlight -= 1
+        videoSent = result.snapshot
+        if let size = result.size, !sentFirstLocalFrame {
+            sentFirstLocalFrame = true
+            emit(.firstLocalFrame(size))
+        }
+        if let failure = result.failure {
+            logger.warning("video capture or encoding failed", metadata: ["error": "\(failure)"])
+        }
+        guard !result.packets.isEmpty else { return }
+        let at = now
+        for packet in result.packets {
+            sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber, at: at)
+        }
+        send(result.packets)
     }
 
     /// Polls every peer's video jitter buffer (for NACK and keyframe timing); frames normally leave earlier, from
@@ -262,8 +307,8 @@ extension EngineCore {
             if let audio = audioSender, !microphoneMuted {
                 packets.append(.senderReport(audio.senderReport(ntpTimestamp: ntp)))
             }
-            if let video = videoSender, !cameraOff {
-                packets += video.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
+            if videoSender != nil, !cameraOff {
+                packets += videoSent.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
             }
         }
         var blocks: [ReportBlock] = []
@@ -288,7 +333,8 @@ extension EngineCore {
         for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
             emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
         }
-        guard let video = videoSender, let audio = audioSender else { return }
+        guard videoSender != nil, let audio = audioSender else { return }
+        let video = videoSent
         // What actually went out in this window, for the local tile's stats and for the room.
         // (New senders after a fresh rejoin start from zero: a negative window counts as zero.)
         // The camera's rate: a frame sent in two layers counts once.
@@ -302,6 +348,16 @@ extension EngineCore {
         if let speaker {
             info.audioDelayMilliseconds = (speaker.deviceLatency ?? .zero) / .milliseconds(1)
             info.speakerUnderruns = speaker.underruns + speaker.deviceUnderruns
+            let underruns = (mixLate: speaker.underruns, device: speaker.deviceUnderruns)
+            if underruns != speakerUnderrunsLogged {
+                speakerUnderrunsLogged = underruns
+                logger.warning(
+                    "the speaker played silence (a gap the listener hears)",
+                    metadata: [
+                        "mix late": "\(underruns.mixLate)", "sound server ran dry": "\(underruns.device)",
+                        "buffer ms": "\((speaker.deviceLatency ?? .zero) / .milliseconds(1))",
+                    ])
+            }
         }
         emit(.localStats(info))
         statsReports += 1

@@ -88,7 +88,7 @@ extension EngineCore {
                 case .bound:
                     if !mediaBound {
                         mediaBound = true
-                        videoSender?.requestKeyframe()
+                        onVideoThread { $0.requestKeyframe() }
                         // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
                         for peer in peers.values { sendKeyframeRequest(for: peer) }
                         if recordingAwaitsMedia {
@@ -114,7 +114,7 @@ extension EngineCore {
                         continue
                     }
                     keyframeRequestsReceived += 1
-                    videoSender?.requestKeyframe(layer: layer)
+                    onVideoThread { $0.requestKeyframe(layer: layer) }
                 case .nack(let nack):
                     guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
                         forgedFeedbackDropped += 1

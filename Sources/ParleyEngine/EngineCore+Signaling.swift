@@ -310,7 +310,7 @@ extension EngineCore {
             emit(.handRaised(ParticipantID(member.id)))
         case .videoLayers(let demand):
             pendingLayerDemand = demand.active
-            videoSender?.setActiveLayers(demand.active)
+            onVideoThread { $0.setActiveLayers(demand.active) }
         case .recording(let notice):
             recordingNotice(notice)
         case .recordingPolicy(let policy):

@@ -70,7 +70,7 @@ final class AudioSender {
     }
 }
 
-/// Camera → (filter) → VP8 → RTP. Owned by the engine core on its event loop.
+/// Camera → (filter) → VP8 → RTP. Lives on the video thread (`VideoSenderThread`).
 final class VideoSender {
     /// One picture source `c` can switch to.
     struct Source {
@@ -216,17 +216,21 @@ final class VideoSender {
         return packets
     }
 
-    /// Media time advances even while the camera is off, so timestamps stay on the wall clock.
-    func skipFrame() {
+    /// Media time advances even while the camera is off, so timestamps stay on the wall clock; the next frame is a
+    /// keyframe. A frame dropped because the one before was still encoding needs none (`requestingKeyframe: false`).
+    func skipFrame(requestingKeyframe: Bool = true) {
         mediaTime += .microseconds(1_000_000 / max(1, profile.fps))
-        encoder.requestKeyframe()
+        if requestingKeyframe { encoder.requestKeyframe() }
     }
 
-    /// A sender report for each layer being sent.
-    func senderReports(ntpTimestamp: UInt64) -> [SenderReport] {
-        streams.indices.filter { encoder.active[$0] }.map {
-            streams[$0].packetizer.senderReport(ntpTimestamp: ntpTimestamp, mediaTime: mediaTime)
-        }
+    /// Counters, layers and report state as they stand, for the media loop.
+    var snapshot: VideoSenderSnapshot {
+        VideoSenderSnapshot(
+            framesSent: framesSent, framesCaptured: framesCaptured, keyframesSent: keyframesSent,
+            packetsSent: packetsSent, bytesSent: bytesSent, cameraFramesSent: cameraFramesSent,
+            framesSentPerLayer: framesSentPerLayer, activeLayers: activeLayers, layerSizes: layerSizes,
+            sentLayers: streams.indices.filter { encoder.active[$0] }.map { streams[$0].packetizer },
+            mediaTime: mediaTime)
     }
 }
 
