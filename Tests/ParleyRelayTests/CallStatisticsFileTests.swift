@@ -42,7 +42,8 @@ struct CallStatisticsFileTests {
                 "nacksSent":3,"name":"bob",\
                 "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"speakerDeviceUnderruns":0,\
                 "speakerDropped":0,"speakerUnderruns":0,\
-                "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesSent":90,"videoKeyframesSent":2,\
+                "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesDroppedBusy":0,"videoFramesSent":90,\
+                "videoKeyframesSent":2,\
                 "videoPacketsSent":300}
                 """)
     }
