@@ -106,7 +106,7 @@ extension RelayCore {
         if header.ssrc == route.ssrcs.audio {
             sendToNodes(data, of: route.room)
         } else {
-            sendToNodes(data, of: route.room, layer: route.ssrcs.layerIndex(of: header.ssrc) ?? 0, of: route.member)
+            sendToNodes(data, of: route.room, layer: (route.ssrcs.layerIndex(of: header.ssrc) ?? 0, route.member))
         }
         fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
     }

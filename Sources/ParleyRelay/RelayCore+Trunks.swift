@@ -123,17 +123,12 @@ extension RelayCore {
         forwarded += destinations.count
     }
 
-    /// One copy of a member's datagram to each other node with members in `room`.
-    func sendToNodes(_ data: ByteBuffer, of room: String) {
-        guard let nodes = roomNodes[room] else { return }
-        for node in nodes.keys { sendToNode(data, node: node) }
-    }
-
-    /// One copy of a packet of `sender`'s video layer `layer` to each other node in `room` whose members need it.
-    func sendToNodes(_ data: ByteBuffer, of room: String, layer: Int, of sender: UInt32) {
+    /// One copy of a member's datagram to each other node with members in `room`; of a packet of a video layer
+    /// (`layer` of its sender), only to the nodes whose members need that layer.
+    func sendToNodes(_ data: ByteBuffer, of room: String, layer: (index: Int, sender: UInt32)? = nil) {
         guard let nodes = roomNodes[room] else { return }
         for node in nodes.keys {
-            guard layers.needs(layer: layer, of: sender, node: node) else {
+            if let layer, !layers.needs(layer: layer.index, of: layer.sender, node: node) {
                 trunkPacketsWithheld += 1
                 continue
             }
@@ -175,7 +170,12 @@ extension RelayCore {
             needs = try TrunkLayerNeeds(parsing: control.payload)
         } catch {
             trunkControlRefused += 1
-            logger.notice("trunk control refused", metadata: ["node": "\(control.from)", "error": "\(error)"])
+            // A node repeats its needs every second: one line a minute per node, with how many were held back.
+            if let heldBack = refusedTrunkLog.admit("control from node \(control.from)", at: now) {
+                logger.notice(
+                    "trunk control refused",
+                    metadata: ["node": "\(control.from)", "error": "\(error)", "held_back": "\(heldBack)"])
+            }
             return
         }
         trunkControlReceived += 1
