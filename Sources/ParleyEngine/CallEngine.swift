@@ -13,6 +13,7 @@ public final class CallEngine: Sendable {
     /// What happened, for the room reducer, in order. Finishes after `leave()`.
     public let events: AsyncStream<RoomEvent>
     let group: MultiThreadedEventLoopGroup
+    private let videoLoop: any EventLoop
     let core: NIOLoopBound<EngineCore>
 
     /// Creates an engine; nothing happens until `start()`. Real microphones, speakers and cameras are opened through
@@ -26,7 +27,8 @@ public final class CallEngine: Sendable {
         // Two threads: the media loop (sockets, audio, decoding) and the video thread (capture and encode).
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loop = group.next()
-        let videoLoop = group.next()
+        videoLoop = group.next()
+        let videoLoop = self.videoLoop
         core = try loop.submit {
             let core = EngineCore(
                 configuration: configuration, loop: loop, videoLoop: videoLoop, videoSink: videoSink, devices: devices,
@@ -34,7 +36,11 @@ public final class CallEngine: Sendable {
             // The speaker's block is mixed on this loop, between video frames: on a busy machine an ordinary thread
             // waits its turn behind every other process and the block comes late (a click). Raised like PulseAudio's
             // own threads, it runs first among ordinary threads; not real-time, since video work is unbounded.
-            core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
+            // Only a call that plays to a speaker has that deadline: a bot, or the demo's, would only take the
+            // processor from the terminal that draws the call.
+            if case .speaker = configuration.audioSink {
+                core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
+            }
             return NIOLoopBound(core, eventLoop: loop)
         }.wait()
     }
@@ -55,6 +61,10 @@ public final class CallEngine: Sendable {
     public func leave() async {
         let core = self.core
         try? await core.eventLoop.flatSubmit { core.value.leave() }.get()
+        // Work still queued on the video thread hands its results back to the media loop: both drain (in that
+        // order) before the group stops, or a result would be scheduled on a loop already shut down.
+        try? await videoLoop.submit {}.get()
+        try? await core.eventLoop.submit {}.get()
         try? await group.shutdownGracefully()
     }
 

@@ -144,9 +144,15 @@ final class CallSession {
 
     /// Handles what happened since the last step (a key, engine events, the clock) and redraws if needed.
     func step(key: Key?, terminal: Terminal, draws: Bool) -> Outcome {
+        step(keys: key.map { [$0] } ?? [], terminal: terminal, draws: draws)
+    }
+
+    /// Handles the keys that arrived together (a paste, a held key), then engine events and the clock, and draws
+    /// once for all of them.
+    func step(keys: [Key], terminal: Terminal, draws: Bool) -> Outcome {
         let at = now
         var effects: [RoomEffect] = []
-        if let key {
+        for key in keys {
             if key == .resize { terminal.invalidate() }
             effects += reduce(&state, .key(key, at: at))
             mustDraw = true

@@ -265,8 +265,10 @@ public enum TerminalApp {
                 mode = .messages(state, session)
 
             case .call(let session):
-                let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds)
-                switch session.step(key: key, terminal: terminal, draws: true) {
+                switch session.step(
+                    keys: Self.readKeys(terminal, timeout: session.idleTimeoutMilliseconds),
+                    terminal: terminal, draws: true)
+                {
                 case .running:
                     break
                 case .openMessages:
@@ -321,6 +323,20 @@ public enum TerminalApp {
     }
 
     /// One turn of the messages screen over a call: the call keeps running (undrawn), Esc goes back to it.
+    /// The most keys one step of a call takes before it draws: a long paste shows in pieces rather than late.
+    static let keysPerStep = 256
+
+    /// Waits up to `timeout` ms for a key, then takes every key already waiting behind it (a paste, a held arrow
+    /// key), so the call draws once for the lot instead of once per key.
+    private static func readKeys(_ terminal: Terminal, timeout: Int) -> [Key] {
+        guard let first = terminal.readKey(timeout: timeout) else { return [] }
+        var keys = [first]
+        while keys.count < keysPerStep, let next = terminal.readKey(timeout: 0) {
+            keys.append(next)
+        }
+        return keys
+    }
+
     private static func stepCallMessages(
         _ call: CallSession, _ state: inout MessagesState, _ session: MessagesSession,
         terminal: Terminal, lastDraw: inout Screen?
