@@ -202,3 +202,12 @@ public protocol VideoFrameSink: Sendable {
     /// The newest picture of a participant (the local id for the self view).
     func deliver(_ frame: VideoFrame, from participant: ParticipantID)
 }
+
+extension CallConfiguration {
+    /// The call plays to a real speaker or records a real microphone: its media loop has the devices' deadlines.
+    var usesSoundDevice: Bool {
+        if case .speaker = audioSink { return true }
+        if case .microphone = audioSource { return true }
+        return false
+    }
+}

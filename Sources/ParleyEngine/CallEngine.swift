@@ -36,9 +36,10 @@ public final class CallEngine: Sendable {
             // The speaker's block is mixed on this loop, between video frames: on a busy machine an ordinary thread
             // waits its turn behind every other process and the block comes late (a click). Raised like PulseAudio's
             // own threads, it runs first among ordinary threads; not real-time, since video work is unbounded.
-            // Only a call that plays to a speaker has that deadline: a bot, or the demo's, would only take the
-            // processor from the terminal that draws the call.
-            if case .speaker = configuration.audioSink {
+            // A microphone's blocks are encoded and sent here too, and one sent late is concealed at the far end.
+            // Only a call with a real speaker or microphone has those deadlines: a bot, or the demo's, would only
+            // take the processor from the terminal that draws the call.
+            if configuration.usesSoundDevice {
                 core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
             }
             return NIOLoopBound(core, eventLoop: loop)

@@ -287,11 +287,14 @@ struct SoundCallTests {
         let stats = try CallStatisticsFile(path: folder + "/bob.json").read()
         let mixLate = stats.speakerUnderruns - bobBefore.speakerUnderruns
         let ranDry = stats.speakerDeviceUnderruns - bobBefore.speakerDeviceUnderruns
+        let fromAlice = stats.peers.first { $0.name == "alice" }
+        let concealedBefore = bobBefore.peers.first { $0.name == "alice" }?.concealments ?? 0
+        let concealed = (fromAlice?.concealments ?? 0) - concealedBefore
         print(
             "sound path: during the speech, bob's speaker underran \(mixLate) (mix late) and \(ranDry) (sound server) "
                 + "times and dropped \(stats.speakerDropped) blocks; play-out buffer "
                 + "\(stats.speakerLatencyMs.map { "\($0) ms" } ?? "unknown"); \(stats.videoFramesDroppedBusy) of bob's "
-                + "camera frames dropped while the one before was encoding")
+                + "camera frames dropped while the one before was encoding; \(concealed) of alice's frames concealed")
         // The speaker's buffer grows after each underrun and the jitter buffer after each late packet (as NetEq's
         // does): on this shared machine the first late event of a stretch is the price of their short defaults, so
         // a few are allowed, each named; a systematic fault is not (the mix waiting behind video frames cost 69 to
@@ -318,14 +321,16 @@ struct SoundCallTests {
         #expect(
             talker.microphoneThread.map(expected.contains) == true,
             "alice's microphone thread: \(talker.microphoneThread ?? "none")")
-        // The media loop that mixes each block asks for nice −11 only (granted to root), never real-time.
+        // The media loops that mix each block (bob) and send each microphone block (alice) ask for nice −11 only
+        // (granted to root), never real-time. Alice's, left ordinary, sent late enough for bob to conceal 7 frames
+        // and the test to fail once in 12 idle runs.
         let media: Set<String> = geteuid() == 0 ? ["raised"] : ["raised", "normal"]
         #expect(stats.mediaThread.map(media.contains) == true, "bob's media loop: \(stats.mediaThread ?? "none")")
-        let fromAlice = stats.peers.first { $0.name == "alice" }
-        #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
-        let concealedBefore = bobBefore.peers.first { $0.name == "alice" }?.concealments ?? 0
         #expect(
-            fromAlice.map { $0.concealments - concealedBefore <= Self.speakerGapsAllowed } == true,
+            talker.mediaThread.map(media.contains) == true, "alice's media loop: \(talker.mediaThread ?? "none")")
+        #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
+        #expect(
+            fromAlice != nil && concealed <= Self.speakerGapsAllowed,
             "concealed 20 ms frames during the speech (\(concealedBefore) before it): \(stats.peers)")
         withExtendedLifetime(sound) {}
     }
