@@ -138,7 +138,7 @@ let package = Package(
             name: "ParleyBench",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
-                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices",
+                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices", "ParleyTestSupport",
                 // The join client's one event loop (it drives ParleyEngine's SignalingConnection).
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -149,8 +149,14 @@ let package = Package(
             name: "parley-bench",
             dependencies: ["ParleyBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // Pictures and helpers that tests and test probes share (not linked into `parley`).
-        .target(name: "ParleyTestSupport", dependencies: ["ParleyMedia"]),
+        // Pictures and helpers that tests, test probes and benchmarks share: probe pictures, a cluster of relays in one
+        // process (not linked into `parley`).
+        .target(
+            name: "ParleyTestSupport",
+            dependencies: [
+                "ParleyMedia", "ParleyRelay", "ParleySecurity", "ParleyStore", "ParleyWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
         // and runs the in-pane half of RenderBench (`pane`).
         .executableTarget(
@@ -215,7 +221,7 @@ let package = Package(
             name: "ParleyRelayTests",
             dependencies: [
                 "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
-                "ParleySecurity", "ParleyStore",
+                "ParleySecurity", "ParleyStore", "ParleyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -5,9 +5,10 @@ import ParleyProcesses
 import ParleySecurity
 import ParleyWire
 
-/// `parley-bench cluster`: three `parley serve --database` nodes on one PostgreSQL against one node on SQLite, on this
-/// machine: direct messages across nodes (rate, delivery p50/p99), the rate of notifications PostgreSQL carries to
-/// three listening nodes, and what a redirect adds to a join.
+/// `parley-bench cluster`: one room's video within one node against across two (latency, what the trunk adds); three
+/// `parley serve --database` nodes on one PostgreSQL against one node on SQLite, on this machine: direct messages
+/// across nodes (rate, delivery p50/p99), the rate of notifications PostgreSQL carries to three listening nodes, and
+/// what a redirect adds to a join.
 public enum ClusterBench {
     /// What to run (PARLEY_CLUSTER_SECONDS shortens the message runs; PARLEY_CLUSTER_RATES picks the offered rates).
     public struct Settings: Sendable {
@@ -15,6 +16,9 @@ public enum ClusterBench {
         public var rates = [5_000]
         public var seconds = 5.0
         public var joins = 20
+        /// One room on two nodes: windows per path and their length (PARLEY_CLUSTER_CASCADE_SECONDS).
+        public var cascadeRounds = 2
+        public var cascadeSeconds = 10.0
 
         public init() {}
 
@@ -23,6 +27,9 @@ public enum ClusterBench {
             let environment = ProcessInfo.processInfo.environment
             if let text = environment["PARLEY_CLUSTER_SECONDS"], let value = Double(text), value >= 1 {
                 settings.seconds = value
+            }
+            if let text = environment["PARLEY_CLUSTER_CASCADE_SECONDS"], let value = Double(text), value >= 2 {
+                settings.cascadeSeconds = value
             }
             if let text = environment["PARLEY_CLUSTER_RATES"] {
                 let rates = text.split(separator: ",").compactMap { Int($0) }.filter { (100...20_000).contains($0) }
@@ -38,6 +45,8 @@ public enum ClusterBench {
         let folder = NSTemporaryDirectory() + "parley-cluster-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        // First, on a quiet machine: one room's media within one node and across two.
+        let cascade = try await cascade(settings: settings, log: log)
         log("cluster: starting PostgreSQL")
         let postgres = try await PostgresServer.start()
         defer { postgres.stop() }
@@ -125,7 +134,7 @@ public enum ClusterBench {
             "From opening the WebSocket to the relay's `joined`; a redirected join also waits for the first node's "
                 + "placement query in PostgreSQL, its `redirect`, and a second WebSocket."
         ]
-        return [messages, bus, redirect]
+        return [cascade, messages, bus, redirect]
     }
 
     struct Row {

@@ -64,7 +64,7 @@ public enum LatencyBench {
         return table
     }
 
-    private static func row(_ name: String, _ latencies: [Double], lost: Int) -> [String] {
+    static func row(_ name: String, _ latencies: [Double], lost: Int) -> [String] {
         func cell(_ p: Double) -> String { percentile(latencies, p).map { formatted($0, decimals: 1) } ?? "n/a" }
         return [name, "\(latencies.count)", cell(0.5), cell(0.9), cell(0.99), cell(1.0), "\(lost)"]
     }
@@ -84,6 +84,11 @@ public enum LatencyBench {
         var decodeErrors: Int
         var nacks: Int
         var keyframeRequests: Int
+        /// Over the window: the sender's media packets and bytes (audio and every video layer), and what `counted`
+        /// counted (a relay's trunk packets, say).
+        var senderPackets = 0
+        var senderBytes = 0
+        var counted = 0
     }
 
     private static func measureCall(settings: Settings) async throws -> CallResult {
@@ -91,15 +96,33 @@ public enum LatencyBench {
         quiet.logLevel = .critical
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quiet))
         let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)
+        do {
+            let result = try await measureCall(settings: settings, sender: server, receiver: server, room: "latency")
+            await relay.shutdown()
+            return result
+        } catch {
+            await relay.shutdown()
+            throw error
+        }
+    }
+
+    /// A call of two engines, the sender joining through `sender` and the receiver through `receiver` (one relay,
+    /// or two nodes of a cluster); `count` is read as the window opens and closes.
+    static func measureCall(
+        settings: Settings, sender senderServer: ServerAddress, receiver receiverServer: ServerAddress, room: String,
+        count: @Sendable () async -> Int = { 0 }
+    ) async throws -> CallResult {
+        var quiet = Logger(label: "parley.bench")
+        quiet.logLevel = .critical
         let recorder = LatencyRecorder()
         let sender = try CallEngine(
             CallConfiguration(
-                server: server, room: "latency", name: "sender", profile: settings.profile,
+                server: senderServer, room: room, name: "sender", profile: settings.profile,
                 decodesVideo: false, decodesAudio: false, showsSelfView: true, logger: quiet),
             videoSink: CaptureSink(recorder: recorder))
         let receiver = try CallEngine(
             CallConfiguration(
-                server: server, room: "latency", name: "receiver", profile: settings.profile,
+                server: receiverServer, room: room, name: "receiver", profile: settings.profile,
                 microphoneMuted: true, cameraOff: true, showsSelfView: false, logger: quiet),
             videoSink: DecodeSink(recorder: recorder))
         let drains = [sender, receiver].map { engine in Task { for await _ in engine.events {} } }
@@ -113,12 +136,16 @@ public enum LatencyBench {
         guard recorder.sampleCount > 0 else {
             await sender.leave()
             await receiver.leave()
-            await relay.shutdown()
+            for drain in drains { drain.cancel() }
             throw LatencyBenchError.noFrames
         }
+        let sentBefore = await sender.statistics()
+        let countedBefore = await count()
         recorder.startWindow()
         try await Task.sleep(for: settings.window)
         recorder.endWindow()
+        let sentAfter = await sender.statistics()
+        let countedAfter = await count()
         // Frames captured at the end of the window are still on their way.
         try await Task.sleep(for: .milliseconds(300))
         let (latencies, lost) = recorder.results()
@@ -126,12 +153,15 @@ public enum LatencyBench {
         await sender.leave()
         await receiver.leave()
         for drain in drains { drain.cancel() }
-        await relay.shutdown()
         let peer = stats.peers.values.first
+        func packets(_ stats: CallStatistics) -> Int { stats.audioPacketsSent + stats.videoPacketsSent }
+        func bytes(_ stats: CallStatistics) -> Int { stats.audioBytesSent + stats.videoBytesSent }
         return CallResult(
             latencies: latencies, lost: lost, framesDecoded: peer?.framesDecoded ?? 0,
             decodeErrors: peer?.decodeErrors ?? 0, nacks: peer?.nacksSent ?? 0,
-            keyframeRequests: peer?.keyframeRequestsSent ?? 0)
+            keyframeRequests: peer?.keyframeRequestsSent ?? 0,
+            senderPackets: packets(sentAfter) - packets(sentBefore), senderBytes: bytes(sentAfter) - bytes(sentBefore),
+            counted: countedAfter - countedBefore)
     }
 
     private static func measureCodecOnly(settings: Settings) throws -> [Double] {
@@ -236,15 +266,15 @@ struct CaptureSink: VideoFrameSink {
     }
 }
 
-/// The receiver's video sink: matches each decoded picture to its capture.
+/// The receiver's video sink: matches each decoded picture to its capture. The call has one sender, and the stamp
+/// carries the id the sender's node gave it, which is not the one the receiver knows it by when they joined through
+/// different nodes: only the frame counter is matched.
 struct DecodeSink: VideoFrameSink {
     let recorder: LatencyRecorder
 
     func deliver(_ frame: VideoFrame, from participant: ParticipantID) {
         let now = ContinuousClock.now
-        guard let stamp = SyntheticCamera.readStamp(from: frame), stamp.participant == participant.rawValue else {
-            return
-        }
+        guard let stamp = SyntheticCamera.readStamp(from: frame) else { return }
         recorder.decoded(frame: stamp.frame, at: now)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleySecurity
+import ParleyTestSupport
 import ParleyWire
 import Testing
 

@@ -4,74 +4,13 @@ import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyStore
+import ParleyTestSupport
 import ParleyWire
 import Synchronization
 import Testing
 
 @testable import ParleyEngine
 @testable import ParleyRelay
-
-/// A cluster's bus in memory: each node's events go to the other relays in the order it publishes them (it publishes
-/// from its one event loop, as `clusterEvents` asks).
-final class MemoryBus: ClusterBus {
-    let nodeID: String
-    private let others = Mutex<[(node: String, relay: Relay)]>([])
-
-    init(nodeID: String) {
-        self.nodeID = nodeID
-    }
-
-    func connect(_ relays: [(node: String, relay: Relay)]) {
-        others.withLock { $0 = relays.filter { $0.node != nodeID } }
-    }
-
-    func publish(_ event: ClusterEvent) {
-        for other in others.withLock({ $0 }) { other.relay.clusterEvents([event], from: nodeID) }
-    }
-}
-
-/// Relays in this process sharing rooms as a cluster's nodes do (`--placement spread`): trunks on loopback
-/// authenticated by one cluster secret, the bus in memory. Nodes are named node-0, node-1, ….
-struct InProcessCluster {
-    var relays: [Relay]
-    var buses: [MemoryBus]
-    var trunkPorts: [Int]
-
-    /// Starts `nodes` relays with their trunks open; `connect` introduces them.
-    static func start(nodes: Int, logger: Logger) async throws -> InProcessCluster {
-        let secret = try ClusterSecret(bytes: (0..<32).map { UInt8($0) })
-        var cluster = InProcessCluster(relays: [], buses: [], trunkPorts: [])
-        for index in 0..<nodes {
-            let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger))
-            let gate = try TrunkGate(nodeID: "node-\(index)", boot: WallClock.milliseconds, secret: secret)
-            cluster.trunkPorts.append(try await relay.openTrunks(gate: gate, host: "127.0.0.1", port: 0))
-            let bus = MemoryBus(nodeID: "node-\(index)")
-            try await relay.spanRooms(over: bus)
-            cluster.relays.append(relay)
-            cluster.buses.append(bus)
-        }
-        return cluster
-    }
-
-    /// Connects the buses and gives each node the others' trunks, as the registry would: node `from` reaches node
-    /// `to` at the port `port(from, to)` names (by default `to`'s own trunk port; a test puts a proxy between).
-    func connect(port: (_ from: Int, _ to: Int) -> Int = { _, _ in -1 }) async throws {
-        let named = relays.enumerated().map { (node: "node-\($0.offset)", relay: $0.element) }
-        for (index, relay) in relays.enumerated() {
-            buses[index].connect(named)
-            try await relay.setTrunkPeers(
-                relays.indices.filter { $0 != index }.map { other in
-                    let chosen = port(index, other)
-                    return TrunkPeer(
-                        node: "node-\(other)", address: "127.0.0.1:\(chosen < 0 ? trunkPorts[other] : chosen)")
-                })
-        }
-    }
-
-    func shutdown() async {
-        for relay in relays { await relay.shutdown() }
-    }
-}
 
 /// Three relays in this process sharing a room as a cluster's nodes do; real engines and codecs join through
 /// different nodes.
