@@ -64,6 +64,14 @@ extension RelayCore {
                 media.count(.unknownSource)
                 return
             }
+            // Each of that node's members is held here to the rate a member is held to here (`--max-member-kbps`,
+            // or twice its declared profile), so a trunk carries at most the sum of its members' rates: a node that
+            // limits less, or forwards more than it should, loses the excess here (counted) and the members here
+            // are never flooded through it.
+            guard media.admitMedia(from: member, bytes: data.readableBytes, at: now) else {
+                trunkPacketsOverRate += 1
+                return
+            }
             fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
         case .rtcp:
             handleTrunkRTCP(data, from: node)

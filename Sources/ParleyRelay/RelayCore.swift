@@ -56,6 +56,8 @@ final class RelayCore {
     var trunkPacketsUnsent = 0
     /// Video packets not sent to a node because none of its members needs their layer.
     var trunkPacketsWithheld = 0
+    /// Media from another node's member beyond the rate that member is held to here, dropped.
+    var trunkPacketsOverRate = 0
     /// Control messages (layer needs) sent to other nodes, received from them, and refused as malformed.
     var trunkControlSent = 0
     var trunkControlReceived = 0
@@ -130,6 +132,7 @@ final class RelayCore {
         counters.trunkPacketsReceived = trunkPacketsReceived
         counters.trunkPacketsUnsent = trunkPacketsUnsent
         counters.trunkPacketsWithheld = trunkPacketsWithheld
+        counters.trunkPacketsOverRate = trunkPacketsOverRate
         counters.trunkControlSent = trunkControlSent
         counters.trunkControlReceived = trunkControlReceived
         counters.trunkControlRefused = trunkControlRefused

@@ -117,6 +117,11 @@ public final class RelayMetrics: Sendable {
                 counters.trunkPacketsWithheld
             ),
             (
+                "trunk_packets_over_rate",
+                "Media datagrams from another node's members dropped for going beyond the rate each is held to here.",
+                counters.trunkPacketsOverRate
+            ),
+            (
                 "trunk_control_sent", "Control messages (the layers a node's members need) sent to other nodes.",
                 counters.trunkControlSent
             ),

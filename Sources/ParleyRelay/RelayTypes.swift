@@ -182,6 +182,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var trunkPacketsUnsent = 0
     /// Video packets not sent to a node because none of its members needs their layer.
     public var trunkPacketsWithheld = 0
+    /// Media from another node's members dropped here for going beyond the rate each is held to (the trunk's bound:
+    /// the sum of its members' rates).
+    public var trunkPacketsOverRate = 0
     /// Control messages (what a node's receivers need of another's senders) sent, received, and refused malformed.
     public var trunkControlSent = 0
     public var trunkControlReceived = 0
