@@ -353,6 +353,17 @@ struct CallSignalingState {
         // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay restart) go
         // before the new local id is announced, since ids restart with the relay.
         if rejoin { actions.append(.dropStalePeers(room)) }
+        // How the call is protected is said before it is said to be joined: drawn between the two, the header read
+        // "connected" for a frame without its INSECURE.
+        if !rejoin {
+            actions.append(
+                .emit(
+                    .security(
+                        CallSecurity(
+                            insecureTransport: configuration.insecureTransport,
+                            encryption: configuration.encryption?.suite.name,
+                            safetyCode: configuration.encryption?.safetyCode))))
+        }
         actions.append(.emit(.joined(localID: ParticipantID(room.you.id))))
         if !rejoin, let problem = room.accountProblem {
             actions.append(.emit(.alert(.message(problem))))
@@ -368,15 +379,6 @@ struct CallSignalingState {
         // Said even when nobody hosts (0: the relay awaits the host it had before a restart): member ids start again
         // after a restart, so a host id kept from before could now name someone else.
         actions.append(.emit(.hostChanged(ParticipantID(room.host))))
-        if !rejoin {
-            actions.append(
-                .emit(
-                    .security(
-                        CallSecurity(
-                            insecureTransport: configuration.insecureTransport,
-                            encryption: configuration.encryption?.suite.name,
-                            safetyCode: configuration.encryption?.safetyCode))))
-        }
         if configuration.password != nil && !room.passwordProtected {
             actions.append(.emit(.alert(.message("\(room.room) has no password: anyone who knows its name can join"))))
         }

@@ -73,8 +73,8 @@ struct CallSignalingStateTests {
     /// nobody hosts (0).
     static func firstJoin(_ room: JoinedRoom) -> [Action] {
         [
-            .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .addMembers(room.members),
-            .emit(.hostChanged(ParticipantID(room.host))), security,
+            security, .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .addMembers(room.members),
+            .emit(.hostChanged(ParticipantID(room.host))),
             .bindMedia(room, restartMedia: true), .startReporting,
         ]
     }
@@ -184,8 +184,8 @@ struct CallSignalingStateTests {
             expected: [
                 (0, .prepareMedia), (0, .openConnection(first: true)), (10, .send(.challenge)),
                 (20, .sendJoin(.init(proof: proof(nonce)))),
-                (30, .emit(.joined(localID: ParticipantID(1)))), (30, .resendTiles), (30, .addMembers([bob])),
-                (30, .emit(.hostChanged(ParticipantID(0)))), (30, security),
+                (30, security), (30, .emit(.joined(localID: ParticipantID(1)))), (30, .resendTiles),
+                (30, .addMembers([bob])), (30, .emit(.hostChanged(ParticipantID(0)))),
                 (30, .emit(.alert(.message("standup has no password: anyone who knows its name can join")))),
                 (30, .bindMedia(alice, restartMedia: true)), (30, .startReporting),
             ]),
