@@ -39,6 +39,7 @@ extension ClusterBench {
         let profile = latency.profile
         let node = cluster.relays.map { ServerAddress(host: "127.0.0.1", port: $0.signalingPort) }
         let first = cluster.relays[0]
+        let trunkPacketsSent: @Sendable () async -> Int = { (try? await first.counters().trunkPacketsSent) ?? 0 }
         var within: [LatencyBench.CallResult] = []
         var across: [LatencyBench.CallResult] = []
         // Alternated, so a slow moment of the machine falls on both paths alike.
@@ -47,12 +48,12 @@ extension ClusterBench {
             within.append(
                 try await LatencyBench.measureCall(
                     settings: latency, sender: node[0], receiver: node[0], room: "within-\(round)",
-                    count: { (try? await first.counters().trunkPacketsSent) ?? 0 }))
+                    count: trunkPacketsSent))
             log("cluster: cascade round \(round): the receiver on the other node")
             across.append(
                 try await LatencyBench.measureCall(
                     settings: latency, sender: node[0], receiver: node[1], room: "across-\(round)",
-                    count: { (try? await first.counters().trunkPacketsSent) ?? 0 }))
+                    count: trunkPacketsSent))
         }
         var table = BenchTable(
             title: "One room on two nodes: capture-to-decoded video latency, \(profile.name) at \(profile.fps) fps, "

@@ -27,8 +27,8 @@ public final class CallEngine: Sendable {
         // Two threads: the media loop (sockets, audio, decoding) and the video thread (capture and encode).
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loop = group.next()
-        videoLoop = group.next()
-        let videoLoop = self.videoLoop
+        let videoLoop = group.next()
+        self.videoLoop = videoLoop
         core = try loop.submit {
             let core = EngineCore(
                 configuration: configuration, loop: loop, videoLoop: videoLoop, videoSink: videoSink, devices: devices,

@@ -415,6 +415,21 @@ struct SpeechMatch {
         // (PeerAudioPlayout's catch-up), which moves the delay by 2.5 ms over a second of silence.
         let trackWidth = rate / 10
         let baseFollow = rate * 3 / 1000
+        /// Where within `reach` of the lag `centre` (every `step` samples) the heard signal best matches `window`
+        /// (sent from `start`), and how well.
+        func bestMatch(
+            _ window: ArraySlice<Double>, from start: Int, around centre: Int, within reach: Int, by step: Int = 1
+        )
+            -> (value: Double, lag: Int)
+        {
+            var found = (value: -1.0, lag: centre)
+            for lag in stride(from: centre - reach, through: centre + reach, by: step)
+            where start + lag >= 0 && start + lag + trackWidth <= y.count {
+                let value = correlate(window, y[(start + lag)..<(start + lag + trackWidth)])
+                if value > found.value { found = (value, lag) }
+            }
+            return found
+        }
         var tracked = lag
         var lastTracked = rate * 2
         var track: [(centre: Double, lag: Double)] = []
@@ -424,40 +439,16 @@ struct SpeechMatch {
             let follow = baseFollow + Int(Double(abs(start - lastTracked)) * 0.003)
             guard rms > 300, start + tracked + follow + trackWidth <= y.count else { continue }
             lastTracked = start
-            var local = -1.0
-            var localLag = tracked
-            for shift in -follow...follow where start + tracked + shift >= 0 {
-                let value = correlate(window, y[(start + tracked + shift)..<(start + tracked + shift + trackWidth)])
-                if value > local {
-                    local = value
-                    localLag = tracked + shift
-                }
-            }
+            let (local, nearest) = bestMatch(window, from: start, around: tracked, within: follow)
+            var localLag = nearest
             // A block of silence the speaker played (a late mix, counted) or a concealed frame moves everything after
             // it 20 ms later at once, which the ±3 ms steps cannot follow: once lost, every window after it compares
             // the wrong samples (a run with one late mix scored 0.60 so, though every half second of what was heard
             // matched the speech at 0.8–0.97 at the new delay). So a window that matches poorly is looked for ±30 ms
             // away, coarsely and then to the sample, and a clearly better match there is a step of the delay.
             if local < 0.6 {
-                let reach = rate * 30 / 1000
-                var wide = local
-                var wideLag = localLag
-                for shift in stride(from: -reach, through: reach, by: 8)
-                where start + tracked + shift >= 0 && start + tracked + shift + trackWidth <= y.count {
-                    let value = correlate(window, y[(start + tracked + shift)..<(start + tracked + shift + trackWidth)])
-                    if value > wide {
-                        wide = value
-                        wideLag = tracked + shift
-                    }
-                }
-                for shift in -7...7
-                where start + wideLag + shift >= 0 && start + wideLag + shift + trackWidth <= y.count {
-                    let value = correlate(window, y[(start + wideLag + shift)..<(start + wideLag + shift + trackWidth)])
-                    if value > wide {
-                        wide = value
-                        wideLag += shift
-                    }
-                }
+                let coarse = bestMatch(window, from: start, around: tracked, within: rate * 30 / 1000, by: 8)
+                let (wide, wideLag) = bestMatch(window, from: start, around: coarse.lag, within: 7)
                 if wide >= 0.6 && wide > local + 0.2 && abs(wideLag - localLag) > follow {
                     localLag = wideLag
                     delaySteps.append(Double(wideLag - tracked) / Double(rate) * 1000)

@@ -322,7 +322,6 @@ public enum TerminalApp {
         }
     }
 
-    /// One turn of the messages screen over a call: the call keeps running (undrawn), Esc goes back to it.
     /// The most keys one step of a call takes before it draws: a long paste shows in pieces rather than late.
     static let keysPerStep = 256
 
@@ -337,6 +336,7 @@ public enum TerminalApp {
         return keys
     }
 
+    /// One turn of the messages screen over a call: the call keeps running (undrawn), Esc goes back to it.
     private static func stepCallMessages(
         _ call: CallSession, _ state: inout MessagesState, _ session: MessagesSession,
         terminal: Terminal, lastDraw: inout Screen?
