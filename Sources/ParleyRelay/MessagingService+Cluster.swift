@@ -117,7 +117,7 @@ extension MessagingService {
             else { return }
             deliver(line, publish: false)
             if line.post.kind == .message { channelPostObserver?(line) }
-        case .roomSettingsChanged, .roomMember, .roomMemberLeft, .roomOpened, .roomChat, .drainNode:
+        case .roomSettingsChanged, .roomMember, .roomMemberLeft, .roomOpened, .roomChat, .roomControl, .drainNode:
             break  // The relay's, not messaging's.
         case .nodeGone(let gone):
             let affected = remote.filter { $0.value[gone] != nil }.map(\.key)

@@ -196,6 +196,7 @@ public final class Relay: Sendable {
         try await serverChannel.eventLoop.submit { [core] in
             core.value.bus = bus
             core.value.state.spansNodes = true
+            core.value.state.nodeID = bus.nodeID
         }.get()
     }
 
@@ -204,31 +205,14 @@ public final class Relay: Sendable {
     public func clusterEvents(_ events: [ClusterEvent], from node: String) {
         let roomEvents = events.filter {
             switch $0 {
-            case .roomMember, .roomMemberLeft, .roomOpened, .roomChat, .nodeGone: true
+            case .roomMember, .roomMemberLeft, .roomOpened, .roomChat, .roomControl, .nodeGone: true
             default: false
             }
         }
         guard !roomEvents.isEmpty else { return }
         core.eventLoop.execute { [core] in
             let core = core.value
-            for event in roomEvents {
-                switch event {
-                case .roomMember(let room, let member):
-                    core.perform(core.state.remoteMember(member, room: room, node: node, now: core.now))
-                case .roomMemberLeft(let room, let member, let reason):
-                    core.perform(core.state.remoteMemberLeft(room: room, node: node, member: member, reason: reason))
-                case .roomOpened(let room):
-                    core.perform(core.state.roomOpenedElsewhere(room, now: core.now))
-                case .roomChat(let room, let member, let text, let sealed, let time):
-                    core.perform(
-                        core.state.remoteChat(
-                            room: room, node: node, member: member, text: text, sealed: sealed, time: time))
-                case .nodeGone(let gone):
-                    core.perform(core.state.nodeGone(gone))
-                default:
-                    break
-                }
-            }
+            for event in roomEvents { core.perform(core.state.clusterEvent(event, from: node, now: core.now)) }
         }
     }
 

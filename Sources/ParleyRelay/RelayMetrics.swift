@@ -142,6 +142,11 @@ public final class RelayMetrics: Sendable {
                 "remote_chat_refused", "Chat lines of other nodes' members over this node's limits.",
                 counters.remoteChatRefused
             ),
+            (
+                "remote_controls_refused",
+                "Host commands from other nodes refused: said by a member this node does not see as the room's host.",
+                counters.remoteControlsRefused
+            ),
         ]
     }
 

@@ -56,7 +56,7 @@ extension RelayState {
         joined id: UInt32, room: String, resume: ResumeToken?, account: String?, others: [ConnectionID], now: Duration
     ) -> [RelayAction] {
         guard let awaited = returningHosts[room] else {
-            if rooms[room]?.host == nil { rooms[room]?.host = id }
+            if rooms[room]?.host == nil { makeHost(id, of: room) }
             return []
         }
         guard awaited.matches(resume: resume, account: account) else {
@@ -64,7 +64,7 @@ extension RelayState {
             return []
         }
         returningHosts[room] = nil
-        rooms[room]?.host = id
+        makeHost(id, of: room)
         rooms[room]?.awaitingHostSince = nil
         return others.isEmpty ? [] : [.send(.host(MemberRef(id: id)), to: others)]
     }
@@ -81,8 +81,12 @@ extension RelayState {
             guard let since = room.awaitingHostSince, now - since >= Self.hostReturnWindow else { continue }
             rooms[name]?.awaitingHostSince = nil
             returningHosts[name] = nil
-            guard let first = room.members.first else { continue }
-            rooms[name]?.host = first
+            if spansNodes {
+                actions += settleClusterHost(of: name, now: now)
+                continue
+            }
+            guard let first = room.members.first(where: { members[$0]?.isLocal == true }) else { continue }
+            makeHost(first, of: name)
             actions.append(.send(.host(MemberRef(id: first)), to: connections(in: name, except: nil)))
         }
         return actions

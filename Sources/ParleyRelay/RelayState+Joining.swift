@@ -324,10 +324,13 @@ extension RelayState {
         if rooms[member.room]?.members.isEmpty ?? false {
             rooms[member.room] = nil
             if placesRooms { actions.append(.roomClosed(member.room)) }
-        } else if rooms[member.room]?.host == id,
-            let next = rooms[member.room]?.members.first(where: { members[$0]?.isLocal == true })
-        {
-            rooms[member.room]?.host = next
+        } else if spansNodes {
+            if rooms[member.room]?.host == id { rooms[member.room]?.host = nil }
+            if member.hostSince != nil || rooms[member.room]?.host == nil {
+                actions += settleClusterHost(of: member.room, now: member.lastSeen)
+            }
+        } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {
+            makeHost(next, of: member.room)
             actions.append(.send(.host(MemberRef(id: next)), to: connections(in: member.room, except: nil)))
         }
         return actions

@@ -1,4 +1,5 @@
 import ParleySecurity
+import ParleyStore
 import ParleyWire
 
 /// What a member's signaling messages do to the relay: chat, media changes, roles and the host's commands.
@@ -125,6 +126,8 @@ extension RelayState {
                 ]
                 if let host = room.host, let hostConnection = members[host]?.connection {
                     actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
+                } else if spansNodes, let host = room.host, members[host]?.isLocal == false {
+                    actions.append(.publish(.roomControl(room: member.room, member: id, control: .hand)))
                 }
                 return actions
             }
@@ -135,29 +138,29 @@ extension RelayState {
                 return unknownMember(target.id, in: member.room, connection)
             }
             rooms[member.room]?.mayBroadcast.insert(target.id)
+            if let node = other.node, let origin = other.originID {
+                // Its own node changes its role, and announces it.
+                return [
+                    .publish(
+                        .roomControl(room: member.room, member: id, control: .allow(node: node, member: origin)))
+                ]
+            }
             return other.info.role == .audience ? setRole(.broadcaster, of: target.id) : []
         case .remove(let target):
             guard let room = rooms[member.room], room.host == id else { return notHost(connection, "remove") }
             guard target.id != id, let other = members[target.id], other.room == member.room else {
                 return unknownMember(target.id, in: member.room, connection)
             }
-            rooms[member.room]?.remember(
-                RemovedMember(
-                    name: other.info.name.lowercased(), account: other.info.account?.lowercased(),
-                    by: member.info.name))
-            var actions: [RelayAction] = []
-            if let targetConnection = other.connection {
-                connections[targetConnection]?.member = nil
-                actions.append(
-                    .send(
-                        .removed(
-                            Removal(
-                                by: member.info.name,
-                                message: "\(member.info.name), the host, removed you from \(member.room)")),
-                        to: [targetConnection]))
-                actions.append(.close(targetConnection))
-            }
-            return actions + remove(target.id, reason: .removed)
+            let removal = RemovedMember(
+                name: other.info.name.lowercased(), account: other.info.account?.lowercased(), by: member.info.name)
+            rooms[member.room]?.remember(removal)
+            guard spansNodes else { return removeByHost(target.id, hostName: member.info.name) }
+            // Every node remembers the removal; the member's own node closes its connection (and says it left).
+            let control = RoomControl.remove(
+                node: other.node ?? nodeID, member: other.originID ?? target.id, name: removal.name,
+                account: removal.account)
+            let published: [RelayAction] = [.publish(.roomControl(room: member.room, member: id, control: control))]
+            return other.isLocal ? published + removeByHost(target.id, hostName: member.info.name) : published
         case .readmit(let readmission):
             guard let room = rooms[member.room], room.host == id else { return notHost(connection, "readmit") }
             let name = readmission.name.lowercased()
@@ -168,7 +171,8 @@ extension RelayState {
                 return refuse(
                     .badField, "nobody called \(readmission.name) was removed from \(member.room)", connection)
             }
-            return []
+            return spansNodes
+                ? [.publish(.roomControl(room: member.room, member: id, control: .readmit(name: name)))] : []
         case .recording(let change):
             return recording(change.recording, by: id, on: connection)
         case .recordingPolicy(let policy):
@@ -190,6 +194,7 @@ extension RelayState {
         let notice = RecordingNotice(
             id: id, name: member.info.label, recording: recording, encrypted: room.encryption != nil ? true : nil)
         return [.send(.recording(notice), to: connections(in: member.room, except: nil))]
+            + announce(id, now: member.lastSeen)
     }
 
     /// The host allows or forbids recording (`/norecord`); everyone is told. Members recording stop on their own
@@ -209,7 +214,7 @@ extension RelayState {
             .send(
                 .recordingPolicy(RecordingPolicy(allowed: allowed, by: member.info.name)),
                 to: connections(in: member.room, except: nil))
-        ]
+        ] + announce(id, now: member.lastSeen)
     }
 
     /// The refusal of a recording in `room`.

@@ -25,7 +25,9 @@ extension RelayState {
             videoMuted: info.videoMuted, ssrcBlock: info.ssrcs.block, account: info.account,
             videoLayers: member.videoLayers?.map { [$0.width, $0.height] },
             inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000,
-            credentialDigest: member.credentialDigest, replaces: replaces)
+            credentialDigest: member.credentialDigest, replaces: replaces, hostSince: member.hostSince,
+            recording: rooms[member.room]?.recorders.contains(id) == true ? true : nil,
+            recordingForbiddenBy: rooms[member.room]?.host == id ? rooms[member.room]?.recordingForbiddenBy : nil)
     }
 
     /// The bus event announcing a member of this node, when rooms span nodes.
@@ -89,9 +91,12 @@ extension RelayState {
                         .mute(MemberMute(id: id, audio: entry.audioMuted, video: entry.videoMuted)),
                         to: connections(in: room, except: nil)))
             }
+            let claimed = member.hostSince != entry.hostSince
+            member.hostSince = entry.hostSince
             members[id] = member
             if member.info.role != role { actions += setRole(role, of: id) }
-            return actions
+            if claimed { actions += settleClusterHost(of: room, now: now) }
+            return actions + takeRecording(of: id, from: entry)
         }
         guard case .success(let name) = nameRule(entry.name), entry.ssrcBlock != 0, entry.ssrcBlock & 3 == 0,
             (entry.videoLayers?.count ?? 0) <= maxVideoLayers,
@@ -112,13 +117,14 @@ extension RelayState {
             lastSeen: now, hidesRoom: true,
             videoLayers: entry.videoLayers?.map { VideoLayerSize(width: $0[0], height: $0[1]) },
             joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)),
-            credentialDigest: entry.credentialDigest ?? "", node: node, originID: entry.id)
+            credentialDigest: entry.credentialDigest ?? "", node: node, originID: entry.id,
+            hostSince: entry.hostSince)
         remoteIDs[key] = id
         rooms[room]?.members.append(id)
         if role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
-        return actions + [
-            .memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others),
-        ]
+        actions += [.memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others)]
+        if entry.hostSince != nil { actions += settleClusterHost(of: room, now: now) }
+        return actions + takeRecording(of: id, from: entry) + removeAgainIfRemoved(id, room: room)
     }
 
     /// The member with id `member` on `node` left `room`.

@@ -29,6 +29,8 @@ public struct RelayState: Sendable {
         public var node: String? = nil
         /// Its id on that node.
         public var originID: UInt32? = nil
+        /// When it claimed the room's host role (ms since 1970), in a room spanning nodes; nil if it never did.
+        public var hostSince: Int64? = nil
 
         /// Whether it joined through this node.
         public var isLocal: Bool { node == nil }
@@ -145,6 +147,8 @@ public struct RelayState: Sendable {
     /// Rooms span the cluster's nodes (`--placement spread`): members joining, changing and leaving here are
     /// published for the other nodes (`.publish`), and theirs are taken in (`remoteMember`).
     public var spansNodes = false
+    /// This node's id in the cluster (the tie-break between equal host claims).
+    public var nodeID = ""
     /// Members of other nodes by (node, their id there), to their id here.
     var remoteIDs: [RemoteMemberKey: UInt32] = [:]
     /// The node drains: it takes no new members (`drain(to:)`).

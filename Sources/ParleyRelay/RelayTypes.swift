@@ -193,6 +193,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var remoteMembersRefused = 0
     /// Other nodes' chat lines over this node's limits, not said here.
     public var remoteChatRefused = 0
+    /// Other nodes' host commands refused here: said by a member this node does not see as the room's host.
+    public var remoteControlsRefused = 0
 
     /// All zero.
     public init() {}

@@ -89,6 +89,22 @@ public enum ClusterEvent: Sendable, Equatable, Codable {
     /// A chat line said in `room` by the publishing node's member `member` (its id there): plain `text`, or
     /// `sealed` (end-to-end encrypted, base64) with `text` empty; `time` in ms since 1970.
     case roomChat(room: String, member: UInt32, text: String, sealed: String?, time: Int64)
+    /// What the publishing node's member `member` (its id there) asks of the room's members on other nodes: a host's
+    /// command, or an audience member's raised hand. Each node checks it against the host it sees.
+    case roomControl(room: String, member: UInt32, control: RoomControl)
+}
+
+/// A host's command about a member of another node, or a request to the host there.
+public enum RoomControl: Sendable, Equatable, Codable {
+    /// The host lets `node`'s member `member` (its id there) broadcast.
+    case allow(node: String, member: UInt32)
+    /// The host removed `node`'s member `member`, known by `name` and `account` (both lowercased): every node
+    /// refuses them from now on, and their node closes their connection.
+    case remove(node: String, member: UInt32, name: String, account: String?)
+    /// The host lets whoever was removed under `name` (or that account) come back.
+    case readmit(name: String)
+    /// An audience member asks the host to let them broadcast.
+    case hand
 }
 
 /// One call member as its node announces it to the other nodes of its room.
@@ -113,12 +129,23 @@ public struct RoomMemberEntry: Sendable, Equatable, Codable {
     /// The credential digest of the member it is, when it came back through this node from another (its node died
     /// or it lost it): every node drops that earlier self.
     public var replaces: String?
+    /// When it claimed the room's host role (ms since 1970), nil when it never did. The oldest claim in the room
+    /// hosts it on every node (ties: the lower node id, then the lower member id).
+    public var hostSince: Int64?
+    /// Whether it is recording the call.
+    public var recording: Bool?
+    /// When it hosts the room and has forbidden recording (`/norecord`): whose rule that is.
+    public var recordingForbiddenBy: String?
 
     public init(
         id: UInt32, name: String, broadcaster: Bool, audioMuted: Bool, videoMuted: Bool, ssrcBlock: UInt32,
         account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0,
-        credentialDigest: String? = nil, replaces: String? = nil
+        credentialDigest: String? = nil, replaces: String? = nil, hostSince: Int64? = nil, recording: Bool? = nil,
+        recordingForbiddenBy: String? = nil
     ) {
+        self.hostSince = hostSince
+        self.recording = recording
+        self.recordingForbiddenBy = recordingForbiddenBy
         self.credentialDigest = credentialDigest
         self.replaces = replaces
         self.id = id

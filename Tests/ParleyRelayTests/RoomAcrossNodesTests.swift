@@ -179,7 +179,7 @@ struct RoomAcrossNodesTests {
         #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
     }
 
-    @Test func theHostIsNeverAnotherNodesMember() {
+    @Test func anotherNodesMemberWithoutAHostClaimNeverHostsHere() {
         var relay = spanning()
         let a = relay.connect(1)
         let b = relay.connect(2)
