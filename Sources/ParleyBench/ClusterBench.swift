@@ -19,6 +19,8 @@ public enum ClusterBench {
         /// One room on two nodes: windows per path and their length (PARLEY_CLUSTER_CASCADE_SECONDS).
         public var cascadeRounds = 2
         public var cascadeSeconds = 10.0
+        /// Node deaths and drains timed, each (PARLEY_CLUSTER_FAILOVER_TRIALS; 0 skips them).
+        public var failoverTrials = 10
 
         public init() {}
 
@@ -30,6 +32,11 @@ public enum ClusterBench {
             }
             if let text = environment["PARLEY_CLUSTER_CASCADE_SECONDS"], let value = Double(text), value >= 2 {
                 settings.cascadeSeconds = value
+            }
+            if let text = environment["PARLEY_CLUSTER_FAILOVER_TRIALS"], let value = Int(text),
+                (0...100).contains(value)
+            {
+                settings.failoverTrials = value
             }
             if let text = environment["PARLEY_CLUSTER_RATES"] {
                 let rates = text.split(separator: ",").compactMap { Int($0) }.filter { (100...20_000).contains($0) }
@@ -52,6 +59,14 @@ public enum ClusterBench {
         defer { postgres.stop() }
         let database = try await postgres.createDatabase(prefix: "parley_bench")
         let url = postgres.url(database: database)
+        var outages: [BenchTable] = []
+        if settings.failoverTrials > 0 {
+            log("cluster: a node killed and a node drained, \(settings.failoverTrials) trials each")
+            outages.append(
+                try await failover(
+                    executable: executable, postgres: postgres, folder: folder, trials: settings.failoverTrials,
+                    log: log))
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { group.shutdownGracefully { _ in } }
 
@@ -134,7 +149,7 @@ public enum ClusterBench {
             "From opening the WebSocket to the relay's `joined`; a redirected join also waits for the first node's "
                 + "placement query in PostgreSQL, its `redirect`, and a second WebSocket."
         ]
-        return [cascade, messages, bus, redirect]
+        return [cascade] + outages + [messages, bus, redirect]
     }
 
     struct Row {
