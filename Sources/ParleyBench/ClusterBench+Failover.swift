@@ -22,25 +22,13 @@ extension ClusterBench {
     ) async throws -> BenchTable {
         let database = try await postgres.createDatabase(prefix: "parley_failover")
         let url = postgres.url(database: database)
-        let secret = folder + "/failover-secret"
-        try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
-            toFile: secret, atomically: false, encoding: .utf8)
-        chmod(secret, 0o600)
+        let secret = try writeSecret(in: folder, name: "failover-secret")
         var ports: [String: Int] = [:]
         for id in ["a", "b", "c"] { ports[id] = try PostgresServer.freePort() }
         func start(_ id: String) throws -> BackgroundProcess {
-            let node = try BackgroundProcess(
-                executable,
-                [
-                    "serve", "--host", "127.0.0.1", "--port", "\(ports[id]!)", "--insecure", "--log-level", "warning",
-                    "--state-dir", folder + "/failover-" + id, "--database", url, "--node-id", id,
-                    "--advertise", "127.0.0.1:\(ports[id]!)", "--cluster-secret-file", secret, "--drain-seconds", "10",
-                ])
-            guard node.waitForOutput(containing: "--placement spread", seconds: 30) else {
-                node.stop()
-                throw FailoverBenchError("node \(id) did not start: \(node.output.suffix(500))")
-            }
-            return node
+            try startNode(
+                executable: executable, id: id, port: ports[id]!, url: url, secret: secret, folder: folder,
+                extra: ["--drain-seconds", "10"])
         }
         var nodes: [String: BackgroundProcess] = [:]
         defer { for node in nodes.values { node.stop(grace: 1) } }
@@ -176,7 +164,17 @@ extension ClusterBench {
         }
         guard await flowing(for: 1) else {
             stop.set()
-            throw FailoverBenchError("\(room): alice and bob never decoded each other")
+            func seen(_ engine: CallEngine) async -> String {
+                let statistics = await engine.statistics()
+                let peers = statistics.peers.values.map { "\($0.name) \($0.framesDecoded) frames" }
+                return
+                    "id \(statistics.localID), media bound \(statistics.mediaBound), video sent \(statistics.videoFramesSent), peers: "
+                    + (peers.isEmpty ? "none" : peers.joined(separator: ", "))
+            }
+            let what = "alice (\(await seen(alice))), bob (\(await seen(bob)))"
+            await alice.leave()
+            await bob.leave()
+            throw FailoverBenchError("\(room): alice and bob never decoded each other within 20 s: \(what)")
         }
         let signalled = (ContinuousClock.now - start).seconds
         node.signal(signal)

@@ -5,10 +5,11 @@ import ParleyProcesses
 import ParleySecurity
 import ParleyWire
 
-/// `parley-bench cluster`: one room's video within one node against across two (latency, what the trunk adds); three
-/// `parley serve --database` nodes on one PostgreSQL against one node on SQLite, on this machine: direct messages
-/// across nodes (rate, delivery p50/p99), the rate of notifications PostgreSQL carries to three listening nodes, and
-/// what a redirect adds to a join.
+/// `parley-bench cluster`: one room's video within one node against across two (latency, what the trunk adds); a
+/// node killed and a node drained under a call (frozen video, over trials); the largest broadcast audience one node
+/// holds against three; three `parley serve --database` nodes on one PostgreSQL against one node on SQLite, on this
+/// machine: direct messages across nodes (rate, delivery p50/p99), the rate of notifications PostgreSQL carries to
+/// three listening nodes, and what a redirect adds to a join.
 public enum ClusterBench {
     /// What to run (PARLEY_CLUSTER_SECONDS shortens the message runs; PARLEY_CLUSTER_RATES picks the offered rates).
     public struct Settings: Sendable {
@@ -21,6 +22,10 @@ public enum ClusterBench {
         public var cascadeSeconds = 10.0
         /// Node deaths and drains timed, each (PARLEY_CLUSTER_FAILOVER_TRIALS; 0 skips them).
         public var failoverTrials = 10
+        /// Broadcast audiences tried on one node and on three (PARLEY_CLUSTER_AUDIENCES, ascending; empty skips),
+        /// and the window at each.
+        public var audiences = [100, 250, 500, 1000]
+        public var audienceSeconds = 5.0
 
         public init() {}
 
@@ -37,6 +42,12 @@ public enum ClusterBench {
                 (0...100).contains(value)
             {
                 settings.failoverTrials = value
+            }
+            if let text = environment["PARLEY_CLUSTER_AUDIENCES"] {
+                settings.audiences = text.split(separator: ",").compactMap { Int($0) }.filter {
+                    (1...5_000).contains($0)
+                }
+                .sorted()
             }
             if let text = environment["PARLEY_CLUSTER_RATES"] {
                 let rates = text.split(separator: ",").compactMap { Int($0) }.filter { (100...20_000).contains($0) }
@@ -59,13 +70,28 @@ public enum ClusterBench {
         defer { postgres.stop() }
         let database = try await postgres.createDatabase(prefix: "parley_bench")
         let url = postgres.url(database: database)
-        var outages: [BenchTable] = []
+        var nodeTables: [BenchTable] = []
         if settings.failoverTrials > 0 {
             log("cluster: a node killed and a node drained, \(settings.failoverTrials) trials each")
-            outages.append(
+            nodeTables.append(
                 try await failover(
                     executable: executable, postgres: postgres, folder: folder, trials: settings.failoverTrials,
                     log: log))
+        }
+        if !settings.audiences.isEmpty {
+            var urls: [Int: String] = [:]
+            for count in [1, 3] {
+                urls[count] = postgres.url(database: try await postgres.createDatabase(prefix: "parley_capacity"))
+            }
+            let audiences = settings.audiences
+            let seconds = settings.audienceSeconds
+            let databases = urls
+            nodeTables.append(
+                try await runBlocking {
+                    try capacity(
+                        executable: executable, urls: databases, folder: folder, audiences: audiences, seconds: seconds,
+                        log: log)
+                })
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { group.shutdownGracefully { _ in } }
@@ -149,7 +175,7 @@ public enum ClusterBench {
             "From opening the WebSocket to the relay's `joined`; a redirected join also waits for the first node's "
                 + "placement query in PostgreSQL, its `redirect`, and a second WebSocket."
         ]
-        return [cascade] + outages + [messages, bus, redirect]
+        return [cascade] + nodeTables + [messages, bus, redirect]
     }
 
     struct Row {

@@ -197,7 +197,18 @@ public final class Relay: Sendable {
             core.value.bus = bus
             core.value.state.spansNodes = true
             core.value.state.nodeID = bus.nodeID
+            // Members that joined before the node spanned rooms are announced now.
+            core.value.perform(core.value.state.rejoinBus(now: core.value.now))
         }.get()
+    }
+
+    /// The bus (re)connected: the rooms here are opened and their members announced again, so that what the other
+    /// nodes said while this node was not listening is said again (`RelayState.rejoinBus`).
+    public func busConnected() {
+        core.eventLoop.execute { [core] in
+            let core = core.value
+            core.perform(core.state.rejoinBus(now: core.now))
+        }
     }
 
     /// Events from `node`'s bus batch, for the rooms here. Handed to the event loop in the order of the calls

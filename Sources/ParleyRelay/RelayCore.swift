@@ -266,8 +266,10 @@ final class RelayCore {
         return id
     }
 
+    /// The connection's channel closed. One the relay closed itself (`.close`) is no longer in `channels`, but the
+    /// state still counts it (its address's place among them): it is told either way.
     func unregister(_ id: ConnectionID) {
-        guard channels.removeValue(forKey: id) != nil else { return }
+        channels.removeValue(forKey: id)
         perform(state.disconnected(id, now: now))
         logger.debug("signaling closed", metadata: ["connection": "\(id)"])
     }

@@ -164,6 +164,20 @@ extension RelayState {
         return (rooms[room]?.members ?? []).flatMap { announce($0, now: now) }
     }
 
+    /// This node (re)started listening on the bus, or began spanning rooms: what it published before, the others
+    /// heard, but what they said meanwhile (NOTIFY is not kept for a node that is not listening) it missed. Each
+    /// room with members here is opened again (the others announce their members in it again) and its members
+    /// here are announced again.
+    public func rejoinBus(now: Duration) -> [RelayAction] {
+        guard spansNodes else { return [] }
+        return rooms.keys.sorted().filter(hasLocalMembers).flatMap { room in
+            [.publish(.roomOpened(room: room))]
+                + (rooms[room]?.members ?? []).filter { members[$0]?.isLocal == true }.flatMap {
+                    announce($0, now: now)
+                }
+        }
+    }
+
     /// `node` is gone (found dead, or it left): its members leave every room here, as dropped.
     public mutating func nodeGone(_ node: String) -> [RelayAction] {
         remoteIDs.filter { $0.key.node == node }.values.sorted().flatMap { remove($0, reason: .dropped) }

@@ -333,7 +333,10 @@ struct Serve: AsyncParsableCommand {
                         // `parley cluster drain` this node: as SIGTERM.
                         if events.contains(.drainNode(myID)) { kill(getpid(), SIGTERM) }
                     },
-                    caughtUp: { presence in messaging.clusterCaughtUp(presence: presence) },
+                    caughtUp: { presence in
+                        messaging.clusterCaughtUp(presence: presence)
+                        relay.busConnected()
+                    },
                     revived: { messaging.clusterRevived() },
                     peers: { peers in
                         guard hasTrunks else { return }

@@ -192,6 +192,25 @@ struct RelayLimitsTests {
         #expect(capped && counters.limitsReached <= 35, "\(counters)")
     }
 
+    /// A connection the relay closes itself (after a goodbye) gives its place in its address's count back: with two
+    /// places an address, one client leaves and comes back five times over.
+    @Test func aConnectionTheRelayClosesFreesItsPlaceForItsAddress() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var limits = SignalingLimits()
+        limits.connectionsPerAddress = 2
+        let relay = try await Relay.start(
+            RelayConfiguration(host: "127.0.0.1", port: 0, limits: limits, logger: logger))
+        defer { Task { await relay.shutdown() } }
+        for round in 1...5 {
+            let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
+            let joined = try? await member.join("alice")
+            #expect(joined != nil, "round \(round): \(member.messages)")
+            member.send(.leave)
+            #expect(await eventually { member.isClosed }, "round \(round): the relay closes after the goodbye")
+        }
+    }
+
     @Test func aSourceThatWentQuietHasItsHeldBackCountWrittenWhenItsWindowEnds() {
         var throttle = LogThrottle<String>(window: .seconds(60), capacity: 8)
         #expect(throttle.admit("a", at: .zero) == 0)

@@ -127,6 +127,29 @@ struct RolesAcrossNodesTests {
         #expect(cluster.nodes["b"]!.state.rooms["standup"]?.host != dave)
     }
 
+    @Test func aNodeThatWasNotListeningLearnsTheRoomOnceItListens() throws {
+        var cluster = NodesOnABus(["a", "b"])
+        _ = cluster.join("alice", at: "a", on: 1)
+        // Bob joins b before b listens on the bus: a hears him, but what a says back (alice) never reaches b.
+        let onB = cluster.nodes["b"]!.connect(1)
+        let bobJoins = cluster.nodes["b"]!.send(.join(JoinRequest(room: "standup", name: "bob")), on: onB)
+        for case .publish(let event) in bobJoins {
+            _ = cluster.nodes["a"]!.state.clusterEvent(event, from: "b", now: .zero)
+        }
+        #expect(cluster.id(of: "bob", at: "a") != nil)
+        #expect(cluster.id(of: "alice", at: "b") == nil)
+        // Listening now, b opens its rooms again: a announces alice again, and b's members hear of her.
+        let rejoined = cluster.deliver(cluster.nodes["b"]!.state.rejoinBus(now: .zero), from: "b")
+        let aliceOnB = try #require(cluster.id(of: "alice", at: "b"))
+        #expect(
+            messages(to: onB, in: rejoined["b"] ?? []).contains {
+                if case .memberJoined(let joined) = $0 { joined.member.id == aliceOnB } else { false }
+            })
+        #expect(cluster.host(at: "b") == "alice")
+        // A node with no member of its own in a room says nothing of it.
+        #expect(NodesOnABus(["c"]).nodes["c"]!.state.rejoinBus(now: .zero).isEmpty)
+    }
+
     @Test func equalClaimsGoToTheLowerNodeId() {
         var cluster = NodesOnABus(["a", "b"])
         // Both open the room in the same millisecond, before either has heard of the other.
