@@ -220,15 +220,14 @@ extension RelayState {
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         joined.accountProblem = accountProblem
         let opened: [RelayAction] = spansNodes && admission.newRoom != nil ? [.publish(.roomOpened(room: room))] : []
-        return moveActions + opened + announce(id, now: now, replaces: moved.digest) + [
-            .memberAdded(id: id, room: room),
-            .send(.joined(joined), to: [connection]),
-            .send(.memberJoined(MemberJoined(member: info)), to: others),
-            .callActivity(
-                CallActivity(
-                    room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
-                    hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
-        ] + hostActions
+        return moveActions + opened + announce(id, now: now, replaces: moved.digest)
+            + [.memberAdded(id: id, room: room)] + Self.answer(joined, to: connection) + [
+                .send(.memberJoined(MemberJoined(member: info)), to: others),
+                .callActivity(
+                    CallActivity(
+                        room: room, member: info, joined: true, members: rooms[room]?.members.count ?? 1,
+                        hidesRoom: hidesRoom, kept: keepsChat && isOpen, connection: connection)),
+            ] + hostActions
     }
 
     /// Takes back a membership whose connection dropped: same id, SSRCs, credential and media binding, nothing
@@ -257,7 +256,7 @@ extension RelayState {
         connections[connection]?.everJoined = true
         let others = inCall((rooms[room]?.members ?? []).filter { $0 != token.member }, now: now)
         let joined = joinedMessage(room: room, you: member.info, others: others, credential: member.credential)
-        actions.append(.send(.joined(joined), to: [connection]))
+        actions += Self.answer(joined, to: connection)
         if changedMute {
             actions.append(
                 .send(
@@ -269,6 +268,28 @@ extension RelayState {
             actions += announce(token.member, now: now)
         }
         return actions
+    }
+
+    /// The `joined` answer, in messages a client reads: a large room's member list would pass the signaling size
+    /// limit (16 KiB: about 80 members), so `joined` lists as many as fit and a `memberJoined` follows for each of the
+    /// others.
+    static func answer(_ joined: JoinedRoom, to connection: ConnectionID) -> [RelayAction] {
+        func fits(_ count: Int) -> Bool {
+            var part = joined
+            part.members = Array(joined.members.prefix(count))
+            return ServerMessage.joined(part).encoded().utf8.count <= maxSignalingMessageBytes
+        }
+        guard !fits(joined.members.count) else { return [.send(.joined(joined), to: [connection])] }
+        var low = 0
+        var high = joined.members.count
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if fits(middle) { low = middle } else { high = middle - 1 }
+        }
+        var first = joined
+        first.members = Array(joined.members.prefix(low))
+        return [.send(.joined(first), to: [connection])]
+            + joined.members.dropFirst(low).map { .send(.memberJoined(MemberJoined(member: $0)), to: [connection]) }
     }
 
     /// These members as `joined` lists them: each with how long it has been in the room.

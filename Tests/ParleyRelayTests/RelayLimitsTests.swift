@@ -81,6 +81,35 @@ struct RelayLimitsTests {
         #expect(relay.state.counters.limitsReached == 1)
     }
 
+    /// Past about 80 members the list in `joined` would be over the size every client reads: the answer lists as
+    /// many as fit, and each other member follows as `memberJoined`, every message within the limit.
+    @Test func aLargeRoomsAnswerComesInMessagesAClientReads() {
+        var limits = SignalingLimits()
+        limits.membersPerRoom = 1_000
+        limits.connectionsPerAddress = 1_000
+        var relay = Harness(limits: limits)
+        let ids = (1...400).map { relay.join("viewer\($0)", on: relay.connect(UInt64($0))) }
+        let last = relay.connect(1_000)
+        let answer = messages(to: last, in: relay.send(.join(JoinRequest(room: "standup", name: "late")), on: last))
+        guard case .joined(let joined)? = answer.first else {
+            Issue.record("the answer does not start with joined: \(answer.map(\.type))")
+            return
+        }
+        #expect(joined.members.count > 50 && joined.members.count < 400, "\(joined.members.count) in joined")
+        let followers = answer.dropFirst().compactMap { if case .memberJoined(let m) = $0 { m.member.id } else { nil } }
+        #expect(Set(joined.members.map(\.id) + followers) == Set(ids), "every member, once")
+        #expect(joined.members.count + followers.count == ids.count)
+        for message in answer {
+            #expect(message.encoded().utf8.count <= maxSignalingMessageBytes, "\(message.type)")
+        }
+        // A small room's answer is one message, as before.
+        var small = Harness()
+        _ = small.join("alice", on: small.connect(1))
+        let bob = small.connect(2)
+        let smallAnswer = messages(to: bob, in: small.send(.join(JoinRequest(room: "standup", name: "bob")), on: bob))
+        #expect(smallAnswer.count == 1)
+    }
+
     @Test func roomsPerRelayAndMembersPerRoomAreCapped() {
         var limits = SignalingLimits()
         limits.rooms = 2
