@@ -58,6 +58,17 @@ extension ClusterBench {
         executable: String, urls: [Int: String], folder: String, audiences: [Int], seconds: Double,
         log: @escaping @Sendable (String) -> Void
     ) throws -> BenchTable {
+        // Two descriptors a viewer here (its WebSocket and its UDP socket): the soft limit goes up to the hard one.
+        var files = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files)
+        files.rlim_cur = files.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &files)
+        let room = Int(min(files.rlim_cur, 1 << 20)) / 2 - 200
+        guard (audiences.max() ?? 0) <= room else {
+            throw FailoverBenchError(
+                "\(audiences.max() ?? 0) viewers need \(2 * (audiences.max() ?? 0) + 400) descriptors; this process "
+                    + "may open \(files.rlim_cur) (ulimit -n)")
+        }
         var steps: [AudienceStep] = []
         for count in [1, 3] {
             steps += try audienceSteps(
@@ -144,16 +155,24 @@ extension ClusterBench {
         }
         var steps: [AudienceStep] = []
         for audience in audiences {
+            // Past the first size not held, larger ones are not tried.
+            if let first = steps.first, let last = steps.last, last.ratio < first.ratio * 0.97 { break }
             log("cluster: \(audience) viewers on \(count) node\(count == 1 ? "" : "s")")
             while sockets.count < audience {
                 let port = ports[sockets.count % count]
-                let socket = try SignalingSocket(port: port)
+                let socket = try SignalingSocket(port: port, inboxCapacity: largest + 64)
                 let grant = try socket.join(room: "capacity", name: "viewer\(sockets.count + 1)", role: .audience)
                 let viewer = try MediaSocket(connectingTo: grant.media.udpPort)
                 try viewer.bind(grant)
                 sockets.append(socket)
                 media.append(viewer)
-                if sockets.count % 100 == 0 { BroadcastBench.keepAlive(sockets, for: 0) }
+                // Every join is told to every member: read away, so no inbox holds more than a few dozen.
+                if sockets.count % 25 == 0 {
+                    for socket in sockets {
+                        socket.keepAlive()
+                        socket.discardIncoming()
+                    }
+                }
             }
             receiver?.stop()
             receiving?.wait()

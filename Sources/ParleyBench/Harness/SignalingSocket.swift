@@ -11,7 +11,7 @@ import Synchronization
 final class SignalingSocket {
     /// How long the connection (TCP and WebSocket upgrade) and the relay's answer to a join may each take.
     static let timeout: Duration = .seconds(5)
-    /// Unread messages one member keeps; older ones are dropped and counted.
+    /// Unread messages one member keeps by default; older ones are dropped and counted.
     static let inboxCapacity = 64
 
     private let connection: SignalingConnection
@@ -20,10 +20,12 @@ final class SignalingSocket {
     let port: Int
     private var lastKeepAlive = ContinuousClock.now
 
-    /// Connects to the relay's signaling port on 127.0.0.1 and upgrades to its WebSocket.
-    init(port: Int) throws {
+    /// Connects to the relay's signaling port on 127.0.0.1 and upgrades to its WebSocket. A member joining a room
+    /// of more than about 80 needs an inbox of the room's size: its answer is a `joined` and a `memberJoined` for
+    /// each member the first did not list.
+    init(port: Int, inboxCapacity: Int = SignalingSocket.inboxCapacity) throws {
         let loop = SignalingLoop.shared.acquire()
-        let mailbox = SignalingMailbox(capacity: Self.inboxCapacity)
+        let mailbox = SignalingMailbox(capacity: inboxCapacity)
         let connecting = SignalingConnection.connect(
             to: ServerAddress(host: "127.0.0.1", port: port), on: loop, security: .insecure,
             timeout: TimeAmount(Self.timeout)
