@@ -45,8 +45,10 @@ extension ClusterBench {
         var sentKbps: Double
         /// The `parley serve` processes together, % of one core.
         var relaysCPU: Double
+        /// Why viewers could not all join at this size (the nodes were past what they hold), nil when they did.
+        var failure: String? = nil
         /// What reached each viewer against what the broadcaster sent, over the window.
-        var ratio: Double { sentKbps > 0 ? perViewerKbps / sentKbps : 0 }
+        var ratio: Double { failure == nil && sentKbps > 0 ? perViewerKbps / sentKbps : 0 }
     }
 
     /// The largest broadcast audience one node holds against three on this machine: a `parley bot` broadcasting
@@ -90,6 +92,10 @@ extension ClusterBench {
             for step in mine {
                 let held = step.ratio >= first.ratio * 0.97
                 if held { largest[count] = max(largest[count] ?? 0, step.viewers) }
+                if let failure = step.failure {
+                    table.add(["\(count)", "\(step.viewers)", failure, "", "", "", "no"])
+                    continue
+                }
                 table.add([
                     "\(count)", "\(step.viewers)", formatted(step.perViewerKbps, decimals: 0) + " kbit/s",
                     formatted(step.sentKbps, decimals: 0) + " kbit/s", formatted(step.ratio * 100, decimals: 1) + " %",
@@ -160,12 +166,23 @@ extension ClusterBench {
             log("cluster: \(audience) viewers on \(count) node\(count == 1 ? "" : "s")")
             while sockets.count < audience {
                 let port = ports[sockets.count % count]
-                let socket = try SignalingSocket(port: port, inboxCapacity: largest + 64)
-                let grant = try socket.join(room: "capacity", name: "viewer\(sockets.count + 1)", role: .audience)
-                let viewer = try MediaSocket(connectingTo: grant.media.udpPort)
-                try viewer.bind(grant)
-                sockets.append(socket)
-                media.append(viewer)
+                do {
+                    let socket = try SignalingSocket(port: port, inboxCapacity: largest + 64)
+                    let grant = try socket.join(room: "capacity", name: "viewer\(sockets.count + 1)", role: .audience)
+                    let viewer = try MediaSocket(connectingTo: grant.media.udpPort)
+                    try viewer.bind(grant)
+                    sockets.append(socket)
+                    media.append(viewer)
+                } catch {
+                    // Past what the nodes hold: a join or its media bind goes unanswered.
+                    let failure = "viewer \(sockets.count + 1) could not join: \(error)"
+                    log("cluster: \(failure)")
+                    steps.append(
+                        AudienceStep(
+                            nodes: count, viewers: audience, perViewerKbps: 0, sentKbps: 0, relaysCPU: 0,
+                            failure: failure))
+                    return steps
+                }
                 // Every join is told to every member: read away, so no inbox holds more than a few dozen.
                 if sockets.count % 25 == 0 {
                     for socket in sockets {

@@ -211,7 +211,7 @@ extension RelayState {
         members[id] = Member(
             info: info, room: room, connection: connection, credential: credential, lastSeen: now,
             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers, joinedAt: now,
-            credentialDigest: CredentialDigest.hex(of: credential.hex))
+            credentialDigest: CredentialDigest.hex(of: credential.hex), joinedAtWall: wallClock())
         rooms[room, default: Room(name: room)].members.append(id)
         let hostActions = settleHost(
             joined: id, room: room, resume: request.resume, account: account, others: others, now: now)

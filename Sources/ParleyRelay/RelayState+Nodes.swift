@@ -27,7 +27,8 @@ extension RelayState {
             inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000,
             credentialDigest: member.credentialDigest, replaces: replaces, hostSince: member.hostSince,
             recording: rooms[member.room]?.recorders.contains(id) == true ? true : nil,
-            recordingForbiddenBy: rooms[member.room]?.host == id ? rooms[member.room]?.recordingForbiddenBy : nil)
+            recordingForbiddenBy: rooms[member.room]?.host == id ? rooms[member.room]?.recordingForbiddenBy : nil,
+            joinedAt: member.joinedAtWall)
     }
 
     /// The bus event announcing a member of this node, when rooms span nodes.
@@ -106,6 +107,23 @@ extension RelayState {
             counters.remoteMembersRefused += 1
             return actions
         }
+        let joinedAtWall = entry.joinedAt ?? (wallClock() - entry.inCallMilliseconds)
+        if let same = rooms[room]?.members.first(where: { members[$0]?.info.name.lowercased() == name.lowercased() }),
+            let mine = members[same]
+        {
+            // Two nodes gave one name at once: the earlier join keeps it (ties: the lower node id), as every node
+            // decides alike. The later one is not taken here; its own node tells it why and removes it.
+            guard (joinedAtWall, node) < (mine.joinedAtWall, mine.node ?? nodeID) else {
+                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
+                counters.remoteMembersRefused += 1
+                return actions
+            }
+            actions += mine.isLocal ? yieldName(of: same, to: node) : remove(same, reason: .dropped)
+            guard hasLocalMembers(room) else {
+                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
+                return actions
+            }
+        }
         let id = nextMemberID
         nextMemberID &+= 1
         let info = MemberInfo(
@@ -118,13 +136,29 @@ extension RelayState {
             videoLayers: entry.videoLayers?.map { VideoLayerSize(width: $0[0], height: $0[1]) },
             joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)),
             credentialDigest: entry.credentialDigest ?? "", node: node, originID: entry.id,
-            hostSince: entry.hostSince)
+            hostSince: entry.hostSince, joinedAtWall: joinedAtWall)
         remoteIDs[key] = id
         rooms[room]?.members.append(id)
         if role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }
         actions += [.memberAdded(id: id, room: room), .send(.memberJoined(MemberJoined(member: info)), to: others)]
         if entry.hostSince != nil { actions += settleClusterHost(of: room, now: now) }
         return actions + takeRecording(of: id, from: entry) + removeAgainIfRemoved(id, room: room)
+    }
+
+    /// This node's member `id` gave its name to a member of `node` that joined a moment earlier: refused as a join
+    /// taking a name in use would be, its connection closed, gone from the room.
+    mutating func yieldName(of id: UInt32, to node: String) -> [RelayAction] {
+        guard let member = members[id] else { return [] }
+        counters.signalingErrors += 1
+        var actions: [RelayAction] = []
+        if let connection = member.connection {
+            connections[connection]?.member = nil
+            let message =
+                "someone in \(member.room) is already called \(member.info.name) (they joined through another relay "
+                + "a moment before you); pick another name"
+            actions += [.send(.error(SignalingError(.nameTaken, message)), to: [connection]), .close(connection)]
+        }
+        return actions + remove(id, reason: .dropped)
     }
 
     /// The member with id `member` on `node` left `room`.

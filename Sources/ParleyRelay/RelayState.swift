@@ -31,6 +31,8 @@ public struct RelayState: Sendable {
         public var originID: UInt32? = nil
         /// When it claimed the room's host role (ms since 1970), in a room spanning nodes; nil if it never did.
         public var hostSince: Int64? = nil
+        /// When it joined (ms since 1970), as its node says.
+        public var joinedAtWall: Int64 = 0
 
         /// Whether it joined through this node.
         public var isLocal: Bool { node == nil }

@@ -136,13 +136,16 @@ public struct RoomMemberEntry: Sendable, Equatable, Codable {
     public var recording: Bool?
     /// When it hosts the room and has forbidden recording (`/norecord`): whose rule that is.
     public var recordingForbiddenBy: String?
+    /// When it joined (ms since 1970): of two members given one name by two nodes at once, the earlier keeps it.
+    public var joinedAt: Int64?
 
     public init(
         id: UInt32, name: String, broadcaster: Bool, audioMuted: Bool, videoMuted: Bool, ssrcBlock: UInt32,
         account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0,
         credentialDigest: String? = nil, replaces: String? = nil, hostSince: Int64? = nil, recording: Bool? = nil,
-        recordingForbiddenBy: String? = nil
+        recordingForbiddenBy: String? = nil, joinedAt: Int64? = nil
     ) {
+        self.joinedAt = joinedAt
         self.hostSince = hostSince
         self.recording = recording
         self.recordingForbiddenBy = recordingForbiddenBy

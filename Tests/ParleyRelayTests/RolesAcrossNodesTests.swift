@@ -150,6 +150,31 @@ struct RolesAcrossNodesTests {
         #expect(NodesOnABus(["c"]).nodes["c"]!.state.rejoinBus(now: .zero).isEmpty)
     }
 
+    @Test func oneNameTakenThroughTwoNodesAtOnceStaysWithTheEarlierJoin() throws {
+        var cluster = NodesOnABus(["a", "b"])
+        _ = cluster.join("carol", at: "a", on: 9)
+        _ = cluster.join("dave", at: "b", on: 9)
+        // Alice joins through b, and 3 ms later someone else calls themselves Alice through a, before either node
+        // has heard of the other's.
+        let onB = cluster.nodes["b"]!.connect(1)
+        let first = cluster.nodes["b"]!.send(.join(JoinRequest(room: "standup", name: "alice")), on: onB)
+        cluster.clock.advance(3)
+        let onA = cluster.nodes["a"]!.connect(1)
+        let second = cluster.nodes["a"]!.send(.join(JoinRequest(room: "standup", name: "Alice")), on: onA)
+        #expect(joinedAnswer(to: onA, in: second) != nil && joinedAnswer(to: onB, in: first) != nil)
+        _ = cluster.deliver(second, from: "a")
+        #expect(cluster.nodes["b"]!.state.counters.remoteMembersRefused == 1, "b does not take the later one")
+        let heard = cluster.deliver(first, from: "b")
+        let told = messages(to: onA, in: heard["a"] ?? [])
+        #expect(
+            told.contains { if case .error(let error) = $0 { error.code == .nameTaken } else { false } }, "\(told)")
+        #expect(heard["a"]?.contains(.close(onA)) == true)
+        for node in ["a", "b"] {
+            let named = cluster.nodes[node]!.state.members.values.filter { $0.info.name.lowercased() == "alice" }
+            #expect(named.count == 1 && named.first?.node == (node == "a" ? "b" : nil), "\(node): \(named)")
+        }
+    }
+
     @Test func equalClaimsGoToTheLowerNodeId() {
         var cluster = NodesOnABus(["a", "b"])
         // Both open the room in the same millisecond, before either has heard of the other.
