@@ -24,7 +24,7 @@ public enum ClusterBench {
         public var failoverTrials = 10
         /// Broadcast audiences tried on one node and on three (PARLEY_CLUSTER_AUDIENCES, ascending; empty skips),
         /// and the window at each.
-        public var audiences = [250, 500, 1000, 1500, 2000]
+        public var audiences = [250, 500, 750, 1000, 1250]
         public var audienceSeconds = 5.0
 
         public init() {}

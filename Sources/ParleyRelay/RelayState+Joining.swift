@@ -211,7 +211,8 @@ extension RelayState {
         members[id] = Member(
             info: info, room: room, connection: connection, credential: credential, lastSeen: now,
             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers, joinedAt: now,
-            credentialDigest: CredentialDigest.hex(of: credential.hex), joinedAtWall: wallClock())
+            credentialDigest: CredentialDigest.hex(of: credential.hex), joinedAtWall: wallClock(),
+            replacesDigest: moved.digest)
         rooms[room, default: Room(name: room)].members.append(id)
         let hostActions = settleHost(
             joined: id, room: room, resume: request.resume, account: account, others: others, now: now)
@@ -220,7 +221,7 @@ extension RelayState {
         var joined = joinedMessage(room: room, you: info, others: existing, credential: credential)
         joined.accountProblem = accountProblem
         let opened: [RelayAction] = spansNodes && admission.newRoom != nil ? [.publish(.roomOpened(room: room))] : []
-        return moveActions + opened + announce(id, now: now, replaces: moved.digest)
+        return moveActions + opened + announce(id, now: now)
             + [.memberAdded(id: id, room: room)] + Self.answer(joined, to: connection) + [
                 .send(.memberJoined(MemberJoined(member: info)), to: others),
                 .callActivity(

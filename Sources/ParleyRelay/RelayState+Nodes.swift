@@ -16,7 +16,7 @@ import ParleyWire
 // it forgets the room.
 extension RelayState {
     /// What the other nodes hear of a member of this node.
-    func entry(of id: UInt32, now: Duration, replaces: String? = nil) -> RoomMemberEntry? {
+    func entry(of id: UInt32, now: Duration) -> RoomMemberEntry? {
         guard let member = members[id], member.isLocal else { return nil }
         let info = member.info
         let inCall = max(.zero, now - member.joinedAt).components
@@ -25,15 +25,15 @@ extension RelayState {
             videoMuted: info.videoMuted, ssrcBlock: info.ssrcs.block, account: info.account,
             videoLayers: member.videoLayers?.map { [$0.width, $0.height] },
             inCallMilliseconds: inCall.seconds * 1000 + inCall.attoseconds / 1_000_000_000_000_000,
-            credentialDigest: member.credentialDigest, replaces: replaces, hostSince: member.hostSince,
+            credentialDigest: member.credentialDigest, replaces: member.replacesDigest, hostSince: member.hostSince,
             recording: rooms[member.room]?.recorders.contains(id) == true ? true : nil,
             recordingForbiddenBy: rooms[member.room]?.host == id ? rooms[member.room]?.recordingForbiddenBy : nil,
             joinedAt: member.joinedAtWall)
     }
 
     /// The bus event announcing a member of this node, when rooms span nodes.
-    func announce(_ id: UInt32, now: Duration, replaces: String? = nil) -> [RelayAction] {
-        guard spansNodes, let room = members[id]?.room, let entry = entry(of: id, now: now, replaces: replaces)
+    func announce(_ id: UInt32, now: Duration) -> [RelayAction] {
+        guard spansNodes, let room = members[id]?.room, let entry = entry(of: id, now: now)
         else { return [] }
         return [.publish(.roomMember(room: room, member: entry))]
     }
@@ -111,6 +111,14 @@ extension RelayState {
         if let same = rooms[room]?.members.first(where: { members[$0]?.info.name.lowercased() == name.lowercased() }),
             let mine = members[same]
         {
+            // Its earlier self, announced by a node that had not yet heard it moved here (or to another node):
+            // the member moved, and is known here already.
+            if let digest = entry.credentialDigest, !digest.isEmpty,
+                digest == mine.credentialDigest || digest == mine.replacesDigest
+            {
+                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
+                return actions
+            }
             // Two nodes gave one name at once: the earlier join keeps it (ties: the lower node id), as every node
             // decides alike. The later one is not taken here; its own node tells it why and removes it.
             guard (joinedAtWall, node) < (mine.joinedAtWall, mine.node ?? nodeID) else {
@@ -136,7 +144,7 @@ extension RelayState {
             videoLayers: entry.videoLayers?.map { VideoLayerSize(width: $0[0], height: $0[1]) },
             joinedAt: now - .milliseconds(max(0, entry.inCallMilliseconds)),
             credentialDigest: entry.credentialDigest ?? "", node: node, originID: entry.id,
-            hostSince: entry.hostSince, joinedAtWall: joinedAtWall)
+            hostSince: entry.hostSince, joinedAtWall: joinedAtWall, replacesDigest: entry.replaces)
         remoteIDs[key] = id
         rooms[room]?.members.append(id)
         if role == .broadcaster { rooms[room]?.mayBroadcast.insert(id) }

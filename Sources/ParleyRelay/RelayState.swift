@@ -33,6 +33,9 @@ public struct RelayState: Sendable {
         public var hostSince: Int64? = nil
         /// When it joined (ms since 1970), as its node says.
         public var joinedAtWall: Int64 = 0
+        /// The credential digest of its earlier self, when it came back through a node other than its first (its
+        /// node died or drained): a late entry of that earlier self is known as the same member.
+        public var replacesDigest: String? = nil
 
         /// Whether it joined through this node.
         public var isLocal: Bool { node == nil }

@@ -175,6 +175,30 @@ struct RolesAcrossNodesTests {
         }
     }
 
+    /// A member moving from a to b (its node drains): a, answering b's opening of the room, announces the member's
+    /// earlier self once more before it hears of the move. That late entry must not take the name from the member
+    /// (b) nor replace it (c).
+    @Test func aMemberThatMovedKeepsItsNameWhenItsEarlierSelfIsAnnouncedLate() throws {
+        var cluster = NodesOnABus(["a", "b", "c"])
+        let onA = cluster.nodes["a"]!.connect(1)
+        let answer = cluster.send(.join(JoinRequest(room: "standup", name: "alice")), on: onA, at: "a")
+        let joined = try #require(joinedAnswer(to: onA, in: answer["a"] ?? []))
+        _ = cluster.join("bob", at: "c", on: 1)
+        cluster.clock.advance(1_000)
+        let onB = cluster.nodes["b"]!.connect(1)
+        let resume = ResumeToken(member: joined.you.id, credential: joined.media.credential)
+        let moved = cluster.send(
+            .join(JoinRequest(room: "standup", name: "alice", resume: resume)), on: onB, at: "b")
+        #expect(joinedAnswer(to: onB, in: moved["b"] ?? []) != nil)
+        #expect(
+            !messages(to: onB, in: moved["b"] ?? []).contains { if case .error = $0 { true } else { false } },
+            "\(messages(to: onB, in: moved["b"] ?? []))")
+        #expect(moved["b"]?.contains(.close(onB)) == false)
+        #expect(moved["a"]?.contains(.close(onA)) == true, "a closes the earlier self")
+        let atC = cluster.nodes["c"]!.state.members.values.filter { $0.info.name == "alice" }
+        #expect(atC.count == 1 && atC.first?.node == "b", "\(atC)")
+    }
+
     @Test func equalClaimsGoToTheLowerNodeId() {
         var cluster = NodesOnABus(["a", "b"])
         // Both open the room in the same millisecond, before either has heard of the other.
