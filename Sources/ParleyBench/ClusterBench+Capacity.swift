@@ -105,14 +105,21 @@ extension ClusterBench {
         }
         let one = largest[1].map(String.init) ?? "none"
         let three = largest[3].map(String.init) ?? "none"
+        /// The nodes' CPU at the largest size held with `count` nodes.
+        func cpuAtLargest(_ count: Int) -> String {
+            steps.first { $0.nodes == count && $0.viewers == largest[count] }.map {
+                formatted($0.relaysCPU, decimals: 0) + " %"
+            } ?? "–"
+        }
         table.notes = [
             "Largest audience held: \(one) on one node, \(three) on three (of the sizes tried: "
-                + audiences.map(String.init).joined(separator: ", ") + "). Held: each viewer got at least 97 % of "
-                + "the share it got at the first size.",
-            "Both rows run on the same 2 cores: the broadcaster, the viewers' receiving thread and every node share "
-                + "them, so three nodes here cannot hold more than one; they add a trunk hop (node a sends one copy "
-                + "to each of b and c) and the bus traffic of every join. On three machines each node's share of the "
-                + "audience is a third: the capacity model in docs/scaling.md carries these figures there.",
+                + audiences.map(String.init).joined(separator: ", ") + "), the nodes then using \(cpuAtLargest(1)) "
+                + "and \(cpuAtLargest(3)) of one core. Held: each viewer got at least 97 % of the share it got at the "
+                + "first size. A size where a viewer's join or media bind went unanswered for 5 s is not held (the row "
+                + "names the viewer), and larger sizes are not tried.",
+            "Every process shares this machine's 2 cores: the broadcaster, the viewers' receiving thread in this "
+                + "process and every node. With three nodes node a sends one copy of the stream to each of b and c "
+                + "and each node fans it out to a third of the audience; each join also crosses the bus.",
             "One node: `parley serve --database` with a cluster secret and no other node (the same code path, no "
                 + "trunk). Three: viewer i joins node i mod 3; the broadcaster joins a. Relays' CPU: the nodes "
                 + "together, % of one core.",

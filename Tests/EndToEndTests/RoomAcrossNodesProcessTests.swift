@@ -201,13 +201,15 @@ extension ClusterProcessTests {
         let (nodes, _) = try await startTrunkedNodes(["a", "b", "c"], url: url, folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
+        // Alice chats twice a second through both moves; dave, who never moves, logs every line he gets.
+        let extra = ["alice": ["--chat-every", "0.5"], "dave": ["--log-level", "info"]]
         func bot(_ name: String, on node: Node) throws -> BackgroundProcess {
             try BackgroundProcess(
                 binary,
                 [
                     "bot", "standup", "--server", node.address.description, "--insecure", "--name", name,
-                    "--profile", "160x120", "--stats-file", folder + "/\(name).json", "--chat-every", "1",
-                ])
+                    "--profile", "160x120", "--stats-file", folder + "/\(name).json",
+                ] + (extra[name] ?? []))
         }
         let names = ["alice", "bob", "carol", "dave"]
         let bots = try zip(names, [0, 0, 1, 2]).map { try bot($0.0, on: nodes[$0.1]) }
@@ -247,6 +249,14 @@ extension ClusterProcessTests {
             try ChildProcess.run(binary, ["cluster", "drain", "zed", "--database", url], timeout: .seconds(30))
         }
         #expect(refused.status != 0 && refused.output.contains("no live node zed"), "\(refused.output)")
+        // No chat line was lost: dave got each of alice's lines, numbered, through both moves.
+        let numbers = Set(
+            bots[3].output.matches(of: /\(#(\d+)\)/).compactMap { Int($0.1) })
+        let last = numbers.max() ?? 0
+        #expect(last >= 10, "dave got \(numbers.sorted()) of alice's lines")
+        #expect(
+            Set(1...max(1, last)).subtracting(numbers).isEmpty,
+            "alice's lines dave never got: \(Set(1...max(1, last)).subtracting(numbers).sorted())")
     }
 
     @Test func aRollingRestartOfThreeNodesUnderASixMemberCallEndsWithTheCallIntact() async throws {
