@@ -45,6 +45,8 @@ extension ClusterBench {
         var sentKbps: Double
         /// The `parley serve` processes together, % of one core.
         var relaysCPU: Double
+        /// This process (the viewers: their receiving thread, signaling and keep-alives), % of one core.
+        var viewersCPU: Double = 0
         /// Why viewers could not all join at this size (the nodes were past what they hold), nil when they did.
         var failure: String? = nil
         /// What reached each viewer against what the broadcaster sent, over the window.
@@ -83,7 +85,7 @@ extension ClusterBench {
                 + "\(Int(seconds)) s a size)",
             columns: [
                 "Nodes", "Viewers", "Reached each viewer", "Broadcaster sent", "Reached / sent", "Relays' CPU",
-                "Held",
+                "Viewers' CPU (this process)", "Held",
             ])
         var largest: [Int: Int] = [:]
         for count in [1, 3] {
@@ -93,13 +95,14 @@ extension ClusterBench {
                 let held = step.ratio >= first.ratio * 0.97
                 if held { largest[count] = max(largest[count] ?? 0, step.viewers) }
                 if let failure = step.failure {
-                    table.add(["\(count)", "\(step.viewers)", failure, "", "", "", "no"])
+                    table.add(["\(count)", "\(step.viewers)", failure, "", "", "", "", "no"])
                     continue
                 }
                 table.add([
                     "\(count)", "\(step.viewers)", formatted(step.perViewerKbps, decimals: 0) + " kbit/s",
                     formatted(step.sentKbps, decimals: 0) + " kbit/s", formatted(step.ratio * 100, decimals: 1) + " %",
-                    formatted(step.relaysCPU, decimals: 0) + " %", held ? "yes" : "no",
+                    formatted(step.relaysCPU, decimals: 0) + " %", formatted(step.viewersCPU, decimals: 0) + " %",
+                    held ? "yes" : "no",
                 ])
             }
         }
@@ -117,9 +120,11 @@ extension ClusterBench {
                 + "and \(cpuAtLargest(3)) of one core. Held: each viewer got at least 97 % of the share it got at the "
                 + "first size. A size where a viewer's join or media bind went unanswered for 5 s is not held (the row "
                 + "names the viewer), and larger sizes are not tried.",
-            "Every process shares this machine's 2 cores: the broadcaster, the viewers' receiving thread in this "
-                + "process and every node. With three nodes node a sends one copy of the stream to each of b and c "
-                + "and each node fans it out to a third of the audience; each join also crosses the bus.",
+            "Every process shares this machine's 2 cores: the broadcaster, the viewers in this process (one thread "
+                + "receiving every viewer's media, one for every viewer's signaling, which is told of every join) and "
+                + "every node; the viewers' CPU is in its own column. With three nodes node a sends one copy of the "
+                + "stream to each of b and c and each node fans it out to a third of the audience; each join also "
+                + "crosses the bus.",
             "One node: `parley serve --database` with a cluster secret and no other node (the same code path, no "
                 + "trunk). Three: viewer i joins node i mod 3; the broadcaster joins a. Relays' CPU: the nodes "
                 + "together, % of one core.",
@@ -212,10 +217,12 @@ extension ClusterBench {
             let statsBefore = try BroadcastBench.BroadcasterStats.read(statsPath)
             let bytesBefore = counters.snapshot().receivedBytes
             let window = CallBench.CPUWindow(nodes.map(\.pid))
+            let ownBefore = ProcessProbe.cpuSeconds(getpid()) ?? 0
             let start = WallClock.seconds
             BroadcastBench.keepAlive(sockets, for: seconds)
             let elapsed = max(0.001, WallClock.seconds - start)
             let cpu = window.finish().values.map(\.cpuPercent).reduce(0, +)
+            let own = 100 * ((ProcessProbe.cpuSeconds(getpid()) ?? 0) - ownBefore) / elapsed
             let received = Double(counters.snapshot().receivedBytes - bytesBefore) * 8 / elapsed
             // The statistics file is rewritten every second: wait for the one after the window.
             BroadcastBench.keepAlive(sockets, for: 1.1)
@@ -228,7 +235,7 @@ extension ClusterBench {
             steps.append(
                 AudienceStep(
                     nodes: count, viewers: audience, perViewerKbps: received / 1000 / Double(audience),
-                    sentKbps: sent / 1000, relaysCPU: cpu))
+                    sentKbps: sent / 1000, relaysCPU: cpu, viewersCPU: own))
         }
         return steps
     }

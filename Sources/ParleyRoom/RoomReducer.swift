@@ -35,6 +35,50 @@ extension RoomState {
             self.notice = nil
             changes.insert(.status)
         }
+        let gone = sessions.filter { $0.droppedAt.map { now - $0 >= Self.reconnectWindow } ?? false }
+        if !gone.isEmpty {
+            sessions.removeAll { session in gone.contains { $0.id == session.id } }
+            for session in gone {
+                log("\(session.name) dropped out of the call", kind: .system)
+                record("\(session.name) dropped out of the call")
+            }
+            changes.insert(.tiles)
+            normalize()
+        }
+    }
+
+    /// A member whose connection dropped keeps their tile this long, waiting for them to come back.
+    public static let reconnectWindow = Duration.seconds(15)
+
+    /// `name` joined as `id`: when a member of that name dropped a moment ago, they are back. Their tile (its place,
+    /// fullscreen and selection) goes to the new id, and any tile made for the new id meanwhile (media can overtake
+    /// presence) gives way to it. Returns whether it was so.
+    mutating func takeBack(_ id: ParticipantID, name: String, role: Role) -> Bool {
+        guard
+            let slot = sessions.firstIndex(where: {
+                $0.droppedAt != nil && $0.name.lowercased() == name.lowercased()
+            })
+        else { return false }
+        let old = sessions[slot].id
+        var session = sessions[slot]
+        if let early = index(of: id) {
+            session.videoSize = sessions[early].videoSize
+            session.media = sessions[early].media
+            sessions[early].id = .unassigned
+        }
+        session.id = id
+        session.name = name
+        session.role = role
+        session.droppedAt = nil
+        session.connection = session.videoSize == nil ? .connecting : .connected
+        sessions[slot] = session
+        sessions.removeAll { !$0.isLocal && $0.id == .unassigned }
+        if fullscreen == old { fullscreen = id }
+        if selected == old { selected = id }
+        if hostID == old { hostID = id }
+        log("\(name) is back", kind: .system)
+        changes.insert(.tiles)
+        return true
     }
 
     /// The meter's resolution: a level is drawn as one of `meterSteps + 1` fillings; only a change of step redraws.

@@ -28,6 +28,7 @@ extension RoomState {
             let name = ChatLog.clean(name)
             // The relay's count of how long each member has been there, not when this client first saw them.
             let joinedAt = inCallFor.map { now - $0 }
+            if takeBack(id, name: name, role: role) { break }
             if let index = index(of: id) {
                 sessions[index].name = name
                 sessions[index].role = role
@@ -44,11 +45,21 @@ extension RoomState {
         case .userOffline(let id, let reason):
             guard let index = index(of: id), index > 0 else { break }
             let name = sessions[index].name
-            sessions.remove(at: index)
             if recorders.contains(where: { $0.id == id }) {
                 recorders.removeAll { $0.id == id }
                 changes.insert([.status, .controls])
             }
+            if reason == .dropped {
+                // Most likely back in a moment through another relay: the tile waits for them.
+                sessions[index].droppedAt = now
+                sessions[index].connection = .reconnecting
+                sessions[index].videoSize = nil
+                sessions[index].speakingLevel = 0
+                log("\(name) lost the connection: reconnecting…", kind: .system)
+                changes.insert(.tiles)
+                break
+            }
+            sessions.remove(at: index)
             let text =
                 switch reason {
                 case .quit: "\(name) left"
@@ -266,7 +277,7 @@ extension RoomState {
             connection = .connected
             disconnectedAt = nil
             record("Reconnected")
-            for index in sessions.indices where index > 0 {
+            for index in sessions.indices where index > 0 && sessions[index].droppedAt == nil {
                 sessions[index].connection = sessions[index].videoSize == nil ? .connecting : .connected
             }
             log("Reconnected", kind: .alert)

@@ -127,6 +127,9 @@ public struct VideoSession: Hashable, Sendable, Identifiable {
     public var cannotDecrypt = false
     /// When the participant joined, on the room's clock (nil until known).
     public var joinedAt: Duration? = nil
+    /// When the relay said their connection dropped (a relay of the cluster died or they are moving to another):
+    /// the tile stays, "reconnecting…", until they are back or ``RoomState/reconnectWindow`` passes.
+    public var droppedAt: Duration? = nil
 
     /// A session with media not yet started.
     public init(

@@ -217,7 +217,7 @@ struct EventTests {
         let lines = [
             (OfflineReason.quit, "ann left"),
             (.timeout, "ann stopped responding and was removed"),
-            (.dropped, "ann dropped out of the call"),
+            (.dropped, "ann lost the connection: reconnecting…"),
         ]
         for (reason, text) in lines {
             room.send(.userJoined(peer(2), name: "ann", role: .broadcaster))
@@ -227,6 +227,40 @@ struct EventTests {
         #expect(
             room.state.chatLog.entries.map(\.text).prefix(3)
                 == ["You joined standup as me", "ann joined", "viewer joined the audience"])
+    }
+
+    @Test("a member whose connection dropped keeps a reconnecting tile, and is back under a new id in its place")
+    func droppedAndBack() throws {
+        var room = Room(peers: 3)
+        room.press(.char("3"), after: 1000)
+        room.press(.char("3"), after: 100)
+        #expect(room.state.fullscreen == peer(3))
+        room.send(.firstRemoteFrame(peer(3), size: VideoSize(width: 320, height: 240)))
+        room.send(.userOffline(peer(3), reason: .dropped))
+        let waiting = try #require(room.state.sessions.first { $0.id == peer(3) })
+        #expect(waiting.connection == .reconnecting && waiting.tileContent == .waitingForVideo)
+        #expect(room.state.fullscreen == peer(3), "the tile stays fullscreen while they reconnect")
+        #expect(room.lastChat?.text == "p3 lost the connection: reconnecting…")
+        // Back through another relay, with a new id: the same place, still fullscreen.
+        room.tick(after: 500)
+        room.send(.userJoined(peer(9), name: "p3", role: .broadcaster))
+        #expect(room.state.sessions.map(\.id) == [me, peer(2), peer(9), peer(4)])
+        #expect(room.state.fullscreen == peer(9))
+        #expect(room.lastChat?.text == "p3 is back")
+        // Their media may arrive before the relay says who they are: the early tile gives way to theirs.
+        room.send(.userOffline(peer(4), reason: .dropped))
+        room.send(.firstRemoteFrame(peer(10), size: VideoSize(width: 160, height: 120)))
+        room.send(.userJoined(peer(10), name: "p4", role: .broadcaster))
+        #expect(room.state.sessions.map(\.id) == [me, peer(2), peer(9), peer(10)])
+        #expect(room.state.sessions.last?.videoSize == VideoSize(width: 160, height: 120))
+        #expect(room.state.sessions.last?.connection == .connected)
+        // One who does not come back is gone once the window passes.
+        room.send(.userOffline(peer(2), reason: .dropped))
+        room.tick(after: 14_000)
+        #expect(room.state.sessions.contains { $0.id == peer(2) })
+        room.tick(after: 1_000)
+        #expect(!room.state.sessions.contains { $0.id == peer(2) })
+        #expect(room.lastChat?.text == "p2 dropped out of the call")
     }
 
     @Test("join failure is an alert and blocks sending")
