@@ -154,7 +154,8 @@ let package = Package(
         .target(
             name: "ParleyTestSupport",
             dependencies: [
-                "ParleyMedia", "ParleyRelay", "ParleySecurity", "ParleyStore", "ParleyWire",
+                "ParleyEngine", "ParleyMedia", "ParleyRelay", "ParleyRoom", "ParleySecurity", "ParleyStore",
+                "ParleyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
@@ -239,7 +240,8 @@ let package = Package(
             exclude: ["Screens/Golden"]
         ),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine"],
+            name: "EndToEndTests",
+            dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine", "ParleyTestSupport"],
             exclude: ["Golden"]),
         .testTarget(
             name: "ParleyBenchTests",

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyEngine
 import ParleyProcesses
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -143,6 +144,22 @@ extension ClusterProcessTests {
         #expect(
             bots[5].waitForOutput(seconds: 10) { $0.contains("(#2)") && $0.contains("alice") },
             "\(bots[5].output.suffix(2000))")
+    }
+
+    /// `LayersAcrossNodes` on three `parley serve --database` nodes: bob on b decodes alice's small layer, carol on c
+    /// fullscreen her full one, a withholds from each trunk the layer its node does not need, and alice pauses what
+    /// nobody needs anywhere.
+    @Test func eachNodeGetsTheLayersItsViewersTilesNeed() async throws {
+        let (server, database, folder) = try await Self.setUp()
+        defer { Self.tearDown(server, folder) }
+        let (nodes, admin) = try await startTrunkedNodes(
+            ["a", "b", "c"], url: server.url(database: database), folder: folder)
+        defer { for node in nodes { node.process.stop() } }
+        let adminA = admin[0]
+        let seen = try await LayersAcrossNodes.run(
+            ports: nodes.map(\.address.port), room: "layers",
+            withheld: { Int(try await Self.metrics(adminA)["parley_trunk_packets_withheld_total"] ?? 0) })
+        #expect(LayersAcrossNodes.problems(in: seen).isEmpty, "\(LayersAcrossNodes.problems(in: seen)): \(seen)")
     }
 
     @Test func aNodeKilledMidCallItsMembersAreBackThroughAnotherWithinFiveSeconds() async throws {
