@@ -70,29 +70,6 @@ public enum ClusterBench {
         defer { postgres.stop() }
         let database = try await postgres.createDatabase(prefix: "parley_bench")
         let url = postgres.url(database: database)
-        var nodeTables: [BenchTable] = []
-        if settings.failoverTrials > 0 {
-            log("cluster: a node killed and a node drained, \(settings.failoverTrials) trials each")
-            nodeTables.append(
-                try await failover(
-                    executable: executable, postgres: postgres, folder: folder, trials: settings.failoverTrials,
-                    log: log))
-        }
-        if !settings.audiences.isEmpty {
-            var urls: [Int: String] = [:]
-            for count in [1, 3] {
-                urls[count] = postgres.url(database: try await postgres.createDatabase(prefix: "parley_capacity"))
-            }
-            let audiences = settings.audiences
-            let seconds = settings.audienceSeconds
-            let databases = urls
-            nodeTables.append(
-                try await runBlocking {
-                    try capacity(
-                        executable: executable, urls: databases, folder: folder, audiences: audiences, seconds: seconds,
-                        log: log)
-                })
-        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { group.shutdownGracefully { _ in } }
 
@@ -175,6 +152,32 @@ public enum ClusterBench {
             "From opening the WebSocket to the relay's `joined`; a redirected join also waits for the first node's "
                 + "placement query in PostgreSQL, its `redirect`, and a second WebSocket."
         ]
+        // Last, so their thousands of sockets and killed nodes leave nothing behind for the tables above.
+        for node in nodes { node.stop() }
+        nodes = []
+        var nodeTables: [BenchTable] = []
+        if settings.failoverTrials > 0 {
+            log("cluster: a node killed and a node drained, \(settings.failoverTrials) trials each")
+            nodeTables.append(
+                try await failover(
+                    executable: executable, postgres: postgres, folder: folder, trials: settings.failoverTrials,
+                    log: log))
+        }
+        if !settings.audiences.isEmpty {
+            var urls: [Int: String] = [:]
+            for count in [1, 3] {
+                urls[count] = postgres.url(database: try await postgres.createDatabase(prefix: "parley_capacity"))
+            }
+            let audiences = settings.audiences
+            let seconds = settings.audienceSeconds
+            let databases = urls
+            nodeTables.append(
+                try await runBlocking {
+                    try capacity(
+                        executable: executable, urls: databases, folder: folder, audiences: audiences, seconds: seconds,
+                        log: log)
+                })
+        }
         return [cascade] + nodeTables + [messages, bus, redirect]
     }
 
