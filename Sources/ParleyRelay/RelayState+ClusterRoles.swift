@@ -145,12 +145,17 @@ extension RelayState {
     /// the room.
     mutating func removeByHost(_ target: UInt32, hostName: String) -> [RelayAction] {
         guard let other = members[target] else { return [] }
+        let removal = Removal(by: hostName, message: "\(hostName), the host, removed you from \(other.room)")
+        return closeAndRemove(target, telling: .removed(removal), reason: .removed)
+    }
+
+    /// This node's member `id` is told `message`, its connection closed, and it leaves its room for `reason`.
+    mutating func closeAndRemove(_ id: UInt32, telling message: ServerMessage, reason: LeaveReason) -> [RelayAction] {
         var actions: [RelayAction] = []
-        if let connection = other.connection {
+        if let connection = members[id]?.connection {
             connections[connection]?.member = nil
-            let removal = Removal(by: hostName, message: "\(hostName), the host, removed you from \(other.room)")
-            actions += [.send(.removed(removal), to: [connection]), .close(connection)]
+            actions += [.send(message, to: [connection]), .close(connection)]
         }
-        return actions + remove(target, reason: .removed)
+        return actions + remove(id, reason: reason)
     }
 }

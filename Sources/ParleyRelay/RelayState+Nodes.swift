@@ -101,8 +101,7 @@ extension RelayState {
         }
         guard case .success(let name) = nameRule(entry.name), entry.ssrcBlock != 0, entry.ssrcBlock & 3 == 0,
             (entry.videoLayers?.count ?? 0) <= maxVideoLayers,
-            entry.videoLayers?.allSatisfy({ $0.count == 2 && $0.allSatisfy { (1...4096).contains($0) } }) ?? true,
-            roomLimit(room) == nil, ssrcs.claim(MemberSSRCs(block: entry.ssrcBlock))
+            entry.videoLayers?.allSatisfy({ $0.count == 2 && $0.allSatisfy { (1...4096).contains($0) } }) ?? true
         else {
             counters.remoteMembersRefused += 1
             return actions
@@ -116,21 +115,20 @@ extension RelayState {
             if let digest = entry.credentialDigest, !digest.isEmpty,
                 digest == mine.credentialDigest || digest == mine.replacesDigest
             {
-                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
                 return actions
             }
             // Two nodes gave one name at once: the earlier join keeps it (ties: the lower node id), as every node
             // decides alike. The later one is not taken here; its own node tells it why and removes it.
             guard (joinedAtWall, node) < (mine.joinedAtWall, mine.node ?? nodeID) else {
-                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
                 counters.remoteMembersRefused += 1
                 return actions
             }
-            actions += mine.isLocal ? yieldName(of: same, to: node) : remove(same, reason: .dropped)
-            guard hasLocalMembers(room) else {
-                ssrcs.release(MemberSSRCs(block: entry.ssrcBlock))
-                return actions
-            }
+            actions += mine.isLocal ? yieldName(of: same) : remove(same, reason: .dropped)
+            guard hasLocalMembers(room) else { return actions }
+        }
+        guard roomLimit(room) == nil, ssrcs.claim(MemberSSRCs(block: entry.ssrcBlock)) else {
+            counters.remoteMembersRefused += 1
+            return actions
         }
         let id = nextMemberID
         nextMemberID &+= 1
@@ -153,20 +151,15 @@ extension RelayState {
         return actions + takeRecording(of: id, from: entry) + removeAgainIfRemoved(id, room: room)
     }
 
-    /// This node's member `id` gave its name to a member of `node` that joined a moment earlier: refused as a join
-    /// taking a name in use would be, its connection closed, gone from the room.
-    mutating func yieldName(of id: UInt32, to node: String) -> [RelayAction] {
+    /// This node's member `id` gave its name to another node's member that joined a moment earlier: refused as a
+    /// join taking a name in use would be, its connection closed, gone from the room.
+    mutating func yieldName(of id: UInt32) -> [RelayAction] {
         guard let member = members[id] else { return [] }
         counters.signalingErrors += 1
-        var actions: [RelayAction] = []
-        if let connection = member.connection {
-            connections[connection]?.member = nil
-            let message =
-                "someone in \(member.room) is already called \(member.info.name) (they joined through another relay "
-                + "a moment before you); pick another name"
-            actions += [.send(.error(SignalingError(.nameTaken, message)), to: [connection]), .close(connection)]
-        }
-        return actions + remove(id, reason: .dropped)
+        let message =
+            "someone in \(member.room) is already called \(member.info.name) (they joined through another relay "
+            + "a moment before you); pick another name"
+        return closeAndRemove(id, telling: .error(SignalingError(.nameTaken, message)), reason: .dropped)
     }
 
     /// The member with id `member` on `node` left `room`.
@@ -213,10 +206,7 @@ extension RelayState {
     public func rejoinBus(now: Duration) -> [RelayAction] {
         guard spansNodes else { return [] }
         return rooms.keys.sorted().filter(hasLocalMembers).flatMap { room in
-            [.publish(.roomOpened(room: room))]
-                + (rooms[room]?.members ?? []).filter { members[$0]?.isLocal == true }.flatMap {
-                    announce($0, now: now)
-                }
+            [.publish(.roomOpened(room: room))] + roomOpenedElsewhere(room, now: now)
         }
     }
 
