@@ -13,6 +13,8 @@ struct PictureCapabilities {
     var background: (Int32) -> [UInt8]?
     /// Moves the cursor to a row and column (`cup`).
     var moveTo: (_ row: Int, _ column: Int) -> [UInt8]?
+    /// Moves the cursor right by a number of columns (`cuf`); nil where the terminal has no such string.
+    var moveRight: (_ columns: Int) -> [UInt8]? = { _ in nil }
 }
 
 /// Turns the picture cells of one frame into a single burst of terminal output.
@@ -43,13 +45,20 @@ struct PictureOutput {
     private var cupStore: [UInt8] = [0]
     private var cupSpans: [UInt32] = []
     private var cupWidth = 0
+    // cuf per distance (up to the screen's width), filled as used (nil: not asked yet; empty: the terminal has none):
+    // a jump along the row is about half the bytes of a cup.
+    private var cufStrings: [[UInt8]?] = []
     // What the terminal shows while the burst is built.
     private var pen: (foreground: Int32, background: Int32) = (.min, .min)
     private var cursor: (row: Int, column: Int) = (-1, -1)
 
-    /// Gaps of at most this many unchanged picture cells on a row are written again rather than jumped over: a
-    /// cursor address costs about as many bytes as three cells with unchanged colours.
+    /// Gaps of at most this many unchanged picture cells on a row are written again rather than jumped over, on a
+    /// terminal without `cuf`: a cursor address costs about as many bytes as three cells with unchanged colours.
+    /// With `cuf` a jump along the row (4 bytes) costs no more than one such cell, and a rewritten cell is also
+    /// one more the terminal must parse and store (a third of a camera picture's cell writes were such rewrites).
     static let maximumGap = 3
+    /// `maximumGap`, or 0 where the terminal can jump along the row.
+    private let gapLimit: Int
 
     /// A writer for these capabilities, or nil when one is missing.
     init?(capabilities: PictureCapabilities) {
@@ -70,6 +79,7 @@ struct PictureOutput {
             paletteStore += background
         }
         self.capabilities = capabilities
+        gapLimit = capabilities.moveRight(2)?.isEmpty == false ? 0 : Self.maximumGap
     }
 
     /// Starts a burst for a screen `width` columns wide.
@@ -94,7 +104,7 @@ struct PictureOutput {
         scalar: UInt32, foreground: Int32, background: Int32, row: Int, column: Int,
         gapFiller: (Int) -> (scalar: UInt32, foreground: Int32, background: Int32)?
     ) {
-        if cursor.row == row && column >= cursor.column && column - cursor.column <= Self.maximumGap {
+        if cursor.row == row && column >= cursor.column && column - cursor.column <= gapLimit {
             var fill = cursor.column
             while fill < column, let cell = gapFiller(fill) {
                 put(cell.scalar, cell.foreground, cell.background)
@@ -122,11 +132,18 @@ struct PictureOutput {
         var scalar = scalar
         var foreground = foreground
         var background = background
-        if scalar == Self.upperHalf || scalar == Self.lowerHalf {
+        if (scalar == Self.upperHalf || scalar == Self.lowerHalf) && foreground == background {
+            // One colour: '█' in it shows the same cell whatever the background, so the background is left as the
+            // pen has it. Half of a camera picture's cells are flat at 256 colours; spelling them this way cuts a
+            // third of the bytes (and of tmux's parsing). A space on the background would save three bytes more
+            // a cell, but then what the terminal holds, and what `capture-pane` shows, would depend on the picture
+            // instead of marking it.
+            scalar = Self.fullBlock
+            background = pen.background
+        } else if scalar == Self.upperHalf || scalar == Self.lowerHalf {
             // The same two pixels can be written as '▀' or as '▄' with the colours swapped: take the spelling that
             // changes fewer colours from the pen's. The terminal's parsing of colour changes is most of what a
-            // picture costs it. (A space on one colour would save more in flat areas, but then what the terminal
-            // holds, and what `capture-pane` shows, would depend on the picture instead of marking it.)
+            // picture costs it.
             let kept = (foreground != pen.foreground ? 1 : 0) + (background != pen.background ? 1 : 0)
             let swapped = (background != pen.foreground ? 1 : 0) + (foreground != pen.background ? 1 : 0)
             if swapped < kept {
@@ -156,7 +173,7 @@ struct PictureOutput {
         appendUTF8(scalar)
     }
 
-    static let upperHalf: UInt32 = 0x2580, lowerHalf: UInt32 = 0x2584
+    static let upperHalf: UInt32 = 0x2580, lowerHalf: UInt32 = 0x2584, fullBlock: UInt32 = 0x2588
     private static let plainBit: UInt32 = 1 << 31
 
     /// True when `sequence` is one SGR of numbers only: ESC [ digits, ';' or ':' … m.
@@ -210,6 +227,18 @@ struct PictureOutput {
         }
         let start = Int(span >> 8)
         let length = Int(span & 0xFF)
+        if row == cursor.row && column > cursor.column && column - cursor.column < cupWidth {
+            let distance = column - cursor.column
+            if distance >= cufStrings.count {
+                cufStrings += Array(repeating: nil, count: distance + 1 - cufStrings.count)
+            }
+            if cufStrings[distance] == nil { cufStrings[distance] = capabilities.moveRight(distance) ?? [] }
+            if let right = cufStrings[distance], !right.isEmpty, right.count < length {
+                bytes += right
+                cursor.column = column
+                return
+            }
+        }
         cupStore.withUnsafeBufferPointer { store in
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
         }
@@ -250,6 +279,6 @@ extension PictureCapabilities {
             saveCursor: Array("\u{1B}7".utf8), restoreCursor: Array("\u{1B}8".utf8),
             resetAttributes: Array("\u{1B}[m".utf8),
             foreground: { Array("\u{1B}[38;5;\($0)m".utf8) }, background: { Array("\u{1B}[48;5;\($0)m".utf8) },
-            moveTo: { Array("\u{1B}[\($0 + 1);\($1 + 1)H".utf8) })
+            moveTo: { Array("\u{1B}[\($0 + 1);\($1 + 1)H".utf8) }, moveRight: { Array("\u{1B}[\($0)C".utf8) })
     }
 }

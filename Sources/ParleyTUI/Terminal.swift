@@ -494,6 +494,7 @@ public final class Terminal {
         let setaf = string("setaf")
         let setab = string("setab")
         let cup = string("cup")
+        let cuf = string("cuf")
         return PictureCapabilities(
             saveCursor: string("sc").flatMap { bytes($0) } ?? [],
             restoreCursor: string("rc").flatMap { bytes($0) } ?? [],
@@ -506,7 +507,8 @@ public final class Terminal {
                 if directSGR && color >= 1 << 24 { return PictureCapabilities.directSGR(48, color) }
                 return setab.flatMap { bytes(parley_curses_tiparm1($0, color)) }
             },
-            moveTo: { row, column in cup.flatMap { bytes(parley_curses_tiparm2($0, Int32(row), Int32(column))) } })
+            moveTo: { row, column in cup.flatMap { bytes(parley_curses_tiparm2($0, Int32(row), Int32(column))) } },
+            moveRight: { columns in cuf.flatMap { bytes(parley_curses_tiparm1($0, Int32(columns))) } })
     }
 
     /// The character of a picture cell (a block element U+2580–259F or a sextant U+1FB00–1FB3B, both colours

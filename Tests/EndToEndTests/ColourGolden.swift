@@ -65,7 +65,10 @@ enum ColourGolden {
         }
     }
 
-    static func isPicture(_ cell: CapturedCell) -> Bool { cell.character == "▀" || cell.character == "▄" }
+    /// A picture cell: '▀' or '▄', or '█' for one in a single colour (never bold, unlike the microphone meter's).
+    static func isPicture(_ cell: CapturedCell) -> Bool {
+        cell.character == "▀" || cell.character == "▄" || (cell.character == "█" && !cell.bold)
+    }
     static let borders = Set("┌┐└┘─│┏┓┗┛━┃╔╗╚╝═║▛▜▙▟")
 
     /// The chrome's colours, one line per row as runs `fg/bg[/b]×count`, with what changes from run to run made
@@ -135,7 +138,8 @@ enum ColourGolden {
                 var colours = Set<String>()
                 while x < row.count, isPicture(row[x]) {
                     colours.insert(row[x].foreground)
-                    colours.insert(row[x].background)
+                    // Under '█' the background does not show.
+                    if row[x].character != "█" { colours.insert(row[x].background) }
                     x += 1
                 }
                 guard x - start >= 8 else { continue }

@@ -16,8 +16,9 @@ enum Golden {
             "┏": "┌", "┓": "┐", "┗": "└", "┛": "┘", "━": "─", "┃": "│",
             "╔": "┌", "╗": "┐", "╚": "└", "╝": "┘", "═": "─", "║": "│",
             "▛": "┌", "▜": "┐", "▙": "└", "▟": "┘",
-            // A picture cell is sent as '▀' or, with its colours swapped, '▄', whichever changes fewer colours.
-            "▄": "▀",
+            // A picture cell is sent as '▀' or, with its colours swapped, '▄', whichever changes fewer colours; in
+            // one colour as '█'.
+            "▄": "▀", "█": "▀",
         ]
         text = String(text.map { heavy[$0] ?? $0 })
         text = text.replacingOccurrences(of: #"\b\d{1,2}:\d{2}(:\d{2})?\b"#, with: "mm:ss", options: .regularExpression)

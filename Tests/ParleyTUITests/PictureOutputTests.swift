@@ -10,9 +10,9 @@ struct PictureOutputTests {
     /// Runs one burst over `cells` (row, column, colours), with the row's other picture cells from `row`.
     static func burst(
         width: Int = 10, _ cells: [(row: Int, column: Int, fg: Int32, bg: Int32)],
-        neighbours: [Int: Spec] = [:]
+        neighbours: [Int: Spec] = [:], capabilities: PictureCapabilities = .xterm
     ) throws -> String {
-        var output = try #require(PictureOutput(capabilities: .xterm))
+        var output = try #require(PictureOutput(capabilities: capabilities))
         output.begin(width: width)
         for cell in cells {
             output.add(scalar: upper, foreground: cell.fg, background: cell.bg, row: cell.row, column: cell.column) {
@@ -49,8 +49,8 @@ struct PictureOutputTests {
                 name: "a new row: a new address, colours kept", cells: [[0, 0, 1, 2], [1, 0, 1, 2]],
                 middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
             Case(
-                name: "a gap wider than three cells: jump", cells: [[0, 0, 1, 2], [0, 5, 1, 2]],
-                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1;6H▀"),
+                name: "a gap wider than three cells: jump along the row (cuf, shorter than an address)",
+                cells: [[0, 0, 1, 2], [0, 5, 1, 2]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[4C▀"),
             Case(
                 name: "past the last column the position is unknown", cells: [[0, 9, 1, 2], [1, 0, 1, 2]],
                 middle: "\u{1B}[1;10H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2;1H▀"),
@@ -64,25 +64,49 @@ struct PictureOutputTests {
                 name: "the swapped spelling changes one colour where '▀' would change two",
                 cells: [[0, 0, 1, 2], [0, 1, 3, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[48;5;3m▄"),
             Case(
-                name: "one colour in both halves: the spelling that keeps one of the pen's colours",
-                cells: [[0, 0, 1, 2], [0, 1, 2, 2], [0, 2, 4, 4]],
-                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[38;5;2m▀\u{1B}[38;5;4;48;5;4m▀"),
+                name: "one colour in both halves: '█' in it, the pen's background left as it is",
+                cells: [[0, 0, 1, 2], [0, 1, 2, 2], [0, 2, 4, 4], [0, 3, 1, 2]],
+                middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[38;5;2m█\u{1B}[38;5;4m█\u{1B}[38;5;1m▀"),
+            Case(
+                name: "one colour that is the pen's foreground: no colour sent at all",
+                cells: [[0, 0, 1, 2], [0, 1, 1, 1]], middle: "\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀█"),
         ])
     func table(_ test: Case) throws {
         let burst = try Self.burst(test.cells.map { (row: Int($0[0]), column: Int($0[1]), fg: $0[2], bg: $0[3]) })
         #expect(burst == "\u{1B}7\u{1B}[m" + test.middle + "\u{1B}[m\u{1B}8")
     }
 
-    @Test("short gaps of unchanged picture cells are written again instead of jumping over them")
+    @Test("without cuf, short gaps of unchanged picture cells are written again instead of jumping over them")
     func gapFilling() throws {
+        var noRight = PictureCapabilities.xterm
+        noRight.moveRight = { _ in nil }
         let neighbours: [Int: Spec] = [1: (Self.upper, 1, 2), 2: (Self.upper, 7, 2)]
         #expect(
-            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours)
+            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours, capabilities: noRight)
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[38;5;7m▀\u{1B}[38;5;1m▀\u{1B}[m\u{1B}8")
         // A cell in the gap that is not a picture (a tile border): jump over the gap.
         #expect(
-            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: [1: (Self.upper, 1, 2)])
+            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: [1: (Self.upper, 1, 2)], capabilities: noRight)
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀▀\u{1B}[1;4H▀\u{1B}[m\u{1B}8")
+        // With cuf the same gap is jumped along the row.
+        #expect(
+            try Self.burst([(0, 0, 1, 2), (0, 3, 1, 2)], neighbours: neighbours)
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[2C▀\u{1B}[m\u{1B}8")
+    }
+
+    @Test("a terminal without cuf gets cursor addresses for every jump")
+    func noMoveRight() throws {
+        var capabilities = PictureCapabilities.xterm
+        capabilities.moveRight = { _ in nil }
+        var output = try #require(PictureOutput(capabilities: capabilities))
+        output.begin(width: 10)
+        for column in [0, 5] {
+            output.add(scalar: Self.upper, foreground: 1, background: 2, row: 0, column: column) { _ in nil }
+        }
+        output.finish()
+        #expect(
+            String(decoding: output.bytes, as: UTF8.self)
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1;6H▀\u{1B}[m\u{1B}8")
     }
 
     @Test("colours that are not plain SGRs are sent one after the other")
