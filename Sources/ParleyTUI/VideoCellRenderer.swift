@@ -235,10 +235,10 @@ public struct VideoCellRenderer: Sendable {
                     let lower = Glyph("▄")
                     let empty = Cell(Glyph.space, style: CellStyle(background: background))
 
-                    /// The colour of tile pixel (px, py), which lands on screen pixel `slot` (2 per cell, top first).
+                    /// The colour shown for a tile pixel of colour (r, g, b) that lands on screen pixel `slot` (2 per
+                    /// cell, top first).
                     @inline(__always)
-                    func color(_ px: Int, _ py: Int, _ slot: Int) -> TerminalColor {
-                        let (r, g, b) = sampler.rgb(px, py)
+                    func color(_ r: Int, _ g: Int, _ b: Int, _ slot: Int) -> TerminalColor {
                         let before = shown[slot]
                         if mode == .trueColor {
                             if before != 0 {
@@ -268,6 +268,11 @@ public struct VideoCellRenderer: Sendable {
                     }
 
                     @inline(__always)
+                    func color(_ rgb: (Int, Int, Int), _ slot: Int) -> TerminalColor {
+                        color(rgb.0, rgb.1, rgb.2, slot)
+                    }
+
+                    @inline(__always)
                     func ink(_ px: Int, _ py: Int) -> Int { clamp(((sampler.luma(px, py) &- 16) &* 255 &+ 109) / 219) }
 
                     for row in visible.y..<visible.maxY {
@@ -275,6 +280,9 @@ public struct VideoCellRenderer: Sendable {
                         let bottomY = topY + 1
                         let topInside = topY >= 0 && topY < area.height
                         let bottomInside = bottomY >= 0 && bottomY < area.height
+                        let bothInside = topInside && bottomInside && mode != .shades
+                        let topTaps = bothInside ? sampler.rowTaps(topY) : nil
+                        let bottomTaps = bothInside ? sampler.rowTaps(bottomY) : nil
                         var index = row * screenWidth + visible.x
                         for column in visible.x..<visible.maxX {
                             defer { index += 1 }
@@ -291,25 +299,26 @@ public struct VideoCellRenderer: Sendable {
                                 if bottomInside { total += ink(px, bottomY) }
                                 let level = min(4, (total * 5) >> 9)
                                 cells[index] = Cell(shadeGlyphs[level], style: CellStyle(background: background))
-                            } else if topInside && bottomInside {
+                            } else if let topTaps, let bottomTaps {
+                                let (top, bottom) = sampler.rgbPair(px, topTaps, bottomTaps)
                                 cells[index] = Cell(
                                     upper,
                                     style: CellStyle(
-                                        foreground: color(px, topY, 2 &* index),
-                                        background: color(px, bottomY, 2 &* index &+ 1)))
+                                        foreground: color(top.0, top.1, top.2, 2 &* index),
+                                        background: color(bottom.0, bottom.1, bottom.2, 2 &* index &+ 1)))
                             } else if topInside {
                                 shown[2 &* index &+ 1] = 0
                                 cells[index] = Cell(
                                     upper,
                                     style: CellStyle(
-                                        foreground: color(px, topY, 2 &* index),
+                                        foreground: color(sampler.rgb(px, topY), 2 &* index),
                                         background: background))
                             } else {
                                 shown[2 &* index] = 0
                                 cells[index] = Cell(
                                     lower,
                                     style: CellStyle(
-                                        foreground: color(px, bottomY, 2 &* index &+ 1),
+                                        foreground: color(sampler.rgb(px, bottomY), 2 &* index &+ 1),
                                         background: background))
                             }
                         }
@@ -338,43 +347,56 @@ struct PixelSampler {
     let chromaWidth: Int
 
     /// Weighted Y of tile pixel (px, py).
+    ///
+    /// Always four taps a side: the tables pad unused ones with weight 0 at a valid position, so the loops unroll
+    /// with no count to read (a third faster than looping over the used taps alone).
     @inline(__always)
     func luma(_ px: Int, _ py: Int) -> Int {
         let column = px &* SampleTable.stride
         let row = py &* SampleTable.stride
-        let nx = Int(columns[column])
-        let ny = Int(rows[row])
+        let x0 = Int(columns[column &+ 1])
+        let x1 = Int(columns[column &+ 2])
+        let x2 = Int(columns[column &+ 3])
+        let x3 = Int(columns[column &+ 4])
+        let w0 = Int(columns[column &+ 5])
+        let w1 = Int(columns[column &+ 6])
+        let w2 = Int(columns[column &+ 7])
+        let w3 = Int(columns[column &+ 8])
         var sum = 0
-        for j in 0..<ny {
+        for j in 0..<4 {
             let line = Int(rows[row &+ 1 &+ j]) &* frameWidth
-            var lineSum = 0
-            for i in 0..<nx {
-                lineSum &+= Int(columns[column &+ 5 &+ i]) &* Int(luma[line &+ Int(columns[column &+ 1 &+ i])])
-            }
+            let lineSum =
+                w0 &* Int(luma[line &+ x0]) &+ w1 &* Int(luma[line &+ x1]) &+ w2 &* Int(luma[line &+ x2])
+                &+ w3 &* Int(luma[line &+ x3])
             sum &+= lineSum &* Int(rows[row &+ 5 &+ j])
         }
         return (sum &+ 32768) >> 16
     }
 
-    /// Weighted U and V of tile pixel (px, py), from the half-resolution chroma planes.
+    /// Weighted U and V of tile pixel (px, py), from the half-resolution chroma planes (four taps a side, as
+    /// `luma`).
     @inline(__always)
     func chroma(_ px: Int, _ py: Int) -> (u: Int, v: Int) {
         let column = px &* SampleTable.stride &+ 9
         let row = py &* SampleTable.stride &+ 9
-        let nx = Int(columns[column])
-        let ny = Int(rows[row])
+        let x0 = Int(columns[column &+ 1])
+        let x1 = Int(columns[column &+ 2])
+        let x2 = Int(columns[column &+ 3])
+        let x3 = Int(columns[column &+ 4])
+        let w0 = Int(columns[column &+ 5])
+        let w1 = Int(columns[column &+ 6])
+        let w2 = Int(columns[column &+ 7])
+        let w3 = Int(columns[column &+ 8])
         var sumU = 0
         var sumV = 0
-        for j in 0..<ny {
+        for j in 0..<4 {
             let line = Int(rows[row &+ 1 &+ j]) &* chromaWidth
-            var lineU = 0
-            var lineV = 0
-            for i in 0..<nx {
-                let c = line &+ Int(columns[column &+ 1 &+ i])
-                let weight = Int(columns[column &+ 5 &+ i])
-                lineU &+= weight &* Int(u[c])
-                lineV &+= weight &* Int(v[c])
-            }
+            let lineU =
+                w0 &* Int(u[line &+ x0]) &+ w1 &* Int(u[line &+ x1]) &+ w2 &* Int(u[line &+ x2])
+                &+ w3 &* Int(u[line &+ x3])
+            let lineV =
+                w0 &* Int(v[line &+ x0]) &+ w1 &* Int(v[line &+ x1]) &+ w2 &* Int(v[line &+ x2])
+                &+ w3 &* Int(v[line &+ x3])
             let weight = Int(rows[row &+ 5 &+ j])
             sumU &+= lineU &* weight
             sumV &+= lineV &* weight
@@ -382,11 +404,80 @@ struct PixelSampler {
         return ((sumU &+ 32768) >> 16, (sumV &+ 32768) >> 16)
     }
 
-    /// Red, green and blue of tile pixel (px, py) (BT.601 limited range).
+    /// One tile pixel row's taps: the lines it reads (as offsets into the planes) and their weights.
+    struct RowTaps {
+        var luma: (Int, Int, Int, Int)
+        var lumaWeights: (Int, Int, Int, Int)
+        var chroma: (Int, Int, Int, Int)
+        var chromaWeights: (Int, Int, Int, Int)
+    }
+
+    /// The taps of tile pixel row `py`, worked out once for every pixel of the row.
     @inline(__always)
-    func rgb(_ px: Int, _ py: Int) -> (Int, Int, Int) {
-        let y = luma(px, py)
-        let (u, v) = chroma(px, py)
+    func rowTaps(_ py: Int) -> RowTaps {
+        let row = py &* SampleTable.stride
+        func line(_ k: Int, _ width: Int) -> Int { Int(rows[row &+ k]) &* width }
+        func weight(_ k: Int) -> Int { Int(rows[row &+ k]) }
+        return RowTaps(
+            luma: (line(1, frameWidth), line(2, frameWidth), line(3, frameWidth), line(4, frameWidth)),
+            lumaWeights: (weight(5), weight(6), weight(7), weight(8)),
+            chroma: (line(10, chromaWidth), line(11, chromaWidth), line(12, chromaWidth), line(13, chromaWidth)),
+            chromaWeights: (weight(14), weight(15), weight(16), weight(17)))
+    }
+
+    /// Red, green and blue of tile pixels (px, top) and (px, bottom): the column's taps read once for both.
+    @inline(__always)
+    func rgbPair(_ px: Int, _ top: RowTaps, _ bottom: RowTaps) -> ((Int, Int, Int), (Int, Int, Int)) {
+        let column = px &* SampleTable.stride
+        let x0 = Int(columns[column &+ 1])
+        let x1 = Int(columns[column &+ 2])
+        let x2 = Int(columns[column &+ 3])
+        let x3 = Int(columns[column &+ 4])
+        let w0 = Int(columns[column &+ 5])
+        let w1 = Int(columns[column &+ 6])
+        let w2 = Int(columns[column &+ 7])
+        let w3 = Int(columns[column &+ 8])
+        let cx0 = Int(columns[column &+ 10])
+        let cx1 = Int(columns[column &+ 11])
+        let cx2 = Int(columns[column &+ 12])
+        let cx3 = Int(columns[column &+ 13])
+        let cw0 = Int(columns[column &+ 14])
+        let cw1 = Int(columns[column &+ 15])
+        let cw2 = Int(columns[column &+ 16])
+        let cw3 = Int(columns[column &+ 17])
+        @inline(__always)
+        func lumaLine(_ line: Int) -> Int {
+            w0 &* Int(luma[line &+ x0]) &+ w1 &* Int(luma[line &+ x1]) &+ w2 &* Int(luma[line &+ x2])
+                &+ w3 &* Int(luma[line &+ x3])
+        }
+        @inline(__always)
+        func chromaLine(_ plane: UnsafeBufferPointer<UInt8>, _ line: Int) -> Int {
+            cw0 &* Int(plane[line &+ cx0]) &+ cw1 &* Int(plane[line &+ cx1]) &+ cw2 &* Int(plane[line &+ cx2])
+                &+ cw3 &* Int(plane[line &+ cx3])
+        }
+        @inline(__always)
+        func pixel(_ taps: RowTaps) -> (Int, Int, Int) {
+            let y =
+                lumaLine(taps.luma.0) &* taps.lumaWeights.0 &+ lumaLine(taps.luma.1) &* taps.lumaWeights.1
+                &+ lumaLine(taps.luma.2) &* taps.lumaWeights.2 &+ lumaLine(taps.luma.3) &* taps.lumaWeights.3
+            let u =
+                chromaLine(self.u, taps.chroma.0) &* taps.chromaWeights.0
+                &+ chromaLine(self.u, taps.chroma.1) &* taps.chromaWeights.1
+                &+ chromaLine(self.u, taps.chroma.2) &* taps.chromaWeights.2
+                &+ chromaLine(self.u, taps.chroma.3) &* taps.chromaWeights.3
+            let v =
+                chromaLine(self.v, taps.chroma.0) &* taps.chromaWeights.0
+                &+ chromaLine(self.v, taps.chroma.1) &* taps.chromaWeights.1
+                &+ chromaLine(self.v, taps.chroma.2) &* taps.chromaWeights.2
+                &+ chromaLine(self.v, taps.chroma.3) &* taps.chromaWeights.3
+            return Self.convert((y &+ 32768) >> 16, (u &+ 32768) >> 16, (v &+ 32768) >> 16)
+        }
+        return (pixel(top), pixel(bottom))
+    }
+
+    /// Red, green and blue of Y, U and V (BT.601 limited range).
+    @inline(__always)
+    static func convert(_ y: Int, _ u: Int, _ v: Int) -> (Int, Int, Int) {
         let c = 76284 &* (y &- 16)
         let d = u &- 128
         let e = v &- 128
@@ -395,6 +486,14 @@ struct PixelSampler {
             VideoCellRenderer.clamp((c &- 25624 &* d &- 53281 &* e &+ 32768) >> 16),
             VideoCellRenderer.clamp((c &+ 132252 &* d &+ 32768) >> 16)
         )
+    }
+
+    /// Red, green and blue of tile pixel (px, py) (BT.601 limited range).
+    @inline(__always)
+    func rgb(_ px: Int, _ py: Int) -> (Int, Int, Int) {
+        let y = luma(px, py)
+        let (u, v) = chroma(px, py)
+        return Self.convert(y, u, v)
     }
 }
 
