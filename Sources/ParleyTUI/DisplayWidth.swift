@@ -56,6 +56,7 @@ public enum DisplayWidth {
 
     /// Columns a string takes (the sum over its grapheme clusters).
     public static func of(_ text: String) -> Int {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text.utf8.count }
         var total = 0
         for character in text { total += of(character) }
         return total

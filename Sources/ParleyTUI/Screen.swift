@@ -165,6 +165,20 @@ public struct Screen: Hashable, Sendable {
         let area = (clip ?? bounds).intersection(bounds)
         var current = column
         guard !area.isEmpty, row >= area.y, row < area.maxY else { return column + DisplayWidth.of(text) }
+        // Printable ASCII (nearly all of the chrome, drawn again for every video frame): one cell a byte, without
+        // the grapheme breaking and width lookups a Character costs.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            for byte in text.utf8 {
+                if current >= area.maxX { break }
+                if current >= area.x {
+                    let index = row * width + current
+                    breakWideCharacter(at: index, column: current)
+                    cells[index] = Cell(Glyph(Unicode.Scalar(byte)), style: style)
+                }
+                current += 1
+            }
+            return current
+        }
         for character in text {
             let columns = max(1, DisplayWidth.of(character))
             if current >= area.maxX { break }
@@ -185,6 +199,18 @@ public struct Screen: Hashable, Sendable {
     public mutating func fill(_ rect: CellRect, with character: Character = " ", style: CellStyle) {
         let area = rect.intersection(bounds)
         guard !area.isEmpty else { return }
+        if DisplayWidth.of(character) == 1 {
+            // One narrow character: the cell is made once.
+            let cell = Cell(character, style: style)
+            for row in area.y..<area.maxY {
+                for column in area.x..<area.maxX {
+                    let index = row * width + column
+                    breakWideCharacter(at: index, column: column)
+                    cells[index] = cell
+                }
+            }
+            return
+        }
         for row in area.y..<area.maxY {
             var column = area.x
             while column < area.maxX {
