@@ -11,13 +11,9 @@ public enum DisplayWidth {
     /// Columns a grapheme cluster takes: 0, 1 or 2.
     public static func of(_ character: Character) -> Int {
         let scalars = character.unicodeScalars
-        guard let first = scalars.first else { return 0 }
-        if character.isASCII { return first.value >= 0x20 && first.value != 0x7F ? 1 : 0 }
-        // One scalar below U+3000 (box drawing, blocks, symbols: every frame's borders): a table lookup instead of
-        // Unicode property queries, which were ~2 % of a call's CPU.
-        if first.value < Self.tableLimit, scalars.index(after: scalars.startIndex) == scalars.endIndex {
-            return Int(Self.singleScalarWidths[Int(first.value)])
-        }
+        var iterator = scalars.makeIterator()
+        guard let first = iterator.next() else { return 0 }
+        if iterator.next() == nil { return of(lone: first) }
         var emojiStyle = false
         for scalar in scalars {
             if scalar.properties.isEmojiPresentation { return 2 }
@@ -25,6 +21,15 @@ public enum DisplayWidth {
         }
         if emojiStyle && first.properties.isEmoji { return 2 }
         return of(first)
+    }
+
+    /// Columns a character of this one scalar takes: `of(Character(scalar))`.
+    @inline(__always)
+    public static func of(lone scalar: Unicode.Scalar) -> Int {
+        // Below U+3000 (text, box drawing, blocks, symbols: every frame's chrome) a table lookup instead of Unicode
+        // property queries, which were ~2 % of a call's CPU.
+        if scalar.value < tableLimit { return Int(singleScalarWidths[Int(scalar.value)]) }
+        return scalar.properties.isEmojiPresentation ? 2 : of(scalar)
     }
 
     /// Scalars below this have their width as a lone character in `singleScalarWidths`.

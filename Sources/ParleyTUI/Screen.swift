@@ -124,6 +124,9 @@ public struct Screen: Hashable, Sendable {
         return cells[row * width + column]
     }
 
+    /// What a control or other zero-width character shows as.
+    static let replacementGlyph = Glyph(DisplayWidth.replacement)
+
     /// Puts one character at a cell and returns the columns it took (0 when the cell is off the screen).
     ///
     /// Controls become U+FFFD. A wide character that would stick out past `limit` (default: the right edge)
@@ -134,19 +137,29 @@ public struct Screen: Hashable, Sendable {
         limit: Int? = nil
     ) -> Int {
         guard bounds.contains(column: column, row: row) else { return 0 }
-        var character = character
-        var columns = DisplayWidth.of(character)
+        // One scalar (nearly every cell): its glyph and width without a grapheme cluster's lookups.
+        var scalars = character.unicodeScalars.makeIterator()
+        let first = scalars.next()
+        var columns: Int
+        var glyph: Glyph
+        if let first, scalars.next() == nil {
+            columns = DisplayWidth.of(lone: first)
+            glyph = Glyph(first)
+        } else {
+            columns = DisplayWidth.of(character)
+            glyph = columns == 0 ? Self.replacementGlyph : Glyph(character)
+        }
         if columns == 0 {
-            character = DisplayWidth.replacement
+            glyph = Self.replacementGlyph
             columns = 1
         }
         if columns == 2 && column + 1 >= min(width, limit ?? width) {
-            character = " "
+            glyph = .space
             columns = 1
         }
         let index = row * width + column
         breakWideCharacter(at: index, column: column)
-        cells[index] = Cell(character, style: style)
+        cells[index] = Cell(glyph, style: style)
         if columns == 2 {
             breakWideCharacter(at: index + 1, column: column + 1)
             cells[index + 1] = .continuation(style: style)
