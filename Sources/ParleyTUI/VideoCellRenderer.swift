@@ -346,133 +346,76 @@ struct PixelSampler {
     let frameWidth: Int
     let chromaWidth: Int
 
-    /// Weighted Y of tile pixel (px, py).
-    ///
-    /// Always four taps a side: the tables pad unused ones with weight 0 at a valid position, so the loops unroll
-    /// with no count to read (a third faster than looping over the used taps alone).
-    @inline(__always)
-    func luma(_ px: Int, _ py: Int) -> Int {
-        let column = px &* SampleTable.stride
-        let row = py &* SampleTable.stride
-        let x0 = Int(columns[column &+ 1])
-        let x1 = Int(columns[column &+ 2])
-        let x2 = Int(columns[column &+ 3])
-        let x3 = Int(columns[column &+ 4])
-        let w0 = Int(columns[column &+ 5])
-        let w1 = Int(columns[column &+ 6])
-        let w2 = Int(columns[column &+ 7])
-        let w3 = Int(columns[column &+ 8])
-        var sum = 0
-        for j in 0..<4 {
-            let line = Int(rows[row &+ 1 &+ j]) &* frameWidth
-            let lineSum =
-                w0 &* Int(luma[line &+ x0]) &+ w1 &* Int(luma[line &+ x1]) &+ w2 &* Int(luma[line &+ x2])
-                &+ w3 &* Int(luma[line &+ x3])
-            sum &+= lineSum &* Int(rows[row &+ 5 &+ j])
-        }
-        return (sum &+ 32768) >> 16
+    /// Where one tile pixel column (or row) reads a plane, and with what weights: always four taps, as the tables
+    /// pad unused ones with weight 0 at a valid position, so the sums unroll with no count to read (a third faster
+    /// than looping over the used taps alone). Rows hold line offsets into the plane, columns positions in a line.
+    struct Taps {
+        var at: (Int, Int, Int, Int)
+        var weights: (Int, Int, Int, Int)
     }
 
-    /// Weighted U and V of tile pixel (px, py), from the half-resolution chroma planes (four taps a side, as
-    /// `luma`).
-    @inline(__always)
-    func chroma(_ px: Int, _ py: Int) -> (u: Int, v: Int) {
-        let column = px &* SampleTable.stride &+ 9
-        let row = py &* SampleTable.stride &+ 9
-        let x0 = Int(columns[column &+ 1])
-        let x1 = Int(columns[column &+ 2])
-        let x2 = Int(columns[column &+ 3])
-        let x3 = Int(columns[column &+ 4])
-        let w0 = Int(columns[column &+ 5])
-        let w1 = Int(columns[column &+ 6])
-        let w2 = Int(columns[column &+ 7])
-        let w3 = Int(columns[column &+ 8])
-        var sumU = 0
-        var sumV = 0
-        for j in 0..<4 {
-            let line = Int(rows[row &+ 1 &+ j]) &* chromaWidth
-            let lineU =
-                w0 &* Int(u[line &+ x0]) &+ w1 &* Int(u[line &+ x1]) &+ w2 &* Int(u[line &+ x2])
-                &+ w3 &* Int(u[line &+ x3])
-            let lineV =
-                w0 &* Int(v[line &+ x0]) &+ w1 &* Int(v[line &+ x1]) &+ w2 &* Int(v[line &+ x2])
-                &+ w3 &* Int(v[line &+ x3])
-            let weight = Int(rows[row &+ 5 &+ j])
-            sumU &+= lineU &* weight
-            sumV &+= lineV &* weight
-        }
-        return ((sumU &+ 32768) >> 16, (sumV &+ 32768) >> 16)
-    }
-
-    /// One tile pixel row's taps: the lines it reads (as offsets into the planes) and their weights.
+    /// A tile pixel row's taps in the luma and in the chroma planes, worked out once for every pixel of the row.
     struct RowTaps {
-        var luma: (Int, Int, Int, Int)
-        var lumaWeights: (Int, Int, Int, Int)
-        var chroma: (Int, Int, Int, Int)
-        var chromaWeights: (Int, Int, Int, Int)
+        var luma: Taps
+        var chroma: Taps
     }
 
-    /// The taps of tile pixel row `py`, worked out once for every pixel of the row.
+    /// The taps of table entry `index` (`SampleTable` layout; `base` 0 for luma, 9 for chroma), positions times
+    /// `scale`.
+    @inline(__always)
+    private static func taps(_ table: UnsafeBufferPointer<Int32>, _ index: Int, base: Int, scale: Int) -> Taps {
+        let entry = index &* SampleTable.stride &+ base
+        return Taps(
+            at: (
+                Int(table[entry &+ 1]) &* scale, Int(table[entry &+ 2]) &* scale, Int(table[entry &+ 3]) &* scale,
+                Int(table[entry &+ 4]) &* scale
+            ),
+            weights: (Int(table[entry &+ 5]), Int(table[entry &+ 6]), Int(table[entry &+ 7]), Int(table[entry &+ 8])))
+    }
+
+    /// The weighted sum of `plane` over four rows and four columns of taps, back in 0…255.
+    @inline(__always)
+    private static func sum(_ plane: UnsafeBufferPointer<UInt8>, _ rows: Taps, _ columns: Taps) -> Int {
+        @inline(__always)
+        func line(_ offset: Int) -> Int {
+            columns.weights.0 &* Int(plane[offset &+ columns.at.0]) &+ columns.weights.1
+                &* Int(plane[offset &+ columns.at.1]) &+ columns.weights.2 &* Int(plane[offset &+ columns.at.2])
+                &+ columns.weights.3 &* Int(plane[offset &+ columns.at.3])
+        }
+        let total =
+            line(rows.at.0) &* rows.weights.0 &+ line(rows.at.1) &* rows.weights.1 &+ line(rows.at.2)
+            &* rows.weights.2 &+ line(rows.at.3) &* rows.weights.3
+        return (total &+ 32768) >> 16
+    }
+
+    /// The taps of tile pixel row `py`.
     @inline(__always)
     func rowTaps(_ py: Int) -> RowTaps {
-        let row = py &* SampleTable.stride
-        func line(_ k: Int, _ width: Int) -> Int { Int(rows[row &+ k]) &* width }
-        func weight(_ k: Int) -> Int { Int(rows[row &+ k]) }
-        return RowTaps(
-            luma: (line(1, frameWidth), line(2, frameWidth), line(3, frameWidth), line(4, frameWidth)),
-            lumaWeights: (weight(5), weight(6), weight(7), weight(8)),
-            chroma: (line(10, chromaWidth), line(11, chromaWidth), line(12, chromaWidth), line(13, chromaWidth)),
-            chromaWeights: (weight(14), weight(15), weight(16), weight(17)))
+        RowTaps(
+            luma: Self.taps(rows, py, base: 0, scale: frameWidth),
+            chroma: Self.taps(rows, py, base: 9, scale: chromaWidth))
+    }
+
+    /// Weighted Y of tile pixel (px, py).
+    @inline(__always)
+    func luma(_ px: Int, _ py: Int) -> Int {
+        Self.sum(luma, Self.taps(rows, py, base: 0, scale: frameWidth), Self.taps(columns, px, base: 0, scale: 1))
     }
 
     /// Red, green and blue of tile pixels (px, top) and (px, bottom): the column's taps read once for both.
     @inline(__always)
     func rgbPair(_ px: Int, _ top: RowTaps, _ bottom: RowTaps) -> ((Int, Int, Int), (Int, Int, Int)) {
-        let column = px &* SampleTable.stride
-        let x0 = Int(columns[column &+ 1])
-        let x1 = Int(columns[column &+ 2])
-        let x2 = Int(columns[column &+ 3])
-        let x3 = Int(columns[column &+ 4])
-        let w0 = Int(columns[column &+ 5])
-        let w1 = Int(columns[column &+ 6])
-        let w2 = Int(columns[column &+ 7])
-        let w3 = Int(columns[column &+ 8])
-        let cx0 = Int(columns[column &+ 10])
-        let cx1 = Int(columns[column &+ 11])
-        let cx2 = Int(columns[column &+ 12])
-        let cx3 = Int(columns[column &+ 13])
-        let cw0 = Int(columns[column &+ 14])
-        let cw1 = Int(columns[column &+ 15])
-        let cw2 = Int(columns[column &+ 16])
-        let cw3 = Int(columns[column &+ 17])
-        @inline(__always)
-        func lumaLine(_ line: Int) -> Int {
-            w0 &* Int(luma[line &+ x0]) &+ w1 &* Int(luma[line &+ x1]) &+ w2 &* Int(luma[line &+ x2])
-                &+ w3 &* Int(luma[line &+ x3])
-        }
-        @inline(__always)
-        func chromaLine(_ plane: UnsafeBufferPointer<UInt8>, _ line: Int) -> Int {
-            cw0 &* Int(plane[line &+ cx0]) &+ cw1 &* Int(plane[line &+ cx1]) &+ cw2 &* Int(plane[line &+ cx2])
-                &+ cw3 &* Int(plane[line &+ cx3])
-        }
-        @inline(__always)
-        func pixel(_ taps: RowTaps) -> (Int, Int, Int) {
-            let y =
-                lumaLine(taps.luma.0) &* taps.lumaWeights.0 &+ lumaLine(taps.luma.1) &* taps.lumaWeights.1
-                &+ lumaLine(taps.luma.2) &* taps.lumaWeights.2 &+ lumaLine(taps.luma.3) &* taps.lumaWeights.3
-            let u =
-                chromaLine(self.u, taps.chroma.0) &* taps.chromaWeights.0
-                &+ chromaLine(self.u, taps.chroma.1) &* taps.chromaWeights.1
-                &+ chromaLine(self.u, taps.chroma.2) &* taps.chromaWeights.2
-                &+ chromaLine(self.u, taps.chroma.3) &* taps.chromaWeights.3
-            let v =
-                chromaLine(self.v, taps.chroma.0) &* taps.chromaWeights.0
-                &+ chromaLine(self.v, taps.chroma.1) &* taps.chromaWeights.1
-                &+ chromaLine(self.v, taps.chroma.2) &* taps.chromaWeights.2
-                &+ chromaLine(self.v, taps.chroma.3) &* taps.chromaWeights.3
-            return Self.convert((y &+ 32768) >> 16, (u &+ 32768) >> 16, (v &+ 32768) >> 16)
-        }
-        return (pixel(top), pixel(bottom))
+        let lumaColumns = Self.taps(columns, px, base: 0, scale: 1)
+        let chromaColumns = Self.taps(columns, px, base: 9, scale: 1)
+        return (rgb(top, lumaColumns, chromaColumns), rgb(bottom, lumaColumns, chromaColumns))
+    }
+
+    /// Red, green and blue where a row's and a column's taps meet.
+    @inline(__always)
+    private func rgb(_ row: RowTaps, _ lumaColumns: Taps, _ chromaColumns: Taps) -> (Int, Int, Int) {
+        Self.convert(
+            Self.sum(luma, row.luma, lumaColumns), Self.sum(u, row.chroma, chromaColumns),
+            Self.sum(v, row.chroma, chromaColumns))
     }
 
     /// Red, green and blue of Y, U and V (BT.601 limited range).
@@ -491,9 +434,7 @@ struct PixelSampler {
     /// Red, green and blue of tile pixel (px, py) (BT.601 limited range).
     @inline(__always)
     func rgb(_ px: Int, _ py: Int) -> (Int, Int, Int) {
-        let y = luma(px, py)
-        let (u, v) = chroma(px, py)
-        return Self.convert(y, u, v)
+        rgb(rowTaps(py), Self.taps(columns, px, base: 0, scale: 1), Self.taps(columns, px, base: 9, scale: 1))
     }
 }
 
