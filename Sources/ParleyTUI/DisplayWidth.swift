@@ -59,9 +59,13 @@ public enum DisplayWidth {
         return isWide(value) ? 2 : 1
     }
 
+    /// True when every byte of `text` is printable ASCII: one column each, one character each.
+    @inline(__always)
+    static func isPrintableASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } }
+
     /// Columns a string takes (the sum over its grapheme clusters).
     public static func of(_ text: String) -> Int {
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text.utf8.count }
+        if isPrintableASCII(text) { return text.utf8.count }
         var total = 0
         for character in text { total += of(character) }
         return total

@@ -180,7 +180,7 @@ public struct Screen: Hashable, Sendable {
         guard !area.isEmpty, row >= area.y, row < area.maxY else { return column + DisplayWidth.of(text) }
         // Printable ASCII (nearly all of the chrome, drawn again for every video frame): one cell a byte, without
         // the grapheme breaking and width lookups a Character costs.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+        if DisplayWidth.isPrintableASCII(text) {
             for byte in text.utf8 {
                 if current >= area.maxX { break }
                 if current >= area.x {

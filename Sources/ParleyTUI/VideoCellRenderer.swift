@@ -235,10 +235,11 @@ public struct VideoCellRenderer: Sendable {
                     let lower = Glyph("▄")
                     let empty = Cell(Glyph.space, style: CellStyle(background: background))
 
-                    /// The colour shown for a tile pixel of colour (r, g, b) that lands on screen pixel `slot` (2 per
+                    /// The colour shown for a tile pixel of colour `rgb` that lands on screen pixel `slot` (2 per
                     /// cell, top first).
                     @inline(__always)
-                    func color(_ r: Int, _ g: Int, _ b: Int, _ slot: Int) -> TerminalColor {
+                    func color(_ rgb: (Int, Int, Int), _ slot: Int) -> TerminalColor {
+                        let (r, g, b) = rgb
                         let before = shown[slot]
                         if mode == .trueColor {
                             if before != 0 {
@@ -265,11 +266,6 @@ public struct VideoCellRenderer: Sendable {
                         }
                         shown[slot] = 1 << 24 | UInt32(index)
                         return .palette(UInt8(truncatingIfNeeded: index))
-                    }
-
-                    @inline(__always)
-                    func color(_ rgb: (Int, Int, Int), _ slot: Int) -> TerminalColor {
-                        color(rgb.0, rgb.1, rgb.2, slot)
                     }
 
                     @inline(__always)
@@ -304,8 +300,8 @@ public struct VideoCellRenderer: Sendable {
                                 cells[index] = Cell(
                                     upper,
                                     style: CellStyle(
-                                        foreground: color(top.0, top.1, top.2, 2 &* index),
-                                        background: color(bottom.0, bottom.1, bottom.2, 2 &* index &+ 1)))
+                                        foreground: color(top, 2 &* index),
+                                        background: color(bottom, 2 &* index &+ 1)))
                             } else if topInside {
                                 shown[2 &* index &+ 1] = 0
                                 cells[index] = Cell(
