@@ -98,6 +98,11 @@ SCREEN *parley_curses_newterm(const char *term) {
     return newterm(term, stdout, stdin);
 }
 
+void parley_curses_leave_initial_state(void) {
+    endwin();
+    doupdate();
+}
+
 /* ---- Restoration from signal handlers ---------------------------------------------------------------------- */
 
 static int restore_fd = -1;

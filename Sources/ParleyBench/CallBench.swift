@@ -77,6 +77,9 @@ public enum CallBench {
     /// `parley join`'s video settings for the equal-work call: the call settings, and the full 640x480 sent,
     /// decoded and drawn (no simulcast: the small layers would make it less work than the others do).
     static let equalWorkArguments = callArguments + ["--no-simulcast"]
+    /// What the drawing clients of the equal-work call add: the self view hidden, as baresip and the Chromium page
+    /// show none (a self view is a second picture to scale and to send to the terminal every frame).
+    static let equalWorkDisplayArguments = ["--hide-self-view"]
     /// Terminal size of Parley's default row: a 1:1 call in a 200x60 pane, each side receiving the simulcast
     /// layer its tile needs.
     static let defaultPaneColumns = 200, defaultPaneRows = 60
@@ -111,7 +114,8 @@ public enum CallBench {
                 case .parley:
                     pairs.parley.append(
                         try parleyPair(
-                            settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory))
+                            settings, seconds: settings.pairSeconds, tools: tools, media: media, directory: directory,
+                            extraArguments: equalWorkDisplayArguments))
                 case .baresip:
                     pairs.baresip.append(try baresipPair(settings, tools: tools, media: media, directory: directory))
                 case .baresipX11:

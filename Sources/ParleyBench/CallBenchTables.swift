@@ -119,10 +119,11 @@ extension CallBench {
                 + "mono WAV (Parley and Chromium loop a 10 s clip, baresip's `aufile` cannot loop and holds the whole "
                 + "\(fileSeconds(media.longVoice)) s file, ~"
                 + "\(formatted(Double(fileBytes(media.longVoice)) / 1_048_576, decimals: 1)) MiB, in memory).",
-            "Parley: `parley join \(equalWorkArguments.joined(separator: " "))` twice, each in its own tmux server "
-                + "(TERM=tmux-256color), VP8 CBR at speed \(VP8EncoderConfig.callSpeed), Opus 32 kbit/s mono VOIP "
-                + "FEC complexity \(opusComplexity) (Parley's call default); draws the other side's picture and its "
-                + "own self view.",
+            "Parley: `parley join \((equalWorkArguments + equalWorkDisplayArguments).joined(separator: " "))` twice, "
+                + "each in its own tmux server (TERM=tmux-256color), VP8 CBR at speed \(VP8EncoderConfig.callSpeed), "
+                + "Opus 32 kbit/s mono VOIP FEC complexity \(opusComplexity) (Parley's call default); draws the other "
+                + "side's picture, its own self view hidden as baresip and the Chromium page show none (Parley's "
+                + "default row keeps it).",
             "baresip 1.0.0: `video_bitrate \(baresipVideoBitrateSetting)`. Its vp8 module passes this number to "
                 + "libvpx's rc_target_bitrate, which is in kbit/s, so the video on the wire is ~\(videoKbps) kbit/s "
                 + "like Parley's (compare the \"Video sent\" column); VP8 VBR at its fixed speed 16; Opus "

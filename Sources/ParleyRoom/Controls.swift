@@ -53,6 +53,7 @@ public enum ControlBar {
         case .direct: return state.directPeer != nil
         case .roster: return state.rosterShown
         case .speakerView: return state.speakerView
+        case .selfView: return !state.selfViewOff
         case .record: return state.isRecording
         case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite: return nil
         }

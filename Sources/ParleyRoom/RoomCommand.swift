@@ -41,6 +41,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case roster = "roster"
     /// Speaker view: the dominant speaker large, the others in a strip.
     case speakerView = "speaker-view"
+    /// Hide or show the self view (the others still see the camera).
+    case selfView = "self-view"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -66,6 +68,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return [.char("l")]
         case .roster: return [.char("r")]
         case .speakerView: return [.char("a")]
+        case .selfView: return [.char("V")]
         case .record: return [.char("R")]
         case .leave: return [.char("q"), .control("c")]
         }
@@ -93,6 +96,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return "Invite"
         case .roster: return "Roster"
         case .speakerView: return "Active"
+        case .selfView: return "Self"
         case .record: return "Rec"
         case .leave: return "Leave"
         }
@@ -120,6 +124,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .invite: return "Show the meeting link and copy it to the clipboard"
         case .roster: return "Show or hide who is here (role, mic, camera, since when) and the activity"
         case .speakerView: return "Speaker view: whoever is talking large, the rest in a strip (grid again: a)"
+        case .selfView: return "Hide or show your own picture (the others still see your camera)"
         case .record: return "Record the call to a WebM file, or stop (the room sees it)"
         case .leave: return "Leave the call (asks to confirm)"
         }
@@ -132,7 +137,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
             .leave:
             return true
         case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster,
-            .speakerView:
+            .speakerView, .selfView:
             return false
         }
     }

@@ -146,6 +146,14 @@ extension RoomState {
             changes.insert([.tiles, .controls])
             return []
 
+        case .selfView:
+            selfViewOff.toggle()
+            pendingDigit = nil
+            normalize()
+            show(selfViewOff ? "Self view hidden: the others still see your camera" : "Self view shown")
+            changes.insert(.tiles)
+            return []
+
         case .help:
             helpShown = true
             changes.insert(.overlay)

@@ -12,12 +12,14 @@ public struct RoomSettings: Hashable, Sendable {
     public var layout: LayoutOptions
     /// Which key runs which command.
     public var keymap: Keymap
+    /// The call starts with the self view shown (`--hide-self-view` starts with it hidden; `V` toggles it).
+    public var showsSelfView: Bool
 
     /// Defaults: 400 ms double-key window, 500 chat entries, 1000-byte messages, 3 s notices, standard keys.
     public init(
         doubleKeyWindow: Duration = .milliseconds(400), chatHistory: Int = ChatLog.defaultCapacity,
         maximumChatBytes: Int = ChatInput.defaultMaximumBytes, noticeDuration: Duration = .seconds(3),
-        layout: LayoutOptions = LayoutOptions(), keymap: Keymap = .standard
+        layout: LayoutOptions = LayoutOptions(), keymap: Keymap = .standard, showsSelfView: Bool = true
     ) {
         self.doubleKeyWindow = doubleKeyWindow
         self.chatHistory = chatHistory
@@ -25,6 +27,7 @@ public struct RoomSettings: Hashable, Sendable {
         self.noticeDuration = noticeDuration
         self.layout = layout
         self.keymap = keymap
+        self.showsSelfView = showsSelfView
     }
 }
 
@@ -229,6 +232,7 @@ public struct RoomState: Hashable, Sendable {
         directLog = ChatLog(capacity: settings.chatHistory)
         directUnread = 0
         statsShown = false
+        selfViewOff = !settings.showsSelfView
         helpShown = false
         leavePending = false
         connection = .connecting
@@ -270,9 +274,12 @@ public struct RoomState: Hashable, Sendable {
         sessions.enumerated().filter { $0.offset == 0 || $0.element.role == .broadcaster }.map(\.element)
     }
 
-    /// The self view is hidden: as an audience member, or with exactly one peer while the camera is off.
+    /// The user hid the self view (`V`, or `--hide-self-view`): the camera still sends.
+    public internal(set) var selfViewOff: Bool
+    /// The self view is hidden: by the user, as an audience member, or with exactly one peer while the camera is
+    /// off.
     public var selfViewHidden: Bool {
-        localRole == .audience || (stage.count == 2 && localSession.videoMuted)
+        selfViewOff || localRole == .audience || (stage.count == 2 && localSession.videoMuted)
     }
 
     /// Tiles that can be shown, in numbering order: self (unless hidden), then broadcasting peers.

@@ -198,6 +198,9 @@ public final class Terminal {
             throw TerminalError.unknownTerminalType(term)
         }
         self.window = window
+        // Each screen update in one write (see the shim: ncurses' "initial" state flushes at every cursor jump).
+        // Before the modes below, which suspending would reset (keypad mode would wait for the first read).
+        parley_curses_leave_initial_state()
 
         raw()
         noecho()

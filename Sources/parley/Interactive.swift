@@ -17,6 +17,11 @@ struct InteractiveOptions: ParsableArguments {
     var hideRoom = false
 
     @Flag(
+        name: .customLong("hide-self-view"),
+        help: "Start calls with your own picture hidden (V shows it); the others still see your camera.")
+    var hideSelfView = false
+
+    @Flag(
         name: .customLong("no-simulcast"),
         help: "Send your camera at full size only (by default also at half and a quarter, for small tiles).")
     var noSimulcast = false
@@ -204,7 +209,9 @@ struct InteractiveOptions: ParsableArguments {
             videoSources: try videoSources(realDevices: realDevices),
             audioSource: try audioSource(realDevices: realDevices), audioSink: audioSink(realDevices: realDevices),
             echoCancellation: !noEchoCancel,
-            roomSettings: RoomSettings(doubleKeyWindow: .milliseconds(doubleKeyMilliseconds), keymap: try keymap()),
+            roomSettings: RoomSettings(
+                doubleKeyWindow: .milliseconds(doubleKeyMilliseconds), keymap: try keymap(),
+                showsSelfView: !hideSelfView),
             returnToLobby: returnToLobby, drawRate: drawFPS, standardErrorPath: logPath, statisticsPath: statsFile,
             logger: Logger(label: "parley.engine"))
         options.themeOverrides = try themeOverrides()

@@ -388,6 +388,39 @@ struct SelfViewTests {
         room.press(.char("v"))
         #expect(!room.state.selfViewHidden)
     }
+
+    @Test(
+        "V hides the own picture whatever the room holds, the camera still sending; tiles renumber from the peers",
+        arguments: [0, 1, 2, 4])
+    func hiddenByTheUser(peers: Int) {
+        var room = Room(peers: peers)
+        #expect(room.press(.char("V")) == [], "hiding the self view asks the engine for nothing")
+        #expect(room.state.selfViewHidden && room.state.cameraEnabled)
+        #expect(room.notice == "Self view hidden: the others still see your camera")
+        #expect(ControlBar.isOn(.selfView, room.state) == false)
+        let layout = room.state.layout(in: CellRect(x: 0, y: 0, width: 80, height: 24))
+        #expect(!layout.tiles.contains { $0.id == me })
+        #expect(layout.tiles.count == peers)
+        #expect(room.state.visibleTiles.first?.id == (peers > 0 ? peer(2) : nil), "tile 1 is the first peer")
+        room.press(.char("V"))
+        #expect(!room.state.selfViewHidden)
+        #expect(room.notice == "Self view shown")
+        #expect(room.state.layout(in: CellRect(x: 0, y: 0, width: 80, height: 24)).tiles.contains { $0.id == me })
+    }
+
+    @Test("hiding a fullscreen self view returns to the grid; --hide-self-view starts with it hidden")
+    func hidingFullscreenSelf() {
+        var room = Room(peers: 3)
+        room.press(.char("1"))
+        room.press(.char("1"))
+        #expect(room.state.fullscreen == me)
+        room.press(.char("V"))
+        #expect(room.state.fullscreen == nil && room.state.selected == nil)
+
+        let hidden = Room(peers: 1, settings: RoomSettings(showsSelfView: false))
+        #expect(hidden.state.selfViewHidden && hidden.state.selfViewOff)
+        #expect(!hidden.state.layout(in: CellRect(x: 0, y: 0, width: 80, height: 24)).tiles.contains { $0.id == me })
+    }
 }
 
 @Suite("Room reducer: commands and keys")

@@ -58,6 +58,12 @@ int parley_terminal_size(int fd, int *columns, int *rows);
 
 /* newterm(term, stdout, stdin): `stdout`/`stdin` are C globals Swift 6 cannot read. NULL term means $TERM. */
 SCREEN *parley_curses_newterm(const char *term);
+/* endwin() then doupdate(), once, right after newterm. Why: until a screen has been suspended and resumed, ncurses
+ * 6.x keeps it in its "initial" state, and in that state its internal cursor movement flushes the output buffer
+ * after every jump, so one screen update became dozens of small writes (a call's border changes: ~130 writes a
+ * second, each waking the terminal). Suspending and resuming moves the screen to "running", where an update is one
+ * write. Nothing has been drawn yet, so the terminal only sees the alternate screen left and entered again. */
+void parley_curses_leave_initial_state(void);
 
 /*
  * Terminal restoration from signal handlers.
