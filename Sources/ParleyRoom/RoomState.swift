@@ -158,6 +158,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var dominantSpeaker: ParticipantID?
     /// Speaker view is on: the featured speaker large, the others in the strip.
     public internal(set) var speakerView = false
+    /// The user hid the self view (`V`, or `--hide-self-view`): the camera still sends.
+    public internal(set) var selfViewOff: Bool
     /// Who speaker view shows large: the dominant speaker when it is a peer, changed at most every
     /// `RoomState.speakerHold`; nil before anybody spoke.
     public internal(set) var featuredSpeaker: ParticipantID?
@@ -274,8 +276,6 @@ public struct RoomState: Hashable, Sendable {
         sessions.enumerated().filter { $0.offset == 0 || $0.element.role == .broadcaster }.map(\.element)
     }
 
-    /// The user hid the self view (`V`, or `--hide-self-view`): the camera still sends.
-    public internal(set) var selfViewOff: Bool
     /// The self view is hidden: by the user, as an audience member, or with exactly one peer while the camera is
     /// off.
     public var selfViewHidden: Bool {
