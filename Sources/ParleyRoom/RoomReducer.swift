@@ -8,8 +8,10 @@ public func reduce(_ state: inout RoomState, _ input: RoomInput) -> [RoomEffect]
         state.advanceClock(to: time)
         return state.handle(key)
     case .tick(let time):
+        let shownBefore = state.callDuration.map { $0.components.seconds }
         state.advanceClock(to: time)
-        if state.callStartedAt != nil { state.changes.insert(.status) }
+        // The header shows the call's length in whole seconds: only a new second is a change to draw.
+        if let shown = state.callDuration?.components.seconds, shown != shownBefore { state.changes.insert(.status) }
         return []
     case .container(let rect):
         if state.container != rect {

@@ -589,11 +589,23 @@ public final class Terminal {
     /// Waits up to `milliseconds` (nil: forever, 0: just look) for a key or mouse click.
     ///
     /// Returns nil when nothing arrived in time or the input means nothing to Parley (other mouse buttons,
-    /// unmapped keys). A resize returns `.resize`; the next `draw` repaints everything.
-    public func readKey(timeout milliseconds: Int? = nil) -> Key? {
+    /// unmapped keys). A resize returns `.resize`; the next `draw` repaints everything. With a `wake`, the wait
+    /// also ends (returning nil unless a key came too) as soon as the wake is signalled.
+    public func readKey(timeout milliseconds: Int? = nil, wake: LoopWake? = nil) -> Key? {
         guard isOpen else { return nil }
         var milliseconds = milliseconds
-        if writer.isBusy {
+        if let wake, milliseconds != 0 {
+            // Wait for a key or the wake without curses, then let curses look without waiting: it still reads the
+            // key, and notices a resize signalled meanwhile.
+            var waits = [
+                pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0),
+            ]
+            _ = poll(&waits, 2, Int32(clamping: milliseconds ?? -1))
+            if waits[1].revents != 0 { wake.drain() }
+            writer.wait()
+            milliseconds = 0
+        } else if writer.isBusy {
             // Curses repaints before it reads when the window changed (after a resize), and its bytes must not land
             // inside a picture burst: wait for input without curses, then for the burst.
             let start = DispatchTime.now().uptimeNanoseconds

@@ -169,6 +169,45 @@ struct DemoCallTests {
         #expect(modes.contains("alt=0"), "the alternate screen is gone: \(modes)")
         #expect(modes.contains("cursor=1"), "the cursor is back: \(modes)")
     }
+
+    @Test("a call follows its terminal's resizes, with pictures playing and with none at all")
+    func followsResizes() throws {
+        func has(_ text: String) -> ([String]) -> Bool { { $0.contains { $0.contains(text) } } }
+        // The header ends with the help hint one cell from the screen's right edge; the control bar is on the last
+        // row.
+        func laidOut(columns: Int, rows: Int) -> ([String]) -> Bool {
+            { captured in
+                // capture-pane ends with an empty line after the last row.
+                let lines = captured.last == "" ? Array(captured.dropLast()) : captured
+                return lines.count == rows && lines[0].hasSuffix("? help") && lines[0].count == columns - 1
+                    && lines[rows - 1].contains("Leave")
+            }
+        }
+        func resize(_ pane: TmuxPane, through sizes: [(Int, Int)]) throws {
+            for (columns, rows) in sizes {
+                try pane.run(["resize-window", "-x", "\(columns)", "-y", "\(rows)"])
+                let lines = try pane.waitFor(seconds: 5, laidOut(columns: columns, rows: rows))
+                #expect(
+                    laidOut(columns: columns, rows: rows)(lines),
+                    "\(columns)x\(rows):\n\(lines.joined(separator: "\n"))")
+            }
+        }
+        let playing = try demo(columns: 80, rows: 24)
+        _ = try screen(
+            playing, until: { has("4 people · connected")($0) && !has("waiting for video")($0) },
+            "four people with video")
+        try resize(playing, through: [(120, 36), (100, 30), (80, 24)])
+
+        // Alone with the camera off, no picture wakes the loop: the resize must still be seen.
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
+        let alone = try TmuxPane(
+            command: "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --bots 0; sleep 60'", columns: 80,
+            rows: 24)
+        _ = try screen(alone, until: has("1 person · connected"), "the call alone")
+        try alone.send(["v"])
+        _ = try screen(alone, until: has("camera off"), "the camera off")
+        try resize(alone, through: [(110, 32), (80, 24)])
+    }
 }
 
 /// The layer a fullscreened bot's tile really receives (decoded size in the `i` overlay), per picture mode: the bots

@@ -715,6 +715,23 @@ struct ChangeTests {
         #expect(room.state.takeChanges() == .overlay)
         #expect(room.state.takeChanges() == [])
     }
+
+    @Test("ticks change the header only when the call's length reaches a new second")
+    func ticksPerSecond() throws {
+        var room = Room(peers: 1)
+        let started = try #require(room.state.callStartedAt)
+        _ = room.state.takeChanges()
+        // From the next whole second of the call on, ten ticks of 100 ms: one new second, at the tenth.
+        let intoSecond = room.state.now - started
+        room.tick(after: 1000 - Int64(intoSecond.components.attoseconds / 1_000_000_000_000_000))
+        #expect(room.state.takeChanges() == .status)
+        var changed: [Int] = []
+        for tick in 1...10 {
+            room.tick(after: 100)
+            if room.state.takeChanges().contains(.status) { changed.append(tick) }
+        }
+        #expect(changed == [10])
+    }
 }
 
 @Suite("Room reducer: local devices")

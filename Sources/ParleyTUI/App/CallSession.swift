@@ -5,30 +5,63 @@ import ParleyRoom
 import Synchronization
 
 /// The newest decoded picture of each participant, written by the engine's thread and read by the draw loop.
+///
+/// Only pictures of participants on screen count as something new to draw and wake the loop: the picture of
+/// someone on another page, or of a hidden self view, is kept for later but does not make the screen redraw.
 public final class FrameStore: VideoFrameSink {
-    private let frames = Mutex<[ParticipantID: VideoFrame]>([:])
-    private let dirty = Atomic<Bool>(false)
+    private struct Pictures {
+        var latest: [ParticipantID: VideoFrame] = [:]
+        /// Who is on screen (nil: everyone counts, until the first draw says).
+        var shown: Set<ParticipantID>?
+        /// Pictures that arrived since the last `take` from participants off screen.
+        var unshownSinceTake: Set<ParticipantID> = []
+    }
 
-    /// An empty store.
-    public init() {}
+    private let pictures = Mutex(Pictures())
+    private let dirty = Atomic<Bool>(false)
+    private let wake: LoopWake?
+
+    /// An empty store; `wake`, if given, is signalled when a picture to show arrives.
+    public init(wake: LoopWake? = nil) { self.wake = wake }
 
     public func deliver(_ frame: VideoFrame, from participant: ParticipantID) {
-        frames.withLock { $0[participant] = frame }
-        dirty.store(true, ordering: .releasing)
+        let shown = pictures.withLock { pictures in
+            pictures.latest[participant] = frame
+            let shown = pictures.shown?.contains(participant) ?? true
+            if !shown { pictures.unshownSinceTake.insert(participant) }
+            return shown
+        }
+        guard shown else { return }
+        dirty.store(true, ordering: .sequentiallyConsistent)
+        wake?.signal()
     }
 
     /// The current pictures; clears the "something new arrived" flag.
     public func take() -> (frames: [ParticipantID: VideoFrame], changed: Bool) {
-        let changed = dirty.exchange(false, ordering: .acquiring)
-        return (frames.withLock { $0 }, changed)
+        let changed = dirty.exchange(false, ordering: .sequentiallyConsistent)
+        let latest = pictures.withLock { pictures in
+            pictures.unshownSinceTake.removeAll(keepingCapacity: true)
+            return pictures.latest
+        }
+        return (latest, changed)
     }
 
-    /// True when a picture arrived since the last `take`.
-    public var hasNewFrames: Bool { dirty.load(ordering: .acquiring) }
+    /// True when a picture of someone on screen arrived since the last `take`.
+    public var hasNewFrames: Bool { dirty.load(ordering: .sequentiallyConsistent) }
 
-    /// Forgets participants that left.
-    public func keep(only participants: Set<ParticipantID>) {
-        frames.withLock { store in store = store.filter { participants.contains($0.key) } }
+    /// Says who is on screen now, and forgets the pictures of those no longer in the call (`present`). A
+    /// participant who came on screen after the last `take` with a picture since counts as new.
+    public func show(_ shown: Set<ParticipantID>, present: Set<ParticipantID>) {
+        let cameOnScreen = pictures.withLock { pictures in
+            pictures.shown = shown
+            if pictures.latest.keys.contains(where: { !present.contains($0) }) {
+                pictures.latest = pictures.latest.filter { present.contains($0.key) }
+            }
+            return !pictures.unshownSinceTake.isDisjoint(with: shown)
+        }
+        guard cameOnScreen else { return }
+        dirty.store(true, ordering: .sequentiallyConsistent)
+        wake?.signal()
     }
 }
 
@@ -47,11 +80,19 @@ final class BusyFlag: Sendable {
 final class EventInbox: Sendable {
     private let queue = Mutex<[RoomEvent]>([])
     private let finished = Atomic<Bool>(false)
+    private let wake: LoopWake?
+
+    /// An empty inbox; `wake`, if given, is signalled when an event arrives.
+    init(wake: LoopWake? = nil) { self.wake = wake }
 
     func consume(_ events: AsyncStream<RoomEvent>) -> Task<Void, Never> {
         Task.detached { [self] in
-            for await event in events { queue.withLock { $0.append(event) } }
+            for await event in events {
+                queue.withLock { $0.append(event) }
+                wake?.signal()
+            }
             finished.store(true, ordering: .releasing)
+            wake?.signal()
         }
     }
 
@@ -84,19 +125,25 @@ final class CallSession {
 
     let engine: CallEngine
     private(set) var state: RoomState
+    /// Wakes the loop's wait for keys when a picture or an engine event arrives (nil: the loop looks on a timer).
+    let wake = LoopWake()
     private let frames: FrameStore
-    private let inbox = EventInbox()
+    private let inbox: EventInbox
     private var consumer: Task<Void, Never>?
     private var screen: RoomScreen
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
     private let frameInterval: Duration
     private let tickInterval = Duration.milliseconds(100)
-    private var lastDraw: Duration = .seconds(-1)
     private var lastTick: Duration = .zero
     private var lastContainer: CellRect?
     private var lastSize: TerminalSize?
     private var mustDraw = true
+    /// The room changed while a draw was not yet due: draw when it is.
+    private var changesToShow = false
+    /// Paces draws for new pictures and changes at the draw rate.
+    private var pacer: DrawPacer
+    private var lastDraw: Duration = .seconds(-1)
     /// True once the relay accepted the join.
     private(set) var hasJoined = false
     /// Screens drawn so far (reported in the statistics file).
@@ -121,7 +168,8 @@ final class CallSession {
         messages = messaging.map { MessagesSession(account: $0) }
         account = messaging?.identity.name
         statisticsFile = statisticsPath.map(CallStatisticsFile.init(path:))
-        frames = FrameStore()
+        frames = FrameStore(wake: wake)
+        inbox = EventInbox(wake: wake)
         engine = try CallEngine(configuration, videoSink: frames, devices: devices)
         state = RoomState(
             roomName: configuration.room, localName: configuration.name, role: configuration.role,
@@ -136,6 +184,7 @@ final class CallSession {
         screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells, pixels: pixels)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
+        pacer = DrawPacer(interval: frameInterval)
         consumer = inbox.consume(engine.events)
         engine.start()
     }
@@ -218,22 +267,35 @@ final class CallSession {
                     state: state, layout: state.currentLayout,
                     cells: screen.pictureCells, pixels: terminal.pixelCanvas))
         }
-        let framesChanged = frames.hasNewFrames
         guard draws else { return .running }
-        if mustDraw || (!changes.isEmpty && at - lastDraw >= frameInterval)
-            || (framesChanged && at - lastDraw >= frameInterval)
-        {
+        if !changes.isEmpty { changesToShow = true }
+        pacer.advance(to: at)
+        if mustDraw {
+            draw(terminal: terminal, size: size, at: at)
+        } else if pacer.mayDraw && (frames.hasNewFrames || (changesToShow && at - lastDraw >= frameInterval)) {
+            // A change without a new picture waits out an interval since the last draw: while video plays, the
+            // next picture comes by then and is drawn with it.
+            pacer.drew()
             draw(terminal: terminal, size: size, at: at)
         }
         return .running
     }
 
-    /// Milliseconds until the loop should look again without a key: the next frame or tick, whichever is first.
+    /// Milliseconds until the loop should look again without a key: when the next draw is due if something waits
+    /// to be shown, else the next tick; without a wake, at least once a draw interval as well, since nothing else
+    /// would tell the loop that a picture arrived.
     var idleTimeoutMilliseconds: Int {
-        let untilDraw = frameInterval - (now - lastDraw)
         let untilTick = tickInterval - (now - lastTick)
-        let wait = min(untilDraw, untilTick)
-        let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+        let somethingToShow = mustDraw || changesToShow || frames.hasNewFrames
+        var pacer = self.pacer
+        pacer.advance(to: now)
+        let untilDraw =
+            mustDraw || frames.hasNewFrames
+            ? pacer.untilDue
+            : changesToShow ? max(pacer.untilDue, frameInterval - (now - lastDraw)) : frameInterval
+        let wait = wake == nil || somethingToShow ? min(untilDraw, untilTick) : untilTick
+        // Rounded up: a wait cut short by the rounding would only wake the loop to wait again.
+        let milliseconds = Int((wait / .milliseconds(1)).rounded(.up))
         return max(1, min(100, milliseconds))
     }
 
@@ -242,6 +304,7 @@ final class CallSession {
         screen.followPicture(mode: terminal.videoColorMode, cells: terminal.pictureCells)
         let (pictures, _) = frames.take()
         let rendered = screen.render(state: state, frames: pictures, size: size)
+        frames.show(Set(state.currentLayout.tiles.map(\.id)), present: Set(state.sessions.map(\.id)))
         if !graphemeLimitTold, GraphemeTable.shared.overflows > 0 {
             graphemeLimitTold = true
             let limit = GraphemeTable.shared.limit
@@ -255,6 +318,7 @@ final class CallSession {
         terminal.draw(rendered, cursor: RoomScreen.cursor(state: state, size: size)?.tuple)
         lastDraw = at
         mustDraw = false
+        changesToShow = false
         screenDraws += 1
     }
 

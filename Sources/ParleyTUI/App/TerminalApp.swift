@@ -197,7 +197,7 @@ public enum TerminalApp {
                     terminal.draw(LobbyScreen.render(lobby, size: size, theme: terminal.theme))
                     lastLobbyDraw = nil
                 }
-                let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds)
+                let key = terminal.readKey(timeout: session.idleTimeoutMilliseconds, wake: session.wake)
                 if fromLobby, key == .control("c") || key == .escape {
                     session.close()
                     lobby.fail("Join cancelled.")
@@ -266,7 +266,7 @@ public enum TerminalApp {
 
             case .call(let session):
                 switch session.step(
-                    keys: Self.readKeys(terminal, timeout: session.idleTimeoutMilliseconds),
+                    keys: Self.readKeys(terminal, timeout: session.idleTimeoutMilliseconds, wake: session.wake),
                     terminal: terminal, draws: true)
                 {
                 case .running:
@@ -325,10 +325,10 @@ public enum TerminalApp {
     /// The most keys one step of a call takes before it draws: a long paste shows in pieces rather than late.
     static let keysPerStep = 256
 
-    /// Waits up to `timeout` ms for a key, then takes every key already waiting behind it (a paste, a held arrow
-    /// key), so the call draws once for the lot instead of once per key.
-    private static func readKeys(_ terminal: Terminal, timeout: Int) -> [Key] {
-        guard let first = terminal.readKey(timeout: timeout) else { return [] }
+    /// Waits up to `timeout` ms for a key (or until `wake` is signalled), then takes every key already waiting behind
+    /// it (a paste, a held arrow key), so the call draws once for the lot instead of once per key.
+    private static func readKeys(_ terminal: Terminal, timeout: Int, wake: LoopWake?) -> [Key] {
+        guard let first = terminal.readKey(timeout: timeout, wake: wake) else { return [] }
         var keys = [first]
         while keys.count < keysPerStep, let next = terminal.readKey(timeout: 0) {
             keys.append(next)
