@@ -498,6 +498,7 @@ public final class Terminal {
         let setab = string("setab")
         let cup = string("cup")
         let cuf = string("cuf")
+        let cub = string("cub")
         return PictureCapabilities(
             saveCursor: string("sc").flatMap { bytes($0) } ?? [],
             restoreCursor: string("rc").flatMap { bytes($0) } ?? [],
@@ -511,7 +512,8 @@ public final class Terminal {
                 return setab.flatMap { bytes(parley_curses_tiparm1($0, color)) }
             },
             moveTo: { row, column in cup.flatMap { bytes(parley_curses_tiparm2($0, Int32(row), Int32(column))) } },
-            moveRight: { columns in cuf.flatMap { bytes(parley_curses_tiparm1($0, Int32(columns))) } })
+            moveRight: { columns in cuf.flatMap { bytes(parley_curses_tiparm1($0, Int32(columns))) } },
+            moveLeft: { columns in cub.flatMap { bytes(parley_curses_tiparm1($0, Int32(columns))) } })
     }
 
     /// The character of a picture cell (a block element U+2580–259F or a sextant U+1FB00–1FB3B, both colours

@@ -122,6 +122,111 @@ struct PictureOutputTests {
                 == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1m\u{1B}(B\u{1B}[48;5;2m▀\u{1B}[m\u{1B}8")
     }
 
+    /// xterm's strings with cub as well: a row's cells may be written out of order.
+    static var bothWays: PictureCapabilities {
+        var capabilities = PictureCapabilities.xterm
+        capabilities.moveLeft = { Array("\u{1B}[\($0)D".utf8) }
+        return capabilities
+    }
+
+    @Test("with cub, a row's cells go out grouped by colour: each next the one that changes the pen least")
+    func rowOrder() throws {
+        // Two colours alternating along a row: written left to right that is a colour change a cell. Grouped, the
+        // first colour's cells, then the second's (forward first on a tie, then back).
+        let cells: [(row: Int, column: Int, fg: Int32, bg: Int32)] = [
+            (0, 0, 1, 2), (0, 2, 3, 4), (0, 4, 1, 2), (0, 6, 3, 4), (1, 1, 3, 4),
+        ]
+        #expect(
+            try Self.burst(cells, capabilities: Self.bothWays)
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[3C▀\u{1B}[1C\u{1B}[38;5;3;48;5;4m▀"
+                + "\u{1B}[5D▀\u{1B}[2;2H▀\u{1B}[m\u{1B}8")
+        // Left to right without cub.
+        #expect(
+            try Self.burst(cells)
+                == "\u{1B}7\u{1B}[m\u{1B}[1;1H\u{1B}[38;5;1;48;5;2m▀\u{1B}[1C\u{1B}[38;5;3;48;5;4m▀\u{1B}[1C"
+                + "\u{1B}[38;5;1;48;5;2m▀\u{1B}[1C\u{1B}[38;5;3;48;5;4m▀\u{1B}[2;2H▀\u{1B}[m\u{1B}8")
+    }
+
+    /// What a terminal shows after `bytes`: each cell's character and colours, for the strings `PictureOutput`
+    /// sends with `bothWays` (save, reset, CUP, CUF, CUB, SGR 38;5 and 48;5, characters).
+    static func screen(_ bytes: [UInt8], width: Int, height: Int) -> [String] {
+        var cells = [String](repeating: "", count: width * height)
+        var row = 0
+        var column = 0
+        var foreground = -1
+        var background = -1
+        let text = Array(String(decoding: bytes, as: UTF8.self).unicodeScalars)
+        var i = 0
+        while i < text.count {
+            if text[i] == "\u{1B}" {
+                i += 1
+                guard i < text.count, text[i] == "[" else {
+                    i += 1
+                    continue
+                }
+                i += 1
+                var parameters = ""
+                while i < text.count, !("A"..."z").contains(text[i]) {
+                    parameters.unicodeScalars.append(text[i])
+                    i += 1
+                }
+                let numbers = parameters.split(separator: ";").map { Int($0) ?? 0 }
+                switch text[i] {
+                case "H": (row, column) = (numbers[0] - 1, numbers[1] - 1)
+                case "C": column += numbers.first ?? 1
+                case "D": column -= numbers.first ?? 1
+                case "m":
+                    if numbers.isEmpty { (foreground, background) = (-1, -1) }
+                    var k = 0
+                    while k + 2 < numbers.count {
+                        if numbers[k] == 38 { foreground = numbers[k + 2] } else { background = numbers[k + 2] }
+                        k += 3
+                    }
+                default: break
+                }
+                i += 1
+                continue
+            }
+            // A cell as seen: '█' is its foreground alone; '▀' and '▄' the top and the bottom colour.
+            let seen: String
+            switch text[i] {
+            case "█": seen = "\(foreground)/\(foreground)"
+            case "▀": seen = "\(foreground)/\(background)"
+            case "▄": seen = "\(background)/\(foreground)"
+            default: seen = "\(text[i]) \(foreground)/\(background)"
+            }
+            if row >= 0, row < height, column >= 0, column < width { cells[row * width + column] = seen }
+            column += 1
+            i += 1
+        }
+        return cells
+    }
+
+    @Test("written in any order, a burst leaves the screen exactly as left to right would (random rows)")
+    func reorderedScreenIsTheSame() throws {
+        var generator = SystemRandomNumberGenerator()
+        let width = 40
+        let height = 6
+        for round in 0..<200 {
+            var cells: [(row: Int, column: Int, fg: Int32, bg: Int32)] = []
+            let palette = Int32.random(in: 2...6, using: &generator)
+            for row in 0..<height {
+                for column in 0..<width where Int.random(in: 0..<3, using: &generator) == 0 {
+                    let top = Int32.random(in: 16..<(16 + palette), using: &generator)
+                    let bottom =
+                        Bool.random(using: &generator) ? top : Int32.random(in: 16..<(16 + palette), using: &generator)
+                    cells.append((row, column, top, bottom))
+                }
+            }
+            var expected = [String](repeating: "", count: width * height)
+            for cell in cells { expected[cell.row * width + cell.column] = "\(cell.fg)/\(cell.bg)" }
+            for capabilities in [PictureCapabilities.xterm, Self.bothWays] {
+                let bytes = Array(try Self.burst(width: width, cells, capabilities: capabilities).utf8)
+                #expect(Self.screen(bytes, width: width, height: height) == expected, "round \(round)")
+            }
+        }
+    }
+
     @Test("a terminal without cursor save or addressing gets no picture output")
     func missingCapabilities() {
         var noSave = PictureCapabilities.xterm
