@@ -47,11 +47,9 @@ struct PictureOutput {
     private var cupStore: [UInt8] = [0]
     private var cupSpans: [UInt32] = []
     private var cupWidth = 0
-    // cuf per distance (up to the screen's width), filled as used (nil: not asked yet; empty: the terminal has none):
-    // a jump along the row is about half the bytes of a cup.
-    private var cufStrings: [[UInt8]?] = []
-    // cub the same way, for jumps back along the row when the row's cells are written out of order.
-    private var cubStrings: [[UInt8]?] = []
+    // cuf and cub per distance (up to the screen's width), filled as used, at 2 × distance and 2 × distance + 1 (nil:
+    // not asked yet; empty: the terminal has none): a jump along the row is about half the bytes of a cup.
+    private var jumpStrings: [[UInt8]?] = []
     // The changed cells of the row being built, written out (in the order that changes colour least) when the
     // row ends.
     private var rowCells: [RowCell] = []
@@ -207,17 +205,11 @@ struct PictureOutput {
         }
     }
 
-    /// About how many bytes of colour change writing `cell` next takes, spelt the way `put` would spell it.
+    /// About how many bytes of colour change writing `cell` next takes, spelt the way `put` spells it.
     @inline(__always)
     private func colourCost(_ cell: RowCell) -> Int {
-        let halves = cell.scalar == Self.upperHalf || cell.scalar == Self.lowerHalf
-        if halves && cell.foreground == cell.background {
-            return cell.foreground == pen.foreground ? 0 : 10
-        }
-        let kept = (cell.foreground != pen.foreground ? 1 : 0) + (cell.background != pen.background ? 1 : 0)
-        guard halves else { return kept * 10 }
-        let swapped = (cell.background != pen.foreground ? 1 : 0) + (cell.foreground != pen.background ? 1 : 0)
-        return min(kept, swapped) * 10
+        let (_, foreground, background) = spelling(cell.scalar, cell.foreground, cell.background)
+        return ((foreground != pen.foreground ? 1 : 0) + (background != pen.background ? 1 : 0)) * 10
     }
 
     /// Ends the burst: attributes off, cursor and attributes back where curses left them.
@@ -227,30 +219,25 @@ struct PictureOutput {
         bytes += capabilities.restoreCursor
     }
 
+    /// How a cell goes out given the pen: one colour in both halves as '█' in it, leaving the background as the
+    /// pen has it (half of a camera picture's cells are flat at 256 colours; this cuts a third of the bytes, and of
+    /// tmux's parsing. A space on the background would save three bytes more a cell, but then what the terminal
+    /// holds, and what `capture-pane` shows, would depend on the picture instead of marking it); two colours as
+    /// '▀' or, with the colours swapped, '▄', whichever changes fewer colours from the pen's (parsing colour changes
+    /// is most of what a picture costs a terminal).
+    @inline(__always)
+    private func spelling(_ scalar: UInt32, _ foreground: Int32, _ background: Int32) -> (UInt32, Int32, Int32) {
+        guard scalar == Self.upperHalf || scalar == Self.lowerHalf else { return (scalar, foreground, background) }
+        if foreground == background { return (Self.fullBlock, foreground, pen.background) }
+        let kept = (foreground != pen.foreground ? 1 : 0) + (background != pen.background ? 1 : 0)
+        let swapped = (background != pen.foreground ? 1 : 0) + (foreground != pen.background ? 1 : 0)
+        guard swapped < kept else { return (scalar, foreground, background) }
+        return (scalar == Self.upperHalf ? Self.lowerHalf : Self.upperHalf, background, foreground)
+    }
+
     @inline(__always)
     private mutating func put(_ scalar: UInt32, _ foreground: Int32, _ background: Int32) {
-        var scalar = scalar
-        var foreground = foreground
-        var background = background
-        if (scalar == Self.upperHalf || scalar == Self.lowerHalf) && foreground == background {
-            // One colour: '█' in it shows the same cell whatever the background, so the background is left as the
-            // pen has it. Half of a camera picture's cells are flat at 256 colours; spelling them this way cuts a
-            // third of the bytes (and of tmux's parsing). A space on the background would save three bytes more
-            // a cell, but then what the terminal holds, and what `capture-pane` shows, would depend on the picture
-            // instead of marking it.
-            scalar = Self.fullBlock
-            background = pen.background
-        } else if scalar == Self.upperHalf || scalar == Self.lowerHalf {
-            // The same two pixels can be written as '▀' or as '▄' with the colours swapped: take the spelling that
-            // changes fewer colours from the pen's. The terminal's parsing of colour changes is most of what a
-            // picture costs it.
-            let kept = (foreground != pen.foreground ? 1 : 0) + (background != pen.background ? 1 : 0)
-            let swapped = (background != pen.foreground ? 1 : 0) + (foreground != pen.background ? 1 : 0)
-            if swapped < kept {
-                scalar = scalar == Self.upperHalf ? Self.lowerHalf : Self.upperHalf
-                swap(&foreground, &background)
-            }
-        }
+        let (scalar, foreground, background) = spelling(scalar, foreground, background)
         var foregroundPlain = false
         if foreground != pen.foreground {
             foregroundPlain = appendColor(
@@ -327,33 +314,27 @@ struct PictureOutput {
         }
         let start = Int(span >> 8)
         let length = Int(span & 0xFF)
-        if row == cursor.row && column > cursor.column && column - cursor.column < cupWidth {
-            let distance = column - cursor.column
-            if distance >= cufStrings.count {
-                cufStrings += Array(repeating: nil, count: distance + 1 - cufStrings.count)
-            }
-            if cufStrings[distance] == nil { cufStrings[distance] = capabilities.moveRight(distance) ?? [] }
-            if let right = cufStrings[distance], !right.isEmpty, right.count < length {
-                bytes += right
-                cursor.column = column
-                return
-            }
-        } else if row == cursor.row && column < cursor.column && column >= 0 {
-            let distance = cursor.column - column
-            if distance >= cubStrings.count {
-                cubStrings += Array(repeating: nil, count: distance + 1 - cubStrings.count)
-            }
-            if cubStrings[distance] == nil { cubStrings[distance] = capabilities.moveLeft(distance) ?? [] }
-            if let left = cubStrings[distance], !left.isEmpty, left.count < length {
-                bytes += left
-                cursor.column = column
-                return
-            }
+        if row == cursor.row, column != cursor.column, column >= 0, abs(column - cursor.column) < cupWidth,
+            case let jump = alongRow(column - cursor.column), !jump.isEmpty, jump.count < length
+        {
+            bytes += jump
+            cursor.column = column
+            return
         }
         cupStore.withUnsafeBufferPointer { store in
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: store[start..<(start + length)]))
         }
         cursor = (row, column)
+    }
+
+    /// `cuf` (positive `distance`) or `cub` (negative) for a jump along the row; empty where the terminal has none.
+    private mutating func alongRow(_ distance: Int) -> [UInt8] {
+        let slot = 2 * abs(distance) + (distance > 0 ? 0 : 1)
+        if slot >= jumpStrings.count { jumpStrings += Array(repeating: nil, count: slot + 1 - jumpStrings.count) }
+        if let jump = jumpStrings[slot] { return jump }
+        let jump = (distance > 0 ? capabilities.moveRight(distance) : capabilities.moveLeft(-distance)) ?? []
+        jumpStrings[slot] = jump
+        return jump
     }
 
     @inline(__always)

@@ -304,7 +304,7 @@ final class CallSession {
         screen.followPicture(mode: terminal.videoColorMode, cells: terminal.pictureCells)
         let (pictures, _) = frames.take()
         let rendered = screen.render(state: state, frames: pictures, size: size)
-        frames.show(Set(state.currentLayout.tiles.map(\.id)), present: Set(state.sessions.map(\.id)))
+        frames.show(Set(screen.drawnLayout.tiles.map(\.id)), present: Set(state.sessions.map(\.id)))
         if !graphemeLimitTold, GraphemeTable.shared.overflows > 0 {
             graphemeLimitTold = true
             let limit = GraphemeTable.shared.limit

@@ -9,6 +9,8 @@ public struct RoomScreen: Sendable {
     public var theme: Theme
     var videoRenderer: VideoCellRenderer
     var chatLines = ChatPaneLines()
+    /// The tiles the last `render` drew (empty when the terminal was too small for the call screen).
+    public private(set) var drawnLayout = VideoLayout.empty
 
     /// A room screen for a theme; video uses the colour mode that suits the theme's depth unless told otherwise,
     /// in half blocks unless told otherwise, or as `PixelTile`s for the terminal to draw in pixels.
@@ -37,12 +39,14 @@ public struct RoomScreen: Sendable {
     public mutating func render(state: RoomState, frames: [ParticipantID: VideoFrame], size: TerminalSize) -> Screen {
         let layout = RoomScreenLayout(size: size, state: state)
         if layout.isTooSmall {
+            drawnLayout = .empty
             return TooSmallMessage.render(
                 size: size, minimum: RoomScreenLayout.minimumSize, theme: theme,
                 extra: state.leavePending ? [Self.leaveQuestion] : [])
         }
         var screen = Screen(width: size.columns, height: size.rows)
         let videoLayout = state.layout(in: layout.video)
+        drawnLayout = videoLayout
         drawHeader(state: state, videoLayout: videoLayout, into: &screen, in: layout.header)
         drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: layout.video)
         ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme, wrapped: &chatLines)
