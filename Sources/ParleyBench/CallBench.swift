@@ -248,6 +248,8 @@ public enum CallBench {
         /// The same voice, long enough for the whole call, for baresip's aufile, which stops at the end of a file.
         var longVoice: String
         var videoFrames: Int
+        /// The camera file kept in memory while the benchmark runs (see `ResidentFile`).
+        var residentVideo: ResidentFile? = nil
 
         static func prepare(videoSeconds: Double, log: (String) -> Void) throws -> BenchMedia {
             let folder = NSTemporaryDirectory() + "parley-call-bench-media"
@@ -289,7 +291,8 @@ public enum CallBench {
             }
             return BenchMedia(
                 video: video, loopedVoice: try voice(seconds: 10),
-                longVoice: try voice(seconds: Int(videoSeconds.rounded(.up)) + 10), videoFrames: frames)
+                longVoice: try voice(seconds: Int(videoSeconds.rounded(.up)) + 10), videoFrames: frames,
+                residentVideo: ResidentFile(path: video))
         }
 
         private static func fileSize(_ path: String) -> Int? {

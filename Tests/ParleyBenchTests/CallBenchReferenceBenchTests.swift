@@ -264,4 +264,22 @@ struct CallBenchReferenceBenchTests {
             linkType: 229, frames: [(1, 0, Self.ipv6(source: 1, destination: 2, payload: [1, 2, 3], nextHeader: 6))])
         #expect(try PacketCapture.parse(file).isEmpty)
     }
+
+    // MARK: - The camera file in memory
+
+    @Test func cameraFileIsHeldInMemory() throws {
+        let path = NSTemporaryDirectory() + "parley-resident-\(getpid()).y4m"
+        defer { unlink(path) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 64 * 1024)))
+        let file = ResidentFile(path: path)
+        // 64 KiB is under the smallest RLIMIT_MEMLOCK, so even an unprivileged run may lock it.
+        #expect(file.isHeld)
+        #expect(file.how.contains("mlock"))
+    }
+
+    @Test func missingCameraFileIsSaid() {
+        let file = ResidentFile(path: "/nonexistent/parley-camera.y4m")
+        #expect(!file.isHeld)
+        #expect(file.how.contains("cannot open"))
+    }
 }
