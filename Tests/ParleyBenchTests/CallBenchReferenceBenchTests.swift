@@ -280,6 +280,7 @@ struct CallBenchReferenceBenchTests {
     @Test func missingCameraFileIsSaid() {
         let file = ResidentFile(path: "/nonexistent/parley-camera.y4m")
         #expect(!file.isHeld)
-        #expect(file.how.contains("cannot open"))
+        #expect(file.how.contains("cannot open it"))
+        #expect(file.how.contains("No such file"))
     }
 }

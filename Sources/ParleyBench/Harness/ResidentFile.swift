@@ -20,13 +20,15 @@ final class ResidentFile: @unchecked Sendable {
     private let length: Int
 
     /// Maps and locks `path`; where locking is refused (no CAP_IPC_LOCK and a small RLIMIT_MEMLOCK), reads it
-    /// through once instead and says so in `how`.
+    /// through once instead, and where it cannot be mapped leaves it on disk; `how` says which.
     init(path: String) {
         var mapped: UnsafeMutableRawPointer?
         var length = 0
-        var how = "read into the page cache before the calls (not locked: cannot open it)"
+        let how: String
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        if descriptor >= 0 {
+        if descriptor < 0 {
+            how = "read from disk (cannot open it to hold it in memory: \(String(cString: strerror(errno))))"
+        } else {
             var info = stat()
             if fstat(descriptor, &info) == 0, info.st_size > 0 {
                 length = Int(info.st_size)
@@ -41,7 +43,11 @@ final class ResidentFile: @unchecked Sendable {
                         munmap(address, length)
                         how = "read into the page cache before the calls (mlock refused: \(reason))"
                     }
+                } else {
+                    how = "read from disk (cannot map it: \(String(cString: strerror(errno))))"
                 }
+            } else {
+                how = "read from disk (empty or unreadable)"
             }
             close(descriptor)
         }
