@@ -115,8 +115,9 @@ extension CallBench {
                 + "decoded, nothing drawn), measured over \(Int(settings.groupSeconds)) s: what drawing costs.",
             "Same work on every side: video from the same file, \(media.videoFrames) frames of Parley's synthetic "
                 + "camera (moving pattern, text, sensor noise) as raw 4:2:0 Y4M (Parley `--video`, baresip "
-                + "`avformat`, Chromium `--use-file-for-fake-video-capture`), \(media.residentVideo?.how ?? "read from disk"); audio the synthetic voice as 48 kHz "
-                + "mono WAV (Parley and Chromium loop a 10 s clip, baresip's `aufile` cannot loop and holds the whole "
+                + "`avformat`, Chromium `--use-file-for-fake-video-capture`), "
+                + "\(media.residentVideo?.how ?? "read from disk"); audio the synthetic voice as 48 kHz mono WAV "
+                + "(Parley and Chromium loop a 10 s clip, baresip's `aufile` cannot loop and holds the whole "
                 + "\(fileSeconds(media.longVoice)) s file, ~"
                 + "\(formatted(Double(fileBytes(media.longVoice)) / 1_048_576, decimals: 1)) MiB, in memory).",
             "Parley: `parley join \((equalWorkArguments + equalWorkDisplayArguments).joined(separator: " "))` twice, "

@@ -167,12 +167,7 @@ struct PictureOutput {
         defer { rowCells.removeAll(keepingCapacity: true) }
         let row = rowOfCells
         guard rowCells.count > 1, rowCells.count <= Self.reorderLimit else {
-            for cell in rowCells {
-                write(
-                    scalar: cell.scalar, foreground: cell.foreground, background: cell.background, row: row,
-                    column: cell.column
-                ) { _ in nil }
-            }
+            for cell in rowCells { write(cell, row: row) }
             return
         }
         while !rowCells.isEmpty {
@@ -198,11 +193,17 @@ struct PictureOutput {
             let cell = rowCells[best]
             rowCells[best] = rowCells[rowCells.count - 1]
             rowCells.removeLast()
-            write(
-                scalar: cell.scalar, foreground: cell.foreground, background: cell.background, row: row,
-                column: cell.column
-            ) { _ in nil }
+            write(cell, row: row)
         }
+    }
+
+    /// Writes one held-back cell of `row` (jumps only: a reordering terminal has `cuf`, so no gap is filled).
+    @inline(__always)
+    private mutating func write(_ cell: RowCell, row: Int) {
+        write(
+            scalar: cell.scalar, foreground: cell.foreground, background: cell.background, row: row,
+            column: cell.column
+        ) { _ in nil }
     }
 
     /// About how many bytes of colour change writing `cell` next takes, spelt the way `put` spells it.
