@@ -39,6 +39,7 @@ struct TerminalWriterTests {
         let started = ContinuousClock.now
         writer.send(bursts[0])
         #expect(writer.isBusy)  // the pipe is full: the writer thread waits for the reader, the caller does not
+        #expect(writer.hasThread)
         let sendTime = ContinuousClock.now - started
         #expect(sendTime < .seconds(1))
         // The reader is a thread of its own: this test blocks its own thread in send and wait below, and a task
@@ -57,6 +58,40 @@ struct TerminalWriterTests {
         close(writeEnd)
         done.wait()
         #expect(received.withLock { $0 } == bursts.flatMap { $0 })
+    }
+
+    @Test("a burst the terminal takes at once is written on the caller's thread; its descriptor stays blocking")
+    func writesAtOnceWhenItFits() {
+        let (readEnd, writeEnd) = Self.pipe()
+        defer {
+            close(readEnd)
+            close(writeEnd)
+        }
+        let writer = TerminalWriter(descriptor: writeEnd)
+        let bursts = (0..<3).map { index in [UInt8](repeating: UInt8(index + 1), count: 6_000) }
+        for burst in bursts { writer.send(burst) }
+        #expect(!writer.isBusy)
+        #expect(!writer.hasThread, "no burst waited, so no thread was started")
+        #expect(fcntl(writeEnd, F_GETFL) & O_NONBLOCK == 0, "the caller's own descriptor is left blocking")
+        #expect(Self.read(readEnd, count: 18_000) == bursts.flatMap { $0 })
+        writer.stop()
+    }
+
+    @Test("a regular file is not reopened: its bursts go through the thread, from where the descriptor stands")
+    func regularFileKeepsItsOffset() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("parley-writer-\(getpid()).txt").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(descriptor >= 0)
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        #expect(TerminalWriter.reopenNonBlocking(descriptor) == nil)
+        _ = Glibc.write(descriptor, "head ", 5)
+        let writer = TerminalWriter(descriptor: descriptor)
+        writer.send(Array("tail".utf8))
+        writer.stop()
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "head tail")
     }
 
     @Test("after stop, send writes at once on the caller's thread; an empty burst starts nothing")

@@ -135,6 +135,8 @@ final class CallSession {
     private let epoch: ContinuousClock.Instant
     private let frameInterval: Duration
     private let tickInterval = Duration.milliseconds(100)
+    /// How late a tick may run when the loop has a wake (`idleTimeoutMilliseconds`).
+    private let tickSlack = Duration.milliseconds(50)
     private var lastTick: Duration = .zero
     private var lastContainer: CellRect?
     private var lastSize: TerminalSize?
@@ -293,7 +295,10 @@ final class CallSession {
             mustDraw || frames.hasNewFrames
             ? pacer.untilDue
             : changesToShow ? max(pacer.untilDue, frameInterval - (now - lastDraw)) : frameInterval
-        let wait = wake == nil || somethingToShow ? min(untilDraw, untilTick) : untilTick
+        // With a wake the tick may wait for the next picture a while: drawn at 30 a second, pictures wake the loop
+        // every 33 ms anyway, and a tick of its own between two of them cost a wake-up 10 times a second.
+        let tickDue = wake == nil ? untilTick : untilTick + tickSlack
+        let wait = wake == nil || somethingToShow ? min(untilDraw, tickDue) : tickDue
         // Rounded up: a wait cut short by the rounding would only wake the loop to wait again.
         let milliseconds = Int((wait / .milliseconds(1)).rounded(.up))
         return max(1, min(100, milliseconds))
