@@ -230,7 +230,7 @@ extension EngineCore {
                 emit(.firstRemoteFrame(peer.participant, size: size))
             }
             peer.lastFrameSize = size
-            if let stamp = SyntheticCamera.readStamp(from: picture) { peer.lastStamp = stamp }
+            peer.lastPicture = picture
             videoSink?.deliver(picture, from: peer.participant)
         }
         if !output.nacks.isEmpty, let own = joined?.media.ssrcs.audio {
