@@ -149,37 +149,40 @@ final class TerminalWriter: @unchecked Sendable {
 
     /// Writes as much of `bytes` to the non-blocking `descriptor` as it takes now; returns how many bytes went.
     static func writeWhatFits(_ bytes: [UInt8], to descriptor: Int32) -> Int {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { break }
-                offset += written
-            }
-            return offset
-        }
+        bytes.withUnsafeBytes { write($0, from: 0, to: descriptor).reached }
     }
 
-    /// Writes all of `bytes` to `descriptor`, retrying after interruptions; gives up on any other error (a closed
-    /// terminal).
+    /// Writes all of `bytes` to `descriptor`, retrying after interruptions and waiting while a non-blocking terminal
+    /// is full; gives up on any other error (a closed terminal).
     static func writeAll(_ bytes: [UInt8], to descriptor: Int32 = STDOUT_FILENO) {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN {
-                        // A non-blocking terminal: wait until it takes more instead of spinning.
-                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&ready, 1, 100)
-                        continue
-                    }
-                    break
-                }
-                offset += written
+                let (reached, error) = write(buffer, from: offset, to: descriptor)
+                offset = reached
+                guard error == EAGAIN else { break }
+                // Wait until it takes more instead of spinning.
+                var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&ready, 1, 100)
             }
         }
+    }
+
+    /// Writes `buffer` from `start` until it is all written or a write fails (retrying after interruptions): where
+    /// it stopped, and the error that stopped it (nil when all went, or the descriptor took nothing).
+    private static func write(_ buffer: UnsafeRawBufferPointer, from start: Int, to descriptor: Int32)
+        -> (reached: Int, error: Int32?)
+    {
+        var offset = start
+        while offset < buffer.count {
+            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return (offset, errno)
+            }
+            if written == 0 { return (offset, nil) }
+            offset += written
+        }
+        return (offset, nil)
     }
 }
