@@ -164,7 +164,15 @@ extension CallBench {
     static func sideRatio(_ ours: [[SideFigures]], _ theirs: [[SideFigures]], _ value: (SideFigures) -> Double?)
         -> Double?
     {
-        let ratios = zip(ours, theirs).compactMap { pair -> Double? in
+        median(sideRatios(ours, theirs, value))
+    }
+
+    /// Per run, the mean of `ours`' sides over the mean of `theirs`' (`value` of each); runs missing a figure are
+    /// left out.
+    static func sideRatios(_ ours: [[SideFigures]], _ theirs: [[SideFigures]], _ value: (SideFigures) -> Double?)
+        -> [Double]
+    {
+        zip(ours, theirs).compactMap { pair -> Double? in
             let mine = pair.0.compactMap(value)
             let others = pair.1.compactMap(value)
             guard !mine.isEmpty, mine.count == pair.0.count, !others.isEmpty, others.count == pair.1.count,
@@ -172,7 +180,6 @@ extension CallBench {
             else { return nil }
             return myMean / theirMean
         }
-        return median(ratios)
     }
 
     static func groupTable(_ settings: Settings, runs: [Int: [GroupResult]]) -> BenchTable {
@@ -225,10 +232,18 @@ extension CallBench {
                 formatted(ratio, decimals: 2) + "x", ratio <= 0.8 ? "yes" : "**no**",
             ])
         }
-        if let ratio = sideRatio(parley, x11, \.withDisplayPercent) {
+        let equalWork = sideRatios(parley, x11, \.withDisplayPercent)
+        if let ratio = median(equalWork) {
+            // The median decides; the runs' spread shows how far one run can be trusted on its own.
+            let under = equalWork.filter { $0 <= 1.0 }.count
+            let spread =
+                equalWork.count > 1
+                ? " (runs \(formatted(equalWork.min() ?? .nan, decimals: 2))–"
+                    + "\(formatted(equalWork.max() ?? .nan, decimals: 2))x, \(under) of \(equalWork.count) ≤ 1.00x)"
+                : ""
             table.add([
                 "Equal work, per side: Parley (drawing client + tmux) / baresip x11 (baresip + its Xvfb)",
-                "≤ 1.00x", formatted(ratio, decimals: 2) + "x", ratio <= 1.0 ? "yes" : "**no**",
+                "≤ 1.00x", formatted(ratio, decimals: 2) + "x" + spread, ratio <= 1.0 ? "yes" : "**no**",
             ])
         }
         for row in defaultGoalRows(runs) { table.add(row) }
