@@ -49,7 +49,7 @@ extension EngineCore {
         }
         let sender = try VideoSender(
             sources: sources, profile: profile, ssrcs: ssrcs,
-            simulcast: configuration.simulcast, random: &random)
+            simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
         if let demand = pendingLayerDemand { sender.setActiveLayers(demand) }
         videoSent = sender.snapshot
         videoGeneration += 1

@@ -109,12 +109,12 @@ final class VideoSender {
 
     init(
         sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
-        random: inout some RandomNumberGenerator
+        vp8Profile: Int = VP8EncoderConfig.sharpProfile, random: inout some RandomNumberGenerator
     ) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
         self.profile = profile
-        plan = Self.plan(profile: profile, simulcast: simulcast)
+        plan = Self.plan(profile: profile, simulcast: simulcast, vp8Profile: vp8Profile)
         encoder = try SimulcastEncoder(plan)
         // Every layer stamps the same capture instant with the same RTP timestamp, so a receiver switching layers
         // can tell which keyframe is newer than what it shows.
@@ -131,10 +131,12 @@ final class VideoSender {
     }
 
     /// The layers a camera at `profile` is sent in (what the join declares, and what is encoded).
-    static func plan(profile: VideoProfile, simulcast: Bool) -> SimulcastPlan {
+    static func plan(profile: VideoProfile, simulcast: Bool, vp8Profile: Int = VP8EncoderConfig.sharpProfile)
+        -> SimulcastPlan
+    {
         SimulcastPlan.forCall(
             width: profile.width, height: profile.height, kbps: profile.bitrateKbps,
-            framesPerSecond: profile.fps, simulcast: simulcast)
+            framesPerSecond: profile.fps, simulcast: simulcast, bitstreamProfile: vp8Profile)
     }
 
     /// The layers' sizes, largest first, as declared at join.

@@ -16,8 +16,11 @@ public struct SimulcastPlan: Sendable, Equatable {
 
     /// Layers for a camera: the full size at `kbps`, then half (a third of the rate) and a quarter of the size
     /// (a tenth of the rate) while they are at least 160x90: 640x360 becomes 640x360, 320x180 and 160x90; 160x120
-    /// stays one layer.
-    public init(width: Int, height: Int, kbps: Int, framesPerSecond: Int, cpuUsed: Int = VP8EncoderConfig.callSpeed) {
+    /// stays one layer. Every layer is written in `bitstreamProfile` (VP8's version, 0...3).
+    public init(
+        width: Int, height: Int, kbps: Int, framesPerSecond: Int, cpuUsed: Int = VP8EncoderConfig.callSpeed,
+        bitstreamProfile: Int = VP8EncoderConfig.sharpProfile
+    ) {
         var layers: [VP8EncoderConfig] = []
         for index in 0..<Self.maxLayers {
             let divisor = 1 << index
@@ -28,7 +31,7 @@ public struct SimulcastPlan: Sendable, Equatable {
             layers.append(
                 VP8EncoderConfig(
                     width: layerWidth, height: layerHeight, targetBitrateKbps: rate, framesPerSecond: framesPerSecond,
-                    cpuUsed: cpuUsed))
+                    cpuUsed: cpuUsed, bitstreamProfile: bitstreamProfile))
         }
         self.init(layers: layers)
     }
@@ -42,10 +45,13 @@ public struct SimulcastPlan: Sendable, Equatable {
     }
 
     /// The plan a call's camera is sent with: every layer, or (`simulcast` false) the full size alone.
-    public static func forCall(width: Int, height: Int, kbps: Int, framesPerSecond: Int, simulcast: Bool)
-        -> SimulcastPlan
-    {
-        let full = SimulcastPlan(width: width, height: height, kbps: kbps, framesPerSecond: framesPerSecond)
+    public static func forCall(
+        width: Int, height: Int, kbps: Int, framesPerSecond: Int, simulcast: Bool,
+        bitstreamProfile: Int = VP8EncoderConfig.sharpProfile
+    ) -> SimulcastPlan {
+        let full = SimulcastPlan(
+            width: width, height: height, kbps: kbps, framesPerSecond: framesPerSecond,
+            bitstreamProfile: bitstreamProfile)
         return simulcast ? full : SimulcastPlan(layers: [full.layers[0]])
     }
 }

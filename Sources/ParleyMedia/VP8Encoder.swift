@@ -140,6 +140,7 @@ public final class VP8Encoder {
         var status = parley_vpx_vp8_enc_config_default(settings)
         guard status == VPX_CODEC_OK else { throw CodecError.vpx("vpx_codec_enc_config_default", status, nil) }
         let cfg = settings
+        cfg.pointee.g_profile = UInt32(config.bitstreamProfile)
         cfg.pointee.g_w = UInt32(config.width)
         cfg.pointee.g_h = UInt32(config.height)
         cfg.pointee.g_threads = UInt32(config.threads)

@@ -37,11 +37,22 @@ public struct VP8EncoderConfig: Sendable, Equatable {
     public var frameDropThreshold: Int
     /// Denoiser strength 0 (off) ... 6; helps noisy webcams at low rates.
     public var noiseSensitivity: Int
+    /// The VP8 bitstream version the encoder writes (RFC 6386 section 9.1), 0...3: 0 predicts motion with the
+    /// six-tap filter and smooths block edges with the normal loop filter; 2 (`lightProfile`) uses the bilinear
+    /// filter and no loop filter, cheaper to encode and decode and about 1 dB less sharp. Every decoder reads all four.
+    public var bitstreamProfile: Int
+
+    /// The sharpest bitstream version, and Parley's default.
+    public static let sharpProfile = 0
+    /// The cheap bitstream version baresip sends: a fifth less decoding, a twentieth less encoding, ~1.1 dB PSNR
+    /// less at every size a terminal shows (docs/benchmarks.md, "Call").
+    public static let lightProfile = 2
 
     /// A configuration with call defaults for the given size and rate.
     public init(
         width: Int, height: Int, targetBitrateKbps: Int, framesPerSecond: Int = 30, cpuUsed: Int = -6,
-        threads: Int? = nil, errorResilient: Bool = true, maxKeyframeInterval: Int = 300, temporalLayers: Int = 1
+        threads: Int? = nil, errorResilient: Bool = true, maxKeyframeInterval: Int = 300, temporalLayers: Int = 1,
+        bitstreamProfile: Int = VP8EncoderConfig.sharpProfile
     ) {
         self.width = width
         self.height = height
@@ -56,6 +67,7 @@ public struct VP8EncoderConfig: Sendable, Equatable {
         self.maxQuantizer = 56
         self.frameDropThreshold = 0
         self.noiseSensitivity = 0
+        self.bitstreamProfile = bitstreamProfile
     }
 
     /// Encoder threads for a picture size on this machine: 1 unless the picture is large and cores are spare.
@@ -89,5 +101,6 @@ public struct VP8EncoderConfig: Sendable, Equatable {
         try check("max quantizer", maxQuantizer, minQuantizer...63)
         try check("frame drop threshold (%)", frameDropThreshold, 0...100)
         try check("noise sensitivity", noiseSensitivity, 0...6)
+        try check("VP8 bitstream profile", bitstreamProfile, 0...3)
     }
 }

@@ -53,6 +53,8 @@ struct Bot: AsyncParsableCommand {
     @Flag(name: .customLong("no-simulcast"), help: "Send the camera at full size only, not also at half and a quarter.")
     var noSimulcast = false
 
+    @OptionGroup var videoCodec: VideoCodecOptions
+
     @Flag(help: "Print call statistics as JSON when leaving.")
     var stats = false
 
@@ -94,6 +96,7 @@ struct Bot: AsyncParsableCommand {
             throw ValidationError("--audio-out must name a .wav file, got \"\(audioOut)\"")
         }
         try recording.validate()
+        try videoCodec.validate()
         if recording.record != nil, noDecode {
             throw ValidationError("--record keeps what this member receives: leave out --no-decode")
         }
@@ -116,6 +119,7 @@ struct Bot: AsyncParsableCommand {
         configuration.fallbackServers = Array(try ServerAddress.list(parsing: server).dropFirst())
         configuration.signalingSecurity = try relayTrust.security()
         configuration.simulcast = !noSimulcast
+        configuration.vp8Profile = videoCodec.vp8Profile
         configuration.recording = recording.settings
         configuration.password = try access.roomPassword()
         if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {

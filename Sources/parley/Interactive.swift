@@ -82,6 +82,8 @@ struct InteractiveOptions: ParsableArguments {
     @Option(help: "Override the profile's frame rate.")
     var fps: Int?
 
+    @OptionGroup var videoCodec: VideoCodecOptions
+
     @Option(name: .customLong("draw-fps"), help: "Highest redraw rate of the call screen.")
     var drawFPS = 30
 
@@ -127,6 +129,7 @@ struct InteractiveOptions: ParsableArguments {
             throw ValidationError("--double-key-ms must be 100…2000, got \(doubleKeyMilliseconds)")
         }
         try recording.validate()
+        try videoCodec.validate()
         _ = try LogSetup.level(logLevel)
         _ = try keymap()
         _ = try themeOverrides()
@@ -218,6 +221,7 @@ struct InteractiveOptions: ParsableArguments {
         options.signalingSecurity = try relayTrust.security()
         options.hideRoom = hideRoom
         options.simulcast = !noSimulcast
+        options.vp8Profile = videoCodec.vp8Profile
         options.recording = recording.settings
         options.picture = picture
         if !guest {

@@ -95,6 +95,28 @@ struct RecordingProcessTests {
         return result.output.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
     }
 
+    /// The VP8 bitstream version (the frame tag's VER bits, RFC 6386 section 9.1) of a video stream's first frames.
+    static func vp8Versions(_ path: String, stream: Int) throws -> [Int] {
+        struct Packets: Decodable {
+            struct Packet: Decodable { var data: String? }
+            var packets: [Packet]
+        }
+        let result = try ChildProcess.run(
+            try tool("ffprobe"),
+            [
+                "-v", "error", "-select_streams", "\(stream)", "-read_intervals", "%+#5", "-show_packets",
+                "-show_data", "-of", "json", path,
+            ],
+            timeout: .seconds(30))
+        return try JSONDecoder().decode(Packets.self, from: Data(result.output.utf8)).packets.compactMap { packet in
+            // -show_data is a hex dump: "00000000: 5043 009d 012a ...", the frame tag's first byte first.
+            guard let line = packet.data?.split(separator: "\n").first(where: { $0.hasPrefix("00000000: ") }),
+                let byte = UInt8(line.dropFirst(10).prefix(2), radix: 16)
+            else { return nil }
+            return Int(byte >> 1 & 0x07)
+        }
+    }
+
     /// Decodes every frame of one video stream: (frames decoded, packets read, what the decoder complained about).
     static func decodeVideo(_ path: String, stream: Int) throws -> (frames: Int, packets: Int, errors: String) {
         let count = try ChildProcess.run(
@@ -166,17 +188,18 @@ struct RecordingProcessTests {
         return Array(looped[start..<min(looped.count, start + heard.count)])
     }
 
-    @Test("a 3-party call recorded 20 s: 2 named VP8 tracks and the mix, every frame decodes, audio matches, chat in")
+    @Test("a 3-party call recorded 20 s: 2 named VP8 tracks (one in version 2), the mix, all decode, audio, chat")
     func recordsAThreePartyCall() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let relay = try Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
-        // ana shows her camera and chats, with no sound; bo shows his camera and speaks the shipped speech.
+        // ana shows her camera in VP8's light bitstream version (--vp8-profile 2) and chats, with no sound; bo shows
+        // his camera in the default version 0 and speaks the shipped speech.
         let ana = try Self.bot(
             parley, room: "rec", port: relay.port, name: "ana",
-            ["--audio", "silence", "--chat-every", "4", "--no-decode"])
+            ["--audio", "silence", "--chat-every", "4", "--no-decode", "--vp8-profile", "2"])
         defer { ana.signal(SIGTERM) }
         let bo = try Self.bot(
             parley, room: "rec", port: relay.port, name: "bo", ["--audio", Self.speech, "--no-decode"])
@@ -206,6 +229,9 @@ struct RecordingProcessTests {
             #expect(first <= 0.5 && last >= probe.seconds - 0.5, "stream \(stream.index): \(first)…\(last) s")
         }
         for video in videos {
+            let versions = try Self.vp8Versions(file, stream: video.index)
+            #expect(versions.count == 5, "\(video.title ?? ""): \(versions)")
+            #expect(Set(versions) == [video.title == "ana" ? 2 : 0], "\(video.title ?? ""): versions \(versions)")
             let decoded = try Self.decodeVideo(file, stream: video.index)
             #expect(decoded.errors.isEmpty, "decoding \(video.title ?? ""): \(decoded.errors)")
             #expect(decoded.frames == decoded.packets && decoded.frames >= 250, "\(video.title ?? ""): \(decoded)")

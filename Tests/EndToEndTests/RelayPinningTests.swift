@@ -176,6 +176,9 @@ struct RelayPinningTests {
         (["serve", "--max-chat-characters", "2001"], "--max-chat-characters must be 1…2000, got 2001"),
         (["serve", "--max-chat-characters", "0"], "--max-chat-characters must be 1…2000, got 0"),
         (["relays", "shred"], "unknown action \"shred\""),
+        (["bot", "r", "--vp8-profile", "4"], "--vp8-profile must be 0, 1, 2 or 3 (VP8's bitstream versions"),
+        (["join", "r", "--vp8-profile=-1"], "--vp8-profile must be 0, 1, 2 or 3 (VP8's bitstream versions"),
+        (["bot", "r", "--vp8-profile", "sharp"], "The value 'sharp' is invalid for '--vp8-profile <n>'"),
     ])
     func badOptionsAreClearErrors(arguments: [String], expected: String) throws {
         let result = try ChildProcess.run(parley, arguments, timeout: .seconds(30))

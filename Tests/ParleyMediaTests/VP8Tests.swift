@@ -176,11 +176,38 @@ import Testing
                 $0.maxQuantizer = 30
             },
             error: .invalidSetting(name: "max quantizer", value: "30", allowed: "40...63")),
+        BadSetting(
+            name: "bitstream version past VP8's four", change: { $0.bitstreamProfile = 4 },
+            error: .invalidSetting(name: "VP8 bitstream profile", value: "4", allowed: "0...3")),
     ])
     func invalidSettingsAreNamed(_ row: BadSetting) {
         var config = VP8EncoderConfig(width: 320, height: 180, targetBitrateKbps: 300)
         row.change(&config)
         #expect(throws: row.error) { try VP8Encoder(config) }
+    }
+
+    /// Each of VP8's four bitstream versions is written into every frame's header (RFC 6386 section 9.1, the VER
+    /// bits) and decodes with the same decoder; version 0, the sharpest, is the default for every layer.
+    @Test(arguments: 0...3)
+    func bitstreamVersionIsWrittenAndDecoded(_ version: Int) throws {
+        #expect(VP8EncoderConfig(width: 320, height: 180, targetBitrateKbps: 300).bitstreamProfile == 0)
+        #expect(
+            SimulcastPlan.forCall(width: 640, height: 360, kbps: 600, framesPerSecond: 30, simulcast: true)
+                .layers.map(\.bitstreamProfile) == [0, 0, 0])
+        #expect(
+            SimulcastPlan.forCall(
+                width: 640, height: 360, kbps: 600, framesPerSecond: 30, simulcast: true, bitstreamProfile: version
+            ).layers.map(\.bitstreamProfile) == [version, version, version])
+        let camera = SyntheticCamera(name: "Version", participant: 12, width: 320, height: 180)
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(width: 320, height: 180, targetBitrateKbps: 300, bitstreamProfile: version))
+        let decoder = try VP8Decoder()
+        for (index, frame) in try encodeCamera(camera, encoder, count: 10).enumerated() {
+            // The frame tag's first byte: |Size0 (3)|H|VER (3)|P|, P = 0 on a keyframe.
+            #expect(Int(frame.bytes[0] >> 1 & 0x07) == version && (frame.bytes[0] & 0x01 == 0) == (index == 0))
+            let picture = try #require(try decoder.decode(frame.bytes))
+            #expect(SyntheticCamera.readStamp(from: picture)?.frame == UInt32(index))
+        }
     }
 
     @Test func libvpxFailureNamesTheCall() {

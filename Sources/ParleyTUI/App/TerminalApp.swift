@@ -46,6 +46,8 @@ public struct AppOptions: Sendable {
     public var hideRoom = false
     /// Send the camera in simulcast layers (`--no-simulcast` turns it off).
     public var simulcast = true
+    /// The VP8 bitstream version the camera is encoded in (`--vp8-profile`; 0, the sharpest, by default).
+    public var vp8Profile = 0
     /// Recording the call (`--record`, `--record-tracks`; `R` in a call).
     public var recording = RecordingSettings()
     /// How video is drawn (`--picture`).
@@ -389,6 +391,7 @@ public enum TerminalApp {
         requested.account = options.messaging?.identity
         requested.hideRoom = options.hideRoom
         requested.simulcast = options.simulcast
+        requested.vp8Profile = options.vp8Profile
         requested.recording = options.recording
         if let encryption = settings.encryption, let suite = encryption.cipher.suite {
             requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
