@@ -146,7 +146,7 @@ public enum CallBench {
                     "call bench round \(round + 1)/\(settings.runs): Parley \(size)-party, "
                         + "\(Int(settings.groupSeconds)) s")
                 groupRuns[size, default: []].append(
-                    try group(size: size, settings, tools: tools, directory: directory))
+                    try group(size: size, settings, tools: tools, directory: directory, log: log))
             }
         }
         let pair = pairTable(settings, pairs, media: media)
@@ -542,7 +542,11 @@ public enum CallBench {
 
     static let groupNames = ["ana", "bruno", "chen", "dara", "emeka", "fumiko", "gus", "hana", "ines", "jun", "kai"]
 
-    static func group(size: Int, _ settings: Settings, tools: Tools, directory: String) throws -> GroupResult {
+    /// One group call measured; `log` hears why, when the drawing client's statistics show fewer tiles decoding
+    /// than there are others (the table's tile count is the worst run's).
+    static func group(
+        size: Int, _ settings: Settings, tools: Tools, directory: String, log: (String) -> Void = { _ in }
+    ) throws -> GroupResult {
         let (relay, port, _) = try startRelay(tools, directory: directory)
         defer { relay.stop() }
         let server = "127.0.0.1:\(port)"
@@ -587,6 +591,17 @@ public enum CallBench {
         if let before, let after {
             decoded = after.decodedPerSecond(since: before)
             redraws = after.drawsPerSecond(since: before)
+        }
+        if decoded.filter({ $0 > 0 }).count < size - 1 {
+            var why = "its statistics could not be read at an end of the window (they can now)"
+            if let before, let after {
+                why =
+                    "decoded frames per second \(decoded.map { formatted($0, decimals: 1) }), its statistics' clock "
+                    + "\(formatted(before.time, decimals: 1)) → \(formatted(after.time, decimals: 1))"
+            } else {
+                do { _ = try CallStatisticsFile(path: drawingStats).read() } catch { why = "its statistics: \(error)" }
+            }
+            log("call bench: \(size)-party drawing client shows fewer than \(size - 1) tiles decoding: \(why)")
         }
         let missing = ProcessFigures(cpuPercent: .nan, peakMiB: .nan)
         return GroupResult(
