@@ -107,7 +107,7 @@ public struct CallConfiguration: Sendable {
     /// false sends the full size alone (`--no-simulcast`).
     public var simulcast = true
     /// The VP8 bitstream version the camera is encoded in (`--vp8-profile`): 0, the sharpest, by default; 2 costs a
-    /// quarter less decoding on every receiver and is about 1 dB less sharp (`VP8EncoderConfig.bitstreamProfile`).
+    /// fifth less decoding on every receiver and is about 1 dB less sharp (`VP8EncoderConfig.bitstreamProfile`).
     public var vp8Profile = VP8EncoderConfig.sharpProfile
     /// Display name.
     public var name: String

@@ -44,7 +44,7 @@ public struct VP8EncoderConfig: Sendable, Equatable {
 
     /// The sharpest bitstream version, and Parley's default.
     public static let sharpProfile = 0
-    /// The cheap bitstream version baresip sends: a quarter less decoding, a fifth less encoding, ~1.1 dB PSNR
+    /// The cheap bitstream version baresip sends: a fifth less decoding, a tenth less encoding, ~1.1 dB PSNR
     /// less at every size a terminal shows (docs/benchmarks.md, "Call").
     public static let lightProfile = 2
 

@@ -7,7 +7,7 @@ struct VideoCodecOptions: ParsableArguments {
         name: .customLong("vp8-profile"),
         help: ArgumentHelp(
             "VP8 bitstream version your camera is sent in, 0…3: 0 (default) is the sharpest; 2 (baresip's) takes "
-                + "every receiver a quarter less decoding and you a fifth less encoding, about 1 dB less sharp.",
+                + "every receiver a fifth less decoding and you a tenth less encoding, about 1 dB less sharp.",
             valueName: "n"))
     var vp8Profile = VP8EncoderConfig.sharpProfile
 
