@@ -109,7 +109,7 @@ final class VideoSender {
 
     init(
         sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
-        vp8Profile: Int = VP8EncoderConfig.sharpProfile, random: inout some RandomNumberGenerator
+        vp8Profile: Int, random: inout some RandomNumberGenerator
     ) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources

@@ -42,6 +42,8 @@ public struct VP8EncoderConfig: Sendable, Equatable {
     /// filter and no loop filter, cheaper to encode and decode and about 1 dB less sharp. Every decoder reads all four.
     public var bitstreamProfile: Int
 
+    /// VP8's bitstream versions: what `bitstreamProfile` may be.
+    public static let bitstreamProfiles = 0...3
     /// The sharpest bitstream version, and Parley's default.
     public static let sharpProfile = 0
     /// The cheap bitstream version baresip sends: a fifth less decoding, a tenth less encoding, ~1.1 dB PSNR
@@ -101,6 +103,6 @@ public struct VP8EncoderConfig: Sendable, Equatable {
         try check("max quantizer", maxQuantizer, minQuantizer...63)
         try check("frame drop threshold (%)", frameDropThreshold, 0...100)
         try check("noise sensitivity", noiseSensitivity, 0...6)
-        try check("VP8 bitstream profile", bitstreamProfile, 0...3)
+        try check("VP8 bitstream profile", bitstreamProfile, Self.bitstreamProfiles)
     }
 }

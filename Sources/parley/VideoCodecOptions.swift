@@ -12,7 +12,7 @@ struct VideoCodecOptions: ParsableArguments {
     var vp8Profile = VP8EncoderConfig.sharpProfile
 
     func validate() throws {
-        guard (0...3).contains(vp8Profile) else {
+        guard VP8EncoderConfig.bitstreamProfiles.contains(vp8Profile) else {
             throw ValidationError(
                 "--vp8-profile must be 0, 1, 2 or 3 (VP8's bitstream versions; 0 the sharpest), got \(vp8Profile)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ParleyEngine
+import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 
@@ -47,7 +48,7 @@ public struct AppOptions: Sendable {
     /// Send the camera in simulcast layers (`--no-simulcast` turns it off).
     public var simulcast = true
     /// The VP8 bitstream version the camera is encoded in (`--vp8-profile`; 0, the sharpest, by default).
-    public var vp8Profile = 0
+    public var vp8Profile = VP8EncoderConfig.sharpProfile
     /// Recording the call (`--record`, `--record-tracks`; `R` in a call).
     public var recording = RecordingSettings()
     /// How video is drawn (`--picture`).
