@@ -65,7 +65,7 @@ public struct LayerForwarding: Sendable {
 
     /// A member joined `room` sending `layers` (nil: one layer of unknown size). Everyone in the room gets the
     /// newcomer's full layer and the newcomer everyone's, until tile reports say otherwise: forwarded from the
-    /// start, as without simulcast (a receiver asks for its first keyframe itself once its media is bound).
+    /// start, as without simulcast (the relay asks for a receiver's first keyframes once its media is bound).
     public mutating func add(member id: UInt32, room: String, layers: [VideoLayerSize]?, receivesHere: Bool = true)
         -> [Effect]
     {
@@ -140,6 +140,16 @@ public struct LayerForwarding: Sendable {
     public func keyframeLayer(of sender: UInt32, for receiver: UInt32) -> Int? {
         guard let choice = members[receiver]?.choices[sender] else { return 0 }
         return choice.target ?? choice.current
+    }
+
+    /// The layer `receiver` gets (or waits for) of each sender that sends it one, in sender order; none for a
+    /// receiver on another node.
+    public func layersReceived(by receiver: UInt32) -> [(sender: UInt32, layer: Int)] {
+        guard let member = members[receiver], member.receivesHere else { return [] }
+        return member.choices.keys.sorted().compactMap { sender in
+            guard let choice = member.choices[sender], let layer = choice.target ?? choice.current else { return nil }
+            return (sender, layer)
+        }
     }
 
     /// What `receiver` gets of `sender`.

@@ -271,6 +271,16 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
     }
 
+    /// A PLI for `ssrc` to its owner for a receiver whose media just started, unless a keyframe is already on its
+    /// way (see `KeyframeRequestThrottle.shouldForwardFirst`).
+    public mutating func firstKeyframeRequest(for ssrc: UInt32, at now: Duration) -> (member: UInt32, bytes: [UInt8])? {
+        guard let owner = memberByBlock[ssrc & ~3], throttle.shouldForwardFirst(mediaSSRC: ssrc, at: now) else {
+            return nil
+        }
+        let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
+        return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
+    }
+
     /// A keyframe from `ssrc` went out: pending requests for it are satisfied.
     public mutating func keyframeForwarded(ssrc: UInt32) {
         throttle.keyframeSent(mediaSSRC: ssrc)

@@ -152,10 +152,12 @@ extension RelayCore {
         }
         let status = state.verifyBind(request)
         if status == .bound {
-            if media.route(of: request.memberID)?.address != remote {
+            let isNew = media.route(of: request.memberID)?.address != remote
+            if isNew {
                 logger.info("media bound", metadata: ["member": "\(request.memberID)", "address": "\(remote)"])
             }
             media.bind(member: request.memberID, to: remote)
+            if isNew { requestFirstKeyframes(for: request.memberID) }
         } else {
             media.count(.badBind)
             // A spray of bad binds must not flood the log: one line per source address a minute, with a count.
@@ -171,6 +173,19 @@ extension RelayCore {
         }
         let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
         udp.write(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: ack)), promise: nil)
+    }
+
+    /// `member` can receive from now on (its first bind, or a new address): every camera it gets is asked for a
+    /// keyframe at once, so its pictures start without waiting out the keyframe throttle, which another member's
+    /// request (a joiner a moment before) may have just started. A keyframe already on its way is not asked again.
+    func requestFirstKeyframes(for member: UInt32) {
+        let at = now
+        for (sender, layer) in layers.layersReceived(by: member) where sender != member {
+            guard state.members[sender]?.info.role == .broadcaster, let route = media.route(of: sender),
+                let (owner, bytes) = media.firstKeyframeRequest(for: route.ssrcs.videoLayer(layer), at: at)
+            else { continue }
+            send(bytes, toMember: owner)
+        }
     }
 
     func handleRTCP(_ data: ByteBuffer, from remote: SocketAddress) {

@@ -106,6 +106,8 @@ public struct RetransmissionBuffer<Packet: Sendable>: Sendable {
 
 /// Lets at most one keyframe request (PLI) per sender through per `minimumInterval`; a request that arrives too
 /// soon is remembered and becomes due when the interval ends, so a receiver that joined late still gets its keyframe.
+/// A receiver whose media has just started (`shouldForwardFirst`) is not held to the interval: a keyframe that went
+/// out before it could receive is no use to it, so it waits only when one is already on its way.
 public struct KeyframeRequestThrottle: Sendable, Equatable {
     /// Shortest time between two requests forwarded to the same sender.
     public let minimumInterval: Duration
@@ -114,6 +116,8 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
 
     var lastForwarded: [UInt32: Duration] = [:]
     var deferred: Set<UInt32> = []
+    /// Streams asked for a keyframe that has not gone by yet.
+    var awaiting: Set<UInt32> = []
 
     /// A throttle with the given interval (default 500 ms).
     public init(minimumInterval: Duration = .milliseconds(500)) { self.minimumInterval = minimumInterval }
@@ -127,6 +131,22 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
         }
         lastForwarded[mediaSSRC] = now
         deferred.remove(mediaSSRC)
+        awaiting.insert(mediaSSRC)
+        return true
+    }
+
+    /// True when a receiver that can receive from `now` on (its media just started) should have a keyframe of
+    /// `mediaSSRC` asked for now: always, unless a request forwarded less than `minimumInterval` ago is still
+    /// unanswered (that keyframe reaches the new receiver too). One per joining receiver at most, so bounded by how
+    /// fast members can join.
+    public mutating func shouldForwardFirst(mediaSSRC: UInt32, at now: Duration) -> Bool {
+        if awaiting.contains(mediaSSRC), let last = lastForwarded[mediaSSRC], now - last < minimumInterval {
+            suppressedCount += 1
+            return false
+        }
+        lastForwarded[mediaSSRC] = now
+        deferred.remove(mediaSSRC)
+        awaiting.insert(mediaSSRC)
         return true
     }
 
@@ -138,6 +158,7 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
             due.append(ssrc)
             lastForwarded[ssrc] = now
             deferred.remove(ssrc)
+            awaiting.insert(ssrc)
         }
         return due
     }
@@ -145,11 +166,13 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
     /// A keyframe from this sender went out: drops any deferred request for it.
     public mutating func keyframeSent(mediaSSRC: UInt32) {
         deferred.remove(mediaSSRC)
+        awaiting.remove(mediaSSRC)
     }
 
     /// Forgets a stream (its member left).
     public mutating func removeStream(ssrc: UInt32) {
         lastForwarded.removeValue(forKey: ssrc)
         deferred.remove(ssrc)
+        awaiting.remove(ssrc)
     }
 }

@@ -192,6 +192,10 @@ struct LayerForwardingTests {
             !joined.contains { if case .requestKeyframe = $0 { true } else { false } },
             "no keyframe asked for on a join: the receiver asks once its media is bound")
         #expect(joined.last == .demand(sender: 3, active: [true]))
+        func received(by receiver: UInt32) -> [String] {
+            forwarding.layersReceived(by: receiver).map { "\($0.sender):\($0.layer)" }
+        }
+        #expect(received(by: 3) == ["1:0", "2:0"], "what the relay asks keyframes of once 3's media is bound")
         let passed1 = forwarding.forwards(layer: 0, startsKeyframe: false, from: 1, to: 2)
         #expect(passed1, "the full layer flows at once")
         let passed2 = forwarding.forwards(layer: 0, startsKeyframe: true, from: 1, to: 2)
@@ -208,6 +212,7 @@ struct LayerForwardingTests {
         let passed5 = forwarding.forwards(layer: 2, startsKeyframe: false, from: 1, to: 3)
         #expect(!passed5, "not mid-stream")
         #expect(forwarding.keyframeLayer(of: 1, for: 3) == 2, "its keyframe requests are for the layer it waits for")
+        #expect(received(by: 3) == ["1:2", "2:0"], "a rebind asks for the layer it waits for")
         let passed6 = forwarding.forwards(layer: 2, startsKeyframe: true, from: 1, to: 3)
         #expect(passed6)
         let passed7 = forwarding.forwards(layer: 0, startsKeyframe: false, from: 1, to: 3)
@@ -232,6 +237,7 @@ struct LayerForwardingTests {
         let passed9 = forwarding.forwards(layer: 2, startsKeyframe: true, from: 1, to: 3)
         #expect(!passed9)
         #expect(forwarding.keyframeLayer(of: 1, for: 3) == nil, "a receiver that gets nothing asks nothing")
+        #expect(received(by: 3) == ["2:0"])
 
         // The receivers leave: nobody to send to.
         _ = forwarding.report(TileReport(tiles: [TileSize(id: 1, width: 300, height: 170)]), from: 3)

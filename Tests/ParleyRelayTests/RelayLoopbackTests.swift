@@ -34,6 +34,15 @@ struct RelayLoopbackTests {
         ).serialized()
     }
 
+    /// How many of `packets` hold a keyframe request for `ssrc`.
+    func keyframeRequests(_ packets: [[UInt8]], for ssrc: UInt32) -> Int {
+        packets.filter {
+            (try? RTCPPacket.parseCompound($0))?.contains {
+                if case .pictureLossIndication(let pli) = $0 { pli.mediaSSRC == ssrc } else { false }
+            } ?? false
+        }.count
+    }
+
     @Test func membersSeeEachOtherAndChatInOneOrder() async throws {
         let relay = try await startRelay()
         defer { Task { await relay.shutdown() } }
@@ -128,6 +137,7 @@ struct RelayLoopbackTests {
         let bobUDP = try TestUDPSocket()
         #expect(try bindMedia(aliceUDP, joined: a) == .bound)
         #expect(try bindMedia(bobUDP, joined: b) == .bound)
+        #expect(keyframeRequests(aliceUDP.receive(for: .milliseconds(200)), for: a.media.ssrcs.video) == 1)
 
         let packets = (100..<105).map { rtp(ssrc: a.media.ssrcs.video, sequence: UInt16($0)) }
         for packet in packets { aliceUDP.send(packet, toPort: a.media.udpPort) }
@@ -149,21 +159,58 @@ struct RelayLoopbackTests {
             bobUDP.send(pli, toPort: b.media.udpPort)
             try await Task.sleep(for: .milliseconds(10))
         }
-        // One request per 500 ms window passes (plus, at most, the relay's own request when bob's receiving
-        // began): ~300 ms of PLIs give one or two, more on a busy machine where the sleeps stretch (the bound follows
-        // the time the sending really took).
+        // One request per 500 ms window passes (the first window began with the relay's own request when bob's
+        // receiving began): ~300 ms of PLIs give one or two, more on a busy machine where the sleeps stretch (the
+        // bound follows the time the sending really took).
         let elapsed = ContinuousClock.now - started
         let windows = 2 + Int(elapsed / .milliseconds(500))
-        let requests = aliceUDP.receive(for: .milliseconds(700)).filter {
-            (try? RTCPPacket.parseCompound($0))?.contains {
-                if case .pictureLossIndication = $0 { true } else { false }
-            }
-                ?? false
-        }
-        #expect(
-            (1...windows).contains(requests.count),
-            "30 PLIs in \(elapsed) became \(requests.count) (at most \(windows))")
+        let requests = keyframeRequests(aliceUDP.receive(for: .milliseconds(700)), for: a.media.ssrcs.video)
+        #expect((1...windows).contains(requests), "30 PLIs in \(elapsed) became \(requests) (at most \(windows))")
         #expect(try await relay.counters().keyframeRequestsThrottled >= 30 - windows)
+    }
+
+    /// A member whose media starts just after another's keyframe request was answered: the relay asks the camera
+    /// for a keyframe at its bind, not when the throttle's interval (5 s here) ends; a second member binding while
+    /// that keyframe is on its way adds no request.
+    @Test func aMemberWhoseMediaStartsIsSentAKeyframeAtOnce() async throws {
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .critical
+        let relay = try await Relay.start(
+            RelayConfiguration(
+                host: "127.0.0.1", port: 0, media: MediaLimits(keyframeRequestInterval: .seconds(5)), logger: logger))
+        defer { Task { await relay.shutdown() } }
+        var joined: [JoinedRoom] = []
+        var members: [TestMember] = []
+        for name in ["alice", "bob", "carol", "dave"] {
+            let member = try await TestMember.connect(port: relay.signalingPort, group: Self.group)
+            members.append(member)
+            joined.append(try await member.join(name))
+        }
+        let (a, b) = (joined[0], joined[1])
+        let sockets = try (0..<4).map { _ in try TestUDPSocket() }
+        func requests(_ packets: [[UInt8]]) -> Int { keyframeRequests(packets, for: a.media.ssrcs.video) }
+        #expect(try bindMedia(sockets[0], joined: a) == .bound)
+        #expect(try bindMedia(sockets[1], joined: b) == .bound)
+        #expect(requests(sockets[0].receive(for: .milliseconds(200))) == 1, "bob's bind asks alice for a keyframe")
+        // Bob's own request, the keyframe that answers it; then bob asks again (held: it is within 5 s).
+        sockets[1].send(
+            RTCPPacket.pictureLossIndication(
+                PictureLossIndication(senderSSRC: b.media.ssrcs.audio, mediaSSRC: a.media.ssrcs.video)
+            ).serialized(), toPort: b.media.udpPort)
+        sockets[0].send(rtp(ssrc: a.media.ssrcs.video, sequence: 1), toPort: a.media.udpPort)
+        #expect(sockets[1].receive(until: { $0 == rtp(ssrc: a.media.ssrcs.video, sequence: 1) }) != nil)
+        #expect(requests(sockets[0].receive(for: .milliseconds(200))) == 0, "within the interval")
+
+        // Carol's media starts: alice is asked at once, though bob's request was forwarded under 5 s ago.
+        #expect(try bindMedia(sockets[2], joined: joined[2]) == .bound)
+        #expect(requests(sockets[0].receive(for: .milliseconds(300))) == 1, "carol's first keyframe is asked for")
+        // Dave's starts before alice answered: the keyframe on its way reaches him too.
+        #expect(try bindMedia(sockets[3], joined: joined[3]) == .bound)
+        #expect(requests(sockets[0].receive(for: .milliseconds(300))) == 0, "one keyframe serves carol and dave")
+        let keyframe = rtp(ssrc: a.media.ssrcs.video, sequence: 2)
+        sockets[0].send(keyframe, toPort: a.media.udpPort)
+        for socket in sockets[2...] { #expect(socket.receive(until: { $0 == keyframe }) != nil) }
+        #expect(try await relay.counters().keyframeRequestsThrottled >= 2)
     }
 
     @Test func aMemberOfAnotherRoomGetsNothingAndCausesNothing() async throws {
@@ -183,6 +230,8 @@ struct RelayLoopbackTests {
         for (socket, joined) in [(aliceUDP, a), (bobUDP, b), (malloryUDP, m)] {
             #expect(try bindMedia(socket, joined: joined) == .bound)
         }
+        // Bob's media started: the relay asked alice for his first keyframe (mallory's asked nobody in room A).
+        #expect(keyframeRequests(aliceUDP.receive(for: .milliseconds(200)), for: a.media.ssrcs.video) == 1)
         let packets = (100..<105).map { rtp(ssrc: a.media.ssrcs.video, sequence: UInt16($0)) }
         for packet in packets { aliceUDP.send(packet, toPort: a.media.udpPort) }
         #expect(bobUDP.receive(for: .milliseconds(200)).count == 5)

@@ -47,6 +47,8 @@ struct RetransmissionBufferTests {
 struct KeyframeRequestThrottleTests {
     enum Step {
         case request(ssrc: UInt32, at: Int, forwarded: Bool)
+        /// A receiver's media started: its first keyframe.
+        case first(ssrc: UInt32, at: Int, forwarded: Bool)
         case due(at: Int, ssrcs: [UInt32])
         case keyframeSent(ssrc: UInt32)
         case remove(ssrc: UInt32)
@@ -58,6 +60,9 @@ struct KeyframeRequestThrottleTests {
             case .request(let ssrc, let time, let expected):
                 let forwarded = throttle.shouldForward(mediaSSRC: ssrc, at: ms(time))
                 #expect(forwarded == expected, "step \(index): request for \(ssrc) at \(time) ms")
+            case .first(let ssrc, let time, let expected):
+                let forwarded = throttle.shouldForwardFirst(mediaSSRC: ssrc, at: ms(time))
+                #expect(forwarded == expected, "step \(index): first keyframe of \(ssrc) at \(time) ms")
             case .due(let time, let expected):
                 let due = throttle.dueRequests(at: ms(time))
                 #expect(due == expected, "step \(index): due at \(time) ms")
@@ -100,5 +105,30 @@ struct KeyframeRequestThrottleTests {
                 .remove(ssrc: 5),
                 .request(ssrc: 5, at: 151, forwarded: true),
             ])
+    }
+
+    /// A receiver joining just after another member's request was answered would otherwise wait out the interval
+    /// for its first picture (a recording's first half second had no video): its first request goes at once, unless
+    /// a keyframe is already on its way, which reaches it too.
+    @Test func aNewReceiversFirstRequestIsNotHeldToTheInterval() {
+        var throttle = KeyframeRequestThrottle()
+        Self.run(
+            &throttle,
+            [
+                .request(ssrc: 1, at: 0, forwarded: true),  // a member a moment before
+                .first(ssrc: 1, at: 20, forwarded: false),  // that keyframe has not gone by: it comes to both
+                .keyframeSent(ssrc: 1),
+                .first(ssrc: 1, at: 40, forwarded: true),  // it went by before this receiver could receive
+                .request(ssrc: 1, at: 60, forwarded: false),  // the newcomer's own request: the interval holds it
+                .keyframeSent(ssrc: 1),  // answered: nothing left deferred
+                .due(at: 600, ssrcs: []),
+                .first(ssrc: 1, at: 700, forwarded: true),
+                .request(ssrc: 1, at: 710, forwarded: false),
+                .due(at: 1200, ssrcs: [1]),  // never answered: the deferred request goes out when due
+                .first(ssrc: 1, at: 1300, forwarded: false),  // that one is on its way
+                .first(ssrc: 1, at: 1700, forwarded: true),  // lost: past the interval a newcomer asks again
+                .request(ssrc: 2, at: 1700, forwarded: true),  // another sender's is its own
+            ])
+        #expect(throttle.suppressedCount == 4)
     }
 }
