@@ -79,6 +79,8 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     /// Bound members of each room with their addresses, in join order: the fan-out lists.
     private var fanOut: [String: [(member: UInt32, address: Address)]] = [:]
     private var throttle: KeyframeRequestThrottle
+    /// When each member's media last started (a bind from a new address), for `mediaStarted`.
+    private var mediaStarts: [UInt32: Duration] = [:]
     /// Each member's media allowance in bytes (token bucket), and when it was last topped up.
     private var allowance: [UInt32: (bytes: Double, at: Duration)] = [:]
     /// Each member's rate (bytes a second): twice its declared profile, or the relay-wide cap.
@@ -120,6 +122,7 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         memberByBlock[route.ssrcs.block] = nil
         allowance[member] = nil
         rates[member] = nil
+        mediaStarts[member] = nil
         for offset in UInt32(0)...3 { throttle.removeStream(ssrc: route.ssrcs.block + offset) }
         rebuildFanOut(route.room)
     }
@@ -269,6 +272,16 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
         guard let owner = memberByBlock[ssrc & ~3], throttle.shouldForward(mediaSSRC: ssrc, at: now) else { return nil }
         let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
         return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
+    }
+
+    /// `member`'s media started at `now` (its bind from a new address): true when its first keyframes may be asked
+    /// for at once (`firstKeyframeRequest`). A member whose media started less than the throttle's interval before
+    /// (rebinding from one address after another) is asked for like any receiver (`keyframeRequest`), so rebinding
+    /// cannot make the room's cameras send keyframe after keyframe.
+    public mutating func mediaStarted(member: UInt32, at now: Duration) -> Bool {
+        defer { mediaStarts[member] = now }
+        guard let last = mediaStarts[member] else { return true }
+        return now - last >= limits.keyframeRequestInterval
     }
 
     /// A PLI for `ssrc` to its owner for a receiver whose media just started, unless a keyframe is already on its

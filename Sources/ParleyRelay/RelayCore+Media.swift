@@ -177,14 +177,19 @@ extension RelayCore {
 
     /// `member` can receive from now on (its first bind, or a new address): every camera it gets is asked for a
     /// keyframe at once, so its pictures start without waiting out the keyframe throttle, which another member's
-    /// request (a joiner a moment before) may have just started. A keyframe already on its way is not asked again.
+    /// request (a joiner a moment before) may have just started. A keyframe already on its way is not asked again;
+    /// a member rebinding again within the interval goes through the throttle.
     func requestFirstKeyframes(for member: UInt32) {
         let at = now
+        let first = media.mediaStarted(member: member, at: at)
         for (sender, layer) in layers.layersReceived(by: member) where sender != member {
-            guard state.members[sender]?.info.role == .broadcaster, let route = media.route(of: sender),
-                let (owner, bytes) = media.firstKeyframeRequest(for: route.ssrcs.videoLayer(layer), at: at)
-            else { continue }
-            send(bytes, toMember: owner)
+            guard state.members[sender]?.info.role == .broadcaster, let route = media.route(of: sender) else {
+                continue
+            }
+            let ssrc = route.ssrcs.videoLayer(layer)
+            let request =
+                first ? media.firstKeyframeRequest(for: ssrc, at: at) : media.keyframeRequest(for: ssrc, at: at)
+            if let (owner, bytes) = request { send(bytes, toMember: owner) }
         }
     }
 

@@ -77,6 +77,22 @@ struct MediaRouterTests {
         #expect(router.throttledKeyframeRequests == 18)
     }
 
+    /// A member's media starting asks its cameras for keyframes at once, but a member rebinding from address after
+    /// address is held to the throttle like any request (it cannot make every camera send keyframe after keyframe).
+    @Test func aMemberRebindingWithinTheIntervalIsNotAFirstReceiverAgain() {
+        var router = router()
+        var starts: [Bool] = []
+        for ms in [0, 100, 499, 1000, 1400, 2000] {
+            starts.append(router.mediaStarted(member: 2, at: .milliseconds(ms)))
+        }
+        #expect(starts == [true, false, false, true, false, true], "each start measured from the one before")
+        let other = router.mediaStarted(member: 1, at: .milliseconds(2000))
+        #expect(other, "another member's is its own")
+        router.forget(member: 2)
+        let back = router.mediaStarted(member: 2, at: .milliseconds(2100))
+        #expect(back, "a member who left and came back is new")
+    }
+
     @Test func feedbackIsRoutedByMediaSSRC() {
         var router = router()
         let bob = router.route(of: 2)!
