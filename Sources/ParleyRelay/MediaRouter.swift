@@ -260,38 +260,36 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
 
     /// Keyframe requests held back by the throttle whose interval has now passed: (owner, PLI bytes).
     public mutating func dueKeyframeRequests(at now: Duration) -> [(member: UInt32, bytes: [UInt8])] {
-        throttle.dueRequests(at: now).compactMap { ssrc in
-            guard let owner = memberByBlock[ssrc & ~3] else { return nil }
-            let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
-            return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
-        }
+        throttle.dueRequests(at: now).compactMap { ssrc in memberByBlock[ssrc & ~3].map { ($0, Self.pli(ssrc)) } }
     }
 
-    /// A PLI for `ssrc` to its owner, unless the throttle holds it back (it then goes out when due).
-    public mutating func keyframeRequest(for ssrc: UInt32, at now: Duration) -> (member: UInt32, bytes: [UInt8])? {
-        guard let owner = memberByBlock[ssrc & ~3], throttle.shouldForward(mediaSSRC: ssrc, at: now) else { return nil }
-        let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
-        return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
+    /// A PLI for `ssrc` to its owner, unless the throttle holds it back (it then goes out when due). `first`: for a
+    /// receiver whose media just started, held back only by a keyframe already on its way
+    /// (`KeyframeRequestThrottle.shouldForwardFirst`).
+    public mutating func keyframeRequest(for ssrc: UInt32, first: Bool = false, at now: Duration) -> (
+        member: UInt32, bytes: [UInt8]
+    )? {
+        guard let owner = memberByBlock[ssrc & ~3],
+            first
+                ? throttle.shouldForwardFirst(mediaSSRC: ssrc, at: now)
+                : throttle.shouldForward(mediaSSRC: ssrc, at: now)
+        else { return nil }
+        return (owner, Self.pli(ssrc))
     }
 
     /// `member`'s media started at `now` (its bind from a new address): true when its first keyframes may be asked
-    /// for at once (`firstKeyframeRequest`). A member whose media started less than the throttle's interval before
-    /// (rebinding from one address after another) is asked for like any receiver (`keyframeRequest`), so rebinding
-    /// cannot make the room's cameras send keyframe after keyframe.
+    /// for at once (`keyframeRequest(first: true)`). A member whose media started less than the throttle's interval
+    /// before (rebinding from one address after another) is asked for like any receiver, so rebinding cannot make
+    /// the room's cameras send keyframe after keyframe.
     public mutating func mediaStarted(member: UInt32, at now: Duration) -> Bool {
         defer { mediaStarts[member] = now }
         guard let last = mediaStarts[member] else { return true }
         return now - last >= limits.keyframeRequestInterval
     }
 
-    /// A PLI for `ssrc` to its owner for a receiver whose media just started, unless a keyframe is already on its
-    /// way (see `KeyframeRequestThrottle.shouldForwardFirst`).
-    public mutating func firstKeyframeRequest(for ssrc: UInt32, at now: Duration) -> (member: UInt32, bytes: [UInt8])? {
-        guard let owner = memberByBlock[ssrc & ~3], throttle.shouldForwardFirst(mediaSSRC: ssrc, at: now) else {
-            return nil
-        }
-        let pli = PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)
-        return (owner, RTCPPacket.pictureLossIndication(pli).serialized())
+    /// The relay's own keyframe request for `ssrc` (sender SSRC 0).
+    private static func pli(_ ssrc: UInt32) -> [UInt8] {
+        RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: 0, mediaSSRC: ssrc)).serialized()
     }
 
     /// A keyframe from `ssrc` went out: pending requests for it are satisfied.

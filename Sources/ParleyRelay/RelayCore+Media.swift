@@ -182,14 +182,11 @@ extension RelayCore {
     func requestFirstKeyframes(for member: UInt32) {
         let at = now
         let first = media.mediaStarted(member: member, at: at)
-        for (sender, layer) in layers.layersReceived(by: member) where sender != member {
-            guard state.members[sender]?.info.role == .broadcaster, let route = media.route(of: sender) else {
-                continue
-            }
-            let ssrc = route.ssrcs.videoLayer(layer)
-            let request =
-                first ? media.firstKeyframeRequest(for: ssrc, at: at) : media.keyframeRequest(for: ssrc, at: at)
-            if let (owner, bytes) = request { send(bytes, toMember: owner) }
+        for (sender, layer) in layers.layersReceived(by: member) {
+            guard state.members[sender]?.info.role == .broadcaster, let route = media.route(of: sender),
+                let (owner, bytes) = media.keyframeRequest(for: route.ssrcs.videoLayer(layer), first: first, at: at)
+            else { continue }
+            send(bytes, toMember: owner)
         }
     }
 

@@ -129,9 +129,7 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
             deferred.insert(mediaSSRC)
             return false
         }
-        lastForwarded[mediaSSRC] = now
-        deferred.remove(mediaSSRC)
-        awaiting.insert(mediaSSRC)
+        forwarded(mediaSSRC, at: now)
         return true
     }
 
@@ -144,10 +142,15 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
             suppressedCount += 1
             return false
         }
-        lastForwarded[mediaSSRC] = now
-        deferred.remove(mediaSSRC)
-        awaiting.insert(mediaSSRC)
+        forwarded(mediaSSRC, at: now)
         return true
+    }
+
+    /// A request for `ssrc` went to its sender at `now`: the interval starts and a keyframe is awaited.
+    private mutating func forwarded(_ ssrc: UInt32, at now: Duration) {
+        lastForwarded[ssrc] = now
+        deferred.remove(ssrc)
+        awaiting.insert(ssrc)
     }
 
     /// Streams whose deferred request may now be forwarded (marked as forwarded at `now`), in SSRC order.
@@ -156,9 +159,7 @@ public struct KeyframeRequestThrottle: Sendable, Equatable {
         for ssrc in deferred.sorted() {
             if let last = lastForwarded[ssrc], now - last < minimumInterval { continue }
             due.append(ssrc)
-            lastForwarded[ssrc] = now
-            deferred.remove(ssrc)
-            awaiting.insert(ssrc)
+            forwarded(ssrc, at: now)
         }
         return due
     }
