@@ -24,7 +24,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-bench run test bench bench-call bench-broadcast bench-mouth-to-ear \
+.PHONY: deps bench-deps build build-parley build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear \
         install clean fuzz \
         fuzz-seeds format format-check
 
@@ -91,15 +91,36 @@ RECORDING   := RecordingProcessTests
 # not beside them.
 DATABASE    := ClusterProcessTests|PostgresServeTests|AdminEndpointProcessTests
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
+# The groups in the order `make test` runs them, each one `swift test` process: its name and its arguments.
+TEST_GROUPS      := blocking main processes recording database simulations lossy real-time
+GROUP_blocking   := --filter '$(BLOCKING)' --skip '$(REAL_TIME)|$(PROCESSES)'
+GROUP_main       := --skip '$(BLOCKING)|$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)|$(RECORDING)|$(DATABASE)'
+GROUP_processes  := --filter '$(PROCESSES)'
+GROUP_recording  := --filter '$(RECORDING)'
+GROUP_database   := --filter '$(DATABASE)'
+GROUP_simulations:= --filter '$(SIMULATIONS)'
+GROUP_lossy      := --filter '$(LOSSY_CALL)'
+GROUP_real-time  := --filter '$(REAL_TIME)'
+define newline
+
+
+endef
 test: build format-check
-	$(TEST) --filter '$(BLOCKING)' --skip '$(REAL_TIME)|$(PROCESSES)'
-	$(TEST) --skip '$(BLOCKING)|$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)|$(RECORDING)|$(DATABASE)'
-	$(TEST) --filter '$(PROCESSES)'
-	$(TEST) --filter '$(RECORDING)'
-	$(TEST) --filter '$(DATABASE)'
-	$(TEST) --filter '$(SIMULATIONS)'
-	$(TEST) --filter '$(LOSSY_CALL)'
-	$(TEST) --filter '$(REAL_TIME)'
+	$(foreach group,$(TEST_GROUPS),$(TEST) $(GROUP_$(group))$(newline))
+
+# One line a group, NAME ARGUMENTS: what the flake finder runs.
+test-groups:
+	@$(foreach group,$(TEST_GROUPS),echo "$(group) $(GROUP_$(group))";)
+
+# The flake finder: `make test`'s groups RUNS times after one build, each test's failures counted over the runs
+# with its first failure line (Tests/Tools/flakes.py; logs in .build/flakes). BESIDE runs a command over and over
+# beside every run (say BESIDE='make -C /tmp/other build-again' for a build of another clone); CPU=1 keeps one core
+# busy instead.
+RUNS   ?= 10
+BESIDE ?=
+CPU    ?=
+flakes: build
+	python3 Tests/Tools/flakes.py --runs $(RUNS) $(if $(BESIDE),--beside "$(BESIDE)") $(if $(CPU),--cpu)
 
 bench: bench-deps build-bench
 	$(BENCH_BIN) all --parley $(BIN) --markdown docs/benchmarks.md

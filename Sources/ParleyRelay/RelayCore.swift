@@ -114,6 +114,7 @@ final class RelayCore {
         var counters = state.counters
         counters.packetsForwarded = forwarded
         counters.refusedFull = refusedFull
+        counters.openConnections = openSockets
         counters.limitsReached += refusedFull
         // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
         counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)

@@ -170,6 +170,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var limitsReached = 0
     /// Connections refused because the relay held its most connections (`--max-connections`).
     public var refusedFull = 0
+    /// TCP connections the relay holds now, joined or not (what `--max-connections` counts).
+    public var openConnections = 0
     /// Trunks to other nodes of the cluster that are up now.
     public var trunksUp = 0
     /// Trunk datagrams refused, by reason.

@@ -1,35 +1,25 @@
 import Foundation
 import ParleyWire
+import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
+/// A TCP connection to the relay that speaks just enough HTTP to upgrade to a WebSocket and then writes whatever
+/// bytes a test wants: frames the protocol forbids, which no well-behaved client library would send. Reads wait
+/// asynchronously (`TestTCPConnection`), never blocking a thread the async runtime needs.
+final class RawWebSocket: Sendable {
+    private let connection: TestTCPConnection
+    /// Bytes read with the handshake's answer that belong to what follows it.
+    private let leftover: Mutex<[UInt8]>
 
-/// A blocking TCP connection to the relay that speaks just enough HTTP to upgrade to a WebSocket and then writes
-/// whatever bytes a test wants: frames the protocol forbids, which no well-behaved client library would send.
-final class RawWebSocket {
-    private let descriptor: Int32
+    private init(connection: TestTCPConnection, leftover: [UInt8]) {
+        self.connection = connection
+        self.leftover = Mutex(leftover)
+    }
 
     /// Connects to 127.0.0.1:`port`; with `upgrade`, completes the WebSocket handshake (101) for `path` first.
-    init(port: Int, upgrade: Bool = true, path: String = "/parley") throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw POSIXError(.ECONNREFUSED)
-        }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard upgrade else { return }
-        write(
+    static func connect(port: Int, upgrade: Bool = true, path: String = "/parley") async throws -> RawWebSocket {
+        let connection = try await TestTCPConnection.connect(port: port)
+        guard upgrade else { return RawWebSocket(connection: connection, leftover: []) }
+        await connection.write(
             Array(
                 """
                 GET \(path) HTTP/1.1\r
@@ -41,55 +31,34 @@ final class RawWebSocket {
                 \r
 
                 """.utf8))
-        let bytes = read(for: .seconds(2), until: { $0.contains("\r\n\r\n") })
-        guard String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
-            close(descriptor)
+        let end = [UInt8]("\r\n\r\n".utf8)
+        let bytes = await connection.read(for: .seconds(5), until: { $0.firstRange(of: end) != nil })
+        guard String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101"), let at = bytes.firstRange(of: end)
+        else {
+            await connection.close()
             throw POSIXError(.EPROTO)
         }
         // Frames the relay sent right behind its answer (an error and a close, say) came in the same read.
-        let end = [UInt8]("\r\n\r\n".utf8)
-        if let at = (0...(bytes.count - end.count)).first(where: { Array(bytes[$0..<($0 + end.count)]) == end }) {
-            leftover = Array(bytes[(at + end.count)...])
-        }
+        return RawWebSocket(connection: connection, leftover: Array(bytes[at.upperBound...]))
     }
-
-    /// Bytes read with the handshake's answer that belong to what follows it.
-    private var leftover: [UInt8] = []
-
-    deinit { close(descriptor) }
 
     /// Writes bytes (errors ignored: the relay may already have closed on us).
-    func write(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
+    func write(_ bytes: [UInt8]) async { await connection.write(bytes) }
 
     /// Reads for up to `window`, or until `done` holds for what arrived, or the relay closes.
-    func read(for window: Duration, until done: (String) -> Bool = { _ in false }) -> [UInt8] {
-        var received = leftover
-        leftover = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = ContinuousClock.now + window
-        while ContinuousClock.now < deadline {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count == 0 { break }
-            if count > 0 {
-                received += buffer[0..<count]
-                if done(String(decoding: received, as: UTF8.self)) { break }
-            }
+    func read(for window: Duration, until done: @Sendable @escaping (String) -> Bool = { _ in false }) async -> [UInt8]
+    {
+        let before = leftover.withLock { bytes in
+            defer { bytes = [] }
+            return bytes
         }
-        return received
+        if done(String(decoding: before, as: UTF8.self)) { return before }
+        return before
+            + (await connection.read(for: window) { done(String(decoding: before + $0, as: UTF8.self)) })
     }
 
-    /// True once the relay has closed the connection (read returns end of file) within `window`.
-    func isClosed(within window: Duration) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = ContinuousClock.now + window
-        while ContinuousClock.now < deadline {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
-        }
-        return false
-    }
+    /// True once the relay has closed the connection within `window`.
+    func isClosed(within window: Duration) async -> Bool { await connection.isClosed(within: window) }
 
     /// The frames a server sent (unmasked, RFC 6455 §5.2), in order; a frame cut short ends the list.
     static func serverFrames(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: [UInt8])] {

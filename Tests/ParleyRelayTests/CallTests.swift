@@ -156,16 +156,16 @@ struct CallTests {
         let ownVideo = try #require(try await relay.member(aliceStats.localID)).ssrcs.video
         let before = aliceStats.peers[bobID]!
 
-        let stranger = try TestUDPSocket()
+        let stranger = try await TestUDPSocket.open()
         for sequence in 0..<20 {
             let audio = RTPPacket(
                 header: RTPHeader(
                     payloadType: 111, sequenceNumber: UInt16(60_000 + sequence),
                     timestamp: 1, ssrc: bobSSRCs.audio), payload: [0xF8, 0xFF, 0xFE])
-            stranger.send(audio.serialized(), toPort: aliceStats.localMediaPort)
+            await stranger.send(audio.serialized(), toPort: aliceStats.localMediaPort)
         }
         let pli = PictureLossIndication(senderSSRC: bobSSRCs.audio, mediaSSRC: ownVideo)
-        stranger.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: aliceStats.localMediaPort)
+        await stranger.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: aliceStats.localMediaPort)
         let refused = await eventually(within: .seconds(2)) { await alice.statistics().datagramsFromStrangers == 21 }
         #expect(refused)
         let after = await alice.statistics()

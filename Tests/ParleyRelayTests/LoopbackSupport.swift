@@ -14,70 +14,70 @@ import Testing
 import Glibc
 #endif
 
-/// A blocking UDP socket on 127.0.0.1 for talking to the relay like a client's media socket would.
-final class TestUDPSocket: @unchecked Sendable {
-    let descriptor: Int32
+/// A UDP socket on 127.0.0.1 for talking to the relay like a client's media socket would. Datagrams are received
+/// by SwiftNIO on its own event loop into an inbox; the `receive` calls wait for them asynchronously with a
+/// deadline, so a test never blocks a thread the async runtime needs, and returns as soon as what it waits for came.
+final class TestUDPSocket: Sendable {
     let port: Int
+    private let channel: Channel
+    private let inbox: TestInbox
 
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            _ = $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        self.descriptor = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
-        var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    private init(channel: Channel, inbox: TestInbox) {
+        self.channel = channel
+        self.inbox = inbox
+        port = channel.localAddress?.port ?? 0
     }
 
-    deinit { close(descriptor) }
-
-    func send(_ bytes: [UInt8], toPort port: Int) {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        _ = bytes.withUnsafeBytes { raw in
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(descriptor, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    /// A socket bound to a free port on 127.0.0.1.
+    static func open() async throws -> TestUDPSocket {
+        let inbox = TestInbox()
+        let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TestInbox.DatagramHandler(inbox: inbox))
                 }
             }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TestUDPSocket(channel: channel, inbox: inbox)
+    }
+
+    deinit { channel.close(promise: nil) }
+
+    /// Sends a datagram; returns once it was handed to the kernel (so datagrams sent one after another from
+    /// different sockets leave in that order, as from a client's blocking socket).
+    func send(_ bytes: [UInt8], toPort port: Int) async {
+        guard let address = try? SocketAddress(ipAddress: "127.0.0.1", port: port) else { return }
+        let envelope = AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes))
+        try? await channel.writeAndFlush(envelope).get()
+    }
+
+    /// Datagrams received within `window` (wall time: used to show that nothing, or nothing more, arrives).
+    func receive(for window: Duration = .milliseconds(300)) async -> [[UInt8]] {
+        let deadline = ContinuousClock.now + window
+        while ContinuousClock.now < deadline { await inbox.waitForMore(than: inbox.received, until: deadline) }
+        return inbox.takeAll()
+    }
+
+    /// The first `count` datagrams, returned as soon as they came; fewer when `window` ends first.
+    func receive(count: Int, within window: Duration = .seconds(5)) async -> [[UInt8]] {
+        let deadline = ContinuousClock.now + window
+        while true {
+            let seen = inbox.received
+            guard inbox.pending < count, ContinuousClock.now < deadline else { return inbox.take(atMost: count) }
+            await inbox.waitForMore(than: seen, until: deadline)
         }
     }
 
-    /// Datagrams received within `window`.
-    func receive(for window: Duration = .milliseconds(300)) -> [[UInt8]] {
-        var out: [[UInt8]] = []
+    /// Receives until `match` returns true for a datagram (the ones before it are dropped), or nil when the window
+    /// ends first.
+    func receive(within window: Duration = .seconds(5), until match: @Sendable ([UInt8]) -> Bool) async -> [UInt8]? {
         let deadline = ContinuousClock.now + window
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        while ContinuousClock.now < deadline {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0 { out.append(Array(buffer[0..<count])) }
+        while true {
+            let seen = inbox.received
+            if let found = inbox.take(through: match) { return found }
+            guard ContinuousClock.now < deadline else { return nil }
+            await inbox.waitForMore(than: seen, until: deadline)
         }
-        return out
-    }
-
-    /// Receives until `match` returns true for a datagram or the window ends.
-    func receive(within window: Duration = .seconds(2), until match: ([UInt8]) -> Bool) -> [UInt8]? {
-        let deadline = ContinuousClock.now + window
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        while ContinuousClock.now < deadline {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0, match(Array(buffer[0..<count])) { return Array(buffer[0..<count]) }
-        }
-        return nil
     }
 }
 
@@ -155,11 +155,11 @@ func eventually(within window: Duration = .seconds(5), _ condition: () async thr
 }
 
 /// Binds a test socket for a joined member and waits for the acknowledgement.
-func bindMedia(_ socket: TestUDPSocket, joined: JoinedRoom) throws -> BindStatus? {
+func bindMedia(_ socket: TestUDPSocket, joined: JoinedRoom) async throws -> BindStatus? {
     let token = try #require(BindToken(hex: joined.media.credential))
     let request = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: token)
-    socket.send(request.serialized(), toPort: joined.media.udpPort)
-    guard let reply = socket.receive(until: { Bind.isBindPacket($0) }) else { return nil }
+    await socket.send(request.serialized(), toPort: joined.media.udpPort)
+    guard let reply = await socket.receive(until: { Bind.isBindPacket($0) }) else { return nil }
     return try BindAcknowledgement(parsing: reply).status
 }
 

@@ -205,15 +205,15 @@ struct RelayLimitsTests {
         let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
         // 20 kbit/s of video declared: (20 + 100) × 2 = 240 kbit/s, 30,000 bytes of burst.
         let joined = try await member.join("slow", room: "capped", videoKbps: 20)
-        let socket = try TestUDPSocket()
-        #expect(try bindMedia(socket, joined: joined) == .bound)
+        let socket = try await TestUDPSocket.open()
+        #expect(try await bindMedia(socket, joined: joined) == .bound)
         for sequence in UInt16(0)..<60 {
             let packet = RTPPacket(
                 header: RTPHeader(
                     marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
                     timestamp: 0, ssrc: joined.media.ssrcs.video),
                 payload: [0x10] + Array(repeating: 0, count: 999))
-            socket.send(packet.serialized(), toPort: joined.media.udpPort)
+            await socket.send(packet.serialized(), toPort: joined.media.udpPort)
         }
         // About 30 of the 60 KB fit the burst; the rest is over the member's rate.
         let capped = try await eventually { try await relay.counters().limitsReached >= 25 }
@@ -344,11 +344,11 @@ final class CapturedLog: Sendable {
                 logger: log.logger()))
         let member = try await TestMember.connect(port: relay.signalingPort, group: RelayLoopbackTests.group)
         let joined = try await member.join("target", room: "sprayed")
-        let socket = try TestUDPSocket()
+        let socket = try await TestUDPSocket.open()
         let wrong = try #require(BindToken(hex: String(repeating: "0", count: 32)))
         for _ in 0..<200 {
             let request = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: wrong)
-            socket.send(request.serialized(), toPort: joined.media.udpPort)
+            await socket.send(request.serialized(), toPort: joined.media.udpPort)
         }
         let refusedAll = try await eventually { try await relay.counters().bindFailures == 200 }
         let counters = try await relay.counters()

@@ -226,9 +226,9 @@ struct ResilienceTests {
         // The vandal is a member in good standing, joined and bound, so its garbage gets past the front door.
         let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
         let v = try await vandal.join("vandal")
-        let vandalUDP = try TestUDPSocket()
-        let stranger = try TestUDPSocket()
-        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        let vandalUDP = try await TestUDPSocket.open()
+        let stranger = try await TestUDPSocket.open()
+        #expect(try await bindMedia(vandalUDP, joined: v) == .bound)
         try await Task.sleep(for: .milliseconds(200))
         let countersBefore = try await relay.counters()
         let aliceBefore = await alice.statistics()
@@ -255,12 +255,12 @@ struct ResilienceTests {
         ]
         var rawSockets: [(String, RawWebSocket)] = []
         for (name, bytes) in forbidden {
-            let socket = try RawWebSocket(port: port)
-            socket.write(bytes)
+            let socket = try await RawWebSocket.connect(port: port)
+            await socket.write(bytes)
             rawSockets.append((name, socket))
         }
-        let notHTTP = try RawWebSocket(port: port, upgrade: false)
-        notHTTP.write(Array("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n".utf8))
+        let notHTTP = try await RawWebSocket.connect(port: port, upgrade: false)
+        await notHTTP.write(Array("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n".utf8))
 
         // Media garbage for about two seconds, while alice chats.
         var garbage = MediaGarbage(random: SeededRandom(state: 0xBAD))
@@ -270,42 +270,46 @@ struct ResilienceTests {
         var sentBogusBinds = 0
         for round in 0..<32 {
             for _ in 0..<5 {
-                vandalUDP.send(garbage.noise(), toPort: mediaPort)
-                stranger.send(garbage.noise(), toPort: mediaPort)
+                await vandalUDP.send(garbage.noise(), toPort: mediaPort)
+                await stranger.send(garbage.noise(), toPort: mediaPort)
             }
             // Other members' SSRCs, from the vandal's bound address and from a stranger's.
-            vandalUDP.send(garbage.rtp(ssrc: aliceSSRCs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
-            stranger.send(garbage.rtp(ssrc: bobSSRCs.audio, payloadType: MediaPayloadType.opus), toPort: mediaPort)
+            await vandalUDP.send(
+                garbage.rtp(ssrc: aliceSSRCs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            await stranger.send(
+                garbage.rtp(ssrc: bobSSRCs.audio, payloadType: MediaPayloadType.opus), toPort: mediaPort)
             // RTCP cut short, and feedback claiming to come from alice.
-            vandalUDP.send(
+            await vandalUDP.send(
                 garbage.truncatedRTCP(senderSSRC: v.media.ssrcs.audio, mediaSSRC: bobSSRCs.video),
                 toPort: mediaPort)
             let fakePLI = PictureLossIndication(senderSSRC: aliceSSRCs.audio, mediaSSRC: bobSSRCs.video)
-            vandalUDP.send(RTCPPacket.pictureLossIndication(fakePLI).serialized(), toPort: mediaPort)
+            await vandalUDP.send(RTCPPacket.pictureLossIndication(fakePLI).serialized(), toPort: mediaPort)
             sentGarbage += 14
             // Bogus binds: alice's member with a wrong token, a member that does not exist, a cut-off request.
-            stranger.send(
+            await stranger.send(
                 BindRequest(ssrc: aliceSSRCs.audio, memberID: aliceID, token: wrongToken).serialized(),
                 toPort: mediaPort)
-            stranger.send(BindRequest(ssrc: 4, memberID: 999_999, token: wrongToken).serialized(), toPort: mediaPort)
-            stranger.send(
+            await stranger.send(
+                BindRequest(ssrc: 4, memberID: 999_999, token: wrongToken).serialized(), toPort: mediaPort)
+            await stranger.send(
                 Array(BindRequest(ssrc: 4, memberID: 1, token: wrongToken).serialized().prefix(20)),
                 toPort: mediaPort)
             sentBogusBinds += 2
             // The vandal's own streams carry garbage: the relay forwards them, the engines must shrug it off.
-            vandalUDP.send(garbage.rtp(ssrc: v.media.ssrcs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
-            vandalUDP.send(
+            await vandalUDP.send(
+                garbage.rtp(ssrc: v.media.ssrcs.video, payloadType: MediaPayloadType.vp8), toPort: mediaPort)
+            await vandalUDP.send(
                 garbage.rtp(ssrc: v.media.ssrcs.audio, payloadType: MediaPayloadType.opus),
                 toPort: mediaPort)
-            vandalUDP.send(
+            await vandalUDP.send(
                 garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(1000 + round)),
                 toPort: mediaPort)
             // Floods of feedback for alice's video: NACKs for numbers she never sent, keyframe requests.
             let lost = (0..<17).map { _ in UInt16.random(in: 0...UInt16.max, using: &garbage.random) }.sorted()
             let nack = GenericNACK(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video, lost: lost)
-            vandalUDP.send(RTCPPacket.nack(nack).serialized(), toPort: mediaPort)
+            await vandalUDP.send(RTCPPacket.nack(nack).serialized(), toPort: mediaPort)
             let pli = PictureLossIndication(senderSSRC: v.media.ssrcs.audio, mediaSSRC: aliceSSRCs.video)
-            vandalUDP.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: mediaPort)
+            await vandalUDP.send(RTCPPacket.pictureLossIndication(pli).serialized(), toPort: mediaPort)
             if round % 4 == 0 { alice.perform(.sendChat("still here \(round / 4)")) }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -349,7 +353,8 @@ struct ResilienceTests {
 
         // Each forbidden frame was answered (an error message or a close), and the relay counted the garbage.
         for (name, socket) in rawSockets {
-            let answered = !socket.read(for: .milliseconds(300)).isEmpty || socket.isClosed(within: .milliseconds(200))
+            let answer = await socket.read(for: .milliseconds(300))
+            let answered = !answer.isEmpty ? true : await socket.isClosed(within: .milliseconds(200))
             #expect(answered, "\(name): no answer")
         }
         let counters = try await relay.counters()
@@ -383,15 +388,15 @@ struct ResilienceTests {
         let bobID = await bob.statistics().localID
         let vandal = try await TestMember.connect(port: port, group: RelayLoopbackTests.group)
         let v = try await vandal.join("vandal")
-        let vandalUDP = try TestUDPSocket()
-        #expect(try bindMedia(vandalUDP, joined: v) == .bound)
+        let vandalUDP = try await TestUDPSocket.open()
+        #expect(try await bindMedia(vandalUDP, joined: v) == .bound)
         try await Task.sleep(for: .milliseconds(300))
         let memoryBefore = residentMegabytes()
         let before = await alice.statistics()
         let bobSentBefore = await bob.statistics().videoFramesSent
         var garbage = MediaGarbage(random: SeededRandom(state: 0x6A4))
         for index in 0..<3 {
-            vandalUDP.send(
+            await vandalUDP.send(
                 garbage.giantKeyframe(ssrc: v.media.ssrcs.video, sequenceNumber: UInt16(100 + index)),
                 toPort: v.media.udpPort)
             try await Task.sleep(for: .milliseconds(300))
@@ -737,8 +742,8 @@ struct ResilienceTests {
             let joined = try await member.join(
                 "churn\(cycle)", room: "churn",
                 videoLayers: [VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180)])
-            let socket = try TestUDPSocket()
-            #expect(try bindMedia(socket, joined: joined) == .bound)
+            let socket = try await TestUDPSocket.open()
+            #expect(try await bindMedia(socket, joined: joined) == .bound)
             // Video on the two layers it declared, and on the third layer's SSRC, which it did not.
             for offset in UInt32(1)...3 {
                 for sequence in UInt16(0)..<20 {
@@ -747,7 +752,7 @@ struct ResilienceTests {
                             marker: true, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
                             timestamp: UInt32(sequence) * 3000, ssrc: joined.media.ssrcs.block + offset),
                         payload: [0x10] + Array(repeating: UInt8(cycle), count: 900))
-                    socket.send(packet.serialized(), toPort: joined.media.udpPort)
+                    await socket.send(packet.serialized(), toPort: joined.media.udpPort)
                 }
             }
             let stored = try await eventually { try await relay.counters().retainedStreams == 2 }

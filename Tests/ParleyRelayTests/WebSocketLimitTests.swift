@@ -56,9 +56,9 @@ import Testing
         let folder = NSTemporaryDirectory() + "parley-ws-limits-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let relay = try await startMessagingRelay(in: folder)
-        let socket = try RawWebSocket(port: relay.signalingPort, path: path)
-        socket.write(limit.bytes)
-        let frames = RawWebSocket.serverFrames(socket.read(for: .seconds(5)))
+        let socket = try await RawWebSocket.connect(port: relay.signalingPort, path: path)
+        await socket.write(limit.bytes)
+        let frames = RawWebSocket.serverFrames(await socket.read(for: .seconds(5)))
         let opcodes = frames.map(\.opcode)
         if let error = limit.error {
             #expect(opcodes == [0x1, 0x8], "\(path): \(opcodes)")
@@ -70,7 +70,7 @@ import Testing
         let closeFrame: [UInt8] = frames.last(where: { $0.opcode == 0x8 }).map { $0.payload } ?? []
         let status = closeFrame.count >= 2 ? UInt16(closeFrame[0]) << 8 | UInt16(closeFrame[1]) : 0
         #expect(status == limit.status, "\(path): close frame \(closeFrame)")
-        #expect(socket.isClosed(within: .seconds(2)), "\(path): the relay closes the connection")
+        #expect(await socket.isClosed(within: .seconds(2)), "\(path): the relay closes the connection")
         await relay.shutdown()
     }
 
@@ -84,19 +84,19 @@ import Testing
         limits.connectionsPerAddress = 2
         let relay = try await Relay.start(
             RelayConfiguration(host: "127.0.0.1", port: 0, limits: limits, logger: logger))
-        let first = try RawWebSocket(port: relay.signalingPort)
-        let second = try RawWebSocket(port: relay.signalingPort)
-        let third = try RawWebSocket(port: relay.signalingPort)
+        let first = try await RawWebSocket.connect(port: relay.signalingPort)
+        let second = try await RawWebSocket.connect(port: relay.signalingPort)
+        let third = try await RawWebSocket.connect(port: relay.signalingPort)
         for (socket, mentions) in [
             (third, "2 is the limit per address"),
             (first, "no join within 0.5 s of connecting (the join timeout)"),
             (second, "the join timeout"),
         ] {
-            let frames = RawWebSocket.serverFrames(socket.read(for: .seconds(5)))
+            let frames = RawWebSocket.serverFrames(await socket.read(for: .seconds(5)))
             #expect(frames.map(\.opcode) == [0x1, 0x8], "\(mentions): \(frames.map(\.opcode))")
             let text = String(decoding: frames.first.map { $0.payload } ?? [], as: UTF8.self)
             #expect(text.contains("\"limit-reached\"") && text.contains(mentions), "\(text)")
-            #expect(socket.isClosed(within: .seconds(2)), "\(mentions): the relay closes the connection")
+            #expect(await socket.isClosed(within: .seconds(2)), "\(mentions): the relay closes the connection")
         }
         await relay.shutdown()
     }
