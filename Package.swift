@@ -234,7 +234,7 @@ let package = Package(
             name: "ParleyTUITests",
             dependencies: [
                 "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyTestSupport",
-                "ParleyWire",
+                "ParleyWire", "ParleySecurity",
             ],
             // Golden screens are read through #filePath, not bundled as resources.
             exclude: ["Screens/Golden"]

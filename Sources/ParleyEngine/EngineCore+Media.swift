@@ -345,6 +345,11 @@ extension EngineCore {
         let sending = !cameraOff && role == .broadcaster
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
+        if sending, video.layerSizes.count == video.activeLayers.count {
+            info.sentLayers = zip(video.layerSizes, video.activeLayers).filter(\.1).map {
+                VideoSize(width: $0.0.width, height: $0.0.height)
+            }
+        }
         if let speaker {
             info.audioDelayMilliseconds = (speaker.deviceLatency ?? .zero) / .milliseconds(1)
             info.speakerUnderruns = speaker.underruns + speaker.deviceUnderruns

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix
+import ParleyRoom
 import ParleySecurity
 import ParleyWire
 import Synchronization
@@ -369,8 +370,8 @@ public final class MessagingClient: Sendable {
     /// A channel line in words (activity lines say who joined or left and how many remain).
     public static func text(of line: ChannelPostDelivery) -> String {
         switch line.kind {
-        case "joined": "\(line.from) joined" + (line.members.map { " (\($0) members)" } ?? "")
-        case "left": "\(line.from) left" + (line.members.map { " (\($0) members)" } ?? "")
+        case "joined": "\(line.from) joined" + (line.members.map { " (\(counted($0, "member")))" } ?? "")
+        case "left": "\(line.from) left" + (line.members.map { " (\(counted($0, "member")))" } ?? "")
         case "call-joined", "call-left":
             ChatHistoryLine(
                 kind: line.kind, from: line.from, text: line.text, time: line.sentAt,

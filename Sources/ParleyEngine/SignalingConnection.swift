@@ -40,8 +40,12 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
     case notARelay(ServerAddress, status: String)
     /// The connection closed before any answer: a full relay refuses new connections this way.
     case closedBeforeAnswer(ServerAddress)
-    /// The TLS handshake failed (a relay started with `--insecure` does not speak TLS).
+    /// The TLS handshake failed.
     case tlsFailed(ServerAddress, underlying: String)
+    /// TLS was asked for and the relay answered in plain text: it was started with `--insecure`.
+    case relayWithoutTLS(ServerAddress)
+    /// Plain ws:// was asked for (`--insecure`) and the relay answered with TLS.
+    case relayWithTLS(ServerAddress)
     /// The relay's certificate differs from the pinned one: refused, never retried.
     case certificateChanged(RelayCertificateChanged)
 
@@ -55,10 +59,12 @@ public enum SignalingConnectError: Error, CustomStringConvertible {
             "\(address) closed the connection without answering: the relay may be full (its log says so), or it is "
                 + "not a Parley relay; try again in a moment"
         case .tlsFailed(let address, let underlying):
-            """
-            TLS with the relay at \(address) failed (\(underlying)); a relay started with `parley serve --insecure` \
-            speaks only plain ws://: connect to it with --insecure if you accept that the network can read the call
-            """
+            "TLS with the relay at \(address) failed: \(underlying)"
+        case .relayWithoutTLS(let address):
+            "the relay at \(address) was started with --insecure (plain ws://, no TLS): add --insecure to connect to "
+                + "it, if you accept that the network can read names, chat and media credentials"
+        case .relayWithTLS(let address):
+            "the relay at \(address) speaks TLS: leave out --insecure"
         case .certificateChanged(let changed):
             "\(changed)"
         }
@@ -159,12 +165,29 @@ package final class SignalingConnection: Sendable {
                     return loop.makeFailedFuture(SignalingConnectError.certificateChanged(refusal))
                 }
                 if error is NIOSSLError || error is BoringSSLError {
-                    return loop.makeFailedFuture(SignalingConnectError.tlsFailed(address, underlying: "\(error)"))
+                    return loop.makeFailedFuture(Self.tlsFailure(error, address: address))
+                }
+                if case .insecure = security, Self.looksLikeTLS(error) {
+                    return loop.makeFailedFuture(SignalingConnectError.relayWithTLS(address))
                 }
                 return loop.makeFailedFuture(error)
             }
         }
     }
+
+    /// A failed handshake in words: a relay that answered in plain text (BoringSSL's WRONG_VERSION_NUMBER: the first
+    /// bytes were not a TLS record) was started with `--insecure`; anything else names what TLS said.
+    static func tlsFailure(_ error: any Error, address: ServerAddress) -> SignalingConnectError {
+        let text = "\(error)"
+        if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") { return .relayWithoutTLS(address) }
+        // BoringSSL's errors carry the source file and line of the check; the reason is what a user can act on.
+        let reason = text.firstMatch(of: /error:[0-9A-Fa-f]+:[^:]*:[^:]*:([^:\]\)]+)/).map { String($0.1) }
+        return .tlsFailed(address, underlying: reason.map { $0.lowercased().replacing("_", with: " ") } ?? text)
+    }
+
+    /// Whether a plain-text connection failed the way a TLS server answers one: its answer is not HTTP (a TLS
+    /// record: bytes 0x15 0x03 …).
+    static func looksLikeTLS(_ error: any Error) -> Bool { error is HTTPParserError }
 
     /// The TLS client for one connection: the relay's chain is judged by the trust store (authority or pin).
     private static func tlsHandler(

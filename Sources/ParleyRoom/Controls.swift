@@ -85,9 +85,10 @@ public struct HelpLine: Hashable, Sendable {
     }
 }
 
-/// The help overlay, generated from the command table plus the fixed keys (tile numbers, mouse, chat editing).
+/// The help overlay, generated from the command table plus the fixed keys (tile numbers, mouse, chat editing) and
+/// the chat line's command table.
 public enum HelpOverlay {
-    /// Every line of help for `keymap`: one per command, then the fixed keys.
+    /// Every line of help for `keymap`: one per command, then the fixed keys, then the chat commands.
     public static func lines(keymap: Keymap = .standard) -> [HelpLine] {
         RoomCommand.allCases.map { HelpLine(keys: keymap.keyLabels(for: $0), text: $0.help) } + [
             HelpLine(keys: "1–9", text: "Select a tile; press twice quickly to fullscreen it, twice again to return"),
@@ -95,6 +96,46 @@ public enum HelpOverlay {
             HelpLine(keys: "Click", text: "Hide or show the control bar and chat pane"),
             HelpLine(keys: "In chat", text: "Enter sends, Esc closes, Ctrl-U clears, Ctrl-W deletes a word"),
             HelpLine(keys: "Leaving", text: "y or Enter confirms, n or Esc stays"),
-        ]
+            HelpLine(keys: "In this help", text: "↑ ↓ PgUp PgDn Home End scroll, Esc closes"),
+            HelpLine(keys: "", text: ""),
+            HelpLine(keys: "", text: "Typed in the chat line (t):"),
+        ] + ChatCommand.allCases.map { HelpLine(keys: $0.usage, text: $0.help) }
     }
+
+    /// The overlay laid out for a screen of `columns` × `rows` cells: its lines wrapped to the box, and how many
+    /// of them the box shows at once (the rest scroll).
+    public static func layout(keymap: Keymap = .standard, columns: Int, rows: Int) -> HelpLayout {
+        let lines = lines(keymap: keymap)
+        let keysWidth = min(16, lines.map { TextWidth.cells($0.keys) }.max() ?? 0)
+        let textNeeded = lines.map { TextWidth.cells($0.text) }.max() ?? 0
+        // Border, one space, keys, two spaces, text, one space, border.
+        let boxWidth = max(0, min(columns - 2, keysWidth + textNeeded + 6))
+        let textWidth = max(1, boxWidth - keysWidth - 6)
+        var wrapped: [HelpLine] = []
+        for line in lines {
+            for (index, piece) in TextWidth.wrap(line.text, width: textWidth).enumerated() {
+                wrapped.append(HelpLine(keys: index == 0 ? line.keys : "", text: piece))
+            }
+        }
+        return HelpLayout(
+            rows: wrapped, keysWidth: keysWidth, textWidth: textWidth, boxWidth: boxWidth,
+            visibleRows: max(1, min(wrapped.count, rows - 2)))
+    }
+}
+
+/// The help overlay on one screen: rows after wrapping and how many fit.
+public struct HelpLayout: Hashable, Sendable {
+    /// Every row, keys on the first row of each line.
+    public var rows: [HelpLine]
+    /// Cells for the keys column.
+    public var keysWidth: Int
+    /// Cells for the text column.
+    public var textWidth: Int
+    /// The box's width, borders included.
+    public var boxWidth: Int
+    /// Rows the box shows at once.
+    public var visibleRows: Int
+
+    /// The largest scroll offset: the last row at the box's bottom.
+    public var maximumScroll: Int { max(0, rows.count - visibleRows) }
 }

@@ -9,7 +9,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case switchCamera = "switch-camera"
     /// Turn call audio playback off or on.
     case speaker = "speaker"
-    /// Turn the outgoing video filter on or off.
+    /// Turn the outgoing video's sepia filter on or off.
     case filter = "filter"
     /// Switch between broadcaster and audience.
     case broadcast = "broadcast"
@@ -81,7 +81,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .camera: return "Video"
         case .switchCamera: return "Switch"
         case .speaker: return "Speaker"
-        case .filter: return "Filter"
+        case .filter: return "Sepia"
         case .broadcast: return "Live"
         case .chat: return "Chat"
         case .hideControls: return "Hide"
@@ -109,7 +109,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .camera: return "Turn your camera off or on"
         case .switchCamera: return "Switch to the next camera (camera on)"
         case .speaker: return "Turn call audio playback off or on"
-        case .filter: return "Turn the video filter on or off"
+        case .filter: return "Sepia filter on or off: your picture in brown and cream, for you and everyone"
         case .broadcast: return "Switch between broadcasting and watching (audience)"
         case .chat: return "Type a chat message: Enter sends, Esc closes"
         case .hideControls: return "Hide or show the control bar and chat pane"

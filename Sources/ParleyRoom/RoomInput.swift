@@ -120,6 +120,8 @@ public enum RoomInput: Hashable, Sendable {
     /// Where the video tiles are drawn on screen; mouse hit-tests and tile numbers use it. The shell sends it
     /// whenever the screen size or the visible chrome changes.
     case container(CellRect)
+    /// The whole screen's size in cells (overlays scroll within it). The shell sends it with `container`.
+    case screen(columns: Int, rows: Int)
 }
 
 /// Work the reducer asks the call engine or the shell to do.

@@ -20,6 +20,14 @@ public func reduce(_ state: inout RoomState, _ input: RoomInput) -> [RoomEffect]
             state.changes.insert(.tiles)
         }
         return []
+    case .screen(let columns, let rows):
+        let size = CellRect(x: 0, y: 0, width: columns, height: rows)
+        if state.screen != size {
+            state.screen = size
+            state.helpScroll = min(state.helpScroll, state.helpLayout?.maximumScroll ?? 0)
+            state.changes.insert(.overlay)
+        }
+        return []
     }
 }
 
@@ -42,6 +50,11 @@ extension RoomState {
             sessions.removeAll { session in gone.contains { $0.id == session.id } }
             for session in gone {
                 log("\(session.name) dropped out of the call", kind: .system)
+                if removalsAwaitingReturn.remove(session.name.lowercased()) != nil {
+                    log(
+                        "\(session.name) was not removed: they did not come back (/remove them if they do)",
+                        kind: .system)
+                }
                 record("\(session.name) dropped out of the call")
             }
             changes.insert(.tiles)

@@ -32,6 +32,7 @@ extension RoomState {
 
         case .filter:
             filterEnabled.toggle()
+            show(filterEnabled ? "Sepia filter on: everyone sees your picture in sepia" : "Sepia filter off")
             changes.insert([.controls, .tiles])
             return [.setFilter(filterEnabled)]
 
@@ -156,6 +157,7 @@ extension RoomState {
 
         case .help:
             helpShown = true
+            helpScroll = 0
             changes.insert(.overlay)
             return []
 

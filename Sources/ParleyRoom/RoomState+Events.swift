@@ -28,7 +28,13 @@ extension RoomState {
             let name = ChatLog.clean(name)
             // The relay's count of how long each member has been there, not when this client first saw them.
             let joinedAt = inCallFor.map { now - $0 }
-            if takeBack(id, name: name, role: role) { break }
+            if takeBack(id, name: name, role: role) {
+                if removalsAwaitingReturn.remove(name.lowercased()) != nil, hostID == localID {
+                    log("You removed \(name) from the room", kind: .system)
+                    effects.append(.removeParticipant(id))
+                }
+                break
+            }
             if let index = index(of: id) {
                 sessions[index].name = name
                 sessions[index].role = role

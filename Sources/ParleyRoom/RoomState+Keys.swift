@@ -43,6 +43,25 @@ extension RoomState {
     }
 
     mutating func handleHelpKey(_ key: Key) {
+        let page = max(1, (helpLayout?.visibleRows ?? 10) - 1)
+        let scrolled: Int? =
+            switch key {
+            case .down, .char("j"): helpScroll + 1
+            case .up, .char("k"): helpScroll - 1
+            case .pageDown, .char(" "): helpScroll + page
+            case .pageUp: helpScroll - page
+            case .home: 0
+            case .end: Int.max
+            default: nil
+            }
+        if let scrolled {
+            let clamped = max(0, min(scrolled, helpLayout?.maximumScroll ?? 0))
+            if clamped != helpScroll {
+                helpScroll = clamped
+                changes.insert(.overlay)
+            }
+            return
+        }
         switch key {
         case .escape, .enter, .char("q"), .mouseClick, .mouseDoubleClick:
             helpShown = false
@@ -112,8 +131,15 @@ extension RoomState {
         // silently typed into the chat.
         isChatInputOpen = false
         changes.insert([.chat, .controls])
-        if text.hasPrefix("/dm") || text == "/room" { return directCommand(text) }
-        if text.hasPrefix("/") { return hostCommand(text) }
+        if let name = ChatCommand.named(in: text) {
+            switch ChatCommand(rawValue: name) {
+            case .dm, .room: return directCommand(text)
+            case .allow, .remove, .norecord: return hostCommand(text)
+            case nil:
+                show("\(name) is not a chat command. \(ChatCommand.summary)")
+                return []
+            }
+        }
         if let peer = directPeer {
             directLog.append(ChatEntry(sender: localSession.name, text: text, time: now, kind: .own))
             return [.sendDirect(to: peer, text: text)]
@@ -129,7 +155,8 @@ extension RoomState {
             return showDirect(nil)
         }
         guard words[0] == "/dm", words.count >= 2 else {
-            show("Direct messages: /dm NAME shows them, /dm NAME text sends one, /room goes back")
+            show(
+                "Direct messages: \(ChatCommand.dm.usage): \(ChatCommand.dm.help); \(ChatCommand.room.usage) goes back")
             return []
         }
         var effects = showDirect(words[1])
@@ -155,9 +182,7 @@ extension RoomState {
     /// `/allow NAME` and `/remove NAME`, the host's commands typed in the chat line.
     mutating func hostCommand(_ text: String) -> [RoomEffect] {
         let words = text.split(separator: " ", maxSplits: 1).map(String.init)
-        let usage =
-            "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove them "
-            + "from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"
+        let usage = ChatCommand.hostUsage
         if words[0] == "/norecord" {
             let argument = words.count == 2 ? words[1].trimmingBlanks() : ""
             guard argument.isEmpty || argument == "off" else {
@@ -191,6 +216,12 @@ extension RoomState {
         if words[0] == "/allow" {
             log("You let \(peer.name) broadcast", kind: .system)
             return [.allowBroadcast(peer.id)]
+        }
+        if peer.droppedAt != nil {
+            // Their connection is gone (a relay restart, a network change): the id on their tile is gone with it.
+            removalsAwaitingReturn.insert(peer.name.lowercased())
+            log("\(peer.name) is reconnecting: they will be removed as soon as they are back", kind: .system)
+            return []
         }
         log("You removed \(peer.name) from the room", kind: .system)
         return [.removeParticipant(peer.id)]

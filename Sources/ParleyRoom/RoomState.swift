@@ -175,6 +175,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var statsShown: Bool
     /// The help overlay is on (it captures keys).
     public internal(set) var helpShown: Bool
+    /// The help overlay's first row shown (it scrolls when it is taller than the screen).
+    public internal(set) var helpScroll = 0
     /// "Leave the call?" is waiting for y/Enter or n/Esc.
     public internal(set) var leavePending: Bool
     /// The connection to the relay.
@@ -205,8 +207,18 @@ public struct RoomState: Hashable, Sendable {
     public var hostName: String? { hostID.flatMap { id in sessions.first { $0.id == id }?.name } }
     /// A first tile-number press waiting for its second.
     public internal(set) var pendingDigit: PendingDigit?
+    /// Members the host removed while they were reconnecting (lowercased names): the removal is sent once they are
+    /// back under their new id, since the one the host saw is gone with their old connection. At most one per
+    /// session; forgotten when the member drops out for good.
+    public internal(set) var removalsAwaitingReturn: Set<String> = []
     /// Where the video tiles are on screen, as last reported by the shell.
     public internal(set) var container: CellRect?
+    /// The whole screen, as last reported by the shell.
+    public internal(set) var screen: CellRect?
+    /// The help overlay laid out for the screen, once its size is known.
+    public var helpLayout: HelpLayout? {
+        screen.map { HelpOverlay.layout(keymap: settings.keymap, columns: $0.width, rows: $0.height) }
+    }
     /// What changed since the shell last called ``takeChanges()``.
     public internal(set) var changes: RoomChanges
 

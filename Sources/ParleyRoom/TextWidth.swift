@@ -28,6 +28,50 @@ public enum TextWidth {
         return result
     }
 
+    /// Splits text into lines of at most `width` cells (each character `cells` wide), breaking at spaces where it can
+    /// and inside long words where it must. Newlines in the text start new lines. Never returns an empty array.
+    public static func wrap(_ text: String, width: Int, cells: (Character) -> Int = TextWidth.cells) -> [String] {
+        guard width > 0 else { return [""] }
+        func widthOf<S: StringProtocol>(_ text: S) -> Int { text.reduce(0) { $0 + cells($1) } }
+        var lines: [String] = []
+        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = ""
+            var lineWidth = 0
+            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
+                var word = String(word)
+                var wordWidth = widthOf(word)
+                if lineWidth > 0 && lineWidth + 1 + wordWidth <= width {
+                    line += " " + word
+                    lineWidth += 1 + wordWidth
+                    continue
+                }
+                if lineWidth > 0 {
+                    lines.append(line)
+                    line = ""
+                    lineWidth = 0
+                }
+                while wordWidth > width {
+                    var head = ""
+                    var used = 0
+                    for character in word {
+                        let size = cells(character)
+                        guard used + size <= width else { break }
+                        used += size
+                        head.append(character)
+                    }
+                    if head.isEmpty { head = String(word.first!) }
+                    lines.append(head)
+                    word.removeFirst(head.count)
+                    wordWidth = widthOf(word)
+                }
+                line = word
+                lineWidth = wordWidth
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
     private static func isWide(_ value: UInt32) -> Bool {
         switch value {
         case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,

@@ -67,6 +67,9 @@ public struct MediaInfo: Hashable, Sendable {
     public var audioConcealed = 0
     /// Times the own speaker ran dry so far (the mix came late, or the sound server's device underran).
     public var speakerUnderruns = 0
+    /// The own camera's layers being sent now, largest first (the relay asks only for those someone watches); nil
+    /// for a remote member's stream, or when the camera is off.
+    public var sentLayers: [VideoSize]? = nil
 
     /// Statistics; all zero by default.
     public init(

@@ -52,9 +52,7 @@ public struct CallEncryption: Sendable {
 
     /// Derives the room's master key (takes about a tenth of a second: the secret is stretched).
     public init(secret: String, room: String, suite: SFrameCipherSuite) throws(CallEncryptionError) {
-        guard secret.count >= Self.minimumSecretCharacters else {
-            throw .secretTooShort(characters: secret.count, minimum: Self.minimumSecretCharacters)
-        }
+        try Self.checkSecret(secret)
         let salt = Array("parley room key v1".utf8) + [0] + Array(room.utf8)
         // A fixed, valid round count and output size: the checked derivation cannot fail.
         master = try! KDF.Insecure.PBKDF2.deriveKey(
@@ -68,6 +66,14 @@ public struct CallEncryption: Sendable {
             ).bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 100_000_000
         let digits = String(repeating: "0", count: 8 - String(code).count) + String(code)
         safetyCode = digits.prefix(4) + " " + digits.suffix(4)
+    }
+
+    /// Throws when `secret` is too short to be a room secret (checked before the slow derivation, so a form or a
+    /// prompt can ask again at once).
+    public static func checkSecret(_ secret: String) throws(CallEncryptionError) {
+        guard secret.count >= minimumSecretCharacters else {
+            throw .secretTooShort(characters: secret.count, minimum: minimumSecretCharacters)
+        }
     }
 
     /// The SFrame key of a key id.

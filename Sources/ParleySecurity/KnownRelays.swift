@@ -149,10 +149,7 @@ public final class RelayTrustStore: Sendable {
 
     /// `$XDG_CONFIG_HOME/parley/known_relays`, or `~/.config/parley/known_relays`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let config =
-            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
-        return config + "/parley/known_relays"
+        UserFolders.config(environment) + "/known_relays"
     }
 
     /// The pins as they stand.

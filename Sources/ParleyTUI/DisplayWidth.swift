@@ -1,3 +1,5 @@
+import ParleyRoom
+
 /// How many terminal columns text takes, and helpers to cut and wrap text to a width.
 ///
 /// A small conservative table instead of the C library's `wcwidth`, which depends on the process locale (it answers
@@ -103,37 +105,7 @@ public enum DisplayWidth {
     /// Splits text into lines of at most `width` columns, breaking at spaces where it can and inside long words
     /// where it must. Newlines in the text start new lines. Never returns an empty array.
     public static func wrap(_ text: String, width: Int) -> [String] {
-        guard width > 0 else { return [""] }
-        var lines: [String] = []
-        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            var line = ""
-            var lineWidth = 0
-            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
-                var word = String(word)
-                var wordWidth = of(word)
-                if lineWidth > 0 && lineWidth + 1 + wordWidth <= width {
-                    line += " " + word
-                    lineWidth += 1 + wordWidth
-                    continue
-                }
-                if lineWidth > 0 {
-                    lines.append(line)
-                    line = ""
-                    lineWidth = 0
-                }
-                while wordWidth > width {
-                    var head = prefix(word, width: width)
-                    if head.isEmpty { head = String(word.first!) }
-                    lines.append(head)
-                    word.removeFirst(head.count)
-                    wordWidth = of(word)
-                }
-                line = word
-                lineWidth = wordWidth
-            }
-            lines.append(line)
-        }
-        return lines
+        TextWidth.wrap(text, width: width, cells: of)
     }
 
     /// East Asian Wide and Fullwidth ranges (Unicode 15), outside the emoji handled through scalar properties.

@@ -1,7 +1,9 @@
 /// Why a room or display name was rejected; `description` is the message shown to the user.
 public enum NameError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// Nothing legal was left of the room name.
+    /// The room name is empty, or only spaces.
     case emptyRoomName
+    /// The room name had characters, none of which a room name may hold (`日本`).
+    case roomNameHasNoLegalCharacter(typed: String)
     /// The display name is empty.
     case emptyDisplayName
     /// The display name has more characters than ``DisplayName/maximumLength``.
@@ -17,6 +19,9 @@ public enum NameError: Error, Hashable, Sendable, CustomStringConvertible {
         case .emptyRoomName:
             return "Room name is empty: use letters, digits, spaces or \(RoomName.punctuation)"
                 + " (at most \(RoomName.maximumBytes) bytes), e.g. standup."
+        case .roomNameHasNoLegalCharacter(let typed):
+            return "Room name \"\(typed)\" has no character a room name keeps: only ASCII letters and digits, "
+                + "spaces and \(RoomName.punctuation) are kept, e.g. standup."
         case .emptyDisplayName:
             return "Name is empty: pick a name such as alice."
         case .displayNameTooLong(let length):
@@ -59,7 +64,14 @@ public enum RoomName {
     public static func validate(_ text: String) throws(NameError) -> String {
         let cleaned = clean(text)
         let trimmed = cleaned.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()
-        guard !trimmed.isEmpty else { throw .emptyRoomName }
+        guard !trimmed.isEmpty else {
+            // What was typed, said back without anything that would act on a terminal (controls are dropped).
+            let printable = String(
+                String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+            let typed = printable.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()
+            if typed.isEmpty { throw .emptyRoomName }
+            throw .roomNameHasNoLegalCharacter(typed: String(typed.prefix(maximumBytes)))
+        }
         return String(trimmed)
     }
 }

@@ -29,22 +29,24 @@ struct Bot: AsyncParsableCommand {
     @Option(help: "Video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
     var profile = "320x240"
 
-    @Option(help: "Override the profile's video bitrate, kbit/s.")
+    @Option(parsing: .unconditional, help: "Override the profile's video bitrate, kbit/s.")
     var bitrate: Int?
 
-    @Option(help: "Override the profile's frame rate.")
+    @Option(parsing: .unconditional, help: "Override the profile's frame rate.")
     var fps: Int?
 
     @Option(name: .customLong("audio-out"), help: "Write received, mixed audio to this .wav file.")
     var audioOut: String?
 
-    @Option(name: .customLong("chat-every"), help: "Send a chat line every S seconds.")
+    @Option(name: .customLong("chat-every"), parsing: .unconditional, help: "Send a chat line every S seconds.")
     var chatEvery: Double?
 
-    @Option(name: .customLong("toggle-video-every"), help: "Turn the camera off/on every S seconds.")
+    @Option(
+        name: .customLong("toggle-video-every"), parsing: .unconditional,
+        help: "Turn the camera off/on every S seconds.")
     var toggleVideoEvery: Double?
 
-    @Option(help: "Leave after S seconds (default: stay until SIGINT/SIGTERM).")
+    @Option(parsing: .unconditional, help: "Leave after S seconds (default: stay until SIGINT/SIGTERM).")
     var duration: Double?
 
     @Flag(name: .customLong("no-decode"), help: "Do not decode received video and audio (saves CPU).")
@@ -122,10 +124,10 @@ struct Bot: AsyncParsableCommand {
         configuration.vp8Profile = videoCodec.vp8Profile
         configuration.recording = recording.settings
         configuration.password = try access.roomPassword()
-        if let encryption = try access.joinEncryption(), let suite = encryption.cipher.suite {
+        if let encryption = try access.joinEncryption() {
             do {
                 configuration.encryption = try CallEncryption(
-                    secret: encryption.key, room: configuration.room, suite: suite)
+                    secret: encryption.key, room: configuration.room, suite: encryption.suite)
             } catch {
                 throw CommandFailure("\(error)")
             }

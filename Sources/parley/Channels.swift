@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ParleyEngine
+import ParleyRoom
 import ParleyWire
 
 /// `parley chats`: every conversation, newest first, with unread counts.
@@ -8,7 +9,7 @@ struct Chats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List your conversations (direct and channels), newest first, with unread counts.")
 
-    @Option(help: "How many (1-200).")
+    @Option(parsing: .unconditional, help: "How many (1-200).")
     var limit = 50
     @OptionGroup var account: AccountOptions
 
@@ -19,20 +20,28 @@ struct Chats: AsyncParsableCommand {
     func run() async throws {
         let client = try await account.connect()
         let list: [Conversation]
+        var members: [String: Int] = [:]
         do {
             list = try await client.conversations(limit: limit)
+            // Each channel's member count, as the messages screen's list shows it (one request a channel).
+            for channel in list where channel.kind == .channel {
+                members[channel.name] = try await client.members(of: channel.name).count
+            }
         } catch {
             await client.close()
             throw CommandFailure("\(error)")
         }
         await client.close()
         if list.isEmpty { print("no conversations yet: parley msg NAME \"text\", or parley channel join NAME") }
-        for line in list { print(Self.line(line)) }
+        for line in list { print(Self.line(line, members: members[line.name])) }
     }
 
-    /// One conversation as a line: name, unread count, the last message's time, who wrote it and what.
-    static func line(_ conversation: Conversation) -> String {
-        let name = conversation.kind == .channel ? "#" + conversation.name : conversation.name
+    /// One conversation as a line: name, a channel's member count, unread count, the last message's time, who wrote
+    /// it and what.
+    static func line(_ conversation: Conversation, members: Int? = nil) -> String {
+        let name =
+            conversation.kind == .channel
+            ? "#" + conversation.name + (members.map { " (\(counted($0, "member")))" } ?? "") : conversation.name
         let unread = conversation.unread > 0 ? " (\(conversation.unread) unread)" : ""
         let last =
             conversation.lastText.map { text in
@@ -101,7 +110,7 @@ struct Channel: AsyncParsableCommand {
             commandName: "history", abstract: "Print a channel's messages and who joined or left, oldest first.")
         @Argument(help: "The channel.")
         var channel: String
-        @Option(help: "How many lines, newest (1-200).")
+        @Option(parsing: .unconditional, help: "How many lines, newest (1-200).")
         var limit = 50
         @OptionGroup var account: AccountOptions
 

@@ -21,7 +21,9 @@ struct ClusterDrain: AsyncParsableCommand {
     @Argument(help: "The node's id (parley cluster status lists them).")
     var node: String
 
-    @Option(help: "Seconds to wait for the node to leave the cluster (0: do not wait). (default: 40)")
+    @Option(
+        parsing: .unconditional,
+        help: "Seconds to wait for the node to leave the cluster (0: do not wait). (default: 40)")
     var wait: Int = 40
 
     @OptionGroup var database: ClusterDatabaseOptions

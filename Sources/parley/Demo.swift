@@ -16,7 +16,7 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Your display name.")
     var name = "you"
 
-    @Option(help: "Number of bots (0…8).")
+    @Option(parsing: .unconditional, help: "Number of bots (0…8).")
     var bots = 3
 
     @Option(help: "Your video profile: \(VideoProfile.all.map(\.name).joined(separator: ", ")).")
@@ -25,13 +25,17 @@ struct Demo: AsyncParsableCommand {
     @Option(name: .customLong("bot-profile"), help: "The bots' video profile.")
     var botProfile = "320x240"
 
-    @Option(help: "Port for the embedded relay (0 picks a free one).")
+    @Option(parsing: .unconditional, help: "Port for the embedded relay (0 picks a free one).")
     var port = 0
 
-    @Option(name: .customLong("chat-every"), help: "Seconds between a bot's chat lines (each bot adds a little).")
+    @Option(
+        name: .customLong("chat-every"), parsing: .unconditional,
+        help: "Seconds between a bot's chat lines (each bot adds a little).")
     var chatEvery = 9.0
 
-    @Option(name: .customLong("toggle-video-every"), help: "Seconds between a bot's camera toggles.")
+    @Option(
+        name: .customLong("toggle-video-every"), parsing: .unconditional,
+        help: "Seconds between a bot's camera toggles.")
     var toggleVideoEvery = 25.0
 
     @OptionGroup var options: InteractiveOptions
@@ -54,9 +58,9 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The embedded relay keeps no accounts: the demo call is a guest's (no --guest or --hide-room to give).
         var app = try options.appOptions(
-            directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
-        app.messaging = nil  // the embedded relay keeps no accounts: the demo call is a guest's
+            directJoin: nil, lobby: LobbyState(), returnToLobby: false, account: nil, realDevices: false)
         var relayConfiguration = RelayConfiguration(
             host: "127.0.0.1", port: port, logger: Logger(label: "parley.relay"))
         // The embedded relay gets a fresh self-signed certificate that lives only in memory, and everyone in the

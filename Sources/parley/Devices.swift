@@ -15,11 +15,11 @@ struct Devices: ParsableCommand {
         lines.append("Microphones (--mic NAME):")
         lines += Self.audioLines(
             Result { try devices.audio.inputDevices() }, isDefault: \.isDefaultInput,
-            channels: \.inputChannels)
+            channels: \.inputChannels, noneFound: "calls send a synthetic voice instead")
         lines.append("Speakers (--speaker NAME):")
         lines += Self.audioLines(
             Result { try devices.audio.outputDevices() }, isDefault: \.isDefaultOutput,
-            channels: \.outputChannels)
+            channels: \.outputChannels, noneFound: "calls play nothing (--audio-out FILE.wav keeps what you hear)")
         lines.append("Cameras (--camera NAME):")
         switch Result(catching: { try devices.cameras.cameras() }) {
         case .success(let cameras) where cameras.isEmpty:
@@ -36,14 +36,15 @@ struct Devices: ParsableCommand {
         say(lines.joined(separator: "\n"))
     }
 
-    /// One line per device, the default marked; the failure in plain words when listing failed.
+    /// One line per device, the default marked; `noneFound` says what a call does without one; the failure in plain
+    /// words when listing failed.
     static func audioLines(
         _ listing: Result<[AudioDeviceInfo], any Error>, isDefault: KeyPath<AudioDeviceInfo, Bool>,
-        channels: KeyPath<AudioDeviceInfo, Int>
+        channels: KeyPath<AudioDeviceInfo, Int>, noneFound: String
     ) -> [String] {
         switch listing {
         case .success(let found) where found.isEmpty:
-            return ["  none found: calls fall back (a synthetic voice is sent, nothing is played)"]
+            return ["  none found: \(noneFound)"]
         case .success(let found):
             return found.map { device in
                 let mark = device[keyPath: isDefault] ? "* " : "  "

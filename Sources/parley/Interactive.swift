@@ -7,15 +7,19 @@ import ParleySecurity
 import ParleyTUI
 import ParleyWire
 
-/// Options shared by the interactive commands (`parley`, `join`, `demo`).
-struct InteractiveOptions: ParsableArguments {
+/// How `parley` and `join` use the account logged in on this computer (the demo always joins as a guest, so it
+/// has neither).
+struct AccountUseOptions: ParsableArguments {
     @Flag(help: "Join calls as a guest, not as the account logged in on this computer (which others see verified).")
     var guest = false
 
     @Flag(
         name: .customLong("hide-room"), help: "In a call, your account's presence says \"in a call\" without the room.")
     var hideRoom = false
+}
 
+/// Options shared by the interactive commands (`parley`, `join`, `demo`).
+struct InteractiveOptions: ParsableArguments {
     @Flag(
         name: .customLong("hide-self-view"),
         help: "Start calls with your own picture hidden (V shows it); the others still see your camera.")
@@ -73,18 +77,20 @@ struct InteractiveOptions: ParsableArguments {
         help: "Theme file (default: ~/.config/parley/theme if it exists; `parley resources` shows the default one).")
     var theme: String?
 
-    @Option(name: .customLong("double-key-ms"), help: "Window for pressing a tile's number twice, in ms.")
+    @Option(
+        name: .customLong("double-key-ms"), parsing: .unconditional,
+        help: "Window for pressing a tile's number twice, in ms.")
     var doubleKeyMilliseconds = 400
 
-    @Option(help: "Override the profile's video bitrate, kbit/s.")
+    @Option(parsing: .unconditional, help: "Override the profile's video bitrate, kbit/s.")
     var bitrate: Int?
 
-    @Option(help: "Override the profile's frame rate.")
+    @Option(parsing: .unconditional, help: "Override the profile's frame rate.")
     var fps: Int?
 
     @OptionGroup var videoCodec: VideoCodecOptions
 
-    @Option(name: .customLong("draw-fps"), help: "Highest redraw rate of the call screen.")
+    @Option(name: .customLong("draw-fps"), parsing: .unconditional, help: "Highest redraw rate of the call screen.")
     var drawFPS = 30
 
     @Option(name: .customLong("stats-file"), help: "Keep this file updated every second with call statistics as JSON.")
@@ -165,7 +171,7 @@ struct InteractiveOptions: ParsableArguments {
     func settingsFile<Value>(
         _ given: String?, named name: String, what: String, parse: (String) throws -> Value
     ) throws -> Value? {
-        let defaultPath = NSHomeDirectory() + "/.config/parley/" + name
+        let defaultPath = UserFolders.config() + "/" + name
         let path = given ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
         guard let path else { return nil }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -203,9 +209,11 @@ struct InteractiveOptions: ParsableArguments {
 
     /// App options with these devices, keys and logs; sets up logging to the file. `realDevices`: use the
     /// microphone, speaker and cameras unless told otherwise (`parley`, `join`); the demo keeps synthetic sources.
-    func appOptions(directJoin: JoinSettings?, lobby: LobbyState, returnToLobby: Bool, realDevices: Bool = true)
-        throws -> AppOptions
-    {
+    /// `account` nil joins as a guest with no messages (the demo).
+    func appOptions(
+        directJoin: JoinSettings?, lobby: LobbyState, returnToLobby: Bool, account: AccountUseOptions?,
+        realDevices: Bool = true
+    ) throws -> AppOptions {
         try LogSetup.toFile(logPath, level: try LogSetup.level(logLevel))
         var options = AppOptions(
             directJoin: directJoin, lobby: lobby,
@@ -219,18 +227,18 @@ struct InteractiveOptions: ParsableArguments {
             logger: Logger(label: "parley.engine"))
         options.themeOverrides = try themeOverrides()
         options.signalingSecurity = try relayTrust.security()
-        options.hideRoom = hideRoom
+        options.hideRoom = account?.hideRoom ?? false
         options.simulcast = !noSimulcast
         options.vp8Profile = videoCodec.vp8Profile
         options.recording = recording.settings
         options.picture = picture
-        if !guest {
+        if let account, !account.guest {
             // Logged in: calls are joined as the account, and its messages are reachable from the call.
             switch AccountFiles.standard.messagingAccount(server: nil, security: options.signalingSecurity) {
             case .success(let account): options.messaging = account
             case .failure(let problem): options.messagingProblem = problem.description
             }
-        } else {
+        } else if account != nil {
             options.messagingProblem = "Joined as a guest (--guest): no account, no messages."
         }
         return options
@@ -273,9 +281,15 @@ struct Lobby: AsyncParsableCommand {
 
     @OptionGroup var options: InteractiveOptions
 
+    @OptionGroup var account: AccountUseOptions
+
+    @OptionGroup var access: RoomAccessOptions
+
     func run() async throws {
-        let name = self.name ?? defaultDisplayName(guest: options.guest)
+        let name = self.name ?? defaultDisplayName(guest: account.guest)
         var lobby = LobbyState(server: server, name: name, room: room)
+        let encryption = try access.joinEncryption()
+        lobby.prefill(encryption)
         var direct: JoinSettings?
         if let link {
             guard MeetingLink.looksLikeLink(link) else {
@@ -285,17 +299,18 @@ struct Lobby: AsyncParsableCommand {
             }
             let (address, roomName, notices, _) = try target(link, server: nil, insecure: options.relayTrust.insecure)
             lobby = LobbyState(server: address.description, name: name, room: roomName)
+            lobby.prefill(encryption)
             var settings = JoinSettings(
                 server: address, name: try DisplayName.validate(name), room: roomName, role: .broadcaster,
-                profile: options.adjusted(lobby.profile), encryption: nil)
+                profile: options.adjusted(lobby.profile), encryption: encryption)
+            settings.password = try access.roomPassword()
             settings.notices = notices
             direct = settings
         }
         do {
             try await runTerminal(
                 try options.appOptions(
-                    directJoin: direct, lobby: lobby,
-                    returnToLobby: direct == nil))
+                    directJoin: direct, lobby: lobby, returnToLobby: direct == nil, account: account))
         } catch let error as TerminalError {
             throw CommandFailure("\(error)")
         }
@@ -307,9 +322,9 @@ struct Join: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Join a room directly, by name or by meeting link.")
 
     @Argument(
-        help: """
-            Room to join (letters, digits, spaces and common punctuation; created on first join), or a meeting link         parley://HOST:PORT/ROOM.
-            """)
+        help: ArgumentHelp(
+            "Room to join (letters, digits, spaces and common punctuation; created on first join), or a meeting link "
+                + "parley://HOST:PORT/ROOM."))
     var room: String
 
     @Option(
@@ -328,6 +343,8 @@ struct Join: AsyncParsableCommand {
     var role = "broadcaster"
 
     @OptionGroup var options: InteractiveOptions
+
+    @OptionGroup var account: AccountUseOptions
 
     @OptionGroup var access: RoomAccessOptions
 
@@ -361,7 +378,7 @@ struct Join: AsyncParsableCommand {
             try await runTerminal(
                 try options.appOptions(
                     directJoin: settings, lobby: LobbyState(server: address.description, name: name, room: roomName),
-                    returnToLobby: false))
+                    returnToLobby: false, account: account))
         } catch {
             throw CommandFailure("\(error)")
         }
@@ -371,7 +388,7 @@ struct Join: AsyncParsableCommand {
 extension Join {
     /// `--name`, else the logged-in account's name (unless `--guest`), else `$USER`, checked by the name rules.
     func displayName() throws -> String {
-        let chosen = name ?? defaultDisplayName(guest: options.guest)
+        let chosen = name ?? defaultDisplayName(guest: account.guest)
         guard !chosen.isEmpty else {
             throw ValidationError(
                 "no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")

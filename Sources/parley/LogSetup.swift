@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ParleySecurity
 
 /// Log destinations: stderr for headless commands, a file for the terminal UI (never the screen).
 enum LogSetup {
@@ -39,13 +40,7 @@ enum LogSetup {
     static var defaultLogPath: String { stateDirectory + "/parley.log" }
 
     /// Parley's state folder (logs, the relay's certificate): `$XDG_STATE_HOME/parley`, or `~/.local/state/parley`.
-    static var stateDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        let state =
-            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (NSHomeDirectory() + "/.local/state")
-        return state + "/parley"
-    }
+    static var stateDirectory: String { UserFolders.state() }
 }
 
 /// A swift-log handler writing one line per message to a shared file.

@@ -58,20 +58,30 @@ struct AccountFiles {
         }
     }
 
-    /// The account logged in now and its relay, if any.
-    func current() -> (name: String, server: String)? {
+    /// The account logged in now: its name, its relay, and whether `parley login` reached that relay without TLS
+    /// (`--insecure`), so every later command reaches it the same way without being told again.
+    struct Current {
+        var name: String
+        var server: String
+        var insecure: Bool
+    }
+
+    /// The account logged in now and its relay, if any. The file is the name, the relay and "insecure" or "tls", a
+    /// line each (a file from before the third line means TLS).
+    func current() -> Current? {
         guard let text = FileManager.default.contents(atPath: currentPath).map({ String(decoding: $0, as: UTF8.self) })
         else { return nil }
         let parts = text.split(separator: "\n").map(String.init)
         guard parts.count >= 2 else { return nil }
-        return (parts[0], parts[1])
+        return Current(name: parts[0], server: parts[1], insecure: parts.count >= 3 && parts[2] == "insecure")
     }
 
-    func setCurrent(name: String, server: String) throws {
+    func setCurrent(name: String, server: String, insecure: Bool) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         guard
             FileManager.default.createFile(
-                atPath: currentPath, contents: Data("\(name)\n\(server)\n".utf8),
+                atPath: currentPath,
+                contents: Data("\(name)\n\(server)\n\(insecure ? "insecure" : "tls")\n".utf8),
                 attributes: [.posixPermissions: 0o600])
         else {
             throw CommandFailure("could not write \(currentPath)")
@@ -86,17 +96,31 @@ struct AccountOptions: ParsableArguments {
 
     @OptionGroup var relayTrust: RelayTrustOptions
 
-    /// The current account's name and this computer's cache of its messages.
-    func local() throws -> (name: String, server: String, cache: MessageCache) {
+    /// The current account's name, relay, how to reach it, and this computer's cache of its messages.
+    func local() throws -> (name: String, server: String, security: SignalingSecurity, cache: MessageCache) {
         let files = AccountFiles.standard
         guard let current = files.current() else {
             throw CommandFailure("not logged in: run `parley login NAME --server HOST:PORT` first")
         }
         do {
-            return (current.name, server ?? current.server, try MessageCache(path: files.cachePath(current.name)))
+            return (
+                current.name, server ?? current.server, try security(for: current),
+                try MessageCache(path: files.cachePath(current.name))
+            )
+        } catch let error as CommandFailure {
+            throw error
         } catch {
             throw CommandFailure("\(error)")
         }
+    }
+
+    /// How to reach the relay: `--insecure` when given; else as `parley login` reached the account's own relay
+    /// (without TLS if it was told `--insecure`); else TLS with the pinned certificates.
+    func security(for current: AccountFiles.Current) throws -> SignalingSecurity {
+        if current.insecure, server == nil || server == current.server, relayTrust.knownRelays == nil {
+            return .insecure
+        }
+        return try relayTrust.security()
     }
 
     /// Connects and logs in as the current account, then sends what its outbox kept from before (same ids, so the
@@ -111,7 +135,7 @@ struct AccountOptions: ParsableArguments {
         let files = AccountFiles.standard
         let local = try local()
         let identity = try files.load(files.identityPath(local.name))
-        let client = try await Self.login(identity, server: local.server, trust: relayTrust)
+        let client = try await Self.login(identity, server: local.server, security: local.security)
         var results: [String: Result<MessageStored, MessagingClientError>] = [:]
         for message in (try? local.cache.outbox()) ?? [] {
             do {
@@ -134,7 +158,7 @@ struct AccountOptions: ParsableArguments {
         return (client, results)
     }
 
-    static func login(_ identity: AccountIdentity, server: String, trust relayTrust: RelayTrustOptions) async throws
+    static func login(_ identity: AccountIdentity, server: String, security: SignalingSecurity) async throws
         -> MessagingClient
     {
         let address: ServerAddress
@@ -144,8 +168,7 @@ struct AccountOptions: ParsableArguments {
             throw CommandFailure("\(error)")
         }
         do {
-            return try await MessagingClient.connect(
-                to: address, security: try relayTrust.security(), identity: identity)
+            return try await MessagingClient.connect(to: address, security: security, identity: identity)
         } catch {
             throw CommandFailure("\(error)")
         }
@@ -176,15 +199,15 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         let files = AccountFiles.standard
         let (identity, createdHere) = try files.identity(for: name)
-        let client = try await AccountOptions.login(identity, server: server, trust: relayTrust)
+        let client = try await AccountOptions.login(identity, server: server, security: try relayTrust.security())
         await client.close()
-        try files.setCurrent(name: name, server: server)
+        try files.setCurrent(name: name, server: server, insecure: relayTrust.insecure)
         var lines = ["logged in as \(name) on \(server)"]
         if createdHere { lines.append("new identity saved in \(files.identityPath(name)) (mode 600)") }
         if client.created {
             lines.append("the relay bound \(name) to this key: fingerprint \(identity.keys.fingerprint)")
         }
-        if client.waiting > 0 { lines.append("\(client.waiting) messages waiting: parley inbox") }
+        if client.waiting > 0 { lines.append("\(counted(client.waiting, "message")) waiting: parley inbox") }
         print(lines.joined(separator: "\n"))
     }
 }
@@ -294,7 +317,7 @@ struct History: AsyncParsableCommand {
 
     @Argument(help: "The other account.")
     var peer: String
-    @Option(help: "How many messages, newest (1-200).")
+    @Option(parsing: .unconditional, help: "How many messages, newest (1-200).")
     var limit = 50
     @OptionGroup var account: AccountOptions
 
@@ -423,7 +446,9 @@ extension AccountFiles {
         do {
             let identity = try load(identityPath(current.name))
             let server = try ServerAddress(parsing: override ?? current.server)
-            return .success(MessagingAccount(identity: identity, server: server, security: security))
+            // The account's own relay is reached as `parley login` reached it.
+            let reach: SignalingSecurity = current.insecure && override == nil ? .insecure : security
+            return .success(MessagingAccount(identity: identity, server: server, security: reach))
         } catch {
             return .failure(CommandFailure("\(error)"))
         }
@@ -441,7 +466,8 @@ struct Messages: AsyncParsableCommand {
     @OptionGroup var options: InteractiveOptions
 
     func run() async throws {
-        var app = try options.appOptions(directJoin: nil, lobby: LobbyState(), returnToLobby: false, realDevices: false)
+        var app = try options.appOptions(
+            directJoin: nil, lobby: LobbyState(), returnToLobby: false, account: nil, realDevices: false)
         switch AccountFiles.standard.messagingAccount(server: server, security: app.signalingSecurity) {
         case .success(let account): app.messaging = account
         case .failure(let problem): throw problem

@@ -6,7 +6,7 @@ struct RecordingOptions: ParsableArguments {
     @Option(
         name: .customLong("record"),
         help:
-            "Record the call to this .webm file from the start (R in a call starts and stops; an existing file is never overwritten: FILE-2.webm…)."
+            "Record the call to this .webm file from the start (an existing file is never overwritten: FILE-2.webm…)."
     )
     var record: String?
 

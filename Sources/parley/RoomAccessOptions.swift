@@ -45,7 +45,7 @@ struct RoomAccessOptions: ParsableArguments {
         if [password != nil, passwordFile != nil, askPassword].filter({ $0 }).count > 1 {
             throw ValidationError("give the room password one way: --password, --password-file or --ask-password")
         }
-        if let encryption, cipher(encryption) == nil {
+        if let encryption, !["aes-128-gcm", "aes-256-gcm"].contains(encryption.lowercased()) {
             throw ValidationError("--encryption must be aes-128-gcm or aes-256-gcm, got \"\(encryption)\"")
         }
         if encryption != nil, secret == nil, secretFile == nil, !askSecret {
@@ -55,16 +55,24 @@ struct RoomAccessOptions: ParsableArguments {
         if password?.isEmpty == true { throw ValidationError("--password cannot be empty") }
     }
 
-    private func cipher(_ text: String) -> LobbyCipher? {
-        LobbyCipher(rawValue: text.lowercased()).flatMap { $0 == .none ? nil : $0 }
-    }
-
-    /// The encryption asked for (reading a file or prompting as told), nil for none.
+    /// The encryption asked for (reading a file or prompting as told), nil for none. A secret is always
+    /// encryption; a short one is refused, or asked for again at the prompt.
     func joinEncryption() throws -> JoinEncryption? {
-        guard let secret = try resolve(secret, file: secretFile, ask: askSecret, what: "room secret") else {
-            return nil
+        let source: SecretSource? =
+            if let secret { .given(secret) } else if let secretFile { .file(secretFile) } else if askSecret {
+                .prompt
+            } else { nil }
+        do {
+            return try JoinSecret.encryption(
+                cipher: encryption, source: source,
+                readFile: { path in
+                    FileManager.default.contents(atPath: path).flatMap { String(bytes: $0, encoding: .utf8) }
+                },
+                ask: { prompt in getpass(prompt).map { String(cString: $0) } },
+                say: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
+        } catch {
+            throw ValidationError(error.description)
         }
-        return JoinEncryption(cipher: encryption.flatMap(cipher) ?? .aes128GCM, key: secret)
     }
 
     /// The room password asked for, nil for none.

@@ -16,10 +16,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Interface to listen on.")
     var host = "127.0.0.1"
 
-    @Option(help: "TCP port for signaling; media uses the same UDP port (0 picks free ports).")
+    @Option(parsing: .unconditional, help: "TCP port for signaling; media uses the same UDP port (0 picks free ports).")
     var port = 7878
 
-    @Option(help: "Seconds of signaling silence after which a member is removed.")
+    @Option(parsing: .unconditional, help: "Seconds of signaling silence after which a member is removed.")
     var liveness = 10.0
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -47,42 +47,53 @@ struct Serve: AsyncParsableCommand {
     )
     var insecure = false
 
-    @Option(help: "Rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host]`.")
+    @Option(
+        help: "Rooms file: one room a line, `NAME [password=TEXT|verifier=HEX] [stage=open|host] [record=yes|no]`.")
     var rooms: String?
 
-    @Option(name: .customLong("join-timeout"), help: "Seconds a WebSocket may stay open without joining a room.")
+    @Option(
+        name: .customLong("join-timeout"), parsing: .unconditional,
+        help: "Seconds a WebSocket may stay open without joining a room.")
     var joinTimeout = 10.0
 
     @Option(
-        name: .customLong("max-connections-per-address"), help: "Open signaling connections one IP address may hold.")
+        name: .customLong("max-connections-per-address"), parsing: .unconditional,
+        help: "Open signaling connections one IP address may hold.")
     var maxConnectionsPerAddress = 16
 
     @Option(
         name: .customLong("max-connections"),
+        parsing: .unconditional,
         help:
             "Open signaling connections in all (default: what the file descriptor limit allows, 64 kept for the relay)."
     )
     var maxConnections: Int?
 
-    @Option(name: .customLong("max-rooms"), help: "Rooms the relay holds at once.")
+    @Option(name: .customLong("max-rooms"), parsing: .unconditional, help: "Rooms the relay holds at once.")
     var maxRooms = 1000
 
-    @Option(name: .customLong("max-members"), help: "Members one room may hold.")
+    @Option(name: .customLong("max-members"), parsing: .unconditional, help: "Members one room may hold.")
     var maxMembers = 50
 
-    @Option(name: .customLong("max-message-bytes"), help: "Bytes one signaling message may have (at most 16384).")
+    @Option(
+        name: .customLong("max-message-bytes"), parsing: .unconditional,
+        help: "Bytes one signaling message may have (at most 16384).")
     var maxMessageBytes = 16384
 
-    @Option(name: .customLong("max-chat-characters"), help: "Characters one chat line may have (at most 2000).")
+    @Option(
+        name: .customLong("max-chat-characters"), parsing: .unconditional,
+        help: "Characters one chat line may have (at most 2000).")
     var maxChatCharacters = 2000
 
     @Option(
         name: .customLong("max-member-kbps"),
+        parsing: .unconditional,
         help: "RTP one member may send, kbit/s (0: no limit); beyond it packets are dropped and counted.")
     var maxMemberKbps = 3200
 
     @Option(
         name: .customLong("max-store-mb"),
+        parsing: .unconditional,
         help:
             "Size the accounts and direct messages may take on disk, MiB; past it new messages are refused as the store being full."
     )
@@ -119,6 +130,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("trunk-port"),
+        parsing: .unconditional,
         help:
             "UDP port of the trunks to the cluster's other nodes, with --cluster-secret-file (default 0: any free port)."
     )
@@ -138,8 +150,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("drain-seconds"),
+        parsing: .unconditional,
         help:
-            "On SIGTERM (or parley cluster drain), a node whose rooms span the cluster moves its members to the other nodes and stops once they left, or after this many seconds. (default: 30)"
+            "On SIGTERM (or parley cluster drain), a node whose rooms span the cluster moves its members to the other nodes and stops once they left, or after this many seconds."
     )
     var drainSeconds = 30
 

@@ -4,7 +4,7 @@ import ParleyMedia
 /// `--vp8-profile`, shared by `join`, the lobby and `bot`.
 struct VideoCodecOptions: ParsableArguments {
     @Option(
-        name: .customLong("vp8-profile"),
+        name: .customLong("vp8-profile"), parsing: .unconditional,
         help: ArgumentHelp(
             "VP8 bitstream version your camera is sent in, 0…3: 0 (default) is the sharpest; 2 (baresip's) takes "
                 + "every receiver a fifth less decoding and you a tenth less encoding, about 1 dB less sharp.",

@@ -69,4 +69,56 @@ import Testing
         lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
         #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
     }
+
+    /// The lobby's Key with the Cipher left at "none", and a meeting link with `--secret-file`: both join a TLS
+    /// relay's room end-to-end encrypted (AES-128-GCM), so a bot with the same `--secret` is let in, and the two
+    /// members show the same safety code.
+    @Test func aKeyFromTheLobbyOrAFileAlwaysEncrypts() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let files = NSTemporaryDirectory() + "parley-key-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        let secret = "my room secret 123"
+        try (secret + "\n").write(toFile: files + "/secret", atomically: true, encoding: .utf8)
+        let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--state-dir", files + "/relay"])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(relay.output)")
+        let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        let media = "--video synthetic --audio synthetic --speaker none --log /dev/null --guest"
+
+        let lobby = try TmuxPane(
+            command: "sh -c '\(parley) --server 127.0.0.1:\(port) --name zed --room keyroom \(media) "
+                + "--known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        _ = try lobby.waitFor { $0.contains { $0.contains("[ Join ]") } }
+        // From Join: Up past Settings, Role and Cipher to Key; the Cipher is left as it is.
+        try lobby.send(["Up", "Up", "Up", "Up"])
+        try lobby.sendLiteral(secret)
+        try lobby.send(["Enter"])
+        var lines = try lobby.waitFor { $0.contains { $0.contains("🔒") } }
+        let header = lines.first { $0.contains("🔒") } ?? ""
+        let code = try #require(
+            header.firstMatch(of: /🔒 (\d{4} \d{4})/).map { String($0.1) }, "\(lines.joined(separator: "\n"))")
+
+        let bot = try ChildProcess.run(
+            parley,
+            [
+                "bot", "keyroom", "--server", "127.0.0.1:\(port)", "--name", "bot", "--secret", secret,
+                "--duration", "1", "--no-decode", "--known-relays", files + "/known_relays",
+            ], timeout: .seconds(30))
+        #expect(bot.status == 0, "the bot with the same secret is let in: \(bot.output)")
+
+        let link = try TmuxPane(
+            command: "sh -c '\(parley) parley://127.0.0.1:\(port)/keyroom --secret-file \(files)/secret --name amy "
+                + "\(media) --known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        lines = try link.waitFor { $0.contains { $0.contains("🔒") } }
+        #expect(
+            lines.contains { $0.contains("🔒 \(code)") },
+            "the link joins with the same key: \(lines.joined(separator: "\n"))")
+        for pane in [lobby, link] {
+            try pane.send(["q"])
+            try pane.send(["y"])
+        }
+    }
 }

@@ -27,6 +27,41 @@ import Glibc
         return result
     }
 
+    /// `parley login --insecure` is remembered: the account's later commands reach its relay the same way without
+    /// being told again. TLS against a relay without it, and `--insecure` against one with it, are one sentence each
+    /// naming the flag, with no TLS library's dump.
+    @Test func aLoginRemembersHowItReachedItsRelayAndAMismatchIsOneSentence() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (relay, server) = try serve(parley)
+        defer { relay.stop() }
+        let tls = try run(parley, as: "ann", ["login", "ann", "--server", server])
+        #expect(tls.status != 0, "\(tls.output)")
+        #expect(
+            tls.output.contains(
+                "the relay at \(server) was started with --insecure (plain ws://, no TLS): add --insecure"),
+            "\(tls.output)")
+        #expect(!tls.output.contains("BoringSSL") && !tls.output.contains(".cc:"), "no TLS dump: \(tls.output)")
+
+        #expect(try run(parley, as: "ben", ["login", "ben", "--server", server, "--insecure"]).status == 0)
+        #expect(try run(parley, as: "ann", ["login", "ann", "--server", server, "--insecure"]).status == 0)
+        let sent = try run(parley, as: "ann", ["msg", "ben", "hi"])
+        #expect(sent.status == 0 && sent.output.contains("stored for ben"), "\(sent.output)")
+        let inbox = try run(parley, as: "ben", ["inbox"])
+        #expect(inbox.status == 0 && inbox.output.contains("ann: hi"), "\(inbox.output)")
+        #expect(try run(parley, as: "ann", ["chats"]).status == 0)
+        #expect(try run(parley, as: "ann", ["status", "ben"]).status == 0)
+
+        let secure = try BackgroundProcess(parley, ["serve", "--port", "0", "--state-dir", folder + "/tls-relay"])
+        defer { secure.stop() }
+        #expect(secure.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(secure.output)")
+        let port = try #require(secure.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
+        let plain = try run(parley, as: "cat", ["login", "cat", "--server", "127.0.0.1:\(port)", "--insecure"])
+        #expect(plain.status != 0, "\(plain.output)")
+        #expect(
+            plain.output.contains("the relay at 127.0.0.1:\(port) speaks TLS: leave out --insecure"), "\(plain.output)")
+    }
+
     @Test func everyAcknowledgedMessageSurvivesARelayKilledBeforeDeliveryAndArrivesOnceInOrder() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -111,11 +146,12 @@ import Glibc
         let lines = chats.output.split(separator: "\n").map(String.init)
         #expect(
             lines.count == 2 && lines[0].hasPrefix("bob (1 unread)") && lines[0].hasSuffix("bob: lunch?")
-                && lines[1].hasPrefix("#release crew (1 unread)") && lines[1].hasSuffix("bob: tagging 2.0 now"),
+                && lines[1].hasPrefix("#release crew (2 members) (1 unread)")
+                && lines[1].hasSuffix("bob: tagging 2.0 now"),
             "\(chats.output)")
         let history = try run(parley, as: "alice", ["channel", "history", "release crew", "--insecure"])
         #expect(
-            history.output.contains("-- alice joined (1 members)")
+            history.output.contains("-- alice joined (1 member)")
                 && history.output.contains("-- bob joined (2 members)")
                 && history.output.contains("bob: tagging 2.0 now"), "\(history.output)")
         #expect(try run(parley, as: "alice", ["history", "bob", "--insecure"]).output.contains("bob: lunch?"))

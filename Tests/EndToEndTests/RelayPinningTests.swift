@@ -147,6 +147,31 @@ struct RelayPinningTests {
         relay.stop()
     }
 
+    /// `HOME` decides where the relay keeps its state (certificate, logs) and a client its settings, as it does for
+    /// known_relays: a relay started with another `HOME` never opens the account's real folders.
+    @Test func anotherHomeIsHonoured() throws {
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let home = files + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let relay = try BackgroundProcess(
+            "/usr/bin/env",
+            ["-u", "XDG_STATE_HOME", "-u", "XDG_CONFIG_HOME", "HOME=\(home)", parley, "serve", "--port", "0"])
+        defer { relay.stop() }
+        #expect(relay.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(relay.output)")
+        #expect(
+            relay.output.contains("new self-signed certificate saved in \(home)/.local/state/parley"), "\(relay.output)"
+        )
+        #expect(FileManager.default.fileExists(atPath: home + "/.local/state/parley/relay-cert.pem"))
+        // A client's key map comes from that home's config folder: a broken one there is refused by name.
+        try FileManager.default.createDirectory(atPath: home + "/.config/parley", withIntermediateDirectories: true)
+        try "mic = \n".write(toFile: home + "/.config/parley/keys", atomically: true, encoding: .utf8)
+        let client = try ChildProcess.run(
+            "/usr/bin/env",
+            ["-u", "XDG_CONFIG_HOME", "HOME=\(home)", parley, "join", "r", "--name", "a", "--server", "127.0.0.1:9"],
+            timeout: .seconds(20))
+        #expect(client.status != 0 && client.output.contains("\(home)/.config/parley/keys"), "\(client.output)")
+    }
+
     @Test(arguments: [
         (["serve", "--tls-cert", "/tmp/c.pem"], "--tls-cert and --tls-key go together"),
         (["serve", "--insecure", "--tls-cert", "c", "--tls-key", "k"], "--insecure serves without TLS"),

@@ -106,7 +106,7 @@ import Testing
         let history = try await bob.channelHistory("design team")
         #expect(
             history.map { MessagingClient.text(of: $0) }.reversed()
-                == ["alice joined (1 members)", "bob joined (2 members)", "mockups are up", "alice left (1 members)"])
+                == ["alice joined (1 member)", "bob joined (2 members)", "mockups are up", "alice left (1 member)"])
         #expect(history.contains { $0.sequence == retry.sequence })
 
         // No longer a member: alice can neither post nor read it.

@@ -97,7 +97,9 @@ struct KeymapTests {
         let help = HelpOverlay.lines(keymap: keymap)
         #expect(help.first == HelpLine(keys: "x", text: "Mute or unmute your microphone"))
         #expect(help.contains(HelpLine(keys: "t/Enter", text: "Type a chat message: Enter sends, Esc closes")))
-        #expect(help.count == RoomCommand.allCases.count + 5)
+        // Each command, six fixed keys, a blank line and a heading, then each chat command.
+        #expect(help.count == RoomCommand.allCases.count + 8 + ChatCommand.allCases.count)
+        #expect(help.suffix(ChatCommand.allCases.count).map(\.keys) == ChatCommand.allCases.map(\.usage))
 
         var settings = RoomSettings()
         settings.keymap = keymap
@@ -105,7 +107,7 @@ struct KeymapTests {
         let bar = ControlBar.items(for: state)
         #expect(
             bar.map(\.label) == [
-                "Mic", "Video", "Switch", "Speaker", "Filter", "Live", "Chat", "Stats", "Rec", "Help", "Leave",
+                "Mic", "Video", "Switch", "Speaker", "Sepia", "Live", "Chat", "Stats", "Rec", "Help", "Leave",
             ])
         #expect(bar[0] == ControlItem(command: .microphone, label: "Mic", key: "x", isOn: true, isEnabled: true))
         #expect(bar.last == ControlItem(command: .leave, label: "Leave", key: "q", isOn: nil, isEnabled: true))

@@ -614,15 +614,22 @@ struct ChatInputKeyTests {
             HostCase(
                 line: "/kick p2", host: true, effects: [],
                 notice:
-                    "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove "
-                    + "them from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"),
+                    "/kick is not a chat command. Chat commands: /dm NAME [TEXT], /room, /allow NAME, /remove NAME, "
+                    + "/norecord [off] (? lists what they do)"),
             HostCase(line: "/norecord", host: true, effects: [.setRecordingAllowed(false)]),
             HostCase(line: "/norecord off", host: true, effects: [.setRecordingAllowed(true)]),
             HostCase(
                 line: "/norecord p2", host: true, effects: [],
                 notice:
-                    "Host commands: /allow NAME (let them broadcast, or back in after a removal), /remove NAME (remove "
-                    + "them from the room until allowed back), /norecord (forbid recording; /norecord off allows it)"),
+                    "Host commands: /allow NAME: let NAME broadcast, or back in after a removal; /remove NAME: remove "
+                    + "NAME from the room until allowed back; /norecord [off]: forbid recording in the room "
+                    + "(/norecord off allows it)"),
+            HostCase(
+                line: "/allow", host: true, effects: [],
+                notice:
+                    "Host commands: /allow NAME: let NAME broadcast, or back in after a removal; /remove NAME: remove "
+                    + "NAME from the room until allowed back; /norecord [off]: forbid recording in the room "
+                    + "(/norecord off allows it)"),
             HostCase(
                 line: "/norecord", host: false, effects: [],
                 notice: "Only the host can forbid or allow recording; the host is p3"),
@@ -634,6 +641,70 @@ struct ChatInputKeyTests {
         room.type(row.line)
         #expect(room.press(.enter) == row.effects)
         #expect(room.notice == row.notice)
+    }
+
+    @Test("a member the host removes while they reconnect (a relay restart) is removed under their new id")
+    func removalWhileReconnecting() {
+        var room = Room(peers: 2)
+        room.send(.hostChanged(me))
+        room.send(.userOffline(peer(2), reason: .dropped))
+        room.press(.char("t"))
+        room.type("/remove p2")
+        #expect(room.press(.enter) == [], "the old id is gone with the old connection: nothing to send yet")
+        #expect(room.lastChat?.text == "p2 is reconnecting: they will be removed as soon as they are back")
+        // Back under a new id (the restarted relay gave them one): the removal goes out for it.
+        #expect(room.send(.userJoined(peer(7), name: "p2", role: .broadcaster)) == [.removeParticipant(peer(7))])
+        #expect(room.lastChat?.text == "You removed p2 from the room")
+        #expect(room.state.removalsAwaitingReturn.isEmpty)
+        // Once only: a later join of that name is not removed again.
+        room.send(.userOffline(peer(7), reason: .dropped))
+        #expect(room.send(.userJoined(peer(8), name: "p2", role: .broadcaster)) == [])
+
+        // Someone who never comes back: the pending removal is said to be dropped with them.
+        room.send(.userOffline(peer(3), reason: .dropped))
+        room.press(.char("t"))
+        room.type("/remove p3")
+        room.press(.enter)
+        room.tick(after: 16_000)
+        #expect(room.state.removalsAwaitingReturn.isEmpty)
+        #expect(room.lastChat?.text == "p3 was not removed: they did not come back (/remove them if they do)")
+    }
+
+    @Test("the help overlay scrolls within an 80x24 screen, so every key and every chat command can be read")
+    func helpScrolls() throws {
+        var room = Room(peers: 1)
+        _ = reduce(&room.state, .screen(columns: 80, rows: 24))
+        room.press(.char("?"))
+        let layout = try #require(room.state.helpLayout)
+        #expect(layout.visibleRows == 22)
+        #expect(layout.maximumScroll > 0, "the help is taller than 24 rows")
+        let text = layout.rows.map { $0.keys + " " + $0.text }.joined(separator: "\n")
+        for command in RoomCommand.allCases {
+            #expect(text.contains(room.state.settings.keymap.keyLabels(for: command)), "\(command) listed")
+        }
+        for command in ChatCommand.allCases {
+            #expect(layout.rows.contains { $0.keys == command.usage }, "\(command.usage) listed")
+        }
+        let steps: [(Key, Int)] = [
+            (.down, 1), (.char("j"), 2), (.up, 1), (.char("k"), 0), (.up, 0), (.pageDown, 21),
+            (.end, layout.maximumScroll),
+            (.down, layout.maximumScroll), (.pageUp, layout.maximumScroll - 21), (.home, 0),
+        ]
+        for (key, expected) in steps {
+            room.press(key)
+            #expect(room.state.helpScroll == max(0, expected), "after \(key)")
+            #expect(room.state.helpShown)
+        }
+        room.press(.end)
+        room.press(.escape)
+        #expect(!room.state.helpShown)
+        room.press(.char("?"))
+        #expect(room.state.helpScroll == 0, "help opens at its top")
+        // A taller screen that fits it all: nothing to scroll, and an offset beyond it is pulled back.
+        room.press(.end)
+        _ = reduce(&room.state, .screen(columns: 160, rows: 60))
+        #expect(room.state.helpLayout?.maximumScroll == 0)
+        #expect(room.state.helpScroll == 0)
     }
 
     @Test("chat arriving while the chat pane is hidden is counted in the header until it is shown")

@@ -23,9 +23,16 @@ struct NameTests {
     func validateRoom() throws {
         #expect(try RoomName.validate("  daily sync ") == "daily sync")
         #expect(try RoomName.validate("ü-team") == "-team")
-        for bad in ["", "   ", "日本語", "\u{1B}\u{7}"] {
+        for bad in ["", "   ", "\u{1B}\u{7}", " \u{1B} "] {
             #expect(throws: NameError.emptyRoomName) { try RoomName.validate(bad) }
         }
+        // Characters were typed, none of them kept: said so, rather than "empty".
+        #expect(throws: NameError.roomNameHasNoLegalCharacter(typed: "日本")) { try RoomName.validate(" 日本 ") }
+        #expect(throws: NameError.roomNameHasNoLegalCharacter(typed: "日本")) { try RoomName.validate("日\u{1B}本") }
+        #expect(
+            NameError.roomNameHasNoLegalCharacter(typed: "日本").description
+                == "Room name \"日本\" has no character a room name keeps: only ASCII letters and digits, spaces and "
+                + "!#$%&()+,-:;<=.>?@[]^_`{|}~ are kept, e.g. standup.")
         #expect(
             NameError.emptyRoomName.description
                 == "Room name is empty: use letters, digits, spaces or !#$%&()+,-:;<=.>?@[]^_`{|}~"

@@ -235,6 +235,7 @@ final class CallSession {
             lastContainer = layout.video
             lastSize = size
             effects += reduce(&state, .container(layout.video))
+            effects += reduce(&state, .screen(columns: size.columns, rows: size.rows))
             mustDraw = true
         }
         var messagesAsked = false

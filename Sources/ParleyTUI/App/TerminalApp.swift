@@ -112,7 +112,8 @@ public enum TerminalApp {
         var lastMessagesState: (state: MessagesState, size: TerminalSize)?
         if options.openMessagesFirst {
             guard let account = options.messaging else { return options.messagingProblem }
-            mode = .messages(MessagesState(account: account.identity.name), MessagesSession(account: account))
+            mode = .messages(
+                MessagesState(account: account.identity.name, escape: .quit), MessagesSession(account: account))
         }
         while true {
             // Set when a call ended (from the call screen or under the messages screen): to the lobby, or out.
@@ -279,7 +280,7 @@ public enum TerminalApp {
                     lastMessagesDraw = nil
                     terminal.invalidate()
                     mode = .callMessages(
-                        session, MessagesState(account: account.identity.name),
+                        session, MessagesState(account: account.identity.name, escape: .call),
                         MessagesSession(account: account))
                 case .left(let note), .failed(let note):
                     session.close()
@@ -394,8 +395,9 @@ public enum TerminalApp {
         requested.simulcast = options.simulcast
         requested.vp8Profile = options.vp8Profile
         requested.recording = options.recording
-        if let encryption = settings.encryption, let suite = encryption.cipher.suite {
-            requested.encryption = try CallEncryption(secret: encryption.key, room: settings.room, suite: suite)
+        if let encryption = settings.encryption {
+            requested.encryption = try CallEncryption(
+                secret: encryption.key, room: settings.room, suite: encryption.suite)
         }
         let (configuration, notices) = requested.resolvingDevices(options.devices)
         return try CallSession(

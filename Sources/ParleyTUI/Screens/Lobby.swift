@@ -31,18 +31,23 @@ public enum LobbyCipher: String, CaseIterable, Hashable, Sendable {
     }
 }
 
-/// The encryption asked for in the lobby: a cipher other than none and its key.
+/// The end-to-end encryption asked for (the lobby's Key, `--secret`, `--secret-file`, `--ask-secret`): a key is
+/// always encryption. There is no way to hold a key without a cipher suite: `.none` with a key means the default,
+/// AES-128-GCM, so no path can take a secret and join in the clear.
 public struct JoinEncryption: Hashable, Sendable {
-    /// The cipher.
-    public var cipher: LobbyCipher
+    /// The SFrame cipher suite.
+    public let suite: SFrameCipherSuite
     /// The shared key as typed.
-    public var key: String
+    public let key: String
 
-    /// An encryption choice.
+    /// An encryption choice; `.none` means the default suite, AES-128-GCM.
     public init(cipher: LobbyCipher, key: String) {
-        self.cipher = cipher
+        suite = cipher.suite ?? .aes128GCM
         self.key = key
     }
+
+    /// The cipher as the lobby names it.
+    public var cipher: LobbyCipher { suite == .aes256GCM ? .aes256GCM : .aes128GCM }
 }
 
 /// Everything the lobby hands to the shell to start a call, validated.
@@ -228,12 +233,17 @@ public struct LobbyState: Hashable, Sendable {
             return .failure(LobbyValidationError(item: .room, message: error.description))
         }
         var encryption: JoinEncryption?
-        if cipher != .none {
+        if cipher != .none || !encryptionKey.text.isEmpty {
             guard !encryptionKey.text.isEmpty else {
                 return .failure(
                     LobbyValidationError(
                         item: .encryptionKey,
                         message: "Encryption key is empty: type a key, or set the cipher to none."))
+            }
+            do {
+                try CallEncryption.checkSecret(encryptionKey.text)
+            } catch {
+                return .failure(LobbyValidationError(item: .encryptionKey, message: error.description))
             }
             encryption = JoinEncryption(cipher: cipher, key: encryptionKey.text)
         }
@@ -241,6 +251,22 @@ public struct LobbyState: Hashable, Sendable {
             JoinSettings(
                 server: address, name: validName, room: validRoom, role: role, profile: profile,
                 encryption: encryption))
+    }
+
+    /// Fills the Key and Cipher from the command line's secret (`parley --secret-file F`), nil leaves them empty.
+    public mutating func prefill(_ encryption: JoinEncryption?) {
+        guard let encryption else { return }
+        encryptionKey = InputLine(encryption.key, maximumLength: max(256, encryption.key.count))
+        cipher = encryption.cipher
+    }
+
+    /// The cipher follows the key: typing a key turns "none" into AES-128-GCM, clearing it turns encryption off.
+    mutating func cipherFollowsKey() {
+        if encryptionKey.text.isEmpty {
+            cipher = .none
+        } else if cipher == .none {
+            cipher = .aes128GCM
+        }
     }
 
     mutating func setMessage(_ message: LobbyMessage?) {
@@ -300,10 +326,15 @@ public func reduce(_ lobby: inout LobbyState, _ key: Key) -> LobbyAction? {
         lobby.room.clean(with: RoomName.clean)
         if lobby.room != before { lobby.clearError() }
     case .encryptionKey:
-        if lobby.encryptionKey.edit(key) { lobby.clearError() }
+        if lobby.encryptionKey.edit(key) {
+            lobby.clearError()
+            lobby.cipherFollowsKey()
+        }
     case .cipher:
         if let step = choiceStep(key) {
-            lobby.cipher = cycle(LobbyCipher.allCases, from: lobby.cipher, by: step)
+            // While a key is typed the cipher cannot be none: a key is always encryption.
+            let choices = LobbyCipher.allCases.filter { $0 != .none || lobby.encryptionKey.text.isEmpty }
+            lobby.cipher = cycle(choices, from: lobby.cipher, by: step)
             lobby.clearError()
         } else if key == .char("q") {
             return .quit

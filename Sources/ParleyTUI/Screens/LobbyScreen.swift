@@ -9,6 +9,11 @@ public enum LobbyScreen {
     /// Widest the form box grows.
     static let maximumBoxWidth = 76
 
+    /// What the Cipher row says beside the choice; short enough to fit beside the longest choice at 80 columns.
+    static func cipherNote(_ cipher: LobbyCipher) -> String {
+        cipher == .none ? "no key: the relay can read media and chat" : "end to end: only key holders see and hear"
+    }
+
     /// Rows of the form inside the box, top to bottom.
     struct Geometry {
         let box: CellRect
@@ -104,9 +109,7 @@ public enum LobbyScreen {
         var end = drawChoice(
             lobby.cipher.label, focused: lobby.focus == .cipher, column: geometry.valueColumn,
             row: cipherRow, into: &screen, theme: theme)
-        let cipherNote =
-            lobby.cipher == .none
-            ? "media and chat readable by the relay" : "end to end: only those with the key see and hear"
+        let cipherNote = LobbyScreen.cipherNote(lobby.cipher)
         screen.writeFitted(
             cipherNote, column: end + 2, row: cipherRow, width: box.maxX - 2 - (end + 2), style: note)
 

@@ -169,8 +169,20 @@ public struct MessagesState: Hashable, Sendable {
     /// Connecting, online, or why not.
     public internal(set) var connection: String? = "Connecting…"
 
-    public init(account: String) {
+    /// Where Esc goes from here, as the key line says it: the lobby, the call under the screen, or out of Parley.
+    public enum EscapeGoesTo: String, Hashable, Sendable {
+        case lobby = "Esc lobby"
+        case call = "Esc back to the call"
+        case quit = "Esc quits"
+    }
+
+    /// Where Esc goes.
+    public let escape: EscapeGoesTo
+
+    /// The screen for `account`, opened from where `escape` returns to.
+    public init(account: String, escape: EscapeGoesTo = .lobby) {
         self.account = account
+        self.escape = escape
     }
 
     /// The entry of a conversation, if listed.

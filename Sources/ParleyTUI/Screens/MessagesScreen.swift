@@ -8,9 +8,10 @@ public enum MessagesScreen {
     /// Width of the list pane.
     static func listWidth(_ size: TerminalSize) -> Int { min(36, max(24, size.columns / 3)) }
 
-    /// The keys, as the help line shows them.
-    public static let help =
-        "Up/Down choose · Enter open or send · /dm NAME · /join CHANNEL · /leave · PgUp older · Esc lobby"
+    /// The keys, as the help line shows them (Esc as it goes from where the screen was opened).
+    public static func help(_ escape: MessagesState.EscapeGoesTo) -> String {
+        "Up/Down choose · Enter open or send · /dm NAME · /join CHANNEL · /leave · PgUp older · \(escape.rawValue)"
+    }
 
     /// Renders the screen (below 80x24, a message asking for a larger terminal). `timeZone` formats the times.
     public static func render(
@@ -52,7 +53,7 @@ public enum MessagesScreen {
         screen.fill(field, style: theme.style(.chatInput))
         let window = FieldWindow(text: state.input.text, cursor: state.input.cursor, width: field.width)
         screen.write(window.text, column: field.x, row: inputRow, style: theme.style(.chatInput), clip: field)
-        screen.writeCentered(help, row: size.rows - 1, in: screen.bounds, style: theme.style(.chatSystem))
+        screen.writeCentered(help(state.escape), row: size.rows - 1, in: screen.bounds, style: theme.style(.chatSystem))
         return screen
     }
 

@@ -170,10 +170,17 @@ extension RoomScreen {
         }
     }
 
-    /// "640x360", "30fps", "600kb/s", "loss 0.5%", "jitter 3ms"; "no stats yet" before any arrived.
+    /// "640x360", "30fps", "600kb/s", "loss 0.5%", "jitter 3ms"; "no stats yet" before any arrived. The own tile
+    /// says which of its camera's sizes are sent ("sends 320x180", "sends 640x360+160x90"), not the camera's size.
     static func statsParts(_ media: MediaInfo) -> [String] {
         guard media.resolution != nil || media.fps > 0 || media.bitrateKbps > 0 else { return ["no stats yet"] }
-        let resolution = media.resolution.map { "\($0.width)x\($0.height)" } ?? "?x?"
+        var resolution = media.resolution.map { "\($0.width)x\($0.height)" } ?? "?x?"
+        if let layers = media.sentLayers {
+            resolution =
+                layers.isEmpty
+                ? "sends no video (nobody watches)"
+                : "sends " + layers.map { "\($0.width)x\($0.height)" }.joined(separator: "+")
+        }
         let tenths = Int((max(0, media.lossPercent) * 10).rounded())
         var parts = [
             resolution, "\(Int(media.fps.rounded()))fps", "\(Int(media.bitrateKbps.rounded()))kb/s",

@@ -57,7 +57,7 @@ public struct RoomScreen: Sendable {
             drawNotice(notice.text, into: &screen, in: layout.video)
         }
         if state.rosterShown, !state.helpShown { drawRoster(state, into: &screen) }
-        if state.helpShown { drawHelp(keymap: state.settings.keymap, into: &screen) }
+        if state.helpShown { drawHelp(state, into: &screen) }
         if state.leavePending { drawLeaveQuestion(into: &screen) }
         return screen
     }
@@ -240,38 +240,34 @@ public struct RoomScreen: Sendable {
         return parts.joined(separator: "  ")
     }
 
-    func drawHelp(keymap: Keymap, into screen: inout Screen) {
+    /// The help overlay: the command table's lines, the fixed keys and the chat commands, scrolled to
+    /// `state.helpScroll` when they do not fit; the bottom border says where the view is and how to move it.
+    func drawHelp(_ state: RoomState, into screen: inout Screen) {
         let style = theme.style(.overlay)
         let keyStyle = style.overlaid(with: CellStyle(attributes: .bold))
-        let lines = HelpOverlay.lines(keymap: keymap)
-        let keysWidth = min(16, lines.map { DisplayWidth.of($0.keys) }.max() ?? 0)
-        let textNeeded = lines.map { DisplayWidth.of($0.text) }.max() ?? 0
-        // Border, one space, keys, two spaces, text, one space, border.
-        let boxWidth = min(screen.width - 2, keysWidth + textNeeded + 6)
-        let textWidth = max(1, boxWidth - keysWidth - 6)
-        var rows: [(keys: String, text: String)] = []
-        for line in lines {
-            for (index, piece) in DisplayWidth.wrap(line.text, width: textWidth).enumerated() {
-                rows.append((index == 0 ? line.keys : "", piece))
-            }
-        }
-        let maximumRows = max(1, screen.height - 2)
-        if rows.count > maximumRows {
-            rows = Array(rows.prefix(maximumRows - 1)) + [("", "… (enlarge the terminal to see the rest)")]
-        }
+        let layout = HelpOverlay.layout(keymap: state.settings.keymap, columns: screen.width, rows: screen.height)
+        let first = min(state.helpScroll, layout.maximumScroll)
+        let rows = layout.rows[first..<min(layout.rows.count, first + layout.visibleRows)]
         let rect = CellRect(
-            x: (screen.width - boxWidth) / 2, y: (screen.height - rows.count - 2) / 2, width: boxWidth,
-            height: rows.count + 2)
+            x: (screen.width - layout.boxWidth) / 2, y: max(0, (screen.height - rows.count - 2) / 2),
+            width: layout.boxWidth, height: rows.count + 2)
         screen.drawPanel(rect, style: style, title: "Keys")
         for (offset, row) in rows.enumerated() {
             let y = rect.y + 1 + offset
-            screen.writeFitted(row.keys, column: rect.x + 2, row: y, width: keysWidth, style: keyStyle)
-            screen.writeFitted(row.text, column: rect.x + 4 + keysWidth, row: y, width: textWidth, style: style)
+            screen.writeFitted(row.keys, column: rect.x + 2, row: y, width: layout.keysWidth, style: keyStyle)
+            screen.writeFitted(
+                row.text, column: rect.x + 4 + layout.keysWidth, row: y, width: layout.textWidth, style: style)
         }
-        let closing = " Esc closes "
+        let closing =
+            layout.maximumScroll == 0
+            ? " Esc closes "
+            : " \(first + 1)–\(first + rows.count) of \(layout.rows.count) · ↑↓ PgUp PgDn scroll · Esc closes "
         if rect.width > DisplayWidth.of(closing) + 4 {
             screen.write(
                 closing, column: rect.maxX - 2 - DisplayWidth.of(closing), row: rect.maxY - 1, style: style)
+        } else if rect.width > 8, layout.maximumScroll > 0 {
+            let short = first < layout.maximumScroll ? " ↓ more " : " ↑ more "
+            screen.write(short, column: rect.maxX - 2 - DisplayWidth.of(short), row: rect.maxY - 1, style: style)
         }
     }
 }

@@ -89,6 +89,16 @@ struct GoldenScreenTests {
         Golden.check(room.render(size), Self.name("room_help", size))
     }
 
+    @Test("help overlay scrolled to its end: the last keys and the chat commands")
+    func helpScrolledToTheEnd() {
+        let size = TerminalSize(columns: 80, rows: 24)
+        var room = RoomFixture.withPeers(["bob", "carol"])
+        room.fit(size)
+        room.press(.char("?"))
+        room.press(.end)
+        Golden.check(room.render(size), "room_help_end_80x24")
+    }
+
     @Test("roster and activity, with the count as of a lost connection", arguments: sizes)
     func roster(size: TerminalSize) {
         var room = RoomFixture()
@@ -221,7 +231,7 @@ struct GoldenScreenTests {
     func lobbyFailed() {
         var lobby = LobbyState(name: "alice", room: "standup")
         lobby.focus = .encryptionKey
-        for character in "s3cret" { _ = reduce(&lobby, .char(character)) }
+        for character in "s3cret phrase" { _ = reduce(&lobby, .char(character)) }
         _ = reduce(&lobby, .tab)
         _ = reduce(&lobby, .right)
         guard case .join = reduce(&lobby, .enter) else {

@@ -1,5 +1,6 @@
 import ParleyEngine
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 import Testing
 
@@ -139,9 +140,8 @@ struct LobbyTests {
     func goodJoin() {
         var lobby = LobbyState(server: "relay.example:9000", name: "alice", room: "  standup ")
         lobby.focus = .encryptionKey
-        Self.type("k3y", into: &lobby)
+        Self.type("k3y phrase", into: &lobby)
         _ = reduce(&lobby, .tab)
-        _ = reduce(&lobby, .char(" "))
         _ = reduce(&lobby, .char(" "))
         #expect(lobby.cipher == .aes256GCM)
         _ = reduce(&lobby, .tab)
@@ -150,7 +150,7 @@ struct LobbyTests {
         lobby.profile = VideoProfile.all[0]
         let expected = JoinSettings(
             server: ServerAddress(host: "relay.example", port: 9000), name: "alice", room: "standup", role: .audience,
-            profile: VideoProfile.all[0], encryption: JoinEncryption(cipher: .aes256GCM, key: "k3y"))
+            profile: VideoProfile.all[0], encryption: JoinEncryption(cipher: .aes256GCM, key: "k3y phrase"))
         #expect(reduce(&lobby, .enter) == .join(expected))
         #expect(lobby.isJoining)
         #expect(lobby.message?.kind == .progress)
@@ -217,6 +217,101 @@ struct LobbyTests {
         }
         #expect(settings.encryption == nil)
         #expect(settings.profile == .standard)
+    }
+
+    struct KeyCipherCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Keys pressed from a lobby with the focus on Key.
+        var keys: [Key]
+        var cipher: LobbyCipher
+        /// What Enter then joins with (nil: in the clear).
+        var encryption: JoinEncryption?
+        var testDescription: String { name }
+    }
+
+    static let keyCipherCases: [KeyCipherCase] = {
+        let secret = "my room secret 123"
+        let typed = secret.map { Key.char($0) }
+        return [
+            KeyCipherCase(
+                name: "a key typed with the cipher left at none encrypts with AES-128-GCM", keys: typed,
+                cipher: .aes128GCM, encryption: JoinEncryption(cipher: .aes128GCM, key: secret)),
+            KeyCipherCase(
+                name: "with a key the cipher cycles between the two suites, never to none",
+                keys: typed + [.tab, .char(" "), .char(" "), .left, .left], cipher: .aes128GCM,
+                encryption: JoinEncryption(cipher: .aes128GCM, key: secret)),
+            KeyCipherCase(
+                name: "AES-256-GCM chosen after the key stays", keys: typed + [.tab, .right], cipher: .aes256GCM,
+                encryption: JoinEncryption(cipher: .aes256GCM, key: secret)),
+            KeyCipherCase(
+                name: "a chosen cipher is kept while the key changes",
+                keys: typed + [.tab, .right, .up, .backspace, .char("4")], cipher: .aes256GCM,
+                encryption: JoinEncryption(cipher: .aes256GCM, key: "my room secret 124")),
+            KeyCipherCase(
+                name: "the key erased turns encryption off", keys: typed + Array(repeating: .backspace, count: 18),
+                cipher: .none, encryption: nil),
+            KeyCipherCase(name: "no key, no cipher: in the clear", keys: [], cipher: .none, encryption: nil),
+        ]
+    }()
+
+    @Test("the cipher follows the key: a typed key always encrypts", arguments: keyCipherCases)
+    func cipherFollowsTheKey(_ row: KeyCipherCase) {
+        var lobby = LobbyState(name: "zed", room: "keyroom")
+        lobby.focus = .encryptionKey
+        for key in row.keys { _ = reduce(&lobby, key) }
+        #expect(lobby.cipher == row.cipher)
+        lobby.focus = .join
+        guard case .join(let settings) = reduce(&lobby, .enter) else {
+            Issue.record("Enter did not join: \(String(describing: lobby.message))")
+            return
+        }
+        #expect(settings.encryption == row.encryption)
+        #expect(settings.encryption?.suite == row.encryption?.suite)
+    }
+
+    @Test("a key with the cipher set to none by hand still encrypts; a short key is refused with the reason")
+    func aKeyIsNeverInTheClear() {
+        var lobby = LobbyState(name: "zed", room: "keyroom")
+        lobby.focus = .encryptionKey
+        Self.type("my room secret 123", into: &lobby)
+        lobby.cipher = .none
+        lobby.focus = .join
+        guard case .join(let settings) = reduce(&lobby, .enter) else {
+            Issue.record("Enter did not join")
+            return
+        }
+        #expect(settings.encryption?.suite == .aes128GCM)
+
+        var short = LobbyState(name: "zed", room: "keyroom")
+        short.focus = .encryptionKey
+        Self.type("abc", into: &short)
+        short.focus = .join
+        #expect(reduce(&short, .enter) == nil)
+        #expect(short.focus == .encryptionKey)
+        #expect(
+            short.message?.text
+                == "the room secret has 3 characters; it needs at least 8 (a phrase is easiest to share by voice)")
+    }
+
+    @Test("the Cipher row's note is whole at 80x24 beside every choice", arguments: LobbyCipher.allCases)
+    func cipherNoteFits(_ cipher: LobbyCipher) {
+        var lobby = LobbyState(name: "zed", room: "keyroom")
+        if cipher != .none {
+            lobby.focus = .encryptionKey
+            Self.type("my room secret 123", into: &lobby)
+            lobby.cipher = cipher
+        }
+        let screen = LobbyScreen.render(lobby, size: RoomFixture.small, theme: Self.theme)
+        let note = LobbyScreen.cipherNote(cipher)
+        #expect(screen.rows(containing: cipher.label).count == 1)
+        #expect(screen.rows(containing: note).count == 1, "\(note) is cut off")
+    }
+
+    @Test("JoinEncryption never holds none: a key alone means AES-128-GCM")
+    func joinEncryptionHasASuite() {
+        #expect(JoinEncryption(cipher: .none, key: "a secret phrase").suite == .aes128GCM)
+        #expect(JoinEncryption(cipher: .aes128GCM, key: "a secret phrase").suite == .aes128GCM)
+        #expect(JoinEncryption(cipher: .aes256GCM, key: "a secret phrase").suite == .aes256GCM)
     }
 
     @Test("choices cycle both ways")

@@ -106,26 +106,26 @@ struct RoomScreenTests {
     static let barCases: [BarCase] = [
         BarCase(
             name: "wide: every state, two-cell gaps", width: 160, keys: [],
-            text: " m Mic on  v Video on  c Switch  s Speaker on  f Filter off  b Live on"
+            text: " m Mic on  v Video on  c Switch  s Speaker on  f Sepia off  b Live on"
                 + "  t Chat  i Stats  R Rec off  ? Help  q Leave"
         ),
         BarCase(
             name: "110: one-cell gaps", width: 110, keys: [],
-            text: " m Mic on v Video on c Switch s Speaker on f Filter off b Live on t Chat i Stats R Rec off ? Help"
+            text: " m Mic on v Video on c Switch s Speaker on f Sepia off b Live on t Chat i Stats R Rec off ? Help"
                 + " q Leave"),
         BarCase(
             name: "100: key and label only, Rec kept", width: 100, keys: [],
-            text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats R Rec ? Help q Leave"),
+            text: " m Mic v Video c Switch s Speaker f Sepia b Live t Chat i Stats R Rec ? Help q Leave"),
 
         BarCase(
             name: "80, filter on: only unusual states, Switch dropped", width: 80, keys: [.char("f")],
-            text: " m Mic v Video s Speaker f Filter on b Live t Chat i Stats ? Help q Leave"),
+            text: " m Mic v Video s Speaker f Sepia on b Live t Chat i Stats ? Help q Leave"),
         BarCase(
             name: "80, muted and camera off: Switch goes first", width: 80, keys: [.char("m"), .char("v")],
-            text: " m Mic off v Video off s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
+            text: " m Mic off v Video off s Speaker f Sepia b Live t Chat i Stats ? Help q Leave"),
         BarCase(
             name: "80 as a call starts: key and label only", width: 80, keys: [],
-            text: " m Mic v Video c Switch s Speaker f Filter b Live t Chat i Stats ? Help q Leave"),
+            text: " m Mic v Video c Switch s Speaker f Sepia b Live t Chat i Stats ? Help q Leave"),
         BarCase(
             name: "40: only the most used buttons", width: 40, keys: [.char("m")],
             text: " m Mic off v Video t Chat ? Help q Leave"),
@@ -432,6 +432,17 @@ struct RoomScreenTests {
             RoomScreen.statsParts(broken) == [
                 "640x360", "30fps", "612kb/s", "loss 0.3%", "jitter 3ms", "audio 42ms", "concealed 3", "underruns 2",
             ])
+    }
+
+    @Test("the own tile's stats name the layers its camera is sent in, not the camera's size")
+    func ownStatsNameTheLayersSent() {
+        var own = MediaInfo(resolution: VideoSize(width: 640, height: 360), fps: 30, bitrateKbps: 196)
+        own.sentLayers = [VideoSize(width: 320, height: 180)]
+        #expect(RoomScreen.statsParts(own) == ["sends 320x180", "30fps", "196kb/s", "loss 0.0%"])
+        own.sentLayers = [VideoSize(width: 640, height: 360), VideoSize(width: 160, height: 90)]
+        #expect(RoomScreen.statsParts(own).first == "sends 640x360+160x90")
+        own.sentLayers = []
+        #expect(RoomScreen.statsParts(own).first == "sends no video (nobody watches)")
     }
 
     @Test("render keeps the video renderer's scratch between frames and draws the same screen")

@@ -131,6 +131,7 @@ struct RoomFixture {
     /// Tells the reducer where the video goes at `size`, as the shell does.
     mutating func fit(_ size: TerminalSize) {
         send(.container(RoomScreenLayout(size: size, state: state).video))
+        send(.screen(columns: size.columns, rows: size.rows))
     }
 
     /// Renders at `size` after reporting the container for it.
