@@ -283,7 +283,10 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head(let head) = unwrapInboundIn(data) {
             upgraded.fail(
-                SignalingConnectError.notARelay(address, status: "\(head.status.code) \(head.status.reasonPhrase)"))
+                head.headers.first(name: tlsRequiredHeader.name) == tlsRequiredHeader.value
+                    ? SignalingConnectError.relayWithTLS(address)
+                    : SignalingConnectError.notARelay(
+                        address, status: "\(head.status.code) \(head.status.reasonPhrase)"))
             context.close(promise: nil)
         }
     }

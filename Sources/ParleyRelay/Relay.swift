@@ -333,6 +333,7 @@ public final class Relay: Sendable {
             })
         return channel.eventLoop.makeCompletedFuture {
             if let tls {
+                try channel.pipeline.syncOperations.addHandler(PlainTextOnTLSPortHandler())
                 try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
             }
             // The plain-HTTP answerer sits after the HTTP codec; once upgraded it must go, or it would see raw bytes.

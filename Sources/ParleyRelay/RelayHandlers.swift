@@ -110,6 +110,35 @@ final class SignalingHandler: ChannelInboundHandler {
     }
 }
 
+/// In front of TLS: a connection whose first byte is not a TLS handshake record but a letter (an HTTP request from a
+/// client started with `--insecure`, or `curl http://`) is answered in plain HTTP with what to do (400, with
+/// `Parley-Requires: tls` for Parley's own client), instead of a TLS error its client cannot read; a TLS connection
+/// goes on, this handler gone.
+final class PlainTextOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        guard let first = bytes.getInteger(at: bytes.readerIndex, as: UInt8.self),
+            (0x41...0x5A).contains(first) || (0x61...0x7A).contains(first)
+        else {
+            context.fireChannelRead(data)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            return
+        }
+        let body = "This Parley relay speaks TLS (wss://): connect without --insecure.\n"
+        let answer =
+            "HTTP/1.1 400 Bad Request\r\n\(tlsRequiredHeader.name): \(tlsRequiredHeader.value)\r\n"
+            + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n" + body
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+}
+
 /// Answers plain HTTP requests (a browser, a health check) with a one-line description instead of hanging.
 final class PlainHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart

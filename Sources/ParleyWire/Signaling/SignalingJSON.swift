@@ -8,6 +8,10 @@ import Foundation
 /// The signaling protocol version this build speaks.
 public let signalingProtocolVersion = 1
 
+/// The header (name and value) of the relay's answer to plain HTTP on its TLS port (a client started with
+/// `--insecure`), so the client can say which flag to leave out rather than "not a relay".
+public let tlsRequiredHeader = (name: "Parley-Requires", value: "tls")
+
 /// Largest signaling message either side accepts, in bytes. Larger frames are refused before parsing.
 public let maxSignalingMessageBytes = 16 * 1024
 
