@@ -271,6 +271,11 @@ extension RelayState {
         ]
     }
 
-    /// Members that joined through this node.
+    /// Members that joined through this node: its members, as it counts them everywhere (`/metrics`, its heartbeat
+    /// to the cluster's registry and so `parley cluster status`, least-loaded placement and draining). Another node's
+    /// member counts on its own node only.
     public var localMemberCount: Int { members.values.count(where: \.isLocal) }
+
+    /// Rooms with at least one member that joined through this node, counted as `localMemberCount`.
+    public var localRoomCount: Int { rooms.keys.count(where: hasLocalMembers) }
 }

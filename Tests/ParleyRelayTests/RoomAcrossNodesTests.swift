@@ -179,6 +179,54 @@ struct RoomAcrossNodesTests {
         #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
     }
 
+    /// One row: members joining through this node (name, room), other nodes' members announced (name, room), this
+    /// node's members leaving, and what the node counts (members, rooms).
+    struct CountRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var here: [(String, String)]
+        var elsewhere: [(String, String)]
+        var leaving: [String] = []
+        var counted: (members: Int, rooms: Int)
+        var testDescription: String { name }
+    }
+
+    static let countRows = [
+        CountRow(name: "alone", here: [("alice", "standup")], elsewhere: [], counted: (1, 1)),
+        CountRow(
+            name: "one member here, one on another node", here: [("alice", "standup")],
+            elsewhere: [("bob", "standup")], counted: (1, 1)),
+        CountRow(
+            name: "two rooms here, the others' members in both", here: [("alice", "standup"), ("carol", "board")],
+            elsewhere: [("bob", "standup"), ("dave", "board"), ("erin", "board")], counted: (2, 2)),
+        CountRow(
+            name: "the last member here in a room leaves", here: [("alice", "standup"), ("carol", "board")],
+            elsewhere: [("bob", "board")], leaving: ["carol"], counted: (1, 1)),
+        CountRow(
+            name: "another node's member in a room with nobody here", here: [("alice", "standup")],
+            elsewhere: [("bob", "board")], counted: (1, 1)),
+    ]
+
+    /// What a node counts as its load, the same in `/metrics` and in its heartbeat (so `parley cluster status`,
+    /// placement and draining): its own members, and the rooms with one of them.
+    @Test(arguments: countRows)
+    func aNodeCountsItsOwnMembersAndTheirRooms(_ row: CountRow) {
+        var relay = spanning()
+        var connections: [String: ConnectionID] = [:]
+        for (index, (name, room)) in row.here.enumerated() {
+            let connection = relay.connect(UInt64(index + 1))
+            connections[name] = connection
+            _ = relay.join(name, room: room, on: connection)
+        }
+        for (index, (name, room)) in row.elsewhere.enumerated() {
+            let block = UInt32(index + 1) << 24
+            _ = relay.state.remoteMember(
+                entry(UInt32(index + 1), name, block: block), room: room, node: "b", now: .zero)
+        }
+        for name in row.leaving { _ = relay.send(.leave, on: connections[name]!) }
+        #expect(relay.state.localMemberCount == row.counted.members)
+        #expect(relay.state.localRoomCount == row.counted.rooms)
+    }
+
     @Test func anotherNodesMemberWithoutAHostClaimNeverHostsHere() {
         var relay = spanning()
         let a = relay.connect(1)
