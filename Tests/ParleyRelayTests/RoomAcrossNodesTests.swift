@@ -6,7 +6,7 @@ import Testing
 @testable import ParleyRelay
 
 /// A room spanning nodes, as one node's state sees it: its own members announced on the bus, the other nodes'
-/// taken in with ids of its own, and the room forgotten when its own members are gone.
+/// taken in (each with the id every node gives it), and the room forgotten when its own members are gone.
 struct RoomAcrossNodesTests {
     func spanning() -> Harness {
         var relay = Harness()
@@ -59,7 +59,7 @@ struct RoomAcrossNodesTests {
             return
         }
         let bob = joined.member.id
-        #expect(bob != alice && bob != 7, "an id of this node's own")
+        #expect(bob != alice && bob == 0x1000_0000 >> 2, "the id every node gives it: its SSRC block over 4")
         #expect(joined.member.ssrcs.block == 0x1000_0000, "the SSRC block its node gave it")
         #expect(actions.contains(.memberAdded(id: bob, room: "standup")))
         #expect(published(actions).isEmpty, "another node's member is not announced again")
@@ -225,6 +225,25 @@ struct RoomAcrossNodesTests {
         for name in row.leaving { _ = relay.send(.leave, on: connections[name]!) }
         #expect(relay.state.localMemberCount == row.counted.members)
         #expect(relay.state.localRoomCount == row.counted.rooms)
+    }
+
+    @Test func aNodeStoppingAtOnceTellsItsMembersNothingOfTheOtherNodesMembers() throws {
+        var relay = spanning()
+        let (a, c) = (relay.connect(1), relay.connect(2))
+        _ = relay.join("alice", on: a)
+        _ = relay.join("carol", on: c)
+        // Bob, on another node, with the lowest id here: he stays in the call through his node.
+        let added = relay.state.remoteMember(entry(7, "bob", block: 0x10), room: "standup", node: "b", now: .zero)
+        let bob = try #require(added.compactMap { if case .memberAdded(let id, _) = $0 { id } else { nil } }.first)
+        #expect(relay.state.members.keys.min() == bob)
+        let actions = relay.state.shutDown()
+        #expect(actions.contains(.close(a)) && actions.contains(.close(c)))
+        for connection in [a, c] {
+            #expect(
+                !messages(to: connection, in: actions).contains(.memberLeft(MemberLeft(id: bob, reason: .dropped))),
+                "\(messages(to: connection, in: actions))")
+        }
+        #expect(relay.state.members.isEmpty)
     }
 
     @Test func anotherNodesMemberWithoutAHostClaimNeverHostsHere() {
