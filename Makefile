@@ -79,11 +79,11 @@ LOSSY_CALL  := callSurvivesFivePercentLossBothWays
 REAL_TIME   := SoundCallTests|SoundServerTests
 # Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
 # descriptor limit, calls resized in tmux, simulcast calls at 640x360 (one across three in-process nodes; the host of one
-# such room commanding members of the others), joins against a relay process (removal, a
+# such room commanding members of the others; a node dying under a host), joins against a relay process (removal, a
 # relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by software
 # OpenGL): with everything else beside them they starve the timing tests of the main group, so they run next, among
 # themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|LayersAcrossNodesTests|HostAcrossNodesCallTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|LayersAcrossNodesTests|HostAcrossNodesCallTests|FailoverAcrossNodesTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
 # Calls recorded to WebM and read back by FFmpeg and GStreamer (several bots, a recorder, decoders): on their own.
 RECORDING   := RecordingProcessTests
 # Relays on a PostgreSQL of their own (a cluster of three nodes, a node killed, the database stopped under load, a

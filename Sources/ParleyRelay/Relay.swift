@@ -237,7 +237,7 @@ public final class Relay: Sendable {
         try await serverChannel.eventLoop.submit { [core] in core.value.counters }.get()
     }
 
-    /// Members, rooms and totals in one look at the relay's state, for `/metrics`.
+    /// Members, rooms and totals in one look at the relay's state, for `/metrics` and the cluster's heartbeat.
     public func sample() async throws -> RelaySample {
         try await Self.sample(core).get()
     }
@@ -246,8 +246,7 @@ public final class Relay: Sendable {
         core.eventLoop.submit {
             let core = core.value
             return RelaySample(
-                members: core.state.members.values.count(where: \.isLocal), rooms: core.state.rooms.count,
-                counters: core.counters)
+                members: core.state.localMemberCount, rooms: core.state.localRoomCount, counters: core.counters)
         }
     }
 

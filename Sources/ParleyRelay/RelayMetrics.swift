@@ -4,9 +4,9 @@ import Synchronization
 
 /// What the relay's event loop reports for one scrape of `/metrics`.
 public struct RelaySample: Sendable, Equatable {
-    /// Members in calls on this relay now.
+    /// Members in calls that joined through this relay now (`RelayState.localMemberCount`).
     public var members: Int
-    /// Rooms with at least one member now.
+    /// Rooms with at least one of them now (`RelayState.localRoomCount`).
     public var rooms: Int
     /// The relay's running totals.
     public var counters: RelayCounters

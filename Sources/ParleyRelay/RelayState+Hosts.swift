@@ -51,13 +51,16 @@ extension RelayState {
     }
 
     /// Decides the host when `id` has just joined `room`: the awaited host takes the role back (the others are
-    /// told); while a host is awaited nobody else gets it; otherwise the first member hosts.
+    /// told); while a host is awaited nobody else gets it; otherwise the first member hosts, and so does a host
+    /// that moved here from another node of the cluster (its earlier self left without handing the role on; the
+    /// others are told).
     mutating func settleHost(
         joined id: UInt32, room: String, resume: ResumeToken?, account: String?, others: [ConnectionID], now: Duration
     ) -> [RelayAction] {
         guard let awaited = returningHosts[room] else {
-            if rooms[room]?.host == nil { makeHost(id, of: room) }
-            return []
+            guard rooms[room]?.host == nil else { return [] }
+            makeHost(id, of: room)
+            return others.isEmpty ? [] : [.send(.host(MemberRef(id: id)), to: others)]
         }
         guard awaited.matches(resume: resume, account: account) else {
             if rooms[room]?.awaitingHostSince == nil { rooms[room]?.awaitingHostSince = now }

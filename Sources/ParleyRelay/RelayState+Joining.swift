@@ -190,12 +190,14 @@ extension RelayState {
         }
         let admission = admit(request, room: room, name: name, on: connection, replacing: moved.earlier)
         guard admission.actions.isEmpty else { return admission.actions }
-        let moveActions = moved.earlier.map { remove($0, reason: .dropped) } ?? []
+        // Its earlier self leaves, but its host claim stays with the member: a host that moved here is still the
+        // host (`settleHost` gives the role back below, before anyone else is told they host).
+        let claim = moved.earlier.flatMap { members[$0]?.hostSince }
+        let moveActions = moved.earlier.map { remove($0, reason: .dropped, handingOnHost: false) } ?? []
         connections[connection]?.everJoined = true
         if let newRoom = admission.newRoom { rooms[room] = newRoom }
-        let id = nextMemberID
-        nextMemberID &+= 1
         let ssrcs = self.ssrcs.allocate(using: &random)
+        let id = newMemberID(block: ssrcs.block)
         var tokenBytes = [UInt8](repeating: 0, count: BindToken.length)
         for index in tokenBytes.indices { tokenBytes[index] = UInt8.random(in: 0...255, using: &random) }
         let credential = BindToken(bytes: tokenBytes)!
@@ -211,7 +213,7 @@ extension RelayState {
         members[id] = Member(
             info: info, room: room, connection: connection, credential: credential, lastSeen: now,
             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers, joinedAt: now,
-            credentialDigest: CredentialDigest.hex(of: credential.hex), joinedAtWall: wallClock(),
+            credentialDigest: CredentialDigest.hex(of: credential.hex), hostSince: claim, joinedAtWall: wallClock(),
             replacesDigest: moved.digest)
         rooms[room, default: Room(name: room)].members.append(id)
         let hostActions = settleHost(
@@ -318,7 +320,10 @@ extension RelayState {
             recorders: settings.map(\.recorders).flatMap { $0.isEmpty ? nil : $0 })
     }
 
-    mutating func remove(_ id: UInt32, reason: LeaveReason) -> [RelayAction] {
+    /// `id` leaves its room for `reason`. In a room spanning nodes the host role is then settled again, unless
+    /// `handingOnHost` is false: the member's earlier self leaving as it comes back through another node, with its
+    /// claim (the caller settles the role once the member is in again).
+    mutating func remove(_ id: UInt32, reason: LeaveReason, handingOnHost: Bool = true) -> [RelayAction] {
         guard let member = members.removeValue(forKey: id) else { return [] }
         ssrcs.release(member.info.ssrcs)
         rooms[member.room]?.members.removeAll { $0 == id }
@@ -348,7 +353,7 @@ extension RelayState {
             if placesRooms { actions.append(.roomClosed(member.room)) }
         } else if spansNodes {
             if rooms[member.room]?.host == id { rooms[member.room]?.host = nil }
-            if member.hostSince != nil || rooms[member.room]?.host == nil {
+            if handingOnHost, member.hostSince != nil || rooms[member.room]?.host == nil {
                 actions += settleClusterHost(of: member.room, now: member.lastSeen)
             }
         } else if rooms[member.room]?.host == id, let next = rooms[member.room]?.members.first {

@@ -3,10 +3,11 @@ import ParleyStore
 import ParleyWire
 
 // A room that spans nodes (`--placement spread`): each node holds the members that joined through it and learns the
-// others' from the cluster's bus. A member of another node is a `Member` with `node` set: no connection, never timed
-// out here (its node says when it leaves), with an id of this node's own so that every id a client sees comes from
-// the node it talks to. Its SSRC block is the one its node gave it: media crosses nodes unchanged, end-to-end
-// encrypted payloads included.
+// others' from the cluster's bus. A member of another node is a `Member` with `node` set (where it is): no
+// connection, never timed out here (its node says when it leaves). Its SSRC block is the one its node gave it: media
+// crosses nodes unchanged, end-to-end encrypted payloads included. Its id is that block's number over 4, here as on
+// its node (`newMemberID`): a member has one id on every node, so a client that moves to another node finds the
+// others as they were, and only members that moved are seen leaving and coming back.
 //
 // What each node tells the others:
 //   roomOpened(R)         R got its first member here   -> nodes with members in R announce them again
@@ -52,7 +53,18 @@ extension RelayState {
         return (digest, earlier)
     }
 
-    /// Drops the earlier self (here or another node's) of a member that came back through `node`.
+    /// A new member's id: in a room spanning nodes, its SSRC block over 4, so that every node gives the member the
+    /// same id (a block is in use once per node, so is the id); otherwise, and should that id be taken (a member
+    /// that joined before the node spanned rooms), the next number.
+    mutating func newMemberID(block: UInt32) -> UInt32 {
+        if spansNodes, block >> 2 != 0, members[block >> 2] == nil { return block >> 2 }
+        while members[nextMemberID] != nil || nextMemberID == 0 { nextMemberID &+= 1 }
+        defer { nextMemberID &+= 1 }
+        return nextMemberID
+    }
+
+    /// Drops the earlier self (here or another node's) of a member that came back through `node`, without handing
+    /// the host role on: the member's entry carries its claim.
     mutating func dropEarlierSelf(_ digest: String, room: String, node: String) -> [RelayAction] {
         guard
             let earlier = rooms[room]?.members.first(where: { id in
@@ -64,7 +76,7 @@ extension RelayState {
             connections[connection]?.member = nil
             actions.append(.close(connection))
         }
-        return actions + remove(earlier, reason: .dropped)
+        return actions + remove(earlier, reason: .dropped, handingOnHost: false)
     }
 
     /// Whether `room` has members that joined through this node.
@@ -74,12 +86,21 @@ extension RelayState {
 
     /// A member of `node` joined `room` or changed. Taken only while the room has members here; a new one is told
     /// to them (`memberJoined`), a change of mute or role likewise. An entry that does not check out (a bad name,
-    /// an SSRC block in use here, a full room) is left out and counted.
+    /// an SSRC block in use here, a full room) is left out and counted. An entry replacing a member's earlier self
+    /// (it came back through `node`) drops that self first, and the host role is settled once the entry is in: a
+    /// host that moved is still the host, and nobody here is told otherwise meanwhile.
     public mutating func remoteMember(_ entry: RoomMemberEntry, room: String, node: String, now: Duration)
         -> [RelayAction]
     {
         guard spansNodes else { return [] }
-        var actions = entry.replaces.map { dropEarlierSelf($0, room: room, node: node) } ?? []
+        let dropped = entry.replaces.map { dropEarlierSelf($0, room: room, node: node) } ?? []
+        let taken = takeIn(entry, room: room, node: node, now: now)
+        return dropped.isEmpty ? taken : dropped + taken + settleClusterHost(of: room, now: now)
+    }
+
+    /// `remoteMember` once any earlier self of the member is gone.
+    mutating func takeIn(_ entry: RoomMemberEntry, room: String, node: String, now: Duration) -> [RelayAction] {
+        var actions: [RelayAction] = []
         guard hasLocalMembers(room) else { return actions }
         let key = RemoteMemberKey(node: node, id: entry.id)
         let role: MemberRole = entry.broadcaster ? .broadcaster : .audience
@@ -130,8 +151,7 @@ extension RelayState {
             counters.remoteMembersRefused += 1
             return actions
         }
-        let id = nextMemberID
-        nextMemberID &+= 1
+        let id = newMemberID(block: entry.ssrcBlock)
         let info = MemberInfo(
             id: id, name: name, role: role, audioMuted: entry.audioMuted, videoMuted: entry.videoMuted,
             ssrcs: MemberSSRCs(block: entry.ssrcBlock), account: entry.account)
@@ -271,6 +291,11 @@ extension RelayState {
         ]
     }
 
-    /// Members that joined through this node.
+    /// Members that joined through this node: its members, as it counts them everywhere (`/metrics`, its heartbeat
+    /// to the cluster's registry and so `parley cluster status`, least-loaded placement and draining). Another node's
+    /// member counts on its own node only.
     public var localMemberCount: Int { members.values.count(where: \.isLocal) }
+
+    /// Rooms with at least one member that joined through this node, counted as `localMemberCount`.
+    public var localRoomCount: Int { rooms.keys.count(where: hasLocalMembers) }
 }

@@ -323,10 +323,12 @@ public struct RelayState: Sendable {
     /// Connections closed for the join timeout in one tick (4 ticks a second).
     public static let joinTimeoutClosesPerTick = 250
 
-    /// Drops every member (relay shutting down) and says so to each.
+    /// Drops every member (relay shutting down) and says so to each. This node's members go first: the other nodes'
+    /// members, who stay in their calls through their own nodes, go once nobody here is left to be told they left.
     public mutating func shutDown() -> [RelayAction] {
         var actions: [RelayAction] = []
-        for id in members.keys.sorted() {
+        let ids = members.keys.sorted()
+        for id in ids.filter({ members[$0]?.isLocal == true }) + ids.filter({ members[$0]?.isLocal == false }) {
             if let connection = members[id]?.connection { actions.append(.close(connection)) }
             actions += remove(id, reason: .dropped)
         }

@@ -490,9 +490,9 @@ final class NodeLoadMeter: Sendable {
     init(relay: Relay) { self.relay = relay }
 
     func read() async -> NodeLoad {
-        let rooms = (try? await relay.rooms()) ?? [:]
-        let counters = try? await relay.counters()
-        let packets = counters?.packetsForwarded ?? 0
+        // The members and rooms `/metrics` shows: this node's own (another node's member counts there).
+        let sample = try? await relay.sample()
+        let packets = sample?.counters.packetsForwarded ?? 0
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let cpu =
@@ -504,7 +504,7 @@ final class NodeLoadMeter: Sendable {
             return last
         }
         var load = NodeLoad(
-            members: rooms.values.reduce(0) { $0 + $1.count }, rooms: rooms.count, trunksUp: counters?.trunksUp ?? 0)
+            members: sample?.members ?? 0, rooms: sample?.rooms ?? 0, trunksUp: sample?.counters.trunksUp ?? 0)
         if let previous {
             let elapsed = now - previous.time
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -127,6 +127,58 @@ struct RolesAcrossNodesTests {
         #expect(cluster.nodes["b"]!.state.rooms["standup"]?.host != dave)
     }
 
+    @Test func aMemberHasOneIdOnEveryNode() throws {
+        var cluster = NodesOnABus(["a", "b", "c"])
+        let alice = cluster.join("alice", at: "a", on: 1)
+        let carol = cluster.join("carol", at: "b", on: 1)
+        let dave = cluster.join("dave", at: "c", on: 1)
+        // A client that moves to another node finds the others under the ids it knew them by.
+        for (name, id) in [("alice", alice), ("carol", carol), ("dave", dave)] {
+            #expect(["a", "b", "c"].map { cluster.id(of: name, at: $0) } == [id, id, id], "\(name)")
+        }
+    }
+
+    /// Node a is killed with alice and bob on it; one of them comes back through b (its next relay) before anyone
+    /// found a dead (3 s). Carol opened the room on b, dave on c, each claiming the host role after alice.
+    @Test(
+        "a member coming back through another node brings its host claim: the host stays the host",
+        arguments: [("alice", "the host"), ("bob", "a member who never hosted")])
+    func aMemberMovingKeepsItsHostClaim(_ mover: String, _ what: String) throws {
+        var cluster = NodesOnABus(["a", "b", "c"])
+        let alice = cluster.join("alice", at: "a", on: 1)
+        let bob = cluster.join("bob", at: "a", on: 2)
+        cluster.clock.advance(1_000)
+        _ = cluster.join("carol", at: "b", on: 1)
+        cluster.clock.advance(1_000)
+        _ = cluster.join("dave", at: "c", on: 1)
+        #expect(["a", "b", "c"].map { cluster.host(at: $0) } == ["alice", "alice", "alice"])
+        let earlier = try #require(cluster.nodes["a"]!.state.members[mover == "alice" ? alice : bob])
+
+        cluster.nodes["a"] = nil  // kill -9: a says nothing more
+        cluster.clock.advance(150)
+        let back = cluster.nodes["b"]!.connect(2)
+        let resume = ResumeToken(member: earlier.info.id, credential: earlier.credential.hex)
+        let moved = cluster.send(.join(JoinRequest(room: "standup", name: mover, resume: resume)), on: back, at: "b")
+        let answer = try #require(joinedAnswer(to: back, in: moved["b"] ?? []), "\(what)")
+        #expect(["b", "c"].map { cluster.host(at: $0) } == ["alice", "alice"], "\(what)")
+        let aliceOnB = try #require(cluster.id(of: "alice", at: "b"))
+        #expect(answer.host == aliceOnB, "\(what): the joined answer names the host")
+        // Carol (b) and dave (c) are never told anyone but alice hosts.
+        for (node, told) in [("b", ConnectionID(1)), ("c", ConnectionID(1))] {
+            let hosts = messages(to: told, in: moved[node] ?? []).compactMap {
+                if case .host(let host) = $0 { host.id } else { nil }
+            }
+            #expect(hosts.allSatisfy { $0 == cluster.id(of: "alice", at: node) }, "\(what), at \(node): \(hosts)")
+        }
+        // Once a is found dead, its members still there leave: a host who came back stays; one who did not hands
+        // the role to the next oldest claim (carol's).
+        for node in ["b", "c"] {
+            _ = cluster.deliver(cluster.nodes[node]!.state.nodeGone("a"), from: node)
+        }
+        let next = mover == "alice" ? "alice" : "carol"
+        #expect(["b", "c"].map { cluster.host(at: $0) } == [next, next], "\(what)")
+    }
+
     @Test func aNodeThatWasNotListeningLearnsTheRoomOnceItListens() throws {
         var cluster = NodesOnABus(["a", "b"])
         _ = cluster.join("alice", at: "a", on: 1)

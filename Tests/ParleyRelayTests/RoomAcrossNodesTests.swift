@@ -6,7 +6,7 @@ import Testing
 @testable import ParleyRelay
 
 /// A room spanning nodes, as one node's state sees it: its own members announced on the bus, the other nodes'
-/// taken in with ids of its own, and the room forgotten when its own members are gone.
+/// taken in (each with the id every node gives it), and the room forgotten when its own members are gone.
 struct RoomAcrossNodesTests {
     func spanning() -> Harness {
         var relay = Harness()
@@ -59,7 +59,7 @@ struct RoomAcrossNodesTests {
             return
         }
         let bob = joined.member.id
-        #expect(bob != alice && bob != 7, "an id of this node's own")
+        #expect(bob != alice && bob == 0x1000_0000 >> 2, "the id every node gives it: its SSRC block over 4")
         #expect(joined.member.ssrcs.block == 0x1000_0000, "the SSRC block its node gave it")
         #expect(actions.contains(.memberAdded(id: bob, room: "standup")))
         #expect(published(actions).isEmpty, "another node's member is not announced again")
@@ -177,6 +177,73 @@ struct RoomAcrossNodesTests {
         #expect(actions.filter { if case .memberRemoved = $0 { true } else { false } }.count == 2)
         // Bob is known here again only once a member here joins the room.
         #expect(relay.state.remoteMember(entry(7, "bob"), room: "standup", node: "b", now: .zero).isEmpty)
+    }
+
+    /// One row: members joining through this node (name, room), other nodes' members announced (name, room), this
+    /// node's members leaving, and what the node counts (members, rooms).
+    struct CountRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var here: [(String, String)]
+        var elsewhere: [(String, String)]
+        var leaving: [String] = []
+        var counted: (members: Int, rooms: Int)
+        var testDescription: String { name }
+    }
+
+    static let countRows = [
+        CountRow(name: "alone", here: [("alice", "standup")], elsewhere: [], counted: (1, 1)),
+        CountRow(
+            name: "one member here, one on another node", here: [("alice", "standup")],
+            elsewhere: [("bob", "standup")], counted: (1, 1)),
+        CountRow(
+            name: "two rooms here, the others' members in both", here: [("alice", "standup"), ("carol", "board")],
+            elsewhere: [("bob", "standup"), ("dave", "board"), ("erin", "board")], counted: (2, 2)),
+        CountRow(
+            name: "the last member here in a room leaves", here: [("alice", "standup"), ("carol", "board")],
+            elsewhere: [("bob", "board")], leaving: ["carol"], counted: (1, 1)),
+        CountRow(
+            name: "another node's member in a room with nobody here", here: [("alice", "standup")],
+            elsewhere: [("bob", "board")], counted: (1, 1)),
+    ]
+
+    /// What a node counts as its load, the same in `/metrics` and in its heartbeat (so `parley cluster status`,
+    /// placement and draining): its own members, and the rooms with one of them.
+    @Test(arguments: countRows)
+    func aNodeCountsItsOwnMembersAndTheirRooms(_ row: CountRow) {
+        var relay = spanning()
+        var connections: [String: ConnectionID] = [:]
+        for (index, (name, room)) in row.here.enumerated() {
+            let connection = relay.connect(UInt64(index + 1))
+            connections[name] = connection
+            _ = relay.join(name, room: room, on: connection)
+        }
+        for (index, (name, room)) in row.elsewhere.enumerated() {
+            let block = UInt32(index + 1) << 24
+            _ = relay.state.remoteMember(
+                entry(UInt32(index + 1), name, block: block), room: room, node: "b", now: .zero)
+        }
+        for name in row.leaving { _ = relay.send(.leave, on: connections[name]!) }
+        #expect(relay.state.localMemberCount == row.counted.members)
+        #expect(relay.state.localRoomCount == row.counted.rooms)
+    }
+
+    @Test func aNodeStoppingAtOnceTellsItsMembersNothingOfTheOtherNodesMembers() throws {
+        var relay = spanning()
+        let (a, c) = (relay.connect(1), relay.connect(2))
+        _ = relay.join("alice", on: a)
+        _ = relay.join("carol", on: c)
+        // Bob, on another node, with the lowest id here: he stays in the call through his node.
+        let added = relay.state.remoteMember(entry(7, "bob", block: 0x10), room: "standup", node: "b", now: .zero)
+        let bob = try #require(added.compactMap { if case .memberAdded(let id, _) = $0 { id } else { nil } }.first)
+        #expect(relay.state.members.keys.min() == bob)
+        let actions = relay.state.shutDown()
+        #expect(actions.contains(.close(a)) && actions.contains(.close(c)))
+        for connection in [a, c] {
+            #expect(
+                !messages(to: connection, in: actions).contains(.memberLeft(MemberLeft(id: bob, reason: .dropped))),
+                "\(messages(to: connection, in: actions))")
+        }
+        #expect(relay.state.members.isEmpty)
     }
 
     @Test func anotherNodesMemberWithoutAHostClaimNeverHostsHere() {
