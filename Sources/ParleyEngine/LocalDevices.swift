@@ -39,23 +39,23 @@ public struct MediaDevices: Sendable {
 extension CallConfiguration {
     /// The configuration with "every camera" replaced by the cameras found, and with a fallback wherever a real
     /// device was asked for and none exists: a synthetic voice for a missing microphone, no playback for a missing
-    /// speaker, the camera off (the synthetic picture one `v` away) for a missing camera. Each fallback comes with
-    /// a notice for the user that says what happened.
+    /// speaker, the camera off (the synthetic picture one `v` away) for a missing camera. The fallbacks are said in
+    /// one notice (a machine without sound and camera would otherwise fill the chat before the call begins).
     public func resolvingDevices(_ devices: MediaDevices) -> (configuration: CallConfiguration, notices: [String]) {
         var resolved = self
-        var notices: [String] = []
+        var missing: [(device: String, fallback: String)] = []
         if case .microphone = audioSource {
             let found = (try? devices.audio.inputDevices()) ?? []
             if found.isEmpty {
                 resolved.audioSource = .synthetic
-                notices.append("No microphone found: the others hear a synthetic voice (see `parley devices`)")
+                missing.append(("microphone", "the others hear a synthetic voice"))
             }
         }
         if case .speaker = audioSink {
             let found = (try? devices.audio.outputDevices()) ?? []
             if found.isEmpty {
                 resolved.audioSink = .none
-                notices.append("No speaker found: call audio is not played (see `parley devices`)")
+                missing.append(("speaker", "call audio is not played"))
             }
         }
         let wantsCamera = videoSources.contains {
@@ -84,14 +84,23 @@ extension CallConfiguration {
             let hasCamera = sources.contains { if case .camera = $0 { true } else { false } }
             if !hasCamera {
                 resolved.cameraOff = true
-                notices.append(
-                    "No camera found (\(cameraError ?? "no video devices")): your camera is off; "
-                        + "turning it on sends a synthetic picture")
+                missing.append(
+                    (
+                        "camera",
+                        "your camera is off (\(cameraError ?? "no video devices")); turning it on sends a synthetic "
+                            + "picture"
+                    ))
             }
             if !sources.contains(where: { $0 == .synthetic }) { sources.append(.synthetic) }
             resolved.videoSources = sources
         }
-        return (resolved, notices)
+        guard !missing.isEmpty else { return (resolved, []) }
+        let devices = missing.map(\.device)
+        let named = devices.count == 1 ? devices[0] : devices.dropLast().joined(separator: ", ") + " or " + devices.last!
+        return (
+            resolved,
+            ["No \(named) found: " + missing.map(\.fallback).joined(separator: "; ") + " (see `parley devices`)"]
+        )
     }
 }
 

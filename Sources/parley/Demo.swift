@@ -108,6 +108,7 @@ struct Demo: AsyncParsableCommand {
         direct.directJoin = JoinSettings(
             server: server, name: try DisplayName.validate(name), room: "demo", role: .broadcaster,
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
+        direct.directJoin?.notices = [Self.greeting(bots: Array(Self.botNames.prefix(bots)), keymap: app.roomSettings.keymap)]
         do {
             try await runTerminal(direct)
         } catch {
@@ -115,6 +116,21 @@ struct Demo: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
         await stop(engines: engines, runners: runners, relay: relay)
+    }
+
+    /// The first line of the demo's chat: who the others are, and the keys to try first.
+    static func greeting(bots: [String], keymap: Keymap) -> String {
+        func key(_ command: RoomCommand) -> String { keymap.keyLabels(for: command) }
+        let who =
+            switch bots.count {
+            case 0: "you are alone on a relay inside this program (--bots 3 brings company)"
+            case 1: "\(bots[0]) is a bot on a relay inside this program"
+            default: "\(bots.dropLast().joined(separator: ", ")) and \(bots.last!) are bots on a relay inside this program"
+            }
+        // Fullscreen needs three tiles or more: with fewer, the key would only say so.
+        let fullscreen = bots.count < 2 ? "" : "2 twice (that tile fullscreen), "
+        return "Welcome to the demo: \(who). Try \(fullscreen)\(key(.microphone)) (mute), \(key(.chat)) (chat), "
+            + "\(key(.help)) (every key), \(key(.leave)) (leave)."
     }
 
     private func stop(engines: [CallEngine], runners: [Task<Void, Never>], relay: Relay) async {

@@ -325,7 +325,7 @@ struct DeviceCallTests {
         await relay.shutdown()
     }
 
-    @Test("devices that are missing before the call: synthetic voice, no playback, camera off, each said")
+    @Test("devices that are missing before the call: synthetic voice, no playback, camera off, said in one line")
     func resolution() {
         let config = configuration("erin", port: 1, audio: .microphone(nil), sink: .speaker(nil))
         var wanted = config
@@ -337,10 +337,20 @@ struct DeviceCallTests {
         #expect(resolved.audioSink == .none)
         #expect(resolved.cameraOff)
         #expect(resolved.videoSources == [.synthetic])
-        #expect(notices.count == 3)
-        #expect(notices[0] == "No microphone found: the others hear a synthetic voice (see `parley devices`)")
-        #expect(notices[1] == "No speaker found: call audio is not played (see `parley devices`)")
-        #expect(notices[2].hasPrefix("No camera found ("))
+        #expect(
+            notices == [
+                "No microphone, speaker or camera found: the others hear a synthetic voice; call audio is not played; "
+                    + "your camera is off (\(CameraError.noCamera)); turning it on sends a synthetic picture "
+                    + "(see `parley devices`)"
+            ])
+        var speakerOnly = config
+        speakerOnly.audioSource = .synthetic
+        let quietMachine = MediaDevices(
+            audio: FakeSoundDevices(microphones: [], speakers: []), cameras: MissingCameras(error: .noCamera))
+        #expect(
+            speakerOnly.resolvingDevices(quietMachine).notices == [
+                "No speaker found: call audio is not played (see `parley devices`)"
+            ])
 
         let some = MediaDevices(
             audio: FakeSoundDevices(microphones: [.init(name: "Mic")], speakers: [.init(name: "Spk")]),
