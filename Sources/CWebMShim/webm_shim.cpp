@@ -97,6 +97,8 @@ struct parley_webm {
     FileWriter writer;
     mkvmuxer::Segment segment;
     bool initialized = false;
+    // The muxer writes the header (with the tracks' sizes) when the first frame comes.
+    bool wrote_frame = false;
 
     explicit parley_webm(int descriptor) : fd(descriptor), writer(descriptor) {}
 };
@@ -160,13 +162,25 @@ uint64_t parley_webm_add_subtitle_track(parley_webm *webm, const char *name) {
     return track->number();
 }
 
+int parley_webm_set_video_size(parley_webm *webm, uint64_t track, int32_t width, int32_t height) {
+    if (webm->wrote_frame || width <= 0 || height <= 0) return -1;
+    mkvmuxer::Track *found = webm->segment.GetTrackByNumber(track);
+    if (found == nullptr || found->type() != mkvmuxer::Tracks::kVideo) return -1;
+    mkvmuxer::VideoTrack *video = static_cast<mkvmuxer::VideoTrack *>(found);
+    video->set_width(static_cast<uint64_t>(width));
+    video->set_height(static_cast<uint64_t>(height));
+    return 0;
+}
+
 int parley_webm_write_frame(parley_webm *webm, uint64_t track, const uint8_t *data, size_t length,
                             uint64_t timestamp_ns, int is_key) {
+    webm->wrote_frame = true;
     return webm->segment.AddFrame(data, length, track, timestamp_ns, is_key != 0) ? 0 : -1;
 }
 
 int parley_webm_write_block(parley_webm *webm, uint64_t track, const uint8_t *data, size_t length,
                             uint64_t timestamp_ns, uint64_t duration_ns) {
+    webm->wrote_frame = true;
     return webm->segment.AddMetadata(data, length, track, timestamp_ns, duration_ns) ? 0 : -1;
 }
 

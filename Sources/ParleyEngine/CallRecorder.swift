@@ -15,7 +15,8 @@ public struct RecordingPlan: Equatable, Sendable {
         public var broadcasts: Bool
         /// The camera is on.
         public var sendsVideo: Bool
-        /// The size of the newest picture received, if any.
+        /// The size of the newest picture received, if any (the track's header size until its first keyframe says
+        /// its own).
         public var pictureSize: VideoSize?
 
         /// A member.
@@ -57,7 +58,8 @@ public struct RecordingPlan: Equatable, Sendable {
     /// The tracks, in file order: videos in join order, then audio, then chat.
     public var tracks: [Track]
 
-    /// The size a track header gets when no picture arrived yet: the standard profile's.
+    /// The size a track header keeps when no picture arrived before the recording and no keyframe before the header
+    /// was written (`RecordingTimeline.Settings.headerWait`): the standard profile's.
     public static let defaultSize = VideoSize(width: 640, height: 360)
     /// The mixed audio track's name.
     public static let mixName = "Everyone (mixed)"
@@ -79,61 +81,14 @@ public struct RecordingPlan: Equatable, Sendable {
     }
 }
 
-/// Timestamps for one file: nanoseconds since the recording started, never going backwards across tracks (the
-/// muxer refuses a frame older than the last it wrote). Audio is stamped by its block count (20 ms each from the
-/// first block), so a late timer firing twice does not squeeze two blocks into one instant.
-public struct RecordingClock: Equatable, Sendable {
-    /// When the recording started, on the engine's clock.
-    public let start: Duration
-    /// The newest stamp handed out.
-    public private(set) var last: UInt64 = 0
-    /// The stamp of the first audio block, and blocks since.
-    private var audioAnchor: UInt64?
-    private var audioBlocks: UInt64 = 0
-
-    /// A clock starting at `start`.
-    public init(start: Duration) { self.start = start }
-
-    /// The stamp of something that happened at `now` (video, chat), and at least `notBefore` (a track's previous
-    /// frame plus a millisecond: Matroska counts in milliseconds, and two frames of a track completed in the same
-    /// millisecond must not share a timestamp).
-    public mutating func stamp(_ now: Duration, notBefore: UInt64) -> UInt64 {
-        last = max(stamp(now), notBefore)
-        return last
-    }
-
-    /// The stamp of something that happened at `now` (video, chat).
-    public mutating func stamp(_ now: Duration) -> UInt64 {
-        let since = now - start
-        let nanoseconds =
-            since <= .zero
-            ? 0
-            : UInt64(since.components.seconds) * 1_000_000_000
-                + UInt64(since.components.attoseconds / 1_000_000_000)
-        last = max(last, nanoseconds)
-        return last
-    }
-
-    /// The stamp of the next 20 ms audio block, played at `now`.
-    public mutating func stampAudioBlock(_ now: Duration) -> UInt64 {
-        let anchor = audioAnchor ?? stamp(now)
-        audioAnchor = anchor
-        defer { audioBlocks += 1 }
-        last = max(last, anchor + audioBlocks * 20_000_000)
-        return last
-    }
-
-    /// Seconds recorded so far, in milliseconds (the header's duration).
-    public var milliseconds: Double { Double(last) / 1_000_000 }
-}
-
 /// One recording being written: the only owner of its `WebMFile` and of the Opus encoders of its audio. Lives on
-/// the engine's event loop; every write may throw `WebMError` (a full disk), after which the engine drops it.
+/// the engine's event loop; every write may throw `WebMError` (a full disk), after which the engine drops it. What
+/// arrives goes through its `RecordingTimeline` (stamps, order, the header's sizes) on its way to the file.
 final class CallRecorder {
     let path: String
     let plan: RecordingPlan
     private let file: WebMFile
-    private(set) var clock: RecordingClock
+    private(set) var timeline: RecordingTimeline
     private var videoTracks: [UInt32: UInt64] = [:]
     private var audioTracks: [UInt32: UInt64] = [:]
     private var mixTrack: UInt64?
@@ -141,8 +96,6 @@ final class CallRecorder {
     private var encoders: [UInt64: OpusAudioEncoder] = [:]
     /// Video tracks that wait for a keyframe (at the start, and after a frame that did not decode).
     private var waitingForKeyframe: Set<UInt32> = []
-    /// Each video track's newest stamp.
-    private var lastVideoStamp: [UInt32: UInt64] = [:]
     private var cues: UInt64 = 0
     private var lastCheckpoint: Duration
 
@@ -153,25 +106,31 @@ final class CallRecorder {
         self.path = path
         self.plan = plan
         file = try WebMFile(path: path)
-        clock = RecordingClock(start: now)
+        timeline = RecordingTimeline(start: now)
         lastCheckpoint = now
         for track in plan.tracks {
             switch track {
             case .video(let member, let name, let size):
-                videoTracks[member] = try file.addVideoTrack(name: name, width: size.width, height: size.height)
+                // The size is the header's until the track's first keyframe says its own (`RecordingTimeline`).
+                let number = try file.addVideoTrack(name: name, width: size.width, height: size.height)
+                videoTracks[member] = number
+                timeline.addVideoTrack(number)
                 waitingForKeyframe.insert(member)
             case .mixedAudio(let name):
                 let encoder = try Self.makeEncoder()
                 let number = try file.addOpusTrack(name: name, channels: 1, preSkip: encoder.lookaheadSamples)
                 mixTrack = number
                 encoders[number] = encoder
+                timeline.addAudioTrack(number, codecDelay: Self.codecDelay(encoder))
             case .memberAudio(let member, let name):
                 let encoder = try Self.makeEncoder()
                 let number = try file.addOpusTrack(name: name, channels: 1, preSkip: encoder.lookaheadSamples)
                 audioTracks[member] = number
                 encoders[number] = encoder
+                timeline.addAudioTrack(number, codecDelay: Self.codecDelay(encoder))
             case .chat(let name):
                 chatTrack = try file.addSubtitleTrack(name: name)
+                timeline.addChatTrack(chatTrack)
             }
         }
     }
@@ -182,6 +141,11 @@ final class CallRecorder {
         try OpusAudioEncoder(
             OpusAudioConfig(
                 application: .audio, bitrateKbps: 64, complexity: 5, inbandFEC: false, expectedLossPercent: 0))
+    }
+
+    /// What the decoder drops at the start of an Opus track (its pre-skip, the track's CodecDelay).
+    private static func codecDelay(_ encoder: OpusAudioEncoder) -> Duration {
+        .nanoseconds(Int64(encoder.lookaheadSamples) * 1_000_000_000 / 48_000)
     }
 
     /// Members with a video track.
@@ -199,9 +163,9 @@ final class CallRecorder {
             guard frame.isKeyframe else { return }
             waitingForKeyframe.remove(member)
         }
-        let at = clock.stamp(now, notBefore: lastVideoStamp[member].map { $0 + 1_000_000 } ?? 0)
-        lastVideoStamp[member] = at
-        try file.writeFrame(frame.data, track: track, at: at, isKey: frame.isKeyframe)
+        timeline.video(
+            track: track, rtpTimestamp: frame.timestamp, data: frame.data, isKey: frame.isKeyframe, at: now)
+        try write(timeline.release(at: now))
     }
 
     /// Whether `member`'s track still waits for a keyframe (the engine asks the sender for one).
@@ -209,49 +173,53 @@ final class CallRecorder {
 
     /// One 20 ms block of audio: the mix, and each member's own block (members silent this block are absent).
     func audio(mix: [Int16], members: [UInt32: [Int16]], at now: Duration) throws {
-        let at = clock.stampAudioBlock(now)
-        if let mixTrack { try encode(mix, track: mixTrack, at: at) }
-        for (member, samples) in members {
-            guard let track = audioTracks[member] else { continue }
-            try encode(samples, track: track, at: at)
+        var blocks: [(track: UInt64, data: [UInt8])] = []
+        if let mixTrack, let packet = try encode(mix, track: mixTrack) { blocks.append((mixTrack, packet)) }
+        for (member, samples) in members.sorted(by: { $0.key < $1.key }) {
+            guard let track = audioTracks[member], let packet = try encode(samples, track: track) else { continue }
+            blocks.append((track, packet))
         }
+        timeline.audio(blocks, at: now)
+        try write(timeline.release(at: now))
     }
 
     /// Whether the recording keeps each member's audio apart (then the engine hands over each member's block).
     var recordsMembersApart: Bool { !audioTracks.isEmpty }
 
-    private func encode(_ samples: [Int16], track: UInt64, at: UInt64) throws {
-        guard let encoder = encoders[track], samples.count == AudioSender.samplesPerFrame else { return }
-        let packet = try encoder.encode(AudioFrame(samples: samples))
-        try file.writeFrame(packet, track: track, at: at, isKey: true)
+    private func encode(_ samples: [Int16], track: UInt64) throws -> [UInt8]? {
+        guard let encoder = encoders[track], samples.count == AudioSender.samplesPerFrame else { return nil }
+        return try encoder.encode(AudioFrame(samples: samples))
     }
 
     /// One chat line as a cue shown for `shownFor`.
     func chat(sender: String, text: String, at now: Duration, shownFor: Duration = .seconds(4)) throws {
         cues += 1
         let duration = UInt64(shownFor.components.seconds) * 1_000_000_000
-        try file.writeBlock(
-            WebVTTCue.block(sequence: cues, sender: sender, text: text), track: chatTrack, at: clock.stamp(now),
-            duration: duration)
+        timeline.chat(
+            track: chatTrack, data: WebVTTCue.block(sequence: cues, sender: sender, text: text), duration: duration,
+            at: now)
+        try write(timeline.release(at: now))
     }
 
     /// Makes the file safe against a kill once a second (see `WebMFile.checkpoint`); true when it did.
     func tick(at now: Duration) throws -> Bool {
         guard now - lastCheckpoint >= Self.checkpointInterval else { return false }
         lastCheckpoint = now
-        _ = clock.stamp(now)
-        try file.checkpoint(durationMilliseconds: clock.milliseconds)
+        try write(timeline.release(at: now))
+        try file.checkpoint(durationMilliseconds: timeline.writtenMilliseconds)
         return true
     }
 
-    /// Whether anything was written yet.
-    var isEmpty: Bool { file.size == 0 }
+    /// Whether nothing arrived yet.
+    var isEmpty: Bool { timeline.framesReceived == 0 && file.size == 0 }
 
-    /// Completes the file (cues, sizes, duration). Returns the seconds recorded and the file's size.
+    /// Writes what still waits and completes the file (cues, sizes, duration). Returns the seconds recorded and the
+    /// file's size.
     func finish(at now: Duration) throws -> (seconds: Double, bytes: UInt64) {
-        _ = clock.stamp(now)
-        try file.finish(durationMilliseconds: clock.milliseconds)
-        return (clock.milliseconds / 1000, file.size)
+        try write(timeline.drain())
+        let milliseconds = timeline.milliseconds(at: now)
+        try file.finish(durationMilliseconds: milliseconds)
+        return (milliseconds / 1000, file.size)
     }
 
     /// Bytes so far.
@@ -259,4 +227,17 @@ final class CallRecorder {
 
     /// Tests: writes past `bytes` fail as on a full disk.
     func failWrites(after bytes: UInt64) { file.failWrites(after: bytes) }
+
+    private func write(_ release: RecordingTimeline.Release) throws {
+        for (track, size) in release.sizes.sorted(by: { $0.key < $1.key }) {
+            try file.setVideoSize(track: track, width: size.width, height: size.height)
+        }
+        for frame in release.frames {
+            if let duration = frame.duration {
+                try file.writeBlock(frame.data, track: frame.track, at: frame.nanoseconds, duration: duration)
+            } else {
+                try file.writeFrame(frame.data, track: frame.track, at: frame.nanoseconds, isKey: frame.isKey)
+            }
+        }
+    }
 }

@@ -56,6 +56,13 @@ public final class WebMFile {
         return number
     }
 
+    /// Sets a video track's picture size in the header, which is written with the first frame: only before it.
+    public func setVideoSize(track: UInt64, width: Int, height: Int) throws(WebMError) {
+        guard parley_webm_set_video_size(context, track, Int32(clamping: width), Int32(clamping: height)) == 0 else {
+            throw .muxerRefused(path: path, what: "the size \(width)x\(height) of track \(track)")
+        }
+    }
+
     /// Adds an Opus track (48 kHz); returns its number.
     public func addOpusTrack(name: String, channels: Int, preSkip: Int) throws(WebMError) -> UInt64 {
         let head = OpusHead.bytes(channels: channels, preSkip: preSkip)

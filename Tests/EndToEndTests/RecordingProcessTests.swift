@@ -61,6 +61,7 @@ struct RecordingProcessTests {
             var tags: [String: String]?
             var title: String? { tags?["title"] ?? tags?["TITLE"] }
         }
+        func stream(_ index: Int) -> Stream? { streams.first { $0.index == index } }
         struct Format: Decodable {
             var duration: String?
         }
@@ -126,16 +127,53 @@ struct RecordingProcessTests {
                 "stream=nb_read_frames,nb_read_packets", "-of", "csv=p=0", path,
             ], timeout: .seconds(60))
         let numbers = count.output.split(whereSeparator: { $0 == "," || $0 == "\n" }).compactMap { Int($0) }
-        // Frames keep the file's own times (passthrough, the demuxer's time base): two frames a millisecond apart
-        // (a burst after a retransmission) are fine in the file, but ffmpeg's default re-timing to the stream's
-        // guessed frame rate would put them on one tick and complain about its own output, not about decoding.
+        // ffmpeg's defaults, as a user runs it: the frames re-timed to the stream's frame rate, so two frames of a
+        // track in one slot are a complaint too.
         let decode = try ChildProcess.run(
-            try tool("ffmpeg"),
-            [
-                "-v", "error", "-i", path, "-map", "0:\(stream)", "-fps_mode", "passthrough", "-enc_time_base", "-1",
-                "-f", "null", "-",
-            ], timeout: .seconds(60))
+            try tool("ffmpeg"), ["-v", "error", "-i", path, "-map", "0:\(stream)", "-f", "null", "-"],
+            timeout: .seconds(60))
         return (numbers.first ?? -1, numbers.dropFirst().first ?? -2, decode.output + (decode.status == 0 ? "" : "!"))
+    }
+
+    /// Every line `ffmpeg -v error` prints reading the file: as a user runs it (`-i FILE -f null -`, which plays the
+    /// largest video and the audio), and every audio and video stream on its own. Empty for a file any player reads
+    /// without a complaint.
+    static func complaints(_ path: String) throws -> String {
+        let probe = try probe(path)
+        var runs: [[String]] = [[]]
+        runs += probe.streams.filter { $0.codec_type != "subtitle" }.map { ["-map", "0:\($0.index)"] }
+        var said = ""
+        for map in runs {
+            let result = try ChildProcess.run(
+                try tool("ffmpeg"), ["-v", "error", "-i", path] + map + ["-f", "null", "-"], timeout: .seconds(60))
+            if result.status != 0 || !result.output.isEmpty {
+                said += "ffmpeg \(map.joined(separator: " ")) (exit \(result.status)):\n\(result.output)"
+            }
+        }
+        return said
+    }
+
+    /// The file's size now (0 while it does not exist).
+    static func fileSize(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    /// The size of every decoded frame of one video stream, in order ("320x240").
+    static func frameSizes(_ path: String, stream: Int) throws -> [String] {
+        let result = try ChildProcess.run(
+            try tool("ffprobe"),
+            [
+                "-v", "error", "-select_streams", "\(stream)", "-show_entries", "frame=width,height", "-of", "csv=p=0",
+                path,
+            ], timeout: .seconds(60))
+        return result.output.split(separator: "\n").map { $0.replacingOccurrences(of: ",", with: "x") }
+    }
+
+    /// The size a video stream's header says (what ffprobe reports for the stream): its first picture's.
+    static func expectHonestSize(_ path: String, _ stream: Probe.Stream) throws {
+        let sizes = try frameSizes(path, stream: stream.index)
+        let header = "\(stream.width ?? 0)x\(stream.height ?? 0)"
+        #expect(sizes.first == header, "\(stream.title ?? ""): header \(header), frames \(Set(sizes).sorted())")
     }
 
     /// The first audio stream decoded to 48 kHz mono samples.
@@ -228,7 +266,10 @@ struct RecordingProcessTests {
             let last = times.max() ?? 0
             #expect(first <= 0.5 && last >= probe.seconds - 0.5, "stream \(stream.index): \(first)…\(last) s")
         }
+        let complaints = try Self.complaints(file)
+        #expect(complaints.isEmpty, "\(complaints)")
         for video in videos {
+            try Self.expectHonestSize(file, video)
             let versions = try Self.vp8Versions(file, stream: video.index)
             #expect(versions.count == 5, "\(video.title ?? ""): \(versions)")
             #expect(Set(versions) == [video.title == "ana" ? 2 : 0], "\(video.title ?? ""): versions \(versions)")
@@ -285,11 +326,10 @@ struct RecordingProcessTests {
         let audio = probe.streams("audio")
         #expect(audio.map(\.codec_name) == ["opus", "opus"])
         #expect(Set(audio.compactMap(\.title)) == ["ana", "bo"], "\(audio)")
+        let complaints = try Self.complaints(file)
+        #expect(complaints.isEmpty, "\(complaints)")
+        for video in probe.streams("video") { try Self.expectHonestSize(file, video) }
         for track in audio {
-            let decode = try ChildProcess.run(
-                try Self.tool("ffmpeg"), ["-v", "error", "-i", file, "-map", "0:\(track.index)", "-f", "null", "-"],
-                timeout: .seconds(30))
-            #expect(decode.status == 0 && decode.output.isEmpty, "\(track.title ?? ""): \(decode.output)")
             let times = try Self.packetTimes(file, stream: track.index)
             #expect(times.count >= 200, "\(track.title ?? ""): \(times.count) blocks of 20 ms in 5 s")
         }
@@ -326,6 +366,9 @@ struct RecordingProcessTests {
         let decoded = try Self.decodeVideo(file, stream: probe.streams("video")[0].index)
         #expect(decoded.errors.isEmpty, "\(decoded.errors)")
         #expect(decoded.frames == decoded.packets && decoded.frames >= 100, "\(decoded)")
+        let complaints = try Self.complaints(file)
+        #expect(complaints.isEmpty, "\(complaints)")
+        try Self.expectHonestSize(file, probe.streams("video")[0])
         let audio = try Self.decodeAudio(file, into: folder)
         #expect(audio.count >= 48_000 * 8, "audio: \(Double(audio.count) / 48_000) s")
     }
@@ -412,6 +455,8 @@ struct RecordingProcessTests {
         #expect(files.count == 1, "\(files)")
         if let name = files.first {
             #expect(try Self.probe(folder + "/" + name).streams("video").map(\.title) == ["cy"])
+            let complaints = try Self.complaints(folder + "/" + name)
+            #expect(complaints.isEmpty, "\(complaints)")
         }
 
         // The host forbids recording: cy's recording stops (and is saved), and R is refused with the reason.
@@ -432,6 +477,78 @@ struct RecordingProcessTests {
         #expect(
             try Self.probe(folder + "/seen.webm").streams("video").isEmpty, "cy's file was saved, alice's camera off")
         try pane.send(["q", "y"])
+    }
+
+    @Test("the layers received switch mid-recording (the window shrinks, then grows): no complaint, honest sizes")
+    func layerSwitchesMidRecording() throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let folder = try Self.folder("record-layers")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try Relay(parley, folder: folder)
+        defer { relay.process.signal(SIGTERM) }
+        // Both send 320x240 and 160x120 (simulcast); cy draws them in a small window first, so the relay switches
+        // cy to the small layer, then in a large one, back to the full layer.
+        let ana = try Self.bot(parley, room: "layers", port: relay.port, name: "ana", ["--no-decode"])
+        defer { ana.signal(SIGTERM) }
+        let bo = try Self.bot(parley, room: "layers", port: relay.port, name: "bo", ["--no-decode"])
+        defer { bo.signal(SIGTERM) }
+        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 2 })
+        let file = folder + "/layers.webm"
+        let pane = try TmuxPane(
+            command:
+                "sh -c '\(parley) join layers --server 127.0.0.1:\(relay.port) --insecure --name cy --profile 320x180 "
+                + "--record \(file) --log \(folder)/cy.log; echo EXITED rc=$?; sleep 60'",
+            columns: 100, rows: 30)
+        let joined = try pane.waitFor { $0.contains { $0.contains("3 people · connected") } }
+        #expect(joined.contains { $0.contains("3 people · connected") }, "\(joined.joined(separator: "\n"))")
+        // The stats overlay shows each tile's decoded size: the small layer for both, then the full one.
+        try pane.send(["i"])
+        func both(_ size: String) -> ([String]) -> Bool {
+            { $0.joined(separator: "\n").components(separatedBy: size).count >= 3 }
+        }
+        // Two checkpoints (a second and more) of each: the file grows at every checkpoint.
+        func twoCheckpoints() throws {
+            for _ in 0..<2 {
+                let size = Self.fileSize(file)
+                try pane.waitFor(seconds: 10) { _ in Self.fileSize(file) > size }
+            }
+        }
+        let small = try pane.waitFor(seconds: 20, both("160x120"))
+        #expect(both("160x120")(small), "small tiles:\n\(small.joined(separator: "\n"))")
+        try twoCheckpoints()
+        try pane.run(["resize-window", "-x", "240", "-y", "72"])
+        let large = try pane.waitFor(seconds: 20, both("320x240"))
+        #expect(both("320x240")(large), "large tiles:\n\(large.joined(separator: "\n"))")
+        try twoCheckpoints()
+        try pane.send(["R"])
+        let saved = try pane.waitFor { $0.contains { $0.contains("Recording saved: ") } }
+        #expect(saved.contains { $0.contains("Recording saved: ") }, "\(saved.joined(separator: "\n"))")
+        try pane.send(["q", "y"])
+
+        let probe = try Self.probe(file)
+        let videos = probe.streams("video")
+        #expect(Set(videos.compactMap(\.title)) == ["ana", "bo"], "\(videos)")
+        let complaints = try Self.complaints(file)
+        #expect(complaints.isEmpty, "\(complaints)")
+        for video in videos {
+            try Self.expectHonestSize(file, video)
+            let sizes = Set(try Self.frameSizes(file, stream: video.index))
+            #expect(sizes.isSuperset(of: ["160x120", "320x240"]), "\(video.title ?? ""): frames of \(sizes.sorted())")
+            let times = try Self.packetTimes(file, stream: video.index)
+            #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "\(video.title ?? ""): times go up")
+            let decoded = try Self.decodeVideo(file, stream: video.index)
+            #expect(decoded.errors.isEmpty && decoded.frames == decoded.packets, "\(video.title ?? ""): \(decoded)")
+        }
+        // GStreamer plays both cameras through their switches, and the audio, to the end.
+        let gstreamer = try ChildProcess.run(
+            try Self.tool("gst-launch-1.0"),
+            [
+                "-q", "filesrc", "location=\(file)", "!", "matroskademux", "name=d",
+                "d.video_0", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.video_1", "!", "queue", "!", "vp8dec", "!", "fakesink",
+                "d.audio_0", "!", "queue", "!", "opusdec", "!", "fakesink",
+            ], timeout: .seconds(60))
+        #expect(gstreamer.status == 0 && gstreamer.output.isEmpty, "GStreamer: \(gstreamer.output)")
     }
 
     @Test("in an end-to-end encrypted room the notice says it is the member's decrypted view, and the file decodes")
@@ -457,6 +574,9 @@ struct RecordingProcessTests {
         let video = try #require(probe.streams("video").first)
         let decoded = try Self.decodeVideo(file, stream: video.index)
         #expect(decoded.errors.isEmpty && decoded.frames == decoded.packets && decoded.frames >= 40, "\(decoded)")
+        let complaints = try Self.complaints(file)
+        #expect(complaints.isEmpty, "\(complaints)")
+        try Self.expectHonestSize(file, video)
         #expect(try Self.subtitles(file).contains("ana: "), "the chat was decrypted before it was recorded")
     }
 }

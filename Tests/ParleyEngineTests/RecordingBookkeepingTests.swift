@@ -3,7 +3,8 @@ import Testing
 
 @testable import ParleyEngine
 
-/// The pure parts of recording: which tracks a file gets, its timestamps, and where the next file goes.
+/// The pure parts of recording: which tracks a file gets and where the next file goes (its timestamps:
+/// RecordingTimelineTests).
 struct RecordingBookkeepingTests {
     typealias Member = RecordingPlan.Member
     typealias Size = RecordingPlan.VideoSize
@@ -50,22 +51,6 @@ struct RecordingBookkeepingTests {
 
     @Test(arguments: plans) func plan(_ row: PlanCase) {
         #expect(RecordingPlan(members: row.members, audioPerMember: row.audioPerMember).tracks == row.tracks)
-    }
-
-    @Test func timestampsNeverGoBackAndAudioCountsBlocks() {
-        var clock = RecordingClock(start: .seconds(10))
-        #expect(clock.stamp(.seconds(9)) == 0)  // before the start: 0
-        #expect(clock.stampAudioBlock(.milliseconds(10_005)) == 5_000_000)
-        // A late timer firing twice: the second block is still 20 ms later.
-        #expect(clock.stampAudioBlock(.milliseconds(10_040)) == 25_000_000)
-        #expect(clock.stampAudioBlock(.milliseconds(10_041)) == 45_000_000)
-        // Video arriving "earlier" than the newest audio stamp is moved up to it, never before.
-        #expect(clock.stamp(.milliseconds(10_030)) == 45_000_000)
-        #expect(clock.stamp(.milliseconds(10_100)) == 100_000_000)
-        // Two frames of one track completed in the same millisecond: the second is a millisecond later.
-        #expect(clock.stamp(.milliseconds(10_100), notBefore: 101_000_000) == 101_000_000)
-        #expect(clock.stamp(.milliseconds(10_100)) == 101_000_000)
-        #expect(clock.milliseconds == 101)
     }
 
     struct PathCase: Sendable, CustomTestStringConvertible {

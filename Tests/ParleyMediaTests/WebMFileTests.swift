@@ -95,6 +95,37 @@ struct WebMFileTests {
         }
     }
 
+    /// libwebm writes the header with the first frame: until then a video track's size can be set (to its first
+    /// keyframe's), and the header says that size; after it, or on another kind of track, setting one is refused.
+    @Test func aVideoTracksSizeIsSetUntilTheFirstFrame() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/sized.webm"
+            let file = try WebMFile(path: path)
+            let video = try file.addVideoTrack(name: "ana", width: 640, height: 360)
+            let audio = try file.addOpusTrack(name: "Everyone (mixed)", channels: 1, preSkip: 312)
+            #expect(throws: WebMError.muxerRefused(path: path, what: "the size 160x120 of track \(audio)")) {
+                try file.setVideoSize(track: audio, width: 160, height: 120)
+            }
+            try file.setVideoSize(track: video, width: 320, height: 240)
+            let encoder = try VP8Encoder(VP8EncoderConfig(width: 320, height: 240, targetBitrateKbps: 100))
+            let camera = SyntheticCamera(name: "ana", participant: 2, width: 320, height: 240, framesPerSecond: 10)
+            for frame in try encoder.encode(camera.nextFrame(), forceKeyframe: true) {
+                try file.writeFrame(frame.bytes, track: video, at: 0, isKey: frame.isKeyframe)
+            }
+            #expect(throws: WebMError.muxerRefused(path: path, what: "the size 160x120 of track \(video)")) {
+                try file.setVideoSize(track: video, width: 160, height: 120)
+            }
+            try file.finish(durationMilliseconds: 100)
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            func holds(_ element: [UInt8]) -> Bool {
+                bytes.indices.dropLast(element.count).contains { Array(bytes[$0..<($0 + element.count)]) == element }
+            }
+            // PixelWidth (0xB0) 320 and PixelHeight (0xBA) 240, each in the fewest bytes; no 640 or 360.
+            #expect(holds([0xB0, 0x82, 0x01, 0x40]) && holds([0xBA, 0x81, 0xF0]))
+            #expect(!holds([0xB0, 0x82, 0x02, 0x80]) && !holds([0xBA, 0x82, 0x01, 0x68]))
+        }
+    }
+
     @Test func aFileThatCannotBeCreatedSaysWhy() {
         #expect(throws: WebMError.cannotCreate(path: "/nonexistent/x.webm", reason: "No such file or directory")) {
             _ = try WebMFile(path: "/nonexistent/x.webm")

@@ -24,6 +24,10 @@ uint64_t parley_webm_add_audio_track(parley_webm *webm, int32_t sample_rate, int
                                      const char *name);
 uint64_t parley_webm_add_subtitle_track(parley_webm *webm, const char *name);
 
+/* Sets a video track's picture size in its header; fails (-1) once the header is written (with the first frame) or
+   when the track is not a video track. */
+int parley_webm_set_video_size(parley_webm *webm, uint64_t track, int32_t width, int32_t height);
+
 /* One frame (a SimpleBlock), timestamps in nanoseconds from the start, never going backwards across the file. */
 int parley_webm_write_frame(parley_webm *webm, uint64_t track, const uint8_t *data, size_t length,
                             uint64_t timestamp_ns, int is_key);
