@@ -105,7 +105,8 @@ define newline
 
 
 endef
-test: build format-check
+# The format check first: it takes seconds, the build does not.
+test: format-check build
 	$(foreach group,$(TEST_GROUPS),$(TEST) $(GROUP_$(group))$(newline))
 
 # One line a group, NAME ARGUMENTS: what the flake finder runs.

@@ -96,7 +96,8 @@ extension CallConfiguration {
         }
         guard !missing.isEmpty else { return (resolved, []) }
         let devices = missing.map(\.device)
-        let named = devices.count == 1 ? devices[0] : devices.dropLast().joined(separator: ", ") + " or " + devices.last!
+        let named =
+            devices.count == 1 ? devices[0] : devices.dropLast().joined(separator: ", ") + " or " + devices.last!
         return (
             resolved,
             ["No \(named) found: " + missing.map(\.fallback).joined(separator: "; ") + " (see `parley devices`)"]

@@ -212,6 +212,11 @@ extension RoomState {
             } else if let name = session(id)?.name {
                 log("\(name) is the host", kind: .system)
             }
+            // The join's host notice comes after the members already there: the greeting is the newest line.
+            if let greeting, connection == .connected {
+                self.greeting = nil
+                log(greeting, kind: .alert)
+            }
             changes.insert(.tiles)
 
         case .recording(let id, let name, let active, let encrypted):

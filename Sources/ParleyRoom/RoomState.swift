@@ -152,6 +152,9 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// Said once in the chat when the join's member list is in (after its host notice), so it is the newest line as
+    /// the call starts: the demo's "what to try first". Set by the shell.
+    public var greeting: String?
     /// The roster overlay is on.
     public internal(set) var rosterShown = false
     /// The relay's dominant speaker (whoever holds the floor), nil before anybody spoke.

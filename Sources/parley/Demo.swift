@@ -108,7 +108,8 @@ struct Demo: AsyncParsableCommand {
         direct.directJoin = JoinSettings(
             server: server, name: try DisplayName.validate(name), room: "demo", role: .broadcaster,
             profile: options.adjusted(try VideoProfile.named(profile)), encryption: nil)
-        direct.directJoin?.notices = [Self.greeting(bots: Array(Self.botNames.prefix(bots)), keymap: app.roomSettings.keymap)]
+        direct.directJoin?.greeting = Self.greeting(
+            bots: Array(Self.botNames.prefix(bots)), keymap: app.roomSettings.keymap)
         do {
             try await runTerminal(direct)
         } catch {
@@ -125,7 +126,8 @@ struct Demo: AsyncParsableCommand {
             switch bots.count {
             case 0: "you are alone on a relay inside this program (--bots 3 brings company)"
             case 1: "\(bots[0]) is a bot on a relay inside this program"
-            default: "\(bots.dropLast().joined(separator: ", ")) and \(bots.last!) are bots on a relay inside this program"
+            default:
+                "\(bots.dropLast().joined(separator: ", ")) and \(bots.last!) are bots on a relay inside this program"
             }
         // Fullscreen needs three tiles or more: with fewer, the key would only say so.
         let fullscreen = bots.count < 2 ? "" : "2 twice (that tile fullscreen), "

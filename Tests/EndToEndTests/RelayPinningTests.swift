@@ -103,7 +103,8 @@ struct RelayPinningTests {
         #expect(fingerprint == nil && relay.output.contains("signaling ws, INSECURE: no TLS"), "\(relay.output)")
         var (status, output) = try bot(port: port, ["--known-relays", files + "/known_relays"])
         #expect(
-            status != 0 && output.contains("the relay at 127.0.0.1:\(port) was started with --insecure (plain ws://, no TLS)"),
+            status != 0
+                && output.contains("the relay at 127.0.0.1:\(port) was started with --insecure (plain ws://, no TLS)"),
             "\(output)")
         #expect(output.contains("--insecure"), "\(output)")
         (status, output) = try bot(port: port, ["--insecure"])

@@ -643,6 +643,19 @@ struct ChatInputKeyTests {
         #expect(room.notice == row.notice)
     }
 
+    @Test("a greeting is said once, after the members already there and the host: the newest line as the call starts")
+    func greetingComesLast() {
+        var state = RoomState(roomName: "demo", localName: "you")
+        state.greeting = "Welcome to the demo"
+        _ = reduce(&state, .event(.joined(localID: me)))
+        _ = reduce(&state, .event(.userJoined(peer(2), name: "ana", role: .broadcaster)))
+        #expect(state.chatLog.last?.text == "ana joined")
+        _ = reduce(&state, .event(.hostChanged(peer(2))))
+        #expect(state.chatLog.entries.suffix(2).map(\.text) == ["ana is the host", "Welcome to the demo"])
+        _ = reduce(&state, .event(.hostChanged(me)))
+        #expect(state.chatLog.entries.filter { $0.text == "Welcome to the demo" }.count == 1, "once")
+    }
+
     @Test("a member the host removes while they reconnect (a relay restart) is removed under their new id")
     func removalWhileReconnecting() {
         var room = Room(peers: 2)

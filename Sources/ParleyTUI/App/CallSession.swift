@@ -165,7 +165,7 @@ final class CallSession {
         configuration: CallConfiguration, settings: RoomSettings, theme: Theme, videoMode: VideoColorMode,
         cells: PictureCells = .halfBlocks, pixels: Bool = false,
         drawRate: Int = 30, statisticsPath: String? = nil, devices: MediaDevices = .system,
-        notices: [String] = [], messaging: MessagingAccount? = nil
+        notices: [String] = [], greeting: String? = nil, messaging: MessagingAccount? = nil
     ) throws {
         messages = messaging.map { MessagesSession(account: $0) }
         account = messaging?.identity.name
@@ -178,6 +178,7 @@ final class CallSession {
             microphoneMuted: configuration.microphoneMuted, cameraEnabled: !configuration.cameraOff,
             settings: settings)
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
+        state.greeting = greeting
         state.inviteLink =
             MeetingLink(
                 server: configuration.server, room: configuration.room,

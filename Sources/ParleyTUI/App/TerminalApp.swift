@@ -404,7 +404,8 @@ public enum TerminalApp {
             configuration: configuration, settings: options.roomSettings, theme: terminal.theme,
             videoMode: terminal.videoColorMode, cells: terminal.pictureCells, pixels: terminal.pixelCanvas != nil,
             drawRate: options.drawRate, statisticsPath: options.statisticsPath,
-            devices: options.devices, notices: settings.notices + notices, messaging: options.messaging)
+            devices: options.devices, notices: settings.notices + notices, greeting: settings.greeting,
+            messaging: options.messaging)
     }
 }
 

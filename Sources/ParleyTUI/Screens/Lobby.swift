@@ -70,6 +70,8 @@ public struct JoinSettings: Hashable, Sendable {
     public var password: String? = nil
     /// Said in the chat pane once the call opens (what the name rules changed in the room name typed).
     public var notices: [String] = []
+    /// Said once joined, after the members already in the room: the newest line when the call starts.
+    public var greeting: String? = nil
 
     /// Join settings.
     public init(
