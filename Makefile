@@ -115,7 +115,8 @@ test-groups:
 
 # The flake finder: `make test`'s groups RUNS times after one build, each test's failures counted over the runs
 # with its first failure line (Tests/Tools/flakes.py; logs in .build/flakes). BESIDE runs a command over and over
-# beside every run (say BESIDE='make -C /tmp/other build-again' for a build of another clone); CPU=1 keeps one core
+# beside every run (say BESIDE='make -C ../other clean build' for
+# a build of another clone from scratch, again and again); CPU=1 keeps one core
 # busy instead.
 RUNS   ?= 10
 BESIDE ?=

@@ -3,7 +3,7 @@
 
 Usage (from the repository's top, after `make build`; `make flakes` does both):
     python3 Tests/Tools/flakes.py --runs 10
-    python3 Tests/Tools/flakes.py --runs 5 --beside 'make -C /tmp/other build-again'
+    python3 Tests/Tools/flakes.py --runs 5 --beside 'make -C ../other clean build'
     python3 Tests/Tools/flakes.py --runs 5 --cpu
 
 Each run runs every group `make test-groups` lists, in order, each as its own `swift test` process (as `make test`
