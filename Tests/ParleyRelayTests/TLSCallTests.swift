@@ -108,17 +108,21 @@ struct TLSCallTests {
         #expect(await eventually(within: .seconds(5)) { failure(in: oneLog) != nil })
         let reason = try #require(failure(in: oneLog))
         #expect(
-            reason.contains("TLS with the relay at 127.0.0.1:\(plain.signalingPort) failed")
-                && reason.contains("--insecure"),
+            reason.contains("the relay at 127.0.0.1:\(plain.signalingPort) was started with --insecure")
+                && reason.contains("add --insecure"),
             "\(reason)")
         await one.leave()
         oneTask.cancel()
         await plain.shutdown()
 
-        // A plain client at a TLS relay gets no room.
+        // A plain client at a TLS relay gets no room, and is told to leave out --insecure.
         let secure = try await startRelay(tls: try RelayIdentity.selfSigned(hosts: []))
         let (two, twoLog, twoTask) = try start(configuration("bob", port: secure.signalingPort, security: .insecure))
         #expect(await eventually(within: .seconds(8)) { failure(in: twoLog) != nil })
+        let secureReason = try #require(failure(in: twoLog))
+        #expect(
+            secureReason.contains("the relay at 127.0.0.1:\(secure.signalingPort) speaks TLS: leave out --insecure"),
+            "\(secureReason)")
         #expect(try await secure.rooms().isEmpty)
         await two.leave()
         twoTask.cancel()
