@@ -75,11 +75,14 @@ struct FailoverAcrossNodesTests {
         // only after 3 s of silence), and ca's connection to it drops.
         cluster.buses[0].connect([])
         await proxy.stop()
+        // Until cb's chat says ca is back, cb may simply not have heard yet (ca's new join and cb's news of it
+        // travel separately): wait for that too, not only for ca.
         let back = await eventually(within: .seconds(10)) {
             let (atA, atB) = (screens[0].now, screens[1].now)
             return atA.connection == .connected && atA.disconnectedAt == nil && atA.hostID == atA.localID
                 && atB.hostName == "ca" && atB.sessions.allSatisfy { $0.connection != .reconnecting }
                 && logs[0].all.contains(.alert(.reconnected))
+                && atB.chatLog.entries.dropFirst(before.1).contains { $0.text == "ca is back" }
         }
         let (atA, atB) = (screens[0].now, screens[1].now)
         let seenByA = atA.chatLog.entries.dropFirst(before.0).map(\.text)

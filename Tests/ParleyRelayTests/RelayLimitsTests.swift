@@ -212,14 +212,15 @@ struct RelayLimitsTests {
         // machine's load: on an idle machine about 30 pass and 90 are dropped.
         let sent = 120
         let started = ContinuousClock.now
-        for sequence in UInt16(0)..<UInt16(sent) {
-            let packet = RTPPacket(
+        let packets = (UInt16(0)..<UInt16(sent)).map { sequence in
+            RTPPacket(
                 header: RTPHeader(
                     marker: false, payloadType: MediaPayloadType.vp8, sequenceNumber: sequence,
                     timestamp: 0, ssrc: joined.media.ssrcs.video),
-                payload: [0x10] + Array(repeating: 0, count: 999))
-            await socket.send(packet.serialized(), toPort: joined.media.udpPort)
+                payload: [0x10] + Array(repeating: 0, count: 999)
+            ).serialized()
         }
+        await socket.sendAll(packets, toPort: joined.media.udpPort)
         // Every packet is either dropped over the rate or kept for retransmission.
         let read = try await eventually {
             let counters = try await relay.counters()
@@ -362,10 +363,9 @@ final class CapturedLog: Sendable {
         let joined = try await member.join("target", room: "sprayed")
         let socket = try await TestUDPSocket.open()
         let wrong = try #require(BindToken(hex: String(repeating: "0", count: 32)))
-        for _ in 0..<200 {
-            let request = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: wrong)
-            await socket.send(request.serialized(), toPort: joined.media.udpPort)
-        }
+        // All 200 leave at once, well within the 2 s window.
+        let request = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: wrong)
+        await socket.sendAll(Array(repeating: request.serialized(), count: 200), toPort: joined.media.udpPort)
         let refusedAll = try await eventually { try await relay.counters().bindFailures == 200 }
         let counters = try await relay.counters()
         #expect(refusedAll, "\(counters)")

@@ -59,7 +59,8 @@ def parse(log):
                 failures[key] = f"{match['where']}: {match['what']}"[:300]
             continue
         match = FAILED.search(line)
-        if match and match["name"] not in failures:
+        # "✘ Test run with N tests … failed after" is the run's own summary, not a test.
+        if match and not match["name"].startswith("run with ") and match["name"] not in failures:
             failures[match["name"]] = line[:300]
         for pattern in (PASSED_RUN, FAILED_RUN):
             match = pattern.search(line)
