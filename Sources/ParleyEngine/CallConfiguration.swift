@@ -135,6 +135,9 @@ public struct CallConfiguration: Sendable {
     public var lostAfter: Duration
     /// Pause between reconnect attempts.
     public var reconnectInterval: Duration
+    /// How long one connection to the relay may take, TCP, TLS and the WebSocket upgrade together, before the
+    /// attempt counts as failed ("no WebSocket upgrade within …").
+    public var signalingTimeout: Duration = .seconds(5)
     /// Longest interval between signaling keep-alives; shortened to a third of the liveness timeout the relay
     /// announces in `joined` (10 s by default), since the relay drops members silent for that long.
     public var keepAliveInterval: Duration

@@ -141,8 +141,10 @@ extension EngineCore {
         if case .tls(let store) = security, let expected = redirectFingerprint {
             security = .tls(store.expecting(expected, for: address.description))
         }
+        let timeout = configuration.signalingTimeout.components
         SignalingConnection.connect(
             to: address, on: loop, security: security,
+            timeout: .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000),
             trusted: { decision in
                 // Called from the TLS handshake's task: hop onto the engine's loop before touching it.
                 guard case .pinnedOnFirstUse(let fingerprint) = decision else { return }
