@@ -1,8 +1,27 @@
 // MARK: - Engine events
 
 extension RoomState {
+    /// Applies an event from the engine; returns what the engine must do in answer.
     mutating func apply(_ event: RoomEvent) -> [RoomEffect] {
         var effects: [RoomEffect] = []
+        switch event {
+        case .joined, .joinFailed, .userJoined, .userOffline:
+            applyMembers(event, effects: &effects)
+        case .firstLocalFrame, .firstRemoteFrame, .remoteVideoMuted, .remoteAudioMuted, .remoteStats, .localStats,
+            .dominantSpeaker, .audioLevel, .microphoneLevel, .cameraStopped, .cannotDecrypt:
+            applyMedia(event, effects: &effects)
+        case .chatMessage, .channelMessage, .directMessage, .directConversation, .directProblem, .earlierChat, .notice,
+            .alert:
+            applyChat(event)
+        case .hostChanged, .roleChanged, .removedFromRoom, .recording, .recordingRule, .handRaised, .security:
+            applyRoles(event)
+        }
+        normalize()
+        return effects
+    }
+
+    /// Joining, and members arriving and leaving.
+    private mutating func applyMembers(_ event: RoomEvent, effects: inout [RoomEffect]) {
         switch event {
         case .joined(let localID):
             sessions[0].id = localID
@@ -77,6 +96,14 @@ extension RoomState {
             record(text)
             changes.insert(.tiles)
 
+        default:
+            break
+        }
+    }
+
+    /// Pictures, mutes, statistics, speaking and decryption.
+    private mutating func applyMedia(_ event: RoomEvent, effects: inout [RoomEffect]) {
+        switch event {
         case .firstLocalFrame(let size):
             sessions[0].videoSize = size
             sessions[0].media.resolution = size
@@ -128,6 +155,35 @@ extension RoomState {
             sessions[index].speakingLevel = min(1, max(0, level.isNaN ? 0 : level))
             if sessions[index].isSpeaking != wasSpeaking { changes.insert(.tiles) }
 
+        case .microphoneLevel(let level):
+            let clamped = level.map { $0.isNaN ? 0 : min(1, max(0, $0)) }
+            let before = microphoneLevel.map(RoomState.meterStep)
+            microphoneLevel = clamped
+            if clamped.map(RoomState.meterStep) != before { changes.insert(.tiles) }
+
+        case .cameraStopped(let text):
+            log(text, kind: .alert)
+            if !sessions[0].videoMuted {
+                sessions[0].videoMuted = true
+                changes.insert([.controls, .tiles])
+            }
+
+        case .cannotDecrypt(let id, let failing):
+            guard let index = index(of: id), sessions[index].cannotDecrypt != failing else { break }
+            sessions[index].cannotDecrypt = failing
+            if failing {
+                log("Can't decrypt \(sessions[index].name): they use a different room secret", kind: .alert)
+            }
+            changes.insert(.tiles)
+
+        default:
+            break
+        }
+    }
+
+    /// The room's chat, direct messages, notices and connection alerts.
+    private mutating func applyChat(_ event: RoomEvent) {
+        switch event {
         case .chatMessage(let from, let text):
             guard from != localID, !text.allSatisfy(\.isWhitespace) else { break }
             log(text, kind: .chat, sender: session(from)?.name ?? from.description)
@@ -180,26 +236,21 @@ extension RoomState {
                 ])
             changes.insert(.chat)
 
-        case .alert(let alert):
-            applyAlert(alert)
-
-        case .microphoneLevel(let level):
-            let clamped = level.map { $0.isNaN ? 0 : min(1, max(0, $0)) }
-            let before = microphoneLevel.map(RoomState.meterStep)
-            microphoneLevel = clamped
-            if clamped.map(RoomState.meterStep) != before { changes.insert(.tiles) }
-
         case .notice(let text):
             guard !text.isEmpty else { break }
             show(text)
 
-        case .cameraStopped(let text):
-            log(text, kind: .alert)
-            if !sessions[0].videoMuted {
-                sessions[0].videoMuted = true
-                changes.insert([.controls, .tiles])
-            }
+        case .alert(let alert):
+            applyAlert(alert)
 
+        default:
+            break
+        }
+    }
+
+    /// The host, roles, removal, recording, raised hands and the call's security.
+    private mutating func applyRoles(_ event: RoomEvent) {
+        switch event {
         case .hostChanged(let id):
             if hostID != id, let name = id == localID ? "You" : session(id)?.name {
                 record("\(name) \(id == localID ? "are" : "is") the host")
@@ -218,6 +269,19 @@ extension RoomState {
                 log(greeting, kind: .alert)
             }
             changes.insert(.tiles)
+
+        case .roleChanged(let id, let role):
+            guard let index = index(of: id), sessions[index].role != role else { break }
+            sessions[index].role = role
+            let who = index == 0 ? "You are" : "\(sessions[index].name) is"
+            log(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience", kind: .system)
+            record(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience")
+            changes.insert([.tiles, .controls])
+
+        case .removedFromRoom(let text):
+            connection = .failed(reason: text)
+            log(text, kind: .alert)
+            changes.insert(.status)
 
         case .recording(let id, let name, let active, let encrypted):
             recorders.removeAll { $0.id == id }
@@ -248,29 +312,9 @@ extension RoomState {
             }
             changes.insert(.status)
 
-        case .cannotDecrypt(let id, let failing):
-            guard let index = index(of: id), sessions[index].cannotDecrypt != failing else { break }
-            sessions[index].cannotDecrypt = failing
-            if failing {
-                log("Can't decrypt \(sessions[index].name): they use a different room secret", kind: .alert)
-            }
-            changes.insert(.tiles)
-
-        case .removedFromRoom(let text):
-            connection = .failed(reason: text)
-            log(text, kind: .alert)
-            changes.insert(.status)
-
-        case .roleChanged(let id, let role):
-            guard let index = index(of: id), sessions[index].role != role else { break }
-            sessions[index].role = role
-            let who = index == 0 ? "You are" : "\(sessions[index].name) is"
-            log(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience", kind: .system)
-            record(role == .broadcaster ? "\(who) now broadcasting" : "\(who) now in the audience")
-            changes.insert([.tiles, .controls])
+        default:
+            break
         }
-        normalize()
-        return effects
     }
 
     mutating func applyAlert(_ alert: RoomAlert) {

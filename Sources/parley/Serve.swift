@@ -234,67 +234,15 @@ struct Serve: AsyncParsableCommand {
         if let log { try LogSetup.toFile(log, level: level) } else { LogSetup.toStandardError(level: level) }
         let logger = Logger(label: "parley.relay")
         let signals = Signals()
-        var limits = SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000)))
-        limits.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
-        limits.connectionsPerAddress = maxConnectionsPerAddress
-        // Each connection is a file descriptor: the relay takes what the hard limit allows and stays below it.
-        let descriptors = DescriptorBudget.raiseSoftLimit()
-        let budget = descriptors.map { DescriptorBudget.connections(descriptors: $0) } ?? 100_000
-        limits.connections = min(maxConnections ?? budget, budget)
-        if let maxConnections, maxConnections > budget {
-            say(
-                "--max-connections \(maxConnections) is more than \(descriptors ?? 0) file descriptors allow "
-                    + "(ulimit -n): holding at most \(budget)")
-        }
-        limits.rooms = maxRooms
-        limits.membersPerRoom = maxMembers
-        limits.messageBytes = maxMessageBytes
-        limits.chatCharacters = maxChatCharacters
-        var media = MediaLimits()
-        media.memberKbps = maxMemberKbps
-        var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
-        configuration.admin = try admin.map { try AdminAddress(parsing: $0) }
-        var certificateNote = ""
-        let messagesPath = (stateDir ?? LogSetup.stateDirectory) + "/messages.sqlite"
-        var storeNote = "accounts and direct messages kept in \(messagesPath)"
-        var clusterSettings: DatabaseSettings?
-        var clusterSecret: ClusterSecret?
+        var configuration = try relayConfiguration(logger: logger)
+        let stores: Stores
         do {
-            try FileManager.default.createDirectory(
-                atPath: stateDir ?? LogSetup.stateDirectory,
-                withIntermediateDirectories: true)
-            if let databaseURL = database ?? ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] {
-                let settings = try DatabaseSettings(
-                    url: databaseURL, passwordFile: databasePasswordFile,
-                    environment: ProcessInfo.processInfo.environment)
-                let (store, schema) = try await PostgresMessageStore.open(settings, maximumBytes: maxStoreMB << 20)
-                configuration.messageStore = store
-                clusterSettings = settings
-                storeNote =
-                    "accounts and direct messages kept in PostgreSQL \(settings.redacted) (schema version \(schema.to)"
-                    + (schema.from == schema.to ? ")" : ", migrated from \(schema.from))")
-            } else {
-                configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
-            }
-            if let clusterSecretFile { clusterSecret = try ClusterSecret.load(path: clusterSecretFile) }
-            configuration.roomHosts = RoomHostsFile(path: (stateDir ?? LogSetup.stateDirectory) + "/room-hosts.json")
-            if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
-            if let tlsCert, let tlsKey {
-                configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)
-                certificateNote = "certificate \(tlsCert)"
-            } else if !insecure {
-                let directory = stateDir ?? LogSetup.stateDirectory
-                let (identity, created) = try RelayIdentity.loadOrCreate(in: directory, hosts: [host])
-                configuration.tls = identity
-                certificateNote =
-                    created
-                    ? "new self-signed certificate saved in \(directory)" : "self-signed certificate from \(directory)"
-            }
+            stores = try await openStores(&configuration)
         } catch {
             throw CommandFailure("\(error)")
         }
         let clusterLag = ClusterLag()
-        if clusterSettings != nil {
+        if stores.clusterSettings != nil {
             configuration.busLag = { clusterLag.read() }
             configuration.clusterCounters = { clusterLag.counters() }
         }
@@ -310,71 +258,16 @@ struct Serve: AsyncParsableCommand {
         )
         if let identity = configuration.tls {
             say(
-                "TLS fingerprint \(identity.fingerprint) (\(certificateNote)); members compare it with what they pinned"
+                "TLS fingerprint \(identity.fingerprint) (\(stores.certificateNote)); members compare it with what they pinned"
             )
         }
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
-        say(storeNote)
+        say(stores.storeNote)
         var cluster: PostgresCluster?
-        if let clusterSettings, let messaging = relay.messaging {
-            let address = "\(host):\(relay.signalingPort)"
-            var trunk: String?
-            if let secret = clusterSecret {
-                do {
-                    let gate = try TrunkGate(
-                        nodeID: nodeID ?? address, boot: Int64(Date().timeIntervalSince1970 * 1000), secret: secret)
-                    let trunkPort = try await relay.openTrunks(gate: gate, host: host, port: self.trunkPort)
-                    let advertisedHost = (try? ServerAddress(parsing: advertise ?? address))?.host ?? host
-                    trunk = "\(advertisedHost):\(trunkPort)"
-                } catch {
-                    await relay.shutdown()
-                    throw CommandFailure("\(error)")
-                }
-            }
-            let hasTrunks = trunk != nil
-            let myID = nodeID ?? address
-            do {
-                cluster = try await PostgresCluster.join(
-                    clusterSettings, nodeID: nodeID ?? address, advertise: advertise ?? address, trunk: trunk,
-                    logger: Logger(label: "parley.cluster"), load: NodeLoadMeter(relay: relay).read,
-                    deliver: { [clusterLag, fileRooms = configuration.rooms] events, node in
-                        if events.contains(.roomSettingsChanged), let cluster = clusterLag.cluster.withLock({ $0 }) {
-                            Task { await Self.applyRoomSettings(from: cluster, to: relay, fileRooms: fileRooms) }
-                        }
-                        relay.clusterEvents(events, from: node)
-                        messaging.clusterEvents(events, from: node)
-                        // `parley cluster drain` this node: as SIGTERM.
-                        if events.contains(.drainNode(myID)) { kill(getpid(), SIGTERM) }
-                    },
-                    caughtUp: { presence in
-                        messaging.clusterCaughtUp(presence: presence)
-                        relay.busConnected()
-                    },
-                    revived: { messaging.clusterRevived() },
-                    peers: { peers in
-                        guard hasTrunks else { return }
-                        Task { try? await relay.setTrunkPeers(peers) }
-                    })
-            } catch {
-                await relay.shutdown()
-                throw CommandFailure("\(error)")
-            }
-            messaging.attach(cluster: cluster!)
-            clusterLag.cluster.withLock { $0 = cluster }
-            await Self.applyRoomSettings(from: cluster!, to: relay, fileRooms: configuration.rooms)
-            if spreadsRooms {
-                try? await relay.spanRooms(over: cluster!)
-            } else {
-                try? await relay.placeRooms(with: cluster!)
-            }
-            say("cluster node \(nodeID ?? address), clients sent to \(advertise ?? address)")
-            say(
-                spreadsRooms
-                    ? "rooms span the nodes their members reach (--placement spread)"
-                    : "each room lives on one node; joins are sent there (--placement single)")
-            if let trunk, let clusterSecretFile {
-                say("trunks to the other nodes on udp \(trunk) (cluster secret from \(clusterSecretFile))")
-            }
+        if let clusterSettings = stores.clusterSettings, let messaging = relay.messaging {
+            cluster = try await joinCluster(
+                clusterSettings, secret: stores.clusterSecret, relay: relay, messaging: messaging,
+                fileRooms: configuration.rooms, clusterLag: clusterLag)
         }
         if let address = configuration.admin, let adminPort = relay.adminPort {
             say(
@@ -396,6 +289,144 @@ struct Serve: AsyncParsableCommand {
                 refused \(counters.signalingErrors) signaling messages, rate-limited \(counters.rateLimited)
                 """)
         }
+    }
+
+    /// The relay's limits, media limits and admin address from the options.
+    private func relayConfiguration(logger: Logger) throws -> RelayConfiguration {
+        var limits = SignalingLimits(livenessTimeout: .milliseconds(Int64(liveness * 1000)))
+        limits.joinTimeout = .milliseconds(Int64(joinTimeout * 1000))
+        limits.connectionsPerAddress = maxConnectionsPerAddress
+        // Each connection is a file descriptor: the relay takes what the hard limit allows and stays below it.
+        let descriptors = DescriptorBudget.raiseSoftLimit()
+        let budget = descriptors.map { DescriptorBudget.connections(descriptors: $0) } ?? 100_000
+        limits.connections = min(maxConnections ?? budget, budget)
+        if let maxConnections, maxConnections > budget {
+            say(
+                "--max-connections \(maxConnections) is more than \(descriptors ?? 0) file descriptors allow "
+                    + "(ulimit -n): holding at most \(budget)")
+        }
+        limits.rooms = maxRooms
+        limits.membersPerRoom = maxMembers
+        limits.messageBytes = maxMessageBytes
+        limits.chatCharacters = maxChatCharacters
+        var media = MediaLimits()
+        media.memberKbps = maxMemberKbps
+        var configuration = RelayConfiguration(host: host, port: port, limits: limits, media: media, logger: logger)
+        configuration.admin = try admin.map { try AdminAddress(parsing: $0) }
+        return configuration
+    }
+
+    /// What `openStores` opened, and the lines that say so.
+    private struct Stores {
+        var storeNote: String
+        var certificateNote = ""
+        /// The cluster's database, with `--database` (or PARLEY_DATABASE_URL).
+        var clusterSettings: DatabaseSettings?
+        var clusterSecret: ClusterSecret?
+    }
+
+    /// Opens the message store (SQLite in the state folder, or PostgreSQL), the room hosts, the rooms file, the
+    /// cluster secret and the TLS identity.
+    private func openStores(_ configuration: inout RelayConfiguration) async throws -> Stores {
+        let directory = stateDir ?? LogSetup.stateDirectory
+        let messagesPath = directory + "/messages.sqlite"
+        var stores = Stores(storeNote: "accounts and direct messages kept in \(messagesPath)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if let databaseURL = database ?? ProcessInfo.processInfo.environment["PARLEY_DATABASE_URL"] {
+            let settings = try DatabaseSettings(
+                url: databaseURL, passwordFile: databasePasswordFile,
+                environment: ProcessInfo.processInfo.environment)
+            let (store, schema) = try await PostgresMessageStore.open(settings, maximumBytes: maxStoreMB << 20)
+            configuration.messageStore = store
+            stores.clusterSettings = settings
+            stores.storeNote =
+                "accounts and direct messages kept in PostgreSQL \(settings.redacted) (schema version \(schema.to)"
+                + (schema.from == schema.to ? ")" : ", migrated from \(schema.from))")
+        } else {
+            configuration.messageStore = try SQLiteMessageStore(path: messagesPath, maximumBytes: maxStoreMB << 20)
+        }
+        if let clusterSecretFile { stores.clusterSecret = try ClusterSecret.load(path: clusterSecretFile) }
+        configuration.roomHosts = RoomHostsFile(path: directory + "/room-hosts.json")
+        if let rooms { configuration.rooms = try RoomsFile.load(path: rooms) }
+        if let tlsCert, let tlsKey {
+            configuration.tls = try RelayIdentity.load(certificate: tlsCert, key: tlsKey)
+            stores.certificateNote = "certificate \(tlsCert)"
+        } else if !insecure {
+            let (identity, created) = try RelayIdentity.loadOrCreate(in: directory, hosts: [host])
+            configuration.tls = identity
+            stores.certificateNote =
+                created
+                ? "new self-signed certificate saved in \(directory)" : "self-signed certificate from \(directory)"
+        }
+        return stores
+    }
+
+    /// Joins the cluster in `settings` (trunks to the other nodes with a cluster secret), places or spans rooms,
+    /// and says how; the relay is shut down when it cannot.
+    private func joinCluster(
+        _ settings: DatabaseSettings, secret: ClusterSecret?, relay: Relay, messaging: MessagingService,
+        fileRooms: [String: ConfiguredRoom], clusterLag: ClusterLag
+    ) async throws -> PostgresCluster {
+        let address = "\(host):\(relay.signalingPort)"
+        var trunk: String?
+        if let secret {
+            do {
+                let gate = try TrunkGate(
+                    nodeID: nodeID ?? address, boot: Int64(Date().timeIntervalSince1970 * 1000), secret: secret)
+                let trunkPort = try await relay.openTrunks(gate: gate, host: host, port: self.trunkPort)
+                let advertisedHost = (try? ServerAddress(parsing: advertise ?? address))?.host ?? host
+                trunk = "\(advertisedHost):\(trunkPort)"
+            } catch {
+                await relay.shutdown()
+                throw CommandFailure("\(error)")
+            }
+        }
+        let hasTrunks = trunk != nil
+        let myID = nodeID ?? address
+        let cluster: PostgresCluster
+        do {
+            cluster = try await PostgresCluster.join(
+                settings, nodeID: myID, advertise: advertise ?? address, trunk: trunk,
+                logger: Logger(label: "parley.cluster"), load: NodeLoadMeter(relay: relay).read,
+                deliver: { [clusterLag] events, node in
+                    if events.contains(.roomSettingsChanged), let cluster = clusterLag.cluster.withLock({ $0 }) {
+                        Task { await Self.applyRoomSettings(from: cluster, to: relay, fileRooms: fileRooms) }
+                    }
+                    relay.clusterEvents(events, from: node)
+                    messaging.clusterEvents(events, from: node)
+                    // `parley cluster drain` this node: as SIGTERM.
+                    if events.contains(.drainNode(myID)) { kill(getpid(), SIGTERM) }
+                },
+                caughtUp: { presence in
+                    messaging.clusterCaughtUp(presence: presence)
+                    relay.busConnected()
+                },
+                revived: { messaging.clusterRevived() },
+                peers: { peers in
+                    guard hasTrunks else { return }
+                    Task { try? await relay.setTrunkPeers(peers) }
+                })
+        } catch {
+            await relay.shutdown()
+            throw CommandFailure("\(error)")
+        }
+        messaging.attach(cluster: cluster)
+        clusterLag.cluster.withLock { $0 = cluster }
+        await Self.applyRoomSettings(from: cluster, to: relay, fileRooms: fileRooms)
+        if spreadsRooms {
+            try? await relay.spanRooms(over: cluster)
+        } else {
+            try? await relay.placeRooms(with: cluster)
+        }
+        say("cluster node \(myID), clients sent to \(advertise ?? address)")
+        say(
+            spreadsRooms
+                ? "rooms span the nodes their members reach (--placement spread)"
+                : "each room lives on one node; joins are sent there (--placement single)")
+        if let trunk, let clusterSecretFile {
+            say("trunks to the other nodes on udp \(trunk) (cluster secret from \(clusterSecretFile))")
+        }
+        return cluster
     }
 }
 
