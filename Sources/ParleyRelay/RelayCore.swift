@@ -293,100 +293,26 @@ final class RelayCore {
         state.counters.refusedFrames += 1
     }
 
+    /// Carries out the state's actions: on the connections, the media router, the layers and the services.
     func perform(_ actions: [RelayAction]) {
         for action in actions {
             switch action {
             case .send(let message, let targets):
-                if case .mute(let mute) = message {
-                    logger.info(
-                        "member mute",
-                        metadata: [
-                            "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
-                        ])
-                }
-                guard !targets.isEmpty else { continue }
-                let text = message.encoded()
-                for target in targets {
-                    guard let channel = channels[target] else { continue }
-                    var buffer = channel.allocator.buffer(capacity: text.utf8.count)
-                    buffer.writeString(text)
-                    channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
-                }
+                send(message, to: targets)
             case .close(let target):
-                guard let channel = channels.removeValue(forKey: target) else { continue }
-                var data = channel.allocator.buffer(capacity: 2)
-                data.write(webSocketErrorCode: .normalClosure)
-                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
-                    .whenComplete { _ in channel.close(promise: nil) }
+                close(target)
             case .memberAdded(let id, let room):
-                if let node = state.members[id]?.node {
-                    remoteNodes[id] = node
-                    roomNodes[room, default: [:]][node, default: 0] += 1
-                }
-                if let member = state.members[id] {
-                    media.add(
-                        member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
-                        videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
-                    performLayerEffects(
-                        layers.add(
-                            member: id, room: room, layers: member.videoLayers, receivesHere: remoteNodes[id] == nil))
-                    // Another node's member: its first keyframe may have crossed the trunk before the bus said who
-                    // it is (and was dropped here), so ask for one at once rather than wait for a receiver to.
-                    if remoteNodes[id] != nil, member.info.role == .broadcaster,
-                        let (owner, bytes) = media.keyframeRequest(for: member.info.ssrcs.video, at: now)
-                    {
-                        send(bytes, toMember: owner)
-                    }
-                    if let dominant = speakers[room]?.dominant, let connection = member.connection {
-                        perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
-                    }
-                }
-                logger.info(
-                    "member joined",
-                    metadata: ["member": "\(id)", "room": "\(room)", "node": "\(remoteNodes[id] ?? "here")"])
+                memberAdded(id, in: room)
             case .memberRemoved(let id, let room):
-                if let route = media.route(of: id) {
-                    // Every stream of the block, so nothing a member stored outlives it.
-                    for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
-                }
-                media.forget(member: id)
-                performLayerEffects(layers.remove(member: id))
-                if let node = remoteNodes.removeValue(forKey: id) {
-                    roomNodes[room]?[node, default: 1] -= 1
-                    if roomNodes[room]?[node] == 0 {
-                        roomNodes[room]?[node] = nil
-                        // Nobody there needs anything of the senders here any more.
-                        performLayerEffects(layers.forget(node: node, in: room))
-                    }
-                    if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
-                }
-                speakers[room]?.remove(id)
-                if speakers[room]?.memberCount == 0 { speakers[room] = nil }
-                logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
+                memberRemoved(id, from: room)
             case .roleChanged(let id, let role):
                 media.setRole(role, of: id)
             case .tiles(let id, let report):
                 performLayerEffects(layers.report(report, from: id))
             case .checkAccount(let connection, let account, let message, let signature):
-                guard let messaging else {
-                    perform(
-                        state.accountChecked(
-                            connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
-                    continue
-                }
-                let onLoop = onLoop
-                messaging.checkAccount(account, message: message, signature: signature) { check in
-                    onLoop { core in core.perform(core.state.accountChecked(connection, check, now: core.now)) }
-                }
+                checkAccount(account, message: message, signature: signature, for: connection)
             case .placeRoom(let connection, let room):
-                guard let placer else {
-                    perform(state.roomPlaced(connection, .here, now: now))
-                    continue
-                }
-                let onLoop = onLoop
-                placer.place(room) { placement in
-                    onLoop { core in core.perform(core.state.roomPlaced(connection, placement, now: core.now)) }
-                }
+                place(room, for: connection)
             case .roomClosed(let room):
                 placer?.release(room)
             case .publish(let event):
@@ -394,26 +320,138 @@ final class RelayCore {
             case .roomChat(let room, let id, let sender, let text, let time):
                 messaging?.roomChat(room: room, id: id, sender: sender, text: text, time: time)
             case .callActivity(let activity):
-                // A joiner (its connection is named) gets the room's kept lines from before it.
-                var history: (@Sendable ([StoredChannelPost]) -> Void)?
-                if let connection = activity.connection {
-                    let onLoop = onLoop
-                    history = { lines in
-                        guard !lines.isEmpty else { return }
-                        let message = ServerMessage.chatHistory(
-                            ChatHistory.fitting(
-                                room: activity.room,
-                                lines: lines.map {
-                                    ChatHistoryLine(
-                                        kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
-                                        time: $0.post.postedAt, members: $0.members)
-                                }))
-                        onLoop { $0.perform([.send(message, to: [connection])]) }
-                    }
-                }
-                messaging?.callActivity(activity, history: history)
+                callActivity(activity)
             }
         }
+    }
+
+    /// Sends a signaling message to each of `targets` still connected.
+    private func send(_ message: ServerMessage, to targets: [ConnectionID]) {
+        if case .mute(let mute) = message {
+            logger.info(
+                "member mute",
+                metadata: [
+                    "member": "\(mute.id)", "audio": "\(mute.audio)", "video": "\(mute.video)",
+                ])
+        }
+        guard !targets.isEmpty else { return }
+        let text = message.encoded()
+        for target in targets {
+            guard let channel = channels[target] else { continue }
+            var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+            buffer.writeString(text)
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+        }
+    }
+
+    /// Closes a connection after a normal close frame.
+    private func close(_ target: ConnectionID) {
+        guard let channel = channels.removeValue(forKey: target) else { return }
+        var data = channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: .normalClosure)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+            .whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// A member in `room`: its streams routed, its layers forwarded, what it needs to see asked for or sent.
+    private func memberAdded(_ id: UInt32, in room: String) {
+        if let node = state.members[id]?.node {
+            remoteNodes[id] = node
+            roomNodes[room, default: [:]][node, default: 0] += 1
+        }
+        if let member = state.members[id] {
+            media.add(
+                member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
+                videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
+            performLayerEffects(
+                layers.add(
+                    member: id, room: room, layers: member.videoLayers, receivesHere: remoteNodes[id] == nil))
+            // Another node's member: its first keyframe may have crossed the trunk before the bus said who
+            // it is (and was dropped here), so ask for one at once rather than wait for a receiver to.
+            if remoteNodes[id] != nil, member.info.role == .broadcaster,
+                let (owner, bytes) = media.keyframeRequest(for: member.info.ssrcs.video, at: now)
+            {
+                send(bytes, toMember: owner)
+            }
+            if let dominant = speakers[room]?.dominant, let connection = member.connection {
+                perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
+            }
+        }
+        logger.info(
+            "member joined",
+            metadata: ["member": "\(id)", "room": "\(room)", "node": "\(remoteNodes[id] ?? "here")"])
+    }
+
+    /// A member gone from `room`: everything kept for its streams forgotten.
+    private func memberRemoved(_ id: UInt32, from room: String) {
+        if let route = media.route(of: id) {
+            // Every stream of the block, so nothing a member stored outlives it.
+            for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
+        }
+        media.forget(member: id)
+        performLayerEffects(layers.remove(member: id))
+        if let node = remoteNodes.removeValue(forKey: id) {
+            roomNodes[room]?[node, default: 1] -= 1
+            if roomNodes[room]?[node] == 0 {
+                roomNodes[room]?[node] = nil
+                // Nobody there needs anything of the senders here any more.
+                performLayerEffects(layers.forget(node: node, in: room))
+            }
+            if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
+        }
+        speakers[room]?.remove(id)
+        if speakers[room]?.memberCount == 0 { speakers[room] = nil }
+        logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
+    }
+
+    /// Asks the messaging service whether `signature` proves `account`; the answer goes back to the state.
+    private func checkAccount(
+        _ account: String, message: [UInt8], signature: [UInt8], for connection: ConnectionID
+    ) {
+        guard let messaging else {
+            perform(
+                state.accountChecked(
+                    connection, .unverified("this relay keeps no accounts; you joined as a guest"), now: now))
+            return
+        }
+        let onLoop = onLoop
+        messaging.checkAccount(account, message: message, signature: signature) { check in
+            onLoop { core in core.perform(core.state.accountChecked(connection, check, now: core.now)) }
+        }
+    }
+
+    /// Asks the cluster where `room` lives (here without one); the answer goes back to the state.
+    private func place(_ room: String, for connection: ConnectionID) {
+        guard let placer else {
+            perform(state.roomPlaced(connection, .here, now: now))
+            return
+        }
+        let onLoop = onLoop
+        placer.place(room) { placement in
+            onLoop { core in core.perform(core.state.roomPlaced(connection, placement, now: core.now)) }
+        }
+    }
+
+    /// A call's activity, kept in its room's channel; a joiner (its connection is named) gets the room's lines from
+    /// before it.
+    private func callActivity(_ activity: CallActivity) {
+        var history: (@Sendable ([StoredChannelPost]) -> Void)?
+        if let connection = activity.connection {
+            let onLoop = onLoop
+            history = { lines in
+                guard !lines.isEmpty else { return }
+                let message = ServerMessage.chatHistory(
+                    ChatHistory.fitting(
+                        room: activity.room,
+                        lines: lines.map {
+                            ChatHistoryLine(
+                                kind: $0.post.kind.rawValue, from: $0.post.sender, text: $0.post.text,
+                                time: $0.post.postedAt, members: $0.members)
+                        }))
+                onLoop { $0.perform([.send(message, to: [connection])]) }
+            }
+        }
+        messaging?.callActivity(activity, history: history)
     }
 
 }

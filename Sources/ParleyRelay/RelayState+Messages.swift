@@ -11,34 +11,11 @@ extension RelayState {
     ) -> [RelayAction] {
         switch message {
         case .join(let request):
-            guard id == nil else {
-                counters.signalingErrors += 1
-                return [
-                    .send(
-                        .error(SignalingError(.alreadyJoined, "this connection already joined a room")),
-                        to: [connection])
-                ]
-            }
-            guard connections[connection]?.pendingJoin == nil else {
-                counters.signalingErrors += 1
-                return refuse(
-                    .alreadyJoined, "a join is being checked on this connection; wait for its answer",
-                    connection)
-            }
-            // In a cluster a room lives on one node: a room not open here is placed first (it may live elsewhere).
-            if placesRooms, case .success(let room) = roomRule(request.room), rooms[room] == nil {
-                connections[connection]?.pendingJoin = request
-                return [.placeRoom(connection, room: room)]
-            }
-            if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
-            return join(request, on: connection, now: now)
+            return handleJoin(request, on: connection, member: id, now: now)
         case .ping(let token):
             return [.send(.pong(token), to: [connection])]
         case .challenge:
-            var nonce = [UInt8](repeating: 0, count: 32)
-            for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255, using: &random) }
-            connections[connection]?.challenge = nonce
-            return [.send(.challenge(AccessChallenge(nonce: Hex.encode(nonce))), to: [connection])]
+            return challenge(connection)
         default:
             break
         }
@@ -66,118 +43,189 @@ extension RelayState {
                     to: connections(in: member.room, except: id))
             ] + announce(id, now: now)
         case .chat(let chat):
-            let sealedLimit = sealedChatLimit
-            guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
-                counters.signalingErrors += 1
-                let length =
-                    chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
-                    ?? "\(chat.text.count) characters"
-                return [
-                    .send(
-                        .error(
-                            SignalingError(
-                                .badField,
-                                """
-                                chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
-                                (--max-chat-characters)
-                                """)), to: [connection])
-                ]
-            }
-            rooms[member.room]?.chatSequence += 1
-            let sequence = rooms[member.room]?.chatSequence ?? 0
-            var delivery = ChatDelivery(
-                seq: sequence, from: id, name: member.info.label, text: chat.text,
-                time: wallClock(), sealed: chat.sealed)
-            var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
-            delivery.ref = chat.ref
-            actions.append(.send(.chat(delivery), to: [connection]))
-            if spansNodes {
-                actions.append(
-                    .publish(
-                        .roomChat(
-                            room: member.room, member: id, text: chat.text, sealed: chat.sealed, time: delivery.time)))
-            }
-            if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
-                actions.append(
-                    .roomChat(
-                        room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
-                        sender: CallActivity.sender(name: member.info.name, account: member.info.account),
-                        text: chat.text, time: delivery.time))
-            }
-            return actions
+            return say(chat, from: member, id: id, on: connection)
         case .stats(let stats):
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
         case .tiles(let report):
             return [.tiles(id: id, report)]
         case .role(let request):
-            if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
-                !(room.openStage || room.host == id || room.mayBroadcast.contains(id))
-            {
-                // Nobody promotes themselves: the host is asked, and decides with `allow`.
-                counters.signalingErrors += 1
-                let hostName = room.host.flatMap { members[$0]?.info.name } ?? "the host"
-                var actions: [RelayAction] = [
-                    .send(
-                        .error(
-                            SignalingError(
-                                .notAllowed,
-                                "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
-                            )), to: [connection])
-                ]
-                if let host = room.host, let hostConnection = members[host]?.connection {
-                    actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
-                } else if spansNodes, let host = room.host, members[host]?.isLocal == false {
-                    actions.append(.publish(.roomControl(room: member.room, member: id, control: .hand)))
-                }
-                return actions
-            }
-            return setRole(request.role, of: id)
+            return askForRole(request, of: member, id: id, on: connection)
         case .allow(let target):
-            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "allow") }
-            guard let other = members[target.id], other.room == member.room else {
-                return unknownMember(target.id, in: member.room, connection)
-            }
-            rooms[member.room]?.mayBroadcast.insert(target.id)
-            if let node = other.node, let origin = other.originID {
-                // Its own node changes its role, and announces it.
-                return [
-                    .publish(
-                        .roomControl(room: member.room, member: id, control: .allow(node: node, member: origin)))
-                ]
-            }
-            return other.info.role == .audience ? setRole(.broadcaster, of: target.id) : []
+            return allow(target, by: member, id: id, on: connection)
         case .remove(let target):
-            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "remove") }
-            guard target.id != id, let other = members[target.id], other.room == member.room else {
-                return unknownMember(target.id, in: member.room, connection)
-            }
-            let removal = RemovedMember(
-                name: other.info.name.lowercased(), account: other.info.account?.lowercased(), by: member.info.name)
-            rooms[member.room]?.remember(removal)
-            guard spansNodes else { return removeByHost(target.id, hostName: member.info.name) }
-            // Every node remembers the removal; the member's own node closes its connection (and says it left).
-            let control = RoomControl.remove(
-                node: other.node ?? nodeID, member: other.originID ?? target.id, name: removal.name,
-                account: removal.account)
-            let published: [RelayAction] = [.publish(.roomControl(room: member.room, member: id, control: control))]
-            return other.isLocal ? published + removeByHost(target.id, hostName: member.info.name) : published
+            return hostRemoves(target, by: member, id: id, on: connection)
         case .readmit(let readmission):
-            guard let room = rooms[member.room], room.host == id else { return notHost(connection, "readmit") }
-            let name = readmission.name.lowercased()
-            let before = room.removed.count
-            rooms[member.room]?.removed.removeAll { $0.name == name || $0.account == name }
-            guard (rooms[member.room]?.removed.count ?? 0) < before else {
-                counters.signalingErrors += 1
-                return refuse(
-                    .badField, "nobody called \(readmission.name) was removed from \(member.room)", connection)
-            }
-            return spansNodes
-                ? [.publish(.roomControl(room: member.room, member: id, control: .readmit(name: name)))] : []
+            return readmit(readmission, by: member, id: id, on: connection)
         case .recording(let change):
             return recording(change.recording, by: id, on: connection)
         case .recordingPolicy(let policy):
             return setRecordingPolicy(policy.allowed, by: id, on: connection)
         }
+    }
+
+    /// A join: refused on a connection that joined or is being checked, placed first in a cluster that places rooms,
+    /// checked against its account's claim when it makes one.
+    private mutating func handleJoin(
+        _ request: JoinRequest, on connection: ConnectionID, member id: UInt32?, now: Duration
+    ) -> [RelayAction] {
+        guard id == nil else {
+            counters.signalingErrors += 1
+            return [
+                .send(
+                    .error(SignalingError(.alreadyJoined, "this connection already joined a room")),
+                    to: [connection])
+            ]
+        }
+        guard connections[connection]?.pendingJoin == nil else {
+            counters.signalingErrors += 1
+            return refuse(
+                .alreadyJoined, "a join is being checked on this connection; wait for its answer",
+                connection)
+        }
+        // In a cluster a room lives on one node: a room not open here is placed first (it may live elsewhere).
+        if placesRooms, case .success(let room) = roomRule(request.room), rooms[room] == nil {
+            connections[connection]?.pendingJoin = request
+            return [.placeRoom(connection, room: room)]
+        }
+        if let claim = request.account { return claimAccount(claim, request: request, on: connection) }
+        return join(request, on: connection, now: now)
+    }
+
+    /// A fresh nonce for the connection to sign (an account's proof).
+    private mutating func challenge(_ connection: ConnectionID) -> [RelayAction] {
+        var nonce = [UInt8](repeating: 0, count: 32)
+        for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255, using: &random) }
+        connections[connection]?.challenge = nonce
+        return [.send(.challenge(AccessChallenge(nonce: Hex.encode(nonce))), to: [connection])]
+    }
+
+    /// A chat line within the relay's limits goes to the room (and the other nodes, and the room's channel).
+    private mutating func say(
+        _ chat: ChatSend, from member: Member, id: UInt32, on connection: ConnectionID
+    ) -> [RelayAction] {
+        let sealedLimit = sealedChatLimit
+        guard chat.text.count <= limits.chatCharacters, (chat.sealed?.count ?? 0) <= sealedLimit else {
+            counters.signalingErrors += 1
+            let length =
+                chat.sealed.map { "\($0.count) sealed characters (limit \(sealedLimit))" }
+                ?? "\(chat.text.count) characters"
+            return [
+                .send(
+                    .error(
+                        SignalingError(
+                            .badField,
+                            """
+                            chat line has \(length); this relay's limit is \(limits.chatCharacters) characters \
+                            (--max-chat-characters)
+                            """)), to: [connection])
+            ]
+        }
+        rooms[member.room]?.chatSequence += 1
+        let sequence = rooms[member.room]?.chatSequence ?? 0
+        var delivery = ChatDelivery(
+            seq: sequence, from: id, name: member.info.label, text: chat.text,
+            time: wallClock(), sealed: chat.sealed)
+        var actions: [RelayAction] = [.send(.chat(delivery), to: connections(in: member.room, except: id))]
+        delivery.ref = chat.ref
+        actions.append(.send(.chat(delivery), to: [connection]))
+        if spansNodes {
+            actions.append(
+                .publish(
+                    .roomChat(
+                        room: member.room, member: id, text: chat.text, sealed: chat.sealed, time: delivery.time)))
+        }
+        if keepsChat, chat.sealed == nil, rooms[member.room]?.isOpen == true {
+            actions.append(
+                .roomChat(
+                    room: member.room, id: "call-\(id)-\(sequence)-\(delivery.time)",
+                    sender: CallActivity.sender(name: member.info.name, account: member.info.account),
+                    text: chat.text, time: delivery.time))
+        }
+        return actions
+    }
+
+    /// A role change; nobody promotes themselves in a room with a host: the host is asked instead.
+    private mutating func askForRole(
+        _ request: RoleRequest, of member: Member, id: UInt32, on connection: ConnectionID
+    ) -> [RelayAction] {
+        if request.role == .broadcaster, member.info.role == .audience, let room = rooms[member.room],
+            !(room.openStage || room.host == id || room.mayBroadcast.contains(id))
+        {
+            // Nobody promotes themselves: the host is asked, and decides with `allow`.
+            counters.signalingErrors += 1
+            let hostName = room.host.flatMap { members[$0]?.info.name } ?? "the host"
+            var actions: [RelayAction] = [
+                .send(
+                    .error(
+                        SignalingError(
+                            .notAllowed,
+                            "only the host can let you broadcast in \(member.room); \(hostName) has been asked"
+                        )), to: [connection])
+            ]
+            if let host = room.host, let hostConnection = members[host]?.connection {
+                actions.append(.send(.hand(MemberRef(id: id)), to: [hostConnection]))
+            } else if spansNodes, let host = room.host, members[host]?.isLocal == false {
+                actions.append(.publish(.roomControl(room: member.room, member: id, control: .hand)))
+            }
+            return actions
+        }
+        return setRole(request.role, of: id)
+    }
+
+    /// The host lets a member broadcast.
+    private mutating func allow(
+        _ target: MemberRef, by member: Member, id: UInt32, on connection: ConnectionID
+    ) -> [RelayAction] {
+        guard let room = rooms[member.room], room.host == id else { return notHost(connection, "allow") }
+        guard let other = members[target.id], other.room == member.room else {
+            return unknownMember(target.id, in: member.room, connection)
+        }
+        rooms[member.room]?.mayBroadcast.insert(target.id)
+        if let node = other.node, let origin = other.originID {
+            // Its own node changes its role, and announces it.
+            return [
+                .publish(
+                    .roomControl(room: member.room, member: id, control: .allow(node: node, member: origin)))
+            ]
+        }
+        return other.info.role == .audience ? setRole(.broadcaster, of: target.id) : []
+    }
+
+    /// The host removes a member, remembered by name so they cannot come back.
+    private mutating func hostRemoves(
+        _ target: MemberRef, by member: Member, id: UInt32, on connection: ConnectionID
+    ) -> [RelayAction] {
+        guard let room = rooms[member.room], room.host == id else { return notHost(connection, "remove") }
+        guard target.id != id, let other = members[target.id], other.room == member.room else {
+            return unknownMember(target.id, in: member.room, connection)
+        }
+        let removal = RemovedMember(
+            name: other.info.name.lowercased(), account: other.info.account?.lowercased(), by: member.info.name)
+        rooms[member.room]?.remember(removal)
+        guard spansNodes else { return removeByHost(target.id, hostName: member.info.name) }
+        // Every node remembers the removal; the member's own node closes its connection (and says it left).
+        let control = RoomControl.remove(
+            node: other.node ?? nodeID, member: other.originID ?? target.id, name: removal.name,
+            account: removal.account)
+        let published: [RelayAction] = [.publish(.roomControl(room: member.room, member: id, control: control))]
+        return other.isLocal ? published + removeByHost(target.id, hostName: member.info.name) : published
+    }
+
+    /// The host lets a removed name back in.
+    private mutating func readmit(
+        _ readmission: Readmission, by member: Member, id: UInt32, on connection: ConnectionID
+    ) -> [RelayAction] {
+        guard let room = rooms[member.room], room.host == id else { return notHost(connection, "readmit") }
+        let name = readmission.name.lowercased()
+        let before = room.removed.count
+        rooms[member.room]?.removed.removeAll { $0.name == name || $0.account == name }
+        guard (rooms[member.room]?.removed.count ?? 0) < before else {
+            counters.signalingErrors += 1
+            return refuse(
+                .badField, "nobody called \(readmission.name) was removed from \(member.room)", connection)
+        }
+        return spansNodes
+            ? [.publish(.roomControl(room: member.room, member: id, control: .readmit(name: name)))] : []
     }
 
     /// A member starts or stops recording: everyone in the room (the member included) is told, with whether the

@@ -4,6 +4,18 @@ extension RoomState {
     /// Runs one command of the table; keys have already been mapped.
     mutating func perform(_ command: RoomCommand) -> [RoomEffect] {
         switch command {
+        case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .record:
+            return performDevices(command)
+        case .direct, .messages, .invite, .chat, .hideControls, .stats, .roster, .help, .leave:
+            return performPanels(command)
+        case .fullscreen, .grid, .nextPage, .previousPage, .speakerView, .selfView:
+            return performLayout(command)
+        }
+    }
+
+    /// Microphone, camera, speaker, picture filter, broadcasting and recording.
+    private mutating func performDevices(_ command: RoomCommand) -> [RoomEffect] {
+        switch command {
         case .microphone:
             guard requireBroadcaster(for: "use the microphone") else { return [] }
             sessions[0].audioMuted.toggle()
@@ -44,6 +56,21 @@ extension RoomState {
             normalize()
             return [.setRole(role)]
 
+        case .record:
+            if !isRecording, let why = recordingForbidden {
+                show("Recording is not allowed in this room: \(why)")
+                return []
+            }
+            return [.setRecording(!isRecording)]
+
+        default:
+            return []
+        }
+    }
+
+    /// The chat, messages, invitation, statistics, roster and help panels, the control bar, and leaving.
+    private mutating func performPanels(_ command: RoomCommand) -> [RoomEffect] {
+        switch command {
         case .direct:
             if directPeer != nil { return showDirect(nil) }
             guard let peer = lastDirectPeer else {
@@ -81,6 +108,35 @@ extension RoomState {
             changes.insert(.all)
             return []
 
+        case .stats:
+            statsShown.toggle()
+            changes.insert(.tiles)
+            return []
+
+        case .roster:
+            rosterShown.toggle()
+            changes.insert([.overlay, .tiles])
+            return []
+
+        case .help:
+            helpShown = true
+            helpScroll = 0
+            changes.insert(.overlay)
+            return []
+
+        case .leave:
+            leavePending = true
+            changes.insert(.overlay)
+            return []
+
+        default:
+            return []
+        }
+    }
+
+    /// Fullscreen, the grid, pages, the speaker view and the self view.
+    private mutating func performLayout(_ command: RoomCommand) -> [RoomEffect] {
+        switch command {
         case .fullscreen:
             if fullscreen != nil {
                 fullscreen = nil
@@ -122,23 +178,6 @@ extension RoomState {
             changes.insert(.tiles)
             return []
 
-        case .stats:
-            statsShown.toggle()
-            changes.insert(.tiles)
-            return []
-
-        case .record:
-            if !isRecording, let why = recordingForbidden {
-                show("Recording is not allowed in this room: \(why)")
-                return []
-            }
-            return [.setRecording(!isRecording)]
-
-        case .roster:
-            rosterShown.toggle()
-            changes.insert([.overlay, .tiles])
-            return []
-
         case .speakerView:
             speakerView.toggle()
             fullscreen = nil
@@ -155,15 +194,7 @@ extension RoomState {
             changes.insert(.tiles)
             return []
 
-        case .help:
-            helpShown = true
-            helpScroll = 0
-            changes.insert(.overlay)
-            return []
-
-        case .leave:
-            leavePending = true
-            changes.insert(.overlay)
+        default:
             return []
         }
     }

@@ -372,9 +372,10 @@ struct JoinAgainstRelayTests {
             try BackgroundProcess(
                 parley, ["serve", "--port", port, "--log-level", "info", "--state-dir", files + "/relay"])
         }
-        var relay = try serve(port: "0")
-        #expect(relay.waitForOutput(containing: "listening on"))
-        let port = String(try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1))
+        // Restarted on the same port below: one the kernel never hands out as a source port.
+        let port = String(try LoopbackPort.belowEphemeralRange())
+        var relay = try serve(port: port)
+        #expect(relay.waitForOutput(containing: "listening on 127.0.0.1:\(port)"), "\(relay.output)")
         let host = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
                 + "--known-relays \(files)/known_relays --log \(files)/alice.log; echo EXITED rc=$?; sleep 60'",
@@ -399,7 +400,7 @@ struct JoinAgainstRelayTests {
         #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
         relay = try serve(port: port)
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on"))
+        #expect(relay.waitForOutput(containing: "listening on"), "the relay started again: \(relay.output)")
         let back = try host.waitFor(seconds: 30) {
             $0.contains { $0.contains("2 people · connected") } && $0.contains { $0.contains("Reconnected") }
         }

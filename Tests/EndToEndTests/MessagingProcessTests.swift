@@ -213,7 +213,8 @@ import Glibc
     @Test func theMessagesScreenShowsConversationsLiveAndSendsReplies() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        // Restarted on the same port below: one the kernel never hands out as a source port.
+        let (relay, server) = try serve(parley, port: String(try LoopbackPort.belowEphemeralRange()))
         defer { relay.stop() }
         for user in ["alice", "bob"] {
             #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)

@@ -46,7 +46,10 @@ struct RelayPinningTests {
         let trust = ["--known-relays", files + "/known_relays"]
 
         // First start: a new certificate in the state directory, its fingerprint printed.
-        var (relay, port, fingerprint) = try serve(["--port", "0", "--state-dir", files + "/relay"])
+        // Restarted on the same port below: one the kernel never hands out as a source port.
+        var (relay, port, fingerprint) = try serve([
+            "--port", String(try LoopbackPort.belowEphemeralRange()), "--state-dir", files + "/relay",
+        ])
         #expect(relay.output.contains("new self-signed certificate saved in \(files)/relay"), "\(relay.output)")
         let first = try #require(fingerprint, "\(relay.output)")
         var (status, output) = try bot(port: port, trust)

@@ -292,7 +292,7 @@ extension ClusterProcessTests {
         let url = server.url(database: database)
         let ids = ["a", "b", "c"]
         var ports: [String: Int] = [:]
-        for id in ids { ports[id] = try PostgresServer.freePort() }
+        for id in ids { ports[id] = try LoopbackPort.belowEphemeralRange() }  // each restarted on its port
         var (nodes, _) = try await startTrunkedNodes(ids, url: url, folder: folder, ports: ports)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
