@@ -16,6 +16,15 @@ struct PlayoutQueue: Sendable, Equatable {
     private(set) var underruns = 0
     private(set) var hasPlayed = false
     private(set) var dropped = 0
+    /// Whether blocks are asked for one write ahead (after a late one) rather than just in time.
+    private(set) var asksAhead = false
+    /// When a block last came late, and when the last one was asked for (nil once it came).
+    private var lastLate: Duration?
+    private var askedAt: Duration?
+
+    /// How long blocks stay asked for one write ahead after one came late: the jitter buffer's hold for a lowered
+    /// target, so a machine that was busy once keeps the headroom through the rest of its busy spell.
+    static let aheadHold: Duration = .seconds(10)
 
     init(framesPerBlock: Int, channels: Int, prebufferBlocks: Int, maxQueuedBlocks: Int) {
         samplesPerBlock = framesPerBlock * channels
@@ -27,6 +36,7 @@ struct PlayoutQueue: Sendable, Equatable {
     /// Adds a frame of any length, converting mono/stereo to the device's channels; beyond the bound the oldest
     /// blocks are dropped (and counted).
     mutating func enqueue(_ frame: AudioFrame) {
+        askedAt = nil
         partial += Self.convert(frame.samples, from: frame.channels, to: channels)
         var start = 0
         while partial.count - start >= samplesPerBlock {
@@ -53,6 +63,31 @@ struct PlayoutQueue: Sendable, Equatable {
         return blocks.removeFirst()
     }
 
+    /// The device has room (just-in-time playout) at `now`: whether to ask for a block, which is when none is queued
+    /// and none was asked for within the last `block` (a request older than that is taken as lost, and a second
+    /// block that comes after all only stays queued until the next write).
+    mutating func asksJustInTime(at now: Duration, block: Duration) -> Bool {
+        guard blocks.isEmpty, askedAt.map({ now - $0 >= block }) ?? true else { return false }
+        askedAt = now
+        return true
+    }
+
+    /// A block was written at `now`, `late` when it was silence in place of one the owner did not mix in time:
+    /// whether to ask for the next block right away. After a late block the next ones are asked for a write ahead,
+    /// a block (20 ms) more delay in exchange for a whole block of time to mix, until `aheadHold` passes without
+    /// another late one; the extra block then plays away with no gap (the next request waits for room again).
+    mutating func wrote(at now: Duration, late: Bool) -> Bool {
+        if late {
+            asksAhead = true
+            lastLate = now
+        } else if asksAhead, let lastLate, now - lastLate >= Self.aheadHold {
+            asksAhead = false
+        }
+        guard asksAhead, blocks.isEmpty, askedAt == nil else { return false }
+        askedAt = now
+        return true
+    }
+
     private var silence: [Int16] { [Int16](repeating: 0, count: samplesPerBlock) }
 
     static func convert(_ samples: [Int16], from: Int, to: Int) -> [Int16] {
@@ -71,7 +106,9 @@ struct PlayoutQueue: Sendable, Equatable {
 ///
 /// With `justInTime` (a device that says when a block fits, such as PulseAudio's) the block is asked for only once
 /// the device has room for it, and waited for up to `justInTime`: audio is mixed as late as possible, so the queue
-/// adds no delay of its own, while the device's buffer still covers the wait. Otherwise the next block is asked for
+/// adds no delay of its own, while the device's buffer still covers the wait. A block that does not come in time is
+/// a block of silence (counted), and the next ones are asked for a write ahead until ten seconds pass without
+/// another (`PlayoutQueue.wrote`): the headroom a busy machine needs, given back when it is idle again. Otherwise the next block is asked for
 /// right after each write and waits in the queue (PortAudio's blocking writes give no earlier signal).
 public final class SpeakerPlayout: Sendable {
     private let pending: Mutex<(any AudioOutputStream)?>
@@ -149,20 +186,27 @@ public final class SpeakerPlayout: Sendable {
         guard let stream = pending.withLock({ $0.take() }) else { return }
         defer { stream.close() }
         var pacer = AudioPacer(framesPerBlock: framesPerBlock, sampleRate: sampleRate)
+        let blockDuration = Duration.nanoseconds(Int64(framesPerBlock) * 1_000_000_000 / Int64(sampleRate))
+        func now() -> Duration { .nanoseconds(Int64(clamping: AudioPacer.now())) }
         while !thread.isStopping {
+            let late: Bool
             do {
                 if let justInTime {
                     try stream.waitUntilWritable()
+                    while arrivals.wait(timeout: .now()) == .success {}
+                    if queue.withLock({ $0.asksJustInTime(at: now(), block: blockDuration) }) { onDemand() }
                     if queue.withLock({ $0.blocks.isEmpty }) {
-                        while arrivals.wait(timeout: .now()) == .success {}
-                        onDemand()
                         let nanoseconds =
                             Int(justInTime.components.attoseconds / 1_000_000_000)
                             + Int(justInTime.components.seconds) * 1_000_000_000
                         _ = arrivals.wait(timeout: .now() + .nanoseconds(nanoseconds))
                     }
                 }
-                let (block, playing) = queue.withLock { queue in (queue.next(), queue.hasPlayed) }
+                let (block, playing, underran) = queue.withLock { queue in
+                    let before = queue.underruns
+                    return (queue.next(), queue.hasPlayed, queue.underruns > before)
+                }
+                late = underran
                 if playing, underrunsBeforeAudio.withLock({ $0 }) == nil {
                     let before = stream.deviceProblems
                     underrunsBeforeAudio.withLock { $0 = before }
@@ -173,7 +217,11 @@ public final class SpeakerPlayout: Sendable {
                 return
             }
             written.add(1, ordering: .relaxed)
-            if justInTime == nil { onDemand() }
+            if justInTime == nil {
+                onDemand()
+            } else if queue.withLock({ $0.wrote(at: now(), late: late) }) {
+                onDemand()
+            }
             audioSleep(nanoseconds: pacer.delayAfterBlock())
         }
     }

@@ -66,6 +66,7 @@ extension EngineCore {
             }
         }
         microphoneSilence.microphoneChanged()
+        microphoneGaps.restart()
         microphoneLatency = stream.latency
         let capture = MicrophoneCapture(
             stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
@@ -81,6 +82,7 @@ extension EngineCore {
     /// One block from the real microphone: echo and noise removed, checked for digital silence, encoded, sent.
     func captured(_ frame: AudioFrame) {
         guard microphone != nil, let sender = audioSender else { return }
+        microphoneGaps.arrived(at: now)
         if microphoneSilence.block(at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: microphoneMuted) {
             emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
         }

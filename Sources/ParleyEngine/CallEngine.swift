@@ -166,6 +166,8 @@ final class EngineCore {
     var echoCanceller: EchoCanceller?
     /// When an unmuted microphone delivering only zeros is worth a notice.
     var microphoneSilence = MicrophoneSilenceWatch()
+    /// When the microphone's blocks reached this loop.
+    var microphoneGaps = ArrivalGaps(limit: AudioSender.frameDuration * 2)
     var meterReported: Double?
     var microphoneFailures = 0
     var speakerFailures = 0
@@ -256,6 +258,8 @@ final class EngineCore {
         stats.speakerLatency = speaker?.deviceLatency
         stats.microphoneLatency = microphone == nil ? nil : microphoneLatency
         stats.microphoneOverruns = microphone?.deviceOverruns ?? 0
+        stats.microphoneBlockGaps = microphoneGaps.count
+        stats.microphoneLongestBlockGap = microphoneGaps.longest
         stats.speakerThread = speaker?.threadScheduling
         stats.microphoneThread = microphone?.threadScheduling
         stats.mediaThread = mediaThread
@@ -289,6 +293,8 @@ final class EngineCore {
                 videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
             stats.peers[id]?.audioDelay = peer.audio.playoutDelay
             stats.peers[id]?.audioCorrection = peer.audio.correction
+            stats.peers[id]?.audioArrivalGaps = peer.audioArrivals.count
+            stats.peers[id]?.longestAudioArrivalGap = peer.audioArrivals.longest
         }
         return stats
     }

@@ -42,6 +42,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         public var longestAudioGapMs: Int?
         /// How far the play-out is being resampled to follow this member's clock, in parts per million.
         public var audioCorrectionPPM: Int?
+        /// Times this member's audio packets arrived more than 40 ms after the one before, and the longest such
+        /// wait in milliseconds (held up before reaching this member: by the sender, the relay or the network).
+        public var audioArrivalGaps: Int?
+        public var longestAudioArrivalGapMs: Int?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -62,6 +66,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioDropouts = peer.audioDropouts
             longestAudioGapMs = Int((peer.longestAudioGap / .milliseconds(1)).rounded())
             audioCorrectionPPM = Int((peer.audioCorrection * 1e6).rounded())
+            audioArrivalGaps = peer.audioArrivalGaps
+            longestAudioArrivalGapMs = Int((peer.longestAudioArrivalGap / .milliseconds(1)).rounded())
         }
     }
 
@@ -103,6 +109,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var microphoneLatencyMs: Int?
     /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
     public var microphoneOverruns: Int
+    /// Times a microphone block reached the media loop more than 40 ms after the one before (it left late), and the
+    /// longest such wait in milliseconds; nil in a report from before they were counted.
+    public var microphoneBlockGaps: Int?
+    public var microphoneLongestBlockGapMs: Int?
     /// How the speaker's and the microphone's threads are scheduled: "realtime", "raised" or "normal" (nil without a
     /// real device).
     public var speakerThread: String?
@@ -139,6 +149,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerLatencyMs = stats.speakerLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
         microphoneLatencyMs = stats.microphoneLatency.map { Int(($0 / .milliseconds(1)).rounded()) }
         microphoneOverruns = stats.microphoneOverruns
+        microphoneBlockGaps = stats.microphoneBlockGaps
+        microphoneLongestBlockGapMs = Int((stats.microphoneLongestBlockGap / .milliseconds(1)).rounded())
         speakerThread = stats.speakerThread?.rawValue
         microphoneThread = stats.microphoneThread?.rawValue
         mediaThread = stats.mediaThread?.rawValue
@@ -160,7 +172,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
             audioPlannedLossPercent
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
-        case microphoneOverruns, speakerThread, microphoneThread, mediaThread
+        case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
+        case mediaThread
         case keyframeRequestsReceived, encryption, peers
     }
 
@@ -197,6 +210,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .speakerLatencyMs)
         microphoneLatencyMs = try fields.decodeIfPresent(Int.self, forKey: .microphoneLatencyMs)
         microphoneOverruns = try fields.decodeIfPresent(Int.self, forKey: .microphoneOverruns) ?? 0
+        microphoneBlockGaps = try fields.decodeIfPresent(Int.self, forKey: .microphoneBlockGaps)
+        microphoneLongestBlockGapMs = try fields.decodeIfPresent(Int.self, forKey: .microphoneLongestBlockGapMs)
         speakerThread = try fields.decodeIfPresent(String.self, forKey: .speakerThread)
         microphoneThread = try fields.decodeIfPresent(String.self, forKey: .microphoneThread)
         mediaThread = try fields.decodeIfPresent(String.self, forKey: .mediaThread)
@@ -233,6 +248,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(speakerLatencyMs, forKey: .speakerLatencyMs)
         try fields.encodeIfPresent(microphoneLatencyMs, forKey: .microphoneLatencyMs)
         try fields.encode(microphoneOverruns, forKey: .microphoneOverruns)
+        try fields.encodeIfPresent(microphoneBlockGaps, forKey: .microphoneBlockGaps)
+        try fields.encodeIfPresent(microphoneLongestBlockGapMs, forKey: .microphoneLongestBlockGapMs)
         try fields.encodeIfPresent(speakerThread, forKey: .speakerThread)
         try fields.encodeIfPresent(microphoneThread, forKey: .microphoneThread)
         try fields.encodeIfPresent(mediaThread, forKey: .mediaThread)

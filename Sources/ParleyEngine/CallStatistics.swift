@@ -43,6 +43,10 @@ public struct CallStatistics: Sendable {
         public var videoLayer = 0
         /// Times the relay moved this receiver to another of the peer's layers.
         public var layerSwitches = 0
+        /// Times this peer's audio packets arrived more than two frames (40 ms) after the one before, and the
+        /// longest such wait: the sender, the relay or the network held them up (or the peer muted).
+        public var audioArrivalGaps = 0
+        public var longestAudioArrivalGap: Duration = .zero
     }
 
     /// This member's id (0 before joining).
@@ -69,6 +73,10 @@ public struct CallStatistics: Sendable {
     public var microphoneLatency: Duration?
     /// Times the microphone device dropped audio not read in time (the sound server's count; 0 where unknown).
     public var microphoneOverruns = 0
+    /// Times a microphone block reached the media loop more than two blocks (40 ms) after the one before, and the
+    /// longest such wait: the microphone's thread or the media loop was held up, so the block left late.
+    public var microphoneBlockGaps = 0
+    public var microphoneLongestBlockGap: Duration = .zero
     /// How the speaker's and the microphone's threads are scheduled (nil without a real device).
     public var speakerThread: AudioThreadScheduling?
     public var microphoneThread: AudioThreadScheduling?

@@ -65,6 +65,7 @@ extension EngineCore {
             if header.ssrc == peer.info.ssrcs.audio {
                 guard configuration.decodesAudio else { return }
                 peer.audioPacketsReceived += 1
+                peer.audioArrivals.arrived(at: now)
                 _ = peer.audio.insert(packet, at: now)
             } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
                 peer.countVideo(bytes: packet.payload.count)

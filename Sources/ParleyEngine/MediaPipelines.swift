@@ -284,6 +284,8 @@ final class PeerReceiver {
     var cannotDecrypt = false
     /// Longest run of play-out slots with nothing to play since the first played frame (dropouts, pauses).
     private(set) var longestAudioGapSlots = 0
+    /// When this peer's audio packets arrived.
+    var audioArrivals = ArrivalGaps(limit: AudioSender.frameDuration * 2)
     /// Runs of silent play-out slots since the first played frame.
     private(set) var audioDropouts = 0
     private var audioGapSlots = 0

@@ -332,9 +332,21 @@ struct SoundCallTests {
         #expect(
             talker.mediaThread.map(media.contains) == true, "alice's media loop: \(talker.mediaThread ?? "none")")
         #expect((fromAlice?.audioPlayed ?? 0) >= 1_400, "bob played alice's audio: \(stats.peers)")
+        // Where a concealed frame's packet was held up: alice's microphone blocks reaching her media loop late (her
+        // device thread or media loop), or her packets reaching bob late though they left on time (the relay, the
+        // kernel, bob's loop).
+        let leftLate = (talker.microphoneBlockGaps ?? 0) - (aliceBefore.microphoneBlockGaps ?? 0)
+        let arrivedLate =
+            (fromAlice?.audioArrivalGaps ?? 0)
+            - (bobBefore.peers.first { $0.name == "alice" }?.audioArrivalGaps ?? 0)
+        let holdUps =
+            "alice's microphone blocks left over 40 ms apart \(leftLate) times (longest in the call "
+            + "\(talker.microphoneLongestBlockGapMs ?? 0) ms); her packets reached bob over 40 ms apart \(arrivedLate) "
+            + "times (longest \(fromAlice?.longestAudioArrivalGapMs ?? 0) ms)"
+        print("sound path: during the speech \(holdUps)")
         #expect(
             fromAlice != nil && concealed <= Self.speakerGapsAllowed,
-            "concealed 20 ms frames during the speech (\(concealedBefore) before it): \(stats.peers)")
+            "concealed 20 ms frames during the speech (\(concealedBefore) before it); \(holdUps): \(stats.peers)")
         withExtendedLifetime(sound) {}
     }
 }

@@ -305,6 +305,95 @@ private func timed(_ body: () -> Void) -> Double {
     }
 }
 
+/// When a just-in-time speaker asks for blocks: when it has room, and a write ahead for ten seconds after a late one.
+@Suite struct PlayoutHeadroomTests {
+    let block = Duration.milliseconds(20)
+
+    func queue() -> PlayoutQueue {
+        PlayoutQueue(framesPerBlock: 2, channels: 1, prebufferBlocks: 1, maxQueuedBlocks: 4)
+    }
+
+    @Test("on time, each block is asked for once the device has room, once, and never after a write")
+    func onTimeBlocksAreAskedForJustInTime() {
+        var queue = queue()
+        var now = Duration.seconds(100)
+        for _ in 0..<5 {
+            let asked1 = queue.asksJustInTime(at: now, block: block)
+            #expect(asked1)
+            let asked2 = queue.asksJustInTime(at: now + .milliseconds(5), block: block)
+            #expect(!asked2, "one request at a time")
+            queue.enqueue(AudioFrame(samples: [1, 1]))
+            _ = queue.next()
+            let askedAhead1 = queue.wrote(at: now, late: false)
+            #expect(!askedAhead1)
+            now += block
+        }
+        #expect(!queue.asksAhead)
+    }
+
+    @Test("a request nothing answered is asked again a block later")
+    func aLostRequestIsAskedAgain() {
+        var queue = queue()
+        let asked3 = queue.asksJustInTime(at: .seconds(1), block: block)
+        #expect(asked3)
+        let asked4 = queue.asksJustInTime(at: .seconds(1) + .milliseconds(19), block: block)
+        #expect(!asked4)
+        let asked5 = queue.asksJustInTime(at: .seconds(1) + block, block: block)
+        #expect(asked5)
+    }
+
+    @Test("after a late block the next ones are asked for a write ahead, until ten seconds pass without another")
+    func aLateBlockBuysHeadroomForTenSeconds() {
+        var queue = queue()
+        var now = Duration.seconds(100)
+        // Playing on time.
+        let asked6 = queue.asksJustInTime(at: now, block: block)
+        #expect(asked6)
+        queue.enqueue(AudioFrame(samples: [1, 1]))
+        let played1 = queue.next()
+        #expect(played1 == [1, 1])
+        let askedAhead2 = queue.wrote(at: now, late: false)
+        #expect(!askedAhead2)
+        // Asked for, not mixed in time: silence is written, and the late block is still coming.
+        now += block
+        let asked7 = queue.asksJustInTime(at: now, block: block)
+        #expect(asked7)
+        let played2 = queue.next()
+        #expect(played2 == [0, 0])
+        let askedAhead3 = queue.wrote(at: now, late: true)
+        #expect(!askedAhead3, "the late block is already asked for")
+        #expect(queue.asksAhead)
+        queue.enqueue(AudioFrame(samples: [2, 2]))
+        // It plays at the next room, and the one after it is asked for at once: a block of headroom.
+        now += block
+        let asked8 = queue.asksJustInTime(at: now, block: block)
+        #expect(!asked8, "a block is queued")
+        let played3 = queue.next()
+        #expect(played3 == [2, 2])
+        let askedAhead4 = queue.wrote(at: now, late: false)
+        #expect(askedAhead4)
+        queue.enqueue(AudioFrame(samples: [3, 3]))
+        // Nearly ten seconds on, still a write ahead.
+        now += .seconds(10) - block * 2
+        let played4 = queue.next()
+        #expect(played4 == [3, 3])
+        let askedAhead5 = queue.wrote(at: now, late: false)
+        #expect(askedAhead5)
+        queue.enqueue(AudioFrame(samples: [4, 4]))
+        // Ten seconds without another late block: the queued block plays and the next waits for room again.
+        now += block * 2
+        let played5 = queue.next()
+        #expect(played5 == [4, 4])
+        let askedAhead6 = queue.wrote(at: now, late: false)
+        #expect(!askedAhead6)
+        #expect(!queue.asksAhead)
+        now += block
+        let asked9 = queue.asksJustInTime(at: now, block: block)
+        #expect(asked9)
+        #expect(queue.underruns == 1, "only the late block was silence")
+    }
+}
+
 @Suite struct AudioPacerTests {
     @Test func lets_a_burst_through_then_one_block_per_block_length() {
         var pacer = AudioPacer(framesPerBlock: 480, sampleRate: 48_000, now: 1_000_000_000)
