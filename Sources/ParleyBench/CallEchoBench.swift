@@ -4,6 +4,7 @@ import ParleyDevices
 import ParleyEngine
 import ParleyMedia
 import ParleyRelay
+import ParleyWire
 import Synchronization
 
 /// Echo cancellation measured in a call (`parley-bench echo`, the last table): alice talks (the synthetic voice);

@@ -4,6 +4,7 @@ import ParleyEngine
 import ParleyRelay
 import ParleySecurity
 import ParleyTestSupport
+import ParleyWire
 
 extension ClusterBench {
     /// One room on two nodes: a sender's camera to a receiver's decoded picture when both joined through the same

@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 import ParleyEngine
+import ParleyMedia
 import ParleyProcesses
 import ParleySecurity
+import ParleyWire
 import Synchronization
 
 #if canImport(Glibc)

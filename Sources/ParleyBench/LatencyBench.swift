@@ -4,6 +4,7 @@ import ParleyEngine
 import ParleyMedia
 import ParleyRelay
 import ParleyRoom
+import ParleyWire
 import Synchronization
 
 /// Capture-to-decoded latency of a real call through the relay on loopback: a sending CallEngine's self view marks

@@ -2,6 +2,7 @@ import Logging
 import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyWire
 
 /// Where local video comes from. `switch camera` cycles through the configured list.
 public enum VideoSourceChoice: Sendable, Hashable, CustomStringConvertible {

@@ -58,95 +58,107 @@ extension EngineCore {
         case .unknown:
             return
         case .rtp:
-            guard let header = try? RTPHeaderView(parsing: bytes),
-                let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
-                let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
-            else { return }
-            if header.ssrc == peer.info.ssrcs.audio {
-                guard configuration.decodesAudio else { return }
-                peer.audioPacketsReceived += 1
-                peer.audioArrivals.arrived(at: now)
-                _ = peer.audio.insert(packet, at: now)
-            } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
-                peer.countVideo(bytes: packet.payload.count)
-                guard configuration.decodesVideo else { return }
-                guard peer.acceptsVideo(packet) else {
-                    if peer.wantsKeyframe { sendKeyframeRequest(for: peer) }
-                    return
-                }
-                let at = now
-                _ = peer.videoBuffer.insert(packet, at: at)
-                // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
-                if packet.header.marker {
-                    pollVideo(peer, at: at)
-                    udp?.flush()
-                }
-            }
+            receiveRTP(bytes)
         case .rtcp:
             if Bind.isBindPacket(bytes) {
                 guard let ack = try? BindAcknowledgement(parsing: bytes), ack.memberID == joined?.you.id else { return }
-                switch ack.status {
-                case .bound:
-                    if !mediaBound {
-                        mediaBound = true
-                        onVideoThread { $0.requestKeyframe() }
-                        // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
-                        for peer in peers.values { sendKeyframeRequest(for: peer) }
-                        if recordingAwaitsMedia {
-                            recordingAwaitsMedia = false
-                            startRecording()
-                        }
-                        bindTask?.cancel()
-                        if let bound {
-                            bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
-                        }
-                    }
-                case .unknownMember, .wrongToken:
-                    logger.warning("relay refused the media bind", metadata: ["status": "\(ack.status)"])
-                }
+                mediaBindAnswered(ack.status)
                 return
             }
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
-            for packet in packets {
-                switch packet {
-                case .pictureLossIndication(let pli):
-                    guard let layer = joined?.media.ssrcs.layerIndex(of: pli.mediaSSRC) else {
-                        forgedFeedbackDropped += 1
-                        continue
-                    }
-                    keyframeRequestsReceived += 1
-                    onVideoThread { $0.requestKeyframe(layer: layer) }
-                case .nack(let nack):
-                    guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
-                        forgedFeedbackDropped += 1
-                        continue
-                    }
-                    resend(nack)
-                case .receiverReport(let report):
-                    // The relay passes on only the blocks about our own streams; the audio one steers FEC.
-                    for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
-                        if let percent = audioLossPlan.record(
-                            reporter: report.ssrc, fractionLost: block.fractionLost,
-                            at: now)
-                        {
-                            audioSender?.planForLoss(percent: percent)
-                            logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
-                        }
-                    }
-                case .senderReport(let report):
-                    guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
-                        forgedFeedbackDropped += 1
-                        continue
-                    }
-                    if report.ssrc == peer.info.ssrcs.audio {
-                        peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
-                    } else if report.ssrc == peer.videoSSRC {
-                        peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
-                    }
-                default:
-                    continue
+            for packet in packets { receive(packet) }
+        }
+    }
+
+    /// A media packet of a member: audio to its jitter buffer, video to the layer's, a completed frame decoded.
+    private func receiveRTP(_ bytes: [UInt8]) {
+        guard let header = try? RTPHeaderView(parsing: bytes),
+            let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
+            let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
+        else { return }
+        if header.ssrc == peer.info.ssrcs.audio {
+            guard configuration.decodesAudio else { return }
+            peer.audioPacketsReceived += 1
+            peer.audioArrivals.arrived(at: now)
+            _ = peer.audio.insert(packet, at: now)
+        } else if peer.info.ssrcs.layerIndex(of: header.ssrc) != nil {
+            peer.countVideo(bytes: packet.payload.count)
+            guard configuration.decodesVideo else { return }
+            guard peer.acceptsVideo(packet) else {
+                if peer.wantsKeyframe { sendKeyframeRequest(for: peer) }
+                return
+            }
+            let at = now
+            _ = peer.videoBuffer.insert(packet, at: at)
+            // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
+            if packet.header.marker {
+                pollVideo(peer, at: at)
+                udp?.flush()
+            }
+        }
+    }
+
+    /// The relay answered our media bind: once bound, every sender is asked for a keyframe and the bind is kept
+    /// alive every 5 s.
+    private func mediaBindAnswered(_ status: BindStatus) {
+        switch status {
+        case .bound:
+            guard !mediaBound else { return }
+            mediaBound = true
+            onVideoThread { $0.requestKeyframe() }
+            // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
+            for peer in peers.values { sendKeyframeRequest(for: peer) }
+            if recordingAwaitsMedia {
+                recordingAwaitsMedia = false
+                startRecording()
+            }
+            bindTask?.cancel()
+            if let bound {
+                bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
+            }
+        case .unknownMember, .wrongToken:
+            logger.warning("relay refused the media bind", metadata: ["status": "\(status)"])
+        }
+    }
+
+    /// Feedback about our own streams (keyframe requests, NACKs, loss reports) and members' sender reports; feedback
+    /// naming a stream that is not ours is dropped and counted.
+    private func receive(_ packet: RTCPPacket) {
+        switch packet {
+        case .pictureLossIndication(let pli):
+            guard let layer = joined?.media.ssrcs.layerIndex(of: pli.mediaSSRC) else {
+                forgedFeedbackDropped += 1
+                return
+            }
+            keyframeRequestsReceived += 1
+            onVideoThread { $0.requestKeyframe(layer: layer) }
+        case .nack(let nack):
+            guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
+                forgedFeedbackDropped += 1
+                return
+            }
+            resend(nack)
+        case .receiverReport(let report):
+            // The relay passes on only the blocks about our own streams; the audio one steers FEC.
+            for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
+                if let percent = audioLossPlan.record(reporter: report.ssrc, fractionLost: block.fractionLost, at: now)
+                {
+                    audioSender?.planForLoss(percent: percent)
+                    logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
                 }
             }
+        case .senderReport(let report):
+            guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
+                forgedFeedbackDropped += 1
+                return
+            }
+            if report.ssrc == peer.info.ssrcs.audio {
+                peer.audio.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+            } else if report.ssrc == peer.videoSSRC {
+                peer.videoBuffer.recordSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+            }
+        default:
+            return
         }
     }
 }

@@ -75,9 +75,80 @@ public final class MessagingClient: Sendable {
         events.append(event)
     }
 
+    /// What arrived for the client's own requests, and the one request waiting for it (requests go one at a time):
+    /// each arrival, the close and the request's deadline wake it; nothing polls.
     private final class Inbox: Sendable {
-        let events = Mutex<[MessagingEvent]>([])
-        let closed = Mutex(false)
+        private struct State {
+            var events: [MessagingEvent] = []
+            var closed = false
+            var waiter: CheckedContinuation<Void, Never>?
+            /// Something happened while nobody waited: the next wait returns at once (and the waiter looks again).
+            var woken = false
+        }
+        private let state = Mutex(State())
+
+        var isClosed: Bool { state.withLock { $0.closed } }
+
+        func add(_ event: MessagingEvent) {
+            wake { MessagingClient.keep(event, in: &$0.events) }
+        }
+
+        func close() { wake { $0.closed = true } }
+
+        func removeAll() { state.withLock { $0.events.removeAll(keepingCapacity: true) } }
+
+        /// The first of `match`'s answers over the events so far, taking it and what came before it.
+        func take<T>(_ match: (MessagingEvent) -> T?) -> Result<T, MessagingClientError>? {
+            state.withLock { state -> Result<T, MessagingClientError>? in
+                for (index, event) in state.events.enumerated() {
+                    if let value = match(event) {
+                        state.events.removeFirst(index + 1)
+                        return .success(value)
+                    }
+                    if case .error(let error) = event {
+                        state.events.removeFirst(index + 1)
+                        return .failure(MessagingClientError(error.message, code: error.code))
+                    }
+                }
+                return nil
+            }
+        }
+
+        /// Returns once something arrives or the connection closes (or at once if either happened since the last
+        /// wait), or at `deadline`.
+        func wait(until deadline: ContinuousClock.Instant) async {
+            let timer = Task { [self] in
+                do {
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                    wake { _ in }
+                } catch {}
+            }
+            defer { timer.cancel() }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.woken {
+                        state.woken = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+
+        private func wake(_ change: (inout State) -> Void) {
+            let waiter = state.withLock { state in
+                change(&state)
+                guard let waiter = state.waiter else {
+                    state.woken = true
+                    return CheckedContinuation<Void, Never>?.none
+                }
+                state.waiter = nil
+                return waiter
+            }
+            waiter?.resume()
+        }
     }
 
     private init(
@@ -94,11 +165,11 @@ public final class MessagingClient: Sendable {
 
     /// Connects to the relay's messaging and logs in with `identity` (binding its name on first use). `loop`: an event
     /// loop to share (many clients in one process); `onEvent`: called on that loop with every event as it arrives
-    /// (before the client's own requests see it).
+    /// (before the client's own requests see it); `onClose`: called there once when the connection closes.
     public static func connect(
         to server: ServerAddress, security: SignalingSecurity, identity: AccountIdentity,
         timeout: Duration = .seconds(10), loop: (any EventLoop)? = nil,
-        onEvent: (@Sendable (MessagingEvent) -> Void)? = nil
+        onEvent: (@Sendable (MessagingEvent) -> Void)? = nil, onClose: (@Sendable () -> Void)? = nil
     ) async throws -> MessagingClient {
         let group = loop == nil ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
         let inbox = Inbox()
@@ -107,10 +178,14 @@ public final class MessagingClient: Sendable {
             connection = try await SignalingConnection.connect(
                 to: server, path: "/parley/messages", on: loop ?? group!.next(), security: security
             ) { text in
-                guard let text else { return inbox.closed.withLock { $0 = true } }
+                guard let text else {
+                    inbox.close()
+                    onClose?()
+                    return
+                }
                 guard let event = try? MessagingEvent.decode(text) else { return }
                 onEvent?(event)
-                inbox.events.withLock { Self.keep(event, in: &$0) }
+                inbox.add(event)
             }.get()
         } catch {
             try? await group?.shutdownGracefully()
@@ -155,25 +230,13 @@ public final class MessagingClient: Sendable {
     ) async throws -> T {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let found: Result<T, MessagingClientError>? = inbox.events.withLock { events in
-                for (index, event) in events.enumerated() {
-                    if let value = match(event) {
-                        events.removeFirst(index + 1)
-                        return .success(value)
-                    }
-                    if case .error(let error) = event {
-                        events.removeFirst(index + 1)
-                        return .failure(MessagingClientError(error.message, code: error.code))
-                    }
-                }
-                return nil
-            }
-            if let found { return try found.get() }
-            if inbox.closed.withLock({ $0 }) {
+            if let found = inbox.take(match) { return try found.get() }
+            if inbox.isClosed {
                 throw MessagingClientError("the relay closed the connection while waiting for \(what)")
             }
-            try await Task.sleep(for: .milliseconds(1))
+            await inbox.wait(until: deadline)
         }
+        if let found = inbox.take(match) { return try found.get() }
         throw MessagingClientError("no answer from the relay within \(timeout) while waiting for \(what)")
     }
 
@@ -436,11 +499,11 @@ public final class MessagingClient: Sendable {
 
     /// Forgets events received so far (a client that watches them through `onEvent` keeps memory bounded).
     public func discardEvents() {
-        inbox.events.withLock { $0.removeAll(keepingCapacity: true) }
+        inbox.removeAll()
     }
 
     /// False once the relay closed the connection (or it broke).
-    public var isConnected: Bool { !inbox.closed.withLock { $0 } }
+    public var isConnected: Bool { !inbox.isClosed }
 
     /// Closes the connection.
     public func close() async {

@@ -209,54 +209,13 @@ public final class PostgresCluster: ClusterBus, Sendable {
         do {
             let (wasAlive, reaped, peers) = try await deadline(Self.operationTimeout) { [client] in
                 try await client.withTransaction(logger: logger) { connection in
-                    var wasAlive = false
-                    for try await alive in try await connection.query(
-                        "SELECT alive FROM node WHERE id = \(nodeID) FOR UPDATE", logger: logger
-                    ).decode(Bool.self) {
-                        wasAlive = alive
-                    }
-                    try await connection.query(
-                        """
-                        INSERT INTO node (id, advertise, trunk, members, rooms, packets_per_second, cpu, trunks_up)
-                        VALUES (\(nodeID), \(advertise), \(trunk), \(load.members), \(load.rooms),
-                            \(load.packetsPerSecond), \(load.cpu), \(load.trunksUp))
-                        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
-                            rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu,
-                            trunk = EXCLUDED.trunk, trunks_up = EXCLUDED.trunks_up
-                        """, logger: logger)
-                    var peers: [TrunkPeer] = []
-                    for try await (id, address, advertised, members) in try await connection.query(
-                        """
-                        SELECT id, trunk, advertise, members FROM node
-                        WHERE alive AND id <> \(nodeID) AND trunk IS NOT NULL
-                            AND heartbeat_at >= now() - make_interval(secs => \(Double(deadAfter) / 1000))
-                        ORDER BY id
-                        """, logger: logger
-                    ).decode((String, String, String, Int).self) {
-                        peers.append(TrunkPeer(node: id, address: address, advertise: advertised, members: members))
-                    }
-                    var reaped: [String] = []
-                    guard steady else { return (wasAlive, reaped, peers) }
-                    for try await id in try await connection.query(
-                        """
-                        UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
-                        WHERE id IN (
-                            SELECT id FROM node WHERE alive AND id <> \(nodeID)
-                                AND heartbeat_at < now() - make_interval(secs => \(Double(deadAfter) / 1000))
-                            FOR UPDATE SKIP LOCKED)
-                        RETURNING id
-                        """, logger: logger
-                    ).decode(String.self) {
-                        reaped.append(id)
-                    }
-                    if !reaped.isEmpty {
-                        try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
-                        try await connection.query(
-                            "DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
-                        let payload = try Self.encode(
-                            BusBatch(node: nodeID, sent: Self.milliseconds(), events: reaped.map { .nodeGone($0) }))
-                        try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
-                    }
+                    let wasAlive = try await Self.writeHeartbeat(
+                        connection, node: nodeID, advertise: advertise, trunk: trunk, load: load, logger: logger)
+                    let peers = try await Self.liveTrunks(
+                        connection, besides: nodeID, deadAfterMilliseconds: deadAfter, logger: logger)
+                    guard steady else { return (wasAlive, [String](), peers) }
+                    let reaped = try await Self.reapSilentNodes(
+                        connection, by: nodeID, deadAfterMilliseconds: deadAfter, logger: logger)
                     return (wasAlive, reaped, peers)
                 }
             }
@@ -290,6 +249,76 @@ public final class PostgresCluster: ClusterBus, Sendable {
             }
             return nil
         }
+    }
+
+    /// In the heartbeat's transaction: this node's row, locked first to learn whether another node had declared it
+    /// dead (it was alive unless so), then written with its load.
+    private static func writeHeartbeat(
+        _ connection: PostgresConnection, node nodeID: String, advertise: String, trunk: String?, load: NodeLoad,
+        logger: Logger
+    ) async throws -> Bool {
+        var wasAlive = false
+        for try await alive in try await connection.query(
+            "SELECT alive FROM node WHERE id = \(nodeID) FOR UPDATE", logger: logger
+        ).decode(Bool.self) {
+            wasAlive = alive
+        }
+        try await connection.query(
+            """
+            INSERT INTO node (id, advertise, trunk, members, rooms, packets_per_second, cpu, trunks_up)
+            VALUES (\(nodeID), \(advertise), \(trunk), \(load.members), \(load.rooms),
+                \(load.packetsPerSecond), \(load.cpu), \(load.trunksUp))
+            ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), alive = true, members = EXCLUDED.members,
+                rooms = EXCLUDED.rooms, packets_per_second = EXCLUDED.packets_per_second, cpu = EXCLUDED.cpu,
+                trunk = EXCLUDED.trunk, trunks_up = EXCLUDED.trunks_up
+            """, logger: logger)
+        return wasAlive
+    }
+
+    /// The other live nodes that take trunks, by id.
+    private static func liveTrunks(
+        _ connection: PostgresConnection, besides nodeID: String, deadAfterMilliseconds deadAfter: Int64,
+        logger: Logger
+    ) async throws -> [TrunkPeer] {
+        var peers: [TrunkPeer] = []
+        for try await (id, address, advertised, members) in try await connection.query(
+            """
+            SELECT id, trunk, advertise, members FROM node
+            WHERE alive AND id <> \(nodeID) AND trunk IS NOT NULL
+                AND heartbeat_at >= now() - make_interval(secs => \(Double(deadAfter) / 1000))
+            ORDER BY id
+            """, logger: logger
+        ).decode((String, String, String, Int).self) {
+            peers.append(TrunkPeer(node: id, address: address, advertise: advertised, members: members))
+        }
+        return peers
+    }
+
+    /// Nodes silent past `deadAfter` marked dead (each by one reaper: rows another is reaping are skipped), their
+    /// presence and room placements cleared, and the bus told; returns their ids.
+    private static func reapSilentNodes(
+        _ connection: PostgresConnection, by nodeID: String, deadAfterMilliseconds deadAfter: Int64, logger: Logger
+    ) async throws -> [String] {
+        var reaped: [String] = []
+        for try await id in try await connection.query(
+            """
+            UPDATE node SET alive = false, reaped_by = \(nodeID), reaped_at = now(), deaths = deaths + 1
+            WHERE id IN (
+                SELECT id FROM node WHERE alive AND id <> \(nodeID)
+                    AND heartbeat_at < now() - make_interval(secs => \(Double(deadAfter) / 1000))
+                FOR UPDATE SKIP LOCKED)
+            RETURNING id
+            """, logger: logger
+        ).decode(String.self) {
+            reaped.append(id)
+        }
+        guard !reaped.isEmpty else { return reaped }
+        try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
+        try await connection.query("DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
+        let payload = try encode(
+            BusBatch(node: nodeID, sent: milliseconds(), events: reaped.map { .nodeGone($0) }))
+        try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+        return reaped
     }
 
     // MARK: Bus
@@ -385,10 +414,19 @@ public final class PostgresCluster: ClusterBus, Sendable {
             try await connection.listen(on: Self.channel) { notifications in
                 caughtUp(try await self.presence(on: connection))
                 self.figures.withLock { $0.busConnections += 1 }
+                var newerNodes = Set<String>()
                 for try await notification in notifications {
-                    guard let batch = try? JSONDecoder().decode(BusBatch.self, from: Data(notification.payload.utf8))
-                    else {
+                    let batch: BusBatch
+                    do throws(BusBatchError) {
+                        batch = try BusBatch.decode(notification.payload)
+                    } catch {
                         self.figures.withLock { $0.undecodable += 1 }
+                        // Said once per node (a bounded set: a cluster has a few nodes), not once per batch.
+                        if case .newerVersion(_, let node) = error, newerNodes.count < 1_000,
+                            newerNodes.insert(node).inserted
+                        {
+                            logger.error("\(error)")
+                        }
                         continue
                     }
                     guard batch.node != nodeID else { continue }
@@ -486,12 +524,69 @@ public final class PostgresCluster: ClusterBus, Sendable {
     static func milliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
-/// One notification: who sent it, when, and its events in order.
+/// One notification: the bus protocol's version, who sent it, when, and its events in order.
 struct BusBatch: Codable, Equatable {
+    /// The version of the bus protocol this node speaks. A node refuses a batch of a newer one by name
+    /// (`BusBatchError.newerVersion`) rather than misread it; a batch without one is of version 1.
+    static let currentVersion = 1
+
+    var version = BusBatch.currentVersion
     var node: String
     /// Milliseconds since 1970 when it was published (the bus's lag is measured from it).
     var sent: Int64
     var events: [ClusterEvent]
+
+    init(version: Int = BusBatch.currentVersion, node: String, sent: Int64, events: [ClusterEvent]) {
+        self.version = version
+        self.node = node
+        self.sent = sent
+        self.events = events
+    }
+
+    private enum CodingKeys: String, CodingKey { case version, node, sent, events }
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        version = try fields.decodeIfPresent(Int.self, forKey: .version) ?? 1
+        node = try fields.decode(String.self, forKey: .node)
+        sent = try fields.decode(Int64.self, forKey: .sent)
+        events = try fields.decode([ClusterEvent].self, forKey: .events)
+    }
+
+    /// Reads a notification's payload: the version first, so a newer node's batch (whose events this node may not
+    /// know) is named as such rather than as garbage.
+    static func decode(_ payload: String) throws(BusBatchError) -> BusBatch {
+        struct Header: Decodable {
+            var version: Int?
+            var node: String?
+        }
+        let data = Data(payload.utf8)
+        guard let header = try? JSONDecoder().decode(Header.self, from: data) else { throw .undecodable }
+        let version = header.version ?? 1
+        guard version <= currentVersion else {
+            throw .newerVersion(version, node: String((header.node ?? "?").prefix(64)))
+        }
+        guard let batch = try? JSONDecoder().decode(BusBatch.self, from: data) else { throw .undecodable }
+        return batch
+    }
+}
+
+/// A bus notification this node cannot take.
+enum BusBatchError: Error, Equatable, CustomStringConvertible {
+    case undecodable
+    case newerVersion(Int, node: String)
+
+    var description: String {
+        switch self {
+        case .undecodable:
+            "a bus notification that is not a batch of cluster events"
+        case .newerVersion(let version, let node):
+            """
+            node \(node) speaks bus version \(version), newer than this node's \(BusBatch.currentVersion): its events \
+            are ignored until this node is upgraded
+            """
+        }
+    }
 }
 
 enum ClusterBusError: Error, CustomStringConvertible {

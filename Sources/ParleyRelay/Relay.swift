@@ -68,22 +68,7 @@ public final class Relay: Sendable {
             throw RelayError.tlsSetup("\(error)")
         }
         do {
-            let udpChannel: any Channel
-            do {
-                udpChannel = try await DatagramBootstrap(group: loop)
-                    .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                    .channelOption(.datagramVectorReadMessageCount, value: 64)
-                    // A larger receive queue (4 MB asked; Linux caps it at net.core.rmem_max and doubles it) rides out
-                    // a busy moment of the event loop instead of dropping: the default 208 KB holds ~90 video
-                    // packets, a few milliseconds under a flood of garbage (`parley-bench load`, hostile).
-                    .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
-                    .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
-                    .bind(host: configuration.host, port: configuration.port).get()
-            } catch {
-                throw RelayError.bindFailed(
-                    what: "media (UDP)", host: configuration.host, port: configuration.port,
-                    underlying: error)
-            }
+            let udpChannel = try await bindMedia(configuration, on: loop)
             let mediaPort = udpChannel.localAddress?.port ?? configuration.port
             let core = try await loop.submit {
                 NIOLoopBound(
@@ -95,58 +80,13 @@ public final class Relay: Sendable {
                     DatagramHandler(core: core, socket: "media") { $0.handleDatagram($1) })
                 core.value.messaging = messaging
             }.get()
-            // A message posted in a room's channel from outside the call shows in the call.
-            let onLoop = try await loop.submit { core.value.onLoop }.get()
-            messaging?.observeChannelPosts { line in
-                // A line said in a call reached the calls of its room on every node already (`roomChat`).
-                guard line.post.kind == .message, !line.post.id.hasPrefix("call-") else { return }
-                onLoop { core in
-                    core.perform(
-                        core.state.channelLine(
-                            room: line.post.channel, from: line.post.sender,
-                            text: line.post.text, time: line.post.postedAt))
-                }
-            }
-
+            try await showChannelPostsInCalls(messaging, core: core)
             let serverChannel: any Channel
             do {
-                serverChannel = try await ServerBootstrap(group: loop)
-                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                    // A deep accept queue: under a burst of handshakes (the hostile bench opens about a thousand a
-                    // second) a full queue drops SYNs, and the client's retry waits a whole second. The kernel caps
-                    // it at net.core.somaxconn.
-                    .serverChannelOption(.backlog, value: 4096)
-                    .serverChannelInitializer { [logger = configuration.logger] channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(AcceptErrorLog(logger: logger))
-                        }
-                    }
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { channel in
-                        // Every TCP connection counts against the relay's budget from accept to close, and one that
-                        // has not become a WebSocket within the join timeout (a stalled TLS or HTTP handshake) is
-                        // closed: the signaling layer's own join timeout starts only after the upgrade.
-                        guard core.value.admitSocket() else { return channel.close() }
-                        let handshake = channel.eventLoop.scheduleTask(
-                            in: TimeAmount(core.value.state.limits.joinTimeout)
-                        ) {
-                            core.value.handshakeTimedOut()
-                            channel.close(promise: nil)
-                        }
-                        channel.closeFuture.whenComplete { _ in
-                            handshake.cancel()
-                            core.value.socketClosed()
-                        }
-                        return Self.configureSignaling(
-                            channel, core: core, tls: tls, handshake: handshake,
-                            messaging: messaging)
-                    }
-                    .bind(host: configuration.host, port: configuration.port == 0 ? 0 : configuration.port).get()
+                serverChannel = try await bindSignaling(configuration, core: core, tls: tls, messaging: messaging)
             } catch {
                 try? await udpChannel.close()
-                throw RelayError.bindFailed(
-                    what: "signaling (TCP)", host: configuration.host,
-                    port: configuration.port, underlying: error)
+                throw error
             }
             let signalingPort = serverChannel.localAddress?.port ?? configuration.port
             var admin: AdminServer?
@@ -177,6 +117,86 @@ public final class Relay: Sendable {
         } catch {
             try? await group.shutdownGracefully()
             throw error
+        }
+    }
+
+    /// The media socket (UDP), with a receive queue deep enough for a busy moment of the loop.
+    private static func bindMedia(_ configuration: RelayConfiguration, on loop: any EventLoop) async throws
+        -> any Channel
+    {
+        do {
+            return try await DatagramBootstrap(group: loop)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.datagramVectorReadMessageCount, value: 64)
+                // A larger receive queue (4 MB asked; Linux caps it at net.core.rmem_max and doubles it) rides out
+                // a busy moment of the event loop instead of dropping: the default 208 KB holds ~90 video
+                // packets, a few milliseconds under a flood of garbage (`parley-bench load`, hostile).
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
+                .bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw RelayError.bindFailed(
+                what: "media (UDP)", host: configuration.host, port: configuration.port, underlying: error)
+        }
+    }
+
+    /// A message posted in a room's channel from outside the call shows in the call.
+    private static func showChannelPostsInCalls(_ messaging: MessagingService?, core: NIOLoopBound<RelayCore>)
+        async throws
+    {
+        let onLoop = try await core.eventLoop.submit { core.value.onLoop }.get()
+        messaging?.observeChannelPosts { line in
+            // A line said in a call reached the calls of its room on every node already (`roomChat`).
+            guard line.post.kind == .message, !line.post.id.hasPrefix("call-") else { return }
+            onLoop { core in
+                core.perform(
+                    core.state.channelLine(
+                        room: line.post.channel, from: line.post.sender,
+                        text: line.post.text, time: line.post.postedAt))
+            }
+        }
+    }
+
+    /// The signaling socket (TCP, WebSocket, optionally TLS): every connection counts against the relay's budget.
+    private static func bindSignaling(
+        _ configuration: RelayConfiguration, core: NIOLoopBound<RelayCore>, tls: NIOSSLContext?,
+        messaging: MessagingService?
+    ) async throws -> any Channel {
+        do {
+            return try await ServerBootstrap(group: core.eventLoop)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // A deep accept queue: under a burst of handshakes (the hostile bench opens about a thousand a
+                // second) a full queue drops SYNs, and the client's retry waits a whole second. The kernel caps
+                // it at net.core.somaxconn.
+                .serverChannelOption(.backlog, value: 4096)
+                .serverChannelInitializer { [logger = configuration.logger] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(AcceptErrorLog(logger: logger))
+                    }
+                }
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    // Every TCP connection counts against the relay's budget from accept to close, and one that
+                    // has not become a WebSocket within the join timeout (a stalled TLS or HTTP handshake) is
+                    // closed: the signaling layer's own join timeout starts only after the upgrade.
+                    guard core.value.admitSocket() else { return channel.close() }
+                    let handshake = channel.eventLoop.scheduleTask(
+                        in: TimeAmount(core.value.state.limits.joinTimeout)
+                    ) {
+                        core.value.handshakeTimedOut()
+                        channel.close(promise: nil)
+                    }
+                    channel.closeFuture.whenComplete { _ in
+                        handshake.cancel()
+                        core.value.socketClosed()
+                    }
+                    return Self.configureSignaling(
+                        channel, core: core, tls: tls, handshake: handshake, messaging: messaging)
+                }
+                .bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw RelayError.bindFailed(
+                what: "signaling (TCP)", host: configuration.host, port: configuration.port, underlying: error)
         }
     }
 

@@ -95,6 +95,32 @@ public struct SixelEncoder: Sendable {
     private mutating func quantize(_ raster: PixelRaster, colors: Int) -> [PixelTile.RGB] {
         let pixels = raster.width * raster.height
         if indices.count < pixels { indices = [UInt16](repeating: 0, count: pixels) }
+        var used = countBuckets(raster, pixels: pixels)
+        let boxes = medianCut(&used, colors: colors)
+        let palette = averages(of: boxes, in: used)
+        raster.rgb.withUnsafeBufferPointer { rgb in
+            paletteOf.withUnsafeBufferPointer { paletteOf in
+                indices.withUnsafeMutableBufferPointer { indices in
+                    for pixel in 0..<pixels {
+                        let bucket =
+                            (Int(rgb[3 * pixel]) >> 3) << 10 | (Int(rgb[3 * pixel + 1]) >> 3) << 5
+                            | (Int(rgb[3 * pixel + 2]) >> 3)
+                        indices[pixel] = paletteOf[bucket]
+                    }
+                }
+            }
+        }
+        for bucket in used {
+            counts[bucket] = 0
+            sums[3 * bucket] = 0
+            sums[3 * bucket + 1] = 0
+            sums[3 * bucket + 2] = 0
+        }
+        return palette
+    }
+
+    /// Counts the raster's pixels into 15-bit colour buckets (with their channel sums); returns the buckets used.
+    private mutating func countBuckets(_ raster: PixelRaster, pixels: Int) -> [Int] {
         var used: [Int] = []
         raster.rgb.withUnsafeBufferPointer { rgb in
             counts.withUnsafeMutableBufferPointer { counts in
@@ -113,8 +139,13 @@ public struct SixelEncoder: Sendable {
                 }
             }
         }
-        // Median cut over the used buckets: split the box with the widest channel range (weighted by how many
-        // pixels it holds) at its pixel median along that channel.
+        return used
+    }
+
+    /// Median cut over the used buckets: split the box with the widest channel range (weighted by how many pixels
+    /// it holds) at its pixel median along that channel, until there are `colors` boxes (or none can split). Sorts
+    /// `used` so each box is a range of it.
+    private func medianCut(_ used: inout [Int], colors: Int) -> [Range<Int>] {
         var boxes: [Range<Int>] = [0..<used.count]
         func channel(_ bucket: Int, _ c: Int) -> Int { (bucket >> (10 - 5 * c)) & 31 }
         func widest(_ box: Range<Int>) -> (channel: Int, score: Int) {
@@ -158,6 +189,11 @@ public struct SixelEncoder: Sendable {
             scores[pick] = widest(boxes[pick])
             scores.append(widest(boxes[boxes.count - 1]))
         }
+        return boxes
+    }
+
+    /// One palette entry per box, its pixels' average colour; each bucket's entry goes to `paletteOf`.
+    private mutating func averages(of boxes: [Range<Int>], in used: [Int]) -> [PixelTile.RGB] {
         var palette: [PixelTile.RGB] = []
         palette.reserveCapacity(boxes.count)
         for (entry, box) in boxes.enumerated() {
@@ -178,24 +214,6 @@ public struct SixelEncoder: Sendable {
                 PixelTile.RGB(
                     r: UInt8((r + half) / max(1, n)), g: UInt8((g + half) / max(1, n)),
                     b: UInt8((b + half) / max(1, n))))
-        }
-        raster.rgb.withUnsafeBufferPointer { rgb in
-            paletteOf.withUnsafeBufferPointer { paletteOf in
-                indices.withUnsafeMutableBufferPointer { indices in
-                    for pixel in 0..<pixels {
-                        let bucket =
-                            (Int(rgb[3 * pixel]) >> 3) << 10 | (Int(rgb[3 * pixel + 1]) >> 3) << 5
-                            | (Int(rgb[3 * pixel + 2]) >> 3)
-                        indices[pixel] = paletteOf[bucket]
-                    }
-                }
-            }
-        }
-        for bucket in used {
-            counts[bucket] = 0
-            sums[3 * bucket] = 0
-            sums[3 * bucket + 1] = 0
-            sums[3 * bucket + 2] = 0
         }
         return palette
     }

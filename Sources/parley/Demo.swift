@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ParleyEngine
+import ParleyMedia
 import ParleyRelay
 import ParleyRoom
 import ParleySecurity

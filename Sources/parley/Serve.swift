@@ -6,6 +6,7 @@ import ParleyPostgres
 import ParleyRelay
 import ParleySecurity
 import ParleyStore
+import ParleyWire
 import Synchronization
 
 /// `parley serve`: the relay.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyStore

@@ -3,6 +3,7 @@ import Logging
 import ParleyDevices
 import ParleyMedia
 import ParleyRoom
+import ParleyWire
 import Synchronization
 import Testing
 

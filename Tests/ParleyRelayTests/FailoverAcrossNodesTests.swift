@@ -1,4 +1,5 @@
 import Logging
+import ParleyMedia
 import ParleyRoom
 import ParleyTestSupport
 import ParleyWire

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyWire
 import Testing
 
 @testable import ParleyEngine

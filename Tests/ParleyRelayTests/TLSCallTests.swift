@@ -1,7 +1,9 @@
 import Foundation
 import Logging
+import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyWire
 import Testing
 
 @testable import ParleyEngine

@@ -216,7 +216,7 @@ struct AppLoop {
             lastMessagesDraw = nil
             return .next
         }
-        switch reduce(&state, key) {
+        switch reduce(&state, key, at: Int64(Date().timeIntervalSince1970 * 1000)) {
         case .back?:
             session.close()
             if options.openMessagesFirst { return .exit(nil) }
@@ -291,7 +291,7 @@ struct AppLoop {
             lastMessagesDraw = nil
             return .next
         }
-        switch reduce(&state, key) {
+        switch reduce(&state, key, at: Int64(Date().timeIntervalSince1970 * 1000)) {
         case .back?, .quit?:
             session.close()
             terminal.invalidate()

@@ -26,7 +26,8 @@ final class MessagesSession: Sendable {
         /// What the relay sent on the `generation`th connection.
         case event(MessagingEvent, generation: Int)
         case action(MessagesAction)
-        case tick
+        /// The `generation`th connection closed.
+        case closed(generation: Int)
     }
 
     /// What the task and the terminal loop share.
@@ -90,14 +91,6 @@ final class MessagesSession: Sendable {
         var failures = 0
         var lastOpened: ConversationKey?
         var unsent: [MessagesAction] = []
-        // A beat once a second, so a connection that broke is noticed even when nothing else happens.
-        let beat = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                continuation.yield(.tick)
-            }
-        }
-        defer { beat.cancel() }
 
         while !Task.isCancelled {
             generation += 1
@@ -105,8 +98,10 @@ final class MessagesSession: Sendable {
             let connected: MessagingClient
             do {
                 connected = try await MessagingClient.connect(
-                    to: account.server, security: account.security, identity: account.identity
-                ) { event in continuation.yield(.event(event, generation: current)) }
+                    to: account.server, security: account.security, identity: account.identity,
+                    onEvent: { event in continuation.yield(.event(event, generation: current)) },
+                    // A connection that broke is noticed at once, even when nothing else happens.
+                    onClose: { continuation.yield(.closed(generation: current)) })
             } catch {
                 failures += 1
                 let delay = retryDelay(after: failures)
@@ -141,9 +136,7 @@ final class MessagesSession: Sendable {
                     return
                 }
                 switch item {
-                case .tick:
-                    break
-                case .event(_, let from) where from != current:
+                case .closed(let from) where from != current, .event(_, let from) where from != current:
                     continue  // from a connection that is gone
                 case .event(.message(let delivery), _) where delivery.inHistory != true:
                     if fromBacklog.remove(delivery.sequence) != nil { continue }
@@ -162,7 +155,7 @@ final class MessagesSession: Sendable {
                         .presence(
                             name: presence.name, online: presence.online,
                             call: presence.inCall == true ? presence.state : nil))
-                case .event:
+                case .event, .closed:
                     break
                 case .action(let action):
                     if case .open(let key) = action { lastOpened = key }

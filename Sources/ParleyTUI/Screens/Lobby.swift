@@ -1,4 +1,4 @@
-import ParleyEngine
+import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyWire

@@ -1,4 +1,3 @@
-import ParleyEngine
 import ParleyRoom
 
 /// Draws the lobby form centred on the screen: fields, choices, the profile, [Settings] and [Join], and the
@@ -78,29 +77,66 @@ public enum LobbyScreen {
         screen.drawBox(
             box, style: theme.style(.tileBorder), lines: .rounded, title: "Parley · join a call",
             titleStyle: theme.style(.tileName))
+        drawTextFields(lobby, geometry: geometry, into: &screen, theme: theme)
+        drawChoices(lobby, geometry: geometry, into: &screen, theme: theme)
+        for button in geometry.buttons {
+            let focused = lobby.focus == button.item
+            let rect = button.rect
+            if focused { screen.write(">", column: rect.x - 1, row: rect.y, style: theme.style(.selection)) }
+            screen.write(
+                button.label, column: rect.x, row: rect.y, style: theme.style(focused ? .selection : .text))
+        }
+        if let message = lobby.message {
+            let style: CellStyle
+            switch message.kind {
+            case .error: style = theme.style(.statusError)
+            case .progress: style = theme.style(.statusWarning)
+            case .info: style = theme.style(.text)
+            }
+            let width = box.width - 6
+            for (offset, line) in DisplayWidth.wrap(message.text, width: width).prefix(3).enumerated() {
+                screen.writeFitted(
+                    line, column: box.x + 3, row: geometry.messageRow + offset, width: width,
+                    style: style)
+            }
+        }
+        let help =
+            lobby.isJoining
+            ? "Ctrl-C quits"
+            : "Tab/Down next · Up previous · Space/Left/Right choose · Enter join · Esc quit"
+        screen.writeCentered(
+            help, row: min(screen.height - 1, box.maxY), in: screen.bounds,
+            style: theme.style(.chatSystem))
+        return screen
+    }
 
-        let textFields: [(LobbyItem, String, String)] = [
-            (.server, "Server", lobby.server.text), (.name, "Name", lobby.name.text),
-            (.room, "Room", lobby.room.text),
-            (.encryptionKey, "Key", String(repeating: "*", count: lobby.encryptionKey.text.count)),
+    /// Server, name, room and key, each labelled and shown through its window (the key as stars).
+    private static func drawTextFields(
+        _ lobby: LobbyState, geometry: Geometry, into screen: inout Screen, theme: Theme
+    ) {
+        let textFields: [(LobbyItem, String, InputLine, String)] = [
+            (.server, "Server", lobby.server, lobby.server.text), (.name, "Name", lobby.name, lobby.name.text),
+            (.room, "Room", lobby.room, lobby.room.text),
+            (
+                .encryptionKey, "Key", lobby.encryptionKey,
+                String(repeating: "*", count: lobby.encryptionKey.text.count)
+            ),
         ]
-        for (item, label, text) in textFields {
+        for (item, label, line, text) in textFields {
             let row = geometry.rows[item]!
             drawLabel(label, item: item, lobby: lobby, row: row, geometry: geometry, into: &screen, theme: theme)
-            let line =
-                item == .server
-                ? lobby.server
-                : item == .name
-                    ? lobby.name
-                    : item == .room
-                        ? lobby.room
-                        : lobby.encryptionKey
             let window = FieldWindow(text: text, cursor: line.cursor, width: geometry.fieldWidth)
             let field = CellRect(x: geometry.valueColumn, y: row, width: geometry.fieldWidth, height: 1)
             screen.fill(field, style: theme.style(.chatInput))
             screen.write(window.text, column: field.x, row: row, style: theme.style(.chatInput), clip: field)
         }
+    }
 
+    /// Cipher and role, each with a note on what it means, and the video profile.
+    private static func drawChoices(
+        _ lobby: LobbyState, geometry: Geometry, into screen: inout Screen, theme: Theme
+    ) {
+        let box = geometry.box
         let note = theme.style(.placeholder)
         let cipherRow = geometry.rows[.cipher]!
         drawLabel(
@@ -126,38 +162,6 @@ public enum LobbyScreen {
             "\(lobby.profile.name), \(lobby.profile.fps) fps, \(lobby.profile.bitrateKbps) kbit/s",
             column: geometry.valueColumn, row: geometry.profileRow, width: geometry.fieldWidth,
             style: theme.style(.text))
-
-        for button in geometry.buttons {
-            let focused = lobby.focus == button.item
-            let rect = button.rect
-            if focused { screen.write(">", column: rect.x - 1, row: rect.y, style: theme.style(.selection)) }
-            screen.write(
-                button.label, column: rect.x, row: rect.y, style: theme.style(focused ? .selection : .text))
-        }
-
-        if let message = lobby.message {
-            let style: CellStyle
-            switch message.kind {
-            case .error: style = theme.style(.statusError)
-            case .progress: style = theme.style(.statusWarning)
-            case .info: style = theme.style(.text)
-            }
-            let width = box.width - 6
-            for (offset, line) in DisplayWidth.wrap(message.text, width: width).prefix(3).enumerated() {
-                screen.writeFitted(
-                    line, column: box.x + 3, row: geometry.messageRow + offset, width: width,
-                    style: style)
-            }
-        }
-
-        let help =
-            lobby.isJoining
-            ? "Ctrl-C quits"
-            : "Tab/Down next · Up previous · Space/Left/Right choose · Enter join · Esc quit"
-        screen.writeCentered(
-            help, row: min(screen.height - 1, box.maxY), in: screen.bounds,
-            style: theme.style(.chatSystem))
-        return screen
     }
 
     /// Where the shell should show the text cursor: in the focused text field, unless joining.

@@ -323,10 +323,11 @@ public let maxHistoryPage = 50
 
 /// Applies a key: typing edits the input line; Enter sends it to the open conversation (or runs a command:
 /// `/dm NAME`, `/join CHANNEL`, `/leave`), or opens the highlighted conversation when the line is empty; Up/Down
-/// move through the list; PgUp loads older lines; Esc returns to the lobby; Ctrl-C quits.
-public func reduce(_ state: inout MessagesState, _ key: Key, newID: () -> String = { UUID().uuidString })
-    -> MessagesAction?
-{
+/// move through the list; PgUp loads older lines; Esc returns to the lobby; Ctrl-C quits. `now` (milliseconds since
+/// 1970) stamps a line sent.
+public func reduce(
+    _ state: inout MessagesState, _ key: Key, at now: Int64, newID: () -> String = { UUID().uuidString }
+) -> MessagesAction? {
     switch key {
     case .control("c"), .control("C"):
         return .quit
@@ -344,14 +345,14 @@ public func reduce(_ state: inout MessagesState, _ key: Key, newID: () -> String
         else { return nil }
         return .loadOlder(open, before: oldest)
     case .enter:
-        return submit(&state, newID: newID)
+        return submit(&state, at: now, newID: newID)
     default:
         if state.input.edit(key) { state.notice = nil }
         return nil
     }
 }
 
-private func submit(_ state: inout MessagesState, newID: () -> String) -> MessagesAction? {
+private func submit(_ state: inout MessagesState, at now: Int64, newID: () -> String) -> MessagesAction? {
     let text = state.input.text.trimmingCharacters(in: .whitespaces)
     if text.isEmpty {
         guard state.conversations.indices.contains(state.selected) else {
@@ -404,7 +405,7 @@ private func submit(_ state: inout MessagesState, newID: () -> String) -> Messag
     state.input = InputLine("", maximumLength: state.input.maximumLength)
     let line = MessageLine(
         sequence: nil, id: id, from: state.account, text: text,
-        sentAt: Int64(Date().timeIntervalSince1970 * 1000),
+        sentAt: now,
         progress: open.kind == .direct ? .sending : nil)
     state.insert(line, into: open)
     state.bump(open, line: line)

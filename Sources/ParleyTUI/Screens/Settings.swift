@@ -1,4 +1,4 @@
-import ParleyEngine
+import ParleyMedia
 import ParleyRoom
 
 /// What a key press on the settings screen asks the shell to do.

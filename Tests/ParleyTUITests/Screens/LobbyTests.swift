@@ -1,4 +1,5 @@
 import ParleyEngine
+import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyWire

@@ -10,7 +10,7 @@ struct MessagesTests {
     static let utc = TimeZone(identifier: "UTC")!
 
     func type(_ text: String, into state: inout MessagesState) {
-        for character in text { _ = reduce(&state, .char(character)) }
+        for character in text { _ = reduce(&state, .char(character), at: 7_000) }
     }
 
     func listed(_ names: [String]) -> [ConversationEntry] {
@@ -28,10 +28,12 @@ struct MessagesTests {
         var state = MessagesState(account: "alice")
         _ = apply(&state, .conversations(listed(["bob", "#team", "carol"])))
         #expect(state.connection == nil)
-        #expect(reduce(&state, .down) == nil && reduce(&state, .down) == nil && reduce(&state, .down) == nil)
+        #expect(
+            reduce(&state, .down, at: 7_000) == nil && reduce(&state, .down, at: 7_000) == nil
+                && reduce(&state, .down, at: 7_000) == nil)
         #expect(state.selected == 2, "stops at the last")
-        _ = reduce(&state, .up)
-        #expect(reduce(&state, .enter) == .open(ConversationKey(.channel, "team")))
+        _ = reduce(&state, .up, at: 7_000)
+        #expect(reduce(&state, .enter, at: 7_000) == .open(ConversationKey(.channel, "team")))
         #expect(
             state.open == ConversationKey(.channel, "team")
                 && state.entry(ConversationKey(.channel, "team"))?.unread == 0)
@@ -53,7 +55,7 @@ struct MessagesTests {
         for row in Self.commands {
             var state = MessagesState(account: "alice")
             type(row.typed, into: &state)
-            #expect(reduce(&state, .enter) == row.action, "\(row.typed)")
+            #expect(reduce(&state, .enter, at: 7_000) == row.action, "\(row.typed)")
             if let notice = row.notice {
                 #expect(
                     state.notice?.isError == true && state.notice?.text.contains(notice) == true,
@@ -66,12 +68,14 @@ struct MessagesTests {
     func sendingProgress() throws {
         var state = MessagesState(account: "alice")
         type("/dm bob", into: &state)
-        _ = reduce(&state, .enter)
+        _ = reduce(&state, .enter, at: 7_000)
         type("lunch?", into: &state)
-        #expect(reduce(&state, .enter, newID: { "id-1" }) == .sendDirect(id: "id-1", to: "bob", text: "lunch?"))
+        #expect(
+            reduce(&state, .enter, at: 7_000, newID: { "id-1" }) == .sendDirect(id: "id-1", to: "bob", text: "lunch?"))
         #expect(state.input.text.isEmpty)
         let bob = ConversationKey(.direct, "bob")
         #expect(state.lines[bob]?.map(\.progress) == [.sending])
+        #expect(state.lines[bob]?.first?.sentAt == 7_000, "stamped with the time the shell passed in")
         #expect(state.conversations.first?.lastText == "lunch?" && state.conversations.first?.unread == 0)
         _ = apply(&state, .stored(id: "id-1", sequence: 7))
         #expect(state.lines[bob]?.first?.sequence == 7 && state.lines[bob]?.first?.progress == .stored)
@@ -85,7 +89,7 @@ struct MessagesTests {
             timeZone: Self.utc)
         #expect(screen.rows(containing: "you: lunch? ✓✓ read").count == 1, "\(screen.text)")
         type("again", into: &state)
-        _ = reduce(&state, .enter, newID: { "id-2" })
+        _ = reduce(&state, .enter, at: 7_000, newID: { "id-2" })
         _ = apply(&state, .failed(id: "id-2", reason: "no account is named bob"))
         #expect(state.lines[bob]?.last?.progress == .failed("no account is named bob"))
         #expect(state.notice?.text == "Not sent: no account is named bob")
@@ -102,9 +106,9 @@ struct MessagesTests {
         #expect(state.conversations[0].unread == 1 && state.selected == 2, "the highlight stays on #team")
         #expect(apply(&state, .arrived(ConversationKey(.direct, "bob"), line)) == nil)
         #expect(state.lines[ConversationKey(.direct, "bob")]?.count == 1, "the same sequence twice is one line")
-        _ = reduce(&state, .up)
-        _ = reduce(&state, .up)
-        #expect(reduce(&state, .enter) == .open(ConversationKey(.direct, "bob")))
+        _ = reduce(&state, .up, at: 7_000)
+        _ = reduce(&state, .up, at: 7_000)
+        #expect(reduce(&state, .enter, at: 7_000) == .open(ConversationKey(.direct, "bob")))
         let next = MessageLine(sequence: 41, id: "y", from: "bob", text: "newer", sentAt: 6000)
         #expect(
             apply(&state, .arrived(ConversationKey(.direct, "bob"), next))
@@ -117,18 +121,18 @@ struct MessagesTests {
         var state = MessagesState(account: "alice")
         let team = ConversationKey(.channel, "team")
         type("/join team", into: &state)
-        _ = reduce(&state, .enter)
+        _ = reduce(&state, .enter, at: 7_000)
         let newest = (51...100).reversed().map {
             MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0))
         }
         _ = apply(&state, .history(team, newest, older: false))
-        #expect(reduce(&state, .pageUp) == .loadOlder(team, before: 51))
+        #expect(reduce(&state, .pageUp, at: 7_000) == .loadOlder(team, before: 51))
         let older = (31...50).reversed().map {
             MessageLine(sequence: Int64($0), id: "\($0)", from: "bob", text: "m\($0)", sentAt: Int64($0))
         }
         _ = apply(&state, .history(team, older, older: true))
         #expect(state.lines[team]?.map(\.sequence) == (31...100).map { Int64($0) })
-        #expect(reduce(&state, .pageUp) == nil, "a short page was the first")
+        #expect(reduce(&state, .pageUp, at: 7_000) == nil, "a short page was the first")
         _ = apply(&state, .members(channel: "team", count: 4))
         let screen = MessagesScreen.render(
             state, size: TerminalSize(columns: 100, rows: 30), theme: Self.theme,
@@ -148,9 +152,9 @@ struct MessagesTests {
     func failedThenStored() {
         var state = MessagesState(account: "alice")
         type("/dm bob", into: &state)
-        _ = reduce(&state, .enter)
+        _ = reduce(&state, .enter, at: 7_000)
         type("hi", into: &state)
-        _ = reduce(&state, .enter, newID: { "m" })
+        _ = reduce(&state, .enter, at: 7_000, newID: { "m" })
         _ = apply(&state, .failed(id: "m", reason: "closed"))
         _ = apply(&state, .stored(id: "m", sequence: 3))
         #expect(state.lines[ConversationKey(.direct, "bob")]?.first?.progress == .stored)
@@ -168,7 +172,7 @@ struct MessagesTests {
                     key: ConversationKey(.channel, "team"), unread: 0, lastAt: 0, lastFrom: "alice", lastText: "ok"),
             ]))
         _ = apply(&state, .presence(name: "bob", online: true))
-        _ = reduce(&state, .enter)
+        _ = reduce(&state, .enter, at: 7_000)
         _ = apply(
             &state,
             .history(
