@@ -264,8 +264,18 @@ public func apply(_ state: inout MessagesState, _ update: MessagesUpdate) -> Mes
             state.conversations[index].unread = 0
         }
     case .history(let key, let page, let older):
+        // A fresh page replaces what was shown, except lines newer than it: a reply typed while the page was on its
+        // way (still sending, or stored after the page was read) and lines that arrived live meanwhile.
+        let newest = page.compactMap(\.sequence).max() ?? Int64.min
+        let kept =
+            older
+            ? []
+            : (state.lines[key] ?? []).filter { line in
+                (line.sequence.map { $0 > newest } ?? true)
+                    && !page.contains { $0.id == line.id && $0.from == line.from }
+            }
         if !older { state.lines[key] = [] }
-        for line in page { state.insert(line, into: key) }
+        for line in page + kept { state.insert(line, into: key) }
         if page.count < maxHistoryPage { state.complete.insert(key) }
     case .arrived(let key, let line):
         state.insert(line, into: key)

@@ -116,6 +116,36 @@ struct MessagesTests {
         #expect(state.conversations[0].unread == 0)
     }
 
+    @Test("a reply typed before the opened conversation's page came back stays, and so does a line that arrived")
+    func aPageDoesNotWipeWhatCameAfterIt() {
+        var state = MessagesState(account: "alice")
+        let bob = ConversationKey(.direct, "bob")
+        _ = apply(&state, .conversations(listed(["bob"])))
+        #expect(reduce(&state, .enter, at: 7_000) == .open(bob))
+        // Typed and sent while the page asked for by opening is on its way (a fast typist, a slow relay).
+        type("yes, here", into: &state)
+        #expect(
+            reduce(&state, .enter, at: 7_000, newID: { "r1" }) == .sendDirect(id: "r1", to: "bob", text: "yes, here"))
+        let live = MessageLine(sequence: 12, id: "l", from: "bob", text: "hello?", sentAt: 6_500)
+        _ = apply(&state, .arrived(bob, live))
+        let page = [
+            MessageLine(sequence: 11, id: "b", from: "bob", text: "are you there?", sentAt: 6_000),
+            MessageLine(sequence: 10, id: "a", from: "alice", text: "hi", sentAt: 5_000),
+        ]
+        _ = apply(&state, .history(bob, page, older: false))
+        #expect(state.lines[bob]?.map(\.text) == ["hi", "are you there?", "hello?", "yes, here"])
+        _ = apply(&state, .stored(id: "r1", sequence: 13))
+        #expect(state.lines[bob]?.last?.progress == .stored, "the reply is still there to be marked stored")
+        // A page read after the reply was stored has it: shown once, as stored.
+        _ = apply(
+            &state,
+            .history(
+                bob,
+                [MessageLine(sequence: 13, id: "r1", from: "alice", text: "yes, here", sentAt: 7_000), live] + page,
+                older: false))
+        #expect(state.lines[bob]?.map(\.text) == ["hi", "are you there?", "hello?", "yes, here"])
+    }
+
     @Test("history pages go before what is shown; PgUp asks for the page before the oldest line until the first")
     func paging() {
         var state = MessagesState(account: "alice")
