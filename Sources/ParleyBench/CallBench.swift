@@ -496,7 +496,7 @@ public enum CallBench {
                         tools.parley, ["bot"] + call, outputPath: "\(directory)/parley-\(name).log"))
             } else {
                 let command = ([tools.parley, "join"] + call + ["--log", "\(directory)/parley-\(name).log"])
-                    .map(shellQuoted).joined(separator: " ")
+                    .map(ResultsPage.shellQuoted).joined(separator: " ")
                 panes.append(
                     try BenchPane(
                         command: command, columns: pane.columns, rows: pane.rows, tmux: tools.tmux, directory: directory
@@ -556,7 +556,7 @@ public enum CallBench {
             tools.parley, "join", room, "--server", server, "--name", groupNames[0], "--profile", groupProfile,
             "--log", "\(directory)/group-\(size)-\(groupNames[0]).log", "--log-level", "warning",
             "--stats-file", drawingStats,
-        ].map(shellQuoted).joined(separator: " ")
+        ].map(ResultsPage.shellQuoted).joined(separator: " ")
         let pane = try BenchPane(
             command: command, columns: paneColumns, rows: paneRows, tmux: tools.tmux, directory: directory)
         defer { pane.close() }
@@ -607,10 +607,10 @@ public enum CallBench {
         return GroupResult(
             size: size,
             drawing: ClientResult(
-                process: figures[pane.panePID] ?? missing, shownPerSecond: median(decoded),
+                process: figures[pane.panePID] ?? missing, shownPerSecond: Sample.median(decoded),
                 redrawsPerSecond: redraws, terminal: figures[pane.serverPID]),
             headless: bots.map { ClientResult(process: figures[$0.pid] ?? missing) },
-            relay: figures[relay.pid] ?? missing, decodedPerTile: median(decoded) ?? 0,
+            relay: figures[relay.pid] ?? missing, decodedPerTile: Sample.median(decoded) ?? 0,
             tilesDecoding: decoded.filter { $0 > 0 }.count)
     }
 
@@ -624,29 +624,14 @@ public enum CallBench {
         }
     }
 
-    static func median(_ values: [Double?]) -> Double? {
-        median(values.compactMap { $0 })
-    }
-
-    static func median(_ values: [Double]) -> Double? {
-        let sorted = values.filter { $0.isFinite }.sorted()
-        guard !sorted.isEmpty else { return nil }
-        return sorted.count % 2 == 1
-            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-    }
-
     static func mean(_ values: [Double]) -> Double? {
         values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
     }
 
     /// The median of some runs' values, or "n/a".
     static func cell(_ values: [Double?], decimals: Int = 1) -> String {
-        guard let value = median(values) else { return "n/a" }
+        guard let value = Sample.median(values) else { return "n/a" }
         return formatted(value, decimals: decimals)
-    }
-
-    static func shellQuoted(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     static func fileBytes(_ path: String) -> Int {

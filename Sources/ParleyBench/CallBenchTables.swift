@@ -167,7 +167,7 @@ extension CallBench {
     static func sideRatio(_ ours: [[SideFigures]], _ theirs: [[SideFigures]], _ value: (SideFigures) -> Double?)
         -> Double?
     {
-        median(sideRatios(ours, theirs, value))
+        Sample.median(sideRatios(ours, theirs, value))
     }
 
     /// Per run, the mean of `ours`' sides over the mean of `theirs`' (`value` of each); runs missing a figure are
@@ -197,7 +197,7 @@ extension CallBench {
             ])
         for size in runs.keys.sorted() {
             let results = runs[size] ?? []
-            let headlessMedian = results.map { median($0.headless.map(\.process.cpuPercent)) }
+            let headlessMedian = results.map { Sample.median($0.headless.map(\.process.cpuPercent)) }
             let headlessMax = results.map { $0.headless.map(\.process.cpuPercent).max() }
             table.add([
                 "\(size)-party", cell(results.map(\.drawing.process.cpuPercent)),
@@ -236,7 +236,7 @@ extension CallBench {
             ])
         }
         let equalWork = sideRatios(parley, x11, \.withDisplayPercent)
-        if let ratio = median(equalWork) {
+        if let ratio = Sample.median(equalWork) {
             // The median decides; the runs' spread shows how far one run can be trusted on its own.
             let under = equalWork.filter { $0 <= 1.0 }.count
             let spread =
@@ -251,7 +251,7 @@ extension CallBench {
         }
         for row in defaultGoalRows(runs) { table.add(row) }
         let peaks = runs.parley.flatMap { $0.clients.map(\.process.peakMiB) }
-        if let peak = median(runs.parley.map { run in run.clients.map(\.process.peakMiB).max() ?? .nan }) {
+        if let peak = Sample.median(runs.parley.map { run in run.clients.map(\.process.peakMiB).max() ?? .nan }) {
             table.add([
                 "Parley client peak RSS (1:1, larger client)", "≤ 50 MiB",
                 formatted(peak) + " MiB"
@@ -270,7 +270,7 @@ extension CallBench {
                 formatted(ratio, decimals: 2) + "x", (0.9...1.1).contains(ratio) ? "yes" : "**no**",
             ])
         }
-        if let largest = groups.keys.max(), let total = median((groups[largest] ?? []).map(totalOfTwoCores)) {
+        if let largest = groups.keys.max(), let total = Sample.median((groups[largest] ?? []).map(totalOfTwoCores)) {
             table.add([
                 "\(largest)-party call on 2 cores, 30 % to spare", "≤ 70 % of 2 cores",
                 formatted(total) + " %", total <= 70 ? "yes" : "**no**",

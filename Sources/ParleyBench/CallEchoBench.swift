@@ -81,12 +81,12 @@ public enum CallEchoBench {
                 cameraOff: true, decodesVideo: false, showsSelfView: false, echoCancellation: cancel, logger: logger),
             devices: MediaDevices(audio: room, cameras: NoCameras()))
         let drains = [alice, bob].map { engine in Task { for await _ in engine.events {} } }
-        let startCPU = processCPUSeconds()
+        let startCPU = ownCPUSeconds()
         let start = ContinuousClock.now
         alice.start()
         bob.start()
         try await Task.sleep(for: .seconds(seconds))
-        let cpu = (processCPUSeconds() - startCPU) / ParleyBench.seconds(ContinuousClock.now - start)
+        let cpu = (ownCPUSeconds() - startCPU) / ParleyBench.seconds(ContinuousClock.now - start)
         await alice.leave()
         await bob.leave()
         for drain in drains { drain.cancel() }
@@ -95,14 +95,6 @@ public enum CallEchoBench {
         let from = min(heard.count, 48_000 * settle)
         return (EchoBench.dBFS(heard[from...]), cpu)
     }
-}
-
-/// User plus system CPU seconds of this whole process.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 /// No cameras at all.

@@ -79,7 +79,7 @@ extension ClusterBench {
                         ? "none"
                         : "\(formatted(added / seconds, decimals: 0)) B/s (\(formatted(added / sentBytes * 100, decimals: 2)) %)",
                 ])
-            return LatencyBench.percentile(latencies, 0.5) ?? .infinity
+            return Sample.percentile(latencies, 0.5) ?? .infinity
         }
         let p50Within = add("Sender and receiver on node 0", within)
         let p50Across = add("Sender on node 0, receiver on node 1 (one trunk)", across)

@@ -299,9 +299,8 @@ public enum ClusterBench {
             }
         }
         func quantiles(_ values: [Double]) -> (p50: String, p95: String) {
-            let sorted = values.sorted()
-            let at = { (p: Double) in sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-            return (formatted(at(0.5), decimals: 1) + " ms", formatted(at(0.95), decimals: 1) + " ms")
+            let at = { (p: Double) in Sample.percentile(values, p).map { formatted($0, decimals: 1) + " ms" } ?? "n/a" }
+            return (at(0.5), at(0.95))
         }
         withExtendedLifetime(placed.socket) {}
         return (quantiles(direct), quantiles(redirected))

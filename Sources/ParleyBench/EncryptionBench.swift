@@ -58,12 +58,12 @@ public enum EncryptionBench {
                 + "\(CallBench.videoKbps) kbit/s video + Opus",
             columns: ["Measure", "Clear", "Encrypted", "Added", "Budget"])
         func cpu(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
-            CallBench.median(
+            Sample.median(
                 results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].process.cpuPercent : nil }
             )
         }
         func shown(_ results: [CallBench.PairResult], _ client: Int) -> Double? {
-            CallBench.median(
+            Sample.median(
                 results.compactMap { $0.clients.indices.contains(client) ? $0.clients[client].shownPerSecond : nil })
         }
         for (client, name) in ["alice", "bob"].enumerated() {

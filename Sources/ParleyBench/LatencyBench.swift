@@ -49,7 +49,7 @@ public enum LatencyBench {
 
         let interval = 1000.0 / Double(profile.fps)
         let goal = interval + 10
-        let p50 = percentile(call.latencies, 0.5) ?? .infinity
+        let p50 = Sample.percentile(call.latencies, 0.5) ?? .infinity
         table.notes = [
             "Captured = the sender's camera picture handed to its self-view sink, right before VP8 encoding; decoded = "
                 + "the receiver's video sink gets the picture. Both sinks share one process and clock; the frame is "
@@ -66,16 +66,8 @@ public enum LatencyBench {
     }
 
     static func row(_ name: String, _ latencies: [Double], lost: Int) -> [String] {
-        func cell(_ p: Double) -> String { percentile(latencies, p).map { formatted($0, decimals: 1) } ?? "n/a" }
+        func cell(_ p: Double) -> String { Sample.percentile(latencies, p).map { formatted($0, decimals: 1) } ?? "n/a" }
         return [name, "\(latencies.count)", cell(0.5), cell(0.9), cell(0.99), cell(1.0), "\(lost)"]
-    }
-
-    /// Nearest-rank percentile of `values` (milliseconds), nil when empty.
-    static func percentile(_ values: [Double], _ p: Double) -> Double? {
-        guard !values.isEmpty else { return nil }
-        let sorted = values.sorted()
-        let rank = Int((p * Double(sorted.count)).rounded(.up)) - 1
-        return sorted[min(sorted.count - 1, max(0, rank))]
     }
 
     struct CallResult {

@@ -176,8 +176,8 @@ public enum MessagingBench {
 
         /// The `p` quantile of delivery in milliseconds, as text.
         func percentile(_ p: Double) -> String {
-            guard !latencies.isEmpty else { return "–" }
-            return formatted(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000, decimals: 1)
+            guard let seconds = Sample.percentile(latencies, p) else { return "–" }
+            return formatted(seconds * 1000, decimals: 1)
         }
 
         /// Offered, stored a second, delivery p50 / p99, CPU and errors, as table cells.

@@ -226,5 +226,5 @@ public struct ClickDelays: Sendable, Equatable {
     public init(_ matches: [ClickMatch]) { milliseconds = matches.compactMap(\.delayMilliseconds) }
 
     /// Nearest-rank percentile (`p` in 0…1), nil when there are no delays.
-    public func percentile(_ p: Double) -> Double? { LatencyBench.percentile(milliseconds, p) }
+    public func percentile(_ p: Double) -> Double? { Sample.percentile(milliseconds, p) }
 }

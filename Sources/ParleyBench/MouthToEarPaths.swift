@@ -68,7 +68,7 @@ extension MouthToEarBench {
                 ] + devices)
             panes.append(
                 try BenchPane(
-                    command: ([command.path] + command.arguments).map(CallBench.shellQuoted).joined(separator: " "),
+                    command: ([command.path] + command.arguments).map(ResultsPage.shellQuoted).joined(separator: " "),
                     columns: CallBench.paneColumns, rows: CallBench.paneRows, tmux: tools.tmux, directory: directory))
         }
         func read(_ index: Int) -> LatencyFields? { try? LatencyFields.read(path: statistics[index]) }

@@ -109,7 +109,7 @@ struct PathStreams: Equatable {
             var result: [String: Double] = [:]
             for (name, values) in samples {
                 let format = formats[name] ?? ""
-                result[name + (format.isEmpty ? "" : " (\(format))")] = CallBench.median(values)
+                result[name + (format.isEmpty ? "" : " (\(format))")] = Sample.median(values)
             }
             return result
         }

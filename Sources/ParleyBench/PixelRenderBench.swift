@@ -64,11 +64,11 @@ public enum PixelRenderBench {
                 }
                 for index in 0..<10 { draw(index) }  // warm-up: tables, scratch
                 bytes = 0
-                let cpuStart = RenderBench.processCPUSeconds()
+                let cpuStart = ownCPUSeconds()
                 let start = RenderBench.monotonicNanos()
                 for index in 0..<frames { draw(10 + index) }
                 let seconds = Double(RenderBench.monotonicNanos() - start) / 1e9
-                let cpu = RenderBench.processCPUSeconds() - cpuStart
+                let cpu = ownCPUSeconds() - cpuStart
                 let fps = Double(frames) / seconds
                 let perFrame = Double(bytes) / Double(frames)
                 cells.append([

@@ -135,18 +135,13 @@ public enum RelayBench {
     /// Per layout, the median packets per core of both forwarders and the highest rate `parley serve` delivered
     /// under 1 % loss; then the goal, at least 100,000 packets a core for every layout.
     static func summary(_ measured: [(layout: String, parley: [StepResult], reference: [StepResult])]) -> [String] {
-        func median(_ values: [Double]) -> Double? {
-            let sorted = values.filter(\.isFinite).sorted()
-            guard !sorted.isEmpty else { return nil }
-            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
-        }
         var lines: [String] = []
         var medians: [Double] = []
         for (layout, parley, reference) in measured {
-            guard let ours = median(parley.map(\.perCore)) else { continue }
+            guard let ours = Sample.median(parley.map(\.perCore)) else { continue }
             medians.append(ours)
             var line = "\(layout): parley serve \(formatted(ours, decimals: 0)) pkt/s per core (median of the steps)"
-            if let theirs = median(reference.map(\.perCore)) {
+            if let theirs = Sample.median(reference.map(\.perCore)) {
                 line += ", raw \(formatted(theirs, decimals: 0)) (\(formatted(ours / theirs, decimals: 2))x)"
             }
             let best = parley.filter { $0.loss < 0.01 }.map(\.delivered).max()

@@ -223,7 +223,7 @@ public enum RenderBench {
                 for frame in 0..<(warmup + frames) {
                     if frame == warmup {
                         start = monotonicNanos()
-                        cpuStart = processCPUSeconds()
+                        cpuStart = ownCPUSeconds()
                     }
                     let t0 = monotonicNanos()
                     var screen = Screen(width: size.columns, height: size.rows)
@@ -248,7 +248,7 @@ public enum RenderBench {
                     frames: frames, renderSeconds: Double(renderNanos) / 1e9,
                     totalSeconds: Double(total) / 1e9,
                     changedCellsPerFrame: Double(changed) / Double(max(1, frames - 1)),
-                    cpuSeconds: processCPUSeconds() - cpuStart)
+                    cpuSeconds: ownCPUSeconds() - cpuStart)
             }
             let text =
                 "frames=\(result.frames)\nrender=\(result.renderSeconds)\ntotal=\(result.totalSeconds)\n"
@@ -290,8 +290,8 @@ public enum RenderBench {
         let out = "\(directory)/pane\(index).txt"
         let socket = "parley-bench-\(getpid())-\(index)"
         let command =
-            "TERM=tmux-256color NO_COLOR= \(shellQuote(probe)) --bench --frames \(frames) --tiles \(tiles) "
-            + "--content \(content.rawValue) --cells \(cells.rawValue) --out \(shellQuote(out)); sleep 30"
+            "TERM=tmux-256color NO_COLOR= \(ResultsPage.shellQuoted(probe)) --bench --frames \(frames) --tiles \(tiles) "
+            + "--content \(content.rawValue) --cells \(cells.rawValue) --out \(ResultsPage.shellQuoted(out)); sleep 30"
         // The tmux server started here inherits stdout/stderr, so they must not be a pipe we read to the end.
         _ = try timeCommand(
             tmux,
@@ -329,7 +329,7 @@ public enum RenderBench {
                 }
                 // The server was idle before the first frame, so its CPU time over all drawn frames (warm-up
                 // included) is its cost per frame. The pane's shell keeps it alive until it is read here.
-                let tmuxSeconds = serverPID.flatMap(processCPUSeconds(pid:)) ?? .nan
+                let tmuxSeconds = serverPID.flatMap(ProcessProbe.cpuSeconds) ?? .nan
                 return PaneResult(
                     frames: frames, renderSeconds: render, totalSeconds: total,
                     changedCellsPerFrame: changed, cpuSeconds: cpu,
@@ -428,28 +428,6 @@ public enum RenderBench {
                 status: result.status, output: "")
         }
         return elapsed
-    }
-
-    private static func shellQuote(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
-
-    /// User + system CPU seconds of another process, from /proc/PID/stat (fields 14 and 15, in clock ticks).
-    static func processCPUSeconds(pid: Int32) -> Double? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after the command name, which may contain spaces: state is field 3, utime 14, stime 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    static func processCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     static func monotonicNanos() -> UInt64 {

@@ -35,18 +35,7 @@ extension EngineCore {
         case .emit(let event):
             emit(event)
         case .schedule(let timer, let at):
-            guard let bound else { return }
-            let task = loop.scheduleTask(in: timeAmount(at - now)) {
-                bound.value.advance { $0.timerFired(timer, now: $1) }
-            }
-            switch timer {
-            case .reconnect:
-                reconnectTask?.cancel()
-                reconnectTask = task
-            case .lost:
-                lostTask?.cancel()
-                lostTask = task
-            }
+            schedule(timer, in: at - now)
         case .cancel(.reconnect):
             reconnectTask?.cancel()
         case .cancel(.lost):
@@ -64,12 +53,7 @@ extension EngineCore {
         case .roomMessage(let message):
             handleRoomMessage(message)
         case .dropStalePeers(let room):
-            for (id, peer) in peers.sorted(by: { $0.key < $1.key })
-            where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
-                emit(.userOffline(ParticipantID(id), reason: .dropped))
-            }
-            peers.removeAll()
-            ownerOfBlock.removeAll()
+            dropStalePeers(keeping: room)
         case .resendTiles:
             sentTiles = nil
             tilesSentAt = nil
@@ -92,18 +76,49 @@ extension EngineCore {
         case .closeDevices:
             closeDevices()
         case .stopTimers:
-            reconnectTask?.cancel()
-            lostTask?.cancel()
-            bindTask?.cancel()
-            keepAliveTask?.cancel()
-            for task in repeating { task.cancel() }
-            repeating.removeAll()
+            stopTimers()
         case .closeMediaSocket:
             udp?.close(promise: nil)
         case .finish:
             stopRecording()
             finish()
         }
+    }
+
+    /// Arms the signaling state's `timer` to fire after `delay`, replacing the one armed before.
+    private func schedule(_ timer: CallSignalingState.Timer, in delay: Duration) {
+        guard let bound else { return }
+        let task = loop.scheduleTask(in: timeAmount(delay)) {
+            bound.value.advance { $0.timerFired(timer, now: $1) }
+        }
+        switch timer {
+        case .reconnect:
+            reconnectTask?.cancel()
+            reconnectTask = task
+        case .lost:
+            lostTask?.cancel()
+            lostTask = task
+        }
+    }
+
+    /// After a resume, members the relay no longer lists (or lists with other streams) are gone; every peer is
+    /// added again from the room that follows.
+    private func dropStalePeers(keeping room: JoinedRoom) {
+        for (id, peer) in peers.sorted(by: { $0.key < $1.key })
+        where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
+            emit(.userOffline(ParticipantID(id), reason: .dropped))
+        }
+        peers.removeAll()
+        ownerOfBlock.removeAll()
+    }
+
+    private func stopTimers() {
+        reconnectTask?.cancel()
+        lostTask?.cancel()
+        bindTask?.cancel()
+        keepAliveTask?.cancel()
+        for task in repeating { task.cancel() }
+        repeating.removeAll()
     }
 
     /// Opens the audio output and the media socket; the call connects once the socket is open.
