@@ -26,9 +26,12 @@ struct RelaySocketBudgetTests {
         let connection = try await TestTCPConnection.connect(port: relay.signalingPort)
         // Half a request line, then nothing: the classic slow client.
         await connection.write(Array("GET / HT".utf8))
-        #expect(await connection.isClosed(within: .seconds(5)), "the relay closes it")
+        // Not before the timeout, and by it (the counter names the cause; no other timer of the relay applies to a
+        // connection that was never upgraded). How long after it is not asked: beside the main group's 800 tests and
+        // a build on two cores the close was once seen 4 s after the connect, the test's own task waiting its turn.
+        #expect(await connection.isClosed(within: .seconds(20)), "the relay closes it")
         let waited = ContinuousClock.now - started
-        #expect(waited >= .milliseconds(900) && waited < .seconds(4), "closed after \(waited)")
+        #expect(waited >= .milliseconds(900), "closed after \(waited), before the join timeout")
         #expect(try await relay.counters().joinTimeouts == 1)
         await relay.shutdown()
     }
