@@ -149,13 +149,23 @@ void parley_curses_restore_now(void) {
     if (have_saved_modes) tcsetattr(restore_fd, TCSANOW, &saved_modes);
 }
 
+/* The audio shim's: a call raises its terminal session's scheduling group, which must not outlive it. Weak, so the
+   terminal works in a program without the audio shim. */
+extern void parley_session_group_restore(void) __attribute__((weak));
+
+static void restore_session_group(void) {
+    if (parley_session_group_restore) parley_session_group_restore();
+}
+
 static void on_exit_signal(int signal_number) {
     parley_curses_restore_now();
+    restore_session_group();
     _exit(128 + signal_number);
 }
 
 static void on_crash_signal(int signal_number, siginfo_t *info, void *context) {
     parley_curses_restore_now();
+    restore_session_group();
     for (size_t i = 0; i < CRASH_COUNT; i++) {
         if (crash_signals[i] != signal_number) continue;
         struct sigaction *previous = &previous_crash[i];

@@ -41,6 +41,7 @@ public final class CallEngine: Sendable {
             // take the processor from the terminal that draws the call.
             if configuration.usesSoundDevice {
                 core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
+                core.sessionGroup = AudioThreadPriority.raiseSessionGroup()
             }
             return NIOLoopBound(core, eventLoop: loop)
         }.wait()
@@ -65,8 +66,10 @@ public final class CallEngine: Sendable {
         // Work still queued on the video thread hands its results back to the media loop: both drain (in that
         // order) before the group stops, or a result would be scheduled on a loop already shut down.
         try? await videoLoop.submit {}.get()
-        try? await core.eventLoop.submit {}.get()
+        let raisedGroup = (try? await core.eventLoop.submit { core.value.sessionGroup == .raised }.get()) ?? false
         try? await group.shutdownGracefully()
+        // The terminal's session outlives the call: its other work must not keep the call's weight.
+        if raisedGroup { AudioThreadPriority.restoreSessionGroup() }
     }
 
     /// Starts (true) or stops recording, as `R` does.
@@ -156,6 +159,8 @@ final class EngineCore {
     var speaker: SpeakerPlayout?
     /// How this loop's thread got scheduled (`AudioThreadPriority.raiseCurrentThreadNice`).
     var mediaThread: AudioThreadScheduling?
+    /// How the process's session group got weighted (`AudioThreadPriority.raiseSessionGroup`), put back on leaving.
+    var sessionGroup: AudioThreadScheduling?
     /// How often the open microphone hands audio over, when its layer can tell.
     var microphoneLatency: Duration?
     /// The sound server's device watch while real devices are open.
@@ -263,6 +268,7 @@ final class EngineCore {
         stats.speakerThread = speaker?.threadScheduling
         stats.microphoneThread = microphone?.threadScheduling
         stats.mediaThread = mediaThread
+        stats.sessionGroup = sessionGroup
         stats.videoFramesSent = videoSent.framesSent
         stats.videoFramesCaptured = videoSent.framesCaptured
         stats.videoFramesDroppedBusy = videoFramesDroppedBusy

@@ -119,6 +119,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var microphoneThread: String?
     /// How the call's media loop is scheduled: "raised" or "normal" (it mixes each speaker block).
     public var mediaThread: String?
+    /// How the process's terminal session is weighted against other sessions (Linux autogroup): "raised" or
+    /// "normal".
+    public var sessionGroup: String?
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived: Int
     /// The end-to-end cipher ("AES-128-GCM"); nil (written as `null`) for an unencrypted call.
@@ -154,6 +157,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerThread = stats.speakerThread?.rawValue
         microphoneThread = stats.microphoneThread?.rawValue
         mediaThread = stats.mediaThread?.rawValue
+        sessionGroup = stats.sessionGroup?.rawValue
         keyframeRequestsReceived = stats.keyframeRequestsReceived
         encryption = stats.encryption
         peers = stats.peers.sorted { $0.key < $1.key }.map { Peer(id: $0.key, $0.value) }
@@ -173,7 +177,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioPlannedLossPercent
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
-        case mediaThread
+        case mediaThread, sessionGroup
         case keyframeRequestsReceived, encryption, peers
     }
 
@@ -215,6 +219,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         speakerThread = try fields.decodeIfPresent(String.self, forKey: .speakerThread)
         microphoneThread = try fields.decodeIfPresent(String.self, forKey: .microphoneThread)
         mediaThread = try fields.decodeIfPresent(String.self, forKey: .mediaThread)
+        sessionGroup = try fields.decodeIfPresent(String.self, forKey: .sessionGroup)
         keyframeRequestsReceived = try fields.decode(Int.self, forKey: .keyframeRequestsReceived)
         encryption = try fields.decodeIfPresent(String.self, forKey: .encryption)
         peers = try fields.decode([Peer].self, forKey: .peers)
@@ -253,6 +258,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(speakerThread, forKey: .speakerThread)
         try fields.encodeIfPresent(microphoneThread, forKey: .microphoneThread)
         try fields.encodeIfPresent(mediaThread, forKey: .mediaThread)
+        try fields.encodeIfPresent(sessionGroup, forKey: .sessionGroup)
         try fields.encode(keyframeRequestsReceived, forKey: .keyframeRequestsReceived)
         if let encryption {
             try fields.encode(encryption, forKey: .encryption)

@@ -82,6 +82,8 @@ public struct CallStatistics: Sendable {
     public var microphoneThread: AudioThreadScheduling?
     /// How the call's media loop (mixing, codecs, sockets) is scheduled: never real-time, raised where allowed.
     public var mediaThread: AudioThreadScheduling?
+    /// How the process's terminal session weighs against the others (`AudioThreadPriority.raiseSessionGroup`).
+    public var sessionGroup: AudioThreadScheduling?
     public var videoFramesSent = 0
     /// Frames taken from the camera (also those no layer encoded, because nobody watches).
     public var videoFramesCaptured = 0

@@ -545,6 +545,28 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
         #endif
     }
 
+    #if os(Linux)
+    /// The nice value of this process's session group, from `/proc/self/autogroup` ("/autogroup-12 nice 0").
+    func sessionGroupNice() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/autogroup", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    @Test func theSessionGroupIsRaisedForTheCallAndPutBackAfter() throws {
+        let before = try #require(sessionGroupNice(), "this kernel has autogroups")
+        let got = AudioThreadPriority.raiseSessionGroup()
+        let during = sessionGroupNice()
+        AudioThreadPriority.restoreSessionGroup()
+        let after = sessionGroupNice()
+        // Root may lower a nice value (CI runs as root); anyone else gets what their limits allow.
+        if geteuid() == 0 { #expect(got == .raised) }
+        #expect(during == (got == .raised ? min(before, Int(AudioThreadPriority.raisedNice)) : before))
+        #expect(after == before, "the terminal's session gets its own weight back")
+        AudioThreadPriority.restoreSessionGroup()
+        #expect(sessionGroupNice() == before, "a second restore changes nothing")
+    }
+    #endif
+
     @Test func aSpeakerLoopRunsOnARaisedThread() {
         let device = FakeOutputStream(log: FakeStreamLog())
         let playout = SpeakerPlayout(
