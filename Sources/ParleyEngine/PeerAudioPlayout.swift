@@ -54,7 +54,8 @@ public final class PeerAudioPlayout {
     /// The jitter buffer settings of a call. Drift is corrected by resampling; a burst of packets (a sender's thread
     /// held up for a moment) must not cost a 20 ms skip, so only an excess of 160 ms over the target is cut. The
     /// target starts at 40 ms and may fall to 20 ms on a clean path (one packet in hand: the speaker asks for audio
-    /// every 20 ms at its own phase) two seconds into a clean call; each late packet raises it by a frame, up to 200 ms.
+    /// every 20 ms at its own phase) two seconds into a clean call, and to 20 ms only while arrivals spread by less
+    /// than that; each late packet raises it by a frame, up to 200 ms.
     public static let callSettings: AudioJitterBuffer.Settings = {
         var settings = AudioJitterBuffer.Settings(
             targetDelay: .milliseconds(40), minimumDelay: .milliseconds(20), dropAboveFrames: 8)

@@ -107,6 +107,30 @@ struct AudioJitterBufferTests {
         #expect(buffer.targetDelay == .milliseconds(60))
     }
 
+    /// A call's settings: 40 ms to start, down to 20 ms, the first lowering after 2 quiet seconds.
+    static let call: AudioJitterBuffer.Settings = {
+        var settings = AudioJitterBuffer.Settings(targetDelay: .milliseconds(40), minimumDelay: .milliseconds(20))
+        settings.firstAdaptationWindow = .seconds(2)
+        return settings
+    }()
+
+    @Test(
+        "the target comes down after a quiet window only if the arrivals spread less than the lowered target",
+        arguments: [
+            (lateBy: 0, target: 20), (lateBy: 5, target: 20), (lateBy: 16, target: 40), (lateBy: 25, target: 40),
+        ])
+    func theTargetComesDownOnlyAsFarAsTheArrivalsSpread(lateBy: Int, target: Int) {
+        var buffer = AudioJitterBuffer(settings: Self.call)
+        // Every fifth packet arrives `lateBy` ms after its time (a busy machine's sender or network), none so late
+        // that the 40 ms target misses it.
+        let packets = Array(0..<250)
+        let arrivals = Dictionary(uniqueKeysWithValues: packets.filter { $0 % 5 == 1 }.map { ($0, 20 * $0 + lateBy) })
+        let played = Self.run(&buffer, packets: packets, arrivals: arrivals, slots: 250)
+        #expect(buffer.statistics.late == 0)
+        #expect(!played.dropFirst(3).contains("m"), "\(played)")
+        #expect(buffer.targetDelay == .milliseconds(target))
+    }
+
     @Test func theAdaptiveTargetStaysWithinItsBounds() {
         var buffer = AudioJitterBuffer(settings: .init(maximumDelay: .milliseconds(100)))
         _ = buffer.insert(opus(10), at: ms(0))
