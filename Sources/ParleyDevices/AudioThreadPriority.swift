@@ -63,14 +63,25 @@ public enum AudioThreadPriority {
     /// Beside `make build` of this project on 2 cores the raised media loop still waited up to 57 ms for a core
     /// while its session stayed at nice 0 (docs/devices.md has the runs). The group is the whole terminal session (the shell too), so `restoreSessionGroup` puts it back when the
     /// call ends, and the terminal's signal and crash handlers and `exit` do as well. Says what it got: `.raised`,
-    /// or `.normal` when the kernel has no autogroups or refused (the same permission as the nice value).
+    /// `.normal` when refused (the same permission as the nice value), or nil when the kernel has no session groups
+    /// (built without autogroups, as some containers' and CI machines' are): there is nothing to weigh against then.
     @discardableResult
-    public static func raiseSessionGroup() -> AudioThreadScheduling {
+    public static func raiseSessionGroup() -> AudioThreadScheduling? {
         #if os(Linux)
         let previous = parley_session_group_raise(raisedNice)
-        return previous == Int32.min ? .normal : .raised
+        if previous != Int32.min { return .raised }
+        return errno == ENOENT ? nil : .normal
         #else
-        return .normal
+        return nil
+        #endif
+    }
+
+    /// Whether this kernel groups processes by terminal session (`/proc/self/autogroup` exists).
+    public static var hasSessionGroups: Bool {
+        #if os(Linux)
+        return access("/proc/self/autogroup", F_OK) == 0
+        #else
+        return false
         #endif
     }
 
