@@ -81,12 +81,16 @@ let package = Package(
             name: "ParleyStore",
             dependencies: ["ParleySecurity", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // What the relays of a cluster tell each other: `ClusterEvent`s in versioned batches on the bus, and the relay's
+        // view of the cluster (`ClusterBus`, `RoomPlacer`, node load). No database and no sockets: the PostgreSQL
+        // cluster carries the batches, the relay reads and writes the events.
+        .target(name: "ParleyBus", dependencies: ["ParleyStore"]),
         // The same `MessageStore` on a PostgreSQL server shared by several relays (issue 29), through postgres-nio:
         // versioned migrations under an advisory lock, connection URLs.
         .target(
             name: "ParleyPostgres",
             dependencies: [
-                "ParleyStore", "ParleySecurity",
+                "ParleyStore", "ParleyBus", "ParleySecurity",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -102,7 +106,7 @@ let package = Package(
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire", "ParleySecurity", "ParleyStore",
+                "ParleyWire", "ParleySecurity", "ParleyStore", "ParleyBus",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -155,7 +159,7 @@ let package = Package(
             name: "ParleyTestSupport",
             dependencies: [
                 "ParleyEngine", "ParleyMedia", "ParleyRelay", "ParleyRoom", "ParleySecurity", "ParleyStore",
-                "ParleyWire",
+                "ParleyBus", "ParleyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
@@ -179,7 +183,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
-                "ParleySecurity", "ParleyStore", "ParleyPostgres",
+                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -209,6 +213,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(name: "ParleyBusTests", dependencies: ["ParleyBus", "ParleyStore"]),
         .testTarget(
             name: "ParleySecurityTests",
             dependencies: [
@@ -222,7 +227,7 @@ let package = Package(
             name: "ParleyRelayTests",
             dependencies: [
                 "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
-                "ParleySecurity", "ParleyStore", "ParleyTestSupport",
+                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,6 +1,7 @@
 // Where rooms live across the cluster (placement), draining a node, and the rooms file kept in the database.
 import Foundation
 import Logging
+import ParleyBus
 import ParleyStore
 import PostgresNIO
 
@@ -89,7 +90,7 @@ extension PostgresCluster {
                 alive = found
             }
             guard alive else { return false }
-            let payload = try Self.encode(BusBatch(node: "", sent: Self.milliseconds(), events: [.drainNode(node)]))
+            let payload = try BusBatch(node: "", sent: Self.milliseconds(), events: [.drainNode(node)]).encoded()
             try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             return true
         } catch {
@@ -124,8 +125,8 @@ extension PostgresCluster {
                     try await connection.query(
                         "INSERT INTO room_setting (room, line) VALUES (\(room), \(line))", logger: logger)
                 }
-                let payload = try Self.encode(
-                    BusBatch(node: "", sent: Self.milliseconds(), events: [.roomSettingsChanged]))
+                let payload = try BusBatch(node: "", sent: Self.milliseconds(), events: [.roomSettingsChanged])
+                    .encoded()
                 try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
                 return replaced
             }

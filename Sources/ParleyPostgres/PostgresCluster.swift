@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyBus
 import ParleyStore
 import PostgresNIO
 import Synchronization
@@ -109,8 +110,8 @@ public final class PostgresCluster: ClusterBus, Sendable {
                 [client] in
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query("DELETE FROM node WHERE id = \(nodeID)", logger: logger)
-                    let payload = try Self.encode(
-                        BusBatch(node: nodeID, sent: Self.milliseconds(), events: [.nodeGone(nodeID)]))
+                    let payload = try BusBatch(node: nodeID, sent: Self.milliseconds(), events: [.nodeGone(nodeID)])
+                        .encoded()
                     try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
                 }
             }
@@ -315,8 +316,7 @@ public final class PostgresCluster: ClusterBus, Sendable {
         guard !reaped.isEmpty else { return reaped }
         try await connection.query("DELETE FROM presence WHERE node = ANY(\(reaped))", logger: logger)
         try await connection.query("DELETE FROM room_placement WHERE node = ANY(\(reaped))", logger: logger)
-        let payload = try encode(
-            BusBatch(node: nodeID, sent: milliseconds(), events: reaped.map { .nodeGone($0) }))
+        let payload = try BusBatch(node: nodeID, sent: milliseconds(), events: reaped.map { .nodeGone($0) }).encoded()
         try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
         return reaped
     }
@@ -479,124 +479,10 @@ public final class PostgresCluster: ClusterBus, Sendable {
 
     /// `events` as notification payloads of at most `payloadLimit` bytes each; a list too long for one is split.
     static func payloads(for events: [ClusterEvent], node: String) throws -> [String] {
-        var pieces: [ClusterEvent] = []
-        for event in events { pieces += try split(event) }
-        var payloads: [String] = []
-        var current: [ClusterEvent] = []
-        func flush() throws {
-            guard !current.isEmpty else { return }
-            payloads.append(try encode(BusBatch(node: node, sent: milliseconds(), events: current)))
-            current.removeAll()
-        }
-        for piece in pieces {
-            current.append(piece)
-            if try encode(BusBatch(node: node, sent: milliseconds(), events: current)).utf8.count > payloadLimit {
-                current.removeLast()
-                try flush()
-                current = [piece]
-            }
-        }
-        try flush()
-        return payloads
-    }
-
-    /// An event small enough for one payload, or its list halved until each half is.
-    static func split(_ event: ClusterEvent) throws -> [ClusterEvent] {
-        let size = try encode(BusBatch(node: "", sent: 0, events: [event])).utf8.count
-        guard size > payloadLimit - 200 else { return [event] }
-        switch event {
-        case .messages(let references) where references.count > 1:
-            let half = references.count / 2
-            return try split(.messages(Array(references[..<half]))) + split(.messages(Array(references[half...])))
-        case .receipts(let reader, let read, let marks) where marks.count > 1:
-            let half = marks.count / 2
-            return try split(.receipts(reader: reader, read: read, marks: Array(marks[..<half])))
-                + split(.receipts(reader: reader, read: read, marks: Array(marks[half...])))
-        default:
-            throw ClusterBusError.eventTooLarge(size)
-        }
-    }
-
-    static func encode(_ batch: BusBatch) throws -> String {
-        String(decoding: try JSONEncoder().encode(batch), as: UTF8.self)
+        try BusBatch.payloads(for: events, node: node, sent: milliseconds(), limit: payloadLimit)
     }
 
     static func milliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-}
-
-/// One notification: the bus protocol's version, who sent it, when, and its events in order.
-struct BusBatch: Codable, Equatable {
-    /// The version of the bus protocol this node speaks. A node refuses a batch of a newer one by name
-    /// (`BusBatchError.newerVersion`) rather than misread it; a batch without one is of version 1.
-    static let currentVersion = 1
-
-    var version = BusBatch.currentVersion
-    var node: String
-    /// Milliseconds since 1970 when it was published (the bus's lag is measured from it).
-    var sent: Int64
-    var events: [ClusterEvent]
-
-    init(version: Int = BusBatch.currentVersion, node: String, sent: Int64, events: [ClusterEvent]) {
-        self.version = version
-        self.node = node
-        self.sent = sent
-        self.events = events
-    }
-
-    private enum CodingKeys: String, CodingKey { case version, node, sent, events }
-
-    init(from decoder: any Decoder) throws {
-        let fields = try decoder.container(keyedBy: CodingKeys.self)
-        version = try fields.decodeIfPresent(Int.self, forKey: .version) ?? 1
-        node = try fields.decode(String.self, forKey: .node)
-        sent = try fields.decode(Int64.self, forKey: .sent)
-        events = try fields.decode([ClusterEvent].self, forKey: .events)
-    }
-
-    /// Reads a notification's payload: the version first, so a newer node's batch (whose events this node may not
-    /// know) is named as such rather than as garbage.
-    static func decode(_ payload: String) throws(BusBatchError) -> BusBatch {
-        struct Header: Decodable {
-            var version: Int?
-            var node: String?
-        }
-        let data = Data(payload.utf8)
-        guard let header = try? JSONDecoder().decode(Header.self, from: data) else { throw .undecodable }
-        let version = header.version ?? 1
-        guard version <= currentVersion else {
-            throw .newerVersion(version, node: String((header.node ?? "?").prefix(64)))
-        }
-        guard let batch = try? JSONDecoder().decode(BusBatch.self, from: data) else { throw .undecodable }
-        return batch
-    }
-}
-
-/// A bus notification this node cannot take.
-enum BusBatchError: Error, Equatable, CustomStringConvertible {
-    case undecodable
-    case newerVersion(Int, node: String)
-
-    var description: String {
-        switch self {
-        case .undecodable:
-            "a bus notification that is not a batch of cluster events"
-        case .newerVersion(let version, let node):
-            """
-            node \(node) speaks bus version \(version), newer than this node's \(BusBatch.currentVersion): its events \
-            are ignored until this node is upgraded
-            """
-        }
-    }
-}
-
-enum ClusterBusError: Error, CustomStringConvertible {
-    case eventTooLarge(Int)
-    var description: String {
-        switch self {
-        case .eventTooLarge(let size):
-            "a cluster event of \(size) bytes does not fit a notification (\(PostgresCluster.payloadLimit) bytes)"
-        }
-    }
 }
 
 /// The figures, shared with the tasks that count them.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import ParleyBus
 import ParleyStore
 import ParleyWire
 

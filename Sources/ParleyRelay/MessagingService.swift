@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import NIOWebSocket
+import ParleyBus
 import ParleySecurity
 import ParleyStore
 import ParleyWire

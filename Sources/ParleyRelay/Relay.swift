@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
+import ParleyBus
 import ParleySecurity
 import ParleyStore
 import ParleyWire

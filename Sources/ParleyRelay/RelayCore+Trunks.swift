@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import ParleyBus
 import ParleySecurity
 import ParleyStore
 import ParleyWire

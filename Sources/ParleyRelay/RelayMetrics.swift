@@ -1,3 +1,4 @@
+import ParleyBus
 import ParleyStore
 import Prometheus
 import Synchronization

@@ -1,3 +1,4 @@
+import ParleyBus
 import ParleySecurity
 import ParleyStore
 import ParleyWire

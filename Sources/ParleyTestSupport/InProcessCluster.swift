@@ -1,4 +1,5 @@
 import Logging
+import ParleyBus
 import ParleyRelay
 import ParleySecurity
 import ParleyStore

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ParleyBus
 import ParleyEngine
 import ParleyPostgres
 import ParleyRelay

@@ -5,6 +5,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import NIOPosix
+import ParleyBus
 import ParleyStore
 import Synchronization
 import Testing

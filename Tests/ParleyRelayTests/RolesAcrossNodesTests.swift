@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyBus
 import ParleyMedia
 import ParleyRoom
 import ParleyStore

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStore
 
 // What the relays of a cluster tell each other. Every node holds its own connections; what one node must know of
 // another's (an account online there, a message stored for an account connected there) travels as a `ClusterEvent`
