@@ -19,15 +19,20 @@ public struct MessagingAccount: Sendable {
 
 /// The messages screen's connection: logs in, turns what the relay sends into `MessagesUpdate`s (opening direct
 /// messages) and carries out the screen's actions. Everything runs on one task, one item at a time, so requests
-/// and live events never race for the same answer; the terminal loop only queues actions and takes updates. A
-/// connection that breaks is made again (1, 2, 4 … 30 s apart), and what was open reloads.
+/// and live events never race for the same answer; the terminal loop only queues actions and takes updates. When to
+/// connect and reconnect, and what waits meanwhile, is `MessagesLink`'s to decide; this task carries it out.
 final class MessagesSession: Sendable {
     private enum Work: Sendable {
         /// What the relay sent on the `generation`th connection.
         case event(MessagingEvent, generation: Int)
         case action(MessagesAction)
+        /// The `generation`th connection logged in, or failed to.
+        case connected(MessagingClient, generation: Int)
+        case connectFailed(String, generation: Int)
         /// The `generation`th connection closed.
         case closed(generation: Int)
+        /// A timer the link asked for.
+        case wake
     }
 
     /// What the task and the terminal loop share.
@@ -78,104 +83,169 @@ final class MessagesSession: Sendable {
         if let client = shared.client.withLock({ $0 }) { Task { await client.close() } }
     }
 
-    /// Seconds to wait before the next login attempt after `failures` in a row: 1, 2, 4, … at most 30.
-    static func retryDelay(after failures: Int) -> Int { min(30, 1 << min(5, max(0, failures - 1))) }
+    /// The task's own state: the link, the connection it has, and what the backlog already showed.
+    private struct Running {
+        var link: MessagesLink
+        var client: MessagingClient?
+        /// Sequences shown from what waited at login; the same deliveries also come live, skipped there.
+        var fromBacklog = Set<Int64>()
+        /// The timer task for the link's next wake (at most one).
+        var timer: Task<Void, Never>?
+    }
 
     private static func run(
         _ account: MessagingAccount, stream: AsyncStream<Work>,
         continuation: AsyncStream<Work>.Continuation, shared: Shared
     ) async {
         let me = account.identity.name
-        var iterator = stream.makeAsyncIterator()
-        var generation = 0
-        var failures = 0
-        var lastOpened: ConversationKey?
-        var unsent: [MessagesAction] = []
-
-        while !Task.isCancelled {
-            generation += 1
-            let current = generation
-            let connected: MessagingClient
-            do {
-                connected = try await MessagingClient.connect(
-                    to: account.server, security: account.security, identity: account.identity,
-                    onEvent: { event in continuation.yield(.event(event, generation: current)) },
-                    // A connection that broke is noticed at once, even when nothing else happens.
-                    onClose: { continuation.yield(.closed(generation: current)) })
-            } catch {
-                failures += 1
-                let delay = retryDelay(after: failures)
-                shared.push(
-                    .disconnected("Cannot log in to \(account.server) as \(me): \(error); trying again in \(delay) s"))
-                // Actions wait in the stream until a connection is back (a sent message goes then, same id).
-                try? await Task.sleep(for: .seconds(delay))
-                continue
-            }
-            failures = 0
-            shared.client.withLock { $0 = connected }
-            // What waited: opened and shown; the same deliveries also come through the event stream, skipped there.
-            var fromBacklog = Set<Int64>()
-            do {
-                for message in try await connected.receiveWaiting() {
-                    fromBacklog.insert(message.sequence)
-                    shared.push(.arrived(.init(.direct, message.from), line(message, me: me)))
+        var running = Running(link: MessagesLink(server: "\(account.server)", me: me))
+        defer { running.timer?.cancel() }
+        let context = Context(account: account, continuation: continuation, shared: shared, me: me)
+        let first = running.link.start()
+        await context.carryOut(first, &running)
+        for await item in stream {
+            if Task.isCancelled { break }
+            let now = ContinuousClock.now
+            switch item {
+            case .connected(let client, let generation):
+                guard running.link.isCurrent(generation) else {
+                    await client.close()
+                    continue
                 }
-                try await refreshList(connected, me: me, shared: shared)
-                if let lastOpened { try await load(lastOpened, before: nil, connected, me: me, shared: shared) }
-                let retried = unsent
-                unsent.removeAll()
-                for action in retried { await perform(action, connected, me: me, shared: shared) }
+                running.client = client
+                shared.client.withLock { $0 = client }
+                let effects = running.link.connected(generation: generation)
+                await context.carryOut(effects, &running)
+            case .connectFailed(let reason, let generation):
+                let effects = running.link.connectFailed(reason, generation: generation, now: now)
+                await context.carryOut(effects, &running)
+            case .closed(let generation):
+                let effects = running.link.closed(generation: generation, now: now)
+                await context.carryOut(effects, &running)
+            case .wake:
+                let effects = running.link.wake(now: now)
+                await context.carryOut(effects, &running)
+            case .action(let action):
+                let effects = running.link.action(action)
+                await context.carryOut(effects, &running)
+            case .event(let event, let generation):
+                guard running.link.isCurrent(generation), let client = running.client else { continue }
+                await context.show(event, client, &running)
+            }
+        }
+        // The screen closed the session.
+        let last = running.link.stop()
+        await context.carryOut(last, &running)
+    }
+
+    /// What carrying out the link's effects needs.
+    private struct Context {
+        let account: MessagingAccount
+        let continuation: AsyncStream<Work>.Continuation
+        let shared: Shared
+        let me: String
+
+        func carryOut(_ effects: [MessagesLink.Effect], _ running: inout Running) async {
+            for effect in effects {
+                switch effect {
+                case .connect(let generation):
+                    if let old = running.client {
+                        running.client = nil
+                        await old.close()
+                    }
+                    connect(generation: generation)
+                case .show(let update):
+                    shared.push(update)
+                case .wake(let instant):
+                    running.timer?.cancel()
+                    let continuation = continuation
+                    running.timer = Task {
+                        // The link's timer: the one place this task's time passes.
+                        do { try await Task.sleep(until: instant, clock: .continuous) } catch { return }
+                        continuation.yield(.wake)
+                    }
+                case .catchUp(let reopen, let resend):
+                    guard let client = running.client else { continue }
+                    running.fromBacklog = await catchUp(client, reopen: reopen)
+                    for action in resend { await perform(action, client, &running) }
+                case .perform(let action):
+                    guard let client = running.client else { continue }
+                    await perform(action, client, &running)
+                case .close:
+                    if let client = running.client {
+                        running.client = nil
+                        await client.close()
+                    }
+                }
+            }
+        }
+
+        /// Logs in on a task of its own; the outcome comes back as work, so actions keep arriving meanwhile.
+        private func connect(generation: Int) {
+            let account = account
+            let continuation = continuation
+            Task {
+                do {
+                    let client = try await MessagingClient.connect(
+                        to: account.server, security: account.security, identity: account.identity,
+                        onEvent: { event in continuation.yield(.event(event, generation: generation)) },
+                        // A connection that broke is noticed at once, even when nothing else happens.
+                        onClose: { continuation.yield(.closed(generation: generation)) })
+                    continuation.yield(.connected(client, generation: generation))
+                } catch {
+                    continuation.yield(.connectFailed("\(error)", generation: generation))
+                }
+            }
+        }
+
+        /// What waited, opened and shown; the list and the conversation open before, reloaded. Returns the
+        /// sequences shown.
+        private func catchUp(_ client: MessagingClient, reopen: ConversationKey?) async -> Set<Int64> {
+            var shown = Set<Int64>()
+            do {
+                for message in try await client.receiveWaiting() {
+                    shown.insert(message.sequence)
+                    shared.push(.arrived(.init(.direct, message.from), MessagesSession.line(message, me: me)))
+                }
+                try await MessagesSession.refreshList(client, me: me, shared: shared)
+                if let reopen { try await MessagesSession.load(reopen, before: nil, client, me: me, shared: shared) }
             } catch {
                 shared.push(.notice("\(error)"))
             }
+            return shown
+        }
 
-            while !Task.isCancelled {
-                guard let item = await iterator.next() else {
-                    // The screen closed the session.
-                    await connected.close()
-                    return
-                }
-                switch item {
-                case .closed(let from) where from != current, .event(_, let from) where from != current:
-                    continue  // from a connection that is gone
-                case .event(.message(let delivery), _) where delivery.inHistory != true:
-                    if fromBacklog.remove(delivery.sequence) != nil { continue }
-                    guard let senderKeys = try? await connected.keys(of: delivery.from) else { continue }
-                    let message = connected.open(delivery, senderKeys: senderKeys)
-                    let peer = message.from == me ? message.to : message.from
-                    shared.push(.arrived(.init(.direct, peer), line(message, me: me)))
-                    connected.acknowledge([delivery.sequence])
-                case .event(.channelPost(let post), _) where post.inHistory != true:
-                    shared.push(.arrived(.init(.channel, post.channel), line(post)))
-                    if let members = post.members { shared.push(.members(channel: post.channel, count: members)) }
-                case .event(.receipt(let receipt), _):
-                    shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
-                case .event(.presence(let presence), _):
-                    shared.push(
-                        .presence(
-                            name: presence.name, online: presence.online,
-                            call: presence.inCall == true ? presence.state : nil))
-                case .event, .closed:
-                    break
-                case .action(let action):
-                    if case .open(let key) = action { lastOpened = key }
-                    if case .joinChannel(let channel) = action { lastOpened = ConversationKey(.channel, channel) }
-                    await perform(action, connected, me: me, shared: shared)
-                    // A message caught by the break goes again on the next connection, under the same id.
-                    if !connected.isConnected, unsent.count < 1_000 {
-                        switch action {
-                        case .sendDirect, .post: unsent.append(action)
-                        default: break
-                        }
-                    }
-                }
-                if !connected.isConnected { break }
+        private func perform(_ action: MessagesAction, _ client: MessagingClient, _ running: inout Running) async {
+            await MessagesSession.perform(action, client, me: me, shared: shared)
+            let generation = running.link.generation
+            let effects = running.link.performed(
+                action, generation: generation, stillConnected: client.isConnected, now: ContinuousClock.now)
+            await carryOut(effects, &running)
+        }
+
+        /// One event of the relay's, shown.
+        func show(_ event: MessagingEvent, _ client: MessagingClient, _ running: inout Running) async {
+            switch event {
+            case .message(let delivery) where delivery.inHistory != true:
+                if running.fromBacklog.remove(delivery.sequence) != nil { return }
+                guard let senderKeys = try? await client.keys(of: delivery.from) else { return }
+                let message = client.open(delivery, senderKeys: senderKeys)
+                let peer = message.from == me ? message.to : message.from
+                shared.push(.arrived(.init(.direct, peer), MessagesSession.line(message, me: me)))
+                client.acknowledge([delivery.sequence])
+            case .channelPost(let post) where post.inHistory != true:
+                shared.push(.arrived(.init(.channel, post.channel), MessagesSession.line(post)))
+                if let members = post.members { shared.push(.members(channel: post.channel, count: members)) }
+            case .receipt(let receipt):
+                shared.push(.receipt(peer: receipt.by, sequences: receipt.sequences, read: receipt.read))
+            case .presence(let presence):
+                shared.push(
+                    .presence(
+                        name: presence.name, online: presence.online,
+                        call: presence.inCall == true ? presence.state : nil))
+            default:
+                break
             }
-            await connected.close()
-            if Task.isCancelled { return }
-            shared.push(.disconnected("Connection to \(account.server) lost: reconnecting…"))
-            failures = 1
-            try? await Task.sleep(for: .seconds(1))
         }
     }
 

@@ -175,7 +175,7 @@ struct MessagesTests {
 
     @Test("logins after a broken connection are 1, 2, 4 … 30 s apart")
     func retryDelays() {
-        #expect((1...8).map(MessagesSession.retryDelay(after:)) == [1, 2, 4, 8, 16, 30, 30, 30])
+        #expect((1...8).map(MessagesLink.retryDelay(after:)) == [1, 2, 4, 8, 16, 30, 30, 30])
     }
 
     @Test("a message that failed while the connection broke turns stored when it goes later")
