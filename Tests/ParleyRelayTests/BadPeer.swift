@@ -1,4 +1,5 @@
 import Foundation
+import ParleyRelay
 import ParleyWire
 import Synchronization
 
@@ -32,11 +33,15 @@ final class RawWebSocket: Sendable {
 
                 """.utf8))
         let end = [UInt8]("\r\n\r\n".utf8)
+        let started = ContinuousClock.now
         let bytes = await connection.read(for: .seconds(5), until: { $0.firstRange(of: end) != nil })
         guard String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 101"), let at = bytes.firstRange(of: end)
         else {
+            let closed = await connection.isClosed(within: .zero)
             await connection.close()
-            throw POSIXError(.EPROTO)
+            throw UpgradeRefused(
+                path: path, waited: ContinuousClock.now - started, closed: closed,
+                answer: String(decoding: bytes.prefix(200), as: UTF8.self))
         }
         // Frames the relay sent right behind its answer (an error and a close, say) came in the same read.
         return RawWebSocket(connection: connection, leftover: Array(bytes[at.upperBound...]))
@@ -163,5 +168,19 @@ struct MediaGarbage {
                 .serialized()
         }
         return Array(whole.prefix(Int.random(in: 2..<max(3, whole.count), using: &random)))
+    }
+}
+
+/// The relay did not switch a raw connection to WebSocket: what it answered, whether it closed, and after how long.
+struct UpgradeRefused: Error, CustomStringConvertible {
+    var path: String
+    var waited: Duration
+    var closed: Bool
+    var answer: String
+
+    var description: String {
+        let answered = answer.isEmpty ? "nothing" : "\"\(answer.prefix(120))\""
+        return "no WebSocket upgrade on \(path) after \(waited.spokenSeconds): the relay answered \(answered)"
+            + (closed ? " and closed the connection" : ", the connection still open")
     }
 }
