@@ -192,9 +192,13 @@ struct SoundCallTests {
         let sound = try SoundServer()
         let folder = NSTemporaryDirectory() + "parley-sound-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        // PARLEY_KEEP_SOUND=1 keeps the recordings, logs and statistics for a look afterwards.
+        // PARLEY_KEEP_SOUND=1 keeps the recordings, logs and statistics for a look afterwards; a call that failed
+        // keeps them anyway (a failure beside a build is rare and cannot be made again at will).
+        var keepFolder = ProcessInfo.processInfo.environment["PARLEY_KEEP_SOUND"] != nil
         defer {
-            if ProcessInfo.processInfo.environment["PARLEY_KEEP_SOUND"] == nil {
+            if keepFolder {
+                print("sound path: the recordings, logs and statistics are in \(folder)")
+            } else {
                 try? FileManager.default.removeItem(atPath: folder)
             }
         }
@@ -357,6 +361,17 @@ struct SoundCallTests {
         #expect(
             fromAlice != nil && concealed <= Self.speakerGapsAllowed,
             "concealed 20 ms frames during the speech (\(concealedBefore) before it); \(holdUps): \(stats.peers)")
+        if match.correlation < 0.9 || !match.dropouts.isEmpty || concealed > Self.speakerGapsAllowed
+            || mixLate + ranDry > Self.speakerGapsAllowed || overruns > 0
+        {
+            keepFolder = true
+            // The sound server's own account of the call: its streams' buffers and latencies as they ended.
+            for (name, arguments) in [("sinks", ["list", "sinks"]), ("sources", ["list", "sources"])] {
+                if let text = try? sound.pactl(arguments).output {
+                    try? text.write(toFile: folder + "/pactl-\(name).txt", atomically: false, encoding: .utf8)
+                }
+            }
+        }
         withExtendedLifetime(sound) {}
     }
 }
