@@ -44,6 +44,11 @@ import Testing
         WebSocketFrame(fin: true, rsv1: reserved.contains(.rsv1), opcode: opcode, data: ByteBuffer(string: text))
     }
 
+    /// A text frame asking to join the standup room as `name`.
+    static func join(_ name: String) -> WebSocketFrame {
+        frame(.text, ClientMessage.join(JoinRequest(room: "standup", name: name)).encoded())
+    }
+
     /// The frames the handler wrote, in order.
     static func written(_ channel: EmbeddedChannel) throws -> [WebSocketFrame] {
         var frames: [WebSocketFrame] = []
@@ -71,7 +76,7 @@ import Testing
         let relay = try Relay()
         let alice = try relay.connect()
         try alice.writeInbound(
-            Self.frame(.text, ClientMessage.join(JoinRequest(room: "standup", name: "alice")).encoded()))
+            Self.join("alice"))
         let joined = try #require(Self.joined(Self.messages(try Self.written(alice))))
         #expect(joined.media.udpPort == 50_000)
         #expect(BindToken(hex: joined.media.credential) != nil)
@@ -89,7 +94,7 @@ import Testing
         #expect(alice.isActive, "a bad message is refused, not a reason to hang up")
         // Still served after.
         try alice.writeInbound(
-            Self.frame(.text, ClientMessage.join(JoinRequest(room: "standup", name: "alice")).encoded()))
+            Self.join("alice"))
         #expect(Self.joined(Self.messages(try Self.written(alice))) != nil)
     }
 
@@ -119,7 +124,7 @@ import Testing
         #expect(data.readWebSocketErrorCode() == .protocolError)
         // What arrives after the refusal is dropped.
         _ = try? alice.writeInbound(
-            Self.frame(.text, ClientMessage.join(JoinRequest(room: "standup", name: "a")).encoded()))
+            Self.join("a"))
         #expect(try Self.written(alice).isEmpty)
     }
 
@@ -127,7 +132,7 @@ import Testing
         let relay = try Relay()
         let alice = try relay.connect()
         try alice.writeInbound(
-            Self.frame(.text, ClientMessage.join(JoinRequest(room: "standup", name: "alice")).encoded()))
+            Self.join("alice"))
         let joined = try #require(Self.joined(Self.messages(try Self.written(alice))))
         let token = try #require(BindToken(hex: joined.media.credential))
         let from = try SocketAddress(ipAddress: "127.0.0.1", port: 41_000)
