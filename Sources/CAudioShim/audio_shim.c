@@ -56,15 +56,26 @@ static int write_group_nice(int nice) {
     return written == length ? 0 : -1;
 }
 
-int parley_session_group_raise(int nice) {
+int parley_session_group_nice(int *nice) {
 #if defined(__linux__)
     /* "/autogroup-123 nice 0" */
     FILE *file = fopen("/proc/self/autogroup", "re");
-    if (file == NULL) return INT32_MIN;
-    int previous = 0;
-    int read = fscanf(file, "/autogroup-%*d nice %d", &previous);
+    if (file == NULL) { errno = ENOENT; return -1; }
+    int read = fscanf(file, "/autogroup-%*d nice %d", nice);
     fclose(file);
-    if (read != 1) { errno = EINVAL; return INT32_MIN; }
+    if (read != 1) { errno = ENOENT; return -1; }
+    return 0;
+#else
+    (void)nice;
+    errno = ENOENT;
+    return -1;
+#endif
+}
+
+int parley_session_group_raise(int nice) {
+#if defined(__linux__)
+    int previous = 0;
+    if (parley_session_group_nice(&previous) != 0) return INT32_MIN;
     if (previous <= nice) return previous;
     if (write_group_nice(nice) != 0) return INT32_MIN;
     static int registered = 0;

@@ -63,8 +63,10 @@ public enum AudioThreadPriority {
     /// Beside `make build` of this project on 2 cores the raised media loop still waited up to 57 ms for a core
     /// while its session stayed at nice 0 (docs/devices.md has the runs). The group is the whole terminal session (the shell too), so `restoreSessionGroup` puts it back when the
     /// call ends, and the terminal's signal and crash handlers and `exit` do as well. Says what it got: `.raised`,
-    /// `.normal` when refused (the same permission as the nice value), or nil when the kernel has no session groups
-    /// (built without autogroups, as some containers' and CI machines' are): there is nothing to weigh against then.
+    /// `.normal` when refused (the same permission as the nice value), or nil when there is no session group to read
+    /// (a kernel built without autogroups, or a process in the first process's session, which has no group of its own,
+    /// as on our CI machine): there is
+    /// nothing to weigh against then.
     @discardableResult
     public static func raiseSessionGroup() -> AudioThreadScheduling? {
         #if os(Linux)
@@ -76,12 +78,17 @@ public enum AudioThreadPriority {
         #endif
     }
 
-    /// Whether this kernel groups processes by terminal session (`/proc/self/autogroup` exists).
-    public static var hasSessionGroups: Bool {
+    /// Whether this kernel groups processes by terminal session and shows this process its group
+    /// (`/proc/self/autogroup` reads as "/autogroup-N nice V").
+    public static var hasSessionGroups: Bool { sessionGroupNice != nil }
+
+    /// The nice value of this process's session group, or nil when there is none to read.
+    public static var sessionGroupNice: Int? {
         #if os(Linux)
-        return access("/proc/self/autogroup", F_OK) == 0
+        var nice: Int32 = 0
+        return parley_session_group_nice(&nice) == 0 ? Int(nice) : nil
         #else
-        return false
+        return nil
         #endif
     }
 

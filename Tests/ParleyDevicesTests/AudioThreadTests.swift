@@ -546,20 +546,39 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
     }
 
     #if os(Linux)
-    /// The nice value of this process's session group, from `/proc/self/autogroup` ("/autogroup-12 nice 0").
+    /// What `/proc/self/autogroup` reads as ("/autogroup-12 nice 0"), or why it does not read.
+    func sessionGroupText() -> Result<String, POSIXError> {
+        let fd = open("/proc/self/autogroup", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = read(fd, &bytes, bytes.count)
+        guard count >= 0 else { return .failure(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+        return .success(String(decoding: bytes[..<count], as: UTF8.self))
+    }
+
+    /// The nice value of this process's session group, read apart from the product's reader.
     func sessionGroupNice() -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/autogroup", encoding: .utf8) else { return nil }
-        return text.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard case .success(let text) = sessionGroupText() else { return nil }
+        let words = text.split(whereSeparator: \.isWhitespace)
+        guard words.count == 3, words[0].hasPrefix("/autogroup-"), words[1] == "nice" else { return nil }
+        return Int(words[2])
     }
 
     @Test func theSessionGroupIsRaisedForTheCallAndPutBackAfter() {
         guard let before = sessionGroupNice() else {
-            // A kernel built without autogroups (some CI machines and containers): nothing to raise, and it says so.
-            #expect(!AudioThreadPriority.hasSessionGroups)
-            #expect(AudioThreadPriority.raiseSessionGroup() == nil, "no session groups: nothing to weigh against")
+            // A kernel built without autogroups, or a process in the first process's session, which has no group
+            // of its own and reads the file as empty (so the CI machine runs this test): nothing to raise, and it
+            // says so.
+            let seen = "/proc/self/autogroup: \(sessionGroupText())"
+            #expect(!AudioThreadPriority.hasSessionGroups, "\(seen)")
+            #expect(AudioThreadPriority.sessionGroupNice == nil, "\(seen)")
+            #expect(
+                AudioThreadPriority.raiseSessionGroup() == nil, "no session groups: nothing to weigh against; \(seen)")
             AudioThreadPriority.restoreSessionGroup()
             return
         }
+        #expect(AudioThreadPriority.sessionGroupNice == before, "the product reads the group as this test does")
         #expect(AudioThreadPriority.hasSessionGroups)
         let got = AudioThreadPriority.raiseSessionGroup()
         let during = sessionGroupNice()
