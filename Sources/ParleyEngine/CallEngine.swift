@@ -301,6 +301,10 @@ final class EngineCore {
             stats.peers[id]?.audioCorrection = peer.audio.correction
             stats.peers[id]?.audioArrivalGaps = peer.audioArrivals.count
             stats.peers[id]?.longestAudioArrivalGap = peer.audioArrivals.longest
+            stats.peers[id]?.audioLate = peer.audio.counters.late
+            stats.peers[id]?.audioHeld = peer.audio.counters.held
+            stats.peers[id]?.audioDiscarded = peer.audio.counters.discarded
+            stats.peers[id]?.audioTarget = peer.audio.jitterBuffer.targetDelay
         }
         return stats
     }

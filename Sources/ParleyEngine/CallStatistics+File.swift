@@ -46,6 +46,12 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         /// wait in milliseconds (held up before reaching this member: by the sender, the relay or the network).
         public var audioArrivalGaps: Int?
         public var longestAudioArrivalGapMs: Int?
+        /// Audio packets that came after their turn was played, slots held to let the jitter buffer refill, packets
+        /// dropped to bring its delay down, and its target delay in milliseconds.
+        public var audioLate: Int?
+        public var audioHeld: Int?
+        public var audioDiscarded: Int?
+        public var audioTargetMs: Int?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -68,6 +74,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioCorrectionPPM = Int((peer.audioCorrection * 1e6).rounded())
             audioArrivalGaps = peer.audioArrivalGaps
             longestAudioArrivalGapMs = Int((peer.longestAudioArrivalGap / .milliseconds(1)).rounded())
+            audioLate = peer.audioLate
+            audioHeld = peer.audioHeld
+            audioDiscarded = peer.audioDiscarded
+            audioTargetMs = Int((peer.audioTarget / .milliseconds(1)).rounded())
         }
     }
 

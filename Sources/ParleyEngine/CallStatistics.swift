@@ -47,6 +47,13 @@ public struct CallStatistics: Sendable {
         /// longest such wait: the sender, the relay or the network held them up (or the peer muted).
         public var audioArrivalGaps = 0
         public var longestAudioArrivalGap: Duration = .zero
+        /// This peer's audio packets that came after their turn had been played (each raises the jitter buffer's
+        /// target a frame), slots held to let the buffer refill (concealed, a delay added), and packets dropped to
+        /// bring the delay down; and the target delay now.
+        public var audioLate = 0
+        public var audioHeld = 0
+        public var audioDiscarded = 0
+        public var audioTarget: Duration = .zero
     }
 
     /// This member's id (0 before joining).

@@ -360,6 +360,13 @@ struct SoundCallTests {
             + "\(talker.microphoneLongestBlockGapMs ?? 0) ms); her packets reached bob over 40 ms apart \(arrivedLate) "
             + "times (longest \(fromAlice?.longestAudioArrivalGapMs ?? 0) ms)"
         print("sound path: during the speech \(holdUps)")
+        let peerBefore = bobBefore.peers.first { $0.name == "alice" }
+        print(
+            "sound path: during the speech bob's jitter buffer saw \((fromAlice?.audioLate ?? 0) - (peerBefore?.audioLate ?? 0)) "
+                + "of alice's packets come after their turn, held \((fromAlice?.audioHeld ?? 0) - (peerBefore?.audioHeld ?? 0)) "
+                + "slots to refill and dropped \((fromAlice?.audioDiscarded ?? 0) - (peerBefore?.audioDiscarded ?? 0)) "
+                + "packets; its target went from \(peerBefore?.audioTargetMs ?? 0) to \(fromAlice?.audioTargetMs ?? 0) ms "
+                + "and the delay from \(peerBefore?.audioDelayMs ?? 0) to \(fromAlice?.audioDelayMs ?? 0) ms")
         #expect(
             fromAlice != nil && concealed <= Self.speakerGapsAllowed,
             "concealed 20 ms frames during the speech (\(concealedBefore) before it); \(holdUps): \(stats.peers)")
@@ -367,6 +374,7 @@ struct SoundCallTests {
             || mixLate + ranDry > Self.speakerGapsAllowed || overruns > 0
         {
             keepFolder = true
+            try? FileManager.default.copyItem(atPath: sound.logPath, toPath: folder + "/pulseaudio.log")
             // The sound server's own account of the call: its streams' buffers and latencies as they ended.
             for (name, arguments) in [("sinks", ["list", "sinks"]), ("sources", ["list", "sources"])] {
                 if let text = try? sound.pactl(arguments).output {
