@@ -302,6 +302,7 @@ final class EngineCore {
             stats.peers[id]?.audioArrivalGaps = peer.audioArrivals.count
             stats.peers[id]?.longestAudioArrivalGap = peer.audioArrivals.longest
             stats.peers[id]?.audioLate = peer.audio.counters.late
+            stats.peers[id]?.audioLateKept = peer.audio.counters.lateKept
             stats.peers[id]?.audioHeld = peer.audio.counters.held
             stats.peers[id]?.audioDiscarded = peer.audio.counters.discarded
             stats.peers[id]?.audioTarget = peer.audio.jitterBuffer.targetDelay

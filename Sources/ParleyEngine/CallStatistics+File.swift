@@ -46,9 +46,11 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         /// wait in milliseconds (held up before reaching this member: by the sender, the relay or the network).
         public var audioArrivalGaps: Int?
         public var longestAudioArrivalGapMs: Int?
-        /// Audio packets that came after their turn was played, slots held to let the jitter buffer refill, packets
-        /// dropped to bring its delay down, and its target delay in milliseconds.
+        /// Audio packets that came after their turn was played (dropped), those played anyway (the play-out had run
+        /// ahead of the arrivals), slots held to let the jitter buffer refill, packets dropped to bring its delay
+        /// down, and its target delay in milliseconds.
         public var audioLate: Int?
+        public var audioLateKept: Int?
         public var audioHeld: Int?
         public var audioDiscarded: Int?
         public var audioTargetMs: Int?
@@ -75,6 +77,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioArrivalGaps = peer.audioArrivalGaps
             longestAudioArrivalGapMs = Int((peer.longestAudioArrivalGap / .milliseconds(1)).rounded())
             audioLate = peer.audioLate
+            audioLateKept = peer.audioLateKept
             audioHeld = peer.audioHeld
             audioDiscarded = peer.audioDiscarded
             audioTargetMs = Int((peer.audioTarget / .milliseconds(1)).rounded())

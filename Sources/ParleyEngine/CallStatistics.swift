@@ -48,9 +48,11 @@ public struct CallStatistics: Sendable {
         public var audioArrivalGaps = 0
         public var longestAudioArrivalGap: Duration = .zero
         /// This peer's audio packets that came after their turn had been played (each raises the jitter buffer's
-        /// target a frame), slots held to let the buffer refill (concealed, a delay added), and packets dropped to
-        /// bring the delay down; and the target delay now.
+        /// target a frame), those of them played anyway (the play-out had only run ahead of the arrivals), slots
+        /// held to let the buffer refill (concealed, a delay added), and packets dropped to bring the delay down;
+        /// and the target delay now.
         public var audioLate = 0
+        public var audioLateKept = 0
         public var audioHeld = 0
         public var audioDiscarded = 0
         public var audioTarget: Duration = .zero

@@ -39,6 +39,9 @@ public final class PeerAudioPlayout {
         public var held = 0
         /// Packets that arrived after their slot was played.
         public var late = 0
+        /// Packets that arrived after the play head passed them with nothing buffered, and played after the slots
+        /// concealed meanwhile.
+        public var lateKept = 0
         /// Packets libopus rejected (concealed instead).
         public var decodeErrors = 0
     }
@@ -89,6 +92,7 @@ public final class PeerAudioPlayout {
         counters.discarded = jitterBuffer.packetsDiscarded
         counters.held = jitterBuffer.slotsHeld
         counters.late = jitterBuffer.statistics.late
+        counters.lateKept = jitterBuffer.lateKept
         return counters
     }
     /// True when the last pull contained decoded or concealed audio (not only silence).

@@ -10,6 +10,14 @@
 // three frames long. In adaptive mode, each late packet raises the target by one frame (up to the maximum) and a
 // quiet `adaptationWindow` lowers it by one (down to the minimum), unless the packets of that window arrived spread
 // by more than the lowered target: they would have come late with it.
+//
+// A slot asked for while nothing is buffered is concealed and the play head moves on, so a packet lost for good costs
+// one slot. But when the packet was only not here yet (the device asked for a slot ahead of the arrivals: a sound
+// server refilling its buffer after an underrun asks for two blocks at once) it arrives behind the play head, and so
+// does every packet after it: each would be refused as late until the buffer went idle and started afresh, 100 ms of
+// concealment and a target five frames higher (the sound call test's failures, one in three runs). So a packet newer
+// than everything played that arrives while nothing is buffered moves the play head back to itself: the slots
+// concealed meanwhile were an insertion, and it plays next.
 
 /// One Opus packet ready for the decoder.
 public struct AudioPacket: Sendable, Equatable {
@@ -108,6 +116,9 @@ public struct AudioJitterBuffer: Sendable {
     public private(set) var slotsHeld = 0
     /// Packets dropped to bring the delay back down (or because the buffer was full).
     public private(set) var packetsDiscarded = 0
+    /// Packets that came after the play head had passed them with nothing buffered, and were played: the slots
+    /// concealed before them were an insertion (each also raises the adaptive target a frame, as a late one does).
+    public private(set) var lateKept = 0
 
     var sequenceUnwrapper = RTPSequenceUnwrapper()
     var timestampUnwrapper = RTPTimestampUnwrapper()
@@ -122,6 +133,8 @@ public struct AudioJitterBuffer: Sendable {
     var adaptedDown = false
     var lastArrival: Duration?
     var consecutiveHolds = 0
+    /// Extended timestamp just past the last packet played (nil before the first).
+    var playedThrough: Int64?
     /// Each recent packet's arrival and its delay relative to its media time (arrival minus timestamp), oldest
     /// first, for `adaptationWindow` and at most `maxDelaySamples`: how far apart arrivals spread decides whether the
     /// target may come down.
@@ -190,10 +203,19 @@ public struct AudioJitterBuffer: Sendable {
         lastArrival = now
         let timestamp = timestampUnwrapper.unwrap(packet.header.timestamp)
         noteDelay(arrival: now, timestamp: timestamp)
-        if let playHead, timestamp < playHead {
-            statistics.recordLate()
+        if let head = playHead, timestamp < head {
+            guard packets.isEmpty, timestamp >= playedThrough ?? timestamp,
+                head - timestamp <= RTPClock.ticks(settings.idleAfter, clockRate: MediaClockRate.opus)
+            else {
+                statistics.recordLate()
+                lateArrived(at: now)
+                return .late
+            }
+            // Nothing buffered and nothing newer played: the play head only ran ahead of the arrivals.
+            playHead = timestamp
+            emptySince = nil
+            lateKept += 1
             lateArrived(at: now)
-            return .late
         }
         let audio = AudioPacket(
             timestamp: packet.header.timestamp, sequenceNumber: packet.header.sequenceNumber,
@@ -264,6 +286,7 @@ public struct AudioJitterBuffer: Sendable {
 
         if let stored = packets.removeValue(forKey: head) {
             playHead = head + stored.duration
+            playedThrough = head + stored.duration
             emptySince = nil
             return .packet(stored.packet)
         }
@@ -302,6 +325,7 @@ public struct AudioJitterBuffer: Sendable {
         recentDelays = []
         recentDelaysStart = 0
         playHead = nil
+        playedThrough = nil
         emptySince = nil
         statistics = ReceptionStatistics(clockRate: MediaClockRate.opus)
     }

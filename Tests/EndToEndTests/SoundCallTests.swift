@@ -363,7 +363,8 @@ struct SoundCallTests {
         let peerBefore = bobBefore.peers.first { $0.name == "alice" }
         print(
             "sound path: during the speech bob's jitter buffer saw \((fromAlice?.audioLate ?? 0) - (peerBefore?.audioLate ?? 0)) "
-                + "of alice's packets come after their turn, held \((fromAlice?.audioHeld ?? 0) - (peerBefore?.audioHeld ?? 0)) "
+                + "of alice's packets come after their turn (dropped; \((fromAlice?.audioLateKept ?? 0) - (peerBefore?.audioLateKept ?? 0)) more "
+                + "played after the slots concealed before them), held \((fromAlice?.audioHeld ?? 0) - (peerBefore?.audioHeld ?? 0)) "
                 + "slots to refill and dropped \((fromAlice?.audioDiscarded ?? 0) - (peerBefore?.audioDiscarded ?? 0)) "
                 + "packets; its target went from \(peerBefore?.audioTargetMs ?? 0) to \(fromAlice?.audioTargetMs ?? 0) ms "
                 + "and the delay from \(peerBefore?.audioDelayMs ?? 0) to \(fromAlice?.audioDelayMs ?? 0) ms")

@@ -38,7 +38,7 @@ struct CallStatisticsFileTests {
                 "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,\
                 "microphoneBlockGaps":0,"microphoneLongestBlockGapMs":0,\
                 "microphoneOverruns":0,"peers":[{"audioArrivalGaps":0,"audioCorrectionPPM":0,"audioDelayMs":0,"audioDiscarded":0,\
-                "audioDropouts":0,"audioHeld":0,"audioLate":0,"audioPackets":149,"audioPlayed":148,"audioTargetMs":0,\
+                "audioDropouts":0,"audioHeld":0,"audioLate":0,"audioLateKept":0,"audioPackets":149,"audioPlayed":148,"audioTargetMs":0,\
                 "concealments":2,"decodeErrors":0,"decryptFailures":5,\
                 "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,\
                 "longestAudioArrivalGapMs":0,"longestAudioGapMs":0,\

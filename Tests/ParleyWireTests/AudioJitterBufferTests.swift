@@ -107,6 +107,50 @@ struct AudioJitterBufferTests {
         #expect(buffer.targetDelay == .milliseconds(60))
     }
 
+    /// Packets arrive every 20 ms, 15 ms into each slot, and the device asks for a slot 10 ms into it (each packet
+    /// waits 15 ms); at slot 20 the device asks `extraPulls` more times at once (a sound server refilling its buffer
+    /// after an underrun): the first takes the packet in hand, the rest are ahead of the arrivals. Returns what played
+    /// and the buffer.
+    static func pulledAhead(extraPulls: Int) -> (played: [String], buffer: AudioJitterBuffer) {
+        var buffer = AudioJitterBuffer(
+            settings: .init(targetDelay: .milliseconds(20), minimumDelay: .milliseconds(20)))
+        var played: [String] = []
+        for slot in 0..<60 {
+            if slot > 0 { _ = buffer.insert(opus(slot - 1), at: ms(20 * (slot - 1) + 15)) }
+            played.append(describe(buffer.nextSlot(at: ms(20 * slot + 10))))
+            if slot == 20 {
+                for _ in 0..<extraPulls { played.append(describe(buffer.nextSlot(at: ms(20 * slot + 10)))) }
+            }
+        }
+        return (played, buffer)
+    }
+
+    @Test(
+        "slots asked for ahead of the arrivals are concealed once, and the packets they passed play after them",
+        arguments: [2, 3, 5])
+    func slotsAskedAheadOfTheArrivalsAreInserted(extraPulls: Int) {
+        let (played, buffer) = Self.pulledAhead(extraPulls: extraPulls)
+        let concealed = played.filter { $0 == "m" }.count
+        // Before this, the packet the play head passed came late, and so did every one after it, until the buffer
+        // went idle (100 ms) and started afresh with a target five frames higher.
+        #expect(concealed == extraPulls - 1, "\(played)")
+        #expect(!played.dropFirst(3).contains("-"), "the buffer never went idle: \(played)")
+        let packets = played.compactMap { $0.hasPrefix("p") ? Int($0.dropFirst()) : nil }
+        #expect(packets == Array(packets.first!...packets.last!), "every packet played, in order: \(played)")
+        #expect(buffer.statistics.late == 0 && buffer.lateKept == 1)
+        #expect(buffer.targetDelay == .milliseconds(40), "one late arrival, one frame more")
+    }
+
+    @Test func aPacketOlderThanOnePlayedIsStillRefused() {
+        var buffer = AudioJitterBuffer(settings: Self.fixed)
+        _ = Self.run(&buffer, packets: [0, 1, 2, 3], slots: 9)  // p0-p3 played, then nothing buffered
+        // Packet 2 again with another sequence number (a stray copy): older than what played, so late.
+        var stray = opus(2)
+        stray.header.sequenceNumber = 1100
+        #expect(buffer.insert(stray, at: ms(185)) == .late)
+        #expect(buffer.lateKept == 0)
+    }
+
     /// A call's settings: 40 ms to start, down to 20 ms, the first lowering after 2 quiet seconds.
     static let call: AudioJitterBuffer.Settings = {
         var settings = AudioJitterBuffer.Settings(targetDelay: .milliseconds(40), minimumDelay: .milliseconds(20))
