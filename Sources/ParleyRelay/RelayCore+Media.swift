@@ -22,7 +22,7 @@ extension RelayCore {
                 send(bytes, toMember: member)
             case .demand(let sender, let active):
                 // Another node's member: what the receivers here need of it goes to its node.
-                if let node = remoteNodes[sender] {
+                if let node = links.remoteNodes[sender] {
                     if let block = media.route(of: sender)?.ssrcs.block {
                         sendLayerNeeds([TrunkLayerNeeds.Entry(block: block, active: active)], to: node)
                     }
@@ -251,7 +251,7 @@ extension RelayCore {
     }
 
     func send(_ bytes: [UInt8], toMember member: UInt32) {
-        if let node = remoteNodes[member] {
+        if let node = links.remoteNodes[member] {
             sendToNode(ByteBuffer(bytes: bytes), node: node)
             return
         }

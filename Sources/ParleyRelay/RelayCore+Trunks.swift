@@ -5,13 +5,85 @@ import ParleySecurity
 import ParleyStore
 import ParleyWire
 
+/// What a node of a cluster keeps about the others: who they are, which members here joined through them, which
+/// rooms span them, and the trunks that carry media to them with their counts. Changed on the relay's event loop only.
+struct NodeLinks {
+    /// The other live nodes with trunks, as the registry gave them last (where a draining node moves members).
+    var peerNodes: [TrunkPeer] = []
+    /// Members of other nodes by their id here: the node each joined through.
+    var remoteNodes: [UInt32: String] = [:]
+    /// Each room's members of other nodes, counted by node: the nodes its media goes to, one copy each.
+    var roomNodes: [String: [String: Int]] = [:]
+    /// The trunks to the cluster's other nodes and their socket, once `Relay.openTrunks` opened them.
+    var trunks: TrunkLinks<SocketAddress>?
+    var trunkChannel: (any Channel)?
+    /// Media datagrams sent to other nodes, received from them, and not sent for want of an up trunk.
+    var trunkPacketsSent = 0
+    var trunkPacketsReceived = 0
+    var trunkPacketsUnsent = 0
+    /// Video packets not sent to a node because none of its members needs their layer.
+    var trunkPacketsWithheld = 0
+    /// Media from another node's member beyond the rate that member is held to here, dropped.
+    var trunkPacketsOverRate = 0
+    /// Control messages (layer needs) sent to other nodes, received from them, and refused as malformed.
+    var trunkControlSent = 0
+    var trunkControlReceived = 0
+    var trunkControlRefused = 0
+    /// Trunk writes wait for the next flush.
+    var trunkWritesPending = false
+    var refusedTrunkLog = LogThrottle<String>(window: .seconds(60))
+
+    /// Member `id` of `room` joined through `node`: the room's media goes there too.
+    mutating func memberJoined(_ id: UInt32, through node: String, in room: String) {
+        remoteNodes[id] = node
+        roomNodes[room, default: [:]][node, default: 0] += 1
+    }
+
+    /// Member `id` left `room`: the node it joined through when it was that node's last member in the room (nil
+    /// for a member of this node, or when others of its node stay).
+    mutating func memberLeft(_ id: UInt32, from room: String) -> String? {
+        guard let node = remoteNodes.removeValue(forKey: id) else { return nil }
+        roomNodes[room]?[node, default: 1] -= 1
+        var emptied: String?
+        if roomNodes[room]?[node] == 0 {
+            roomNodes[room]?[node] = nil
+            emptied = node
+        }
+        if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
+        return emptied
+    }
+
+    /// Sends what was written to the trunk socket since the last flush.
+    mutating func flushWrites() {
+        guard trunkWritesPending else { return }
+        trunkWritesPending = false
+        trunkChannel?.flush()
+    }
+
+    /// The trunks' counts and state into the relay's counters.
+    func count(into counters: inout RelayCounters, now: Duration) {
+        counters.trunkPacketsSent = trunkPacketsSent
+        counters.trunkPacketsReceived = trunkPacketsReceived
+        counters.trunkPacketsUnsent = trunkPacketsUnsent
+        counters.trunkPacketsWithheld = trunkPacketsWithheld
+        counters.trunkPacketsOverRate = trunkPacketsOverRate
+        counters.trunkControlSent = trunkControlSent
+        counters.trunkControlReceived = trunkControlReceived
+        counters.trunkControlRefused = trunkControlRefused
+        if let trunks {
+            counters.trunksUp = trunks.upNodes(at: now).count
+            counters.trunkRefused = trunks.refused
+        }
+    }
+}
+
 /// The trunk socket's edge: datagrams in, hellos out. What they mean is `TrunkLinks`'.
 extension RelayCore {
     /// One datagram from the trunk socket.
     func handleTrunkDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        guard trunks != nil else { return }
+        guard links.trunks != nil else { return }
         if envelope.data.withUnsafeReadableBytes(TrunkPacket.isMedia) {
-            guard let node = trunks!.mediaNode(from: envelope.remoteAddress) else {
+            guard let node = links.trunks!.mediaNode(from: envelope.remoteAddress) else {
                 logRefusedTrunk(.unboundSource, from: envelope.remoteAddress)
                 return
             }
@@ -22,10 +94,11 @@ extension RelayCore {
         }
         let bytes = Array(envelope.data.readableBytesView)
         // Changed in place (not copied out and back), so its tables are never copied per datagram.
-        let received = trunks!.receive(bytes, from: envelope.remoteAddress, now: now, wallClock: WallClock.milliseconds)
+        let received = links.trunks!.receive(
+            bytes, from: envelope.remoteAddress, now: now, wallClock: WallClock.milliseconds)
         switch received {
         case .hello(let node, let answer, let cameUp):
-            trunkChannel?.writeAndFlush(
+            links.trunkChannel?.writeAndFlush(
                 AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: answer)), promise: nil)
             if cameUp { logger.info("trunk up", metadata: ["node": "\(node)"]) }
         case .answered(let node, let cameUp):
@@ -42,7 +115,7 @@ extension RelayCore {
     /// One line a minute per source address, with a count of those held back.
     func logRefusedTrunk(_ reason: TrunkRefusedReason, from address: SocketAddress) {
         let source = address.ipAddress ?? "\(address)"
-        if let heldBack = refusedTrunkLog.admit(source, at: now) {
+        if let heldBack = links.refusedTrunkLog.admit(source, at: now) {
             logger.notice(
                 "trunk datagram refused",
                 metadata: ["reason": "\(reason.rawValue)", "source": "\(source)", "held_back": "\(heldBack)"])
@@ -51,7 +124,7 @@ extension RelayCore {
 
     /// A member's RTP or RTCP from another node (framing removed).
     func handleTrunkMedia(_ data: ByteBuffer, from node: String) {
-        trunkPacketsReceived += 1
+        links.trunkPacketsReceived += 1
         switch data.withUnsafeReadableBytes({ MediaPacketKind.classify($0) }) {
         case .unknown:
             media.count(.notMedia)
@@ -59,7 +132,7 @@ extension RelayCore {
             // From a member of that node, as its node announced it; fanned out to the members here only (never
             // on to a third node: every node sends to every other itself).
             guard let (header, keyframe, level) = parseRTP(data) else { return }
-            guard let member = media.owner(of: header.ssrc), remoteNodes[member] == node,
+            guard let member = media.owner(of: header.ssrc), links.remoteNodes[member] == node,
                 let route = media.route(of: member)
             else {
                 media.count(.unknownSource)
@@ -70,7 +143,7 @@ extension RelayCore {
             // limits less, or forwards more than it should, loses the excess here (counted) and the members here
             // are never flooded through it.
             guard media.admitMedia(from: member, bytes: data.readableBytes, at: now) else {
-                trunkPacketsOverRate += 1
+                links.trunkPacketsOverRate += 1
                 return
             }
             fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
@@ -89,7 +162,7 @@ extension RelayCore {
         }
         /// The member here owning `ssrc` (feedback only reaches this node's own senders).
         func localOwner(_ ssrc: UInt32) -> UInt32? {
-            guard let owner = media.owner(of: ssrc), remoteNodes[owner] == nil else { return nil }
+            guard let owner = media.owner(of: ssrc), links.remoteNodes[owner] == nil else { return nil }
             return owner
         }
         var forwardWhole = false
@@ -123,7 +196,8 @@ extension RelayCore {
         }
         // A report or goodbye of that node's member: to the members here of its room.
         guard forwardWhole, let senderSSRC = packets.lazy.compactMap(\.senderSSRC).first,
-            let member = media.owner(of: senderSSRC), remoteNodes[member] == node, let route = media.route(of: member)
+            let member = media.owner(of: senderSSRC), links.remoteNodes[member] == node,
+            let route = media.route(of: member)
         else { return }
         media.destinations(from: route.member, in: route.room, into: &destinations)
         for address in destinations {
@@ -135,10 +209,10 @@ extension RelayCore {
     /// One copy of a member's datagram to each other node with members in `room`; of a packet of a video layer
     /// (`layer` of its sender), only to the nodes whose members need that layer.
     func sendToNodes(_ data: ByteBuffer, of room: String, layer: (index: Int, sender: UInt32)? = nil) {
-        guard let nodes = roomNodes[room] else { return }
+        guard let nodes = links.roomNodes[room] else { return }
         for node in nodes.keys {
             if let layer, !layers.needs(layer: layer.index, of: layer.sender, node: node) {
-                trunkPacketsWithheld += 1
+                links.trunkPacketsWithheld += 1
                 continue
             }
             sendToNode(data, node: node)
@@ -148,21 +222,23 @@ extension RelayCore {
     /// What the receivers here need of other nodes' senders, to their nodes (as control messages, split at
     /// `TrunkLayerNeeds.maximumEntries`).
     func sendLayerNeeds(_ entries: [TrunkLayerNeeds.Entry], to node: String) {
-        guard let channel = trunkChannel, let address = trunks?.address(of: node) else { return }
+        guard let channel = links.trunkChannel, let address = links.trunks?.address(of: node) else { return }
         for start in stride(from: 0, to: entries.count, by: TrunkLayerNeeds.maximumEntries) {
             let chunk = entries[start..<min(entries.count, start + TrunkLayerNeeds.maximumEntries)]
-            guard let bytes = try? trunks!.control(TrunkLayerNeeds(entries: Array(chunk)).serialized()) else { return }
+            guard let bytes = try? links.trunks!.control(TrunkLayerNeeds(entries: Array(chunk)).serialized()) else {
+                return
+            }
             channel.writeAndFlush(
                 AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
-            trunkControlSent += 1
+            links.trunkControlSent += 1
         }
     }
 
     /// Every need of other nodes' senders again (each second: a control datagram may have been lost).
     func repeatLayerNeeds() {
-        guard trunks != nil else { return }
+        guard links.trunks != nil else { return }
         var byNode: [String: [TrunkLayerNeeds.Entry]] = [:]
-        for (member, node) in remoteNodes {
+        for (member, node) in links.remoteNodes {
             guard let active = layers.announcedDemand(of: member), let block = media.route(of: member)?.ssrcs.block
             else { continue }
             byNode[node, default: []].append(TrunkLayerNeeds.Entry(block: block, active: active))
@@ -178,19 +254,19 @@ extension RelayCore {
         do {
             needs = try TrunkLayerNeeds(parsing: control.payload)
         } catch {
-            trunkControlRefused += 1
+            links.trunkControlRefused += 1
             // A node repeats its needs every second: one line a minute per node, with how many were held back.
-            if let heldBack = refusedTrunkLog.admit("control from node \(control.from)", at: now) {
+            if let heldBack = links.refusedTrunkLog.admit("control from node \(control.from)", at: now) {
                 logger.notice(
                     "trunk control refused",
                     metadata: ["node": "\(control.from)", "error": "\(error)", "held_back": "\(heldBack)"])
             }
             return
         }
-        trunkControlReceived += 1
+        links.trunkControlReceived += 1
         for entry in needs.entries {
             // Only senders of this node: another node's member is that node's business.
-            guard let owner = media.owner(of: entry.block), remoteNodes[owner] == nil,
+            guard let owner = media.owner(of: entry.block), links.remoteNodes[owner] == nil,
                 media.route(of: owner)?.ssrcs.block == entry.block
             else { continue }
             performLayerEffects(layers.setNeeds(of: owner, node: control.from, active: entry.active))
@@ -199,14 +275,14 @@ extension RelayCore {
 
     /// A member's datagram, framed, to `node` over its trunk (dropped and counted when the trunk is not up).
     func sendToNode(_ data: ByteBuffer, node: String) {
-        guard let channel = trunkChannel, let address = trunks?.address(of: node) else {
-            trunkPacketsUnsent += 1
+        guard let channel = links.trunkChannel, let address = links.trunks?.address(of: node) else {
+            links.trunkPacketsUnsent += 1
             return
         }
         // The socket's queue is bounded (`Relay.trunkQueueBytes`): past it, datagrams are dropped and counted
         // rather than held, so a trunk the kernel cannot drain in time never grows the relay's memory.
         guard channel.isWritable else {
-            trunkPacketsUnsent += 1
+            links.trunkPacketsUnsent += 1
             return
         }
         var framed = channel.allocator.buffer(capacity: data.readableBytes + TrunkPacket.mediaOverhead)
@@ -214,15 +290,15 @@ extension RelayCore {
         framed.writeInteger(TrunkPacketKind.media.rawValue)
         framed.writeImmutableBuffer(data)
         channel.write(AddressedEnvelope(remoteAddress: address, data: framed), promise: nil)
-        trunkPacketsSent += 1
-        trunkWritesPending = true
+        links.trunkPacketsSent += 1
+        links.trunkWritesPending = true
     }
 
     /// Sends the hellos due (the timer calls it).
     func sendTrunkHellos() {
-        guard trunks != nil, let channel = trunkChannel else { return }
+        guard links.trunks != nil, let channel = links.trunkChannel else { return }
         var random = SystemRandomNumberGenerator()
-        let hellos = trunks!.dueHellos(now: now, wallClock: WallClock.milliseconds) {
+        let hellos = links.trunks!.dueHellos(now: now, wallClock: WallClock.milliseconds) {
             (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
         }
         for (address, bytes) in hellos {
@@ -257,8 +333,8 @@ extension Relay {
         try await loop.submit { [core] in
             try channel.pipeline.syncOperations.addHandler(
                 DatagramHandler(core: core, socket: "trunk") { $0.handleTrunkDatagram($1) })
-            core.value.trunkChannel = channel
-            core.value.trunks = TrunkLinks(gate: gate)
+            core.value.links.trunkChannel = channel
+            core.value.links.trunks = TrunkLinks(gate: gate)
             let bound = core
             core.value.timers.append(
                 loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
@@ -276,8 +352,8 @@ extension Relay {
             Self.socketAddress(peer.address).map { (node: peer.node, address: $0) }
         }
         try await core.eventLoop.submit { [core] in
-            core.value.peerNodes = peers
-            core.value.trunks?.setPeers(resolved)
+            core.value.links.peerNodes = peers
+            core.value.links.trunks?.setPeers(resolved)
             core.value.sendTrunkHellos()
         }.get()
     }
@@ -302,7 +378,7 @@ extension Relay {
         try await core.eventLoop.submit { [core] in
             let core = core.value
             let actions = core.state.drain(
-                to: core.peerNodes.map { (node: $0.node, server: $0.advertise, members: $0.members) })
+                to: core.links.peerNodes.map { (node: $0.node, server: $0.advertise, members: $0.members) })
             core.perform(actions)
             return actions.count
         }.get()

@@ -42,35 +42,10 @@ final class RelayCore {
     var placer: (any RoomPlacer)?
     /// The cluster's bus, when rooms span nodes: where `.publish` actions go.
     var bus: (any ClusterBus)?
-    /// The other live nodes with trunks, as the registry gave them last (where a draining node moves members).
-    var peerNodes: [TrunkPeer] = []
-    /// Members of other nodes by their id here: the node each joined through.
-    var remoteNodes: [UInt32: String] = [:]
-    /// Each room's members of other nodes, counted by node: the nodes its media goes to, one copy each.
-    var roomNodes: [String: [String: Int]] = [:]
-    /// The trunks to the cluster's other nodes and their socket, once `Relay.openTrunks` opened them.
-    var trunks: TrunkLinks<SocketAddress>?
-    var trunkChannel: (any Channel)?
-    /// Media datagrams sent to other nodes, received from them, and not sent for want of an up trunk.
-    var trunkPacketsSent = 0
-    var trunkPacketsReceived = 0
-    var trunkPacketsUnsent = 0
-    /// Video packets not sent to a node because none of its members needs their layer.
-    var trunkPacketsWithheld = 0
-    /// Media from another node's member beyond the rate that member is held to here, dropped.
-    var trunkPacketsOverRate = 0
-    /// Control messages (layer needs) sent to other nodes, received from them, and refused as malformed.
-    var trunkControlSent = 0
-    var trunkControlReceived = 0
-    var trunkControlRefused = 0
-    /// Trunk writes wait for the next flush.
-    var trunkWritesPending = false
-    var refusedTrunkLog = LogThrottle<String>(window: .seconds(60))
-    /// Where the rooms' hosts are kept across restarts, and what was last written there.
-    let roomHostsFile: RoomHostsFile?
-    var savedRoomHosts: [String: RoomHostRecord] = [:]
-    /// Writes the hosts file off the event loop, in order.
-    let roomHostsQueue = DispatchQueue(label: "parley.relay.room-hosts")
+    /// The cluster's other nodes as this one sees them: their members here, the trunks to them and their counts.
+    var links = NodeLinks()
+    /// Where the rooms' hosts are kept across restarts; nil when they are not.
+    let roomHosts: RoomHostsKeeper?
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
         state = RelayState(
@@ -83,11 +58,10 @@ final class RelayCore {
             },
             configuredRooms: configuration.rooms, wallClock: { WallClock.milliseconds })
         state.keepsChat = configuration.messageStore != nil
-        roomHostsFile = configuration.roomHosts
-        if let file = configuration.roomHosts {
+        roomHosts = configuration.roomHosts.map { RoomHostsKeeper(file: $0, logger: configuration.logger) }
+        if let roomHosts {
             do {
-                savedRoomHosts = try file.load()
-                state.awaitHosts(savedRoomHosts)
+                state.awaitHosts(try roomHosts.load())
             } catch {
                 configuration.logger.warning(
                     "room hosts not restored: the first member of each room hosts it", metadata: ["reason": "\(error)"])
@@ -130,18 +104,7 @@ final class RelayCore {
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
         counters.retransmissionsServed = retransmitted
         counters.nacksForwardedToSenders = nacksForwarded
-        counters.trunkPacketsSent = trunkPacketsSent
-        counters.trunkPacketsReceived = trunkPacketsReceived
-        counters.trunkPacketsUnsent = trunkPacketsUnsent
-        counters.trunkPacketsWithheld = trunkPacketsWithheld
-        counters.trunkPacketsOverRate = trunkPacketsOverRate
-        counters.trunkControlSent = trunkControlSent
-        counters.trunkControlReceived = trunkControlReceived
-        counters.trunkControlRefused = trunkControlRefused
-        if let trunks {
-            counters.trunksUp = trunks.upNodes(at: now).count
-            counters.trunkRefused = trunks.refused
-        }
+        links.count(into: &counters, now: now)
         return counters
     }
 
@@ -194,36 +157,22 @@ final class RelayCore {
     /// packet read on one socket is often written on the other).
     func flushWrites() {
         udp.flush()
-        if trunkWritesPending {
-            trunkWritesPending = false
-            trunkChannel?.flush()
-        }
+        links.flushWrites()
     }
 
     func shutDown() {
         for timer in timers { timer.cancel() }
-        trunkChannel?.close(promise: nil)
+        links.trunkChannel?.close(promise: nil)
         // Kept before everyone is let go: a relay restarted on purpose gives the roles back like one that crashed.
         saveRoomHosts()
-        roomHostsQueue.sync {}
+        roomHosts?.waitForWrites()
         perform(state.shutDown())
     }
 
     /// Writes the rooms' hosts when they changed (at most once a second, from the timer, and at shutdown): a host
     /// change in the last second before a crash is not kept.
     func saveRoomHosts() {
-        guard let file = roomHostsFile else { return }
-        let hosts = state.roomHosts
-        guard hosts != savedRoomHosts else { return }
-        savedRoomHosts = hosts
-        let logger = logger
-        roomHostsQueue.async {
-            do {
-                try file.save(hosts)
-            } catch {
-                logger.warning("room hosts not saved", metadata: ["path": "\(file.path)", "error": "\(error)"])
-            }
-        }
+        roomHosts?.save(state.roomHosts)
     }
 
     /// A TCP connection just accepted: true when it may go on to its handshake, false when the relay already holds
@@ -356,20 +305,17 @@ final class RelayCore {
 
     /// A member in `room`: its streams routed, its layers forwarded, what it needs to see asked for or sent.
     private func memberAdded(_ id: UInt32, in room: String) {
-        if let node = state.members[id]?.node {
-            remoteNodes[id] = node
-            roomNodes[room, default: [:]][node, default: 0] += 1
-        }
+        if let node = state.members[id]?.node { links.memberJoined(id, through: node, in: room) }
         if let member = state.members[id] {
             media.add(
                 member: id, room: room, ssrcs: member.info.ssrcs, role: member.info.role,
                 videoKbps: member.videoKbps, videoLayers: member.videoLayers?.count ?? 1)
             performLayerEffects(
                 layers.add(
-                    member: id, room: room, layers: member.videoLayers, receivesHere: remoteNodes[id] == nil))
+                    member: id, room: room, layers: member.videoLayers, receivesHere: links.remoteNodes[id] == nil))
             // Another node's member: its first keyframe may have crossed the trunk before the bus said who
             // it is (and was dropped here), so ask for one at once rather than wait for a receiver to.
-            if remoteNodes[id] != nil, member.info.role == .broadcaster,
+            if links.remoteNodes[id] != nil, member.info.role == .broadcaster,
                 let (owner, bytes) = media.keyframeRequest(for: member.info.ssrcs.video, at: now)
             {
                 send(bytes, toMember: owner)
@@ -380,7 +326,7 @@ final class RelayCore {
         }
         logger.info(
             "member joined",
-            metadata: ["member": "\(id)", "room": "\(room)", "node": "\(remoteNodes[id] ?? "here")"])
+            metadata: ["member": "\(id)", "room": "\(room)", "node": "\(links.remoteNodes[id] ?? "here")"])
     }
 
     /// A member gone from `room`: everything kept for its streams forgotten.
@@ -391,14 +337,9 @@ final class RelayCore {
         }
         media.forget(member: id)
         performLayerEffects(layers.remove(member: id))
-        if let node = remoteNodes.removeValue(forKey: id) {
-            roomNodes[room]?[node, default: 1] -= 1
-            if roomNodes[room]?[node] == 0 {
-                roomNodes[room]?[node] = nil
-                // Nobody there needs anything of the senders here any more.
-                performLayerEffects(layers.forget(node: node, in: room))
-            }
-            if roomNodes[room]?.isEmpty == true { roomNodes[room] = nil }
+        if let emptied = links.memberLeft(id, from: room) {
+            // Nobody there needs anything of the senders here any more.
+            performLayerEffects(layers.forget(node: emptied, in: room))
         }
         speakers[room]?.remove(id)
         if speakers[room]?.memberCount == 0 { speakers[room] = nil }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -61,4 +62,42 @@ public struct RoomHostsFile: Sendable {
             throw Problem(description: "\(temporary) cannot be renamed to \(path): error \(errno)")
         }
     }
+}
+
+/// The rooms' hosts file as the relay keeps it: read once at start, written off the event loop (in order) only when
+/// the hosts changed since the last write. Used on the relay's event loop.
+final class RoomHostsKeeper {
+    let file: RoomHostsFile
+    private let logger: Logger
+    /// What was last written (or read at start).
+    private var saved: [String: RoomHostRecord] = [:]
+    private let queue = DispatchQueue(label: "parley.relay.room-hosts")
+
+    init(file: RoomHostsFile, logger: Logger) {
+        self.file = file
+        self.logger = logger
+    }
+
+    /// The hosts kept by the last run.
+    func load() throws(RoomHostsFile.Problem) -> [String: RoomHostRecord] {
+        saved = try file.load()
+        return saved
+    }
+
+    /// Writes `hosts` unless they are what was last written; a failure is logged (the relay goes on).
+    func save(_ hosts: [String: RoomHostRecord]) {
+        guard hosts != saved else { return }
+        saved = hosts
+        let (file, logger) = (file, logger)
+        queue.async {
+            do {
+                try file.save(hosts)
+            } catch {
+                logger.warning("room hosts not saved", metadata: ["path": "\(file.path)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Returns once every write asked for so far is done.
+    func waitForWrites() { queue.sync {} }
 }

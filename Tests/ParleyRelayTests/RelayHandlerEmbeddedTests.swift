@@ -167,8 +167,8 @@ import Testing
         let trunk = EmbeddedChannel(loop: relay.loop)
         try trunk.pipeline.syncOperations.addHandler(
             DatagramHandler(core: relay.core, socket: "trunk") { $0.handleTrunkDatagram($1) })
-        relay.core.value.trunkChannel = trunk
-        relay.core.value.trunks = TrunkLinks(gate: try TrunkGate(nodeID: "b", boot: 1, secret: secret))
+        relay.core.value.links.trunkChannel = trunk
+        relay.core.value.links.trunks = TrunkLinks(gate: try TrunkGate(nodeID: "b", boot: 1, secret: secret))
         let from = try SocketAddress(ipAddress: "127.0.0.1", port: 42_000)
         let nonce = [UInt8](repeating: 9, count: 16)
 
@@ -180,16 +180,16 @@ import Testing
         let (kind, answered) = try nodeA.accept(
             hello: Array(answer.data.readableBytesView), now: WallClock.milliseconds)
         #expect(kind == .helloAnswer && answered.from == "b")
-        #expect(relay.core.value.trunks?.isUp("a", at: relay.core.value.now) == true)
+        #expect(relay.core.value.links.trunks?.isUp("a", at: relay.core.value.now) == true)
 
         let forged = try TrunkGate(nodeID: "c", boot: 1, secret: stranger)
             .hello(to: "b", now: WallClock.milliseconds, nonce: [UInt8](repeating: 8, count: 16))
         try trunk.writeInbound(AddressedEnvelope(remoteAddress: from, data: ByteBuffer(bytes: forged)))
         #expect(try trunk.readOutbound(as: AddressedEnvelope<ByteBuffer>.self) == nil)
-        #expect(relay.core.value.trunks?.refused[.forged] == 1)
+        #expect(relay.core.value.links.trunks?.refused[.forged] == 1)
         // The same hello again is a replay.
         try trunk.writeInbound(AddressedEnvelope(remoteAddress: from, data: ByteBuffer(bytes: hello)))
         #expect(try trunk.readOutbound(as: AddressedEnvelope<ByteBuffer>.self) == nil)
-        #expect(relay.core.value.trunks?.refused[.replayed] == 1)
+        #expect(relay.core.value.links.trunks?.refused[.replayed] == 1)
     }
 }
