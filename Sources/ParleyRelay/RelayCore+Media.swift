@@ -120,7 +120,7 @@ extension RelayCore {
             // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
             var copy = udp.allocator.buffer(capacity: data.readableBytes)
             copy.writeImmutableBuffer(data)
-            retransmissions.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
+            retransmission.buffer.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
             if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
             // Each receiver gets the one layer of this sender its tile needs.
             let layer = route.ssrcs.layerIndex(of: header.ssrc) ?? 0
@@ -234,19 +234,12 @@ extension RelayCore {
         ssrc: UInt32, _ sequenceNumbers: [UInt16], from requester: UInt32?, senderSSRC: UInt32,
         resend: (ByteBuffer) -> Void
     ) {
-        var missing: [UInt16] = []
-        for sequenceNumber in sequenceNumbers {
-            guard let packet = retransmissions.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: now) else {
-                missing.append(sequenceNumber)
-                continue
-            }
-            resend(packet)
-            retransmitted += 1
-        }
+        let (held, missing) = retransmission.answer(ssrc: ssrc, sequenceNumbers, at: now)
+        for packet in held { resend(packet) }
         if !missing.isEmpty, let owner = media.owner(of: ssrc), owner != requester {
             let nack = GenericNACK(senderSSRC: senderSSRC, mediaSSRC: ssrc, lost: missing)
             send(RTCPPacket.nack(nack).serialized(), toMember: owner)
-            nacksForwarded += 1
+            retransmission.nackForwarded()
         }
     }
 

@@ -14,7 +14,8 @@ import ParleyWire
 final class RelayCore {
     var state: RelayState
     var media: MediaRouter<SocketAddress>
-    var retransmissions: RetransmissionBuffer<ByteBuffer>
+    /// Video packets kept for resending, and what was resent or asked of their senders.
+    var retransmission: Retransmission
     let udp: any Channel
     let loop: any EventLoop
     var channels: [ConnectionID: any Channel] = [:]
@@ -29,12 +30,9 @@ final class RelayCore {
     /// Each room's dominant speaker, from the levels in its audio.
     var speakers: [String: DominantSpeakerDetector] = [:]
     var refusedBinds: LogThrottle<String>
-    var refusedFullLog = LogThrottle<String>(capacity: 1)
-    var refusedFull = 0
-    var openSockets = 0
+    /// TCP connections open against their limit, and those refused for it.
+    var admission = ConnectionAdmission()
     var forwarded = 0
-    var retransmitted = 0
-    var nacksForwarded = 0
     let logger: Logger
     /// Accounts, presence and kept room chat; nil when the relay has no store.
     var messaging: MessagingService?
@@ -68,7 +66,7 @@ final class RelayCore {
             }
         }
         media = MediaRouter(limits: configuration.media)
-        retransmissions = RetransmissionBuffer(retention: configuration.media.retransmissionWindow)
+        retransmission = Retransmission(retention: configuration.media.retransmissionWindow)
         refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
         self.udp = udp
         self.loop = loop
@@ -88,22 +86,22 @@ final class RelayCore {
     var counters: RelayCounters {
         var counters = state.counters
         counters.packetsForwarded = forwarded
-        counters.refusedFull = refusedFull
-        counters.openConnections = openSockets
-        counters.limitsReached += refusedFull
+        counters.refusedFull = admission.refused
+        counters.openConnections = admission.open
+        counters.limitsReached += admission.refused
         // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
         counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
         counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
         counters.crossRoomFeedback = media.dropped[.otherRoom] ?? 0
         counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
         counters.unallottedSSRC = media.dropped[.unallottedSSRC] ?? 0
-        counters.retainedStreams = retransmissions.streamCount
-        counters.retainedPackets = retransmissions.storedPackets
-        counters.releasedPackets = retransmissions.releasedPackets
+        counters.retainedStreams = retransmission.buffer.streamCount
+        counters.retainedPackets = retransmission.buffer.storedPackets
+        counters.releasedPackets = retransmission.buffer.releasedPackets
         counters.limitsReached += media.dropped[.overRate] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
-        counters.retransmissionsServed = retransmitted
-        counters.nacksForwardedToSenders = nacksForwarded
+        counters.retransmissionsServed = retransmission.resent
+        counters.nacksForwardedToSenders = retransmission.nacksForwarded
         links.count(into: &counters, now: now)
         return counters
     }
@@ -116,7 +114,7 @@ final class RelayCore {
             loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 let core = core.value
                 core.saveRoomHosts()
-                core.retransmissions.dropExpired(at: core.now)
+                core.retransmission.buffer.dropExpired(at: core.now)
                 for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
                     core.logger.notice(
                         "bind refused, held back",
@@ -179,19 +177,19 @@ final class RelayCore {
     /// `limits.connections` (it is then closed unanswered, counted, and logged once a minute). Every admitted
     /// connection is given back with ``socketClosed()``.
     func admitSocket() -> Bool {
-        guard openSockets < state.limits.connections else {
-            refusedFull += 1
-            if let heldBack = refusedFullLog.admit("full", at: now) {
+        switch admission.admit(limit: state.limits.connections, now: now) {
+        case .admitted:
+            return true
+        case .refused(let heldBack):
+            if let heldBack {
                 logger.error(
                     """
-                    refusing new connections: the relay holds \(openSockets) connections, its limit \
+                    refusing new connections: the relay holds \(admission.open) connections, its limit \
                     (--max-connections, or raise ulimit -n); calls in progress go on
                     """, metadata: heldBack > 0 ? ["held_back": "\(heldBack)"] : [:])
             }
             return false
         }
-        openSockets += 1
-        return true
     }
 
     /// A connection that did not finish its TLS/HTTP handshake within the join timeout is being closed.
@@ -201,7 +199,7 @@ final class RelayCore {
 
     /// An admitted TCP connection closed.
     func socketClosed() {
-        openSockets -= 1
+        admission.closed()
     }
 
     func register(_ channel: any Channel) -> ConnectionID {
@@ -333,7 +331,7 @@ final class RelayCore {
     private func memberRemoved(_ id: UInt32, from room: String) {
         if let route = media.route(of: id) {
             // Every stream of the block, so nothing a member stored outlives it.
-            for offset in UInt32(0)...3 { retransmissions.removeStream(ssrc: route.ssrcs.block + offset) }
+            for offset in UInt32(0)...3 { retransmission.buffer.removeStream(ssrc: route.ssrcs.block + offset) }
         }
         media.forget(member: id)
         performLayerEffects(layers.remove(member: id))

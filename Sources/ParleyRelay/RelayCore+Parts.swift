@@ -1,0 +1,64 @@
+import NIOCore
+import ParleyWire
+
+/// The relay's TCP connections against their limit: how many are open, how many were refused for it, and the refusal's
+/// log line, held to one a minute.
+struct ConnectionAdmission {
+    /// What `admit` decided.
+    enum Decision: Equatable {
+        case admitted
+        /// Refused; `heldBack` is set when a log line is due now (the refusals it held back since the last one).
+        case refused(heldBack: Int?)
+    }
+
+    private(set) var open = 0
+    private(set) var refused = 0
+    private var refusedLog = LogThrottle<String>(capacity: 1)
+
+    /// One more connection, unless `limit` are open.
+    mutating func admit(limit: Int, now: Duration) -> Decision {
+        guard open < limit else {
+            refused += 1
+            return .refused(heldBack: refusedLog.admit("full", at: now))
+        }
+        open += 1
+        return .admitted
+    }
+
+    /// An admitted connection closed.
+    mutating func closed() { open = max(0, open - 1) }
+}
+
+/// Video packets the relay keeps for resending when a receiver reports them lost, and what it resent from them or
+/// asked their senders for.
+struct Retransmission {
+    var buffer: RetransmissionBuffer<ByteBuffer>
+    /// Packets resent from the buffer.
+    private(set) var resent = 0
+    /// NACKs passed on to a stream's sender for packets the buffer did not hold.
+    private(set) var nacksForwarded = 0
+
+    init(retention: Duration) {
+        buffer = RetransmissionBuffer(retention: retention)
+    }
+
+    /// Of `sequenceNumbers` of `ssrc`: the packets held (counted as resent), and the numbers not held.
+    mutating func answer(ssrc: UInt32, _ sequenceNumbers: [UInt16], at now: Duration) -> (
+        held: [ByteBuffer], missing: [UInt16]
+    ) {
+        var held: [ByteBuffer] = []
+        var missing: [UInt16] = []
+        for sequenceNumber in sequenceNumbers {
+            if let packet = buffer.packet(ssrc: ssrc, sequenceNumber: sequenceNumber, at: now) {
+                held.append(packet)
+            } else {
+                missing.append(sequenceNumber)
+            }
+        }
+        resent += held.count
+        return (held, missing)
+    }
+
+    /// A NACK for what the buffer did not hold went to the stream's sender.
+    mutating func nackForwarded() { nacksForwarded += 1 }
+}
