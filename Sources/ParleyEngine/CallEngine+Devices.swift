@@ -17,18 +17,18 @@ extension EngineCore {
     /// Starts following the sound server's devices (once per call): a device plugged in or out and a new default
     /// are said in the chat pane. Streams opened on the default move with it by the server's own rule.
     func watchDevices() {
-        guard deviceWatch == nil, let bound else { return }
-        knownDevices = (
+        guard sound.deviceWatch == nil, let bound else { return }
+        sound.knownDevices = (
             (try? devices.audio.inputDevices()) ?? [], (try? devices.audio.outputDevices()) ?? []
         )
-        deviceWatch = devices.audio.watchDevices { microphones, speakers in
+        sound.deviceWatch = devices.audio.watchDevices { microphones, speakers in
             bound.eventLoop.execute { bound.value.devicesChanged(microphones: microphones, speakers: speakers) }
         }
     }
 
     func devicesChanged(microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo]) {
-        guard deviceWatch != nil, let known = knownDevices else { return }
-        knownDevices = (microphones, speakers)
+        guard sound.deviceWatch != nil, let known = sound.knownDevices else { return }
+        sound.knownDevices = (microphones, speakers)
         for notice in AudioDeviceChanges.notices(from: known, to: (microphones, speakers)) {
             emit(.alert(.message(notice)))
             logger.info("sound devices changed", metadata: ["change": "\(notice)"])
@@ -47,8 +47,8 @@ extension EngineCore {
                 framesPerBlock: DeviceAudioFormat.framesPerBlock)
         } catch {
             let what = name.map { "Microphone \($0)" } ?? "The default microphone"
-            if name != nil, microphoneFailures == 0 {
-                microphoneFailures += 1
+            if name != nil, sound.microphoneFailures == 0 {
+                sound.microphoneFailures += 1
                 openMicrophone(named: nil, after: "\(what): \(error); using the default microphone")
             } else {
                 emit(.alert(.message("\(what): \(error); sending silence (pick another with --mic or in settings)")))
@@ -56,38 +56,39 @@ extension EngineCore {
             return
         }
         if let notice { emit(.alert(.message(notice))) }
-        microphoneName = stream.deviceName
-        if configuration.echoCancellation, echoCanceller == nil {
+        sound.microphoneName = stream.deviceName
+        if configuration.echoCancellation, sound.echoCanceller == nil {
             do {
-                echoCanceller = try EchoCanceller(
+                sound.echoCanceller = try EchoCanceller(
                     sampleRate: DeviceAudioFormat.sampleRate, frameSamples: DeviceAudioFormat.framesPerBlock)
             } catch {
                 emit(.alert(.message("Echo cancellation is unavailable: \(error)")))
             }
         }
-        microphoneSilence.microphoneChanged()
-        microphoneGaps.restart()
-        microphoneLatency = stream.latency
+        sound.microphoneSilence.microphoneChanged()
+        sound.microphoneGaps.restart()
+        sound.microphoneLatency = stream.latency
         let capture = MicrophoneCapture(
             stream: stream, sampleRate: DeviceAudioFormat.sampleRate,
             framesPerBlock: DeviceAudioFormat.framesPerBlock,
             onBlock: { frame in bound.eventLoop.execute { bound.value.captured(frame) } },
             onFailure: { error in bound.eventLoop.execute { bound.value.microphoneFailed(error) } })
-        microphone = capture
+        sound.microphone = capture
         capture.start()
         watchDevices()
-        logger.info("microphone open", metadata: ["device": "\(microphoneName ?? "")"])
+        logger.info("microphone open", metadata: ["device": "\(sound.microphoneName ?? "")"])
     }
 
     /// One block from the real microphone: echo and noise removed, checked for digital silence, encoded, sent.
     func captured(_ frame: AudioFrame) {
-        guard microphone != nil, let sender = audioSender else { return }
-        microphoneGaps.arrived(at: now)
-        if microphoneSilence.block(at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: microphoneMuted) {
+        guard sound.microphone != nil, let sender = audioSender else { return }
+        sound.microphoneGaps.arrived(at: now)
+        if sound.microphoneSilence.block(at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: microphoneMuted)
+        {
             emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
         }
         var cleaned = frame
-        if let echoCanceller {
+        if let echoCanceller = sound.echoCanceller {
             do {
                 cleaned.samples = try echoCanceller.capture(frame.samples)
             } catch {
@@ -104,14 +105,14 @@ extension EngineCore {
 
     /// The microphone stopped mid-call: the default microphone once, then silence.
     func microphoneFailed(_ error: AudioDeviceError) {
-        guard let failed = microphone else { return }
+        guard let failed = sound.microphone else { return }
         failed.stop()
-        microphone = nil
+        sound.microphone = nil
         emit(.microphoneLevel(nil))
         meterReported = nil
-        let name = microphoneName ?? "the microphone"
-        microphoneFailures += 1
-        if microphoneFailures == 1 {
+        let name = sound.microphoneName ?? "the microphone"
+        sound.microphoneFailures += 1
+        if sound.microphoneFailures == 1 {
             openMicrophone(
                 named: nil, after: "Microphone \(name) stopped (\(error)): switched to the default microphone")
         } else {
@@ -135,8 +136,8 @@ extension EngineCore {
                 framesPerBlock: DeviceAudioFormat.framesPerBlock)
         } catch {
             let what = name.map { "Speaker \($0)" } ?? "The default speaker"
-            if name != nil, speakerFailures == 0 {
-                speakerFailures += 1
+            if name != nil, sound.speakerFailures == 0 {
+                sound.speakerFailures += 1
                 openSpeaker(named: nil, after: "\(what): \(error); using the default speaker")
             } else {
                 emit(.alert(.message("\(what): \(error); call audio is not played (pick another with --speaker)")))
@@ -144,7 +145,7 @@ extension EngineCore {
             return
         }
         if let notice { emit(.alert(.message(notice))) }
-        speakerName = stream.deviceName
+        sound.speakerName = stream.deviceName
         // A device that says when it has room gets each block mixed just then (waited for up to half a block, which
         // its buffer still covers); otherwise blocks are mixed one write ahead and queued.
         let justInTime = stream.tellsWhenWritable
@@ -154,30 +155,30 @@ extension EngineCore {
             justInTime: justInTime ? .milliseconds(10) : nil,
             onDemand: { bound.eventLoop.execute { bound.value.speakerDemand() } },
             onFailure: { error in bound.eventLoop.execute { bound.value.speakerFailed(error) } })
-        speaker = playout
+        sound.speaker = playout
         playout.start()
         watchDevices()
-        logger.info("speaker open", metadata: ["device": "\(speakerName ?? "")"])
+        logger.info("speaker open", metadata: ["device": "\(sound.speakerName ?? "")"])
     }
 
     /// The speaker took a block: mix the next one from the peers' jitter buffers (play-out paced by the device).
     func speakerDemand() {
-        guard let speaker else { return }
+        guard let speaker = sound.speaker else { return }
         let samples =
             configuration.decodesAudio
             ? mixBlock() : [Int16](repeating: 0, count: DeviceAudioFormat.framesPerBlock)
-        echoCanceller?.playback(samples)
+        sound.echoCanceller?.playback(samples)
         speaker.enqueue(AudioFrame(samples: samples))
     }
 
     /// The speaker stopped mid-call: the default speaker once, then no playback.
     func speakerFailed(_ error: AudioDeviceError) {
-        guard let failed = speaker else { return }
+        guard let failed = sound.speaker else { return }
         failed.stop()
-        speaker = nil
-        let name = speakerName ?? "the speaker"
-        speakerFailures += 1
-        if speakerFailures == 1 {
+        sound.speaker = nil
+        let name = sound.speakerName ?? "the speaker"
+        sound.speakerFailures += 1
+        if sound.speakerFailures == 1 {
             openSpeaker(named: nil, after: "Speaker \(name) stopped (\(error)): switched to the default speaker")
         } else {
             emit(.alert(.message("Speaker \(name) stopped (\(error)): call audio is not played")))

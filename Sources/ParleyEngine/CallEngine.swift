@@ -148,42 +148,19 @@ final class EngineCore {
     /// Frames handed to the video thread and not back yet; a tick finding one there drops its frame (counted).
     var videoFramesInFlight = 0
     var videoFramesDroppedBusy = 0
-    /// Speaker underruns as last written to the log (each change is logged once, at the statistics tick).
-    var speakerUnderrunsLogged = (mixLate: 0, device: 0)
     var audioSink: (any AudioSink)?
     let devices: MediaDevices
-    /// The real microphone while one is open: it paces sending (the 20 ms timer only paces other sources).
-    var microphone: MicrophoneCapture?
-    var microphoneName: String?
-    /// The real speaker while one is open: it asks for each block (play-out paced by the device's clock).
-    var speaker: SpeakerPlayout?
+    /// The real microphone and speaker while open, and what is kept about them.
+    var sound = SoundDevices()
     /// How this loop's thread got scheduled (`AudioThreadPriority.raiseCurrentThreadNice`).
     var mediaThread: AudioThreadScheduling?
     /// How the process's session group got weighted (`AudioThreadPriority.raiseSessionGroup`), put back on leaving.
     var sessionGroup: AudioThreadScheduling?
-    /// How often the open microphone hands audio over, when its layer can tell.
-    var microphoneLatency: Duration?
-    /// The sound server's device watch while real devices are open.
-    var deviceWatch: (any AudioDeviceWatch)?
-    /// The device lists as last seen, to say what changed.
-    var knownDevices: (microphones: [AudioDeviceInfo], speakers: [AudioDeviceInfo])?
-    var speakerName: String?
-    var echoCanceller: EchoCanceller?
-    /// When an unmuted microphone delivering only zeros is worth a notice.
-    var microphoneSilence = MicrophoneSilenceWatch()
-    /// When the microphone's blocks reached this loop.
-    var microphoneGaps = ArrivalGaps(limit: AudioSender.frameDuration * 2)
     var meterReported: Double?
-    var microphoneFailures = 0
-    var speakerFailures = 0
     var localLevelReported = -1.0
     var keyframeRequestsReceived = 0
-    /// Video packets of the last 500 ms, to resend what a NACK says the relay never got. No longer than the relay
-    /// keeps them itself: older ones were not lost on the way in, and a peer NACKing them must not make us resend.
-    var sentVideo = RetransmissionBuffer<RTPPacket>(retention: .milliseconds(500), capacityPerStream: 512)
-    /// When each sequence number was last resent: several receivers NACKing one loss get one resend.
-    var lastResent: [UInt16: Duration] = [:]
-    var videoPacketsResent = 0
+    /// Video packets kept to resend what a NACK says never reached the relay, and how many were resent.
+    var videoResends = VideoResends()
     var datagramsFromStrangers = 0
     var forgedFeedbackDropped = 0
 
@@ -201,21 +178,12 @@ final class EngineCore {
     /// The relay's last word on which of our layers anybody receives (kept across a media restart).
     var pendingLayerDemand: [Bool]?
     var dominantSpeaker: UInt32?
-    /// The tile report last sent, the one waiting for the rate limit, and when one last went out.
-    var sentTiles: [TileSize]?
-    var wantedTiles: [TileSize]?
-    var tilesSentAt: Duration?
+    /// The tile sizes reported to the relay, and the wake-up of a report held back by its rate.
+    var tiles = TileReporting()
     var tilesTask: Scheduled<Void>?
     var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
-    /// The recording being written, if any (`EngineCore+Recording`).
-    var recorder: CallRecorder?
-    /// Why the room forbids recording, nil while it allows it.
-    var recordingForbidden: String?
-    /// Recordings this call started.
-    var recordingsStarted = 0
-    /// `--record` waits for the media socket to be bound: its tracks then open on keyframes asked for at once,
-    /// not a bind's round trips later.
-    var recordingAwaitsMedia = false
+    /// The recording being written, the room's rule about recording, and `--record`'s start (`EngineCore+Recording`).
+    var recording = RecordingState()
     var statsReports = 0
 
     init(
@@ -257,16 +225,16 @@ final class EngineCore {
         stats.audioPacketsSent = audioSender?.packetsSent ?? 0
         stats.audioBytesSent = audioSender?.bytesSent ?? 0
         stats.audioPlannedLossPercent = audioLossPlan.percent
-        stats.speakerUnderruns = speaker?.underruns ?? 0
-        stats.speakerDropped = speaker?.dropped ?? 0
-        stats.speakerDeviceUnderruns = speaker?.deviceUnderruns ?? 0
-        stats.speakerLatency = speaker?.deviceLatency
-        stats.microphoneLatency = microphone == nil ? nil : microphoneLatency
-        stats.microphoneOverruns = microphone?.deviceOverruns ?? 0
-        stats.microphoneBlockGaps = microphoneGaps.count
-        stats.microphoneLongestBlockGap = microphoneGaps.longest
-        stats.speakerThread = speaker?.threadScheduling
-        stats.microphoneThread = microphone?.threadScheduling
+        stats.speakerUnderruns = sound.speaker?.underruns ?? 0
+        stats.speakerDropped = sound.speaker?.dropped ?? 0
+        stats.speakerDeviceUnderruns = sound.speaker?.deviceUnderruns ?? 0
+        stats.speakerLatency = sound.speaker?.deviceLatency
+        stats.microphoneLatency = sound.microphone == nil ? nil : sound.microphoneLatency
+        stats.microphoneOverruns = sound.microphone?.deviceOverruns ?? 0
+        stats.microphoneBlockGaps = sound.microphoneGaps.count
+        stats.microphoneLongestBlockGap = sound.microphoneGaps.longest
+        stats.speakerThread = sound.speaker?.threadScheduling
+        stats.microphoneThread = sound.microphone?.threadScheduling
         stats.mediaThread = mediaThread
         stats.sessionGroup = sessionGroup
         stats.videoFramesSent = videoSent.framesSent
@@ -276,7 +244,7 @@ final class EngineCore {
         stats.videoPacketsSent = videoSent.packetsSent
         stats.videoBytesSent = videoSent.bytesSent
         stats.keyframeRequestsReceived = keyframeRequestsReceived
-        stats.videoPacketsResent = videoPacketsResent
+        stats.videoPacketsResent = videoResends.resent
         stats.datagramsFromStrangers = datagramsFromStrangers
         stats.forgedFeedbackDropped = forgedFeedbackDropped
         stats.encryption = configuration.encryption?.suite.name

@@ -56,7 +56,9 @@ extension EngineCore {
         videoFramesInFlight = 0
         videoSender = VideoSenderThread(sender, loop: videoLoop)
         guard let bound else { return }
-        if case .microphone(let name) = configuration.audioSource, microphone == nil { openMicrophone(named: name) }
+        if case .microphone(let name) = configuration.audioSource, sound.microphone == nil {
+            openMicrophone(named: name)
+        }
         let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
         let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
             bound.value.videoTick()
@@ -76,12 +78,12 @@ extension EngineCore {
 
     /// Closes the real microphone and speaker (leaving the call).
     func closeDevices() {
-        microphone?.stop()
-        microphone = nil
-        speaker?.stop()
-        speaker = nil
-        deviceWatch?.stop()
-        deviceWatch = nil
+        sound.microphone?.stop()
+        sound.microphone = nil
+        sound.speaker?.stop()
+        sound.speaker = nil
+        sound.deviceWatch?.stop()
+        sound.deviceWatch = nil
     }
 
     func makeAudioSource(participant: UInt32) throws -> any AudioSource {
@@ -119,7 +121,7 @@ extension EngineCore {
     var sendsMedia: Bool { role == .broadcaster && mediaBound }
 
     func audioTick() {
-        if microphone == nil {
+        if sound.microphone == nil {
             do {
                 if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
                     send([packet])
@@ -128,7 +130,7 @@ extension EngineCore {
                 logger.warning("audio capture failed", metadata: ["error": "\(error)"])
             }
         }
-        if speaker == nil { playOutAudio() }
+        if sound.speaker == nil { playOutAudio() }
         pollVideo()
         recordingTick()
     }
@@ -201,7 +203,7 @@ extension EngineCore {
         guard !result.packets.isEmpty else { return }
         let at = now
         for packet in result.packets {
-            sentVideo.store(packet, ssrc: packet.header.ssrc, sequenceNumber: packet.header.sequenceNumber, at: at)
+            videoResends.sent(packet, at: at)
         }
         send(result.packets)
     }
@@ -219,7 +221,7 @@ extension EngineCore {
         let output = peer.videoBuffer.poll(at: at)
         for frame in output.frames {
             let decoded = peer.decodeVideo(frame)
-            if recorder != nil {
+            if recording.recorder != nil {
                 record { try $0.video(frame, from: peer.info.id, decoded: decoded != nil, at: at) }
             }
             guard var picture = decoded else { continue }
@@ -244,18 +246,7 @@ extension EngineCore {
     /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
     /// sequence number at most once per 30 ms however many receivers missed it.
     func resend(_ nack: GenericNACK) {
-        let at = now
-        if lastResent.count > 512 { lastResent = lastResent.filter { at - $0.value < .milliseconds(30) } }
-        var packets: [RTPPacket] = []
-        for sequenceNumber in nack.lostSequenceNumbers {
-            if let last = lastResent[sequenceNumber], at - last < .milliseconds(30) { continue }
-            guard let packet = sentVideo.packet(ssrc: nack.mediaSSRC, sequenceNumber: sequenceNumber, at: at)
-            else { continue }
-            lastResent[sequenceNumber] = at
-            packets.append(packet)
-        }
-        videoPacketsResent += packets.count
-        send(packets)
+        send(videoResends.answer(nack, at: now))
     }
 
     func sendKeyframeRequest(for peer: PeerReceiver) {
@@ -269,7 +260,7 @@ extension EngineCore {
     func mixBlock() -> [Int16] {
         let at = now
         var mix: [Int32]?
-        let apart = recorder?.recordsMembersApart ?? false
+        let apart = recording.recorder?.recordsMembersApart ?? false
         var perMember: [UInt32: [Int16]] = [:]
         // A peer that never sent audio (the audience, above all) has nothing to play: skipping it keeps a
         // broadcaster's cost flat however many watch.
@@ -283,7 +274,7 @@ extension EngineCore {
         let mixed =
             mix.map { $0.map { Int16(clamping: $0) } } ?? [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
         // The recording keeps the room's sound even with the speaker off (it is a record of the call).
-        if recorder != nil { record { try $0.audio(mix: mixed, members: perMember, at: at) } }
+        if recording.recorder != nil { record { try $0.audio(mix: mixed, members: perMember, at: at) } }
         return speakerOn ? mixed : [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
     }
 
@@ -350,12 +341,12 @@ extension EngineCore {
                 VideoSize(width: $0.0.width, height: $0.0.height)
             }
         }
-        if let speaker {
+        if let speaker = sound.speaker {
             info.audioDelayMilliseconds = (speaker.deviceLatency ?? .zero) / .milliseconds(1)
             info.speakerUnderruns = speaker.underruns + speaker.deviceUnderruns
             let underruns = (mixLate: speaker.underruns, device: speaker.deviceUnderruns)
-            if underruns != speakerUnderrunsLogged {
-                speakerUnderrunsLogged = underruns
+            if underruns != sound.speakerUnderrunsLogged {
+                sound.speakerUnderrunsLogged = underruns
                 logger.warning(
                     "the speaker played silence (a gap the listener hears)",
                     metadata: [
@@ -376,7 +367,7 @@ extension EngineCore {
     }
 
     func reportLevels() {
-        if microphone != nil, let sender = audioSender {
+        if sound.microphone != nil, let sender = audioSender {
             let level: Double? = microphoneMuted ? 0 : sender.level.level
             if meterReported.map({ abs($0 - (level ?? 0)) > 0.06 }) ?? true {
                 meterReported = level

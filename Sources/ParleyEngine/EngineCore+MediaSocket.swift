@@ -108,8 +108,8 @@ extension EngineCore {
             onVideoThread { $0.requestKeyframe() }
             // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
             for peer in peers.values { sendKeyframeRequest(for: peer) }
-            if recordingAwaitsMedia {
-                recordingAwaitsMedia = false
+            if recording.awaitsMedia {
+                recording.awaitsMedia = false
                 startRecording()
             }
             bindTask?.cancel()

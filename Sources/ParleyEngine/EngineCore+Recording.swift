@@ -9,12 +9,12 @@ extension EngineCore {
 
     /// Starts recording to the configured path (or a new file next to it), unless the room forbids it.
     func startRecording() {
-        guard recorder == nil else { return }
+        guard recording.recorder == nil else { return }
         guard case .joined = phase, let room = joined else {
             emit(.alert(.message("Recording starts once the call is joined")))
             return
         }
-        if let why = recordingForbidden {
+        if let why = recording.forbidden {
             emit(.alert(.message("Not recording: recording is not allowed in \(room.room) (\(why))")))
             return
         }
@@ -29,12 +29,12 @@ extension EngineCore {
         }
         let plan = RecordingPlan(members: members, audioPerMember: configuration.recording.audioPerMember)
         do {
-            recorder = try CallRecorder(path: path, plan: plan, at: now)
+            recording.recorder = try CallRecorder(path: path, plan: plan, at: now)
         } catch {
             emit(.alert(.message("Not recording: \(error)")))
             return
         }
-        recordingsStarted += 1
+        recording.started += 1
         // Every video track opens on a keyframe: ask each sender for one now rather than wait for the next.
         for peer in peers.values where plan.tracks.contains(where: { $0.member == peer.info.id }) {
             sendKeyframeRequest(for: peer)
@@ -48,8 +48,8 @@ extension EngineCore {
 
     /// Stops recording and completes the file; `problem` says why when it was not asked for.
     func stopRecording(problem: String? = nil) {
-        guard let recorder else { return }
-        self.recorder = nil
+        guard let recorder = recording.recorder else { return }
+        recording.recorder = nil
         signaling?.send(.recording(RecordingChange(recording: false)))
         if let problem {
             emit(.alert(.message("Recording stopped: \(problem). \(recorder.path) plays up to that point")))
@@ -74,7 +74,7 @@ extension EngineCore {
 
     /// Runs `write` on the recorder; a failure (a full disk) ends the recording, never the call.
     func record(_ write: (CallRecorder) throws -> Void) {
-        guard let recorder else { return }
+        guard let recorder = recording.recorder else { return }
         do {
             try write(recorder)
         } catch {
@@ -84,16 +84,16 @@ extension EngineCore {
 
     /// What the relay said about the room's recordings when this member joined, and `--record`'s start.
     func recordingJoined(_ room: JoinedRoom) {
-        recordingForbidden = room.recordingForbidden
+        recording.forbidden = room.recordingForbidden
         emit(.recordingRule(forbidden: room.recordingForbidden, by: nil))
         let encrypted = room.encryption != nil
         for id in room.recorders ?? [] {
             guard let member = room.members.first(where: { $0.id == id }) else { continue }
             emit(.recording(ParticipantID(id), name: member.label, active: true, encrypted: encrypted))
         }
-        if configuration.recording.startsAtJoin, recordingsStarted == 0 {
-            if mediaBound { startRecording() } else { recordingAwaitsMedia = true }
-        } else if recorder != nil {
+        if configuration.recording.startsAtJoin, recording.started == 0 {
+            if mediaBound { startRecording() } else { recording.awaitsMedia = true }
+        } else if recording.recorder != nil {
             // Back after a reconnection: the room hears again that this member records.
             signaling?.send(.recording(RecordingChange(recording: true)))
         }
@@ -102,7 +102,8 @@ extension EngineCore {
     /// A member who joins while this one records has no video track (Matroska lists tracks before the first frame):
     /// say so, once, rather than leave them silently out of the picture.
     func recordingMet(_ member: MemberInfo) {
-        guard let recorder, member.role == .broadcaster, !recorder.videoMembers.contains(member.id) else { return }
+        guard let recorder = recording.recorder, member.role == .broadcaster, !recorder.videoMembers.contains(member.id)
+        else { return }
         emit(
             .notice(
                 "\(member.label) joined after the recording started: their picture is not in it "
@@ -120,9 +121,9 @@ extension EngineCore {
     /// The host allowed or forbade recording: a recording here stops when it is forbidden.
     func recordingPolicyChanged(_ policy: RecordingPolicy) {
         let by = policy.by ?? "the host"
-        recordingForbidden = policy.allowed ? nil : "\(by) forbade it"
-        emit(.recordingRule(forbidden: recordingForbidden, by: by))
-        if !policy.allowed, recorder != nil {
+        recording.forbidden = policy.allowed ? nil : "\(by) forbade it"
+        emit(.recordingRule(forbidden: recording.forbidden, by: by))
+        if !policy.allowed, recording.recorder != nil {
             stopRecording()
             emit(.alert(.message("\(by), the host, forbade recording: your recording stopped and was saved")))
         }
@@ -131,7 +132,7 @@ extension EngineCore {
     /// The recorder's once-a-second checkpoint; a sender whose track still waits for a keyframe (the request at
     /// the start was lost, or a frame did not decode) is asked again, rather than waiting for its next one.
     func recordingTick() {
-        guard let recorder else { return }
+        guard let recorder = recording.recorder else { return }
         var checkpointed = false
         record { checkpointed = try $0.tick(at: now) }
         guard checkpointed else { return }

@@ -55,8 +55,7 @@ extension EngineCore {
         case .dropStalePeers(let room):
             dropStalePeers(keeping: room)
         case .resendTiles:
-            sentTiles = nil
-            tilesSentAt = nil
+            tiles.forgetSent()
             sendTilesIfDue()
         case .addMembers(let members):
             for member in members { addPeer(member) }
@@ -249,24 +248,25 @@ extension EngineCore {
     }
 
     /// Sends the newest tile report if it changed, no sooner than 250 ms after the last.
-    func reportTiles(_ tiles: [TileSize]) {
-        wantedTiles = tiles
+    func reportTiles(_ shown: [TileSize]) {
+        tiles.want(shown)
         sendTilesIfDue()
     }
 
     func sendTilesIfDue() {
-        guard case .joined = phase, let tiles = wantedTiles, tiles != sentTiles, tilesTask == nil else { return }
-        let wait = tilesSentAt.map { .milliseconds(250) - (now - $0) } ?? .zero
-        if wait > .zero, let bound {
+        let joined = if case .joined = phase { true } else { false }
+        switch tiles.next(now: now, joined: joined, waiting: tilesTask != nil) {
+        case .send(let shown):
+            signaling?.send(.tiles(TileReport(tiles: Array(shown.prefix(maxReportedTiles)))))
+        case .wait(let wait):
+            guard let bound else { return }
             tilesTask = loop.scheduleTask(in: TimeAmount(wait)) {
                 bound.value.tilesTask = nil
                 bound.value.sendTilesIfDue()
             }
-            return
+        case .nothing:
+            break
         }
-        signaling?.send(.tiles(TileReport(tiles: Array(tiles.prefix(maxReportedTiles)))))
-        sentTiles = tiles
-        tilesSentAt = now
     }
 
     func handle(_ event: SignalingEvent) {
