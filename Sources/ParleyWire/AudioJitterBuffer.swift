@@ -204,18 +204,17 @@ public struct AudioJitterBuffer: Sendable {
         let timestamp = timestampUnwrapper.unwrap(packet.header.timestamp)
         noteDelay(arrival: now, timestamp: timestamp)
         if let head = playHead, timestamp < head {
+            lateArrived(at: now)
             guard packets.isEmpty, timestamp >= playedThrough ?? timestamp,
                 head - timestamp <= RTPClock.ticks(settings.idleAfter, clockRate: MediaClockRate.opus)
             else {
                 statistics.recordLate()
-                lateArrived(at: now)
                 return .late
             }
             // Nothing buffered and nothing newer played: the play head only ran ahead of the arrivals.
             playHead = timestamp
             emptySince = nil
             lateKept += 1
-            lateArrived(at: now)
         }
         let audio = AudioPacket(
             timestamp: packet.header.timestamp, sequenceNumber: packet.header.sequenceNumber,
