@@ -2,12 +2,21 @@ import ArgumentParser
 import Foundation
 import ParleyBench
 
-/// `parley-bench`: the measurements behind `make bench`, kept out of the shipped `parley` binary. Benchmarks that run
-/// a relay or bots start the `parley` binary given by `--parley`.
+/// `parley-bench`: the measurements behind `make bench`, kept out of the shipped `parley` binary, and the comparison of
+/// two runs' results. Benchmarks that run a relay or bots start the `parley` binary given by `--parley`.
 @main
 struct ParleyBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-bench",
+        abstract: "Measure Parley against reference tools in the same run; compare runs.",
+        subcommands: [Measure.self, Compare.self, Export.self],
+        defaultSubcommand: Measure.self)
+}
+
+/// `parley-bench [suite]`: runs benchmarks, prints their tables, and with `--markdown` writes them into the results
+/// page and their figures beside it as JSON.
+struct Measure: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         abstract: "Measure Parley against reference tools in the same run and print Markdown tables.")
 
     enum Suite: String, ExpressibleByArgument, CaseIterable {
@@ -67,21 +76,25 @@ struct ParleyBenchCommand: AsyncParsableCommand {
             valueName: "file"))
     var markdown: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Write each section's results as JSON into this folder (default with --markdown: the folder beside "
+                + "the page, docs/benchmarks/ for docs/benchmarks.md).",
+            valueName: "folder"))
+    var json: String?
+
     func validate() throws {
         let path = parleyPath()
-        let startsParley: Set<BenchSection> = [
-            .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar,
-        ]
         if let seconds, !(3...3600).contains(seconds) {
             throw ValidationError("--seconds \(seconds): give between 3 and 3600 clicks (one a second)")
         }
-        if !startsParley.isDisjoint(with: suite.sections), !FileManager.default.isExecutableFile(atPath: path) {
+        if suite.sections.contains(where: \.startsParley), !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("no parley binary at \(path): build it (`make build`) or give its path with --parley")
         }
         if let markdown {
             // Checked before the run, so a page without a section's lines costs no benchmark time.
             let page: ResultsPage
-            do { page = try readPage(markdown) } catch { throw ValidationError("\(error)") }
+            do { page = try readResultsPage(markdown) } catch { throw ValidationError("\(error)") }
             for section in suite.sections {
                 do { try page.check(section.rawValue) } catch { throw ValidationError("\(error); nothing was written") }
             }
@@ -90,86 +103,36 @@ struct ParleyBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let started = Date()
-        let machine = machineDescription(at: started)
+        let machine = BenchMachine.current(at: started)
         let command = ResultsPage.commandLine(
             settings: ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("PARLEY_") },
             arguments: CommandLine.arguments)
+        let log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        let context = BenchContext(parley: executablePath(), log: log, pictures: pictures, seconds: seconds)
+        let folder = json ?? markdown.map(SectionResults.folder(besidePage:))
         print("# Parley benchmarks — \(machine)\n")
         for section in suite.sections {
             let sectionStarted = Date()
-            let tables = try await measure(section)
+            let tables = try await section.measure(context)
             for table in tables { print(table.markdown + "\n") }
+            let seconds = Int(Date().timeIntervalSince(sectionStarted).rounded())
             if let markdown {
-                let seconds = Int(Date().timeIntervalSince(sectionStarted).rounded())
-                let header = ResultsPage.header(command: command, machine: machine, seconds: seconds)
+                let header = ResultsPage.header(command: command, machine: machine.description, seconds: seconds)
                 try write(ResultsPage.block(header: header, tables: tables), into: section, of: markdown)
+            }
+            if let folder {
+                let results = SectionResults(
+                    section: section.rawValue, command: command, machine: machine, seconds: seconds, tables: tables)
+                try writeResults(results, into: folder)
             }
         }
         print("Total time: \(String(format: "%.0f", Date().timeIntervalSince(started))) s")
     }
 
-    /// Runs the benchmarks of one section of the results page and returns their tables.
-    private func measure(_ section: BenchSection) async throws -> [BenchTable] {
-        let log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
-        switch section {
-        case .codecs:
-            return try CodecBench.run(log: log)
-        case .wire:
-            return [WireBench.run()]
-        case .relay:
-            return [try RelayBench.run(executable: executablePath(), log: log)]
-        case .load:
-            return try LoadBench.run(executable: executablePath(), log: log)
-        case .messaging:
-            return try await MessagingBench.run(executable: executablePath(), log: log)
-        case .cluster:
-            return try await ClusterBench.run(executable: executablePath(), log: log)
-        case .latency:
-            return [try await LatencyBench.run(log: log)]
-        case .picture:
-            let quality = try RenderQualityBench.run(pictures: pictures, progress: log)
-            return [quality, try PixelRenderBench.run(progress: log)]
-        case .render:
-            return try RenderBench.run(progress: log)
-        case .echo:
-            return try EchoBench.run(log: log) + [try await CallEchoBench.run(log: log)]
-        case .encryption:
-            do {
-                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executablePath())
-                return try EncryptionBench.run(settings, log: log)
-            } catch let error as CallBenchError {
-                throw BenchFailure("encryption benchmark: \(error)")
-            }
-        case .simulcast:
-            return [try SimulcastQualityBench.run(log: log)]
-        case .call:
-            do {
-                let settings = try CallBench.Settings.fromEnvironment(parleyPath: executablePath())
-                return try CallBench.run(settings, log: log)
-            } catch let error as CallBenchError {
-                throw BenchFailure("call benchmark: \(error)")
-            }
-        case .mouthToEar:
-            do {
-                return try MouthToEarBench.run(
-                    MouthToEarBench.Settings(parleyPath: executablePath(), seconds: seconds ?? 60), log: log)
-            } catch let error as CallBenchError {
-                throw BenchFailure("mouth-to-ear benchmark: \(error)")
-            }
-        case .broadcast:
-            do {
-                let settings = try BroadcastBench.Settings.fromEnvironment(parleyPath: executablePath())
-                return try BroadcastBench.run(settings, log: log)
-            } catch let error as CallBenchError {
-                throw BenchFailure("broadcast benchmark: \(error)")
-            }
-        }
-    }
-
     /// Puts one section's block into the page at `path`: read afresh (a long run may outlast edits to the page),
     /// edited in memory, and written to a temporary file that then replaces the page, so a reader never sees half.
     private func write(_ block: String, into section: BenchSection, of path: String) throws {
-        var page = try readPage(path)
+        var page = try readResultsPage(path)
         do {
             try page.replace(section.rawValue, with: block)
         } catch {
@@ -182,13 +145,14 @@ struct ParleyBenchCommand: AsyncParsableCommand {
         }
     }
 
-    private func readPage(_ path: String) throws -> ResultsPage {
+    /// Writes one section's results file into `folder` (made when missing), whole or not at all.
+    private func writeResults(_ results: SectionResults, into folder: String) throws {
+        let path = folder + "/" + results.section + ".json"
         do {
-            return ResultsPage(file: path, text: try String(contentsOfFile: path, encoding: .utf8))
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data(results.json().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw BenchFailure(
-                "cannot read \(path) (\(error.localizedDescription)): --markdown takes the results "
-                    + "page, docs/benchmarks.md, with a begin and an end line for each section")
+            throw BenchFailure("could not write \(path): \(error.localizedDescription)")
         }
     }
 
@@ -204,28 +168,103 @@ struct ParleyBenchCommand: AsyncParsableCommand {
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("parley").path
     }
+}
 
-    /// When and where: "2026-11-26 09:41 UTC, AMD EPYC 7B13, 2 cores, load average 3.10".
-    private func machineDescription(at date: Date) -> String {
-        let cpu =
-            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix("model name") }?
-            .split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
-        let load =
-            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
-            .split(separator: " ").first.map { ", load average \($0)" } ?? ""
-        return "\(formatter.string(from: date)), \(cpu), \(cores) cores\(load)"
+/// The results page at `path`, or a failure that says what the page must be.
+func readResultsPage(_ path: String) throws -> ResultsPage {
+    do {
+        return ResultsPage(file: path, text: try String(contentsOfFile: path, encoding: .utf8))
+    } catch {
+        throw BenchFailure(
+            "cannot read \(path) (\(error.localizedDescription)): give the results "
+                + "page, docs/benchmarks.md, with a begin and an end line for each section")
     }
 }
 
-/// A benchmark that could not run, said in one line.
-struct BenchFailure: Error, CustomStringConvertible {
-    var description: String
+/// `parley-bench compare OLD... NEW`: which figures of the new run left the spread the earlier runs give them.
+struct Compare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compare runs' JSON results: print the figures that moved by more than their run-to-run spread.",
+        discussion: """
+            Each run is a results file (SECTION.json) or a folder of them (docs/benchmarks/). The last run is the \
+            new one; the others are earlier runs, oldest first. A figure's spread is the range the earlier runs \
+            gave it; with one earlier run it is taken as ±10 % of that run's value. Exits 1 when a figure moved.
+            """)
 
-    init(_ description: String) { self.description = description }
+    @Argument(help: ArgumentHelp("Earlier runs, then the new one: files or folders of results.", valueName: "run"))
+    var runs: [String]
+
+    func validate() throws {
+        guard runs.count >= 2 else {
+            throw ValidationError("give at least two runs (an earlier one and the new one); got \(runs.count)")
+        }
+    }
+
+    func run() throws {
+        let loaded = try runs.map(Self.load)
+        let comparison = BenchComparison(old: Array(loaded.dropLast()), new: loaded[loaded.count - 1])
+        for (name, sections) in zip(runs, loaded) {
+            let machines = Set(sections.map { "\($0.machine)" }).sorted()
+            print("\(name): \(sections.map(\.section).joined(separator: ", ")) — \(machines.joined(separator: "; "))")
+        }
+        print("")
+        print(comparison.table.markdown)
+        if !comparison.moved.isEmpty { throw ExitCode(1) }
+    }
+
+    /// The sections of one run: a results file, or every `.json` file in a folder.
+    static func load(_ path: String) throws -> [SectionResults] {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw BenchFailure("\(path) does not exist: give a results file (SECTION.json) or a folder of them")
+        }
+        let files: [String]
+        if isFolder.boolValue {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            files = names.filter { $0.hasSuffix(".json") }.sorted().map { path + "/" + $0 }
+            guard !files.isEmpty else { throw BenchFailure("\(path) holds no .json results files") }
+        } else {
+            files = [path]
+        }
+        return try files.map { file in
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw BenchFailure("cannot read \(file)")
+            }
+            do {
+                return try SectionResults.read(data, file: file)
+            } catch {
+                throw BenchFailure("\(error)")
+            }
+        }
+    }
+}
+
+/// `parley-bench export PAGE`: the JSON results of every section a results page holds, read from its blocks.
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the JSON results of each section of a results page (for a page written before the JSON was).")
+
+    @Argument(help: ArgumentHelp("The results page.", valueName: "page"))
+    var page: String = "docs/benchmarks.md"
+
+    @Option(help: ArgumentHelp("Where the files go (default: the folder beside the page).", valueName: "folder"))
+    var to: String?
+
+    func run() throws {
+        let text = try readResultsPage(page)
+        let folder = to ?? SectionResults.folder(besidePage: page)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for section in BenchSection.allCases {
+            let results: SectionResults
+            do {
+                results = try SectionResults(
+                    section: section.rawValue, block: try text.content(of: section.rawValue), file: page)
+            } catch {
+                throw BenchFailure("\(error)")
+            }
+            let path = folder + "/" + section.rawValue + ".json"
+            try Data(results.json().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            print("\(path): \(results.tables.count) tables, \(results.tables.flatMap(\.figures).count) figures")
+        }
+    }
 }
