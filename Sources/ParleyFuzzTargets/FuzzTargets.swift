@@ -21,6 +21,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "opus", run: opus), FuzzTarget(name: "signaling", run: signaling),
         FuzzTarget(name: "bind", run: bind), FuzzTarget(name: "jitter", run: jitter),
         FuzzTarget(name: "y4m", run: y4m), FuzzTarget(name: "wav", run: wav),
+        FuzzTarget(name: "feedback", run: feedback),
     ]
 
     /// The target called `name`, if any.
@@ -41,6 +42,18 @@ public struct FuzzTarget: Sendable {
                 precondition(inPlace == level, "audio level readers disagree on \(bytes)")
             }
         }
+    }
+
+    /// Transport-wide feedback: a parsed packet survives write → parse unchanged, and a sender matches it against
+    /// what it sent without trapping.
+    @Sendable static func feedback(_ bytes: [UInt8]) {
+        guard let parsed = try? TransportFeedback(body: bytes) else { return }
+        guard let raw = try? parsed.raw() else { preconditionFailure("a parsed feedback cannot be written: \(bytes)") }
+        precondition((try? TransportFeedback(raw)) == parsed, "feedback round trip changed \(bytes)")
+        var estimator = BandwidthEstimator()
+        for index in 0..<64 { _ = estimator.sent(size: 1_200, at: Double(index)) }
+        estimator.feedback(parsed, at: 100)
+        precondition(estimator.target.isFinite && estimator.target > 0, "estimate \(estimator.target) from \(bytes)")
     }
 
     /// RTCP compound packets, from an array and from raw memory alike.

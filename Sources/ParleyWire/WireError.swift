@@ -16,6 +16,7 @@ public enum WirePart: String, Sendable, Equatable, CaseIterable {
     case application = "RTCP APP"
     case feedback = "RTCP feedback"
     case genericNACK = "RTCP generic NACK"
+    case transportFeedback = "RTCP transport-wide feedback"
     case bindPacket = "Parley bind packet"
     case vp8Descriptor = "VP8 payload descriptor"
     case vp8PayloadHeader = "VP8 payload header"
@@ -58,6 +59,12 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
     case frameMissingMarker(lastSequenceNumber: UInt16)
     /// An Opus packet's code-3 frame count was 0 or its duration exceeded 120 ms.
     case invalidOpusFrameCount(Int)
+    /// A transport-wide feedback packet described more packets than one may.
+    case feedbackPacketCount(Int, limit: Int)
+    /// A transport-wide feedback packet used the reserved status symbol 3.
+    case reservedFeedbackSymbol(sequenceNumber: UInt16)
+    /// Two arrivals in a row were further apart than a feedback packet's 16-bit delta holds.
+    case feedbackDeltaRange(sequenceNumber: UInt16, ticks: Int64)
 
     /// A sentence naming what was wrong, with the numbers involved.
     public var description: String {
@@ -98,6 +105,13 @@ public enum WireError: Error, Sendable, Equatable, CustomStringConvertible {
             return "frame ends at packet \(lastSequenceNumber) without the marker bit"
         case .invalidOpusFrameCount(let count):
             return "Opus packet declares \(count) frames"
+        case .feedbackPacketCount(let count, let limit):
+            return "transport-wide feedback describes \(count) packets, more than the limit of \(limit)"
+        case .reservedFeedbackSymbol(let sequenceNumber):
+            return "transport-wide feedback gives packet \(sequenceNumber) the reserved status 3"
+        case .feedbackDeltaRange(let sequenceNumber, let ticks):
+            return "transport-wide feedback: packet \(sequenceNumber) arrived \(ticks / 4) ms from the one before, "
+                + "more than a delta holds (±8191 ms)"
         }
     }
 

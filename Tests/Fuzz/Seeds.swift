@@ -111,6 +111,17 @@ struct Seeds {
             jitter += [21, 0, 0]
         }
         let y4m = Array("YUV4MPEG2 W4 H2 F30:1 Ip A1:1 C420jpeg\nFRAME\n".utf8) + [UInt8](repeating: 128, count: 12)
+        // Small deltas in a run; a two-bit vector with a lost packet, a large and a negative delta; a one-bit vector
+        // then a run of losses.
+        let feedbackCases: [(base: UInt16, count: UInt8, arrivals: [Int64?])] = [
+            (1, 9, [260, 264, 268]), (65_530, 3, [1_000, nil, 1_010, 4_900, 4_890]),
+            (100, 0, [7] + [Int64?](repeating: nil, count: 40)),
+        ]
+        let feedback = feedbackCases.compactMap { seed in
+            try? TransportFeedback(
+                senderSSRC: 1, mediaSSRC: 2, baseSequence: seed.base, feedbackCount: seed.count, arrivals: seed.arrivals
+            ).raw().body
+        }
         let wav = WAVAudio(sampleRate: 48_000, channels: 1, samples: [0, 1000, -1000, 32767, -32768]).encoded()
         let seeds: [String: [[UInt8]]] = [
             "rtp": rtp, "rtcp": rtcp, "vp8": [Array(rtp[1][12...]), [0x80, 0x00, 0x31, 0x00, 0x00]],
@@ -118,6 +129,7 @@ struct Seeds {
             "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) }
                 + messaging.map { Array($0.utf8) },
             "bind": [bind, ack], "jitter": [jitter], "y4m": [y4m], "wav": [wav],
+            "feedback": feedback,
         ]
         for (target, inputs) in seeds {
             let folder = root + "/" + target

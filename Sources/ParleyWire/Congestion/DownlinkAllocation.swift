@@ -1,0 +1,198 @@
+/// How the relay shares one receiver's downlink among the senders it draws, once it knows what the downlink carries:
+/// audio always; then the dominant speaker's video; then the other tiles, largest first, each at the highest of its
+/// layers that fits what is left, never above the layer its tile asks for. The dominant speaker keeps at least its
+/// smallest layer even when nothing fits (a call where you cannot see who talks is broken); any other tile that does
+/// not fit is paused, and the receiver is told why.
+public enum DownlinkAllocation {
+    /// One sender's video as this receiver draws it.
+    public struct Stream: Sendable, Equatable {
+        public var sender: UInt32
+        /// The room's dominant speaker.
+        public var dominant: Bool
+        /// Pixels the receiver draws this sender at (the order after the dominant speaker).
+        public var tileArea: Int
+        /// The layer the tile asks for (0 the largest), nil when the sender is not drawn.
+        public var wanted: Int?
+        /// What each layer costs, bits a second, largest first.
+        public var layerRates: [Double]
+
+        public init(sender: UInt32, dominant: Bool = false, tileArea: Int, wanted: Int?, layerRates: [Double]) {
+            self.sender = sender
+            self.dominant = dominant
+            self.tileArea = tileArea
+            self.wanted = wanted
+            self.layerRates = layerRates
+        }
+    }
+
+    /// What one sender's video gets, and why.
+    public struct Choice: Sendable, Equatable {
+        /// The layer to forward, nil for none.
+        public var layer: Int?
+        public var reason: Reason
+
+        public init(layer: Int?, reason: Reason) {
+            self.layer = layer
+            self.reason = reason
+        }
+    }
+
+    public enum Reason: Sendable, Equatable {
+        /// The layer the tile asks for fits.
+        case asked
+        /// A smaller layer than the tile asks for: the downlink holds no more (its estimate, bits a second).
+        case downlink(Double)
+        /// Not drawn by this receiver.
+        case notDrawn
+    }
+
+    /// The layers for one receiver whose downlink carries `budget` bits a second, `audio` of it taken by sound.
+    public static func allocate(budget: Double, audio: Double, streams: [Stream]) -> [UInt32: Choice] {
+        var left = budget - audio
+        var choices: [UInt32: Choice] = [:]
+        let ordered = streams.sorted { first, second in
+            if first.dominant != second.dominant { return first.dominant }
+            if first.tileArea != second.tileArea { return first.tileArea > second.tileArea }
+            return first.sender < second.sender
+        }
+        for stream in ordered {
+            guard let wanted = stream.wanted, !stream.layerRates.isEmpty else {
+                choices[stream.sender] = Choice(layer: nil, reason: .notDrawn)
+                continue
+            }
+            let first = min(max(wanted, 0), stream.layerRates.count - 1)
+            if let fits = (first..<stream.layerRates.count).first(where: { stream.layerRates[$0] <= left }) {
+                left -= stream.layerRates[fits]
+                choices[stream.sender] = Choice(layer: fits, reason: fits == first ? .asked : .downlink(budget))
+            } else if stream.dominant {
+                let smallest = stream.layerRates.count - 1
+                left -= stream.layerRates[smallest]
+                choices[stream.sender] = Choice(layer: smallest, reason: smallest == first ? .asked : .downlink(budget))
+            } else {
+                choices[stream.sender] = Choice(layer: nil, reason: .downlink(budget))
+            }
+        }
+        return choices
+    }
+}
+
+/// Spreads a sender's packets over time at a pacing rate, so a keyframe's burst never leaves at once and fills the
+/// path's queue: sound leaves at once, ahead of any video waiting; video leaves while the byte budget, refilled at the
+/// pacing rate, is above zero. Time is an input (ms). Bounded: past `videoLimit` waiting packets the oldest are
+/// dropped and counted (a video frame that old is useless anyway).
+public struct Pacer<Packet: Sendable>: Sendable {
+    /// Pacing runs this much faster than the target, as libwebrtc's does: the queue drains between frames.
+    public static var factor: Double { 2.5 }
+    /// Video packets waiting at most.
+    public let videoLimit: Int
+
+    /// Bits a second the pacer lets out.
+    public var rate: Double
+    private var audio: [Packet] = []
+    private var video: [(packet: Packet, size: Int)] = []
+    private var videoHead = 0
+    private var budget = 0.0
+    private var last: Double?
+    /// Video packets dropped for the limit.
+    public private(set) var dropped = 0
+
+    /// A pacer letting out `rate` bits a second.
+    public init(rate: Double, videoLimit: Int = 2_048) {
+        self.rate = rate
+        self.videoLimit = videoLimit
+    }
+
+    /// Video packets waiting.
+    public var waiting: Int { video.count - videoHead }
+
+    /// Queues a packet of `size` bytes.
+    public mutating func enqueue(_ packet: Packet, size: Int, isAudio: Bool) {
+        if isAudio {
+            audio.append(packet)
+            return
+        }
+        video.append((packet, size))
+        if waiting > videoLimit {
+            videoHead += 1
+            dropped += 1
+        }
+    }
+
+    /// The packets that may leave at `now`, in order: all sound first, then video while the budget lasts.
+    public mutating func release(at now: Double) -> [Packet] {
+        let elapsed = last.map { max(0, now - $0) } ?? 0
+        last = now
+        // At most 5 ms of budget saved up: a pause does not turn into a burst.
+        let cap = max(rate * 5 / 8_000, 1_500)
+        budget = min(budget + rate * elapsed / 8_000, cap)
+        var out = audio
+        audio.removeAll(keepingCapacity: true)
+        while videoHead < video.count, budget > 0 {
+            out.append(video[videoHead].packet)
+            budget -= Double(video[videoHead].size)
+            videoHead += 1
+        }
+        if videoHead > 256, videoHead * 2 > video.count {
+            video.removeFirst(videoHead)
+            videoHead = 0
+        }
+        return out
+    }
+
+    /// When the next video packet may leave (ms), nil when none waits.
+    public func nextRelease(after now: Double) -> Double? {
+        guard waiting > 0 else { return nil }
+        guard budget <= 0, rate > 0 else { return now }
+        return now + (-budget + 1) * 8_000 / rate
+    }
+}
+
+/// Which of a sender's simulcast layers fit its uplink's estimate: the largest go first when the sum does not fit,
+/// and a layer comes back only when the estimate holds it with `headroom` to spare, so a target that wobbles around
+/// a layer's cost does not switch it on and off every second. The smallest layer always stays.
+public struct SendLayers: Sendable, Equatable {
+    /// Spare an estimate must have over a layer's cost before it comes back.
+    public static let headroom = 1.2
+
+    /// Per layer, largest first, whether it is sent.
+    public private(set) var active: [Bool]
+
+    /// All `count` layers on.
+    public init(count: Int) {
+        active = Array(repeating: true, count: max(1, count))
+    }
+
+    /// Updates the layers for `target` bits a second, given each layer's cost (largest first); returns whether
+    /// anything changed.
+    @discardableResult
+    public mutating func update(target: Double, layerRates: [Double]) -> Bool {
+        guard layerRates.count == active.count else {
+            active = Array(repeating: true, count: max(1, layerRates.count))
+            return true
+        }
+        let before = active
+        var next = active
+        // From the smallest up: each layer stays on while the sum fits, comes back only with headroom.
+        var sum = 0.0
+        for index in layerRates.indices.reversed() {
+            let with = sum + layerRates[index]
+            let isSmallest = index == layerRates.count - 1
+            if isSmallest {
+                next[index] = true
+            } else if active[index] {
+                next[index] = with <= target
+            } else {
+                next[index] = with * Self.headroom <= target
+            }
+            if next[index] {
+                sum = with
+            } else {
+                // A larger layer never runs without the smaller ones under it.
+                for larger in 0..<index { next[larger] = false }
+                break
+            }
+        }
+        active = next
+        return active != before
+    }
+}

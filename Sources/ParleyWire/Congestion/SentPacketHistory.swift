@@ -1,0 +1,102 @@
+/// The transport-wide sequence number a client puts on every packet it sends, audio and video alike, so one feedback
+/// packet can say what happened to all of them: an RFC 8285 one-byte element, id 3, two bytes big-endian.
+public enum TransportSequence {
+    /// The extension id Parley's clients and relay agree on (the signaling protocol fixes it; no SDP here).
+    public static let extensionID: UInt8 = 3
+
+    /// The element carrying `sequence`.
+    public static func element(_ sequence: UInt16) -> RTPHeaderExtensionElement {
+        RTPHeaderExtensionElement(id: extensionID, data: [UInt8(sequence >> 8), UInt8(sequence & 0xFF)])
+    }
+
+    /// The sequence number in a packet's header extension; nil without one or when it is malformed.
+    public static func read(_ headerExtension: RTPHeaderExtension) -> UInt16? {
+        guard let elements = try? headerExtension.elements(),
+            let element = elements.first(where: { $0.id == extensionID }), element.data.count == 2
+        else { return nil }
+        return UInt16(element.data[0]) << 8 | UInt16(element.data[1])
+    }
+}
+
+/// What the sender learnt of one packet from feedback.
+public struct PacketResult: Sendable, Equatable {
+    /// The transport-wide sequence number, unwrapped.
+    public var sequence: Int64
+    /// When it was sent, on the sender's clock (ms).
+    public var sentAt: Double
+    /// Its size on the wire (bytes).
+    public var size: Int
+    /// When it arrived, on the receiver's clock (ms); nil when the feedback says it was lost.
+    public var arrivedAt: Double?
+
+    public init(sequence: Int64, sentAt: Double, size: Int, arrivedAt: Double?) {
+        self.sequence = sequence
+        self.sentAt = sentAt
+        self.size = size
+        self.arrivedAt = arrivedAt
+    }
+}
+
+/// The packets a sender sent lately, by transport-wide sequence number, so feedback can be matched to their send
+/// times and sizes. Bounded: the oldest are forgotten past `capacity` (feedback about them is ignored).
+public struct SentPacketHistory: Sendable {
+    struct Entry: Sendable {
+        var sequence: Int64
+        var sentAt: Double
+        var size: Int
+        var reported: Bool
+    }
+
+    /// Packets remembered at most (10 s of 800 packets a second).
+    public let capacity: Int
+    private var slots: [Entry?]
+    private var unwrapper = SequenceUnwrapper<UInt16>()
+    /// The next number `next()` hands out.
+    private var nextSequence: UInt16 = 0
+
+    /// A history of at most `capacity` packets.
+    public init(capacity: Int = 8_192) {
+        self.capacity = max(1, capacity)
+        slots = Array(repeating: nil, count: self.capacity)
+    }
+
+    /// The number for the next packet sent.
+    public mutating func next() -> UInt16 {
+        defer { nextSequence &+= 1 }
+        return nextSequence
+    }
+
+    /// Notes that packet `sequence` of `size` bytes left at `sentAt` (ms on the sender's clock).
+    public mutating func sent(_ sequence: UInt16, size: Int, at sentAt: Double) {
+        let unwrapped = unwrapper.unwrap(sequence)
+        slots[Self.slot(unwrapped, capacity)] = Entry(sequence: unwrapped, sentAt: sentAt, size: size, reported: false)
+    }
+
+    /// The packets a feedback packet reports on, in sequence order, each at most once over the history's life (a
+    /// packet reported twice, by a repeated or overlapping feedback, is left out the second time). Packets the
+    /// history no longer has, or never sent, are skipped.
+    public mutating func results(of feedback: TransportFeedback) -> [PacketResult] {
+        var out: [PacketResult] = []
+        out.reserveCapacity(feedback.arrivals.count)
+        guard let highest = unwrapper.highest else { return out }
+        // Unwrapped against the newest packet sent, so a feedback after a wrap finds its packets.
+        let base =
+            highest + SequenceNumber.distance(from: UInt16(truncatingIfNeeded: highest), to: feedback.baseSequence)
+        for (offset, arrival) in feedback.arrivals.enumerated() {
+            let sequence = base + Int64(offset)
+            let index = Self.slot(sequence, capacity)
+            guard var entry = slots[index], entry.sequence == sequence, !entry.reported else { continue }
+            entry.reported = true
+            slots[index] = entry
+            out.append(
+                PacketResult(
+                    sequence: sequence, sentAt: entry.sentAt, size: entry.size,
+                    arrivedAt: arrival.map { Double($0) * Double(TransportFeedback.tickMicroseconds) / 1_000 }))
+        }
+        return out
+    }
+
+    private static func slot(_ sequence: Int64, _ capacity: Int) -> Int {
+        Int(((sequence % Int64(capacity)) + Int64(capacity)) % Int64(capacity))
+    }
+}
