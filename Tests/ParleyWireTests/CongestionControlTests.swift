@@ -16,14 +16,16 @@ struct CongestionControlTests {
         }
         let feedback = TransportFeedback(
             senderSSRC: 1, mediaSSRC: 2, baseSequence: 65_535, feedbackCount: 0, arrivals: [400, nil, 480])
+        let results = history.results(of: feedback)
         #expect(
-            history.results(of: feedback) == [
+            results == [
                 PacketResult(sequence: 65_535, sentAt: 10, size: 101, arrivedAt: 100),
                 PacketResult(sequence: 65_536, sentAt: 20, size: 102, arrivedAt: nil),
                 PacketResult(sequence: 65_537, sentAt: 30, size: 103, arrivedAt: 120),
             ])
         // The same feedback again (a duplicate datagram) reports nothing new.
-        #expect(history.results(of: feedback).isEmpty)
+        let again = history.results(of: feedback)
+        #expect(again.isEmpty)
     }
 
     @Test("packets older than the history's capacity are skipped, not matched to a newer packet in their slot")
@@ -32,23 +34,27 @@ struct CongestionControlTests {
         for sequence in UInt16(0)..<10 { history.sent(sequence, size: 1, at: Double(sequence)) }
         let feedback = TransportFeedback(
             senderSSRC: 1, mediaSSRC: 2, baseSequence: 2, feedbackCount: 0, arrivals: Array(repeating: 40, count: 8))
-        #expect(history.results(of: feedback).map(\.sequence) == [6, 7, 8, 9])
+        let matched = history.results(of: feedback)
+        #expect(matched.map(\.sequence) == [6, 7, 8, 9])
     }
 
     @Test("the receiver reports every packet since its last feedback, the missing ones as lost")
     func recorder() throws {
         var recorder = FeedbackRecorder()
-        #expect(recorder.feedback(senderSSRC: 1, mediaSSRC: 2) == nil)
+        let nothing = recorder.feedback(senderSSRC: 1, mediaSSRC: 2)
+        #expect(nothing == nil)
         recorder.received(10, at: 1.0)
         recorder.received(12, at: 2.5)
-        let first = try #require(recorder.feedback(senderSSRC: 1, mediaSSRC: 2))
+        let firstReport = recorder.feedback(senderSSRC: 1, mediaSSRC: 2)
+        let first = try #require(firstReport)
         #expect(first.baseSequence == 10)
         #expect(first.arrivals == [4, nil, 10])
         #expect(first.feedbackCount == 0)
         // 11 arrives after it was reported lost: counted, not reported again.
         recorder.received(11, at: 3)
         recorder.received(13, at: 4)
-        let second = try #require(recorder.feedback(senderSSRC: 1, mediaSSRC: 2))
+        let secondReport = recorder.feedback(senderSSRC: 1, mediaSSRC: 2)
+        let second = try #require(secondReport)
         #expect(second.baseSequence == 13)
         #expect(second.arrivals == [16])
         #expect(second.feedbackCount == 1)
@@ -60,7 +66,8 @@ struct CongestionControlTests {
         var recorder = FeedbackRecorder()
         recorder.received(0, at: 0)
         recorder.received(20_000, at: 1)
-        let feedback = try #require(recorder.feedback(senderSSRC: 1, mediaSSRC: 2))
+        let report = recorder.feedback(senderSSRC: 1, mediaSSRC: 2)
+        let feedback = try #require(report)
         #expect(feedback.arrivals.count == TransportFeedback.packetLimit)
         #expect(feedback.arrivals.last == 4)
         _ = try feedback.raw()
@@ -242,7 +249,8 @@ struct CongestionControlTests {
         // 1 Mbit/s: 125 bytes a millisecond, a 1,250-byte packet every 10 ms.
         var pacer = Pacer<Int>(rate: 1_000_000)
         for index in 0..<10 { pacer.enqueue(index, size: 1_250, isAudio: false) }
-        #expect(pacer.release(at: 0) == [])
+        let atOnce = pacer.release(at: 0)
+        #expect(atOnce.isEmpty)
         var left: [Int] = []
         for step in 1...100 {
             if step == 35 { pacer.enqueue(100, size: 100, isAudio: true) }
@@ -277,9 +285,11 @@ struct CongestionControlTests {
     @Test("the largest layers go first when the estimate falls, and come back only with headroom")
     func sendLayers() {
         var layers = SendLayers(count: 3)
-        #expect(layers.update(target: 1_000_000, layerRates: Self.rates) == false)
+        let unchanged = layers.update(target: 1_000_000, layerRates: Self.rates)
+        #expect(!unchanged)
         #expect(layers.active == [true, true, true])
-        #expect(layers.update(target: 700_000, layerRates: Self.rates))
+        let changed = layers.update(target: 700_000, layerRates: Self.rates)
+        #expect(changed)
         #expect(layers.active == [false, true, true])
         // 860 k would hold all three (860), but not with 20 % to spare: the large layer stays off.
         layers.update(target: 900_000, layerRates: Self.rates)

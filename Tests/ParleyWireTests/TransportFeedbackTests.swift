@@ -10,16 +10,21 @@ struct TransportFeedbackTests {
         var testDescription: String { name }
     }
 
+    /// Every third lost, every fifth 300 ticks a step (large and negative deltas), the rest 2 ticks.
+    static let mixed: [Int64?] = (0..<60).map { index in
+        let step: Int64 = index % 5 == 0 ? 300 : 2
+        return index % 3 == 0 ? nil : Int64(index) * step
+    }
+    static let lostAfterFirst: [Int64?] = [7] + [Int64?](repeating: nil, count: 40)
+    static let longRun: [Int64?] = (0..<8_192).map { Int64(100 + $0) }
+
     static let roundTrips: [RoundTrip] = [
         RoundTrip(name: "three packets, small deltas", arrivals: [260, 264, 268]),
         RoundTrip(name: "a lost packet between two", arrivals: [1_000, nil, 1_010]),
         RoundTrip(name: "a large and a negative delta (reordering)", arrivals: [5_000, 5_400, 5_390, nil, 5_395]),
-        RoundTrip(name: "everything lost but the first", arrivals: [7] + Array(repeating: nil, count: 40)),
-        RoundTrip(name: "a long run past one run chunk's 8191", arrivals: (0..<8_192).map { Int64(100 + $0) }),
-        RoundTrip(
-            name: "mixed one-bit and two-bit vectors",
-            arrivals: (0..<60).map { index -> Int64? in index % 3 == 0 ? nil : Int64(index * (index % 5 == 0 ? 300 : 2))
-            }),
+        RoundTrip(name: "everything lost but the first", arrivals: lostAfterFirst),
+        RoundTrip(name: "a long run past one run chunk's 8191", arrivals: longRun),
+        RoundTrip(name: "mixed one-bit and two-bit vectors", arrivals: mixed),
         RoundTrip(name: "no packet received at all", arrivals: [nil, nil]),
         RoundTrip(name: "an arrival before the clock's zero", arrivals: [-300, -100]),
     ]
