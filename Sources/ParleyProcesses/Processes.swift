@@ -305,6 +305,21 @@ public final class TmuxPane {
         try run(["send-keys", "-H"] + bytes.map { String($0, radix: 16) })
     }
 
+    /// Polls the pane's escapes until `condition` holds on two captures in a row that are the same (a whole frame,
+    /// not one caught between two of a program's writes); returns the last capture (even if it never held).
+    @discardableResult
+    public func waitForSteadyEscapes(seconds: Double = 15, _ condition: ([String]) -> Bool) throws -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var previous: [String]?
+        var lines = try escapes()
+        while !(condition(lines) && lines == previous) && Date() < deadline {
+            usleep(30_000)
+            previous = lines
+            lines = try escapes()
+        }
+        return lines
+    }
+
     /// Polls the pane until `condition` holds on its text; returns the text (the last one seen if it never held).
     @discardableResult
     public func waitFor(seconds: Double = 15, _ condition: ([String]) -> Bool) throws -> [String] {

@@ -159,7 +159,16 @@ struct TerminalTmuxTests {
     static func pictureSteps(environment: String) throws -> [[String]] {
         let pane = try TmuxPane(command: try probeCommand(environment: environment))
         try pane.waitFor(Self.pictureShown)
-        var shown: [[String]] = [try pane.escapes()]
+        // The text goes out through curses and a picture straight to the terminal, in two writes: a capture between
+        // them holds the new text over the old picture. Each step waits for the picture the keys so far call for
+        // (red on top, blue after each 'v') on a capture that stays the same.
+        var swapped = false
+        func frame() throws -> [String] {
+            try pane.waitForSteadyEscapes { lines in
+                lines.count > 1 && Self.visible(lines[1]).first == (swapped ? "21/21" : "196/196")
+            }
+        }
+        var shown: [[String]] = [try frame()]
         for (key, shows) in [
             ("o", "OVER"), ("o", "▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), ("v", "char(\"v\")"), ("c", "char(\"c\")"),
             ("v", "char(\"v\")"),
@@ -173,8 +182,10 @@ struct TerminalTmuxTests {
                 $0.count > 7 && $0[7] == "key: char(\"\(key)\")"
                     && ($0.joined().contains(shows) || $0.joined().contains(flat))
             }
+            if key == "v" { swapped.toggle() }
+            let picture = try frame()
             let cursor = try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
-            shown.append(try pane.escapes() + [cursor.trimmingCharacters(in: .whitespacesAndNewlines)])
+            shown.append(picture + [cursor.trimmingCharacters(in: .whitespacesAndNewlines)])
         }
         try pane.send(["q"])
         try pane.waitFor { $0.contains("RESTORED rc=0") }
