@@ -132,7 +132,9 @@ struct BenchNumber: Equatable {
             resolution *= scale
             unit = String(unit.dropFirst()).trimmingCharacters(in: .whitespaces)
         }
-        guard unit.count <= Self.unitLimit, !unit.contains(where: { $0.isNumber || $0 == "(" || $0 == ":" })
+        // "/s" is a unit; "/ raw" is a second cell's worth of text after a separator.
+        guard unit.count <= Self.unitLimit, !unit.hasPrefix("/ "),
+            !unit.contains(where: { $0.isNumber || $0 == "(" || $0 == ":" })
         else { return nil }
         self.value = value
         self.unit = unit

@@ -255,7 +255,7 @@ struct BenchResultsTests {
             guard let data = FileManager.default.contents(atPath: file) else { continue }
             let results = try SectionResults.read(data, file: file)
             for table in results.tables {
-                for text in [table.title] + table.rows.flatMap { $0 } + table.notes {
+                for text in [table.title] + Array(table.rows.joined()) + table.notes {
                     known.formUnion(Self.numbers(in: text))
                 }
             }
