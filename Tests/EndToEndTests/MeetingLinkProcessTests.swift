@@ -6,10 +6,12 @@ import Testing
 /// the answers to every wrong form, a room name the rules change said in the call, and the invite link copied to
 /// the clipboard with OSC 52 (tmux with set-clipboard on keeps it as a paste buffer).
 @Suite struct MeetingLinkProcessTests {
+    /// The relay's state folder, removed by the test that started it.
+    static var stateDirectory: String { NSTemporaryDirectory() + "parley-link-\(getpid())" }
+
     func serve(_ parley: String) throws -> (BackgroundProcess, String) {
         let relay = try BackgroundProcess(
-            parley,
-            ["serve", "--port", "0", "--insecure", "--state-dir", NSTemporaryDirectory() + "parley-link-\(getpid())"])
+            parley, ["serve", "--port", "0", "--insecure", "--state-dir", Self.stateDirectory])
         #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, port)
@@ -40,6 +42,7 @@ import Testing
     @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let (relay, port) = try serve(parley)
+        defer { try? FileManager.default.removeItem(atPath: Self.stateDirectory) }
         defer { relay.stop() }
         let pane = try TmuxPane(
             command: "sh -c '\(parley) ws://127.0.0.1:\(port)/team%2Falpha --insecure --guest --name alice "
