@@ -147,15 +147,9 @@ public struct BenchComparison: Sendable {
 
     /// A value with as many decimals as it needs (at most 3).
     static func number(_ value: Double) -> String {
-        for decimals in 0...2 where (value * pow10(decimals)).rounded() == value * pow10(decimals) {
+        for decimals in 0...2 where (value * decimalScale(decimals)).rounded() == value * decimalScale(decimals) {
             return formatted(value, decimals: decimals)
         }
         return formatted(value, decimals: 3)
-    }
-
-    private static func pow10(_ count: Int) -> Double {
-        var scale = 1.0
-        for _ in 0..<count { scale *= 10 }
-        return scale
     }
 }

@@ -50,8 +50,7 @@ public struct BenchTable: Sendable {
 /// Formats a number with a fixed count of decimals, for table cells.
 public func formatted(_ value: Double, decimals: Int = 1) -> String {
     guard value.isFinite else { return "n/a" }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
+    let scale = decimalScale(decimals)
     var rounded = (value * scale).rounded() / scale
     if rounded == 0 { rounded = 0 }  // -0.0 (a small negative rounded away) prints as 0, not "-0"
     var text = String(rounded)
@@ -61,6 +60,13 @@ public func formatted(_ value: Double, decimals: Int = 1) -> String {
         if have < decimals { text += String(repeating: "0", count: decimals - have) }
     }
     return text
+}
+
+/// 10 to the power `decimals` (0 or more), without Foundation.
+func decimalScale(_ decimals: Int) -> Double {
+    var scale = 1.0
+    for _ in 0..<max(0, decimals) { scale *= 10 }
+    return scale
 }
 
 /// A goal's verdict as a note line under its table: "Goal: what: met (figures)." or "…: NOT met (figures)." The
