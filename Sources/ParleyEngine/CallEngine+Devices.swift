@@ -81,9 +81,10 @@ extension EngineCore {
 
     /// One block from the real microphone: echo and noise removed, checked for digital silence, encoded, sent.
     func captured(_ frame: AudioFrame) {
-        guard sound.microphone != nil, let sender = audioSender else { return }
+        guard sound.microphone != nil, let sender = ownAudio.sender else { return }
         sound.microphoneGaps.arrived(at: now)
-        if sound.microphoneSilence.block(at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: microphoneMuted)
+        if sound.microphoneSilence.block(
+            at: now, silent: frame.samples.allSatisfy { $0 == 0 }, muted: controls.microphoneMuted)
         {
             emit(.alert(.message("Your microphone is silent: pick another with --mic or in settings")))
         }
@@ -97,7 +98,9 @@ extension EngineCore {
             }
         }
         do {
-            if let packet = try sender.send(cleaned, sending: sendsMedia && !microphoneMuted) { send([packet]) }
+            if let packet = try sender.send(cleaned, sending: sendsMedia && !controls.microphoneMuted) {
+                send([packet])
+            }
         } catch {
             logger.warning("audio encoding failed", metadata: ["error": "\(error)"])
         }
@@ -109,7 +112,7 @@ extension EngineCore {
         failed.stop()
         sound.microphone = nil
         emit(.microphoneLevel(nil))
-        meterReported = nil
+        ownAudio.meterReported = nil
         let name = sound.microphoneName ?? "the microphone"
         sound.microphoneFailures += 1
         if sound.microphoneFailures == 1 {
@@ -209,9 +212,9 @@ extension EngineCore {
     func cameraReplaced(_ name: String, _ error: CameraError, by next: (name: String, isCamera: Bool)) {
         if next.isCamera {
             emit(.alert(.message("Camera \(name) stopped (\(error)): switched to \(next.name)")))
-        } else if !cameraOff {
-            cameraOff = true
-            signaling?.send(.mute(MuteChange(video: true)))
+        } else if !controls.cameraOff {
+            controls.cameraOff = true
+            signalingLink.connection?.send(.mute(MuteChange(video: true)))
             emit(.cameraStopped("Camera \(name) stopped (\(error)): your camera is off"))
         }
     }

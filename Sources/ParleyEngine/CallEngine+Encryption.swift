@@ -18,7 +18,7 @@ let undecryptableAfter = 8
 extension EngineCore {
     /// The packet with its payload sealed for the room; unchanged without encryption.
     func sealed(_ packet: RTPPacket) -> RTPPacket? {
-        guard let sealer else { return packet }
+        guard let sealer = media.sealer else { return packet }
         let (clear, stream) = clearPrefix(of: packet)
         var sealedPacket = packet
         do {
@@ -34,11 +34,11 @@ extension EngineCore {
 
     /// The packet with its payload opened; nil (counted against the peer) when it does not decrypt.
     func opened(_ packet: RTPPacket, from peer: PeerReceiver) -> RTPPacket? {
-        guard opener != nil else { return packet }
+        guard remote.opener != nil else { return packet }
         let (clear, _) = clearPrefix(of: packet)
         let metadata = RTPPacket(header: packet.header, payload: []).serialized() + packet.payload[..<clear]
         do {
-            let plain = try opener!.open(Array(packet.payload[clear...]), metadata: metadata).plaintext
+            let plain = try remote.opener!.open(Array(packet.payload[clear...]), metadata: metadata).plaintext
             var openedPacket = packet
             openedPacket.payload = Array(packet.payload[..<clear]) + plain
             decrypted(from: peer)
@@ -56,7 +56,7 @@ extension EngineCore {
 
     /// A chat line as the relay should carry it: sealed when the call is encrypted.
     func chatMessage(_ text: String) -> ChatSend {
-        guard let sealer else { return ChatSend(text: text) }
+        guard let sealer = media.sealer else { return ChatSend(text: text) }
         do {
             return ChatSend(text: "", sealed: try sealer.sealChat(text))
         } catch {
@@ -67,7 +67,7 @@ extension EngineCore {
 
     /// The text of a delivered chat line, nil when it cannot be read (and the peer is flagged).
     func chatText(_ delivery: ChatDelivery) -> String? {
-        guard opener != nil else {
+        guard remote.opener != nil else {
             // An encrypted room never carries plain text; a plain room never sealed lines.
             return delivery.sealed == nil ? delivery.text : nil
         }
@@ -76,11 +76,11 @@ extension EngineCore {
             return nil
         }
         do {
-            let text = try opener!.openChat(sealed)
-            if let peer = peers[delivery.from] { decrypted(from: peer) }
+            let text = try remote.opener!.openChat(sealed)
+            if let peer = remote.peers[delivery.from] { decrypted(from: peer) }
             return text
         } catch {
-            if let peer = peers[delivery.from] {
+            if let peer = remote.peers[delivery.from] {
                 peer.decryptFailuresInARow = undecryptableAfter - 1
                 failedToDecrypt(from: peer)
             }

@@ -40,8 +40,8 @@ public final class CallEngine: Sendable {
             // Only a call with a real speaker or microphone has those deadlines: a bot, or the demo's, would only
             // take the processor from the terminal that draws the call.
             if configuration.usesSoundDevice {
-                core.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
-                core.sessionGroup = AudioThreadPriority.raiseSessionGroup()
+                core.sound.mediaThread = AudioThreadPriority.raiseCurrentThreadNice()
+                core.sound.sessionGroup = AudioThreadPriority.raiseSessionGroup()
             }
             return NIOLoopBound(core, eventLoop: loop)
         }.wait()
@@ -66,7 +66,7 @@ public final class CallEngine: Sendable {
         // Work still queued on the video thread hands its results back to the media loop: both drain (in that
         // order) before the group stops, or a result would be scheduled on a loop already shut down.
         try? await videoLoop.submit {}.get()
-        let raisedGroup = (try? await core.eventLoop.submit { core.value.sessionGroup == .raised }.get()) ?? false
+        let raisedGroup = (try? await core.eventLoop.submit { core.value.sound.sessionGroup == .raised }.get()) ?? false
         try? await group.shutdownGracefully()
         // The terminal's session outlives the call: its other work must not keep the call's weight.
         if raisedGroup { AudioThreadPriority.restoreSessionGroup() }
@@ -110,81 +110,26 @@ final class EngineCore {
     let epoch: ContinuousClock.Instant
     var random = SystemRandomNumberGenerator()
     var bound: NIOLoopBound<EngineCore>?
-
-    /// Joining, resuming and reconnecting, decided; `EngineCore+Signaling` carries its actions out.
-    var signalingState: CallSignalingState
-    var signaling: SignalingConnection?
-    /// The relay signaling goes to now: the configured one, the next of `fallbackServers` when it could not be
-    /// reached, or where a redirect sent the join.
-    var currentServer: ServerAddress
-    /// Bumped for each connection opened: events of a connection left behind (after a redirect) are ignored.
-    var connectionGeneration = 0
-    /// The certificate a redirect's target must show: the one pinned for the relay that redirected.
-    var redirectFingerprint: CertificateFingerprint?
-    var peers: [UInt32: PeerReceiver] = [:]
-    var ownerOfBlock: [UInt32: UInt32] = [:]
-
-    var udp: (any Channel)?
-    var relayMedia: SocketAddress?
-    var mediaBound = false
-    var bindAttempts = 0
-
-    var microphoneMuted: Bool
-    var cameraOff: Bool
-    var speakerOn = true
-    var filterOn = false
-    var role: Role
-    var sentFirstLocalFrame = false
-
-    var audioSender: AudioSender?
-    /// The loss the audio encoder plans FEC for, from receivers' reports about our audio.
-    var audioLossPlan = AudioLossPlan()
-    /// The camera's capture and encode, on the video thread.
-    var videoSender: VideoSenderThread?
-    /// The video thread's loop, and what its sender last reported back.
-    let videoLoop: any EventLoop
-    var videoSent = VideoSenderSnapshot()
-    var videoGeneration = 0
-    /// Frames handed to the video thread and not back yet; a tick finding one there drops its frame (counted).
-    var videoFramesInFlight = 0
-    var videoFramesDroppedBusy = 0
-    var audioSink: (any AudioSink)?
     let devices: MediaDevices
+
+    /// Joining, resuming and reconnecting (`EngineCore+Signaling` carries the state's actions out).
+    var signalingLink: SignalingLink
+    /// The media socket, its bind at the relay and the ticks that send.
+    var media: MediaLink
+    /// What this member says it does: muted, camera off, speaker, filter, role.
+    var controls: OwnControls
+    /// This member's audio on its way out.
+    var ownAudio = OwnAudio()
+    /// This member's video on its way out (encoded on its own thread).
+    var ownVideo: OwnVideo
+    /// The other members as received: their pipelines, streams and who speaks.
+    var remote: RemoteMembers
     /// The real microphone and speaker while open, and what is kept about them.
     var sound = SoundDevices()
-    /// How this loop's thread got scheduled (`AudioThreadPriority.raiseCurrentThreadNice`).
-    var mediaThread: AudioThreadScheduling?
-    /// How the process's session group got weighted (`AudioThreadPriority.raiseSessionGroup`), put back on leaving.
-    var sessionGroup: AudioThreadScheduling?
-    var meterReported: Double?
-    var localLevelReported = -1.0
-    var keyframeRequestsReceived = 0
-    /// Video packets kept to resend what a NACK says never reached the relay, and how many were resent.
-    var videoResends = VideoResends()
-    var datagramsFromStrangers = 0
-    var forgedFeedbackDropped = 0
-
-    var timers: [PacedTimer] = []
-    var repeating: [RepeatedTask] = []
-    var bindTask: Scheduled<Void>?
-    var reconnectTask: Scheduled<Void>?
-    var keepAliveTask: RepeatedTask?
-    var lostTask: Scheduled<Void>?
-    /// Seals what this member sends (nil without end-to-end encryption).
-    let sealer: MediaSealer?
-    /// Opens what the others send.
-    var opener: MediaOpener?
-    var lastStats: Duration = .zero
-    /// The relay's last word on which of our layers anybody receives (kept across a media restart).
-    var pendingLayerDemand: [Bool]?
-    var dominantSpeaker: UInt32?
-    /// The tile sizes reported to the relay, and the wake-up of a report held back by its rate.
-    var tiles = TileReporting()
-    var tilesTask: Scheduled<Void>?
-    var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     /// The recording being written, the room's rule about recording, and `--record`'s start (`EngineCore+Recording`).
     var recording = RecordingState()
-    var statsReports = 0
+    /// Statistics, levels and tile sizes reported to the room and the relay.
+    var reports = Reporting()
 
     init(
         configuration: CallConfiguration, loop: any EventLoop, videoLoop: any EventLoop,
@@ -193,38 +138,35 @@ final class EngineCore {
         finish: @escaping @Sendable () -> Void
     ) {
         self.configuration = configuration
-        currentServer = configuration.server
-        signalingState = CallSignalingState(configuration: configuration)
+        signalingLink = SignalingLink(configuration: configuration)
+        media = MediaLink(sealer: configuration.encryption.map { MediaSealer(encryption: $0) })
+        controls = OwnControls(configuration: configuration)
+        ownVideo = OwnVideo(loop: videoLoop)
+        remote = RemoteMembers(opener: configuration.encryption.map { MediaOpener(encryption: $0) })
         self.devices = devices
         self.loop = loop
-        self.videoLoop = videoLoop
         self.videoSink = videoSink
         self.emit = emit
         self.finish = finish
         logger = configuration.logger
-        microphoneMuted = configuration.microphoneMuted
-        cameraOff = configuration.cameraOff
-        role = configuration.role
         epoch = clock.now
-        sealer = configuration.encryption.map { MediaSealer(encryption: $0) }
-        opener = configuration.encryption.map { MediaOpener(encryption: $0) }
     }
 
     var now: Duration { clock.now - epoch }
 
     /// Where the call stands (the signaling state's).
-    var phase: CallSignalingState.Phase { signalingState.phase }
+    var phase: CallSignalingState.Phase { signalingLink.state.phase }
     /// The current (while reconnecting, the last) membership.
-    var joined: JoinedRoom? { signalingState.room }
+    var joined: JoinedRoom? { signalingLink.state.room }
 
     var statistics: CallStatistics {
         var stats = CallStatistics()
         stats.localID = joined?.you.id ?? 0
-        stats.mediaBound = mediaBound
-        stats.localMediaPort = udp?.localAddress?.port ?? 0
-        stats.audioPacketsSent = audioSender?.packetsSent ?? 0
-        stats.audioBytesSent = audioSender?.bytesSent ?? 0
-        stats.audioPlannedLossPercent = audioLossPlan.percent
+        stats.mediaBound = media.isBound
+        stats.localMediaPort = media.udp?.localAddress?.port ?? 0
+        stats.audioPacketsSent = ownAudio.sender?.packetsSent ?? 0
+        stats.audioBytesSent = ownAudio.sender?.bytesSent ?? 0
+        stats.audioPlannedLossPercent = ownAudio.lossPlan.percent
         stats.speakerUnderruns = sound.speaker?.underruns ?? 0
         stats.speakerDropped = sound.speaker?.dropped ?? 0
         stats.speakerDeviceUnderruns = sound.speaker?.deviceUnderruns ?? 0
@@ -235,24 +177,24 @@ final class EngineCore {
         stats.microphoneLongestBlockGap = sound.microphoneGaps.longest
         stats.speakerThread = sound.speaker?.threadScheduling
         stats.microphoneThread = sound.microphone?.threadScheduling
-        stats.mediaThread = mediaThread
-        stats.sessionGroup = sessionGroup
-        stats.videoFramesSent = videoSent.framesSent
-        stats.videoFramesCaptured = videoSent.framesCaptured
-        stats.videoFramesDroppedBusy = videoFramesDroppedBusy
-        stats.videoKeyframesSent = videoSent.keyframesSent
-        stats.videoPacketsSent = videoSent.packetsSent
-        stats.videoBytesSent = videoSent.bytesSent
-        stats.keyframeRequestsReceived = keyframeRequestsReceived
-        stats.videoPacketsResent = videoResends.resent
-        stats.datagramsFromStrangers = datagramsFromStrangers
-        stats.forgedFeedbackDropped = forgedFeedbackDropped
+        stats.mediaThread = sound.mediaThread
+        stats.sessionGroup = sound.sessionGroup
+        stats.videoFramesSent = ownVideo.sent.framesSent
+        stats.videoFramesCaptured = ownVideo.sent.framesCaptured
+        stats.videoFramesDroppedBusy = ownVideo.framesDroppedBusy
+        stats.videoKeyframesSent = ownVideo.sent.keyframesSent
+        stats.videoPacketsSent = ownVideo.sent.packetsSent
+        stats.videoBytesSent = ownVideo.sent.bytesSent
+        stats.keyframeRequestsReceived = ownVideo.keyframeRequestsReceived
+        stats.videoPacketsResent = ownVideo.resends.resent
+        stats.datagramsFromStrangers = media.datagramsFromStrangers
+        stats.forgedFeedbackDropped = media.forgedFeedbackDropped
         stats.encryption = configuration.encryption?.suite.name
-        stats.videoLayers = videoSent.layerSizes
-        stats.activeVideoLayers = videoSent.activeLayers
-        stats.videoFramesSentPerLayer = videoSent.framesSentPerLayer
-        stats.dominantSpeaker = dominantSpeaker
-        for (id, peer) in peers {
+        stats.videoLayers = ownVideo.sent.layerSizes
+        stats.activeVideoLayers = ownVideo.sent.activeLayers
+        stats.videoFramesSentPerLayer = ownVideo.sent.framesSentPerLayer
+        stats.dominantSpeaker = remote.dominantSpeaker
+        for (id, peer) in remote.peers {
             stats.peers[id] = CallStatistics.Peer(
                 name: peer.info.name, audioPacketsReceived: peer.audioPacketsReceived,
                 videoPacketsReceived: peer.videoPacketsReceived, videoBytesReceived: peer.videoBytesReceived,
@@ -287,15 +229,17 @@ final class EngineCore {
 
     func leave() -> EventLoopFuture<Void> {
         let now = self.now
-        let actions = signalingState.leave()
+        let actions = signalingLink.state.leave()
         carryOut(actions, now: now)
         // The media socket closes last, and leaving waits for it (an earlier end left nothing to wait for).
-        guard actions.contains(.closeMediaSocket), let udp else { return loop.makeSucceededVoidFuture() }
+        guard actions.contains(.closeMediaSocket), let udp = media.udp else {
+            return loop.makeSucceededVoidFuture()
+        }
         return udp.closeFuture
     }
 
     func dropSignaling() {
-        signaling?.abort()
+        signalingLink.connection?.abort()
     }
 
     // MARK: - Effects
@@ -303,41 +247,41 @@ final class EngineCore {
     func perform(_ effect: RoomEffect) {
         switch effect {
         case .setMicrophoneMuted(let muted):
-            microphoneMuted = muted
-            signaling?.send(.mute(MuteChange(audio: muted)))
+            controls.microphoneMuted = muted
+            signalingLink.connection?.send(.mute(MuteChange(audio: muted)))
         case .setCameraEnabled(let enabled):
-            cameraOff = !enabled
-            signaling?.send(.mute(MuteChange(video: !enabled)))
+            controls.cameraOff = !enabled
+            signalingLink.connection?.send(.mute(MuteChange(video: !enabled)))
             if enabled { onVideoThread { $0.requestKeyframe() } }
         case .switchCamera:
             switchCamera()
         case .setSpeakerEnabled(let enabled):
-            speakerOn = enabled
+            controls.speakerOn = enabled
         case .setFilter(let enabled):
-            filterOn = enabled
+            controls.filterOn = enabled
         case .setRole(let newRole):
-            signalingState.requestedRole(newRole)
-            role = newRole
-            signaling?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
+            signalingLink.state.requestedRole(newRole)
+            controls.role = newRole
+            signalingLink.connection?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
             if newRole == .broadcaster { onVideoThread { $0.requestKeyframe() } }
         case .sendChat(let text):
-            signaling?.send(.chat(chatMessage(text)))
+            signalingLink.connection?.send(.chat(chatMessage(text)))
             let name = joined?.you.label ?? configuration.name
             record { try $0.chat(sender: name, text: text, at: now) }
         case .requestKeyframe(let participant):
-            if let peer = peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
+            if let peer = remote.peers[participant.rawValue] { sendKeyframeRequest(for: peer) }
         case .allowBroadcast(let participant):
-            signaling?.send(.allow(MemberRef(id: participant.rawValue)))
+            signalingLink.connection?.send(.allow(MemberRef(id: participant.rawValue)))
         case .removeParticipant(let participant):
-            signaling?.send(.remove(MemberRef(id: participant.rawValue)))
+            signalingLink.connection?.send(.remove(MemberRef(id: participant.rawValue)))
         case .readmit(let name):
-            signaling?.send(.readmit(Readmission(name: name)))
+            signalingLink.connection?.send(.readmit(Readmission(name: name)))
         case .leave:
             _ = leave()
         case .setRecording(let on):
             if on { startRecording() } else { stopRecording() }
         case .setRecordingAllowed(let allowed):
-            signaling?.send(.recordingPolicy(RecordingPolicy(allowed: allowed)))
+            signalingLink.connection?.send(.recordingPolicy(RecordingPolicy(allowed: allowed)))
         case .openDirect, .sendDirect, .openMessages, .copyToClipboard:
             break  // The messages connection's, not the call's: the terminal app carries them out.
         }

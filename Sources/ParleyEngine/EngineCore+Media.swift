@@ -11,7 +11,7 @@ import ParleyWire
 extension EngineCore {
 
     func openMediaSocket() -> EventLoopFuture<any Channel> {
-        let host = currentServer.host.contains(":") ? "::" : "0.0.0.0"
+        let host = signalingLink.server.host.contains(":") ? "::" : "0.0.0.0"
         let bound = self.bound!
         return DatagramBootstrap(group: loop)
             .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
@@ -26,9 +26,9 @@ extension EngineCore {
     func startMedia(ssrcs: MemberSSRCs, participant: UInt32) throws {
         stopMedia()
         let profile = configuration.profile
-        audioSender = try AudioSender(
+        ownAudio.sender = try AudioSender(
             source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
-            expectedLossPercent: audioLossPlan.percent, random: &random)
+            expectedLossPercent: ownAudio.lossPlan.percent, random: &random)
         var sources: [VideoSender.Source] = []
         for choice in configuration.videoSources {
             do {
@@ -50,11 +50,11 @@ extension EngineCore {
         let sender = try VideoSender(
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
-        if let demand = pendingLayerDemand { sender.setActiveLayers(demand) }
-        videoSent = sender.snapshot
-        videoGeneration += 1
-        videoFramesInFlight = 0
-        videoSender = VideoSenderThread(sender, loop: videoLoop)
+        if let demand = ownVideo.layerDemand { sender.setActiveLayers(demand) }
+        ownVideo.sent = sender.snapshot
+        ownVideo.generation += 1
+        ownVideo.framesInFlight = 0
+        ownVideo.thread = VideoSenderThread(sender, loop: ownVideo.loop)
         guard let bound else { return }
         if case .microphone(let name) = configuration.audioSource, sound.microphone == nil {
             openMicrophone(named: name)
@@ -66,13 +66,13 @@ extension EngineCore {
         // No separate video poll timer: a frame is decoded as its last packet arrives (`receive`), and the 20 ms
         // audio tick polls for NACK and keyframe-request timing. That spares 100 wake-ups a second.
         let rtcp = PacedTimer(loop: loop, interval: .seconds(1)) { bound.value.sendReports() }
-        timers = [audio, video, rtcp]
-        for timer in timers { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
+        media.ticks = [audio, video, rtcp]
+        for timer in media.ticks { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
     }
 
     func stopMedia() {
-        for timer in timers { timer.stop() }
-        timers.removeAll()
+        for timer in media.ticks { timer.stop() }
+        media.ticks.removeAll()
         onVideoThread { $0.close() }
     }
 
@@ -118,12 +118,12 @@ extension EngineCore {
         }
     }
 
-    var sendsMedia: Bool { role == .broadcaster && mediaBound }
+    var sendsMedia: Bool { controls.role == .broadcaster && media.isBound }
 
     func audioTick() {
         if sound.microphone == nil {
             do {
-                if let packet = try audioSender?.tick(sending: sendsMedia && !microphoneMuted) {
+                if let packet = try ownAudio.sender?.tick(sending: sendsMedia && !controls.microphoneMuted) {
                     send([packet])
                 }
             } catch {
@@ -137,35 +137,35 @@ extension EngineCore {
 
     /// Runs `body` on the video thread, then brings the sender's counters back to this loop.
     func onVideoThread(_ body: @escaping @Sendable (VideoSender) -> Void) {
-        guard let thread = videoSender, let bound else { return }
-        let generation = videoGeneration
+        guard let thread = ownVideo.thread, let bound else { return }
+        let generation = ownVideo.generation
         thread.run { sender in
             body(sender)
             let snapshot = sender.snapshot
             bound.eventLoop.execute {
-                if bound.value.videoGeneration == generation { bound.value.videoSent = snapshot }
+                if bound.value.ownVideo.generation == generation { bound.value.ownVideo.sent = snapshot }
             }
         }
     }
 
     /// The camera's turn: capture, self view and encode happen on the video thread, the packets are sent from here.
     func videoTick() {
-        guard let thread = videoSender, let bound else { return }
-        guard !cameraOff, role == .broadcaster else {
+        guard let thread = ownVideo.thread, let bound else { return }
+        guard !controls.cameraOff, controls.role == .broadcaster else {
             onVideoThread { $0.skipFrame() }
             return
         }
         // The frame before is still being captured or encoded: this one is dropped at the source, as a camera
         // pipeline does when encoding falls behind (the encoder's rate control sees a lower frame rate).
-        guard videoFramesInFlight == 0 else {
-            videoFramesDroppedBusy += 1
+        guard ownVideo.framesInFlight == 0 else {
+            ownVideo.framesDroppedBusy += 1
             onVideoThread { $0.skipFrame(requestingKeyframe: false) }
             return
         }
-        videoFramesInFlight += 1
-        let generation = videoGeneration
-        let filter = filterOn
-        let encode = mediaBound
+        ownVideo.framesInFlight += 1
+        let generation = ownVideo.generation
+        let filter = controls.filterOn
+        let encode = media.isBound
         let selfView = configuration.showsSelfView ? joined.map { ParticipantID($0.you.id) } : nil
         let sink = videoSink
         thread.run { sender in
@@ -190,11 +190,11 @@ extension EngineCore {
 
     /// A frame back from the video thread: its packets go out (and are kept for resends).
     func videoFrameDone(_ result: CapturedVideoFrame) {
-        guard result.generation == videoGeneration else { return }
-        videoFramesInFlight -= 1
-        videoSent = result.snapshot
-        if let size = result.size, !sentFirstLocalFrame {
-            sentFirstLocalFrame = true
+        guard result.generation == ownVideo.generation else { return }
+        ownVideo.framesInFlight -= 1
+        ownVideo.sent = result.snapshot
+        if let size = result.size, !ownVideo.sentFirstFrame {
+            ownVideo.sentFirstFrame = true
             emit(.firstLocalFrame(size))
         }
         if let failure = result.failure {
@@ -203,7 +203,7 @@ extension EngineCore {
         guard !result.packets.isEmpty else { return }
         let at = now
         for packet in result.packets {
-            videoResends.sent(packet, at: at)
+            ownVideo.resends.sent(packet, at: at)
         }
         send(result.packets)
     }
@@ -212,8 +212,8 @@ extension EngineCore {
     /// `pollVideo(peer)` as their last packet arrives.
     func pollVideo() {
         guard configuration.decodesVideo else { return }
-        for peer in peers.values { pollVideo(peer, at: now) }
-        udp?.flush()
+        for peer in remote.peers.values { pollVideo(peer, at: now) }
+        media.udp?.flush()
     }
 
     /// Decodes and delivers what one peer's jitter buffer has completed; sends its NACKs and keyframe requests.
@@ -246,7 +246,7 @@ extension EngineCore {
     /// Resends what the relay asked for on behalf of receivers (packets lost before they reached it), each
     /// sequence number at most once per 30 ms however many receivers missed it.
     func resend(_ nack: GenericNACK) {
-        send(videoResends.answer(nack, at: now))
+        send(ownVideo.resends.answer(nack, at: now))
     }
 
     func sendKeyframeRequest(for peer: PeerReceiver) {
@@ -264,7 +264,7 @@ extension EngineCore {
         var perMember: [UInt32: [Int16]] = [:]
         // A peer that never sent audio (the audience, above all) has nothing to play: skipping it keeps a
         // broadcaster's cost flat however many watch.
-        for peer in peers.values where peer.audioPacketsReceived > 0 {
+        for peer in remote.peers.values where peer.audioPacketsReceived > 0 {
             guard let frame = peer.playOut(at: at) else { continue }
             if apart { perMember[peer.info.id] = frame.samples }
             if mix == nil { mix = [Int32](repeating: 0, count: frame.samples.count) }
@@ -275,35 +275,35 @@ extension EngineCore {
             mix.map { $0.map { Int16(clamping: $0) } } ?? [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
         // The recording keeps the room's sound even with the speaker off (it is a record of the call).
         if recording.recorder != nil { record { try $0.audio(mix: mixed, members: perMember, at: at) } }
-        return speakerOn ? mixed : [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
+        return controls.speakerOn ? mixed : [Int16](repeating: 0, count: AudioSender.samplesPerFrame)
     }
 
     func playOutAudio() {
         guard configuration.decodesAudio else { return }
         let samples = mixBlock()
-        guard let sink = audioSink else { return }
+        guard let sink = remote.audioSink else { return }
         do {
             try sink.write(AudioFrame(samples: samples))
         } catch {
             logger.warning("audio output failed; muting the speaker", metadata: ["error": "\(error)"])
-            audioSink = nil
+            remote.audioSink = nil
         }
     }
 
     func sendReports() {
-        guard mediaBound, let own = joined?.media.ssrcs else { return }
+        guard media.isBound, let own = joined?.media.ssrcs else { return }
         let ntp = NTPTimestamp.from(unixTime: .milliseconds(WallClock.milliseconds))
         var packets: [RTCPPacket] = []
-        if role == .broadcaster {
-            if let audio = audioSender, !microphoneMuted {
+        if controls.role == .broadcaster {
+            if let audio = ownAudio.sender, !controls.microphoneMuted {
                 packets.append(.senderReport(audio.senderReport(ntpTimestamp: ntp)))
             }
-            if videoSender != nil, !cameraOff {
-                packets += videoSent.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
+            if ownVideo.thread != nil, !controls.cameraOff {
+                packets += ownVideo.sent.senderReports(ntpTimestamp: ntp).map { .senderReport($0) }
             }
         }
         var blocks: [ReportBlock] = []
-        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) {
+        for peer in remote.peers.values.sorted(by: { $0.info.id < $1.info.id }) {
             if peer.audioPacketsReceived > 0 { blocks.append(peer.audio.makeReportBlock(now: now)) }
             if peer.videoPacketsReceived > 0 { blocks.append(peer.videoBuffer.makeReportBlock(now: now)) }
         }
@@ -311,29 +311,29 @@ extension EngineCore {
         if packets.isEmpty { return }
         packets.append(.sourceDescription(SourceDescription(ssrc: own.audio, cname: configuration.name)))
         sendRaw(RTCPPacket.serializeCompound(packets))
-        udp?.flush()
+        media.udp?.flush()
     }
 
     func reportStatistics() {
         let at = now
         let seconds = max(
             0.001,
-            Double((at - lastStats).components.seconds)
-                + Double((at - lastStats).components.attoseconds) / 1e18)
-        lastStats = at
-        for peer in peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
+            Double((at - reports.lastStats).components.seconds)
+                + Double((at - reports.lastStats).components.attoseconds) / 1e18)
+        reports.lastStats = at
+        for peer in remote.peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
             emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
         }
-        guard videoSender != nil, let audio = audioSender else { return }
-        let video = videoSent
+        guard ownVideo.thread != nil, let audio = ownAudio.sender else { return }
+        let video = ownVideo.sent
         // What actually went out in this window, for the local tile's stats and for the room.
         // (New senders after a fresh rejoin start from zero: a negative window counts as zero.)
         // The camera's rate: a frame sent in two layers counts once.
-        let frames = max(0, video.cameraFramesSent - sentWindow.videoFrames)
-        let videoKbps = Double(max(0, video.bytesSent - sentWindow.videoBytes)) * 8 / 1000 / seconds
-        let audioKbps = Double(max(0, audio.bytesSent - sentWindow.audioBytes)) * 8 / 1000 / seconds
-        sentWindow = (video.cameraFramesSent, video.bytesSent, audio.bytesSent)
-        let sending = !cameraOff && role == .broadcaster
+        let frames = max(0, video.cameraFramesSent - reports.sentWindow.videoFrames)
+        let videoKbps = Double(max(0, video.bytesSent - reports.sentWindow.videoBytes)) * 8 / 1000 / seconds
+        let audioKbps = Double(max(0, audio.bytesSent - reports.sentWindow.audioBytes)) * 8 / 1000 / seconds
+        reports.sentWindow = (video.cameraFramesSent, video.bytesSent, audio.bytesSent)
+        let sending = !controls.cameraOff && controls.role == .broadcaster
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
         if sending, video.layerSizes.count == video.activeLayers.count {
@@ -356,9 +356,9 @@ extension EngineCore {
             }
         }
         emit(.localStats(info))
-        statsReports += 1
-        if statsReports % 2 == 0 {
-            signaling?.send(
+        reports.count += 1
+        if reports.count % 2 == 0 {
+            signalingLink.connection?.send(
                 .stats(
                     SenderStats(
                         width: size?.width ?? 0, height: size?.height ?? 0, fps: Double(frames) / seconds,
@@ -367,21 +367,21 @@ extension EngineCore {
     }
 
     func reportLevels() {
-        if sound.microphone != nil, let sender = audioSender {
-            let level: Double? = microphoneMuted ? 0 : sender.level.level
-            if meterReported.map({ abs($0 - (level ?? 0)) > 0.06 }) ?? true {
-                meterReported = level
+        if sound.microphone != nil, let sender = ownAudio.sender {
+            let level: Double? = controls.microphoneMuted ? 0 : sender.level.level
+            if ownAudio.meterReported.map({ abs($0 - (level ?? 0)) > 0.06 }) ?? true {
+                ownAudio.meterReported = level
                 emit(.microphoneLevel(level))
             }
         }
-        if let sender = audioSender, let id = joined?.you.id {
-            let level = microphoneMuted ? 0 : (sender.level.isSpeaking ? max(0.2, sender.level.level) : 0)
-            if abs(level - localLevelReported) > 0.05 {
-                localLevelReported = level
+        if let sender = ownAudio.sender, let id = joined?.you.id {
+            let level = controls.microphoneMuted ? 0 : (sender.level.isSpeaking ? max(0.2, sender.level.level) : 0)
+            if abs(level - ownAudio.levelReported) > 0.05 {
+                ownAudio.levelReported = level
                 emit(.audioLevel(ParticipantID(id), level))
             }
         }
-        for peer in peers.values where peer.audioPacketsReceived > 0 {
+        for peer in remote.peers.values where peer.audioPacketsReceived > 0 {
             let level = peer.level.isSpeaking ? max(0.2, peer.level.level) : 0
             emit(.audioLevel(peer.participant, level))
         }

@@ -16,41 +16,36 @@ extension EngineCore {
         else { return }
         let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
         sendRaw(request.serialized())
-        udp?.flush()
-        bindAttempts += 1
+        media.udp?.flush()
+        media.bindAttempts += 1
         // Every 250 ms until acknowledged, then every 5 s as a keep-alive for NAT bindings.
-        let delay: TimeAmount = mediaBound ? .seconds(5) : .milliseconds(250)
-        if !mediaBound && bindAttempts == 20 {
+        let delay: TimeAmount = media.isBound ? .seconds(5) : .milliseconds(250)
+        if !media.isBound && media.bindAttempts == 20 {
             emit(.alert(.message("The relay does not answer on UDP port \(room.media.udpPort): no media yet")))
         }
-        bindTask?.cancel()
-        bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
+        media.bindTask?.cancel()
+        media.bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
     }
 
+    /// Sends `packets`, each sealed for the room first.
     func send(_ packets: [RTPPacket]) {
-        guard let udp, let relayMedia, !packets.isEmpty else { return }
+        guard media.canSend, !packets.isEmpty else { return }
         for plain in packets {
             guard let packet = sealed(plain) else { continue }
-            let bytes = packet.serialized()
-            var buffer = udp.allocator.buffer(capacity: bytes.count)
-            buffer.writeBytes(bytes)
-            udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+            media.write(packet.serialized())
         }
-        udp.flush()
+        media.udp?.flush()
     }
 
     func sendRaw(_ bytes: [UInt8]) {
-        guard let udp, let relayMedia else { return }
-        var buffer = udp.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        udp.write(AddressedEnvelope(remoteAddress: relayMedia, data: buffer), promise: nil)
+        media.write(bytes)
     }
 
     /// One datagram from the media socket. Only the relay's media address may speak to us: anyone else who reaches
     /// the port (a stranger spraying packets, a peer trying to bypass the relay) is dropped and counted.
-    func receive(_ datagram: ByteBuffer, from remote: SocketAddress) {
-        guard let relayMedia, remote == relayMedia else {
-            datagramsFromStrangers += 1
+    func receive(_ datagram: ByteBuffer, from sender: SocketAddress) {
+        guard let relay = media.relay, sender == relay else {
+            media.datagramsFromStrangers += 1
             return
         }
         let bytes = Array(datagram.readableBytesView)
@@ -73,7 +68,7 @@ extension EngineCore {
     /// A media packet of a member: audio to its jitter buffer, video to the layer's, a completed frame decoded.
     private func receiveRTP(_ bytes: [UInt8]) {
         guard let header = try? RTPHeaderView(parsing: bytes),
-            let owner = ownerOfBlock[header.ssrc & ~3], let peer = peers[owner],
+            let peer = remote.peer(sending: header.ssrc),
             let received = try? RTPPacket(parsing: bytes), let packet = opened(received, from: peer)
         else { return }
         if header.ssrc == peer.info.ssrcs.audio {
@@ -93,7 +88,7 @@ extension EngineCore {
             // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
             if packet.header.marker {
                 pollVideo(peer, at: at)
-                udp?.flush()
+                media.udp?.flush()
             }
         }
     }
@@ -103,18 +98,18 @@ extension EngineCore {
     private func mediaBindAnswered(_ status: BindStatus) {
         switch status {
         case .bound:
-            guard !mediaBound else { return }
-            mediaBound = true
+            guard !media.isBound else { return }
+            media.isBound = true
             onVideoThread { $0.requestKeyframe() }
             // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
-            for peer in peers.values { sendKeyframeRequest(for: peer) }
+            for peer in remote.peers.values { sendKeyframeRequest(for: peer) }
             if recording.awaitsMedia {
                 recording.awaitsMedia = false
                 startRecording()
             }
-            bindTask?.cancel()
+            media.bindTask?.cancel()
             if let bound {
-                bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
+                media.bindTask = loop.scheduleTask(in: .seconds(5)) { bound.value.sendBind() }
             }
         case .unknownMember, .wrongToken:
             logger.warning("relay refused the media bind", metadata: ["status": "\(status)"])
@@ -127,29 +122,30 @@ extension EngineCore {
         switch packet {
         case .pictureLossIndication(let pli):
             guard let layer = joined?.media.ssrcs.layerIndex(of: pli.mediaSSRC) else {
-                forgedFeedbackDropped += 1
+                media.forgedFeedbackDropped += 1
                 return
             }
-            keyframeRequestsReceived += 1
+            ownVideo.keyframeRequestsReceived += 1
             onVideoThread { $0.requestKeyframe(layer: layer) }
         case .nack(let nack):
             guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {
-                forgedFeedbackDropped += 1
+                media.forgedFeedbackDropped += 1
                 return
             }
             resend(nack)
         case .receiverReport(let report):
             // The relay passes on only the blocks about our own streams; the audio one steers FEC.
             for block in report.reports where block.ssrc == joined?.media.ssrcs.audio {
-                if let percent = audioLossPlan.record(reporter: report.ssrc, fractionLost: block.fractionLost, at: now)
+                if let percent = ownAudio.lossPlan.record(
+                    reporter: report.ssrc, fractionLost: block.fractionLost, at: now)
                 {
-                    audioSender?.planForLoss(percent: percent)
+                    ownAudio.sender?.planForLoss(percent: percent)
                     logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
                 }
             }
         case .senderReport(let report):
-            guard let owner = ownerOfBlock[report.ssrc & ~3], let peer = peers[owner] else {
-                forgedFeedbackDropped += 1
+            guard let peer = remote.peer(sending: report.ssrc) else {
+                media.forgedFeedbackDropped += 1
                 return
             }
             if report.ssrc == peer.info.ssrcs.audio {

@@ -21,7 +21,7 @@ extension EngineCore {
         let path = RecordingPath.next(
             configured: configuration.recording.path, room: room.room,
             exists: { FileManager.default.fileExists(atPath: $0) })
-        let members = peers.values.sorted { $0.info.id < $1.info.id }.map { peer in
+        let members = remote.peers.values.sorted { $0.info.id < $1.info.id }.map { peer in
             RecordingPlan.Member(
                 id: peer.info.id, name: peer.info.label, broadcasts: peer.info.role == .broadcaster,
                 sendsVideo: !peer.info.videoMuted,
@@ -36,11 +36,11 @@ extension EngineCore {
         }
         recording.started += 1
         // Every video track opens on a keyframe: ask each sender for one now rather than wait for the next.
-        for peer in peers.values where plan.tracks.contains(where: { $0.member == peer.info.id }) {
+        for peer in remote.peers.values where plan.tracks.contains(where: { $0.member == peer.info.id }) {
             sendKeyframeRequest(for: peer)
         }
-        udp?.flush()
-        signaling?.send(.recording(RecordingChange(recording: true)))
+        media.udp?.flush()
+        signalingLink.connection?.send(.recording(RecordingChange(recording: true)))
         let videos = plan.tracks.filter(\.isVideo).count
         emit(.notice("Recording to \(path): \(videos) video track\(videos == 1 ? "" : "s"), audio and chat"))
         logger.notice("recording started", metadata: ["path": "\(path)", "tracks": "\(plan.tracks.count)"])
@@ -50,7 +50,7 @@ extension EngineCore {
     func stopRecording(problem: String? = nil) {
         guard let recorder = recording.recorder else { return }
         recording.recorder = nil
-        signaling?.send(.recording(RecordingChange(recording: false)))
+        signalingLink.connection?.send(.recording(RecordingChange(recording: false)))
         if let problem {
             emit(.alert(.message("Recording stopped: \(problem). \(recorder.path) plays up to that point")))
             logger.warning("recording stopped", metadata: ["path": "\(recorder.path)", "problem": "\(problem)"])
@@ -92,10 +92,10 @@ extension EngineCore {
             emit(.recording(ParticipantID(id), name: member.label, active: true, encrypted: encrypted))
         }
         if configuration.recording.startsAtJoin, recording.started == 0 {
-            if mediaBound { startRecording() } else { recording.awaitsMedia = true }
+            if media.isBound { startRecording() } else { recording.awaitsMedia = true }
         } else if recording.recorder != nil {
             // Back after a reconnection: the room hears again that this member records.
-            signaling?.send(.recording(RecordingChange(recording: true)))
+            signalingLink.connection?.send(.recording(RecordingChange(recording: true)))
         }
     }
 
@@ -137,7 +137,7 @@ extension EngineCore {
         record { checkpointed = try $0.tick(at: now) }
         guard checkpointed else { return }
         for member in recorder.videoMembers where recorder.waitsForKeyframe(member) {
-            if let peer = peers[member] { sendKeyframeRequest(for: peer) }
+            if let peer = remote.peers[member] { sendKeyframeRequest(for: peer) }
         }
     }
 }

@@ -14,7 +14,7 @@ extension EngineCore {
     /// Gives the signaling state one input at the current time and carries out what it returns.
     func advance(_ input: (inout CallSignalingState, Duration) -> [CallSignalingState.Action]) {
         let now = self.now
-        carryOut(input(&signalingState, now), now: now)
+        carryOut(input(&signalingLink.state, now), now: now)
     }
 
     /// Carries out the signaling state's actions in order; `now` is the time their input was given at.
@@ -29,7 +29,7 @@ extension EngineCore {
         case .openConnection(let first):
             connect(first: first)
         case .send(let message):
-            signaling?.send(message)
+            signalingLink.connection?.send(message)
         case .sendJoin(let credentials):
             sendJoin(credentials)
         case .emit(let event):
@@ -37,17 +37,17 @@ extension EngineCore {
         case .schedule(let timer, let at):
             schedule(timer, in: at - now)
         case .cancel(.reconnect):
-            reconnectTask?.cancel()
+            signalingLink.reconnectTask?.cancel()
         case .cancel(.lost):
-            lostTask?.cancel()
+            signalingLink.lostTask?.cancel()
         case .closeConnection:
-            signaling?.close()
-            signaling = nil
+            signalingLink.connection?.close()
+            signalingLink.connection = nil
         case .follow(let redirect, let first):
             follow(redirect, first: first)
         case .dropStalledConnection(let silence):
             logger.notice("the relay went silent; reconnecting", metadata: ["after": "\(silence)"])
-            signaling?.abort()
+            signalingLink.connection?.abort()
         case .noteRefusal(let error):
             logger.notice("relay refused a message", metadata: ["error": "\(error)"])
         case .roomMessage(let message):
@@ -55,7 +55,7 @@ extension EngineCore {
         case .dropStalePeers(let room):
             dropStalePeers(keeping: room)
         case .resendTiles:
-            tiles.forgetSent()
+            reports.tiles.forgetSent()
             sendTilesIfDue()
         case .addMembers(let members):
             for member in members { addPeer(member) }
@@ -63,13 +63,13 @@ extension EngineCore {
             bindMedia(room, restartMedia: restartMedia)
             recordingJoined(room)
         case .unbindMedia:
-            mediaBound = false
+            media.isBound = false
         case .startKeepAlive(let interval):
             startKeepAlive(every: interval)
         case .startReporting:
             startSignalingTimers()
         case .setLocalRole(let newRole):
-            role = newRole
+            controls.role = newRole
         case .stopMedia:
             stopMedia()
         case .closeDevices:
@@ -77,7 +77,7 @@ extension EngineCore {
         case .stopTimers:
             stopTimers()
         case .closeMediaSocket:
-            udp?.close(promise: nil)
+            media.udp?.close(promise: nil)
         case .finish:
             stopRecording()
             finish()
@@ -92,39 +92,39 @@ extension EngineCore {
         }
         switch timer {
         case .reconnect:
-            reconnectTask?.cancel()
-            reconnectTask = task
+            signalingLink.reconnectTask?.cancel()
+            signalingLink.reconnectTask = task
         case .lost:
-            lostTask?.cancel()
-            lostTask = task
+            signalingLink.lostTask?.cancel()
+            signalingLink.lostTask = task
         }
     }
 
     /// After a resume, members the relay no longer lists (or lists with other streams) are gone; every peer is
     /// added again from the room that follows.
     private func dropStalePeers(keeping room: JoinedRoom) {
-        for (id, peer) in peers.sorted(by: { $0.key < $1.key })
+        for (id, peer) in remote.peers.sorted(by: { $0.key < $1.key })
         where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
             emit(.userOffline(ParticipantID(id), reason: .dropped))
         }
-        peers.removeAll()
-        ownerOfBlock.removeAll()
+        remote.peers.removeAll()
+        remote.ownerOfBlock.removeAll()
     }
 
     private func stopTimers() {
-        reconnectTask?.cancel()
-        lostTask?.cancel()
-        bindTask?.cancel()
-        keepAliveTask?.cancel()
-        for task in repeating { task.cancel() }
-        repeating.removeAll()
+        signalingLink.reconnectTask?.cancel()
+        signalingLink.lostTask?.cancel()
+        media.bindTask?.cancel()
+        signalingLink.keepAliveTask?.cancel()
+        for task in reports.tasks { task.cancel() }
+        reports.tasks.removeAll()
     }
 
     /// Opens the audio output and the media socket; the call connects once the socket is open.
     func prepareMedia() {
         guard let bound else { return }
         do {
-            audioSink = try makeAudioSink()
+            remote.audioSink = try makeAudioSink()
         } catch {
             emit(.alert(.message("Audio output unavailable: \(error)")))
         }
@@ -135,7 +135,7 @@ extension EngineCore {
             let core = bound.value
             switch result {
             case .success(let channel):
-                core.udp = channel
+                core.media.udp = channel
                 core.advance { state, _ in state.mediaSocketOpened() }
             case .failure(let error):
                 core.advance { state, _ in state.mediaSocketFailed("\(error)") }
@@ -147,12 +147,12 @@ extension EngineCore {
     /// configured list (`--server a,b`), each once per attempt, before the attempt counts as failed.
     func connect(first: Bool, tried: Int = 0) {
         guard let bound else { return }
-        let address = currentServer
+        let address = signalingLink.server
         let loop = self.loop
-        connectionGeneration += 1
-        let generation = connectionGeneration
+        signalingLink.generation += 1
+        let generation = signalingLink.generation
         var security = configuration.signalingSecurity
-        if case .tls(let store) = security, let expected = redirectFingerprint {
+        if case .tls(let store) = security, let expected = signalingLink.redirectFingerprint {
             security = .tls(store.expecting(expected, for: address.description))
         }
         let timeout = configuration.signalingTimeout.components
@@ -168,17 +168,17 @@ extension EngineCore {
             }
         ) { event in
             // A connection left behind (a redirect opened another) says nothing more.
-            guard bound.value.connectionGeneration == generation else { return }
+            guard bound.value.signalingLink.generation == generation else { return }
             bound.value.handle(event)
         }.whenComplete { result in
             let core = bound.value
-            guard core.connectionGeneration == generation else {
+            guard core.signalingLink.generation == generation else {
                 if case .success(let stale) = result { stale.close() }
                 return
             }
             switch result {
             case .success(let connection):
-                core.signaling = connection
+                core.signalingLink.connection = connection
                 core.advance { $0.connectionOpened(first: first, now: $1) }
             case .failure(let error):
                 var certificateChanged = false
@@ -190,8 +190,8 @@ extension EngineCore {
                     core.logger.notice(
                         "relay unreachable, trying the next",
                         metadata: ["relay": "\(address)", "next": "\(servers[index])"])
-                    core.currentServer = servers[index]
-                    core.redirectFingerprint = nil
+                    core.signalingLink.server = servers[index]
+                    core.signalingLink.redirectFingerprint = nil
                     core.connect(first: first, tried: tried + 1)
                     return
                 }
@@ -218,22 +218,22 @@ extension EngineCore {
             first ? "room lives on another node: joining there" : "moving to another node of the cluster",
             metadata: ["room": "\(redirect.room)", "node": "\(redirect.node)", "server": "\(target)"])
         if case .tls(let store) = configuration.signalingSecurity {
-            redirectFingerprint = store.known.pin(for: currentServer.description)
+            signalingLink.redirectFingerprint = store.known.pin(for: signalingLink.server.description)
         }
-        currentServer = target
-        connectionGeneration += 1
-        signaling?.close()
-        signaling = nil
+        signalingLink.server = target
+        signalingLink.generation += 1
+        signalingLink.connection?.close()
+        signalingLink.connection = nil
         connect(first: first)
     }
 
     func sendJoin(_ credentials: CallSignalingState.JoinCredentials) {
-        signaling?.send(
+        signalingLink.connection?.send(
             .join(
                 JoinRequest(
                     room: configuration.room, name: configuration.name,
-                    role: role == .audience ? .audience : .broadcaster,
-                    audioMuted: microphoneMuted, videoMuted: cameraOff, resume: credentials.resume,
+                    role: controls.role == .audience ? .audience : .broadcaster,
+                    audioMuted: controls.microphoneMuted, videoMuted: controls.cameraOff, resume: credentials.resume,
                     proof: credentials.proof,
                     verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
                     videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
@@ -249,19 +249,19 @@ extension EngineCore {
 
     /// Sends the newest tile report if it changed, no sooner than 250 ms after the last.
     func reportTiles(_ shown: [TileSize]) {
-        tiles.want(shown)
+        reports.tiles.want(shown)
         sendTilesIfDue()
     }
 
     func sendTilesIfDue() {
         let joined = if case .joined = phase { true } else { false }
-        switch tiles.next(now: now, joined: joined, waiting: tilesTask != nil) {
+        switch reports.tiles.next(now: now, joined: joined, waiting: reports.tilesTask != nil) {
         case .send(let shown):
-            signaling?.send(.tiles(TileReport(tiles: Array(shown.prefix(maxReportedTiles)))))
+            signalingLink.connection?.send(.tiles(TileReport(tiles: Array(shown.prefix(maxReportedTiles)))))
         case .wait(let wait):
             guard let bound else { return }
-            tilesTask = loop.scheduleTask(in: TimeAmount(wait)) {
-                bound.value.tilesTask = nil
+            reports.tilesTask = loop.scheduleTask(in: TimeAmount(wait)) {
+                bound.value.reports.tilesTask = nil
                 bound.value.sendTilesIfDue()
             }
         case .nothing:
@@ -277,7 +277,7 @@ extension EngineCore {
             logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
             advance { $0.receivedInvalid(now: $1) }
         case .closed:
-            signaling = nil
+            signalingLink.connection = nil
             advance { $0.connectionClosed(now: $1) }
         }
     }
@@ -290,8 +290,8 @@ extension EngineCore {
         case .memberJoined(let notice):
             addPeer(notice.member)
         case .memberLeft(let left):
-            guard let peer = peers.removeValue(forKey: left.id) else { return }
-            ownerOfBlock[peer.info.ssrcs.block] = nil
+            guard let peer = remote.peers.removeValue(forKey: left.id) else { return }
+            remote.ownerOfBlock[peer.info.ssrcs.block] = nil
             let reason: OfflineReason =
                 switch left.reason {
                 case .removed: .removed
@@ -301,7 +301,7 @@ extension EngineCore {
                 }
             emit(.userOffline(ParticipantID(left.id), reason: reason))
         case .mute(let mute):
-            guard let peer = peers[mute.id] else { return }
+            guard let peer = remote.peers[mute.id] else { return }
             if peer.info.audioMuted != mute.audio { emit(.remoteAudioMuted(ParticipantID(mute.id), mute.audio)) }
             if peer.info.videoMuted != mute.video { emit(.remoteVideoMuted(ParticipantID(mute.id), mute.video)) }
             peer.info.audioMuted = mute.audio
@@ -319,22 +319,22 @@ extension EngineCore {
             break  // Receivers measure what arrives themselves; senders' reports are informative only.
         case .role(let change):
             let newRole: Role = change.role == .audience ? .audience : .broadcaster
-            peers[change.id]?.info.role = change.role
+            remote.peers[change.id]?.info.role = change.role
             emit(.roleChanged(ParticipantID(change.id), newRole))
         case .host(let host):
             emit(.hostChanged(ParticipantID(host.id)))
         case .hand(let member):
             emit(.handRaised(ParticipantID(member.id)))
         case .videoLayers(let demand):
-            pendingLayerDemand = demand.active
+            ownVideo.layerDemand = demand.active
             onVideoThread { $0.setActiveLayers(demand.active) }
         case .recording(let notice):
             recordingNotice(notice)
         case .recordingPolicy(let policy):
             recordingPolicyChanged(policy)
         case .dominantSpeaker(let notice):
-            dominantSpeaker = notice.id == 0 ? nil : notice.id
-            emit(.dominantSpeaker(dominantSpeaker.map(ParticipantID.init)))
+            remote.dominantSpeaker = notice.id == 0 ? nil : notice.id
+            emit(.dominantSpeaker(remote.dominantSpeaker.map(ParticipantID.init)))
         case .chatHistory(let history):
             emit(
                 .earlierChat(
@@ -350,10 +350,10 @@ extension EngineCore {
     /// SSRCs), then bind requests until the relay acknowledges one.
     func bindMedia(_ room: JoinedRoom, restartMedia: Bool) {
         do {
-            let media =
+            let address =
                 configuration.mediaAddressOverride
-                ?? ServerAddress(host: currentServer.host, port: room.media.udpPort)
-            relayMedia = try SocketAddress.makeAddressResolvingHost(media.host, port: media.port)
+                ?? ServerAddress(host: signalingLink.server.host, port: room.media.udpPort)
+            media.relay = try SocketAddress.makeAddressResolvingHost(address.host, port: address.port)
         } catch {
             emit(.alert(.message("Cannot resolve the relay's media address: \(error)")))
         }
@@ -364,25 +364,25 @@ extension EngineCore {
                 emit(.alert(.message("Media could not start: \(error)")))
             }
         }
-        mediaBound = false
-        bindAttempts = 0
+        media.isBound = false
+        media.bindAttempts = 0
         sendBind()
     }
 
     func addPeer(_ member: MemberInfo) {
         guard member.id != joined?.you.id else { return }
-        if let existing = peers[member.id] {
+        if let existing = remote.peers[member.id] {
             existing.info = member
         } else {
             do {
-                peers[member.id] = try PeerReceiver(info: member)
+                remote.peers[member.id] = try PeerReceiver(info: member)
             } catch {
                 logger.error(
                     "cannot receive a member's media", metadata: ["member": "\(member.id)", "error": "\(error)"])
                 return
             }
         }
-        ownerOfBlock[member.ssrcs.block] = member.id
+        remote.ownerOfBlock[member.ssrcs.block] = member.id
         let id = ParticipantID(member.id)
         emit(
             .userJoined(
@@ -397,22 +397,22 @@ extension EngineCore {
     /// silent on (`KeepAliveSchedule` decides both).
     func startKeepAlive(every interval: Duration) {
         guard let bound else { return }
-        keepAliveTask?.cancel()
+        signalingLink.keepAliveTask?.cancel()
         let period = timeAmount(interval)
-        keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
+        signalingLink.keepAliveTask = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
             let core = bound.value
-            guard core.signaling != nil else { return }  // Nothing to ping on between connections.
+            guard core.signalingLink.connection != nil else { return }  // Nothing to ping on between connections.
             core.advance { $0.keepAliveTick(now: $1) }
         }
     }
 
     func startSignalingTimers() {
         guard let bound else { return }
-        repeating.append(
+        reports.tasks.append(
             loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                 bound.value.reportStatistics()
             })
-        repeating.append(
+        reports.tasks.append(
             loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
                 bound.value.reportLevels()
             })

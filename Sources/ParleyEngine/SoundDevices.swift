@@ -27,4 +27,8 @@ struct SoundDevices {
     /// Times the microphone and the speaker failed mid-call (the first failure falls back to the default device).
     var microphoneFailures = 0
     var speakerFailures = 0
+    /// How the engine loop's thread got scheduled (`AudioThreadPriority.raiseCurrentThreadNice`).
+    var mediaThread: AudioThreadScheduling?
+    /// How the process's session group got weighted (`AudioThreadPriority.raiseSessionGroup`), put back on leaving.
+    var sessionGroup: AudioThreadScheduling?
 }

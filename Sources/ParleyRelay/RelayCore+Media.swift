@@ -118,31 +118,28 @@ extension RelayCore {
     ) {
         if header.ssrc != route.ssrcs.audio {
             // A copy, so the stored packet does not pin the whole receive batch buffer for the retention window.
-            var copy = udp.allocator.buffer(capacity: data.readableBytes)
+            var copy = output.udp.allocator.buffer(capacity: data.readableBytes)
             copy.writeImmutableBuffer(data)
             retransmission.buffer.store(copy, ssrc: header.ssrc, sequenceNumber: header.sequenceNumber, at: now)
             if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
             // Each receiver gets the one layer of this sender its tile needs.
             let layer = route.ssrcs.layerIndex(of: header.ssrc) ?? 0
-            media.destinations(from: route.member, in: route.room, into: &layerDestinations)
+            media.destinations(from: route.member, in: route.room, into: &output.layerDestinations)
             var count = 0
-            for (member, address) in layerDestinations
+            for (member, address) in output.layerDestinations
             where layers.forwards(layer: layer, startsKeyframe: keyframe, from: route.member, to: member) {
-                udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+                output.write(data, to: address)
                 count += 1
             }
-            forwarded += count
+            output.forwarded += count
             if layers.hasSwitches { performLayerEffects(layers.takeDemandChanges()) }
             return
         }
         if let level {
             speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now)
         }
-        media.destinations(from: route.member, in: route.room, into: &destinations)
-        for address in destinations {
-            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
-        }
-        forwarded += destinations.count
+        media.destinations(from: route.member, in: route.room, into: &output.destinations)
+        output.sendToDestinations(data)
     }
 
     func bind(_ data: ByteBuffer, from remote: SocketAddress) {
@@ -162,7 +159,7 @@ extension RelayCore {
             media.count(.badBind)
             // A spray of bad binds must not flood the log: one line per source address a minute, with a count.
             let source = remote.ipAddress ?? "\(remote)"
-            if let heldBack = refusedBinds.admit(source, at: now) {
+            if let heldBack = output.refusedBinds.admit(source, at: now) {
                 logger.notice(
                     "bind refused",
                     metadata: [
@@ -172,7 +169,7 @@ extension RelayCore {
             }
         }
         let ack = BindAcknowledgement(ssrc: request.ssrc, memberID: request.memberID, status: status).serialized()
-        udp.write(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: ack)), promise: nil)
+        output.write(ByteBuffer(bytes: ack), to: remote)
     }
 
     /// `member` can receive from now on (its first bind, or a new address): every camera it gets is asked for a
@@ -213,16 +210,13 @@ extension RelayCore {
             switch action {
             case .forwardToRoom:
                 sendToNodes(data, of: route.room)
-                media.destinations(from: route.member, in: route.room, into: &destinations)
-                for address in destinations {
-                    udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
-                }
-                forwarded += destinations.count
+                media.destinations(from: route.member, in: route.room, into: &output.destinations)
+                output.sendToDestinations(data)
             case .sendToMember(let member, let bytes):
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
                 answerNACK(ssrc: ssrc, sequenceNumbers, from: route.member, senderSSRC: route.ssrcs.audio) {
-                    udp.write(AddressedEnvelope(remoteAddress: remote, data: $0), promise: nil)
+                    output.write($0, to: remote)
                 }
             }
         }
@@ -249,7 +243,7 @@ extension RelayCore {
             return
         }
         guard let address = media.route(of: member)?.address else { return }
-        udp.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)), promise: nil)
-        forwarded += 1
+        output.write(ByteBuffer(bytes: bytes), to: address)
+        output.forwarded += 1
     }
 }

@@ -62,3 +62,49 @@ struct Retransmission {
     /// A NACK for what the buffer did not hold went to the stream's sender.
     mutating func nackForwarded() { nacksForwarded += 1 }
 }
+
+/// The media socket's way out: the lists a fan-out fills (kept to spare an allocation per packet), the packets
+/// written, and refused binds logged at most once a window per source.
+struct MediaOutput {
+    let udp: any Channel
+    var destinations: [SocketAddress] = []
+    var layerDestinations: [(member: UInt32, address: SocketAddress)] = []
+    /// Packets written to members and other nodes.
+    var forwarded = 0
+    var refusedBinds: LogThrottle<String>
+
+    init(udp: any Channel, refusedBindLogWindow: Duration) {
+        self.udp = udp
+        refusedBinds = LogThrottle(window: refusedBindLogWindow)
+    }
+
+    /// Queues `data` for `address` (sent at the next flush).
+    func write(_ data: ByteBuffer, to address: SocketAddress) {
+        udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+    }
+
+    /// Queues `data` for every address in `destinations`, counted as forwarded.
+    mutating func sendToDestinations(_ data: ByteBuffer) {
+        for address in destinations { write(data, to: address) }
+        forwarded += destinations.count
+    }
+}
+
+/// The signaling connections' channels, by the id each got when it opened.
+struct SignalingChannels {
+    private(set) var byID: [ConnectionID: any Channel] = [:]
+    private var next: UInt64 = 1
+
+    /// Keeps `channel` under a new id.
+    mutating func add(_ channel: any Channel) -> ConnectionID {
+        let id = ConnectionID(next)
+        next += 1
+        byID[id] = channel
+        return id
+    }
+
+    /// The channel of `id`, forgotten.
+    mutating func remove(_ id: ConnectionID) -> (any Channel)? {
+        byID.removeValue(forKey: id)
+    }
+}

@@ -199,11 +199,8 @@ extension RelayCore {
             let member = media.owner(of: senderSSRC), links.remoteNodes[member] == node,
             let route = media.route(of: member)
         else { return }
-        media.destinations(from: route.member, in: route.room, into: &destinations)
-        for address in destinations {
-            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
-        }
-        forwarded += destinations.count
+        media.destinations(from: route.member, in: route.room, into: &output.destinations)
+        output.sendToDestinations(data)
     }
 
     /// One copy of a member's datagram to each other node with members in `room`; of a packet of a video layer

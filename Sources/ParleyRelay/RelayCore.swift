@@ -16,23 +16,20 @@ final class RelayCore {
     var media: MediaRouter<SocketAddress>
     /// Video packets kept for resending, and what was resent or asked of their senders.
     var retransmission: Retransmission
-    let udp: any Channel
+    /// The media socket's way out, and what went out through it.
+    var output: MediaOutput
+    /// The signaling connections' channels.
+    var signalingChannels = SignalingChannels()
     let loop: any EventLoop
-    var channels: [ConnectionID: any Channel] = [:]
-    var nextConnection: UInt64 = 1
     let clock = ContinuousClock()
     let epoch: ContinuousClock.Instant
     var timers: [RepeatedTask] = []
-    var destinations: [SocketAddress] = []
-    var layerDestinations: [(member: UInt32, address: SocketAddress)] = []
     /// Which simulcast layer of each sender each receiver gets.
     var layers = LayerForwarding()
     /// Each room's dominant speaker, from the levels in its audio.
     var speakers: [String: DominantSpeakerDetector] = [:]
-    var refusedBinds: LogThrottle<String>
     /// TCP connections open against their limit, and those refused for it.
     var admission = ConnectionAdmission()
-    var forwarded = 0
     let logger: Logger
     /// Accounts, presence and kept room chat; nil when the relay has no store.
     var messaging: MessagingService?
@@ -67,8 +64,7 @@ final class RelayCore {
         }
         media = MediaRouter(limits: configuration.media)
         retransmission = Retransmission(retention: configuration.media.retransmissionWindow)
-        refusedBinds = LogThrottle(window: configuration.media.refusedBindLogWindow)
-        self.udp = udp
+        output = MediaOutput(udp: udp, refusedBindLogWindow: configuration.media.refusedBindLogWindow)
         self.loop = loop
         self.logger = configuration.logger
         epoch = clock.now
@@ -85,7 +81,7 @@ final class RelayCore {
 
     var counters: RelayCounters {
         var counters = state.counters
-        counters.packetsForwarded = forwarded
+        counters.packetsForwarded = output.forwarded
         counters.refusedFull = admission.refused
         counters.openConnections = admission.open
         counters.limitsReached += admission.refused
@@ -115,7 +111,7 @@ final class RelayCore {
                 let core = core.value
                 core.saveRoomHosts()
                 core.retransmission.buffer.dropExpired(at: core.now)
-                for (source, heldBack) in core.refusedBinds.expire(at: core.now) {
+                for (source, heldBack) in core.output.refusedBinds.expire(at: core.now) {
                     core.logger.notice(
                         "bind refused, held back",
                         metadata: [
@@ -154,7 +150,7 @@ final class RelayCore {
     /// Sends what the media and trunk sockets were given (after each batch of datagrams read on either: a
     /// packet read on one socket is often written on the other).
     func flushWrites() {
-        udp.flush()
+        output.udp.flush()
         links.flushWrites()
     }
 
@@ -203,9 +199,7 @@ final class RelayCore {
     }
 
     func register(_ channel: any Channel) -> ConnectionID {
-        let id = ConnectionID(nextConnection)
-        nextConnection += 1
-        channels[id] = channel
+        let id = signalingChannels.add(channel)
         logger.debug(
             "signaling connected",
             metadata: [
@@ -218,7 +212,7 @@ final class RelayCore {
     /// The connection's channel closed. One the relay closed itself (`.close`) is no longer in `channels`, but the
     /// state still counts it (its address's place among them): it is told either way.
     func unregister(_ id: ConnectionID) {
-        channels.removeValue(forKey: id)
+        _ = signalingChannels.remove(id)
         perform(state.disconnected(id, now: now))
         logger.debug("signaling closed", metadata: ["connection": "\(id)"])
     }
@@ -285,7 +279,7 @@ final class RelayCore {
         guard !targets.isEmpty else { return }
         let text = message.encoded()
         for target in targets {
-            guard let channel = channels[target] else { continue }
+            guard let channel = signalingChannels.byID[target] else { continue }
             var buffer = channel.allocator.buffer(capacity: text.utf8.count)
             buffer.writeString(text)
             channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
@@ -294,7 +288,7 @@ final class RelayCore {
 
     /// Closes a connection after a normal close frame.
     private func close(_ target: ConnectionID) {
-        guard let channel = channels.removeValue(forKey: target) else { return }
+        guard let channel = signalingChannels.remove(target) else { return }
         var data = channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: .normalClosure)
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))

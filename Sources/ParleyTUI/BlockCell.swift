@@ -425,12 +425,23 @@ struct BlockCell {
         slices(start: x0, length: w, width: h, stripR, stripG, stripB, stripN) {
             boxes.corner($0, y1) &- boxes.corner($0, y0) &- bottomLeft &+ topLeft
         }
-        // Pattern pixels: `across` is 2 for both quadrants and sextants.
         let middle = x0 &+ w / 2
-        let middleTop = boxes.corner(middle, y0)
-        var left = topLeft
-        var centre = middleTop
-        var right = topRight
+        readPatternPixels(x0, middle, x1, y0, h)
+        let all = boxes.corner(x1, y1) &- topRight &- bottomLeft &+ topLeft
+        let s = BoxReader.unpack(all)
+        cellTotal = (s.r, s.g, s.b, w &* h)
+        if quadrantsToo { readQuadrants(x0, middle, x1, y0, y1, all: all) }
+        return true
+    }
+
+    /// The pattern pixels' means, row by row, of the cell between columns `x0`, `middle`, `x1` from row `y0` over
+    /// `h` rows (`across` is 2 for both quadrants and sextants).
+    @inline(__always)
+    private mutating func readPatternPixels(_ x0: Int, _ middle: Int, _ x1: Int, _ y0: Int, _ h: Int) {
+        guard let boxes else { return }
+        var left = boxes.corner(x0, y0)
+        var centre = boxes.corner(middle, y0)
+        var right = boxes.corner(x1, y0)
         var top = y0
         for j in 0..<down {
             let bottom = y0 &+ (j &+ 1) &* h / down
@@ -454,31 +465,35 @@ struct BlockCell {
             green[k] = pixelG[k] / pixelN[k]
             blue[k] = pixelB[k] / pixelN[k]
         }
-        let all = boxes.corner(x1, y1) &- topRight &- bottomLeft &+ topLeft
-        let s = BoxReader.unpack(all)
-        cellTotal = (s.r, s.g, s.b, w &* h)
-        if quadrantsToo {
-            // The four quadrants (the middle row is band edge 4): top left, top, left, then differences.
-            let half = y0 &+ h / 2
-            let centreCorner = boxes.corner(middle, half)
-            let leftMiddle = boxes.corner(x0, half)
-            let topLeftQuadrant = centreCorner &- middleTop &- leftMiddle &+ topLeft
-            let topHalf = boxes.corner(x1, half) &- topRight &- leftMiddle &+ topLeft
-            let leftHalf = boxes.corner(middle, y1) &- middleTop &- bottomLeft &+ topLeft
-            let topRightQuadrant = topHalf &- topLeftQuadrant
-            let bottomLeftQuadrant = leftHalf &- topLeftQuadrant
-            let bottomRightQuadrant = all &- topHalf &- leftHalf &+ topLeftQuadrant
-            @inline(__always)
-            func store(_ k: Int, _ sum: UInt64, _ width: Int, _ height: Int) {
-                (quadR[k], quadG[k], quadB[k]) = BoxReader.unpack(sum)
-                quadN[k] = width &* height
-            }
-            store(0, topLeftQuadrant, middle &- x0, half &- y0)
-            store(1, topRightQuadrant, x1 &- middle, half &- y0)
-            store(2, bottomLeftQuadrant, middle &- x0, y1 &- half)
-            store(3, bottomRightQuadrant, x1 &- middle, y1 &- half)
+    }
+
+    /// The four quadrants' sums of the cell (the middle row is band edge 4): top left, top, left, then
+    /// differences from `all`, the whole cell's sum.
+    @inline(__always)
+    private mutating func readQuadrants(_ x0: Int, _ middle: Int, _ x1: Int, _ y0: Int, _ y1: Int, all: UInt64) {
+        guard let boxes else { return }
+        let topLeft = boxes.corner(x0, y0)
+        let topRight = boxes.corner(x1, y0)
+        let bottomLeft = boxes.corner(x0, y1)
+        let middleTop = boxes.corner(middle, y0)
+        let half = y0 &+ (y1 &- y0) / 2
+        let centreCorner = boxes.corner(middle, half)
+        let leftMiddle = boxes.corner(x0, half)
+        let topLeftQuadrant = centreCorner &- middleTop &- leftMiddle &+ topLeft
+        let topHalf = boxes.corner(x1, half) &- topRight &- leftMiddle &+ topLeft
+        let leftHalf = boxes.corner(middle, y1) &- middleTop &- bottomLeft &+ topLeft
+        let topRightQuadrant = topHalf &- topLeftQuadrant
+        let bottomLeftQuadrant = leftHalf &- topLeftQuadrant
+        let bottomRightQuadrant = all &- topHalf &- leftHalf &+ topLeftQuadrant
+        @inline(__always)
+        func store(_ k: Int, _ sum: UInt64, _ width: Int, _ height: Int) {
+            (quadR[k], quadG[k], quadB[k]) = BoxReader.unpack(sum)
+            quadN[k] = width &* height
         }
-        return true
+        store(0, topLeftQuadrant, middle &- x0, half &- y0)
+        store(1, topRightQuadrant, x1 &- middle, half &- y0)
+        store(2, bottomLeftQuadrant, middle &- x0, y1 &- half)
+        store(3, bottomRightQuadrant, x1 &- middle, y1 &- half)
     }
 
     /// The colour to show for (r, g, b), given what the slot showed before (0 = nothing).

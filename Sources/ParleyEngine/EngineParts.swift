@@ -1,0 +1,141 @@
+import NIOCore
+import ParleyMedia
+import ParleyRoom
+import ParleySecurity
+import ParleyWire
+
+/// The engine core's parts: each holds one idea's state, changed on the engine's loop only.
+
+/// The signaling connection to the relay and the decisions about it.
+struct SignalingLink {
+    /// Joining, resuming and reconnecting, decided.
+    var state: CallSignalingState
+    var connection: SignalingConnection?
+    /// The relay signaling goes to now: the configured one, the next of `fallbackServers` when it could not be
+    /// reached, or where a redirect sent the join.
+    var server: ServerAddress
+    /// Bumped for each connection opened: events of a connection left behind (after a redirect) are ignored.
+    var generation = 0
+    /// The certificate a redirect's target must show: the one pinned for the relay that redirected.
+    var redirectFingerprint: CertificateFingerprint?
+    var reconnectTask: Scheduled<Void>?
+    var keepAliveTask: RepeatedTask?
+    var lostTask: Scheduled<Void>?
+
+    init(configuration: CallConfiguration) {
+        state = CallSignalingState(configuration: configuration)
+        server = configuration.server
+    }
+}
+
+/// The media socket: where datagrams go, whether the relay bound us, and what it dropped.
+struct MediaLink {
+    var udp: (any Channel)?
+    /// The relay's media address: the only one allowed to speak to the socket.
+    var relay: SocketAddress?
+    var isBound = false
+    var bindAttempts = 0
+    var bindTask: Scheduled<Void>?
+    /// The audio, video and report ticks while media flows.
+    var ticks: [PacedTimer] = []
+    /// Seals what this member sends (nil without end-to-end encryption).
+    let sealer: MediaSealer?
+    var datagramsFromStrangers = 0
+    var forgedFeedbackDropped = 0
+
+    init(sealer: MediaSealer?) {
+        self.sealer = sealer
+    }
+
+    /// The socket is open and knows where the relay is.
+    var canSend: Bool { udp != nil && relay != nil }
+
+    /// Queues `bytes` for the relay (sent at the next flush).
+    func write(_ bytes: [UInt8]) {
+        guard let udp, let relay else { return }
+        var buffer = udp.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        udp.write(AddressedEnvelope(remoteAddress: relay, data: buffer), promise: nil)
+    }
+}
+
+/// What this member says it does.
+struct OwnControls {
+    var microphoneMuted: Bool
+    var cameraOff: Bool
+    var speakerOn = true
+    var filterOn = false
+    var role: Role
+
+    init(configuration: CallConfiguration) {
+        microphoneMuted = configuration.microphoneMuted
+        cameraOff = configuration.cameraOff
+        role = configuration.role
+    }
+}
+
+/// This member's audio on its way out, and the levels last told to the room.
+struct OwnAudio {
+    var sender: AudioSender?
+    /// The loss the audio encoder plans FEC for, from receivers' reports about our audio.
+    var lossPlan = AudioLossPlan()
+    var meterReported: Double?
+    var levelReported = -1.0
+}
+
+/// This member's video on its way out: the camera's capture and encode run on the video thread.
+struct OwnVideo {
+    /// The video thread's loop.
+    let loop: any EventLoop
+    var thread: VideoSenderThread?
+    /// What the sender last reported back.
+    var sent = VideoSenderSnapshot()
+    var generation = 0
+    /// Frames handed to the video thread and not back yet; a tick finding one there drops its frame (counted).
+    var framesInFlight = 0
+    var framesDroppedBusy = 0
+    var sentFirstFrame = false
+    var keyframeRequestsReceived = 0
+    /// Video packets kept to resend what a NACK says never reached the relay, and how many were resent.
+    var resends = VideoResends()
+    /// The relay's last word on which of our layers anybody receives (kept across a media restart).
+    var layerDemand: [Bool]?
+
+    init(loop: any EventLoop) {
+        self.loop = loop
+    }
+}
+
+/// The other members as this one receives them.
+struct RemoteMembers {
+    var peers: [UInt32: PeerReceiver] = [:]
+    /// Each member's block of four SSRCs (the low two bits cleared), to its member id.
+    var ownerOfBlock: [UInt32: UInt32] = [:]
+    /// Opens what the others send (nil without end-to-end encryption).
+    var opener: MediaOpener?
+    var dominantSpeaker: UInt32?
+    /// Where their mixed sound goes when no speaker plays it (a file, or nothing).
+    var audioSink: (any AudioSink)?
+
+    init(opener: MediaOpener?) {
+        self.opener = opener
+    }
+
+    /// The member whose stream `ssrc` is.
+    func peer(sending ssrc: UInt32) -> PeerReceiver? {
+        ownerOfBlock[ssrc & ~3].flatMap { peers[$0] }
+    }
+}
+
+/// What the engine reports, and when: statistics and levels to the room, tile sizes to the relay.
+struct Reporting {
+    var lastStats: Duration = .zero
+    var count = 0
+    /// What was sent since the last statistics tick.
+    var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
+    /// The tile sizes reported to the relay, and the wake-up of a report held back by its rate.
+    var tiles = TileReporting()
+    var tilesTask: Scheduled<Void>?
+    /// The statistics and level ticks.
+    var tasks: [RepeatedTask] = []
+}
