@@ -131,17 +131,21 @@ let package = Package(
             ]
         ),
         // Terminal front end: pure screen rendering plus the one type that calls ncurses.
+        // Pictures for a terminal: video drawn in character cells (blocks, quadrants, sextants, braille) and as
+        // sixel or kitty graphics. No terminal here: the TUI writes what these encode.
+        .target(name: "ParleyPictures", dependencies: ["ParleyMedia", "ParleyRoom"]),
         .target(
             name: "ParleyTUI",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleySecurity", "ParleyWire", "CNcursesw", "CCursesShim",
+                "ParleyMedia", "ParleyRoom", "ParleyPictures", "ParleyEngine", "ParleySecurity", "ParleyWire",
+                "CNcursesw", "CCursesShim",
             ]),
         // Benchmarks behind `make bench`: each compares Parley with a reference tool in the same run. Not linked into
         // the `parley` binary: `parley-bench` runs them and starts the `parley` binary it is given.
         .target(
             name: "ParleyBench",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyPictures",
                 "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices", "ParleyTestSupport",
                 // The join client's one event loop (it drives ParleyEngine's SignalingConnection).
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -167,7 +171,7 @@ let package = Package(
         .executableTarget(
             name: "parley-tui-probe",
             dependencies: [
-                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyBench", "ParleyTestSupport",
+                "ParleyTUI", "ParleyPictures", "ParleyMedia", "ParleyRoom", "ParleyBench", "ParleyTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -182,7 +186,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI",
+                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyPictures",
                 "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -238,7 +242,8 @@ let package = Package(
         .testTarget(
             name: "ParleyTUITests",
             dependencies: [
-                "ParleyTUI", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses", "ParleyTestSupport",
+                "ParleyTUI", "ParleyPictures", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses",
+                "ParleyTestSupport",
                 "ParleyWire", "ParleySecurity",
             ],
             // Golden screens are read through #filePath, not bundled as resources.
@@ -251,7 +256,7 @@ let package = Package(
         .testTarget(
             name: "ParleyBenchTests",
             dependencies: [
-                "ParleyBench", "ParleyRoom", "ParleyRelay", "ParleyWire",
+                "ParleyBench", "ParleyPictures", "ParleyRoom", "ParleyRelay", "ParleyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

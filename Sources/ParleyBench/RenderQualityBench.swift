@@ -1,5 +1,6 @@
 import Foundation
 import ParleyMedia
+import ParleyPictures
 import ParleyProcesses
 import ParleyRoom
 import ParleyTUI

@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyPictures
 import ParleyRelay
 import ParleyRoom
 import ParleyTUI

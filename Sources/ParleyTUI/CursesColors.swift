@@ -1,4 +1,5 @@
 import CNcursesw
+import ParleyPictures
 
 /// The curses colour numbers and colour pairs of one open terminal.
 ///

@@ -1,3 +1,5 @@
+import ParleyPictures
+
 /// What `--picture` asks for.
 public enum PictureMode: String, CaseIterable, Sendable {
     /// Pick the best the terminal can show (see `PictureChoice.choose`).

@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 
 /// Works out, screen by screen, which pixel pictures (kitty or sixel) to send, move or take away, and builds the

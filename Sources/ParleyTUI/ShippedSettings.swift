@@ -1,5 +1,6 @@
 import Foundation
 import ParleyEngine
+import ParleyPictures
 import ParleyRoom
 
 /// The key map and theme Parley ships in its resources folder (`keys/default.keys`, `theme/default.theme`): the

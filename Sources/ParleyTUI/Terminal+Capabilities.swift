@@ -1,6 +1,7 @@
 import CCursesShim
 import CNcursesw
 import Foundation
+import ParleyPictures
 
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@
 import CCursesShim
 import CNcursesw
 import Foundation
+import ParleyPictures
 import ParleyRoom
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyPictures
 
 #if canImport(Glibc)
 import Glibc

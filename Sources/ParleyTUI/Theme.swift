@@ -1,3 +1,5 @@
+import ParleyPictures
+
 /// What a piece of the screen is, so that colours are chosen in one place (`Theme`) and nowhere else.
 public enum ColorRole: CaseIterable, Hashable, Sendable {
     /// Ordinary text.

@@ -1,3 +1,5 @@
+import ParleyPictures
+
 /// Why a theme file was rejected; `description` names the line and what to write instead.
 public enum ThemeFileError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A line without `=`.

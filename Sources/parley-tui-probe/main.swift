@@ -13,6 +13,7 @@ import ArgumentParser
 import Foundation
 import ParleyBench
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 import ParleyTUI
 import ParleyTestSupport

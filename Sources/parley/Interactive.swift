@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 import ParleySecurity
 import ParleyTUI

@@ -1,6 +1,7 @@
 import ParleyMedia
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Quadrant and sextant cells")

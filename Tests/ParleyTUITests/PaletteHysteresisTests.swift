@@ -3,6 +3,7 @@ import ParleyMedia
 import ParleyRoom
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Palette hysteresis")

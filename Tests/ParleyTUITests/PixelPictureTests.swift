@@ -4,6 +4,7 @@ import ParleyRoom
 import ParleyTestSupport
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 /// Peak signal-to-noise ratio of two RGB rasters of one size, in dB.

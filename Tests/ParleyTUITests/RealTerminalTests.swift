@@ -3,6 +3,7 @@ import ParleyMedia
 import ParleyTestSupport
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 /// The terminals tried for real: xterm in sixel mode (`xterm -ti vt340`) and kitty (its graphics protocol, drawn

@@ -1,6 +1,7 @@
 import ParleyRoom
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Screen")

@@ -2,6 +2,7 @@ import Foundation
 import ParleyRoom
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("The key map and theme read from the resources folder")

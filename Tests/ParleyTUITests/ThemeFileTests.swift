@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Theme files")

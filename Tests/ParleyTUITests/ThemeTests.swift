@@ -1,5 +1,6 @@
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Theme")

@@ -2,6 +2,7 @@ import ParleyMedia
 import ParleyRoom
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 /// I420 frames with known content, built pixel by pixel (chroma taken from the top-left pixel of each 2x2 block).

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyEngine
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 import Synchronization
 

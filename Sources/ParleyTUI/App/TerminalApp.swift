@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyEngine
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 import ParleySecurity
 

@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 
 /// Draws the chat pane (title, newest lines that fit, the input line) into the regions of a `RoomScreenLayout`.

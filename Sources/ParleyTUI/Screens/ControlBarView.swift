@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 
 /// Draws the control bar from `ControlBar.items`: each button's key, label and, for toggles, its state.

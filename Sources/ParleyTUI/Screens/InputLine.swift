@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 import ParleyWire
 

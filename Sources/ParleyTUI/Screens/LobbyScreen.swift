@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 
 /// Draws the lobby form centred on the screen: fields, choices, the profile, [Settings] and [Join], and the

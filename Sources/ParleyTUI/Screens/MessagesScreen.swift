@@ -1,4 +1,5 @@
 import Foundation
+import ParleyPictures
 import ParleyRoom
 
 /// Draws the messages screen: the conversation list on the left (newest first, unread counts, presence), the open

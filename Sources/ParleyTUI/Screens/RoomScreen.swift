@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 
 /// The call screen: header, video tiles, chat pane and input, control bar, notices and overlays, drawn from a

@@ -1,3 +1,4 @@
+import ParleyPictures
 import ParleyRoom
 
 /// A cell on the screen where the shell should show the text cursor (for typing).

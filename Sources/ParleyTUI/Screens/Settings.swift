@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyPictures
 import ParleyRoom
 
 /// What a key press on the settings screen asks the shell to do.

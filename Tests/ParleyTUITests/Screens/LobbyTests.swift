@@ -5,6 +5,7 @@ import ParleySecurity
 import ParleyWire
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Lobby")

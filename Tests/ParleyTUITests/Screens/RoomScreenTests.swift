@@ -3,6 +3,7 @@ import ParleyRoom
 import ParleyWire
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 @Suite("Room screen")

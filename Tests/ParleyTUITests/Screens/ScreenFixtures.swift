@@ -3,6 +3,7 @@ import ParleyMedia
 import ParleyRoom
 import Testing
 
+@testable import ParleyPictures
 @testable import ParleyTUI
 
 /// Golden screens: the characters of a rendered screen compared with a text file next to this source file.

@@ -8,7 +8,7 @@ import Synchronization
 /// a longer grapheme cluster (a combining accent, a flag, a family emoji) as its place in a `GraphemeTable`.
 public struct Glyph: Hashable, Sendable {
     /// The scalar's value, or `clusterBit` plus the cluster's index in the table.
-    let raw: UInt32
+    package let raw: UInt32
 
     static let clusterBit: UInt32 = 1 << 31
 
