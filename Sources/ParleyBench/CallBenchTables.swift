@@ -69,6 +69,19 @@ extension CallBench {
             sideRow("Parley bob headless (`parley bot`)", headless, 1)
             ratioRow("Parley headless / baresip (display discarded)", headless, baresip)
         }
+        addOtherProcessRows(to: &table, runs)
+
+        var notes = pairNotes(settings, runs, media: media)
+        let problems = Set(
+            (runs.parley + runs.baresip + runs.baresipX11).compactMap(\.captureProblem)
+                + runs.chromium.compactMap(\.captureProblem))
+        if !problems.isEmpty { notes.append("No wire figures: " + problems.sorted().joined(separator: "; ")) }
+        table.notes = notes
+        return table
+    }
+
+    /// The processes in no per-side figure of their own: the relay, and each side's terminal or display.
+    static func addOtherProcessRows(to table: inout BenchTable, _ runs: PairRuns) {
         func otherRow(_ label: String, _ figures: [ProcessFigures?]) {
             table.add([
                 label, cell(figures.map { $0?.cpuPercent }), "", cell(figures.map { $0?.peakMiB }),
@@ -93,10 +106,13 @@ extension CallBench {
                 }
             })
         otherRow("Xvfb of the Chromium tab (half in each per-side figure)", runs.chromium.map(\.display))
+    }
 
+    /// How the 1:1 call table was measured, and what each side ran.
+    static func pairNotes(_ settings: Settings, _ runs: PairRuns, media: BenchMedia) -> [String] {
         let chromiumPSS = cell(runs.chromium.map(\.tab.proportionalMiB), decimals: 0)
         let exited = runs.chromium.map(\.tab.exited).max() ?? 0
-        var notes = [
+        return [
             "CPU: user + system seconds of all threads from /proc/PID/stat over the window, as % of one core. "
                 + "Peak RSS: VmHWM from /proc/PID/status at the end of the window.",
             "Per side with display: what one side of the call costs with the program that paints its picture: "
@@ -154,12 +170,6 @@ extension CallBench {
                 + "process); the sum of their PSS at the end of the window was \(chromiumPSS) MiB."
                 + (exited > 0 ? " \(exited) process(es) exited during the window (their last CPU is missing)." : ""),
         ]
-        let problems = Set(
-            (runs.parley + runs.baresip + runs.baresipX11).compactMap(\.captureProblem)
-                + runs.chromium.compactMap(\.captureProblem))
-        if !problems.isEmpty { notes.append("No wire figures: " + problems.sorted().joined(separator: "; ")) }
-        table.notes = notes
-        return table
     }
 
     /// Per run, the mean of `ours`' sides over the mean of `theirs`' (`value` of each), then the median over runs;

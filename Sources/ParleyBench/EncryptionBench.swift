@@ -30,25 +30,7 @@ public enum EncryptionBench {
                 let result = try CallBench.parleyPair(
                     settings, headless: true, seconds: settings.groupSeconds, tools: tools, media: media,
                     directory: directory, extraArguments: encrypted ? secret : [])
-                // The stats files say whether the call really was encrypted, and that nothing failed to open.
-                for name in ["alice", "bob"] {
-                    let path = "\(directory)/parley-\(name).json"
-                    let stats: CallStatisticsReport
-                    do {
-                        stats = try CallStatisticsFile(path: path).read()
-                    } catch {
-                        throw CallBenchError.unexpected("\(name)'s statistics after the call: \(error)")
-                    }
-                    let cipher = stats.encryption
-                    let failures = stats.peers.map(\.decryptFailures)
-                    guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty,
-                        failures.allSatisfy({ $0 == 0 })
-                    else {
-                        throw CallBenchError.unexpected(
-                            "\(name)'s statistics show cipher \(cipher ?? "none") and decrypt failures \(failures) "
-                                + "in the \(encrypted ? "encrypted" : "clear") call (\(path))")
-                    }
-                }
+                try checkCipher(in: directory, encrypted: encrypted)
                 if encrypted { sealed.append(result) } else { clear.append(result) }
             }
         }
@@ -99,6 +81,28 @@ public enum EncryptionBench {
                 + "of call media, median of 5; includes key-id lookup, replay window and metadata authentication.",
         ]
         return [table]
+    }
+
+    /// The stats files in `directory` say whether the call really was encrypted, and that nothing failed to open.
+    static func checkCipher(in directory: String, encrypted: Bool) throws {
+        for name in ["alice", "bob"] {
+            let path = "\(directory)/parley-\(name).json"
+            let stats: CallStatisticsReport
+            do {
+                stats = try CallStatisticsFile(path: path).read()
+            } catch {
+                throw CallBenchError.unexpected("\(name)'s statistics after the call: \(error)")
+            }
+            let cipher = stats.encryption
+            let failures = stats.peers.map(\.decryptFailures)
+            guard cipher == (encrypted ? "AES-128-GCM" : nil), !failures.isEmpty,
+                failures.allSatisfy({ $0 == 0 })
+            else {
+                throw CallBenchError.unexpected(
+                    "\(name)'s statistics show cipher \(cipher ?? "none") and decrypt failures \(failures) "
+                        + "in the \(encrypted ? "encrypted" : "clear") call (\(path))")
+            }
+        }
     }
 
     static let simulatedSeconds = 10.0

@@ -207,6 +207,15 @@ public enum MouthToEarBench {
         } else {
             latency.notes.append("Goal: Parley's p50 ≤ 0.7 × Chromium's p50 in the same run: not measured.")
         }
+        var tables = [latency, streamsTable(results)]
+        if let parley = results.first(where: { $0.path == .parley }), let parleyP50 {
+            tables.append(breakdownTable(parley, p50: parleyP50))
+        }
+        return tables
+    }
+
+    /// The sound server's queue for each path's streams, and their latency as configured.
+    static func streamsTable(_ results: [PathResult]) -> BenchTable {
         var streams = BenchTable(
             title: "The sound server's queue for each path's streams during the clicks",
             columns: [
@@ -232,29 +241,30 @@ public enum MouthToEarBench {
                 + "+ twice the request size + the rest of the target length). A recording client gets nothing "
                 + "until a fragment is full, which the queue above cannot show.",
         ]
-        var tables = [latency, streams]
-        if let parley = results.first(where: { $0.path == .parley }), let parleyP50 {
-            let statistics = parley.parleyStatistics
-            let breakdown = MouthToEarBreakdown(
-                p50: parleyP50, talker: statistics?.talker, listener: statistics?.listener,
-                talkerName: ParleyNames.talker, serverRecordingMs: parley.streams.recording.values.max(),
-                serverPlayingMs: parley.streams.playing.values.max())
-            var table = BenchTable(
-                title: "Where Parley's \(formatted(parleyP50)) ms (p50) go",
-                columns: ["stage", "ms", "from"], rows: breakdown.rows)
-            table.notes = [
-                "Read from the clients' `--stats-file`s at the end of the clicks (the talker's for its microphone, "
-                    + "the listener's for the rest); a stage they do not report yet is n/a and counted in the "
-                    + "remainder. The PulseAudio loop above is what the sound server alone costs a recorder and a "
-                    + "player; the latencies the server configured for Parley's streams (the table above) bound "
-                    + "what its device buffers can hold."
-            ]
-            if !breakdown.otherFields.isEmpty {
-                table.notes.append("Other timings the clients report: " + breakdown.otherFields.joined(separator: "; "))
-            }
-            tables.append(table)
+        return streams
+    }
+
+    /// Where Parley's p50 goes, stage by stage, from its clients' statistics.
+    static func breakdownTable(_ parley: PathResult, p50 parleyP50: Double) -> BenchTable {
+        let statistics = parley.parleyStatistics
+        let breakdown = MouthToEarBreakdown(
+            p50: parleyP50, talker: statistics?.talker, listener: statistics?.listener,
+            talkerName: ParleyNames.talker, serverRecordingMs: parley.streams.recording.values.max(),
+            serverPlayingMs: parley.streams.playing.values.max())
+        var table = BenchTable(
+            title: "Where Parley's \(formatted(parleyP50)) ms (p50) go",
+            columns: ["stage", "ms", "from"], rows: breakdown.rows)
+        table.notes = [
+            "Read from the clients' `--stats-file`s at the end of the clicks (the talker's for its microphone, "
+                + "the listener's for the rest); a stage they do not report yet is n/a and counted in the "
+                + "remainder. The PulseAudio loop above is what the sound server alone costs a recorder and a "
+                + "player; the latencies the server configured for Parley's streams (the table above) bound "
+                + "what its device buffers can hold."
+        ]
+        if !breakdown.otherFields.isEmpty {
+            table.notes.append("Other timings the clients report: " + breakdown.otherFields.joined(separator: "; "))
         }
-        return tables
+        return table
     }
 }
 

@@ -36,41 +36,7 @@ public enum PixelRenderBench {
             var cells: [[String]] = []
             for content in BenchPattern.Content.allCases {
                 progress("pixel bench: \(name), \(content.rawValue)")
-                let pattern = BenchPattern.frames(content, count: patternLength, width: 640, height: 480)
-                var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: cell, sharedMemory: shared))
-                var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
-                let rects = (0..<tiles).map { index in
-                    CellRect(
-                        x: (index % 2) * tileColumns, y: (index / 2) * tileRows, width: tileColumns,
-                        height: tileRows)
-                }
-                // One spare row: sixel pictures never use the screen's last row.
-                let width = 2 * tileColumns
-                let height = 2 * tileRows + 1
-                var bytes = 0
-                func draw(_ index: Int) {
-                    var screen = Screen(width: width, height: height)
-                    for (tile, rect) in rects.enumerated() {
-                        var frame = pattern[(index + 5 * tile) % patternLength]
-                        frame.timestampMicros = Int64(index)
-                        renderer.draw(frame, into: &screen, in: rect, background: .rgb(0, 0, 0), key: tile)
-                    }
-                    let plan = writer.plan(screen, repaintAll: false)
-                    let output = writer.output(plan)
-                    output.withUnsafeBytes { _ = write(sink, $0.baseAddress, $0.count) }
-                    bytes += output.count
-                    writer.commit(plan)
-                    // No terminal takes the shared memory here: take it as kitty would (read, unlink).
-                    if shared { takeSharedPictures(from: output) }
-                }
-                for index in 0..<10 { draw(index) }  // warm-up: tables, scratch
-                bytes = 0
-                let cpuStart = ownCPUSeconds()
-                let start = RenderBench.monotonicNanos()
-                for index in 0..<frames { draw(10 + index) }
-                let seconds = Double(RenderBench.monotonicNanos() - start) / 1e9
-                let cpu = ownCPUSeconds() - cpuStart
-                let fps = Double(frames) / seconds
+                let (fps, cpu, bytes) = measure(kind, shared: shared, content: content, frames: frames, sink: sink)
                 let perFrame = Double(bytes) / Double(frames)
                 cells.append([
                     formatted(fps, decimals: 0), formatted(cpu * 1000 / Double(frames), decimals: 1),
@@ -100,6 +66,48 @@ public enum PixelRenderBench {
                     "\(formatted(slowest.fps, decimals: 0)) at worst, \(slowest.label)"))
         }
         return table
+    }
+
+    /// Draws `frames` frames of `content` in every tile with `kind` and writes them to `sink`, after 10 warm-up
+    /// frames: frames a second, CPU seconds and bytes written.
+    static func measure(_ kind: PixelProtocol, shared: Bool, content: BenchPattern.Content, frames: Int, sink: Int32)
+        -> (fps: Double, cpu: Double, bytes: Int)
+    {
+        let pattern = BenchPattern.frames(content, count: patternLength, width: 640, height: 480)
+        var writer = PixelPictureWriter(canvas: PixelCanvas(kind: kind, cell: cell, sharedMemory: shared))
+        var renderer = VideoCellRenderer(mode: .trueColor, pixels: true)
+        let rects = (0..<tiles).map { index in
+            CellRect(
+                x: (index % 2) * tileColumns, y: (index / 2) * tileRows, width: tileColumns,
+                height: tileRows)
+        }
+        // One spare row: sixel pictures never use the screen's last row.
+        let width = 2 * tileColumns
+        let height = 2 * tileRows + 1
+        var bytes = 0
+        func draw(_ index: Int) {
+            var screen = Screen(width: width, height: height)
+            for (tile, rect) in rects.enumerated() {
+                var frame = pattern[(index + 5 * tile) % patternLength]
+                frame.timestampMicros = Int64(index)
+                renderer.draw(frame, into: &screen, in: rect, background: .rgb(0, 0, 0), key: tile)
+            }
+            let plan = writer.plan(screen, repaintAll: false)
+            let output = writer.output(plan)
+            output.withUnsafeBytes { _ = write(sink, $0.baseAddress, $0.count) }
+            bytes += output.count
+            writer.commit(plan)
+            // No terminal takes the shared memory here: take it as kitty would (read, unlink).
+            if shared { takeSharedPictures(from: output) }
+        }
+        for index in 0..<10 { draw(index) }  // warm-up: tables, scratch
+        bytes = 0
+        let cpuStart = ownCPUSeconds()
+        let start = RenderBench.monotonicNanos()
+        for index in 0..<frames { draw(10 + index) }
+        let seconds = Double(RenderBench.monotonicNanos() - start) / 1e9
+        let cpu = ownCPUSeconds() - cpuStart
+        return (Double(frames) / seconds, cpu, bytes)
     }
 
     /// Reads and unlinks the shared memory objects `output` names, as kitty does.

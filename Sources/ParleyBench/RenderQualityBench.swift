@@ -91,25 +91,10 @@ public enum RenderQualityBench {
                         toHeight: height)
                 }
                 for drawer in drawers {
-                    let shown: [[UInt8]]
-                    if let parley = drawer.parley {
-                        shown = try frames.map { frame in
-                            var renderer = VideoCellRenderer(mode: parley.mode, cells: parley.cells)
-                            var screen = Screen(width: grid.columns, height: grid.rows)
-                            renderer.draw(frame, into: &screen, in: screen.bounds)
-                            return try CellPicture.rgb(
-                                of: screen, in: screen.bounds, cellWidth: cellWidth,
-                                cellHeight: cellHeight)
-                        }
-                    } else if let kind = drawer.pixels {
-                        shown = try frames.map { try pixelPicture($0, kind: kind, width: width, height: height) }
-                    } else if let options = drawer.chafa {
-                        shown = try chafaPictures(
-                            chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols,
-                            colors: options.colors)
-                    } else {
-                        continue
-                    }
+                    guard
+                        let shown = try drawn(
+                            by: drawer, frames: frames, grid: grid, pngPaths: pngPaths, chafa: chafa)
+                    else { continue }
                     var ssim: Double?
                     if let ffmpeg {
                         ssim = try BenchImage.ssim(
@@ -151,6 +136,30 @@ public enum RenderQualityBench {
                     + "--format symbols, --colors full (24-bit) or 256.",
             ] + goalNotes(results)
         return table
+    }
+
+    /// `frames` as `drawer` shows them on `grid`, read back as RGB pixels; nil for a drawer that draws nothing here.
+    static func drawn(
+        by drawer: Drawer, frames: [VideoFrame], grid: (columns: Int, rows: Int), pngPaths: [String], chafa: String
+    ) throws
+        -> [[UInt8]]?
+    {
+        let width = grid.columns * cellWidth
+        let height = grid.rows * cellHeight
+        if let parley = drawer.parley {
+            return try frames.map { frame in
+                var renderer = VideoCellRenderer(mode: parley.mode, cells: parley.cells)
+                var screen = Screen(width: grid.columns, height: grid.rows)
+                renderer.draw(frame, into: &screen, in: screen.bounds)
+                return try CellPicture.rgb(of: screen, in: screen.bounds, cellWidth: cellWidth, cellHeight: cellHeight)
+            }
+        } else if let kind = drawer.pixels {
+            return try frames.map { try pixelPicture($0, kind: kind, width: width, height: height) }
+        } else if let options = drawer.chafa {
+            return try chafaPictures(
+                chafa: chafa, files: pngPaths, grid: grid, symbols: options.symbols, colors: options.colors)
+        }
+        return nil
     }
 
     /// One drawer's figures on one content and grid.
@@ -425,13 +434,59 @@ enum ANSIText {
 
     static func screen(from bytes: [UInt8], width: Int, height: Int) throws -> Screen {
         var screen = Screen(width: width, height: height)
-        var style = CellStyle.plain
-        var reverse = false
+        var graphics = GraphicRendition()
         var row = 0
         var column = 0
         let text = String(decoding: bytes, as: UTF8.self)
         var scalars = text.unicodeScalars.makeIterator()
-        func apply(_ parameters: [Int]) throws {
+        while let scalar = scalars.next() {
+            switch scalar {
+            case "\u{1B}":
+                guard let next = scalars.next() else { throw Unreadable(reason: "output ends inside an escape") }
+                guard next == "[" else { continue }
+                var body = ""
+                var final: Unicode.Scalar?
+                while let c = scalars.next() {
+                    if (0x40...0x7E).contains(c.value) {
+                        final = c
+                        break
+                    }
+                    body.unicodeScalars.append(c)
+                }
+                guard final == "m" else { continue }
+                guard !body.hasPrefix("?") else { continue }
+                try graphics.apply(body.split(separator: ";", omittingEmptySubsequences: false).map { Int($0) ?? 0 })
+            case "\n":
+                // chafa separates images with an empty line: empty lines are skipped.
+                if column > 0 { row += 1 }
+                column = 0
+            case "\r":
+                column = 0
+            default:
+                guard row < height, column < width else {
+                    throw Unreadable(reason: "text past the \(width)x\(height) grid at (\(column),\(row))")
+                }
+                screen.write(String(Character(scalar)), column: column, row: row, style: graphics.cellStyle)
+                column += 1
+            }
+        }
+        return screen
+    }
+
+    /// The colours and reverse video that SGR sequences (`ESC [ … m`) set, as a terminal keeps them.
+    struct GraphicRendition {
+        var style = CellStyle.plain
+        var reverse = false
+
+        /// The style a character written now gets.
+        var cellStyle: CellStyle {
+            var cellStyle = style
+            if reverse { swap(&cellStyle.foreground, &cellStyle.background) }
+            return cellStyle
+        }
+
+        /// Applies one SGR sequence's parameters.
+        mutating func apply(_ parameters: [Int]) throws {
             var index = 0
             let list = parameters.isEmpty ? [0] : parameters
             while index < list.count {
@@ -470,40 +525,6 @@ enum ANSIText {
                 index += 1
             }
         }
-        while let scalar = scalars.next() {
-            switch scalar {
-            case "\u{1B}":
-                guard let next = scalars.next() else { throw Unreadable(reason: "output ends inside an escape") }
-                guard next == "[" else { continue }
-                var body = ""
-                var final: Unicode.Scalar?
-                while let c = scalars.next() {
-                    if (0x40...0x7E).contains(c.value) {
-                        final = c
-                        break
-                    }
-                    body.unicodeScalars.append(c)
-                }
-                guard final == "m" else { continue }
-                guard !body.hasPrefix("?") else { continue }
-                try apply(body.split(separator: ";", omittingEmptySubsequences: false).map { Int($0) ?? 0 })
-            case "\n":
-                // chafa separates images with an empty line: empty lines are skipped.
-                if column > 0 { row += 1 }
-                column = 0
-            case "\r":
-                column = 0
-            default:
-                guard row < height, column < width else {
-                    throw Unreadable(reason: "text past the \(width)x\(height) grid at (\(column),\(row))")
-                }
-                var cellStyle = style
-                if reverse { swap(&cellStyle.foreground, &cellStyle.background) }
-                screen.write(String(Character(scalar)), column: column, row: row, style: cellStyle)
-                column += 1
-            }
-        }
-        return screen
     }
 }
 
