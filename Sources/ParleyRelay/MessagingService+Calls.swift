@@ -11,7 +11,10 @@ import ParleyWire
 extension MessagingService {
     /// Calls `observer` (on the service's queue) with every message a messaging client posts in a channel.
     public func observeChannelPosts(_ observer: @escaping @Sendable (StoredChannelPost) -> Void) {
-        queue.async { [self] in channelPostObserver = observer }
+        queue.async { [self] in
+            channelPostObserver = observer
+            state.observesChannelPosts = true
+        }
     }
 
     /// Checks the account a call's join claims: `signature` over `message` with the account's keys. `answer` is
@@ -52,16 +55,10 @@ extension MessagingService {
     public func callActivity(_ activity: CallActivity, history: (@Sendable ([StoredChannelPost]) -> Void)? = nil) {
         queue.async { [self] in
             if let account = activity.member.account {
-                let wasOnline = isOnline(account)
-                if activity.joined {
-                    calls[account, default: [:]][activity.member.id] = activity.hidesRoom ? .some(nil) : activity.room
-                } else {
-                    calls[account]?[activity.member.id] = nil
-                    if calls[account]?.isEmpty == true { calls[account] = nil }
-                }
-                if wasOnline, !isOnline(account) { try? store.setLastSeen(account, at: wallClock()) }
-                publishPresence(of: account)
-                announcePresence(of: account)
+                perform(
+                    state.callActivity(
+                        account: account, member: activity.member.id, joined: activity.joined,
+                        room: activity.hidesRoom ? nil : activity.room, at: wallClock()))
             }
             guard activity.kept else {
                 history?([])
@@ -74,7 +71,7 @@ extension MessagingService {
                 members: activity.members)
             do throws(StoreError) {
                 let stored = try store.post(line).stored
-                deliver(stored)
+                perform(state.deliver(stored))
                 if let history {
                     let page = try store.channelHistory(
                         activity.room, before: stored.sequence,
@@ -96,7 +93,7 @@ extension MessagingService {
                     NewChannelPost(
                         id: id, channel: room, sender: sender, text: text,
                         postedAt: time))
-                if result.isNew { deliver(result.stored) }
+                if result.isNew { perform(state.deliver(result.stored)) }
             } catch {
                 logger.warning("room chat not kept", metadata: ["room": "\(room)", "error": "\(error)"])
             }
