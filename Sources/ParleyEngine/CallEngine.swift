@@ -189,6 +189,11 @@ final class EngineCore {
         stats.videoPacketsResent = ownVideo.resends.resent
         stats.datagramsFromStrangers = media.datagramsFromStrangers
         stats.forgedFeedbackDropped = media.forgedFeedbackDropped
+        if media.feedbackReceived > 0 {
+            stats.uplinkEstimateKbps = Int((media.uplink.target / 1_000).rounded())
+            stats.uplinkEstimateReason = media.uplink.reason.description
+        }
+        stats.transportFeedbackReceived = media.feedbackReceived
         stats.encryption = configuration.encryption?.suite.name
         stats.videoLayers = ownVideo.sent.layerSizes
         stats.activeVideoLayers = ownVideo.sent.activeLayers

@@ -110,6 +110,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var audioBytesSent: Int
     /// The packet loss (percent) the audio encoder plans in-band FEC for.
     public var audioPlannedLossPercent: Int
+    /// The uplink's estimate from the relay's transport-wide feedback (kbit/s) and why it is there; nil before any
+    /// feedback (or in a report from before it was sent).
+    public var uplinkEstimateKbps: Int?
+    public var uplinkEstimateReason: String?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -159,6 +163,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPacketsSent = stats.audioPacketsSent
         audioBytesSent = stats.audioBytesSent
         audioPlannedLossPercent = stats.audioPlannedLossPercent
+        uplinkEstimateKbps = stats.uplinkEstimateKbps
+        uplinkEstimateReason = stats.uplinkEstimateReason
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -187,7 +193,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
-            audioPlannedLossPercent
+            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -221,6 +227,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPacketsSent = try fields.decode(Int.self, forKey: .audioPacketsSent)
         audioBytesSent = try fields.decode(Int.self, forKey: .audioBytesSent)
         audioPlannedLossPercent = try fields.decode(Int.self, forKey: .audioPlannedLossPercent)
+        uplinkEstimateKbps = try fields.decodeIfPresent(Int.self, forKey: .uplinkEstimateKbps)
+        uplinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .uplinkEstimateReason)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -260,6 +268,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(audioPacketsSent, forKey: .audioPacketsSent)
         try fields.encode(audioBytesSent, forKey: .audioBytesSent)
         try fields.encode(audioPlannedLossPercent, forKey: .audioPlannedLossPercent)
+        try fields.encodeIfPresent(uplinkEstimateKbps, forKey: .uplinkEstimateKbps)
+        try fields.encodeIfPresent(uplinkEstimateReason, forKey: .uplinkEstimateReason)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

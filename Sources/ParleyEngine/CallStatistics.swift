@@ -70,6 +70,12 @@ public struct CallStatistics: Sendable {
     public var audioBytesSent = 0
     /// The packet loss (percent) the audio encoder plans in-band FEC for now, from the receivers' reports.
     public var audioPlannedLossPercent = 0
+    /// What the uplink carries by the estimate from the relay's transport-wide feedback (kbit/s); nil before any.
+    public var uplinkEstimateKbps: Int?
+    /// Why the estimate is where it is ("climbing", "holding", "delay", "loss 12 %", "ceiling").
+    public var uplinkEstimateReason: String?
+    /// Transport-wide feedback packets received from the relay.
+    public var transportFeedbackReceived = 0
     /// Blocks of silence the speaker played because the mix did not come in time (a real speaker only).
     public var speakerUnderruns = 0
     /// Blocks the speaker dropped because its queue was full (a real speaker only).

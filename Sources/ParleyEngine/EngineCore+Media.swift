@@ -336,6 +336,7 @@ extension EngineCore {
         let sending = !controls.cameraOff && controls.role == .broadcaster
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
+        if media.feedbackReceived > 0 { info.uplinkKbps = media.uplink.target / 1_000 }
         if sending, video.layerSizes.count == video.activeLayers.count {
             info.sentLayers = zip(video.layerSizes, video.activeLayers).filter(\.1).map {
                 VideoSize(width: $0.0.width, height: $0.0.height)

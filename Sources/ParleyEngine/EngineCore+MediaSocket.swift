@@ -27,12 +27,19 @@ extension EngineCore {
         media.bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
     }
 
-    /// Sends `packets`, each sealed for the room first.
+    /// Sends `packets`, each stamped with the next transport-wide sequence number and sealed for the room; each is
+    /// remembered for the uplink's estimate.
     func send(_ packets: [RTPPacket]) {
         guard media.canSend, !packets.isEmpty else { return }
+        let at = now.milliseconds
         for plain in packets {
-            guard let packet = sealed(plain) else { continue }
-            media.write(packet.serialized())
+            var stamped = plain
+            let sequence = media.uplink.history.next()
+            stamped.header.headerExtension = TransportSequence.stamp(sequence, onto: plain.header.headerExtension)
+            guard let packet = sealed(stamped) else { continue }
+            let bytes = packet.serialized()
+            media.uplink.history.sent(sequence, size: bytes.count, at: at)
+            media.write(bytes)
         }
         media.udp?.flush()
     }
@@ -143,6 +150,14 @@ extension EngineCore {
                     logger.debug("audio FEC plans for loss", metadata: ["percent": "\(percent)"])
                 }
             }
+        case .other(let raw)
+        where raw.packetType == RTCPPacketType.transportFeedback && raw.count == TransportFeedback.format:
+            guard let feedback = try? TransportFeedback(raw), feedback.mediaSSRC == joined?.media.ssrcs.audio else {
+                media.forgedFeedbackDropped += 1
+                return
+            }
+            media.feedbackReceived += 1
+            media.uplink.feedback(feedback, at: now.milliseconds)
         case .senderReport(let report):
             guard let peer = remote.peer(sending: report.ssrc) else {
                 media.forgedFeedbackDropped += 1

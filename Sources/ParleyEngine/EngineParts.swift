@@ -42,6 +42,11 @@ struct MediaLink {
     let sealer: MediaSealer?
     var datagramsFromStrangers = 0
     var forgedFeedbackDropped = 0
+    /// The uplink's estimate: every RTP packet sent carries a transport-wide sequence number, and the relay's
+    /// feedback about their arrival feeds the estimate (docs/network.md).
+    var uplink = BandwidthEstimator()
+    /// Transport-wide feedback packets taken in.
+    var feedbackReceived = 0
 
     init(sealer: MediaSealer?) {
         self.sealer = sealer
@@ -56,6 +61,14 @@ struct MediaLink {
         var buffer = udp.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         udp.write(AddressedEnvelope(remoteAddress: relay, data: buffer), promise: nil)
+    }
+}
+
+extension Duration {
+    /// This duration in milliseconds (the congestion controller's time).
+    var milliseconds: Double {
+        let parts = components
+        return Double(parts.seconds) * 1_000 + Double(parts.attoseconds) / 1e15
     }
 }
 

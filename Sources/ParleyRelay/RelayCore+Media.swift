@@ -101,6 +101,9 @@ extension RelayCore {
             return
         }
         guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
+        if let sequence = data.withUnsafeReadableBytes({ TransportSequence.read(packet: $0, header: header) }) {
+            uplinks.received(sequence, from: route.member, at: now)
+        }
         // One copy to each other node with members in the room, whatever their number there; of video, only the
         // layers some member there needs.
         if header.ssrc == route.ssrcs.audio {
@@ -245,5 +248,14 @@ extension RelayCore {
         guard let address = media.route(of: member)?.address else { return }
         output.write(ByteBuffer(bytes: bytes), to: address)
         output.forwarded += 1
+    }
+
+    /// Each member's transport-wide feedback about what arrived from it since the last, about its audio stream.
+    func sendUplinkFeedback() {
+        let due = uplinks.due { [media] member in media.route(of: member)?.ssrcs.audio }
+        for (member, feedback) in due {
+            guard let raw = try? feedback.raw(), let address = media.route(of: member)?.address else { continue }
+            output.write(ByteBuffer(bytes: RTCPPacket.serializeCompound([.other(raw)])), to: address)
+        }
     }
 }

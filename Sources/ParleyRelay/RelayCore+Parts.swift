@@ -108,3 +108,43 @@ struct SignalingChannels {
         byID.removeValue(forKey: id)
     }
 }
+
+/// Transport-wide feedback for each member's uplink (the member → relay leg): the arrival of every packet a member
+/// sends, by its transport-wide sequence number, reported back to it every `FeedbackRecorder.interval` so its
+/// estimate can follow its link. Bounded by the members bound here; a member's recorder goes when it leaves.
+struct UplinkFeedback {
+    private var recorders: [UInt32: FeedbackRecorder] = [:]
+    /// Feedback packets sent.
+    private(set) var sent = 0
+
+    /// Packet `sequence` of `member` arrived at `now`.
+    mutating func received(_ sequence: UInt16, from member: UInt32, at now: Duration) {
+        recorders[member, default: FeedbackRecorder()].received(sequence, at: now.milliseconds)
+    }
+
+    /// The feedback due to each member with arrivals since its last (`mediaSSRC` names the member's stream block).
+    mutating func due(mediaSSRC: (UInt32) -> UInt32?) -> [(member: UInt32, feedback: TransportFeedback)] {
+        var due: [(member: UInt32, feedback: TransportFeedback)] = []
+        for member in recorders.keys.sorted() {
+            guard let ssrc = mediaSSRC(member),
+                let feedback = recorders[member]?.feedback(senderSSRC: 0, mediaSSRC: ssrc)
+            else { continue }
+            due.append((member, feedback))
+        }
+        sent += due.count
+        return due
+    }
+
+    /// A member gone: its arrivals forgotten.
+    mutating func forget(_ member: UInt32) {
+        recorders[member] = nil
+    }
+}
+
+extension Duration {
+    /// This duration in milliseconds.
+    var milliseconds: Double {
+        let parts = components
+        return Double(parts.seconds) * 1_000 + Double(parts.attoseconds) / 1e15
+    }
+}

@@ -20,6 +20,8 @@ final class RelayCore {
     var output: MediaOutput
     /// The signaling connections' channels.
     var signalingChannels = SignalingChannels()
+    /// Each member's uplink as this relay receives it, reported back to the member (transport-wide feedback).
+    var uplinks = UplinkFeedback()
     let loop: any EventLoop
     let clock = ContinuousClock()
     let epoch: ContinuousClock.Instant
@@ -102,7 +104,7 @@ final class RelayCore {
         return counters
     }
 
-    /// Liveness every 250 ms; held-back keyframe requests every 50 ms; packets past the retransmission window
+    /// Liveness every 250 ms; held-back keyframe requests and each member's uplink feedback every 50 ms; packets past the retransmission window
     /// released and held-back refused-bind counts written every second. Cancelled by `shutDown`.
     func startTimers() {
         let core = NIOLoopBound(self, eventLoop: loop)
@@ -143,6 +145,7 @@ final class RelayCore {
                 for (member, bytes) in core.media.dueKeyframeRequests(at: core.now) {
                     core.send(bytes, toMember: member)
                 }
+                core.sendUplinkFeedback()
                 core.flushWrites()
             })
     }
@@ -328,6 +331,7 @@ final class RelayCore {
             for offset in UInt32(0)...3 { retransmission.buffer.removeStream(ssrc: route.ssrcs.block + offset) }
         }
         media.forget(member: id)
+        uplinks.forget(id)
         performLayerEffects(layers.remove(member: id))
         if let emptied = links.memberLeft(id, from: room) {
             // Nobody there needs anything of the senders here any more.

@@ -70,6 +70,8 @@ public struct MediaInfo: Hashable, Sendable {
     /// The own camera's layers being sent now, largest first (the relay asks only for those someone watches); nil
     /// for a remote member's stream, or when the camera is off.
     public var sentLayers: [VideoSize]? = nil
+    /// The own uplink's estimate from the relay's feedback (kbit/s); nil for a remote member or before any.
+    public var uplinkKbps: Double? = nil
 
     /// Statistics; all zero by default.
     public init(

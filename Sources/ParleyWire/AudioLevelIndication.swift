@@ -55,28 +55,8 @@ public struct AudioLevelIndication: Sendable, Equatable {
 
     /// The level in a received packet, read in place (the relay's forwarding path); nil without one.
     public init?(packet bytes: UnsafeRawBufferPointer, header: RTPHeaderView) {
-        guard header.hasExtension else { return nil }
-        let start = 12 + 4 * header.csrcCount
-        guard header.headerLength >= start + 4, bytes.count >= header.headerLength,
-            bytes.u16(at: start) == RTPHeaderExtension.oneByteProfile
-        else { return nil }
-        var offset = start + 4
-        while offset < header.headerLength {
-            let id = bytes[offset] >> 4
-            let length = Int(bytes[offset] & 0x0F) + 1
-            if id == 0 {
-                offset += 1
-                continue
-            }
-            if id == 15 || offset + length >= header.headerLength { return nil }
-            if id == Self.extensionID {
-                guard length == 1 else { return nil }
-                let value = bytes[offset + 1]
-                self.init(voiceActivity: value & 0x80 != 0, level: value & 0x7F)
-                return
-            }
-            offset += 1 + length
-        }
-        return nil
+        guard let range = header.oneByteElement(Self.extensionID, in: bytes), range.count == 1 else { return nil }
+        let value = bytes[range.lowerBound]
+        self.init(voiceActivity: value & 0x80 != 0, level: value & 0x7F)
     }
 }

@@ -124,3 +124,28 @@ public struct RTPHeaderView: Sendable, Equatable {
         self = try withBytes(bytes) { raw throws(WireError) in try RTPHeaderView(parsing: raw) }
     }
 }
+
+extension RTPHeaderView {
+    /// Where the data of the RFC 8285 one-byte element `id` lies in `bytes` (the packet this view was read from), read
+    /// in place; nil without a one-byte extension, without that element, or when an element before it overruns.
+    public func oneByteElement(_ id: UInt8, in bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+        guard hasExtension else { return nil }
+        let start = 12 + 4 * csrcCount
+        guard headerLength >= start + 4, bytes.count >= headerLength,
+            bytes.u16(at: start) == RTPHeaderExtension.oneByteProfile
+        else { return nil }
+        var offset = start + 4
+        while offset < headerLength {
+            let elementID = bytes[offset] >> 4
+            let length = Int(bytes[offset] & 0x0F) + 1
+            if elementID == 0 {
+                offset += 1
+                continue
+            }
+            if elementID == 15 || offset + length >= headerLength { return nil }
+            if elementID == id { return (offset + 1)..<(offset + 1 + length) }
+            offset += 1 + length
+        }
+        return nil
+    }
+}

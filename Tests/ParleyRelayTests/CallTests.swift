@@ -88,6 +88,19 @@ struct CallTests {
             }
             #expect(stats.audioPlannedLossPercent == 0, "nothing lost on loopback: no FEC planned")
         }
+        // Every packet sent carries a transport-wide sequence number, and the relay reports their arrival back every
+        // 50 ms: each engine has an uplink estimate from it (on loopback, climbing from its start, never lost).
+        let estimated = await eventually(within: .seconds(5)) {
+            var ok = true
+            for engine in engines {
+                let stats = await engine.statistics()
+                ok =
+                    ok && stats.transportFeedbackReceived >= 10 && (stats.uplinkEstimateKbps ?? 0) >= 100
+                    && stats.forgedFeedbackDropped == 0 && stats.uplinkEstimateReason?.hasPrefix("loss") == false
+            }
+            return ok
+        }
+        #expect(estimated, "every engine estimates its uplink from the relay's feedback")
 
         // Each sees what it actually sends (the local tile's stats) and what arrives from each peer.
         let measured = await eventually {

@@ -133,4 +133,35 @@ struct TransportFeedbackTests {
         #expect(AudioLevelIndication(both) == level)
         #expect(TransportSequence.read(level.headerExtension) == nil)
     }
+
+    static let stamps: [(what: String, before: RTPHeaderExtension?, level: AudioLevelIndication?)] = [
+        ("no extension", nil, nil),
+        (
+            "an audio level", AudioLevelIndication(voiceActivity: true, level: 30).headerExtension,
+            AudioLevelIndication(voiceActivity: true, level: 30)
+        ),
+        ("an older stamp, replaced", TransportSequence.stamp(7, onto: nil), nil),
+        ("not RFC 8285 elements", RTPHeaderExtension(profile: 0x1234, data: [1, 2, 3, 4]), nil),
+    ]
+
+    @Test(
+        "a packet is stamped keeping its other elements, and both read in place as the relay reads them",
+        arguments: stamps)
+    func stampedPacketsReadInPlace(_ row: (what: String, before: RTPHeaderExtension?, level: AudioLevelIndication?))
+        throws
+    {
+        let stamped = TransportSequence.stamp(0xBEEF, onto: row.before)
+        #expect(TransportSequence.read(stamped) == 0xBEEF, "\(row.what)")
+        let packet = RTPPacket(
+            header: RTPHeader(
+                marker: false, payloadType: 111, sequenceNumber: 1, timestamp: 2, ssrc: 3, headerExtension: stamped),
+            payload: [9, 9, 9]
+        ).serialized()
+        try packet.withUnsafeBytes { raw in
+            let header = try RTPHeaderView(parsing: raw)
+            #expect(TransportSequence.read(packet: raw, header: header) == 0xBEEF, "\(row.what)")
+            #expect(AudioLevelIndication(packet: raw, header: header) == row.level, "\(row.what)")
+            #expect(Array(raw[header.payloadRange]) == [9, 9, 9])
+        }
+    }
 }

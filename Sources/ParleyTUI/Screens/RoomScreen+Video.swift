@@ -192,6 +192,8 @@ extension RoomScreen {
         if media.audioDelayMilliseconds > 0 { parts.append("audio \(Int(media.audioDelayMilliseconds.rounded()))ms") }
         if media.audioConcealed > 0 { parts.append("concealed \(media.audioConcealed)") }
         if media.speakerUnderruns > 0 { parts.append("underruns \(media.speakerUnderruns)") }
+        // What the own link carries by the relay's feedback: the sender's ceiling on a congested link.
+        if let uplink = media.uplinkKbps { parts.append("uplink ~\(Int(uplink.rounded()))kb/s") }
         return parts
     }
 }

@@ -9,6 +9,24 @@ public enum TransportSequence {
         RTPHeaderExtensionElement(id: extensionID, data: [UInt8(sequence >> 8), UInt8(sequence & 0xFF)])
     }
 
+    /// `extension` with the element carrying `sequence` added (or replacing one there): the other elements kept,
+    /// so an audio packet keeps its level. An extension that is not RFC 8285 elements is replaced.
+    public static func stamp(_ sequence: UInt16, onto headerExtension: RTPHeaderExtension?) -> RTPHeaderExtension {
+        var elements = (try? headerExtension?.elements()) ?? []
+        elements.removeAll { $0.id == extensionID }
+        elements.append(element(sequence))
+        // Every element here fits the one-byte form (ids 1...14, 1...16 bytes), which cannot overflow.
+        return (try? RTPHeaderExtension(elements: elements))
+            ?? RTPHeaderExtension(
+                profile: RTPHeaderExtension.oneByteProfile, data: [extensionID << 4 | 1] + element(sequence).data + [0])
+    }
+
+    /// The sequence number in a received packet, read in place (the relay's forwarding path); nil without one.
+    public static func read(packet bytes: UnsafeRawBufferPointer, header: RTPHeaderView) -> UInt16? {
+        guard let range = header.oneByteElement(extensionID, in: bytes), range.count == 2 else { return nil }
+        return UInt16(bytes[range.lowerBound]) << 8 | UInt16(bytes[range.lowerBound + 1])
+    }
+
     /// The sequence number in a packet's header extension; nil without one or when it is malformed.
     public static func read(_ headerExtension: RTPHeaderExtension) -> UInt16? {
         guard let elements = try? headerExtension.elements(),
