@@ -117,23 +117,26 @@ struct TerminalTmuxTests {
     }
 
     @Test("the text cursor shows where asked and hides again")
-    func cursor() throws {
+    func cursor() async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        try pane.waitFor { $0.contains("q quits") }
+        try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         func cursorState() throws -> String {
             try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(try cursorState().hasPrefix("0 "))
         try pane.send(["c"])
-        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        try await pane.text("the key c shown", within: .seconds(15)) { $0.count > 7 && $0[7] == "key: char(\"c\")" }
         #expect(try cursorState() == "1 5,9")
         try pane.send(["c"])
-        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
-        usleep(100_000)
-        #expect(try cursorState().hasPrefix("0 "))
+        try await pane.text("the key c shown", within: .seconds(15)) { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        try await poll("the cursor hidden again", timeout: .seconds(5)) {
+            try cursorState()
+        } until: {
+            $0.hasPrefix("0 ")
+        }
         try pane.send(["q"])
-        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     @Test("colours stay right after curses runs out of colour pairs")
