@@ -9,10 +9,10 @@ import Testing
     /// The relay's state folder, removed by the test that started it.
     static var stateDirectory: String { NSTemporaryDirectory() + "parley-link-\(getpid())" }
 
-    func serve(_ parley: String) throws -> (BackgroundProcess, String) {
+    func serve(_ parley: String) async throws -> (BackgroundProcess, String) {
         let relay = try BackgroundProcess(
             parley, ["serve", "--port", "0", "--insecure", "--state-dir", Self.stateDirectory])
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, port)
     }
@@ -39,9 +39,9 @@ import Testing
         }
     }
 
-    @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() throws {
+    @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let (relay, port) = try serve(parley)
+        let (relay, port) = try await serve(parley)
         defer { try? FileManager.default.removeItem(atPath: Self.stateDirectory) }
         defer { relay.stop() }
         let pane = try TmuxPane(
@@ -49,27 +49,31 @@ import Testing
                 + "--video synthetic --audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         try pane.run(["set-option", "-s", "set-clipboard", "on"])
-        var lines = try pane.waitFor { $0.contains { $0.contains("Joined teamalpha:") } }
+        var lines = try await pane.text("the changed room said", within: .seconds(15)) {
+            $0.contains { $0.contains("Joined teamalpha:") }
+        }
         #expect(
             lines.contains { $0.contains("Joined teamalpha: '/' is not allowed in room names") },
             "\(lines.joined(separator: "\n"))")
         #expect(lines.first?.contains("teamalpha") == true, "\(lines.joined(separator: "\n"))")
 
         try pane.send(["l"])
-        lines = try pane.waitFor { $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") } }
-        #expect(
-            lines.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") },
-            "\(lines.joined(separator: "\n"))")
-        var buffer = ""
-        for _ in 0..<50 where buffer.isEmpty {
-            buffer = (try? pane.run(["show-buffer"])) ?? ""
-            if buffer.isEmpty { usleep(100_000) }
+        try await pane.text("the invite said", within: .seconds(15)) {
+            $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") }
+        }
+        // tmux holds the copied link as a paste buffer once the OSC 52 reached it.
+        let buffer = try await poll(
+            "the invite in tmux's paste buffer", timeout: .seconds(5), every: .milliseconds(100)
+        ) {
+            (try? pane.run(["show-buffer"])) ?? ""
+        } until: {
+            !$0.isEmpty
         }
         #expect(buffer == "ws://127.0.0.1:\(port)/teamalpha", "the clipboard holds \"\(buffer)\"")
 
         try pane.send(["q"])
         try pane.send(["y"])
-        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        lines = try await pane.text("parley to exit", within: .seconds(15)) { $0.contains { $0.contains("EXITED") } }
         #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
     }
 
