@@ -335,8 +335,11 @@ struct RecordingProcessTests {
         }
     }
 
+    /// How far into its recording the recorder is killed (the file is checked for about that much).
+    static let killedAfter = Duration.seconds(10)
+
     @Test("kill -9 of the recorder at 10 s: the file still plays its first ~10 s, every frame decoding")
-    func killedRecorderLeavesAPlayableFile() throws {
+    func killedRecorderLeavesAPlayableFile() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-kill")
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -344,19 +347,17 @@ struct RecordingProcessTests {
         defer { relay.process.signal(SIGTERM) }
         let ana = try Self.bot(parley, room: "kill", port: relay.port, name: "ana", ["--no-decode"])
         defer { ana.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(containing: "member joined"))
+        try await relay.process.output(containing: "member joined", within: .seconds(10))
         let file = folder + "/killed.webm"
         let recorder = try Self.bot(
             parley, room: "kill", port: relay.port, name: "cy", ["--record", file, "--log-level", "notice"])
-        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        try await recorder.output(containing: "Recording to", within: .seconds(10))
         let started = ContinuousClock.now
-        #expect(ana.waitForOutput(containing: "active: true", seconds: 5), "ana:\n\(ana.output)")
-        let left = Duration.seconds(10) - (ContinuousClock.now - started)
-        if left > .zero {
-            usleep(UInt32(left.components.seconds * 1_000_000 + left.components.attoseconds / 1_000_000_000_000))
-        }
+        try await ana.output(containing: "active: true", within: .seconds(5))
+        // The scenario is a recorder killed 10 s into its recording: that time is what the file is checked against.
+        try await Task.sleep(until: started + Self.killedAfter, clock: .continuous)
         recorder.signal(SIGKILL)
-        #expect(recorder.waitForExit(seconds: 5) == 128 + SIGKILL)
+        #expect(await recorder.exitStatus(within: .seconds(5)) == 128 + SIGKILL)
         // The others hear it left (dropped), and the file is what was on disk at the kill.
         let probe = try Self.probe(file)
         #expect(probe.streams("video").map(\.title) == ["ana"])
