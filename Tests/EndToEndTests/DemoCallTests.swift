@@ -209,19 +209,25 @@ struct FullscreenLayerProcessTests {
         ("half", 200, 60, "320x240"), ("quadrant", 200, 60, "320x240"), ("sextant", 200, 60, "320x240"),
         ("half", 120, 40, "160x120"),
     ])
-    func aFullscreenTileGetsTheLayerItsPictureUses(mode: String, columns: Int, rows: Int, layer: String) throws {
+    func aFullscreenTileGetsTheLayerItsPictureUses(mode: String, columns: Int, rows: Int, layer: String) async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
         let log = NSTemporaryDirectory() + "parley-layer-\(mode)-\(columns)x\(rows).log"
         let pane = try TmuxPane(
             command: "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --picture \(mode) --chat-every 900 "
                 + "--toggle-video-every 900 --log \(log); echo EXITED rc=$?; sleep 60'",
             columns: columns, rows: rows)
-        _ = try pane.waitFor { $0.contains { $0.contains("4 people · connected") } }
+        try await pane.text("\"4 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("4 people · connected") }
+        }
         try pane.send(["2"])
         try pane.send(["2"])
-        _ = try pane.waitFor { $0.contains { $0.contains("Esc grid") } }
+        try await pane.text("\"Esc grid\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Esc grid") }
+        }
         try pane.send(["i"])
-        let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(layer + " ") } }
+        let lines = try await pane.text("the layer \(layer) in the tile's stats", within: .seconds(20)) {
+            $0.contains { $0.contains(layer + " ") }
+        }
         #expect(
             lines.contains { $0.contains(layer + " ") },
             "\(mode) at \(columns)x\(rows):\n\(lines.joined(separator: "\n"))")
@@ -233,7 +239,7 @@ struct FullscreenLayerProcessTests {
 /// `parley join` against a separate `parley serve` process: what the keys do must reach the relay.
 @Suite(.serialized)
 struct JoinAgainstRelayTests {
-    @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() throws {
+    @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() async throws {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-join-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -243,7 +249,7 @@ struct JoinAgainstRelayTests {
                 "serve", "--port", "0", "--log-level", "info",
                 "--state-dir", files + "/relay",
             ])
-        #expect(relay.waitForOutput(containing: "listening on"))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
         let bot = try BackgroundProcess(
             parley,
@@ -252,43 +258,48 @@ struct JoinAgainstRelayTests {
                 "--log-level", "info", "--no-decode",
                 "--known-relays", files + "/bot-known_relays",
             ])
-        #expect(relay.waitForOutput(containing: "member joined"))
+        try await relay.output(containing: "member joined", within: .seconds(10))
         let log = NSTemporaryDirectory() + "parley-join-\(getpid()).log"
         let pane = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
                 + "--known-relays \(files)/known_relays --log \(log); echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let lines = try await pane.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(lines.contains { $0.contains("2 people · connected") }, "\(lines.joined(separator: "\n"))")
 
         // A chat line sent with Enter closes the input: the `m` after it mutes, it is not typed into the chat.
         try pane.send(["t"])
         try pane.sendLiteral("hi")
         try pane.send(["Enter"])
-        #expect(bot.waitForOutput(containing: "text: \"hi\""), "the chat line reached the other member")
+        try await bot.output(containing: "text: \"hi\"", within: .seconds(10))
         try pane.send(["m"])
-        #expect(relay.waitForOutput(containing: "audio=true"), "the relay saw the mute:\n\(relay.output)")
-        #expect(bot.waitForOutput(containing: "remoteAudioMuted"), "the other member was told:\n\(bot.output)")
-        let muted = try pane.waitFor { $0.contains { $0.contains("Mic off") } }
+        try await relay.output(containing: "audio=true", within: .seconds(10))
+        try await bot.output(containing: "remoteAudioMuted", within: .seconds(10))
+        let muted = try await pane.text("\"Mic off\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Mic off") }
+        }
         #expect(muted.contains { $0.contains("Mic off") }, "the bar shows the microphone off")
         #expect(!muted.contains { $0.hasPrefix(">") || $0.contains("> m") }, "no chat input holds the m")
         try pane.send(["v"])
-        #expect(relay.waitForOutput(containing: "video=true"), "the relay saw the camera go off")
+        try await relay.output(containing: "video=true", within: .seconds(10))
 
         try pane.send(["q"])
         try pane.send(["y"])
-        let end = try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }
+        let end = try await pane.text("\"EXITED rc=0\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED rc=0") }
+        }
         #expect(end.contains { $0.contains("EXITED rc=0") })
-        #expect(
-            bot.waitForOutput(containing: "reason: ParleyRoom.OfflineReason.quit")
-                || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
+        // The other member saw alice quit ("reason: ParleyRoom.OfflineReason.quit", or at least "quit").
+        try await bot.output("alice's quit", within: .seconds(20)) { $0.contains("quit") }
         relay.signal(SIGTERM)
-        #expect(relay.waitForExit(seconds: 5) == 0, "the relay shuts down cleanly on SIGTERM")
+        #expect(await relay.exitStatus(within: .seconds(5)) == 0, "the relay shuts down cleanly on SIGTERM")
     }
 
     /// The host removes m2 (a `parley join` in tmux): m2's call screen closes and `parley join` exits non-zero with
     /// who removed them; a `parley bot` m2 is refused at once with the same; after `/allow m2` it gets in.
-    @Test func aRemovedMemberLeavesWithTheReasonAndStaysOutUntilAllowed() throws {
+    @Test func aRemovedMemberLeavesWithTheReasonAndStaysOutUntilAllowed() async throws {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-remove-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -301,7 +312,7 @@ struct JoinAgainstRelayTests {
                 files + "/rooms",
             ])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on"))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
         func join(_ name: String) throws -> TmuxPane {
             try TmuxPane(
@@ -311,15 +322,21 @@ struct JoinAgainstRelayTests {
                 columns: 100, rows: 30)
         }
         let host = try join("alice")
-        _ = try host.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        try await host.text("\"1 person · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("1 person · connected") }
+        }
         let m2 = try join("m2")
-        let both = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let both = try await host.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(both.contains { $0.contains("2 people · connected") }, "\(both.joined(separator: "\n"))")
 
         try host.send(["t"])
         try host.sendLiteral("/remove m2")
         try host.send(["Enter"])
-        let gone = try m2.waitFor { $0.contains { $0.contains("EXITED") } }
+        let gone = try await m2.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         let shown = gone.joined(separator: "\n")
         #expect(shown.contains("EXITED rc=1"), "removed, parley join fails: \(shown)")
         #expect(shown.contains("alice, the host, removed you from board"), "\(shown)")
@@ -335,7 +352,7 @@ struct JoinAgainstRelayTests {
                 ])
         }
         let refused = try bot()
-        #expect(refused.waitForExit(seconds: 15) == 1, "a rejoin is refused: \(refused.output)")
+        #expect(await refused.exitStatus(within: .seconds(15)) == 1, "a rejoin is refused: \(refused.output)")
         #expect(
             refused.output.contains("alice, the host, removed you from board; only the host can let you back in"),
             "\(refused.output)")
@@ -343,11 +360,15 @@ struct JoinAgainstRelayTests {
         try host.send(["t"])
         try host.sendLiteral("/allow m2")
         try host.send(["Enter"])
-        let allowed = try host.waitFor { $0.contains { $0.contains("You let m2 back into the room") } }
+        let allowed = try await host.text("\"You let m2 back into the room\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("You let m2 back into the room") }
+        }
         #expect(allowed.contains { $0.contains("You let m2 back into the room") }, "\(allowed.joined(separator: "\n"))")
         let back = try bot()
         defer { back.stop() }
-        let again = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let again = try await host.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(again.contains { $0.contains("2 people · connected") }, "m2 is back: \(back.output)")
         try host.send(["q"])
         try host.send(["y"])
@@ -414,13 +435,15 @@ struct JoinAgainstRelayTests {
         try host.send(["y"])
     }
 
-    @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() throws {
+    @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() async throws {
         let parley = try #require(parleyBinaryPath())
         let pane = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:9 --name alice --log /dev/null; "
                 + "echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        let lines = try await pane.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         let text = lines.joined(separator: "\n")
         #expect(text.contains("cannot reach the relay at 127.0.0.1:9"), "\(text)")
         #expect(text.contains("EXITED rc=64") || text.contains("EXITED rc=1"), "\(text)")

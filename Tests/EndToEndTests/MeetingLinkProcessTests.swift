@@ -80,7 +80,7 @@ import Testing
     /// The lobby's Key with the Cipher left at "none", and a meeting link with `--secret-file`: both join a TLS
     /// relay's room end-to-end encrypted (AES-128-GCM), so a bot with the same `--secret` is let in, and the two
     /// members show the same safety code.
-    @Test func aKeyFromTheLobbyOrAFileAlwaysEncrypts() throws {
+    @Test func aKeyFromTheLobbyOrAFileAlwaysEncrypts() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let files = NSTemporaryDirectory() + "parley-key-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -89,7 +89,7 @@ import Testing
         try (secret + "\n").write(toFile: files + "/secret", atomically: true, encoding: .utf8)
         let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--state-dir", files + "/relay"])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "TLS fingerprint", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
         let media = "--video synthetic --audio synthetic --speaker none --log /dev/null --guest"
 
@@ -97,12 +97,16 @@ import Testing
             command: "sh -c '\(parley) --server 127.0.0.1:\(port) --name zed --room keyroom \(media) "
                 + "--known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        _ = try lobby.waitFor { $0.contains { $0.contains("[ Join ]") } }
+        try await lobby.text("\"[ Join ]\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("[ Join ]") }
+        }
         // From Join: Up past Settings, Role and Cipher to Key; the Cipher is left as it is.
         try lobby.send(["Up", "Up", "Up", "Up"])
         try lobby.sendLiteral(secret)
         try lobby.send(["Enter"])
-        var lines = try lobby.waitFor { $0.contains { $0.contains("🔒") } }
+        var lines = try await lobby.text("\"🔒\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("🔒") }
+        }
         let header = lines.first { $0.contains("🔒") } ?? ""
         let code = try #require(
             header.firstMatch(of: /🔒 (\d{4} \d{4})/).map { String($0.1) }, "\(lines.joined(separator: "\n"))")
@@ -119,7 +123,7 @@ import Testing
             command: "sh -c '\(parley) parley://127.0.0.1:\(port)/keyroom --secret-file \(files)/secret --name amy "
                 + "\(media) --known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        lines = try link.waitFor { $0.contains { $0.contains("🔒") } }
+        lines = try await link.text("\"🔒\" on the screen", within: .seconds(15)) { $0.contains { $0.contains("🔒") } }
         #expect(
             lines.contains { $0.contains("🔒 \(code)") },
             "the link joins with the same key: \(lines.joined(separator: "\n"))")
