@@ -60,6 +60,11 @@ final class ScriptedStream: CameraStream, @unchecked Sendable {
 struct CameraSourceTests {
     static let format = CameraFormat(pixelFormat: .yuyv, width: 64, height: 48, fps: 30)
 
+    /// A stall timeout no test run reaches, for the tests that are not about stalls: their camera gives its script and
+    /// then nothing, and a test task woken late (a build beside the tests holds the runtime's threads) must read what
+    /// it waited for before the source calls that silence a stall.
+    static let noStall = Duration.seconds(120)
+
     static func yuyvFrame(_ picture: VideoFrame) -> RawCameraFrame {
         RawCameraFrame(format: format, bytesPerLine: 128, bytes: CameraFixtures.yuyv(picture, bytesPerLine: 128))
     }
@@ -68,7 +73,8 @@ struct CameraSourceTests {
     func convertsAndScales() async throws {
         let reference = CameraFixtures.reference
         let stream = ScriptedStream(format: Self.format, script: [.frame(Self.yuyvFrame(reference))])
-        let source = CameraSource(stream: stream, name: "Cam", width: 32, height: 24, fps: 25)
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 32, height: 24, fps: 25, stallTimeout: Self.noStall)
         try await waitUntil("the first frame", timeout: .seconds(5), every: .milliseconds(5)) { source.hasFrame }
         var expected = reference.scaled(width: 32, height: 24)
         expected.timestampMicros = 0
@@ -84,7 +90,8 @@ struct CameraSourceTests {
     func aspect() async throws {
         let reference = CameraFixtures.reference
         let stream = ScriptedStream(format: Self.format, script: [.frame(Self.yuyvFrame(reference))])
-        let source = CameraSource(stream: stream, name: "Cam", width: 32, height: 18, fps: 30)
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 32, height: 18, fps: 30, stallTimeout: Self.noStall)
         try await waitUntil("the first frame", timeout: .seconds(5), every: .milliseconds(5)) { source.hasFrame }
         let expected = CameraFrameConverter.cropToAspect(reference, width: 32, height: 18).scaled(width: 32, height: 18)
         #expect(try source.nextFrame().y == expected.y)
@@ -96,7 +103,8 @@ struct CameraSourceTests {
         // The camera needs a second before its first frame; a source that waited for it would return that frame.
         let stream = ScriptedStream(
             format: Self.format, script: [.pause(.seconds(1)), .frame(Self.yuyvFrame(CameraFixtures.reference))])
-        let source = CameraSource(stream: stream, name: "Cam", width: 64, height: 48, fps: 30)
+        let source = CameraSource(
+            stream: stream, name: "Cam", width: 64, height: 48, fps: 30, stallTimeout: Self.noStall)
         let clock = ContinuousClock()
         var frames: [VideoFrame] = []
         let elapsed = try clock.measure { for _ in 0..<100 { frames.append(try source.nextFrame()) } }
@@ -139,7 +147,8 @@ struct CameraSourceTests {
                 .error(.badFrame(reason: "the driver marked a frame as damaged")),
             ])
         let source = CameraSource(
-            stream: stream, name: "Cam", width: 64, height: 48, fps: 30, onFailure: failures.record)
+            stream: stream, name: "Cam", width: 64, height: 48, fps: 30, stallTimeout: Self.noStall,
+            onFailure: failures.record)
         try await waitUntil("3 bad frames counted", timeout: .seconds(5), every: .milliseconds(5)) {
             source.badFrames == 3
         }
