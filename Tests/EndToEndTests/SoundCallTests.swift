@@ -105,15 +105,21 @@ struct SoundCallTests {
             environment: environment, program: parley,
             arguments: [
                 "bot", "devices", "--server", "127.0.0.1:\(port)", "--insecure", "--name", "erin", "--duration", "3",
+                // Its events (the join among them) in its output, to watch from the moment it is in the call.
+                "--log-level", "info",
             ])
         let bot = try BackgroundProcess(botCommand.path, botCommand.arguments)
-        // Watched for the whole of the bot's 3 s call, not at one moment of it.
+        try await bot.output("the bot in the call", within: .seconds(10)) { $0.contains("joined(localID:") }
+        // Watched for the rest of its 3 s call, each look taken while it still runs, not at one moment of it.
         var seen: [(recording: Int, playing: Int)] = []
         try await waitUntil("the bot to end its 3 s call", timeout: .seconds(10), every: .milliseconds(100)) {
-            seen.append(try streams())
-            return bot.exitStatusNow() != nil
+            let look = try streams()
+            guard bot.exitStatusNow() == nil else { return true }
+            seen.append(look)
+            return false
         }
-        #expect(seen.count >= 10 && seen.allSatisfy { $0 == (0, 0) }, "the bot opened a device: \(seen)")
+        #expect(!seen.isEmpty, "no look while the bot was in the call")
+        #expect(seen.allSatisfy { $0 == (0, 0) }, "the bot opened a device: \(seen)")
         #expect(bot.exitStatusNow() == 0, "\(bot.output)")
         withExtendedLifetime(sound) {}
     }
