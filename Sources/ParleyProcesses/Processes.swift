@@ -207,17 +207,21 @@ public final class BackgroundProcess: @unchecked Sendable {
         kill(pid, number)
     }
 
+    /// Its status (128 + signal when killed) if it has exited, nil while it runs; never waits.
+    public func exitStatusNow() -> Int32? {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        exitStatus = exitCode(status)
+        return exitStatus
+    }
+
     /// Waits up to `seconds` for the program to exit; its status (128 + signal when killed), or nil if still running.
     @discardableResult
     public func waitForExit(seconds: Double) -> Int32? {
-        if let exitStatus { return exitStatus }
         let deadline = Date().addingTimeInterval(seconds)
         repeat {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                exitStatus = exitCode(status)
-                return exitStatus
-            }
+            if let status = exitStatusNow() { return status }
             usleep(20_000)
         } while Date() < deadline
         return nil

@@ -195,6 +195,25 @@ public final class SoundRecording: Sendable {
         unlink(rawPath)
     }
 
+    /// Samples recorded so far (the recorder writes as it goes), for a test that waits until enough has been heard.
+    public var samplesRecorded: Int {
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: rawPath)[.size] as? Int) ?? nil
+        return (bytes ?? 0) / 2
+    }
+
+    /// The samples recorded so far, without ending the recording.
+    public func samplesSoFar() -> [Int16] {
+        Self.samples(FileManager.default.contents(atPath: rawPath) ?? Data())
+    }
+
+    /// 16-bit little-endian samples (a trailing odd byte is left out).
+    private static func samples(_ data: Data) -> [Int16] {
+        let bytes = [UInt8](data.prefix(data.count & ~1))
+        return stride(from: 0, to: bytes.count, by: 2).map {
+            Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
+        }
+    }
+
     /// Ends the recording; the samples recorded, also written to `wavPath`.
     public func stop() throws -> [Int16] {
         process.stop()
@@ -202,11 +221,8 @@ public final class SoundRecording: Sendable {
             throw SoundServerError.commandFailed(command: "parec", output: "no recording at \(rawPath)")
         }
         let bytes = [UInt8](data.prefix(data.count & ~1))
-        let samples = stride(from: 0, to: bytes.count, by: 2).map {
-            Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
-        }
         try Data(Self.wavHeader(dataBytes: bytes.count) + bytes).write(to: URL(fileURLWithPath: wavPath))
-        return samples
+        return Self.samples(data)
     }
 
     /// A canonical 44-byte header for 48 kHz mono 16-bit PCM.

@@ -27,23 +27,25 @@ struct ClusterProcessTests {
     func startNodes(
         _ ids: [String], url: String, folder: String, tls: (String) -> [String]? = { _ in nil }, extra: [String] = [],
         ports: [String: Int] = [:]
-    ) throws
+    ) async throws
         -> [Node]
     {
         let binary = try #require(parleyBinaryPath(), "set PARLEY_BIN to the parley binary")
-        return try ids.map { id in
+        var nodes: [Node] = []
+        for id in ids {
             let process = try BackgroundProcess(
                 binary,
                 [
                     "serve", "--port", "\(ports[id] ?? 0)", "--state-dir", folder + "/" + id, "--database", url,
                     "--node-id", id,
                 ] + (tls(id) ?? ["--insecure"]) + extra)
-            #expect(process.waitForOutput(containing: "cluster node \(id)", seconds: 30), "\(process.output)")
+            try await process.output(containing: "cluster node \(id)", within: .seconds(30))
             let port = try #require(
                 process.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
                 "\(process.output)")
-            return Node(id: id, process: process, address: ServerAddress(host: "127.0.0.1", port: port))
+            nodes.append(Node(id: id, process: process, address: ServerAddress(host: "127.0.0.1", port: port)))
         }
+        return nodes
     }
 
     /// A PostgreSQL of the test's own with an empty database, and a folder for the nodes' state.
@@ -94,7 +96,7 @@ struct ClusterProcessTests {
     @Test func messagesReceiptsPresenceAndChannelLinesCrossNodes() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
-        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        let nodes = try await startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
         let aliceEvents = Events()
@@ -193,14 +195,14 @@ struct ClusterProcessTests {
         try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
             toFile: secretPath, atomically: false, encoding: .utf8)
         chmod(secretPath, 0o600)
-        let nodes = try startNodes(
+        let nodes = try await startNodes(
             ["a", "b"], url: server.url(database: database), folder: folder,
             extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"])
         defer { for node in nodes { node.process.stop() } }
         var adminPorts: [Int] = []
         var trunkPorts: [Int] = []
         for node in nodes {
-            #expect(node.process.waitForOutput(containing: "trunks to the other nodes on udp", seconds: 20))
+            try await node.process.output(containing: "trunks to the other nodes on udp", within: .seconds(20))
             adminPorts.append(
                 try #require(
                     node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
@@ -255,7 +257,7 @@ struct ClusterProcessTests {
     @Test func aNodeKilledIsFoundDeadOnceAndItsAccountsGoOffline() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
-        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        let nodes = try await startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
         let carol = try await connect("carol", to: nodes[2], events: Events())
@@ -299,7 +301,7 @@ struct ClusterProcessTests {
     @Test func postgresStoppedAndStartedUnderLoadLosesAndDuplicatesNothingAcknowledged() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
-        let nodes = try startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
+        let nodes = try await startNodes(["a", "b", "c"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
 
         // Sender i on node i writes to receiver i on the next node; receivers acknowledge what they get.
@@ -397,7 +399,7 @@ struct ClusterProcessTests {
     @Test func aRunningCallGoesOnWhilePostgresIsDownFor30Seconds() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
-        let node = try #require(try startNodes(["a"], url: server.url(database: database), folder: folder).first)
+        let node = try #require(try await startNodes(["a"], url: server.url(database: database), folder: folder).first)
         defer { node.process.stop() }
         let binary = try #require(parleyBinaryPath())
         func bot(_ name: String) throws -> BackgroundProcess {
@@ -430,7 +432,7 @@ struct ClusterProcessTests {
         #expect(
             rateDuring >= rateBefore * 0.9,
             "bob's video reached alice at \(rateDuring) packets/s with PostgreSQL down, \(rateBefore) before")
-        #expect(alice.waitForExit(seconds: 0) == nil && bob.waitForExit(seconds: 0) == nil, "both still in the call")
+        #expect(alice.exitStatusNow() == nil && bob.exitStatusNow() == nil, "both still in the call")
         #expect(node.process.output.contains("heartbeat failed: calls go on"), "\(node.process.output)")
     }
 
@@ -440,11 +442,11 @@ struct ClusterProcessTests {
         let binary = try #require(parleyBinaryPath())
         // Node a makes a self-signed certificate; b shares it (the cluster's); c has its own (a stranger's).
         let url = server.url(database: database)
-        var nodes = try startNodes(["a"], url: url, folder: folder, tls: { _ in [] })
-        nodes += try startNodes(
+        var nodes = try await startNodes(["a"], url: url, folder: folder, tls: { _ in [] })
+        nodes += try await startNodes(
             ["b"], url: url, folder: folder,
             tls: { _ in ["--tls-cert", folder + "/a/relay-cert.pem", "--tls-key", folder + "/a/relay-key.pem"] })
-        nodes += try startNodes(["c"], url: url, folder: folder, tls: { _ in [] })
+        nodes += try await startNodes(["c"], url: url, folder: folder, tls: { _ in [] })
         defer { for node in nodes { node.process.stop() } }
         func bot(_ name: String, room: String, via servers: String, knownRelays: String) throws -> BackgroundProcess {
             try BackgroundProcess(
@@ -482,14 +484,14 @@ struct ClusterProcessTests {
         _ = try await server.psql("INSERT INTO room_placement (room, node) VALUES ('vault', 'c')", database: database)
         let dave = try bot("dave", room: "vault", via: nodes[1].address.description, knownRelays: folder + "/dave")
         defer { dave.stop() }
-        #expect(dave.waitForExit(seconds: 20) == 1, "\(dave.output)")
+        #expect(await dave.exitStatus(within: .seconds(20)) == 1, "\(dave.output)")
         #expect(dave.output.contains("shows a different TLS certificate"), "\(dave.output)")
     }
 
     @Test func aDeadFirstServerFallsThroughToTheNext() async throws {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
-        let nodes = try startNodes(["a"], url: server.url(database: database), folder: folder)
+        let nodes = try await startNodes(["a"], url: server.url(database: database), folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
         // Port 1 on loopback: nothing listens there.
@@ -517,7 +519,7 @@ struct ClusterProcessTests {
         let (server, database, folder) = try await Self.setUp()
         defer { Self.tearDown(server, folder) }
         let url = server.url(database: database)
-        let nodes = try startNodes(["a", "b"], url: url, folder: folder)
+        let nodes = try await startNodes(["a", "b"], url: url, folder: folder)
         defer { for node in nodes { node.process.stop() } }
         let binary = try #require(parleyBinaryPath())
 
@@ -538,9 +540,8 @@ struct ClusterProcessTests {
             "SELECT string_agg(line, ' | ' ORDER BY room) FROM room_setting", database: database)
         #expect(kept.hasPrefix("board verifier=") && !kept.contains("hunter2"), "\(kept)")
         for node in nodes {
-            #expect(
-                node.process.waitForOutput(containing: "rooms' settings from the cluster applied rooms=2", seconds: 10),
-                "\(node.process.output)")
+            try await node.process.output(
+                containing: "rooms' settings from the cluster applied rooms=2", within: .seconds(10))
         }
         // Node b refuses a join without the password, and takes one with it.
         func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
@@ -553,7 +554,7 @@ struct ClusterProcessTests {
         }
         let stranger = try bot("mallory", [])
         defer { stranger.stop() }
-        #expect(stranger.waitForExit(seconds: 20) == 1, "\(stranger.output)")
+        #expect(await stranger.exitStatus(within: .seconds(20)) == 1, "\(stranger.output)")
         #expect(stranger.output.contains("board needs its password"), "\(stranger.output)")
         let members = try ["gina", "hal"].map { try bot($0, ["--password", "hunter2"]) }
         defer { for member in members { member.stop() } }

@@ -73,65 +73,57 @@ struct DemoCallTests {
 
     /// Waits until `condition` holds and the screen has settled (two captures 150 ms apart normalise alike), so a
     /// capture never catches a redraw half done.
-    func screen(_ pane: TmuxPane, until condition: ([String]) -> Bool, _ what: String) throws -> [String] {
-        var lines = try pane.waitFor(seconds: 15, condition)
-        #expect(condition(lines), "timed out waiting for \(what):\n\(lines.joined(separator: "\n"))")
-        for _ in 0..<20 {
-            usleep(150_000)
-            let next = try pane.text()
-            if Golden.normalise(next) == Golden.normalise(lines) && condition(next) { return next }
-            lines = next
-        }
-        return lines
+    func screen(_ pane: TmuxPane, until condition: ([String]) -> Bool, _ what: String) async throws -> [String] {
+        try await pane.settledText(what, within: .seconds(18), normalise: Golden.normalise, condition)
     }
 
     @Test(arguments: sizes)
-    func aFourPartyCallDrivenByKeys(columns: Int, rows: Int) throws {
+    func aFourPartyCallDrivenByKeys(columns: Int, rows: Int) async throws {
         let pane = try demo(columns: columns, rows: rows)
         let tag = "\(columns)x\(rows)"
         func has(_ text: String) -> ([String]) -> Bool { { $0.contains { $0.contains(text) } } }
         func lacks(_ text: String) -> ([String]) -> Bool { { !$0.contains { $0.contains(text) } } }
 
-        var lines = try screen(
+        var lines = try await screen(
             pane, until: { has("4 people · connected")($0) && lacks("waiting for video")($0) },
             "four people with video")
         try Golden.check(lines, named: "demo_\(tag)_start")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_start")
 
         try pane.send(["m"])
-        lines = try screen(pane, until: has("Mic off"), "the microphone muted")
+        lines = try await screen(pane, until: has("Mic off"), "the microphone muted")
         try pane.send(["v"])
-        lines = try screen(pane, until: has("camera off"), "the camera off")
+        lines = try await screen(pane, until: has("camera off"), "the camera off")
         try Golden.check(lines, named: "demo_\(tag)_muted")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_muted")
 
         try pane.send(["2"])
         try pane.send(["2"])
-        lines = try screen(pane, until: has("Esc grid"), "ana fullscreen")
+        lines = try await screen(pane, until: has("Esc grid"), "ana fullscreen")
         try Golden.check(lines, named: "demo_\(tag)_fullscreen")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_fullscreen")
         try pane.send(["Escape"])
-        lines = try screen(pane, until: lacks("Esc grid"), "the grid again")
+        lines = try await screen(pane, until: lacks("Esc grid"), "the grid again")
 
         try pane.send(["t"])
         try pane.sendLiteral("hello from tmux ✓")
         try pane.send(["Enter"])
         // Enter sends and closes the line: the bar's hotkeys are hotkeys again.
-        lines = try screen(
+        lines = try await screen(
             pane, until: { has("you: hello from tmux ✓")($0) && lacks("Enter sends")($0) },
             "the chat line sent and the input closed")
         try Golden.check(lines, named: "demo_\(tag)_chat")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_chat")
 
         try pane.send(["h"])
-        lines = try screen(pane, until: lacks("Leave"), "controls and chat hidden")
+        lines = try await screen(pane, until: lacks("Leave"), "controls and chat hidden")
         try Golden.check(lines, named: "demo_\(tag)_hidden")
         try ColourGolden.check(try pane.escapes(), named: "demo_\(tag)_hidden")
         try pane.send(["h"])
-        lines = try screen(pane, until: has("Leave"), "controls back")
+        lines = try await screen(pane, until: has("Leave"), "controls back")
 
         try pane.send(["?"])
-        lines = try screen(pane, until: has("Keys"), "the help overlay")
+        lines = try await screen(pane, until: has("Keys"), "the help overlay")
         try Golden.check(lines, named: "demo_\(tag)_help")
         // Only the chrome here: the help box covers the pictures but for slivers of any height (one row of the
         // moving test picture can be a single colour). The other screens of this test check the pictures.
@@ -139,10 +131,10 @@ struct DemoCallTests {
             try pane.escapes(), named: "demo_\(tag)_help", minimumColours: 0,
             picturesExpected: false)
         try pane.send(["Escape"])
-        lines = try screen(pane, until: lacks("Keys"), "help closed")
+        lines = try await screen(pane, until: lacks("Keys"), "help closed")
 
         try pane.send(["i"])
-        lines = try screen(pane, until: has("kb/s"), "per-tile stats")
+        lines = try await screen(pane, until: has("kb/s"), "per-tile stats")
         // The bots send 320x240 and its half; tiles this small get the half (simulcast).
         #expect(lines.contains { $0.contains("160x120") }, "the layer each tile gets shows in it")
         #expect(!lines.contains { $0.contains("320x240") }, "no tile here needs the full layer")
@@ -150,7 +142,7 @@ struct DemoCallTests {
 
         // The roster: everyone with role, microphone and camera, and the activity with the bots joining.
         try pane.send(["r"])
-        lines = try screen(pane, until: has("Roster · 4"), "the roster")
+        lines = try await screen(pane, until: has("Roster · 4"), "the roster")
         #expect(
             lines.contains { $0.contains("you (you)") && $0.contains("in the call") },
             "\(lines.joined(separator: "\n"))")
@@ -158,12 +150,12 @@ struct DemoCallTests {
             lines.contains { $0.contains("Activity") } && lines.contains { $0.contains("joined") },
             "\(lines.joined(separator: "\n"))")
         try pane.send(["Escape"])
-        lines = try screen(pane, until: lacks("Roster"), "roster closed")
+        lines = try await screen(pane, until: lacks("Roster"), "roster closed")
 
         try pane.send(["q"])
-        lines = try screen(pane, until: has("Leave the call?"), "the leave question")
+        lines = try await screen(pane, until: has("Leave the call?"), "the leave question")
         try pane.send(["y"])
-        lines = try screen(pane, until: has("EXITED rc=0"), "parley to exit")
+        lines = try await screen(pane, until: has("EXITED rc=0"), "parley to exit")
         #expect(lines.contains { $0.contains("You left demo after") })
         let modes = try pane.modes()
         #expect(modes.contains("alt=0"), "the alternate screen is gone: \(modes)")
@@ -171,7 +163,7 @@ struct DemoCallTests {
     }
 
     @Test("a call follows its terminal's resizes, with pictures playing and with none at all")
-    func followsResizes() throws {
+    func followsResizes() async throws {
         func has(_ text: String) -> ([String]) -> Bool { { $0.contains { $0.contains(text) } } }
         // The header ends with the help hint one cell from the screen's right edge; the control bar is on the last
         // row.
@@ -183,30 +175,29 @@ struct DemoCallTests {
                     && lines[rows - 1].contains("Leave")
             }
         }
-        func resize(_ pane: TmuxPane, through sizes: [(Int, Int)]) throws {
+        func resize(_ pane: TmuxPane, through sizes: [(Int, Int)]) async throws {
             for (columns, rows) in sizes {
                 try pane.run(["resize-window", "-x", "\(columns)", "-y", "\(rows)"])
-                let lines = try pane.waitFor(seconds: 5, laidOut(columns: columns, rows: rows))
-                #expect(
-                    laidOut(columns: columns, rows: rows)(lines),
-                    "\(columns)x\(rows):\n\(lines.joined(separator: "\n"))")
+                try await pane.text(
+                    "the call laid out at \(columns)x\(rows)", within: .seconds(5),
+                    laidOut(columns: columns, rows: rows))
             }
         }
         let playing = try demo(columns: 80, rows: 24)
-        _ = try screen(
+        _ = try await screen(
             playing, until: { has("4 people · connected")($0) && !has("waiting for video")($0) },
             "four people with video")
-        try resize(playing, through: [(120, 36), (100, 30), (80, 24)])
+        try await resize(playing, through: [(120, 36), (100, 30), (80, 24)])
 
         // Alone with the camera off, no picture wakes the loop: the resize must still be seen.
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
         let alone = try TmuxPane(
             command: "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --bots 0; sleep 60'", columns: 80,
             rows: 24)
-        _ = try screen(alone, until: has("1 person · connected"), "the call alone")
+        _ = try await screen(alone, until: has("1 person · connected"), "the call alone")
         try alone.send(["v"])
-        _ = try screen(alone, until: has("camera off"), "the camera off")
-        try resize(alone, through: [(110, 32), (80, 24)])
+        _ = try await screen(alone, until: has("camera off"), "the camera off")
+        try await resize(alone, through: [(110, 32), (80, 24)])
     }
 }
 
@@ -218,19 +209,25 @@ struct FullscreenLayerProcessTests {
         ("half", 200, 60, "320x240"), ("quadrant", 200, 60, "320x240"), ("sextant", 200, 60, "320x240"),
         ("half", 120, 40, "160x120"),
     ])
-    func aFullscreenTileGetsTheLayerItsPictureUses(mode: String, columns: Int, rows: Int, layer: String) throws {
+    func aFullscreenTileGetsTheLayerItsPictureUses(mode: String, columns: Int, rows: Int, layer: String) async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built; run swift build")
         let log = NSTemporaryDirectory() + "parley-layer-\(mode)-\(columns)x\(rows).log"
         let pane = try TmuxPane(
             command: "sh -c 'unset NO_COLOR; TERM=tmux-256color \(parley) demo --picture \(mode) --chat-every 900 "
                 + "--toggle-video-every 900 --log \(log); echo EXITED rc=$?; sleep 60'",
             columns: columns, rows: rows)
-        _ = try pane.waitFor { $0.contains { $0.contains("4 people · connected") } }
+        try await pane.text("\"4 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("4 people · connected") }
+        }
         try pane.send(["2"])
         try pane.send(["2"])
-        _ = try pane.waitFor { $0.contains { $0.contains("Esc grid") } }
+        try await pane.text("\"Esc grid\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Esc grid") }
+        }
         try pane.send(["i"])
-        let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(layer + " ") } }
+        let lines = try await pane.text("the layer \(layer) in the tile's stats", within: .seconds(20)) {
+            $0.contains { $0.contains(layer + " ") }
+        }
         #expect(
             lines.contains { $0.contains(layer + " ") },
             "\(mode) at \(columns)x\(rows):\n\(lines.joined(separator: "\n"))")
@@ -242,7 +239,7 @@ struct FullscreenLayerProcessTests {
 /// `parley join` against a separate `parley serve` process: what the keys do must reach the relay.
 @Suite(.serialized)
 struct JoinAgainstRelayTests {
-    @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() throws {
+    @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() async throws {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-join-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -252,7 +249,7 @@ struct JoinAgainstRelayTests {
                 "serve", "--port", "0", "--log-level", "info",
                 "--state-dir", files + "/relay",
             ])
-        #expect(relay.waitForOutput(containing: "listening on"))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
         let bot = try BackgroundProcess(
             parley,
@@ -261,43 +258,48 @@ struct JoinAgainstRelayTests {
                 "--log-level", "info", "--no-decode",
                 "--known-relays", files + "/bot-known_relays",
             ])
-        #expect(relay.waitForOutput(containing: "member joined"))
+        try await relay.output(containing: "member joined", within: .seconds(10))
         let log = NSTemporaryDirectory() + "parley-join-\(getpid()).log"
         let pane = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
                 + "--known-relays \(files)/known_relays --log \(log); echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let lines = try await pane.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(lines.contains { $0.contains("2 people · connected") }, "\(lines.joined(separator: "\n"))")
 
         // A chat line sent with Enter closes the input: the `m` after it mutes, it is not typed into the chat.
         try pane.send(["t"])
         try pane.sendLiteral("hi")
         try pane.send(["Enter"])
-        #expect(bot.waitForOutput(containing: "text: \"hi\""), "the chat line reached the other member")
+        try await bot.output(containing: "text: \"hi\"", within: .seconds(10))
         try pane.send(["m"])
-        #expect(relay.waitForOutput(containing: "audio=true"), "the relay saw the mute:\n\(relay.output)")
-        #expect(bot.waitForOutput(containing: "remoteAudioMuted"), "the other member was told:\n\(bot.output)")
-        let muted = try pane.waitFor { $0.contains { $0.contains("Mic off") } }
+        try await relay.output(containing: "audio=true", within: .seconds(10))
+        try await bot.output(containing: "remoteAudioMuted", within: .seconds(10))
+        let muted = try await pane.text("\"Mic off\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Mic off") }
+        }
         #expect(muted.contains { $0.contains("Mic off") }, "the bar shows the microphone off")
         #expect(!muted.contains { $0.hasPrefix(">") || $0.contains("> m") }, "no chat input holds the m")
         try pane.send(["v"])
-        #expect(relay.waitForOutput(containing: "video=true"), "the relay saw the camera go off")
+        try await relay.output(containing: "video=true", within: .seconds(10))
 
         try pane.send(["q"])
         try pane.send(["y"])
-        let end = try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }
+        let end = try await pane.text("\"EXITED rc=0\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED rc=0") }
+        }
         #expect(end.contains { $0.contains("EXITED rc=0") })
-        #expect(
-            bot.waitForOutput(containing: "reason: ParleyRoom.OfflineReason.quit")
-                || bot.waitForOutput(containing: "quit"), "the other member saw alice quit:\n\(bot.output)")
+        // The other member saw alice quit ("reason: ParleyRoom.OfflineReason.quit", or at least "quit").
+        try await bot.output("alice's quit", within: .seconds(20)) { $0.contains("quit") }
         relay.signal(SIGTERM)
-        #expect(relay.waitForExit(seconds: 5) == 0, "the relay shuts down cleanly on SIGTERM")
+        #expect(await relay.exitStatus(within: .seconds(5)) == 0, "the relay shuts down cleanly on SIGTERM")
     }
 
     /// The host removes m2 (a `parley join` in tmux): m2's call screen closes and `parley join` exits non-zero with
     /// who removed them; a `parley bot` m2 is refused at once with the same; after `/allow m2` it gets in.
-    @Test func aRemovedMemberLeavesWithTheReasonAndStaysOutUntilAllowed() throws {
+    @Test func aRemovedMemberLeavesWithTheReasonAndStaysOutUntilAllowed() async throws {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-remove-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -310,7 +312,7 @@ struct JoinAgainstRelayTests {
                 files + "/rooms",
             ])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on"))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/)?.1)
         func join(_ name: String) throws -> TmuxPane {
             try TmuxPane(
@@ -320,15 +322,21 @@ struct JoinAgainstRelayTests {
                 columns: 100, rows: 30)
         }
         let host = try join("alice")
-        _ = try host.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        try await host.text("\"1 person · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("1 person · connected") }
+        }
         let m2 = try join("m2")
-        let both = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let both = try await host.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(both.contains { $0.contains("2 people · connected") }, "\(both.joined(separator: "\n"))")
 
         try host.send(["t"])
         try host.sendLiteral("/remove m2")
         try host.send(["Enter"])
-        let gone = try m2.waitFor { $0.contains { $0.contains("EXITED") } }
+        let gone = try await m2.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         let shown = gone.joined(separator: "\n")
         #expect(shown.contains("EXITED rc=1"), "removed, parley join fails: \(shown)")
         #expect(shown.contains("alice, the host, removed you from board"), "\(shown)")
@@ -344,7 +352,7 @@ struct JoinAgainstRelayTests {
                 ])
         }
         let refused = try bot()
-        #expect(refused.waitForExit(seconds: 15) == 1, "a rejoin is refused: \(refused.output)")
+        #expect(await refused.exitStatus(within: .seconds(15)) == 1, "a rejoin is refused: \(refused.output)")
         #expect(
             refused.output.contains("alice, the host, removed you from board; only the host can let you back in"),
             "\(refused.output)")
@@ -352,11 +360,15 @@ struct JoinAgainstRelayTests {
         try host.send(["t"])
         try host.sendLiteral("/allow m2")
         try host.send(["Enter"])
-        let allowed = try host.waitFor { $0.contains { $0.contains("You let m2 back into the room") } }
+        let allowed = try await host.text("\"You let m2 back into the room\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("You let m2 back into the room") }
+        }
         #expect(allowed.contains { $0.contains("You let m2 back into the room") }, "\(allowed.joined(separator: "\n"))")
         let back = try bot()
         defer { back.stop() }
-        let again = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        let again = try await host.text("\"2 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         #expect(again.contains { $0.contains("2 people · connected") }, "m2 is back: \(back.output)")
         try host.send(["q"])
         try host.send(["y"])
@@ -364,7 +376,7 @@ struct JoinAgainstRelayTests {
 
     /// alice hosts, bob (a bot) is in the room; the relay is killed with SIGKILL and started again with the same state
     /// folder: whoever reconnects first, alice hosts again and her host commands work.
-    @Test func theHostKeepsTheRoleAcrossARelayRestart() throws {
+    @Test func theHostKeepsTheRoleAcrossARelayRestart() async throws {
         let parley = try #require(parleyBinaryPath())
         let files = NSTemporaryDirectory() + "parley-host-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -375,12 +387,14 @@ struct JoinAgainstRelayTests {
         // Restarted on the same port below: one the kernel never hands out as a source port.
         let port = String(try LoopbackPort.belowEphemeralRange())
         var relay = try serve(port: port)
-        #expect(relay.waitForOutput(containing: "listening on 127.0.0.1:\(port)"), "\(relay.output)")
+        try await relay.output(containing: "listening on 127.0.0.1:\(port)", within: .seconds(10))
         let host = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:\(port) --name alice --profile 320x180 "
                 + "--known-relays \(files)/known_relays --log \(files)/alice.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        _ = try host.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        try await host.text("alice alone in the call", within: .seconds(15)) {
+            $0.contains { $0.contains("1 person · connected") }
+        }
         let bob = try BackgroundProcess(
             parley,
             [
@@ -388,45 +402,48 @@ struct JoinAgainstRelayTests {
                 "--known-relays", files + "/bot-known_relays",
             ])
         defer { bob.stop() }
-        _ = try host.waitFor { $0.contains { $0.contains("2 people · connected") } }
+        try await host.text("bob in alice's call", within: .seconds(15)) {
+            $0.contains { $0.contains("2 people · connected") }
+        }
         // The relay writes its rooms' hosts once a second.
         let kept = files + "/relay/room-hosts.json"
-        for _ in 0..<50 where !((try? String(contentsOfFile: kept, encoding: .utf8))?.contains("standup") ?? false) {
-            usleep(100_000)
+        try await waitUntil("the room's host kept in \(kept)", timeout: .seconds(5), every: .milliseconds(100)) {
+            (try? String(contentsOfFile: kept, encoding: .utf8))?.contains("standup") ?? false
         }
-        #expect(try String(contentsOfFile: kept, encoding: .utf8).contains("standup"))
 
         relay.signal(SIGKILL)
-        #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
+        #expect(await relay.exitStatus(within: .seconds(5)) == 128 + SIGKILL)
         relay = try serve(port: port)
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on"), "the relay started again: \(relay.output)")
-        let back = try host.waitFor(seconds: 30) {
+        try await relay.output(containing: "listening on", within: .seconds(10))
+        try await host.text("alice reconnected with bob", within: .seconds(30)) {
             $0.contains { $0.contains("2 people · connected") } && $0.contains { $0.contains("Reconnected") }
         }
-        #expect(back.contains { $0.contains("2 people · connected") }, "\(back.joined(separator: "\n"))")
         try host.send(["r"])
-        let roster = try host.waitFor { $0.contains { $0.contains("alice (you) (host)") } }
-        #expect(roster.contains { $0.contains("alice (you) (host)") }, "\(roster.joined(separator: "\n"))")
+        let roster = try await host.text("alice the host in the roster", within: .seconds(15)) {
+            $0.contains { $0.contains("alice (you) (host)") }
+        }
         #expect(!roster.contains { $0.contains("bob (host)") }, "\(roster.joined(separator: "\n"))")
         try host.send(["Escape"])
         try host.send(["t"])
         try host.sendLiteral("/remove bob")
         try host.send(["Enter"])
-        let removed = bob.waitForExit(seconds: 15)
+        let removed = await bob.exitStatus(within: .seconds(15))
         let screen = (try? host.text())?.joined(separator: "\n") ?? ""
         #expect(removed == 1, "alice's /remove works after the restart: \(bob.output)\nalice's screen:\n\(screen)")
         try host.send(["q"])
         try host.send(["y"])
     }
 
-    @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() throws {
+    @Test func anUnreachableRelayIsAClearErrorAndTheTerminalIsRestored() async throws {
         let parley = try #require(parleyBinaryPath())
         let pane = try TmuxPane(
             command: "sh -c '\(parley) join standup --server 127.0.0.1:9 --name alice --log /dev/null; "
                 + "echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        let lines = try await pane.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         let text = lines.joined(separator: "\n")
         #expect(text.contains("cannot reach the relay at 127.0.0.1:9"), "\(text)")
         #expect(text.contains("EXITED rc=64") || text.contains("EXITED rc=1"), "\(text)")

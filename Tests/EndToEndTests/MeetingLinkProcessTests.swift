@@ -9,10 +9,10 @@ import Testing
     /// The relay's state folder, removed by the test that started it.
     static var stateDirectory: String { NSTemporaryDirectory() + "parley-link-\(getpid())" }
 
-    func serve(_ parley: String) throws -> (BackgroundProcess, String) {
+    func serve(_ parley: String) async throws -> (BackgroundProcess, String) {
         let relay = try BackgroundProcess(
             parley, ["serve", "--port", "0", "--insecure", "--state-dir", Self.stateDirectory])
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, port)
     }
@@ -39,9 +39,9 @@ import Testing
         }
     }
 
-    @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() throws {
+    @Test func aLinkJoinsTheChangedRoomIsSaidAndTheInviteIsCopied() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let (relay, port) = try serve(parley)
+        let (relay, port) = try await serve(parley)
         defer { try? FileManager.default.removeItem(atPath: Self.stateDirectory) }
         defer { relay.stop() }
         let pane = try TmuxPane(
@@ -49,34 +49,38 @@ import Testing
                 + "--video synthetic --audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         try pane.run(["set-option", "-s", "set-clipboard", "on"])
-        var lines = try pane.waitFor { $0.contains { $0.contains("Joined teamalpha:") } }
+        var lines = try await pane.text("the changed room said", within: .seconds(15)) {
+            $0.contains { $0.contains("Joined teamalpha:") }
+        }
         #expect(
             lines.contains { $0.contains("Joined teamalpha: '/' is not allowed in room names") },
             "\(lines.joined(separator: "\n"))")
         #expect(lines.first?.contains("teamalpha") == true, "\(lines.joined(separator: "\n"))")
 
         try pane.send(["l"])
-        lines = try pane.waitFor { $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") } }
-        #expect(
-            lines.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") },
-            "\(lines.joined(separator: "\n"))")
-        var buffer = ""
-        for _ in 0..<50 where buffer.isEmpty {
-            buffer = (try? pane.run(["show-buffer"])) ?? ""
-            if buffer.isEmpty { usleep(100_000) }
+        try await pane.text("the invite said", within: .seconds(15)) {
+            $0.contains { $0.contains("Invite: ws://127.0.0.1:\(port)/teamalpha") }
+        }
+        // tmux holds the copied link as a paste buffer once the OSC 52 reached it.
+        let buffer = try await poll(
+            "the invite in tmux's paste buffer", timeout: .seconds(5), every: .milliseconds(100)
+        ) {
+            (try? pane.run(["show-buffer"])) ?? ""
+        } until: {
+            !$0.isEmpty
         }
         #expect(buffer == "ws://127.0.0.1:\(port)/teamalpha", "the clipboard holds \"\(buffer)\"")
 
         try pane.send(["q"])
         try pane.send(["y"])
-        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        lines = try await pane.text("parley to exit", within: .seconds(15)) { $0.contains { $0.contains("EXITED") } }
         #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
     }
 
     /// The lobby's Key with the Cipher left at "none", and a meeting link with `--secret-file`: both join a TLS
     /// relay's room end-to-end encrypted (AES-128-GCM), so a bot with the same `--secret` is let in, and the two
     /// members show the same safety code.
-    @Test func aKeyFromTheLobbyOrAFileAlwaysEncrypts() throws {
+    @Test func aKeyFromTheLobbyOrAFileAlwaysEncrypts() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let files = NSTemporaryDirectory() + "parley-key-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: files) }
@@ -85,7 +89,7 @@ import Testing
         try (secret + "\n").write(toFile: files + "/secret", atomically: true, encoding: .utf8)
         let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--state-dir", files + "/relay"])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "TLS fingerprint", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
         let media = "--video synthetic --audio synthetic --speaker none --log /dev/null --guest"
 
@@ -93,12 +97,16 @@ import Testing
             command: "sh -c '\(parley) --server 127.0.0.1:\(port) --name zed --room keyroom \(media) "
                 + "--known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        _ = try lobby.waitFor { $0.contains { $0.contains("[ Join ]") } }
+        try await lobby.text("\"[ Join ]\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("[ Join ]") }
+        }
         // From Join: Up past Settings, Role and Cipher to Key; the Cipher is left as it is.
         try lobby.send(["Up", "Up", "Up", "Up"])
         try lobby.sendLiteral(secret)
         try lobby.send(["Enter"])
-        var lines = try lobby.waitFor { $0.contains { $0.contains("🔒") } }
+        var lines = try await lobby.text("\"🔒\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("🔒") }
+        }
         let header = lines.first { $0.contains("🔒") } ?? ""
         let code = try #require(
             header.firstMatch(of: /🔒 (\d{4} \d{4})/).map { String($0.1) }, "\(lines.joined(separator: "\n"))")
@@ -115,7 +123,7 @@ import Testing
             command: "sh -c '\(parley) parley://127.0.0.1:\(port)/keyroom --secret-file \(files)/secret --name amy "
                 + "\(media) --known-relays \(files)/known_relays; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        lines = try link.waitFor { $0.contains { $0.contains("🔒") } }
+        lines = try await link.text("\"🔒\" on the screen", within: .seconds(15)) { $0.contains { $0.contains("🔒") } }
         #expect(
             lines.contains { $0.contains("🔒 \(code)") },
             "the link joins with the same key: \(lines.joined(separator: "\n"))")

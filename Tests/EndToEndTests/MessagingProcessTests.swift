@@ -11,10 +11,10 @@ import Glibc
 @Suite struct MessagingProcessTests {
     let folder = NSTemporaryDirectory() + "parley-msg-\(getpid())-\(UUID().uuidString.prefix(8))"
 
-    func serve(_ parley: String, port: String = "0") throws -> (BackgroundProcess, String) {
+    func serve(_ parley: String, port: String = "0") async throws -> (BackgroundProcess, String) {
         let relay = try BackgroundProcess(
             parley, ["serve", "--port", port, "--insecure", "--state-dir", folder + "/relay"])
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         return (relay, "127.0.0.1:\(port)")
     }
@@ -30,10 +30,10 @@ import Glibc
     /// `parley login --insecure` is remembered: the account's later commands reach its relay the same way without
     /// being told again. TLS against a relay without it, and `--insecure` against one with it, are one sentence each
     /// naming the flag, with no TLS library's dump.
-    @Test func aLoginRemembersHowItReachedItsRelayAndAMismatchIsOneSentence() throws {
+    @Test func aLoginRemembersHowItReachedItsRelayAndAMismatchIsOneSentence() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        let (relay, server) = try await serve(parley)
         defer { relay.stop() }
         let tls = try run(parley, as: "ann", ["login", "ann", "--server", server])
         #expect(tls.status != 0, "\(tls.output)")
@@ -54,7 +54,7 @@ import Glibc
 
         let secure = try BackgroundProcess(parley, ["serve", "--port", "0", "--state-dir", folder + "/tls-relay"])
         defer { secure.stop() }
-        #expect(secure.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(secure.output)")
+        try await secure.output(containing: "TLS fingerprint", within: .seconds(10))
         let port = try #require(secure.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
         let plain = try run(parley, as: "cat", ["login", "cat", "--server", "127.0.0.1:\(port)", "--insecure"])
         #expect(plain.status != 0, "\(plain.output)")
@@ -62,10 +62,10 @@ import Glibc
             plain.output.contains("the relay at 127.0.0.1:\(port) speaks TLS: leave out --insecure"), "\(plain.output)")
     }
 
-    @Test func everyAcknowledgedMessageSurvivesARelayKilledBeforeDeliveryAndArrivesOnceInOrder() throws {
+    @Test func everyAcknowledgedMessageSurvivesARelayKilledBeforeDeliveryAndArrivesOnceInOrder() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var (relay, server) = try serve(parley)
+        var (relay, server) = try await serve(parley)
         #expect(try run(parley, as: "bob", ["login", "bob", "--server", server, "--insecure"]).status == 0)
         let alice = try run(parley, as: "alice", ["login", "alice", "--server", server, "--insecure"])
         #expect(alice.status == 0 && alice.output.contains("the relay bound alice to this key"), "\(alice.output)")
@@ -76,14 +76,14 @@ import Glibc
             #expect(sent.status == 0 && sent.output.contains("stored for bob"), "\(sent.output)")
         }
         relay.signal(SIGKILL)
-        #expect(relay.waitForExit(seconds: 5) == 128 + SIGKILL)
+        #expect(await relay.exitStatus(within: .seconds(5)) == 128 + SIGKILL)
         // Killed: nothing answers, and a message now is not acknowledged.
         let lost = try run(parley, as: "alice", ["msg", "bob", "while down", "--insecure"])
         #expect(
             lost.status != 0 && lost.output.contains("kept in this computer's outbox"),
             "a message to a dead relay is not reported stored: \(lost.output)")
 
-        (relay, server) = try serve(parley)
+        (relay, server) = try await serve(parley)
         defer { relay.stop() }
         let inbox = try run(parley, as: "bob", ["inbox", "--insecure", "--server", server])
         let lines = inbox.output.split(separator: "\n").filter { $0.contains("alice: ") }
@@ -119,10 +119,10 @@ import Glibc
             "\(offline.output)")
     }
 
-    @Test func channelsAndTheConversationListFromTheCommandLine() throws {
+    @Test func channelsAndTheConversationListFromTheCommandLine() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        let (relay, server) = try await serve(parley)
         defer { relay.stop() }
         for user in ["alice", "bob"] {
             #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
@@ -168,10 +168,10 @@ import Glibc
 
     /// Logged in as bob, `parley join` needs no `--name`: the call is joined as bob, verified; `parley status` with
     /// no name says who you are and your presence.
-    @Test func aLoggedInUserJoinsWithoutANameAndAsksForTheirOwnStatus() throws {
+    @Test func aLoggedInUserJoinsWithoutANameAndAsksForTheirOwnStatus() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        let (relay, server) = try await serve(parley)
         defer { relay.stop() }
         #expect(try run(parley, as: "bob", ["login", "bob", "--server", server, "--insecure"]).status == 0)
         let status = try run(parley, as: "bob", ["status", "--insecure"])
@@ -184,7 +184,7 @@ import Glibc
                 + "--insecure --profile 320x180 --log \(folder)/bob-call.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
         // The header and the chat pane's first line may come in different frames: wait for both.
-        let lines = try pane.waitFor { lines in
+        let lines = try await pane.text("the call's header and its first chat line", within: .seconds(15)) { lines in
             lines.contains { $0.contains("1 person · connected") }
                 && lines.contains { $0.contains("You joined standup as bob") }
         }
@@ -192,7 +192,9 @@ import Glibc
         #expect(lines.contains { $0.contains("You joined standup as bob") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["q"])
         try pane.send(["y"])
-        let end = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        let end = try await pane.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         #expect(end.contains { $0.contains("EXITED rc=0") }, "\(end.joined(separator: "\n"))")
 
         // Nobody logged in and no $USER: a clear error, not "Name is empty".
@@ -210,11 +212,11 @@ import Glibc
 
     /// The messages screen in a real terminal (tmux): what another account sends arrives live, a reply typed there
     /// is stored and read by the other side, a channel is joined from the input line, and the terminal is restored.
-    @Test func theMessagesScreenShowsConversationsLiveAndSendsReplies() throws {
+    @Test func theMessagesScreenShowsConversationsLiveAndSendsReplies() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Restarted on the same port below: one the kernel never hands out as a source port.
-        let (relay, server) = try serve(parley, port: String(try LoopbackPort.belowEphemeralRange()))
+        let (relay, server) = try await serve(parley, port: String(try LoopbackPort.belowEphemeralRange()))
         defer { relay.stop() }
         for user in ["alice", "bob"] {
             #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
@@ -228,40 +230,56 @@ import Glibc
             command: "sh -c 'XDG_CONFIG_HOME=\(folder)/alice \(parley) messages --insecure --log \(folder)/alice.log; "
                 + "echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        var lines = try pane.waitFor { $0.contains { $0.contains("bob: are you there?") } }
+        var lines = try await pane.text("\"bob: are you there?\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob: are you there?") }
+        }
         #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
         #expect(
             lines.contains { $0.contains(">bob") && $0.contains("[1]") }, "unread: \(lines.joined(separator: "\n"))")
         // The channel list gives each channel's member count, as `parley channel members` does.
-        lines = try pane.waitFor { $0.contains { $0.contains("#crew (2)") } }
+        lines = try await pane.text("\"#crew (2)\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("#crew (2)") }
+        }
         #expect(lines.contains { $0.contains("#crew (2)") }, "\(lines.joined(separator: "\n"))")
 
         // Open bob's conversation (the first), reply.
         try pane.send(["Enter"])
-        lines = try pane.waitFor { $0.contains { $0.contains("bob >") } }
+        lines = try await pane.text("\"bob >\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob >") }
+        }
         try pane.sendLiteral("yes, here")
         try pane.send(["Enter"])
-        lines = try pane.waitFor { $0.contains { $0.contains("you: yes, here ✓") } }
+        lines = try await pane.text("\"you: yes, here ✓\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("you: yes, here ✓") }
+        }
         #expect(lines.contains { $0.contains("you: yes, here ✓") }, "\(lines.joined(separator: "\n"))")
         let bobReads = try run(parley, as: "bob", ["history", "alice", "--insecure"])
         #expect(bobReads.output.contains("alice: yes, here"), "\(bobReads.output)")
         // Bob printed it: alice sees it read, live.
-        lines = try pane.waitFor { $0.contains { $0.contains("you: yes, here ✓✓ read") } }
+        lines = try await pane.text("\"you: yes, here ✓✓ read\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("you: yes, here ✓✓ read") }
+        }
         #expect(lines.contains { $0.contains("you: yes, here ✓✓ read") }, "\(lines.joined(separator: "\n"))")
 
         // A live message from bob while the conversation is open.
         #expect(try run(parley, as: "bob", ["msg", "alice", "great, call at 3", "--insecure"]).status == 0)
-        lines = try pane.waitFor { $0.contains { $0.contains("bob: great, call at 3") } }
+        lines = try await pane.text("\"bob: great, call at 3\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob: great, call at 3") }
+        }
         #expect(lines.contains { $0.contains("bob: great, call at 3") }, "\(lines.joined(separator: "\n"))")
 
         // A channel from the input line; bob joins and posts, alice sees both live.
         try pane.sendLiteral("/join ops")
         try pane.send(["Enter"])
-        lines = try pane.waitFor { $0.contains { $0.contains("#ops · 1 members") } }
+        lines = try await pane.text("\"#ops · 1 members\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("#ops · 1 members") }
+        }
         #expect(lines.contains { $0.contains("Joined #ops: 1 member") }, "\(lines.joined(separator: "\n"))")
         #expect(try run(parley, as: "bob", ["channel", "join", "ops", "--insecure"]).status == 0)
         #expect(try run(parley, as: "bob", ["channel", "say", "ops", "deploy done", "--insecure"]).status == 0)
-        lines = try pane.waitFor { $0.contains { $0.contains("bob: deploy done") } }
+        lines = try await pane.text("\"bob: deploy done\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob: deploy done") }
+        }
         #expect(
             lines.contains { $0.contains("-- bob joined (2 members)") }
                 && lines.contains { $0.contains("bob: deploy done") },
@@ -269,16 +287,18 @@ import Glibc
 
         // The relay restarts: the screen says so and logs in again by itself; a line typed meanwhile goes then, once.
         relay.stop()
-        lines = try pane.waitFor { $0.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") } }
+        lines = try await pane.text("\"reconnecting\" or \"Cannot log in\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") }
+        }
         #expect(
             lines.contains { $0.contains("reconnecting") || $0.contains("Cannot log in") },
             "\(lines.joined(separator: "\n"))")
         try pane.sendLiteral("back soon")
         try pane.send(["Enter"])
         let port = String(server.split(separator: ":").last ?? "0")
-        let (again, _) = try serve(parley, port: port)
+        let (again, _) = try await serve(parley, port: port)
         defer { again.stop() }
-        lines = try pane.waitFor(seconds: 40) {
+        lines = try await pane.text("online again, with the line typed meanwhile sent", within: .seconds(40)) {
             $0.first?.hasSuffix("online") == true && $0.contains { $0.contains("you: back soon") }
         }
         #expect(lines.first?.hasSuffix("online") == true, "\(lines.joined(separator: "\n"))")
@@ -287,15 +307,17 @@ import Glibc
 
         // Esc quits `parley messages`; the terminal comes back.
         try pane.send(["Escape"])
-        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        lines = try await pane.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
         #expect(try pane.modes().contains("alt=0"), "the alternate screen was left")
     }
 
-    @Test func aCallAsAnAccountKeepsTheRoomsChatAndTheChatPaneSwitchesToDirectMessages() throws {
+    @Test func aCallAsAnAccountKeepsTheRoomsChatAndTheChatPaneSwitchesToDirectMessages() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        let (relay, server) = try await serve(parley)
         defer { relay.stop() }
         for user in ["alice", "bob"] {
             #expect(try run(parley, as: user, ["login", user, "--server", server, "--insecure"]).status == 0)
@@ -310,7 +332,9 @@ import Glibc
                 + "--insecure --video synthetic --audio synthetic --speaker none --log \(folder)/alice.log; "
                 + "echo EXITED rc=$?; sleep 60'",
             columns: 110, rows: 32)
-        var lines = try pane.waitFor { $0.contains { $0.contains("bob: agenda: demo first") } }
+        var lines = try await pane.text("\"bob: agenda: demo first\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob: agenda: demo first") }
+        }
         #expect(lines.contains { $0.contains("earlier in standup above") }, "\(lines.joined(separator: "\n"))")
         #expect(
             lines.contains { $0.contains("alice ✓") }, "her own account, verified: \(lines.joined(separator: "\n"))")
@@ -321,17 +345,21 @@ import Glibc
 
         // A direct message during the call: counted in the chat pane's title; `d` shows the conversation.
         #expect(try run(parley, as: "bob", ["msg", "alice", "got a minute?", "--insecure"]).status == 0)
-        lines = try pane.waitFor { $0.contains { $0.contains("Chat · 1 new DM") } }
+        lines = try await pane.text("\"Chat · 1 new DM\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Chat · 1 new DM") }
+        }
         #expect(lines.contains { $0.contains("Chat · 1 new DM") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["d"])
-        lines = try pane.waitFor {
+        lines = try await pane.text("bob's direct message shown", within: .seconds(15)) {
             $0.contains { $0.contains("DM · bob") } && $0.contains { $0.contains("bob: got a minute?") }
         }
         #expect(lines.contains { $0.contains("bob: got a minute?") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["t"])
         try pane.sendLiteral("sure, after this")
         try pane.send(["Enter"])
-        lines = try pane.waitFor { $0.contains { $0.contains("alice: sure, after this") } }
+        lines = try await pane.text("\"alice: sure, after this\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("alice: sure, after this") }
+        }
         let bobReads = try run(parley, as: "bob", ["history", "alice", "--insecure"])
         #expect(bobReads.output.contains("alice: sure, after this"), "\(bobReads.output)")
 
@@ -341,7 +369,9 @@ import Glibc
         try pane.sendLiteral("/room")
         try pane.send(["Enter"])
         #expect(try run(parley, as: "bob", ["channel", "say", "standup", "see you at 3", "--insecure"]).status == 0)
-        lines = try pane.waitFor { $0.contains { $0.contains("bob ✓: see you at 3") } }
+        lines = try await pane.text("\"bob ✓: see you at 3\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob ✓: see you at 3") }
+        }
         #expect(lines.contains { $0.contains("bob ✓: see you at 3") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["t"])
         try pane.sendLiteral("on my way")
@@ -349,15 +379,21 @@ import Glibc
 
         // The messages screen over the call, and back.
         try pane.send(["M"])
-        lines = try pane.waitFor { $0.contains { $0.contains("Parley · messages · alice") } }
+        lines = try await pane.text("\"Parley · messages · alice\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Parley · messages · alice") }
+        }
         #expect(lines.contains { $0.contains("Parley · messages · alice") }, "\(lines.joined(separator: "\n"))")
         try pane.send(["Escape"])
-        lines = try pane.waitFor { $0.contains { $0.contains("bob ✓: see you at 3") } }
+        lines = try await pane.text("\"bob ✓: see you at 3\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("bob ✓: see you at 3") }
+        }
         #expect(!lines.contains { $0.contains("Parley · messages") }, "\(lines.joined(separator: "\n"))")
 
         try pane.send(["q"])
         try pane.send(["y"])
-        lines = try pane.waitFor { $0.contains { $0.contains("EXITED") } }
+        lines = try await pane.text("\"EXITED\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         #expect(lines.contains { $0.contains("EXITED rc=0") }, "\(lines.joined(separator: "\n"))")
         // The room's channel kept the call: what was said in it, who joined and left.
         let history = try run(parley, as: "bob", ["channel", "history", "standup", "--insecure"])
@@ -384,10 +420,10 @@ import Glibc
         #expect(result.status != 0 && result.output.contains(expected), "\(result.output)")
     }
 
-    @Test func anAccountMovesToAnotherComputerByExportAndImport() throws {
+    @Test func anAccountMovesToAnotherComputerByExportAndImport() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (relay, server) = try serve(parley)
+        let (relay, server) = try await serve(parley)
         defer { relay.stop() }
         #expect(try run(parley, as: "laptop", ["login", "alice", "--server", server, "--insecure"]).status == 0)
         let stranger = try run(parley, as: "desktop", ["login", "alice", "--server", server, "--insecure"])

@@ -16,14 +16,14 @@ struct RecordingProcessTests {
         let process: BackgroundProcess
         let port: String
 
-        init(_ parley: String, folder: String, rooms: String? = nil) throws {
+        init(_ parley: String, folder: String, rooms: String? = nil) async throws {
             var arguments = ["serve", "--port", "0", "--insecure", "--state-dir", folder + "/relay"]
             if let rooms {
                 try rooms.write(toFile: folder + "/rooms.txt", atomically: true, encoding: .utf8)
                 arguments += ["--rooms", folder + "/rooms.txt"]
             }
             process = try BackgroundProcess(parley, arguments)
-            #expect(process.waitForOutput(containing: "listening on"), "\(process.output)")
+            try await process.output(containing: "listening on", within: .seconds(10))
             port = try #require(process.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         }
     }
@@ -227,11 +227,11 @@ struct RecordingProcessTests {
     }
 
     @Test("a 3-party call recorded 20 s: 2 named VP8 tracks (one in version 2), the mix, all decode, audio, chat")
-    func recordsAThreePartyCall() throws {
+    func recordsAThreePartyCall() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         // ana shows her camera in VP8's light bitstream version (--vp8-profile 2) and chats, with no sound; bo shows
         // his camera in the default version 0 and speaks the shipped speech.
@@ -242,16 +242,18 @@ struct RecordingProcessTests {
         let bo = try Self.bot(
             parley, room: "rec", port: relay.port, name: "bo", ["--audio", Self.speech, "--no-decode"])
         defer { bo.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 3 })
+        try await relay.process.output("two members joined", within: .seconds(15)) {
+            $0.components(separatedBy: "member joined").count >= 3
+        }
         let file = folder + "/call.webm"
         let recorder = try Self.bot(
             parley, room: "rec", port: relay.port, name: "cy",
             ["--record", file, "--audio", "silence", "--duration", "20", "--log-level", "notice"])
-        #expect(recorder.waitForExit(seconds: 40) == 0, "recorder:\n\(recorder.output)")
+        #expect(await recorder.exitStatus(within: .seconds(40)) == 0, "recorder:\n\(recorder.output)")
         #expect(recorder.output.contains("Recording to \(file): 2 video tracks"), "\(recorder.output)")
         #expect(recorder.output.contains("recording saved bytes="), "\(recorder.output)")
         // The others were told, with who records.
-        #expect(ana.waitForOutput(containing: "name: \"cy\", active: true"), "ana:\n\(ana.output)")
+        try await ana.output(containing: "name: \"cy\", active: true", within: .seconds(10))
 
         let probe = try Self.probe(file)
         let videos = probe.streams("video")
@@ -300,25 +302,27 @@ struct RecordingProcessTests {
     }
 
     @Test("--record-tracks: one Opus track per member present at the start, named, decoding; a later joiner is named")
-    func recordsEachMembersAudioApart() throws {
+    func recordsEachMembersAudioApart() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-tracks")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         let ana = try Self.bot(parley, room: "apart", port: relay.port, name: "ana", ["--no-decode"])
         defer { ana.signal(SIGTERM) }
         let bo = try Self.bot(parley, room: "apart", port: relay.port, name: "bo", ["--no-decode"])
         defer { bo.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 3 })
+        try await relay.process.output("two members joined", within: .seconds(15)) {
+            $0.components(separatedBy: "member joined").count >= 3
+        }
         let file = folder + "/apart.webm"
         let recorder = try Self.bot(
             parley, room: "apart", port: relay.port, name: "cy",
             ["--record", file, "--record-tracks", "--duration", "5", "--log-level", "notice"])
-        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        try await recorder.output(containing: "Recording to", within: .seconds(10))
         let dee = try Self.bot(parley, room: "apart", port: relay.port, name: "dee", ["--no-decode"])
         defer { dee.signal(SIGTERM) }
-        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
+        #expect(await recorder.exitStatus(within: .seconds(30)) == 0, "recorder:\n\(recorder.output)")
         #expect(
             recorder.output.contains("dee joined after the recording started: their picture is not in it"),
             "\(recorder.output)")
@@ -335,28 +339,29 @@ struct RecordingProcessTests {
         }
     }
 
+    /// How far into its recording the recorder is killed (the file is checked for about that much).
+    static let killedAfter = Duration.seconds(10)
+
     @Test("kill -9 of the recorder at 10 s: the file still plays its first ~10 s, every frame decoding")
-    func killedRecorderLeavesAPlayableFile() throws {
+    func killedRecorderLeavesAPlayableFile() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-kill")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         let ana = try Self.bot(parley, room: "kill", port: relay.port, name: "ana", ["--no-decode"])
         defer { ana.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(containing: "member joined"))
+        try await relay.process.output(containing: "member joined", within: .seconds(10))
         let file = folder + "/killed.webm"
         let recorder = try Self.bot(
             parley, room: "kill", port: relay.port, name: "cy", ["--record", file, "--log-level", "notice"])
-        #expect(recorder.waitForOutput(containing: "Recording to"), "\(recorder.output)")
+        try await recorder.output(containing: "Recording to", within: .seconds(10))
         let started = ContinuousClock.now
-        #expect(ana.waitForOutput(containing: "active: true", seconds: 5), "ana:\n\(ana.output)")
-        let left = Duration.seconds(10) - (ContinuousClock.now - started)
-        if left > .zero {
-            usleep(UInt32(left.components.seconds * 1_000_000 + left.components.attoseconds / 1_000_000_000_000))
-        }
+        try await ana.output(containing: "active: true", within: .seconds(5))
+        // The scenario is a recorder killed 10 s into its recording: that time is what the file is checked against.
+        try await Task.sleep(until: started + Self.killedAfter, clock: .continuous)
         recorder.signal(SIGKILL)
-        #expect(recorder.waitForExit(seconds: 5) == 128 + SIGKILL)
+        #expect(await recorder.exitStatus(within: .seconds(5)) == 128 + SIGKILL)
         // The others hear it left (dropped), and the file is what was on disk at the kill.
         let probe = try Self.probe(file)
         #expect(probe.streams("video").map(\.title) == ["ana"])
@@ -374,16 +379,16 @@ struct RecordingProcessTests {
     }
 
     @Test("a room whose rooms file forbids recording: --record refuses, says why, writes nothing; the call goes on")
-    func forbiddenRoomRefuses() throws {
+    func forbiddenRoomRefuses() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-forbidden")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder, rooms: "board record=no\n")
+        let relay = try await Relay(parley, folder: folder, rooms: "board record=no\n")
         defer { relay.process.signal(SIGTERM) }
         let file = folder + "/board.webm"
         let recorder = try Self.bot(
             parley, room: "board", port: relay.port, name: "cy", ["--record", file, "--duration", "3"])
-        #expect(recorder.waitForExit(seconds: 20) == 0, "\(recorder.output)")
+        #expect(await recorder.exitStatus(within: .seconds(20)) == 0, "\(recorder.output)")
         #expect(
             recorder.output.contains(
                 "Not recording: recording is not allowed in board (the relay's rooms file forbids it)"),
@@ -392,22 +397,22 @@ struct RecordingProcessTests {
     }
 
     @Test("a full disk (a 300 kB file-size limit) stops the recording with a message; the call goes on")
-    func fullDiskStopsTheRecordingNotTheCall() throws {
+    func fullDiskStopsTheRecordingNotTheCall() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-full")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         let ana = try Self.bot(parley, room: "full", port: relay.port, name: "ana", ["--no-decode"])
         defer { ana.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(containing: "member joined"))
+        try await relay.process.output(containing: "member joined", within: .seconds(10))
         let file = folder + "/full.webm"
         let prlimit = try Self.tool("prlimit")
         let recorder = try Self.bot(
             parley, room: "full", port: relay.port, name: "cy",
             ["--record", file, "--duration", "12", "--stats", "--log-level", "notice"],
             prefix: [prlimit, "--fsize=300000"])
-        #expect(recorder.waitForExit(seconds: 30) == 0, "\(recorder.output)")
+        #expect(await recorder.exitStatus(within: .seconds(30)) == 0, "\(recorder.output)")
         #expect(
             recorder.output.contains("Recording stopped: the disk is full: \(file) stopped at"), "\(recorder.output)")
         let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
@@ -416,15 +421,15 @@ struct RecordingProcessTests {
         let line = recorder.output.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
         let frames = line.firstMatch(of: /"framesDecoded":(\d+)/).flatMap { Int($0.1) } ?? 0
         #expect(frames >= 140, "frames decoded in the call: \(line)")
-        #expect(ana.waitForOutput(containing: "active: false"), "the room was told the recording stopped")
+        try await ana.output(containing: "active: false", within: .seconds(10))
     }
 
     @Test("the header shows ● REC with who records for the others; R records and stops; the host's /norecord stops all")
-    func headerShowsRecForTheOthers() throws {
+    func headerShowsRecForTheOthers() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-tmux")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         // alice joins first, so she hosts; `R` writes into the folder the pane starts in.
         let pane = try TmuxPane(
@@ -432,24 +437,32 @@ struct RecordingProcessTests {
                 "sh -c 'cd \(folder) && \(parley) join rec --server 127.0.0.1:\(relay.port) --insecure --name alice "
                 + "--profile 320x180 --log \(folder)/alice.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let alone = try pane.waitFor { $0.contains { $0.contains("1 person · connected") } }
+        let alone = try await pane.text("\"1 person · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("1 person · connected") }
+        }
         #expect(alone.contains { $0.contains("1 person · connected") }, "\(alone.joined(separator: "\n"))")
         let recorder = try Self.bot(
             parley, room: "rec", port: relay.port, name: "cy",
             ["--record", folder + "/seen.webm", "--log-level", "notice"])
         defer { recorder.signal(SIGTERM) }
-        let lines = try pane.waitFor { $0.contains { $0.contains("● REC cy") } }
+        let lines = try await pane.text("\"● REC cy\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("● REC cy") }
+        }
         print("header while cy records: \(lines.first ?? "")")
         #expect(lines.first?.contains("● REC cy · 2 people") == true, "header:\n\(lines.joined(separator: "\n"))")
         #expect(lines.contains { $0.contains("cy started recording the call") }, "\(lines.joined(separator: "\n"))")
 
         // R: alice records too, and the control bar's Rec is on.
         try pane.send(["R"])
-        let both = try pane.waitFor { $0.first?.contains("● REC cy, you") == true }
+        let both = try await pane.text("\"● REC cy, you\" on the screen", within: .seconds(15)) {
+            $0.first?.contains("● REC cy, you") == true
+        }
         #expect(both.first?.contains("● REC cy, you") == true, "\(both.joined(separator: "\n"))")
-        #expect(recorder.waitForOutput(containing: "name: \"alice\", active: true"), "cy was told:\n\(recorder.output)")
+        try await recorder.output(containing: "name: \"alice\", active: true", within: .seconds(10))
         try pane.send(["R"])
-        let saved = try pane.waitFor { $0.contains { $0.contains("Recording saved: parley-rec-") } }
+        let saved = try await pane.text("\"Recording saved: parley-rec-\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Recording saved: parley-rec-") }
+        }
         #expect(saved.contains { $0.contains("Recording saved: parley-rec-") }, "\(saved.joined(separator: "\n"))")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("parley-rec-") }
         #expect(files.count == 1, "\(files)")
@@ -463,14 +476,17 @@ struct RecordingProcessTests {
         try pane.send(["t"])
         try pane.sendLiteral("/norecord")
         try pane.send(["Enter"])
-        #expect(
-            recorder.waitForOutput(containing: "alice, the host, forbade recording: your recording stopped"),
-            "cy:\n\(recorder.output)")
-        let stopped = try pane.waitFor { !($0.first?.contains("● REC") ?? true) }
+        try await recorder.output(
+            containing: "alice, the host, forbade recording: your recording stopped", within: .seconds(10))
+        let stopped = try await pane.text("the REC mark gone from the header", within: .seconds(15)) {
+            !($0.first?.contains("● REC") ?? true)
+        }
         #expect(stopped.first?.contains("● REC") == false, "\(stopped.joined(separator: "\n"))")
         #expect(stopped.contains { $0.contains("You forbade recording in this room") || $0.contains("alice forbade") })
         try pane.send(["R"])
-        let refused = try pane.waitFor { $0.contains { $0.contains("Recording is not allowed in this room") } }
+        let refused = try await pane.text(
+            "\"Recording is not allowed in this room\" on the screen", within: .seconds(15)
+        ) { $0.contains { $0.contains("Recording is not allowed in this room") } }
         #expect(
             refused.contains { $0.contains("Recording is not allowed in this room: alice forbade") },
             "\(refused.joined(separator: "\n"))")
@@ -480,11 +496,11 @@ struct RecordingProcessTests {
     }
 
     @Test("the layers received switch mid-recording (the window shrinks, then grows): no complaint, honest sizes")
-    func layerSwitchesMidRecording() throws {
+    func layerSwitchesMidRecording() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-layers")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         // Both send 320x240 and 160x120 (simulcast); cy draws them in a small window first, so the relay switches
         // cy to the small layer, then in a large one, back to the full layer.
@@ -492,14 +508,18 @@ struct RecordingProcessTests {
         defer { ana.signal(SIGTERM) }
         let bo = try Self.bot(parley, room: "layers", port: relay.port, name: "bo", ["--no-decode"])
         defer { bo.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(seconds: 15) { $0.components(separatedBy: "member joined").count >= 2 })
+        try await relay.process.output("a member joined", within: .seconds(15)) {
+            $0.components(separatedBy: "member joined").count >= 2
+        }
         let file = folder + "/layers.webm"
         let pane = try TmuxPane(
             command:
                 "sh -c '\(parley) join layers --server 127.0.0.1:\(relay.port) --insecure --name cy --profile 320x180 "
                 + "--record \(file) --log \(folder)/cy.log; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let joined = try pane.waitFor { $0.contains { $0.contains("3 people · connected") } }
+        let joined = try await pane.text("\"3 people · connected\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("3 people · connected") }
+        }
         #expect(joined.contains { $0.contains("3 people · connected") }, "\(joined.joined(separator: "\n"))")
         // The stats overlay shows each tile's decoded size: the small layer for both, then the full one.
         try pane.send(["i"])
@@ -507,21 +527,25 @@ struct RecordingProcessTests {
             { $0.joined(separator: "\n").components(separatedBy: size).count >= 3 }
         }
         // Two checkpoints (a second and more) of each: the file grows at every checkpoint.
-        func twoCheckpoints() throws {
+        func twoCheckpoints() async throws {
             for _ in 0..<2 {
                 let size = Self.fileSize(file)
-                try pane.waitFor(seconds: 10) { _ in Self.fileSize(file) > size }
+                try await waitUntil("the recording to grow at a checkpoint", timeout: .seconds(10)) {
+                    Self.fileSize(file) > size
+                }
             }
         }
-        let small = try pane.waitFor(seconds: 20, both("160x120"))
+        let small = try await pane.text("both tiles at 160x120", within: .seconds(20), both("160x120"))
         #expect(both("160x120")(small), "small tiles:\n\(small.joined(separator: "\n"))")
-        try twoCheckpoints()
+        try await twoCheckpoints()
         try pane.run(["resize-window", "-x", "240", "-y", "72"])
-        let large = try pane.waitFor(seconds: 20, both("320x240"))
+        let large = try await pane.text("both tiles at 320x240", within: .seconds(20), both("320x240"))
         #expect(both("320x240")(large), "large tiles:\n\(large.joined(separator: "\n"))")
-        try twoCheckpoints()
+        try await twoCheckpoints()
         try pane.send(["R"])
-        let saved = try pane.waitFor { $0.contains { $0.contains("Recording saved: ") } }
+        let saved = try await pane.text("\"Recording saved: \" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("Recording saved: ") }
+        }
         #expect(saved.contains { $0.contains("Recording saved: ") }, "\(saved.joined(separator: "\n"))")
         try pane.send(["q", "y"])
 
@@ -552,24 +576,24 @@ struct RecordingProcessTests {
     }
 
     @Test("in an end-to-end encrypted room the notice says it is the member's decrypted view, and the file decodes")
-    func encryptedRoomRecordsTheDecryptedView() throws {
+    func encryptedRoomRecordsTheDecryptedView() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = try Self.folder("record-e2e")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let relay = try Relay(parley, folder: folder)
+        let relay = try await Relay(parley, folder: folder)
         defer { relay.process.signal(SIGTERM) }
         try "correct horse battery staple\n".write(toFile: folder + "/secret", atomically: true, encoding: .utf8)
         let secret = ["--secret-file", folder + "/secret"]
         let ana = try Self.bot(
             parley, room: "e2e", port: relay.port, name: "ana", ["--no-decode", "--chat-every", "1"] + secret)
         defer { ana.signal(SIGTERM) }
-        #expect(relay.process.waitForOutput(containing: "member joined"))
+        try await relay.process.output(containing: "member joined", within: .seconds(10))
         let file = folder + "/e2e.webm"
         let recorder = try Self.bot(
             parley, room: "e2e", port: relay.port, name: "cy",
             ["--record", file, "--duration", "4", "--log-level", "notice"] + secret)
-        #expect(recorder.waitForExit(seconds: 30) == 0, "recorder:\n\(recorder.output)")
-        #expect(ana.waitForOutput(containing: "name: \"cy\", active: true, encrypted: true"), "ana:\n\(ana.output)")
+        #expect(await recorder.exitStatus(within: .seconds(30)) == 0, "recorder:\n\(recorder.output)")
+        try await ana.output(containing: "name: \"cy\", active: true, encrypted: true", within: .seconds(10))
         let probe = try Self.probe(file)
         let video = try #require(probe.streams("video").first)
         let decoded = try Self.decodeVideo(file, stream: video.index)

@@ -25,7 +25,7 @@ struct RelayFaultTests {
     }
 
     @Test("--max-connections above what ulimit -n allows is held to the budget, and the relay says so and serves")
-    func maxConnectionsIsHeldToTheDescriptorBudget() throws {
+    func maxConnectionsIsHeldToTheDescriptorBudget() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let relay = try BackgroundProcess(
             "/bin/sh",
@@ -33,17 +33,20 @@ struct RelayFaultTests {
                 "-c", "ulimit -n 1024 && exec '\(parley)' serve --port 0 --insecure --max-connections 5000",
             ])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "listening on", within: .seconds(10))
         #expect(
             relay.output.contains(
                 "--max-connections 5000 is more than 1024 file descriptors allow (ulimit -n): holding at most 960"),
             "\(relay.output)")
     }
 
+    /// How long the full relay is watched: its CPU use and alice's packets over this window are the measurement.
+    static let fullWindow = Duration.seconds(3)
+
     @Test(
         "at its file descriptor budget the relay refuses new connections with one log line, never spins, keeps its call, recovers"
     )
-    func outOfFileDescriptors() throws {
+    func outOfFileDescriptors() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = NSTemporaryDirectory() + "parley-fds-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -55,7 +58,7 @@ struct RelayFaultTests {
                 "-c", "ulimit -n 40 && exec '\(parley)' serve --port 0 --insecure --max-connections-per-address 1000",
             ])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         func bot(_ name: String, _ extra: [String]) throws -> BackgroundProcess {
             try BackgroundProcess(
@@ -69,12 +72,12 @@ struct RelayFaultTests {
         defer { alice.stop() }
         let bob = try bot("bob", [])
         defer { bob.stop() }
-        var hearing = false
-        for _ in 0..<100 where !hearing {
-            usleep(100_000)
-            hearing = Self.videoReceived(folder + "/alice.json") > 20
+        try await poll("alice receiving bob's video before the flood", timeout: .seconds(10), every: .milliseconds(100))
+        {
+            Self.videoReceived(folder + "/alice.json")
+        } until: {
+            $0 > 20
         }
-        #expect(hearing, "alice receives bob before the flood")
 
         // 80 connections that never join: the relay keeps 18 (with the two members, its 20) and refuses the rest.
         var flood: [Int32] = []
@@ -93,12 +96,10 @@ struct RelayFaultTests {
             #expect(connected == 0, "connect: \(String(cString: strerror(errno)))")
             flood.append(socket)
         }
-        #expect(
-            relay.waitForOutput(
-                containing: "refusing new connections: the relay holds 20 connections, its limit",
-                seconds: 10), "\(relay.output)")
+        try await relay.output(
+            containing: "refusing new connections: the relay holds 20 connections, its limit", within: .seconds(10))
         let refused = try bot("dave", ["--duration", "2"])
-        #expect(refused.waitForExit(seconds: 20) == 1, "a join while full fails:\n\(refused.output)")
+        #expect(await refused.exitStatus(within: .seconds(20)) == 1, "a join while full fails:\n\(refused.output)")
         #expect(
             refused.output.contains("closed the connection without answering: the relay may be full"),
             "\(refused.output)")
@@ -106,8 +107,10 @@ struct RelayFaultTests {
         // The call goes on, and the relay waits instead of spinning on the listening socket.
         let before = Self.videoReceived(folder + "/alice.json")
         let cpuBefore = try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read")
-        sleep(3)
-        let cpu = (try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read") - cpuBefore) / 3
+        try await Task.sleep(for: Self.fullWindow)
+        let cpu =
+            (try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read") - cpuBefore)
+            / Double(Self.fullWindow.components.seconds)
         let after = Self.videoReceived(folder + "/alice.json")
         #expect(after - before >= 30, "alice kept receiving bob's video: \(after - before) packets in 3 s")
         #expect(cpu < 0.5, "the relay used \(Int(cpu * 100)) % of a core while full")
@@ -119,6 +122,8 @@ struct RelayFaultTests {
         for socket in flood { close(socket) }
         flood = []
         let carol = try bot("carol", ["--duration", "2"])
-        #expect(carol.waitForExit(seconds: 20) == 0, "carol joins once descriptors are free:\n\(carol.output)")
+        #expect(
+            await carol.exitStatus(within: .seconds(20)) == 0, "carol joins once descriptors are free:\n\(carol.output)"
+        )
     }
 }

@@ -14,11 +14,13 @@ struct RelayPinningTests {
     }
 
     /// Starts `parley serve` and returns it with its port and the fingerprint it printed.
-    func serve(_ extra: [String]) throws -> (BackgroundProcess, String, String?) {
+    func serve(_ extra: [String]) async throws -> (BackgroundProcess, String, String?) {
         let relay = try BackgroundProcess(parley, ["serve", "--log-level", "error"] + extra)
-        #expect(relay.waitForOutput(containing: "media udp"), "\(relay.output)")
+        try await relay.output(containing: "media udp", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).map { String($0.1) })
-        #expect(relay.waitForOutput(seconds: 2) { $0.contains("TLS fingerprint") || $0.contains("INSECURE") })
+        try await relay.output("its TLS fingerprint or INSECURE line", within: .seconds(2)) {
+            $0.contains("TLS fingerprint") || $0.contains("INSECURE")
+        }
         let fingerprint = relay.output.firstMatch(of: /TLS fingerprint (SHA256:[A-Za-z0-9+\/]{43})/).map {
             String($0.1)
         }
@@ -26,14 +28,14 @@ struct RelayPinningTests {
     }
 
     /// Runs a bot for a moment; its exit status and everything it printed.
-    func bot(port: String, _ extra: [String] = []) throws -> (Int32?, String) {
+    func bot(port: String, _ extra: [String] = []) async throws -> (Int32?, String) {
         let bot = try BackgroundProcess(
             parley,
             [
                 "bot", "pins", "--server", "127.0.0.1:\(port)", "--name", "bot",
                 "--duration", "1", "--no-decode",
             ] + extra)
-        let status = bot.waitForExit(seconds: 15)
+        let status = await bot.exitStatus(within: .seconds(15))
         return (status, bot.output)
     }
 
@@ -41,46 +43,46 @@ struct RelayPinningTests {
         (try? String(contentsOfFile: files + "/known_relays", encoding: .utf8)) ?? ""
     }
 
-    @Test func pinnedOnFirstUseKeptAcrossRestartsAndAReplacedCertificateIsRefused() throws {
+    @Test func pinnedOnFirstUseKeptAcrossRestartsAndAReplacedCertificateIsRefused() async throws {
         defer { try? FileManager.default.removeItem(atPath: files) }
         let trust = ["--known-relays", files + "/known_relays"]
 
         // First start: a new certificate in the state directory, its fingerprint printed.
         // Restarted on the same port below: one the kernel never hands out as a source port.
-        var (relay, port, fingerprint) = try serve([
+        var (relay, port, fingerprint) = try await serve([
             "--port", String(try LoopbackPort.belowEphemeralRange()), "--state-dir", files + "/relay",
         ])
         #expect(relay.output.contains("new self-signed certificate saved in \(files)/relay"), "\(relay.output)")
         let first = try #require(fingerprint, "\(relay.output)")
-        var (status, output) = try bot(port: port, trust)
+        var (status, output) = try await bot(port: port, trust)
         #expect(status == 0, "\(output)")
         #expect(knownRelays().contains("127.0.0.1:\(port) \(first)"), "\(knownRelays())")
 
         // Restarted on the same port: the same certificate, so the pinned client goes straight in.
         relay.stop()
-        (relay, port, fingerprint) = try serve(["--port", port, "--state-dir", files + "/relay"])
+        (relay, port, fingerprint) = try await serve(["--port", port, "--state-dir", files + "/relay"])
         #expect(fingerprint == first && relay.output.contains("self-signed certificate from"), "\(relay.output)")
-        (status, output) = try bot(port: port, trust)
+        (status, output) = try await bot(port: port, trust)
         #expect(status == 0, "\(output)")
 
         // The same certificate and key given as files (--tls-cert/--tls-key): the same fingerprint, still trusted.
         relay.stop()
-        (relay, port, fingerprint) = try serve([
+        (relay, port, fingerprint) = try await serve([
             "--port", port, "--tls-cert", files + "/relay/relay-cert.pem", "--tls-key", files + "/relay/relay-key.pem",
         ])
         #expect(
             fingerprint == first && relay.output.contains("certificate \(files)/relay/relay-cert.pem"),
             "\(relay.output)")
-        (status, output) = try bot(port: port, trust)
+        (status, output) = try await bot(port: port, trust)
         #expect(status == 0, "\(output)")
 
         // The certificate replaced (state lost, or someone in the middle): refused, with what to do.
         relay.stop()
         try FileManager.default.removeItem(atPath: files + "/relay")
-        (relay, port, fingerprint) = try serve(["--port", port, "--state-dir", files + "/relay"])
+        (relay, port, fingerprint) = try await serve(["--port", port, "--state-dir", files + "/relay"])
         let second = try #require(fingerprint)
         #expect(second != first)
-        (status, output) = try bot(port: port, trust)
+        (status, output) = try await bot(port: port, trust)
         #expect(status != 0 && status != nil, "\(output)")
         #expect(output.contains("shows a different TLS certificate"), "\(output)")
         #expect(
@@ -92,7 +94,7 @@ struct RelayPinningTests {
         // Forgotten on purpose: the next connection pins the new certificate.
         let forget = try ChildProcess.run(parley, ["relays", "forget", "127.0.0.1:\(port)"] + trust)
         #expect(forget.output.contains("forgot 127.0.0.1:\(port)"), "\(forget.output)")
-        (status, output) = try bot(port: port, trust)
+        (status, output) = try await bot(port: port, trust)
         #expect(status == 0, "\(output)")
         #expect(knownRelays().contains("127.0.0.1:\(port) \(second)"), "\(knownRelays())")
         let list = try ChildProcess.run(parley, ["relays", "list"] + trust)
@@ -100,17 +102,17 @@ struct RelayPinningTests {
         relay.stop()
     }
 
-    @Test func plainSignalingOnlyWhenBothSidesAskForIt() throws {
+    @Test func plainSignalingOnlyWhenBothSidesAskForIt() async throws {
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let (relay, port, fingerprint) = try serve(["--port", "0", "--insecure"])
+        let (relay, port, fingerprint) = try await serve(["--port", "0", "--insecure"])
         #expect(fingerprint == nil && relay.output.contains("signaling ws, INSECURE: no TLS"), "\(relay.output)")
-        var (status, output) = try bot(port: port, ["--known-relays", files + "/known_relays"])
+        var (status, output) = try await bot(port: port, ["--known-relays", files + "/known_relays"])
         #expect(
             status != 0
                 && output.contains("the relay at 127.0.0.1:\(port) was started with --insecure (plain ws://, no TLS)"),
             "\(output)")
         #expect(output.contains("--insecure"), "\(output)")
-        (status, output) = try bot(port: port, ["--insecure"])
+        (status, output) = try await bot(port: port, ["--insecure"])
         #expect(status == 0, "\(output)")
         // And the call screen says so for as long as it lasts.
         let pane = try TmuxPane(
@@ -119,17 +121,21 @@ struct RelayPinningTests {
             columns: 100, rows: 30)
         // The header may show "connected" a moment before the engine's word on the link's security reaches it (a
         // fresh-clone run read that frame): wait for the line that says both.
-        let lines = try pane.waitFor { $0.contains { $0.contains("connected") && $0.contains("INSECURE") } }
+        let lines = try await pane.text("\"connected\" with \"INSECURE\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("connected") && $0.contains("INSECURE") }
+        }
         #expect(
             lines.first { $0.contains("connected") }?.contains("INSECURE") == true, "\(lines.joined(separator: "\n"))")
         try pane.send(["q"])
         try pane.send(["y"])
-        #expect(try pane.waitFor { $0.contains { $0.contains("EXITED rc=0") } }.contains { $0.contains("EXITED rc=0") })
+        try await pane.text("\"EXITED rc=0\" on the screen", within: .seconds(15)) {
+            $0.contains { $0.contains("EXITED rc=0") }
+        }
         relay.stop()
     }
 
-    @Test func aPortInUseIsSaidInPlainWords() throws {
-        let (relay, port, _) = try serve(["--port", "0", "--insecure"])
+    @Test func aPortInUseIsSaidInPlainWords() async throws {
+        let (relay, port, _) = try await serve(["--port", "0", "--insecure"])
         let second = try ChildProcess.run(parley, ["serve", "--port", port, "--insecure"])
         #expect(second.status != 0)
         #expect(second.output.contains("port \(port) is already in use on 127.0.0.1"), "\(second.output)")
@@ -137,25 +143,25 @@ struct RelayPinningTests {
         relay.stop()
     }
 
-    @Test func aRoomsFileGivesARoomItsPassword() throws {
+    @Test func aRoomsFileGivesARoomItsPassword() async throws {
         defer { try? FileManager.default.removeItem(atPath: files) }
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
         try "# rooms of this relay\npins password=open-sesame stage=host\n".write(
             toFile: files + "/rooms", atomically: true, encoding: .utf8)
-        let (relay, port, _) = try serve(["--port", "0", "--insecure", "--rooms", files + "/rooms"])
+        let (relay, port, _) = try await serve(["--port", "0", "--insecure", "--rooms", files + "/rooms"])
         #expect(relay.output.contains("rooms file \(files)/rooms: 1 rooms"), "\(relay.output)")
-        var (status, output) = try bot(port: port, ["--insecure"])
+        var (status, output) = try await bot(port: port, ["--insecure"])
         #expect(status != 0 && output.contains("password"), "joining without the password fails: \(output)")
-        (status, output) = try bot(port: port, ["--insecure", "--password", "guess-again"])
+        (status, output) = try await bot(port: port, ["--insecure", "--password", "guess-again"])
         #expect(status != 0, "a wrong password fails: \(output)")
-        (status, output) = try bot(port: port, ["--insecure", "--password", "open-sesame"])
+        (status, output) = try await bot(port: port, ["--insecure", "--password", "open-sesame"])
         #expect(status == 0, "\(output)")
         relay.stop()
     }
 
     /// `HOME` decides where the relay keeps its state (certificate, logs) and a client its settings, as it does for
     /// known_relays: a relay started with another `HOME` never opens the account's real folders.
-    @Test func anotherHomeIsHonoured() throws {
+    @Test func anotherHomeIsHonoured() async throws {
         defer { try? FileManager.default.removeItem(atPath: files) }
         let home = files + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
@@ -163,7 +169,7 @@ struct RelayPinningTests {
             "/usr/bin/env",
             ["-u", "XDG_STATE_HOME", "-u", "XDG_CONFIG_HOME", "HOME=\(home)", parley, "serve", "--port", "0"])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "TLS fingerprint", seconds: 10), "\(relay.output)")
+        try await relay.output(containing: "TLS fingerprint", within: .seconds(10))
         #expect(
             relay.output.contains("new self-signed certificate saved in \(home)/.local/state/parley"), "\(relay.output)"
         )

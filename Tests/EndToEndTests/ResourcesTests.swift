@@ -60,7 +60,7 @@ struct ResourcesTests {
     }
 
     @Test("the running call takes its keys from the resources folder: an edited key map shows in the control bar")
-    func callUsesShippedKeys() throws {
+    func callUsesShippedKeys() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let folder = NSTemporaryDirectory() + "parley-resources-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -76,14 +76,20 @@ struct ResourcesTests {
             "sh -c 'HOME=\(home) PARLEY_RESOURCES=\(folder) \(parley) demo --bots 0 --log \(folder)/demo.log; "
             + "echo EXITED rc=$?; sleep 60'"
         let pane = try TmuxPane(command: command, columns: 100, rows: 30)
-        let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(" x Mic ") } }
+        let lines = try await pane.text("\" x Mic \" on the screen", within: .seconds(20)) {
+            $0.contains { $0.contains(" x Mic ") }
+        }
         #expect(lines.contains { $0.contains(" x Mic ") }, "the control bar:\n\(lines.joined(separator: "\n"))")
         try pane.send(["x"])
-        let muted = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("Mic off") } }
+        let muted = try await pane.text("\"Mic off\" on the screen", within: .seconds(10)) {
+            $0.contains { $0.contains("Mic off") }
+        }
         #expect(muted.contains { $0.contains("Mic off") }, "x mutes:\n\(muted.joined(separator: "\n"))")
         try pane.send(["q"])
         try pane.send(["y"])
-        let exited = try pane.waitFor(seconds: 10) { $0.contains { $0.contains("EXITED") } }
+        let exited = try await pane.text("\"EXITED\" on the screen", within: .seconds(10)) {
+            $0.contains { $0.contains("EXITED") }
+        }
         #expect(exited.contains { $0.contains("EXITED rc=0") }, "\(exited.joined(separator: "\n"))")
     }
 }

@@ -20,12 +20,12 @@ extension ClusterProcessTests {
         try "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".write(
             toFile: secretPath, atomically: false, encoding: .utf8)
         chmod(secretPath, 0o600)
-        let nodes = try startNodes(
+        let nodes = try await startNodes(
             ids, url: url, folder: folder, extra: ["--cluster-secret-file", secretPath, "--admin", "127.0.0.1:0"],
             ports: ports)
         var admin: [Int] = []
         for node in nodes {
-            #expect(node.process.waitForOutput(containing: "--placement spread", seconds: 20), "\(node.process.output)")
+            try await node.process.output(containing: "--placement spread", within: .seconds(20))
             admin.append(
                 try #require(
                     node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
@@ -141,9 +141,9 @@ extension ClusterProcessTests {
         let received = try await Self.metrics(admin[0])["parley_trunk_packets_received_total"] ?? 0
         #expect(received > 0)
         // Alice's chat lines reach frank on another node, from alice.
-        #expect(
-            bots[5].waitForOutput(seconds: 10) { $0.contains("(#2)") && $0.contains("alice") },
-            "\(bots[5].output.suffix(2000))")
+        try await bots[5].output("alice's chat lines at frank", within: .seconds(10)) {
+            $0.contains("(#2)") && $0.contains("alice")
+        }
     }
 
     /// `LayersAcrossNodes` on three `parley serve --database` nodes: bob on b decodes alice's small layer, carol on c
@@ -208,7 +208,7 @@ extension ClusterProcessTests {
             #expect(
                 gap != nil && gap! <= 200, "\(name) heard a gap of \(String(describing: gap)) ms in \(peer)'s audio")
         }
-        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
+        #expect(bots.allSatisfy { $0.exitStatusNow() == nil }, "every member still in the call")
     }
 
     @Test func nodesDrainedBySIGTERMAndByTheCommandMoveTheirMembersAndStop() async throws {
@@ -245,7 +245,7 @@ extension ClusterProcessTests {
         nodes[0].process.signal(SIGTERM)
         #expect(await eventually(seconds: 10) { counts(since: old).allSatisfy { $0 >= 5 } }, "\(counts(since: old))")
         let movedIn = ContinuousClock.now - start
-        #expect(nodes[0].process.waitForExit(seconds: 10) == 0, "\(nodes[0].process.output)")
+        #expect(await nodes[0].process.exitStatus(within: .seconds(10)) == 0, "\(nodes[0].process.output)")
         #expect(nodes[0].process.output.contains("every member moved"), "\(nodes[0].process.output)")
         #expect(bots[0].output.contains("moving to another node of the cluster"), "\(bots[0].output.suffix(1500))")
         // The statistics files are written each second, so this sees whole seconds (1.01 s in runs here on an idle
@@ -260,8 +260,8 @@ extension ClusterProcessTests {
         }
         #expect(drained.status == 0 && drained.output.contains("node b drained and left"), "\(drained.output)")
         #expect(await eventually(seconds: 10) { counts(since: old).allSatisfy { $0 >= 5 } }, "\(counts(since: old))")
-        #expect(nodes[1].process.waitForExit(seconds: 10) == 0, "\(nodes[1].process.output)")
-        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
+        #expect(await nodes[1].process.exitStatus(within: .seconds(10)) == 0, "\(nodes[1].process.output)")
+        #expect(bots.allSatisfy { $0.exitStatusNow() == nil }, "every member still in the call")
         let refused = try await onOwnThread {
             try ChildProcess.run(binary, ["cluster", "drain", "zed", "--database", url], timeout: .seconds(30))
         }
@@ -319,7 +319,9 @@ extension ClusterProcessTests {
         // Each node in turn: SIGTERM (it drains and stops), then started again on its port, its trunks up.
         for (index, id) in ids.enumerated() {
             nodes[index].process.signal(SIGTERM)
-            #expect(nodes[index].process.waitForExit(seconds: 20) == 0, "\(id): \(nodes[index].process.output)")
+            #expect(
+                await nodes[index].process.exitStatus(within: .seconds(20)) == 0,
+                "\(id): \(nodes[index].process.output)")
             #expect(nodes[index].process.output.contains("every member moved"), "\(id): \(nodes[index].process.output)")
             nodes[index] = try #require(
                 try await startTrunkedNodes([id], url: url, folder: folder, ports: ports, expectUp: 2).nodes.first)
@@ -328,7 +330,7 @@ extension ClusterProcessTests {
         #expect(
             await eventually(seconds: 20) { counts(since: old).allSatisfy { $0 >= 5 } },
             "\(zip(pairs, counts(since: old)).filter { $1 < 5 })")
-        #expect(bots.allSatisfy { $0.waitForExit(seconds: 0) == nil }, "every member still in the call")
+        #expect(bots.allSatisfy { $0.exitStatusNow() == nil }, "every member still in the call")
     }
 
     /// One member on each of two nodes (issue 49): each node counts its own member only, the same in its heartbeat

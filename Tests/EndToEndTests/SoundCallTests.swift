@@ -41,7 +41,7 @@ struct SoundCallTests {
     }
 
     @Test("join and the lobby open the default microphone and speaker; demo and bot keep synthetic sources")
-    func whichCommandsOpenDevices() throws {
+    func whichCommandsOpenDevices() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let sound = try SoundServer()
         let folder = NSTemporaryDirectory() + "parley-device-choice-\(getpid())"
@@ -49,7 +49,7 @@ struct SoundCallTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--log-level", "error"])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         let environment = sound.clientEnvironment(home: folder).merging(
             ["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
@@ -73,48 +73,59 @@ struct SoundCallTests {
             let pane = try TmuxPane(
                 command: "sh -c \"env -i \(variables) \(parley) \(command) --log \(folder)/run.log; sleep 60\"",
                 columns: 100, rows: 30)
-            let lines = try pane.waitFor(seconds: 20) { $0.contains { $0.contains(screen) } }
-            #expect(lines.contains { $0.contains(screen) }, "parley \(command):\n\(lines.joined(separator: "\n"))")
-            var seen = try streams()
-            for _ in 0..<40 where seen != expected {
-                usleep(100_000)
-                seen = try streams()
+            try await pane.text("parley \(command) showing \(screen)", within: .seconds(20)) {
+                $0.contains { $0.contains(screen) }
             }
-            #expect(seen == expected, "parley \(command): \(seen) streams (recording, playing)")
+            try await poll("parley \(command) holding \(expected) streams (recording, playing)", timeout: .seconds(5)) {
+                try streams()
+            } until: {
+                $0 == expected
+            }
             if command.hasPrefix("--server") {
                 // The lobby itself opens nothing; joining from it opens both.
                 try pane.send(["Enter"])
-                var joined = try streams()
-                for _ in 0..<100 where joined != (1, 1) {
-                    usleep(100_000)
-                    joined = try streams()
+                try await poll(
+                    "one recording and one playing stream after joining from the lobby", timeout: .seconds(12)
+                ) {
+                    try streams()
+                } until: {
+                    $0 == (1, 1)
                 }
-                #expect(joined == (1, 1), "joined from the lobby: \(joined) streams (recording, playing)")
             }
             try pane.send(["q"])
             try pane.send(["y"])
-            var closed = try streams()
-            for _ in 0..<50 where closed != (0, 0) {
-                usleep(100_000)
-                closed = try streams()
+            try await poll("no streams after leaving \(command)", timeout: .seconds(6)) {
+                try streams()
+            } until: {
+                $0 == (0, 0)
             }
-            #expect(closed == (0, 0), "after leaving \(command): \(closed)")
         }
 
         let botCommand = ChildEnvironment.command(
             environment: environment, program: parley,
             arguments: [
                 "bot", "devices", "--server", "127.0.0.1:\(port)", "--insecure", "--name", "erin", "--duration", "3",
+                // Its events (the join among them) in its output, to watch from the moment it is in the call.
+                "--log-level", "info",
             ])
         let bot = try BackgroundProcess(botCommand.path, botCommand.arguments)
-        sleep(2)
-        #expect(try streams() == (0, 0), "the bot opened a device")
-        #expect(bot.waitForExit(seconds: 10) == 0, "\(bot.output)")
+        try await bot.output("the bot in the call", within: .seconds(10)) { $0.contains("joined(localID:") }
+        // Watched for the rest of its 3 s call, each look taken while it still runs, not at one moment of it.
+        var seen: [(recording: Int, playing: Int)] = []
+        try await waitUntil("the bot to end its 3 s call", timeout: .seconds(10), every: .milliseconds(100)) {
+            let look = try streams()
+            guard bot.exitStatusNow() == nil else { return true }
+            seen.append(look)
+            return false
+        }
+        #expect(!seen.isEmpty, "no look while the bot was in the call")
+        #expect(seen.allSatisfy { $0 == (0, 0) }, "the bot opened a device: \(seen)")
+        #expect(bot.exitStatusNow() == 0, "\(bot.output)")
         withExtendedLifetime(sound) {}
     }
 
     @Test("named sinks are listed by name, --speaker Headset plays only there, device changes are said")
-    func namedSpeakers() throws {
+    func namedSpeakers() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let sound = try SoundServer()
         let folder = NSTemporaryDirectory() + "parley-named-sinks-\(getpid())"
@@ -134,7 +145,7 @@ struct SoundCallTests {
 
         let relay = try BackgroundProcess(parley, ["serve", "--port", "0", "--insecure", "--log-level", "error"])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
         let variables = environment.merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
             .sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
@@ -151,17 +162,27 @@ struct SoundCallTests {
             _ = try? alice.send(["q", "y"])
             _ = try? bob.send(["q", "y"])
         }
-        let both = try bob.waitFor(seconds: 20) { $0.contains { $0.contains("alice") } }
-        #expect(both.contains { $0.contains("alice") }, "bob sees alice:\n\(both.joined(separator: "\n"))")
-        sleep(2)
-        let headset = try sound.record(from: "hs.monitor", to: folder + "/headset.wav")
-        let speakers = try sound.record(from: "laptop.monitor", to: folder + "/speakers.wav")
-        sleep(3)
-        let heard = try headset.stop()
-        let elsewhere = try speakers.stop()
-        func rms(_ samples: [Int16]) -> Double {
+        try await bob.text("bob sees alice", within: .seconds(20)) { $0.contains { $0.contains("alice") } }
+        func rms(_ samples: ArraySlice<Int16>) -> Double {
             (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
         }
+        func rms(_ samples: [Int16]) -> Double { rms(samples[...]) }
+        // Alice is heard on the headset first (her last tenth of a second there as loud as the test asks below).
+        let lookout = try sound.record(from: "hs.monitor", to: folder + "/lookout.wav")
+        try await poll("alice heard on the headset", timeout: .seconds(10), every: .milliseconds(100)) {
+            rms(lookout.samplesSoFar().suffix(4_800))
+        } until: {
+            $0 > 300
+        }
+        _ = try lookout.stop()
+        let headset = try sound.record(from: "hs.monitor", to: folder + "/headset.wav")
+        let speakers = try sound.record(from: "laptop.monitor", to: folder + "/speakers.wav")
+        // Three seconds of each sink, counted in what the recorders wrote.
+        try await waitUntil("3 s recorded from each sink", timeout: .seconds(10), every: .milliseconds(100)) {
+            headset.samplesRecorded >= 48_000 * 3 && speakers.samplesRecorded >= 48_000 * 3
+        }
+        let heard = try headset.stop()
+        let elsewhere = try speakers.stop()
         #expect(heard.count >= 48_000 * 2 && rms(heard) > 300, "the headset heard alice: RMS \(rms(heard))")
         #expect(elsewhere.count >= 48_000, "recorded \(elsewhere.count) samples from the other sink")
         #expect(elsewhere.allSatisfy { $0 == 0 }, "the other sink stayed silent: RMS \(rms(elsewhere))")
@@ -171,23 +192,26 @@ struct SoundCallTests {
             "load-module", "module-null-sink", "sink_name=usb", "rate=48000",
             "sink_properties=device.description=USB-Headset",
         ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        var screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Speaker plugged in: USB-Headset") } }
-        #expect(screen.contains { $0.contains("Speaker plugged in: USB-Headset") }, "\(screen.joined(separator: "\n"))")
-        try sound.pactl(["set-default-sink", "usb"])
-        screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Default speaker is now USB-Headset") } }
-        #expect(
-            screen.contains { $0.contains("Default speaker is now USB-Headset") }, "\(screen.joined(separator: "\n"))")
-        try sound.pactl(["unload-module", module])
-        screen = try bob.waitFor(seconds: 10) { $0.contains { $0.contains("Speaker unplugged: USB-Headset") } }
-        #expect(screen.contains { $0.contains("Speaker unplugged: USB-Headset") }, "\(screen.joined(separator: "\n"))")
+        for (change, line) in [
+            ({ () }, "Speaker plugged in: USB-Headset"),
+            ({ try sound.pactl(["set-default-sink", "usb"]) }, "Default speaker is now USB-Headset"),
+            ({ try sound.pactl(["unload-module", module]) }, "Speaker unplugged: USB-Headset"),
+        ] as [(() throws -> Void, String)] {
+            try change()
+            try await bob.text("\"\(line)\" in bob's chat", within: .seconds(10)) { $0.contains { $0.contains(line) } }
+        }
         withExtendedLifetime(sound) {}
     }
+
+    /// How long the call settles before the speech, from when bob plays alice's audio: the jitter buffer's first
+    /// adaptation window (2 s) and the catch-up after it (see the test). Time the product's timers take, not an event.
+    static let settleWindow = Duration.seconds(8)
 
     /// Speaker underruns, and separately concealed frames, allowed in 30 s of speech (see the test).
     static let speakerGapsAllowed = 3
 
     @Test("30 s of speech from one microphone reaches the other speaker intact: correlation ≥ 0.9, no dropouts")
-    func speechThroughTheRelay() throws {
+    func speechThroughTheRelay() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
         let sound = try SoundServer()
         let folder = NSTemporaryDirectory() + "parley-sound-\(getpid())"
@@ -210,7 +234,7 @@ struct SoundCallTests {
                 "--state-dir", folder + "/relay",
             ])
         defer { relay.stop() }
-        #expect(relay.waitForOutput(containing: "listening on", seconds: 10))
+        try await relay.output(containing: "listening on", within: .seconds(10))
         let port = try #require(relay.output.firstMatch(of: /127\.0\.0\.1:(\d+)/).map { String($0.1) })
 
         // The recorder listens on bob's speaker before anyone joins: a recording stream attached to a sink mid-call
@@ -240,12 +264,18 @@ struct SoundCallTests {
             _ = try? alice.send(["q", "y"])
             _ = try? bob.send(["q", "y"])
         }
-        let both = try bob.waitFor(seconds: 20) { lines in lines.contains { $0.contains("alice") } }
-        #expect(both.contains { $0.contains("alice") }, "bob sees alice:\n\(both.joined(separator: "\n"))")
+        try await bob.text("bob sees alice", within: .seconds(20)) { lines in lines.contains { $0.contains("alice") } }
         // The call settles first: two clean seconds lower bob's jitter buffer target to its floor, and the excess
         // that leaves is played away at 0.25 % over a few seconds (a pitch change nobody hears, but one that this
-        // sample-exact comparison would count against the path).
-        sleep(8)
+        // sample-exact comparison would count against the path). That adaptation runs on the product's own timers,
+        // so the wait is time itself, counted from when bob plays alice's audio.
+        try await poll("bob playing alice's audio (his statistics)", timeout: .seconds(10), every: .milliseconds(100)) {
+            (try? CallStatisticsFile(path: folder + "/bob.json").read())?.peers.first { $0.name == "alice" }?
+                .audioPlayed ?? 0
+        } until: {
+            $0 > 0
+        }
+        try await Task.sleep(for: Self.settleWindow)
         // Counters before the speech: what the call's start cost is printed, the speech itself must cost nothing.
         let bobBefore = try CallStatisticsFile(path: folder + "/bob.json").read()
         let aliceBefore = try CallStatisticsFile(path: folder + "/alice.json").read()
@@ -260,22 +290,23 @@ struct SoundCallTests {
         try Data(WAVAudio(sampleRate: 48_000, channels: 1, samples: sent).encoded()).write(
             to: URL(fileURLWithPath: talk))
         // Alice's own tile shows her microphone's level while she talks.
-        var aliceScreen: [String] = []
-        var meterMoved = false
         let playStarted = Date()
         let speaker = try sound.play(wavPath: talk)
-        for _ in 0..<40 where !meterMoved {
-            usleep(250_000)
-            aliceScreen = try alice.text()
-            meterMoved = aliceScreen.contains { $0.contains(" mic █") }
+        do {
+            try await alice.text("alice's meter moving", within: .seconds(10)) { $0.contains { $0.contains(" mic █") } }
+        } catch {
+            Issue.record(error)  // and the speech is still compared
         }
-        #expect(speaker.waitForExit(seconds: 60) == 0, "paplay: \(speaker.output)")
-        sleep(1)
+        #expect(await speaker.exitStatus(within: .seconds(60)) == 0, "paplay: \(speaker.output)")
+        // The speech's last second reaches bob's speaker: one more second of it recorded.
+        let recordedAtEnd = recording.samplesRecorded
+        try await waitUntil("one more second recorded from bob's speaker", timeout: .seconds(10)) {
+            recording.samplesRecorded >= recordedAtEnd + 48_000
+        }
         // What was heard from a quarter second before the speech was played in (the path's delay is measured from
         // there).
         let lead = max(0, Int((playStarted.timeIntervalSince(recordingStarted) - 0.25) * Double(SpeechMatch.rate)))
         let heard = Array(try recording.stop().dropFirst(lead))
-        #expect(meterMoved, "alice's meter:\n\(aliceScreen.joined(separator: "\n"))")
 
         let match = SpeechMatch(sent: sent, heard: heard)
         #expect(match.delaySeconds > 0 && match.delaySeconds < 1.5, "delay \(match.delaySeconds) s")

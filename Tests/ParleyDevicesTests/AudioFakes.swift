@@ -18,9 +18,11 @@ struct FakeStreamScript: Sendable {
     /// The call number (1-based) from which every read/write throws `error`.
     var failFrom: Int?
     var error = AudioDeviceError.disconnected(name: "fake")
-    /// The call number from which a call blocks until `log.release` is signalled (a device that stops answering).
+    /// The call number from which a call blocks until `log.release` is signalled (a device that stops answering; on
+    /// the device thread, like `microsPerCall`).
     var hangFrom: Int?
-    /// Time each call takes, like a device's clock; 0 is an unpaced device that returns at once.
+    /// Time each call takes, like a device's clock; 0 is an unpaced device that returns at once. The call blocks, as
+    /// Pa_ReadStream does: a device simulation, only ever called on the capture's or playout's own device thread.
     var microsPerCall: UInt32 = 0
 }
 
@@ -42,6 +44,7 @@ final class FakeInputStream: AudioInputStream {
         let call = log.reads.add(1, ordering: .relaxed).newValue
         if let hang = script.hangFrom, call >= hang { log.release.wait() }
         if let fail = script.failFrom, call >= fail { throw script.error }
+        // Device simulation on the capture's own thread (see `FakeStreamScript.microsPerCall`), not a test's wait.
         if script.microsPerCall > 0 { usleep(script.microsPerCall) }
         return [Int16](repeating: Int16(truncatingIfNeeded: call), count: samplesPerBlock)
     }
@@ -66,6 +69,7 @@ final class FakeOutputStream: AudioOutputStream {
         if let hang = script.hangFrom, call >= hang { log.release.wait() }
         if let fail = script.failFrom, call >= fail { throw script.error }
         log.written.withLock { $0.append(samples) }
+        // Device simulation on the playout's own thread (see `FakeStreamScript.microsPerCall`), not a test's wait.
         if script.microsPerCall > 0 { usleep(script.microsPerCall) }
     }
 
@@ -97,14 +101,4 @@ struct FakeAudioLayer: AudioDeviceLayer {
             device: device.name, sampleRate: sampleRate, channels: channels, framesPerBlock: framesPerBlock)
         return FakeOutputStream(name: device.name, log: log)
     }
-}
-
-/// Polls `condition` every millisecond for up to `seconds`.
-func eventually(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(1_000)
-    }
-    return condition()
 }

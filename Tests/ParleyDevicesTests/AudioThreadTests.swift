@@ -1,5 +1,6 @@
 import Foundation
 import ParleyMedia
+import ParleyProcesses
 import Synchronization
 import Testing
 
@@ -12,8 +13,16 @@ private let blockMicros: Int64 = 10_000
 /// Everything a capture or playout reported through its callbacks.
 private final class Reports: Sendable {
     let frames = Mutex<[AudioFrame]>([])
+    /// When each block was delivered or asked for, on the device's thread (not when a test looked).
+    let times = Mutex<[ContinuousClock.Instant]>([])
     let failures = Mutex<[AudioDeviceError]>([])
     let demands = Atomic(0)
+
+    /// Seconds from `start` to the `count`th block delivered or asked for.
+    func seconds(from start: ContinuousClock.Instant, toBlock count: Int) -> Double {
+        let elapsed = times.withLock { $0[count - 1] } - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
 }
 
 private func frame(_ value: Int16, count: Int = block, channels: Int = 1) -> AudioFrame {
@@ -23,7 +32,10 @@ private func frame(_ value: Int16, count: Int = block, channels: Int = 1) -> Aud
 private func capture(_ stream: sending FakeInputStream, _ reports: Reports) -> MicrophoneCapture {
     MicrophoneCapture(
         stream: stream, sampleRate: 48_000, framesPerBlock: block,
-        onBlock: { frame in reports.frames.withLock { $0.append(frame) } },
+        onBlock: { frame in
+            reports.times.withLock { $0.append(.now) }
+            reports.frames.withLock { $0.append(frame) }
+        },
         onFailure: { error in reports.failures.withLock { $0.append(error) } })
 }
 
@@ -35,6 +47,7 @@ private func playout(
         stream: stream, sampleRate: 48_000, channels: 1, framesPerBlock: block, prebufferBlocks: prebuffer,
         maxQueuedBlocks: maxQueued,
         onDemand: {
+            reports.times.withLock { $0.append(.now) }
             reports.demands.add(1, ordering: .relaxed)
             onDemand()
         },
@@ -48,13 +61,19 @@ private func timed(_ body: () -> Void) -> Double {
     return Date().timeIntervalSince(start)
 }
 
+/// How long a test watches for something that must not happen (a read after a stopped capture was started): a
+/// measurement window, not a wait for an event.
+private let quietWindow = Duration.milliseconds(30)
+
 @Suite struct MicrophoneCaptureTests {
-    @Test func deliversBlocksInOrderWithTimestampsAndClosesOnStop() {
+    @Test func deliversBlocksInOrderWithTimestampsAndClosesOnStop() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
         capture.start()
-        #expect(eventually { reports.frames.withLock { $0.count } >= 5 })
+        try await waitUntil("5 blocks delivered", timeout: .seconds(5), every: .milliseconds(1)) {
+            reports.frames.withLock { $0.count } >= 5
+        }
         capture.stop()
         let frames = reports.frames.withLock { $0 }
         #expect(frames.prefix(5).map { $0.samples[0] } == [1, 2, 3, 4, 5])
@@ -64,52 +83,62 @@ private func timed(_ body: () -> Void) -> Double {
         #expect(reports.failures.withLock { $0 }.isEmpty)
     }
 
-    @Test func holdsAnUnpacedDeviceToRealTime() {
+    @Test func holdsAnUnpacedDeviceToRealTime() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
-        let elapsed = timed {
-            capture.start()
-            _ = eventually { reports.frames.withLock { $0.count } >= 50 }
+        let start = ContinuousClock.now
+        capture.start()
+        try await waitUntil("50 blocks delivered", timeout: .seconds(5), every: .milliseconds(1)) {
+            reports.frames.withLock { $0.count } >= 50
         }
         capture.stop()
+        // Timed on the device thread, so a test task woken late does not count.
+        let elapsed = reports.seconds(from: start, toBlock: 50)
         // 50 blocks are 0.5 s of sound; the guard lets 0.1 s through at once and runs 0.5 % fast at most.
         #expect(elapsed >= 0.5 * 0.995 - 0.1 - 0.01, "took \(elapsed) s")
         #expect(elapsed < 2, "took \(elapsed) s")
     }
 
-    @Test func aFailingDeviceIsReportedOnceAndClosed() {
+    @Test func aFailingDeviceIsReportedOnceAndClosed() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(
             FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 4, microsPerCall: 2_000), log: log),
             reports)
         capture.start()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
-        usleep(50_000)
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
+        // stop() returns once the loop has ended: what it did is all there is to count.
+        #expect(timed { capture.stop() } < 0.5)
         #expect(reports.failures.withLock { $0 } == [.disconnected(name: "fake")])
         #expect(reports.frames.withLock { $0.count } == 3)
         #expect(log.reads.load(ordering: .relaxed) == 4, "no read after the failure")
-        #expect(timed { capture.stop() } < 0.5)
         #expect(log.closes.load(ordering: .relaxed) == 1)
         #expect(reports.failures.withLock { $0.count } == 1)
     }
 
-    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
+    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(
             FakeInputStream(samplesPerBlock: block, script: .init(failFrom: 3, hangFrom: 3), log: log), reports)
         capture.start()
-        #expect(eventually { log.reads.load(ordering: .relaxed) == 3 })
-        let stopping = timed { capture.stop() }
+        try await waitUntil("the third read", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.reads.load(ordering: .relaxed) == 3
+        }
+        // stop() gives up on the hung device after two seconds: it waits on a thread of its own, not the runtime's.
+        let stopping = await onOwnThread { timed { capture.stop() } }
         #expect(stopping >= 1.5 && stopping < 3, "stop took \(stopping) s")
         log.release.signal()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
         #expect(reports.failures.withLock { $0 }.isEmpty, "a failure after stop() is not reported")
     }
 
-    @Test func stopFromItsOwnCallbackDoesNotWaitForItself() {
+    @Test func stopFromItsOwnCallbackDoesNotWaitForItself() async throws {
         let log = FakeStreamLog()
         let box = Mutex<MicrophoneCapture?>(nil)
         let stopTimes = Mutex<[Double]>([])
@@ -124,30 +153,34 @@ private func timed(_ body: () -> Void) -> Double {
             onFailure: { _ in })
         box.withLock { $0 = capture }
         capture.start()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
         #expect(stopTimes.withLock { $0 }.count == 1)
         #expect(stopTimes.withLock { $0 }.allSatisfy { $0 < 0.1 })
         #expect(log.reads.load(ordering: .relaxed) == 3)
         box.withLock { $0 = nil }
     }
 
-    @Test func stopWithoutStartReleasesTheDevice() {
+    @Test func stopWithoutStartReleasesTheDevice() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block, log: log), reports)
         capture.stop()
         capture.start()
-        usleep(30_000)
+        try await Task.sleep(for: quietWindow)
         #expect(log.closes.load(ordering: .relaxed) == 1)
         #expect(log.reads.load(ordering: .relaxed) == 0, "a stopped capture does not start again")
     }
 
-    @Test func aBlockOfTheWrongSizeIsAFailure() {
+    @Test func aBlockOfTheWrongSizeIsAFailure() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let capture = capture(FakeInputStream(samplesPerBlock: block * 3, log: log), reports)
         capture.start()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
         #expect(
             reports.failures.withLock { $0 } == [
                 .failed(
@@ -158,13 +191,15 @@ private func timed(_ body: () -> Void) -> Double {
 }
 
 @Suite struct SpeakerPlayoutTests {
-    @Test func playsWhatIsQueuedThenSilenceCountedAsUnderruns() {
+    @Test func playsWhatIsQueuedThenSilenceCountedAsUnderruns() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports)
         for value in Int16(1)...3 { playout.enqueue(frame(value)) }
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) >= 6 })
+        try await waitUntil("6 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 6
+        }
         playout.stop()
         let written = log.written.withLock { $0 }
         #expect(written.prefix(6).map { $0[0] } == [1, 2, 3, 0, 0, 0])
@@ -174,7 +209,7 @@ private func timed(_ body: () -> Void) -> Double {
         #expect(log.closes.load(ordering: .relaxed) == 1)
     }
 
-    @Test func onDemandFeedingPlaysWithoutGapsAfterPriming() {
+    @Test func onDemandFeedingPlaysWithoutGapsAfterPriming() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let box = Mutex<SpeakerPlayout?>(nil)
@@ -184,7 +219,9 @@ private func timed(_ body: () -> Void) -> Double {
         }
         box.withLock { $0 = playout }
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) >= 12 })
+        try await waitUntil("12 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 12
+        }
         playout.stop()
         box.withLock { $0 = nil }
         let values = log.written.withLock { $0 }.map { $0[0] }
@@ -193,7 +230,7 @@ private func timed(_ body: () -> Void) -> Double {
         #expect(playout.underruns == 0)
     }
 
-    @Test func dropsTheOldestBeyondItsBound() {
+    @Test func dropsTheOldestBeyondItsBound() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports, prebuffer: 0, maxQueued: 3)
@@ -201,49 +238,62 @@ private func timed(_ body: () -> Void) -> Double {
         #expect(playout.dropped == 2)
         #expect(playout.queuedBlocks == 3)
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) >= 3 })
+        try await waitUntil("3 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 3
+        }
         playout.stop()
         #expect(log.written.withLock { $0 }.prefix(3).map { $0[0] } == [3, 4, 5])
     }
 
-    @Test func holdsAnUnpacedDeviceToRealTime() {
+    @Test func holdsAnUnpacedDeviceToRealTime() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let playout = playout(FakeOutputStream(log: log), reports)
-        let elapsed = timed {
-            playout.start()
-            _ = eventually { log.writes.load(ordering: .relaxed) >= 50 }
+        let start = ContinuousClock.now
+        playout.start()
+        try await waitUntil("50 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 50
         }
         playout.stop()
+        // Timed on the device thread (each block is asked for just before it is written), so a test task woken late
+        // does not count.
+        let elapsed = reports.seconds(from: start, toBlock: 50)
         #expect(elapsed >= 0.5 * 0.995 - 0.1 - 0.01, "took \(elapsed) s")
         #expect(elapsed < 2, "took \(elapsed) s")
     }
 
-    @Test func aFailingDeviceIsReportedOnceAndClosed() {
+    @Test func aFailingDeviceIsReportedOnceAndClosed() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let playout = playout(
             FakeOutputStream(script: .init(failFrom: 4, error: .busy(name: "fake"), microsPerCall: 2_000), log: log),
             reports)
         playout.start()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
-        usleep(50_000)
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
+        // stop() returns once the loop has ended: what it did is all there is to count.
+        #expect(timed { playout.stop() } < 0.5)
         #expect(reports.failures.withLock { $0 } == [.busy(name: "fake")])
         #expect(log.writes.load(ordering: .relaxed) == 4, "no write after the failure")
         #expect(reports.demands.load(ordering: .relaxed) == 3)
-        #expect(timed { playout.stop() } < 0.5)
     }
 
-    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() {
+    @Test func stopGivesUpOnAHungDeviceAndReportsNothing() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
         let playout = playout(FakeOutputStream(script: .init(failFrom: 2, hangFrom: 2), log: log), reports)
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) == 2 })
-        let stopping = timed { playout.stop() }
+        try await waitUntil("the second write", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) == 2
+        }
+        // stop() gives up on the hung device after two seconds: it waits on a thread of its own, not the runtime's.
+        let stopping = await onOwnThread { timed { playout.stop() } }
         #expect(stopping >= 1.5 && stopping < 3, "stop took \(stopping) s")
         log.release.signal()
-        #expect(eventually { log.closes.load(ordering: .relaxed) == 1 })
+        try await waitUntil("the device closed", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.closes.load(ordering: .relaxed) == 1
+        }
         #expect(reports.failures.withLock { $0 }.isEmpty)
     }
 }
@@ -434,6 +484,7 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
 
     func waitUntilWritable() throws(AudioDeviceError) {
         log.reads.add(1, ordering: .relaxed)  // counts the waits
+        // Device simulation: blocks like pa_stream's wait for room, on the playout's own device thread.
         usleep(microsPerBlock)
     }
 
@@ -447,7 +498,7 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
 
 @Suite struct JustInTimePlayoutTests {
     @Test("a device that tells when it has room gets each block asked for then, and plays it rather than silence")
-    func blocksAreMixedWhenThereIsRoom() {
+    func blocksAreMixedWhenThereIsRoom() async throws {
         let log = FakeStreamLog()
         let stream = RoomTellingStream(log: log, microsPerBlock: 2_000)
         let demands = Atomic(0)
@@ -463,7 +514,9 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
             onFailure: { _ in })
         holder.withLock { $0 = playout }
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) >= 20 })
+        try await waitUntil("20 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 20
+        }
         playout.stop()
         holder.withLock { $0 = nil }
         let written = log.written.withLock { $0 }.map { $0[0] }
@@ -475,7 +528,7 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
     }
 
     @Test("a block that does not come within the wait is silence, counted, and the late block plays next")
-    func aLateBlockCostsOneSilentBlock() {
+    func aLateBlockCostsOneSilentBlock() async throws {
         let log = FakeStreamLog()
         let demands = Atomic(0)
         let holder = Mutex<SpeakerPlayout?>(nil)
@@ -502,7 +555,9 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
             onFailure: { _ in })
         holder.withLock { $0 = playout }
         playout.start()
-        #expect(eventually { log.writes.load(ordering: .relaxed) >= 30 })
+        try await waitUntil("30 blocks written", timeout: .seconds(5), every: .milliseconds(1)) {
+            log.writes.load(ordering: .relaxed) >= 30
+        }
         playout.stop()
         holder.withLock { $0 = nil }
         let written = log.written.withLock { $0 }.map { $0[0] }
@@ -518,20 +573,9 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
 
 /// The device threads ask for real-time scheduling and say what they got.
 @Suite struct AudioThreadPriorityTests {
-    /// Runs `body` on a thread of its own and returns what it returned.
-    func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
-        let result = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            result.withLock { $0 = body() }
-            done.signal()
-        }.start()
-        done.wait()
-        return result.withLock { $0! }
-    }
-
-    @Test func aDeviceThreadGetsWhatTheSystemAllowsAndSaysSo() {
-        let (before, got, after) = onNewThread {
+    @Test func aDeviceThreadGetsWhatTheSystemAllowsAndSaysSo() async throws {
+        // On a new thread of its own (not one of the async runtime's), awaited without holding one.
+        let (before, got, after) = await onOwnThread {
             (
                 AudioThreadPriority.currentThread(), AudioThreadPriority.raiseCurrentThread(),
                 AudioThreadPriority.currentThread()
@@ -594,16 +638,14 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
     }
     #endif
 
-    @Test func aSpeakerLoopRunsOnARaisedThread() {
+    @Test func aSpeakerLoopRunsOnARaisedThread() async throws {
         let device = FakeOutputStream(log: FakeStreamLog())
         let playout = SpeakerPlayout(
             stream: device, sampleRate: 48_000, channels: 1, framesPerBlock: block, prebufferBlocks: 0,
             maxQueuedBlocks: 4, onDemand: {}, onFailure: { _ in })
         #expect(playout.threadScheduling == nil, "not started")
         playout.start()
-        let deadline = Date().addingTimeInterval(5)
-        while playout.threadScheduling == nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(playout.threadScheduling != nil)
+        try await waitUntil("the speaker thread's scheduling", timeout: .seconds(5)) { playout.threadScheduling != nil }
         #if os(Linux)
         if geteuid() == 0 { #expect(playout.threadScheduling == .realtime) }
         #endif

@@ -107,7 +107,9 @@ final class FakeV4L2: V4L2System, @unchecked Sendable {
             guard let index = state.openFiles[fd], index >= 0 else { return true }
             return state.delivered < state.devices[index].deliveries.count
         }
-        if !ready { usleep(UInt32(min(timeoutMillis, 5)) * 1000) }
+        // Device simulation: poll(2) blocks while no frame is ready, here for at most 5 ms of the timeout. Only
+        // `CameraSource`'s own capture thread passes a timeout; tests that read a stream themselves pass zero.
+        if !ready && timeoutMillis > 0 { usleep(UInt32(min(timeoutMillis, 5)) * 1000) }
         return .success(ready)
     }
 

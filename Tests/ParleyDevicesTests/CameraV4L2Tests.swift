@@ -2,6 +2,7 @@
 import CV4L2Shim
 import Glibc
 import ParleyMedia
+import ParleyProcesses
 import Testing
 
 @testable import ParleyDevices
@@ -181,7 +182,8 @@ struct CameraV4L2Tests {
         #expect(first.timestampMicros == 7_001_000)
         let second = try #require(try stream.nextFrame(timeout: .milliseconds(50)))
         #expect(second.bytes == Self.frameBytes.reversed())
-        #expect(try stream.nextFrame(timeout: .milliseconds(10)) == nil)
+        // No frame left: nothing, at once with no time to wait (the fake's poll blocks only for a timeout it is given).
+        #expect(try stream.nextFrame(timeout: .zero) == nil)
         stream.close()
         stream.close()
         #expect(fake.log.suffix(2) == ["STREAMOFF", "close"])
@@ -237,7 +239,7 @@ struct CameraV4L2Tests {
     }
 
     @Test("a real camera source over the fake driver: chosen format, converted frames, unplug reported once")
-    func sourceOverDriver() throws {
+    func sourceOverDriver() async throws {
         var device = FakeV4L2.Device(path: "/dev/video0", card: "USB Camera")
         device.formats = [.init(fourcc: Self.yuyv, sizes: [.discrete(width: 64, height: 48, intervals: [(1, 30)])])]
         let reference = CameraFixtures.reference
@@ -248,7 +250,9 @@ struct CameraV4L2Tests {
             named: "/dev/video0", layer: V4L2Cameras(system: fake), width: 32, height: 24, fps: 30,
             onFailure: failures.record)
         #expect(source.format == CameraFormat(pixelFormat: .yuyv, width: 64, height: 48, fps: 30))
-        try waitUntil { failures.all.count == 1 }
+        try await waitUntil("the unplug reported", timeout: .seconds(5), every: .milliseconds(5)) {
+            failures.all.count == 1
+        }
         #expect(failures.all == [.disconnected(name: "USB Camera")])
         #expect(source.framesCaptured == 1)
         #expect(throws: CameraError.disconnected(name: "USB Camera")) { try source.nextFrame() }

@@ -45,7 +45,7 @@ import Glibc
         #expect(list.speakers.map(\.name).contains("default"), "\(result.output)")
     }
 
-    @Test func theMicrophoneHearsWhatIsPlayedIntoIt() throws {
+    @Test func theMicrophoneHearsWhatIsPlayedIntoIt() async throws {
         let server = try SoundServer()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-mic")
@@ -57,11 +57,12 @@ import Glibc
             ["capture", "--seconds", "5", "--out", home + "/captured.wav"],
             environment: server.clientEnvironment(home: home))
         // Speak only once the microphone is open.
-        let deadline = Date().addingTimeInterval(10)
-        while try server.recordingStreams() <= before, Date() < deadline { usleep(20_000) }
+        try await waitUntil("the probe's recording stream on the sound server", timeout: .seconds(10)) {
+            try server.recordingStreams() > before
+        }
         let player = try server.play(wavPath: home + "/speech.wav")
-        #expect(player.waitForExit(seconds: 10) == 0, "\(player.output)")
-        #expect(probe.waitForExit(seconds: 15) == 0, "\(probe.output)")
+        #expect(await player.exitStatus(within: .seconds(10)) == 0, "\(player.output)")
+        #expect(await probe.exitStatus(within: .seconds(15)) == 0, "\(probe.output)")
         let report = try probeJSON(ProbeReport.self, in: probe.output)
         #expect(report.device == "default")
         let captured = try readWAV(home + "/captured.wav")
@@ -73,7 +74,7 @@ import Glibc
         #expect(paced > 3 && paced < 6.5, "5 s of capture took \(paced) s after the first block")
     }
 
-    @Test func theSpeakerPlaysAtRealTimeAndTheMonitorHearsIt() throws {
+    @Test func theSpeakerPlaysAtRealTimeAndTheMonitorHearsIt() async throws {
         let server = try SoundServer()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-speaker")
@@ -81,10 +82,16 @@ import Glibc
         let signal = noise(seconds: 3, seed: 33)
         try writeWAV(signal, to: home + "/far-end.wav")
         let recording = try server.record(to: home + "/monitor.wav")
-        let result = try runProbe(
-            ["play", "--in", home + "/far-end.wav"], environment: server.clientEnvironment(home: home))
+        let environment = server.clientEnvironment(home: home)
+        let result = try await onOwnThread {
+            try runProbe(["play", "--in", home + "/far-end.wav"], environment: environment)
+        }
         #expect(result.status == 0, "\(result.output)")
-        usleep(500_000)
+        // The monitor hears the last blocks a little after the player is done: half a second more of it is recorded.
+        let recordedAtEnd = recording.samplesRecorded
+        try await waitUntil("half a second more of the monitor recorded", timeout: .seconds(10)) {
+            recording.samplesRecorded >= recordedAtEnd + 24_000
+        }
         let recorded = try recording.stop()
         let report = try probeJSON(ProbeReport.self, in: result.output)
         #expect(report.device == "default")
@@ -119,16 +126,20 @@ import Glibc
     /// The sound server going away mid-call is the real "unplugged": PortAudio reports an ALSA I/O error, which
     /// becomes `disconnected`, the probe says so in plain words and exits instead of hanging.
     @Test(arguments: [["capture", "--seconds", "8", "--out"], ["play", "--in"]])
-    func aServerThatGoesAwayIsReportedAsDisconnected(_ command: [String]) throws {
+    func aServerThatGoesAwayIsReportedAsDisconnected(_ command: [String]) async throws {
         let server = try SoundServer()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-gone")
         defer { try? FileManager.default.removeItem(atPath: home) }
         try writeWAV(noise(seconds: 8, seed: 5), to: home + "/long.wav")
         let probe = try startProbe(command + [home + "/long.wav"], environment: server.clientEnvironment(home: home))
-        usleep(1_500_000)
+        // Mid-call: the probe's stream is on the server and running (uncorked) when the server goes away.
+        let streams = command[0] == "capture" ? "source-outputs" : "sink-inputs"
+        try await waitUntil("the probe's \(streams) stream running on the sound server", timeout: .seconds(10)) {
+            try server.pactl(["list", streams]).output.contains("Corked: no")
+        }
         server.stop()
-        let status = probe.waitForExit(seconds: 10)
+        let status = await probe.exitStatus(within: .seconds(10))
         #expect(status == 2, "\(probe.output)")
         #expect(
             probe.output.contains("error: \"default\" stopped working (unplugged or taken away)"), "\(probe.output)")

@@ -100,7 +100,8 @@ final class FakeSoundDevices: AudioDeviceLayer {
         func read() throws(AudioDeviceError) -> [Int16] {
             if let limit = device.failAfterBlocks, blocks >= limit { throw .disconnected(name: device.name) }
             blocks += 1
-            // Paced like a real device: block n is ready 20 ms × n after the start.
+            // Paced like a real device: block n is ready 20 ms × n after the start. A device simulation, blocking as
+            // Pa_ReadStream does, on the engine's own microphone thread (never a test's).
             let due = start + .milliseconds(20 * blocks)
             let wait = due - ContinuousClock.now
             if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18) }
@@ -131,6 +132,7 @@ final class FakeSoundDevices: AudioDeviceLayer {
             if let limit = device.failAfterBlocks, blocks >= limit { throw .disconnected(name: device.name) }
             blocks += 1
             owner.played.withLock { $0[device.name, default: []] += samples }
+            // Paced like a real device (a simulation on the engine's own speaker thread, blocking as Pa_WriteStream does).
             let due = start + .milliseconds(20 * blocks)
             let wait = due - ContinuousClock.now
             if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18) }
@@ -395,6 +397,7 @@ struct FakeCameras: CameraDeviceLayer {
         func nextFrame(timeout: Duration) throws(CameraError) -> RawCameraFrame? {
             if let failAfterFrames, frames >= failAfterFrames { throw .disconnected(name: name) }
             frames += 1
+            // A 15 fps camera (a device simulation on the camera source's own capture thread, never a test's).
             Thread.sleep(forTimeInterval: 1.0 / 15)
             let size = format.width * format.height
             return RawCameraFrame(format: format, bytes: [UInt8](repeating: 128, count: size + size / 2))

@@ -66,8 +66,8 @@ extension EncryptionCaptureTests {
         let clear = try await recordTrunk(encrypted: false)
         #expect(
             clear.datagramsFromAlice.count > 100, "alice's media crossed the trunk: \(clear.datagramsFromAlice.count)")
-        let clearFrames = try independentlyDecodedFrames(clear)
-        let clearTone = try independentlyDecodedTone(clear)
+        let clearFrames = try await independentlyDecodedFrames(clear)
+        let clearTone = try await independentlyDecodedTone(clear)
         #expect(clearFrames >= 20, "the independent decoder must work on a clear trunk (decoded \(clearFrames))")
         #expect(clearTone > 0.5, "the independent decoder must recover the tone from a clear trunk (\(clearTone))")
 
@@ -75,8 +75,8 @@ extension EncryptionCaptureTests {
         #expect(
             sealed.datagramsFromAlice.count > 100, "alice's media crossed the trunk: \(sealed.datagramsFromAlice.count)"
         )
-        let sealedFrames = try independentlyDecodedFrames(sealed)
-        let sealedTone = try independentlyDecodedTone(sealed)
+        let sealedFrames = try await independentlyDecodedFrames(sealed)
+        let sealedTone = try await independentlyDecodedTone(sealed)
         #expect(sealedFrames == 0, "the trunk capture decoded into \(sealedFrames) pictures without the secret")
         #expect(sealedTone < 0.05, "the trunk capture's audio resembles the tone (\(sealedTone)) without the secret")
         #expect(sealed.bobDecodedOfAlice >= 30, "bob, with the secret, decoded \(sealed.bobDecodedOfAlice) frames")

@@ -149,18 +149,19 @@ struct EncryptionCaptureTests {
         return path
     }
 
-    /// Runs a GStreamer pipeline to its end (a file source ends by itself); its output file's bytes.
-    func gstreamer(_ pipeline: String, output: String) throws -> [UInt8] {
+    /// Runs a GStreamer pipeline to its end (a file source ends by itself), stopped after 30 s; its output file's
+    /// bytes.
+    func gstreamer(_ pipeline: String, output: String) async throws -> [UInt8] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.gstLaunch)
         process.arguments = ["-q"] + pipeline.split(separator: " ").map(String.init)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        if await !eventually(within: .seconds(30), { !process.isRunning }) {
+            process.terminate()
+            _ = await eventually(within: .seconds(5)) { !process.isRunning }
+        }
         defer { unlink(output) }
         return Array(FileManager.default.contents(atPath: output) ?? Data())
     }
@@ -170,18 +171,18 @@ struct EncryptionCaptureTests {
     func independentlyDecoded(
         _ recorded: Recorded, payloadType: UInt8, caps: String, decoder: String,
         fileExtension: String
-    ) throws -> [UInt8] {
+    ) async throws -> [UInt8] {
         let capture = try pcap(of: recorded.datagramsFromAlice, payloadType: payloadType)
         defer { unlink(capture) }
         let output = capture + "." + fileExtension
-        return try gstreamer(
+        return try await gstreamer(
             "filesrc location=\(capture) ! pcapparse ! \(caps) ! \(decoder) ! filesink location=\(output)",
             output: output)
     }
 
     /// Pictures the independent stack decodes from alice's busiest VP8 stream.
-    func independentlyDecodedFrames(_ recorded: Recorded) throws -> Int {
-        let y4m = try independentlyDecoded(
+    func independentlyDecodedFrames(_ recorded: Recorded) async throws -> Int {
+        let y4m = try await independentlyDecoded(
             recorded, payloadType: MediaPayloadType.vp8,
             caps: "application/x-rtp,media=video,encoding-name=VP8,clock-rate=90000,payload=96",
             decoder: "rtpvp8depay ! vp8dec ! videoconvert ! y4menc", fileExtension: "y4m")
@@ -190,8 +191,8 @@ struct EncryptionCaptureTests {
 
     /// How much of the independently decoded audio is the tone alice sent: its power at 440 Hz over all its power
     /// (1 for a pure tone, near 0 for noise or silence).
-    func independentlyDecodedTone(_ recorded: Recorded) throws -> Double {
-        let wav = try independentlyDecoded(
+    func independentlyDecodedTone(_ recorded: Recorded) async throws -> Double {
+        let wav = try await independentlyDecoded(
             recorded, payloadType: MediaPayloadType.opus,
             caps: "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111",
             decoder: "rtpopusdepay ! opusdec ! audioconvert ! audioresample ! "
@@ -226,8 +227,8 @@ struct EncryptionCaptureTests {
             "\(Self.gstLaunch) is missing: run `make deps` (gstreamer1.0-tools, -plugins-good, -plugins-bad)")
         // Control: without encryption the independent stack sees the call, and the chat line is on the wire.
         let clear = try await recordCall(encrypted: false)
-        let clearFrames = try independentlyDecodedFrames(clear)
-        let clearTone = try independentlyDecodedTone(clear)
+        let clearFrames = try await independentlyDecodedFrames(clear)
+        let clearTone = try await independentlyDecodedTone(clear)
         #expect(clearFrames >= 20, "the independent decoder must work on a clear call (decoded \(clearFrames))")
         #expect(clearTone > 0.5, "the independent decoder must recover the tone of a clear call (\(clearTone))")
         #expect(contains(clear.signaling, Self.chatLine), "plain signaling carries the chat line in the clear")
@@ -235,8 +236,8 @@ struct EncryptionCaptureTests {
         // Encrypted: the same call, with TLS signaling and the room secret.
         let sealed = try await recordCall(encrypted: true)
         #expect(sealed.datagramsFromAlice.count > 100, "alice's media was captured")
-        let sealedFrames = try independentlyDecodedFrames(sealed)
-        let sealedTone = try independentlyDecodedTone(sealed)
+        let sealedFrames = try await independentlyDecodedFrames(sealed)
+        let sealedTone = try await independentlyDecodedTone(sealed)
         #expect(sealedFrames == 0, "the capture decoded into \(sealedFrames) pictures without the secret")
         #expect(sealedTone < 0.05, "the capture's audio resembles the tone (\(sealedTone)) without the secret")
         #expect(!contains(sealed.signaling, Self.chatLine), "the chat line crossed signaling readable")

@@ -18,11 +18,13 @@ import Testing
         let media: EmbeddedChannel
         let core: NIOLoopBound<RelayCore>
 
-        init() throws {
+        /// `adjust` changes the configuration (its limits) first.
+        init(_ adjust: (inout RelayConfiguration) -> Void = { _ in }) throws {
             media = EmbeddedChannel(loop: loop)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+            var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+            adjust(&configuration)
             core = NIOLoopBound(
                 RelayCore(configuration: configuration, udpPort: 50_000, udp: media, loop: loop), eventLoop: loop)
             try media.pipeline.syncOperations.addHandler(

@@ -320,20 +320,16 @@ struct RelayLoopbackTests {
         _ = try await alice.join("alice")
         let b = try await bob.join("bob")
         bob.connection.abort()
-        // Alice's keep-alives come from a thread of their own: with a 1 s liveness timeout, a task on the shared
-        // cooperative pool (two threads here, which other suites' blocking socket reads can hold for seconds) would
-        // go quiet long enough for the relay to time alice out too, and she would never hear about bob.
-        let stop = Atomic<Bool>(false)
-        let pinger = Thread {
-            var token: UInt64 = 0
-            while !stop.load(ordering: .relaxed) && token < 100 {
-                alice.send(.ping(KeepAlive(token: token)))
-                token += 1
-                usleep(100_000)
-            }
+        // Alice's keep-alives come from an event loop's timer, not a task: with a 1 s liveness timeout, a task on the
+        // shared cooperative pool (two threads here, which other suites' blocking socket reads can hold for seconds)
+        // would go quiet long enough for the relay to time alice out too, and she would never hear about bob.
+        let tokens = Atomic<UInt64>(0)
+        let pinger = Self.group.next().scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(100)) { task in
+            let token = tokens.add(1, ordering: .relaxed).oldValue
+            guard token < 100 else { return task.cancel() }
+            alice.send(.ping(KeepAlive(token: token)))
         }
-        pinger.start()
-        defer { stop.store(true, ordering: .relaxed) }
+        defer { pinger.cancel() }
         let left = try await alice.wait(for: "bob timed out", within: .seconds(8)) {
             if case .memberLeft(let left) = $0 { left } else { nil }
         }

@@ -26,7 +26,7 @@ struct PostgresServeTests {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if process.output.contains(text) { return true }
-            if process.waitForExit(seconds: 0) != nil { return process.output.contains(text) }
+            if process.exitStatusNow() != nil { return process.output.contains(text) }
             try await Task.sleep(for: .milliseconds(50))
         }
         return false
@@ -209,7 +209,7 @@ struct PostgresServeTests {
         #expect(sent.status == 0 && sent.output.contains("stored for bob"), "\(sent.output)")
         // Acknowledged means committed: relay A killed at once loses nothing.
         a.signal(SIGKILL)
-        #expect(a.waitForExit(seconds: 5) == 128 + SIGKILL)
+        #expect(await a.exitStatus(within: .seconds(5)) == 128 + SIGKILL)
         let inbox = try await run(as: "bob", ["inbox", "--server", onB])
         #expect(
             inbox.output.split(separator: "\n").filter { $0.hasSuffix("alice: from node a") }.count == 1,

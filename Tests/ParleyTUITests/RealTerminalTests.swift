@@ -1,5 +1,6 @@
 import Foundation
 import ParleyMedia
+import ParleyProcesses
 import ParleyTestSupport
 import Testing
 
@@ -54,7 +55,7 @@ final class XtermScreen {
         "xwdtopnm": "/usr/bin/xwdtopnm", "xdotool": "/usr/bin/xdotool",
     ]
 
-    init() throws {
+    init() async throws {
         for (name, path) in Self.tools where !FileManager.default.isExecutableFile(atPath: path) {
             throw Missing(tool: name)
         }
@@ -71,7 +72,9 @@ final class XtermScreen {
         server.standardError = FileHandle.nullDevice
         try server.run()
         self.server = server
-        try Self.wait("Xvfb on \(display)") { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }
+        try await Self.wait("Xvfb on \(display)") {
+            FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)")
+        }
     }
 
     struct Missing: Error, CustomStringConvertible {
@@ -81,17 +84,9 @@ final class XtermScreen {
         }
     }
 
-    struct TimedOut: Error, CustomStringConvertible {
-        var what: String
-        var description: String { "timed out waiting for \(what)" }
-    }
-
-    static func wait(_ what: String, seconds: Double = 10, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            guard Date() < deadline else { throw TimedOut(what: what) }
-            usleep(50_000)
-        }
+    /// Looks at `condition` every 50 ms (suspended in between) until it holds; `WaitTimeout` after `seconds`.
+    static func wait(_ what: String, seconds: Double = 10, _ condition: () throws -> Bool) async throws {
+        try await waitUntil(what, timeout: .seconds(seconds), every: .milliseconds(50), condition)
     }
 
     /// Starts `kind` (80x24 at the screen's top left) running `command` with `environment`.
@@ -148,7 +143,8 @@ final class XtermScreen {
     deinit {
         for process in [terminal, server].compactMap({ $0 }) where process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            try? Self.wait("process \(process.processIdentifier) to end", seconds: 5) { !process.isRunning }
+            // Reaps it: a killed process ends at once (deinit cannot suspend).
+            process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -212,12 +208,12 @@ struct RealTerminalTests {
     @Test(
         "auto picks the terminal's pixel protocol; the picture on screen is the frame; a box over it takes it away and it comes back",
         arguments: RealTerminal.allCases)
-    func picturesOnScreen(_ kind: RealTerminal) throws {
-        let xterm = try XtermScreen()
+    func picturesOnScreen(_ kind: RealTerminal) async throws {
+        let xterm = try await XtermScreen()
         let probe = try #require(probePath(), "parley-tui-probe was not built next to the tests")
         let status = xterm.directory.appendingPathComponent("status").path
         try xterm.start(kind, [probe], environment: ["PARLEY_PROBE_PICTURE": "auto", "PARLEY_PROBE_STATUS": status])
-        try XtermScreen.wait("the probe's status", seconds: 30) { FileManager.default.fileExists(atPath: status) }
+        try await XtermScreen.wait("the probe's status", seconds: 30) { FileManager.default.fileExists(atPath: status) }
         let parts = try String(contentsOfFile: status, encoding: .utf8).split(separator: "|")
         #expect(parts.first?.hasPrefix("\(kind.protocolName) ") == true, "auto chose \(parts)")
         if kind == .kitty {
@@ -233,7 +229,7 @@ struct RealTerminalTests {
         }
         // The picture arrives after the first draw: wait until the tile matches, or report how close it came.
         var best = 0.0
-        try? XtermScreen.wait("the picture", seconds: 5) {
+        try? await XtermScreen.wait("the picture", seconds: 5) {
             best = max(best, (try? psnr(tile(), expected)) ?? 0)
             return best > 28
         }
@@ -243,7 +239,7 @@ struct RealTerminalTests {
 
         try xterm.press("o")
         var covered = 99.0
-        try? XtermScreen.wait("the picture to go", seconds: 5) {
+        try? await XtermScreen.wait("the picture to go", seconds: 5) {
             covered = (try? psnr(tile(), expected)) ?? 99
             return covered < 12
         }
@@ -251,7 +247,7 @@ struct RealTerminalTests {
 
         try xterm.press("o")
         var back = 0.0
-        try? XtermScreen.wait("the picture to come back", seconds: 5) {
+        try? await XtermScreen.wait("the picture to come back", seconds: 5) {
             back = (try? psnr(tile(), expected)) ?? 0
             return back > 28
         }
@@ -259,6 +255,6 @@ struct RealTerminalTests {
 
         // xdotool may report an error when the window it typed into has already closed.
         try? xterm.press("q")
-        try XtermScreen.wait("\(kind.rawValue) to close after q") { xterm.terminalExited }
+        try await XtermScreen.wait("\(kind.rawValue) to close after q") { xterm.terminalExited }
     }
 }

@@ -61,9 +61,9 @@ struct TerminalTmuxTests {
     }
 
     @Test("draws video, text and colours; reads keys and clicks; 'q' restores the terminal")
-    func drawAndKeys() throws {
+    func drawAndKeys() async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        let lines = try pane.waitFor(Self.pictureShown)
+        let lines = try await pane.text("the probe's picture", within: .seconds(15), Self.pictureShown)
         #expect(lines[0].hasPrefix("Parley probe pid=") && lines[0].hasSuffix(" depth=palette256"))
         #expect(
             lines[1...5].map { String($0.dropFirst(20)) } == [
@@ -105,43 +105,50 @@ struct TerminalTmuxTests {
         ]
         for input in inputs {
             try input.send()
-            let shown = try pane.waitFor { $0.count > 7 && $0[7] == input.shows }
+            let shown = try await pane.text("the key shown", within: .seconds(15)) {
+                $0.count > 7 && $0[7] == input.shows
+            }
             #expect(shown[7] == input.shows, "\(input.name)")
         }
 
         try pane.send(["q"])
-        let after = try pane.waitFor { $0.contains("RESTORED rc=0") }
+        let after = try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
         #expect(after.contains("RESTORED rc=0"))
         #expect(!after.contains { $0.contains("Parley probe") }, "the alternate screen is gone")
         #expect(try pane.modes() == restoredModes)
     }
 
     @Test("the text cursor shows where asked and hides again")
-    func cursor() throws {
+    func cursor() async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        try pane.waitFor { $0.contains("q quits") }
+        try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         func cursorState() throws -> String {
             try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(try cursorState().hasPrefix("0 "))
         try pane.send(["c"])
-        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        try await pane.text("the key c shown", within: .seconds(15)) { $0.count > 7 && $0[7] == "key: char(\"c\")" }
         #expect(try cursorState() == "1 5,9")
         try pane.send(["c"])
-        try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"c\")" }
-        usleep(100_000)
-        #expect(try cursorState().hasPrefix("0 "))
+        try await pane.text("the key c shown", within: .seconds(15)) { $0.count > 7 && $0[7] == "key: char(\"c\")" }
+        try await poll("the cursor hidden again", timeout: .seconds(5)) {
+            try cursorState()
+        } until: {
+            $0.hasPrefix("0 ")
+        }
         try pane.send(["q"])
-        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     @Test("colours stay right after curses runs out of colour pairs")
-    func pairExhaustion() throws {
+    func pairExhaustion() async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        try pane.waitFor { $0.contains("q quits") }
+        try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         try pane.send(["p"])
-        let lines = try pane.waitFor(seconds: 60) { $0.count > 7 && $0[7] == "key: char(\"p\")" }
+        let lines = try await pane.text("the key shown", within: .seconds(60)) {
+            $0.count > 7 && $0[7] == "key: char(\"p\")"
+        }
         #expect(lines[7] == "key: char(\"p\")")
         let escapes = try pane.escapes()
         #expect(Self.visible(escapes[1]).prefix(20) == ArraySlice(repeating: "196/196", count: 20), "red above red")
@@ -150,52 +157,53 @@ struct TerminalTmuxTests {
         #expect(escapes[8].contains("\u{1B}[38;5;231m\u{1B}[48;5;24mheader role"), "header role")
         #expect(!escapes.joined().contains("x"), "nothing of the pair-cycling screens is left")
         try pane.send(["q"])
-        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     /// What the probe's pane shows (characters and colours, as tmux re-encodes them) after each step: first
     /// screen, a box opened over the video, the box closed again, every picture cell changed, and the same with the
     /// text cursor showing; plus where the cursor is.
-    static func pictureSteps(environment: String) throws -> [[String]] {
+    static func pictureSteps(environment: String) async throws -> [[String]] {
         let pane = try TmuxPane(command: try probeCommand(environment: environment))
-        try pane.waitFor(Self.pictureShown)
+        try await pane.text("the probe's picture", within: .seconds(15), Self.pictureShown)
         // The text goes out through curses and a picture straight to the terminal, in two writes: a capture between
         // them holds the new text over the old picture. Each step waits for the picture the keys so far call for
         // (red on top, blue after each 'v') on a capture that stays the same.
         var swapped = false
-        func frame() throws -> [String] {
-            try pane.waitForSteadyEscapes { lines in
+        func frame() async throws -> [String] {
+            try await pane.steadyEscapes("the picture the keys call for", within: .seconds(15)) { lines in
                 lines.count > 1 && Self.visible(lines[1]).first == (swapped ? "21/21" : "196/196")
             }
         }
-        var shown: [[String]] = [try frame()]
+        var shown: [[String]] = [try await frame()]
         for (key, shows) in [
             ("o", "OVER"), ("o", "▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"), ("v", "char(\"v\")"), ("c", "char(\"c\")"),
             ("v", "char(\"v\")"),
         ] {
             try pane.send(["x"])
-            try pane.waitFor { $0.count > 7 && $0[7] == "key: char(\"x\")" }
+            try await pane.text("the key shown", within: .seconds(15)) { $0.count > 7 && $0[7] == "key: char(\"x\")" }
             try pane.send([key])
             // A flat picture is written as '█' straight to the terminal, as '▀' in two equal colours by curses.
             let flat = shows.replacingOccurrences(of: "▀", with: "█")
-            try pane.waitFor {
+            try await pane.text("the key and what it shows", within: .seconds(15)) {
                 $0.count > 7 && $0[7] == "key: char(\"\(key)\")"
                     && ($0.joined().contains(shows) || $0.joined().contains(flat))
             }
             if key == "v" { swapped.toggle() }
-            let picture = try frame()
+            let picture = try await frame()
             let cursor = try pane.run(["display", "-p", "#{cursor_flag} #{cursor_x},#{cursor_y}"])
             shown.append(picture + [cursor.trimmingCharacters(in: .whitespacesAndNewlines)])
         }
         try pane.send(["q"])
-        try pane.waitFor { $0.contains("RESTORED rc=0") }
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
         return shown
     }
 
     @Test("pictures written straight to the terminal look exactly as curses would have drawn them")
-    func picturesMatchCurses() throws {
-        let direct = try Self.pictureSteps(environment: "TERM=tmux-256color NO_COLOR=")
-        let curses = try Self.pictureSteps(environment: "TERM=tmux-256color NO_COLOR= PARLEY_PICTURES_VIA_CURSES=1")
+    func picturesMatchCurses() async throws {
+        let direct = try await Self.pictureSteps(environment: "TERM=tmux-256color NO_COLOR=")
+        let curses = try await Self.pictureSteps(
+            environment: "TERM=tmux-256color NO_COLOR= PARLEY_PICTURES_VIA_CURSES=1")
         #expect(direct.count == 6)
         for (step, (viaDirect, viaCurses)) in zip(direct, curses).enumerated() {
             // Line 0 holds the pid.
@@ -214,10 +222,10 @@ struct TerminalTmuxTests {
     @Test(
         "quadrant and sextant pictures written straight to the terminal look exactly as curses would have drawn them",
         arguments: ["quadrant", "sextant"])
-    func blockPicturesMatchCurses(_ mode: String) throws {
+    func blockPicturesMatchCurses(_ mode: String) async throws {
         let environment = "TERM=tmux-256color NO_COLOR= PARLEY_PROBE_PICTURE=\(mode)"
-        let direct = try Self.pictureSteps(environment: environment)
-        let curses = try Self.pictureSteps(environment: environment + " PARLEY_PICTURES_VIA_CURSES=1")
+        let direct = try await Self.pictureSteps(environment: environment)
+        let curses = try await Self.pictureSteps(environment: environment + " PARLEY_PICTURES_VIA_CURSES=1")
         #expect(direct.count == 6)
         for (step, (viaDirect, viaCurses)) in zip(direct, curses).enumerated() {
             #expect(viaDirect.dropFirst().map(Self.visible) == viaCurses.dropFirst().map(Self.visible), "step \(step)")
@@ -231,23 +239,27 @@ struct TerminalTmuxTests {
     }
 
     @Test("24-bit pictures through a 256-colour terminfo where COLORTERM says so; in tmux, tmux's word after attaches")
-    func trueColorPictures() throws {
+    func trueColorPictures() async throws {
         let outside = try TmuxPane(
             command: try probeCommand(
                 environment: "TERM=xterm-256color NO_COLOR= TMUX= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
-        let lines = try outside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
+        let lines = try await outside.text("the probe's picture line", within: .seconds(15)) {
+            $0.count > 10 && $0[10].hasPrefix("picture:")
+        }
         #expect(lines[10] == "picture: quadrant 24-bit")
         let escapes = try outside.escapes().joined()
         #expect(escapes.contains("8;2;254;0;0m"), "red sent as 24-bit colour")
         #expect(!escapes.contains("38;5;196"), "not as palette red")
         try outside.send(["q"])
-        #expect(try outside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await outside.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
 
         // The probe's pane is inside tmux, whose client (none attached) has no RGB feature.
         let inside = try TmuxPane(
             command: try probeCommand(
                 environment: "TERM=tmux-256color NO_COLOR= COLORTERM=truecolor PARLEY_PROBE_PICTURE=auto"))
-        let insideLines = try inside.waitFor { $0.count > 10 && $0[10].hasPrefix("picture:") }
+        let insideLines = try await inside.text("the probe's picture line", within: .seconds(15)) {
+            $0.count > 10 && $0[10].hasPrefix("picture:")
+        }
         #expect(insideLines[10] == "picture: half 256")
 
         // A client whose terminal has RGB attaches (at another size, so tmux resizes the pane): the probe asks
@@ -258,24 +270,28 @@ struct TerminalTmuxTests {
             command: "env -u TMUX TERM=xterm-256color \(tmux) -u -L \(inside.socket) attach",
             columns: 60, rows: 16)
         // auto takes quadrants where it has 24-bit colour (sextants stay off inside tmux: the font is unknown).
-        let attached = try inside.waitFor { $0.count > 10 && $0[10] == "picture: quadrant 24-bit" }
+        let attached = try await inside.text("the probe's picture line", within: .seconds(15)) {
+            $0.count > 10 && $0[10] == "picture: quadrant 24-bit"
+        }
         #expect(attached[10] == "picture: quadrant 24-bit")
         #expect(try client.text().joined().contains("picture: quadrant 24-bit"), "the client shows the inner pane")
         #expect(try inside.escapes().joined().contains("8;2;"), "pictures now in 24-bit colour")
         try inside.send(["q"])
-        #expect(try inside.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await inside.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     @Test("a resize redraws at the new size")
-    func resize() throws {
+    func resize() async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        try pane.waitFor { $0.contains("q quits") }
+        try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         try pane.run(["resize-window", "-x", "50", "-y", "15"])
-        let lines = try pane.waitFor { $0.count >= 15 && $0[14] == "q quits" && $0[7] == "key: resize" }
+        let lines = try await pane.text("the probe's screen", within: .seconds(15)) {
+            $0.count >= 15 && $0[14] == "q quits" && $0[7] == "key: resize"
+        }
         #expect(lines[14] == "q quits")
         #expect(lines[7] == "key: resize")
         try pane.send(["q"])
-        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     struct SignalCase: CustomTestStringConvertible, Sendable {
@@ -292,21 +308,25 @@ struct TerminalTmuxTests {
             SignalCase(name: "SIGINT", signal: SIGINT, status: 130),
             SignalCase(name: "SIGHUP", signal: SIGHUP, status: 129),
         ])
-    func signals(_ c: SignalCase) throws {
+    func signals(_ c: SignalCase) async throws {
         let pane = try TmuxPane(command: try probeCommand())
-        let lines = try pane.waitFor { $0.contains("q quits") }
+        let lines = try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         let pid = try #require(Self.pid(lines))
         #expect(kill(pid, c.signal) == 0)
-        let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        let after = try await pane.text("the terminal restored", within: .seconds(15)) {
+            $0.contains { $0.hasPrefix("RESTORED") }
+        }
         #expect(after.contains("RESTORED rc=\(c.status)"))
         #expect(try pane.modes() == restoredModes)
     }
 
     @Test("a crash (Swift trap) restores the terminal before the process dies")
-    func crash() throws {
+    func crash() async throws {
         let environment = "TERM=tmux-256color NO_COLOR= SWIFT_BACKTRACE=enable=no"
         let pane = try TmuxPane(command: try probeCommand("--crash 2>/dev/null", environment: environment))
-        let after = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        let after = try await pane.text("the terminal restored", within: .seconds(15)) {
+            $0.contains { $0.hasPrefix("RESTORED") }
+        }
         let status = after.first { $0.hasPrefix("RESTORED") }
         // fatalError traps with SIGILL on x86-64 and SIGTRAP on arm64.
         #expect(status == "RESTORED rc=132" || status == "RESTORED rc=133")
@@ -314,9 +334,9 @@ struct TerminalTmuxTests {
     }
 
     @Test("NO_COLOR: shades instead of colours, attributes only")
-    func noColor() throws {
+    func noColor() async throws {
         let pane = try TmuxPane(command: try probeCommand(environment: "TERM=tmux-256color NO_COLOR=1"))
-        let lines = try pane.waitFor { $0.contains("q quits") }
+        let lines = try await pane.text("the probe's screen", within: .seconds(15)) { $0.contains("q quits") }
         #expect(lines[0].hasSuffix(" depth=monochrome"))
         // Shade from luminance summed over both halves: red over red (76 + 76) and red over blue (76 + 29) give the
         // lightest shade, blue over blue (29 + 29) none.
@@ -328,7 +348,7 @@ struct TerminalTmuxTests {
         #expect(escapes.range(of: "\u{1B}\\[(3|4)[0-7]m", options: .regularExpression) == nil)
         #expect(escapes.contains("\u{1B}[1;7mheader role"), "header role is bold reverse")
         try pane.send(["q"])
-        #expect(try pane.waitFor { $0.contains("RESTORED rc=0") }.contains("RESTORED rc=0"))
+        try await pane.text("the terminal restored", within: .seconds(15)) { $0.contains("RESTORED rc=0") }
     }
 
     struct RefusalCase: CustomTestStringConvertible, Sendable {
@@ -349,9 +369,11 @@ struct TerminalTmuxTests {
                 name: "output redirected", environment: "TERM=tmux-256color NO_COLOR=", redirect: ">/dev/null",
                 message: "standard output is not a terminal"),
         ])
-    func refusals(_ c: RefusalCase) throws {
+    func refusals(_ c: RefusalCase) async throws {
         let pane = try TmuxPane(command: try probeCommand(c.redirect, environment: c.environment), columns: 120)
-        let lines = try pane.waitFor { $0.contains { $0.hasPrefix("RESTORED") } }
+        let lines = try await pane.text("the terminal restored", within: .seconds(15)) {
+            $0.contains { $0.hasPrefix("RESTORED") }
+        }
         #expect(lines.contains { $0.contains(c.message) }, "\(lines)")
         #expect(lines.contains("RESTORED rc=1"))
         #expect(try pane.modes() == restoredModes)

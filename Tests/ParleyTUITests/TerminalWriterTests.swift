@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 import Synchronization
 import Testing
 
@@ -30,7 +31,7 @@ struct TerminalWriterTests {
     }
 
     @Test("bursts arrive whole and in order, and send returns while the terminal has not taken them yet")
-    func orderAndOverlap() throws {
+    func orderAndOverlap() async throws {
         let (readEnd, writeEnd) = Self.pipe()
         defer { close(readEnd) }
         let writer = TerminalWriter(descriptor: writeEnd)
@@ -42,22 +43,16 @@ struct TerminalWriterTests {
         #expect(writer.hasThread)
         let sendTime = ContinuousClock.now - started
         #expect(sendTime < .seconds(1))
-        // The reader is a thread of its own: this test blocks its own thread in send and wait below, and a task
-        // would need one of the test process's two worker threads, which the suite's other tests may all hold.
-        let received = Mutex<[UInt8]>([])
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let bytes = Self.read(readEnd, count: 500_000)
-            received.withLock { $0 = bytes }
-            done.signal()
-        }
+        // The reader is a thread of its own: this test blocks its own thread in the writer's wait below (what is
+        // tested), and a task would need one of the test process's two worker threads, which the suite's other tests
+        // may all hold. Its bytes are awaited without holding a thread.
+        async let received = onOwnThread { Self.read(readEnd, count: 500_000) }
         for burst in bursts.dropFirst() { writer.send(burst) }
         writer.wait()
         #expect(!writer.isBusy)
         writer.stop()
         close(writeEnd)
-        done.wait()
-        #expect(received.withLock { $0 } == bursts.flatMap { $0 })
+        #expect(await received == bursts.flatMap { $0 })
     }
 
     @Test("a burst the terminal takes at once is written on the caller's thread; its descriptor stays blocking")

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyProcesses
 import Testing
 
 @testable import ParleyTUI
@@ -19,40 +20,37 @@ struct TmuxClientWatchTests {
         }
     }
 
-    /// Waits up to 5 s for `condition`.
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { usleep(5_000) }
-        return condition()
-    }
-
     @Test("asked at once after a resize: a change counts once, the same answer and no answer count nothing")
-    func changes() {
+    func changes() async throws {
         let answers = Answers(["256,title", nil, "RGB,title", "RGB,title"])
         // An interval far longer than the test: only askNow asks.
         let watch = TmuxClientWatch(initial: "256,title", interval: 3600) { answers.next() }
         defer { watch.stop() }
         #expect(watch.latest.changes == 0)
         watch.askNow()  // same as at start-up
-        #expect(Self.eventually { answers.asked == 1 })
+        try await waitUntil("the first question", timeout: .seconds(5), every: .milliseconds(5)) { answers.asked == 1 }
         #expect(watch.latest.changes == 0)
         watch.askNow()  // tmux did not answer
-        #expect(Self.eventually { answers.asked == 2 })
+        try await waitUntil("the second question", timeout: .seconds(5), every: .milliseconds(5)) { answers.asked == 2 }
         #expect(watch.latest.changes == 0 && watch.latest.features == "256,title")
         watch.askNow()  // a client with RGB attached
-        #expect(Self.eventually { watch.latest.changes == 1 })
+        try await waitUntil("the change counted", timeout: .seconds(5), every: .milliseconds(5)) {
+            watch.latest.changes == 1
+        }
         #expect(watch.latest.features == "RGB,title")
         watch.askNow()
-        #expect(Self.eventually { answers.asked == 4 })
+        try await waitUntil("the fourth question", timeout: .seconds(5), every: .milliseconds(5)) { answers.asked == 4 }
         #expect(watch.latest.changes == 1)
     }
 
     @Test("without a resize it asks again every interval")
-    func interval() {
+    func interval() async throws {
         let answers = Answers(["", "RGB"])
         let watch = TmuxClientWatch(initial: "", interval: 0.05) { answers.next() }
         defer { watch.stop() }
-        #expect(Self.eventually { watch.latest.changes == 1 })
+        try await waitUntil("the change counted", timeout: .seconds(5), every: .milliseconds(5)) {
+            watch.latest.changes == 1
+        }
         #expect(watch.latest.features == "RGB")
     }
 }

@@ -1,0 +1,69 @@
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import ParleyWire
+import Testing
+
+@testable import ParleyRelay
+
+/// The relay's answer to plain HTTP on its signaling port (a browser, a health check), on an `EmbeddedChannel` with
+/// NIO's HTTP server pipeline in front, as the relay sets it up before a WebSocket upgrade.
+@Suite struct PlainHTTPHandlerTests {
+    /// What the relay answers a request that is not a WebSocket upgrade.
+    static let body = "Parley relay: connect with a WebSocket (protocol version \(signalingProtocolVersion)).\n"
+
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        /// The request's bytes, in the reads they arrive in.
+        var reads: [String]
+        /// The answer's status line, and its body (nil: not checked).
+        var status: String
+        var body: String?
+        /// Whether the handlers close the connection after the answer (nil: they leave it, see the row).
+        var closes: Bool? = true
+        var testDescription: String { name }
+    }
+
+    static let rows = [
+        Row(
+            name: "a GET", reads: ["GET / HTTP/1.1\r\nHost: relay\r\n\r\n"], status: "HTTP/1.1 426 Upgrade Required",
+            body: body),
+        Row(
+            name: "a POST with a body, answered at its end",
+            reads: ["POST /parley HTTP/1.1\r\nContent-Length: 5\r\n\r\nhel", "lo"],
+            status: "HTTP/1.1 426 Upgrade Required", body: body),
+        Row(
+            name: "a head in two reads", reads: ["GET /parley HTTP/1.1\r\nHo", "st: relay\r\n\r\n"],
+            status: "HTTP/1.1 426 Upgrade Required", body: body),
+        // NIO's parser error handler answers 400 and leaves the connection open; the relay's handshake timeout
+        // closes it (not on an embedded channel's clock, so not checked here).
+        Row(
+            name: "bytes that are not HTTP", reads: ["\u{1}\u{2} NOT HTTP\r\n\r\n"], status: "HTTP/1.1 400 Bad Request",
+            closes: nil),
+    ]
+
+    @Test(arguments: rows)
+    func plainHTTPIsAnsweredAndClosed(_ row: Row) throws {
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7878)).wait()
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+        try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler())
+        var answer = ""
+        for (index, read) in row.reads.enumerated() {
+            _ = try? channel.writeInbound(ByteBuffer(string: read))
+            while let part: ByteBuffer = try channel.readOutbound() { answer += String(buffer: part) }
+            if index < row.reads.count - 1 {
+                #expect(answer.isEmpty, "nothing before the request's end: \(answer)")
+                #expect(channel.isActive)
+            }
+        }
+        #expect(answer.hasPrefix(row.status + "\r\n"), "\(answer)")
+        #expect(answer.contains("\r\nConnection: close\r\n"), "\(answer)")
+        if let body = row.body {
+            #expect(answer.contains("\r\nContent-Length: \(body.utf8.count)\r\n"), "\(answer)")
+            #expect(answer.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("\r\n\r\n" + body), "\(answer)")
+        }
+        if row.closes == true { #expect(!channel.isActive, "closed after the answer") }
+    }
+}
