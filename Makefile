@@ -10,9 +10,10 @@ BENCH_BIN   := .build/release/parley-bench
 
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
 # PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
-# the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with).
+# the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with;
+# iproute2's ip and tc make the network lab's namespaces and shape its links).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
-                postgresql \
+                postgresql iproute2 \
                 portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
@@ -81,9 +82,9 @@ REAL_TIME   := SoundCallTests|SoundServerTests
 # descriptor limit, calls resized in tmux, simulcast calls at 640x360 (one across three in-process nodes; the host of one
 # such room commanding members of the others; a node dying under a host), joins against a relay process (removal, a
 # relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by software
-# OpenGL): with everything else beside them they starve the timing tests of the main group, so they run next, among
+# OpenGL), calls in the network lab's namespaces: with everything else beside them they starve the timing tests of the main group, so they run next, among
 # themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|LayersAcrossNodesTests|HostAcrossNodesCallTests|FailoverAcrossNodesTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests
+PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|LayersAcrossNodesTests|HostAcrossNodesCallTests|FailoverAcrossNodesTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests|NetworkLabTests
 # Calls recorded to WebM and read back by FFmpeg and GStreamer (several bots, a recorder, decoders): on their own.
 RECORDING   := RecordingProcessTests
 # Relays on a PostgreSQL of their own (a cluster of three nodes, a node killed, the database stopped under load, a

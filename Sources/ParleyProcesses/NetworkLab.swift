@@ -1,0 +1,150 @@
+import Foundation
+
+/// Why the network lab could not be set up or used: the command and what it said.
+public struct NetworkLabError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// A private network for a call, made of Linux network namespaces (root only): the relay in one, each member in its
+/// own, each member joined to the relay by a veth pair of its own, so every member has its own uplink and downlink
+/// to shape. Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544), inside namespaces the lab made,
+/// never routed anywhere: member `i` is 198.18.i.2, the relay's end of its link 198.18.i.1. Capacity and queue come
+/// from `tc` token buckets (this kernel has no netem). Everything the lab made goes in `tearDown`, also on deinit.
+public final class NetworkLab: @unchecked Sendable {
+    /// One member's link to the relay: capacity each way (nil: not shaped) and the longest a packet may queue.
+    public struct Link: Sendable, Equatable {
+        public var uplinkKbps: Int?
+        public var downlinkKbps: Int?
+        public var queue: Duration
+
+        public init(uplinkKbps: Int? = nil, downlinkKbps: Int? = nil, queue: Duration = .milliseconds(60)) {
+            self.uplinkKbps = uplinkKbps
+            self.downlinkKbps = downlinkKbps
+            self.queue = queue
+        }
+
+        /// No shaping either way.
+        public static let clean = Link()
+    }
+
+    /// A member's place in the lab: its namespace and its address.
+    public struct Member: Sendable, Equatable {
+        public var name: String
+        public var namespace: String
+        public var address: String
+        /// The relay's address on this member's link (where it connects).
+        public var relayAddress: String
+    }
+
+    /// Why the lab cannot run here, or nil when it can (root, `ip` and `tc` present).
+    public static var unavailableReason: String? {
+        guard getuid() == 0 else { return "network namespaces need root (CI runs as root)" }
+        for tool in [ip, tc] where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "\(tool) is missing (Debian's iproute2)"
+        }
+        return nil
+    }
+
+    static let ip = "/usr/sbin/ip"
+    static let tc = "/usr/sbin/tc"
+
+    /// The prefix of everything this lab names (namespaces, interfaces), unique per process and lab.
+    public let tag: String
+    /// The relay's namespace.
+    public let relayNamespace: String
+    public private(set) var members: [Member] = []
+    private var namespaces: [String] = []
+    private var tornDown = false
+
+    /// A lab with its relay namespace made; `tag` (a few letters) keeps two labs apart.
+    public init(tag: String) throws {
+        self.tag = "pl\(tag.prefix(4))\(getpid() % 100_000)"
+        relayNamespace = "\(self.tag)r"
+        try makeNamespace(relayNamespace)
+    }
+
+    deinit { tearDown() }
+
+    /// Adds a member on `link`; its namespace, its veth pair, addresses and shaping made.
+    @discardableResult
+    public func addMember(_ name: String, link: Link = .clean) throws -> Member {
+        let index = members.count + 1
+        guard index < 250 else { throw NetworkLabError(description: "a lab holds at most 249 members") }
+        let namespace = "\(tag)m\(index)"
+        try makeNamespace(namespace)
+        // Interface names are at most 15 bytes: the tag (at most 11) and a short suffix.
+        let memberSide = "\(tag)a\(index)"
+        let relaySide = "\(tag)b\(index)"
+        try run(Self.ip, ["-n", namespace, "link", "add", memberSide, "type", "veth", "peer", "name", relaySide])
+        try run(Self.ip, ["-n", namespace, "link", "set", relaySide, "netns", relayNamespace])
+        let member = Member(
+            name: name, namespace: namespace, address: "198.18.\(index).2", relayAddress: "198.18.\(index).1")
+        try run(Self.ip, ["-n", namespace, "addr", "add", "\(member.address)/30", "dev", memberSide])
+        try run(Self.ip, ["-n", relayNamespace, "addr", "add", "\(member.relayAddress)/30", "dev", relaySide])
+        try run(Self.ip, ["-n", namespace, "link", "set", memberSide, "up"])
+        try run(Self.ip, ["-n", relayNamespace, "link", "set", relaySide, "up"])
+        // Each side shapes what it sends: the member's end is its uplink, the relay's end its downlink.
+        if let kbps = link.uplinkKbps { try shape(memberSide, in: namespace, kbps: kbps, queue: link.queue) }
+        if let kbps = link.downlinkKbps { try shape(relaySide, in: relayNamespace, kbps: kbps, queue: link.queue) }
+        members.append(member)
+        return member
+    }
+
+    /// `path` with `arguments` as a command run inside `namespace`.
+    public func command(in namespace: String, _ path: String, _ arguments: [String]) -> (String, [String]) {
+        (Self.ip, ["netns", "exec", namespace, path] + arguments)
+    }
+
+    /// Packets the token bucket on `member`'s uplink dropped so far (nil when its uplink is not shaped).
+    public func uplinkDrops(of member: Member) throws -> Int? {
+        guard let position = members.firstIndex(of: member) else {
+            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
+        }
+        let index = position + 1
+        let result = try ChildProcess.run(
+            Self.tc, ["-n", member.namespace, "-s", "qdisc", "show", "dev", "\(tag)a\(index)"], timeout: .seconds(10))
+        guard result.status == 0, result.output.contains("tbf"),
+            let range = result.output.range(of: #"dropped (\d+)"#, options: .regularExpression)
+        else { return nil }
+        return Int(result.output[range].split(separator: " ")[1])
+    }
+
+    /// Removes every namespace the lab made (their interfaces and shaping go with them). Safe to call twice.
+    public func tearDown() {
+        guard !tornDown else { return }
+        tornDown = true
+        for namespace in namespaces.reversed() {
+            _ = try? ChildProcess.run(Self.ip, ["netns", "delete", namespace], timeout: .seconds(10))
+        }
+    }
+
+    private func makeNamespace(_ name: String) throws {
+        // A namespace left by a killed run of the same process id would make `add` fail: it goes first.
+        _ = try? ChildProcess.run(Self.ip, ["netns", "delete", name], timeout: .seconds(10))
+        try run(Self.ip, ["netns", "add", name])
+        namespaces.append(name)
+        try run(Self.ip, ["-n", name, "link", "set", "lo", "up"])
+    }
+
+    /// A token bucket of `kbps` on `interface`, holding at most `queue` of it.
+    private func shape(_ interface: String, in namespace: String, kbps: Int, queue: Duration) throws {
+        let milliseconds = Int(queue / .milliseconds(1))
+        // The burst must hold at least one full-size packet and a timer tick's worth of the rate.
+        let burst = max(4_000, kbps * 1_000 / 8 / 100)
+        try run(
+            Self.tc,
+            [
+                "-n", namespace, "qdisc", "add", "dev", interface, "root", "tbf", "rate", "\(kbps)kbit", "burst",
+                "\(burst)", "latency", "\(milliseconds)ms",
+            ])
+    }
+
+    private func run(_ path: String, _ arguments: [String]) throws {
+        let result = try ChildProcess.run(path, arguments, timeout: .seconds(10))
+        guard result.status == 0 else {
+            throw NetworkLabError(
+                description: "\(([path] + arguments).joined(separator: " ")) failed (status \(result.status)): "
+                    + result.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+}
