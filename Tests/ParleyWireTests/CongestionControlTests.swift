@@ -280,6 +280,15 @@ struct CongestionControlTests {
         #expect(pacer.nextRelease(after: 0) != nil)
     }
 
+    @Test("sound waiting for a caller that stopped releasing is bounded too: the oldest goes, counted")
+    func pacerSoundBound() {
+        var pacer = Pacer<Int>(rate: 1_000, audioLimit: 3)
+        for index in 0..<5 { pacer.enqueue(index, size: 100, isAudio: true) }
+        #expect(pacer.droppedAudio == 2)
+        #expect(pacer.release(at: 0) == [2, 3, 4])
+        #expect(pacer.release(at: 1).isEmpty)
+    }
+
     // MARK: A sender's layers
 
     @Test("the largest layers go first when the estimate falls, and come back only with headroom")

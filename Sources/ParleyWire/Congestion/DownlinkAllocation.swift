@@ -78,13 +78,16 @@ public enum DownlinkAllocation {
 
 /// Spreads a sender's packets over time at a pacing rate, so a keyframe's burst never leaves at once and fills the
 /// path's queue: sound leaves at once, ahead of any video waiting; video leaves while the byte budget, refilled at the
-/// pacing rate, is above zero. Time is an input (ms). Bounded: past `videoLimit` waiting packets the oldest are
-/// dropped and counted (a video frame that old is useless anyway).
+/// pacing rate, is above zero. Time is an input (ms). Bounded: past `videoLimit` waiting video packets, or
+/// `audioLimit` sound packets (a caller that stops releasing), the oldest are dropped and counted (a frame or a
+/// 20 ms block that old is useless anyway).
 public struct Pacer<Packet: Sendable>: Sendable {
     /// Pacing runs this much faster than the target, as libwebrtc's does: the queue drains between frames.
     public static var factor: Double { 2.5 }
     /// Video packets waiting at most.
     public let videoLimit: Int
+    /// Sound packets waiting at most (sound leaves at every release, so only a stalled caller reaches it).
+    public let audioLimit: Int
 
     /// Bits a second the pacer lets out.
     public var rate: Double
@@ -95,11 +98,14 @@ public struct Pacer<Packet: Sendable>: Sendable {
     private var last: Double?
     /// Video packets dropped for the limit.
     public private(set) var dropped = 0
+    /// Sound packets dropped for the limit.
+    public private(set) var droppedAudio = 0
 
     /// A pacer letting out `rate` bits a second.
-    public init(rate: Double, videoLimit: Int = 2_048) {
+    public init(rate: Double, videoLimit: Int = 2_048, audioLimit: Int = 50) {
         self.rate = rate
         self.videoLimit = videoLimit
+        self.audioLimit = max(1, audioLimit)
     }
 
     /// Video packets waiting.
@@ -108,6 +114,10 @@ public struct Pacer<Packet: Sendable>: Sendable {
     /// Queues a packet of `size` bytes.
     public mutating func enqueue(_ packet: Packet, size: Int, isAudio: Bool) {
         if isAudio {
+            if audio.count >= audioLimit {
+                audio.removeFirst()
+                droppedAudio += 1
+            }
             audio.append(packet)
             return
         }
