@@ -561,8 +561,11 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
         playout.stop()
         holder.withLock { $0 = nil }
         let written = log.written.withLock { $0 }.map { $0[0] }
-        #expect(Array(written.prefix(4)) == [1, 2, 3, 4])
-        #expect(written.contains(0), "the late block left a silent one: \(written.prefix(12))")
+        // The stalled block 5 left silence where it was due, and played next. (Blocks before it are mixed in time
+        // on an idle machine; on a loaded one a wake-up of the mixer's queue may miss its 5 ms too, which this test
+        // is not about: they are held only to the rule below, played once and in order.)
+        let late = try #require(written.firstIndex(of: 5), "block 5 was played: \(written.prefix(12))")
+        #expect(late > 0 && written[late - 1] == 0, "the late block left a silent one: \(written.prefix(12))")
         #expect(playout.underruns >= 1)
         // Nothing is lost (within the queue's bound, far above what piles up here): every block mixed is played
         // once, in order.
