@@ -76,7 +76,10 @@ struct SoundCallTests {
             try await pane.text("parley \(command) showing \(screen)", within: .seconds(20)) {
                 $0.contains { $0.contains(screen) }
             }
-            try await poll("parley \(command) holding \(expected) streams (recording, playing)", timeout: .seconds(5)) {
+            try await poll(
+                "parley \(command) holding \(expected) streams (recording, playing)", timeout: .seconds(5),
+                every: .milliseconds(100)
+            ) {
                 try streams()
             } until: {
                 $0 == expected
@@ -85,7 +88,8 @@ struct SoundCallTests {
                 // The lobby itself opens nothing; joining from it opens both.
                 try pane.send(["Enter"])
                 try await poll(
-                    "one recording and one playing stream after joining from the lobby", timeout: .seconds(12)
+                    "one recording and one playing stream after joining from the lobby", timeout: .seconds(12),
+                    every: .milliseconds(100)
                 ) {
                     try streams()
                 } until: {
@@ -94,7 +98,7 @@ struct SoundCallTests {
             }
             try pane.send(["q"])
             try pane.send(["y"])
-            try await poll("no streams after leaving \(command)", timeout: .seconds(6)) {
+            try await poll("no streams after leaving \(command)", timeout: .seconds(6), every: .milliseconds(100)) {
                 try streams()
             } until: {
                 $0 == (0, 0)
@@ -293,7 +297,10 @@ struct SoundCallTests {
         let playStarted = Date()
         let speaker = try sound.play(wavPath: talk)
         do {
-            try await alice.text("alice's meter moving", within: .seconds(10)) { $0.contains { $0.contains(" mic █") } }
+            // A look every 250 ms, as before: each runs tmux, and the speech is being measured meanwhile.
+            try await alice.text("alice's meter moving", within: .seconds(10), every: .milliseconds(250)) {
+                $0.contains { $0.contains(" mic █") }
+            }
         } catch {
             Issue.record(error)  // and the speech is still compared
         }
