@@ -65,8 +65,36 @@ public final class SoundServer: Sendable {
     }
 
     /// Starts the server with `configuration` (a .pa script in `resourcesDirectory`; the tests' own by default),
-    /// logging at `logLevel` into `logPath`, and waits (up to 15 s) until it answers.
-    public init(configuration: String = "parley-test.pa", logLevel: String = "notice") throws {
+    /// logging at `logLevel` into `logPath`, and waits (up to 15 s, blocking the caller) until it answers.
+    public convenience init(configuration: String = "parley-test.pa", logLevel: String = "notice") throws {
+        try self.init(spawning: configuration, logLevel: logLevel)
+        let deadline = Date().addingTimeInterval(15)
+        while try !answers(before: deadline) { usleep(50_000) }
+    }
+
+    /// Starts the server as `init(configuration:logLevel:)` does, and waits until it answers without blocking a
+    /// thread (Task.sleep between looks).
+    public static func start(configuration: String = "parley-test.pa", logLevel: String = "notice") async throws
+        -> SoundServer
+    {
+        let server = try SoundServer(spawning: configuration, logLevel: logLevel)
+        let deadline = Date().addingTimeInterval(15)
+        while try !server.answers(before: deadline) { try await Task.sleep(for: .milliseconds(50)) }
+        return server
+    }
+
+    /// Whether the server answers; throws when it exited or `deadline` passed without an answer.
+    private func answers(before deadline: Date) throws -> Bool {
+        if (try? pactl(["info"]))?.status == 0 { return true }
+        if daemon.exitStatusNow() != nil {
+            throw SoundServerError.startFailed(reason: "pulseaudio exited", log: daemon.output)
+        }
+        if Date() > deadline { throw SoundServerError.startFailed(reason: "no answer within 15 s", log: daemon.output) }
+        return false
+    }
+
+    /// Starts the daemon (without waiting for it to answer).
+    private init(spawning configuration: String, logLevel: String) throws {
         guard let pulseaudio = Self.program("pulseaudio") else {
             throw SoundServerError.notInstalled(program: "pulseaudio", package: "pulseaudio")
         }
@@ -97,16 +125,6 @@ public final class SoundServer: Sendable {
                 "-F", script,
             ])
         daemon = try BackgroundProcess(command.path, command.arguments, outputPath: directory + "/pulseaudio.log")
-        let deadline = Date().addingTimeInterval(15)
-        while (try? pactl(["info"]))?.status != 0 {
-            if daemon.waitForExit(seconds: 0) != nil {
-                throw SoundServerError.startFailed(reason: "pulseaudio exited", log: daemon.output)
-            }
-            if Date() > deadline {
-                throw SoundServerError.startFailed(reason: "no answer within 15 s", log: daemon.output)
-            }
-            usleep(50_000)
-        }
     }
 
     deinit {
@@ -155,19 +173,36 @@ public final class SoundServer: Sendable {
     }
 
     /// Starts recording `source` (by default: what was played on the speaker) as 48 kHz mono 16-bit; returns once
-    /// the recorder is connected.
+    /// the recorder is connected (blocking the caller until then).
     public func record(from source: String = SoundServer.speakerMonitor, to wavPath: String) throws -> SoundRecording {
         let before = try recordingStreams()
         let recording = try SoundRecording(
             parec: Self.program("parec") ?? "/usr/bin/parec", server: serverAddress, source: source, wavPath: wavPath)
         let deadline = Date().addingTimeInterval(10)
-        while try recordingStreams() <= before {
-            guard Date() < deadline else {
-                throw SoundServerError.commandFailed(command: "parec", output: "did not connect within 10 s")
-            }
-            usleep(20_000)
-        }
+        while try !connected(beyond: before, before: deadline) { usleep(20_000) }
         return recording
+    }
+
+    /// Starts recording as `record(from:to:)` does, and waits until the recorder is connected without blocking a
+    /// thread (Task.sleep between looks).
+    public func startRecording(from source: String = SoundServer.speakerMonitor, to wavPath: String) async throws
+        -> SoundRecording
+    {
+        let before = try recordingStreams()
+        let recording = try SoundRecording(
+            parec: Self.program("parec") ?? "/usr/bin/parec", server: serverAddress, source: source, wavPath: wavPath)
+        let deadline = Date().addingTimeInterval(10)
+        while try !connected(beyond: before, before: deadline) { try await Task.sleep(for: .milliseconds(20)) }
+        return recording
+    }
+
+    /// Whether more than `streams` recording streams are connected; throws once `deadline` passed without.
+    private func connected(beyond streams: Int, before deadline: Date) throws -> Bool {
+        if try recordingStreams() > streams { return true }
+        guard Date() < deadline else {
+            throw SoundServerError.commandFailed(command: "parec", output: "did not connect within 10 s")
+        }
+        return false
     }
 }
 

@@ -90,13 +90,14 @@ extension BackgroundProcess {
 }
 
 extension TmuxPane {
-    /// Waits (suspended, not blocking) until `condition` holds on the pane's text and returns that text; throws
-    /// `WaitTimeout` naming `what`, with the pane, after `timeout`.
+    /// Waits (suspended, not blocking) until `condition` holds on the pane's text, looking every `interval` (each look
+    /// runs tmux), and returns that text; throws `WaitTimeout` naming `what`, with the pane, after `timeout`.
     @discardableResult
-    public func text(_ what: String, within timeout: Duration, _ condition: ([String]) -> Bool) async throws
-        -> [String]
-    {
-        try await poll(what, timeout: timeout, every: .milliseconds(30)) {
+    public func text(
+        _ what: String, within timeout: Duration, every interval: Duration = .milliseconds(30),
+        _ condition: ([String]) -> Bool
+    ) async throws -> [String] {
+        try await poll(what, timeout: timeout, every: interval) {
             PaneCapture(lines: try text(), same: true)
         } until: {
             condition($0.lines)

@@ -332,8 +332,10 @@ import Glibc
                 + "--insecure --video synthetic --audio synthetic --speaker none --log \(folder)/alice.log; "
                 + "echo EXITED rc=$?; sleep 60'",
             columns: 110, rows: 32)
-        var lines = try await pane.text("\"bob: agenda: demo first\" on the screen", within: .seconds(15)) {
-            $0.contains { $0.contains("bob: agenda: demo first") }
+        // The chat pane's history and the header's verified name may come in different frames: wait for both.
+        var lines = try await pane.text("bob's line before the call, and alice verified", within: .seconds(15)) {
+            lines in
+            lines.contains { $0.contains("bob: agenda: demo first") } && lines.contains { $0.contains("alice ✓") }
         }
         #expect(lines.contains { $0.contains("earlier in standup above") }, "\(lines.joined(separator: "\n"))")
         #expect(

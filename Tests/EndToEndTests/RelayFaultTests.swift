@@ -107,12 +107,17 @@ struct RelayFaultTests {
         // The call goes on, and the relay waits instead of spinning on the listening socket.
         let before = Self.videoReceived(folder + "/alice.json")
         let cpuBefore = try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read")
+        let windowStart = ContinuousClock.now
         try await Task.sleep(for: Self.fullWindow)
+        // Over the window as it was (a test task may wake late): the same rates as 30 packets and 1.5 s in 3 s.
+        let window = ContinuousClock.now - windowStart
+        let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         let cpu =
-            (try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read") - cpuBefore)
-            / Double(Self.fullWindow.components.seconds)
+            (try #require(Self.cpuSeconds(relay.pid), "the relay's CPU time cannot be read") - cpuBefore) / seconds
         let after = Self.videoReceived(folder + "/alice.json")
-        #expect(after - before >= 30, "alice kept receiving bob's video: \(after - before) packets in 3 s")
+        #expect(
+            Double(after - before) >= 10 * seconds,
+            "alice kept receiving bob's video: \(after - before) packets in \(seconds) s")
         #expect(cpu < 0.5, "the relay used \(Int(cpu * 100)) % of a core while full")
         let lines = relay.output.components(separatedBy: "\n").filter { $0.contains("refusing new connections") }
         #expect(lines.count == 1, "one log line a minute, not one per attempt:\n\(lines.joined(separator: "\n"))")

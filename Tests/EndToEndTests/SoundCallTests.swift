@@ -13,9 +13,9 @@ struct SoundCallTests {
         .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path
 
     @Test("parley devices lists the sound server's devices by the names --mic and --speaker take, the default marked")
-    func listing() throws {
+    func listing() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let sound = try SoundServer()
+        let sound = try await SoundServer.start()
         let home = NSTemporaryDirectory() + "parley-devices-\(getpid())"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -43,7 +43,7 @@ struct SoundCallTests {
     @Test("join and the lobby open the default microphone and speaker; demo and bot keep synthetic sources")
     func whichCommandsOpenDevices() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let sound = try SoundServer()
+        let sound = try await SoundServer.start()
         let folder = NSTemporaryDirectory() + "parley-device-choice-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -76,7 +76,10 @@ struct SoundCallTests {
             try await pane.text("parley \(command) showing \(screen)", within: .seconds(20)) {
                 $0.contains { $0.contains(screen) }
             }
-            try await poll("parley \(command) holding \(expected) streams (recording, playing)", timeout: .seconds(5)) {
+            try await poll(
+                "parley \(command) holding \(expected) streams (recording, playing)", timeout: .seconds(5),
+                every: .milliseconds(100)
+            ) {
                 try streams()
             } until: {
                 $0 == expected
@@ -85,7 +88,8 @@ struct SoundCallTests {
                 // The lobby itself opens nothing; joining from it opens both.
                 try pane.send(["Enter"])
                 try await poll(
-                    "one recording and one playing stream after joining from the lobby", timeout: .seconds(12)
+                    "one recording and one playing stream after joining from the lobby", timeout: .seconds(12),
+                    every: .milliseconds(100)
                 ) {
                     try streams()
                 } until: {
@@ -94,7 +98,7 @@ struct SoundCallTests {
             }
             try pane.send(["q"])
             try pane.send(["y"])
-            try await poll("no streams after leaving \(command)", timeout: .seconds(6)) {
+            try await poll("no streams after leaving \(command)", timeout: .seconds(6), every: .milliseconds(100)) {
                 try streams()
             } until: {
                 $0 == (0, 0)
@@ -127,7 +131,7 @@ struct SoundCallTests {
     @Test("named sinks are listed by name, --speaker Headset plays only there, device changes are said")
     func namedSpeakers() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let sound = try SoundServer()
+        let sound = try await SoundServer.start()
         let folder = NSTemporaryDirectory() + "parley-named-sinks-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -168,15 +172,15 @@ struct SoundCallTests {
         }
         func rms(_ samples: [Int16]) -> Double { rms(samples[...]) }
         // Alice is heard on the headset first (her last tenth of a second there as loud as the test asks below).
-        let lookout = try sound.record(from: "hs.monitor", to: folder + "/lookout.wav")
+        let lookout = try await sound.startRecording(from: "hs.monitor", to: folder + "/lookout.wav")
         try await poll("alice heard on the headset", timeout: .seconds(10), every: .milliseconds(100)) {
             rms(lookout.samplesSoFar().suffix(4_800))
         } until: {
             $0 > 300
         }
         _ = try lookout.stop()
-        let headset = try sound.record(from: "hs.monitor", to: folder + "/headset.wav")
-        let speakers = try sound.record(from: "laptop.monitor", to: folder + "/speakers.wav")
+        let headset = try await sound.startRecording(from: "hs.monitor", to: folder + "/headset.wav")
+        let speakers = try await sound.startRecording(from: "laptop.monitor", to: folder + "/speakers.wav")
         // Three seconds of each sink, counted in what the recorders wrote.
         try await waitUntil("3 s recorded from each sink", timeout: .seconds(10), every: .milliseconds(100)) {
             headset.samplesRecorded >= 48_000 * 3 && speakers.samplesRecorded >= 48_000 * 3
@@ -213,7 +217,7 @@ struct SoundCallTests {
     @Test("30 s of speech from one microphone reaches the other speaker intact: correlation ≥ 0.9, no dropouts")
     func speechThroughTheRelay() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
-        let sound = try SoundServer()
+        let sound = try await SoundServer.start()
         let folder = NSTemporaryDirectory() + "parley-sound-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         // PARLEY_KEEP_SOUND=1 keeps the recordings, logs and statistics for a look afterwards; a call that failed
@@ -240,7 +244,7 @@ struct SoundCallTests {
         // The recorder listens on bob's speaker before anyone joins: a recording stream attached to a sink mid-call
         // makes the sound server lower that sink's latency under the streams already playing, and bob's speaker ran
         // dry twice right then (counted by the server as his underruns, at the instant the test started listening).
-        let recording = try sound.record(to: folder + "/heard.wav")
+        let recording = try await sound.startRecording(to: folder + "/heard.wav")
         let recordingStarted = Date()
         func join(_ name: String, _ options: String) throws -> TmuxPane {
             let environment = sound.clientEnvironment(home: folder).merging(
@@ -293,7 +297,10 @@ struct SoundCallTests {
         let playStarted = Date()
         let speaker = try sound.play(wavPath: talk)
         do {
-            try await alice.text("alice's meter moving", within: .seconds(10)) { $0.contains { $0.contains(" mic █") } }
+            // A look every 250 ms, as before: each runs tmux, and the speech is being measured meanwhile.
+            try await alice.text("alice's meter moving", within: .seconds(10), every: .milliseconds(250)) {
+                $0.contains { $0.contains(" mic █") }
+            }
         } catch {
             Issue.record(error)  // and the speech is still compared
         }

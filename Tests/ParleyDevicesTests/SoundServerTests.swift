@@ -11,8 +11,8 @@ import Glibc
 /// through ALSA's `default` device and the pulse plugin, exactly like a desktop. Serialized: each test runs its own
 /// server, and the timing checks should not compete with each other for two cores.
 @Suite(.serialized) struct SoundServerTests {
-    @Test func startsWithItsSinksAndStopsWithoutTrace() throws {
-        var server: SoundServer? = try SoundServer()
+    @Test func startsWithItsSinksAndStopsWithoutTrace() async throws {
+        var server: SoundServer? = try await SoundServer.start()
         let directory = try #require(server?.runtimeDirectory)
         let sinks = try #require(server).pactl(["list", "short", "sinks"]).output
         #expect(sinks.contains(SoundServer.speakerSink) && sinks.contains(SoundServer.microphoneFeedSink), "\(sinks)")
@@ -33,8 +33,8 @@ import Glibc
         #expect(message == "pulseaudio is not installed: `make test` installs it (Debian package pulseaudio)")
     }
 
-    @Test func theProbeListsTheServerThroughALSA() throws {
-        let server = try SoundServer()
+    @Test func theProbeListsTheServerThroughALSA() async throws {
+        let server = try await SoundServer.start()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-home")
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -46,7 +46,7 @@ import Glibc
     }
 
     @Test func theMicrophoneHearsWhatIsPlayedIntoIt() async throws {
-        let server = try SoundServer()
+        let server = try await SoundServer.start()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-mic")
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -75,13 +75,13 @@ import Glibc
     }
 
     @Test func theSpeakerPlaysAtRealTimeAndTheMonitorHearsIt() async throws {
-        let server = try SoundServer()
+        let server = try await SoundServer.start()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-speaker")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let signal = noise(seconds: 3, seed: 33)
         try writeWAV(signal, to: home + "/far-end.wav")
-        let recording = try server.record(to: home + "/monitor.wav")
+        let recording = try await server.startRecording(to: home + "/monitor.wav")
         let environment = server.clientEnvironment(home: home)
         let result = try await onOwnThread {
             try runProbe(["play", "--in", home + "/far-end.wav"], environment: environment)
@@ -111,12 +111,14 @@ import Glibc
 
     /// A speaker that ran dry (its writer held up for 300 ms) asks the sound server for a longer buffer, so a machine
     /// that cannot keep the short one full gets fewer gaps: the buffer the server grants afterwards is larger.
-    @Test func theSpeakerBufferGrowsAfterAnUnderrun() throws {
-        let server = try SoundServer()
+    @Test func theSpeakerBufferGrowsAfterAnUnderrun() async throws {
+        let server = try await SoundServer.start()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-stall")
         defer { try? FileManager.default.removeItem(atPath: home) }
-        let result = try runProbe(["stall", "--stall-ms", "300"], environment: server.clientEnvironment(home: home))
+        let environment = server.clientEnvironment(home: home)
+        // The probe runs for seconds: waited for on a thread of its own.
+        let result = try await onOwnThread { try runProbe(["stall", "--stall-ms", "300"], environment: environment) }
         #expect(result.status == 0, "\(result.output)")
         let report = try probeJSON(ProbeStallReport.self, in: result.output)
         #expect(report.underruns >= 1, "\(result.output)")
@@ -127,7 +129,7 @@ import Glibc
     /// becomes `disconnected`, the probe says so in plain words and exits instead of hanging.
     @Test(arguments: [["capture", "--seconds", "8", "--out"], ["play", "--in"]])
     func aServerThatGoesAwayIsReportedAsDisconnected(_ command: [String]) async throws {
-        let server = try SoundServer()
+        let server = try await SoundServer.start()
         defer { withExtendedLifetime(server) {} }  // ARC may otherwise stop the server after its last mention
         let home = try temporaryFolder("pulse-gone")
         defer { try? FileManager.default.removeItem(atPath: home) }
