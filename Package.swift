@@ -65,10 +65,12 @@ let package = Package(
         ),
         // Security, with no UI or socket code: SFrame (RFC 9605) media and chat encryption, room keys and safety
         // codes, room passwords (HMAC challenge and response), relay certificates and their pinning.
+        // Bytes as text: the one hex pair the wire formats, the security code and the relay share, with no dependency.
+        .target(name: "ParleyBytes"),
         .target(
             name: "ParleySecurity",
             dependencies: [
-                "ParleyWire",
+                "ParleyBytes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -100,13 +102,13 @@ let package = Package(
         ),
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
         // relay and the client share.
-        .target(name: "ParleyWire"),
+        .target(name: "ParleyWire", dependencies: ["ParleyBytes"]),
         // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP, and the operators' `/metrics` and
         // `/healthz` on their own `--admin` socket (Prometheus text through swift-prometheus).
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyWire", "ParleySecurity", "ParleyStore", "ParleyBus",
+                "ParleyBytes", "ParleyWire", "ParleySecurity", "ParleyStore", "ParleyBus",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,7 +122,7 @@ let package = Package(
         .target(
             name: "ParleyEngine",
             dependencies: [
-                "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyDevices", "ParleySecurity",
+                "ParleyMedia", "ParleyRoom", "ParleyBytes", "ParleyWire", "ParleyDevices", "ParleySecurity",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -203,7 +205,8 @@ let package = Package(
         .testTarget(
             name: "ParleyDevicesTests", dependencies: ["ParleyDevices", "ParleyMedia", "ParleyProcesses"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire"]),
+        .testTarget(
+            name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire", "ParleyBytes"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(
             name: "ParleyStoreTests",
@@ -216,7 +219,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire"]),
+        .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire", "ParleyBytes"]),
         .testTarget(name: "ParleyBusTests", dependencies: ["ParleyBus", "ParleyStore"]),
         .testTarget(
             name: "ParleySecurityTests",
@@ -230,7 +233,8 @@ let package = Package(
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [
-                "ParleyRelay", "ParleyWire", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyDevices",
+                "ParleyRelay", "ParleyWire", "ParleyBytes", "ParleyEngine", "ParleyMedia", "ParleyRoom",
+                "ParleyDevices",
                 "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

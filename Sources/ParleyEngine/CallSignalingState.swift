@@ -1,3 +1,4 @@
+import ParleyBytes
 import ParleyRoom
 import ParleySecurity
 import ParleyWire

@@ -1,4 +1,5 @@
 import ParleyBus
+import ParleyBytes
 import ParleySecurity
 import ParleyStore
 import ParleyWire

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyBytes
 import ParleySecurity
 import ParleyWire
 

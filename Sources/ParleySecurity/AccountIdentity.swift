@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import ParleyWire
+import ParleyBytes
 
 // An account is a name bound to two public keys on first use (like ssh's trust on first use, but held by the relay):
 // an Ed25519 key that proves the account (it signs the relay's login challenge and every direct message) and an

@@ -1,5 +1,5 @@
 import Crypto
-import ParleyWire
+import ParleyBytes
 
 /// SHA-256 of a credential, as hex: what the relay keeps of a host's media credential across a restart, so the
 /// credential itself (which binds media) is never written down.

@@ -1,3 +1,5 @@
+import ParleyBytes
+
 // The Parley bind exchange: an RTCP APP packet (PT 204, name "PRLY") so that captures still dissect as RTCP.
 // A client sends a BindRequest to the relay's media port from the UDP socket it will use for media; the relay
 // checks the member id and token handed out in the signaling `joined` message, binds that address to the

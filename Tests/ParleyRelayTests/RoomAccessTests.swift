@@ -1,3 +1,4 @@
+import ParleyBytes
 import ParleySecurity
 import ParleyWire
 import Testing

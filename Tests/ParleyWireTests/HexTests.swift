@@ -1,3 +1,4 @@
+import ParleyBytes
 import ParleyWire
 import Testing
 
