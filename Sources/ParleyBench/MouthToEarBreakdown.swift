@@ -2,6 +2,7 @@
 // decoded here and turned into table rows; reading the files is the caller's.
 import Foundation
 import ParleyEngine
+import ParleyWire
 
 /// The part of a `--stats-file` document the breakdown reads: the listener's concealments and speaker underruns, and
 /// every number whose name ends in `Ms` (a device latency, a jitter-buffer delay), at the top level or per remote
@@ -214,12 +215,4 @@ struct MouthToEarBreakdown: Equatable {
     }
 
     private static func text(_ value: Double) -> String { formatted(value, decimals: value.rounded() == value ? 0 : 1) }
-}
-
-extension Duration {
-    /// The duration in milliseconds.
-    fileprivate var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
-    }
 }

@@ -64,14 +64,6 @@ struct MediaLink {
     }
 }
 
-extension Duration {
-    /// This duration in milliseconds (the congestion controller's time).
-    var milliseconds: Double {
-        let parts = components
-        return Double(parts.seconds) * 1_000 + Double(parts.attoseconds) / 1e15
-    }
-}
-
 /// What this member says it does.
 struct OwnControls {
     var microphoneMuted: Bool

@@ -70,18 +70,20 @@ extension RelayCore {
 
     /// The header of an RTP packet, whether it starts a VP8 keyframe, and its audio level; nil (counted) when it
     /// is malformed or a keyframe declares a picture beyond the largest profile.
-    func parseRTP(_ data: ByteBuffer) -> (RTPHeaderView, Bool, AudioLevelIndication?)? {
-        let parsed = data.withUnsafeReadableBytes { raw -> (RTPHeaderView, Bool, Bool, AudioLevelIndication?)? in
+    func parseRTP(_ data: ByteBuffer) -> ParsedRTP? {
+        let parsed = data.withUnsafeReadableBytes { raw -> (ParsedRTP, allowed: Bool)? in
             guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
+            let sequence = TransportSequence.read(packet: raw, header: header)
             let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
             guard header.payloadType == MediaPayloadType.vp8 else {
-                return (header, false, true, AudioLevelIndication(packet: raw, header: header))
+                let level = AudioLevelIndication(packet: raw, header: header)
+                return (ParsedRTP(header: header, keyframe: false, level: level, transportSequence: sequence), true)
             }
             let keyframe = VP8PayloadDescriptor.startsKeyframe(payload)
             let allowed = !keyframe || VP8PayloadDescriptor.keyframeSize(payload).map(VP8Limits.allows) ?? true
-            return (header, keyframe, allowed, nil)
+            return (ParsedRTP(header: header, keyframe: keyframe, level: nil, transportSequence: sequence), allowed)
         }
-        guard let (header, keyframe, allowed, level) = parsed else {
+        guard let (packet, allowed) = parsed else {
             media.count(.malformed)
             return nil
         }
@@ -89,21 +91,20 @@ extension RelayCore {
             media.count(.oversizedKeyframe)
             return nil
         }
-        return (header, keyframe, level)
+        return packet
     }
 
     func forwardRTP(_ data: ByteBuffer, from remote: SocketAddress) {
-        guard let (header, keyframe, level) = parseRTP(data),
-            let route = media.sender(ssrc: header.ssrc, from: remote)
-        else { return }
+        guard let packet = parseRTP(data), let route = media.sender(ssrc: packet.header.ssrc, from: remote) else {
+            return
+        }
+        let header = packet.header
         guard route.role == .broadcaster else {
             media.count(.audienceSending)
             return
         }
         guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
-        if let sequence = data.withUnsafeReadableBytes({ TransportSequence.read(packet: $0, header: header) }) {
-            uplinks.received(sequence, from: route.member, at: now)
-        }
+        if let sequence = packet.transportSequence { uplinks.received(sequence, from: route.member, at: now) }
         // One copy to each other node with members in the room, whatever their number there; of video, only the
         // layers some member there needs.
         if header.ssrc == route.ssrcs.audio {
@@ -111,7 +112,7 @@ extension RelayCore {
         } else {
             sendToNodes(data, of: route.room, layer: (route.ssrcs.layerIndex(of: header.ssrc) ?? 0, route.member))
         }
-        fanOut(data, header: header, keyframe: keyframe, level: level, route: route)
+        fanOut(data, header: header, keyframe: packet.keyframe, level: packet.level, route: route)
     }
 
     /// Forwards a sender's packet to the room's members bound here, each getting the layer its tile needs.
@@ -252,10 +253,21 @@ extension RelayCore {
 
     /// Each member's transport-wide feedback about what arrived from it since the last, about its audio stream.
     func sendUplinkFeedback() {
-        let due = uplinks.due { [media] member in media.route(of: member)?.ssrcs.audio }
+        let due = uplinks.due { media.route(of: $0)?.ssrcs.audio }
         for (member, feedback) in due {
             guard let raw = try? feedback.raw(), let address = media.route(of: member)?.address else { continue }
             output.write(ByteBuffer(bytes: RTCPPacket.serializeCompound([.other(raw)])), to: address)
         }
     }
+}
+
+/// What the forwarding path reads of an RTP packet, in one pass over its bytes.
+struct ParsedRTP {
+    var header: RTPHeaderView
+    /// It starts a VP8 keyframe.
+    var keyframe: Bool
+    /// Its audio level (RFC 6464), when it carries one.
+    var level: AudioLevelIndication?
+    /// Its sender's transport-wide sequence number, when it carries one.
+    var transportSequence: UInt16?
 }

@@ -131,7 +131,8 @@ extension RelayCore {
         case .rtp:
             // From a member of that node, as its node announced it; fanned out to the members here only (never
             // on to a third node: every node sends to every other itself).
-            guard let (header, keyframe, level) = parseRTP(data) else { return }
+            guard let packet = parseRTP(data) else { return }
+            let (header, keyframe, level) = (packet.header, packet.keyframe, packet.level)
             guard let member = media.owner(of: header.ssrc), links.remoteNodes[member] == node,
                 let route = media.route(of: member)
             else {

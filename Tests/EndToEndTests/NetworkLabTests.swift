@@ -59,7 +59,6 @@ struct NetworkLabTests {
         let kbps = try #require(squeezed.uplinkEstimateKbps, "alice has an estimate")
         let reason = squeezed.uplinkEstimateReason ?? "none"
         #expect(kbps <= 300, "alice's estimate \(kbps) kbit/s (\(reason)) is under her 300 kbit/s uplink")
-        #expect(kbps >= 30, "within the estimate's floor")
         #expect(reason.hasPrefix("loss") || reason == "delay rising" || reason == "holding", "why: \(reason)")
         #expect((try lab.uplinkDrops(of: alice) ?? 0) > 0, "the bucket dropped what alice sent past it")
         #expect(try lab.uplinkDrops(of: bob) == nil, "bob's uplink is not shaped")

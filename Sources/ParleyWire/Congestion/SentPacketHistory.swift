@@ -118,3 +118,11 @@ public struct SentPacketHistory: Sendable {
         Int(((sequence % Int64(capacity)) + Int64(capacity)) % Int64(capacity))
     }
 }
+
+extension Duration {
+    /// This duration in milliseconds: the congestion controller's unit of time.
+    public var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1_000 + Double(attoseconds) / 1e15
+    }
+}
