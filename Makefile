@@ -18,7 +18,7 @@ APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurse
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 libwebm-dev ffmpeg \
-                libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool
+                libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool python3
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
 BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
@@ -64,38 +64,12 @@ build-bench: deps
 run: build-parley
 	$(BIN) demo
 
-# Every suite in one process, except groups run afterwards, each on its own: the security proofs' processes; the
-# long CPU-bound audio simulations (31 simulated minutes of drift, echo convergence), which would starve the
-# timing-sensitive reconnect tests beside them; the call over a lossy link, which asserts that no 20 ms of audio goes missing and so needs its threads on
-# time; and last the real sound server's tests and the real-time sound call (two cores shared with anything else
-# cannot keep a sound server, two drawing clients and a relay on time; and a test waiting for a sound server to start
-# holds one of the test process's two worker threads, which at the crowded start of the main group starved it for
-# 20 s and timed out two logins beside it).
-# Suites that block their thread while they wait (for a device thread, a program, tmux): the async runtime has one
-# thread per core here, and with these beside them the main group's async tests (a relay, engines with 5 s deadlines)
-# got no thread for 15 s at its start. They run first, in a process of their own.
-BLOCKING    := ParleyDevicesTests\.|TerminalTmuxTests|TmuxClientWatchTests|TerminalWriterTests|ProductBinaryTests|ResourcesTests|MeetingLinkProcessTests|StatisticsNamesProcessTests|DemoCallTests|ProcessesTests
-SIMULATIONS := PeerAudioPlayoutTests|EchoCancellerTests
-LOSSY_CALL  := callSurvivesFivePercentLossBothWays
-REAL_TIME   := SoundCallTests|SoundServerTests
-# Whole processes: calls recorded for the security proofs (relays, bots, tmux, GStreamer), a relay at its file
-# descriptor limit, calls resized in tmux, simulcast calls at 640x360 (one across three in-process nodes; the host of one
-# such room commanding members of the others; a node dying under a host), joins against a relay process (removal, a
-# relay restart), demos fullscreening a tile per picture mode, xterm and kitty on Xvfb (kitty drawn by software
-# OpenGL), calls in the network lab's namespaces: with everything else beside them they starve the timing tests of the main group, so they run next, among
-# themselves.
-PROCESSES   := EncryptionCaptureTests|RelayPinningTests|RelayFaultTests|TerminalRestoreTests|MessagingProcessTests|SimulcastCallTests|LayersAcrossNodesTests|HostAcrossNodesCallTests|FailoverAcrossNodesTests|RealTerminalTests|JoinAgainstRelayTests|FullscreenLayerProcessTests|NetworkLabTests
-# Calls recorded to WebM and read back by FFmpeg and GStreamer (several bots, a recorder, decoders): on their own.
-RECORDING   := RecordingProcessTests
-# Relays on a PostgreSQL of their own (a cluster of three nodes, a node killed, the database stopped under load, a
-# relay's /metrics): each test starts a database server and several relays, so they run after the processes above,
-# not beside them.
-DATABASE    := ClusterProcessTests|PostgresServeTests|AdminEndpointProcessTests
-# The store's guarantees on SQLite and on a PostgreSQL of their own: `MessageStore` is synchronous, so each call on
-# PostgreSQL holds a thread of the async runtime (two here) until the database answers, fsync included. Beside a
-# build, two of them at once held both for seconds at the main group's start, and three relay tests' clients sent
-# their logins after the relay's 10 s login timeout. They run after the main group, among themselves.
-STORES      := ParleyStoreTests\.(MessageStoreTests|ChannelStoreTests|PostgresSchemaTests)
+# Every suite runs in one process, `swift test` with no filter, and passes: suites that must not share the machine
+# carry a lane (`.lane(.processes)`: Sources/ParleyTestLanes/TestLane.swift says which lane is for what and why), and
+# the lanes take turns. `make test` goes further and runs each lane as a `swift test` process of its own, in the
+# order below, so a lane also never shares the machine with the quick suites that have none (those run in `main`,
+# with the `timing` lane). Tests/Tools/lanes.py reads a lane's suites from the sources: a suite's lane is written once.
+lanes = $(shell python3 Tests/Tools/lanes.py $(1))
 TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-build
 # The main group runs at most 8 tests at once. Unbounded, Swift Testing starts all 840 together, the synchronous ones
 # run back to back on the async runtime's two threads, and an async test's next step waits behind them: beside a
@@ -104,15 +78,9 @@ TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-
 # group takes as long as before (41 s with that 40 s probe test; 44 s unbounded).
 # The groups in the order `make test` runs them, each one `swift test` process: its name and its arguments.
 TEST_GROUPS      := blocking main stores processes recording database simulations lossy real-time
-GROUP_blocking   := --filter '$(BLOCKING)' --skip '$(REAL_TIME)|$(PROCESSES)'
-GROUP_main       := --experimental-maximum-parallelization-width 8 --skip '$(BLOCKING)|$(SIMULATIONS)|$(LOSSY_CALL)|$(REAL_TIME)|$(PROCESSES)|$(RECORDING)|$(DATABASE)|$(STORES)'
-GROUP_stores     := --filter '$(STORES)'
-GROUP_processes  := --filter '$(PROCESSES)'
-GROUP_recording  := --filter '$(RECORDING)'
-GROUP_database   := --filter '$(DATABASE)'
-GROUP_simulations:= --filter '$(SIMULATIONS)'
-GROUP_lossy      := --filter '$(LOSSY_CALL)'
-GROUP_real-time  := --filter '$(REAL_TIME)'
+OWN_LANES        := $(filter-out main,$(TEST_GROUPS))
+GROUP_main        = --experimental-maximum-parallelization-width 8 --skip '$(call lanes,$(OWN_LANES))'
+$(foreach lane,$(OWN_LANES),$(eval GROUP_$(lane) = --filter '$$(call lanes,$(lane))'))
 define newline
 
 

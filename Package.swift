@@ -197,20 +197,26 @@ let package = Package(
 
         // Running real programs for tests and benchmarks: spawning, background processes, tmux panes.
         .target(name: "ParleyProcesses"),
+        // Lanes of a test run: which suites may run beside which in one `swift test` (tests only; imports Testing).
+        .target(name: "ParleyTestLanes"),
+        .testTarget(name: "ParleyTestLanesTests", dependencies: ["ParleyTestLanes"]),
         // What `make fuzz` drives through the parsers; `make test` replays the corpus through the same functions.
         .target(name: "ParleyFuzzTargets", dependencies: ["ParleyWire", "ParleyMedia"]),
         .testTarget(name: "ParleyFuzzTests", dependencies: ["ParleyFuzzTargets"]),
 
-        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyMedia"]),
+        .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyTestLanes", "ParleyMedia"]),
         .testTarget(
-            name: "ParleyDevicesTests", dependencies: ["ParleyDevices", "ParleyMedia", "ParleyProcesses"],
+            name: "ParleyDevicesTests",
+            dependencies: ["ParleyTestLanes", "ParleyDevices", "ParleyMedia", "ParleyProcesses"],
             exclude: ["Fixtures"]),
         .testTarget(
-            name: "ParleyEngineTests", dependencies: ["ParleyEngine", "ParleyMedia", "ParleyWire", "ParleyBytes"]),
+            name: "ParleyEngineTests",
+            dependencies: ["ParleyTestLanes", "ParleyEngine", "ParleyMedia", "ParleyWire", "ParleyBytes"]),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(
             name: "ParleyStoreTests",
             dependencies: [
+                "ParleyTestLanes",
                 "ParleyStore", "ParleySecurity", "ParleyPostgres", "ParleyProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // A certificate authority and a server certificate for the TLS tests of the PostgreSQL store.
@@ -233,6 +239,7 @@ let package = Package(
         .testTarget(
             name: "ParleyRelayTests",
             dependencies: [
+                "ParleyTestLanes",
                 "ParleyRelay", "ParleyWire", "ParleyBytes", "ParleyEngine", "ParleyMedia", "ParleyRoom",
                 "ParleyDevices",
                 "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport",
@@ -246,6 +253,7 @@ let package = Package(
         .testTarget(
             name: "ParleyTUITests",
             dependencies: [
+                "ParleyTestLanes",
                 "ParleyTUI", "ParleyPictures", "ParleyMedia", "ParleyRoom", "ParleyEngine", "ParleyProcesses",
                 "ParleyTestSupport",
                 "ParleyWire", "ParleySecurity",
@@ -255,11 +263,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["ParleyProcesses", "ParleyMedia", "ParleyEngine", "ParleyTestSupport"],
+            dependencies: ["ParleyTestLanes", "ParleyProcesses", "ParleyMedia", "ParleyEngine", "ParleyTestSupport"],
             exclude: ["Golden"]),
         .testTarget(
             name: "ParleyBenchTests",
             dependencies: [
+                "ParleyTestLanes",
                 "ParleyBench", "ParleyPictures", "ParleyRoom", "ParleyRelay", "ParleyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// `parley serve --admin`, the real binary: `/metrics` and `/healthz` over real TCP while two bots are in a call,
 /// garbage answered with an error and the server answering afterwards, and the public port refused with one line.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.database))
 struct AdminEndpointProcessTests {
     /// An HTTP answer as read off the socket.
     struct Answer {

@@ -2,6 +2,7 @@ import Foundation
 import ParleyEngine
 import ParleyProcesses
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -13,7 +14,7 @@ import Glibc
 /// Three `parley serve --database …` processes sharing a real PostgreSQL: messages, receipts, presence and channel
 /// lines cross nodes; a node killed with SIGKILL is found dead exactly once; PostgreSQL stopped and started again
 /// under load loses and duplicates nothing that was acknowledged.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.database))
 struct ClusterProcessTests {
     /// One relay of the cluster and where clients reach it.
     struct Node {

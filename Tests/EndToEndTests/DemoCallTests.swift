@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Golden screens: stored as text, compared after normalising what changes from run to run (the call clock, the
@@ -56,7 +57,7 @@ enum Golden {
 }
 
 /// The real `parley demo` (embedded relay, three bots, real codecs) in a tmux pane, driven by keys.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.blocking))
 struct DemoCallTests {
     static let sizes = [(80, 24), (160, 48)]
 
@@ -203,7 +204,7 @@ struct DemoCallTests {
 
 /// The layer a fullscreened bot's tile really receives (decoded size in the `i` overlay), per picture mode: the bots
 /// send 320x240, 160x120 and 80x60, and every cell mode asks for twice the pixels it draws.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct FullscreenLayerProcessTests {
     @Test(arguments: [
         ("half", 200, 60, "320x240"), ("quadrant", 200, 60, "320x240"), ("sextant", 200, 60, "320x240"),
@@ -237,7 +238,7 @@ struct FullscreenLayerProcessTests {
 }
 
 /// `parley join` against a separate `parley serve` process: what the keys do must reach the relay.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct JoinAgainstRelayTests {
     @Test func muteFromTheKeyboardReachesTheRelayAndTheOthers() async throws {
         let parley = try #require(parleyBinaryPath())

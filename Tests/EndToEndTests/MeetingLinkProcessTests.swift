@@ -1,11 +1,12 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Meeting links with the real `parley` binary and a `parley serve` relay: joining by link (also as `parley LINK`),
 /// the answers to every wrong form, a room name the rules change said in the call, and the invite link copied to
 /// the clipboard with OSC 52 (tmux with set-clipboard on keeps it as a paste buffer).
-@Suite struct MeetingLinkProcessTests {
+@Suite(.lane(.blocking)) struct MeetingLinkProcessTests {
     /// The relay's state folder, removed by the test that started it.
     static var stateDirectory: String { NSTemporaryDirectory() + "parley-link-\(getpid())" }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// Messaging between calls with the real `parley` binary: accounts in separate config folders, a `parley serve`
 /// relay with its state folder, and a relay killed with SIGKILL between send and delivery.
-@Suite struct MessagingProcessTests {
+@Suite(.lane(.processes)) struct MessagingProcessTests {
     let folder = NSTemporaryDirectory() + "parley-msg-\(getpid())-\(UUID().uuidString.prefix(8))"
 
     func serve(_ parley: String, port: String = "0") async throws -> (BackgroundProcess, String) {

@@ -1,12 +1,13 @@
 import Foundation
 import ParleyEngine
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Calls in the network lab: the relay and each member in namespaces of their own, links shaped with `tc`.
 @Suite(
     "Network lab", .serialized,
-    .enabled(if: NetworkLab.unavailableReason == nil, "\(NetworkLab.unavailableReason ?? "")"))
+    .enabled(if: NetworkLab.unavailableReason == nil, "\(NetworkLab.unavailableReason ?? "")"), .lane(.processes))
 struct NetworkLabTests {
     /// Two bots through a relay in the lab: alice's uplink is a 300 kbit/s token bucket (60 ms of queue) under the
     /// ~700 kbit/s her camera and voice ask for, bob's link is clean.

@@ -1,11 +1,13 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
+@Suite(.lane(.blocking))
 struct ProcessesTests {
     @Test func childrenDoNotInheritOpenSockets() throws {
         // SwiftNIO's sockets are not close-on-exec; a child must still not inherit them (a listening socket held by

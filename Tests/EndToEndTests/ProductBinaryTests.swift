@@ -1,9 +1,10 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// The shipped `parley` holds the product only: the benchmarks are `parley-bench`, a program of their own.
-@Suite("The product binary")
+@Suite("The product binary", .lane(.blocking))
 struct ProductBinaryTests {
     @Test("parley links no benchmark code and its help names no bench command")
     func noBenchmarkInside() throws {

@@ -1,12 +1,13 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Recording a call (issue 31) through real processes: `parley serve`, `parley bot`s and a `parley join` in tmux, the
 /// file read back by FFmpeg (ffprobe for its tracks, ffmpeg to decode every frame and the audio, and to pull the
 /// WebVTT chat out) and GStreamer, never by Parley's own code.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.recording))
 struct RecordingProcessTests {
     static let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path

@@ -1,10 +1,11 @@
 import Foundation
 import ParleyEngine
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Faults a relay meets in daily use, on the real `parley serve` process.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct RelayFaultTests {
     /// The video packets `bot`'s statistics file says it received from its peers so far.
     static func videoReceived(_ statsFile: String) -> Int {

@@ -1,10 +1,11 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// `parley serve` and `parley bot` as a user runs them: the relay's certificate kept in its state directory, the
 /// client pinning it in its known_relays, a replaced certificate refused until forgotten.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct RelayPinningTests {
     let parley: String
     let files = NSTemporaryDirectory() + "parley-pinning-\(getpid())-\(UUID().uuidString.prefix(8))"

@@ -1,8 +1,9 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
-@Suite("Shipped resources")
+@Suite("Shipped resources", .lane(.blocking))
 struct ResourcesTests {
     static let checkoutResources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Resources").path

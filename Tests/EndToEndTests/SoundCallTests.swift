@@ -2,12 +2,13 @@ import Foundation
 import ParleyEngine
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// A call heard through a real sound server: speech goes into alice's microphone (a headless PulseAudio source),
 /// through the relay, out of bob's speaker (a null sink), and is recorded from that sink's monitor. Both ends are the
 /// real `parley join` drawing in tmux, with their default devices (ALSA `default` → PulseAudio).
-@Suite(.serialized)
+@Suite(.serialized, .lane(.realTime))
 struct SoundCallTests {
     static let speech = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path

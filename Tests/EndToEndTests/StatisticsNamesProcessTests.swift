@@ -1,12 +1,13 @@
 import Foundation
 import ParleyEngine
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// Display names JSON must escape, through real processes: two `parley bot`s in a call through `parley serve`, one
 /// keeping a `--stats-file`, the other printing its `--stats` line when it leaves; both read back the other's exact
 /// name through the Codable types the bot writes with.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.blocking))
 struct StatisticsNamesProcessTests {
     /// Polls `condition` every 100 ms until it holds or `seconds` pass (without blocking a thread).
     static func eventually(seconds: Int, _ condition: () throws -> Bool) async throws -> Bool {

@@ -1,10 +1,11 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// The shell's screen after a call is the one before it, however the window was resized during the call and whatever
 /// size it has when the call is left; and keys that arrive in a burst all count.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct TerminalRestoreTests {
     /// The sizes a pane that started at 100x30 is left at: larger and smaller. Leaving the alternate screen at another
     /// size, tmux first rewraps what is left on it to the size the shell's screen was saved at; lines wider than that

@@ -1,10 +1,12 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Synchronization
 import Testing
 
 /// The waits the tests share (ParleyProcesses' Waiting.swift): they return as soon as what they wait for holds,
 /// and otherwise fail by name with what they saw last.
+@Suite(.lane(.timing))
 struct WaitingTests {
     @Test func waitUntilReturnsOnceTheConditionHolds() async throws {
         let looks = Mutex(0)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ParleyRelay
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -11,7 +12,7 @@ import Glibc
 #endif
 
 /// The benches' join client: its bounded inbox, and joins through the product's WebSocket client to a real relay.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct SignalingSocketTests {
     @Test(
         "a full inbox drops its oldest and counts them",

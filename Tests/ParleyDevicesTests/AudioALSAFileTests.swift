@@ -1,11 +1,12 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 /// The ALSA code path through ALSA's own `file` plugin: a user-defined pcm in a temporary HOME's .asoundrc that reads
 /// capture samples from `infile` and writes playback samples to `file`, byte-exactly, with no clock at all. PortAudio
 /// 19.6 lists such a pcm under its name (it skips only built-in names like "hw", "plug", "file", "null").
-@Suite struct AudioALSAFileTests {
+@Suite(.lane(.blocking)) struct AudioALSAFileTests {
     /// A HOME holding the .asoundrc, the input samples and (after playback) the output file.
     struct FileDevice {
         let home: String

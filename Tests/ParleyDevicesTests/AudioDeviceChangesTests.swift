@@ -1,3 +1,4 @@
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
@@ -15,6 +16,7 @@ private func source(_ name: String, _ server: String, default isDefault: Bool = 
         hostAPI: "PulseAudio", serverName: server)
 }
 
+@Suite(.lane(.blocking))
 struct AudioDeviceChangesTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var label: String

@@ -1,3 +1,4 @@
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
@@ -29,6 +30,7 @@ private let noDefaults = laptop.map { device in
     return device
 }
 
+@Suite(.lane(.blocking))
 struct AudioDeviceMatchTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var label: String

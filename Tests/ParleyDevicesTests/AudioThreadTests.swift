@@ -1,6 +1,7 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Synchronization
 import Testing
 
@@ -65,7 +66,7 @@ private func timed(_ body: () -> Void) -> Double {
 /// measurement window, not a wait for an event.
 private let quietWindow = Duration.milliseconds(30)
 
-@Suite struct MicrophoneCaptureTests {
+@Suite(.lane(.blocking)) struct MicrophoneCaptureTests {
     @Test func deliversBlocksInOrderWithTimestampsAndClosesOnStop() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
@@ -190,7 +191,7 @@ private let quietWindow = Duration.milliseconds(30)
     }
 }
 
-@Suite struct SpeakerPlayoutTests {
+@Suite(.lane(.blocking)) struct SpeakerPlayoutTests {
     @Test func playsWhatIsQueuedThenSilenceCountedAsUnderruns() async throws {
         let log = FakeStreamLog()
         let reports = Reports()
@@ -298,7 +299,7 @@ private let quietWindow = Duration.milliseconds(30)
     }
 }
 
-@Suite struct PlayoutQueueTests {
+@Suite(.lane(.blocking)) struct PlayoutQueueTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var label: String
         var channels = 1
@@ -356,7 +357,7 @@ private let quietWindow = Duration.milliseconds(30)
 }
 
 /// When a just-in-time speaker asks for blocks: when it has room, and a write ahead for ten seconds after a late one.
-@Suite struct PlayoutHeadroomTests {
+@Suite(.lane(.blocking)) struct PlayoutHeadroomTests {
     let block = Duration.milliseconds(20)
 
     func queue() -> PlayoutQueue {
@@ -444,7 +445,7 @@ private let quietWindow = Duration.milliseconds(30)
     }
 }
 
-@Suite struct AudioPacerTests {
+@Suite(.lane(.blocking)) struct AudioPacerTests {
     @Test func lets_a_burst_through_then_one_block_per_block_length() {
         var pacer = AudioPacer(framesPerBlock: 480, sampleRate: 48_000, now: 1_000_000_000)
         // An unpaced device: every block arrives at the same instant.
@@ -496,7 +497,7 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
     func close() { log.closes.add(1, ordering: .relaxed) }
 }
 
-@Suite struct JustInTimePlayoutTests {
+@Suite(.lane(.blocking)) struct JustInTimePlayoutTests {
     @Test("a device that tells when it has room gets each block asked for then, and plays it rather than silence")
     func blocksAreMixedWhenThereIsRoom() async throws {
         let log = FakeStreamLog()
@@ -575,7 +576,7 @@ private final class RoomTellingStream: AudioOutputStream, @unchecked Sendable {
 }
 
 /// The device threads ask for real-time scheduling and say what they got.
-@Suite struct AudioThreadPriorityTests {
+@Suite(.lane(.blocking)) struct AudioThreadPriorityTests {
     @Test func aDeviceThreadGetsWhatTheSystemAllowsAndSaysSo() async throws {
         // On a new thread of its own (not one of the async runtime's), awaited without holding one.
         let (before, got, after) = await onOwnThread {

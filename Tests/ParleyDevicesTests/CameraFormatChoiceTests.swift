@@ -1,8 +1,9 @@
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
 
-@Suite("Camera format choice, names and messages")
+@Suite("Camera format choice, names and messages", .lane(.blocking))
 struct CameraFormatChoiceTests {
     static func format(_ layout: CameraPixelFormat, _ width: Int, _ height: Int, _ fps: Int) -> CameraFormat {
         CameraFormat(pixelFormat: layout, width: width, height: height, fps: fps)

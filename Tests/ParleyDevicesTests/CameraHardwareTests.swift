@@ -1,6 +1,7 @@
 #if os(Linux)
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
@@ -8,7 +9,7 @@ import Testing
 /// Opt-in: captures from a real camera where one exists. Build machines have no /dev/video* (and cannot load
 /// v4l2loopback), so there Swift Testing reports this test as skipped with the reason below; the fake driver in
 /// CameraV4L2Tests covers the same code paths everywhere.
-@Suite("Real camera")
+@Suite("Real camera", .lane(.blocking))
 struct CameraHardwareTests {
     @Test(
         "captures a frame from /dev/video0",

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Synchronization
 import Testing
 
@@ -56,7 +57,7 @@ final class ScriptedStream: CameraStream, @unchecked Sendable {
     }
 }
 
-@Suite("Camera source")
+@Suite("Camera source", .lane(.blocking))
 struct CameraSourceTests {
     static let format = CameraFormat(pixelFormat: .yuyv, width: 64, height: 48, fps: 30)
 

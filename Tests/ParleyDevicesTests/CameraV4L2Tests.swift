@@ -3,11 +3,12 @@ import CV4L2Shim
 import Glibc
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
 
-@Suite("V4L2 cameras through a fake driver")
+@Suite("V4L2 cameras through a fake driver", .lane(.blocking))
 struct CameraV4L2Tests {
     static let yuyv = fourCharacterCode("YUYV")
     static let mjpg = fourCharacterCode("MJPG")
@@ -265,7 +266,7 @@ struct CameraV4L2Tests {
 #if os(Linux)
 import CV4L2Shim
 
-@Suite("V4L2 system calls on this machine")
+@Suite("V4L2 system calls on this machine", .lane(.blocking))
 struct CameraV4L2SystemTests {
     /// The request codes the shim exports, against the values the kernel headers give on 64-bit Linux
     /// (`_IOR('V', 0, struct v4l2_capability)` = 0x80685600, and so on), so a swapped or mistyped export shows.

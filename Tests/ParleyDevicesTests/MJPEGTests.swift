@@ -1,9 +1,10 @@
 import ParleyMedia
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
 
-@Suite("MJPEG decoding with libturbojpeg")
+@Suite("MJPEG decoding with libturbojpeg", .lane(.blocking))
 struct MJPEGTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String

@@ -1,9 +1,10 @@
 import ParleyMedia
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyDevices
 
-@Suite("Camera pixel formats to I420")
+@Suite("Camera pixel formats to I420", .lane(.blocking))
 struct PixelFormatTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String

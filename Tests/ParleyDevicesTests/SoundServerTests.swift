@@ -1,6 +1,7 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Glibc
 /// Real microphones and speakers through a real sound server: a private headless PulseAudio, reached by the probe
 /// through ALSA's `default` device and the pulse plugin, exactly like a desktop. Serialized: each test runs its own
 /// server, and the timing checks should not compete with each other for two cores.
-@Suite(.serialized) struct SoundServerTests {
+@Suite(.serialized, .lane(.realTime)) struct SoundServerTests {
     @Test func startsWithItsSinksAndStopsWithoutTrace() async throws {
         var server: SoundServer? = try await SoundServer.start()
         let directory = try #require(server?.runtimeDirectory)

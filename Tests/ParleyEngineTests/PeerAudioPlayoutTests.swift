@@ -1,4 +1,5 @@
 import ParleyMedia
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -173,7 +174,7 @@ struct PlayoutSimulation {
     }
 }
 
-@Suite struct PeerAudioPlayoutTests {
+@Suite(.lane(.simulations)) struct PeerAudioPlayoutTests {
     // 31 minutes of device time with the sender's clock 200 ppm fast or slow: 372 ms of drift in total, which
     // without compensation the jitter buffer would absorb by dropping or holding a packet about every 100 s.
     // Markers at sender minute 1 and minute 30 time the real delay from the sender's timeline to the speaker.

@@ -1,3 +1,4 @@
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyMedia
@@ -53,7 +54,7 @@ func levelDB(_ samples: ArraySlice<Int16>, relativeTo reference: ArraySlice<Int1
     10 * log10(max(energy(samples), 1) / max(energy(reference), 1))
 }
 
-@Suite struct EchoCancellerTests {
+@Suite(.lane(.simulations)) struct EchoCancellerTests {
     static let seconds = 12.0
     /// The filter has had this long to learn the echo path before the output is judged.
     static let convergence = 48_000 * 3

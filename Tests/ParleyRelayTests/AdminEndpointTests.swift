@@ -7,6 +7,7 @@ import NIOHTTP1
 import NIOPosix
 import ParleyBus
 import ParleyStore
+import ParleyTestLanes
 import Synchronization
 import Testing
 
@@ -33,6 +34,7 @@ struct ScrapedMetrics {
 
 /// `/metrics` and `/healthz` without sockets: the metrics text from known counters, the measured store, the routes,
 /// the connection state machine, the health answers and the store probe.
+@Suite(.lane(.timing))
 struct AdminEndpointTests {
     static func counters(forwarded: Int, dropped: Int) -> RelayCounters {
         var counters = RelayCounters()

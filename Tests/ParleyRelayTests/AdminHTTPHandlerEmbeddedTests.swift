@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyRelay
@@ -9,7 +10,7 @@ import Testing
 /// The admin handler's served answers (`/healthz`, `/metrics`) in NIO's HTTP server pipeline, as `AdminServer` builds
 /// it. The endpoints answer from a task, so the channel is NIO's thread-safe testing channel and each answer is
 /// awaited (bounded by the suite's time limit). The refusals that need no endpoint are in AdminEndpointTests.
-@Suite(.timeLimit(.minutes(1))) struct AdminHTTPHandlerEmbeddedTests {
+@Suite(.timeLimit(.minutes(1)), .lane(.timing)) struct AdminHTTPHandlerEmbeddedTests {
     struct MetricsDown: Error, CustomStringConvertible {
         var description: String { "the relay's event loop is busy" }
     }

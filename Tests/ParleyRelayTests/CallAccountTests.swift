@@ -1,5 +1,6 @@
 import ParleyBytes
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -8,6 +9,7 @@ import Testing
 /// Accounts in calls, in the relay's state: a join that claims an account waits for the shell's check, and the
 /// answer decides whether the member is shown verified, joins as a guest told why, or is refused; open rooms'
 /// chat and activity go to the shell to keep, sealed and password rooms' never do.
+@Suite(.lane(.timing))
 struct CallAccountTests {
     func relay(keepsChat: Bool = true) -> Harness {
         var harness = Harness()

@@ -4,6 +4,7 @@ import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -14,7 +15,7 @@ import Testing
 /// Calls and messaging together, through a real relay with its SQLite store, real call engines (real codecs) and
 /// real messaging clients on loopback: a verified account in a call, "in a call" presence, and the room's chat kept
 /// as the room's channel (history for whoever joins later, posts from outside shown in the call).
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct CallChannelLoopbackTests {
     let folder = NSTemporaryDirectory() + "parley-call-channel-\(UUID().uuidString)"
 

@@ -1,10 +1,12 @@
 import Foundation
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyEngine
 
 /// The `--stats-file` document and the bot's `--stats` line: exact bytes, names that need escaping read back
 /// exactly, extra fields, atomic replacement, and clear errors naming the path.
+@Suite(.lane(.timing))
 struct CallStatisticsFileTests {
     func sample(peerName: String) -> CallStatistics {
         var stats = CallStatistics()

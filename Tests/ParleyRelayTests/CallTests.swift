@@ -3,6 +3,7 @@ import Logging
 import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -28,7 +29,7 @@ final class EventLog: Sendable {
 }
 
 /// Whole calls: the real relay, real engines with real codecs, on loopback.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct CallTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")

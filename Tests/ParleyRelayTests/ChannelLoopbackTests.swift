@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -10,7 +11,7 @@ import Testing
 @testable import ParleyRelay
 
 /// Channels, the conversation list, receipts and watched presence through a real relay and the real client.
-@Suite struct ChannelLoopbackTests {
+@Suite(.lane(.timing)) struct ChannelLoopbackTests {
     let folder = NSTemporaryDirectory() + "parley-channels-\(UUID().uuidString)"
 
     /// Everything a client heard live.

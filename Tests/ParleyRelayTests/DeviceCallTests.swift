@@ -3,6 +3,7 @@ import Logging
 import ParleyDevices
 import ParleyMedia
 import ParleyRoom
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -157,7 +158,7 @@ struct MissingCameras: CameraDeviceLayer {
 }
 
 /// Calls whose microphone and speaker are real engine paths over injected devices that fail on cue.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct DeviceCallTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")

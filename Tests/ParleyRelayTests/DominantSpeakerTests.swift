@@ -1,5 +1,6 @@
 import Foundation
 import ParleyMedia
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// The dominant speaker over level sequences recorded from real speech (Resources/media/speech.wav, measured as a
 /// sender measures it: 20 ms blocks through the voice activity detector) and from made-up sounds: coughs,
 /// back-channel "mm-hm"s, a noisy fan.
-@Suite("Dominant speaker")
+@Suite("Dominant speaker", .lane(.timing))
 struct DominantSpeakerTests {
     static let speechPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Resources/media/speech.wav").path
@@ -150,7 +151,7 @@ struct DominantSpeakerTests {
     }
 }
 
-@Suite("Simulcast layer choice")
+@Suite("Simulcast layer choice", .lane(.timing))
 struct LayerForwardingTests {
     static let layers: [VideoLayerSize?] = [
         VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),

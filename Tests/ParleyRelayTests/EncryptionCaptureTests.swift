@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 /// RTP stack (GStreamer's depayloaders and libvpx/libopus decoders, run as `gst-launch-1.0`) is fed the capture.
 /// The same call without encryption is the control: there the independent stack decodes the pictures and the tone
 /// and the chat line is in the recording, so the test shows it can see what it looks for.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct EncryptionCaptureTests {
     static let gstLaunch = "/usr/bin/gst-launch-1.0"
     static let chatLine = "the vault code is 8-1-4-7, tell nobody"

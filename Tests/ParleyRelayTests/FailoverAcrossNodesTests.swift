@@ -1,6 +1,7 @@
 import Logging
 import ParleyMedia
 import ParleyRoom
+import ParleyTestLanes
 import ParleyTestSupport
 import ParleyWire
 import Testing
@@ -10,7 +11,7 @@ import Testing
 
 /// A node of the cluster dies under a call (issue 49): two relays in this process, real engines, and the room screen
 /// each member would show (the reducer fed every event its engine reported).
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct FailoverAcrossNodesTests {
     func configuration(_ name: String, servers: [Int]) -> CallConfiguration {
         var logger = Logger(label: "test")

@@ -1,9 +1,10 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
-@Suite("Layers across nodes")
+@Suite("Layers across nodes", .lane(.timing))
 struct LayerNeedsTests {
     static let sizes = [
         VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),

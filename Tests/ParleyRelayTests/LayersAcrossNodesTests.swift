@@ -4,6 +4,7 @@ import ParleyMedia
 import ParleyRoom
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyTestSupport
 import ParleyWire
 import Synchronization
@@ -15,7 +16,7 @@ import Testing
 /// Three relays in this process sharing a room as a cluster's nodes do; real engines and codecs join through
 /// different nodes (the scenario is `LayersAcrossNodes`, run on `parley serve --database` nodes too by
 /// `ClusterProcessTests`).
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct LayersAcrossNodesTests {
     /// Alice sends three layers through node 0; bob watches through node 1 in a small tile, carol through node 2
     /// fullscreen. Each node's trunk from node 0 carries only the layer its viewer needs (the other is withheld, and

@@ -1,8 +1,10 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
+@Suite(.lane(.timing))
 struct MediaRouterTests {
     static let alice = MemberSSRCs(block: 0x100)
     static let bob = MemberSSRCs(block: 0x200)

@@ -5,6 +5,7 @@ import NIOEmbedded
 import NIOWebSocket
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 /// The messaging connection's handler on an embedded channel, beside its loopback tests: frames in, what the
 /// service answers out. The service answers from its own queue, so the channel is NIO's thread-safe testing channel
 /// and each answer is awaited (bounded by the suite's time limit, never a fixed wait).
-@Suite(.timeLimit(.minutes(1))) struct MessagingHandlerEmbeddedTests {
+@Suite(.timeLimit(.minutes(1)), .lane(.timing)) struct MessagingHandlerEmbeddedTests {
     /// A messaging service over a store in a folder of its own.
     final class Service {
         let folder = NSTemporaryDirectory() + "parley-messaging-embedded-\(getpid())-\(UUID().uuidString.prefix(8))"

@@ -1,12 +1,13 @@
 import Foundation
 import ParleyRelay
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 /// The messaging service's limits, each driven until it is hit on a real relay (set low so a test can reach them):
 /// the error names the limit, and what was allowed before still works.
-@Suite struct MessagingLimitTests {
+@Suite(.lane(.timing)) struct MessagingLimitTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-limits-\(UUID().uuidString)"
 
     func startRelay(_ adjust: (inout MessagingLimits) -> Void) async throws -> Relay {

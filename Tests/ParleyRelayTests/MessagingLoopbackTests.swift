@@ -1,6 +1,7 @@
 import Foundation
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -125,7 +126,7 @@ final class TestMessenger: Sendable {
     }
 }
 
-@Suite struct MessagingLoopbackTests {
+@Suite(.lane(.timing)) struct MessagingLoopbackTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-\(UUID().uuidString)"
 
     func startRelay() async throws -> Relay {
@@ -264,7 +265,7 @@ extension MessagingEvent {
     var errorCode: SignalingErrorCode? { if case .error(let error) = self { error.code } else { nil } }
 }
 
-@Suite struct MessagingLoginTimeoutTests {
+@Suite(.lane(.timing)) struct MessagingLoginTimeoutTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-timeout-\(UUID().uuidString)"
 
     @Test func aConnectionThatNeverLogsInIsToldWhyAndClosedWhileOneThatDidStays() async throws {
@@ -288,7 +289,7 @@ extension MessagingEvent {
     }
 }
 
-@Suite struct MessagingReadOnlyStoreTests {
+@Suite(.lane(.timing)) struct MessagingReadOnlyStoreTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-read-only-\(UUID().uuidString)"
 
     @Test func aReadOnlyStoreStillDeliversWhatItHoldsAndRefusesNewMessagesByName() async throws {
@@ -324,7 +325,7 @@ extension MessagingEvent {
     }
 }
 
-@Suite struct MessagingStoreTroubleTests {
+@Suite(.lane(.timing)) struct MessagingStoreTroubleTests {
     let folder = NSTemporaryDirectory() + "parley-messaging-full-\(UUID().uuidString)"
 
     @Test func aFullStoreRefusesSendsWithItsReasonAcknowledgesNothingAndKeepsWhatItHas() async throws {

@@ -2,13 +2,14 @@ import Foundation
 import ParleyBus
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
 /// Relay messaging's decisions, driven by hand: time, nonces and what the store answered are arguments.
-@Suite("Messaging state")
+@Suite("Messaging state", .lane(.timing))
 struct MessagingStateTests {
     static let alice = AccountIdentity.create(name: "alice")
     static let nonce = [UInt8](repeating: 7, count: 32)

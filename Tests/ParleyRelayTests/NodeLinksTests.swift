@@ -1,9 +1,10 @@
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyRelay
 
 /// What a node keeps about the members that joined through the cluster's other nodes.
-@Suite struct NodeLinksTests {
+@Suite(.lane(.timing)) struct NodeLinksTests {
     @Test("a room's media goes to a node while one of its members is in the room, and the last to leave says so")
     func theLastMemberOfANodeToLeaveARoomNamesIt() {
         var links = NodeLinks()

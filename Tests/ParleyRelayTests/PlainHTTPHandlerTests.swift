@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// The relay's answer to plain HTTP on its signaling port (a browser, a health check), on an `EmbeddedChannel` with
 /// NIO's HTTP server pipeline in front, as the relay sets it up before a WebSocket upgrade.
-@Suite struct PlainHTTPHandlerTests {
+@Suite(.lane(.timing)) struct PlainHTTPHandlerTests {
     /// What the relay answers a request that is not a WebSocket upgrade.
     static let body = "Parley relay: connect with a WebSocket (protocol version \(signalingProtocolVersion)).\n"
 

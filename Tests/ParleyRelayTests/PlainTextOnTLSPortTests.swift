@@ -1,5 +1,6 @@
 import NIOCore
 import NIOEmbedded
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// The relay's TLS port answers a plain HTTP request (a client started with `--insecure`) in plain words, and lets
 /// TLS through untouched.
-@Suite struct PlainTextOnTLSPortTests {
+@Suite(.lane(.timing)) struct PlainTextOnTLSPortTests {
     @Test func plainHTTPIsAnsweredAndClosedTLSGoesThrough() throws {
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: 7878)
         let plain = EmbeddedChannel(handler: PlainTextOnTLSPortHandler())

@@ -1,3 +1,4 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -5,6 +6,7 @@ import Testing
 
 /// Recording in the relay's state: everyone is told who records, the host (or the rooms file) may forbid it, a
 /// joiner learns both, and a recorder who leaves is no longer listed.
+@Suite(.lane(.timing))
 struct RecordingRelayTests {
     func relay(rooms: [String: ConfiguredRoom] = [:]) -> Harness {
         var harness = Harness()

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -10,7 +11,7 @@ import Glibc
 
 /// A relay that refuses a connection (full, at its descriptor budget) closes it at once. The client must say so in
 /// words, whether the close arrives in order (FIN) or as a reset because the upgrade request was still unread (RST).
-@Suite struct RefusedConnectionTests {
+@Suite(.lane(.timing)) struct RefusedConnectionTests {
     enum Close: String, CaseIterable, CustomTestStringConvertible {
         case orderly, reset
         var testDescription: String { rawValue }

@@ -1,9 +1,11 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
 /// The media routes of a client that rejoined while its earlier self lingers at the relay.
+@Suite(.lane(.timing))
 struct RejoinRoutingTests {
     @Test func rejoinedClientTakesItsAddressFromItsEarlierSelf() {
         var router = MediaRouter<String>()

@@ -1,9 +1,10 @@
 import NIOCore
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyRelay
 
-@Suite struct ConnectionAdmissionTests {
+@Suite(.lane(.timing)) struct ConnectionAdmissionTests {
     @Test("connections past the limit are refused and counted, with one log line a minute")
     func pastTheLimitIsRefusedAndLoggedOnceAMinute() {
         var admission = ConnectionAdmission()
@@ -20,7 +21,7 @@ import Testing
     }
 }
 
-@Suite struct RetransmissionTests {
+@Suite(.lane(.timing)) struct RetransmissionTests {
     @Test func heldPacketsAreResentAndTheRestNamed() {
         var retransmission = Retransmission(retention: .milliseconds(500))
         for sequence in UInt16(10)...12 {

@@ -4,6 +4,7 @@ import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 
 /// The relay's channel handlers on `EmbeddedChannel`s, beside their loopback tests: each frame or datagram written in
 /// and what the handler wrote out, on one thread, with no socket and no timing.
-@Suite struct RelayHandlerEmbeddedTests {
+@Suite(.lane(.timing)) struct RelayHandlerEmbeddedTests {
     /// A relay core on an embedded loop, its media socket an embedded channel.
     struct Relay {
         let loop = EmbeddedEventLoop()

@@ -1,4 +1,5 @@
 import Logging
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -16,6 +17,7 @@ extension Harness {
 }
 
 /// Every limit the relay enforces: a default, a refusal that names the limit and its option, a count.
+@Suite(.lane(.timing))
 struct RelayLimitsTests {
     func errors(to connection: ConnectionID, in actions: [RelayAction]) -> [String] {
         messages(to: connection, in: actions).compactMap {
@@ -350,7 +352,7 @@ final class CapturedLog: Sendable {
     }
 }
 
-@Suite struct RefusedBindLogTests {
+@Suite(.lane(.timing)) struct RefusedBindLogTests {
     @Test func aSprayOfBadBindsWritesOneLineThenItsCountWhenTheWindowEnds() async throws {
         let log = CapturedLog()
         var media = MediaLimits()

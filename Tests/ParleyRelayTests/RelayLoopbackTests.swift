@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import ParleyTestLanes
 import ParleyWire
 import Synchronization
 import Testing
@@ -10,7 +11,7 @@ import Testing
 @testable import ParleyRelay
 
 /// The real relay on loopback: real WebSockets, real UDP.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct RelayLoopbackTests {
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 

@@ -1,11 +1,13 @@
 import Foundation
 import Logging
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyRelay
 
 /// The relay's TCP connections before they become WebSockets: counted against `--max-connections` from accept, and
 /// closed when their handshake stalls.
+@Suite(.lane(.timing))
 struct RelaySocketBudgetTests {
     func startRelay(connections: Int, joinTimeout: Duration) async throws -> Relay {
         var logger = Logger(label: "test.relay")

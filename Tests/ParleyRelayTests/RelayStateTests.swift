@@ -1,3 +1,4 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -64,6 +65,7 @@ func errorAnswer(to connection: ConnectionID, in actions: [RelayAction]) -> Sign
     return nil
 }
 
+@Suite(.lane(.timing))
 struct RelayStateTests {
     @Test func joinAnswersWithMembersAndCredentialsAndTellsTheOthers() throws {
         var relay = Harness()
@@ -271,6 +273,7 @@ struct RelayStateTests {
     }
 }
 
+@Suite(.lane(.timing))
 struct RelayResumeTests {
     /// Alice and Bob in "standup"; returns Alice's joined answer.
     func twoMembers(_ relay: inout Harness) -> JoinedRoom? {

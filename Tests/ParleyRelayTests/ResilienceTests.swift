@@ -3,6 +3,7 @@ import Logging
 import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 
 /// Calls on a bad network and with bad peers: the real relay, real engines with real codecs, real sockets on
 /// loopback. Serialized so the CPU-bound media of one test does not starve another's timers.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct ResilienceTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")
@@ -624,16 +625,20 @@ struct ResilienceTests {
         #expect(try await server.exit().status == 0)
     }
 
-    // MARK: - Lossy network (`make test` runs this one on its own, so its threads keep time)
+}
+
+/// A call over a link that loses 5 % each way, in a lane of its own so its threads keep time.
+@Suite(.lane(.lossy)) struct LossyCallTests {
+    let calls = ResilienceTests()
 
     @Test func callSurvivesFivePercentLossBothWays() async throws {
-        let relay = try await startRelay()
+        let relay = try await calls.startRelay()
         let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 5, seed: 0x5EED)
-        var lossy = configuration("alice", port: relay.signalingPort)
+        var lossy = calls.configuration("alice", port: relay.signalingPort)
         lossy.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: proxy.port)
-        let (alice, _, aliceTask) = try startEngine(lossy)
-        let (bob, _, bobTask) = try startEngine(configuration("bob", port: relay.signalingPort))
-        #expect(await allDecode([alice, bob], peers: 1, frames: 10))
+        let (alice, _, aliceTask) = try calls.startEngine(lossy)
+        let (bob, _, bobTask) = try calls.startEngine(calls.configuration("bob", port: relay.signalingPort))
+        #expect(await calls.allDecode([alice, bob], peers: 1, frames: 10))
 
         let start = ContinuousClock.now
         let aliceBefore = await alice.statistics()
@@ -676,7 +681,7 @@ struct ResilienceTests {
             "planned \(aliceAfter.audioPlannedLossPercent) % and \(bobAfter.audioPlannedLossPercent) %")
 
         // The engines kept real time: each sent an Opus packet for (nearly) every 20 ms of the wall clock. This test
-        // runs on its own (`make test` gives it a quiet machine), so a miss here is a real fault, not noise.
+        // runs in a lane of its own (a quiet machine), so a miss here is a real fault, not noise.
         let audioSent = min(
             aliceAfter.audioPacketsSent - aliceBefore.audioPacketsSent,
             bobAfter.audioPacketsSent - bobBefore.audioPacketsSent)
@@ -728,7 +733,7 @@ struct ResilienceTests {
 }
 
 /// What the relay keeps for a member, and what a client lets reach its decoder.
-@Suite struct RelayLeakTests {
+@Suite(.lane(.timing)) struct RelayLeakTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")
         logger.logLevel = .critical

@@ -4,6 +4,7 @@ import ParleyBus
 import ParleyMedia
 import ParleyRoom
 import ParleyStore
+import ParleyTestLanes
 import ParleyTestSupport
 import ParleyWire
 import Synchronization
@@ -89,6 +90,7 @@ struct NodesOnABus {
 
 /// One host for a room across nodes, and the host's commands (`/allow`, `/remove`, `/readmit`, `/norecord`)
 /// and everyone's recording reaching members wherever they joined.
+@Suite(.lane(.timing))
 struct RolesAcrossNodesTests {
     @Test(
         "every command travels the bus and back unchanged",
@@ -378,7 +380,7 @@ struct RolesAcrossNodesTests {
 
 /// The same through three relays in this process and real engines: the host's commands reach members on other
 /// nodes, whose engines see them as in a call on one relay.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct HostAcrossNodesCallTests {
     func configuration(_ name: String, port: Int, role: Role) -> CallConfiguration {
         var logger = Logger(label: "test")

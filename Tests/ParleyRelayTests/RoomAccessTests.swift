@@ -1,5 +1,6 @@
 import ParleyBytes
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -7,6 +8,7 @@ import Testing
 
 /// Room access in the relay's state: passwords proven by challenge and response, the host, the stage, removal,
 /// unique names and one encryption mode per room.
+@Suite(.lane(.timing))
 struct RoomAccessTests {
     static let verifier = RoomPassword.verifier(password: "open sesame", room: "standup")
 
@@ -306,6 +308,7 @@ struct RoomAccessTests {
 }
 
 /// The operator's rooms file.
+@Suite(.lane(.timing))
 struct RoomsFileTests {
     @Test func roomsWithPasswordsVerifiersAndStages() throws {
         let verifier = String(repeating: "ab", count: 32)

@@ -1,6 +1,7 @@
 import ParleyBus
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -8,6 +9,7 @@ import Testing
 
 /// A room spanning nodes, as one node's state sees it: its own members announced on the bus, the other nodes'
 /// taken in (each with the id every node gives it), and the room forgotten when its own members are gone.
+@Suite(.lane(.timing))
 struct RoomAcrossNodesTests {
     func spanning() -> Harness {
         var relay = Harness()

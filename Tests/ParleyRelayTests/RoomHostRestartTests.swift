@@ -1,10 +1,12 @@
 import Foundation
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
 /// The host role across a relay restart: it goes back to whoever held it, not to whoever reconnects first.
+@Suite(.lane(.timing))
 struct RoomHostRestartTests {
     /// Alice hosts "standup" with bob in it; returns the relay's kept hosts and each one's resume token.
     func before() throws -> (hosts: [String: RoomHostRecord], alice: ResumeToken, bob: ResumeToken) {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleyRoom
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 @testable import ParleyRelay
 
 /// Simulcast and the dominant speaker through the real relay, with real engines and codecs on loopback.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.processes))
 struct SimulcastCallTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")

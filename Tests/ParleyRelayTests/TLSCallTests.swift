@@ -3,6 +3,7 @@ import Logging
 import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 @testable import ParleyRelay
 
 /// Signaling over TLS on loopback: the real relay with a self-signed certificate, real engines that pin it.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct TLSCallTests {
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")

@@ -1,11 +1,13 @@
 import ParleySecurity
 import ParleyStore
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyRelay
 
 /// The trunks between nodes as one node keeps them: hellos due, accepted, answered; media and control only from a
 /// node that proved the cluster secret, from where it proved it.
+@Suite(.lane(.timing))
 struct TrunkLinksTests {
     static let secret = try! ClusterSecret(bytes: Array("0123456789abcdef0123456789abcdef".utf8))
     static let wall: Int64 = 1_790_000_000_000

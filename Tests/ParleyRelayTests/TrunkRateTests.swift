@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleyRoom
+import ParleyTestLanes
 import ParleyTestSupport
 import ParleyWire
 import Testing
@@ -11,7 +12,7 @@ import Testing
 
 /// A trunk carries at most the sum of its members' rates: each member of another node is held to the rate a member
 /// is held to on the receiving node, whatever the sending node let through.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.timing))
 struct TrunkRateTests {
     /// Alice sends 600 kbit/s of video through node 0, which limits nobody; node 1 holds every member to 150 kbit/s.
     /// Bob, on node 1, gets no more of alice than that: node 1 drops the rest of what comes over the trunk and counts

@@ -1,10 +1,11 @@
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 @testable import ParleyRelay
 
 /// The relay's feedback about each member's uplink, driven with a manual clock.
-@Suite("Uplink feedback")
+@Suite("Uplink feedback", .lane(.timing))
 struct UplinkFeedbackTests {
     @Test("each member is told what arrived since its last feedback, the missing as lost, about its own stream")
     func feedbackPerMember() throws {

@@ -1,13 +1,14 @@
 import Foundation
 import Logging
 import ParleyRelay
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
 /// Frames over the WebSocket limits, on a real relay, for call signaling and messaging alike: the client is told
 /// why (when NIO has not already answered), then gets one close frame whose status says the same, and nothing
 /// after it.
-@Suite struct WebSocketLimitTests {
+@Suite(.lane(.timing)) struct WebSocketLimitTests {
     struct Case: CustomStringConvertible, Sendable {
         var name: String
         var bytes: [UInt8]

@@ -1,9 +1,11 @@
 import Foundation
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyStore
 
 /// Channels and the conversation list, the same on every backend.
+@Suite(.lane(.stores))
 struct ChannelStoreTests {
     func post(_ id: String, by sender: String, in channel: String = "team", text: String = "hi", at time: Int64 = 10)
         -> NewChannelPost

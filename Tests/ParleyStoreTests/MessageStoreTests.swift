@@ -1,11 +1,13 @@
 import Foundation
 import ParleyProcesses
 import ParleySecurity
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyStore
 
 /// The store's guarantees, the same for every backend: each test runs on SQLite and on PostgreSQL.
+@Suite(.lane(.stores))
 struct MessageStoreTests {
     func message(
         _ id: String, from sender: String = "alice", to recipient: String = "bob", at time: Int64 = 1,

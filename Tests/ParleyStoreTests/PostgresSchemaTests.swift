@@ -1,11 +1,13 @@
 import Foundation
 import Logging
+import ParleyTestLanes
 import PostgresNIO
 import Testing
 
 @testable import ParleyPostgres
 
 /// The migrations themselves, on the shared test PostgreSQL: all or nothing, once, and never past a newer schema.
+@Suite(.lane(.stores))
 struct PostgresSchemaTests {
     let logger = Logger(label: "parley.test.schema")
 

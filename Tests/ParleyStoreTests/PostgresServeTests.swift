@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import ParleyPostgres
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 import X509
 
@@ -11,7 +12,7 @@ import Glibc
 
 /// `parley serve --database …`, the real binary against the shared test PostgreSQL: several relays starting at once
 /// migrate once, and each way of failing at start is one line on standard error and a non-zero exit.
-@Suite(.serialized)
+@Suite(.serialized, .lane(.database))
 struct PostgresServeTests {
     /// Runs `parley ARGUMENTS` (through `env` when `environment` is given) to its end, off the test's thread.
     func parley(_ arguments: [String], environment: [String] = []) async throws -> ChildProcess.Result {

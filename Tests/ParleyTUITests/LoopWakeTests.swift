@@ -1,12 +1,14 @@
 import Foundation
 import ParleyMedia
 import ParleyRoom
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyTUI
 
 /// The draw loop's wake: readable after a signal, one byte however many signals, empty after a drain, and signalled
 /// by what the call's pictures and events go through.
+@Suite(.lane(.timing))
 struct LoopWakeTests {
     /// Whether the wake's descriptor is readable right now (poll without waiting).
     static func readable(_ wake: LoopWake) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyMedia
 import ParleyProcesses
+import ParleyTestLanes
 import ParleyTestSupport
 import Testing
 
@@ -192,7 +193,7 @@ extension PixelRaster {
     }
 }
 
-@Suite("Real terminals on a virtual X screen", .serialized)
+@Suite("Real terminals on a virtual X screen", .serialized, .lane(.processes))
 struct RealTerminalTests {
     /// The picture the probe's tile (20x5 cells from row 1) should show, at the terminal's cell size.
     static func expected(cell: CellPixelSize) -> PixelRaster {

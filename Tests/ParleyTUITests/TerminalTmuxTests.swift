@@ -1,10 +1,11 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 let restoredModes = "alt=0 cursor=1 mouse=0 keypad=0"
 
-@Suite("Terminal in a tmux pane", .enabled(if: TmuxPane.tmuxPath != nil, "tmux is not installed"))
+@Suite("Terminal in a tmux pane", .enabled(if: TmuxPane.tmuxPath != nil, "tmux is not installed"), .lane(.blocking))
 struct TerminalTmuxTests {
     /// Each cell of a `capture-pane -e` line as a viewer sees it: half blocks as their "top/bottom" colours (a
     /// picture cell may be sent as '▀' or as '▄' with its colours swapped, or in one colour as '█' on any

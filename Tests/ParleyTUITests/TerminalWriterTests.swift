@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Synchronization
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Terminal writer")
+@Suite("Terminal writer", .lane(.blocking))
 struct TerminalWriterTests {
     /// A pipe: (read end, write end).
     static func pipe() -> (Int32, Int32) {

@@ -1,10 +1,11 @@
 import Foundation
 import ParleyProcesses
+import ParleyTestLanes
 import Testing
 
 @testable import ParleyTUI
 
-@Suite("tmux client watch")
+@Suite("tmux client watch", .lane(.blocking))
 struct TmuxClientWatchTests {
     /// The answers tmux gives, one per question (the last one repeated), and how many questions came.
     final class Answers: @unchecked Sendable {
