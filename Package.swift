@@ -211,7 +211,8 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(
             name: "ParleyEngineTests",
-            dependencies: ["ParleyTestLanes", "ParleyEngine", "ParleyMedia", "ParleyWire", "ParleyBytes"]),
+            dependencies: ["ParleyTestLanes", "ParleyEngine", "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyBytes"]
+        ),
         .testTarget(name: "ParleyRoomTests", dependencies: ["ParleyRoom"]),
         .testTarget(
             name: "ParleyStoreTests",

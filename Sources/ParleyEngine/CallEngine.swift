@@ -139,9 +139,13 @@ final class EngineCore {
     ) {
         self.configuration = configuration
         signalingLink = SignalingLink(configuration: configuration)
-        media = MediaLink(sealer: configuration.encryption.map { MediaSealer(encryption: $0) })
+        let plan = VideoSender.plan(
+            profile: configuration.profile, simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile)
+        media = MediaLink(
+            sealer: configuration.encryption.map { MediaSealer(encryption: $0) },
+            startEstimate: VideoRateSteering.startEstimate(for: plan))
         controls = OwnControls(configuration: configuration)
-        ownVideo = OwnVideo(loop: videoLoop)
+        ownVideo = OwnVideo(loop: videoLoop, profile: configuration.profile)
         remote = RemoteMembers(opener: configuration.encryption.map { MediaOpener(encryption: $0) })
         self.devices = devices
         self.loop = loop
@@ -185,6 +189,7 @@ final class EngineCore {
         stats.videoKeyframesSent = ownVideo.sent.keyframesSent
         stats.videoPacketsSent = ownVideo.sent.packetsSent
         stats.videoBytesSent = ownVideo.sent.bytesSent
+        stats.videoTargetKbps = ownVideo.rate.fullLayerKbps
         stats.keyframeRequestsReceived = ownVideo.keyframeRequestsReceived
         stats.videoPacketsResent = ownVideo.resends.resent
         stats.datagramsFromStrangers = media.datagramsFromStrangers

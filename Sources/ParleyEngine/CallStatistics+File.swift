@@ -114,6 +114,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     /// feedback (or in a report from before it was sent).
     public var uplinkEstimateKbps: Int?
     public var uplinkEstimateReason: String?
+    /// The full layer's rate the encoder aims at (kbit/s); nil in a report from before it was written.
+    public var videoTargetKbps: Int?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -165,6 +167,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = stats.audioPlannedLossPercent
         uplinkEstimateKbps = stats.uplinkEstimateKbps
         uplinkEstimateReason = stats.uplinkEstimateReason
+        videoTargetKbps = stats.videoTargetKbps
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -193,7 +196,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
-            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason
+            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -229,6 +232,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = try fields.decode(Int.self, forKey: .audioPlannedLossPercent)
         uplinkEstimateKbps = try fields.decodeIfPresent(Int.self, forKey: .uplinkEstimateKbps)
         uplinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .uplinkEstimateReason)
+        videoTargetKbps = try fields.decodeIfPresent(Int.self, forKey: .videoTargetKbps)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -270,6 +274,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(audioPlannedLossPercent, forKey: .audioPlannedLossPercent)
         try fields.encodeIfPresent(uplinkEstimateKbps, forKey: .uplinkEstimateKbps)
         try fields.encodeIfPresent(uplinkEstimateReason, forKey: .uplinkEstimateReason)
+        try fields.encodeIfPresent(videoTargetKbps, forKey: .videoTargetKbps)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

@@ -74,6 +74,9 @@ public struct CallStatistics: Sendable {
     public var uplinkEstimateKbps: Int?
     /// Why the estimate is where it is ("climbing", "holding", "delay", "loss 12 %", "ceiling").
     public var uplinkEstimateReason: String?
+    /// The full layer's rate the encoder aims at (kbit/s): the profile's, or less when the uplink's estimate has no
+    /// room for it (the smaller layers get their share of it).
+    public var videoTargetKbps = 0
     /// Transport-wide feedback packets received from the relay.
     public var transportFeedbackReceived = 0
     /// Blocks of silence the speaker played because the mix did not come in time (a real speaker only).

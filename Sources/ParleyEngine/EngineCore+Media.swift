@@ -51,6 +51,9 @@ extension EngineCore {
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
         if let demand = ownVideo.layerDemand { sender.setActiveLayers(demand) }
+        if ownVideo.rate.setting != VideoRateSteering(profile: profile).setting {
+            sender.steer(fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize)
+        }
         ownVideo.sent = sender.snapshot
         ownVideo.generation += 1
         ownVideo.framesInFlight = 0
@@ -337,6 +340,10 @@ extension EngineCore {
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
         if media.feedbackReceived > 0 { info.uplinkKbps = media.uplink.target / 1_000 }
+        if ownVideo.rate.fullLayerKbps < configuration.profile.bitrateKbps {
+            info.heldToKbps = ownVideo.rate.fullLayerKbps
+            info.heldToSize = ownVideo.rate.fullLayerSize
+        }
         if sending, video.layerSizes.count == video.activeLayers.count {
             info.sentLayers = zip(video.layerSizes, video.activeLayers).filter(\.1).map {
                 VideoSize(width: $0.0.width, height: $0.0.height)

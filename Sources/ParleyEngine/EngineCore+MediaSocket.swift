@@ -157,7 +157,11 @@ extension EngineCore {
                 return
             }
             media.feedbackReceived += 1
-            media.uplink.feedback(feedback, at: now.milliseconds)
+            let estimate = media.uplink.feedback(feedback, at: now.milliseconds)
+            if let setting = ownVideo.rate.update(estimate: estimate, active: ownVideo.sent.activeLayers) {
+                let size = ownVideo.rate.fullLayerSize
+                onVideoThread { $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size) }
+            }
         case .senderReport(let report):
             guard let peer = remote.peer(sending: report.ssrc) else {
                 media.forgedFeedbackDropped += 1

@@ -44,12 +44,16 @@ struct MediaLink {
     var forgedFeedbackDropped = 0
     /// The uplink's estimate: every RTP packet sent carries a transport-wide sequence number, and the relay's
     /// feedback about their arrival feeds the estimate (docs/network.md).
-    var uplink = BandwidthEstimator()
+    var uplink: BandwidthEstimator
     /// Transport-wide feedback packets taken in.
     var feedbackReceived = 0
 
-    init(sealer: MediaSealer?) {
+    /// A socket yet to open; the estimate starts at `startEstimate` (bits a second).
+    init(sealer: MediaSealer?, startEstimate: Double) {
         self.sealer = sealer
+        uplink = BandwidthEstimator(
+            limits: BandwidthEstimator.Limits(
+                start: startEstimate, maximum: max(BandwidthEstimator.Limits().maximum, startEstimate)))
     }
 
     /// The socket is open and knows where the relay is.
@@ -105,9 +109,12 @@ struct OwnVideo {
     var resends = VideoResends()
     /// The relay's last word on which of our layers anybody receives (kept across a media restart).
     var layerDemand: [Bool]?
+    /// The encoder's rate within the uplink's estimate (kept across a media restart).
+    var rate: VideoRateSteering
 
-    init(loop: any EventLoop) {
+    init(loop: any EventLoop, profile: VideoProfile) {
         self.loop = loop
+        rate = VideoRateSteering(profile: profile)
     }
 }
 

@@ -148,6 +148,15 @@ final class VideoSender {
     /// The relay says which layers somebody receives; the rest pause (a resumed layer starts with a keyframe).
     func setActiveLayers(_ flags: [Bool]) { encoder.setActive(flags) }
 
+    /// The uplink's estimate moved: the full layer aims at `fullLayerKbps` in a picture of `size` (the profile's or
+    /// a half or quarter of it), the others at their share of the rate.
+    func steer(fullLayerKbps: Int, size: VideoSize) {
+        // Rates from `VideoRateSteering` are within 50 kbit/s and the profile's, sizes within the plan's full layer
+        // and 160x90: libvpx takes any of them.
+        try? encoder.setBitrate(kbps: fullLayerKbps)
+        try? encoder.resizeFullLayer(width: size.width, height: size.height)
+    }
+
     /// Moves to the next configured source; the next frame is a keyframe.
     func switchSource() {
         sourceIndex = (sourceIndex + 1) % sources.count

@@ -44,6 +44,27 @@ public struct SimulcastPlan: Sendable, Equatable {
         [kbps, max(50, kbps / 3), max(30, kbps / 10)][min(max(layer, 0), maxLayers - 1)]
     }
 
+    /// The least the full layer is set to however little room there is (the smaller layers keep their floors).
+    public static let leastFullLayerKbps = 50
+
+    /// The full layer's rate (at most `kbps`, the profile's) that makes the `active` layers' rates together fit
+    /// `budgetKbps`: the largest such, or `leastFullLayerKbps` when not even that fits.
+    public static func fullLayerKbps(fitting budgetKbps: Int, upTo kbps: Int, active: [Bool]) -> Int {
+        func total(_ full: Int) -> Int {
+            active.indices.reduce(0) { sum, layer in sum + (active[layer] ? layerKbps(full, layer: layer) : 0) }
+        }
+        let least = min(leastFullLayerKbps, kbps)
+        guard total(kbps) > budgetKbps else { return kbps }
+        guard total(least) <= budgetKbps else { return least }
+        // total(low) fits, total(high) does not; the total never falls as the full layer's rate rises.
+        var (low, high) = (least, kbps)
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if total(middle) <= budgetKbps { low = middle } else { high = middle }
+        }
+        return low
+    }
+
     /// The plan a call's camera is sent with: every layer, or (`simulcast` false) the full size alone.
     public static func forCall(
         width: Int, height: Int, kbps: Int, framesPerSecond: Int, simulcast: Bool,
@@ -100,6 +121,8 @@ public final class SimulcastEncoder {
         var picture = frame
         for index in 0...last {
             let config = encoders[index].config
+            // A full layer shrunk below the next one's size (`resizeFullLayer`): that one scales from the camera.
+            if picture.width < config.width || picture.height < config.height { picture = frame }
             if picture.width != config.width || picture.height != config.height {
                 picture = picture.scaled(width: config.width, height: config.height)
             }
@@ -108,6 +131,12 @@ public final class SimulcastEncoder {
             keyframeWanted[index] = false
         }
         return output
+    }
+
+    /// Encodes the full layer at `width`x`height`, at most its planned size (a keyframe follows a change): what a
+    /// link too narrow for the planned picture at any quality gets instead of a stalled one.
+    public func resizeFullLayer(width: Int, height: Int) throws {
+        try encoders[0].reconfigure(width: width, height: height)
     }
 
     /// Changes every layer's rate, the largest's to `kbps` and the others in the plan's proportions.

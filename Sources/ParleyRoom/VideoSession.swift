@@ -72,6 +72,11 @@ public struct MediaInfo: Hashable, Sendable {
     public var sentLayers: [VideoSize]? = nil
     /// The own uplink's estimate from the relay's feedback (kbit/s); nil for a remote member or before any.
     public var uplinkKbps: Double? = nil
+    /// The rate the own camera's full layer is held to because the uplink has no room for the profile's (kbit/s);
+    /// nil when it sends at the profile's rate, and for a remote member.
+    public var heldToKbps: Int? = nil
+    /// The picture the own camera's full layer is sent at while held (the profile's, or a half or quarter of it).
+    public var heldToSize: VideoSize? = nil
 
     /// Statistics; all zero by default.
     public init(

@@ -10,9 +10,9 @@ import Testing
     .enabled(if: NetworkLab.unavailableReason == nil, "\(NetworkLab.unavailableReason ?? "")"), .lane(.processes))
 struct NetworkLabTests {
     /// Two bots through a relay in the lab: alice's uplink is a 300 kbit/s token bucket (60 ms of queue) under the
-    /// ~700 kbit/s her camera and voice ask for, bob's link is clean.
-    @Test("a member on a narrow uplink sees it in its estimate; a member on a clean link does not")
-    func narrowUplinkIsEstimated() async throws {
+    /// ~900 kbit/s her camera's layers and voice ask for, bob's link is clean.
+    @Test("a member on a narrow uplink cuts her camera's rate to fit it, and the others keep seeing her")
+    func narrowUplinkIsEstimatedAndFitted() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
         let lab = try NetworkLab(tag: "up")
         defer { lab.tearDown() }
@@ -50,19 +50,27 @@ struct NetworkLabTests {
                 return report.mediaBound && (report.peers.first?.audioPackets ?? 0) > 20
             }
         }
-        // Bob's estimate climbs on his clean link; by then alice's is under her bucket's rate, saying why, and the
-        // bucket has been dropping what she sent past it.
-        let clean = try await poll(
-            "bob's uplink estimate climbing past 330 kbit/s on his clean link", timeout: .seconds(30),
-            { report("bob") }, until: { ($0?.uplinkEstimateKbps ?? 0) >= 330 })
-        #expect(clean?.uplinkEstimateReason?.hasPrefix("loss") == false)
-        let squeezed = try #require(report("alice"))
-        let kbps = try #require(squeezed.uplinkEstimateKbps, "alice has an estimate")
-        let reason = squeezed.uplinkEstimateReason ?? "none"
-        #expect(kbps <= 300, "alice's estimate \(kbps) kbit/s (\(reason)) is under her 300 kbit/s uplink")
+        // Alice's estimate falls under her bucket's rate, saying why, and her camera's rate follows it down.
+        let squeezed = try await poll(
+            "alice's estimate under her 300 kbit/s uplink and her camera's rate cut to fit", timeout: .seconds(20),
+            { report("alice") },
+            until: { ($0?.uplinkEstimateKbps ?? .max) <= 300 && ($0?.videoTargetKbps ?? .max) <= 250 })
+        let reason = squeezed?.uplinkEstimateReason ?? "none"
         #expect(reason.hasPrefix("loss") || reason == "delay rising" || reason == "holding", "why: \(reason)")
         #expect((try lab.uplinkDrops(of: alice) ?? 0) > 0, "the bucket dropped what alice sent past it")
         #expect(try lab.uplinkDrops(of: bob) == nil, "bob's uplink is not shaped")
+        // Bob's link is clean: his estimate stays at what he sends, his camera at the profile's rate.
+        let clean = try #require(report("bob"))
+        #expect(clean.uplinkEstimateReason?.hasPrefix("loss") == false)
+        #expect(clean.videoTargetKbps == 600, "bob's camera at the profile's 600 kbit/s")
+        // Bob keeps seeing alice: her frames, fewer bits each, get through her uplink and decode.
+        func aliceFramesAtBob() -> Int { report("bob")?.peers.first?.framesDecoded ?? 0 }
+        let before = aliceFramesAtBob()
+        let window = ContinuousClock.now
+        try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
+        let seconds = Double((ContinuousClock.now - window).components.seconds)
+        let fps = Double(aliceFramesAtBob() - before) / max(1, seconds)
+        #expect(fps >= 10, "bob decodes alice at \(fps) fps over her 300 kbit/s uplink")
     }
 
     @Test("a lab that cannot be made says which command failed")

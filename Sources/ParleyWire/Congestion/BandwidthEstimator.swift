@@ -56,10 +56,13 @@ struct AcknowledgedRate: Sendable {
         }
     }
 
-    /// Bits a second, nil until at least 100 ms of arrivals are known.
+    /// Bits a second, nil until half a window (250 ms) of arrivals is known: over less, the first feedback of a
+    /// call, a keyframe's burst over a quiet start weighs as much as the rest and the rate says little.
     var bitsPerSecond: Double? {
-        guard let first = arrivals.first, let last = arrivals.last, last.at - first.at >= 100 else { return nil }
-        return Double(bytes * 8) * 1_000 / max(last.at - first.at, Self.window / 2)
+        guard let first = arrivals.first, let last = arrivals.last, last.at - first.at >= Self.window / 2 else {
+            return nil
+        }
+        return Double(bytes * 8) * 1_000 / (last.at - first.at)
     }
 }
 
@@ -159,9 +162,14 @@ public struct BandwidthEstimator: Sendable {
         switch delay.usage {
         case .overusing:
             state = .decrease
-            guard let acked, lastDecrease.map({ now - $0 >= roundTrip }) ?? true else { return }
-            delayBased = min(delayBased, 0.85 * acked)
-            capacity = capacity.map { 0.95 * $0 + 0.05 * acked } ?? acked
+            guard lastDecrease.map({ now - $0 >= roundTrip }) ?? true else { return }
+            if let acked {
+                delayBased = min(delayBased, 0.85 * acked)
+                capacity = capacity.map { 0.95 * $0 + 0.05 * acked } ?? acked
+            } else {
+                // Too early to know what gets through: down from where it is, without noting a capacity.
+                delayBased *= 0.85
+            }
             lastDecrease = now
             lastIncrease = nil
         case .underusing:
