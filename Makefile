@@ -11,9 +11,9 @@ BENCH_BIN   := .build/release/parley-bench
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
 # PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
 # the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with;
-# iproute2's ip and tc make the network lab's namespaces and shape its links).
+# iproute2's ip and tc make the network lab's namespaces and shape its links, nftables loses its packets).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
-                postgresql iproute2 \
+                postgresql iproute2 nftables \
                 portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \

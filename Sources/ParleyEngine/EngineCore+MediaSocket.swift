@@ -158,7 +158,9 @@ extension EngineCore {
             }
             media.feedbackReceived += 1
             let estimate = media.uplink.feedback(feedback, at: now.milliseconds)
-            if let setting = ownVideo.rate.update(estimate: estimate, active: ownVideo.sent.activeLayers) {
+            if let setting = ownVideo.rate.update(
+                estimate: estimate, loss: media.uplink.loss, active: ownVideo.sent.activeLayers)
+            {
                 let size = ownVideo.rate.fullLayerSize
                 onVideoThread { $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size) }
             }

@@ -5,8 +5,10 @@ import ParleyRoom
 /// the voice has its share goes to the video layers being sent, the full layer at most at the profile's rate and the
 /// others in the plan's proportions. A change of less than 5 % is not passed on (the encoder's rate control would
 /// only churn), except back up to the profile's rate. A full layer whose rate is too low for its picture at any
-/// quality (VP8 at 640x360 cannot go under about 330 kbit/s: `VideoRateSteeringTests`) is sent at half or a quarter
-/// of the size instead, so it keeps its frame rate.
+/// quality (VP8 at 640x360 cannot go under about 330 kbit/s: docs/network.md) is sent at half or a quarter of the
+/// size instead, so it keeps its frame rate; but only while the link loses packets: delay alone also rises on a busy
+/// machine with an idle link (a call's three engines and relay in one test process), and a smaller picture is the
+/// costlier mistake.
 struct VideoRateSteering: Sendable, Equatable {
     /// What the encoder is told.
     struct Setting: Sendable, Equatable {
@@ -27,6 +29,8 @@ struct VideoRateSteering: Sendable, Equatable {
     /// A larger picture comes back only when its least rate is met with this much to spare (each change costs a
     /// keyframe).
     static let growthMargin = 1.25
+    /// The loss (a fraction of the packets of the estimate's last interval) from which a picture may shrink.
+    static let shrinkingLoss = 0.02
 
     /// The profile the camera is sent at when the link allows.
     let profile: VideoProfile
@@ -55,7 +59,8 @@ struct VideoRateSteering: Sendable, Equatable {
 
     /// The divisor of the profile's picture for a full layer at `kbps`: the largest picture (at least 160x90) whose
     /// least rate it meets, with `growthMargin` to spare for one larger than the picture now; the smallest when none.
-    func divisor(for kbps: Int) -> Int {
+    /// Without `loss` of at least `shrinkingLoss`, never a smaller picture than now.
+    func divisor(for kbps: Int, loss: Double) -> Int {
         let candidates = [1, 2, 4].filter {
             $0 == 1
                 || (profile.width / $0 >= SimulcastPlan.smallestLayer.width
@@ -64,20 +69,20 @@ struct VideoRateSteering: Sendable, Equatable {
         for divisor in candidates {
             let pixels = Double((profile.width / divisor) * (profile.height / divisor) * profile.fps)
             let least = pixels * Self.leastBitsPerPixel / 1_000 * (divisor < setting.divisor ? Self.growthMargin : 1)
-            if Double(kbps) >= least { return divisor }
+            if Double(kbps) >= least { return loss >= Self.shrinkingLoss ? divisor : min(divisor, setting.divisor) }
         }
-        return candidates[candidates.count - 1]
+        return loss >= Self.shrinkingLoss ? candidates[candidates.count - 1] : setting.divisor
     }
 
-    /// Takes a new estimate (bits a second) with the layers being sent now; returns what the encoder should be told
-    /// when it changes, nil when it stays.
-    mutating func update(estimate: Double, active: [Bool]) -> Setting? {
+    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) with the layers being sent now;
+    /// returns what the encoder should be told when it changes, nil when it stays.
+    mutating func update(estimate: Double, loss: Double, active: [Bool]) -> Setting? {
         let budget = Int(((estimate / 1_000 - Self.audioReserveKbps) * Self.videoShare).rounded(.down))
         var kbps = SimulcastPlan.fullLayerKbps(fitting: budget, upTo: profile.bitrateKbps, active: active)
         if kbps != profile.bitrateKbps, abs(kbps - setting.fullLayerKbps) * 20 <= setting.fullLayerKbps {
             kbps = setting.fullLayerKbps
         }
-        let next = Setting(fullLayerKbps: kbps, divisor: divisor(for: kbps))
+        let next = Setting(fullLayerKbps: kbps, divisor: divisor(for: kbps, loss: loss))
         guard next != setting else { return nil }
         setting = next
         return next

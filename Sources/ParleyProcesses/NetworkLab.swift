@@ -11,16 +11,24 @@ public struct NetworkLabError: Error, CustomStringConvertible {
 /// never routed anywhere: member `i` is 198.18.i.2, the relay's end of its link 198.18.i.1. Capacity and queue come
 /// from `tc` token buckets (this kernel has no netem). Everything the lab made goes in `tearDown`, also on deinit.
 public final class NetworkLab: @unchecked Sendable {
-    /// One member's link to the relay: capacity each way (nil: not shaped) and the longest a packet may queue.
+    /// One member's link to the relay: capacity each way (nil: not shaped), the longest a packet may queue, and the
+    /// share of packets lost at random each way (0...100 per cent, every packet drawn on its own).
     public struct Link: Sendable, Equatable {
         public var uplinkKbps: Int?
         public var downlinkKbps: Int?
         public var queue: Duration
+        public var uplinkLossPercent: Int
+        public var downlinkLossPercent: Int
 
-        public init(uplinkKbps: Int? = nil, downlinkKbps: Int? = nil, queue: Duration = .milliseconds(60)) {
+        public init(
+            uplinkKbps: Int? = nil, downlinkKbps: Int? = nil, queue: Duration = .milliseconds(60),
+            uplinkLossPercent: Int = 0, downlinkLossPercent: Int = 0
+        ) {
             self.uplinkKbps = uplinkKbps
             self.downlinkKbps = downlinkKbps
             self.queue = queue
+            self.uplinkLossPercent = uplinkLossPercent
+            self.downlinkLossPercent = downlinkLossPercent
         }
 
         /// No shaping either way.
@@ -36,17 +44,19 @@ public final class NetworkLab: @unchecked Sendable {
         public var relayAddress: String
     }
 
-    /// Why the lab cannot run here, or nil when it can (root, `ip` and `tc` present).
+    /// Why the lab cannot run here, or nil when it can (root, `ip`, `tc` and `nft` present).
     public static var unavailableReason: String? {
         guard getuid() == 0 else { return "network namespaces need root (CI runs as root)" }
-        for tool in [ip, tc] where !FileManager.default.isExecutableFile(atPath: tool) {
-            return "\(tool) is missing (Debian's iproute2)"
+        for (tool, package) in [(ip, "iproute2"), (tc, "iproute2"), (nft, "nftables")]
+        where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "\(tool) is missing (Debian's \(package); `make test` installs it)"
         }
         return nil
     }
 
     static let ip = "/usr/sbin/ip"
     static let tc = "/usr/sbin/tc"
+    static let nft = "/usr/sbin/nft"
 
     /// The prefix of everything this lab names (namespaces, interfaces), unique per process and lab.
     public let tag: String
@@ -86,6 +96,10 @@ public final class NetworkLab: @unchecked Sendable {
         // Each side shapes what it sends: the member's end is its uplink, the relay's end its downlink.
         if let kbps = link.uplinkKbps { try shape(memberSide, in: namespace, kbps: kbps, queue: link.queue) }
         if let kbps = link.downlinkKbps { try shape(relaySide, in: relayNamespace, kbps: kbps, queue: link.queue) }
+        // Loss by nftables where packets arrive (this kernel has no netem): a packet dropped on its way out would
+        // fail the sender's `sendmsg` with EPERM instead of vanishing on the wire.
+        try lose(link.uplinkLossPercent, arriving: relaySide, in: relayNamespace)
+        try lose(link.downlinkLossPercent, arriving: memberSide, in: namespace)
         members.append(member)
         return member
     }
@@ -107,6 +121,28 @@ public final class NetworkLab: @unchecked Sendable {
             let range = result.output.range(of: #"dropped (\d+)"#, options: .regularExpression)
         else { return nil }
         return Int(result.output[range].split(separator: " ")[1])
+    }
+
+    /// Packets lost at random so far on `member`'s link, each way (zero where the link loses nothing).
+    public func randomLosses(of member: Member) throws -> (uplink: Int, downlink: Int) {
+        guard let position = members.firstIndex(of: member) else {
+            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
+        }
+        func dropped(arriving interface: String, in namespace: String) throws -> Int {
+            let result = try ChildProcess.run(
+                Self.ip, ["netns", "exec", namespace, Self.nft, "list", "table", "inet", "lab"], timeout: .seconds(10))
+            guard result.status == 0 else { return 0 }
+            for line in result.output.split(separator: "\n") where line.contains("\"\(interface)\"") {
+                guard let range = line.range(of: #"packets (\d+)"#, options: .regularExpression) else { continue }
+                return Int(line[range].split(separator: " ")[1]) ?? 0
+            }
+            return 0
+        }
+        let index = position + 1
+        return (
+            try dropped(arriving: "\(tag)b\(index)", in: relayNamespace),
+            try dropped(arriving: "\(tag)a\(index)", in: member.namespace)
+        )
     }
 
     /// Removes every namespace the lab made (their interfaces and shaping go with them). Safe to call twice.
@@ -136,6 +172,29 @@ public final class NetworkLab: @unchecked Sendable {
             [
                 "-n", namespace, "qdisc", "add", "dev", interface, "root", "tbf", "rate", "\(kbps)kbit", "burst",
                 "\(burst)", "latency", "\(milliseconds)ms",
+            ])
+    }
+
+    /// Drops `percent` of the packets arriving on `interface`, each drawn on its own (`numgen random`), counted.
+    private func lose(_ percent: Int, arriving interface: String, in namespace: String) throws {
+        guard percent > 0 else { return }
+        guard percent <= 100 else {
+            throw NetworkLabError(description: "a link loses at most 100 % of its packets, not \(percent) %")
+        }
+        let nft = [Self.nft]
+        // `add` of a table or chain that exists is no error: the relay's namespace holds every member's rule.
+        try run(Self.ip, ["netns", "exec", namespace] + nft + ["add", "table", "inet", "lab"])
+        try run(
+            Self.ip,
+            ["netns", "exec", namespace] + nft + [
+                "add", "chain", "inet", "lab", "in", "{", "type", "filter", "hook", "prerouting", "priority", "0",
+                ";", "}",
+            ])
+        try run(
+            Self.ip,
+            ["netns", "exec", namespace] + nft + [
+                "add", "rule", "inet", "lab", "in", "iifname", interface, "numgen", "random", "mod", "100", "<",
+                "\(percent)", "counter", "drop",
             ])
     }
 

@@ -18,38 +18,10 @@ struct NetworkLabTests {
         defer { lab.tearDown() }
         let alice = try lab.addMember("alice", link: NetworkLab.Link(uplinkKbps: 300))
         let bob = try lab.addMember("bob")
-        let folder = NSTemporaryDirectory() + "parley-lab-\(getpid())"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-
-        let (relayPath, relayArguments) = lab.command(
-            in: lab.relayNamespace, parley,
-            ["serve", "--host", "0.0.0.0", "--port", "7878", "--insecure", "--state-dir", folder])
-        let relay = try BackgroundProcess(relayPath, relayArguments, outputPath: "\(folder)/relay.log")
-        defer { relay.stop() }
-        try await relay.output(containing: "relay listening", within: .seconds(10))
-
-        var bots: [BackgroundProcess] = []
-        defer { for bot in bots { bot.stop() } }
-        for member in [alice, bob] {
-            let (path, arguments) = lab.command(
-                in: member.namespace, parley,
-                [
-                    "bot", "standup", "--server", "\(member.relayAddress):7878", "--insecure", "--name", member.name,
-                    "--profile", "640x360", "--duration", "40", "--stats-file", "\(folder)/\(member.name).json",
-                ])
-            bots.append(try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log"))
-        }
-        func report(_ name: String) -> CallStatisticsReport? {
-            try? CallStatisticsFile(path: "\(folder)/\(name).json").read()
-        }
-        // Both are in the call first, media bound over the lab's links, each receiving the other.
-        try await waitUntil("alice and bob bound and receiving each other's audio", timeout: .seconds(15)) {
-            [alice, bob].allSatisfy { member in
-                guard let report = report(member.name) else { return false }
-                return report.mediaBound && (report.peers.first?.audioPackets ?? 0) > 20
-            }
-        }
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "up")
+        defer { call.stop() }
+        func report(_ name: String) -> CallStatisticsReport? { call.report(name) }
+        try await call.waitUntilBound()
         // Alice's estimate falls under her bucket's rate, saying why, and her camera's rate follows it down.
         let squeezed = try await poll(
             "alice's estimate under her 300 kbit/s uplink and her camera's rate cut to fit", timeout: .seconds(20),
@@ -64,13 +36,41 @@ struct NetworkLabTests {
         #expect(clean.uplinkEstimateReason?.hasPrefix("loss") == false)
         #expect(clean.videoTargetKbps == 600, "bob's camera at the profile's 600 kbit/s")
         // Bob keeps seeing alice: her frames, fewer bits each, get through her uplink and decode.
-        func aliceFramesAtBob() -> Int { report("bob")?.peers.first?.framesDecoded ?? 0 }
+        func aliceFramesAtBob() -> Int { call.framesDecoded(by: "bob") }
         let before = aliceFramesAtBob()
         let window = ContinuousClock.now
         try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
         let seconds = Double((ContinuousClock.now - window).components.seconds)
         let fps = Double(aliceFramesAtBob() - before) / max(1, seconds)
         #expect(fps >= 10, "bob decodes alice at \(fps) fps over her 300 kbit/s uplink")
+    }
+
+    /// Alice's link loses 5 % of the packets each way at random (nftables), bob's is clean.
+    @Test("a call over a link that loses 5 % each way keeps its pictures, repaired")
+    func randomLossIsRepaired() async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let lab = try NetworkLab(tag: "loss")
+        defer { lab.tearDown() }
+        let alice = try lab.addMember("alice", link: NetworkLab.Link(uplinkLossPercent: 5, downlinkLossPercent: 5))
+        let bob = try lab.addMember("bob")
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "loss")
+        defer { call.stop() }
+        try await call.waitUntilBound()
+        let frames = [alice, bob].map { call.framesDecoded(by: $0.name) }
+        let window = ContinuousClock.now
+        try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
+        let seconds = max(1, Double((ContinuousClock.now - window).components.seconds))
+        for (member, before) in zip([alice, bob], frames) {
+            let fps = Double(call.framesDecoded(by: member.name) - before) / seconds
+            #expect(fps >= 20, "\(member.name) decodes the other at \(fps) fps through alice's lossy link")
+        }
+        let losses = try lab.randomLosses(of: alice)
+        #expect(losses.uplink > 0 && losses.downlink > 0, "the link really lost packets: \(losses)")
+        let bobsLosses = try lab.randomLosses(of: bob)
+        #expect(bobsLosses.uplink == 0 && bobsLosses.downlink == 0, "bob's link loses nothing")
+        let bobsView = try #require(call.report("bob")?.peers.first)
+        #expect(bobsView.nacksSent > 0, "bob asked for what alice's uplink lost")
+        #expect(bobsView.decodeErrors == 0)
     }
 
     @Test("a lab that cannot be made says which command failed")
@@ -80,5 +80,58 @@ struct NetworkLabTests {
         #expect(throws: NetworkLabError.self) {
             try lab.addMember("alice", link: NetworkLab.Link(uplinkKbps: 0))
         }
+    }
+}
+
+/// A relay and `parley bot`s at 640x360 in a lab, each with a statistics file.
+struct LabCall {
+    let folder: String
+    let names: [String]
+    let relay: BackgroundProcess
+    let bots: [BackgroundProcess]
+
+    static func start(_ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String) async throws
+        -> LabCall
+    {
+        let folder = NSTemporaryDirectory() + "parley-lab-\(tag)-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let (relayPath, relayArguments) = lab.command(
+            in: lab.relayNamespace, parley,
+            ["serve", "--host", "0.0.0.0", "--port", "7878", "--insecure", "--state-dir", folder])
+        let relay = try BackgroundProcess(relayPath, relayArguments, outputPath: "\(folder)/relay.log")
+        try await relay.output(containing: "relay listening", within: .seconds(10))
+        let bots = try members.map { member in
+            let (path, arguments) = lab.command(
+                in: member.namespace, parley,
+                [
+                    "bot", "standup", "--server", "\(member.relayAddress):7878", "--insecure", "--name", member.name,
+                    "--profile", "640x360", "--duration", "40", "--stats-file", "\(folder)/\(member.name).json",
+                ])
+            return try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log")
+        }
+        return LabCall(folder: folder, names: members.map(\.name), relay: relay, bots: bots)
+    }
+
+    func report(_ name: String) -> CallStatisticsReport? {
+        try? CallStatisticsFile(path: "\(folder)/\(name).json").read()
+    }
+
+    /// Frames `name` decoded of its first peer so far.
+    func framesDecoded(by name: String) -> Int { report(name)?.peers.first?.framesDecoded ?? 0 }
+
+    /// Every bot in the call, media bound, receiving the others' audio.
+    func waitUntilBound() async throws {
+        try await waitUntil("\(names.joined(separator: " and ")) bound and receiving audio", timeout: .seconds(15)) {
+            names.allSatisfy { name in
+                guard let report = report(name) else { return false }
+                return report.mediaBound && (report.peers.first?.audioPackets ?? 0) > 20
+            }
+        }
+    }
+
+    func stop() {
+        for bot in bots { bot.stop() }
+        relay.stop()
+        try? FileManager.default.removeItem(atPath: folder)
     }
 }

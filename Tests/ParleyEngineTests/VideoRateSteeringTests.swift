@@ -40,6 +40,8 @@ import Testing
         /// Estimates (kbit/s) in order, and what the encoder is told after each: the full layer's rate and the
         /// divisor of its picture (nil: nothing changes).
         var steps: [(estimate: Double, set: (kbps: Int, divisor: Int)?)]
+        /// The loss the estimate saw, the same at every step.
+        var loss = 0.05
         var testDescription: String { label }
     }
 
@@ -57,12 +59,15 @@ import Testing
         StepRow(
             label: "the full picture comes back only with a quarter to spare over its least rate (519 kbit/s)",
             steps: [(700, (386, 2)), (800, (445, 2)), (850, (475, 2)), (950, (534, 1))]),
+        StepRow(
+            label: "without loss the rate follows the estimate, the picture keeps its size",
+            steps: [(300, (132, 1)), (1_000, (563, 1))], loss: 0),
     ]
 
     @Test(arguments: stepRows) func steering(_ row: StepRow) {
         var steering = VideoRateSteering(profile: .standard)
         for step in row.steps {
-            let told = steering.update(estimate: step.estimate * 1_000, active: [true, true, true])
+            let told = steering.update(estimate: step.estimate * 1_000, loss: row.loss, active: [true, true, true])
             #expect(told?.fullLayerKbps == step.set?.kbps, "estimate \(step.estimate) kbit/s")
             #expect(told?.divisor == step.set?.divisor, "estimate \(step.estimate) kbit/s")
         }
@@ -70,11 +75,11 @@ import Testing
 
     @Test func theFullLayersPictureIsTheProfilesDivided() {
         var steering = VideoRateSteering(profile: .standard)
-        _ = steering.update(estimate: 300_000, active: [true, true, true])
+        _ = steering.update(estimate: 300_000, loss: 0.1, active: [true, true, true])
         #expect(steering.fullLayerSize == VideoSize(width: 320, height: 180))
         // A profile whose half is under 160x90 keeps its size however little room there is.
         var small = VideoRateSteering(profile: VideoProfile.all[0])
-        _ = small.update(estimate: 30_000, active: [true])
+        _ = small.update(estimate: 30_000, loss: 0.1, active: [true])
         #expect(small.fullLayerSize == VideoSize(width: 160, height: 120))
     }
 
@@ -83,7 +88,7 @@ import Testing
         let start = VideoRateSteering.startEstimate(for: plan)
         #expect(abs(start - (860 / 0.85 + 50) * 1_000) < 1)
         var steering = VideoRateSteering(profile: .standard)
-        #expect(steering.update(estimate: start, active: [true, true, true]) == nil)
+        #expect(steering.update(estimate: start, loss: 0, active: [true, true, true]) == nil)
         #expect(steering.fullLayerKbps == 600)
     }
 }

@@ -49,7 +49,7 @@ struct CallStatisticsFileTests {
                 "speakerDropped":0,"speakerUnderruns":0,\
                 "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesDroppedBusy":0,"videoFramesSent":90,\
                 "videoKeyframesSent":2,\
-                "videoPacketsSent":300}
+                "videoPacketsSent":300,"videoTargetKbps":0}
                 """)
     }
 

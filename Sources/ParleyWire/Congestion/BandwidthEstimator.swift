@@ -163,13 +163,10 @@ public struct BandwidthEstimator: Sendable {
         case .overusing:
             state = .decrease
             guard lastDecrease.map({ now - $0 >= roundTrip }) ?? true else { return }
-            if let acked {
-                delayBased = min(delayBased, 0.85 * acked)
-                capacity = capacity.map { 0.95 * $0 + 0.05 * acked } ?? acked
-            } else {
-                // Too early to know what gets through: down from where it is, without noting a capacity.
-                delayBased *= 0.85
-            }
+            // Too early to know what gets through (the first quarter second of a call): held, not decreased.
+            guard let acked else { return }
+            delayBased = min(delayBased, 0.85 * acked)
+            capacity = capacity.map { 0.95 * $0 + 0.05 * acked } ?? acked
             lastDecrease = now
             lastIncrease = nil
         case .underusing:
