@@ -22,13 +22,13 @@ struct NetworkLabTests {
         defer { call.stop() }
         func report(_ name: String) -> CallStatisticsReport? { call.report(name) }
         try await call.waitUntilBound()
-        // Alice's estimate falls under her bucket's rate, saying why, and her camera's rate follows it down.
-        let squeezed = try await poll(
+        // Alice's estimate falls under her bucket's rate and her camera's rate follows it down.
+        try await poll(
             "alice's estimate under her 300 kbit/s uplink and her camera's rate cut to fit", timeout: .seconds(20),
             { report("alice") },
             until: { ($0?.uplinkEstimateKbps ?? .max) <= 300 && ($0?.videoTargetKbps ?? .max) <= 250 })
-        let reason = squeezed?.uplinkEstimateReason ?? "none"
-        #expect(reason.hasPrefix("loss") || reason == "delay rising" || reason == "holding", "why: \(reason)")
+        // Its reason changes as it saws (a loss or a rising delay takes it down, then it climbs): the reasons are
+        // table-tested in CongestionControlTests, not here.
         #expect((try lab.uplinkDrops(of: alice) ?? 0) > 0, "the bucket dropped what alice sent past it")
         #expect(try lab.uplinkDrops(of: bob) == nil, "bob's uplink is not shaped")
         // Bob's link is clean: his estimate stays at what he sends, his camera at the profile's rate.
