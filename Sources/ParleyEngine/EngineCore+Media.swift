@@ -51,9 +51,7 @@ extension EngineCore {
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
         if let demand = ownVideo.layerDemand { sender.setActiveLayers(demand) }
-        if ownVideo.rate.setting != VideoRateSteering(profile: profile).setting {
-            sender.steer(fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize)
-        }
+        sender.steer(fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize)
         ownVideo.sent = sender.snapshot
         ownVideo.generation += 1
         ownVideo.framesInFlight = 0

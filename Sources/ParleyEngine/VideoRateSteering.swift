@@ -47,7 +47,8 @@ struct VideoRateSteering: Sendable, Equatable {
 
     /// The full layer's picture size now.
     var fullLayerSize: VideoSize {
-        VideoSize(width: (profile.width / setting.divisor) & ~1, height: (profile.height / setting.divisor) & ~1)
+        guard setting.divisor > 1 else { return VideoSize(width: profile.width, height: profile.height) }
+        return VideoSize(width: (profile.width / setting.divisor) & ~1, height: (profile.height / setting.divisor) & ~1)
     }
 
     /// Where an estimate starts for a sender of `plan`: what the plan sends at the profile's rates, so a call on a

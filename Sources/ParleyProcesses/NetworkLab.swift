@@ -80,12 +80,31 @@ public final class NetworkLab: @unchecked Sendable {
     public func addMember(_ name: String, link: Link = .clean) throws -> Member {
         let index = members.count + 1
         guard index < 250 else { throw NetworkLabError(description: "a lab holds at most 249 members") }
+        for percent in [link.uplinkLossPercent, link.downlinkLossPercent] where !(0...100).contains(percent) {
+            throw NetworkLabError(description: "a link loses 0 to 100 % of its packets, not \(percent) %")
+        }
         let namespace = "\(tag)m\(index)"
         try makeNamespace(namespace)
-        // Interface names are at most 15 bytes: the tag (at most 11) and a short suffix.
-        let memberSide = "\(tag)a\(index)"
-        let relaySide = "\(tag)b\(index)"
+        let (memberSide, relaySide) = interfaces(ofMemberAt: index)
         try run(Self.ip, ["-n", namespace, "link", "add", memberSide, "type", "veth", "peer", "name", relaySide])
+        do {
+            let member = try connect(name, index: index, namespace: namespace, link: link)
+            members.append(member)
+            return member
+        } catch {
+            // The next member takes this index: its interface names must be free again (deleting one end of a
+            // veth pair deletes both, wherever the other end is).
+            _ = try? ChildProcess.run(
+                Self.ip, ["-n", relayNamespace, "link", "delete", relaySide], timeout: .seconds(10))
+            _ = try? ChildProcess.run(Self.ip, ["-n", namespace, "link", "delete", memberSide], timeout: .seconds(10))
+            throw error
+        }
+    }
+
+    /// Moves the relay's end of member `index`'s veth pair into the relay's namespace, gives both ends their
+    /// addresses, and shapes and loses on them as `link` says.
+    private func connect(_ name: String, index: Int, namespace: String, link: Link) throws -> Member {
+        let (memberSide, relaySide) = interfaces(ofMemberAt: index)
         try run(Self.ip, ["-n", namespace, "link", "set", relaySide, "netns", relayNamespace])
         let member = Member(
             name: name, namespace: namespace, address: "198.18.\(index).2", relayAddress: "198.18.\(index).1")
@@ -100,7 +119,6 @@ public final class NetworkLab: @unchecked Sendable {
         // fail the sender's `sendmsg` with EPERM instead of vanishing on the wire.
         try lose(link.uplinkLossPercent, arriving: relaySide, in: relayNamespace)
         try lose(link.downlinkLossPercent, arriving: memberSide, in: namespace)
-        members.append(member)
         return member
     }
 
@@ -111,12 +129,9 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// Packets the token bucket on `member`'s uplink dropped so far (nil when its uplink is not shaped).
     public func uplinkDrops(of member: Member) throws -> Int? {
-        guard let position = members.firstIndex(of: member) else {
-            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
-        }
-        let index = position + 1
+        let memberSide = try interfaces(of: member).memberSide
         let result = try ChildProcess.run(
-            Self.tc, ["-n", member.namespace, "-s", "qdisc", "show", "dev", "\(tag)a\(index)"], timeout: .seconds(10))
+            Self.tc, ["-n", member.namespace, "-s", "qdisc", "show", "dev", memberSide], timeout: .seconds(10))
         guard result.status == 0, result.output.contains("tbf"),
             let range = result.output.range(of: #"dropped (\d+)"#, options: .regularExpression)
         else { return nil }
@@ -125,9 +140,7 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// Packets lost at random so far on `member`'s link, each way (zero where the link loses nothing).
     public func randomLosses(of member: Member) throws -> (uplink: Int, downlink: Int) {
-        guard let position = members.firstIndex(of: member) else {
-            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
-        }
+        let (memberSide, relaySide) = try interfaces(of: member)
         func dropped(arriving interface: String, in namespace: String) throws -> Int {
             let result = try ChildProcess.run(
                 Self.ip, ["netns", "exec", namespace, Self.nft, "list", "table", "inet", "lab"], timeout: .seconds(10))
@@ -138,11 +151,23 @@ public final class NetworkLab: @unchecked Sendable {
             }
             return 0
         }
-        let index = position + 1
         return (
-            try dropped(arriving: "\(tag)b\(index)", in: relayNamespace),
-            try dropped(arriving: "\(tag)a\(index)", in: member.namespace)
+            try dropped(arriving: relaySide, in: relayNamespace),
+            try dropped(arriving: memberSide, in: member.namespace)
         )
+    }
+
+    /// The two ends of member `index`'s veth pair. Interface names are at most 15 bytes: the tag (at most 11) and a
+    /// short suffix.
+    private func interfaces(ofMemberAt index: Int) -> (memberSide: String, relaySide: String) {
+        ("\(tag)a\(index)", "\(tag)b\(index)")
+    }
+
+    private func interfaces(of member: Member) throws -> (memberSide: String, relaySide: String) {
+        guard let position = members.firstIndex(of: member) else {
+            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
+        }
+        return interfaces(ofMemberAt: position + 1)
     }
 
     /// Removes every namespace the lab made (their interfaces and shaping go with them). Safe to call twice.
@@ -177,25 +202,17 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// Drops `percent` of the packets arriving on `interface`, each drawn on its own (`numgen random`), counted.
     private func lose(_ percent: Int, arriving interface: String, in namespace: String) throws {
-        guard percent > 0 else { return }
-        guard percent <= 100 else {
-            throw NetworkLabError(description: "a link loses at most 100 % of its packets, not \(percent) %")
-        }
-        let nft = [Self.nft]
+        guard percent > 0 else { return }  // 0...100: `addMember` checked
+        func nft(_ arguments: [String]) throws { try run(Self.ip, ["netns", "exec", namespace, Self.nft] + arguments) }
         // `add` of a table or chain that exists is no error: the relay's namespace holds every member's rule.
-        try run(Self.ip, ["netns", "exec", namespace] + nft + ["add", "table", "inet", "lab"])
-        try run(
-            Self.ip,
-            ["netns", "exec", namespace] + nft + [
-                "add", "chain", "inet", "lab", "in", "{", "type", "filter", "hook", "prerouting", "priority", "0",
-                ";", "}",
-            ])
-        try run(
-            Self.ip,
-            ["netns", "exec", namespace] + nft + [
-                "add", "rule", "inet", "lab", "in", "iifname", interface, "numgen", "random", "mod", "100", "<",
-                "\(percent)", "counter", "drop",
-            ])
+        try nft(["add", "table", "inet", "lab"])
+        try nft([
+            "add", "chain", "inet", "lab", "in", "{", "type", "filter", "hook", "prerouting", "priority", "0", ";", "}",
+        ])
+        try nft([
+            "add", "rule", "inet", "lab", "in", "iifname", interface, "numgen", "random", "mod", "100", "<",
+            "\(percent)", "counter", "drop",
+        ])
     }
 
     private func run(_ path: String, _ arguments: [String]) throws {

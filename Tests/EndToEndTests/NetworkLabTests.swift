@@ -80,6 +80,12 @@ struct NetworkLabTests {
         #expect(throws: NetworkLabError.self) {
             try lab.addMember("alice", link: NetworkLab.Link(uplinkKbps: 0))
         }
+        let error = #expect(throws: NetworkLabError.self) {
+            try lab.addMember("bob", link: NetworkLab.Link(downlinkLossPercent: 101))
+        }
+        #expect(error?.description == "a link loses 0 to 100 % of its packets, not 101 %")
+        // A member that could not be made leaves nothing behind: the next one takes its place.
+        #expect(try lab.addMember("carol").address == "198.18.1.2")
     }
 }
 
