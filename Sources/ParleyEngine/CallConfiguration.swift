@@ -147,6 +147,9 @@ public struct CallConfiguration: Sendable {
     public var mediaAddressOverride: ServerAddress?
     /// Echo cancellation and noise suppression on a real microphone.
     public var echoCancellation: Bool
+    /// How media reaches the relay: UDP, falling back to the TLS connection when UDP does not bind in 2 s (`auto`),
+    /// or the TLS connection from the start (`--media tcp`).
+    public var mediaTransport: MediaTransport = .auto
     /// Recording the call (`--record`, `R`).
     public var recording = RecordingSettings()
     /// Where the engine logs.
@@ -183,6 +186,16 @@ public struct CallConfiguration: Sendable {
         self.echoCancellation = echoCancellation
         self.logger = logger
     }
+}
+
+/// How media reaches the relay (`--media`).
+public enum MediaTransport: String, Sendable, Equatable, CaseIterable {
+    /// UDP; over the signaling connection when UDP has not bound within 2 s, back to UDP when it answers again.
+    case auto
+    /// Over the signaling connection from the start (a network known to block UDP).
+    case tcp
+    /// UDP only: no fallback.
+    case udp
 }
 
 /// How this member records the call.

@@ -167,6 +167,9 @@ final class EngineCore {
         var stats = CallStatistics()
         stats.localID = joined?.you.id ?? 0
         stats.mediaBound = media.isBound
+        stats.mediaPath = media.path.rawValue
+        stats.mediaOverTCPBackedUp = media.backedUp
+        stats.mediaSocketReopens = media.socketReopens
         stats.localMediaPort = media.udp?.localAddress?.port ?? 0
         stats.audioPacketsSent = ownAudio.sender?.packetsSent ?? 0
         stats.audioBytesSent = ownAudio.sender?.bytesSent ?? 0

@@ -116,6 +116,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var uplinkEstimateReason: String?
     /// The full layer's rate the encoder aims at (kbit/s); nil in a report from before it was written.
     public var videoTargetKbps: Int?
+    /// Where media goes ("udp", or "tcp" when UDP did not get through); nil in a report from before it was written.
+    public var mediaPath: String?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -168,6 +170,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         uplinkEstimateKbps = stats.uplinkEstimateKbps
         uplinkEstimateReason = stats.uplinkEstimateReason
         videoTargetKbps = stats.videoTargetKbps
+        mediaPath = stats.mediaPath
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -196,7 +199,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
-            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps
+            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps, mediaPath
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -233,6 +236,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         uplinkEstimateKbps = try fields.decodeIfPresent(Int.self, forKey: .uplinkEstimateKbps)
         uplinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .uplinkEstimateReason)
         videoTargetKbps = try fields.decodeIfPresent(Int.self, forKey: .videoTargetKbps)
+        mediaPath = try fields.decodeIfPresent(String.self, forKey: .mediaPath)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -275,6 +279,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(uplinkEstimateKbps, forKey: .uplinkEstimateKbps)
         try fields.encodeIfPresent(uplinkEstimateReason, forKey: .uplinkEstimateReason)
         try fields.encodeIfPresent(videoTargetKbps, forKey: .videoTargetKbps)
+        try fields.encodeIfPresent(mediaPath, forKey: .mediaPath)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

@@ -64,6 +64,12 @@ public struct CallStatistics: Sendable {
     public var encryption: String?
     /// Whether the media socket is bound at the relay.
     public var mediaBound = false
+    /// Where media goes: "udp", or "tcp" over the relay's TLS connection when UDP did not get through.
+    public var mediaPath = "udp"
+    /// Media datagrams not queued on the TCP connection because it was backed up.
+    public var mediaOverTCPBackedUp = 0
+    /// Times the media socket was closed by an error (a firewall's EPERM) and opened again.
+    public var mediaSocketReopens = 0
     /// The local UDP port media arrives on (0 before the socket opened).
     public var localMediaPort = 0
     public var audioPacketsSent = 0

@@ -134,6 +134,7 @@ extension EngineCore {
         if sound.speaker == nil { playOutAudio() }
         pollVideo()
         recordingTick()
+        checkUDPSilence()
     }
 
     /// Runs `body` on the video thread, then brings the sender's counters back to this loop.
@@ -214,7 +215,7 @@ extension EngineCore {
     func pollVideo() {
         guard configuration.decodesVideo else { return }
         for peer in remote.peers.values { pollVideo(peer, at: now) }
-        media.udp?.flush()
+        flushMedia()
     }
 
     /// Decodes and delivers what one peer's jitter buffer has completed; sends its NACKs and keyframe requests.
@@ -312,7 +313,7 @@ extension EngineCore {
         if packets.isEmpty { return }
         packets.append(.sourceDescription(SourceDescription(ssrc: own.audio, cname: configuration.name)))
         sendRaw(RTCPPacket.serializeCompound(packets))
-        media.udp?.flush()
+        flushMedia()
     }
 
     func reportStatistics() {

@@ -10,27 +10,67 @@ import ParleyWire
 /// The media socket: binding at the relay and the datagrams in and out.
 extension EngineCore {
 
+    /// Binds (or keeps the binding of) this member's media at the relay on the current path: every 250 ms until
+    /// answered, then every 5 s. Unanswered over UDP for 2 s (`--media auto`): media moves to the signaling
+    /// connection; while there, every keep-alive also probes UDP, and media moves back once UDP answers.
     func sendBind() {
         guard case .joined = phase, let room = joined, let token = BindToken(hex: room.media.credential),
             let bound
         else { return }
+        if media.path == .udp, !media.isBound, media.bindsUnanswered >= 8, configuration.mediaTransport == .auto {
+            moveMedia(to: .tcp, why: "UDP to the relay got no answer in 2 s")
+        }
         let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
-        sendRaw(request.serialized())
-        media.udp?.flush()
+        writeMedia(request.serialized())
+        if media.path == .tcp, media.isBound, configuration.mediaTransport == .auto {
+            probeUDP(BindRequest(ssrc: request.ssrc, memberID: request.memberID, token: token, isProbe: true))
+        }
+        flushMedia()
         media.bindAttempts += 1
+        media.bindsUnanswered += 1
         // Every 250 ms until acknowledged, then every 5 s as a keep-alive for NAT bindings.
         let delay: TimeAmount = media.isBound ? .seconds(5) : .milliseconds(250)
-        if !media.isBound && media.bindAttempts == 20 {
-            emit(.alert(.message("The relay does not answer on UDP port \(room.media.udpPort): no media yet")))
+        if !media.isBound && media.bindsUnanswered == 20 {
+            let what =
+                media.path == .tcp
+                ? "The relay answers no media bind, over UDP or over its TLS connection: no media yet"
+                : "The relay does not answer on UDP port \(room.media.udpPort): no media yet"
+            emit(.alert(.message(what)))
         }
         media.bindTask?.cancel()
         media.bindTask = loop.scheduleTask(in: delay) { bound.value.sendBind() }
     }
 
+    /// While media goes over TCP: asks the relay over UDP whether UDP gets through now (it binds nothing).
+    private func probeUDP(_ probe: BindRequest) {
+        guard media.udp != nil else { return reopenMediaSocket() }
+        media.udpAnswered = false
+        media.write(probe.serialized())
+        media.udp?.flush()
+    }
+
+    /// Media goes over `path` from now on; the header and the chat say so.
+    func moveMedia(to path: MediaPath, why: String) {
+        guard media.path != path else { return }
+        media.path = path
+        media.udpAnswered = false
+        media.bindsUnanswered = 0
+        media.lastHeardOverUDP = nil
+        logger.notice("media path", metadata: ["path": "\(path.rawValue)", "why": "\(why)"])
+        emit(.mediaOverTCP(path == .tcp))
+        switch path {
+        case .tcp:
+            media.isBound = false
+            emit(.alert(.message("\(why): media goes over the relay's TLS connection")))
+        case .udp:
+            emit(.alert(.message("UDP gets through again: media is back on UDP")))
+        }
+    }
+
     /// Sends `packets`, each stamped with the next transport-wide sequence number and sealed for the room; each is
     /// remembered for the uplink's estimate.
     func send(_ packets: [RTPPacket]) {
-        guard media.canSend, !packets.isEmpty else { return }
+        guard canSendMedia, !packets.isEmpty else { return }
         let at = now.milliseconds
         for plain in packets {
             var stamped = plain
@@ -39,13 +79,75 @@ extension EngineCore {
             guard let packet = sealed(stamped) else { continue }
             let bytes = packet.serialized()
             media.uplink.history.sent(sequence, size: bytes.count, at: at)
-            media.write(bytes)
+            writeMedia(bytes)
         }
-        media.udp?.flush()
+        flushMedia()
     }
 
     func sendRaw(_ bytes: [UInt8]) {
-        media.write(bytes)
+        writeMedia(bytes)
+    }
+
+    /// Whether media can leave now: the socket open and the relay's address known, or the signaling connection up.
+    var canSendMedia: Bool {
+        switch media.path {
+        case .udp: media.canSend
+        case .tcp: signalingLink.connection != nil
+        }
+    }
+
+    /// Queues one datagram on the current path (sent at `flushMedia`); over TCP, one the connection has no room
+    /// for is dropped and counted (the NACKs and keyframe requests that repair a lost UDP packet repair it too).
+    func writeMedia(_ bytes: [UInt8]) {
+        switch media.path {
+        case .udp:
+            media.write(bytes)
+        case .tcp:
+            if signalingLink.connection?.queueMedia(bytes) == false { media.backedUp += 1 }
+        }
+    }
+
+    /// Sends what `writeMedia` queued.
+    func flushMedia() {
+        media.udp?.flush()
+        if media.path == .tcp { signalingLink.connection?.flush() }
+    }
+
+    /// The media socket was closed by an error (NIO closes a UDP socket on a send error such as a firewall's
+    /// EPERM): it is opened again a second later and the media bound again, so the call goes on.
+    func mediaSocketClosed(_ channel: any Channel) {
+        guard let udp = media.udp, udp === channel, !media.closingSocket else { return }
+        media.udp = nil
+        media.socketReopens += 1
+        logger.warning(
+            "media socket closed by an error: opening it again", metadata: ["reopens": "\(media.socketReopens)"])
+        guard let bound else { return }
+        media.bindTask?.cancel()
+        media.bindTask = loop.scheduleTask(in: .seconds(1)) { bound.value.reopenMediaSocket() }
+    }
+
+    /// Opens a new media socket in place of one an error closed, then binds (or probes) on it.
+    func reopenMediaSocket() {
+        guard media.udp == nil, !media.closingSocket, let bound else { return }
+        openMediaSocket().whenComplete { result in
+            let core = bound.value
+            guard case .success(let channel) = result, !core.media.closingSocket else {
+                if case .failure(let error) = result {
+                    core.logger.warning("media socket cannot open again", metadata: ["error": "\(error)"])
+                }
+                return
+            }
+            core.adoptMediaSocket(channel)
+            if core.media.path == .udp { core.media.isBound = false }
+            core.sendBind()
+        }
+    }
+
+    /// `channel` is the media socket from now on; an error that closes it opens another.
+    func adoptMediaSocket(_ channel: any Channel) {
+        media.udp = channel
+        guard let bound else { return }
+        channel.closeFuture.whenComplete { _ in bound.value.mediaSocketClosed(channel) }
     }
 
     /// One datagram from the media socket. Only the relay's media address may speak to us: anyone else who reaches
@@ -55,7 +157,12 @@ extension EngineCore {
             media.datagramsFromStrangers += 1
             return
         }
-        let bytes = Array(datagram.readableBytesView)
+        media.lastHeardOverUDP = now
+        receiveMedia(Array(datagram.readableBytesView), overUDP: true)
+    }
+
+    /// One media datagram from the relay, over UDP or over the signaling connection.
+    func receiveMedia(_ bytes: [UInt8], overUDP: Bool) {
         switch MediaPacketKind.classify(bytes) {
         case .unknown:
             return
@@ -64,11 +171,46 @@ extension EngineCore {
         case .rtcp:
             if Bind.isBindPacket(bytes) {
                 guard let ack = try? BindAcknowledgement(parsing: bytes), ack.memberID == joined?.you.id else { return }
-                mediaBindAnswered(ack.status)
+                bindAnswered(ack.status, overUDP: overUDP)
                 return
             }
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
             for packet in packets { receive(packet) }
+        }
+    }
+
+    /// Bound on UDP, and nothing from the relay over it for 2 s (a network that started dropping UDP, an address
+    /// that changed): bind again, which moves media to TCP if UDP stays silent. Called from the audio tick.
+    func checkUDPSilence() {
+        guard media.path == .udp, media.isBound, configuration.mediaTransport == .auto,
+            let last = media.lastHeardOverUDP, now - last > .seconds(2)
+        else { return }
+        media.isBound = false
+        media.bindsUnanswered = 0
+        media.lastHeardOverUDP = now
+        sendBind()
+    }
+
+    /// An answer to a bind: on the path media takes, the binding; over UDP while media goes over TCP, the answer
+    /// to a probe (then a real bind goes over UDP) or to that bind (media moves back to UDP).
+    private func bindAnswered(_ status: BindStatus, overUDP: Bool) {
+        switch (media.path, overUDP) {
+        case (.tcp, true):
+            guard status == .bound else { return }
+            if media.udpAnswered {
+                moveMedia(to: .udp, why: "UDP answered")
+                media.bindsUnanswered = 0
+                media.lastHeardOverUDP = now
+            } else if let room = joined, let token = BindToken(hex: room.media.credential) {
+                media.udpAnswered = true
+                media.write(BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token).serialized())
+                media.udp?.flush()
+            }
+        case (.udp, false):
+            return  // an answer to a bind sent over TCP before media moved back
+        default:
+            media.bindsUnanswered = 0
+            mediaBindAnswered(status)
         }
     }
 
@@ -95,7 +237,7 @@ extension EngineCore {
             // The marker ends a frame: decode it now rather than at the next tick (lower latency, fewer wake-ups).
             if packet.header.marker {
                 pollVideo(peer, at: at)
-                media.udp?.flush()
+                flushMedia()
             }
         }
     }

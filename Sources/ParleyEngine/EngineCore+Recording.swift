@@ -39,7 +39,7 @@ extension EngineCore {
         for peer in remote.peers.values where plan.tracks.contains(where: { $0.member == peer.info.id }) {
             sendKeyframeRequest(for: peer)
         }
-        media.udp?.flush()
+        flushMedia()
         signalingLink.connection?.send(.recording(RecordingChange(recording: true)))
         let videos = plan.tracks.filter(\.isVideo).count
         emit(.notice("Recording to \(path): \(videos) video track\(videos == 1 ? "" : "s"), audio and chat"))

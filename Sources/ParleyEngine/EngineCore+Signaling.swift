@@ -77,6 +77,7 @@ extension EngineCore {
         case .stopTimers:
             stopTimers()
         case .closeMediaSocket:
+            media.closingSocket = true
             media.udp?.close(promise: nil)
         case .finish:
             stopRecording()
@@ -135,7 +136,7 @@ extension EngineCore {
             let core = bound.value
             switch result {
             case .success(let channel):
-                core.media.udp = channel
+                core.adoptMediaSocket(channel)
                 core.advance { state, _ in state.mediaSocketOpened() }
             case .failure(let error):
                 core.advance { state, _ in state.mediaSocketFailed("\(error)") }
@@ -276,6 +277,10 @@ extension EngineCore {
         case .invalid(let error):
             logger.warning("relay sent an invalid message", metadata: ["error": "\(error)"])
             advance { $0.receivedInvalid(now: $1) }
+        case .media(let buffer):
+            // Media the relay sends over this connection only while ours goes there too.
+            guard media.path == .tcp else { return }
+            receiveMedia(Array(buffer.readableBytesView), overUDP: false)
         case .closed:
             signalingLink.connection = nil
             advance { $0.connectionClosed(now: $1) }
@@ -364,8 +369,10 @@ extension EngineCore {
                 emit(.alert(.message("Media could not start: \(error)")))
             }
         }
+        if configuration.mediaTransport == .tcp { moveMedia(to: .tcp, why: "--media tcp") }
         media.isBound = false
         media.bindAttempts = 0
+        media.bindsUnanswered = 0
         sendBind()
     }
 

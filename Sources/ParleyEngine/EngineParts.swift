@@ -28,6 +28,12 @@ struct SignalingLink {
     }
 }
 
+/// Where media goes: the UDP socket, or the signaling connection when UDP did not get through (docs/network.md).
+enum MediaPath: String, Equatable, Sendable {
+    case udp
+    case tcp
+}
+
 /// The media socket: where datagrams go, whether the relay bound us, and what it dropped.
 struct MediaLink {
     var udp: (any Channel)?
@@ -35,7 +41,21 @@ struct MediaLink {
     var relay: SocketAddress?
     var isBound = false
     var bindAttempts = 0
+    /// Binds sent on the current path since the relay last answered one (2 s of them unanswered on UDP: TCP).
+    var bindsUnanswered = 0
     var bindTask: Scheduled<Void>?
+    /// Where media goes now.
+    var path = MediaPath.udp
+    /// While media goes over TCP: a UDP probe was answered and a real bind went over UDP; its answer moves back.
+    var udpAnswered = false
+    /// When the last datagram came from the relay over UDP (2 s of silence while bound: bind again).
+    var lastHeardOverUDP: Duration?
+    /// The socket is being closed on purpose (leaving): not reopened.
+    var closingSocket = false
+    /// Times the socket was closed by an error (a firewall's EPERM on send) and opened again.
+    var socketReopens = 0
+    /// Media not queued on the TCP connection because it was backed up.
+    var backedUp = 0
     /// The audio, video and report ticks while media flows.
     var ticks: [PacedTimer] = []
     /// Seals what this member sends (nil without end-to-end encryption).

@@ -28,6 +28,8 @@ package enum SignalingEvent: Sendable {
     case message(ServerMessage)
     /// A frame that did not parse; the connection stays open.
     case invalid(SignalingError)
+    /// A binary frame: one media datagram, for a member whose media goes over this connection.
+    case media(ByteBuffer)
     /// The connection closed (by either side, or it broke).
     case closed
 }
@@ -88,8 +90,10 @@ package final class SignalingConnection: Sendable {
     )
         -> EventLoopFuture<SignalingConnection>
     {
-        connect(to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted) {
-            text in
+        connect(
+            to: address, path: "/parley", on: loop, security: security, timeout: timeout, trusted: trusted,
+            onBinary: { handler(.media($0)) }
+        ) { text in
             guard let text else { return handler(.closed) }
             do throws(SignalingError) {
                 handler(.message(try ServerMessage.decode(text)))
@@ -104,6 +108,7 @@ package final class SignalingConnection: Sendable {
         to address: ServerAddress, path: String, on loop: any EventLoop,
         security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
         trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
+        onBinary: (@Sendable (ByteBuffer) -> Void)? = nil,
         onText: @escaping @Sendable (String?) -> Void
     ) -> EventLoopFuture<SignalingConnection> {
         let upgraded = loop.makePromise(of: Void.self)
@@ -120,7 +125,7 @@ package final class SignalingConnection: Sendable {
                             NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
                                 maxAccumulatedFrameSize: 4 * maxSignalingMessageBytes),
-                            ClientSignalingHandler(callback: callback),
+                            ClientSignalingHandler(callback: callback, onBinary: onBinary),
                         ])
                         upgraded.succeed()
                     }
@@ -224,6 +229,20 @@ package final class SignalingConnection: Sendable {
         sendRawText(message.encoded())
     }
 
+    /// Queues one media datagram as a binary frame (sent at the next `flush`); false, and nothing queued, while the
+    /// connection is past its high-water mark: media that would wait behind a full TCP queue is dropped instead.
+    @discardableResult
+    func queueMedia(_ bytes: [UInt8]) -> Bool {
+        guard channel.isWritable else { return false }
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        channel.write(WebSocketFrame(fin: true, opcode: .binary, maskKey: .random(), data: buffer), promise: nil)
+        return true
+    }
+
+    /// Sends what `queueMedia` queued.
+    func flush() { channel.flush() }
+
     /// Sends arbitrary text as one frame (tests use it to send what the protocol forbids).
     func sendRawText(_ text: String) {
         var buffer = channel.allocator.buffer(capacity: text.utf8.count)
@@ -303,16 +322,18 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     }
 }
 
-/// Hands on each text frame, then nil once the connection closed.
+/// Hands on each text frame, then nil once the connection closed; binary frames (media) to `onBinary`.
 private final class ClientSignalingHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
     private let callback: @Sendable (String?) -> Void
+    private let onBinary: (@Sendable (ByteBuffer) -> Void)?
     private var closed = false
 
-    init(callback: @escaping @Sendable (String?) -> Void) {
+    init(callback: @escaping @Sendable (String?) -> Void, onBinary: (@Sendable (ByteBuffer) -> Void)?) {
         self.callback = callback
+        self.onBinary = onBinary
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -321,6 +342,8 @@ private final class ClientSignalingHandler: ChannelInboundHandler {
         case .text:
             var data = frame.unmaskedData
             callback(data.readString(length: data.readableBytes) ?? "")
+        case .binary:
+            onBinary?(frame.unmaskedData)
         case .ping:
             context.writeAndFlush(
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)),

@@ -46,6 +46,7 @@ public enum DropReason: String, Sendable, Equatable {
     case unallottedSSRC = "video layer SSRC its member did not declare"
     case oversizedKeyframe = "VP8 keyframe declaring a picture beyond the largest profile"
     case overRate = "media beyond the member's rate limit"
+    case oversizedStreamDatagram = "media frame on a TCP connection over 2,048 bytes"
 }
 
 /// What to do with one RTCP packet of a compound, decided by the router.

@@ -152,7 +152,9 @@ extension RelayCore {
             return
         }
         let status = state.verifyBind(request)
-        if status == .bound {
+        if status == .bound, request.isProbe {
+            // Answered, nothing bound: the member's media stays where it is until it binds here.
+        } else if status == .bound {
             let isNew = media.route(of: request.memberID)?.address != remote
             if isNew {
                 logger.info("media bound", metadata: ["member": "\(request.memberID)", "address": "\(remote)"])

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOWebSocket
 import ParleyWire
 
 /// The relay's TCP connections against their limit: how many are open, how many were refused for it, and the refusal's
@@ -64,7 +65,8 @@ struct Retransmission {
 }
 
 /// The media socket's way out: the lists a fan-out fills (kept to spare an allocation per packet), the packets
-/// written, and refused binds logged at most once a window per source.
+/// written, and refused binds logged at most once a window per source. A member whose media goes over its TCP
+/// connection (UDP did not get through) has a stand-in address (`streams`), written to as WebSocket binary frames.
 struct MediaOutput {
     let udp: any Channel
     var destinations: [SocketAddress] = []
@@ -72,21 +74,87 @@ struct MediaOutput {
     /// Packets written to members and other nodes.
     var forwarded = 0
     var refusedBinds: LogThrottle<String>
+    var streams = MediaStreams()
 
     init(udp: any Channel, refusedBindLogWindow: Duration) {
         self.udp = udp
         refusedBinds = LogThrottle(window: refusedBindLogWindow)
     }
 
-    /// Queues `data` for `address` (sent at the next flush).
-    func write(_ data: ByteBuffer, to address: SocketAddress) {
-        udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+    /// Queues `data` for `address` (sent at the next flush); for a stand-in address, on its TCP connection unless
+    /// that is backed up (the packet is then dropped and counted: a TCP queue must not grow into seconds of delay).
+    mutating func write(_ data: ByteBuffer, to address: SocketAddress) {
+        if case .unixDomainSocket = address {
+            streams.write(data, to: address)
+        } else {
+            udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+        }
     }
 
     /// Queues `data` for every address in `destinations`, counted as forwarded.
     mutating func sendToDestinations(_ data: ByteBuffer) {
         for address in destinations { write(data, to: address) }
         forwarded += destinations.count
+    }
+
+    /// Sends what was queued on the UDP socket and on the TCP connections written to since the last flush.
+    mutating func flush() {
+        udp.flush()
+        streams.flush()
+    }
+}
+
+/// Media over members' signaling connections (docs/network.md, "When UDP is blocked"): each connection that carries
+/// a media frame gets a stand-in address, a Unix socket path no UDP datagram can come from, so the router proves,
+/// binds and forwards to it like any other address.
+struct MediaStreams {
+    /// The largest media datagram a binary frame may carry (an RTP packet is at most about 1,300 bytes).
+    static let maxDatagramBytes = 2_048
+    private var addresses: [ConnectionID: SocketAddress] = [:]
+    private var channels: [SocketAddress: any Channel] = [:]
+    private var unflushed: [any Channel] = []
+    /// Media datagrams taken from members' TCP connections, written to them, and not written (backed up).
+    private(set) var packetsIn = 0
+    private(set) var packetsOut = 0
+    private(set) var packetsDropped = 0
+
+    /// Connections that carried media and are open.
+    var count: Int { addresses.count }
+
+    /// The stand-in address of connection `id`, made the first time it carries media.
+    mutating func address(of id: ConnectionID, channel: any Channel) -> SocketAddress {
+        packetsIn += 1
+        if let address = addresses[id] { return address }
+        // A path of 30-odd bytes is far under the 107 a Unix socket address holds: this cannot throw.
+        let address = try! SocketAddress(unixDomainSocketPath: "/parley/media-over-tcp/\(id)")
+        addresses[id] = address
+        channels[address] = channel
+        return address
+    }
+
+    /// Connection `id` closed: its address leads nowhere from now on.
+    mutating func remove(_ id: ConnectionID) {
+        guard let address = addresses.removeValue(forKey: id) else { return }
+        channels[address] = nil
+    }
+
+    /// Queues `data` on the connection of `address`; dropped (counted) while the connection is past NIO's
+    /// high-water mark (64 KiB, about half a second of a 1 Mbit/s call): a TCP queue must not grow into delay.
+    mutating func write(_ data: ByteBuffer, to address: SocketAddress) {
+        guard let channel = channels[address], channel.isActive else { return }
+        guard channel.isWritable else {
+            packetsDropped += 1
+            return
+        }
+        channel.write(WebSocketFrame(fin: true, opcode: .binary, data: data), promise: nil)
+        packetsOut += 1
+        if !unflushed.contains(where: { $0 === channel }) { unflushed.append(channel) }
+    }
+
+    mutating func flush() {
+        guard !unflushed.isEmpty else { return }
+        for channel in unflushed { channel.flush() }
+        unflushed.removeAll(keepingCapacity: true)
     }
 }
 

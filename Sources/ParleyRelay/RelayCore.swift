@@ -98,6 +98,10 @@ final class RelayCore {
         counters.releasedPackets = retransmission.buffer.releasedPackets
         counters.limitsReached += media.dropped[.overRate] ?? 0
         counters.keyframeRequestsThrottled = media.throttledKeyframeRequests
+        counters.membersWithMediaOverTCP = output.streams.count
+        counters.mediaOverTCPReceived = output.streams.packetsIn
+        counters.mediaOverTCPSent = output.streams.packetsOut
+        counters.mediaOverTCPBackedUp = output.streams.packetsDropped
         counters.retransmissionsServed = retransmission.resent
         counters.nacksForwardedToSenders = retransmission.nacksForwarded
         links.count(into: &counters, now: now)
@@ -153,7 +157,7 @@ final class RelayCore {
     /// Sends what the media and trunk sockets were given (after each batch of datagrams read on either: a
     /// packet read on one socket is often written on the other).
     func flushWrites() {
-        output.udp.flush()
+        output.flush()
         links.flushWrites()
     }
 
@@ -216,6 +220,7 @@ final class RelayCore {
     /// state still counts it (its address's place among them): it is told either way.
     func unregister(_ id: ConnectionID) {
         _ = signalingChannels.remove(id)
+        output.streams.remove(id)
         perform(state.disconnected(id, now: now))
         logger.debug("signaling closed", metadata: ["connection": "\(id)"])
     }
@@ -227,6 +232,23 @@ final class RelayCore {
             logger.notice(
                 "refused signaling message", metadata: ["connection": "\(id)", "bytes": "\(text.utf8.count)"])
         }
+    }
+
+    /// A binary frame on a signaling connection: one media datagram of a member whose UDP does not get through,
+    /// handled as if it came from the connection's stand-in address; one larger than any media datagram is dropped
+    /// and counted, and one before a join is refused like a bad message.
+    func receivedMedia(_ data: ByteBuffer, on id: ConnectionID, channel: any Channel) {
+        guard state.connections[id]?.member != nil else {
+            refused(on: id, reason: "a binary frame carries media, and this connection has not joined a room")
+            return
+        }
+        guard data.readableBytes <= MediaStreams.maxDatagramBytes else {
+            media.count(.oversizedStreamDatagram)
+            return
+        }
+        let address = output.streams.address(of: id, channel: channel)
+        handleDatagram(AddressedEnvelope(remoteAddress: address, data: data))
+        flushWrites()
     }
 
     func refused(on id: ConnectionID, reason: String, code: SignalingErrorCode = .badJSON) {

@@ -79,7 +79,8 @@ final class SignalingHandler: ChannelInboundHandler {
             let text = data.readString(length: data.readableBytes) ?? ""
             core.value.received(text, on: id)
         case .binary:
-            core.value.refused(on: id, reason: "binary frames are not part of the protocol; send JSON text")
+            // Media of a member whose UDP does not get through: one datagram a frame.
+            core.value.receivedMedia(frame.unmaskedData, on: id, channel: context.channel)
         case .ping:
             context.writeAndFlush(
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)),

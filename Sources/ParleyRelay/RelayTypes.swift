@@ -158,6 +158,13 @@ public struct RelayCounters: Sendable, Equatable {
     public var oversizedKeyframes = 0
     /// Packets dropped because they used the reserved fourth SSRC of their member's block.
     public var unallottedSSRC = 0
+    /// Signaling connections carrying media now (their members' UDP did not get through).
+    public var membersWithMediaOverTCP = 0
+    /// Media datagrams taken from members' TCP connections and written to them.
+    public var mediaOverTCPReceived = 0
+    public var mediaOverTCPSent = 0
+    /// Media datagrams not written to a member's TCP connection because it was backed up.
+    public var mediaOverTCPBackedUp = 0
     /// Streams held in the retransmission buffer now (none outlives its member).
     public var retainedStreams = 0
     /// Packets held for retransmission now (at most about the window plus a second of each stream).

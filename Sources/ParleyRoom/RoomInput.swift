@@ -89,6 +89,8 @@ public enum RoomEvent: Hashable, Sendable {
     case removedFromRoom(String)
     /// How the call is protected (sent once joined).
     case security(CallSecurity)
+    /// Media goes over the relay's TLS connection because UDP did not get through (true), or is back on UDP.
+    case mediaOverTCP(Bool)
     /// A participant's media and chat stopped (true) or started again (false) decrypting with our room secret.
     case cannotDecrypt(ParticipantID, Bool)
     /// A line posted in the room's channel by someone outside the call (`sender` as shown, marked verified).

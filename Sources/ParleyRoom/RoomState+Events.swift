@@ -13,7 +13,8 @@ extension RoomState {
         case .chatMessage, .channelMessage, .directMessage, .directConversation, .directProblem, .earlierChat, .notice,
             .alert:
             applyChat(event)
-        case .hostChanged, .roleChanged, .removedFromRoom, .recording, .recordingRule, .handRaised, .security:
+        case .hostChanged, .roleChanged, .removedFromRoom, .recording, .recordingRule, .handRaised, .security,
+            .mediaOverTCP:
             applyRoles(event)
         }
         normalize()
@@ -310,6 +311,10 @@ extension RoomState {
                     "End-to-end encrypted (\(mode)). Safety code \(code): compare it with the others by voice",
                     kind: .system)
             }
+            changes.insert(.status)
+
+        case .mediaOverTCP(let overTCP):
+            mediaOverTCP = overTCP
             changes.insert(.status)
 
         default:

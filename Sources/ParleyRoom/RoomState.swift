@@ -198,6 +198,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var microphoneLevel: Double?
     /// How the call is protected, as the engine reported it.
     public internal(set) var security = CallSecurity()
+    /// Media goes over the relay's TLS connection (UDP did not get through): the header says so.
+    public internal(set) var mediaOverTCP = false
     /// Members recording the call, in the order they started (the header shows ● REC with their names).
     public internal(set) var recorders: [Recorder] = []
     /// Whether this member records the call (as the relay announced it).

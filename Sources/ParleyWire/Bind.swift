@@ -23,6 +23,11 @@ import ParleyBytes
 // |                                                                 |
 // +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
+// A probe, subtype 3, is a request in every other byte: "does UDP reach you from here?". The relay checks it the
+// same way and answers with the same acknowledgement, but binds nothing: a client whose media goes over its TCP
+// connection (UDP was blocked) probes UDP now and then, and moves back only once an answer came back over UDP, so a
+// path that works one way only never takes its media.
+//
 // Acknowledgement, subtype 2, 20 bytes: same SSRC and name, then the member id and a status byte
 // (0 bound, 1 unknown member, 2 wrong token) followed by 3 zero bytes.
 
@@ -70,6 +75,8 @@ public enum Bind {
     public static let requestSubtype: UInt8 = 1
     /// APP subtype of an acknowledgement.
     public static let acknowledgementSubtype: UInt8 = 2
+    /// APP subtype of a probe (a request that binds nothing).
+    public static let probeSubtype: UInt8 = 3
 }
 
 /// Client → relay: "this UDP address is member `memberID`, here is my token".
@@ -80,12 +87,15 @@ public struct BindRequest: Sendable, Equatable {
     public var memberID: UInt32
     /// The credential from `joined`.
     public var token: BindToken
+    /// A probe: answered like a request, but the relay binds nothing.
+    public var isProbe: Bool
 
-    /// A request.
-    public init(ssrc: UInt32, memberID: UInt32, token: BindToken) {
+    /// A request (or, with `isProbe`, a probe).
+    public init(ssrc: UInt32, memberID: UInt32, token: BindToken, isProbe: Bool = false) {
         self.ssrc = ssrc
         self.memberID = memberID
         self.token = token
+        self.isProbe = isProbe
     }
 
     /// The request as an RTCP APP packet.
@@ -94,7 +104,8 @@ public struct BindRequest: Sendable, Equatable {
         data.reserveCapacity(20)
         data.appendU32(memberID)
         data += token.bytes
-        return ApplicationPacket(subtype: Bind.requestSubtype, ssrc: ssrc, name: Bind.name, data: data)
+        return ApplicationPacket(
+            subtype: isProbe ? Bind.probeSubtype : Bind.requestSubtype, ssrc: ssrc, name: Bind.name, data: data)
     }
 
     /// The 32 bytes to send.
@@ -102,10 +113,12 @@ public struct BindRequest: Sendable, Equatable {
 
     /// Reads a request from an APP packet; throws when it is another APP packet or has the wrong size.
     public init(_ packet: ApplicationPacket) throws(WireError) {
-        guard packet.name == Bind.name, packet.subtype == Bind.requestSubtype else {
+        guard packet.name == Bind.name, packet.subtype == Bind.requestSubtype || packet.subtype == Bind.probeSubtype
+        else {
             throw .notBindPacket(name: packet.name.rawValue, subtype: packet.subtype)
         }
         guard packet.data.count == 20 else { throw .bindLength(expected: 20, found: packet.data.count) }
+        isProbe = packet.subtype == Bind.probeSubtype
         ssrc = packet.ssrc
         memberID = packet.data[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
         token = BindToken(checked: Array(packet.data[4..<20]))

@@ -121,6 +121,7 @@ struct Bot: AsyncParsableCommand {
             showsSelfView: false, logger: logger)
         configuration.fallbackServers = Array(try ServerAddress.list(parsing: server).dropFirst())
         configuration.signalingSecurity = try relayTrust.security()
+        configuration.mediaTransport = try relayTrust.mediaTransport()
         configuration.simulcast = !noSimulcast
         configuration.vp8Profile = videoCodec.vp8Profile
         configuration.recording = recording.settings

@@ -229,6 +229,7 @@ struct InteractiveOptions: ParsableArguments {
             logger: Logger(label: "parley.engine"))
         options.themeOverrides = try themeOverrides()
         options.signalingSecurity = try relayTrust.security()
+        options.mediaTransport = try relayTrust.mediaTransport()
         options.hideRoom = account?.hideRoom ?? false
         options.simulcast = !noSimulcast
         options.vp8Profile = videoCodec.vp8Profile

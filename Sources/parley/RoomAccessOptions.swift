@@ -100,7 +100,8 @@ struct RoomAccessOptions: ParsableArguments {
     }
 }
 
-/// How a client trusts its relay: TLS with the relay pinned in known_relays (default), or plain ws:// on request.
+/// How a client trusts its relay (TLS with the relay pinned in known_relays by default, or plain ws:// on request),
+/// and how its media reaches it.
 struct RelayTrustOptions: ParsableArguments {
     @Flag(
         help:
@@ -115,11 +116,27 @@ struct RelayTrustOptions: ParsableArguments {
     )
     var knownRelays: String?
 
+    @Option(
+        name: .customLong("media"),
+        help:
+            "How media reaches the relay: auto (UDP, or the relay's TLS connection when UDP gets no answer in 2 s), tcp (the TLS connection from the start), or udp (never the TLS connection)."
+    )
+    var media = MediaTransport.auto.rawValue
+
     func validate() throws {
         if insecure, knownRelays != nil {
             throw ValidationError(
                 "--insecure does not use TLS, so --known-relays has nothing to check: give one of them")
         }
+        _ = try mediaTransport()
+    }
+
+    /// The media path `--media` asks for.
+    func mediaTransport() throws -> MediaTransport {
+        guard let transport = MediaTransport(rawValue: media) else {
+            throw ValidationError("--media is auto, tcp or udp, not \"\(media)\"")
+        }
+        return transport
     }
 
     /// The signaling security these options ask for.

@@ -113,7 +113,7 @@ final class TestMember: Sendable {
         ) { event in
             switch event {
             case .message(let message): box.inbox.withLock { $0.append(message) }
-            case .invalid: break
+            case .invalid, .media: break
             case .closed: box.closed.withLock { $0 = true }
             }
         }.get()

@@ -71,6 +71,11 @@ final class LossyUDPProxy: Sendable {
         try await state.eventLoop.submit { [state] in state.value.counts }.get()
     }
 
+    /// Drops `percent` % of datagrams each way from now on (100: UDP blocked).
+    func setLossPercent(_ percent: Double) async throws {
+        try await state.eventLoop.submit { [state] in state.value.lossPercent = percent }.get()
+    }
+
     /// Forgets the longest silence so far and the time of the last datagrams.
     func restartSilenceWatch() async throws {
         try await state.eventLoop.submit { [state] in
@@ -95,7 +100,7 @@ final class LossyUDPProxy: Sendable {
 /// The proxy's state, confined to its event loop.
 private final class ProxyState {
     let relay: SocketAddress
-    let lossPercent: Double
+    var lossPercent: Double
     var random: SeededRandom
     var client: SocketAddress?
     var front: (any Channel)?

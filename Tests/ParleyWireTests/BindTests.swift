@@ -22,6 +22,15 @@ struct BindTests {
             ])
     }
 
+    @Test func probeDiffersFromARequestOnlyInItsSubtype() throws {
+        let probe = BindRequest(ssrc: 12345, memberID: 42, token: Self.token, isProbe: true)
+        let wire = probe.serialized()
+        #expect(wire == [0x83] + BindRequest(ssrc: 12345, memberID: 42, token: Self.token).serialized().dropFirst())
+        #expect(try BindRequest(parsing: wire) == probe)
+        #expect(try BindRequest(parsing: wire).isProbe)
+        #expect(Bind.isBindPacket(wire))
+    }
+
     @Test(arguments: BindStatus.allCases)
     func acknowledgementHasTheDocumentedBytes(_ status: BindStatus) throws {
         let ack = BindAcknowledgement(ssrc: 12345, memberID: 42, status: status)

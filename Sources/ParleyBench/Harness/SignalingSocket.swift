@@ -70,7 +70,7 @@ final class SignalingSocket {
             switch event {
             case .message(.joined(let joined)): return joined
             case .message(.error(let error)): throw RelayBenchError.joinFailed("relay answered \(error)")
-            case .message: continue
+            case .message, .media: continue
             case .invalid(let error): throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
             case .closed: throw RelayBenchError.joinFailed("the relay closed the connection")
             }
@@ -97,7 +97,7 @@ final class SignalingSocket {
                 _ = try next.join(room: room, name: name)
                 return (next, port)
             case .message(.error(let error)): throw RelayBenchError.joinFailed("relay answered \(error)")
-            case .message: continue
+            case .message, .media: continue
             case .invalid(let error): throw RelayBenchError.joinFailed("unreadable relay message: \(error)")
             case .closed: throw RelayBenchError.joinFailed("the relay closed the connection")
             }

@@ -329,6 +329,7 @@ struct AppLoop {
         requested.password = settings.password
         requested.fallbackServers = settings.fallbackServers
         requested.signalingSecurity = options.signalingSecurity
+        requested.mediaTransport = options.mediaTransport
         requested.account = options.messaging?.identity
         requested.hideRoom = options.hideRoom
         requested.simulcast = options.simulcast

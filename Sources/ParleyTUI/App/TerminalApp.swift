@@ -38,6 +38,8 @@ public struct AppOptions: Sendable {
     public var logger: Logger
     /// How signaling is protected: TLS checked against known relays (the CLI's default) or plain (`--insecure`).
     public var signalingSecurity: SignalingSecurity = .insecure
+    /// How media reaches the relay (`--media`).
+    public var mediaTransport = MediaTransport.auto
     /// The account the messages screen logs in with; nil when none is logged in on this computer.
     public var messaging: MessagingAccount?
     /// Why there is no account, as the lobby says when [Messages] is pressed.

@@ -150,6 +150,9 @@ public struct RoomScreen: Sendable {
         if state.security.insecureTransport {
             after += [separator, StyledRun("INSECURE", base.overlaid(with: theme.style(.statusError)))]
         }
+        if state.mediaOverTCP {
+            after += [separator, StyledRun("media over TCP", base.overlaid(with: theme.style(.statusWarning)))]
+        }
 
         var right: [StyledRun] = []
         if videoLayout.fullscreen != nil, let key = state.settings.keymap.keys(for: .grid).first {
