@@ -118,6 +118,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var videoTargetKbps: Int?
     /// Where media goes ("udp", or "tcp" when UDP did not get through); nil in a report from before it was written.
     public var mediaPath: String?
+    /// Times the media socket was closed by a send error (a firewall's EPERM) and opened again.
+    public var mediaSocketReopens: Int?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -171,6 +173,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         uplinkEstimateReason = stats.uplinkEstimateReason
         videoTargetKbps = stats.videoTargetKbps
         mediaPath = stats.mediaPath
+        mediaSocketReopens = stats.mediaSocketReopens
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -199,7 +202,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
-            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps, mediaPath
+            audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps, mediaPath,
+            mediaSocketReopens
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -237,6 +241,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         uplinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .uplinkEstimateReason)
         videoTargetKbps = try fields.decodeIfPresent(Int.self, forKey: .videoTargetKbps)
         mediaPath = try fields.decodeIfPresent(String.self, forKey: .mediaPath)
+        mediaSocketReopens = try fields.decodeIfPresent(Int.self, forKey: .mediaSocketReopens)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -280,6 +285,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(uplinkEstimateReason, forKey: .uplinkEstimateReason)
         try fields.encodeIfPresent(videoTargetKbps, forKey: .videoTargetKbps)
         try fields.encodeIfPresent(mediaPath, forKey: .mediaPath)
+        try fields.encodeIfPresent(mediaSocketReopens, forKey: .mediaSocketReopens)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

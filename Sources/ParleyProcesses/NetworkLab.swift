@@ -122,6 +122,67 @@ public final class NetworkLab: @unchecked Sendable {
         return member
     }
 
+    /// Where a network refuses UDP.
+    public enum UDPBlock: Sendable {
+        /// A firewall on the path drops UDP both ways: what the member sends vanishes, nothing comes back.
+        case onThePath
+        /// The member's own firewall refuses UDP on its way out: the member's `sendmsg` fails with EPERM (and what
+        /// the relay sends it is dropped on arrival).
+        case atTheMember
+    }
+
+    /// Blocks UDP between `member` and the relay (TCP passes) until `unblockUDP`.
+    public func blockUDP(of member: Member, _ block: UDPBlock = .onThePath) throws {
+        let (memberSide, relaySide) = try interfaces(of: member)
+        let table = "udp\(memberSide)"
+        func nft(_ namespace: String, _ arguments: [String]) throws {
+            try run(Self.ip, ["netns", "exec", namespace, Self.nft] + arguments)
+        }
+        func chain(_ namespace: String, hook: String) throws {
+            try nft(namespace, ["add", "table", "inet", table])
+            try nft(
+                namespace,
+                ["add", "chain", "inet", table, hook, "{", "type", "filter", "hook", hook, "priority", "0", ";", "}"])
+        }
+        try chain(member.namespace, hook: "prerouting")
+        try nft(
+            member.namespace,
+            [
+                "add", "rule", "inet", table, "prerouting", "iifname", memberSide, "meta", "l4proto", "udp", "counter",
+                "drop",
+            ])
+        switch block {
+        case .onThePath:
+            try chain(relayNamespace, hook: "prerouting")
+            try nft(
+                relayNamespace,
+                [
+                    "add", "rule", "inet", table, "prerouting", "iifname", relaySide, "meta", "l4proto", "udp",
+                    "counter",
+                    "drop",
+                ])
+        case .atTheMember:
+            try chain(member.namespace, hook: "output")
+            try nft(
+                member.namespace,
+                [
+                    "add", "rule", "inet", table, "output", "oifname", memberSide, "meta", "l4proto", "udp", "counter",
+                    "drop",
+                ])
+        }
+    }
+
+    /// Lets UDP through `member`'s link again.
+    public func unblockUDP(of member: Member) throws {
+        let (memberSide, _) = try interfaces(of: member)
+        for namespace in [member.namespace, relayNamespace] {
+            // The relay's namespace has no table when the block was the member's own.
+            _ = try? ChildProcess.run(
+                Self.ip, ["netns", "exec", namespace, Self.nft, "delete", "table", "inet", "udp\(memberSide)"],
+                timeout: .seconds(10))
+        }
+    }
+
     /// `path` with `arguments` as a command run inside `namespace`.
     public func command(in namespace: String, _ path: String, _ arguments: [String]) -> (String, [String]) {
         (Self.ip, ["netns", "exec", namespace, path] + arguments)

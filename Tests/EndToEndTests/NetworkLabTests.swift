@@ -73,6 +73,54 @@ struct NetworkLabTests {
         #expect(bobsView.decodeErrors == 0)
     }
 
+    /// Alice's network drops UDP from the start; then lets it through; then her own firewall refuses it (EPERM).
+    @Test("a member whose network blocks UDP talks over TCP, and moves back when UDP returns")
+    func blockedUDPGoesOverTCP() async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let lab = try NetworkLab(tag: "udp")
+        defer { lab.tearDown() }
+        let alice = try lab.addMember("alice")
+        let bob = try lab.addMember("bob")
+        try lab.blockUDP(of: alice)
+        let started = ContinuousClock.now
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "udp")
+        defer { call.stop() }
+        try await call.waitUntilBound()
+        print("UDP blocked: both bound and hearing each other \(ContinuousClock.now - started) after the bots started")
+        #expect(call.report("alice")?.mediaPath == "tcp")
+        #expect(call.report("bob")?.mediaPath == "udp")
+
+        /// Each member's frames of the other a second, over a 4 s window.
+        func rates() async throws -> [String: Double] {
+            let before = [alice, bob].map { call.framesDecoded(by: $0.name) }
+            let window = ContinuousClock.now
+            try await Task.sleep(for: .seconds(4))  // a measurement window of wall time
+            let seconds = Double((ContinuousClock.now - window).components.seconds)
+            return Dictionary(
+                uniqueKeysWithValues: zip([alice, bob], before).map {
+                    ($0.name, Double(call.framesDecoded(by: $0.name) - $1) / max(1, seconds))
+                })
+        }
+        for (name, fps) in try await rates() { #expect(fps >= 20, "over TCP, \(name) decodes at \(fps) fps") }
+
+        try lab.unblockUDP(of: alice)
+        try await poll("alice's media back on UDP", timeout: .seconds(15), { call.report("alice")?.mediaPath }) {
+            $0 == "udp"
+        }
+        for (name, fps) in try await rates() { #expect(fps >= 20, "back on UDP, \(name) decodes at \(fps) fps") }
+
+        // Her own firewall now refuses UDP: every send fails with EPERM, which closes the media socket; it is
+        // opened again, the binds go unanswered, and media goes over TCP again.
+        try lab.blockUDP(of: alice, .atTheMember)
+        try await poll("alice's media over TCP again", timeout: .seconds(15), { call.report("alice")?.mediaPath }) {
+            $0 == "tcp"
+        }
+        for (name, fps) in try await rates() { #expect(fps >= 20, "over TCP again, \(name) decodes at \(fps) fps") }
+        #expect(
+            (call.report("alice")?.mediaSocketReopens ?? 0) > 0,
+            "the EPERM closed alice's socket, and she opened another")
+    }
+
     @Test("a lab that cannot be made says which command failed")
     func badShapingIsAnError() throws {
         let lab = try NetworkLab(tag: "bad")

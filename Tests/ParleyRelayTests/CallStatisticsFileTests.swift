@@ -38,6 +38,7 @@ struct CallStatisticsFileTests {
             try text(report) == """
                 {"activeVideoLayers":[],"audioBytesSent":12000,"audioPacketsSent":150,"audioPlannedLossPercent":6,\
                 "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,"mediaPath":"udp",\
+                "mediaSocketReopens":0,\
                 "microphoneBlockGaps":0,"microphoneLongestBlockGapMs":0,\
                 "microphoneOverruns":0,"peers":[{"audioArrivalGaps":0,"audioCorrectionPPM":0,"audioDelayMs":0,"audioDiscarded":0,\
                 "audioDropouts":0,"audioHeld":0,"audioLate":0,"audioLateKept":0,"audioPackets":149,"audioPlayed":148,"audioTargetMs":0,\
