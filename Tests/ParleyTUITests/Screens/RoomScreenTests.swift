@@ -26,6 +26,16 @@ struct RoomScreenTests {
     ]
     .flatMap { size in [1, 2, 3, 4, 9].map { Grid(size: size, people: $0) } }
 
+    @Test("the header says when media goes over TCP, and stops saying it when it is back on UDP")
+    func headerSaysMediaOverTCP() {
+        var room = RoomFixture.withPeers(["bob"])
+        #expect(!room.render(RoomFixture.small).text(row: 0).contains("media over TCP"))
+        _ = room.send(.event(.mediaOverTCP(true)))
+        #expect(room.render(RoomFixture.small).text(row: 0).contains("media over TCP"))
+        _ = room.send(.event(.mediaOverTCP(false)))
+        #expect(!room.render(RoomFixture.small).text(row: 0).contains("media over TCP"))
+    }
+
     @Test("the container the reducer gets is where the tiles are drawn", arguments: grids)
     func containerMatchesTiles(_ grid: Grid) throws {
         var room = RoomFixture.withPeers(Array(Self.names.prefix(grid.people - 1)))
