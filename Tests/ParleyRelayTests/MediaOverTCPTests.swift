@@ -3,6 +3,7 @@ import ParleyEngine
 import ParleyRelay
 import ParleyRoom
 import ParleyTestLanes
+import ParleyTestSupport
 import ParleyWire
 import Testing
 
@@ -45,6 +46,29 @@ import Testing
         await bob.leave()
         _ = await (aliceTask.value, bobTask.value)
         await relay.shutdown()
+    }
+
+    @Test func mediaOverTCPCrossesACluster() async throws {
+        let cluster = try await InProcessCluster.start(nodes: 2, logger: calls.quietLogger())
+        try await cluster.connect()
+        var engines: [CallEngine] = []
+        var tasks: [Task<Void, Never>] = []
+        for (name, node) in [("alice", 0), ("bob", 1)] {
+            var settings = calls.configuration(name, port: cluster.relays[node].signalingPort)
+            settings.mediaTransport = .tcp
+            let (engine, _, task) = try calls.startEngine(settings)
+            engines.append(engine)
+            tasks.append(task)
+        }
+        #expect(await calls.allDecode(engines, peers: 1, frames: 10, within: .seconds(15)))
+        for engine in engines { #expect(await engine.statistics().mediaPath == "tcp") }
+        for relay in cluster.relays {
+            let counters = try await relay.counters()
+            #expect(counters.membersWithMediaOverTCP == 1 && counters.trunkPacketsSent > 0, "\(counters)")
+        }
+        for engine in engines { await engine.leave() }
+        for task in tasks { await task.value }
+        await cluster.shutdown()
     }
 
     @Test func blockedUDPMovesMediaToTCPAndBackWhenItReturns() async throws {
