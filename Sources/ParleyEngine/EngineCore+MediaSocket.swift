@@ -67,21 +67,37 @@ extension EngineCore {
         }
     }
 
-    /// Sends `packets`, each stamped with the next transport-wide sequence number and sealed for the room; each is
-    /// remembered for the uplink's estimate.
+    /// Sends `packets` through the pacing (sound at once, video spread at 2.5 times the uplink's estimate).
     func send(_ packets: [RTPPacket]) {
         guard canSendMedia, !packets.isEmpty else { return }
+        media.pacing.enqueue(packets, audioSSRC: joined?.media.ssrcs.audio)
+        releasePaced()
+    }
+
+    /// Sends what the pacing lets out now, each packet stamped with the next transport-wide sequence number and
+    /// sealed for the room as it leaves, and remembered for the uplink's estimate; then waits for the next.
+    func releasePaced() {
         let at = now.milliseconds
-        for plain in packets {
-            var stamped = plain
-            let sequence = media.uplink.history.next()
-            stamped.header.headerExtension = TransportSequence.stamp(sequence, onto: plain.header.headerExtension)
-            guard let packet = sealed(stamped) else { continue }
-            let bytes = packet.serialized()
-            media.uplink.history.sent(sequence, size: bytes.count, at: at)
-            writeMedia(bytes)
+        let leaving = media.pacing.release(at: at, estimate: media.uplink.target)
+        if !leaving.isEmpty, canSendMedia {
+            for plain in leaving {
+                var stamped = plain
+                let sequence = media.uplink.history.next()
+                stamped.header.headerExtension = TransportSequence.stamp(
+                    sequence, onto: plain.header.headerExtension)
+                guard let packet = sealed(stamped) else { continue }
+                let bytes = packet.serialized()
+                media.uplink.history.sent(sequence, size: bytes.count, at: at)
+                writeMedia(bytes)
+            }
+            flushMedia()
         }
-        flushMedia()
+        guard media.pacingTask == nil, let next = media.pacing.nextRelease(after: at), let bound else { return }
+        let delay = TimeAmount.microseconds(Int64(max(500, (next - at) * 1_000)))
+        media.pacingTask = loop.scheduleTask(in: delay) {
+            bound.value.media.pacingTask = nil
+            bound.value.releasePaced()
+        }
     }
 
     func sendRaw(_ bytes: [UInt8]) {

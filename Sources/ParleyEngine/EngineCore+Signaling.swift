@@ -113,6 +113,8 @@ extension EngineCore {
     }
 
     private func stopTimers() {
+        media.pacingTask?.cancel()
+        media.pacingTask = nil
         signalingLink.reconnectTask?.cancel()
         signalingLink.lostTask?.cancel()
         media.bindTask?.cancel()

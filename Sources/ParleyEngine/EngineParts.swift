@@ -56,6 +56,10 @@ struct MediaLink {
     var socketReopens = 0
     /// Media not queued on the TCP connection because it was backed up.
     var backedUp = 0
+    /// What leaves when: sound at once, video spread over time.
+    var pacing = MediaPacing()
+    /// The next release of paced video, while some waits.
+    var pacingTask: Scheduled<Void>?
     /// The audio, video and report ticks while media flows.
     var ticks: [PacedTimer] = []
     /// Seals what this member sends (nil without end-to-end encryption).
