@@ -8,7 +8,8 @@ public struct NetworkLabError: Error, CustomStringConvertible {
 /// A private network for a call, made of Linux network namespaces (root only): the relay in one, each member in its
 /// own, each member joined to the relay by a veth pair of its own, so every member has its own uplink and downlink
 /// to shape. Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544), inside namespaces the lab made,
-/// never routed anywhere: member `i` is 198.18.i.2, the relay's end of its link 198.18.i.1. Capacity and queue come
+/// never routed anywhere: member `i` is 198.18.i.2 (later .3, .4… when it moves), the relay's end of its link
+/// 198.18.i.1, each link a /29. Capacity and queue come
 /// from `tc` token buckets (this kernel has no netem). Everything the lab made goes in `tearDown`, also on deinit.
 public final class NetworkLab: @unchecked Sendable {
     /// One member's link to the relay: capacity each way (nil: not shaped), the longest a packet may queue, and the
@@ -108,8 +109,8 @@ public final class NetworkLab: @unchecked Sendable {
         try run(Self.ip, ["-n", namespace, "link", "set", relaySide, "netns", relayNamespace])
         let member = Member(
             name: name, namespace: namespace, address: "198.18.\(index).2", relayAddress: "198.18.\(index).1")
-        try run(Self.ip, ["-n", namespace, "addr", "add", "\(member.address)/30", "dev", memberSide])
-        try run(Self.ip, ["-n", relayNamespace, "addr", "add", "\(member.relayAddress)/30", "dev", relaySide])
+        try run(Self.ip, ["-n", namespace, "addr", "add", "\(member.address)/29", "dev", memberSide])
+        try run(Self.ip, ["-n", relayNamespace, "addr", "add", "\(member.relayAddress)/29", "dev", relaySide])
         try run(Self.ip, ["-n", namespace, "link", "set", memberSide, "up"])
         try run(Self.ip, ["-n", relayNamespace, "link", "set", relaySide, "up"])
         // Each side shapes what it sends: the member's end is its uplink, the relay's end its downlink.
@@ -120,6 +121,29 @@ public final class NetworkLab: @unchecked Sendable {
         try lose(link.uplinkLossPercent, arriving: relaySide, in: relayNamespace)
         try lose(link.downlinkLossPercent, arriving: memberSide, in: namespace)
         return member
+    }
+
+    /// Gives `member` a new address on its link, as a network does when a laptop moves or a lease is renewed: the
+    /// old address is gone at once (what is on its way to it is lost, and its connections with it). Returns the
+    /// member with its new address.
+    @discardableResult
+    public func moveAddress(of member: Member) throws -> Member {
+        let (memberSide, _) = try interfaces(of: member)
+        guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
+            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
+        }
+        var moved = members[position]
+        let prefix = moved.address.split(separator: ".").dropLast().joined(separator: ".")
+        guard let host = Int(moved.address.split(separator: ".").last ?? ""), host < 6 else {
+            throw NetworkLabError(description: "\(member.name) has moved as often as its /29 allows")
+        }
+        let next = "\(prefix).\(host + 1)"
+        // The old one goes first: deleting a primary address deletes the secondaries of its subnet with it.
+        try run(Self.ip, ["-n", member.namespace, "addr", "del", "\(moved.address)/29", "dev", memberSide])
+        try run(Self.ip, ["-n", member.namespace, "addr", "add", "\(next)/29", "dev", memberSide])
+        moved.address = next
+        members[position] = moved
+        return moved
     }
 
     /// Where a network refuses UDP.
@@ -225,7 +249,7 @@ public final class NetworkLab: @unchecked Sendable {
     }
 
     private func interfaces(of member: Member) throws -> (memberSide: String, relaySide: String) {
-        guard let position = members.firstIndex(of: member) else {
+        guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
             throw NetworkLabError(description: "\(member.name) is not a member of this lab")
         }
         return interfaces(ofMemberAt: position + 1)

@@ -121,6 +121,35 @@ struct NetworkLabTests {
             "the EPERM closed alice's socket, and she opened another")
     }
 
+    /// Alice's address changes mid-call (a laptop moving between networks, a lease renewed).
+    @Test("a member whose address changes mid-call is seen and heard again within seconds")
+    func aMovedMemberRebinds() async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let lab = try NetworkLab(tag: "mv")
+        defer { lab.tearDown() }
+        let alice = try lab.addMember("alice")
+        let bob = try lab.addMember("bob")
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "mv")
+        defer { call.stop() }
+        try await call.waitUntilBound()
+        let moved = try lab.moveAddress(of: alice)
+        #expect(moved.address == "198.18.1.3")
+        let at = ContinuousClock.now
+        let before = [alice, bob].map { call.framesDecoded(by: $0.name) }
+        // Each sees the other move again by 60 frames (two seconds) past where its statistics file said it was when the address changed (the file is rewritten every second).
+        try await waitUntil("both decode 60 more frames of the other after alice moved", timeout: .seconds(20)) {
+            zip([alice, bob], before).allSatisfy { call.framesDecoded(by: $0.name) >= $1 + 60 }
+        }
+        print("alice moved: both decode the other again \(ContinuousClock.now - at) after the move")
+        let frames = [alice, bob].map { call.framesDecoded(by: $0.name) }
+        try await Task.sleep(for: .seconds(3))  // a measurement window of wall time
+        for (member, start) in zip([alice, bob], frames) {
+            let fps = Double(call.framesDecoded(by: member.name) - start) / 3
+            #expect(fps >= 20, "after the move, \(member.name) decodes the other at \(fps) fps")
+        }
+        #expect(call.report("alice")?.mediaPath == "udp", "a move is no reason to leave UDP")
+    }
+
     @Test("a lab that cannot be made says which command failed")
     func badShapingIsAnError() throws {
         let lab = try NetworkLab(tag: "bad")
