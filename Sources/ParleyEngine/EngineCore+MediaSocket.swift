@@ -17,7 +17,10 @@ extension EngineCore {
         guard case .joined = phase, let room = joined, let token = BindToken(hex: room.media.credential),
             let bound
         else { return }
-        if media.path == .udp, !media.isBound, media.bindsUnanswered >= 8, configuration.mediaTransport == .auto {
+        // By time, not by count: a socket an error closed and reopened sends fewer binds in those 2 s.
+        if media.path == .udp, !media.isBound, configuration.mediaTransport == .auto,
+            let since = media.unansweredSince, now - since >= .seconds(2)
+        {
             moveMedia(to: .tcp, why: "UDP to the relay got no answer in 2 s")
         }
         let request = BindRequest(ssrc: room.media.ssrcs.audio, memberID: room.you.id, token: token)
@@ -28,6 +31,7 @@ extension EngineCore {
         flushMedia()
         media.bindAttempts += 1
         media.bindsUnanswered += 1
+        if !media.isBound, media.unansweredSince == nil { media.unansweredSince = now }
         // Every 250 ms until acknowledged, then every 5 s as a keep-alive for NAT bindings.
         let delay: TimeAmount = media.isBound ? .seconds(5) : .milliseconds(250)
         if !media.isBound && media.bindsUnanswered == 20 {
@@ -55,13 +59,15 @@ extension EngineCore {
         media.path = path
         media.udpAnswered = false
         media.bindsUnanswered = 0
+        media.unansweredSince = nil
         media.lastHeardOverUDP = nil
         logger.notice("media path", metadata: ["path": "\(path.rawValue)", "why": "\(why)"])
         emit(.mediaOverTCP(path == .tcp))
         switch path {
         case .tcp:
             media.isBound = false
-            emit(.alert(.message("\(why): media goes over the relay's TLS connection")))
+            let connection = configuration.signalingSecurity.isTLS ? "TLS connection" : "WebSocket (no TLS)"
+            emit(.alert(.message("\(why): media goes over TCP, on the relay's \(connection)")))
         case .udp:
             emit(.alert(.message("UDP gets through again: media is back on UDP")))
         }
@@ -198,11 +204,12 @@ extension EngineCore {
     /// Bound on UDP, and nothing from the relay over it for 2 s (a network that started dropping UDP, an address
     /// that changed): bind again, which moves media to TCP if UDP stays silent. Called from the audio tick.
     func checkUDPSilence() {
-        guard media.path == .udp, media.isBound, configuration.mediaTransport == .auto,
-            let last = media.lastHeardOverUDP, now - last > .seconds(2)
-        else { return }
+        guard media.path == .udp, media.isBound, let last = media.lastHeardOverUDP, now - last > .seconds(2) else {
+            return
+        }
         media.isBound = false
         media.bindsUnanswered = 0
+        media.unansweredSince = nil
         media.lastHeardOverUDP = now
         sendBind()
     }
@@ -215,7 +222,6 @@ extension EngineCore {
             guard status == .bound else { return }
             if media.udpAnswered {
                 moveMedia(to: .udp, why: "UDP answered")
-                media.bindsUnanswered = 0
                 media.lastHeardOverUDP = now
             } else if let room = joined, let token = BindToken(hex: room.media.credential) {
                 media.udpAnswered = true
@@ -226,6 +232,7 @@ extension EngineCore {
             return  // an answer to a bind sent over TCP before media moved back
         default:
             media.bindsUnanswered = 0
+            media.unansweredSince = nil
             mediaBindAnswered(status)
         }
     }

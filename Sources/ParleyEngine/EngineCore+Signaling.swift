@@ -375,6 +375,7 @@ extension EngineCore {
         media.isBound = false
         media.bindAttempts = 0
         media.bindsUnanswered = 0
+        media.unansweredSince = nil
         sendBind()
     }
 

@@ -41,8 +41,10 @@ struct MediaLink {
     var relay: SocketAddress?
     var isBound = false
     var bindAttempts = 0
-    /// Binds sent on the current path since the relay last answered one (2 s of them unanswered on UDP: TCP).
+    /// Binds sent on the current path since the relay last answered one (20 of them: the user is told).
     var bindsUnanswered = 0
+    /// Since when binds on the current path go unanswered (2 s of it on UDP, `--media auto`: media moves to TCP).
+    var unansweredSince: Duration?
     var bindTask: Scheduled<Void>?
     /// Where media goes now.
     var path = MediaPath.udp

@@ -20,6 +20,11 @@ public enum SignalingSecurity: Sendable {
     case insecure
     /// `wss://`: the relay's certificate is vouched for by an authority or pinned in the store on first use.
     case tls(RelayTrustStore)
+
+    /// Whether the connection runs over TLS.
+    public var isTLS: Bool {
+        if case .tls = self { true } else { false }
+    }
 }
 
 /// What the relay's WebSocket delivers to the engine (and to the benches' members, hence `package`).

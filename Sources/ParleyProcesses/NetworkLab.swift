@@ -123,6 +123,16 @@ public final class NetworkLab: @unchecked Sendable {
         return member
     }
 
+    /// Changes the capacity of `member`'s uplink to `kbps` (nil: unshaped) mid-call, keeping its queue length, as a
+    /// link whose capacity drops does (another household member's download, a train leaving coverage).
+    public func reshapeUplink(of member: Member, kbps: Int?, queue: Duration = .milliseconds(60)) throws {
+        let (memberSide, _) = try interfaces(of: member)
+        // Replacing the root qdisc keeps the link up; without shaping it goes back to the kernel's default.
+        _ = try? ChildProcess.run(
+            Self.tc, ["-n", member.namespace, "qdisc", "del", "dev", memberSide, "root"], timeout: .seconds(10))
+        if let kbps { try shape(memberSide, in: member.namespace, kbps: kbps, queue: queue) }
+    }
+
     /// Gives `member` a new address on its link, as a network does when a laptop moves or a lease is renewed: the
     /// old address is gone at once (what is on its way to it is lost, and its connections with it). Returns the
     /// member with its new address.

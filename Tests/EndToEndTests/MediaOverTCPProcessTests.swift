@@ -29,7 +29,7 @@ struct MediaOverTCPProcessTests {
         let lines = try await pane.text("\"media over TCP\" in the header and bob's tile", within: .seconds(15)) {
             $0.first?.contains("media over TCP") == true && $0.contains { $0.contains("bob") }
         }
-        #expect(lines.contains { $0.contains("media goes over the relay's TLS connection") }, "\(lines)")
+        #expect(lines.contains { $0.contains("media goes over TCP, on the relay's WebSocket") }, "\(lines)")
         // Bob's picture arrives over the connection: his tile fills with picture cells (not the waiting text).
         try await pane.text("bob's picture in his tile", within: .seconds(15)) { screen in
             !screen.contains { $0.contains("waiting for video") || $0.contains("connecting") }

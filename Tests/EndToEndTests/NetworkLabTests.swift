@@ -121,6 +121,42 @@ struct NetworkLabTests {
             "the EPERM closed alice's socket, and she opened another")
     }
 
+    /// Alice's uplink drops from 4 Mbit/s to 500 kbit/s for 20 s, then comes back (the `capacity-drop` case).
+    @Test("a member whose uplink drops to 500 kbit/s gets under it within seconds and climbs back after")
+    func capacityDropIsFollowed() async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let lab = try NetworkLab(tag: "cd")
+        defer { lab.tearDown() }
+        let alice = try lab.addMember("alice", link: NetworkLab.Link(uplinkKbps: 4_000))
+        let bob = try lab.addMember("bob")
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "cd", seconds: 90)
+        defer { call.stop() }
+        try await call.waitUntilBound()
+        try await Task.sleep(for: .seconds(3))  // the clean send rate, as the call settles
+        let clean = try #require(call.report("alice")?.videoTargetKbps)
+        #expect(clean == 600, "at 4 Mbit/s alice's camera runs at the profile's 600 kbit/s")
+
+        try lab.reshapeUplink(of: alice, kbps: 500)
+        let dropped = ContinuousClock.now
+        try await poll(
+            "alice's estimate under her new 500 kbit/s", timeout: .seconds(10), { call.report("alice") },
+            until: { ($0?.uplinkEstimateKbps ?? .max) <= 500 })
+        let under = ContinuousClock.now - dropped
+        try await Task.sleep(for: .seconds(4))  // the rest of the squeeze, measured below
+        let frames = call.framesDecoded(by: "bob")
+        try await Task.sleep(for: .seconds(4))  // a measurement window of wall time
+        let squeezed = Double(call.framesDecoded(by: "bob") - frames) / 4
+        #expect(squeezed >= 10, "bob decodes alice at \(squeezed) fps while her uplink is at 500 kbit/s")
+
+        try lab.reshapeUplink(of: alice, kbps: 4_000)
+        let restored = ContinuousClock.now
+        try await poll(
+            "alice's camera back at the profile's rate", timeout: .seconds(40), { call.report("alice") },
+            until: { ($0?.videoTargetKbps ?? 0) >= 600 })
+        let back = ContinuousClock.now - restored
+        print("capacity drop: estimate under 500 kbit/s \(under) after the drop; camera back at 600 \(back) after")
+    }
+
     /// Alice's address changes mid-call (a laptop moving between networks, a lease renewed).
     @Test("a member whose address changes mid-call is seen and heard again within seconds")
     func aMovedMemberRebinds() async throws {
@@ -173,9 +209,9 @@ struct LabCall {
     let relay: BackgroundProcess
     let bots: [BackgroundProcess]
 
-    static func start(_ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String) async throws
-        -> LabCall
-    {
+    static func start(
+        _ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String, seconds: Int = 40
+    ) async throws -> LabCall {
         let folder = NSTemporaryDirectory() + "parley-lab-\(tag)-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let (relayPath, relayArguments) = lab.command(
@@ -188,7 +224,7 @@ struct LabCall {
                 in: member.namespace, parley,
                 [
                     "bot", "standup", "--server", "\(member.relayAddress):7878", "--insecure", "--name", member.name,
-                    "--profile", "640x360", "--duration", "40", "--stats-file", "\(folder)/\(member.name).json",
+                    "--profile", "640x360", "--duration", "\(seconds)", "--stats-file", "\(folder)/\(member.name).json",
                 ])
             return try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log")
         }

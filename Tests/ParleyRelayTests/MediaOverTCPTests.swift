@@ -87,7 +87,7 @@ import Testing
         #expect(
             aliceLog.all.contains {
                 if case .alert(.message(let text)) = $0 {
-                    text.contains("media goes over the relay's TLS")
+                    text.contains("media goes over TCP, on the relay's WebSocket (no TLS)")
                 } else {
                     false
                 }
