@@ -243,7 +243,7 @@ let package = Package(
                 "ParleyTestLanes",
                 "ParleyRelay", "ParleyWire", "ParleyBytes", "ParleyEngine", "ParleyMedia", "ParleyRoom",
                 "ParleyDevices",
-                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport",
+                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport", "ParleyProcesses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

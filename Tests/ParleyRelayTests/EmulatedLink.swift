@@ -1,0 +1,126 @@
+import NIOCore
+import NIOPosix
+import ParleyProcesses
+
+/// A member's media path through a user-space link element (`LinkModel`, one per direction) on loopback: the
+/// client sends to `port` (`CallConfiguration.mediaAddressOverride`), the element delays, jitters and loses each
+/// datagram as its settings say and passes the rest on; the relay binds the element's upstream address as that
+/// member's, as it would a NAT's. In-process, as pion's vnet is; the network lab's namespaces use `tc` and nftables.
+final class EmulatedLink: Sendable {
+    /// The client-facing UDP port.
+    let port: Int
+    private let group: MultiThreadedEventLoopGroup
+    private let front: any Channel
+    private let back: any Channel
+    private let state: NIOLoopBound<LinkState>
+
+    private init(
+        port: Int, group: MultiThreadedEventLoopGroup, front: any Channel, back: any Channel,
+        state: NIOLoopBound<LinkState>
+    ) {
+        self.port = port
+        self.group = group
+        self.front = front
+        self.back = back
+        self.state = state
+    }
+
+    /// An element toward the relay's media port: `uplink` on what the client sends, `downlink` on what it gets.
+    static func start(relayPort: Int, uplink: LinkModel.Settings, downlink: LinkModel.Settings, seed: UInt64)
+        async throws -> EmulatedLink
+    {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let relay = try SocketAddress(ipAddress: "127.0.0.1", port: relayPort)
+        let up = try LinkModel(uplink, seed: seed)
+        let down = try LinkModel(downlink, seed: seed &+ 1)
+        let state = try await loop.submit {
+            NIOLoopBound(LinkState(relay: relay, uplink: up, downlink: down), eventLoop: loop)
+        }.get()
+        let back = try await DatagramBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        let front = try await DatagramBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        try await loop.submit {
+            let link = state.value
+            link.front = front
+            link.back = back
+            try front.pipeline.syncOperations.addHandler(LinkHandler(state: link, fromClient: true))
+            try back.pipeline.syncOperations.addHandler(LinkHandler(state: link, fromClient: false))
+        }.get()
+        return EmulatedLink(port: front.localAddress?.port ?? 0, group: group, front: front, back: back, state: state)
+    }
+
+    /// Datagrams lost and passed so far each way.
+    func counts() async throws -> (uplink: (lost: Int, passed: Int), downlink: (lost: Int, passed: Int)) {
+        try await state.eventLoop.submit { [state] in
+            let link = state.value
+            return ((link.uplink.lost, link.uplink.passed), (link.downlink.lost, link.downlink.passed))
+        }.get()
+    }
+
+    func stop() async {
+        try? await front.close()
+        try? await back.close()
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// The element's state, confined to its event loop.
+private final class LinkState {
+    let relay: SocketAddress
+    var uplink: LinkModel
+    var downlink: LinkModel
+    var client: SocketAddress?
+    var front: (any Channel)?
+    var back: (any Channel)?
+    let epoch = NIODeadline.now()
+
+    init(relay: SocketAddress, uplink: LinkModel, downlink: LinkModel) {
+        self.relay = relay
+        self.uplink = uplink
+        self.downlink = downlink
+    }
+
+    /// One datagram in: passed on when its arrival time comes, unless the direction's model loses it.
+    func pass(_ envelope: AddressedEnvelope<ByteBuffer>, fromClient: Bool, on loop: any EventLoop) {
+        let now = Double((NIODeadline.now() - epoch).nanoseconds) / 1_000_000
+        let arrival: Double?
+        let channel: (any Channel)?
+        let destination: SocketAddress?
+        if fromClient {
+            client = envelope.remoteAddress
+            arrival = uplink.arrival(sentAt: now)
+            channel = back
+            destination = relay
+        } else {
+            arrival = downlink.arrival(sentAt: now)
+            channel = front
+            destination = client
+        }
+        guard let arrival, let channel, let destination else { return }
+        let out = AddressedEnvelope(remoteAddress: destination, data: envelope.data)
+        if arrival <= now {
+            channel.writeAndFlush(out, promise: nil)
+        } else {
+            loop.scheduleTask(deadline: epoch + .nanoseconds(Int64(arrival * 1_000_000))) {
+                channel.writeAndFlush(out, promise: nil)
+            }
+        }
+    }
+}
+
+private final class LinkHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let state: LinkState
+    private let fromClient: Bool
+
+    init(state: LinkState, fromClient: Bool) {
+        self.state = state
+        self.fromClient = fromClient
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        state.pass(unwrapInboundIn(data), fromClient: fromClient, on: context.eventLoop)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {}
+}
