@@ -121,8 +121,9 @@ struct MediaStreams {
     /// Connections that carried media and are open.
     var count: Int { addresses.count }
 
-    /// The stand-in address of connection `id`, made the first time it carries media.
-    mutating func address(of id: ConnectionID, channel: any Channel) -> SocketAddress {
+    /// A media datagram arrived on connection `id` (counted): the connection's stand-in address, made the first time
+    /// it carries media.
+    mutating func received(on id: ConnectionID, channel: any Channel) -> SocketAddress {
         packetsIn += 1
         if let address = addresses[id] { return address }
         // A path of 30-odd bytes is far under the 107 a Unix socket address holds: this cannot throw.

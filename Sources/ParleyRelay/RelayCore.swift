@@ -246,7 +246,7 @@ final class RelayCore {
             media.count(.oversizedStreamDatagram)
             return
         }
-        let address = output.streams.address(of: id, channel: channel)
+        let address = output.streams.received(on: id, channel: channel)
         handleDatagram(AddressedEnvelope(remoteAddress: address, data: data))
         flushWrites()
     }
