@@ -170,6 +170,7 @@ final class EngineCore {
         stats.mediaPath = media.path.rawValue
         stats.mediaOverTCPBackedUp = media.backedUp
         stats.mediaSocketReopens = media.socketReopens
+        stats.signalingRejoins = signalingLink.state.rejoins
         stats.localMediaPort = media.udp?.localAddress?.port ?? 0
         stats.audioPacketsSent = ownAudio.sender?.packetsSent ?? 0
         stats.audioBytesSent = ownAudio.sender?.bytesSent ?? 0
@@ -200,6 +201,10 @@ final class EngineCore {
         if media.feedbackReceived > 0 {
             stats.uplinkEstimateKbps = Int((media.uplink.target / 1_000).rounded())
             stats.uplinkEstimateReason = media.uplink.reason.description
+        }
+        if let downlink = reports.downlink.estimate {
+            stats.downlinkEstimateKbps = Int((downlink / 1_000).rounded())
+            stats.downlinkEstimateReason = reports.downlink.reason.description
         }
         stats.transportFeedbackReceived = media.feedbackReceived
         stats.encryption = configuration.encryption?.suite.name

@@ -68,8 +68,10 @@ struct CallSignalingState {
         case noteRefusal(SignalingError)
         /// About the room's members, chat or media: the engine core's bookkeeping, no signaling decision.
         case roomMessage(ServerMessage)
-        /// A resumed membership: the peers this answer does not list with the same id and SSRCs went away.
-        case dropStalePeers(JoinedRoom)
+        /// A membership after a drop: the peers this answer does not list with the same id and SSRCs went away.
+        /// `resumed` (the same id and media credential as before) keeps the others' receivers as they were, so their
+        /// pictures, buffers and counters carry on; a new membership (the relay restarted) starts them again.
+        case dropStalePeers(JoinedRoom, resumed: Bool)
         /// Tell the relay again which tile sizes we draw (a new membership starts with everyone's full layer).
         case resendTiles
         /// Receive these members' media.
@@ -104,6 +106,8 @@ struct CallSignalingState {
     private(set) var lastHeard: Duration = .zero
     /// Attempts in the current interruption.
     private(set) var reconnectAttempts = 0
+    /// Memberships taken again after a dropped connection, in this call.
+    private(set) var rejoins = 0
     /// The keep-alive schedule of the current membership.
     private(set) var keepAlive: KeepAliveSchedule?
     /// Whether the join being negotiated is the first of this call (not a resume after a drop).
@@ -353,7 +357,11 @@ struct CallSignalingState {
         var actions: [Action] = [.cancel(.reconnect), .cancel(.lost)]
         // Peers the relay still lists with the same id and SSRCs stay; the rest (everyone, after a relay restart) go
         // before the new local id is announced, since ids restart with the relay.
-        if rejoin { actions.append(.dropStalePeers(room)) }
+        if rejoin {
+            rejoins += 1
+            let resumed = previous?.you.id == room.you.id && previous?.media.credential == room.media.credential
+            actions.append(.dropStalePeers(room, resumed: resumed))
+        }
         // How the call is protected is said before it is said to be joined: drawn between the two, the header read
         // "connected" for a frame without its INSECURE.
         if !rejoin {

@@ -114,12 +114,17 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     /// feedback (or in a report from before it was sent).
     public var uplinkEstimateKbps: Int?
     public var uplinkEstimateReason: String?
+    /// The downlink's estimate from losses in what arrived (kbit/s) and why it is there; nil while none was found.
+    public var downlinkEstimateKbps: Int?
+    public var downlinkEstimateReason: String?
     /// The full layer's rate the encoder aims at (kbit/s); nil in a report from before it was written.
     public var videoTargetKbps: Int?
     /// Where media goes ("udp", or "tcp" when UDP did not get through); nil in a report from before it was written.
     public var mediaPath: String?
     /// Times the media socket was closed by a send error (a firewall's EPERM) and opened again.
     public var mediaSocketReopens: Int?
+    /// Times the signaling connection dropped and the membership was taken again; nil in an older report.
+    public var signalingRejoins: Int?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -171,9 +176,12 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = stats.audioPlannedLossPercent
         uplinkEstimateKbps = stats.uplinkEstimateKbps
         uplinkEstimateReason = stats.uplinkEstimateReason
+        downlinkEstimateKbps = stats.downlinkEstimateKbps
+        downlinkEstimateReason = stats.downlinkEstimateReason
         videoTargetKbps = stats.videoTargetKbps
         mediaPath = stats.mediaPath
         mediaSocketReopens = stats.mediaSocketReopens
+        signalingRejoins = stats.signalingRejoins
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -203,7 +211,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         case time, localID, mediaBound, videoFramesSent, videoKeyframesSent, videoFramesCaptured, videoFramesDroppedBusy
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
             audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps, mediaPath,
-            mediaSocketReopens
+            downlinkEstimateKbps, downlinkEstimateReason,
+            mediaSocketReopens, signalingRejoins
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -239,9 +248,12 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         audioPlannedLossPercent = try fields.decode(Int.self, forKey: .audioPlannedLossPercent)
         uplinkEstimateKbps = try fields.decodeIfPresent(Int.self, forKey: .uplinkEstimateKbps)
         uplinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .uplinkEstimateReason)
+        downlinkEstimateKbps = try fields.decodeIfPresent(Int.self, forKey: .downlinkEstimateKbps)
+        downlinkEstimateReason = try fields.decodeIfPresent(String.self, forKey: .downlinkEstimateReason)
         videoTargetKbps = try fields.decodeIfPresent(Int.self, forKey: .videoTargetKbps)
         mediaPath = try fields.decodeIfPresent(String.self, forKey: .mediaPath)
         mediaSocketReopens = try fields.decodeIfPresent(Int.self, forKey: .mediaSocketReopens)
+        signalingRejoins = try fields.decodeIfPresent(Int.self, forKey: .signalingRejoins)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -283,9 +295,12 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encode(audioPlannedLossPercent, forKey: .audioPlannedLossPercent)
         try fields.encodeIfPresent(uplinkEstimateKbps, forKey: .uplinkEstimateKbps)
         try fields.encodeIfPresent(uplinkEstimateReason, forKey: .uplinkEstimateReason)
+        try fields.encodeIfPresent(downlinkEstimateKbps, forKey: .downlinkEstimateKbps)
+        try fields.encodeIfPresent(downlinkEstimateReason, forKey: .downlinkEstimateReason)
         try fields.encodeIfPresent(videoTargetKbps, forKey: .videoTargetKbps)
         try fields.encodeIfPresent(mediaPath, forKey: .mediaPath)
         try fields.encodeIfPresent(mediaSocketReopens, forKey: .mediaSocketReopens)
+        try fields.encodeIfPresent(signalingRejoins, forKey: .signalingRejoins)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

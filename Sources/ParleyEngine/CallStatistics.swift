@@ -70,6 +70,8 @@ public struct CallStatistics: Sendable {
     public var mediaOverTCPBackedUp = 0
     /// Times the media socket was closed by an error (a firewall's EPERM) and opened again.
     public var mediaSocketReopens = 0
+    /// Times the signaling connection dropped and the membership was taken again (resumed or joined afresh).
+    public var signalingRejoins = 0
     /// The local UDP port media arrives on (0 before the socket opened).
     public var localMediaPort = 0
     public var audioPacketsSent = 0
@@ -80,6 +82,11 @@ public struct CallStatistics: Sendable {
     public var uplinkEstimateKbps: Int?
     /// Why the estimate is where it is ("climbing", "holding", "delay", "loss 12 %", "ceiling").
     public var uplinkEstimateReason: String?
+    /// What the downlink carries by this member's estimate from losses in what arrived (kbit/s), sent to the relay
+    /// with the tiles; nil while losses showed no limit.
+    public var downlinkEstimateKbps: Int?
+    /// Why the downlink estimate is where it is ("loss 14 %", "climbing", "holding"); nil with no estimate.
+    public var downlinkEstimateReason: String?
     /// The full layer's rate the encoder aims at (kbit/s): the profile's, or less when the uplink's estimate has no
     /// room for it (the smaller layers get their share of it).
     public var videoTargetKbps = 0

@@ -316,6 +316,28 @@ extension EngineCore {
         flushMedia()
     }
 
+    /// The relay's count of what it sent us: the downlink estimate takes the interval since its last count (the
+    /// first on a binding only starts one); a new figure goes to the relay with the tiles.
+    func downlinkCounted(_ count: ForwardedCount) {
+        let at = now / .milliseconds(1)
+        defer { reports.lastCount = (count, reports.arrived) }
+        guard let last = reports.lastCount else {
+            reports.downlink.restart(at: at)
+            return
+        }
+        let sent = Int(count.packets &- last.relay.packets)
+        // More than a 100,000 packets in one interval is no count of this binding (the relay restarted): start again.
+        guard sent <= 100_000 else {
+            reports.downlink.restart(at: at)
+            return
+        }
+        let arrived = reports.arrived.packets - last.arrived.packets
+        reports.downlink.update(
+            at: at, bytes: reports.arrived.bytes - last.arrived.bytes, expected: sent, lost: max(0, sent - arrived))
+        reports.tiles.setDownlink(reports.downlink.estimate.map { Int(($0 / 1_000).rounded()) })
+        sendTilesIfDue()
+    }
+
     func reportStatistics() {
         let at = now
         let seconds = max(
@@ -339,6 +361,7 @@ extension EngineCore {
         let size = sending ? VideoSize(width: configuration.profile.width, height: configuration.profile.height) : nil
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
         if media.feedbackReceived > 0 { info.uplinkKbps = media.uplink.target / 1_000 }
+        info.downlinkKbps = reports.downlink.estimate.map { $0 / 1_000 }
         if ownVideo.rate.fullLayerKbps < configuration.profile.bitrateKbps {
             info.heldToKbps = ownVideo.rate.fullLayerKbps
             info.heldToSize = ownVideo.rate.fullLayerSize

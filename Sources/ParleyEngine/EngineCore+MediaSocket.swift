@@ -189,6 +189,8 @@ extension EngineCore {
         case .unknown:
             return
         case .rtp:
+            reports.arrived.packets += 1
+            reports.arrived.bytes += bytes.count
             receiveRTP(bytes)
         case .rtcp:
             if Bind.isBindPacket(bytes) {
@@ -272,6 +274,9 @@ extension EngineCore {
         case .bound:
             guard !media.isBound else { return }
             media.isBound = true
+            // The relay's counts of what it sent count from this binding on (what went to an old address is no
+            // loss on this link).
+            reports.lastCount = nil
             onVideoThread { $0.requestKeyframe() }
             // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
             for peer in remote.peers.values { sendKeyframeRequest(for: peer) }
@@ -329,6 +334,12 @@ extension EngineCore {
                 let size = ownVideo.rate.fullLayerSize
                 onVideoThread { $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size) }
             }
+        case .application(let app) where app.name == ForwardedCount.name:
+            guard let count = ForwardedCount(app), count.mediaSSRC == joined?.media.ssrcs.audio else {
+                media.forgedFeedbackDropped += 1
+                return
+            }
+            downlinkCounted(count)
         case .senderReport(let report):
             guard let peer = remote.peer(sending: report.ssrc) else {
                 media.forgedFeedbackDropped += 1

@@ -52,8 +52,8 @@ extension EngineCore {
             logger.notice("relay refused a message", metadata: ["error": "\(error)"])
         case .roomMessage(let message):
             handleRoomMessage(message)
-        case .dropStalePeers(let room):
-            dropStalePeers(keeping: room)
+        case .dropStalePeers(let room, let resumed):
+            dropStalePeers(keeping: room, resumed: resumed)
         case .resendTiles:
             reports.tiles.forgetSent()
             sendTilesIfDue()
@@ -101,15 +101,16 @@ extension EngineCore {
         }
     }
 
-    /// After a resume, members the relay no longer lists (or lists with other streams) are gone; every peer is
-    /// added again from the room that follows.
-    private func dropStalePeers(keeping room: JoinedRoom) {
-        for (id, peer) in remote.peers.sorted(by: { $0.key < $1.key })
-        where !room.members.contains(where: { $0.id == id && $0.ssrcs == peer.info.ssrcs }) {
-            emit(.userOffline(ParticipantID(id), reason: .dropped))
+    /// After a drop, members the relay no longer lists (or lists with other streams) are gone. A resumed membership
+    /// keeps the receivers of the rest (decoder, buffers, counters: no keyframe to wait for); a new one starts every
+    /// receiver again from the room that follows.
+    private func dropStalePeers(keeping room: JoinedRoom, resumed: Bool) {
+        for (id, peer) in remote.peers.sorted(by: { $0.key < $1.key }) {
+            let listed = room.members.contains { $0.id == id && $0.ssrcs == peer.info.ssrcs }
+            if !listed { emit(.userOffline(ParticipantID(id), reason: .dropped)) }
+            if !listed || !resumed { remote.peers[id] = nil }
         }
-        remote.peers.removeAll()
-        remote.ownerOfBlock.removeAll()
+        remote.ownerOfBlock = remote.ownerOfBlock.filter { remote.peers[$0.value] != nil }
     }
 
     private func stopTimers() {
@@ -260,7 +261,10 @@ extension EngineCore {
         let joined = if case .joined = phase { true } else { false }
         switch reports.tiles.next(now: now, joined: joined, waiting: reports.tilesTask != nil) {
         case .send(let shown):
-            signalingLink.connection?.send(.tiles(TileReport(tiles: Array(shown.prefix(maxReportedTiles)))))
+            signalingLink.connection?.send(
+                .tiles(
+                    TileReport(
+                        tiles: Array(shown.prefix(maxReportedTiles)), downlinkKbps: reports.tiles.sentDownlink)))
         case .wait(let wait):
             guard let bound else { return }
             reports.tilesTask = loop.scheduleTask(in: TimeAmount(wait)) {

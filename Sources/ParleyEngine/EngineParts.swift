@@ -173,6 +173,12 @@ struct Reporting {
     var sentWindow = (videoFrames: 0, videoBytes: 0, audioBytes: 0)
     /// The tile sizes reported to the relay, and the wake-up of a report held back by its rate.
     var tiles = TileReporting()
+    /// What this member's downlink carries, from what arrived against what the relay says it sent.
+    var downlink = DownlinkEstimator()
+    /// RTP packets and bytes that arrived from the relay.
+    var arrived = (packets: 0, bytes: 0)
+    /// The relay's last count and what had arrived when it came; nil until one came on the current binding.
+    var lastCount: (relay: ForwardedCount, arrived: (packets: Int, bytes: Int))?
     var tilesTask: Scheduled<Void>?
     /// The statistics and level ticks.
     var tasks: [RepeatedTask] = []

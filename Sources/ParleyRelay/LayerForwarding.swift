@@ -8,6 +8,11 @@ import ParleyWire
 /// layer (which is asked for at once); until it arrives the old layer keeps flowing, so a picture never freezes or
 /// breaks on a switch. A layer nobody gets or waits for is not needed, and its sender is told to pause it.
 ///
+/// A receiver whose report gives its downlink (`TileReport.downlinkKbps`: losses showed a limit) gets, within it,
+/// what `DownlinkAllocation` leaves each sender: the dominant speaker first, then the other tiles by size, each at the
+/// largest layer that fits (never above the one its tile asks for), a tile that does not fit paused. A layer's cost
+/// is its rate as measured on the way through (`setRates`), or a guess from its size until one was measured.
+///
 /// In a room that spans nodes, another node's members are here too: as senders, their layers are chosen for the
 /// receivers here like anyone's, and their demand (what the receivers here need of them) goes to their node; as
 /// receivers they get nothing here (`receivesHere` false). What other nodes need of a sender here (`setNeeds`) adds
@@ -43,10 +48,19 @@ public struct LayerForwarding: Sendable {
         var receivesHere = true
         /// What each other node's receivers need of this sender's layers, as that node last said.
         var needsElsewhere: [String: [Bool]] = [:]
+        /// What this member, as a receiver, said its downlink carries (bits a second); nil for no limit.
+        var downlink: Double?
+        /// What each of this sender's layers was measured to cost (bits a second), nil for one not measured yet.
+        var rates: [Double?] = []
     }
 
     private var members: [UInt32: Member] = [:]
     private var rooms: [String: Set<UInt32>] = [:]
+    /// Each room's dominant speaker: its video is the last a full downlink gives up.
+    private var dominant: [String: UInt32] = [:]
+
+    /// What a receiver's sound takes of its downlink, per sender it hears (Opus at the call's rate with headers).
+    public static let audioRate = 48_000.0
 
     /// Nobody yet.
     public init() {}
@@ -75,9 +89,9 @@ public struct LayerForwarding: Sendable {
         rooms[room, default: []].insert(id)
         var effects: [Effect] = []
         for other in roomMembers(room) where other != id {
-            effects += choose(receiver: other, sender: id)
-            effects += choose(receiver: id, sender: other)
+            effects += chooseAll(receiver: other)
         }
+        effects += chooseAll(receiver: id)
         return effects + demands(in: room)
     }
 
@@ -86,11 +100,16 @@ public struct LayerForwarding: Sendable {
         guard let member = members.removeValue(forKey: id) else { return [] }
         rooms[member.room]?.remove(id)
         if rooms[member.room]?.isEmpty == true { rooms[member.room] = nil }
+        counted[id] = nil
+        if dominant[member.room] == id { dominant[member.room] = nil }
+        var effects: [Effect] = []
         for other in roomMembers(member.room) {
             members[other]?.choices[id] = nil
             members[other]?.tiles?[id] = nil
+            // What the sender that left took of a limited downlink is free for the others.
+            if members[other]?.downlink != nil { effects += chooseAll(receiver: other) }
         }
-        return demands(in: member.room)
+        return effects + demands(in: member.room)
     }
 
     /// A receiver's tile report: every sender it lists gets the layer covering its tile; senders it leaves out
@@ -102,12 +121,65 @@ public struct LayerForwarding: Sendable {
             tiles[tile.id] = tile.size
         }
         members[receiver]?.tiles = tiles
-        var effects: [Effect] = []
-        for sender in roomMembers(room) where sender != receiver {
-            effects += choose(receiver: receiver, sender: sender)
-        }
-        return effects + demands(in: room)
+        members[receiver]?.downlink = report.downlinkKbps.map { Double($0) * 1_000 }
+        return chooseAll(receiver: receiver) + demands(in: room)
     }
+
+    /// `sender`'s layers were measured to cost `rates` (bits a second, largest first; nil for a layer not seen
+    /// lately, which keeps its last figure). Takes effect at the next `reallocate()`.
+    public mutating func setRates(of sender: UInt32, _ rates: [Double?]) {
+        guard var member = members[sender] else { return }
+        var kept = member.rates + [Double?](repeating: nil, count: max(0, member.layers.count - member.rates.count))
+        for (layer, rate) in rates.prefix(member.layers.count).enumerated() where rate != nil { kept[layer] = rate }
+        member.rates = kept
+        members[sender] = member
+    }
+
+    /// `speaker` is the dominant speaker of `room` now. Takes effect at the next `reallocate()`.
+    public mutating func setDominant(_ speaker: UInt32?, in room: String) { dominant[room] = speaker }
+
+    /// Counts a packet of `sender`'s layer `layer` on its way through, for the layer's measured rate.
+    public mutating func count(bytes: Int, layer: Int, from sender: UInt32) {
+        guard let layers = members[sender]?.layers.count, layer < layers else { return }
+        counted[sender, default: [Int](repeating: 0, count: layers)][layer] += bytes
+    }
+
+    /// Bytes of each sender's layers counted since the last `reallocate(after:)`.
+    private var counted: [UInt32: [Int]] = [:]
+
+    /// Turns what was counted over the last `seconds` into layer rates (smoothed with the figure before; a layer
+    /// that sent nothing keeps its last), then every receiver with a limited downlink chooses again with the rates
+    /// and speakers known now.
+    public mutating func reallocate(after seconds: Double) -> [Effect] {
+        for (sender, bytes) in counted where seconds > 0 {
+            let measured = bytes.map { $0 > 0 ? Double($0 * 8) / seconds : nil }
+            let before = members[sender]?.rates ?? []
+            setRates(
+                of: sender,
+                measured.enumerated().map { layer, rate in
+                    guard let rate else { return nil }
+                    guard layer < before.count, let old = before[layer] else { return rate }
+                    return (old + rate) / 2
+                })
+        }
+        counted.removeAll(keepingCapacity: true)
+        return reallocate()
+    }
+
+    /// Every receiver with a limited downlink chooses again with the rates and speakers known now.
+    public mutating func reallocate() -> [Effect] {
+        var effects: [Effect] = []
+        var changedRooms: Set<String> = []
+        for (id, member) in members.sorted(by: { $0.key < $1.key }) where member.downlink != nil {
+            let chosen = chooseAll(receiver: id)
+            if !chosen.isEmpty { changedRooms.insert(member.room) }
+            effects += chosen
+        }
+        return effects + changedRooms.sorted().flatMap { demands(in: $0) }
+    }
+
+    /// What `receiver` said its downlink carries (bits a second), nil for no limit.
+    public func downlink(of receiver: UInt32) -> Double? { members[receiver]?.downlink }
 
     /// Whether a packet of `sender`'s layer `layer` goes to `receiver`; a keyframe starting on a layer the
     /// receiver waits for completes its switch (and may free the old layer: `takeDemandChanges`).
@@ -207,15 +279,44 @@ public struct LayerForwarding: Sendable {
         (rooms[room] ?? []).sorted()
     }
 
-    private mutating func choose(receiver: UInt32, sender: UInt32) -> [Effect] {
+    /// The layer `receiver`'s tile asks of `sender`: the full one until it reported, nil while not drawn.
+    private func wanted(by receiver: Member, of sender: UInt32, layers: [VideoLayerSize?]) -> Int? {
+        guard let tiles = receiver.tiles, let tile = tiles[sender] else { return 0 }
+        return Self.layer(for: tile, among: layers)
+    }
+
+    /// A layer's cost: as measured, else a guess from its pixels (600 kbit/s for 640x360, at least 30 kbit/s).
+    private static func rate(of layer: Int, in member: Member) -> Double {
+        if layer < member.rates.count, let measured = member.rates[layer] { return measured }
+        guard let size = member.layers[layer] else { return 600_000 }
+        return max(30_000, 600_000 * Double(size.width * size.height) / (640 * 360))
+    }
+
+    /// `receiver` chooses again of every sender in its room: by its tiles, and within its downlink when it gave one.
+    private mutating func chooseAll(receiver: UInt32) -> [Effect] {
+        guard let receiverState = members[receiver], receiverState.receivesHere else { return [] }
+        let senders = roomMembers(receiverState.room).filter { $0 != receiver }
+        var allocated: [UInt32: DownlinkAllocation.Choice]?
+        if let budget = receiverState.downlink {
+            let streams = senders.compactMap { id -> DownlinkAllocation.Stream? in
+                guard let sender = members[id] else { return nil }
+                let tile = receiverState.tiles?[id] ?? nil
+                return DownlinkAllocation.Stream(
+                    sender: id, dominant: dominant[receiverState.room] == id,
+                    tileArea: tile.map { $0.width * $0.height } ?? Int.max,
+                    wanted: wanted(by: receiverState, of: id, layers: sender.layers),
+                    layerRates: sender.layers.indices.map { Self.rate(of: $0, in: sender) })
+            }
+            allocated = DownlinkAllocation.allocate(
+                budget: budget, audio: Self.audioRate * Double(senders.count), streams: streams)
+        }
+        return senders.flatMap { choose(receiver: receiver, sender: $0, allocated: allocated?[$0]) }
+    }
+
+    private mutating func choose(receiver: UInt32, sender: UInt32, allocated: DownlinkAllocation.Choice?) -> [Effect] {
         guard let layers = members[sender]?.layers, let receiverState = members[receiver], receiverState.receivesHere
         else { return [] }
-        let wanted: Int?
-        if let tiles = receiverState.tiles, let tile = tiles[sender] {
-            wanted = Self.layer(for: tile, among: layers)
-        } else {
-            wanted = 0
-        }
+        let wanted = allocated.map(\.layer) ?? wanted(by: receiverState, of: sender, layers: layers)
         var choice = receiverState.choices[sender] ?? Choice(current: 0, target: nil)
         var effects: [Effect] = []
         if wanted == nil {

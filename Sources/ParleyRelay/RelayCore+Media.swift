@@ -39,6 +39,7 @@ extension RelayCore {
         let at = now
         for room in Array(speakers.keys) {
             guard let dominant = speakers[room]?.decide(at: at) else { continue }
+            layers.setDominant(dominant, in: room)
             perform([
                 .send(
                     .dominantSpeaker(DominantSpeakerNotice(id: dominant)),
@@ -128,11 +129,12 @@ extension RelayCore {
             if keyframe { media.keyframeForwarded(ssrc: header.ssrc) }
             // Each receiver gets the one layer of this sender its tile needs.
             let layer = route.ssrcs.layerIndex(of: header.ssrc) ?? 0
+            layers.count(bytes: data.readableBytes, layer: layer, from: route.member)
             media.destinations(from: route.member, in: route.room, into: &output.layerDestinations)
             var count = 0
             for (member, address) in output.layerDestinations
             where layers.forwards(layer: layer, startsKeyframe: keyframe, from: route.member, to: member) {
-                output.write(data, to: address)
+                output.writeRTP(data, to: member, at: address)
                 count += 1
             }
             output.forwarded += count
@@ -142,8 +144,8 @@ extension RelayCore {
         if let level {
             speakers[route.room, default: DominantSpeakerDetector()].record(level, from: route.member, at: now)
         }
-        media.destinations(from: route.member, in: route.room, into: &output.destinations)
-        output.sendToDestinations(data)
+        media.destinations(from: route.member, in: route.room, into: &output.layerDestinations)
+        output.sendRTPToDestinations(data)
     }
 
     func bind(_ data: ByteBuffer, from remote: SocketAddress) {
@@ -222,7 +224,7 @@ extension RelayCore {
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
                 answerNACK(ssrc: ssrc, sequenceNumbers, from: route.member, senderSSRC: route.ssrcs.audio) {
-                    output.write($0, to: remote)
+                    output.writeRTP($0, to: route.member, at: remote)
                 }
             }
         }
@@ -251,6 +253,16 @@ extension RelayCore {
         guard let address = media.route(of: member)?.address else { return }
         output.write(ByteBuffer(bytes: bytes), to: address)
         output.forwarded += 1
+    }
+
+    /// Each member bound here is told how many RTP packets it was sent so far (`ForwardedCount`), behind them on the
+    /// same path: its downlink estimate compares that with what arrived.
+    func sendForwardedCounts() {
+        for (member, sent) in output.sentTo {
+            guard let route = media.route(of: member), let address = route.address else { continue }
+            let count = ForwardedCount(mediaSSRC: route.ssrcs.audio, packets: sent.packets, bytes: sent.bytes)
+            output.write(ByteBuffer(bytes: count.rtcpPacket.serialized()), to: address)
+        }
     }
 
     /// Each member's transport-wide feedback about what arrived from it since the last, about its audio stream.

@@ -91,6 +91,26 @@ struct MediaOutput {
         }
     }
 
+    /// RTP packets and their bytes written to each member bound here (wrapping, as `ForwardedCount` carries them),
+    /// so it can tell loss on its downlink from loss upstream. Bounded by the members; a member's goes when it does.
+    private(set) var sentTo: [UInt32: (packets: UInt32, bytes: UInt32)] = [:]
+
+    /// Queues an RTP packet for `member` at `address`, counted for its `ForwardedCount`.
+    mutating func writeRTP(_ data: ByteBuffer, to member: UInt32, at address: SocketAddress) {
+        write(data, to: address)
+        sentTo[member, default: (0, 0)].packets &+= 1
+        sentTo[member, default: (0, 0)].bytes &+= UInt32(truncatingIfNeeded: data.readableBytes)
+    }
+
+    /// A member gone: its count forgotten.
+    mutating func forget(_ member: UInt32) { sentTo[member] = nil }
+
+    /// Queues an RTP packet for every member in `layerDestinations`, counted as forwarded and for each member.
+    mutating func sendRTPToDestinations(_ data: ByteBuffer) {
+        for (member, address) in layerDestinations { writeRTP(data, to: member, at: address) }
+        forwarded += layerDestinations.count
+    }
+
     /// Queues `data` for every address in `destinations`, counted as forwarded.
     mutating func sendToDestinations(_ data: ByteBuffer) {
         for address in destinations { write(data, to: address) }

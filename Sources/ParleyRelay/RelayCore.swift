@@ -135,6 +135,10 @@ final class RelayCore {
                 // A switch still waiting for its keyframe (the request or the keyframe was lost) asks again.
                 let core = core.value
                 core.performLayerEffects(core.layers.pendingSwitches())
+                // Receivers with a limited downlink choose again with the layer rates of the last second.
+                core.performLayerEffects(core.layers.reallocate(after: 1))
+                core.sendForwardedCounts()
+                core.flushWrites()
                 // What the receivers here need of other nodes' senders, again (a control datagram may be lost).
                 core.repeatLayerNeeds()
             })
@@ -354,6 +358,7 @@ final class RelayCore {
         }
         media.forget(member: id)
         uplinks.forget(id)
+        output.forget(id)
         performLayerEffects(layers.remove(member: id))
         if let emptied = links.memberLeft(id, from: room) {
             // Nobody there needs anything of the senders here any more.

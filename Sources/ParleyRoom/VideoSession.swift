@@ -72,6 +72,9 @@ public struct MediaInfo: Hashable, Sendable {
     public var sentLayers: [VideoSize]? = nil
     /// The own uplink's estimate from the relay's feedback (kbit/s); nil for a remote member or before any.
     public var uplinkKbps: Double? = nil
+    /// The own downlink's estimate from losses in what arrived (kbit/s); nil for a remote member or while losses
+    /// showed no limit (the relay then holds the others' pictures within it).
+    public var downlinkKbps: Double? = nil
     /// The rate the own camera's full layer is held to because the uplink has no room for the profile's (kbit/s);
     /// nil when it sends at the profile's rate, and for a remote member.
     public var heldToKbps: Int? = nil

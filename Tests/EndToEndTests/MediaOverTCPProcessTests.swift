@@ -26,10 +26,11 @@ struct MediaOverTCPProcessTests {
             command: "sh -c '\(parley) join tcpcall --server 127.0.0.1:\(port) --name alice --insecure --media tcp "
                 + "--video synthetic --audio synthetic --speaker none --log /dev/null; echo EXITED rc=$?; sleep 60'",
             columns: 100, rows: 30)
-        let lines = try await pane.text("\"media over TCP\" in the header and bob's tile", within: .seconds(15)) {
+        // The header and the chat line are two events: the screen may be drawn between them, so both are awaited.
+        try await pane.text("\"media over TCP\" in the header, bob's tile and the chat line", within: .seconds(15)) {
             $0.first?.contains("media over TCP") == true && $0.contains { $0.contains("bob") }
+                && $0.contains { $0.contains("media goes over TCP, on the relay's WebSocket") }
         }
-        #expect(lines.contains { $0.contains("media goes over TCP, on the relay's WebSocket") }, "\(lines)")
         // Bob's picture arrives over the connection: his tile fills with picture cells (not the waiting text).
         try await pane.text("bob's picture in his tile", within: .seconds(15)) { screen in
             !screen.contains { $0.contains("waiting for video") || $0.contains("connecting") }

@@ -80,10 +80,12 @@ struct CallSignalingStateTests {
         ]
     }
 
-    /// What a `joined` after a drop does: stale peers go, then the local id and "reconnected".
-    static func rejoin(_ room: JoinedRoom, members: [MemberInfo], restartMedia: Bool) -> [Action] {
+    /// What a `joined` after a drop does: stale peers go (the rest keep their receivers when `resumed`), then the
+    /// local id and "reconnected".
+    static func rejoin(_ room: JoinedRoom, members: [MemberInfo], resumed: Bool, restartMedia: Bool) -> [Action] {
         [
-            .dropStalePeers(room), .emit(.joined(localID: ParticipantID(room.you.id))), .emit(.alert(.reconnected)),
+            .dropStalePeers(room, resumed: resumed), .emit(.joined(localID: ParticipantID(room.you.id))),
+            .emit(.alert(.reconnected)),
             .resendTiles, .addMembers(members), .emit(.hostChanged(ParticipantID(room.host))),
             .bindMedia(room, restartMedia: restartMedia),
         ]
@@ -120,7 +122,7 @@ struct CallSignalingStateTests {
                 (1_000, .unbindMedia), (1_000, .emit(.alert(.interrupted))),
                 (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_100, .sendJoin(.init(resume: resume))),
-            ] + rejoin(alice, members: [bob], restartMedia: false).map { (2_200, $0) } + [
+            ] + rejoin(alice, members: [bob], resumed: true, restartMedia: false).map { (2_200, $0) } + [
                 (4_200, ping(4)), (6_200, ping(6)), (8_200, ping(8)), (10_200, ping(10)),
             ]),
         Row(
@@ -137,7 +139,7 @@ struct CallSignalingStateTests {
                 (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (3_050, .openConnection(first: false)), (4_100, .openConnection(first: false)),
                 (11_000, .emit(.alert(.lost))), (11_200, .sendJoin(.init(resume: resume))),
-            ] + rejoin(alice, members: [bob], restartMedia: false).map { (11_300, $0) }),
+            ] + rejoin(alice, members: [bob], resumed: true, restartMedia: false).map { (11_300, $0) }),
         Row(
             name: "resume refused (the relay forgot us): a fresh membership, media restarted, the ghost not a peer",
             inputs: joinAt20 + [
@@ -150,7 +152,10 @@ struct CallSignalingStateTests {
                 (1_100, .emit(.alert(.reconnecting))), (1_100, .openConnection(first: false)),
                 (2_100, .sendJoin(.init(resume: resume))),
             ]
-                + rejoin(room(id: 5, block: 20, members: [bob, alice.you]), members: [bob], restartMedia: true)
+                + rejoin(
+                    room(id: 5, block: 20, members: [bob, alice.you]), members: [bob], resumed: false,
+                    restartMedia: true
+                )
                 .map { (2_200, $0) }),
         Row(
             name: "password: a proof over the challenge, the verifier when the room is new, a fresh proof on resume",
@@ -297,7 +302,7 @@ struct CallSignalingStateTests {
                 (1_000, .unbindMedia),
                 (1_000, .follow(Redirect(room: "standup", server: "b.test:7878", node: "b"), first: false)),
                 (1_050, .sendJoin(.init(resume: resume))),
-            ] + rejoin(alice, members: [bob], restartMedia: false).map { (1_100, $0) }),
+            ] + rejoin(alice, members: [bob], resumed: true, restartMedia: false).map { (1_100, $0) }),
     ]
 
     @Test(arguments: rows.indices)

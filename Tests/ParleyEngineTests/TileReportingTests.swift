@@ -47,4 +47,31 @@ import Testing
         tiles.forgetSent()
         #expect(tiles.next(now: .milliseconds(60), joined: true, waiting: false) == .send(Self.small))
     }
+
+    @Test("the downlink estimate goes with the tiles when a limit appears, moves 10 % or more, or goes")
+    func theDownlinkGoesWhenItIsNews() {
+        // At each ms, the estimate (kbit/s, nil for no limit), and whether a report goes with it.
+        let rows: [(ms: Int, kbps: Int?, sends: Bool)] = [
+            (1_000, nil, false),  // no limit, tiles unchanged: nothing
+            (2_000, 900, true),  // a limit appeared
+            (3_000, 950, false),  // 5.6 % up: not news
+            (4_000, 990, true),  // 10 % above the 900 reported
+            (5_000, 900, false),  // 9.1 % below 990
+            (6_000, nil, true),  // the limit went
+        ]
+        var tiles = TileReporting()
+        tiles.want(Self.small)
+        #expect(tiles.next(now: .zero, joined: true, waiting: false) == .send(Self.small))
+        for row in rows {
+            tiles.setDownlink(row.kbps)
+            let step = tiles.next(now: .milliseconds(row.ms), joined: true, waiting: false)
+            #expect(step == (row.sends ? .send(Self.small) : .nothing), "at \(row.ms) ms")
+            if row.sends { #expect(tiles.sentDownlink == row.kbps) }
+        }
+        // A member that draws nothing reports its downlink with no tiles (every sender's full layer, to the relay).
+        var bot = TileReporting()
+        #expect(bot.next(now: .zero, joined: true, waiting: false) == .nothing)
+        bot.setDownlink(700)
+        #expect(bot.next(now: .zero, joined: true, waiting: false) == .send([]))
+    }
 }

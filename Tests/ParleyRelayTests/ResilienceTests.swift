@@ -168,6 +168,7 @@ struct ResilienceTests {
         #expect(await allDecode([alice, bob], peers: 1, frames: 5))
         let oldAlice = await alice.statistics().localID
         let bobID = await bob.statistics().localID
+        let framesBefore = await alice.statistics().peers[bobID]?.framesDecoded ?? 0
 
         // Alice's WebSocket breaks without a goodbye: the relay keeps her membership until the liveness timeout,
         // and her reconnect takes it back (same id, same SSRCs) instead of joining a second time.
@@ -175,6 +176,10 @@ struct ResilienceTests {
         let back = await eventually { aliceLog.all.contains(.alert(.reconnected)) }
         try #require(back)
         #expect(await alice.statistics().localID == oldAlice)
+        #expect(await alice.statistics().signalingRejoins == 1)
+        // Bob's receiver at alice carried on through the resume (its decoder and counters), not started again.
+        let framesAfter = await alice.statistics().peers[bobID]?.framesDecoded ?? 0
+        #expect(framesAfter >= framesBefore, "alice had decoded \(framesBefore) of bob's frames, then \(framesAfter)")
         #expect(try await relay.rooms()["standup"]?.count == 2, "one alice at the relay, not two")
 
         // Bob never saw alice leave or a second alice arrive.

@@ -64,6 +64,8 @@ struct SimulcastSignalingTests {
                 TileSize(id: 9, width: 0, height: 0),
             ]))
         #expect(try ClientMessage.decode(tiles.encoded()) == tiles)
+        let withDownlink = ClientMessage.tiles(TileReport(tiles: [], downlinkKbps: 900))
+        #expect(try ClientMessage.decode(withDownlink.encoded()) == withDownlink)
         for message in [
             ServerMessage.videoLayers(VideoLayerDemand(active: [false, true, false])),
             .dominantSpeaker(DominantSpeakerNotice(id: 12)),
@@ -94,6 +96,11 @@ struct SimulcastSignalingTests {
                 "tiles names a peer twice"
             ),
             (#"{"v":1,"type":"tiles"}"#, "tiles needs field \"tiles\""),
+            (#"{"v":1,"type":"tiles","tiles":[],"downlinkKbps":0}"#, "downlinkKbps is 0; it is 1 to 10000000 kbit/s"),
+            (
+                #"{"v":1,"type":"tiles","tiles":[],"downlinkKbps":99999999}"#,
+                "downlinkKbps is 99999999; it is 1 to 10000000 kbit/s"
+            ),
             (
                 #"{"v":1,"type":"join","room":"r","name":"a","videoLayers":[]}"#,
                 "join \"videoLayers\" has 0 layers; a sender has 1 to 3"

@@ -194,6 +194,8 @@ extension RoomScreen {
         if media.speakerUnderruns > 0 { parts.append("underruns \(media.speakerUnderruns)") }
         // What the own link carries by the relay's feedback: the sender's ceiling on a congested link.
         if let uplink = media.uplinkKbps { parts.append("uplink ~\(Int(uplink.rounded()))kb/s") }
+        // What the own downlink carries, when losses showed a limit: the others' pictures are held within it.
+        if let downlink = media.downlinkKbps { parts.append("downlink ~\(Int(downlink.rounded()))kb/s") }
         // The camera's rate cut to fit it.
         if let held = media.heldToKbps {
             parts.append("video held to \(held)kb/s" + (media.heldToSize.map { " at \($0.width)x\($0.height)" } ?? ""))

@@ -72,16 +72,24 @@ public struct TileSize: Codable, Sendable, Equatable {
     public var size: VideoLayerSize? { width == 0 || height == 0 ? nil : VideoLayerSize(width: width, height: height) }
 }
 
-/// A receiver's tiles: every peer it draws and at what size (`tiles`).
+/// A receiver's tiles: every peer it draws and at what size (`tiles`), and what its downlink carries when losses
+/// showed a limit (`downlinkKbps`, absent for none).
 public struct TileReport: Codable, Sendable, Equatable {
     /// The peers with their drawn sizes.
     public var tiles: [TileSize]
+    /// The receiver's estimate of its downlink (kbit/s), nil while it found no limit.
+    public var downlinkKbps: Int?
 
     /// The largest size a tile may report (a picture wider than any terminal shows).
     public static let largest = 8192
+    /// The largest downlink a report may give (kbit/s): 10 Gbit/s.
+    public static let largestDownlinkKbps = 10_000_000
 
     /// A report.
-    public init(tiles: [TileSize]) { self.tiles = tiles }
+    public init(tiles: [TileSize], downlinkKbps: Int? = nil) {
+        self.tiles = tiles
+        self.downlinkKbps = downlinkKbps
+    }
 
     /// Checks the report's bounds, with a message naming what is wrong.
     func validated() throws(SignalingError) -> TileReport {
@@ -97,6 +105,10 @@ public struct TileReport: Codable, Sendable, Equatable {
         }
         guard Set(tiles.map(\.id)).count == tiles.count else {
             throw SignalingError(.badField, "tiles names a peer twice")
+        }
+        if let downlinkKbps, !(1...Self.largestDownlinkKbps).contains(downlinkKbps) {
+            throw SignalingError(
+                .badField, "downlinkKbps is \(downlinkKbps); it is 1 to \(Self.largestDownlinkKbps) kbit/s")
         }
         return self
     }

@@ -1,0 +1,88 @@
+import ParleyWire
+import Testing
+
+@Suite("A receiver's downlink estimate")
+struct DownlinkEstimatorTests {
+    /// One second of arrivals: kbit/s that arrived, packets the relay sent and those that never came; then the
+    /// estimate and why.
+    struct Row: Sendable, CustomTestStringConvertible {
+        var kbps: Int
+        var expected: Int
+        var lost: Int
+        var estimate: Double?
+        var reason: EstimateReason
+        var testDescription: String {
+            "\(kbps) kbit/s, \(lost) of \(expected) missing → \(estimate.map { "\($0)" } ?? "none")"
+        }
+    }
+
+    static let rows: [Row] = [
+        Row(kbps: 2_000, expected: 200, lost: 0, estimate: nil, reason: .starting),  // clean: no limit, no guess
+        Row(kbps: 2_000, expected: 200, lost: 6, estimate: nil, reason: .starting),  // 3 %: still none
+        // 20 % lost at 1 Mbit/s: what arrived, less half the loss.
+        Row(kbps: 1_000, expected: 200, lost: 40, estimate: 900_000, reason: .loss(0.2)),
+        Row(kbps: 850, expected: 200, lost: 10, estimate: 900_000, reason: .holding),  // 5 %: held
+        // Clean again, within 10 % of where loss was found (1 Mbit/s): 5 % of it a second.
+        Row(kbps: 850, expected: 200, lost: 0, estimate: 950_000, reason: .climbing),
+        Row(kbps: 850, expected: 200, lost: 0, estimate: 1_000_000, reason: .climbing),
+        // Too few packets sent to judge loss by: counted as none.
+        Row(kbps: 850, expected: 10, lost: 5, estimate: 1_050_000, reason: .climbing),
+        // Far less arrives (tiles went smaller): the estimate stays within reach of it (100 + 500 kbit/s).
+        Row(kbps: 100, expected: 100, lost: 0, estimate: 600_000, reason: .climbing),
+        // Far from the capacity found, it climbs 8 % a second.
+        Row(kbps: 500, expected: 100, lost: 0, estimate: 648_000, reason: .climbing),
+        // Half lost at 100 kbit/s: never under the floor where several voices and the smallest layers fit.
+        Row(kbps: 100, expected: 100, lost: 50, estimate: 150_000, reason: .loss(0.5)),
+    ]
+
+    @Test("no limit until loss shows one; cut on loss, held in between, climbing when clean")
+    func followsLoss() {
+        var estimator = DownlinkEstimator()
+        #expect(estimator.update(at: 0, bytes: 0, expected: 0, lost: 0) == nil)
+        for (second, row) in Self.rows.enumerated() {
+            let estimate = estimator.update(
+                at: Double(second + 1) * 1_000, bytes: row.kbps * 1_000 / 8, expected: row.expected, lost: row.lost)
+            #expect(
+                estimate.map { ($0 * 1_000).rounded() / 1_000 } == row.estimate && estimator.reason == row.reason,
+                "\(row.testDescription): \(estimate.map { "\($0)" } ?? "none"), \(estimator.reason)")
+        }
+    }
+
+    @Test("a restart leaves out what came before: the next interval is from there")
+    func restart() {
+        var estimator = DownlinkEstimator()
+        estimator.update(at: 0, bytes: 0, expected: 0, lost: 0)
+        estimator.restart(at: 9_000)
+        // One second at 1 Mbit/s with 20 % lost: over the 10 s since the start it would read as 100 kbit/s.
+        #expect(estimator.update(at: 10_000, bytes: 125_000, expected: 100, lost: 20) == 900_000)
+    }
+
+    @Test("the relay's count of what it sent reads back as written; another APP packet or size is not one")
+    func forwardedCount() throws {
+        let count = ForwardedCount(mediaSSRC: 0x1234_5678, packets: 4_000_000_000, bytes: 7)
+        let bytes = count.rtcpPacket.serialized()
+        #expect(bytes.count == 20)
+        guard case .application(let app)? = try RTCPPacket.parseCompound(bytes).first else {
+            Issue.record("not an APP packet")
+            return
+        }
+        #expect(ForwardedCount(app) == count)
+        #expect(
+            ForwardedCount(ApplicationPacket(subtype: 0, ssrc: 1, name: "PRLY", data: [UInt8](repeating: 0, count: 8)))
+                == nil)
+        #expect(
+            ForwardedCount(ApplicationPacket(subtype: 1, ssrc: 1, name: "PFWD", data: [UInt8](repeating: 0, count: 8)))
+                == nil)
+        #expect(ForwardedCount(ApplicationPacket(subtype: 0, ssrc: 1, name: "PFWD", data: [0, 0, 0, 0])) == nil)
+    }
+
+    @Test("an interval of no time, or garbage counts, change nothing and never trap")
+    func badInput() {
+        var estimator = DownlinkEstimator()
+        estimator.update(at: 1_000, bytes: 0, expected: 0, lost: 0)
+        #expect(estimator.update(at: 1_000, bytes: 125_000, expected: 200, lost: 100) == nil)  // no time passed
+        #expect(estimator.update(at: 500, bytes: 125_000, expected: 200, lost: 100) == nil)  // time went back
+        // More lost than due counts as all lost; negative counts as none.
+        #expect(estimator.update(at: 1_500, bytes: -5, expected: 100, lost: 500) == DownlinkEstimator.minimum)
+    }
+}
