@@ -54,6 +54,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         public var audioHeld: Int?
         public var audioDiscarded: Int?
         public var audioTargetMs: Int?
+        /// What the relay holds this peer's video to for this member's downlink ("320x180", "paused"); absent when
+        /// it is not held back.
+        public var heldByDownlink: String?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -81,6 +84,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioHeld = peer.audioHeld
             audioDiscarded = peer.audioDiscarded
             audioTargetMs = Int((peer.audioTarget / .milliseconds(1)).rounded())
+            heldByDownlink = peer.heldByDownlink
         }
     }
 

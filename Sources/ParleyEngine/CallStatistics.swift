@@ -43,6 +43,9 @@ public struct CallStatistics: Sendable {
         public var videoLayer = 0
         /// Times the relay moved this receiver to another of the peer's layers.
         public var layerSwitches = 0
+        /// What the relay holds this peer's video to for our downlink: a layer's size ("320x180"), "paused", or
+        /// nil when it is not held back.
+        public var heldByDownlink: String?
         /// Times this peer's audio packets arrived more than two frames (40 ms) after the one before, and the
         /// longest such wait: the sender, the relay or the network held them up (or the peer muted).
         public var audioArrivalGaps = 0

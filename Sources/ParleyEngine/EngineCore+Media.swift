@@ -332,9 +332,17 @@ extension EngineCore {
             return
         }
         let arrived = reports.arrived.packets - last.arrived.packets
+        let hadLimit = reports.downlink.estimate != nil
         reports.downlink.update(
             at: at, bytes: reports.arrived.bytes - last.arrived.bytes, expected: sent, lost: max(0, sent - arrived))
-        reports.tiles.setDownlink(reports.downlink.estimate.map { Int(($0 / 1_000).rounded()) })
+        let kbps = reports.downlink.estimate.map { Int(($0 / 1_000).rounded()) }
+        if !hadLimit, let kbps {
+            emit(
+                .notice(
+                    "Your connection is losing what the relay sends (about \(kbps) kbit/s get through): "
+                        + "it now sends you smaller pictures, sound and the speaker first"))
+        }
+        reports.tiles.setDownlink(kbps)
         sendTilesIfDue()
     }
 
@@ -346,7 +354,12 @@ extension EngineCore {
                 + Double((at - reports.lastStats).components.attoseconds) / 1e18)
         reports.lastStats = at
         for peer in remote.peers.values.sorted(by: { $0.info.id < $1.info.id }) where peer.info.role == .broadcaster {
-            emit(.remoteStats(peer.participant, peer.takeWindowStats(seconds: seconds)))
+            var info = peer.takeWindowStats(seconds: seconds)
+            if let held = remote.held, let entry = held.held.first(where: { $0.id == peer.info.id }) {
+                info.heldByDownlinkKbps = held.downlinkKbps ?? 0
+                info.heldToSize = entry.size.map { VideoSize(width: $0.width, height: $0.height) }
+            }
+            emit(.remoteStats(peer.participant, info))
         }
         guard ownVideo.thread != nil, let audio = ownAudio.sender else { return }
         let video = ownVideo.sent

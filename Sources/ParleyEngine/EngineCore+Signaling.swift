@@ -241,7 +241,8 @@ extension EngineCore {
                     proof: credentials.proof,
                     verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
                     videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
-                    account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers)))
+                    account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers,
+                    downlinkCounts: true)))
     }
 
     /// The layers this client's camera is sent in (what `VideoSender` will encode).
@@ -343,6 +344,8 @@ extension EngineCore {
             recordingNotice(notice)
         case .recordingPolicy(let policy):
             recordingPolicyChanged(policy)
+        case .videoHeld(let notice):
+            remote.held = notice
         case .dominantSpeaker(let notice):
             remote.dominantSpeaker = notice.id == 0 ? nil : notice.id
             emit(.dominantSpeaker(remote.dominantSpeaker.map(ParticipantID.init)))

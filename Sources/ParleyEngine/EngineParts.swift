@@ -152,6 +152,8 @@ struct RemoteMembers {
     /// Opens what the others send (nil without end-to-end encryption).
     var opener: MediaOpener?
     var dominantSpeaker: UInt32?
+    /// The senders the relay holds back for our downlink, as it last said (nil before it said anything).
+    var held: VideoHeld?
     /// Where their mixed sound goes when no speaker plays it (a file, or nothing).
     var audioSink: (any AudioSink)?
 

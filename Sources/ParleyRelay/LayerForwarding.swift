@@ -32,6 +32,8 @@ public struct LayerForwarding: Sendable {
         case requestKeyframe(sender: UInt32, layer: Int)
         /// Tell `sender` which of its layers anybody needs now.
         case demand(sender: UInt32, active: [Bool])
+        /// Tell `receiver` which senders its downlink holds back (an empty list: none any more).
+        case held(receiver: UInt32, VideoHeld)
     }
 
     private struct Member: Sendable {
@@ -52,6 +54,8 @@ public struct LayerForwarding: Sendable {
         var downlink: Double?
         /// What each of this sender's layers was measured to cost (bits a second), nil for one not measured yet.
         var rates: [Double?] = []
+        /// The senders this member, as a receiver, was last told its downlink holds back.
+        var announcedHeld: [VideoHeld.Entry] = []
     }
 
     private var members: [UInt32: Member] = [:]
@@ -307,10 +311,30 @@ public struct LayerForwarding: Sendable {
                     wanted: wanted(by: receiverState, of: id, layers: sender.layers),
                     layerRates: sender.layers.indices.map { Self.rate(of: $0, in: sender) })
             }
+            // What each sender gets now (or is switching to): a step up from it needs room to spare.
+            var current: [UInt32: Int?] = [:]
+            for (sender, choice) in receiverState.choices {
+                let layer: Int? = choice.target ?? choice.current
+                current[sender] = .some(layer)
+            }
             allocated = DownlinkAllocation.allocate(
-                budget: budget, audio: Self.audioRate * Double(senders.count), streams: streams)
+                budget: budget, audio: Self.audioRate * Double(senders.count), streams: streams, current: current)
         }
-        return senders.flatMap { choose(receiver: receiver, sender: $0, allocated: allocated?[$0]) }
+        var effects = senders.flatMap { choose(receiver: receiver, sender: $0, allocated: allocated?[$0]) }
+        // Who is held back, and at what size, told when it changes (and once it is nobody).
+        var held: [VideoHeld.Entry] = []
+        for sender in senders {
+            guard let choice = allocated?[sender], case .downlink = choice.reason, let layers = members[sender]?.layers
+            else { continue }
+            held.append(VideoHeld.Entry(id: sender, size: choice.layer.flatMap { layers[$0] }))
+        }
+        held = Array(held.prefix(maxReportedTiles))
+        if held != receiverState.announcedHeld {
+            members[receiver]?.announcedHeld = held
+            let kbps = receiverState.downlink.map { Int(($0 / 1_000).rounded()) }
+            effects.append(.held(receiver: receiver, VideoHeld(downlinkKbps: kbps, held: held)))
+        }
+        return effects
     }
 
     private mutating func choose(receiver: UInt32, sender: UInt32, allocated: DownlinkAllocation.Choice?) -> [Effect] {

@@ -30,6 +30,9 @@ extension RelayCore {
                 }
                 guard let connection = state.members[sender]?.connection else { continue }
                 perform([.send(.videoLayers(VideoLayerDemand(active: active)), to: [connection])])
+            case .held(let receiver, let notice):
+                guard let connection = state.members[receiver]?.connection else { continue }
+                perform([.send(.videoHeld(notice), to: [connection])])
             }
         }
     }
@@ -255,10 +258,10 @@ extension RelayCore {
         output.forwarded += 1
     }
 
-    /// Each member bound here is told how many RTP packets it was sent so far (`ForwardedCount`), behind them on the
-    /// same path: its downlink estimate compares that with what arrived.
+    /// Each member bound here that asked (`JoinRequest.downlinkCounts`) is told how many RTP packets it was sent so
+    /// far (`ForwardedCount`), behind them on the same path: its downlink estimate compares that with what arrived.
     func sendForwardedCounts() {
-        for (member, sent) in output.sentTo {
+        for (member, sent) in output.sentTo where state.members[member]?.downlinkCounts == true {
             guard let route = media.route(of: member), let address = route.address else { continue }
             let count = ForwardedCount(mediaSSRC: route.ssrcs.audio, packets: sent.packets, bytes: sent.bytes)
             output.write(ByteBuffer(bytes: count.rtcpPacket.serialized()), to: address)

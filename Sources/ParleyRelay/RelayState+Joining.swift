@@ -217,6 +217,7 @@ extension RelayState {
             videoKbps: request.videoKbps, hidesRoom: hidesRoom, videoLayers: request.videoLayers, joinedAt: now,
             credentialDigest: CredentialDigest.hex(of: credential.hex), hostSince: claim, joinedAtWall: wallClock(),
             replacesDigest: moved.digest)
+        members[id]?.downlinkCounts = request.downlinkCounts
         rooms[room, default: Room(name: room)].members.append(id)
         let hostActions = settleHost(
             joined: id, room: room, resume: request.resume, account: account, others: others, now: now)

@@ -21,6 +21,8 @@ public struct RelayState: Sendable {
         public var hidesRoom = false
         /// The video layers it declared at join, largest first; nil for one of unknown size.
         public var videoLayers: [VideoLayerSize]? = nil
+        /// It asked for the count of what is sent to it (`ForwardedCount`), for its downlink estimate.
+        public var downlinkCounts = false
         /// When it joined the room (a resume keeps it).
         public var joinedAt: Duration = .zero
         /// SHA-256 of its media credential, kept for the room's host record (`RoomHostRecord`).

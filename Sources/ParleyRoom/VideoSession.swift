@@ -78,8 +78,12 @@ public struct MediaInfo: Hashable, Sendable {
     /// The rate the own camera's full layer is held to because the uplink has no room for the profile's (kbit/s);
     /// nil when it sends at the profile's rate, and for a remote member.
     public var heldToKbps: Int? = nil
-    /// The picture the own camera's full layer is sent at while held (the profile's, or a half or quarter of it).
+    /// The picture the own camera's full layer is sent at while held (the profile's, or a half or quarter of it);
+    /// for a remote member held back by the own downlink, the size of the layer the relay gives (nil: paused).
     public var heldToSize: VideoSize? = nil
+    /// The own downlink's estimate (kbit/s) when it holds this remote member's video below what its tile asks for;
+    /// nil when it does not.
+    public var heldByDownlinkKbps: Int? = nil
 
     /// Statistics; all zero by default.
     public init(

@@ -228,7 +228,12 @@ struct NetworkLabTests {
             rates["\(pair.0)←\(pair.1)"] = fps
             #expect(concealed <= 0.02, "\(pair.0) concealed \(concealed * 100) % of \(pair.1)'s sound")
         }
-        print("congested downlink: carol's estimate under 900 kbit/s \(found) after the call was bound; fps \(rates)")
+        // She is told which of her peers is held back, and to what.
+        let held = call.report("carol")?.peers.compactMap { peer in peer.heldByDownlink.map { "\(peer.name) \($0)" } }
+        #expect(held?.isEmpty == false, "carol's statistics name a peer her downlink holds back")
+        print(
+            "congested downlink: carol's estimate under 900 kbit/s \(found) after the call was bound; fps \(rates); "
+                + "held: \(held ?? []); estimate now \(call.report("carol")?.downlinkEstimateKbps ?? 0) kbit/s")
         let carol = max(rates["carol←alice"] ?? 0, rates["carol←bob"] ?? 0)
         #expect(carol >= 10, "carol sees the better of her peers at \(carol) fps")
         #expect(

@@ -52,6 +52,14 @@ struct DownlinkForwardingTests {
         let effects = forwarding.report(TileReport(tiles: Self.full, downlinkKbps: row.downlinkKbps), from: 4)
         #expect(Self.layers(forwarding) == row.layers, "\(effects)")
         #expect(forwarding.downlink(of: 4) == row.downlinkKbps.map { Double($0) * 1_000 })
+        // The receiver is told who is held back and to what (nothing to tell without a limit: nobody was held).
+        let held = zip(UInt32(1)...3, row.layers).filter { $0.1 != 0 }.map { sender, layer in
+            VideoHeld.Entry(id: sender, size: layer.map { Self.sizes[$0] })
+        }
+        let notices = effects.filter { if case .held = $0 { true } else { false } }
+        #expect(
+            notices == (held.isEmpty ? [] : [.held(receiver: 4, VideoHeld(downlinkKbps: row.downlinkKbps, held: held))])
+        )
         // Every layer it switches to is asked for with a keyframe; a paused one stops at once.
         for (sender, layer) in zip(UInt32(1)...3, row.layers) where layer != 0 {
             if let layer {
@@ -70,8 +78,9 @@ struct DownlinkForwardingTests {
         forwarding.setDominant(3, in: "r")
         _ = forwarding.reallocate()
         #expect(Self.layers(forwarding) == [1, 2, 0])
-        // Sender 2's full layer measured at 300 kbit/s (37,500 bytes in a second), sender 3's at 400: both fit.
-        forwarding.count(bytes: 37_500, layer: 0, from: 2)
+        // Sender 2's full layer measured at 250 kbit/s (31,250 bytes in a second), sender 3's at 400: both fit, 2's
+        // with the margin a step up needs (287.5 of the 306 left).
+        forwarding.count(bytes: 31_250, layer: 0, from: 2)
         forwarding.count(bytes: 50_000, layer: 0, from: 3)
         forwarding.count(bytes: 1, layer: 7, from: 3)  // a layer it never declared: not counted
         let effects = forwarding.reallocate(after: 1)
@@ -79,6 +88,18 @@ struct DownlinkForwardingTests {
         // A receiver without a limit is never reallocated.
         var clean = Self.room()
         #expect(clean.reallocate() == [])
+    }
+
+    @Test("a limit that goes is told: nobody is held back any more")
+    func heldThenFree() {
+        var forwarding = Self.room()
+        _ = forwarding.report(TileReport(tiles: Self.full, downlinkKbps: 500), from: 4)
+        let freed = forwarding.report(TileReport(tiles: Self.full), from: 4)
+        #expect(freed.contains(.held(receiver: 4, VideoHeld(downlinkKbps: nil, held: []))), "\(freed)")
+        #expect(
+            !forwarding.report(TileReport(tiles: Self.full), from: 4).contains {
+                if case .held = $0 { true } else { false }
+            })
     }
 
     @Test("a sender that leaves frees its share")

@@ -242,6 +242,22 @@ struct CongestionControlTests {
         #expect(choices[7] == DownlinkAllocation.Choice(layer: 1, reason: .downlink(300_000)))
     }
 
+    @Test("a step up needs 15 % to spare; staying or stepping down does not")
+    func stepUpMargin() {
+        let stream = DownlinkAllocation.Stream(sender: 7, tileArea: 100, wanted: 0, layerRates: Self.rates)
+        // 32 audio + 600 fits in 650, but not with 15 % of 600 to spare (722).
+        func layer(budget: Double, now: Int?) -> Int? {
+            DownlinkAllocation.allocate(budget: budget, audio: 32_000, streams: [stream], current: [7: now])[7]?.layer
+        }
+        #expect(layer(budget: 650_000, now: 0) == 0, "the full layer stays")
+        #expect(layer(budget: 650_000, now: 1) == 1, "no step up to it from the middle one")
+        #expect(layer(budget: 760_000, now: 1) == 0, "with room to spare, up")
+        #expect(layer(budget: 250_000, now: nil) == 2, "paused: 200 does not fit with its margin (262), 60 does")
+        #expect(layer(budget: 250_000, now: 2) == 2)
+        let new = DownlinkAllocation.allocate(budget: 650_000, audio: 32_000, streams: [stream])[7]?.layer
+        #expect(new == 0, "a sender with no layer before takes what fits, no margin")
+    }
+
     // MARK: Pacing
 
     @Test("a keyframe's burst leaves at the pacing rate; sound never waits behind it")

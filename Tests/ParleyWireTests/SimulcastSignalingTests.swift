@@ -69,6 +69,13 @@ struct SimulcastSignalingTests {
         for message in [
             ServerMessage.videoLayers(VideoLayerDemand(active: [false, true, false])),
             .dominantSpeaker(DominantSpeakerNotice(id: 12)),
+            .videoHeld(
+                VideoHeld(
+                    downlinkKbps: 900,
+                    held: [
+                        VideoHeld.Entry(id: 3, size: VideoLayerSize(width: 320, height: 180)),
+                        VideoHeld.Entry(id: 4, size: nil),
+                    ])),
         ] {
             #expect(try ServerMessage.decode(message.encoded()) == message)
         }
@@ -78,6 +85,10 @@ struct SimulcastSignalingTests {
                 VideoLayerSize(width: 640, height: 360), VideoLayerSize(width: 320, height: 180),
             ])
         #expect(try ClientMessage.decode(ClientMessage.join(join).encoded()) == .join(join))
+        let counted = JoinRequest(room: "standup", name: "alice", downlinkCounts: true)
+        #expect(ClientMessage.join(counted).encoded().contains(#""downlinkCounts":true"#))
+        #expect(try ClientMessage.decode(ClientMessage.join(counted).encoded()) == .join(counted))
+        #expect(!ClientMessage.join(join).encoded().contains("downlinkCounts"), "said only when asked")
     }
 
     @Test(
@@ -120,6 +131,28 @@ struct SimulcastSignalingTests {
         } throws: { error in
             guard let error = error as? SignalingError else { return false }
             return error.code == .badField && error.message.contains(message)
+        }
+    }
+
+    @Test(
+        "a bad video-held notice is refused with what is wrong",
+        arguments: [
+            (#"{"v":1,"type":"video-held","held":[{"id":1,"width":320}]}"#, "gives one of width and height"),
+            (#"{"v":1,"type":"video-held","held":[{"id":1,"width":0,"height":3}]}"#, "is 0x3; sizes are 1 to 8192"),
+            (#"{"v":1,"type":"video-held","held":[{"id":1},{"id":1}]}"#, "names a sender twice"),
+            (#"{"v":1,"type":"video-held","downlinkKbps":-1,"held":[]}"#, "downlinkKbps is -1"),
+            (#"{"v":1,"type":"video-held"}"#, "needs field \"held\""),
+        ])
+    func refusedNotice(text: String, message: String) {
+        #expect {
+            try ServerMessage.decode(text)
+        } throws: { error in
+            guard let error = error as? SignalingError else { return false }
+            return error.message.contains(message)
+        }
+        let many = (0..<65).map { #"{"id":\#($0)}"# }.joined(separator: ",")
+        #expect(throws: SignalingError.self) {
+            try ServerMessage.decode(#"{"v":1,"type":"video-held","held":[\#(many)]}"#)
         }
     }
 

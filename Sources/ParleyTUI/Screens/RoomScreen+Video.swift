@@ -196,6 +196,11 @@ extension RoomScreen {
         if let uplink = media.uplinkKbps { parts.append("uplink ~\(Int(uplink.rounded()))kb/s") }
         // What the own downlink carries, when losses showed a limit: the others' pictures are held within it.
         if let downlink = media.downlinkKbps { parts.append("downlink ~\(Int(downlink.rounded()))kb/s") }
+        // A remote picture the own downlink holds back: smaller than the tile asks for, or paused.
+        if let downlink = media.heldByDownlinkKbps {
+            let what = media.heldToSize.map { "held to \($0.width)x\($0.height)" } ?? "paused"
+            parts.append("\(what): your downlink ~\(downlink)kb/s")
+        }
         // The camera's rate cut to fit it.
         if let held = media.heldToKbps {
             parts.append("video held to \(held)kb/s" + (media.heldToSize.map { " at \($0.width)x\($0.height)" } ?? ""))

@@ -2,7 +2,9 @@
 /// audio always; then the dominant speaker's video; then the other tiles, largest first, each at the highest of its
 /// layers that fits what is left, never above the layer its tile asks for. The dominant speaker keeps at least its
 /// smallest layer even when nothing fits (a call where you cannot see who talks is broken); any other tile that does
-/// not fit is paused, and the receiver is told why.
+/// not fit is paused, and the receiver is told why. A step up (a larger layer than the one a sender gets now, or any
+/// layer for one paused) must fit with `upgradeMargin` to spare, so an estimate creeping up and down around a layer's
+/// cost does not switch it (each switch costs a keyframe) on every move.
 public enum DownlinkAllocation {
     /// One sender's video as this receiver draws it.
     public struct Stream: Sendable, Equatable {
@@ -46,8 +48,14 @@ public enum DownlinkAllocation {
         case notDrawn
     }
 
-    /// The layers for one receiver whose downlink carries `budget` bits a second, `audio` of it taken by sound.
-    public static func allocate(budget: Double, audio: Double, streams: [Stream]) -> [UInt32: Choice] {
+    /// What a step up must leave to spare, as a fraction of its layer's cost.
+    public static let upgradeMargin = 0.15
+
+    /// The layers for one receiver whose downlink carries `budget` bits a second, `audio` of it taken by sound;
+    /// `current` is what each sender's video gets now (nil: paused; a sender not listed is new, with no margin).
+    public static func allocate(
+        budget: Double, audio: Double, streams: [Stream], current: [UInt32: Int?] = [:]
+    ) -> [UInt32: Choice] {
         var left = budget - audio
         var choices: [UInt32: Choice] = [:]
         let ordered = streams.sorted { first, second in
@@ -61,7 +69,13 @@ public enum DownlinkAllocation {
                 continue
             }
             let first = min(max(wanted, 0), stream.layerRates.count - 1)
-            if let fits = (first..<stream.layerRates.count).first(where: { stream.layerRates[$0] <= left }) {
+            let now = current[stream.sender]
+            func cost(_ layer: Int) -> Double {
+                guard let now else { return stream.layerRates[layer] }  // new: no margin
+                let isStepUp = now.map { layer < $0 } ?? true
+                return stream.layerRates[layer] * (isStepUp ? 1 + upgradeMargin : 1)
+            }
+            if let fits = (first..<stream.layerRates.count).first(where: { cost($0) <= left }) {
                 left -= stream.layerRates[fits]
                 choices[stream.sender] = Choice(layer: fits, reason: fits == first ? .asked : .downlink(budget))
             } else if stream.dominant {

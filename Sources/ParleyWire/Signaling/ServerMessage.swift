@@ -32,6 +32,8 @@ public enum ServerMessage: Sendable, Equatable {
     case videoLayers(VideoLayerDemand)
     /// The room's dominant speaker changed.
     case dominantSpeaker(DominantSpeakerNotice)
+    /// To a receiver with a limited downlink: the senders it gets less of, and how much.
+    case videoHeld(VideoHeld)
     /// Answer to a join: the room lives on another node of the relay's cluster; join there.
     case redirect(Redirect)
     /// To a member in a call: this node is draining; resume the membership through the node named (the room
@@ -43,7 +45,7 @@ public enum ServerMessage: Sendable, Equatable {
     case recordingPolicy(RecordingPolicy)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
-    /// stops the program). Payloads that are `ValidatedPayload` (video-layers) are checked after decoding.
+    /// stops the program). Payloads that are `ValidatedPayload` (video-layers, video-held) are checked after decoding.
     static let wire = WireTable<ServerMessage>(
         [
             .payload("joined", Self.joined),
@@ -62,6 +64,7 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("chat-history", Self.chatHistory),
             .payload("video-layers", Self.videoLayers),
             .payload("dominant-speaker", Self.dominantSpeaker),
+            .payload("video-held", Self.videoHeld),
             .payload("redirect", Self.redirect),
             .payload("move", Self.move),
             .payload("recording", Self.recording),

@@ -140,6 +140,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     public var hideRoom: Bool
     /// The video layers the member sends, largest first (simulcast); nil for one layer of unknown size.
     public var videoLayers: [VideoLayerSize]?
+    /// Send me, once a second on the media path, the count of what was sent to me (`ForwardedCount`), for my
+    /// downlink estimate.
+    public var downlinkCounts: Bool
 
     /// The range `videoKbps` must be in.
     public static let videoKbpsRange = 1...20_000
@@ -149,9 +152,10 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
         videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
         encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
-        videoLayers: [VideoLayerSize]? = nil
+        videoLayers: [VideoLayerSize]? = nil, downlinkCounts: Bool = false
     ) {
         self.videoLayers = videoLayers
+        self.downlinkCounts = downlinkCounts
         self.account = account
         self.hideRoom = hideRoom
         self.room = room
@@ -168,7 +172,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps, account, hideRoom
-        case videoLayers
+        case videoLayers, downlinkCounts
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -186,6 +190,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         try c.encodeIfPresent(account, forKey: .account)
         if hideRoom { try c.encode(hideRoom, forKey: .hideRoom) }
         try c.encodeIfPresent(videoLayers, forKey: .videoLayers)
+        if downlinkCounts { try c.encode(downlinkCounts, forKey: .downlinkCounts) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -203,6 +208,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         account = try c.decodeIfPresent(AccountClaim.self, forKey: .account)
         hideRoom = try c.decodeIfPresent(Bool.self, forKey: .hideRoom) ?? false
         videoLayers = try c.decodeIfPresent([VideoLayerSize].self, forKey: .videoLayers)
+        downlinkCounts = try c.decodeIfPresent(Bool.self, forKey: .downlinkCounts) ?? false
         if let videoLayers { try VideoLayerSize.validate(layers: videoLayers) }
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(

@@ -134,6 +134,72 @@ public struct DominantSpeakerNotice: Codable, Sendable, Equatable {
 
 extension TileReport: ValidatedPayload {}
 
+/// To a receiver that reported a limited downlink: the senders it gets below what its tiles ask for, because the
+/// downlink has no room for more (`video-held`); an empty list when nobody is held any more.
+public struct VideoHeld: Codable, Sendable, Equatable {
+    /// One sender held back.
+    public struct Entry: Codable, Sendable, Equatable {
+        /// The sender.
+        public var id: UInt32
+        /// The size of the layer it gets; absent when it is paused.
+        public var width: Int?
+        public var height: Int?
+
+        /// An entry: `size` nil for paused.
+        public init(id: UInt32, size: VideoLayerSize?) {
+            self.id = id
+            width = size?.width
+            height = size?.height
+        }
+
+        /// The layer's size, nil when paused.
+        public var size: VideoLayerSize? {
+            guard let width, let height else { return nil }
+            return VideoLayerSize(width: width, height: height)
+        }
+    }
+
+    /// The downlink the relay shares (kbit/s, as the receiver reported it); nil when it reported none.
+    public var downlinkKbps: Int?
+    /// The senders held back, at most `maxReportedTiles`.
+    public var held: [Entry]
+
+    /// A notice.
+    public init(downlinkKbps: Int?, held: [Entry]) {
+        self.downlinkKbps = downlinkKbps
+        self.held = held
+    }
+}
+
+extension VideoHeld: ValidatedPayload {
+    /// Bounded like a tile report: at most `maxReportedTiles` senders, sizes within a picture's, no sender twice.
+    func validated() throws(SignalingError) -> VideoHeld {
+        guard held.count <= maxReportedTiles else {
+            throw SignalingError(.badField, "video-held lists \(held.count) senders; the limit is \(maxReportedTiles)")
+        }
+        for (index, entry) in held.enumerated() {
+            guard (entry.width == nil) == (entry.height == nil) else {
+                throw SignalingError(.badField, "video-held[\(index)] gives one of width and height without the other")
+            }
+            if let width = entry.width, let height = entry.height,
+                !(1...TileReport.largest).contains(width) || !(1...TileReport.largest).contains(height)
+            {
+                throw SignalingError(
+                    .badField, "video-held[\(index)] is \(width)x\(height); sizes are 1 to \(TileReport.largest) pixels"
+                )
+            }
+        }
+        guard Set(held.map(\.id)).count == held.count else {
+            throw SignalingError(.badField, "video-held names a sender twice")
+        }
+        if let downlinkKbps, !(1...TileReport.largestDownlinkKbps).contains(downlinkKbps) {
+            throw SignalingError(
+                .badField, "video-held downlinkKbps is \(downlinkKbps); it is 1 to \(TileReport.largestDownlinkKbps)")
+        }
+        return self
+    }
+}
+
 extension VideoLayerDemand: ValidatedPayload {
     /// One flag for each of the 1 to `maxVideoLayers` layers a sender declares.
     func validated() throws(SignalingError) -> VideoLayerDemand {

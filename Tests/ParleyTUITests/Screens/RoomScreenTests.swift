@@ -456,6 +456,20 @@ struct RoomScreenTests {
         #expect(RoomScreen.statsParts(own).first == "sends no video (nobody watches)")
     }
 
+    @Test("the link's limits: the own tile gives both estimates, a held peer says what the downlink holds it to")
+    func linkLimitsInTheStats() {
+        var own = MediaInfo(resolution: VideoSize(width: 640, height: 360), fps: 30, bitrateKbps: 596)
+        own.uplinkKbps = 1_203.6
+        own.downlinkKbps = 870.2
+        #expect(RoomScreen.statsParts(own).suffix(2) == ["uplink ~1204kb/s", "downlink ~870kb/s"])
+        var peer = MediaInfo(resolution: VideoSize(width: 320, height: 180), fps: 30, bitrateKbps: 150)
+        peer.heldByDownlinkKbps = 870
+        peer.heldToSize = VideoSize(width: 320, height: 180)
+        #expect(RoomScreen.statsParts(peer).last == "held to 320x180: your downlink ~870kb/s")
+        peer.heldToSize = nil
+        #expect(RoomScreen.statsParts(peer).last == "paused: your downlink ~870kb/s")
+    }
+
     @Test("render keeps the video renderer's scratch between frames and draws the same screen")
     func repeatedRender() {
         var room = RoomFixture.withPeers(Self.names)
