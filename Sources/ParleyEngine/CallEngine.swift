@@ -171,6 +171,9 @@ final class EngineCore {
         stats.mediaOverTCPBackedUp = media.backedUp
         stats.mediaSocketReopens = media.socketReopens
         stats.signalingRejoins = signalingLink.state.rejoins
+        stats.chatLinesSent = signalingLink.chatOutbox.lastReference
+        stats.chatLinesWaiting = signalingLink.chatOutbox.pending.count
+        stats.chatLinesReceived = reports.chatLinesReceived
         stats.localMediaPort = media.udp?.localAddress?.port ?? 0
         stats.audioPacketsSent = ownAudio.sender?.packetsSent ?? 0
         stats.audioBytesSent = ownAudio.sender?.bytesSent ?? 0
@@ -286,7 +289,9 @@ final class EngineCore {
             signalingLink.connection?.send(.role(RoleRequest(role: newRole == .audience ? .audience : .broadcaster)))
             if newRole == .broadcaster { onVideoThread { $0.requestKeyframe() } }
         case .sendChat(let text):
-            signalingLink.connection?.send(.chat(chatMessage(text)))
+            // Kept until the relay echoes it: between connections, or into one that died, it goes at the next join.
+            let line = signalingLink.chatOutbox.add(chatMessage(text))
+            signalingLink.connection?.send(.chat(line))
             let name = joined?.you.label ?? configuration.name
             record { try $0.chat(sender: name, text: text, at: now) }
         case .requestKeyframe(let participant):

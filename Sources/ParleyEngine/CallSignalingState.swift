@@ -74,6 +74,8 @@ struct CallSignalingState {
         case dropStalePeers(JoinedRoom, resumed: Bool)
         /// Tell the relay again which tile sizes we draw (a new membership starts with everyone's full layer).
         case resendTiles
+        /// Send again the chat lines the relay has not echoed (written into a connection that died).
+        case resendChat
         /// Receive these members' media.
         case addMembers([MemberInfo])
         /// Bind the media socket for this membership, restarting the local media first when its SSRCs are new.
@@ -382,6 +384,7 @@ struct CallSignalingState {
         if rejoin { actions.append(.emit(.alert(.reconnected))) }
         pendingProof = nil
         actions.append(.resendTiles)
+        actions.append(.resendChat)
         // After a dropped connection the relay keeps our old self until its liveness timeout: not a participant.
         let ghost = previous.map { (id: $0.you.id, ssrcs: $0.media.ssrcs) }
         actions.append(.addMembers(room.members.filter { !($0.id == ghost?.id && $0.ssrcs == ghost?.ssrcs) }))

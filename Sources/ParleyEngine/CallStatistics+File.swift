@@ -129,6 +129,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
     public var mediaSocketReopens: Int?
     /// Times the signaling connection dropped and the membership was taken again; nil in an older report.
     public var signalingRejoins: Int?
+    /// Chat lines sent, not yet echoed by the relay, and received from others; nil in an older report.
+    public var chatLinesSent: Int?
+    public var chatLinesWaiting: Int?
+    public var chatLinesReceived: Int?
     /// Blocks of silence a real speaker played because the mix came late.
     public var speakerUnderruns: Int
     /// Blocks a real speaker dropped because its queue was full.
@@ -186,6 +190,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         mediaPath = stats.mediaPath
         mediaSocketReopens = stats.mediaSocketReopens
         signalingRejoins = stats.signalingRejoins
+        chatLinesSent = stats.chatLinesSent
+        chatLinesWaiting = stats.chatLinesWaiting
+        chatLinesReceived = stats.chatLinesReceived
         speakerUnderruns = stats.speakerUnderruns
         speakerDropped = stats.speakerDropped
         speakerDeviceUnderruns = stats.speakerDeviceUnderruns
@@ -216,7 +223,7 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         case activeVideoLayers, videoPacketsSent, videoBytesSent, audioPacketsSent, audioBytesSent,
             audioPlannedLossPercent, uplinkEstimateKbps, uplinkEstimateReason, videoTargetKbps, mediaPath,
             downlinkEstimateKbps, downlinkEstimateReason,
-            mediaSocketReopens, signalingRejoins
+            mediaSocketReopens, signalingRejoins, chatLinesSent, chatLinesWaiting, chatLinesReceived
         case speakerUnderruns, speakerDropped, speakerDeviceUnderruns, speakerLatencyMs, microphoneLatencyMs
         case microphoneOverruns, microphoneBlockGaps, microphoneLongestBlockGapMs, speakerThread, microphoneThread
         case mediaThread, sessionGroup
@@ -258,6 +265,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         mediaPath = try fields.decodeIfPresent(String.self, forKey: .mediaPath)
         mediaSocketReopens = try fields.decodeIfPresent(Int.self, forKey: .mediaSocketReopens)
         signalingRejoins = try fields.decodeIfPresent(Int.self, forKey: .signalingRejoins)
+        chatLinesSent = try fields.decodeIfPresent(Int.self, forKey: .chatLinesSent)
+        chatLinesWaiting = try fields.decodeIfPresent(Int.self, forKey: .chatLinesWaiting)
+        chatLinesReceived = try fields.decodeIfPresent(Int.self, forKey: .chatLinesReceived)
         speakerUnderruns = try fields.decode(Int.self, forKey: .speakerUnderruns)
         speakerDropped = try fields.decode(Int.self, forKey: .speakerDropped)
         speakerDeviceUnderruns = try fields.decodeIfPresent(Int.self, forKey: .speakerDeviceUnderruns) ?? 0
@@ -305,6 +315,9 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         try fields.encodeIfPresent(mediaPath, forKey: .mediaPath)
         try fields.encodeIfPresent(mediaSocketReopens, forKey: .mediaSocketReopens)
         try fields.encodeIfPresent(signalingRejoins, forKey: .signalingRejoins)
+        try fields.encodeIfPresent(chatLinesSent, forKey: .chatLinesSent)
+        try fields.encodeIfPresent(chatLinesWaiting, forKey: .chatLinesWaiting)
+        try fields.encodeIfPresent(chatLinesReceived, forKey: .chatLinesReceived)
         try fields.encode(speakerUnderruns, forKey: .speakerUnderruns)
         try fields.encode(speakerDropped, forKey: .speakerDropped)
         try fields.encode(speakerDeviceUnderruns, forKey: .speakerDeviceUnderruns)

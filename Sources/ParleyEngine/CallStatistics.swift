@@ -75,6 +75,11 @@ public struct CallStatistics: Sendable {
     public var mediaSocketReopens = 0
     /// Times the signaling connection dropped and the membership was taken again (resumed or joined afresh).
     public var signalingRejoins = 0
+    /// Chat lines this member sent, those the relay has not echoed yet (sent again on the next connection), and
+    /// those of others it received.
+    public var chatLinesSent = 0
+    public var chatLinesWaiting = 0
+    public var chatLinesReceived = 0
     /// The local UDP port media arrives on (0 before the socket opened).
     public var localMediaPort = 0
     public var audioPacketsSent = 0

@@ -54,6 +54,8 @@ extension EngineCore {
             handleRoomMessage(message)
         case .dropStalePeers(let room, let resumed):
             dropStalePeers(keeping: room, resumed: resumed)
+        case .resendChat:
+            for line in signalingLink.chatOutbox.pending { signalingLink.connection?.send(.chat(line)) }
         case .resendTiles:
             reports.tiles.forgetSent()
             sendTilesIfDue()
@@ -322,8 +324,12 @@ extension EngineCore {
             // Posted in the room's channel from outside the call (the relay names the account).
             if chat.sealed == nil { emit(.channelMessage(sender: chat.name, text: chat.text)) }
         case .chat(let chat):
-            guard chat.from != joined?.you.id else { return }  // our own line, echoed
+            guard chat.from != joined?.you.id else {
+                signalingLink.chatOutbox.delivered(ref: chat.ref)  // our own line, echoed: it got through
+                return
+            }
             if let text = chatText(chat) {
+                reports.chatLinesReceived += 1
                 emit(.chatMessage(from: ParticipantID(chat.from), text: text))
                 record { try $0.chat(sender: chat.name, text: text, at: now) }
             }

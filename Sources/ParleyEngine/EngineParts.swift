@@ -18,6 +18,8 @@ struct SignalingLink {
     var generation = 0
     /// The certificate a redirect's target must show: the one pinned for the relay that redirected.
     var redirectFingerprint: CertificateFingerprint?
+    /// Chat lines sent and not yet echoed: sent again on the next connection.
+    var chatOutbox = ChatOutbox()
     var reconnectTask: Scheduled<Void>?
     var keepAliveTask: RepeatedTask?
     var lostTask: Scheduled<Void>?
@@ -177,6 +179,8 @@ struct Reporting {
     var tiles = TileReporting()
     /// What this member's downlink carries, from what arrived against what the relay says it sent.
     var downlink = DownlinkEstimator()
+    /// Chat lines of others received.
+    var chatLinesReceived = 0
     /// RTP packets and bytes that arrived from the relay.
     var arrived = (packets: 0, bytes: 0)
     /// The relay's last count and what had arrived when it came; nil until one came on the current binding.

@@ -101,6 +101,9 @@ extension RelayState {
         return [.send(.challenge(AccessChallenge(nonce: Hex.encode(nonce))), to: [connection])]
     }
 
+    /// Chat references remembered per member.
+    static let recentChatReferences = 16
+
     /// A chat line within the relay's limits goes to the room (and the other nodes, and the room's channel).
     private mutating func say(
         _ chat: ChatSend, from member: Member, id: UInt32, on connection: ConnectionID
@@ -121,6 +124,20 @@ extension RelayState {
                             (--max-chat-characters)
                             """)), to: [connection])
             ]
+        }
+        if let ref = chat.ref, member.recentChatRefs.contains(ref) {
+            // Sent again after a reconnect, but it had got through: echoed to the sender only, not said twice.
+            var echo = ChatDelivery(
+                seq: rooms[member.room]?.chatSequence ?? 0, from: id, name: member.info.label, text: chat.text,
+                time: wallClock(), sealed: chat.sealed)
+            echo.ref = ref
+            return [.send(.chat(echo), to: [connection])]
+        }
+        if let ref = chat.ref, ref.utf8.count <= 32 {
+            members[id]?.recentChatRefs.append(ref)
+            if (members[id]?.recentChatRefs.count ?? 0) > Self.recentChatReferences {
+                members[id]?.recentChatRefs.removeFirst()
+            }
         }
         rooms[member.room]?.chatSequence += 1
         let sequence = rooms[member.room]?.chatSequence ?? 0

@@ -23,6 +23,9 @@ public struct RelayState: Sendable {
         public var videoLayers: [VideoLayerSize]? = nil
         /// It asked for the count of what is sent to it (`ForwardedCount`), for its downlink estimate.
         public var downlinkCounts = false
+        /// The references of its last chat lines (at most `recentChatReferences`, each at most 32 bytes): a line
+        /// sent again after a reconnect that had got through is echoed to it, not said twice.
+        public var recentChatRefs: [String] = []
         /// When it joined the room (a resume keeps it).
         public var joinedAt: Duration = .zero
         /// SHA-256 of its media credential, kept for the room's host record (`RoomHostRecord`).

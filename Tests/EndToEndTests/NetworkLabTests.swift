@@ -165,7 +165,8 @@ struct NetworkLabTests {
         defer { lab.tearDown() }
         let alice = try lab.addMember("alice")
         let bob = try lab.addMember("bob")
-        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "mv")
+        // Each says a chat line every half second: those alice writes into her dead connection must not be lost.
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "mv", chatEvery: 0.5)
         defer { call.stop() }
         try await call.waitUntilBound()
         let moved = try lab.moveAddress(of: alice)
@@ -192,6 +193,16 @@ struct NetworkLabTests {
             #expect(fps >= 20, "after the move, \(member.name) decodes the other at \(fps) fps")
         }
         #expect(call.report("alice")?.mediaPath == "udp", "a move is no reason to leave UDP")
+        // Every line alice wrote into the dead connection went again on the new one: the relay echoed them all,
+        // and bob got each once.
+        let settled = try await poll(
+            "alice's chat lines all echoed by the relay", timeout: .seconds(10), { call.report("alice") },
+            until: { $0?.chatLinesWaiting == 0 && ($0?.chatLinesSent ?? 0) > 0 })
+        let sent = settled?.chatLinesSent ?? 0
+        let heard = try await poll(
+            "bob hearing alice's \(sent) lines", timeout: .seconds(5), { call.report("bob")?.chatLinesReceived ?? 0 },
+            until: { $0 >= sent })
+        #expect(heard <= call.report("alice")?.chatLinesSent ?? 0, "bob got no line twice: \(heard) of \(sent)")
     }
 
     /// Carol's downlink carries 900 kbit/s, under the ~1.4 Mbit/s her two peers' full layers and voices need (the
@@ -265,7 +276,8 @@ struct LabCall {
     let bots: [BackgroundProcess]
 
     static func start(
-        _ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String, seconds: Int = 40
+        _ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String, seconds: Int = 40,
+        chatEvery: Double? = nil
     ) async throws -> LabCall {
         let folder = NSTemporaryDirectory() + "parley-lab-\(tag)-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -280,7 +292,7 @@ struct LabCall {
                 [
                     "bot", "standup", "--server", "\(member.relayAddress):7878", "--insecure", "--name", member.name,
                     "--profile", "640x360", "--duration", "\(seconds)", "--stats-file", "\(folder)/\(member.name).json",
-                ])
+                ] + (chatEvery.map { ["--chat-every", "\($0)"] } ?? []))
             return try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log")
         }
         return LabCall(folder: folder, names: members.map(\.name), relay: relay, bots: bots)

@@ -74,7 +74,8 @@ struct CallSignalingStateTests {
     /// nobody hosts (0).
     static func firstJoin(_ room: JoinedRoom) -> [Action] {
         [
-            security, .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .addMembers(room.members),
+            security, .emit(.joined(localID: ParticipantID(room.you.id))), .resendTiles, .resendChat,
+            .addMembers(room.members),
             .emit(.hostChanged(ParticipantID(room.host))),
             .bindMedia(room, restartMedia: true), .startReporting,
         ]
@@ -86,7 +87,7 @@ struct CallSignalingStateTests {
         [
             .dropStalePeers(room, resumed: resumed), .emit(.joined(localID: ParticipantID(room.you.id))),
             .emit(.alert(.reconnected)),
-            .resendTiles, .addMembers(members), .emit(.hostChanged(ParticipantID(room.host))),
+            .resendTiles, .resendChat, .addMembers(members), .emit(.hostChanged(ParticipantID(room.host))),
             .bindMedia(room, restartMedia: restartMedia),
         ]
     }
@@ -190,7 +191,7 @@ struct CallSignalingStateTests {
             expected: [
                 (0, .prepareMedia), (0, .openConnection(first: true)), (10, .send(.challenge)),
                 (20, .sendJoin(.init(proof: proof(nonce)))),
-                (30, security), (30, .emit(.joined(localID: ParticipantID(1)))), (30, .resendTiles),
+                (30, security), (30, .emit(.joined(localID: ParticipantID(1)))), (30, .resendTiles), (30, .resendChat),
                 (30, .addMembers([bob])), (30, .emit(.hostChanged(ParticipantID(0)))),
                 (30, .emit(.alert(.message("standup has no password: anyone who knows its name can join")))),
                 (30, .bindMedia(alice, restartMedia: true)), (30, .startReporting),

@@ -37,6 +37,7 @@ struct CallStatisticsFileTests {
         #expect(
             try text(report) == """
                 {"activeVideoLayers":[],"audioBytesSent":12000,"audioPacketsSent":150,"audioPlannedLossPercent":6,\
+                "chatLinesReceived":0,"chatLinesSent":0,"chatLinesWaiting":0,\
                 "encryption":"AES-256-GCM","keyframeRequestsReceived":1,"localID":3,"mediaBound":true,"mediaPath":"udp",\
                 "mediaSocketReopens":0,\
                 "microphoneBlockGaps":0,"microphoneLongestBlockGapMs":0,\

@@ -172,6 +172,35 @@ struct RelayStateTests {
         #expect(seqs == [2, 2])
     }
 
+    @Test("a line sent again under a reference the relay has seen is echoed to its sender only, not said twice")
+    func aLineSentAgainIsNotSaidTwice() {
+        var relay = Harness()
+        let a = relay.connect(1)
+        let b = relay.connect(2)
+        _ = relay.join("alice", on: a)
+        _ = relay.join("bob", on: b)
+        _ = relay.send(.chat(ChatSend(text: "one", ref: "c1")), on: a)
+        let again = relay.send(.chat(ChatSend(text: "one", ref: "c1")), on: a)
+        #expect(messages(to: b, in: again).isEmpty, "bob hears it once")
+        guard case .chat(let echo)? = messages(to: a, in: again).first else {
+            Issue.record("no echo to alice: \(again)")
+            return
+        }
+        #expect(echo.ref == "c1" && echo.seq == 1, "the echo settles alice's line; the room's order is unchanged")
+        // Only the last 16 references are kept, and a reference longer than 32 bytes is never kept.
+        for line in 2...17 {
+            relay.now += .seconds(1)  // within the chat rate limit
+            _ = relay.send(.chat(ChatSend(text: "line", ref: "c\(line)")), on: a)
+        }
+        relay.now += .seconds(1)
+        #expect(messages(to: b, in: relay.send(.chat(ChatSend(text: "one", ref: "c1")), on: a)).count == 1)
+        let long = String(repeating: "x", count: 33)
+        relay.now += .seconds(1)
+        _ = relay.send(.chat(ChatSend(text: "long", ref: long)), on: a)
+        relay.now += .seconds(1)
+        #expect(messages(to: b, in: relay.send(.chat(ChatSend(text: "long", ref: long)), on: a)).count == 1)
+    }
+
     @Test func muteChangesReachTheOthersWithFullState() {
         var relay = Harness()
         let a = relay.connect(1)

@@ -68,9 +68,10 @@ struct EveryMessageOnTheWireTests {
                     verifier: "cd34",
                     encryption: "AES-128-GCM", videoKbps: 1200, account: AccountClaim(name: "alice", signature: "c2ln"),
                     hideRoom: true,
-                    videoLayers: [VideoLayerSize(width: 1280, height: 720), VideoLayerSize(width: 640, height: 360)])),
-            #"{"account":{"name":"alice","signature":"c2ln"},"audioMuted":true,"encryption":"AES-128-GCM","#
-                + #""hideRoom":true,"name":"alice","proof":"ab12","#
+                    videoLayers: [VideoLayerSize(width: 1280, height: 720), VideoLayerSize(width: 640, height: 360)],
+                    downlinkCounts: true)),
+            #"{"account":{"name":"alice","signature":"c2ln"},"audioMuted":true,"downlinkCounts":true,"#
+                + #""encryption":"AES-128-GCM","hideRoom":true,"name":"alice","proof":"ab12","#
                 + #""resume":{"credential":"00112233445566778899aabbccddeeff","member":7},"role":"audience","#
                 + #""room":"standup","type":"join","v":1,"verifier":"cd34","videoKbps":1200,"#
                 + #""videoLayers":[{"height":720,"width":1280},{"height":360,"width":640}],"videoMuted":true}"#),
@@ -115,6 +116,9 @@ struct EveryMessageOnTheWireTests {
             .tiles(
                 TileReport(tiles: [TileSize(id: 7, width: 320, height: 180), TileSize(id: 8, width: 0, height: 0)])),
             #"{"tiles":[{"height":180,"id":7,"width":320},{"height":0,"id":8,"width":0}],"type":"tiles","v":1}"#),
+        Row(
+            "tiles, with the downlink", .tiles(TileReport(tiles: [], downlinkKbps: 900)),
+            #"{"downlinkKbps":900,"tiles":[],"type":"tiles","v":1}"#),
         Row(
             "recording", .recording(RecordingChange(recording: true)),
             #"{"recording":true,"type":"recording","v":1}"#),
@@ -212,6 +216,16 @@ struct EveryMessageOnTheWireTests {
         Row(
             "video-layers", .videoLayers(VideoLayerDemand(active: [true, false, true])),
             #"{"active":[true,false,true],"type":"video-layers","v":1}"#),
+        Row(
+            "video-held",
+            .videoHeld(
+                VideoHeld(
+                    downlinkKbps: 900,
+                    held: [
+                        VideoHeld.Entry(id: 3, size: VideoLayerSize(width: 320, height: 180)),
+                        VideoHeld.Entry(id: 4, size: nil),
+                    ])),
+            #"{"downlinkKbps":900,"held":[{"height":180,"id":3,"width":320},{"id":4}],"type":"video-held","v":1}"#),
         Row(
             "dominant-speaker", .dominantSpeaker(DominantSpeakerNotice(id: 7)),
             #"{"id":7,"type":"dominant-speaker","v":1}"#),
