@@ -7,7 +7,7 @@ import Testing
 /// Calls in the network lab: the relay and each member in namespaces of their own, links shaped with `tc`.
 @Suite(
     "Network lab", .serialized,
-    .enabled(if: NetworkLab.unavailableReason == nil, "\(NetworkLab.unavailableReason ?? "")"), .lane(.processes))
+    .enabled(if: NetworkLab.unavailableReason == nil, "\(NetworkLab.unavailableReason ?? "")"), .lane(.lab))
 struct NetworkLabTests {
     /// Two bots through a relay in the lab: alice's uplink is a 300 kbit/s token bucket (60 ms of queue) under the
     /// ~900 kbit/s her camera's layers and voice ask for, bob's link is clean.
