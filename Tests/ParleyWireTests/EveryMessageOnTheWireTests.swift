@@ -217,14 +217,7 @@ struct EveryMessageOnTheWireTests {
             "video-layers", .videoLayers(VideoLayerDemand(active: [true, false, true])),
             #"{"active":[true,false,true],"type":"video-layers","v":1}"#),
         Row(
-            "video-held",
-            .videoHeld(
-                VideoHeld(
-                    downlinkKbps: 900,
-                    held: [
-                        VideoHeld.Entry(id: 3, size: VideoLayerSize(width: 320, height: 180)),
-                        VideoHeld.Entry(id: 4, size: nil),
-                    ])),
+            "video-held", .videoHeld(SimulcastSignalingTests.held),
             #"{"downlinkKbps":900,"held":[{"height":180,"id":3,"width":320},{"id":4}],"type":"video-held","v":1}"#),
         Row(
             "dominant-speaker", .dominantSpeaker(DominantSpeakerNotice(id: 7)),

@@ -56,6 +56,13 @@ struct SimulcastSignalingTests {
         #expect(level == AudioLevelIndication(voiceActivity: true, level: 30))
     }
 
+    /// A notice holding sender 3 to 320x180 and pausing sender 4 on a 900 kbit/s downlink.
+    static let held = VideoHeld(
+        downlinkKbps: 900,
+        held: [
+            VideoHeld.Entry(id: 3, size: VideoLayerSize(width: 320, height: 180)), VideoHeld.Entry(id: 4, size: nil),
+        ])
+
     @Test("simulcast messages round-trip")
     func roundTrips() throws {
         let tiles = ClientMessage.tiles(
@@ -69,13 +76,7 @@ struct SimulcastSignalingTests {
         for message in [
             ServerMessage.videoLayers(VideoLayerDemand(active: [false, true, false])),
             .dominantSpeaker(DominantSpeakerNotice(id: 12)),
-            .videoHeld(
-                VideoHeld(
-                    downlinkKbps: 900,
-                    held: [
-                        VideoHeld.Entry(id: 3, size: VideoLayerSize(width: 320, height: 180)),
-                        VideoHeld.Entry(id: 4, size: nil),
-                    ])),
+            .videoHeld(Self.held),
         ] {
             #expect(try ServerMessage.decode(message.encoded()) == message)
         }

@@ -106,11 +106,14 @@ public struct TileReport: Codable, Sendable, Equatable {
         guard Set(tiles.map(\.id)).count == tiles.count else {
             throw SignalingError(.badField, "tiles names a peer twice")
         }
-        if let downlinkKbps, !(1...Self.largestDownlinkKbps).contains(downlinkKbps) {
-            throw SignalingError(
-                .badField, "downlinkKbps is \(downlinkKbps); it is 1 to \(Self.largestDownlinkKbps) kbit/s")
-        }
+        try Self.check(downlinkKbps, named: "downlinkKbps")
         return self
+    }
+
+    /// A downlink figure is 1 to `largestDownlinkKbps` kbit/s, or absent.
+    static func check(_ downlinkKbps: Int?, named field: String) throws(SignalingError) {
+        guard let downlinkKbps, !(1...largestDownlinkKbps).contains(downlinkKbps) else { return }
+        throw SignalingError(.badField, "\(field) is \(downlinkKbps); it is 1 to \(largestDownlinkKbps) kbit/s")
     }
 }
 
@@ -192,10 +195,7 @@ extension VideoHeld: ValidatedPayload {
         guard Set(held.map(\.id)).count == held.count else {
             throw SignalingError(.badField, "video-held names a sender twice")
         }
-        if let downlinkKbps, !(1...TileReport.largestDownlinkKbps).contains(downlinkKbps) {
-            throw SignalingError(
-                .badField, "video-held downlinkKbps is \(downlinkKbps); it is 1 to \(TileReport.largestDownlinkKbps)")
-        }
+        try TileReport.check(downlinkKbps, named: "video-held downlinkKbps")
         return self
     }
 }
