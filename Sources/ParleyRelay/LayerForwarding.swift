@@ -296,18 +296,31 @@ public struct LayerForwarding: Sendable {
         return max(30_000, 600_000 * Double(size.width * size.height) / (640 * 360))
     }
 
+    /// The pixels `receiver` draws `sender` at: the largest while it has not reported it (drawn full size until
+    /// then), 0 when not drawn.
+    private static func area(of sender: UInt32, in receiver: Member) -> Int {
+        guard let tile = receiver.tiles?[sender] else { return Int.max }
+        return tile.map { $0.width * $0.height } ?? 0
+    }
+
     /// `receiver` chooses again of every sender in its room: by its tiles, and within its downlink when it gave one.
     private mutating func chooseAll(receiver: UInt32) -> [Effect] {
         guard let receiverState = members[receiver], receiverState.receivesHere else { return [] }
         let senders = roomMembers(receiverState.room).filter { $0 != receiver }
         var allocated: [UInt32: DownlinkAllocation.Choice]?
         if let budget = receiverState.downlink {
+            // The speaker's picture is the last to go. When the receiver itself is the speaker (a 1:1 call's other
+            // side, say) or nobody is yet, its largest tile stands in, so a full downlink never leaves it no picture.
+            let speaker =
+                dominant[receiverState.room].flatMap { senders.contains($0) ? $0 : nil }
+                ?? senders.max { first, second in
+                    let areas = (Self.area(of: first, in: receiverState), Self.area(of: second, in: receiverState))
+                    return areas.0 != areas.1 ? areas.0 < areas.1 : first > second
+                }
             let streams = senders.compactMap { id -> DownlinkAllocation.Stream? in
                 guard let sender = members[id] else { return nil }
-                let tile = receiverState.tiles?[id] ?? nil
                 return DownlinkAllocation.Stream(
-                    sender: id, dominant: dominant[receiverState.room] == id,
-                    tileArea: tile.map { $0.width * $0.height } ?? Int.max,
+                    sender: id, dominant: speaker == id, tileArea: Self.area(of: id, in: receiverState),
                     wanted: wanted(by: receiverState, of: id, layers: sender.layers),
                     layerRates: sender.layers.indices.map { Self.rate(of: $0, in: sender) })
             }

@@ -102,6 +102,16 @@ struct DownlinkForwardingTests {
             })
     }
 
+    @Test("when the receiver is the speaker (a 1:1 call's other side), its largest tile keeps a picture")
+    func aStandInForTheSpeaker() {
+        var forwarding = LayerForwarding()
+        _ = forwarding.add(member: 1, room: "r", layers: [Self.sizes[0]])
+        _ = forwarding.add(member: 2, room: "r", layers: [Self.sizes[0]])
+        forwarding.setDominant(2, in: "r")  // 2 speaks; what 2 receives of 1 must not pause on a full downlink
+        _ = forwarding.report(TileReport(tiles: [TileSize(id: 1, width: 640, height: 360)], downlinkKbps: 200), from: 2)
+        #expect(forwarding.choice(of: 1, for: 2)?.current == 0, "sender 1's only layer keeps flowing")
+    }
+
     @Test("a sender that leaves frees its share")
     func leavingFreesTheShare() {
         var forwarding = Self.room()
