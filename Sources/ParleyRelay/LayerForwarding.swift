@@ -102,6 +102,7 @@ public struct LayerForwarding: Sendable {
     /// A member left: nobody gets its layers, and what it got no longer counts.
     public mutating func remove(member id: UInt32) -> [Effect] {
         guard let member = members.removeValue(forKey: id) else { return [] }
+        if member.downlink != nil { limitedReceivers -= 1 }
         rooms[member.room]?.remove(id)
         if rooms[member.room]?.isEmpty == true { rooms[member.room] = nil }
         counted[id] = nil
@@ -125,7 +126,9 @@ public struct LayerForwarding: Sendable {
             tiles[tile.id] = tile.size
         }
         members[receiver]?.tiles = tiles
-        members[receiver]?.downlink = report.downlinkKbps.map { Double($0) * 1_000 }
+        let downlink = report.downlinkKbps.map { Double($0) * 1_000 }
+        if (members[receiver]?.downlink == nil) != (downlink == nil) { limitedReceivers += downlink == nil ? -1 : 1 }
+        members[receiver]?.downlink = downlink
         return chooseAll(receiver: receiver) + demands(in: room)
     }
 
@@ -144,12 +147,15 @@ public struct LayerForwarding: Sendable {
 
     /// Counts a packet of `sender`'s layer `layer` on its way through, for the layer's measured rate.
     public mutating func count(bytes: Int, layer: Int, from sender: UInt32) {
-        guard let layers = members[sender]?.layers.count, layer < layers else { return }
+        // Rates matter only to a limited downlink: with none (the usual call) the packet path does no more work.
+        guard limitedReceivers > 0, let layers = members[sender]?.layers.count, layer < layers else { return }
         counted[sender, default: [Int](repeating: 0, count: layers)][layer] += bytes
     }
 
     /// Bytes of each sender's layers counted since the last `reallocate(after:)`.
     private var counted: [UInt32: [Int]] = [:]
+    /// Receivers here that reported a downlink limit (kept by `report` and `remove`).
+    private var limitedReceivers = 0
 
     /// Turns what was counted over the last `seconds` into layer rates (smoothed with the figure before; a layer
     /// that sent nothing keeps its last), then every receiver with a limited downlink chooses again with the rates
@@ -174,7 +180,7 @@ public struct LayerForwarding: Sendable {
     public mutating func reallocate() -> [Effect] {
         var effects: [Effect] = []
         var changedRooms: Set<String> = []
-        for (id, member) in members.sorted(by: { $0.key < $1.key }) where member.downlink != nil {
+        for (id, member) in members.filter({ $0.value.downlink != nil }).sorted(by: { $0.key < $1.key }) {
             let chosen = chooseAll(receiver: id)
             if !chosen.isEmpty { changedRooms.insert(member.room) }
             effects += chosen
