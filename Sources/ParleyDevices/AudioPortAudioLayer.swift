@@ -158,7 +158,7 @@ final class PortAudioStream {
         }
         let started = Pa_StartStream(opened)
         guard started == paNoError.rawValue else {
-            let error = Self.openError(started, device: device, sampleRate: sampleRate, channels: channels)
+            let error = Self.startError(started, device: device)
             Pa_CloseStream(opened)
             throw error
         }
@@ -217,7 +217,7 @@ final class PortAudioStream {
         }
     }
 
-    private static func openError(_ code: PaError, device: String, sampleRate: Int, channels: Int) -> AudioDeviceError {
+    static func openError(_ code: PaError, device: String, sampleRate: Int, channels: Int) -> AudioDeviceError {
         switch code {
         case paDeviceUnavailable.rawValue:
             return .busy(name: device)
@@ -228,8 +228,21 @@ final class PortAudioStream {
         }
     }
 
+    /// The stream opened a moment ago: a host error on starting it means the device went away in between (a sound
+    /// server stopping answers ALSA's prepare with an I/O error), which is what the person should read.
+    static func startError(_ code: PaError, device: String) -> AudioDeviceError {
+        switch code {
+        case paDeviceUnavailable.rawValue:
+            return .busy(name: device)
+        case paUnanticipatedHostError.rawValue:
+            return .disconnected(name: device)
+        default:
+            return .failed(name: device, call: "Pa_StartStream", message: portAudioText(code))
+        }
+    }
+
     /// After a stream worked, a failing read or write means the device went away, unless PortAudio says we misused it.
-    private static func transferError(_ code: PaError, device: String, call: String) -> AudioDeviceError {
+    static func transferError(_ code: PaError, device: String, call: String) -> AudioDeviceError {
         switch code {
         case paNotInitialized.rawValue, paBadStreamPtr.rawValue, paStreamIsStopped.rawValue,
             paCanNotReadFromAnOutputOnlyStream.rawValue, paCanNotWriteToAnInputOnlyStream.rawValue:
