@@ -165,8 +165,10 @@ let package = Package(
             name: "ParleyTestSupport",
             dependencies: [
                 "ParleyEngine", "ParleyMedia", "ParleyRelay", "ParleyRoom", "ParleySecurity", "ParleyStore",
-                "ParleyBus", "ParleyWire",
+                "ParleyBus", "ParleyWire", "ParleyProcesses",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
         // and runs the in-pane half of RenderBench (`pane`).

@@ -3,6 +3,10 @@ import Foundation
 /// Why the network lab could not be set up or used: the command and what it said.
 public struct NetworkLabError: Error, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// A private network for a call, made of Linux network namespaces (root only): the relay in one, each member in its
@@ -12,25 +16,35 @@ public struct NetworkLabError: Error, CustomStringConvertible {
 /// 198.18.i.1, each link a /29. Capacity and queue come
 /// from `tc` token buckets (this kernel has no netem). Everything the lab made goes in `tearDown`, also on deinit.
 public final class NetworkLab: @unchecked Sendable {
-    /// One member's link to the relay: capacity each way (nil: not shaped), the longest a packet may queue, and the
-    /// share of packets lost at random each way (0...100 per cent, every packet drawn on its own).
+    /// One member's link to the relay: capacity each way (nil: not shaped), the longest a packet may queue, the
+    /// share of packets lost at random each way (0...100 per cent, every packet drawn on its own), and what a
+    /// user-space element does to its media each way (delay, jitter, loss in bursts: `EmulatedLink`, which whoever
+    /// starts the call starts for every member whose link asks for one).
     public struct Link: Sendable, Equatable {
         public var uplinkKbps: Int?
         public var downlinkKbps: Int?
         public var queue: Duration
         public var uplinkLossPercent: Int
         public var downlinkLossPercent: Int
+        public var uplinkElement: LinkModel.Settings
+        public var downlinkElement: LinkModel.Settings
 
         public init(
             uplinkKbps: Int? = nil, downlinkKbps: Int? = nil, queue: Duration = .milliseconds(60),
-            uplinkLossPercent: Int = 0, downlinkLossPercent: Int = 0
+            uplinkLossPercent: Int = 0, downlinkLossPercent: Int = 0, uplinkElement: LinkModel.Settings = .clean,
+            downlinkElement: LinkModel.Settings = .clean
         ) {
             self.uplinkKbps = uplinkKbps
             self.downlinkKbps = downlinkKbps
             self.queue = queue
             self.uplinkLossPercent = uplinkLossPercent
             self.downlinkLossPercent = downlinkLossPercent
+            self.uplinkElement = uplinkElement
+            self.downlinkElement = downlinkElement
         }
+
+        /// Whether the member's media goes through a user-space element.
+        public var needsElement: Bool { uplinkElement != .clean || downlinkElement != .clean }
 
         /// No shaping either way.
         public static let clean = Link()
@@ -43,6 +57,8 @@ public final class NetworkLab: @unchecked Sendable {
         public var address: String
         /// The relay's address on this member's link (where it connects).
         public var relayAddress: String
+        /// What the member's link does.
+        public var link: Link
     }
 
     /// Why the lab cannot run here, or nil when it can (root, `ip`, `tc` and `nft` present).
@@ -84,6 +100,9 @@ public final class NetworkLab: @unchecked Sendable {
         for percent in [link.uplinkLossPercent, link.downlinkLossPercent] where !(0...100).contains(percent) {
             throw NetworkLabError(description: "a link loses 0 to 100 % of its packets, not \(percent) %")
         }
+        for settings in [link.uplinkElement, link.downlinkElement] {
+            if let problem = settings.problem { throw NetworkLabError(description: problem) }
+        }
         let namespace = "\(tag)m\(index)"
         try makeNamespace(namespace)
         let (memberSide, relaySide) = interfaces(ofMemberAt: index)
@@ -108,7 +127,8 @@ public final class NetworkLab: @unchecked Sendable {
         let (memberSide, relaySide) = interfaces(ofMemberAt: index)
         try run(Self.ip, ["-n", namespace, "link", "set", relaySide, "netns", relayNamespace])
         let member = Member(
-            name: name, namespace: namespace, address: "198.18.\(index).2", relayAddress: "198.18.\(index).1")
+            name: name, namespace: namespace, address: "198.18.\(index).2", relayAddress: "198.18.\(index).1",
+            link: link)
         try run(Self.ip, ["-n", namespace, "addr", "add", "\(member.address)/29", "dev", memberSide])
         try run(Self.ip, ["-n", relayNamespace, "addr", "add", "\(member.relayAddress)/29", "dev", relaySide])
         try run(Self.ip, ["-n", namespace, "link", "set", memberSide, "up"])
@@ -215,6 +235,45 @@ public final class NetworkLab: @unchecked Sendable {
                 Self.ip, ["netns", "exec", namespace, Self.nft, "delete", "table", "inet", "udp\(memberSide)"],
                 timeout: .seconds(10))
         }
+    }
+
+    /// The UDP port, in the relay's namespace, of the user-space element on `member`'s media path.
+    public func elementPort(of member: Member) throws -> Int {
+        guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
+            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
+        }
+        return 20_000 + position + 1
+    }
+
+    /// Sends what `member` sends to the relay's UDP `port` to `localPort` in the relay's namespace instead (its
+    /// element's front), by an nftables redirect where it arrives; what that socket answers goes back to the member
+    /// as from the relay's port (connection tracking undoes the redirect), so the member notices nothing.
+    public func redirectMedia(of member: Member, port: Int, to localPort: Int) throws {
+        let (_, relaySide) = try interfaces(of: member)
+        let table = "el\(relaySide)"
+        func nft(_ arguments: [String]) throws {
+            try run(Self.ip, ["netns", "exec", relayNamespace, Self.nft] + arguments)
+        }
+        try nft(["add", "table", "ip", table])
+        try nft([
+            "add", "chain", "ip", table, "in", "{", "type", "nat", "hook", "prerouting", "priority", "-100", ";", "}",
+        ])
+        try nft([
+            "add", "rule", "ip", table, "in", "iifname", relaySide, "udp", "dport", "\(port)", "redirect", "to",
+            ":\(localPort)",
+        ])
+    }
+
+    /// Does `change` to `member`'s link; returns the member as it is after (a move gives it a new address).
+    @discardableResult
+    public func apply(_ change: NetworkScenario.Change, to member: Member) throws -> Member {
+        switch change {
+        case .uplinkKbps(let kbps): try reshapeUplink(of: member, kbps: kbps, queue: member.link.queue)
+        case .blockUDP: try blockUDP(of: member)
+        case .unblockUDP: try unblockUDP(of: member)
+        case .moveAddress: return try moveAddress(of: member)
+        }
+        return member
     }
 
     /// `path` with `arguments` as a command run inside `namespace`.

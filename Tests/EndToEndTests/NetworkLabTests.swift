@@ -2,6 +2,7 @@ import Foundation
 import ParleyEngine
 import ParleyProcesses
 import ParleyTestLanes
+import ParleyTestSupport
 import Testing
 
 /// Calls in the network lab: the relay and each member in namespaces of their own, links shaped with `tc`.
@@ -77,11 +78,12 @@ struct NetworkLabTests {
     @Test("a member whose network blocks UDP talks over TCP, and moves back when UDP returns")
     func blockedUDPGoesOverTCP() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let scenario = try NetworkScenario.named("udp-blocked")
         let lab = try NetworkLab(tag: "udp")
         defer { lab.tearDown() }
-        let alice = try lab.addMember("alice")
+        let alice = try lab.addMember("alice", link: scenario.link)
         let bob = try lab.addMember("bob")
-        try lab.blockUDP(of: alice)
+        for step in scenario.steps where step.after == .zero { try lab.apply(step.change, to: alice) }
         let started = ContinuousClock.now
         let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "udp")
         defer { call.stop() }
@@ -121,34 +123,40 @@ struct NetworkLabTests {
             "the EPERM closed alice's socket, and she opened another")
     }
 
-    /// Alice's uplink drops from 4 Mbit/s to 500 kbit/s for 20 s, then comes back (the `capacity-drop` case).
+    /// Alice's uplink drops from 4 Mbit/s to 500 kbit/s, then comes back (the `capacity-drop` scenario; the test
+    /// brings it back once the squeeze is measured, not after the scenario's 20 s).
     @Test("a member whose uplink drops to 500 kbit/s gets under it within seconds and climbs back after")
     func capacityDropIsFollowed() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let scenario = try NetworkScenario.named("capacity-drop")
         let lab = try NetworkLab(tag: "cd")
         defer { lab.tearDown() }
-        let alice = try lab.addMember("alice", link: NetworkLab.Link(uplinkKbps: 4_000))
+        let alice = try lab.addMember("alice", link: scenario.link)
         let bob = try lab.addMember("bob")
         let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "cd", seconds: 90)
         defer { call.stop() }
         try await call.waitUntilBound()
-        try await Task.sleep(for: .seconds(3))  // the clean send rate, as the call settles
+        guard scenario.steps.count == 2, case .uplinkKbps(let narrow?) = scenario.steps[0].change else {
+            Issue.record("capacity-drop is a squeeze and a return: \(scenario.steps)")
+            return
+        }
+        try await Task.sleep(for: scenario.steps[0].after)  // the clean send rate, as the call settles
         let clean = try #require(call.report("alice")?.videoTargetKbps)
         #expect(clean == 600, "at 4 Mbit/s alice's camera runs at the profile's 600 kbit/s")
 
-        try lab.reshapeUplink(of: alice, kbps: 500)
+        try lab.apply(scenario.steps[0].change, to: alice)
         let dropped = ContinuousClock.now
         try await poll(
-            "alice's estimate under her new 500 kbit/s", timeout: .seconds(10), { call.report("alice") },
-            until: { ($0?.uplinkEstimateKbps ?? .max) <= 500 })
+            "alice's estimate under her new \(narrow) kbit/s", timeout: .seconds(10), { call.report("alice") },
+            until: { ($0?.uplinkEstimateKbps ?? .max) <= narrow })
         let under = ContinuousClock.now - dropped
         try await Task.sleep(for: .seconds(4))  // the rest of the squeeze, measured below
         let frames = call.framesDecoded(by: "bob")
         try await Task.sleep(for: .seconds(4))  // a measurement window of wall time
         let squeezed = Double(call.framesDecoded(by: "bob") - frames) / 4
-        #expect(squeezed >= 10, "bob decodes alice at \(squeezed) fps while her uplink is at 500 kbit/s")
+        #expect(squeezed >= 10, "bob decodes alice at \(squeezed) fps while her uplink is at \(narrow) kbit/s")
 
-        try lab.reshapeUplink(of: alice, kbps: 4_000)
+        try lab.apply(scenario.steps[1].change, to: alice)
         let restored = ContinuousClock.now
         try await poll(
             "alice's camera back at the profile's rate", timeout: .seconds(40), { call.report("alice") },
@@ -161,15 +169,18 @@ struct NetworkLabTests {
     @Test("a member whose address changes mid-call is seen and heard again within seconds")
     func aMovedMemberRebinds() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let scenario = try NetworkScenario.named("rebind")
         let lab = try NetworkLab(tag: "mv")
         defer { lab.tearDown() }
-        let alice = try lab.addMember("alice")
+        let alice = try lab.addMember("alice", link: scenario.link)
         let bob = try lab.addMember("bob")
         // Each says a chat line every half second: those alice writes into her dead connection must not be lost.
         let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "mv", chatEvery: 0.5)
         defer { call.stop() }
         try await call.waitUntilBound()
-        let moved = try lab.moveAddress(of: alice)
+        let step = try #require(scenario.steps.first)
+        try await Task.sleep(for: step.after)  // the call as it was before the move
+        let moved = try lab.apply(step.change, to: alice)
         #expect(moved.address == "198.18.1.3")
         let at = ContinuousClock.now
         let before = [alice, bob].map { call.framesDecoded(by: $0.name) }
@@ -205,51 +216,104 @@ struct NetworkLabTests {
         #expect(heard <= call.report("alice")?.chatLinesSent ?? 0, "bob got no line twice: \(heard) of \(sent)")
     }
 
-    /// Carol's downlink carries 900 kbit/s, under the ~1.4 Mbit/s her two peers' full layers and voices need (the
-    /// `congested-downlink` case with three members instead of four, so the bots fit two cores).
+    /// Carol's downlink carries 1 Mbit/s, under the ~1.4 Mbit/s her two peers' full layers and voices need (the
+    /// `congested-downlink` scenario with three members instead of four, so the bots fit two cores).
     @Test(
         "a member whose downlink cannot carry every full layer gets what fits: the voices, the speaker, less of the rest"
     )
     func congestedDownlinkIsShared() async throws {
         let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let scenario = try NetworkScenario.named("congested-downlink")
+        let downlink = try #require(scenario.link.downlinkKbps)
         let lab = try NetworkLab(tag: "dl")
         defer { lab.tearDown() }
-        let members = try [
-            lab.addMember("alice"), lab.addMember("bob"),
-            lab.addMember("carol", link: NetworkLab.Link(downlinkKbps: 900)),
-        ]
+        // The scenario's member is carol here, the last to join (the speaker is one of the others).
+        let members = try [lab.addMember("alice"), lab.addMember("bob"), lab.addMember("carol", link: scenario.link)]
         let call = try await LabCall.start(parley, in: lab, members: members, tag: "dl", seconds: 60)
         defer { call.stop() }
         try await call.waitUntilBound()
         let started = ContinuousClock.now
         try await poll(
-            "carol's downlink estimate under her 900 kbit/s", timeout: .seconds(20), { call.report("carol") },
-            until: { ($0?.downlinkEstimateKbps ?? .max) <= 900 })
+            "carol's downlink estimate under her \(downlink) kbit/s", timeout: .seconds(20), { call.report("carol") },
+            until: { ($0?.downlinkEstimateKbps ?? .max) <= downlink })
         let found = ContinuousClock.now - started
         try await Task.sleep(for: .seconds(4))  // the relay moves her to the layers that fit (each on a keyframe)
         let pairs = [("carol", "alice"), ("carol", "bob"), ("alice", "bob"), ("bob", "alice")]
-        let before = pairs.map { call.received(by: $0.0, of: $0.1) }
-        try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
-        let after = pairs.map { call.received(by: $0.0, of: $0.1) }
-        var rates: [String: Double] = [:]
-        for (index, pair) in pairs.enumerated() {
-            let fps = Double(after[index].frames - before[index].frames) / 5
-            let played = max(1, after[index].played - before[index].played)
-            let concealed = Double(after[index].concealed - before[index].concealed) / Double(played)
-            rates["\(pair.0)←\(pair.1)"] = fps
-            #expect(concealed <= 0.02, "\(pair.0) concealed \(concealed * 100) % of \(pair.1)'s sound")
+        let seen = try await call.window(pairs, seconds: 5)
+        let rates = seen.mapValues { ($0.fps * 10).rounded() / 10 }
+        for (pair, seen) in seen {
+            #expect(seen.concealed <= 0.02, "\(pair): \(seen.concealed * 100) % of the sound concealed")
         }
         // She is told which of her peers is held back, and to what.
         let held = call.report("carol")?.peers.compactMap { peer in peer.heldByDownlink.map { "\(peer.name) \($0)" } }
         #expect(held?.isEmpty == false, "carol's statistics name a peer her downlink holds back")
         print(
-            "congested downlink: carol's estimate under 900 kbit/s \(found) after the call was bound; fps \(rates); "
+            "congested downlink: carol's estimate under \(downlink) kbit/s \(found) after the call was bound; fps \(rates); "
                 + "held: \(held ?? []); estimate now \(call.report("carol")?.downlinkEstimateKbps ?? 0) kbit/s")
         let carol = max(rates["carol←alice"] ?? 0, rates["carol←bob"] ?? 0)
         #expect(carol >= 10, "carol sees the better of her peers at \(carol) fps")
         #expect(
             (rates["alice←bob"] ?? 0) >= 20 && (rates["bob←alice"] ?? 0) >= 20,
             "alice and bob, on clean links, see each other as before")
+    }
+
+    /// What a named scenario (its first member on the scenario's link, bob clean) must still give each side, after
+    /// 5 s of the estimates finding the link: frames decoded a second of the other (30 sent), the share of the
+    /// other's voice concealed, and the most alice's uplink estimate may read.
+    struct Holds: Sendable, CustomTestStringConvertible {
+        var scenario: String
+        var fps: Double
+        var concealed: Double
+        var aliceEstimateKbps: Int?
+        var testDescription: String { scenario }
+    }
+
+    @Test(
+        "a call on a named scenario's link holds: delay and jitter from the element, capacity from tc",
+        arguments: [
+            // 1 Mbit/s up is about what 640x360's three layers and the voice ask: the estimate trims them.
+            Holds(scenario: "dsl", fps: 25, concealed: 0.01, aliceEstimateKbps: nil),
+            // 600 kbit/s up: alice's full layer shrinks to fit; the voice's buffer grows to the jitter.
+            Holds(scenario: "mobile", fps: 10, concealed: 0.05, aliceEstimateKbps: 600),
+            Holds(scenario: "lossy-wifi", fps: 15, concealed: 0.10, aliceEstimateKbps: nil),
+        ])
+    func namedScenarioHolds(_ holds: Holds) async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary (PARLEY_BIN)")
+        let scenario = try NetworkScenario.named(holds.scenario)
+        let tag = String(holds.scenario.prefix(3))
+        let lab = try NetworkLab(tag: tag)
+        defer { lab.tearDown() }
+        let alice = try lab.addMember("alice", link: scenario.link)
+        let bob = try lab.addMember("bob")
+        let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: tag)
+        defer { call.stop() }
+        try await call.waitUntilBound()
+        var timeline: [String] = []
+        for _ in 0..<5 {
+            try await Task.sleep(for: .seconds(1))  // the estimates find the link
+            let report = call.report("alice")
+            timeline.append(
+                "\(report?.uplinkEstimateKbps ?? 0) (\(report?.uplinkEstimateReason ?? "-"), camera "
+                    + "\(report?.videoTargetKbps ?? 0))")
+        }
+        print("\(holds.scenario): alice's estimate second by second: \(timeline.joined(separator: ", "))")
+        let seen = try await call.window([("alice", "bob"), ("bob", "alice")], seconds: 5)
+        let counts = try await call.elements.first?.counts()
+        let report = call.report("alice")
+        print(
+            "\(holds.scenario): \(seen.map { "\($0.key) \(Int($0.value.fps.rounded())) fps, \(String(format: "%.1f", $0.value.concealed * 100)) % concealed" }); "
+                + "alice's estimate \(report?.uplinkEstimateKbps ?? 0) kbit/s, camera \(report?.videoTargetKbps ?? 0) "
+                + "kbit/s, voice buffer \(report?.peers.first?.audioTargetMs ?? 0) ms; element \(String(describing: counts))"
+        )
+        #expect(
+            counts.map { $0.uplink.passed > 0 && $0.downlink.passed > 0 } == true, "alice's media crossed the element")
+        for (pair, seen) in seen {
+            #expect(seen.fps >= holds.fps, "\(pair) at \(seen.fps) fps")
+            #expect(seen.concealed <= holds.concealed, "\(pair): \(seen.concealed * 100) % of the voice concealed")
+        }
+        if let limit = holds.aliceEstimateKbps {
+            #expect((report?.uplinkEstimateKbps ?? .max) <= limit, "alice's estimate within her \(limit) kbit/s uplink")
+        }
     }
 
     @Test("a lab that cannot be made says which command failed")
@@ -263,6 +327,10 @@ struct NetworkLabTests {
             try lab.addMember("bob", link: NetworkLab.Link(downlinkLossPercent: 101))
         }
         #expect(error?.description == "a link loses 0 to 100 % of its packets, not 101 %")
+        let element = #expect(throws: NetworkLabError.self) {
+            try lab.addMember("bob", link: NetworkLab.Link(uplinkElement: .init(meanBurstLength: 0.5)))
+        }
+        #expect(element?.description == "a burst of losses is at least 1 packet long, not 0.5")
         // A member that could not be made leaves nothing behind: the next one takes its place.
         #expect(try lab.addMember("carol").address == "198.18.1.2")
     }
@@ -274,6 +342,8 @@ struct LabCall {
     let names: [String]
     let relay: BackgroundProcess
     let bots: [BackgroundProcess]
+    /// The user-space elements on the media paths of members whose links ask for one.
+    let elements: [EmulatedLink]
 
     static func start(
         _ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String, seconds: Int = 40,
@@ -286,6 +356,7 @@ struct LabCall {
             ["serve", "--host", "0.0.0.0", "--port", "7878", "--insecure", "--state-dir", folder])
         let relay = try BackgroundProcess(relayPath, relayArguments, outputPath: "\(folder)/relay.log")
         try await relay.output(containing: "relay listening", within: .seconds(10))
+        let elements = try await lab.startElements(relayPort: 7878)
         let bots = try members.map { member in
             let (path, arguments) = lab.command(
                 in: member.namespace, parley,
@@ -295,7 +366,7 @@ struct LabCall {
                 ] + (chatEvery.map { ["--chat-every", "\($0)"] } ?? []))
             return try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log")
         }
-        return LabCall(folder: folder, names: members.map(\.name), relay: relay, bots: bots)
+        return LabCall(folder: folder, names: members.map(\.name), relay: relay, bots: bots, elements: elements)
     }
 
     func report(_ name: String) -> CallStatisticsReport? {
@@ -311,6 +382,26 @@ struct LabCall {
         return (entry.framesDecoded, entry.audioPlayed, entry.concealments)
     }
 
+    /// What each `receiver←sender` pair got over `seconds` of wall time: frames decoded a second, and the share of
+    /// the sender's voice the receiver concealed.
+    /// Each rate is over the time between the receiver's two statistics files (rewritten once a second), not the
+    /// wall time between reading them: that is up to a second off either way.
+    func window(_ pairs: [(String, String)], seconds: Int) async throws -> [String: (fps: Double, concealed: Double)] {
+        let before = pairs.map { (report($0.0)?.time ?? 0, received(by: $0.0, of: $0.1)) }
+        try await Task.sleep(for: .seconds(seconds))  // a measurement window of wall time
+        var seen: [String: (fps: Double, concealed: Double)] = [:]
+        for (pair, (time, start)) in zip(pairs, before) {
+            let elapsed = max(0.5, (report(pair.0)?.time ?? 0) - time)
+            let end = received(by: pair.0, of: pair.1)
+            let played = max(1, end.played - start.played)
+            seen["\(pair.0)←\(pair.1)"] = (
+                Double(end.frames - start.frames) / elapsed,
+                Double(end.concealed - start.concealed) / Double(played)
+            )
+        }
+        return seen
+    }
+
     /// Every bot in the call, media bound, receiving the others' audio.
     func waitUntilBound() async throws {
         try await waitUntil("\(names.joined(separator: " and ")) bound and receiving audio", timeout: .seconds(15)) {
@@ -324,6 +415,34 @@ struct LabCall {
     func stop() {
         for bot in bots { bot.stop() }
         relay.stop()
+        for element in elements { Task { await element.stop() } }
         try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// The named scenarios are one table: each name once, every one the issue names, an unknown one refused by name.
+@Suite struct NetworkScenarioTests {
+    @Test func theTableHoldsEveryScenarioOnce() throws {
+        let names = NetworkScenario.all.map(\.name)
+        #expect(
+            names == [
+                "clean", "dsl", "congested-downlink", "mobile", "lossy-wifi", "capacity-drop", "udp-blocked", "rebind",
+            ])
+        #expect(try NetworkScenario.named("mobile").link.uplinkKbps == 600)
+        #expect(try NetworkScenario.named("congested-downlink").members == 4)
+        for scenario in NetworkScenario.all {
+            #expect(scenario.link.uplinkElement.problem == nil && scenario.link.downlinkElement.problem == nil)
+            #expect(
+                scenario.steps.map(\.after) == scenario.steps.map(\.after).sorted(), "\(scenario.name)'s steps in order"
+            )
+        }
+    }
+
+    @Test func anUnknownNameListsTheKnownOnes() {
+        let error = #expect(throws: NetworkLabError.self) { try NetworkScenario.named("satellite") }
+        #expect(
+            error?.description
+                == "no network scenario named \"satellite\"; known: clean, dsl, congested-downlink, mobile, lossy-wifi, "
+                + "capacity-drop, udp-blocked, rebind")
     }
 }

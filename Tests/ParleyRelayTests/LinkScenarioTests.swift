@@ -3,6 +3,7 @@ import ParleyEngine
 import ParleyProcesses
 import ParleyRelay
 import ParleyTestLanes
+import ParleyTestSupport
 import ParleyWire
 import Testing
 

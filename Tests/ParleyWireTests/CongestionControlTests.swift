@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import ParleyWire
@@ -103,8 +104,12 @@ struct CongestionControlTests {
         var propagation = 20.0
         var queueLimit = 300.0
         var dropEvery: Int?
+        /// The standard deviation of each packet's propagation (ms); a packet never overtakes the one before.
+        var jitter = 0.0
         var freeAt = 0.0
         var count = 0
+        var lastArrival = 0.0
+        var seed: UInt64 = 0x51_0B11E
 
         mutating func carry(size: Int, sentAt: Double) -> Double? {
             count += 1
@@ -112,13 +117,32 @@ struct CongestionControlTests {
             let start = max(sentAt, freeAt)
             guard start - sentAt <= queueLimit else { return nil }
             freeAt = start + Double(size * 8) / capacity(sentAt) * 1_000
-            return freeAt + propagation
+            let arrival = max(lastArrival, freeAt + max(0, propagation + jitter * gaussian()))
+            lastArrival = arrival
+            return arrival
+        }
+
+        /// Standard normal from a seeded SplitMix64 (Box-Muller).
+        mutating func gaussian() -> Double {
+            func uniform() -> Double {
+                seed &+= 0x9E37_79B9_7F4A_7C15
+                var z = seed
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                z ^= z >> 31
+                return Double(z >> 11) / Double(1 << 53)
+            }
+            let u = max(uniform(), .leastNonzeroMagnitude)
+            return (-2 * log(u)).squareRoot() * cos(2 * .pi * uniform())
         }
     }
 
     /// Runs a call's sender over `link` for `seconds`, 1,200-byte packets at the target, feedback every 50 ms back
     /// over `propagation`; returns the target and reason at each whole 100 ms.
-    static func simulate(_ link: Link, seconds: Int) -> [(at: Double, target: Double, reason: EstimateReason)] {
+    /// `sendShare` of the target is what the sender uses (an encoder under its target sends less).
+    static func simulate(
+        _ link: Link, seconds: Int, sendShare: Double = 1
+    ) -> [(at: Double, target: Double, reason: EstimateReason)] {
         var link = link
         var estimator = BandwidthEstimator()
         var recorder = FeedbackRecorder()
@@ -131,7 +155,7 @@ struct CongestionControlTests {
             while nextSend <= now {
                 let sequence = estimator.sent(size: 1_200, at: nextSend)
                 if let arrival = link.carry(size: 1_200, sentAt: nextSend) { inFlight.append((arrival, sequence)) }
-                nextSend += 1_200 * 8 / estimator.target * 1_000
+                nextSend += 1_200 * 8 / (estimator.target * sendShare) * 1_000
             }
             while let first = inFlight.first, first.arrival <= now {
                 recorder.received(first.sequence, at: first.arrival)
@@ -168,6 +192,26 @@ struct CongestionControlTests {
         let atReturn = trace.last { $0.at < 35_000 }?.target ?? 0
         let later = trace.last?.target ?? 0
         #expect(later > atReturn * 1.3, "10 s after the capacity returned: \(atReturn) → \(later)")
+    }
+
+    /// The limit on climbing (1.5 times what gets through) holds the estimate; it never lowers it, which would
+    /// spiral down with a sender that uses only part of it.
+    @Test("a sender that uses half its estimate keeps it: no climb, and no fall either")
+    func underusingSenderKeepsItsEstimate() {
+        let trace = Self.simulate(Link(capacity: { _ in 4_000_000 }), seconds: 10, sendShare: 0.5)
+        let targets = trace.map(\.target)
+        // One small step before a quarter second of arrivals tells what gets through; then held.
+        #expect(
+            targets.min() == 300_000 && (targets.max() ?? 0) < 310_000, "\(targets.min() ?? 0)…\(targets.max() ?? 0)")
+        #expect(targets.last == targets.max())
+    }
+
+    /// A jittery link delays a packet and lets those behind it out together: counted as groups of their own,
+    /// their bunching read as a queue filling and held the estimate near 300 kbit/s on a 4 Mbit/s link.
+    @Test("packets that bunch behind a late one on a jittery link are one burst: the estimate climbs as on a clean one")
+    func jitterIsNoQueue() {
+        let trace = Self.simulate(Link(capacity: { _ in 4_000_000 }, propagation: 80, jitter: 30), seconds: 20)
+        #expect((trace.last?.target ?? 0) >= 800_000, "\(trace.last.map { "\($0)" } ?? "")")
     }
 
     @Test("steady 20 % loss on a link with room brings the estimate down and says it is loss")

@@ -180,15 +180,22 @@ public struct BandwidthEstimator: Sendable {
             }
             let elapsed = min(now - (lastIncrease ?? now), 1_000)
             lastIncrease = now
+            // A sender that does not use what it has cannot learn it has more: no climb past 1.5 times what gets
+            // through. The limit holds the rate, never lowers it (as libwebrtc's AIMD): lowering it made a spiral
+            // down whenever the encoder sent under its target (a `mobile` link's call fell from 441 to 210 kbit/s
+            // "climbing", its camera with it).
+            let limit = acked.map { 1.5 * $0 + 10_000 } ?? .infinity
+            guard delayBased < limit else { return }
+            var increased = delayBased
             if let capacity, delayBased > 0.9 * capacity, delayBased < 1.5 * capacity {
                 // Near the capacity found last: about one packet more per response time.
                 let responseTime = roundTrip + 100
-                delayBased += max(1_000 * elapsed / 1_000, 1_200 * 8 * elapsed / responseTime)
+                increased += max(1_000 * elapsed / 1_000, 1_200 * 8 * elapsed / responseTime)
             } else {
                 if let found = capacity, delayBased >= 1.5 * found { capacity = nil }
-                delayBased += max(1_000, delayBased * (pow108(elapsed / 1_000) - 1))
+                increased += max(1_000, delayBased * (pow108(elapsed / 1_000) - 1))
             }
-            if let acked { delayBased = min(delayBased, 1.5 * acked + 10_000) }
+            delayBased = min(increased, limit)
         }
         delayBased = min(max(delayBased, limits.minimum), limits.maximum)
     }

@@ -1,5 +1,5 @@
 // The delay-based half of Google congestion control (draft-ietf-rmcat-gcc-02 §5, as libwebrtc's trendline estimator
-// does it): packets are grouped by send time (5 ms), each group's arrival spread is compared with its send spread, and
+// does it): packets are grouped by send time (5 ms) and by arrival in one burst, each group's arrival spread is compared with its send spread, and
 // the growth of that difference over the last 20 groups is a straight-line slope. A queue filling on the path makes
 // packets arrive ever later than they were sent: the slope rises above an adaptive threshold and the link is
 // "overusing" before any packet is lost.
@@ -14,11 +14,31 @@ public struct DelayTrend: Sendable {
     struct Group: Sendable {
         var firstSent: Double
         var lastSent: Double
+        var firstArrival: Double
         var lastArrival: Double
+
+        init(sentAt: Double, arrivedAt: Double) {
+            firstSent = sentAt
+            lastSent = sentAt
+            firstArrival = arrivedAt
+            lastArrival = arrivedAt
+        }
+
+        /// A packet that arrived within 5 ms of the group's last, sooner after it than it was sent (it queued behind
+        /// the group somewhere and left with it), within 100 ms of the group's first arrival: the same burst.
+        func holds(burstOf sentAt: Double, arrivedAt: Double) -> Bool {
+            let arrivalDelta = arrivedAt - lastArrival
+            return arrivalDelta - (sentAt - lastSent) < 0 && arrivalDelta <= DelayTrend.burstSpan
+                && arrivedAt - firstArrival < DelayTrend.longestBurst
+        }
     }
 
     /// Packets sent within this long of a group's first belong to it (ms).
     static let groupSpan = 5.0
+    /// A packet arriving this soon (ms) after a group's last, sooner than it was sent after it, is of its burst…
+    static let burstSpan = 5.0
+    /// …while the burst has lasted less than this (ms).
+    static let longestBurst = 100.0
     /// Groups the slope is fitted over.
     static let window = 20
     /// Smoothing of the accumulated delay.
@@ -59,11 +79,14 @@ public struct DelayTrend: Sendable {
     @discardableResult
     public mutating func add(sentAt: Double, arrivedAt: Double) -> LinkUsage {
         guard var group = current else {
-            current = Group(firstSent: sentAt, lastSent: sentAt, lastArrival: arrivedAt)
+            current = Group(sentAt: sentAt, arrivedAt: arrivedAt)
             return usage
         }
         guard sentAt >= group.firstSent else { return usage }
-        if sentAt - group.firstSent <= Self.groupSpan {
+        // A burst released at once (packets held behind a late one on a jittery link, or a radio's batch) is one
+        // group, as libwebrtc's inter-arrival grouping has it: its packets' spacing says nothing of a queue
+        // building, and counted apart they read as overuse on a link with room to spare.
+        if sentAt - group.firstSent <= Self.groupSpan || group.holds(burstOf: sentAt, arrivedAt: arrivedAt) {
             group.lastSent = max(group.lastSent, sentAt)
             group.lastArrival = max(group.lastArrival, arrivedAt)
             current = group
@@ -76,7 +99,7 @@ public struct DelayTrend: Sendable {
             if arrivalDelta >= 0 { update(sendDelta: sendDelta, arrivalDelta: arrivalDelta, at: group.lastArrival) }
         }
         previous = group
-        current = Group(firstSent: sentAt, lastSent: sentAt, lastArrival: arrivedAt)
+        current = Group(sentAt: sentAt, arrivedAt: arrivedAt)
         return usage
     }
 
