@@ -5,6 +5,7 @@ public enum BenchSection: String, CaseIterable, Sendable {
     case codecs, wire, relay, load, messaging, cluster, latency, picture, render, echo, encryption, simulcast, call,
         broadcast
     case mouthToEar = "mouth-to-ear"
+    case network
 }
 
 /// The results page as text with one marked block per section, and the one edit a run makes to it: replace what is

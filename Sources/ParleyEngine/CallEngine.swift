@@ -229,6 +229,8 @@ final class EngineCore {
                 oversizedKeyframes: peer.oversizedKeyframes,
                 videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
             stats.peers[id]?.audioDelay = peer.audio.playoutDelay
+            stats.peers[id]?.videoFreezes = peer.freezes.count
+            stats.peers[id]?.videoFrozen = peer.freezes.total
             stats.peers[id]?.heldByDownlink = remote.held?.held.first { $0.id == id }.map { entry in
                 entry.size.map { "\($0.width)x\($0.height)" } ?? "paused"
             }

@@ -57,6 +57,10 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
         /// What the relay holds this peer's video to for this member's downlink ("320x180", "paused"); absent when
         /// it is not held back.
         public var heldByDownlink: String?
+        /// Gaps of over 300 ms between this peer's decoded frames, and their whole length in milliseconds; nil in an
+        /// older report.
+        public var videoFreezes: Int?
+        public var videoFrozenMs: Int?
 
         /// The counters of `peer`, member `id`.
         public init(id: UInt32, _ peer: CallStatistics.Peer) {
@@ -85,6 +89,8 @@ public struct CallStatisticsReport: Codable, Sendable, Equatable {
             audioDiscarded = peer.audioDiscarded
             audioTargetMs = Int((peer.audioTarget / .milliseconds(1)).rounded())
             heldByDownlink = peer.heldByDownlink
+            videoFreezes = peer.videoFreezes
+            videoFrozenMs = Int((peer.videoFrozen / .milliseconds(1)).rounded())
         }
     }
 

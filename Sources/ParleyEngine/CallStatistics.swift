@@ -39,6 +39,9 @@ public struct CallStatistics: Sendable {
         public var audioDelay: Duration = .zero
         /// The resampling correction following this peer's clock (0.0002: played 200 ppm faster).
         public var audioCorrection = 0.0
+        /// Gaps of over 300 ms between this peer's decoded frames, and their whole length (`VideoFreezes`).
+        public var videoFreezes = 0
+        public var videoFrozen: Duration = .zero
         /// The simulcast layer being received (0 is the full size).
         public var videoLayer = 0
         /// Times the relay moved this receiver to another of the peer's layers.

@@ -222,7 +222,7 @@ extension EngineCore {
     func pollVideo(_ peer: PeerReceiver, at: Duration) {
         let output = peer.videoBuffer.poll(at: at)
         for frame in output.frames {
-            let decoded = peer.decodeVideo(frame)
+            let decoded = peer.decodeVideo(frame, at: at)
             if recording.recorder != nil {
                 record { try $0.video(frame, from: peer.info.id, decoded: decoded != nil, at: at) }
             }

@@ -279,6 +279,8 @@ final class PeerReceiver {
     var videoPacketsReceived = 0
     var videoBytesReceived = 0
     var framesDecoded = 0
+    /// Gaps of over 300 ms between this peer's decoded frames.
+    var freezes = VideoFreezes()
     var decodeErrors = 0
     var audioFramesPlayed = 0
     var fecRecoveries: Int { audio.counters.fecRecovered }
@@ -315,7 +317,7 @@ final class PeerReceiver {
 
     /// Decodes a completed VP8 frame; nil (and a keyframe request next poll) when it does not decode. A keyframe
     /// declaring a picture beyond the largest profile (`VP8Limits`) never reaches the decoder: it is counted.
-    func decodeVideo(_ frame: VP8Frame) -> VideoFrame? {
+    func decodeVideo(_ frame: VP8Frame, at now: Duration? = nil) -> VideoFrame? {
         if let size = VP8FrameHeader(frame.data)?.size, !VP8Limits.allows(size) {
             oversizedKeyframes += 1
             videoBuffer.decoderNeedsKeyframe()
@@ -326,6 +328,7 @@ final class PeerReceiver {
             guard let picture = try videoDecoder?.decode(frame.data) else { return nil }
             newestVideoTimestamp = frame.timestamp
             framesDecoded += 1
+            if let now { freezes.frame(at: now) }
             windowFrames += 1
             return picture
         } catch {

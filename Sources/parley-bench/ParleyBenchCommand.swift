@@ -23,6 +23,7 @@ struct Measure: AsyncParsableCommand {
         case codecs, wire, relay, load, messaging, cluster, latency, render, picture, simulcast, call, broadcast, echo,
             encryption
         case mouthToEar = "mouth-to-ear"
+        case network
         case all
 
         /// The sections of the results page this suite measures, in the order it runs them.
@@ -43,6 +44,7 @@ struct Measure: AsyncParsableCommand {
             case .echo: [.echo]
             case .encryption: [.encryption]
             case .mouthToEar: [.mouthToEar]
+            case .network: [.network]
             case .all: BenchSection.allCases
             }
         }
