@@ -13,7 +13,7 @@ public struct LabCall: Sendable {
 
     public static func start(
         _ parley: String, in lab: NetworkLab, members: [NetworkLab.Member], tag: String, seconds: Int = 40,
-        chatEvery: Double? = nil
+        chatEvery: Double? = nil, botArguments: [String] = []
     ) async throws -> LabCall {
         let folder = NSTemporaryDirectory() + "parley-lab-\(tag)-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -29,7 +29,7 @@ public struct LabCall: Sendable {
                 [
                     "bot", "standup", "--server", "\(member.relayAddress):7878", "--insecure", "--name", member.name,
                     "--profile", "640x360", "--duration", "\(seconds)", "--stats-file", "\(folder)/\(member.name).json",
-                ] + (chatEvery.map { ["--chat-every", "\($0)"] } ?? []))
+                ] + (chatEvery.map { ["--chat-every", "\($0)"] } ?? []) + botArguments)
             return try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log")
         }
         return LabCall(folder: folder, names: members.map(\.name), relay: relay, bots: bots, elements: elements)

@@ -271,8 +271,8 @@ struct NetworkLabTests {
     @Test(
         "a call on a named scenario's link holds: delay and jitter from the element, capacity from tc",
         arguments: [
-            // 1 Mbit/s up is about what 640x360's three layers and the voice ask: the estimate trims them.
-            Holds(scenario: "dsl", fps: 25, concealed: 0.01, aliceEstimateKbps: nil),
+            // 1 Mbit/s up carries the ~630 kbit/s a 1:1 call sends (the relay pauses the layers nobody watches).
+            Holds(scenario: "dsl", fps: 20, concealed: 0.01, aliceEstimateKbps: nil),
             // 600 kbit/s up: alice's full layer shrinks to fit; the voice's buffer grows to the jitter.
             Holds(scenario: "mobile", fps: 10, concealed: 0.05, aliceEstimateKbps: 600),
             Holds(scenario: "lossy-wifi", fps: 15, concealed: 0.10, aliceEstimateKbps: nil),
@@ -300,6 +300,13 @@ struct NetworkLabTests {
         let seen = try await call.window([("alice", "bob"), ("bob", "alice")], seconds: 5)
         let counts = try await call.elements.first?.counts()
         let report = call.report("alice")
+        let bobsView = call.report("bob")?.peers.first
+        print(
+            "\(holds.scenario): bob froze alice for \(bobsView?.videoFrozenMs ?? 0) ms in \(bobsView?.videoFreezes ?? 0) "
+                + "freezes, asked \(bobsView?.keyframeRequestsSent ?? 0) keyframes, \(bobsView?.nacksSent ?? 0) NACKs; "
+                + "alice's uplink bucket dropped \((try? lab.uplinkDrops(of: alice)).flatMap { $0 } ?? 0); alice sent "
+                + "\(report?.videoFramesSent ?? 0) frames, \(report?.videoFramesDroppedBusy ?? 0) camera frames dropped busy"
+        )
         print(
             "\(holds.scenario): \(seen.map { "\($0.key) \(Int($0.value.fps.rounded())) fps, \(String(format: "%.1f", $0.value.concealed * 100)) % concealed" }); "
                 + "alice's estimate \(report?.uplinkEstimateKbps ?? 0) kbit/s, camera \(report?.videoTargetKbps ?? 0) "

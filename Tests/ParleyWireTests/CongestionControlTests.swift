@@ -104,6 +104,9 @@ struct CongestionControlTests {
         var propagation = 20.0
         var queueLimit = 300.0
         var dropEvery: Int?
+        /// Random loss in bursts (Gilbert): the long-run share lost and the mean burst length.
+        var burstLoss: (share: Double, meanLength: Double)?
+        var losing = false
         /// The standard deviation of each packet's propagation (ms); a packet never overtakes the one before.
         var jitter = 0.0
         var freeAt = 0.0
@@ -114,6 +117,12 @@ struct CongestionControlTests {
         mutating func carry(size: Int, sentAt: Double) -> Double? {
             count += 1
             if let dropEvery, count % dropEvery == 0 { return nil }
+            if let burstLoss {
+                let end = 1 / burstLoss.meanLength
+                let start = end * burstLoss.share / (1 - burstLoss.share)
+                losing = losing ? uniform() >= end : uniform() < start
+                if losing { return nil }
+            }
             let start = max(sentAt, freeAt)
             guard start - sentAt <= queueLimit else { return nil }
             freeAt = start + Double(size * 8) / capacity(sentAt) * 1_000
@@ -123,15 +132,16 @@ struct CongestionControlTests {
         }
 
         /// Standard normal from a seeded SplitMix64 (Box-Muller).
+        mutating func uniform() -> Double {
+            seed &+= 0x9E37_79B9_7F4A_7C15
+            var z = seed
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            return Double(z >> 11) / Double(1 << 53)
+        }
+
         mutating func gaussian() -> Double {
-            func uniform() -> Double {
-                seed &+= 0x9E37_79B9_7F4A_7C15
-                var z = seed
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                z ^= z >> 31
-                return Double(z >> 11) / Double(1 << 53)
-            }
             let u = max(uniform(), .leastNonzeroMagnitude)
             return (-2 * log(u)).squareRoot() * cos(2 * .pi * uniform())
         }
@@ -212,6 +222,15 @@ struct CongestionControlTests {
     func jitterIsNoQueue() {
         let trace = Self.simulate(Link(capacity: { _ in 4_000_000 }, propagation: 80, jitter: 30), seconds: 20)
         #expect((trace.last?.target ?? 0) >= 800_000, "\(trace.last.map { "\($0)" } ?? "")")
+    }
+
+    /// A radio link loses packets at random whatever the rate: judged interval by interval, a burst of three in
+    /// twenty packets read as 15 % congestion and held the estimate near 200 kbit/s on a 4 Mbit/s link.
+    @Test("random loss in bursts (5 %, three at a time) on a link with room is the link's own: the estimate climbs")
+    func randomLossIsTheLinks() {
+        let trace = Self.simulate(
+            Link(capacity: { _ in 4_000_000 }, propagation: 20, burstLoss: (0.05, 3), jitter: 15), seconds: 30)
+        #expect((trace.last?.target ?? 0) >= 500_000, "\(trace.last.map { "\($0)" } ?? "")")
     }
 
     @Test("steady 20 % loss on a link with room brings the estimate down and says it is loss")
