@@ -25,7 +25,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear \
+.PHONY: deps bench-deps build build-parley build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network \
         install clean fuzz \
         fuzz-seeds format format-check
 
@@ -112,6 +112,11 @@ bench-call: bench-deps build-bench
 
 bench-broadcast: build-bench
 	$(BENCH_BIN) broadcast --parley $(BIN) --markdown docs/benchmarks.md
+
+# Every named network scenario as a call in the network lab (root: namespaces; iproute2 and nftables are in
+# APT_PACKAGES), ~4 min.
+bench-network: build-bench
+	$(BENCH_BIN) network --parley $(BIN) --markdown docs/benchmarks.md
 
 # A click a second for 60 s through Parley, baresip, a Chromium tab and PulseAudio's own loop on one private sound
 # server (pulseaudio is in APT_PACKAGES; baresip and Chromium are bench tools).

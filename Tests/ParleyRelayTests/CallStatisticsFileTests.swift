@@ -47,7 +47,7 @@ struct CallStatisticsFileTests {
                 "fecRecoveries":1,"framesDecoded":89,"id":7,"keyframeRequestsSent":4,\
                 "longestAudioArrivalGapMs":0,"longestAudioGapMs":0,\
                 "nacksSent":3,"name":"bob",\
-                "videoBytes":119000,"videoPackets":298}],"screenDraws":88,"signalingRejoins":0,"speakerDeviceUnderruns":0,\
+                "videoBytes":119000,"videoFreezes":0,"videoFrozenMs":0,"videoPackets":298}],"screenDraws":88,"signalingRejoins":0,"speakerDeviceUnderruns":0,\
                 "speakerDropped":0,"speakerUnderruns":0,\
                 "time":1.5,"videoBytesSent":120000,"videoFramesCaptured":0,"videoFramesDroppedBusy":0,"videoFramesSent":90,\
                 "videoKeyframesSent":2,\
