@@ -48,6 +48,23 @@ struct DownlinkEstimatorTests {
         }
     }
 
+    /// A Wi-Fi link losing about 5 % at random, in bursts: some seconds lose over 10 %. Judged against nothing,
+    /// one such second set a limit on a link with room; against the link's own loss it does not, and a real squeeze
+    /// (30 % lost) still does.
+    @Test("random loss is the link's own: a second over 10 % sets no limit on a lossy link, a squeeze still does")
+    func randomLossIsTheLinks() {
+        var estimator = DownlinkEstimator()
+        estimator.update(at: 0, bytes: 0, expected: 0, lost: 0)
+        let losses = [5, 4, 6, 5, 3, 7, 5, 13, 4, 6]
+        for (second, lost) in losses.enumerated() {
+            estimator.update(at: Double(second + 1) * 1_000, bytes: 250_000, expected: 100, lost: lost)
+            #expect(estimator.estimate == nil, "\(lost) % lost after \(second) s: \(estimator.reason)")
+        }
+        #expect(estimator.inherentLoss > 0.03 && estimator.inherentLoss <= 0.05)
+        estimator.update(at: 11_000, bytes: 125_000, expected: 100, lost: 30)
+        #expect(estimator.estimate == 850_000, "30 % lost at 1 Mbit/s: what arrived, less half the loss")
+    }
+
     @Test("a restart leaves out what came before: the next interval is from there")
     func restart() {
         var estimator = DownlinkEstimator()

@@ -7,7 +7,9 @@
 // (`TileReport.downlinkKbps`).
 // The rule is GCC's loss-based controller (draft-ietf-rmcat-gcc-02, section 6) applied at the receiving end:
 // more than 10 % lost cuts the estimate to what arrived, less half the loss; under 2 % it climbs 8 % a second, and
-// about 5 % a second of the rate where loss was last found once it is near it; in between it holds. There is no
+// about 5 % a second of the rate where loss was last found once it is near it; in between it holds. Loss is judged
+// against the link's own (the random loss of a radio link, learned from the seconds that cut nothing, at most 5 %), so
+// a second of bursty Wi-Fi loss over 10 % does not set a limit on a link with room. There is no
 // estimate (no limit) until a loss says there is one, so a clean link is never held to a guess. A delay-based part
 // needs send times the relay could stamp, which it cannot: not built (docs/network.md).
 
@@ -24,6 +26,8 @@ public struct DownlinkEstimator: Sendable {
     public private(set) var reason = EstimateReason.starting
     /// The received rate at the last cut: where the link's capacity was last found.
     private var capacity: Double?
+    /// The loss the link has without congestion, learned from the intervals that cut nothing, at most 5 %.
+    public private(set) var inherentLoss = 0.0
     private var last: Double?
 
     /// No estimate yet.
@@ -45,11 +49,15 @@ public struct DownlinkEstimator: Sendable {
         let seconds = (now - previous) / 1_000
         let rate = Double(max(0, bytes) * 8) / seconds
         let loss = expected >= Self.fewestPackets ? Double(min(max(0, lost), expected)) / Double(expected) : 0
-        if loss > 0.10 {
+        let excess = loss - inherentLoss
+        if excess <= 0.10, expected >= Self.fewestPackets {
+            inherentLoss = min(0.05, 0.75 * inherentLoss + 0.25 * loss)
+        }
+        if excess > 0.10 {
             estimate = max(Self.minimum, min(estimate ?? rate, rate) * (1 - 0.5 * loss))
             capacity = rate
             reason = .loss(loss)
-        } else if loss < 0.02, var current = estimate {
+        } else if excess < 0.02, var current = estimate {
             let near = capacity.map { current >= 0.9 * $0 } ?? false
             if near, let capacity {
                 current += 0.05 * capacity * min(seconds, 1)
