@@ -324,7 +324,7 @@ struct NetworkLabTests {
     }
 
     @Test("a lab that cannot be made says which command failed")
-    func badShapingIsAnError() throws {
+    func badShapingIsAnError() async throws {
         let lab = try NetworkLab(tag: "bad")
         defer { lab.tearDown() }
         #expect(throws: NetworkLabError.self) {
@@ -338,6 +338,13 @@ struct NetworkLabTests {
             try lab.addMember("bob", link: NetworkLab.Link(uplinkElement: .init(meanBurstLength: 0.5)))
         }
         #expect(element?.description == "a burst of losses is at least 1 packet long, not 0.5")
+        // The element's sockets are made inside a namespace: one that does not exist is an error naming it.
+        let missing = await #expect(throws: NetworkLabError.self) {
+            _ = try await NamespaceSocket.boundUDP([.init(host: "127.0.0.1", port: 0)], in: "\(lab.tag)none")
+        }
+        #expect(
+            missing?.description == "namespace \(lab.tag)none: open failed: No such file or directory",
+            "\(missing.map { "\($0)" } ?? "no error")")
         // A member that could not be made leaves nothing behind: the next one takes its place.
         #expect(try lab.addMember("carol").address == "198.18.1.2")
     }
