@@ -83,55 +83,8 @@ enum NetworkBench {
         return (lab, made)
     }
 
-    /// Every member's statistics at one moment.
-    struct Snapshot {
-        var reports: [String: CallStatisticsReport]
-
-        init(_ call: LabCall) {
-            reports = Dictionary(
-                uniqueKeysWithValues: call.names.compactMap { name in call.report(name).map { (name, $0) } })
-        }
-
-        func peer(_ receiver: String, _ sender: String) -> CallStatisticsReport.Peer? {
-            reports[receiver]?.peers.first { $0.name == sender }
-        }
-    }
-
-    /// What happened between two snapshots.
-    struct Window {
-        var before: Snapshot
-        var after: Snapshot
-
-        func seconds(_ name: String) -> Double {
-            max(0.5, (after.reports[name]?.time ?? 0) - (before.reports[name]?.time ?? 0))
-        }
-
-        func fps(_ receiver: String, of sender: String) -> Double {
-            let frames =
-                (after.peer(receiver, sender)?.framesDecoded ?? 0) - (before.peer(receiver, sender)?.framesDecoded ?? 0)
-            return Double(frames) / seconds(receiver)
-        }
-
-        func concealed(_ receiver: String, of sender: String) -> Double {
-            let played =
-                (after.peer(receiver, sender)?.audioPlayed ?? 0) - (before.peer(receiver, sender)?.audioPlayed ?? 0)
-            let concealed =
-                (after.peer(receiver, sender)?.concealments ?? 0) - (before.peer(receiver, sender)?.concealments ?? 0)
-            return Double(concealed) / Double(max(1, played))
-        }
-
-        func frozenMs(_ receiver: String, of sender: String) -> Int {
-            (after.peer(receiver, sender)?.videoFrozenMs ?? 0) - (before.peer(receiver, sender)?.videoFrozenMs ?? 0)
-        }
-
-        func sendKbps(_ name: String) -> Double {
-            func bytes(_ snapshot: Snapshot) -> Int {
-                guard let report = snapshot.reports[name] else { return 0 }
-                return report.videoBytesSent + report.audioBytesSent
-            }
-            return Double(bytes(after) - bytes(before)) * 8 / 1_000 / seconds(name)
-        }
-    }
+    typealias Snapshot = LabCall.Snapshot
+    typealias Window = LabCall.Window
 
     struct SteadyResult {
         var row: [String]
@@ -156,7 +109,7 @@ enum NetworkBench {
             try await Task.sleep(for: .seconds(settle))  // estimates find the link
             start = Snapshot(call)
         }
-        let end = try await window(after: start, seconds: window, of: call)
+        let end = try await call.window(after: start, seconds: window)
         let others = Array(call.names.dropFirst())
         let alice = "alice"
         let aliceSees = others.map { end.fps(alice, of: $0) }
@@ -178,12 +131,6 @@ enum NetworkBench {
             "\(othersFrozen)", percent(othersConcealed), String(format: "%.1f", othersReceive),
         ]
         return SteadyResult(row: row, othersReceive: othersReceive)
-    }
-
-    /// Waits `seconds`, then reads everyone again.
-    static func window(after start: Snapshot, seconds: Int, of call: LabCall) async throws -> Window {
-        try await Task.sleep(for: .seconds(seconds))  // a measurement window of wall time
-        return Window(before: start, after: Snapshot(call))
     }
 
     static func percent(_ share: Double) -> String { String(format: "%.1f %%", share * 100) }
@@ -226,11 +173,8 @@ enum NetworkBench {
         try await call.waitUntilBound()
         try await Task.sleep(for: .seconds(2))  // the stream settles
         let start = Snapshot(call)
-        let end = try await window(after: start, seconds: blockedWindow, of: call)
-        let dropouts = ["alice", "bob"].map { name in
-            let other = name == "alice" ? "bob" : "alice"
-            return (end.after.peer(name, other)?.audioDropouts ?? 0) - (start.peer(name, other)?.audioDropouts ?? 0)
-        }
+        let end = try await call.window(after: start, seconds: blockedWindow)
+        let dropouts = [end.dropouts("alice", of: "bob"), end.dropouts("bob", of: "alice")]
         let row = [
             "`\(scenario.name)` (\(blockedWindow) s, media \(end.after.reports["alice"]?.mediaPath ?? "?"))", "2",
             String(format: "%.0f", end.sendKbps("alice")),
@@ -266,7 +210,7 @@ enum NetworkBench {
         defer { call.stop() }
         try await call.waitUntilBound()
         try await Task.sleep(for: .seconds(settle))  // the clean send rate, as the call settles
-        let clean = try await window(after: Snapshot(call), seconds: 3, of: call).sendKbps("alice")
+        let clean = try await call.window(after: Snapshot(call), seconds: 3).sendKbps("alice")
         try lab.apply(scenario.steps[0].change, to: people[0])
         let dropped = ContinuousClock.now
         try await waitUntil("alice's estimate under \(narrow) kbit/s", timeout: .seconds(20), every: .milliseconds(100))
@@ -275,7 +219,7 @@ enum NetworkBench {
         }
         let under = ContinuousClock.now - dropped
         try await Task.sleep(until: dropped + squeeze - .seconds(8))
-        let squeezed = try await window(after: Snapshot(call), seconds: 8, of: call)
+        let squeezed = try await call.window(after: Snapshot(call), seconds: 8)
         try lab.apply(scenario.steps[1].change, to: people[0])
         let restored = ContinuousClock.now
         // The send rate over each pair of consecutive statistics files (a second apart).

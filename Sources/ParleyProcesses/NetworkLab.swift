@@ -159,9 +159,7 @@ public final class NetworkLab: @unchecked Sendable {
     @discardableResult
     public func moveAddress(of member: Member) throws -> Member {
         let (memberSide, _) = try interfaces(of: member)
-        guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
-            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
-        }
+        let position = try self.position(of: member)
         var moved = members[position]
         let prefix = moved.address.split(separator: ".").dropLast().joined(separator: ".")
         guard let host = Int(moved.address.split(separator: ".").last ?? ""), host < 6 else {
@@ -239,10 +237,7 @@ public final class NetworkLab: @unchecked Sendable {
 
     /// The UDP port, in the relay's namespace, of the user-space element on `member`'s media path.
     public func elementPort(of member: Member) throws -> Int {
-        guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
-            throw NetworkLabError(description: "\(member.name) is not a member of this lab")
-        }
-        return 20_000 + position + 1
+        20_000 + (try position(of: member)) + 1
     }
 
     /// Sends what `member` sends to the relay's UDP `port` to `localPort` in the relay's namespace instead (its
@@ -318,10 +313,15 @@ public final class NetworkLab: @unchecked Sendable {
     }
 
     private func interfaces(of member: Member) throws -> (memberSide: String, relaySide: String) {
+        interfaces(ofMemberAt: try position(of: member) + 1)
+    }
+
+    /// Where `member` is in `members` (its index is one more).
+    private func position(of member: Member) throws -> Int {
         guard let position = members.firstIndex(where: { $0.namespace == member.namespace }) else {
             throw NetworkLabError(description: "\(member.name) is not a member of this lab")
         }
-        return interfaces(ofMemberAt: position + 1)
+        return position
     }
 
     /// Removes every namespace the lab made (their interfaces and shaping go with them). Safe to call twice.

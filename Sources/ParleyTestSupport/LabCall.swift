@@ -42,32 +42,90 @@ public struct LabCall: Sendable {
     /// Frames `name` decoded of its first peer so far.
     public func framesDecoded(by name: String) -> Int { report(name)?.peers.first?.framesDecoded ?? 0 }
 
-    /// What `name` received of `peer` so far: frames decoded, sound frames played and concealed.
-    public func received(by name: String, of peer: String) -> (frames: Int, played: Int, concealed: Int) {
-        guard let entry = report(name)?.peers.first(where: { $0.name == peer }) else { return (0, 0, 0) }
-        return (entry.framesDecoded, entry.audioPlayed, entry.concealments)
-    }
-
     /// What each `receiver←sender` pair got over `seconds` of wall time: frames decoded a second, and the share of
-    /// the sender's voice the receiver concealed.
-    /// Each rate is over the time between the receiver's two statistics files (rewritten once a second), not the
-    /// wall time between reading them: that is up to a second off either way.
+    /// the sender's voice the receiver concealed (`Window`).
     public func window(_ pairs: [(String, String)], seconds: Int) async throws -> [String: (
         fps: Double, concealed: Double
     )] {
-        let before = pairs.map { (report($0.0)?.time ?? 0, received(by: $0.0, of: $0.1)) }
-        try await Task.sleep(for: .seconds(seconds))  // a measurement window of wall time
+        let end = try await window(after: Snapshot(self), seconds: seconds)
         var seen: [String: (fps: Double, concealed: Double)] = [:]
-        for (pair, (time, start)) in zip(pairs, before) {
-            let elapsed = max(0.5, (report(pair.0)?.time ?? 0) - time)
-            let end = received(by: pair.0, of: pair.1)
-            let played = max(1, end.played - start.played)
-            seen["\(pair.0)←\(pair.1)"] = (
-                Double(end.frames - start.frames) / elapsed,
-                Double(end.concealed - start.concealed) / Double(played)
-            )
+        for (receiver, sender) in pairs {
+            seen["\(receiver)←\(sender)"] = (end.fps(receiver, of: sender), end.concealed(receiver, of: sender))
         }
         return seen
+    }
+
+    /// Waits `seconds` of wall time, then reads everyone again.
+    public func window(after start: Snapshot, seconds: Int) async throws -> Window {
+        try await Task.sleep(for: .seconds(seconds))  // a measurement window of wall time
+        return Window(before: start, after: Snapshot(self))
+    }
+
+    /// Every member's statistics at one moment, each file read once: its time and its counters are one rewrite's.
+    public struct Snapshot: Sendable {
+        public var reports: [String: CallStatisticsReport]
+
+        public init(_ call: LabCall) {
+            reports = Dictionary(
+                uniqueKeysWithValues: call.names.compactMap { name in call.report(name).map { (name, $0) } })
+        }
+
+        /// What `receiver` holds of `sender`.
+        public func peer(_ receiver: String, _ sender: String) -> CallStatisticsReport.Peer? {
+            reports[receiver]?.peers.first { $0.name == sender }
+        }
+    }
+
+    /// What happened between two snapshots. Each rate is over the time between the member's own two statistics
+    /// files (rewritten once a second), not the wall time between reading them: that is up to a second off.
+    public struct Window: Sendable {
+        public var before: Snapshot
+        public var after: Snapshot
+
+        public init(before: Snapshot, after: Snapshot) {
+            self.before = before
+            self.after = after
+        }
+
+        /// Seconds between `name`'s two files.
+        public func seconds(_ name: String) -> Double {
+            max(0.5, (after.reports[name]?.time ?? 0) - (before.reports[name]?.time ?? 0))
+        }
+
+        /// How much a counter of what `receiver` holds of `sender` grew.
+        func grew(_ receiver: String, _ sender: String, _ counter: (CallStatisticsReport.Peer) -> Int?) -> Int {
+            (after.peer(receiver, sender).flatMap(counter) ?? 0) - (before.peer(receiver, sender).flatMap(counter) ?? 0)
+        }
+
+        /// Frames `receiver` decoded of `sender` a second.
+        public func fps(_ receiver: String, of sender: String) -> Double {
+            Double(grew(receiver, sender) { $0.framesDecoded }) / seconds(receiver)
+        }
+
+        /// The share of `sender`'s voice `receiver` concealed.
+        public func concealed(_ receiver: String, of sender: String) -> Double {
+            Double(grew(receiver, sender) { $0.concealments })
+                / Double(max(1, grew(receiver, sender) { $0.audioPlayed }))
+        }
+
+        /// Milliseconds `receiver`'s picture of `sender` stood still (gaps of over 300 ms).
+        public func frozenMs(_ receiver: String, of sender: String) -> Int {
+            grew(receiver, sender) { $0.videoFrozenMs }
+        }
+
+        /// Sound dropouts `receiver` heard of `sender`.
+        public func dropouts(_ receiver: String, of sender: String) -> Int {
+            grew(receiver, sender) { $0.audioDropouts }
+        }
+
+        /// What `name` sent, video and audio RTP bytes, in kbit/s.
+        public func sendKbps(_ name: String) -> Double {
+            func bytes(_ snapshot: Snapshot) -> Int {
+                guard let report = snapshot.reports[name] else { return 0 }
+                return report.videoBytesSent + report.audioBytesSent
+            }
+            return Double(bytes(after) - bytes(before)) * 8 / 1_000 / seconds(name)
+        }
     }
 
     /// Every bot in the call, media bound, receiving the others' audio.

@@ -37,12 +37,7 @@ struct NetworkLabTests {
         #expect(clean.uplinkEstimateReason?.hasPrefix("loss") == false)
         #expect(clean.videoTargetKbps == 600, "bob's camera at the profile's 600 kbit/s")
         // Bob keeps seeing alice: her frames, fewer bits each, get through her uplink and decode.
-        func aliceFramesAtBob() -> Int { call.framesDecoded(by: "bob") }
-        let before = aliceFramesAtBob()
-        let window = ContinuousClock.now
-        try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
-        let seconds = Double((ContinuousClock.now - window).components.seconds)
-        let fps = Double(aliceFramesAtBob() - before) / max(1, seconds)
+        let fps = try await call.window(after: LabCall.Snapshot(call), seconds: 5).fps("bob", of: "alice")
         #expect(fps >= 10, "bob decodes alice at \(fps) fps over her 300 kbit/s uplink")
     }
 
@@ -57,13 +52,8 @@ struct NetworkLabTests {
         let call = try await LabCall.start(parley, in: lab, members: [alice, bob], tag: "loss")
         defer { call.stop() }
         try await call.waitUntilBound()
-        let frames = [alice, bob].map { call.framesDecoded(by: $0.name) }
-        let window = ContinuousClock.now
-        try await Task.sleep(for: .seconds(5))  // a measurement window of wall time
-        let seconds = max(1, Double((ContinuousClock.now - window).components.seconds))
-        for (member, before) in zip([alice, bob], frames) {
-            let fps = Double(call.framesDecoded(by: member.name) - before) / seconds
-            #expect(fps >= 20, "\(member.name) decodes the other at \(fps) fps through alice's lossy link")
+        for (pair, seen) in try await call.window([("alice", "bob"), ("bob", "alice")], seconds: 5) {
+            #expect(seen.fps >= 20, "\(pair) at \(seen.fps) fps through alice's lossy link")
         }
         let losses = try lab.randomLosses(of: alice)
         #expect(losses.uplink > 0 && losses.downlink > 0, "the link really lost packets: \(losses)")
@@ -94,14 +84,7 @@ struct NetworkLabTests {
 
         /// Each member's frames of the other a second, over a 4 s window.
         func rates() async throws -> [String: Double] {
-            let before = [alice, bob].map { call.framesDecoded(by: $0.name) }
-            let window = ContinuousClock.now
-            try await Task.sleep(for: .seconds(4))  // a measurement window of wall time
-            let seconds = Double((ContinuousClock.now - window).components.seconds)
-            return Dictionary(
-                uniqueKeysWithValues: zip([alice, bob], before).map {
-                    ($0.name, Double(call.framesDecoded(by: $0.name) - $1) / max(1, seconds))
-                })
+            try await call.window([("alice", "bob"), ("bob", "alice")], seconds: 4).mapValues(\.fps)
         }
         for (name, fps) in try await rates() { #expect(fps >= 20, "over TCP, \(name) decodes at \(fps) fps") }
 
@@ -151,9 +134,7 @@ struct NetworkLabTests {
             until: { ($0?.uplinkEstimateKbps ?? .max) <= narrow })
         let under = ContinuousClock.now - dropped
         try await Task.sleep(for: .seconds(4))  // the rest of the squeeze, measured below
-        let frames = call.framesDecoded(by: "bob")
-        try await Task.sleep(for: .seconds(4))  // a measurement window of wall time
-        let squeezed = Double(call.framesDecoded(by: "bob") - frames) / 4
+        let squeezed = try await call.window(after: LabCall.Snapshot(call), seconds: 4).fps("bob", of: "alice")
         #expect(squeezed >= 10, "bob decodes alice at \(squeezed) fps while her uplink is at \(narrow) kbit/s")
 
         try lab.apply(scenario.steps[1].change, to: alice)
@@ -197,11 +178,8 @@ struct NetworkLabTests {
         print(
             "alice moved: both decode the other again \(mediaBack) after the move; signaling resumed "
                 + "\(ContinuousClock.now - at) after")
-        let frames = [alice, bob].map { call.framesDecoded(by: $0.name) }
-        try await Task.sleep(for: .seconds(3))  // a measurement window of wall time
-        for (member, start) in zip([alice, bob], frames) {
-            let fps = Double(call.framesDecoded(by: member.name) - start) / 3
-            #expect(fps >= 20, "after the move, \(member.name) decodes the other at \(fps) fps")
+        for (pair, seen) in try await call.window([("alice", "bob"), ("bob", "alice")], seconds: 3) {
+            #expect(seen.fps >= 20, "after the move, \(pair) at \(seen.fps) fps")
         }
         #expect(call.report("alice")?.mediaPath == "udp", "a move is no reason to leave UDP")
         // Every line alice wrote into the dead connection went again on the new one: the relay echoed them all,

@@ -1,8 +1,8 @@
 // The delay-based half of Google congestion control (draft-ietf-rmcat-gcc-02 §5, as libwebrtc's trendline estimator
-// does it): packets are grouped by send time (5 ms) and by arrival in one burst, each group's arrival spread is compared with its send spread, and
-// the growth of that difference over the last 20 groups is a straight-line slope. A queue filling on the path makes
-// packets arrive ever later than they were sent: the slope rises above an adaptive threshold and the link is
-// "overusing" before any packet is lost.
+// does it): packets are grouped by send time (5 ms) and by arrival in one burst, each group's arrival spread is
+// compared with its send spread, and the growth of that difference over the last 20 groups is a straight-line slope.
+// A queue filling on the path makes packets arrive ever later than they were sent: the slope rises above an adaptive
+// threshold and the link is "overusing" before any packet is lost.
 
 /// Whether the path's queue is filling (overusing), draining (underusing) or steady.
 public enum LinkUsage: String, Sendable, Equatable {
