@@ -21,7 +21,9 @@ APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurse
                 libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool python3
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
-BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind
+# The network benchmark runs Chromium calls in the lab through coturn.
+BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind \
+                  coturn
 
 PREFIX      ?= /usr/local
 
@@ -114,8 +116,8 @@ bench-broadcast: build-bench
 	$(BENCH_BIN) broadcast --parley $(BIN) --markdown docs/benchmarks.md
 
 # Every named network scenario as a call in the network lab (root: namespaces; iproute2 and nftables are in
-# APT_PACKAGES), ~4 min.
-bench-network: build-bench
+# APT_PACKAGES), Parley's and then Chromium's (bench tools), ~9 min. PARLEY_NETWORK_SCENARIOS=a,b runs those alone.
+bench-network: bench-deps build-bench
 	$(BENCH_BIN) network --parley $(BIN) --markdown docs/benchmarks.md
 
 # A click a second for 60 s through Parley, baresip, a Chromium tab and PulseAudio's own loop on one private sound

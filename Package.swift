@@ -169,6 +169,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The lab's Chromium calls: their signaling and statistics server.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         // Hidden test helper, not a product: draws a known screen through `Terminal` inside tmux for ParleyTUITests,
         // and runs the in-pane half of RenderBench (`pane`).

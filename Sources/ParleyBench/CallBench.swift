@@ -255,7 +255,9 @@ public enum CallBench {
         /// The camera file kept in memory while the benchmark runs (see `ResidentFile`).
         var residentVideo: ResidentFile? = nil
 
-        static func prepare(videoSeconds: Double, log: (String) -> Void) throws -> BenchMedia {
+        static func prepare(
+            videoSeconds: Double, width: Int = width, height: Int = height, log: (String) -> Void
+        ) throws -> BenchMedia {
             let folder = NSTemporaryDirectory() + "parley-call-bench-media"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let frames = Int(videoSeconds.rounded(.up)) * fps
@@ -264,9 +266,9 @@ public enum CallBench {
             let videoSize = header.length + frames * (6 + header.frameDataSize)
             if fileSize(video) != videoSize {
                 log("call bench: writing \(frames) frames of the synthetic camera to \(video) (once)")
-                // Only one camera file is kept: drop those of other lengths.
+                // One camera file of a size is kept: drop those of other lengths.
                 for other in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-                where other.hasPrefix("camera-") {
+                where other.hasPrefix("camera-\(width)x\(height)-") {
                     unlink("\(folder)/\(other)")
                 }
                 let camera = SyntheticCamera(

@@ -18,43 +18,93 @@ enum NetworkBench {
 
     static func run(parley: String, log: @escaping @Sendable (String) -> Void) async throws -> [BenchTable] {
         if let reason = NetworkLab.unavailableReason { throw BenchFailure("the network lab cannot run: \(reason)") }
+        // Both calls send the same files: the synthetic camera's clip (moving pattern, text, sensor noise) and voice.
+        let media = try CallBench.BenchMedia.prepare(videoSeconds: 10, width: 640, height: 360, log: log)
+        let chromiumProblem = ChromiumCall.unavailableReason
+        let withChromium = chromiumProblem == nil
         var steady = BenchTable(
             title:
                 "Calls on the named network scenarios: 640x360 `parley bot`s through `parley serve` in the network lab, "
-                + "alice on the scenario's link, the others clean (\(window) s window after \(settle) s)",
+                + "alice on the scenario's link, the others clean (\(window) s window after \(settle) s)"
+                + (withChromium ? "; each beside Chromium 156 in the same lab" : ""),
             columns: [
                 "scenario", "members", "alice sends kbit/s", "her uplink estimate kbit/s",
                 "alice sees, fps (best / worst peer)", "alice's frozen ms (best / worst peer)",
                 "alice's voice concealed (worst peer)", "others see alice, fps (worst)",
                 "others' frozen ms of alice (worst)", "others' voice of alice concealed (worst)",
-                "others receive (mean fps)",
+                "others receive (mean fps)", "machine busy (\(ProcessInfo.processInfo.activeProcessorCount) cores)",
             ])
         var timelines = BenchTable(
             title: "What happens over time: the scenarios that change mid-call",
             columns: ["scenario", "what", "measured", "the issue's goal"])
+        var goals = BenchTable(
+            title: "The issue's goals beside Chromium 156 (same lab, same run)",
+            columns: ["scenario", "goal", "Parley", "Chromium", "met"])
         var cleanReceive: [Int: Double] = [:]
-        for scenario in NetworkScenario.all {
+        // PARLEY_NETWORK_SCENARIOS=a,b runs those alone (a shorter run while working on one).
+        let chosen = ProcessInfo.processInfo.environment["PARLEY_NETWORK_SCENARIOS"].map {
+            Set($0.split(separator: ",").map(String.init))
+        }
+        for name in chosen ?? [] { _ = try NetworkScenario.named(name) }
+        for scenario in NetworkScenario.all where chosen?.contains(scenario.name) ?? true {
             switch scenario.name {
             case "capacity-drop":
                 log("network: \(scenario.name)")
-                timelines.rows += try await capacityDrop(scenario, parley: parley)
+                let parleyDrop = try await capacityDrop(scenario, parley: parley, media: media)
+                timelines.rows += parleyDrop.rows(scenario, who: "")
+                guard withChromium else { continue }
+                log("network: \(scenario.name), Chromium")
+                let chromiumDrop = try await chromiumCapacityDrop(scenario, media: media)
+                timelines.rows += chromiumDrop.rows(scenario, who: " **Chromium**")
+                goals.add([
+                    scenario.name, "back to ≥ 90 % of the clean send rate, no slower than Chromium",
+                    parleyDrop.back.map(seconds) ?? "not within 30 s",
+                    chromiumDrop.back.map(seconds) ?? "not within 30 s",
+                    verdict(parleyDrop.back.map(inSeconds) ?? 99, chromiumDrop.back.map(inSeconds) ?? 99),
+                ])
             case "udp-blocked":
                 log("network: \(scenario.name) (\(blockedWindow) s)")
-                let (row, timeline) = try await blocked(scenario, parley: parley)
+                let (row, timeline) = try await blocked(scenario, parley: parley, media: media)
                 steady.add(row)
                 timelines.rows += timeline
+                guard withChromium else { continue }
+                log("network: \(scenario.name), Chromium (\(blockedWindow) s)")
+                let (chromiumRow, chromiumTimeline) = try await chromiumBlocked(scenario, media: media)
+                steady.add(chromiumRow)
+                timelines.rows += chromiumTimeline
             default:
                 // congested-downlink's other members are compared with a clean call of the same size.
                 let sizes = scenario.name == "clean" ? [2, 4] : [scenario.members]
                 for members in sizes {
                     log("network: \(scenario.name), \(members) members")
-                    let result = try await steadyCall(scenario, members: members, parley: parley)
+                    let result = try await steadyCall(scenario, members: members, parley: parley, media: media)
                     if scenario.name == "clean" { cleanReceive[members] = result.othersReceive }
-                    var row = result.row
-                    if scenario.name == "congested-downlink", let clean = cleanReceive[members] {
-                        row[row.count - 1] += String(format: " (%.0f %% of clean)", result.othersReceive / clean * 100)
+                    steady.add(result.row(comparedWith: scenario.name == "clean" ? nil : cleanReceive[members]))
+                    guard withChromium else { continue }
+                    log("network: \(scenario.name), \(members) members, Chromium")
+                    let chromium = try await chromiumSteady(scenario, members: members, media: media)
+                    if scenario.name == "clean" { cleanReceive[-members] = chromium.othersReceive }
+                    steady.add(chromium.row(comparedWith: scenario.name == "clean" ? nil : cleanReceive[-members]))
+                    switch scenario.name {
+                    case "congested-downlink":
+                        goals.add([
+                            scenario.name, "alice's video frozen (worst peer, ms in \(window) s), ≤ Chromium's",
+                            "\(result.aliceFrozenMs)", "\(chromium.aliceFrozenMs)",
+                            verdict(Double(result.aliceFrozenMs), Double(chromium.aliceFrozenMs)),
+                        ])
+                    case "mobile", "lossy-wifi":
+                        goals.add([
+                            scenario.name, "alice's voice concealed (worst peer), ≤ Chromium's",
+                            percent(result.aliceConcealed), percent(chromium.aliceConcealed),
+                            verdict(result.aliceConcealed, chromium.aliceConcealed),
+                        ])
+                        goals.add([
+                            scenario.name, "mouth-to-ear (the click method), ≤ Chromium's", "not measured in the lab",
+                            "not measured in the lab", "–",
+                        ])
+                    default:
+                        break
                     }
-                    steady.add(row)
                 }
             }
         }
@@ -65,10 +115,27 @@ enum NetworkBench {
                 + "concealed ÷ played. alice sends: her video and audio RTP bytes.",
             "Links: \(NetworkScenario.all.map { "`\($0.name)` \($0.summary)" }.joined(separator: "; ")). "
                 + "`rebind`'s window starts at the move: its cost is in the frozen columns.",
-            "Chromium 156 in the same lab (the issue's reference column) is not measured yet: no ratio is given.",
+            withChromium
+                ? "**Chromium** rows: the same call as headless Chromiums (`ChromiumCall`), one per member in the "
+                    + "member's namespace, a mesh of peer connections (so in a call of 4 alice sends 3 copies), "
+                    + "every packet through coturn in the relay's namespace (so over the same links, buckets, rules "
+                    + "and elements), fake devices playing the same clip and voice files as the bots, video capped "
+                    + "at \(chromiumVideoKbps) kbit/s. Its figures come from `getStats` once a second (its own clock "
+                    + "for the rates): payload bytes sent (resends included), `availableOutgoingBitrate` as its "
+                    + "estimate (summed over its connections), frames decoded; frozen: gaps of over 300 ms between "
+                    + "frames its video elements presented (`requestVideoFrameCallback`); concealed: samples "
+                    + "concealed ÷ received."
+                : "Chromium 156 in the same lab was not measured: \(chromiumProblem ?? "")",
         ]
-        return [steady, timelines]
+        goals.notes = [
+            "Mouth-to-ear needs a sound server and a click heard by each client (the `latency` suite); the lab's "
+                + "calls have neither yet, for Parley or Chromium."
+        ]
+        return withChromium ? [steady, timelines, goals] : [steady, timelines]
     }
+
+    /// Whether a Parley figure meets a goal of being at most Chromium's.
+    static func verdict(_ parley: Double, _ chromium: Double) -> String { parley <= chromium ? "yes" : "no" }
 
     /// A lab with the scenario's members, alice on its link; changes due at once are done.
     static func lab(
@@ -89,15 +156,60 @@ enum NetworkBench {
     struct SteadyResult {
         var row: [String]
         var othersReceive: Double
+        /// Alice's frozen time of her worst-served peer, and her worst peer's concealed share.
+        var aliceFrozenMs: Int
+        var aliceConcealed: Double
+
+        /// The row, its last cell also as a share of a clean call's (`clean`) when given.
+        func row(comparedWith clean: Double?) -> [String] {
+            guard let clean else { return row }
+            var row = row
+            row[row.count - 1] += String(format: " (%.0f %% of clean)", othersReceive / clean * 100)
+            return row
+        }
+    }
+
+    /// What `capacity-drop` measured of one client.
+    struct CapacityDropResult {
+        var clean: Double
+        var under: Duration
+        var squeezedKbps: Double
+        var squeezedFps: Double
+        var back: Duration?
+
+        func rows(_ scenario: NetworkScenario, who: String) -> [[String]] {
+            let narrow =
+                scenario.steps.first.map { step -> String in
+                    if case .uplinkKbps(let kbps?) = step.change { return "\(kbps)" }
+                    return "?"
+                } ?? "?"
+            return [
+                [
+                    scenario.name + who, "alice's send rate on the clean 4 Mbit/s uplink",
+                    String(format: "%.0f kbit/s", clean), "",
+                ],
+                [scenario.name + who, "her estimate under \(narrow) kbit/s after the drop", seconds(under), "≤ 2 s"],
+                [
+                    scenario.name + who, "the last 8 s of the squeeze: she sends / bob sees her",
+                    String(format: "%.0f kbit/s / %.1f fps", squeezedKbps, squeezedFps), "",
+                ],
+                [
+                    scenario.name + who, "she sends ≥ 90 % of the clean rate again after the capacity returns",
+                    back.map(seconds) ?? "not within 30 s", "≤ 10 s",
+                ],
+            ]
+        }
     }
 
     /// A call on the scenario's link, measured over one window after settling (for `rebind`, from the move).
-    static func steadyCall(_ scenario: NetworkScenario, members: Int, parley: String) async throws -> SteadyResult {
+    static func steadyCall(
+        _ scenario: NetworkScenario, members: Int, parley: String, media: CallBench.BenchMedia
+    ) async throws -> SteadyResult {
         let tag = "n\(scenario.name.prefix(2))\(members)"
         let (lab, people) = try lab(scenario, members: members, tag: tag)
         defer { lab.tearDown() }
         let call = try await LabCall.start(
-            parley, in: lab, members: people, tag: tag, seconds: settle + window + 15)
+            parley, in: lab, members: people, tag: tag, seconds: settle + window + 15, botArguments: files(media))
         defer { call.stop() }
         try await call.waitUntilBound()
         let start: Snapshot
@@ -109,7 +221,9 @@ enum NetworkBench {
             try await Task.sleep(for: .seconds(settle))  // estimates find the link
             start = Snapshot(call)
         }
+        let cpu = MachineCPU.now()
         let end = try await call.window(after: start, seconds: window)
+        let busy = MachineCPU.now().busyPercent(since: cpu)
         let others = Array(call.names.dropFirst())
         let alice = "alice"
         let aliceSees = others.map { end.fps(alice, of: $0) }
@@ -129,23 +243,36 @@ enum NetworkBench {
             String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
             "\(frozen.min() ?? 0) / \(frozen.max() ?? 0)", percent(aliceConcealed), String(format: "%.1f", seen),
             "\(othersFrozen)", percent(othersConcealed), String(format: "%.1f", othersReceive),
+            String(format: "%.0f %%", busy),
         ]
-        return SteadyResult(row: row, othersReceive: othersReceive)
+        return SteadyResult(
+            row: row, othersReceive: othersReceive, aliceFrozenMs: frozen.max() ?? 0, aliceConcealed: aliceConcealed)
+    }
+
+    /// The bots' camera and voice: the files the Chromiums play.
+    static func files(_ media: CallBench.BenchMedia) -> [String] {
+        ["--video", media.video, "--audio", media.loopedVoice]
     }
 
     static func percent(_ share: Double) -> String { String(format: "%.1f %%", share * 100) }
 
     static func seconds(_ duration: Duration) -> String {
-        String(format: "%.1f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        String(format: "%.1f s", inSeconds(duration))
+    }
+
+    static func inSeconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// `udp-blocked`: how soon the first sound plays, then a long window for dropouts.
-    static func blocked(_ scenario: NetworkScenario, parley: String) async throws -> ([String], [[String]]) {
+    static func blocked(
+        _ scenario: NetworkScenario, parley: String, media: CallBench.BenchMedia
+    ) async throws -> ([String], [[String]]) {
         let (lab, people) = try lab(scenario, members: 2, tag: "nudp")
         defer { lab.tearDown() }
         let call = try await LabCall.start(
             parley, in: lab, members: people, tag: "nudp", seconds: blockedWindow + 20,
-            botArguments: ["--log-level", "info"])
+            botArguments: ["--log-level", "info"] + files(media))
         defer { call.stop() }
         // The join from alice's event log (polled every 50 ms); the first sound from her statistics files, a second
         // apart: it played after the last file with none and by the first with some.
@@ -173,7 +300,9 @@ enum NetworkBench {
         try await call.waitUntilBound()
         try await Task.sleep(for: .seconds(2))  // the stream settles
         let start = Snapshot(call)
+        let cpu = MachineCPU.now()
         let end = try await call.window(after: start, seconds: blockedWindow)
+        let busy = MachineCPU.now().busyPercent(since: cpu)
         let dropouts = [end.dropouts("alice", of: "bob"), end.dropouts("bob", of: "alice")]
         let row = [
             "`\(scenario.name)` (\(blockedWindow) s, media \(end.after.reports["alice"]?.mediaPath ?? "?"))", "2",
@@ -183,7 +312,7 @@ enum NetworkBench {
             "\(end.frozenMs("alice", of: "bob")) / \(end.frozenMs("alice", of: "bob"))",
             percent(end.concealed("alice", of: "bob")), String(format: "%.1f", end.fps("bob", of: "alice")),
             "\(end.frozenMs("bob", of: "alice"))", percent(end.concealed("bob", of: "alice")),
-            String(format: "%.1f", end.fps("bob", of: "alice")),
+            String(format: "%.1f", end.fps("bob", of: "alice")), String(format: "%.0f %%", busy),
         ]
         let timeline = [
             [
@@ -199,14 +328,17 @@ enum NetworkBench {
 
     /// `capacity-drop`: alice's send rate clean, how soon her estimate is under the squeeze, and how soon she sends
     /// 90 % of the clean rate again once it ends.
-    static func capacityDrop(_ scenario: NetworkScenario, parley: String) async throws -> [[String]] {
+    static func capacityDrop(
+        _ scenario: NetworkScenario, parley: String, media: CallBench.BenchMedia
+    ) async throws -> CapacityDropResult {
         guard scenario.steps.count == 2, case .uplinkKbps(let narrow?) = scenario.steps[0].change else {
             throw BenchFailure("capacity-drop is a squeeze and a return, not \(scenario.steps)")
         }
         let squeeze = scenario.steps[1].after - scenario.steps[0].after
         let (lab, people) = try lab(scenario, members: 2, tag: "ncd")
         defer { lab.tearDown() }
-        let call = try await LabCall.start(parley, in: lab, members: people, tag: "ncd", seconds: 90)
+        let call = try await LabCall.start(
+            parley, in: lab, members: people, tag: "ncd", seconds: 90, botArguments: files(media))
         defer { call.stop() }
         try await call.waitUntilBound()
         try await Task.sleep(for: .seconds(settle))  // the clean send rate, as the call settles
@@ -234,21 +366,8 @@ enum NetworkBench {
             }
             previous = now
         }
-        return [
-            [
-                scenario.name, "alice's send rate on the clean 4 Mbit/s uplink", String(format: "%.0f kbit/s", clean),
-                "",
-            ],
-            [scenario.name, "her estimate under \(narrow) kbit/s after the drop", seconds(under), "≤ 2 s"],
-            [
-                scenario.name, "the last 8 s of the squeeze: she sends / bob sees her",
-                String(format: "%.0f kbit/s / %.1f fps", squeezed.sendKbps("alice"), squeezed.fps("bob", of: "alice")),
-                "",
-            ],
-            [
-                scenario.name, "she sends ≥ 90 % of the clean rate again after the capacity returns",
-                back.map(seconds) ?? "not within 30 s", "≤ 10 s",
-            ],
-        ]
+        return CapacityDropResult(
+            clean: clean, under: under, squeezedKbps: squeezed.sendKbps("alice"),
+            squeezedFps: squeezed.fps("bob", of: "alice"), back: back)
     }
 }

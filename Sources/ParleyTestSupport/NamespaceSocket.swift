@@ -5,7 +5,7 @@ import ParleyProcesses
 import Glibc
 #endif
 
-/// UDP sockets made inside a network namespace by this process: a short-lived thread enters the namespace
+/// Sockets made inside a network namespace by this process: a short-lived thread enters the namespace
 /// (`setns`), creates and binds them, and ends; a socket stays in the namespace it was made in whichever thread uses
 /// it, so an event loop of the test process serves it. Root only, as the lab is.
 public enum NamespaceSocket {
@@ -30,11 +30,26 @@ public enum NamespaceSocket {
         }
     }
 
-    private static func makeSockets(_ addresses: [Address], in namespace: String?) throws -> [CInt] {
+    /// One listening TCP socket on `address`, made in `namespace`, non-blocking.
+    public static func listeningTCP(_ address: Address, in namespace: String?) async throws -> CInt {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CInt, any Error>) in
+            let thread = Thread {
+                continuation.resume(
+                    with: Result {
+                        try makeSockets([address], in: namespace, type: CInt(SOCK_STREAM.rawValue))[0]
+                    })
+            }
+            thread.start()
+        }
+    }
+
+    private static func makeSockets(
+        _ addresses: [Address], in namespace: String?, type: CInt = CInt(SOCK_DGRAM.rawValue)
+    ) throws -> [CInt] {
         if let namespace { try enter(namespace) }
         var made: [CInt] = []
         do {
-            for address in addresses { made.append(try bind(address)) }
+            for address in addresses { made.append(try bind(address, type: type)) }
         } catch {
             for socket in made { close(socket) }
             throw error
@@ -63,8 +78,8 @@ public enum NamespaceSocket {
         }
     }
 
-    private static func bind(_ address: Address) throws -> CInt {
-        let socket = Glibc.socket(AF_INET, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue), 0)
+    private static func bind(_ address: Address, type: CInt) throws -> CInt {
+        let socket = Glibc.socket(AF_INET, type | CInt(SOCK_NONBLOCK.rawValue), 0)
         guard socket >= 0 else {
             throw NetworkLabError(description: "socket failed: \(String(cString: strerror(errno)))")
         }
@@ -84,6 +99,11 @@ public enum NamespaceSocket {
             let reason = String(cString: strerror(errno))
             close(socket)
             throw NetworkLabError(description: "bind \(address.host):\(address.port) failed: \(reason)")
+        }
+        if type == CInt(SOCK_STREAM.rawValue), listen(socket, 64) != 0 {
+            let reason = String(cString: strerror(errno))
+            close(socket)
+            throw NetworkLabError(description: "listen \(address.host):\(address.port) failed: \(reason)")
         }
         return socket
     }
