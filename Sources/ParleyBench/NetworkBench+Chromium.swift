@@ -64,7 +64,7 @@ extension NetworkBench {
         let othersReceive = receiving.isEmpty ? 0 : receiving.reduce(0, +) / Double(receiving.count)
         let estimate = (end.after.reports[alice]?.availableOutgoingBps).map { String(format: "%.0f", $0 / 1_000) }
         let row = [
-            "`\(scenario.name)` **Chromium**", "\(members)", String(format: "%.0f", end.sendKbps(alice)),
+            "`\(scenario.name)` **Chromium** (\(paths(end)))", "\(members)", String(format: "%.0f", end.sendKbps(alice)),
             estimate ?? "–", String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
             "\(frozen.min() ?? 0) / \(frozen.max() ?? 0)",
             percent(others.map { end.concealed(alice, of: $0) }.max() ?? 0),
@@ -76,6 +76,12 @@ extension NetworkBench {
         return SteadyResult(
             row: row, othersReceive: othersReceive, aliceFrozenMs: frozen.max() ?? 0,
             aliceConcealed: others.map { end.concealed(alice, of: $0) }.max() ?? 0)
+    }
+
+    /// How alice's connections went at the end: "relay/udp" (TURN over UDP) or "relay/tcp".
+    static func paths(_ end: ChromiumWindow) -> String {
+        let paths = Set((end.after.reports["alice"]?.peers.values.map(\.path) ?? []).filter { !$0.isEmpty })
+        return paths.isEmpty ? "no path" : paths.sorted().joined(separator: ", ")
     }
 
     /// `udp-blocked` for Chromium: its first sound (the page polls every 50 ms from its start, its join) and the
@@ -95,7 +101,7 @@ extension NetworkBench {
             let busy = MachineCPU.now().busyPercent(since: cpu)
             await call.stop()
             var row = steadyRow(scenario, members: 2, end, names: call.names, busy: busy).row
-            row[0] = "`\(scenario.name)` **Chromium** (\(blockedWindow) s, TURN over TCP)"
+            row[0] = "`\(scenario.name)` **Chromium** (\(blockedWindow) s, \(paths(end)))"
             let events = [
                 end.concealmentEvents("alice", of: "bob"), end.concealmentEvents("bob", of: "alice"),
             ]

@@ -78,6 +78,9 @@ public struct ChromiumCall: Sendable {
                 let url =
                     "\(origin)/call.html?me=\(member.name)&peers=\(peers)&turn=\(member.relayAddress):\(turnPort)"
                     + "&kbps=\(videoKbps)"
+                    // The user-space element carries UDP only: a member behind one reaches TURN over UDP alone, as
+                    // Parley's media stays on UDP while it binds, so neither escapes the link's delay and loss.
+                    + (member.link.needsElement ? "&tcp=0" : "")
                 let (path, arguments) = lab.command(
                     in: member.namespace, chromium,
                     [

@@ -27,10 +27,13 @@ public final class LabSignaling: Sendable {
         var refused = 0
     }
 
-    /// Starts the server on `port` of every address in `namespace`, serving `page`.
-    public static func start(in namespace: String, port: Int, page: String) async throws -> LabSignaling {
+    /// Starts the server on `host`:`port` in `namespace` (nil: this process's own; port 0: any free one), serving
+    /// `page`.
+    public static func start(
+        in namespace: String?, host: String = "0.0.0.0", port: Int, page: String
+    ) async throws -> LabSignaling {
         let pageBytes = try Data(contentsOf: URL(fileURLWithPath: page))
-        let socket = try await NamespaceSocket.listeningTCP(.init(host: "0.0.0.0", port: port), in: namespace)
+        let socket = try await NamespaceSocket.listeningTCP(.init(host: host, port: port), in: namespace)
         let state = NIOLockedValueBox(State())
         let channel: any Channel
         do {
@@ -47,7 +50,7 @@ public final class LabSignaling: Sendable {
             close(socket)
             throw error
         }
-        return LabSignaling(port: port, channel: channel, state: state)
+        return LabSignaling(port: channel.localAddress?.port ?? port, channel: channel, state: state)
     }
 
     private init(port: Int, channel: any Channel, state: NIOLockedValueBox<State>) {
@@ -90,6 +93,8 @@ public struct ChromiumReport: Decodable, Sendable {
         public var firstAudioMs: Double?
         public var videoPacketsLost: Int
         public var frameWidth: Int
+        /// How its media goes: "relay/udp" (TURN over UDP) or "relay/tcp".
+        public var path: String
     }
 
     public var me: String
@@ -146,7 +151,10 @@ private final class LabSignalingHandler: ChannelInboundHandler {
                 wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
                 promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(reply))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+            if !head.isKeepAlive {
+                written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            }
         }
     }
 
