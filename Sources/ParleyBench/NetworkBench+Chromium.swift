@@ -29,10 +29,12 @@ extension NetworkBench {
                 start = ChromiumSnapshot(call)
             }
             let cpu = MachineCPU.now()
+            let dropsBefore = try lab.uplinkDrops(of: people[0])
             let end = try await call.window(after: start, seconds: window)
             let busy = MachineCPU.now().busyPercent(since: cpu)
+            let dropped = bucketDrops(before: dropsBefore, after: try lab.uplinkDrops(of: people[0]))
             await call.stop()
-            return steadyRow(scenario, members: members, end, names: call.names, busy: busy)
+            return steadyRow(scenario, members: members, end, names: call.names, busy: busy, dropped: dropped)
         } catch {
             await call.stop()
             throw error
@@ -51,7 +53,8 @@ extension NetworkBench {
     static let chromiumVideoKbps = 600
 
     static func steadyRow(
-        _ scenario: NetworkScenario, members: Int, _ end: ChromiumWindow, names: [String], busy: Double
+        _ scenario: NetworkScenario, members: Int, _ end: ChromiumWindow, names: [String], busy: Double,
+        dropped: String = "–"
     ) -> SteadyResult {
         let others = Array(names.dropFirst())
         let alice = "alice"
@@ -65,7 +68,7 @@ extension NetworkBench {
         let estimate = (end.after.reports[alice]?.availableOutgoingBps).map { String(format: "%.0f", $0 / 1_000) }
         let row = [
             "`\(scenario.name)` **Chromium** (\(paths(end)))", "\(members)", String(format: "%.0f", end.sendKbps(alice)),
-            estimate ?? "–", String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
+            estimate ?? "–", dropped, String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
             "\(frozen.min() ?? 0) / \(frozen.max() ?? 0)",
             percent(others.map { end.concealed(alice, of: $0) }.max() ?? 0),
             String(format: "%.1f", others.map { end.fps($0, of: alice) }.min() ?? 0),

@@ -28,7 +28,7 @@ enum NetworkBench {
                 + "alice on the scenario's link, the others clean (\(window) s window after \(settle) s)"
                 + (withChromium ? "; each beside Chromium 156 in the same lab" : ""),
             columns: [
-                "scenario", "members", "alice sends kbit/s", "her uplink estimate kbit/s",
+                "scenario", "members", "alice sends kbit/s", "her uplink estimate kbit/s", "her uplink bucket dropped",
                 "alice sees, fps (best / worst peer)", "alice's frozen ms (best / worst peer)",
                 "alice's voice concealed (worst peer)", "others see alice, fps (worst)",
                 "others' frozen ms of alice (worst)", "others' voice of alice concealed (worst)",
@@ -222,8 +222,10 @@ enum NetworkBench {
             start = Snapshot(call)
         }
         let cpu = MachineCPU.now()
+        let dropsBefore = try lab.uplinkDrops(of: lab.members[0])
         let end = try await call.window(after: start, seconds: window)
         let busy = MachineCPU.now().busyPercent(since: cpu)
+        let dropped = bucketDrops(before: dropsBefore, after: try lab.uplinkDrops(of: lab.members[0]))
         let others = Array(call.names.dropFirst())
         let alice = "alice"
         let aliceSees = others.map { end.fps(alice, of: $0) }
@@ -239,7 +241,7 @@ enum NetworkBench {
         let othersReceive = receiving.isEmpty ? 0 : receiving.reduce(0, +) / Double(receiving.count)
         let row = [
             "`\(scenario.name)`", "\(members)", String(format: "%.0f", end.sendKbps(alice)),
-            end.after.reports[alice]?.uplinkEstimateKbps.map(String.init) ?? "–",
+            end.after.reports[alice]?.uplinkEstimateKbps.map(String.init) ?? "–", dropped,
             String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
             "\(frozen.min() ?? 0) / \(frozen.max() ?? 0)", percent(aliceConcealed), String(format: "%.1f", seen),
             "\(othersFrozen)", percent(othersConcealed), String(format: "%.1f", othersReceive),
@@ -252,6 +254,12 @@ enum NetworkBench {
     /// The bots' camera and voice: the files the Chromiums play.
     static func files(_ media: CallBench.BenchMedia) -> [String] {
         ["--video", media.video, "--audio", media.loopedVoice]
+    }
+
+    /// Packets alice's uplink bucket dropped in a window ("–" for an unshaped uplink).
+    static func bucketDrops(before: Int?, after: Int?) -> String {
+        guard let before, let after else { return "–" }
+        return "\(after - before)"
     }
 
     static func percent(_ share: Double) -> String { String(format: "%.1f %%", share * 100) }
@@ -307,7 +315,7 @@ enum NetworkBench {
         let row = [
             "`\(scenario.name)` (\(blockedWindow) s, media \(end.after.reports["alice"]?.mediaPath ?? "?"))", "2",
             String(format: "%.0f", end.sendKbps("alice")),
-            end.after.reports["alice"]?.uplinkEstimateKbps.map(String.init) ?? "–",
+            end.after.reports["alice"]?.uplinkEstimateKbps.map(String.init) ?? "–", "–",
             String(format: "%.1f / %.1f", end.fps("alice", of: "bob"), end.fps("alice", of: "bob")),
             "\(end.frozenMs("alice", of: "bob")) / \(end.frozenMs("alice", of: "bob"))",
             percent(end.concealed("alice", of: "bob")), String(format: "%.1f", end.fps("bob", of: "alice")),

@@ -70,6 +70,8 @@ public struct VideoJitterBuffer: Sendable {
     struct MissingPacket: Sendable {
         var attempts: Int
         var nextAttempt: Duration
+        /// When its first NACK went out.
+        var firstNack: Duration?
     }
 
     /// The settings in force.
@@ -93,6 +95,12 @@ public struct VideoJitterBuffer: Sendable {
     var keyframeRequestDue = false
     var waitingSince: Duration?
     var probation: RTPPacket?
+    /// How long a repair takes: from a packet's one NACK to its arrival (the round trip to whoever resends it, over
+    /// the sender's link too when the packet was lost before the relay). Nil until one was seen.
+    public private(set) var repairTime: Duration?
+
+    /// The longest the next frame waits for its repairs, however slow they are: past it, a keyframe costs less.
+    public static let longestFrameDeadline = Duration.milliseconds(1_000)
 
     static let historyLength: Int64 = 1024
     /// Numbers of one forward jump tracked as missing (the newest ones); more than the relay keeps of any stream.
@@ -153,9 +161,11 @@ public struct VideoJitterBuffer: Sendable {
         }
         history.insert(sequence)
         var arrival = PacketArrival.accepted
-        if missing.removeValue(forKey: sequence) != nil {
+        if let repaired = missing.removeValue(forKey: sequence) {
             statistics.recordRecovered()
             arrival = .recovered
+            // Only a packet asked for once says how long one request takes to be answered.
+            if repaired.attempts == 1, let asked = repaired.firstNack { learnRepairTime(now - asked) }
         }
         if let highest {
             if sequence > highest {
@@ -201,7 +211,7 @@ public struct VideoJitterBuffer: Sendable {
                 due = now - last >= settings.keyframeRequestInterval
             } else {
                 // First request: at once, unless a keyframe is already arriving; then only if it stalls.
-                due = keyframeStarts.isEmpty || now - since >= settings.frameDeadline
+                due = keyframeStarts.isEmpty || now - since >= frameDeadline
             }
             if due {
                 output.needsKeyframe = true
@@ -276,7 +286,7 @@ public struct VideoJitterBuffer: Sendable {
                     }
                     let since = stalledSince ?? now
                     stalledSince = since
-                    guard now - since >= settings.frameDeadline else { return }
+                    guard now - since >= frameDeadline else { return }
                     giveUp()
                 }
             }
@@ -349,10 +359,41 @@ public struct VideoJitterBuffer: Sendable {
         for sequence in due {
             guard var state = missing[sequence] else { continue }
             state.attempts += 1
-            state.nextAttempt = now + settings.nackRetryInterval * (1 << (state.attempts - 1))
+            if state.firstNack == nil { state.firstNack = now }
+            state.nextAttempt = now + nackRetryInterval * (1 << (state.attempts - 1))
             missing[sequence] = state
         }
         return due.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    // MARK: Repair time
+
+    /// The wait before a packet's next NACK: the settings' interval, or longer when repairs take longer, so a
+    /// request is not repeated before its answer could have come.
+    public var nackRetryInterval: Duration {
+        guard let repairTime else { return settings.nackRetryInterval }
+        return max(settings.nackRetryInterval, repairTime * 5 / 4)
+    }
+
+    /// How long the next frame may stay incomplete: the settings' deadline, or, when repairs take longer, time for
+    /// a NACK and one more (2.5 repair times and the reordering wait), at most `longestFrameDeadline`. On a link with
+    /// a 200 ms round trip a frame missing a packet is otherwise given up before its repair can arrive, and the
+    /// keyframe asked for instead costs a freeze and a burst (the `mobile` scenario: docs/network.md).
+    public var frameDeadline: Duration {
+        guard let repairTime else { return settings.frameDeadline }
+        let needed = repairTime * 5 / 2 + settings.nackDelay
+        return max(settings.frameDeadline, min(needed, Self.longestFrameDeadline))
+    }
+
+    /// Takes one repair's time: a longer one at once (a path that slowed is believed now), a shorter one a tenth at
+    /// a time (one lucky repair does not shorten the waits).
+    mutating func learnRepairTime(_ sample: Duration) {
+        let sample = min(max(sample, .zero), Self.longestFrameDeadline)
+        guard let current = repairTime, sample < current else {
+            repairTime = sample
+            return
+        }
+        repairTime = current * 0.9 + sample * 0.1
     }
 
     // MARK: Housekeeping

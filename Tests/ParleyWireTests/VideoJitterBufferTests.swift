@@ -1,4 +1,4 @@
-import ParleyWire
+@testable import ParleyWire
 import Testing
 
 /// Builds a VP8 stream for scripted arrival tests: frame n has timestamp 3000 × n; packets carry a one-byte
@@ -105,6 +105,58 @@ struct VideoJitterBufferTests {
         for (time, nacks) in schedule {
             #expect(buffer.poll(at: ms(time)).nacks == nacks, "at \(time) ms")
         }
+    }
+
+    @Test func slowRepairsLengthenTheRetryAndTheDeadline() {
+        var script = VP8StreamScript(firstSequenceNumber: 100)
+        var buffer = VideoJitterBuffer()
+        _ = buffer.insert(script.frame(packets: 2, keyframe: true), at: ms(0))
+        _ = buffer.poll(at: ms(0))
+        let first = script.frame(packets: 2, keyframe: false)  // [102 lost], 103
+        _ = buffer.insert(first[1], at: ms(33))
+        #expect(buffer.poll(at: ms(43)).nacks == [102])
+        #expect(buffer.poll(at: ms(92)).nacks == [])
+        // Answered 40 ms after the one NACK, before the retry at 93 ms: a repair takes 40 ms here.
+        #expect(buffer.insert(first[0], at: ms(83)) == .recovered)
+        #expect(timestamps(buffer.poll(at: ms(83))) == [3000])
+        #expect(buffer.repairTime == ms(40))
+        #expect(buffer.nackRetryInterval == ms(50) && buffer.frameDeadline == ms(350))
+
+        // The path slows (a 200 ms round trip to the sender): the next repair teaches it at once.
+        let second = script.frame(packets: 2, keyframe: false)  // [104 lost], 105
+        _ = buffer.insert(second[1], at: ms(100))
+        #expect(buffer.poll(at: ms(110)).nacks == [104])
+        #expect(buffer.insert(second[0], at: ms(310)) == .recovered)
+        #expect(buffer.repairTime == ms(200))
+        #expect(buffer.nackRetryInterval == ms(250))
+        #expect(buffer.frameDeadline == ms(510))  // 2.5 repairs and the 10 ms reordering wait
+        _ = buffer.poll(at: ms(310))
+
+        // Now a loss waits for its repair: one NACK, a retry only after 250 ms, no keyframe asked at 350 ms.
+        let third = script.frame(packets: 2, keyframe: false)  // [106 lost], 107
+        _ = buffer.insert(third[1], at: ms(400))
+        _ = buffer.insert(script.frame(packets: 1, keyframe: false), at: ms(433))  // 108
+        #expect(buffer.poll(at: ms(400)) == .init())  // stalled from here
+        #expect(buffer.poll(at: ms(410)).nacks == [106])
+        #expect(buffer.poll(at: ms(659)) == .init())
+        #expect(buffer.poll(at: ms(660)).nacks == [106])
+        #expect(buffer.poll(at: ms(800)) == .init())  // 400 ms stalled: the old deadline would have given up
+        #expect(buffer.insert(third[0], at: ms(850)) == .recovered)
+        #expect(timestamps(buffer.poll(at: ms(850))) == [9000, 12000])
+        #expect(!buffer.isWaitingForKeyframe)
+    }
+
+    @Test func aRepairTimeFallsSlowlyAndTheDeadlineHasACeiling() {
+        var buffer = VideoJitterBuffer()
+        buffer.learnRepairTime(ms(200))
+        buffer.learnRepairTime(ms(100))
+        #expect(buffer.repairTime == ms(190))  // a tenth of the way down
+        buffer.learnRepairTime(ms(300))
+        #expect(buffer.repairTime == ms(300))  // all the way up
+        buffer.learnRepairTime(.seconds(5))
+        #expect(buffer.repairTime == .seconds(1))
+        #expect(buffer.frameDeadline == VideoJitterBuffer.longestFrameDeadline)
+        #expect(buffer.nackRetryInterval == ms(1_250))
     }
 
     @Test func unrepairedLossAsksForAKeyframeAndHoldsDeltasUntilOneArrives() {
