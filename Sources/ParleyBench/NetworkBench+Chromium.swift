@@ -67,7 +67,8 @@ extension NetworkBench {
         let othersReceive = receiving.isEmpty ? 0 : receiving.reduce(0, +) / Double(receiving.count)
         let estimate = (end.after.reports[alice]?.availableOutgoingBps).map { String(format: "%.0f", $0 / 1_000) }
         let row = [
-            "`\(scenario.name)` **Chromium** (\(paths(end)))", "\(members)", String(format: "%.0f", end.sendKbps(alice)),
+            "`\(scenario.name)` **Chromium** (\(paths(end)))", "\(members)",
+            String(format: "%.0f", end.sendKbps(alice)),
             estimate ?? "–", dropped, String(format: "%.1f / %.1f", aliceSees.max() ?? 0, aliceSees.min() ?? 0),
             "\(frozen.min() ?? 0) / \(frozen.max() ?? 0)",
             percent(others.map { end.concealed(alice, of: $0) }.max() ?? 0),

@@ -110,7 +110,25 @@ public struct ChromiumCall: Sendable {
     public var reports: [String: ChromiumReport] { signaling.reports }
 
     /// Every member receiving every other's sound and pictures.
-    public func waitUntilFlowing(timeout: Duration = .seconds(30)) async throws {
+    public func waitUntilFlowing(timeout: Duration = .seconds(45)) async throws {
+        do {
+            try await waitUntilReceiving(timeout: timeout)
+        } catch let timeout as WaitTimeout {
+            // What each page got of each peer, to tell a call that never connected from one that is slow.
+            let seen = names.map { name in
+                guard let report = signaling.reports[name] else { return "\(name): no report" }
+                return "\(name): "
+                    + report.peers.sorted { $0.key < $1.key }.map { peer, got in
+                        "\(peer) \(got.framesDecoded) frames, \(got.totalSamples) samples, path \(got.path)"
+                    }.joined(separator: "; ")
+            }
+            throw NetworkLabError(
+                description: "\(timeout): \(seen.joined(separator: " | ")); turnserver: "
+                    + "\(turn.output.split(separator: "\n").suffix(5).joined(separator: " / "))")
+        }
+    }
+
+    private func waitUntilReceiving(timeout: Duration) async throws {
         try await waitUntil("every Chromium receiving every peer", timeout: timeout, every: .milliseconds(200)) {
             if let (name, error) = signaling.errors.first {
                 throw NetworkLabError(description: "Chromium \(name)'s page failed: \(error)")

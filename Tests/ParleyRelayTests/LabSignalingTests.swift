@@ -39,8 +39,9 @@ struct LabSignalingTests {
         #expect(body(page).contains("RTCPeerConnection"))
 
         let offer = #"{"from":"alice","description":{"type":"offer","sdp":"v=0"}}"#
-        #expect(status(try await exchange("POST", "/signal?from=alice&to=bob", body: offer, port: server.port))
-            == "HTTP/1.1 204 No Content")
+        #expect(
+            status(try await exchange("POST", "/signal?from=alice&to=bob", body: offer, port: server.port))
+                == "HTTP/1.1 204 No Content")
         #expect(body(try await exchange("GET", "/signal?for=alice", port: server.port)) == "[]")
         #expect(body(try await exchange("GET", "/signal?for=bob", port: server.port)) == "[\(offer)]")
         #expect(body(try await exchange("GET", "/signal?for=bob", port: server.port)) == "[]")
@@ -51,8 +52,9 @@ struct LabSignalingTests {
             "frozenMs":0,"statsFreezes":0,"statsFrozenMs":0,"concealedSamples":0,"totalSamples":48000,
             "concealmentEvents":0,"firstAudioMs":400,"videoPacketsLost":0,"frameWidth":640,"path":"relay/udp"}}}
             """
-        #expect(status(try await exchange("POST", "/stats?from=bob", body: report, port: server.port))
-            == "HTTP/1.1 204 No Content")
+        #expect(
+            status(try await exchange("POST", "/stats?from=bob", body: report, port: server.port))
+                == "HTTP/1.1 204 No Content")
         #expect(server.reports["bob"]?.peers["alice"]?.framesDecoded == 30)
         #expect(server.reports["bob"]?.availableOutgoingBps == 900_000)
         #expect(server.refused == 0)

@@ -1,5 +1,6 @@
-@testable import ParleyWire
 import Testing
+
+@testable import ParleyWire
 
 /// Builds a VP8 stream for scripted arrival tests: frame n has timestamp 3000 × n; packets carry a one-byte
 /// descriptor and two data bytes; the first data byte holds the keyframe bit.
