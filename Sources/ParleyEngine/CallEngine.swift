@@ -145,7 +145,7 @@ final class EngineCore {
             sealer: configuration.encryption.map { MediaSealer(encryption: $0) },
             startEstimate: VideoRateSteering.startEstimate(for: plan))
         controls = OwnControls(configuration: configuration)
-        ownVideo = OwnVideo(loop: videoLoop, profile: configuration.profile)
+        ownVideo = OwnVideo(loop: videoLoop, profile: configuration.profile, plan: plan)
         remote = RemoteMembers(opener: configuration.encryption.map { MediaOpener(encryption: $0) })
         self.devices = devices
         self.loop = loop

@@ -50,7 +50,9 @@ extension EngineCore {
         let sender = try VideoSender(
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
-        if let demand = ownVideo.layerDemand { sender.setActiveLayers(demand) }
+        if ownVideo.layerDemand != nil || ownVideo.uplinkLayers.sending.contains(false) {
+            sender.setActiveLayers(ownVideo.encodedLayers)
+        }
         sender.steer(fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize)
         ownVideo.sent = sender.snapshot
         ownVideo.generation += 1

@@ -328,9 +328,20 @@ extension EngineCore {
             }
             media.feedbackReceived += 1
             let estimate = media.uplink.feedback(feedback, at: now.milliseconds)
-            if let setting = ownVideo.rate.update(
-                estimate: estimate, loss: media.uplink.loss, active: ownVideo.sent.activeLayers)
+            var encoded = ownVideo.sent.activeLayers
+            if let sending = ownVideo.uplinkLayers.update(
+                estimate: estimate, loss: media.uplink.loss, demand: ownVideo.layerDemand)
             {
+                // The layers the uplink no longer carries (or carries again): the encoder at once, the relay told.
+                encoded = ownVideo.encodedLayers
+                let layers = encoded
+                onVideoThread { $0.setActiveLayers(layers) }
+                signalingLink.connection?.send(.videoSending(VideoSending(active: sending)))
+                logger.info(
+                    "video layers within the uplink",
+                    metadata: ["sending": "\(sending)", "estimate": "\(Int(estimate / 1_000)) kbit/s"])
+            }
+            if let setting = ownVideo.rate.update(estimate: estimate, loss: media.uplink.loss, active: encoded) {
                 let size = ownVideo.rate.fullLayerSize
                 onVideoThread { $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size) }
             }

@@ -59,6 +59,9 @@ extension EngineCore {
         case .resendTiles:
             reports.tiles.forgetSent()
             sendTilesIfDue()
+            // A relay that (re)admitted us knows all our layers as sent until told otherwise.
+            let sending = ownVideo.uplinkLayers.sending
+            if sending.contains(false) { signalingLink.connection?.send(.videoSending(VideoSending(active: sending))) }
         case .addMembers(let members):
             for member in members { addPeer(member) }
         case .bindMedia(let room, let restartMedia):
@@ -345,7 +348,8 @@ extension EngineCore {
             emit(.handRaised(ParticipantID(member.id)))
         case .videoLayers(let demand):
             ownVideo.layerDemand = demand.active
-            onVideoThread { $0.setActiveLayers(demand.active) }
+            let encoded = ownVideo.encodedLayers
+            onVideoThread { $0.setActiveLayers(encoded) }
         case .recording(let notice):
             recordingNotice(notice)
         case .recordingPolicy(let policy):

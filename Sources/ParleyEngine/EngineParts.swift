@@ -139,11 +139,17 @@ struct OwnVideo {
     var layerDemand: [Bool]?
     /// The encoder's rate within the uplink's estimate (kept across a media restart).
     var rate: VideoRateSteering
+    /// The layers the uplink's estimate carries (kept across a media restart).
+    var uplinkLayers: UplinkLayers
 
-    init(loop: any EventLoop, profile: VideoProfile) {
+    init(loop: any EventLoop, profile: VideoProfile, plan: SimulcastPlan) {
         self.loop = loop
         rate = VideoRateSteering(profile: profile)
+        uplinkLayers = UplinkLayers(plan: plan)
     }
+
+    /// What the encoder runs: the relay's demand within what the uplink carries.
+    var encodedLayers: [Bool] { uplinkLayers.encoded(for: layerDemand) }
 }
 
 /// The other members as this one receives them.

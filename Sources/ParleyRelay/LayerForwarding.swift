@@ -13,6 +13,10 @@ import ParleyWire
 /// largest layer that fits (never above the one its tile asks for), a tile that does not fit paused. A layer's cost
 /// is its rate as measured on the way through (`setRates`), or a guess from its size until one was measured.
 ///
+/// A sender whose uplink cannot carry every layer says which it sends (`setSending`): a receiver of a layer left out
+/// gets the next smaller layer that is sent (switching at its keyframe, as any switch does), and moves back when the
+/// layer is sent again.
+///
 /// In a room that spans nodes, another node's members are here too: as senders, their layers are chosen for the
 /// receivers here like anyone's, and their demand (what the receivers here need of them) goes to their node; as
 /// receivers they get nothing here (`receivesHere` false). What other nodes need of a sender here (`setNeeds`) adds
@@ -56,6 +60,8 @@ public struct LayerForwarding: Sendable {
         var rates: [Double?] = []
         /// The senders this member, as a receiver, was last told its downlink holds back.
         var announcedHeld: [VideoHeld.Entry] = []
+        /// Which of this sender's layers its uplink carries (`VideoSending`); nil: all of them.
+        var sending: [Bool]?
     }
 
     private var members: [UInt32: Member] = [:]
@@ -140,6 +146,33 @@ public struct LayerForwarding: Sendable {
         for (layer, rate) in rates.prefix(member.layers.count).enumerated() where rate != nil { kept[layer] = rate }
         member.rates = kept
         members[sender] = member
+    }
+
+    /// `sender`'s uplink carries the layers flagged in `active` (largest first; the smallest is always sent): every
+    /// receiver of it chooses again among those.
+    public mutating func setSending(of sender: UInt32, _ active: [Bool]) -> [Effect] {
+        guard let member = members[sender] else { return [] }
+        var flags = Array(active.prefix(member.layers.count))
+        flags += [Bool](repeating: true, count: member.layers.count - flags.count)
+        flags[flags.count - 1] = true
+        let sending: [Bool]? = flags.allSatisfy { $0 } ? nil : flags
+        guard sending != member.sending else { return [] }
+        members[sender]?.sending = sending
+        var effects: [Effect] = []
+        for receiver in roomMembers(member.room) where receiver != sender {
+            effects += chooseAll(receiver: receiver)
+        }
+        return effects + demands(in: member.room)
+    }
+
+    /// Which of `sender`'s layers its uplink carries, nil when all of them.
+    public func sending(of sender: UInt32) -> [Bool]? { members[sender]?.sending }
+
+    /// The layer `receiver` gets for wanting `layer` of `sender`: the layer itself when it is sent, else the next
+    /// smaller one that is.
+    private func sent(_ layer: Int?, of sender: Member) -> Int? {
+        guard let layer, let sending = sender.sending else { return layer }
+        return (layer..<sending.count).first { sending[$0] } ?? sending.count - 1
     }
 
     /// `speaker` is the dominant speaker of `room` now. Takes effect at the next `reallocate()`.
@@ -289,14 +322,23 @@ public struct LayerForwarding: Sendable {
         (rooms[room] ?? []).sorted()
     }
 
-    /// The layer `receiver`'s tile asks of `sender`: the full one until it reported, nil while not drawn.
+    /// The layer `receiver`'s tile asks of `sender`: the full one until it reported, nil while not drawn; a layer
+    /// the sender's uplink does not carry gives way to the next smaller one it does.
     private func wanted(by receiver: Member, of sender: UInt32, layers: [VideoLayerSize?]) -> Int? {
-        guard let tiles = receiver.tiles, let tile = tiles[sender] else { return 0 }
-        return Self.layer(for: tile, among: layers)
+        let asked: Int?
+        if let tiles = receiver.tiles, let tile = tiles[sender] {
+            asked = Self.layer(for: tile, among: layers)
+        } else {
+            asked = 0
+        }
+        guard let member = members[sender] else { return asked }
+        return sent(asked, of: member)
     }
 
-    /// A layer's cost: as measured, else a guess from its pixels (600 kbit/s for 640x360, at least 30 kbit/s).
+    /// A layer's cost: as measured, else a guess from its pixels (600 kbit/s for 640x360, at least 30 kbit/s); a
+    /// layer the sender does not send costs more than any downlink holds, so it is never chosen.
     private static func rate(of layer: Int, in member: Member) -> Double {
+        if let sending = member.sending, layer < sending.count, !sending[layer] { return .infinity }
         if layer < member.rates.count, let measured = member.rates[layer] { return measured }
         guard let size = member.layers[layer] else { return 600_000 }
         return max(30_000, 600_000 * Double(size.width * size.height) / (640 * 360))

@@ -162,6 +162,11 @@ public struct MediaRouter<Address: Hashable & Sendable>: Sendable {
     /// The route of a member.
     public func route(of member: UInt32) -> Route? { routes[member] }
 
+    /// The members with a route in any of `rooms`, in id order.
+    public func members(inRooms rooms: Set<String>) -> [UInt32] {
+        routes.values.filter { rooms.contains($0.room) }.map(\.member).sorted()
+    }
+
     /// The member whose SSRC block holds `ssrc`, if any.
     public func owner(of ssrc: UInt32) -> UInt32? { memberByBlock[ssrc & ~3] }
 

@@ -219,11 +219,14 @@ extension RelayCore {
 
     /// What the receivers here need of other nodes' senders, to their nodes (as control messages, split at
     /// `TrunkLayerNeeds.maximumEntries`).
-    func sendLayerNeeds(_ entries: [TrunkLayerNeeds.Entry], to node: String) {
+    func sendLayerNeeds(
+        _ entries: [TrunkLayerNeeds.Entry], to node: String, kind: TrunkLayerNeeds.Kind = .needs
+    ) {
         guard let channel = links.trunkChannel, let address = links.trunks?.address(of: node) else { return }
         for start in stride(from: 0, to: entries.count, by: TrunkLayerNeeds.maximumEntries) {
             let chunk = entries[start..<min(entries.count, start + TrunkLayerNeeds.maximumEntries)]
-            guard let bytes = try? links.trunks!.control(TrunkLayerNeeds(entries: Array(chunk)).serialized()) else {
+            guard let bytes = try? links.trunks!.control(TrunkLayerNeeds(kind, entries: Array(chunk)).serialized())
+            else {
                 return
             }
             channel.writeAndFlush(
@@ -244,6 +247,44 @@ extension RelayCore {
         for (node, entries) in byNode.sorted(by: { $0.key < $1.key }) {
             sendLayerNeeds(entries.sorted { $0.block < $1.block }, to: node)
         }
+        // And which layers the senders here send, to every node with members in their rooms.
+        var sendingByNode: [String: [TrunkLayerNeeds.Entry]] = [:]
+        for (node, rooms) in remoteRooms() {
+            for sender in media.members(inRooms: rooms) where links.remoteNodes[sender] == nil {
+                guard let entry = sendingEntry(of: sender) else { continue }
+                sendingByNode[node, default: []].append(entry)
+            }
+        }
+        for (node, entries) in sendingByNode.sorted(by: { $0.key < $1.key }) {
+            sendLayerNeeds(entries.sorted { $0.block < $1.block }, to: node, kind: .sending)
+        }
+    }
+
+    /// The rooms each other node has members in here.
+    private func remoteRooms() -> [String: Set<String>] {
+        var rooms: [String: Set<String>] = [:]
+        for (member, node) in links.remoteNodes {
+            if let room = media.route(of: member)?.room { rooms[node, default: []].insert(room) }
+        }
+        return rooms
+    }
+
+    /// What `sender` (a member here) sends, as a trunk entry; nil when it has no route.
+    private func sendingEntry(of sender: UInt32) -> TrunkLayerNeeds.Entry? {
+        guard let block = media.route(of: sender)?.ssrcs.block else { return nil }
+        let active =
+            layers.sending(of: sender) ?? [Bool](repeating: true, count: layers.layerCount(of: sender))
+        return TrunkLayerNeeds.Entry(block: block, active: active)
+    }
+
+    /// `sender` (a member here) changed the layers it sends: every node with members in its room is told at once.
+    func announceSending(of sender: UInt32) {
+        guard links.trunks != nil, links.remoteNodes[sender] == nil, let room = media.route(of: sender)?.room,
+            let entry = sendingEntry(of: sender)
+        else { return }
+        for (node, rooms) in remoteRooms().sorted(by: { $0.key < $1.key }) where rooms.contains(room) {
+            sendLayerNeeds([entry], to: node, kind: .sending)
+        }
     }
 
     /// A control message from `node`: what its receivers need of the senders here.
@@ -262,6 +303,16 @@ extension RelayCore {
             return
         }
         links.trunkControlReceived += 1
+        if needs.kind == .sending {
+            for entry in needs.entries {
+                // Only that node's own senders: what a member sends is its node's word.
+                guard let owner = media.owner(of: entry.block), links.remoteNodes[owner] == control.from,
+                    media.route(of: owner)?.ssrcs.block == entry.block
+                else { continue }
+                performLayerEffects(layers.setSending(of: owner, entry.active))
+            }
+            return
+        }
         for entry in needs.entries {
             // Only senders of this node: another node's member is that node's business.
             guard let owner = media.owner(of: entry.block), links.remoteNodes[owner] == nil,

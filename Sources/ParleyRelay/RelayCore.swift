@@ -280,6 +280,9 @@ final class RelayCore {
                 media.setRole(role, of: id)
             case .tiles(let id, let report):
                 performLayerEffects(layers.report(report, from: id))
+            case .videoSending(let id, let sending):
+                performLayerEffects(layers.setSending(of: id, sending.active))
+                announceSending(of: id)
             case .checkAccount(let connection, let account, let message, let signature):
                 checkAccount(account, message: message, signature: signature, for: connection)
             case .placeRoom(let connection, let room):

@@ -50,6 +50,8 @@ extension RelayState {
             return [.send(.stats(MemberStats(id: id, stats: stats)), to: connections(in: member.room, except: id))]
         case .tiles(let report):
             return [.tiles(id: id, report)]
+        case .videoSending(let sending):
+            return [.videoSending(id: id, sending)]
         case .role(let request):
             return askForRole(request, of: member, id: id, on: connection)
         case .allow(let target):

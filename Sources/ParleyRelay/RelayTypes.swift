@@ -37,6 +37,8 @@ public enum RelayAction: Equatable, Sendable {
     case callActivity(CallActivity)
     /// A member reported the size it draws each peer at: its simulcast layers may change.
     case tiles(id: UInt32, TileReport)
+    /// A member said which of its layers its uplink carries: receivers of a layer left out move to a smaller one.
+    case videoSending(id: UInt32, VideoSending)
     /// A join for a room not open here, in a cluster: ask where the room lives (or place it); the answer goes back
     /// through `roomPlaced`.
     case placeRoom(ConnectionID, room: String)

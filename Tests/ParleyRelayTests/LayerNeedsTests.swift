@@ -66,16 +66,18 @@ struct LayerNeedsTests {
             TrunkLayerNeeds.Entry(
                 block: UInt32(index) * 4 + 0x1000, active: (0..<8).map { bit in (index >> bit) & 1 == 1 })
         }
-        let bytes = TrunkLayerNeeds(entries: entries).serialized()
-        #expect(bytes.count == 2 + count * 5)
-        #expect(try TrunkLayerNeeds(parsing: bytes).entries == entries)
+        for kind in [TrunkLayerNeeds.Kind.needs, .sending] {
+            let bytes = TrunkLayerNeeds(kind, entries: entries).serialized()
+            #expect(bytes.count == 2 + count * 5)
+            #expect(try TrunkLayerNeeds(parsing: bytes) == TrunkLayerNeeds(kind, entries: entries))
+        }
     }
 
     @Test(
         "malformed layer needs are refused, saying what was wrong",
         arguments: [
             ([], "trunk control payload is empty"),
-            ([2, 0], "unknown trunk control message type 2 (layer needs is 1)"),
+            ([3, 0], "unknown trunk control message type 3 (layer needs is 1, layers sent 2)"),
             ([1], "layer needs of 1 bytes where its count says 2"),
             ([1, 201], "layer needs with 201 entries, more than 200"),
             ([1, 1, 0, 0, 0x10], "layer needs of 5 bytes where its count says 7"),

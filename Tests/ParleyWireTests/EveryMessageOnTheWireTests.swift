@@ -120,6 +120,9 @@ struct EveryMessageOnTheWireTests {
             "tiles, with the downlink", .tiles(TileReport(tiles: [], downlinkKbps: 900)),
             #"{"downlinkKbps":900,"tiles":[],"type":"tiles","v":1}"#),
         Row(
+            "video-sending", .videoSending(VideoSending(active: [false, true, true])),
+            #"{"active":[false,true,true],"type":"video-sending","v":1}"#),
+        Row(
             "recording", .recording(RecordingChange(recording: true)),
             #"{"recording":true,"type":"recording","v":1}"#),
         Row(
@@ -382,11 +385,12 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow,"#
-                + #" remove, readmit, tiles, recording or recording-policy"#),
+                + #" remove, readmit, tiles, video-sending, recording or recording-policy"#),
         Refusal(
             "long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
             #"unknown message type "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; expected join, leave, mute,"#
-                + #" chat, stats, ping, role, challenge, allow, remove, readmit, tiles, recording or recording-policy"#),
+                + #" chat, stats, ping, role, challenge, allow, remove, readmit, tiles, video-sending, recording or"#
+                + #" recording-policy"#),
         Refusal(
             "join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
             #"join needs field "room""#),
@@ -396,6 +400,13 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "tiles too big", #"{"v":1,"type":"tiles","tiles":[{"id":1,"width":9000,"height":1}]}"#, .badField,
             #"tiles[0] is 9000x1; sizes are 0 to 8192 pixels"#),
+        Refusal(
+            "video-sending without the smallest layer", #"{"v":1,"type":"video-sending","active":[true,false]}"#,
+            .badField, #"video-sending leaves out the smallest layer; it is always sent"#),
+        Refusal(
+            "video-sending with too many layers",
+            #"{"v":1,"type":"video-sending","active":[true,true,true,true]}"#, .badField,
+            #"video-sending lists 4 layers; a sender has 1 to 3"#),
         Refusal(
             "chat too long", #"{"v":1,"type":"chat","text":"\#(String(repeating: "a", count: 2001))"}"#, .badField,
             #"chat "text" has 2001 characters; the limit is 2000"#),

@@ -25,13 +25,16 @@ public enum ClientMessage: Sendable, Equatable {
     case readmit(Readmission)
     /// The pixel size this client draws each peer at, for the relay's choice of simulcast layers.
     case tiles(TileReport)
+    /// The layers of this member's camera its uplink carries now, for the relay's choice of simulcast layers.
+    case videoSending(VideoSending)
     /// This member starts or stops recording the call.
     case recording(RecordingChange)
     /// Host only: allow or forbid recording in the room.
     case recordingPolicy(RecordingPolicy)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
-    /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles) are checked after decoding.
+    /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles, video-sending) are checked after
+    /// decoding.
     static let wire = WireTable<ClientMessage>(
         [
             .payload("join", Self.join),
@@ -46,6 +49,7 @@ public enum ClientMessage: Sendable, Equatable {
             .payload("remove", Self.remove),
             .payload("readmit", Self.readmit),
             .payload("tiles", Self.tiles),
+            .payload("video-sending", Self.videoSending),
             .payload("recording", Self.recording),
             .payload("recording-policy", Self.recordingPolicy),
         ],

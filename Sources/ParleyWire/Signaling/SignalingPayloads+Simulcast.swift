@@ -126,6 +126,31 @@ public struct VideoLayerDemand: Codable, Sendable, Equatable {
     public init(active: [Bool]) { self.active = active }
 }
 
+/// From a sender: which of its layers (largest first) its uplink carries now (`video-sending`). A layer left out is
+/// paused whatever receivers ask; the relay gives each receiver of it the next smaller layer that is sent. The
+/// smallest layer is always sent.
+public struct VideoSending: Codable, Sendable, Equatable {
+    /// One flag per declared layer.
+    public var active: [Bool]
+
+    /// A report.
+    public init(active: [Bool]) { self.active = active }
+
+    /// Checks the flags' count and that the smallest layer is on, with a message naming what is wrong.
+    func validated() throws(SignalingError) -> VideoSending {
+        guard (1...maxVideoLayers).contains(active.count) else {
+            throw SignalingError(
+                .badField, "video-sending lists \(active.count) layers; a sender has 1 to \(maxVideoLayers)")
+        }
+        guard active.last == true else {
+            throw SignalingError(.badField, "video-sending leaves out the smallest layer; it is always sent")
+        }
+        return self
+    }
+}
+
+extension VideoSending: ValidatedPayload {}
+
 /// To the room: who the relay picked as the dominant speaker (`dominant-speaker`); 0 for nobody yet.
 public struct DominantSpeakerNotice: Codable, Sendable, Equatable {
     /// The member, 0 for none.

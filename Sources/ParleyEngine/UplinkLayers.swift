@@ -1,0 +1,60 @@
+import ParleyMedia
+import ParleyWire
+
+/// Which of the camera's simulcast layers the uplink's estimate carries (docs/network.md): a layer somebody receives
+/// costs at least its picture's least rate (`VideoRateSteering.leastBitsPerPixel`), and when the video's share of
+/// the estimate cannot hold every such layer the largest go first (`SendLayers`: back only with 20 % to spare). A
+/// layer left out is not encoded; whoever received it gets the next smaller layer instead, which the sender starts
+/// at once and the relay switches them to (told with `video-sending`).
+///
+/// A layer goes out only while the estimate's last interval lost `VideoRateSteering.shrinkingLoss` or more, as a
+/// picture shrinks: delay alone also rises on a busy machine with an idle link, and a smaller picture is the costlier
+/// mistake; on a link that really is too narrow the encoder's overshoot brings the loss. A layer comes back on the
+/// estimate alone.
+///
+/// A layer the uplink does not carry is costed as wanted while it is out: the relay's demand no longer names it
+/// (its receivers moved down), and judging its return without it would bring it straight back.
+struct UplinkLayers: Sendable, Equatable {
+    /// Each layer's least rate (kbit/s), largest first.
+    let leastKbps: [Double]
+    /// Which layers fit the estimate.
+    private(set) var fit: SendLayers
+
+    init(plan: SimulcastPlan) {
+        leastKbps = plan.layers.map { layer in
+            Double(layer.width * layer.height * layer.framesPerSecond) * VideoRateSteering.leastBitsPerPixel / 1_000
+        }
+        fit = SendLayers(count: plan.layers.count)
+    }
+
+    /// Which layers the uplink carries now, largest first.
+    var sending: [Bool] { fit.active }
+
+    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) with the relay's last demand (nil:
+    /// the full layer); returns the layers the uplink carries when that changed.
+    mutating func update(estimate: Double, loss: Double, demand: [Bool]?) -> [Bool]? {
+        let budget = (estimate / 1_000 - VideoRateSteering.audioReserveKbps) * VideoRateSteering.videoShare
+        let costs = leastKbps.indices.map { layer in
+            let wanted = demand.map { layer < $0.count && $0[layer] } ?? (layer == 0)
+            return wanted || !fit.active[layer] ? leastKbps[layer] : 0
+        }
+        var next = fit
+        guard next.update(target: budget, layerRates: costs) else { return nil }
+        let drops = zip(fit.active, next.active).contains { was, now in was && !now }
+        guard !drops || loss >= VideoRateSteering.shrinkingLoss else { return nil }
+        fit = next
+        return fit.active
+    }
+
+    /// What to encode for `demand` (nil: the full layer): each demanded layer the uplink carries, and for one it
+    /// does not, the next smaller one that it does.
+    func encoded(for demand: [Bool]?) -> [Bool] {
+        let sending = fit.active
+        var encoded = [Bool](repeating: false, count: sending.count)
+        for layer in sending.indices where demand.map({ layer < $0.count && $0[layer] }) ?? (layer == 0) {
+            let sent = (layer..<sending.count).first { sending[$0] } ?? sending.count - 1
+            encoded[sent] = true
+        }
+        return encoded
+    }
+}
