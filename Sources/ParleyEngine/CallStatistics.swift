@@ -98,8 +98,9 @@ public struct CallStatistics: Sendable {
     public var downlinkEstimateKbps: Int?
     /// Why the downlink estimate is where it is ("loss 14 %", "climbing", "holding"); nil with no estimate.
     public var downlinkEstimateReason: String?
-    /// The full layer's rate the encoder aims at (kbit/s): the profile's, or less when the uplink's estimate has no
-    /// room for it (the smaller layers get their share of it).
+    /// The rate the largest layer sent aims at (kbit/s): the full layer's, the profile's or less when the uplink's
+    /// estimate has no room for it (the smaller layers get their share of it); a smaller layer's share of it when
+    /// the uplink carries only smaller layers (`activeVideoLayers` says which).
     public var videoTargetKbps = 0
     /// Transport-wide feedback packets received from the relay.
     public var transportFeedbackReceived = 0

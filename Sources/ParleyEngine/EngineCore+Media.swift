@@ -51,9 +51,13 @@ extension EngineCore {
             sources: sources, profile: profile, ssrcs: ssrcs,
             simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
         if ownVideo.layerDemand != nil || ownVideo.uplinkLayers.sending.contains(false) {
-            sender.setActiveLayers(ownVideo.encodedLayers)
+            let encoded = ownVideo.encodedLayers(at: now)
+            ownVideo.toldLayers = encoded
+            sender.setActiveLayers(encoded)
         }
-        sender.steer(fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize)
+        sender.steer(
+            fullLayerKbps: ownVideo.rate.fullLayerKbps, size: ownVideo.rate.fullLayerSize,
+            largestLayer: ownVideo.rate.largestLayer)
         ownVideo.sent = sender.snapshot
         ownVideo.generation += 1
         ownVideo.framesInFlight = 0
@@ -377,7 +381,13 @@ extension EngineCore {
         var info = MediaInfo(resolution: size, fps: Double(frames) / seconds, bitrateKbps: videoKbps)
         if media.feedbackReceived > 0 { info.uplinkKbps = media.uplink.target / 1_000 }
         info.downlinkKbps = reports.downlink.estimate.map { $0 / 1_000 }
-        if ownVideo.rate.fullLayerKbps < configuration.profile.bitrateKbps {
+        let largest = ownVideo.rate.largestLayer
+        if largest > 0, largest < video.layerSizes.count {
+            // The uplink carries only smaller layers: the largest of them is what the camera is held to.
+            info.heldToKbps = ownVideo.rate.fullLayerKbps
+            let size = video.layerSizes[largest]
+            info.heldToSize = VideoSize(width: size.width, height: size.height)
+        } else if ownVideo.rate.fullLayerKbps < configuration.profile.bitrateKbps {
             info.heldToKbps = ownVideo.rate.fullLayerKbps
             info.heldToSize = ownVideo.rate.fullLayerSize
         }
@@ -432,4 +442,17 @@ extension EngineCore {
         }
     }
 
+}
+
+extension EngineCore {
+    /// Tells the video thread which layers to encode when that changed (the relay's demand, the uplink's layers, a
+    /// layer done leaving); returns them.
+    @discardableResult
+    func runLayers() -> [Bool] {
+        let encoded = ownVideo.encodedLayers(at: now)
+        guard encoded != ownVideo.toldLayers else { return encoded }
+        ownVideo.toldLayers = encoded
+        onVideoThread { $0.setActiveLayers(encoded) }
+        return encoded
+    }
 }

@@ -328,22 +328,23 @@ extension EngineCore {
             }
             media.feedbackReceived += 1
             let estimate = media.uplink.feedback(feedback, at: now.milliseconds)
-            var encoded = ownVideo.sent.activeLayers
             if let sending = ownVideo.uplinkLayers.update(
-                estimate: estimate, loss: media.uplink.loss, demand: ownVideo.layerDemand)
+                estimate: estimate, loss: media.uplink.loss, demand: ownVideo.layerDemand, at: now)
             {
-                // The layers the uplink no longer carries (or carries again): the encoder at once, the relay told.
-                encoded = ownVideo.encodedLayers
-                let layers = encoded
-                onVideoThread { $0.setActiveLayers(layers) }
+                // The layers the uplink no longer carries (or carries again): the relay told, the encoder below.
                 signalingLink.connection?.send(.videoSending(VideoSending(active: sending)))
                 logger.info(
                     "video layers within the uplink",
                     metadata: ["sending": "\(sending)", "estimate": "\(Int(estimate / 1_000)) kbit/s"])
             }
-            if let setting = ownVideo.rate.update(estimate: estimate, loss: media.uplink.loss, active: encoded) {
+            let encoded = runLayers()
+            if let setting = ownVideo.rate.update(
+                estimate: estimate, loss: media.uplink.loss, active: encoded, largestLayer: ownVideo.largestSent)
+            {
                 let size = ownVideo.rate.fullLayerSize
-                onVideoThread { $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size) }
+                onVideoThread {
+                    $0.steer(fullLayerKbps: setting.fullLayerKbps, size: size, largestLayer: setting.largestLayer)
+                }
             }
         case .application(let app) where app.name == ForwardedCount.name:
             guard let count = ForwardedCount(app), count.mediaSSRC == joined?.media.ssrcs.audio else {

@@ -348,8 +348,7 @@ extension EngineCore {
             emit(.handRaised(ParticipantID(member.id)))
         case .videoLayers(let demand):
             ownVideo.layerDemand = demand.active
-            let encoded = ownVideo.encodedLayers
-            onVideoThread { $0.setActiveLayers(encoded) }
+            runLayers()
         case .recording(let notice):
             recordingNotice(notice)
         case .recordingPolicy(let policy):

@@ -148,8 +148,14 @@ struct OwnVideo {
         uplinkLayers = UplinkLayers(plan: plan)
     }
 
-    /// What the encoder runs: the relay's demand within what the uplink carries.
-    var encodedLayers: [Bool] { uplinkLayers.encoded(for: layerDemand) }
+    /// What the encoder was last told to run.
+    var toldLayers: [Bool]?
+
+    /// What the encoder runs at `now`: the relay's demand within what the uplink carries, and the layers leaving.
+    func encodedLayers(at now: Duration) -> [Bool] { uplinkLayers.encoded(for: layerDemand, at: now) }
+
+    /// The largest layer the uplink carries (0: the full layer).
+    var largestSent: Int { uplinkLayers.sending.firstIndex(of: true) ?? 0 }
 }
 
 /// The other members as this one receives them.

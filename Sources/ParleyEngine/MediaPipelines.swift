@@ -150,10 +150,10 @@ final class VideoSender {
 
     /// The uplink's estimate moved: the full layer aims at `fullLayerKbps` in a picture of `size` (the profile's or
     /// a half or quarter of it), the others at their share of the rate.
-    func steer(fullLayerKbps: Int, size: VideoSize) {
+    func steer(fullLayerKbps: Int, size: VideoSize, largestLayer: Int = 0) {
         // Rates from `VideoRateSteering` are within 50 kbit/s and the profile's, sizes within the plan's full layer
         // and 160x90: libvpx takes any of them.
-        try? encoder.setBitrate(kbps: fullLayerKbps)
+        try? encoder.setBitrate(kbps: fullLayerKbps, largestLayer: largestLayer)
         try? encoder.resizeFullLayer(width: size.width, height: size.height)
     }
 

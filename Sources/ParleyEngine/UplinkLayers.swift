@@ -14,11 +14,18 @@ import ParleyWire
 ///
 /// A layer the uplink does not carry is costed as wanted while it is out: the relay's demand no longer names it
 /// (its receivers moved down), and judging its return without it would bring it straight back.
-struct UplinkLayers: Sendable, Equatable {
+struct UplinkLayers: Sendable {
     /// Each layer's least rate (kbit/s), largest first.
     let leastKbps: [Double]
     /// Which layers fit the estimate.
     private(set) var fit: SendLayers
+    /// Layers the uplink stopped carrying, and when: encoded on beside the smaller layers that replace them while the
+    /// relay still asks for them (its receivers switch at the replacement's keyframe once the relay hears of the
+    /// change), at most `leavingTime`, so a picture does not wait out a keyframe request's round trip.
+    private(set) var leaving: (layers: [Bool], since: Duration)?
+
+    /// How long a layer the uplink left goes on beside its replacement at most.
+    static let leavingTime = Duration.seconds(1)
 
     init(plan: SimulcastPlan) {
         leastKbps = plan.layers.map { layer in
@@ -30,9 +37,9 @@ struct UplinkLayers: Sendable, Equatable {
     /// Which layers the uplink carries now, largest first.
     var sending: [Bool] { fit.active }
 
-    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) with the relay's last demand (nil:
-    /// the full layer); returns the layers the uplink carries when that changed.
-    mutating func update(estimate: Double, loss: Double, demand: [Bool]?) -> [Bool]? {
+    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) at `now` with the relay's last
+    /// demand (nil: the full layer); returns the layers the uplink carries when that changed.
+    mutating func update(estimate: Double, loss: Double, demand: [Bool]?, at now: Duration = .zero) -> [Bool]? {
         let budget = (estimate / 1_000 - VideoRateSteering.audioReserveKbps) * VideoRateSteering.videoShare
         let costs = leastKbps.indices.map { layer in
             let wanted = demand.map { layer < $0.count && $0[layer] } ?? (layer == 0)
@@ -42,8 +49,20 @@ struct UplinkLayers: Sendable, Equatable {
         guard next.update(target: budget, layerRates: costs) else { return nil }
         let drops = zip(fit.active, next.active).contains { was, now in was && !now }
         guard !drops || loss >= VideoRateSteering.shrinkingLoss else { return nil }
+        if drops { leaving = (zip(fit.active, next.active).map { was, now in was && !now }, now) }
         fit = next
         return fit.active
+    }
+
+    /// What to encode for `demand` at `now`: `encoded(for:)`, and the layers leaving while the demand still names
+    /// them.
+    func encoded(for demand: [Bool]?, at now: Duration) -> [Bool] {
+        var encoded = encoded(for: demand)
+        guard let leaving, now - leaving.since < Self.leavingTime, let demand else { return encoded }
+        for (layer, out) in leaving.layers.enumerated() where out && layer < demand.count && layer < encoded.count {
+            if demand[layer] { encoded[layer] = true }
+        }
+        return encoded
     }
 
     /// What to encode for `demand` (nil: the full layer): each demanded layer the uplink carries, and for one it

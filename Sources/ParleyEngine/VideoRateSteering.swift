@@ -16,6 +16,9 @@ struct VideoRateSteering: Sendable, Equatable {
         var fullLayerKbps: Int
         /// The full layer's picture is the profile's size divided by this: 1, 2 or 4.
         var divisor: Int
+        /// The largest layer the uplink carries (`UplinkLayers`): it gets the rate above, as the full layer would,
+        /// and the layers under it their shares of it; 0 when the full layer is sent.
+        var largestLayer = 0
     }
 
     /// What the voice takes of the estimate before video: Opus at 32 kbit/s and 50 packets' headers a second.
@@ -42,8 +45,11 @@ struct VideoRateSteering: Sendable, Equatable {
         setting = Setting(fullLayerKbps: profile.bitrateKbps, divisor: 1)
     }
 
-    /// The full layer's rate the encoder was last given.
+    /// The full layer's rate the encoder was last given (the largest sent layer's, when the full layer is out).
     var fullLayerKbps: Int { setting.fullLayerKbps }
+
+    /// The largest layer the encoder was last told the uplink carries.
+    var largestLayer: Int { setting.largestLayer }
 
     /// The full layer's picture size now.
     var fullLayerSize: VideoSize {
@@ -75,15 +81,23 @@ struct VideoRateSteering: Sendable, Equatable {
         return loss >= Self.shrinkingLoss ? candidates[candidates.count - 1] : setting.divisor
     }
 
-    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) with the layers being sent now;
-    /// returns what the encoder should be told when it changes, nil when it stays.
-    mutating func update(estimate: Double, loss: Double, active: [Bool]) -> Setting? {
+    /// Takes a new estimate (bits a second) and the loss it last saw (a fraction) with the layers being sent now and
+    /// the largest the uplink carries (its layers above are out: it takes the full layer's place and rate, so what
+    /// it sends can grow with the estimate and show the room for the full layer's return); returns what the encoder
+    /// should be told when it changes, nil when it stays.
+    mutating func update(estimate: Double, loss: Double, active: [Bool], largestLayer: Int = 0) -> Setting? {
         let budget = Int(((estimate / 1_000 - Self.audioReserveKbps) * Self.videoShare).rounded(.down))
-        var kbps = SimulcastPlan.fullLayerKbps(fitting: budget, upTo: profile.bitrateKbps, active: active)
-        if kbps != profile.bitrateKbps, abs(kbps - setting.fullLayerKbps) * 20 <= setting.fullLayerKbps {
+        let largest = min(max(largestLayer, 0), max(active.count - 1, 0))
+        let shifted = Array(active.dropFirst(largest)) + [Bool](repeating: false, count: largest)
+        var kbps = SimulcastPlan.fullLayerKbps(fitting: budget, upTo: profile.bitrateKbps, active: shifted)
+        if kbps != profile.bitrateKbps, abs(kbps - setting.fullLayerKbps) * 20 <= setting.fullLayerKbps,
+            largest == setting.largestLayer
+        {
             kbps = setting.fullLayerKbps
         }
-        let next = Setting(fullLayerKbps: kbps, divisor: divisor(for: kbps, loss: loss))
+        // The full layer's picture is judged while it is sent; out, it keeps its size for its return.
+        let divisor = largest == 0 ? divisor(for: kbps, loss: loss) : setting.divisor
+        let next = Setting(fullLayerKbps: kbps, divisor: divisor, largestLayer: largest)
         guard next != setting else { return nil }
         setting = next
         return next

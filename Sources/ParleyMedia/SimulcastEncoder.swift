@@ -139,10 +139,11 @@ public final class SimulcastEncoder {
         try encoders[0].reconfigure(width: width, height: height)
     }
 
-    /// Changes every layer's rate, the largest's to `kbps` and the others in the plan's proportions.
-    public func setBitrate(kbps: Int) throws {
+    /// Changes every layer's rate: layer `largestLayer`'s to `kbps` (the full layer's, unless the layers above it
+    /// are out) and the ones under it in the plan's proportions.
+    public func setBitrate(kbps: Int, largestLayer: Int = 0) throws {
         for (index, encoder) in encoders.enumerated() {
-            try encoder.setBitrate(kbps: SimulcastPlan.layerKbps(kbps, layer: index))
+            try encoder.setBitrate(kbps: SimulcastPlan.layerKbps(kbps, layer: max(0, index - largestLayer)))
         }
     }
 }

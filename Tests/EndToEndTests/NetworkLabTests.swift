@@ -136,12 +136,18 @@ struct NetworkLabTests {
         try await Task.sleep(for: .seconds(4))  // the rest of the squeeze, measured below
         let squeezed = try await call.window(after: LabCall.Snapshot(call), seconds: 4).fps("bob", of: "alice")
         #expect(squeezed >= 10, "bob decodes alice at \(squeezed) fps while her uplink is at \(narrow) kbit/s")
+        // Her camera fits the squeeze: its full layer's rate cut, or the full layer out (a smaller one sent instead).
+        let held = try #require(call.report("alice"))
+        #expect(
+            held.videoTargetKbps ?? 600 < 600 || held.activeVideoLayers.first == false,
+            "alice's camera at \(held.videoTargetKbps ?? 0) kbit/s, layers \(held.activeVideoLayers)")
 
         try lab.apply(scenario.steps[1].change, to: alice)
         let restored = ContinuousClock.now
         try await poll(
-            "alice's camera back at the profile's rate", timeout: .seconds(40), { call.report("alice") },
-            until: { ($0?.videoTargetKbps ?? 0) >= 600 })
+            "alice's camera back at the profile's rate, the full layer sent", timeout: .seconds(40),
+            { call.report("alice") },
+            until: { ($0?.videoTargetKbps ?? 0) >= 600 && $0?.activeVideoLayers.first == true })
         let back = ContinuousClock.now - restored
         print("capacity drop: estimate under 500 kbit/s \(under) after the drop; camera back at 600 \(back) after")
     }

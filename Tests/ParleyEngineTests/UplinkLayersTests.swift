@@ -62,9 +62,11 @@ import Testing
             name: "without loss nothing goes (delay alone rises on a busy machine); what is out comes back",
             steps: [
                 Step(estimateKbps: 400, loss: 0.01, demand: [on, off, off], changed: nil, encoded: [on, off, off]),
-                Step(estimateKbps: 400, loss: 0.02, demand: [on, off, off], changed: [off, on, on],
+                Step(
+                    estimateKbps: 400, loss: 0.02, demand: [on, off, off], changed: [off, on, on],
                     encoded: [off, on, off]),
-                Step(estimateKbps: 900, loss: 0, demand: [off, on, off], changed: [on, on, on],
+                Step(
+                    estimateKbps: 900, loss: 0, demand: [off, on, off], changed: [on, on, on],
                     encoded: [off, on, off]),
             ]),
         Case(
@@ -80,6 +82,19 @@ import Testing
             #expect(changed == step.changed, "\(step)")
             #expect(layers.encoded(for: step.demand) == step.encoded, "\(step)")
         }
+    }
+
+    @Test func aLayerLeavesBesideItsReplacementUntilTheRelayMovesItsReceiversOrASecondPasses() {
+        var layers = UplinkLayers(plan: Self.plan)
+        let dropped = layers.update(estimate: 500_000, loss: 0.05, demand: [true, false, false], at: .seconds(10))
+        #expect(dropped == [false, true, true])
+        // The relay still asks for the full layer: both run, the half layer starting (with a keyframe).
+        #expect(layers.encoded(for: [true, false, false], at: .milliseconds(10_300)) == [true, true, false])
+        // The relay moved the receiver (its demand with the half layer only): the full layer stops.
+        #expect(layers.encoded(for: [false, true, false], at: .milliseconds(10_400)) == [false, true, false])
+        // A relay that never moves it: a second later the full layer stops anyway.
+        #expect(layers.encoded(for: [true, false, false], at: .milliseconds(10_999)) == [true, true, false])
+        #expect(layers.encoded(for: [true, false, false], at: .seconds(11)) == [false, true, false])
     }
 
     @Test func aCameraOfOneLayerIsNeverDropped() {

@@ -83,6 +83,20 @@ import Testing
         #expect(small.fullLayerSize == VideoSize(width: 160, height: 120))
     }
 
+    @Test func aSmallerLayerInTheFullLayersPlaceGetsItsRate() {
+        var steering = VideoRateSteering(profile: .standard)
+        // 450 kbit/s: 340 for video. With the full layer out, the half layer takes all of it (not a third), so what
+        // it sends grows with the estimate and shows when the full layer fits again; the picture is not judged.
+        let told = steering.update(estimate: 450_000, loss: 0.1, active: [false, true, false], largestLayer: 1)
+        #expect(told == .init(fullLayerKbps: 340, divisor: 1, largestLayer: 1))
+        // The quarter layer, sent too, gets its third of it.
+        let both = steering.update(estimate: 450_000, loss: 0.1, active: [false, true, true], largestLayer: 1)
+        #expect(both?.fullLayerKbps == 255)
+        // Back: the full layer's rate and picture are judged again.
+        let back = steering.update(estimate: 1_000_000, loss: 0, active: [true, false, false])
+        #expect(back == .init(fullLayerKbps: 600, divisor: 1, largestLayer: 0))
+    }
+
     @Test func theEstimateStartsAtWhatThePlanSends() {
         let plan = SimulcastPlan.forCall(width: 640, height: 360, kbps: 600, framesPerSecond: 30, simulcast: true)
         let start = VideoRateSteering.startEstimate(for: plan)
