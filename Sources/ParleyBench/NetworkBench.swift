@@ -184,11 +184,12 @@ enum NetworkBench {
         var aliceFrozenMs: Int
         var aliceConcealed: Double
 
-        /// The row, its last cell also as a share of a clean call's (`clean`) when given.
+        /// The row, its "others receive" cell (the one before the machine's) also as a share of a clean call's
+        /// (`clean`) when given.
         func row(comparedWith clean: Double?) -> [String] {
-            guard let clean else { return row }
+            guard let clean, row.count >= 2 else { return row }
             var row = row
-            row[row.count - 1] += String(format: " (%.0f %% of clean)", othersReceive / clean * 100)
+            row[row.count - 2] += String(format: " (%.0f %% of clean)", othersReceive / clean * 100)
             return row
         }
     }

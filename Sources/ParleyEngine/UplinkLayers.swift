@@ -10,7 +10,9 @@ import ParleyWire
 /// A layer goes out only while the estimate's last interval lost `VideoRateSteering.shrinkingLoss` or more, as a
 /// picture shrinks: delay alone also rises on a busy machine with an idle link, and a smaller picture is the costlier
 /// mistake; on a link that really is too narrow the encoder's overshoot brings the loss. A layer comes back on the
-/// estimate alone.
+/// estimate alone: with 20 % to spare, or with none once the link has lost nothing for `calmTime`. What a smaller
+/// layer sends cannot show much more room than it uses (the estimate climbs at most to 1.5 times what is
+/// acknowledged), so waiting for the margin alone left a returned capacity unused for seconds (there is no probing).
 ///
 /// A layer the uplink does not carry is costed as wanted while it is out: the relay's demand no longer names it
 /// (its receivers moved down), and judging its return without it would bring it straight back.
@@ -26,6 +28,10 @@ struct UplinkLayers: Sendable {
 
     /// How long a layer the uplink left goes on beside its replacement at most.
     static let leavingTime = Duration.seconds(1)
+    /// Since when the estimate's intervals lost under `VideoRateSteering.shrinkingLoss`; nil while they lose more.
+    private(set) var calmSince: Duration?
+    /// How long without loss lets a layer come back with no margin.
+    static let calmTime = Duration.seconds(3)
 
     init(plan: SimulcastPlan) {
         leastKbps = plan.layers.map { layer in
@@ -45,8 +51,16 @@ struct UplinkLayers: Sendable {
             let wanted = demand.map { layer < $0.count && $0[layer] } ?? (layer == 0)
             return wanted || !fit.active[layer] ? leastKbps[layer] : 0
         }
+        if loss >= VideoRateSteering.shrinkingLoss {
+            calmSince = nil
+        } else if calmSince == nil {
+            calmSince = now
+        }
+        let calm = calmSince.map { now - $0 >= Self.calmTime } ?? false
         var next = fit
-        guard next.update(target: budget, layerRates: costs) else { return nil }
+        guard next.update(target: budget, layerRates: costs, headroom: calm ? 1 : SendLayers.headroom) else {
+            return nil
+        }
         let drops = zip(fit.active, next.active).contains { was, now in was && !now }
         guard !drops || loss >= VideoRateSteering.shrinkingLoss else { return nil }
         if drops { leaving = (zip(fit.active, next.active).map { was, now in was && !now }, now) }

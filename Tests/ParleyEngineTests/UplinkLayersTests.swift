@@ -97,6 +97,23 @@ import Testing
         #expect(layers.encoded(for: [true, false, false], at: .seconds(11)) == [false, true, false])
     }
 
+    @Test func aCalmLinkBringsALayerBackWithoutTheMargin() {
+        var layers = UplinkLayers(plan: Self.plan)
+        _ = layers.update(estimate: 500_000, loss: 0.05, demand: [true, false, false], at: .seconds(1))
+        // 510 kbit/s for video: the full and half layers' 518.4 do not fit even without the margin.
+        var changed = layers.update(estimate: 650_000, loss: 0, demand: [false, true, false], at: .seconds(2))
+        #expect(changed == nil)
+        // 518.5: fits with no margin, but the link has been calm for only 2 s.
+        changed = layers.update(estimate: 660_000, loss: 0, demand: [false, true, false], at: .seconds(4))
+        #expect(changed == nil)
+        changed = layers.update(estimate: 660_000, loss: 0.01, demand: [false, true, false], at: .seconds(5))
+        #expect(changed == [true, true, true])
+        // A loss starts the calm again.
+        _ = layers.update(estimate: 500_000, loss: 0.05, demand: [true, false, false], at: .seconds(6))
+        changed = layers.update(estimate: 660_000, loss: 0, demand: [false, true, false], at: .seconds(8))
+        #expect(changed == nil)
+    }
+
     @Test func aCameraOfOneLayerIsNeverDropped() {
         var layers = UplinkLayers(plan: SimulcastPlan(width: 160, height: 120, kbps: 150, framesPerSecond: 15))
         #expect(layers.leastKbps.count == 1)

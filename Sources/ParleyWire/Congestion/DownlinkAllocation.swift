@@ -186,10 +186,10 @@ public struct SendLayers: Sendable, Equatable {
         active = Array(repeating: true, count: max(1, count))
     }
 
-    /// Updates the layers for `target` bits a second, given each layer's cost (largest first); returns whether
-    /// anything changed.
+    /// Updates the layers for `target` bits a second, given each layer's cost (largest first), a layer coming back
+    /// with `headroom` to spare; returns whether anything changed.
     @discardableResult
-    public mutating func update(target: Double, layerRates: [Double]) -> Bool {
+    public mutating func update(target: Double, layerRates: [Double], headroom: Double = headroom) -> Bool {
         guard layerRates.count == active.count else {
             active = Array(repeating: true, count: max(1, layerRates.count))
             return true
@@ -206,7 +206,7 @@ public struct SendLayers: Sendable, Equatable {
             } else if active[index] {
                 next[index] = with <= target
             } else {
-                next[index] = with * Self.headroom <= target
+                next[index] = with * headroom <= target
             }
             if next[index] {
                 sum = with
