@@ -156,17 +156,9 @@ extension NetworkBench {
             let squeezed = try await call.window(after: ChromiumSnapshot(call), seconds: 8)
             try lab.apply(scenario.steps[1].change, to: people[0])
             let restored = ContinuousClock.now
-            var previous = ChromiumSnapshot(call)
-            var back: Duration?
-            while back == nil, ContinuousClock.now - restored < .seconds(30) {
-                try await Task.sleep(for: .milliseconds(250))
-                let now = ChromiumSnapshot(call)
-                guard now.reports["alice"]?.ms != previous.reports["alice"]?.ms else { continue }
-                if ChromiumWindow(before: previous, after: now).sendKbps("alice") >= 0.9 * clean {
-                    back = ContinuousClock.now - restored
-                }
-                previous = now
-            }
+            let back = try await timeUntil(
+                sendKbps: 0.9 * clean, since: restored, read: { ChromiumSnapshot(call) },
+                time: { $0.reports["alice"]?.ms }, rate: { ChromiumWindow(before: $0, after: $1).sendKbps("alice") })
             await call.stop()
             return CapacityDropResult(
                 clean: clean, under: under, squeezedKbps: squeezed.sendKbps("alice"),

@@ -158,6 +158,23 @@ enum NetworkBench {
         }
     }
 
+    /// How long after `since` a client's send rate, read between each two consecutive reports (`time` tells a new
+    /// one), reached `sendKbps`; nil when it did not within 30 s.
+    static func timeUntil<Reports>(
+        sendKbps: Double, since: ContinuousClock.Instant, read: () -> Reports, time: (Reports) -> Double?,
+        rate: (Reports, Reports) -> Double
+    ) async throws -> Duration? {
+        var previous = read()
+        while ContinuousClock.now - since < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(250))
+            let now = read()
+            guard time(now) != time(previous) else { continue }
+            if rate(previous, now) >= sendKbps { return ContinuousClock.now - since }
+            previous = now
+        }
+        return nil
+    }
+
     /// Whether a Parley figure meets a goal of being at most Chromium's.
     static func verdict(_ parley: Double, _ chromium: Double) -> String { parley <= chromium ? "yes" : "no" }
 
@@ -387,18 +404,9 @@ enum NetworkBench {
         let squeezed = try await call.window(after: Snapshot(call), seconds: 8)
         try lab.apply(scenario.steps[1].change, to: people[0])
         let restored = ContinuousClock.now
-        // The send rate over each pair of consecutive statistics files (a second apart).
-        var previous = Snapshot(call)
-        var back: Duration?
-        while back == nil, ContinuousClock.now - restored < .seconds(30) {
-            try await Task.sleep(for: .milliseconds(250))
-            let now = Snapshot(call)
-            guard now.reports["alice"]?.time != previous.reports["alice"]?.time else { continue }
-            if Window(before: previous, after: now).sendKbps("alice") >= 0.9 * clean {
-                back = ContinuousClock.now - restored
-            }
-            previous = now
-        }
+        let back = try await timeUntil(
+            sendKbps: 0.9 * clean, since: restored, read: { Snapshot(call) },
+            time: { $0.reports["alice"]?.time }, rate: { Window(before: $0, after: $1).sendKbps("alice") })
         return CapacityDropResult(
             clean: clean, under: under, squeezedKbps: squeezed.sendKbps("alice"),
             squeezedFps: squeezed.fps("bob", of: "alice"), back: back)

@@ -7,7 +7,8 @@ import ParleyWire
 /// layer left out is not encoded; whoever received it gets the next smaller layer instead, which the sender starts
 /// at once and the relay switches them to (told with `video-sending`).
 ///
-/// A layer goes out only while the estimate's last interval lost `VideoRateSteering.shrinkingLoss` or more, as a
+/// A layer goes out only while two or more layers are asked for (one alone shrinks its picture instead:
+/// `VideoRateSteering`) and while the estimate's last interval lost `VideoRateSteering.shrinkingLoss` or more, as a
 /// picture shrinks: delay alone also rises on a busy machine with an idle link, and a smaller picture is the costlier
 /// mistake; on a link that really is too narrow the encoder's overshoot brings the loss. A layer comes back on the
 /// estimate alone: with 20 % to spare, or with none once the link has lost nothing for `calmTime`. What a smaller
@@ -63,6 +64,10 @@ struct UplinkLayers: Sendable {
         }
         let drops = zip(fit.active, next.active).contains { was, now in was && !now }
         guard !drops || loss >= VideoRateSteering.shrinkingLoss else { return nil }
+        // One layer asked for: a smaller layer in its place is only a smaller picture, which the full layer's own
+        // size rule (`VideoRateSteering`) gives without a switch at the relay, its rate still following the estimate.
+        let asked = demand.map { $0.filter { $0 }.count } ?? 1
+        guard !drops || asked > 1 else { return nil }
         if drops { leaving = (zip(fit.active, next.active).map { was, now in was && !now }, now) }
         fit = next
         return fit.active
