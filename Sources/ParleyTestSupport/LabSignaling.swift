@@ -19,12 +19,19 @@ public final class LabSignaling: Sendable {
     static let largestBody = 256 * 1024
     /// Messages waiting for one member; more are refused (a call's offers and candidates are a few dozen).
     static let largestQueue = 512
+    /// Members a call names at most (queues, reports and errors are kept per name; a lab call has 2 to 4).
+    static let largestCall = 64
 
     struct State {
         var waiting: [String: [ByteBuffer]] = [:]
         var reports: [String: ChromiumReport] = [:]
         var errors: [String: String] = [:]
         var refused = 0
+
+        /// Whether `member` may have an entry in a map of `count` names: it has one, or there is room for another.
+        static func admits(_ member: String, known: Bool, count: Int) -> Bool {
+            member.utf8.count <= 64 && (known || count < LabSignaling.largestCall)
+        }
     }
 
     /// Starts the server on `host`:`port` in `namespace` (nil: this process's own; port 0: any free one), serving
@@ -180,13 +187,21 @@ private final class LabSignalingHandler: ChannelInboundHandler {
         case (.POST, "/signal"):
             guard let member = query["to"] else { return (.badRequest, ByteBuffer(string: "no to="), "text/plain") }
             let taken = state.withLockedValue { state in
-                guard state.waiting[member, default: []].count < LabSignaling.largestQueue else { return false }
+                guard
+                    LabSignaling.State.admits(member, known: state.waiting[member] != nil, count: state.waiting.count),
+                    state.waiting[member, default: []].count < LabSignaling.largestQueue
+                else { return false }
                 state.waiting[member, default: []].append(body)
                 return true
             }
             return taken
                 ? (.noContent, ByteBuffer(), "text/plain")
-                : (.tooManyRequests, ByteBuffer(string: "\(member)'s queue is full"), "text/plain")
+                : (
+                    .tooManyRequests,
+                    ByteBuffer(
+                        string: "\(member.prefix(64))'s queue is full (\(LabSignaling.largestQueue) messages, "
+                            + "\(LabSignaling.largestCall) members)"), "text/plain"
+                )
         case (.POST, "/stats"):
             guard let member = query["from"] else { return (.badRequest, ByteBuffer(string: "no from="), "text/plain") }
             guard let report = try? JSONDecoder().decode(ChromiumReport.self, from: Data(body.readableBytesView)) else {
@@ -194,12 +209,30 @@ private final class LabSignalingHandler: ChannelInboundHandler {
                     .badRequest, ByteBuffer(string: "not a report: \(String(buffer: body).prefix(200))"), "text/plain"
                 )
             }
-            state.withLockedValue { $0.reports[member] = report }
-            return (.noContent, ByteBuffer(), "text/plain")
+            let kept = state.withLockedValue { state in
+                guard LabSignaling.State.admits(member, known: state.reports[member] != nil, count: state.reports.count)
+                else {
+                    return false
+                }
+                state.reports[member] = report
+                return true
+            }
+            return kept
+                ? (.noContent, ByteBuffer(), "text/plain")
+                : (.tooManyRequests, ByteBuffer(string: "more than \(LabSignaling.largestCall) members"), "text/plain")
         case (.POST, "/error"):
             guard let member = query["from"] else { return (.badRequest, ByteBuffer(string: "no from="), "text/plain") }
-            state.withLockedValue { $0.errors[member] = String(String(buffer: body).prefix(1_000)) }
-            return (.noContent, ByteBuffer(), "text/plain")
+            let kept = state.withLockedValue { state in
+                guard LabSignaling.State.admits(member, known: state.errors[member] != nil, count: state.errors.count)
+                else {
+                    return false
+                }
+                state.errors[member] = String(String(buffer: body).prefix(1_000))
+                return true
+            }
+            return kept
+                ? (.noContent, ByteBuffer(), "text/plain")
+                : (.tooManyRequests, ByteBuffer(string: "more than \(LabSignaling.largestCall) members"), "text/plain")
         default:
             return (.notFound, ByteBuffer(string: "no \(head.uri)"), "text/plain")
         }

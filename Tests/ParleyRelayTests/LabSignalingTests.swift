@@ -79,6 +79,13 @@ struct LabSignalingTests {
         }
         let full = try await exchange("POST", "/signal?from=alice&to=bob", body: "{}", port: server.port)
         #expect(body(full).contains("bob's queue is full"))
-        #expect(server.refused == 5)
+        // A call names at most 64 members: the 65th name is refused, saying so.
+        for index in 0..<64 {
+            _ = try await exchange("POST", "/error?from=m\(index)", body: "x", port: server.port)
+        }
+        let crowd = try await exchange("POST", "/error?from=m64", body: "x", port: server.port)
+        #expect(body(crowd) == "more than 64 members")
+        #expect(server.errors.count == 64)
+        #expect(server.refused == 6)
     }
 }
