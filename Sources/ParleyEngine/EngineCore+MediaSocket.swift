@@ -93,7 +93,7 @@ extension EngineCore {
                     sequence, onto: plain.header.headerExtension)
                 guard let packet = sealed(stamped) else { continue }
                 let bytes = packet.serialized()
-                media.uplink.history.sent(sequence, size: bytes.count, at: at)
+                media.uplink.noteSent(sequence, size: bytes.count, at: at)
                 writeMedia(bytes)
             }
             flushMedia()
@@ -104,6 +104,40 @@ extension EngineCore {
             bound.value.media.pacingTask = nil
             bound.value.releasePaced()
         }
+    }
+
+    /// Starts a probe when the uplink's estimate holds the camera under what it would send and the link has been
+    /// calm (over UDP only: over TCP the connection finds its own rate).
+    func probeUplinkIfDue() {
+        guard media.path == .udp, canSendMedia else { return }
+        let wanted = controls.cameraOff || ownVideo.layerDemand?.contains(true) == false ? 0 : media.uplink.limits.start
+        guard let cluster = media.uplink.startProbe(at: now.milliseconds, wanted: wanted) else { return }
+        logger.debug("probing the uplink", metadata: ["rate": "\(Int(cluster.rate / 1_000)) kbit/s"])
+        sendProbePadding()
+    }
+
+    /// Sends the padding a probe owes now, then comes back every 5 ms until the probe ends.
+    func sendProbePadding() {
+        let at = now.milliseconds
+        guard let ssrc = joined?.media.ssrcs.audio, media.path == .udp, canSendMedia,
+            let cluster = media.uplink.probe.cluster, at < cluster.endsAt
+        else { return }
+        var owed = media.uplink.probe.paddingOwed(at: at)
+        var count = 0
+        while owed >= ProbePadding.smallest, count < 16 {
+            let sequence = media.uplink.history.next()
+            media.probeSequence &+= 1
+            let bytes = ProbePadding.packet(
+                ssrc: ssrc, sequenceNumber: media.probeSequence, transportSequence: sequence, size: owed
+            ).serialized()
+            media.uplink.noteSent(sequence, size: bytes.count, at: at)
+            writeMedia(bytes)
+            owed -= bytes.count
+            count += 1
+        }
+        if count > 0 { flushMedia() }
+        guard let bound else { return }
+        loop.scheduleTask(in: .milliseconds(5)) { bound.value.sendProbePadding() }
     }
 
     func sendRaw(_ bytes: [UInt8]) {
@@ -328,6 +362,7 @@ extension EngineCore {
             }
             media.feedbackReceived += 1
             let estimate = media.uplink.feedback(feedback, at: now.milliseconds)
+            probeUplinkIfDue()
             if let sending = ownVideo.uplinkLayers.update(
                 estimate: estimate, loss: media.uplink.loss, demand: ownVideo.layerDemand, at: now)
             {

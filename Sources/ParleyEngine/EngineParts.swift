@@ -75,6 +75,8 @@ struct MediaLink {
     var uplink: BandwidthEstimator
     /// Transport-wide feedback packets taken in.
     var feedbackReceived = 0
+    /// The RTP sequence number of the last probe padding packet (its own count, on the audio SSRC).
+    var probeSequence: UInt16 = 0
 
     /// A socket yet to open; the estimate starts at `startEstimate` (bits a second).
     init(sealer: MediaSealer?, startEstimate: Double) {

@@ -109,6 +109,8 @@ extension RelayCore {
         }
         guard media.admitMedia(from: route.member, bytes: data.readableBytes, at: now) else { return }
         if let sequence = packet.transportSequence { uplinks.received(sequence, from: route.member, at: now) }
+        // A probe's padding is for the feedback alone.
+        if header.payloadType == MediaPayloadType.probe { return }
         // One copy to each other node with members in the room, whatever their number there; of video, only the
         // layers some member there needs.
         if header.ssrc == route.ssrcs.audio {

@@ -9,6 +9,9 @@ public enum MediaPayloadType {
     public static let vp8: UInt8 = 96
     /// Opus audio, 48 kHz clock, one Opus packet per RTP packet (RFC 7587).
     public static let opus: UInt8 = 111
+    /// A probe's padding: zeros on the sender's audio SSRC, acknowledged by the relay in its transport-wide
+    /// feedback and never forwarded (docs/protocol.md).
+    public static let probe: UInt8 = 127
 }
 
 /// RTP clock rates, in ticks per second, for Parley's payload formats.

@@ -109,6 +109,10 @@ struct CongestionControlTests {
         var losing = false
         /// The standard deviation of each packet's propagation (ms); a packet never overtakes the one before.
         var jitter = 0.0
+        /// A token bucket's burst (bytes, as `tc tbf`'s): up to this much leaves at once after a quiet spell.
+        var burst = 0.0
+        var tokens = 0.0
+        var tokensAt = 0.0
         var freeAt = 0.0
         var count = 0
         var lastArrival = 0.0
@@ -125,7 +129,12 @@ struct CongestionControlTests {
             }
             let start = max(sentAt, freeAt)
             guard start - sentAt <= queueLimit else { return nil }
-            freeAt = start + Double(size * 8) / capacity(sentAt) * 1_000
+            // Tokens gather at the capacity up to the burst; a packet leaves once there are enough for it.
+            let available = min(burst, tokens + (start - tokensAt) * capacity(sentAt) / 8_000)
+            let wanting = max(0, Double(size) - available)
+            freeAt = start + wanting * 8 / capacity(sentAt) * 1_000
+            tokens = max(0, available - Double(size))
+            tokensAt = freeAt
             let arrival = max(lastArrival, freeAt + max(0, propagation + jitter * gaussian()))
             lastArrival = arrival
             return arrival
@@ -150,11 +159,12 @@ struct CongestionControlTests {
     /// Runs a call's sender over `link` for `seconds`, 1,200-byte packets at the target, feedback every 50 ms back
     /// over `propagation`; returns the target and reason at each whole 100 ms.
     /// `sendShare` of the target is what the sender uses (an encoder under its target sends less).
+    /// With `probingUpTo`, the sender probes (`startProbe`) for what it wants and pads as a probe asks.
     static func simulate(
-        _ link: Link, seconds: Int, sendShare: Double = 1
+        _ link: Link, seconds: Int, sendShare: Double = 1, probingUpTo wanted: Double? = nil,
+        estimator: inout BandwidthEstimator
     ) -> [(at: Double, target: Double, reason: EstimateReason)] {
         var link = link
-        var estimator = BandwidthEstimator()
         var recorder = FeedbackRecorder()
         var inFlight: [(arrival: Double, sequence: UInt16)] = []
         var returning: [(at: Double, feedback: TransportFeedback)] = []
@@ -166,6 +176,14 @@ struct CongestionControlTests {
                 let sequence = estimator.sent(size: 1_200, at: nextSend)
                 if let arrival = link.carry(size: 1_200, sentAt: nextSend) { inFlight.append((arrival, sequence)) }
                 nextSend += 1_200 * 8 / (estimator.target * sendShare) * 1_000
+            }
+            if let wanted {
+                _ = estimator.startProbe(at: now, wanted: wanted)
+                while case let owed = estimator.probe.paddingOwed(at: now), owed > 0 {
+                    let size = min(owed, 1_200)
+                    let sequence = estimator.sent(size: size, at: now)
+                    if let arrival = link.carry(size: size, sentAt: now) { inFlight.append((arrival, sequence)) }
+                }
             }
             while let first = inFlight.first, first.arrival <= now {
                 recorder.received(first.sequence, at: first.arrival)
@@ -181,6 +199,13 @@ struct CongestionControlTests {
             if step % 100 == 0 { trace.append((now, estimator.target, estimator.reason)) }
         }
         return trace
+    }
+
+    static func simulate(
+        _ link: Link, seconds: Int, sendShare: Double = 1, probingUpTo wanted: Double? = nil
+    ) -> [(at: Double, target: Double, reason: EstimateReason)] {
+        var estimator = BandwidthEstimator()
+        return simulate(link, seconds: seconds, sendShare: sendShare, probingUpTo: wanted, estimator: &estimator)
     }
 
     @Test("on a clean link with room to spare the estimate climbs from its start, never backing off")

@@ -19,6 +19,8 @@ public enum EstimateReason: Sendable, Equatable, CustomStringConvertible {
     case holding
     /// At the most the sender wants to send.
     case ceiling
+    /// Raised to what a probe found the link carries.
+    case probed
 
     public var description: String {
         switch self {
@@ -28,6 +30,7 @@ public enum EstimateReason: Sendable, Equatable, CustomStringConvertible {
         case .loss(let fraction): "loss \(Int((fraction * 100).rounded())) %"
         case .holding: "holding"
         case .ceiling: "at the ceiling"
+        case .probed: "raised by a probe"
         }
     }
 }
@@ -106,6 +109,10 @@ public struct BandwidthEstimator: Sendable {
     public private(set) var inherentLoss = 0.0
     /// Round-trip time used for the response time (ms); the engine sets it from RTCP.
     public var roundTrip = 100.0
+    /// Probing for room to climb (`UplinkProbe`).
+    public private(set) var probe = UplinkProbe()
+    /// When the first feedback came: calm is counted from it until a decrease.
+    private var firstFeedback: Double?
 
     /// What the sender should aim at now (bits a second).
     public private(set) var target: Double
@@ -125,8 +132,28 @@ public struct BandwidthEstimator: Sendable {
     /// Notes a packet sent (`size` bytes at `now` ms) and returns its transport-wide sequence number.
     public mutating func sent(size: Int, at now: Double) -> UInt16 {
         let sequence = history.next()
-        history.sent(sequence, size: size, at: now)
+        noteSent(sequence, size: size, at: now)
         return sequence
+    }
+
+    /// Notes that the packet numbered `sequence` (from `history.next()`) left at `now` (ms), `size` bytes on the
+    /// wire: remembered for feedback, and counted toward a probe sending.
+    public mutating func noteSent(_ sequence: UInt16, size: Int, at now: Double) {
+        let unwrapped = history.sent(sequence, size: size, at: now)
+        probe.sent(unwrapped, size: size, at: now)
+    }
+
+    /// A probe to start at `now` when the estimate holds the sender under what it `wanted` (bits a second) and the
+    /// link has been calm for 2 s (no decrease, no queue filling, loss no more than the link's own); nil otherwise.
+    /// The caller sends padding beside its media while it runs (`probe.paddingOwed(at:)`).
+    public mutating func startProbe(at now: Double, wanted: Double) -> ProbeCluster? {
+        let calm =
+            state == .increase && delay.usage == .normal && loss - inherentLoss < 0.02
+            ? [firstFeedback, lastDecrease, lastLossDecrease].compactMap { $0 }.max() : nil
+        // 10 % past the capacity found at the last decreases, without a decrease since: the link has room again.
+        let pastCapacity = capacity.map { target > 1.1 * $0 } ?? false
+        return probe.start(
+            at: now, estimate: target, wanted: min(wanted, limits.maximum), calmSince: calm, pastCapacity: pastCapacity)
     }
 
     /// Takes one feedback packet received at `now` (ms) and returns the new target (bits a second).
@@ -134,6 +161,7 @@ public struct BandwidthEstimator: Sendable {
     public mutating func feedback(_ feedback: TransportFeedback, at now: Double) -> Double {
         let results = history.results(of: feedback)
         guard !results.isEmpty else { return target }
+        firstFeedback = firstFeedback ?? now
         for result in results {
             reported += 1
             guard let arrival = result.arrivedAt else {
@@ -143,11 +171,24 @@ public struct BandwidthEstimator: Sendable {
             acknowledged.add(at: arrival, size: result.size)
             delay.add(sentAt: result.sentAt, arrivedAt: arrival)
         }
+        let before = delayBased
         updateDelayBased(at: now)
         updateLossBased(at: now)
+        // A decrease to under 70 %: the link changed, so the next probe waits only for calm.
+        if delayBased < 0.7 * before { probe.linkChanged() }
+        var probed = false
+        if case .carried(let rate)? = probe.feedback(results, at: now), rate > target, state == .increase {
+            // The link carried more than the estimate: start from there, the old capacity forgotten.
+            delayBased = min(max(delayBased, rate), limits.maximum)
+            lossBased = max(lossBased, delayBased)
+            capacity = nil
+            probed = true
+        }
         let lower = min(delayBased, lossBased)
         target = min(max(lower, limits.minimum), limits.maximum)
-        if lossBased < delayBased, loss - inherentLoss > 0.1 {
+        if probed {
+            reason = .probed
+        } else if lossBased < delayBased, loss - inherentLoss > 0.1 {
             reason = .loss(loss)
         } else if target >= limits.maximum {
             reason = .ceiling

@@ -84,10 +84,13 @@ public struct SentPacketHistory: Sendable {
         return nextSequence
     }
 
-    /// Notes that packet `sequence` of `size` bytes left at `sentAt` (ms on the sender's clock).
-    public mutating func sent(_ sequence: UInt16, size: Int, at sentAt: Double) {
+    /// Notes that packet `sequence` of `size` bytes left at `sentAt` (ms on the sender's clock); returns its number
+    /// unwrapped.
+    @discardableResult
+    public mutating func sent(_ sequence: UInt16, size: Int, at sentAt: Double) -> Int64 {
         let unwrapped = unwrapper.unwrap(sequence)
         slots[Self.slot(unwrapped, capacity)] = Entry(sequence: unwrapped, sentAt: sentAt, size: size, reported: false)
+        return unwrapped
     }
 
     /// The packets a feedback packet reports on, in sequence order, each at most once over the history's life (a
