@@ -119,7 +119,8 @@ enum NetworkBench {
         steady.notes = [
             "Each rate is over the time between a member's own two statistics files (`--stats-file`, rewritten once a "
                 + "second). fps: frames decoded a second of a peer (30 sent). Frozen: the gaps of over 300 ms between "
-                + "a peer's decoded frames in the window, summed (a tile the relay paused for alice's downlink counts). Concealed: audio frames "
+                + "a peer's decoded frames in the window, summed, a gap still going on counted up to the file's time "
+                + "(a tile the relay paused for alice's downlink counts; a camera turned off does not). Concealed: audio frames "
                 + "concealed ÷ played. alice sends: her video and audio RTP bytes.",
             "Links: \(NetworkScenario.all.map { "`\($0.name)` \($0.summary)" }.joined(separator: "; ")). "
                 + "`rebind`'s window starts at the move: its cost is in the frozen columns.",

@@ -229,8 +229,10 @@ final class EngineCore {
                 oversizedKeyframes: peer.oversizedKeyframes,
                 videoLayer: peer.info.ssrcs.layerIndex(of: peer.videoSSRC) ?? 0, layerSwitches: peer.layerSwitches)
             stats.peers[id]?.audioDelay = peer.audio.playoutDelay
-            stats.peers[id]?.videoFreezes = peer.freezes.count
-            stats.peers[id]?.videoFrozen = peer.freezes.total
+            let frozen =
+                peer.info.videoMuted ? (count: peer.freezes.count, total: peer.freezes.total) : peer.freezes.asOf(now)
+            stats.peers[id]?.videoFreezes = frozen.count
+            stats.peers[id]?.videoFrozen = frozen.total
             stats.peers[id]?.heldByDownlink = remote.held?.held.first { $0.id == id }.map { entry in
                 entry.size.map { "\($0.width)x\($0.height)" } ?? "paused"
             }

@@ -20,4 +20,14 @@ public struct VideoFreezes: Sendable, Equatable {
         }
         last = max(last ?? now, now)
     }
+
+    /// The picture stands still on purpose from here (a camera turned off or on): the gap to the next frame is none.
+    public mutating func restart() { last = nil }
+
+    /// The freezes as of `now`, the one going on counted up to `now`: a tile stood still for the whole of a window
+    /// (paused, or its frames lost) is frozen all along, not only once a frame ends it.
+    public func asOf(_ now: Duration) -> (count: Int, total: Duration) {
+        guard let last, now - last > Self.threshold else { return (count, total) }
+        return (count + 1, total + (now - last))
+    }
 }

@@ -28,4 +28,19 @@ import Testing
         #expect(freezes.count == row.count)
         #expect(freezes.total == .milliseconds(row.totalMs))
     }
+
+    @Test("a freeze going on counts up to now, and once ended counts its whole length once")
+    func ongoing() {
+        var freezes = VideoFreezes()
+        freezes.frame(at: .milliseconds(1_000))
+        #expect(freezes.asOf(.milliseconds(1_300)) == (0, .zero))
+        #expect(freezes.asOf(.milliseconds(4_000)) == (1, .milliseconds(3_000)))
+        freezes.frame(at: .milliseconds(5_000))
+        #expect(freezes.asOf(.milliseconds(5_100)) == (1, .milliseconds(4_000)))
+        #expect(VideoFreezes().asOf(.seconds(9)) == (0, .zero))
+        // A camera turned off: the gap until its next frame is no freeze.
+        freezes.restart()
+        freezes.frame(at: .milliseconds(9_000))
+        #expect(freezes.asOf(.milliseconds(9_100)) == (1, .milliseconds(4_000)))
+    }
 }

@@ -301,6 +301,18 @@ struct CongestionControlTests {
             // 900 - 32 audio = 868: speaker 600, then 200 for the large tile, 68 left: the small tile gets 60.
             layers: [2: 0, 1: 1, 3: 2]),
         Allocation(
+            name: "every tile moves before any is sharper: the smallest layers first, then the speaker up",
+            budget: 700_000,
+            streams: [
+                .init(sender: 1, tileArea: 400, wanted: 0, layerRates: rates),
+                .init(sender: 2, dominant: true, tileArea: 100, wanted: 0, layerRates: rates),
+                .init(sender: 3, tileArea: 50, wanted: 1, layerRates: rates),
+            ],
+            // 668: three times 60 leaves 488; the speaker's 600 does not fit (540 more), its 200 does (140 more),
+            // 348 left; the large tile's 200 (208 left), the small one's 200 (68 left). One pass gave the speaker
+            // 600, the large tile 60 and paused the small one.
+            layers: [2: 1, 1: 1, 3: 1]),
+        Allocation(
             name: "nothing fits: the dominant speaker keeps its smallest layer, the others pause", budget: 50_000,
             streams: [
                 .init(sender: 1, dominant: true, tileArea: 100, wanted: 0, layerRates: rates),
@@ -330,7 +342,7 @@ struct CongestionControlTests {
         #expect(choices[7] == DownlinkAllocation.Choice(layer: 1, reason: .downlink(300_000)))
     }
 
-    @Test("a step up needs 15 % to spare; staying or stepping down does not")
+    @Test("a step up needs 15 % to spare; stepping down does not; staying may cost 10 % over what is left")
     func stepUpMargin() {
         let stream = DownlinkAllocation.Stream(sender: 7, tileArea: 100, wanted: 0, layerRates: Self.rates)
         // 32 audio + 600 fits in 650, but not with 15 % of 600 to spare (722).
@@ -339,6 +351,9 @@ struct CongestionControlTests {
         }
         #expect(layer(budget: 650_000, now: 0) == 0, "the full layer stays")
         #expect(layer(budget: 650_000, now: 1) == 1, "no step up to it from the middle one")
+        #expect(layer(budget: 600_000, now: 0) == 0, "568 left, the full layer's 600 within 10 % of it: stays")
+        #expect(layer(budget: 550_000, now: 0) == 1, "518 left: 600 is more than 10 % over, down")
+        #expect(layer(budget: 600_000, now: 1) == 1)
         #expect(layer(budget: 760_000, now: 1) == 0, "with room to spare, up")
         #expect(layer(budget: 250_000, now: nil) == 2, "paused: 200 does not fit with its margin (262), 60 does")
         #expect(layer(budget: 250_000, now: 2) == 2)

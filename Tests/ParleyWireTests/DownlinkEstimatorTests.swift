@@ -22,11 +22,10 @@ struct DownlinkEstimatorTests {
         // 20 % lost at 1 Mbit/s: what arrived, less half the loss.
         Row(kbps: 1_000, expected: 200, lost: 40, estimate: 900_000, reason: .loss(0.2)),
         Row(kbps: 850, expected: 200, lost: 10, estimate: 900_000, reason: .holding),  // 5 %: held
-        // Clean again, within 10 % of where loss was found (1 Mbit/s): 5 % of it a second.
-        Row(kbps: 850, expected: 200, lost: 0, estimate: 950_000, reason: .climbing),
-        Row(kbps: 850, expected: 200, lost: 0, estimate: 1_000_000, reason: .climbing),
+        // Clean again: within 20 s of the cut, no higher than 90 % of what arrived in the overflow (1 Mbit/s).
+        Row(kbps: 850, expected: 200, lost: 0, estimate: 900_000, reason: .holding),
         // Too few packets sent to judge loss by: counted as none.
-        Row(kbps: 850, expected: 10, lost: 5, estimate: 1_050_000, reason: .climbing),
+        Row(kbps: 850, expected: 10, lost: 5, estimate: 900_000, reason: .holding),
         // Far less arrives (tiles went smaller): the estimate stays within reach of it (100 + 500 kbit/s).
         Row(kbps: 100, expected: 100, lost: 0, estimate: 600_000, reason: .climbing),
         // Far from the capacity found, it climbs 8 % a second.
@@ -63,6 +62,33 @@ struct DownlinkEstimatorTests {
         #expect(estimator.inherentLoss > 0.03 && estimator.inherentLoss <= 0.05)
         estimator.update(at: 11_000, bytes: 125_000, expected: 100, lost: 30)
         #expect(estimator.estimate == 850_000, "30 % lost at 1 Mbit/s: what arrived, less half the loss")
+    }
+
+    /// Climbing straight back to where a link overflowed overflowed it again every 10 s (the lab's
+    /// `congested-downlink`), each time freezing every tile for a second or two.
+    @Test("after a cut the estimate stays under 90 % of where the overflow began for 20 s, then climbs again")
+    func ceilingAfterACut() {
+        var estimator = DownlinkEstimator()
+        estimator.update(at: 0, bytes: 0, expected: 0, lost: 0)
+        // The call's first overflow, no estimate before it: 20 % lost with 1 Mbit/s arriving, the ceiling 900.
+        #expect(estimator.update(at: 1_000, bytes: 125_000, expected: 200, lost: 40) == 900_000)
+        // Its aftermath a second later (resends, keyframes): cut again, the ceiling kept (700 arrived: no higher).
+        #expect(estimator.update(at: 2_000, bytes: 87_500, expected: 200, lost: 40) == 630_000)
+        var climbed: [Double] = []
+        for second in 3...24 {
+            climbed.append(
+                estimator.update(at: Double(second) * 1_000, bytes: 87_500, expected: 200, lost: 0) ?? 0)
+        }
+        // Near the 700 kbit/s found at the last cut: 5 % of it a second, up to the ceiling until 20 s after the cut.
+        #expect(climbed.prefix(3) == [665_000, 700_000, 735_000], "\(climbed.prefix(3))")
+        #expect(climbed[7...18].allSatisfy { $0 == 900_000 }, "\(climbed)")
+        #expect(estimator.reason == .climbing && climbed.last! > 900_000, "\(climbed.suffix(3))")
+        // Past the ceiling it overflows again at about the same level (1,005 kbit/s): the next hold is 40 s.
+        estimator.update(at: 25_000, bytes: 100_000, expected: 200, lost: 60)
+        #expect(estimator.reason == .loss(0.3) && estimator.hold == 40_000)
+        // An overflow while the ceiling holds (a tile's keyframe) is no reason to hold longer.
+        estimator.update(at: 30_000, bytes: 100_000, expected: 200, lost: 60)
+        #expect(estimator.hold == 20_000)
     }
 
     @Test("a restart leaves out what came before: the next interval is from there")

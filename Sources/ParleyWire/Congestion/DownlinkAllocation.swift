@@ -1,10 +1,13 @@
 /// How the relay shares one receiver's downlink among the senders it draws, once it knows what the downlink carries:
-/// audio always; then the dominant speaker's video; then the other tiles, largest first, each at the highest of its
-/// layers that fits what is left, never above the layer its tile asks for. The dominant speaker keeps at least its
-/// smallest layer even when nothing fits (a call where you cannot see who talks is broken); any other tile that does
-/// not fit is paused, and the receiver is told why. A step up (a larger layer than the one a sender gets now, or any
-/// layer for one paused) must fit with `upgradeMargin` to spare, so an estimate creeping up and down around a layer's
-/// cost does not switch it (each switch costs a keyframe) on every move.
+/// audio always; then video in the order dominant speaker, then the other tiles largest first: first each tile's
+/// smallest layer while it fits, then each tile, in the same order, up to the highest of its layers that fits what is
+/// left, never above the layer its tile asks for. The dominant speaker keeps at least its smallest layer even when
+/// nothing fits (a call where you cannot see who talks is broken); any other tile whose smallest layer does not fit
+/// is paused, and the receiver is told why. A step up (a larger layer than the one a sender gets now, or any
+/// layer for one paused) must fit with `upgradeMargin` to spare, and the layer a sender gets now stays while it is
+/// within `stayTolerance` of fitting, so an estimate creeping up and down around a layer's cost, or a layer's rate
+/// measured a little higher one second (a keyframe in it), does not switch it (each switch costs a keyframe, and a
+/// `congested-downlink` tile switched every second, frozen for a part of most).
 public enum DownlinkAllocation {
     /// One sender's video as this receiver draws it.
     public struct Stream: Sendable, Equatable {
@@ -50,6 +53,8 @@ public enum DownlinkAllocation {
 
     /// What a step up must leave to spare, as a fraction of its layer's cost.
     public static let upgradeMargin = 0.15
+    /// How far over what is left the layer a sender gets now may cost and still stay, as a fraction of its cost.
+    public static let stayTolerance = 0.1
 
     /// The layers for one receiver whose downlink carries `budget` bits a second, `audio` of it taken by sound;
     /// `current` is what each sender's video gets now (nil: paused; a sender not listed is new, with no margin).
@@ -63,30 +68,43 @@ public enum DownlinkAllocation {
             if first.tileArea != second.tileArea { return first.tileArea > second.tileArea }
             return first.sender < second.sender
         }
+        // First every drawn tile's smallest layer, in that order, while it fits (the speaker's always); then, in the
+        // same order, each tile up to the largest layer that fits what is left. Greedy in one pass, the speaker and
+        // the largest tile took large layers and the last tile was paused: a tile standing still for as long as the
+        // downlink is short, where three smaller pictures all move.
+        var smallestFirst: [UInt32: Int] = [:]
         for stream in ordered {
-            guard let wanted = stream.wanted, !stream.layerRates.isEmpty else {
+            guard stream.wanted != nil, !stream.layerRates.isEmpty else {
                 choices[stream.sender] = Choice(layer: nil, reason: .notDrawn)
                 continue
             }
-            let first = min(max(wanted, 0), stream.layerRates.count - 1)
-            let now = current[stream.sender]
-            func cost(_ layer: Int) -> Double {
-                guard let now else { return stream.layerRates[layer] }  // new: no margin
-                let isStepUp = now.map { layer < $0 } ?? true
-                return stream.layerRates[layer] * (isStepUp ? 1 + upgradeMargin : 1)
-            }
-            if let fits = (first..<stream.layerRates.count).first(where: { cost($0) <= left }) {
-                left -= stream.layerRates[fits]
-                choices[stream.sender] = Choice(layer: fits, reason: fits == first ? .asked : .downlink(budget))
-            } else if stream.dominant {
-                let smallest = stream.layerRates.count - 1
+            let smallest = stream.layerRates.count - 1
+            if cost(stream, smallest, current) <= left || stream.dominant {
                 left -= stream.layerRates[smallest]
-                choices[stream.sender] = Choice(layer: smallest, reason: smallest == first ? .asked : .downlink(budget))
+                smallestFirst[stream.sender] = smallest
             } else {
                 choices[stream.sender] = Choice(layer: nil, reason: .downlink(budget))
             }
         }
+        for stream in ordered {
+            guard let wanted = stream.wanted, let smallest = smallestFirst[stream.sender] else { continue }
+            let first = min(max(wanted, 0), smallest)
+            let base = stream.layerRates[smallest]
+            let layer =
+                (first..<smallest).first { cost(stream, $0, current) - base <= left } ?? smallest
+            left -= stream.layerRates[layer] - base
+            choices[stream.sender] = Choice(layer: layer, reason: layer == first ? .asked : .downlink(budget))
+        }
         return choices
+    }
+
+    /// What `layer` of `stream` costs for the choice: a step up (from a smaller layer, or from paused) with
+    /// `upgradeMargin` to spare, staying less `stayTolerance`, a new sender (not in `current`) its rate.
+    private static func cost(_ stream: Stream, _ layer: Int, _ current: [UInt32: Int?]) -> Double {
+        guard let now = current[stream.sender] else { return stream.layerRates[layer] }  // new: no margin
+        let isStepUp = now.map { layer < $0 } ?? true
+        let factor = isStepUp ? 1 + upgradeMargin : now == layer ? 1 - stayTolerance : 1
+        return stream.layerRates[layer] * factor
     }
 }
 
