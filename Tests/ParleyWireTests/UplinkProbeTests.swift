@@ -68,6 +68,16 @@ struct UplinkProbeTests {
         #expect(outcome == .full && probe.cluster == nil)
         #expect(probe.start(at: 7_000, estimate: 400_000, wanted: 1_000_000, calmSince: 3_000) == nil)
         #expect(probe.start(at: 9_200, estimate: 400_000, wanted: 1_000_000, calmSince: 3_000) != nil)
+        // Full a second time: no more probes while nothing says the link changed…
+        #expect(probe.feedback([], at: 10_400) == .full)
+        #expect(probe.start(at: 60_000, estimate: 400_000, wanted: 1_000_000, calmSince: 3_000) == nil)
+        // …until the estimate climbs past the capacity found (a second after the last probe),
+        let past = probe.start(at: 60_000, estimate: 400_000, wanted: 1_000_000, calmSince: 3_000, pastCapacity: true)
+        #expect(past != nil)
+        #expect(probe.feedback([], at: 61_200) == .full)
+        // or a large decrease says it changed.
+        probe.linkChanged()
+        #expect(probe.start(at: 61_300, estimate: 400_000, wanted: 1_000_000, calmSince: 3_000) != nil)
     }
 
     /// 4 Mbit/s, 500 kbit/s from 15 s, 4 Mbit/s again from 35 s; 60 ms of queue behind a bucket of 5,000 bytes.
@@ -106,7 +116,7 @@ struct UplinkProbeTests {
         let link = CongestionControlTests.Link(capacity: { _ in 500_000 }, queueLimit: 60, burst: 4_000)
         var estimator = BandwidthEstimator()
         let trace = CongestionControlTests.simulate(link, seconds: 40, probingUpTo: 1_200_000, estimator: &estimator)
-        #expect(estimator.probe.started >= 3, "\(estimator.probe.started) probes")
+        #expect(estimator.probe.started >= 2, "\(estimator.probe.started) probes")
         let raised = trace.filter { $0.at >= 10_000 && $0.reason == .probed }.map(\.at)
         #expect(raised.isEmpty, "\(raised)")
         // The climb alone saws up to about 10 % past the capacity before the queue says so; probes add nothing.
