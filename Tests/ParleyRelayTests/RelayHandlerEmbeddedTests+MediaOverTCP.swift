@@ -38,14 +38,6 @@ extension RelayHandlerEmbeddedTests {
         let bobAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_001)
         let aliceUDP = try SocketAddress(ipAddress: "127.0.0.1", port: 41_002)
 
-        func udp(_ bytes: [UInt8], from address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
-            try relay.media.writeInbound(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
-            relay.media.pipeline.fireChannelReadComplete()
-            var out: [AddressedEnvelope<ByteBuffer>] = []
-            while let envelope: AddressedEnvelope<ByteBuffer> = try relay.media.readOutbound() { out.append(envelope) }
-            return out
-        }
-
         // Alice binds over her connection: the answer comes back as a binary frame.
         let aliceBind = BindRequest(
             ssrc: aliceJoined.media.ssrcs.audio, memberID: aliceJoined.you.id, token: aliceToken)
@@ -56,7 +48,7 @@ extension RelayHandlerEmbeddedTests {
         #expect(relay.core.value.counters.membersWithMediaOverTCP == 1)
         // Bob binds over UDP.
         let bobBind = BindRequest(ssrc: bobJoined.media.ssrcs.audio, memberID: bobJoined.you.id, token: bobToken)
-        #expect(try udp(bobBind.serialized(), from: bobAddress).count == 1)
+        #expect(try relay.udp(bobBind.serialized(), from: bobAddress).count == 1)
         // Bob can receive now: alice is asked for a keyframe, over her connection.
         let requests = Self.binaryFrames(try Self.written(alice))
         #expect(requests.count == 1 && requests.allSatisfy { MediaPacketKind.classify($0) == .rtcp })
@@ -64,9 +56,10 @@ extension RelayHandlerEmbeddedTests {
         // A probe from alice over UDP is answered over UDP and binds nothing: her media stays on the connection.
         var probe = aliceBind
         probe.isProbe = true
-        let probeAnswers = try udp(probe.serialized(), from: aliceUDP)
+        let probeAnswers = try relay.udp(probe.serialized(), from: aliceUDP)
         #expect(probeAnswers.map(\.remoteAddress) == [aliceUDP])
-        #expect(try udp(Self.audioPacket(ssrc: aliceJoined.media.ssrcs.audio, sequence: 1), from: aliceUDP).isEmpty)
+        #expect(
+            try relay.udp(Self.audioPacket(ssrc: aliceJoined.media.ssrcs.audio, sequence: 1), from: aliceUDP).isEmpty)
 
         // Alice's audio over the connection reaches bob over UDP; bob's reaches alice as a binary frame.
         let fromAlice = Self.audioPacket(ssrc: aliceJoined.media.ssrcs.audio, sequence: 2)
@@ -76,7 +69,7 @@ extension RelayHandlerEmbeddedTests {
         #expect(toBob.map(\.remoteAddress) == [bobAddress])
         #expect(toBob.first.map { Array($0.data.readableBytesView) } == fromAlice)
         let fromBob = Self.audioPacket(ssrc: bobJoined.media.ssrcs.audio, sequence: 7)
-        #expect(try udp(fromBob, from: bobAddress).isEmpty, "nothing for bob's own address")
+        #expect(try relay.udp(fromBob, from: bobAddress).isEmpty, "nothing for bob's own address")
         #expect(Self.binaryFrames(try Self.written(alice)) == [fromBob])
         #expect(relay.core.value.counters.mediaOverTCPReceived == 2)
         #expect(relay.core.value.counters.mediaOverTCPSent == 3)
@@ -88,8 +81,8 @@ extension RelayHandlerEmbeddedTests {
         #expect(try Self.written(alice).isEmpty && alice.isActive)
 
         // A real bind over UDP moves alice's media there.
-        #expect(try udp(aliceBind.serialized(), from: aliceUDP).count == 1)
-        #expect(try udp(fromBob, from: bobAddress).map(\.remoteAddress) == [aliceUDP])
+        #expect(try relay.udp(aliceBind.serialized(), from: aliceUDP).count == 1)
+        #expect(try relay.udp(fromBob, from: bobAddress).map(\.remoteAddress) == [aliceUDP])
         #expect(Self.binaryFrames(try Self.written(alice)).isEmpty)
 
         // Her connection closing forgets its address.

@@ -18,17 +18,10 @@ extension RelayHandlerEmbeddedTests {
         let aliceAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_011)
         let bobAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_012)
 
-        func udp(_ bytes: [UInt8], from address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
-            try relay.media.writeInbound(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
-            relay.media.pipeline.fireChannelReadComplete()
-            var out: [AddressedEnvelope<ByteBuffer>] = []
-            while let envelope: AddressedEnvelope<ByteBuffer> = try relay.media.readOutbound() { out.append(envelope) }
-            return out
-        }
         for (joined, address) in [(aliceJoined, aliceAddress), (bobJoined, bobAddress)] {
             let token = try #require(BindToken(hex: joined.media.credential))
             let bind = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: token)
-            _ = try udp(bind.serialized(), from: address)
+            _ = try relay.udp(bind.serialized(), from: address)
         }
 
         // Padding numbered 0...4 reaches nobody; alice's sound numbered 5 reaches bob.
@@ -37,14 +30,14 @@ extension RelayHandlerEmbeddedTests {
             let padding = ProbePadding.packet(
                 ssrc: audio, sequenceNumber: sequence, transportSequence: sequence, size: 600)
             #expect(padding.serialized().count == 600)
-            let out = try udp(padding.serialized(), from: aliceAddress)
+            let out = try relay.udp(padding.serialized(), from: aliceAddress)
             #expect(out.allSatisfy { MediaPacketKind.classify(Array($0.data.readableBytesView)) == .rtcp })
         }
         var sound = RTPPacket(
             header: RTPHeader(payloadType: MediaPayloadType.opus, sequenceNumber: 9, timestamp: 960, ssrc: audio),
             payload: [0xF8, 0xFF, 0xFE])
         sound.header.headerExtension = TransportSequence.stamp(5, onto: nil)
-        let forwarded = try udp(sound.serialized(), from: aliceAddress)
+        let forwarded = try relay.udp(sound.serialized(), from: aliceAddress)
         #expect(forwarded.map(\.remoteAddress) == [bobAddress])
 
         // The feedback about alice's uplink acknowledges all six.

@@ -39,6 +39,15 @@ import Testing
             try channel.pipeline.syncOperations.addHandler(SignalingHandler(core: core))
             return channel
         }
+
+        /// Hands the media socket a datagram from `address`; returns what it wrote back, in order.
+        func udp(_ bytes: [UInt8], from address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
+            try media.writeInbound(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
+            media.pipeline.fireChannelReadComplete()
+            var out: [AddressedEnvelope<ByteBuffer>] = []
+            while let envelope: AddressedEnvelope<ByteBuffer> = try media.readOutbound() { out.append(envelope) }
+            return out
+        }
     }
 
     static func frame(_ opcode: WebSocketOpcode, _ text: String, reserved: WebSocketFrame.ReservedBits = [])
