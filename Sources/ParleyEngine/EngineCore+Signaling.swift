@@ -323,7 +323,7 @@ extension EngineCore {
             if peer.info.videoMuted != mute.video { emit(.remoteVideoMuted(ParticipantID(mute.id), mute.video)) }
             peer.info.audioMuted = mute.audio
             // A camera turned off or on stands the picture still on purpose: no freeze.
-            if peer.info.videoMuted != mute.video { peer.freezes.restart() }
+            if peer.info.videoMuted != mute.video { peer.freezes.restart(at: now) }
             peer.info.videoMuted = mute.video
         case .chat(let chat) where chat.from == 0:
             // Posted in the room's channel from outside the call (the relay names the account).

@@ -21,8 +21,12 @@ public struct VideoFreezes: Sendable, Equatable {
         last = max(last ?? now, now)
     }
 
-    /// The picture stands still on purpose from here (a camera turned off or on): the gap to the next frame is none.
-    public mutating func restart() { last = nil }
+    /// The picture stands still on purpose from `now` (a camera turned off or on): the gap to the next frame is
+    /// none. A freeze going on until now is kept, so the figures never go back.
+    public mutating func restart(at now: Duration) {
+        (count, total) = asOf(now)
+        last = nil
+    }
 
     /// The freezes as of `now`, the one going on counted up to `now`: a tile stood still for the whole of a window
     /// (paused, or its frames lost) is frozen all along, not only once a frame ends it.

@@ -38,9 +38,10 @@ import Testing
         freezes.frame(at: .milliseconds(5_000))
         #expect(freezes.asOf(.milliseconds(5_100)) == (1, .milliseconds(4_000)))
         #expect(VideoFreezes().asOf(.seconds(9)) == (0, .zero))
-        // A camera turned off: the gap until its next frame is no freeze.
-        freezes.restart()
+        // A camera turned off at 5.5 s: the 500 ms frozen before it kept, the gap until its next frame no freeze.
+        freezes.restart(at: .milliseconds(5_500))
+        #expect(freezes.asOf(.milliseconds(5_500)) == (2, .milliseconds(4_500)))
         freezes.frame(at: .milliseconds(9_000))
-        #expect(freezes.asOf(.milliseconds(9_100)) == (1, .milliseconds(4_000)))
+        #expect(freezes.asOf(.milliseconds(9_100)) == (2, .milliseconds(4_500)))
     }
 }
