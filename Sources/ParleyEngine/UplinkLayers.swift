@@ -13,7 +13,8 @@ import ParleyWire
 /// mistake; on a link that really is too narrow the encoder's overshoot brings the loss. A layer comes back on the
 /// estimate alone: with 20 % to spare, or with none once the link has lost nothing for `calmTime`. What a smaller
 /// layer sends cannot show much more room than it uses (the estimate climbs at most to 1.5 times what is
-/// acknowledged), so waiting for the margin alone left a returned capacity unused for seconds (there is no probing).
+/// acknowledged, and a probe waits for 2 s of calm), so waiting for the margin alone left a returned capacity unused
+/// for seconds.
 ///
 /// A layer the uplink does not carry is costed as wanted while it is out: the relay's demand no longer names it
 /// (its receivers moved down), and judging its return without it would bring it straight back.

@@ -209,32 +209,29 @@ private final class LabSignalingHandler: ChannelInboundHandler {
                     .badRequest, ByteBuffer(string: "not a report: \(String(buffer: body).prefix(200))"), "text/plain"
                 )
             }
-            let kept = state.withLockedValue { state in
-                guard LabSignaling.State.admits(member, known: state.reports[member] != nil, count: state.reports.count)
-                else {
-                    return false
-                }
-                state.reports[member] = report
-                return true
-            }
-            return kept
-                ? (.noContent, ByteBuffer(), "text/plain")
-                : (.tooManyRequests, ByteBuffer(string: "more than \(LabSignaling.largestCall) members"), "text/plain")
+            return keep(report, for: member, in: \.reports)
         case (.POST, "/error"):
             guard let member = query["from"] else { return (.badRequest, ByteBuffer(string: "no from="), "text/plain") }
-            let kept = state.withLockedValue { state in
-                guard LabSignaling.State.admits(member, known: state.errors[member] != nil, count: state.errors.count)
-                else {
-                    return false
-                }
-                state.errors[member] = String(String(buffer: body).prefix(1_000))
-                return true
-            }
-            return kept
-                ? (.noContent, ByteBuffer(), "text/plain")
-                : (.tooManyRequests, ByteBuffer(string: "more than \(LabSignaling.largestCall) members"), "text/plain")
+            return keep(String(String(buffer: body).prefix(1_000)), for: member, in: \.errors)
         default:
             return (.notFound, ByteBuffer(string: "no \(head.uri)"), "text/plain")
         }
+    }
+
+    /// Keeps `value` as `member`'s in one of the state's maps, when the call has room for that member's name.
+    private func keep<Value>(
+        _ value: Value, for member: String, in map: WritableKeyPath<LabSignaling.State, [String: Value]>
+    ) -> (HTTPResponseStatus, ByteBuffer, String) {
+        let kept = state.withLockedValue { state in
+            guard
+                LabSignaling.State.admits(
+                    member, known: state[keyPath: map][member] != nil, count: state[keyPath: map].count)
+            else { return false }
+            state[keyPath: map][member] = value
+            return true
+        }
+        return kept
+            ? (.noContent, ByteBuffer(), "text/plain")
+            : (.tooManyRequests, ByteBuffer(string: "more than \(LabSignaling.largestCall) members"), "text/plain")
     }
 }

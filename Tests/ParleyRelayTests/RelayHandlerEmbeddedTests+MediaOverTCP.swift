@@ -26,12 +26,8 @@ extension RelayHandlerEmbeddedTests {
 
     @Test func mediaOverTheSignalingConnectionIsBoundAndForwardedLikeUDP() throws {
         let relay = try Relay()
-        let alice = try relay.connect()
-        try alice.writeInbound(Self.join("alice"))
-        let aliceJoined = try #require(Self.joined(Self.messages(try Self.written(alice))))
-        let bob = try relay.connect()
-        try bob.writeInbound(Self.join("bob"))
-        let bobJoined = try #require(Self.joined(Self.messages(try Self.written(bob))))
+        let (alice, aliceJoined) = try relay.join("alice")
+        let (bob, bobJoined) = try relay.join("bob")
         _ = try Self.written(alice)
         let aliceToken = try #require(BindToken(hex: aliceJoined.media.credential))
         let bobToken = try #require(BindToken(hex: bobJoined.media.credential))
@@ -86,6 +82,7 @@ extension RelayHandlerEmbeddedTests {
         #expect(Self.binaryFrames(try Self.written(alice)).isEmpty)
 
         // Her connection closing forgets its address.
+        withExtendedLifetime(bob) {}
         try alice.close().wait()
         #expect(relay.core.value.counters.membersWithMediaOverTCP == 0)
     }

@@ -9,12 +9,8 @@ import Testing
 extension RelayHandlerEmbeddedTests {
     @Test func probePaddingIsAcknowledgedAndReachesNobody() throws {
         let relay = try Relay()
-        let alice = try relay.connect()
-        try alice.writeInbound(Self.join("alice"))
-        let aliceJoined = try #require(Self.joined(Self.messages(try Self.written(alice))))
-        let bob = try relay.connect()
-        try bob.writeInbound(Self.join("bob"))
-        let bobJoined = try #require(Self.joined(Self.messages(try Self.written(bob))))
+        let (alice, aliceJoined) = try relay.join("alice")
+        let (bob, bobJoined) = try relay.join("bob")
         let aliceAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_011)
         let bobAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_012)
 
@@ -45,5 +41,6 @@ extension RelayHandlerEmbeddedTests {
         let feedback = try #require(due.first { $0.member == aliceJoined.you.id }?.feedback)
         #expect(
             feedback.baseSequence == 0 && feedback.arrivals.count == 6 && feedback.arrivals.allSatisfy { $0 != nil })
+        withExtendedLifetime((alice, bob)) {}  // their connections stay open throughout
     }
 }

@@ -40,6 +40,14 @@ import Testing
             return channel
         }
 
+        /// A new connection that joined the standup room as `name`, and what the relay answered.
+        func join(_ name: String) throws -> (channel: EmbeddedChannel, joined: JoinedRoom) {
+            let channel = try connect()
+            try channel.writeInbound(RelayHandlerEmbeddedTests.join(name))
+            let messages = RelayHandlerEmbeddedTests.messages(try RelayHandlerEmbeddedTests.written(channel))
+            return (channel, try #require(RelayHandlerEmbeddedTests.joined(messages)))
+        }
+
         /// Hands the media socket a datagram from `address`; returns what it wrote back, in order.
         func udp(_ bytes: [UInt8], from address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
             try media.writeInbound(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
@@ -150,11 +158,7 @@ import Testing
         let from = try SocketAddress(ipAddress: "127.0.0.1", port: 41_000)
 
         func bind(_ request: BindRequest) throws -> BindStatus? {
-            try relay.media.writeInbound(
-                AddressedEnvelope(remoteAddress: from, data: ByteBuffer(bytes: request.serialized())))
-            relay.media.pipeline.fireChannelReadComplete()
-            var answers: [AddressedEnvelope<ByteBuffer>] = []
-            while let out: AddressedEnvelope<ByteBuffer> = try relay.media.readOutbound() { answers.append(out) }
+            let answers = try relay.udp(request.serialized(), from: from)
             let ack = answers.first { Bind.isBindPacket(Array($0.data.readableBytesView)) }
             #expect(ack == nil || ack?.remoteAddress == from, "the answer goes back where the request came from")
             return try ack.map { try BindAcknowledgement(parsing: Array($0.data.readableBytesView)).status }

@@ -139,9 +139,9 @@ public struct UplinkProbe: Sendable {
             notBefore = now + Self.afterCarried
         case .full:
             fullInARow += 1
-            // Twice full: the link is what the estimate says. Each probe into a full link costs a little queue and
-            // loss (a 600 kbit/s mobile uplink lost media to one every 8 s), so the next waits for a sign of change:
-            // an estimate past the capacity found, or a large decrease.
+            // Twice full: the link is what the estimate says. Each probe into a full link costs a little queue and,
+            // behind a small bucket, a packet or two, so the next waits for a sign of change: an estimate past the
+            // capacity found, or a large decrease.
             notBefore = fullInARow >= Self.fullBeforeWaiting ? .infinity : now + wait
             wait = min(2 * wait, Self.longestWait)
         }
@@ -159,22 +159,28 @@ public struct UplinkProbe: Sendable {
     /// when at least 90 % arrived and the queue (arrival minus send time, last quarter against first) grew less than
     /// `queueGrowth`; full otherwise.
     static func judge(_ results: [PacketResult], expected: Int) -> ProbeOutcome {
-        let arrived = results.filter { $0.arrivedAt != nil }.sorted { $0.sequence < $1.sequence }
-        guard expected >= 5, arrived.count >= 5, Double(arrived.count) >= 0.9 * Double(expected) else { return .full }
+        let arrived = results.compactMap { result in
+            result.arrivedAt.map {
+                (sentAt: result.sentAt, arrivedAt: $0, size: result.size, sequence: result.sequence)
+            }
+        }.sorted { $0.sequence < $1.sequence }
+        guard expected >= 5, arrived.count >= 5, Double(arrived.count) >= 0.9 * Double(expected),
+            let first = arrived.first, let last = arrived.last
+        else { return .full }
         let quarter = max(1, arrived.count / 4)
-        func queue(_ part: ArraySlice<PacketResult>) -> Double {
-            let delays = part.map { $0.arrivedAt! - $0.sentAt }.sorted()
+        func queue(_ part: ArraySlice<(sentAt: Double, arrivedAt: Double, size: Int, sequence: Int64)>) -> Double {
+            let delays = part.map { $0.arrivedAt - $0.sentAt }.sorted()
             return delays[delays.count / 2]
         }
         let growth = queue(arrived.suffix(quarter)) - queue(arrived.prefix(quarter))
         guard growth < queueGrowth else { return .full }
-        let sendSpan = arrived.last!.sentAt - arrived.first!.sentAt
-        let arrivals = arrived.map { $0.arrivedAt! }
-        let receiveSpan = arrivals.max()! - arrivals.min()!
+        let arrivals = arrived.map(\.arrivedAt)
+        let sendSpan = last.sentAt - first.sentAt
+        let receiveSpan = (arrivals.max() ?? 0) - (arrivals.min() ?? 0)
         guard sendSpan > 0, receiveSpan > 0 else { return .full }
         let bytes = Double(arrived.reduce(0) { $0 + $1.size })
-        let sendRate = (bytes - Double(arrived.last!.size)) * 8_000 / sendSpan
-        let receiveRate = (bytes - Double(arrived.first!.size)) * 8_000 / receiveSpan
+        let sendRate = (bytes - Double(last.size)) * 8_000 / sendSpan
+        let receiveRate = (bytes - Double(first.size)) * 8_000 / receiveSpan
         return .carried(min(sendRate, receiveRate))
     }
 }
