@@ -2,11 +2,20 @@
 # Both install missing Debian packages first (only when absent, with sudo only when not root).
 
 SWIFT       ?= swift
-# One release build with testing enabled serves the tests, the demo and the benchmarks: built once, fast codecs loops.
-# `make run` builds only the `parley` product with the same flags, so a later `make test` reuses what it compiled.
+# One release build with testing enabled serves the tests, the benchmarks and `make install`: built once, fast codec
+# loops.
 BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 BENCH_BIN   := .build/release/parley-bench
+# `make run` is a newcomer's first minutes, so it builds what is quickest to a call: the debug configuration, whose
+# dependencies compile unoptimized in about half the release build's time, while Package.swift optimizes Parley's own
+# modules in it (they touch every pixel and sample); no debug information. Only the `parley` product, into
+# .build/debug: a later `make test` builds release beside it.
+DEMO_FLAGS  := -c debug -debug-info-format none
+DEMO_BIN    := .build/debug/parley
+DEMO_LOG    := .build/build-parley.log
+# What the first build takes on the 2-core development machine, in minutes (`make bench-first-run` measures it).
+FIRST_BUILD_MINUTES := 5
 
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
 # PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
@@ -27,7 +36,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network \
+.PHONY: deps bench-deps build build-parley build-demo build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network bench-first-run \
         install clean fuzz \
         fuzz-seeds format format-check
 
@@ -53,9 +62,30 @@ bench-deps: deps
 build: deps
 	$(SWIFT) build $(BUILD_FLAGS) --build-tests
 
-# Only what the demo needs: the `parley` product, no test targets, no benchmarks.
+# The `parley` product alone, release (what `make install` installs and the benchmarks start).
 build-parley: deps
 	$(SWIFT) build $(BUILD_FLAGS) --product parley
+
+# `make run`'s build says in one line what it is doing and how far it is; the compiler's lines go to $(DEMO_LOG) and
+# are shown (their last 40) only when the build fails.
+build-demo: deps
+	@mkdir -p .build
+	@if [ -x $(DEMO_BIN) ]; then echo "Building Parley (only what changed since the last build)"; \
+	else echo "Building Parley: the first build takes about $(FIRST_BUILD_MINUTES) minutes on 2 cores (this machine has \
+	$$(nproc)); the compiler's lines go to $(DEMO_LOG)"; fi
+	@started=$$(date +%s); \
+	{ $(SWIFT) build $(DEMO_FLAGS) --product parley 2>&1; echo $$? > $(DEMO_LOG).status; } | tee $(DEMO_LOG) | \
+		awk 'BEGIN { srand(); start = srand() } \
+			/^(Fetching|Cloning) / { name = $$2; sub(/.*\//, "", name); sub(/\.git$$/, "", name); \
+				printf "\r\033[K  getting the packages: %s", name; fflush() } \
+			/^\[[0-9]+\/[0-9]+\]/ { split(substr($$1, 2), n, "/"); p = int(100 * n[1] / n[2]); \
+				if (p > shown) { srand(); now = srand(); printf "\r\033[K  compiling: %d %% (%d:%02d)", p, \
+					(now - start) / 60, (now - start) % 60; fflush(); shown = p } } \
+			END { printf "\r\033[K" }'; \
+	status=$$(cat $(DEMO_LOG).status); \
+	if [ "$$status" != 0 ]; then tail -n 40 $(DEMO_LOG); \
+		echo "The build failed (swift build exited with $$status); all its lines are in $(DEMO_LOG)"; exit 1; fi; \
+	echo "Built in $$(( $$(date +%s) - started )) s: $(DEMO_BIN)"
 
 # The benchmarks' own program, the `parley` it starts and the probe the render benchmark draws through.
 build-bench: deps
@@ -63,8 +93,8 @@ build-bench: deps
 	$(SWIFT) build $(BUILD_FLAGS) --product parley-bench
 	$(SWIFT) build $(BUILD_FLAGS) --product parley-tui-probe
 
-run: build-parley
-	$(BIN) demo
+run: build-demo
+	$(DEMO_BIN) demo
 
 # Every suite runs in one process, `swift test` with no filter, and passes: suites that must not share the machine
 # carry a lane (`.lane(.processes)`: Sources/ParleyTestLanes/TestLane.swift says which lane is for what and why), and
@@ -119,6 +149,12 @@ bench-broadcast: build-bench
 # APT_PACKAGES), Parley's and then Chromium's (bench tools), ~9 min. PARLEY_NETWORK_SCENARIOS=a,b runs those alone.
 bench-network: bench-deps build-bench
 	$(BENCH_BIN) network --parley $(BIN) --markdown docs/benchmarks.md
+
+# The first run as a newcomer meets it: this commit cloned into an empty folder, `make run` in a 100x30 tmux pane,
+# seconds to the first video cell; once with an empty SwiftPM package cache, then three times with the cache that
+# filled (PARLEY_FIRST_RUN_COLD/_WARM change the counts), ~35 min. Not part of `bench` (`all`).
+bench-first-run: build-bench
+	$(BENCH_BIN) first-run --parley $(BIN) --markdown docs/benchmarks.md
 
 # A click a second for 60 s through Parley, baresip, a Chromium tab and PulseAudio's own loop on one private sound
 # server (pulseaudio is in APT_PACKAGES; baresip and Chromium are bench tools).

@@ -31,7 +31,7 @@ extension BenchSection {
     /// Sections whose benchmarks start the `parley` binary.
     public var startsParley: Bool {
         switch self {
-        case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network: true
+        case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network, .firstRun: true
         case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast: false
         }
     }
@@ -78,6 +78,8 @@ extension BenchSection {
             }
         case .network:
             return try await NetworkBench.run(parley: context.parley, log: log)
+        case .firstRun:
+            return try FirstRunBench.run(parley: context.parley, log: log)
         case .broadcast:
             return try Self.naming("broadcast") {
                 try BroadcastBench.run(BroadcastBench.Settings.fromEnvironment(parleyPath: context.parley), log: log)

@@ -6,6 +6,7 @@ public enum BenchSection: String, CaseIterable, Sendable {
         broadcast
     case mouthToEar = "mouth-to-ear"
     case network
+    case firstRun = "first-run"
 }
 
 /// The results page as text with one marked block per section, and the one edit a run makes to it: replace what is
