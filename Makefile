@@ -8,8 +8,8 @@ BUILD_FLAGS := -c release -Xswiftc -enable-testing
 BIN         := .build/release/parley
 BENCH_BIN   := .build/release/parley-bench
 # `make run` is a newcomer's first minutes, so it builds what is quickest to a call: the debug configuration, whose
-# dependencies compile unoptimized in about half the release build's time, while Package.swift optimizes Parley's own
-# modules in it (they touch every pixel and sample); no debug information. Only the `parley` product, into
+# dependencies compile unoptimized in about half the release build's time, while Package.swift optimizes the two
+# modules that touch every pixel in it (`optimizedInDebug`); no debug information. Only the `parley` product, into
 # .build/debug: a later `make test` builds release beside it.
 DEMO_FLAGS  := -c debug -debug-info-format none
 DEMO_BIN    := .build/debug/parley
@@ -72,7 +72,7 @@ build-demo: deps
 	@mkdir -p .build
 	@if [ -x $(DEMO_BIN) ]; then echo "Building Parley (only what changed since the last build)"; \
 	else echo "Building Parley: the first build takes about $(FIRST_BUILD_MINUTES) minutes on 2 cores (this machine has \
-	$$(nproc)); the compiler's lines go to $(DEMO_LOG)"; fi
+	$$(nproc))."; echo "The compiler's lines go to $(DEMO_LOG)."; fi
 	@started=$$(date +%s); \
 	{ $(SWIFT) build $(DEMO_FLAGS) --product parley 2>&1; echo $$? > $(DEMO_LOG).status; } | tee $(DEMO_LOG) | \
 		awk 'BEGIN { srand(); start = srand() } \
