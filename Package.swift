@@ -282,7 +282,7 @@ let package = Package(
             name: "ParleyBenchTests",
             dependencies: [
                 "ParleyTestLanes",
-                "ParleyBench", "ParleyPictures", "ParleyRoom", "ParleyRelay", "ParleyWire",
+                "ParleyBench", "ParleyPictures", "ParleyRoom", "ParleyRelay", "ParleyWire", "ParleyProcesses",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

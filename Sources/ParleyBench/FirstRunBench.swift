@@ -107,19 +107,40 @@ enum FirstRunBench {
             Thread.sleep(forTimeInterval: 0.2)
         }
         Thread.sleep(forTimeInterval: settle)
-        guard let pid = process(running: binary) else { throw BenchFailure("first-run: no process runs \(binary)") }
+        let panePID = Int32(
+            try pane.run(["display", "-p", "#{pane_pid}"]).trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let panePID, let pid = process(running: binary, under: panePID) else {
+            throw BenchFailure("first-run: no process in the pane runs \(binary)")
+        }
         let before = processSchedulerSeconds(pid: pid).run
         Thread.sleep(forTimeInterval: cpuWindow)
         return (processSchedulerSeconds(pid: pid).run - before) / cpuWindow
     }
 
-    /// The process whose executable is `binary`.
-    static func process(running binary: String) -> Int32? {
+    /// The process under `ancestor` (the pane's shell) whose executable is `binary`: not another program's `parley`.
+    static func process(running binary: String, under ancestor: Int32) -> Int32? {
         let target = URL(fileURLWithPath: binary).resolvingSymlinksInPath().path
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).first { pid in
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == target
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == target else {
+                return false
+            }
+            var current = pid
+            while current > 1 {
+                if current == ancestor { return true }
+                current = parent(of: current) ?? 1
+            }
+            return false
         }
+    }
+
+    /// A process's parent, from /proc/PID/stat (the field after the parenthesised name, which may hold spaces).
+    static func parent(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
     }
 
     /// Clones, starts `make run` in a pane and reads the pane once a second until the first picture cell.

@@ -1,3 +1,5 @@
+import Foundation
+import ParleyProcesses
 import Testing
 
 @testable import ParleyBench
@@ -54,5 +56,16 @@ struct FirstRunBenchTests {
             ], release: 0.35, settings: Self.settings, uncommitted: true)
         #expect(missed.notes[0].contains(": NOT met (slowest 481 s of 2)"))
         #expect(missed.notes[1].contains("uncommitted changes"))
+    }
+
+    @Test("the demo's process is found by its executable under the pane's shell, not elsewhere")
+    func processUnderAnAncestor() throws {
+        #expect(FirstRunBench.parent(of: getpid()) == getppid())
+        // Killed when it goes.
+        let sleeper = try BackgroundProcess("/bin/sleep", ["30"])
+        let pid = sleeper.pid
+        #expect(FirstRunBench.process(running: "/bin/sleep", under: getpid()) == pid)
+        #expect(FirstRunBench.process(running: "/bin/sleep", under: pid + 100_000) == nil)
+        withExtendedLifetime(sleeper) {}
     }
 }
