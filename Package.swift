@@ -3,7 +3,8 @@ import PackageDescription
 
 /// `make run` builds the debug configuration: a first run compiles the dependencies unoptimized, in about half the
 /// release build's time. The two modules that touch every pixel (the synthetic cameras, scaling, the picture cells) are
-/// optimized in it all the same: unoptimized, the demo call kept 1.66 cores busy, with them 0.46–0.59 (release 0.27).
+/// optimized in it all the same: unoptimized, the demo call kept 1.66 cores busy, with them about half a core (release
+/// build: 0.28; `make bench-first-run`).
 /// `make build`, `make test` and `make install` build release, where every module is optimized.
 let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
