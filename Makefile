@@ -152,7 +152,7 @@ bench-network: bench-deps build-bench
 
 # The first run as a newcomer meets it: this commit cloned into an empty folder, `make run` in a 100x30 tmux pane,
 # seconds to the first video cell; once with an empty SwiftPM package cache, then three times with the cache that
-# filled (PARLEY_FIRST_RUN_COLD/_WARM change the counts), ~35 min. Not part of `bench` (`all`).
+# filled (PARLEY_FIRST_RUN_COLD/_WARM change the counts), ~25 min. Not part of `bench` (`all`).
 bench-first-run: build-bench
 	$(BENCH_BIN) first-run --parley $(BIN) --markdown docs/benchmarks.md
 

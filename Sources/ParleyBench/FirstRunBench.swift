@@ -23,8 +23,7 @@ enum FirstRunBench {
         static let goal = 480.0
 
         /// The checkout this program runs in and its HEAD; `PARLEY_FIRST_RUN_COLD`/`_WARM` set the counts.
-        static func fromEnvironment() throws -> Settings {
-            let git = try findTool("git", package: "git")
+        static func fromEnvironment(git: String) throws -> Settings {
             let top = try ChildProcess.run(git, ["rev-parse", "--show-toplevel"])
             guard top.status == 0 else { throw BenchFailure("first-run: run it inside Parley's git checkout") }
             let repository = top.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -66,8 +65,8 @@ enum FirstRunBench {
 
     /// `parley`: the release build, whose demo's CPU is the reference for the first run's build.
     static func run(parley: String, log: @escaping @Sendable (String) -> Void) throws -> [BenchTable] {
-        let settings = try Settings.fromEnvironment()
         let git = try findTool("git", package: "git")
+        let settings = try Settings.fromEnvironment(git: git)
         let dirty = try ChildProcess.run(
             git, ["-C", settings.repository, "status", "--porcelain", "--untracked-files=no"])
         let root = NSTemporaryDirectory() + "parley-first-run-\(getpid())"
@@ -128,19 +127,10 @@ enum FirstRunBench {
             var current = pid
             while current > 1 {
                 if current == ancestor { return true }
-                current = parent(of: current) ?? 1
+                current = ProcessFamily.stat(current)?.parent ?? 1
             }
             return false
         }
-    }
-
-    /// A process's parent, from /proc/PID/stat (the field after the parenthesised name, which may hold spaces).
-    static func parent(of pid: Int32) -> Int32? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        return fields.count > 1 ? Int32(fields[1]) : nil
     }
 
     /// Clones, starts `make run` in a pane and reads the pane once a second until the first picture cell.

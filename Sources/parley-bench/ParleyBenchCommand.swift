@@ -47,7 +47,7 @@ struct Measure: AsyncParsableCommand {
             case .mouthToEar: [.mouthToEar]
             case .network: [.network]
             case .firstRun: [.firstRun]
-            // first-run clones and builds Parley four times (~35 min): run on its own (`make bench-first-run`).
+            // first-run clones and builds Parley four times (~25 min): run on its own (`make bench-first-run`).
             case .all: BenchSection.allCases.filter { $0 != .firstRun }
             }
         }

@@ -60,7 +60,7 @@ struct FirstRunBenchTests {
 
     @Test("the demo's process is found by its executable under the pane's shell, not elsewhere")
     func processUnderAnAncestor() throws {
-        #expect(FirstRunBench.parent(of: getpid()) == getppid())
+        #expect(ProcessFamily.stat(getpid())?.parent == getppid())
         // Killed when it goes.
         let sleeper = try BackgroundProcess("/bin/sleep", ["30"])
         let pid = sleeper.pid
