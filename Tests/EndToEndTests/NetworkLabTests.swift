@@ -273,9 +273,11 @@ struct NetworkLabTests {
         defer { call.stop() }
         try await call.waitUntilBound()
         var timeline: [String] = []
+        var estimates: [Int] = []
         for _ in 0..<5 {
             try await Task.sleep(for: .seconds(1))  // the estimates find the link
             let report = call.report("alice")
+            estimates.append(report?.uplinkEstimateKbps ?? .max)
             timeline.append(
                 "\(report?.uplinkEstimateKbps ?? 0) (\(report?.uplinkEstimateReason ?? "-"), camera "
                     + "\(report?.videoTargetKbps ?? 0))")
@@ -303,7 +305,11 @@ struct NetworkLabTests {
             #expect(seen.concealed <= holds.concealed, "\(pair): \(seen.concealed * 100) % of the voice concealed")
         }
         if let limit = holds.aliceEstimateKbps {
-            #expect((report?.uplinkEstimateKbps ?? .max) <= limit, "alice's estimate within her \(limit) kbit/s uplink")
+            // An estimate saws around the capacity (down at a loss or a queue, then climbing past it until the next):
+            // read at one moment it can be a few % over. Over the 10 s it must sit within the link.
+            estimates.append(report?.uplinkEstimateKbps ?? .max)
+            let middle = estimates.sorted()[estimates.count / 2]
+            #expect(middle <= limit, "alice's estimate within her \(limit) kbit/s uplink: \(estimates)")
         }
     }
 

@@ -18,14 +18,17 @@ struct UplinkProbeTests {
 
     static let judgements: [Judgement] = [
         Judgement(
-            name: "kept pace: carried at 8 Mbit/s", count: 20, arrival: { 20 + Double($0) },
-            expected: .carried(8_000_000)),
+            name: "kept pace: carried at 95 % of 8 Mbit/s", count: 20, arrival: { 20 + Double($0) },
+            expected: .carried(7_600_000)),
         Judgement(
             name: "arrivals 2 ms apart: the queue grew 19 ms, full", count: 20, arrival: { 20 + 2 * Double($0) },
             expected: .full),
         Judgement(
-            name: "arrivals 1.5 ms apart: grew under 15 ms, carried at what arrived (5.33 Mbit/s)", count: 20,
-            arrival: { 20 + 1.5 * Double($0) }, expected: .carried(19_000 * 8_000 / 28.5)),
+            name: "arrivals 1.5 ms apart: grew under 15 ms, saturated: carried at 95 % of what arrived (5.33 Mbit/s)",
+            count: 20, arrival: { 20 + 1.5 * Double($0) }, expected: .carried(0.95 * 19_000 * 8_000 / 28.5)),
+        Judgement(
+            name: "arrivals a little slower than the sending (1.05 ms apart): 95 % of what arrived", count: 20,
+            arrival: { 20 + 1.05 * Double($0) }, expected: .carried(0.95 * 19_000 * 8_000 / 19.95)),
         Judgement(
             name: "3 of 20 lost: full", count: 20, arrival: { [4, 9, 14].contains($0) ? nil : 20 + Double($0) },
             expected: .full),

@@ -50,6 +50,10 @@ public struct UplinkProbe: Sendable {
     public static let fullBeforeWaiting = 2
     /// The queue's growth over a cluster (ms) that says the link could not carry it.
     public static let queueGrowth = 15.0
+    /// Arrivals under this share of the sending rate say the link was saturated (libwebrtc's figure).
+    public static let unsaturatedRatio = 0.9
+    /// The share of a carried probe's rate the estimate takes (libwebrtc's target utilization).
+    public static let utilization = 0.95
     /// Packets a cluster's judgement keeps at most (2.5 Mbit/s for 150 ms in 100-byte packets is 470).
     public static let packetLimit = 512
 
@@ -155,8 +159,8 @@ public struct UplinkProbe: Sendable {
         fullInARow = 0
     }
 
-    /// The judgement of a cluster's packets (`expected` sent): carried at the lower of its send and receive rates
-    /// when at least 90 % arrived and the queue (arrival minus send time, last quarter against first) grew less than
+    /// The judgement of a cluster's packets (`expected` sent): carried at 95 % of the lower of its send and receive
+    /// rates when at least 90 % arrived and the queue (arrival minus send time, last quarter against first) grew less than
     /// `queueGrowth`; full otherwise.
     static func judge(_ results: [PacketResult], expected: Int) -> ProbeOutcome {
         let arrived = results.compactMap { result in
@@ -181,7 +185,11 @@ public struct UplinkProbe: Sendable {
         let bytes = Double(arrived.reduce(0) { $0 + $1.size })
         let sendRate = (bytes - Double(last.size)) * 8_000 / sendSpan
         let receiveRate = (bytes - Double(first.size)) * 8_000 / receiveSpan
-        return .carried(min(sendRate, receiveRate))
+        // libwebrtc's ProbeBitrateEstimator: arrivals under 90 % of the sending say the link was saturated at what
+        // arrived. Either way only 95 % counts: a shaper's bucket adds its burst to what a 150 ms cluster gets
+        // through (4,000 bytes is 213 kbit/s over 150 ms), so a probe at about the capacity reads a little past it.
+        let saturated = receiveRate < Self.unsaturatedRatio * sendRate
+        return .carried(Self.utilization * (saturated ? receiveRate : min(sendRate, receiveRate)))
     }
 }
 
