@@ -29,11 +29,11 @@ struct RelayPinningTests {
     }
 
     /// Runs a bot for a moment; its exit status and everything it printed.
-    func bot(port: String, _ extra: [String] = []) async throws -> (Int32?, String) {
+    func bot(port: String, _ extra: [String] = [], host: String = "127.0.0.1") async throws -> (Int32?, String) {
         let bot = try BackgroundProcess(
             parley,
             [
-                "bot", "pins", "--server", "127.0.0.1:\(port)", "--name", "bot",
+                "bot", "pins", "--server", "\(host):\(port)", "--name", "bot",
                 "--duration", "1", "--no-decode",
             ] + extra)
         let status = await bot.exitStatus(within: .seconds(15))
@@ -101,6 +101,23 @@ struct RelayPinningTests {
         let list = try ChildProcess.run(parley, ["relays", "list"] + trust)
         #expect(list.output.contains("127.0.0.1:\(port) \(second)"), "\(list.output)")
         relay.stop()
+    }
+
+    /// A relay on every interface is joined at whatever address reaches it (a LAN address): its self-signed
+    /// certificate names only localhost and its loopback addresses, and the pin is what vouches for it.
+    @Test func aSelfSignedRelayIsJoinedAtAnAddressItsCertificateDoesNotName() async throws {
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let trust = ["--known-relays", files + "/known_relays"]
+        let relay = try BackgroundProcess(
+            parley,
+            ["serve", "--log-level", "error", "--host", "0.0.0.0", "--port", "0", "--state-dir", files + "/relay"])
+        defer { relay.stop() }
+        try await relay.output(containing: "media udp", within: .seconds(10))
+        let port = try #require(relay.output.firstMatch(of: /listening on 0\.0\.0\.0:(\d+)/).map { String($0.1) })
+        // 127.0.0.2 is loopback too, and not in the certificate.
+        let (status, output) = try await bot(port: port, trust, host: "127.0.0.2")
+        #expect(status == 0, "\(output)")
+        #expect(knownRelays().contains("127.0.0.2:\(port) SHA256:"), "\(knownRelays())")
     }
 
     @Test func plainSignalingOnlyWhenBothSidesAskForIt() async throws {
