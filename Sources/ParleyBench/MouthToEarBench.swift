@@ -275,6 +275,8 @@ struct ClickRecorder {
     let seconds: Int
     let directory: String
     let name: String
+    /// Clicks not heard are kept as such instead of failing the search (a link that loses packets may lose one).
+    var toleratesLoss = false
 
     /// Records, plays the train (sampling the sound server's stream queues meanwhile), waits for the tail, and
     /// returns the sent (left) and heard (right) channels and the queues.
@@ -325,7 +327,13 @@ struct ClickRecorder {
     func clicks() throws -> (Result<[ClickMatch], ClickSearchError>, PathStreams) {
         let (sent, heard, streams) = try record()
         do {
-            return (.success(try ClickFinder(seconds: seconds).find(sent: sent, heard: heard)), streams)
+            let finder = ClickFinder(seconds: seconds)
+            return (
+                .success(
+                    try toleratesLoss ? finder.findAll(sent: sent, heard: heard) : finder.find(sent: sent, heard: heard)
+                ),
+                streams
+            )
         } catch {
             return (.failure(error), streams)
         }

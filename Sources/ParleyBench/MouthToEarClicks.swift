@@ -116,6 +116,18 @@ public struct ClickFinder: Sendable {
 
     /// Every second's match; throws `ClickSearchError` naming the seconds when a click is missing in either channel.
     public func find(sent: [Int16], heard: [Int16]) throws(ClickSearchError) -> [ClickMatch] {
+        let matches = try findAll(sent: sent, heard: heard)
+        let notHeard = matches.filter { $0.heardAt == nil }.map(\.second)
+        guard notHeard.isEmpty else {
+            throw .notHeard(
+                seconds: notHeard, of: seconds, maximumDelayMilliseconds: maximumDelay * 1000 / ClickTrain.sampleRate)
+        }
+        return matches
+    }
+
+    /// Every second's match, a click not heard as one without `heardAt` (a lossy link may lose one); throws when
+    /// the sent channel does not hold the train.
+    public func findAll(sent: [Int16], heard: [Int16]) throws(ClickSearchError) -> [ClickMatch] {
         let starts = sentClicks(sent)
         let rate = ClickTrain.sampleRate
         // Each click belongs to the second its distance from the first says; all must be there, once each.
@@ -136,7 +148,7 @@ public struct ClickFinder: Sendable {
         guard missingSent.isEmpty, strays == 0 else {
             throw .sentClicksWrong(expected: seconds, found: starts.count, seconds: missingSent)
         }
-        let matches = (0..<seconds).map { second in
+        return (0..<seconds).map { second in
             let sentAt = bySecond[second]!
             let best = bestMatch(in: heard, from: sentAt, to: min(heard.count - click.count, sentAt + maximumDelay))
             var heardAt: Int?
@@ -144,12 +156,6 @@ public struct ClickFinder: Sendable {
             return ClickMatch(
                 second: second, sentAt: sentAt, heardAt: heardAt, correlation: best?.correlation ?? 0)
         }
-        let notHeard = matches.filter { $0.heardAt == nil }.map(\.second)
-        guard notHeard.isEmpty else {
-            throw .notHeard(
-                seconds: notHeard, of: seconds, maximumDelayMilliseconds: maximumDelay * 1000 / rate)
-        }
-        return matches
     }
 
     /// Where each click starts in the sent channel: the best correlation with the click around each place the

@@ -50,6 +50,20 @@ extension MouthToEarBench {
     {
         let (relay, port, _) = try CallBench.startRelay(parley: tools.parley, directory: directory)
         defer { relay.stop() }
+        return try parleyClicks(
+            tools: tools, sound: sound, directory: directory, recorder: recorder,
+            servers: (talker: "127.0.0.1:\(port)", listener: "127.0.0.1:\(port)"),
+            label: "Parley: two `parley join` through `parley serve` (loopback), 160x120 video both ways, in tmux")
+    }
+
+    /// The two `parley join`s of the Parley path against a relay already up at `servers`, each command passed
+    /// through `wrap` (the network lab runs the talker's or the listener's in its member's namespace), with
+    /// `joinArguments` added to both.
+    static func parleyClicks(
+        tools: Tools, sound: SoundServer, directory: String, recorder: ClickRecorder,
+        servers: (talker: String, listener: String), joinArguments: [String] = [], warmUp: Double = warmUp,
+        label: String, wrap: (_ listener: Bool, String, [String]) -> (String, [String]) = { ($1, $2) }
+    ) throws -> PathResult {
         let environment = sound.clientEnvironment(home: directory, sink: Device.ear, source: Device.microphone)
             .merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
         let statistics = [ParleyNames.talker, ParleyNames.listener].map { "\(directory)/parley-\($0)-m2e.json" }
@@ -58,17 +72,19 @@ extension MouthToEarBench {
         for (index, (name, devices)) in [
             (ParleyNames.talker, ["--speaker", "none"]), (ParleyNames.listener, ["--audio", "silence"]),
         ].enumerated() {
-            let command = ChildEnvironment.command(
+            let server = index == 0 ? servers.talker : servers.listener
+            let inner = ChildEnvironment.command(
                 environment: environment, program: tools.parley,
                 arguments: [
-                    "join", "mouth-to-ear", "--server", "127.0.0.1:\(port)", "--name", name, "--profile", "160x120",
+                    "join", "mouth-to-ear", "--server", server, "--name", name, "--profile", "160x120",
                     "--video", "synthetic", "--no-echo-cancel", "--log", "\(directory)/parley-\(name)-m2e.log",
                     "--log-level", "warning", "--stats-file", statistics[index], "--known-relays",
                     "\(directory)/known_relays-\(name)",
-                ] + devices)
+                ] + devices + joinArguments)
+            let command = wrap(index == 1, inner.path, inner.arguments)
             panes.append(
                 try BenchPane(
-                    command: ([command.path] + command.arguments).map(ResultsPage.shellQuoted).joined(separator: " "),
+                    command: ([command.0] + command.1).map(ResultsPage.shellQuoted).joined(separator: " "),
                     columns: CallBench.paneColumns, rows: CallBench.paneRows, tmux: tools.tmux, directory: directory))
         }
         func read(_ index: Int) -> LatencyFields? { try? LatencyFields.read(path: statistics[index]) }
@@ -77,8 +93,13 @@ extension MouthToEarBench {
                 (read(1)?.peer(ParleyNames.talker)?.audioPlayed ?? 0) > 0
             }
         } catch {
+            func log(_ name: String) -> String {
+                let text = (try? String(contentsOfFile: "\(directory)/parley-\(name)-m2e.log", encoding: .utf8)) ?? ""
+                return String(text.suffix(600))
+            }
             throw CallBenchError.unexpected(
-                "\(error)\nlistener's pane:\n\(panes[1].text())\ntalker's pane:\n\(panes[0].text())")
+                "\(error)\nlistener's pane:\n\(panes[1].text())\nits log: \(log(ParleyNames.listener))\n"
+                    + "talker's pane:\n\(panes[0].text())\nits log: \(log(ParleyNames.talker))")
         }
         Thread.sleep(forTimeInterval: warmUp)
         let before = read(1)
@@ -105,9 +126,8 @@ extension MouthToEarBench {
                     + "measured (no statistics from the listener).")
         }
         return PathResult(
-            path: .parley,
-            label: "Parley: two `parley join` through `parley serve` (loopback), 160x120 video both ways, in tmux",
-            matches: matches, notes: notes, streams: streams, parleyStatistics: (talker, listener, before))
+            path: .parley, label: label, matches: matches, notes: notes, streams: streams,
+            parleyStatistics: (talker, listener, before))
     }
 
     // MARK: - baresip

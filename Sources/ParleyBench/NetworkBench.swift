@@ -40,6 +40,12 @@ enum NetworkBench {
         var goals = BenchTable(
             title: "The issue's goals beside Chromium 156 (same lab, same run)",
             columns: ["scenario", "goal", "Parley", "Chromium", "met"])
+        var mouthToEar = BenchTable(
+            title:
+                "Mouth-to-ear on the lab's links: \(MouthToEarBench.labClicks) clicks, one a second, into alice's "
+                + "microphone (her link the scenario's) and out of bob's speaker (his clean), "
+                + "\(Int(MouthToEarBench.labWarmUp)) s after the call settled",
+            columns: ["scenario", "path", "clicks heard", "p50 ms", "p90 ms", "max ms", "notes"])
         var cleanReceive: [Int: Double] = [:]
         // Chromium calls that failed once and were run again, with why.
         var retried: [String] = []
@@ -106,9 +112,15 @@ enum NetworkBench {
                             percent(result.aliceConcealed), percent(chromium.aliceConcealed),
                             verdict(result.aliceConcealed, chromium.aliceConcealed),
                         ])
+                        log("network: \(scenario.name), mouth-to-ear")
+                        let clicks = try await MouthToEarBench.inLab(scenario, parley: parley, log: log)
+                        mouthToEar.rows += mouthToEarRows(scenario, clicks)
+                        let p50 = (clicks.parley.heard, clicks.chromium.heard)
                         goals.add([
-                            scenario.name, "mouth-to-ear (the click method), ≤ Chromium's", "not measured in the lab",
-                            "not measured in the lab", "–",
+                            scenario.name, "mouth-to-ear p50 (the click method, alice → bob), ≤ Chromium's",
+                            milliseconds(p50.0), milliseconds(p50.1),
+                            verdict(
+                                Sample.percentile(p50.0, 0.5) ?? .infinity, Sample.percentile(p50.1, 0.5) ?? .infinity),
                         ])
                     default:
                         break
@@ -140,11 +152,36 @@ enum NetworkBench {
             steady.notes.append(
                 "Chromium calls run a second time after the first failed: " + retried.joined(separator: "; "))
         }
-        goals.notes = [
-            "Mouth-to-ear needs a sound server and a click heard by each client (the `latency` suite); the lab's "
-                + "calls have neither yet, for Parley or Chromium."
+        mouthToEar.notes = [
+            "The mouth-to-ear benchmark's method (`parley-bench mouth-to-ear`, docs/benchmarks.md) on one private "
+                + "sound server: the click sent and the click heard recorded in one stereo stream; each path in a lab "
+                + "of its own with the same links. What differs: Parley's two clients also send 160x120 video both "
+                + "ways (the terminal call always has a camera tile), Chromium's tabs audio alone; each its own Opus "
+                + "settings and jitter buffer. A click a lossy link lost is counted as not heard, not a failure."
         ]
-        return withChromium ? [steady, timelines, goals] : [steady, timelines]
+        if withChromium {
+            return mouthToEar.rows.isEmpty ? [steady, timelines, goals] : [steady, timelines, mouthToEar, goals]
+        }
+        return [steady, timelines]
+    }
+
+    /// The mouth-to-ear table's rows for one scenario: Parley's path and Chromium's.
+    static func mouthToEarRows(_ scenario: NetworkScenario, _ result: MouthToEarBench.LabResult) -> [[String]] {
+        [result.parley, result.chromium].map { path in
+            let delays = path.heard
+            func cell(_ p: Double) -> String { Sample.percentile(delays, p).map { String(format: "%.0f", $0) } ?? "–" }
+            let name = path.path == .chromium ? " **Chromium**" : ""
+            return [
+                "`\(scenario.name)`\(name)", path.label, "\(delays.count) of \(MouthToEarBench.labClicks)", cell(0.5),
+                cell(0.9), cell(1), path.notes.joined(separator: " "),
+            ]
+        }
+    }
+
+    /// A p50 of click delays for the goals table, with how many were heard.
+    static func milliseconds(_ delays: [Double]) -> String {
+        guard let p50 = Sample.percentile(delays, 0.5) else { return "no click heard" }
+        return String(format: "%.0f ms (%d of %d clicks)", p50, delays.count, MouthToEarBench.labClicks)
     }
 
     /// A Chromium call, run once more when it fails (starting a browser per member on two cores is the slowest

@@ -13,6 +13,22 @@ public struct ChromiumCall: Sendable {
     public let browsers: [BackgroundProcess]
     public let signaling: LabSignaling
     public let elements: [EmulatedLink]
+    /// Sound alone, from a sound server (`SoundDevices`): no pictures to wait for.
+    public var soundOnly = false
+
+    /// Chromiums that capture and play through a sound server instead of files, as the mouth-to-ear benchmark's
+    /// do: each member's environment by name (its sound server, microphone and speaker: `SoundServer`'s client
+    /// environment) and an X display to paint on (a Chromium here plays sound only with a window). Each sends its
+    /// microphone alone, echo cancellation, noise suppression and gain control off (the page's `sound=1`).
+    public struct SoundDevices: Sendable {
+        public var display: String
+        public var environment: [String: [String: String]]
+
+        public init(display: String, environment: [String: [String: String]]) {
+            self.display = display
+            self.environment = environment
+        }
+    }
 
     /// The TURN server's port on every relay address (UDP and TCP).
     public static let turnPort = 3478
@@ -42,9 +58,11 @@ public struct ChromiumCall: Sendable {
     }
 
     /// Starts TURN, signaling, the elements of members whose links ask for one, and a Chromium per member sending
-    /// `video` (a .y4m file at 640x360) capped at `videoKbps` and `audio` (a .wav file).
+    /// `video` (a .y4m file at 640x360) capped at `videoKbps` and `audio` (a .wav file), or with `sound` its
+    /// microphone alone.
     public static func start(
-        in lab: NetworkLab, members: [NetworkLab.Member], tag: String, video: String, audio: String, videoKbps: Int
+        in lab: NetworkLab, members: [NetworkLab.Member], tag: String, video: String, audio: String, videoKbps: Int,
+        sound: SoundDevices? = nil
     ) async throws -> ChromiumCall {
         if let reason = unavailableReason { throw NetworkLabError(description: "Chromium in the lab: \(reason)") }
         let folder = NSTemporaryDirectory() + "parley-chromium-\(tag)-\(getpid())"
@@ -81,17 +99,29 @@ public struct ChromiumCall: Sendable {
                     // The user-space element carries UDP only: a member behind one reaches TURN over UDP alone, as
                     // Parley's media stays on UDP while it binds, so neither escapes the link's delay and loss.
                     + (member.link.needsElement ? "&tcp=0" : "")
-                let (path, arguments) = lab.command(
-                    in: member.namespace, chromium,
-                    [
-                        "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio",
-                        "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+                let devices =
+                    sound == nil
+                    ? [
+                        "--headless=new", "--disable-gpu", "--mute-audio", "--use-fake-device-for-media-stream",
                         "--use-file-for-fake-video-capture=\(video)", "--use-file-for-fake-audio-capture=\(audio)",
+                    ] : ["--window-position=0,0", "--window-size=400,300"]
+                let profile = "\(folder)/profile-\(member.name)"
+                let browserArguments =
+                    ["--no-sandbox", "--no-first-run", "--use-fake-ui-for-media-stream"] + devices + [
                         "--autoplay-policy=no-user-gesture-required",
                         // The page is plain http inside the lab; the camera needs a secure context.
                         "--unsafely-treat-insecure-origin-as-secure=\(origin)",
-                        "--user-data-dir=\(folder)/profile-\(member.name)", url,
-                    ])
+                        "--user-data-dir=\(profile)", url + (sound == nil ? "" : "&sound=1"),
+                    ]
+                let browser =
+                    sound.map { sound in
+                        ChildEnvironment.command(
+                            environment: sound.environment[member.name, default: [:]].merging([
+                                "DISPLAY": sound.display, "XDG_CONFIG_HOME": "\(profile)/.config",
+                                "XDG_CACHE_HOME": "\(profile)/.cache",
+                            ]) { $1 }, program: chromium, arguments: browserArguments)
+                    } ?? (chromium, browserArguments)
+                let (path, arguments) = lab.command(in: member.namespace, browser.0, browser.1)
                 browsers.append(try BackgroundProcess(path, arguments, outputPath: "\(folder)/\(member.name).log"))
             }
         } catch {
@@ -103,7 +133,7 @@ public struct ChromiumCall: Sendable {
         }
         return ChromiumCall(
             folder: folder, names: members.map(\.name), turn: turn, browsers: browsers, signaling: signaling!,
-            elements: elements)
+            elements: elements, soundOnly: sound != nil)
     }
 
     /// Every member's last report.
@@ -139,7 +169,7 @@ public struct ChromiumCall: Sendable {
             let reports = signaling.reports
             return names.allSatisfy { name in
                 guard let report = reports[name], report.peers.count == names.count - 1 else { return false }
-                return report.peers.values.allSatisfy { $0.totalSamples > 0 && $0.framesDecoded > 0 }
+                return report.peers.values.allSatisfy { $0.totalSamples > 0 && ($0.framesDecoded > 0 || soundOnly) }
             }
         }
     }

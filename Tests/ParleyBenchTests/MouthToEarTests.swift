@@ -85,6 +85,19 @@ struct MouthToEarTests {
             expected: .failure(.sentClicksWrong(expected: 5, found: 4, seconds: [4]))),
     ]
 
+    /// On a lossy link (the network lab's mouth-to-ear) a lost click is counted as not heard, the others measured;
+    /// a train that never reached the microphone still fails.
+    @Test("the finder that tolerates loss keeps a missing click as not heard")
+    func lossTolerantFinder() throws {
+        let finder = ClickFinder(seconds: Self.seconds)
+        let matches = try finder.findAll(sent: Self.channel(), heard: Self.channel { $0 == 3 ? nil : 7_200 })
+        #expect(matches.map { $0.heardAt == nil } == [false, false, false, true, false])
+        #expect(ClickDelays(matches).milliseconds.map { $0.rounded() } == [150, 150, 150, 150])
+        #expect(throws: ClickSearchError.sentClicksWrong(expected: 5, found: 4, seconds: [1])) {
+            try finder.findAll(sent: Self.channel { $0 == 1 ? nil : 0 }, heard: Self.channel { _ in 7_200 })
+        }
+    }
+
     @Test("the click finder on synthetic recordings", arguments: cases)
     func finder(_ row: Case) {
         let finder = ClickFinder(seconds: Self.seconds)
