@@ -20,9 +20,10 @@ FIRST_BUILD_MINUTES := 5
 # Needed to build and test (GStreamer is the independent RTP stack the encryption proof decodes a capture with;
 # PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
 # the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with;
-# iproute2's ip and tc make the network lab's namespaces and shape its links, nftables loses its packets).
-APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base tmux less libsqlite3-dev \
-                postgresql iproute2 nftables \
+# iproute2's ip and tc make the network lab's namespaces and shape its links, nftables loses its packets;
+# libvterm is the terminal emulator a shared terminal's screen is read from).
+APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base libvterm-dev tmux less \
+                libsqlite3-dev postgresql iproute2 nftables \
                 portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
@@ -184,8 +185,8 @@ format-check:
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
 FUZZ_BUDGET  := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback
-FUZZ_SOURCES := $(shell find Sources/ParleyWire -name "*.swift" | sort) \
+FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback share
+FUZZ_SOURCES := $(shell find Sources/ParleyWire Sources/ParleyBytes -name "*.swift" | sort) \
                 $(addprefix Sources/ParleyMedia/,WAV.swift Y4M.swift AudioFrame.swift VideoFrame.swift MediaFile.swift MediaFileError.swift MediaSource.swift)
 FUZZ_SWIFTC  := swiftc -swift-version 6 -parse-as-library
 fuzz: deps

@@ -38,11 +38,13 @@ let package = Package(
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CVTerm", pkgConfig: "vterm", providers: [.apt(["libvterm-dev"])]),
 
         // One small C shim per library, for exactly what Swift cannot call (macros, varargs, C globals).
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .target(name: "CVPXShim", dependencies: ["CVPX"]),
         .target(name: "CCursesShim", dependencies: ["CNcursesw"]),
+        .target(name: "CVTermShim", dependencies: ["CVTerm"]),
         // ALSA's error handler is variadic: the shim keeps ALSA from printing over the call screen.
         .target(
             name: "CAudioShim", dependencies: ["CPortAudio"],
@@ -111,6 +113,8 @@ let package = Package(
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
         // relay and the client share.
         .target(name: "ParleyWire", dependencies: ["ParleyBytes"]),
+        // A shared terminal (issue 52): the sharer's emulator (libvterm) over the program's output, read as cells.
+        .target(name: "ParleyShare", dependencies: ["CVTermShim", "ParleyWire"]),
         // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP, and the operators' `/metrics` and
         // `/healthz` on their own `--admin` socket (Prometheus text through swift-prometheus).
         .target(
@@ -240,6 +244,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire", "ParleyBytes"]),
+        .testTarget(name: "ParleyShareTests", dependencies: ["ParleyShare", "ParleyWire"]),
         .testTarget(name: "ParleyBusTests", dependencies: ["ParleyBus", "ParleyStore"]),
         .testTarget(
             name: "ParleySecurityTests",

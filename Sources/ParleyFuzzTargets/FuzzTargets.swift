@@ -21,7 +21,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "opus", run: opus), FuzzTarget(name: "signaling", run: signaling),
         FuzzTarget(name: "bind", run: bind), FuzzTarget(name: "jitter", run: jitter),
         FuzzTarget(name: "y4m", run: y4m), FuzzTarget(name: "wav", run: wav),
-        FuzzTarget(name: "feedback", run: feedback),
+        FuzzTarget(name: "feedback", run: feedback), FuzzTarget(name: "share", run: share),
     ]
 
     /// The target called `name`, if any.
@@ -54,6 +54,15 @@ public struct FuzzTarget: Sendable {
         for index in 0..<64 { _ = estimator.sent(size: 1_200, at: Double(index)) }
         estimator.feedback(parsed, at: 100)
         precondition(estimator.target.isFinite && estimator.target > 0, "estimate \(estimator.target) from \(bytes)")
+    }
+
+    /// Terminal share updates: a decoded update survives encode → decode unchanged, and applies to a blank screen
+    /// of its size without trapping.
+    @Sendable static func share(_ bytes: [UInt8]) {
+        guard let update = try? ShareUpdate(decoding: bytes) else { return }
+        precondition((try? ShareUpdate(decoding: update.encoded())) == update, "share round trip changed \(bytes)")
+        let blank = TerminalScreen(rows: update.rows, columns: update.columns)
+        _ = try? update.apply(to: blank, heldSequence: update.base)
     }
 
     /// RTCP compound packets, from an array and from raw memory alike.

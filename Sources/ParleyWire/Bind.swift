@@ -1,4 +1,7 @@
+// `make fuzz` compiles the parsers and ParleyBytes as one module, where there is nothing to import.
+#if canImport(ParleyBytes)
 import ParleyBytes
+#endif
 
 // The Parley bind exchange: an RTCP APP packet (PT 204, name "PRLY") so that captures still dissect as RTCP.
 // A client sends a BindRequest to the relay's media port from the UDP socket it will use for media; the relay

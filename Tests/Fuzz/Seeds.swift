@@ -123,13 +123,26 @@ struct Seeds {
             ).raw().body
         }
         let wav = WAVAudio(sampleRate: 48_000, channels: 1, samples: [0, 1000, -1000, 32767, -32768]).encoded()
+        // A full screen with text in three styles and a wide character, then the changes of a line typed.
+        var before = TerminalScreen(rows: 3, columns: 8, cursor: ShareCursor(row: 1, column: 2))
+        before[0, 0] = ShareCell("$")
+        before[0, 2] = ShareCell("l", style: ShareStyle(foreground: .indexed(2), attributes: [.bold]))
+        before[1, 0] = ShareCell("日", width: 2, style: ShareStyle(background: .rgb(red: 1, green: 2, blue: 3)))
+        before[1, 1] = ShareCell("", width: 0, style: ShareStyle(background: .rgb(red: 1, green: 2, blue: 3)))
+        var after = before
+        after[2, 0] = ShareCell("e\u{301}")
+        after.cursor = ShareCursor(row: 2, column: 1, visible: false)
+        let share = [
+            ShareUpdate.between(nil, before, sequence: 1).encoded(),
+            ShareUpdate.between(before, after, sequence: 2).encoded(),
+        ]
         let seeds: [String: [[UInt8]]] = [
             "rtp": rtp, "rtcp": rtcp, "vp8": [Array(rtp[1][12...]), [0x80, 0x00, 0x31, 0x00, 0x00]],
             "opus": [[0x78], [0xfc, 0xff, 0xfe], [0x03, 0x05, 0x01, 0x02]],
             "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) }
                 + messaging.map { Array($0.utf8) },
             "bind": [bind, ack], "jitter": [jitter], "y4m": [y4m], "wav": [wav],
-            "feedback": feedback,
+            "feedback": feedback, "share": share,
         ]
         for (target, inputs) in seeds {
             let folder = root + "/" + target

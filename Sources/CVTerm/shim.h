@@ -1,0 +1,1 @@
+#include <vterm.h>
