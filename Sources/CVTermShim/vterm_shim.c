@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "vterm_shim.h"
 
 #include <stdlib.h>
@@ -132,3 +133,26 @@ size_t parley_vterm_take_replies(ParleyVTerm *term, char *buffer, size_t capacit
 size_t parley_vterm_replies_dropped(const ParleyVTerm *term) { return term->replies_dropped; }
 
 const char *parley_vterm_title(const ParleyVTerm *term) { return term->title; }
+
+#include <errno.h>
+#include <sys/ioctl.h>
+
+int parley_pty_set_size(int fd, int rows, int cols) {
+    struct winsize size = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+    return ioctl(fd, TIOCSWINSZ, &size) == 0 ? 0 : errno;
+}
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int parley_pty_open(char *name, size_t capacity) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, name, capacity) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}

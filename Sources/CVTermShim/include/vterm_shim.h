@@ -46,4 +46,11 @@ size_t parley_vterm_take_replies(ParleyVTerm *term, char *buffer, size_t capacit
 size_t parley_vterm_replies_dropped(const ParleyVTerm *term);
 /* The terminal's title (OSC 0/2) as last set, 0-terminated, at most 255 bytes. */
 const char *parley_vterm_title(const ParleyVTerm *term);
+
+/* The shared program's pseudo-terminal: ioctl is variadic, which Swift cannot call. 0 on success, else errno. */
+int parley_pty_set_size(int fd, int rows, int cols);
+/* Opens a pseudo-terminal's primary side (close-on-exec, not a controlling terminal), granted and unlocked, its
+   other side's path in `name`; the descriptor, or -errno. posix_openpt and friends need _XOPEN_SOURCE, which Swift's
+   Glibc module is not built with. */
+int parley_pty_open(char *name, size_t capacity);
 #endif
