@@ -156,3 +156,22 @@ int parley_pty_open(char *name, size_t capacity) {
     }
     return fd;
 }
+
+#include <locale.h>
+#include <pthread.h>
+#include <wchar.h>
+
+static locale_t utf8_locale = (locale_t)0;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void make_utf8_locale(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+int parley_char_width(uint32_t character) {
+    pthread_once(&utf8_once, make_utf8_locale);
+    locale_t utf8 = utf8_locale;
+    if (utf8 == (locale_t)0) return 1;
+    locale_t before = uselocale(utf8);
+    int width = wcwidth((wchar_t)character);
+    uselocale(before);
+    return width;
+}

@@ -115,8 +115,32 @@ public final class TerminalEmulator {
             for column in 0..<columns where parley_vterm_cell(term, Int32(row), Int32(column), &cell) != 0 {
                 screen[row, column] = Self.shareCell(cell)
             }
+            Self.mendWideCharacters(in: &screen, row: row)
         }
         return screen
+    }
+
+    /// Makes every wide character a pair a terminal can draw: its right half (width 0) takes its style, and a half
+    /// left alone (libvterm keeps a wide character whose right half was written over, and the right half of one
+    /// whose left half was) is a blank, as a terminal shows it.
+    static func mendWideCharacters(in screen: inout TerminalScreen, row: Int) {
+        for column in 0..<screen.columns {
+            var cell = screen[row, column]
+            // libvterm keeps a wide cell's width when a narrow character or an erase takes its place.
+            if cell.width == 2, cell.text.unicodeScalars.first.map({ parley_char_width($0.value) != 2 }) ?? true {
+                cell.width = 1
+                screen[row, column] = cell
+            }
+            if cell.width == 2 {
+                if column + 1 < screen.columns, screen[row, column + 1].width == 0 {
+                    screen[row, column + 1].style = cell.style
+                } else {
+                    screen[row, column] = ShareCell("", width: 1, style: cell.style)
+                }
+            } else if cell.width == 0, column == 0 || screen[row, column - 1].width != 2 {
+                screen[row, column] = ShareCell("", width: 1, style: cell.style)
+            }
+        }
     }
 
     static func shareCell(_ cell: ParleyVTermCell) -> ShareCell {
@@ -131,6 +155,8 @@ public final class TerminalEmulator {
             guard value != 0, let scalar = Unicode.Scalar(value) else { break }
             text.unicodeScalars.append(scalar)
         }
+        // A space printed and a cell erased look the same: both are blank (and cost nothing in an update).
+        if text == " " { text = "" }
         return ShareCell(text, width: UInt8(clamping: max(1, Int(cell.width))), style: style)
     }
 

@@ -53,4 +53,7 @@ int parley_pty_set_size(int fd, int rows, int cols);
    other side's path in `name`; the descriptor, or -errno. posix_openpt and friends need _XOPEN_SOURCE, which Swift's
    Glibc module is not built with. */
 int parley_pty_open(char *name, size_t capacity);
+/* How many columns a terminal gives `character` (wcwidth in the C.UTF-8 locale, on this thread only): 2 for wide,
+   1, 0 for a combining mark, -1 for a control character. */
+int parley_char_width(uint32_t character);
 #endif
