@@ -137,12 +137,14 @@ public struct TransportFeedback: Sendable, Equatable {
         body.appendU16(baseSequence)
         body.appendU16(UInt16(arrivals.count))
         let first = arrivals.lazy.compactMap { $0 }.first ?? 0
-        // Floor division, so a negative first arrival still has a reference at or before it.
-        let reference =
+        // Floor division, so a negative first arrival still has a reference at or before it; kept within the
+        // field's signed 24 bits, the first delta covering the rest (wrapped, the packet read back as other times:
+        // fuzz target feedback found it).
+        let floor =
             first >= 0
             ? first / Self.ticksPerReference : -((-first + Self.ticksPerReference - 1) / Self.ticksPerReference)
-        let clamped = Int32(truncatingIfNeeded: reference) & 0xFF_FFFF
-        body.appendU24(UInt32(bitPattern: clamped))
+        let reference = min(max(floor, -(1 << 23)), (1 << 23) - 1)
+        body.appendU24(UInt32(bitPattern: Int32(reference)) & 0xFF_FFFF)
         body.append(feedbackCount)
         var symbols: [UInt8] = []
         var deltas: [UInt8] = []
