@@ -75,10 +75,9 @@ extension MouthToEarBench {
     static func parleyInLab(
         _ scenario: NetworkScenario, tools: Tools, sound: SoundServer, directory: String, recorder: ClickRecorder
     ) async throws -> PathResult {
-        let lab = try NetworkLab(tag: "m2\(scenario.name.prefix(2))")
+        let (lab, people) = try NetworkBench.lab(scenario, members: 2, tag: "m2\(scenario.name.prefix(2))")
         defer { lab.tearDown() }
-        let alice = try lab.addMember("alice", link: scenario.link)
-        let bob = try lab.addMember("bob")
+        let (alice, bob) = (people[0], people[1])
         let state = directory + "/lab-relay"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let (relayPath, relayArguments) = lab.command(
@@ -110,10 +109,8 @@ extension MouthToEarBench {
     static func chromiumInLab(
         _ scenario: NetworkScenario, tools: Tools, sound: SoundServer, directory: String, recorder: ClickRecorder
     ) async throws -> PathResult {
-        let lab = try NetworkLab(tag: "c2\(scenario.name.prefix(2))")
+        let (lab, people) = try NetworkBench.lab(scenario, members: 2, tag: "c2\(scenario.name.prefix(2))")
         defer { lab.tearDown() }
-        let alice = try lab.addMember("alice", link: scenario.link)
-        let bob = try lab.addMember("bob")
         let display = try VirtualDisplay(xvfb: tools.xvfb, directory: directory)
         defer { display.stop() }
         var environment: [String: [String: String]] = [:]
@@ -123,7 +120,7 @@ extension MouthToEarBench {
             environment[name] = sound.clientEnvironment(home: home, sink: sink, source: source)
         }
         let call = try await ChromiumCall.start(
-            in: lab, members: [alice, bob], tag: "m2\(scenario.name.prefix(2))", video: "", audio: "", videoKbps: 0,
+            in: lab, members: people, tag: "m2\(scenario.name.prefix(2))", video: "", audio: "", videoKbps: 0,
             sound: .init(display: display.name, environment: environment))
         do {
             try await call.waitUntilFlowing()
