@@ -61,11 +61,16 @@ struct FirstRunBenchTests {
     @Test("the demo's process is found by its executable under the pane's shell, not elsewhere")
     func processUnderAnAncestor() throws {
         #expect(ProcessFamily.stat(getpid())?.parent == getppid())
+        // An executable of its own: other tests of this process start /bin/sleep too (a shared program's shell
+        // does), and one of those was found first in a fresh-clone run.
+        let program = NSTemporaryDirectory() + "parley-first-run-sleep-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: program)
+        defer { try? FileManager.default.removeItem(atPath: program) }
         // Killed when it goes.
-        let sleeper = try BackgroundProcess("/bin/sleep", ["30"])
+        let sleeper = try BackgroundProcess(program, ["30"])
         let pid = sleeper.pid
-        #expect(FirstRunBench.process(running: "/bin/sleep", under: getpid()) == pid)
-        #expect(FirstRunBench.process(running: "/bin/sleep", under: pid + 100_000) == nil)
+        #expect(FirstRunBench.process(running: program, under: getpid()) == pid)
+        #expect(FirstRunBench.process(running: program, under: pid + 100_000) == nil)
         withExtendedLifetime(sleeper) {}
     }
 }
