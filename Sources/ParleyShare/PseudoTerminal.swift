@@ -74,13 +74,20 @@ public final class PseudoTerminalProgram {
         self.pid = pid
     }
 
+    /// Hangs the terminal up (the program gets SIGHUP, as when a terminal window closes); one still there 100 ms
+    /// later is killed, so this never waits long on a program that ignores the hangup.
     deinit {
-        if exitStatus == nil {
-            kill(pid, SIGHUP)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
         close(primary)
+        guard exitStatus == nil else { return }
+        kill(pid, SIGHUP)
+        var status: Int32 = 0
+        var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+        for _ in 0..<20 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            nanosleep(&pause, nil)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
     }
 
     /// What the program wrote since the last read, at most `limit` bytes; empty when nothing is waiting, nil once

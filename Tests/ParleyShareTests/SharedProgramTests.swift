@@ -73,6 +73,18 @@ struct SharedProgramTests {
         #expect(error?.description == "cannot start /nonexistent/shell: No such file or directory")
     }
 
+    @Test func aProgramThatIgnoresTheHangupIsStillEndedWithItsTerminal() throws {
+        var program: PseudoTerminalProgram? = try PseudoTerminalProgram(
+            command: ["/bin/sh", "-c", "trap '' HUP; exec sleep 30"], rows: 5, columns: 20,
+            environment: Self.environment)
+        let pid = try #require(program?.pid)
+        let started = ContinuousClock.now
+        program = nil
+        // Not waited for (it would sleep 30 s), and reaped: no such process any more.
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(kill(pid, 0) == -1 && errno == ESRCH)
+    }
+
     @Test func updatesAreNumberedAtMostThirtyASecondAndFullWhenAsked() throws {
         var session = ShareSession()
         var screen = TerminalScreen(rows: 2, columns: 4)
