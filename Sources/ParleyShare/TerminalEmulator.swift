@@ -50,6 +50,7 @@ public final class TerminalEmulator {
 
     /// How many of `bytes` end on a character boundary: all but a last character's start that is not all there.
     static func completeUTF8Prefix(_ bytes: [UInt8]) -> Int {
+        guard !bytes.isEmpty else { return 0 }
         for back in 1...min(3, bytes.count) {
             let byte = bytes[bytes.count - back]
             guard byte & 0xC0 == 0x80 else {

@@ -108,6 +108,10 @@ struct TerminalEmulatorTests {
     @Test func outputSplitAnywhereReadsTheSame() throws {
         let output = Array("\u{1B}[1;32mgrün 日本\u{1B}[0m done\r\n$ ".utf8)
         let (whole, _) = try screen(String(decoding: output, as: UTF8.self))
+        // Nothing written is nothing changed.
+        let empty = try TerminalEmulator(rows: 4, columns: 12)
+        empty.write([])
+        #expect(empty.screen() == TerminalScreen(rows: 4, columns: 12))
         for cut in 1..<output.count {
             let emulator = try TerminalEmulator(rows: 4, columns: 12)
             emulator.write(Array(output[..<cut]))
