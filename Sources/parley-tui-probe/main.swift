@@ -114,7 +114,8 @@ func runProbe(crash: Bool) -> Int32 {
                     let cell = terminal.pixelCanvas.map { "\($0.cell)" } ?? "none"
                     let status = "\(terminal.pictureChoice.label)|\(cell)|\(terminal.pictureChoice.reason)\n"
                     if status != statusWritten {
-                        try? Data(status.utf8).write(to: URL(fileURLWithPath: path))
+                        // Whole or not at all: a test that saw the file before its bytes read it as empty.
+                        try? Data(status.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
                         statusWritten = status
                     }
                 }
