@@ -95,13 +95,7 @@ public enum MouthToEarBench {
             throw CallBenchError.unexpected("\(error)")
         }
         defer { sound.stop() }
-        let train = directory + "/clicks.wav"
-        let samples = ClickTrain(seconds: settings.seconds).samples
-        guard
-            FileManager.default.createFile(
-                atPath: train,
-                contents: Data(WAVAudio(sampleRate: ClickTrain.sampleRate, channels: 1, samples: samples).encoded()))
-        else { throw CallBenchError.unexpected("cannot write the click train \(train)") }
+        let train = try writeClickTrain(seconds: settings.seconds, in: directory)
 
         var results: [PathResult] = []
         for path in Path.allCases {
@@ -142,6 +136,24 @@ public enum MouthToEarBench {
             throw CallBenchError.unexpected("mouth-to-ear: " + failures.joined(separator: "; "))
         }
         return tables(results, seconds: settings.seconds)
+    }
+
+    /// Writes a train of `seconds` clicks, one a second, as a WAV file in `directory`; returns its path.
+    static func writeClickTrain(seconds: Int, in directory: String) throws -> String {
+        let train = directory + "/clicks.wav"
+        let samples = ClickTrain(seconds: seconds).samples
+        guard
+            FileManager.default.createFile(
+                atPath: train,
+                contents: Data(WAVAudio(sampleRate: ClickTrain.sampleRate, channels: 1, samples: samples).encoded()))
+        else { throw CallBenchError.unexpected("cannot write the click train \(train)") }
+        return train
+    }
+
+    /// " 156" for Chromium 156, empty when its version cannot be read.
+    static func chromiumVersion(_ tools: Tools, in directory: String) -> String {
+        (try? runToCompletion(tools.chromium, ["--version"], in: directory).output)?
+            .firstMatch(of: /Chromium (\d+)/).map { " " + String($0.1) } ?? ""
     }
 
     // MARK: - Tables

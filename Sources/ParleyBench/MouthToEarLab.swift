@@ -4,7 +4,6 @@
 // two Chromium tabs (one peer connection through TURN in the relay's namespace, as `ChromiumCall`), one after the
 // other on one sound server, each in a lab of its own.
 import Foundation
-import ParleyMedia
 import ParleyProcesses
 import ParleyTestSupport
 
@@ -36,16 +35,7 @@ extension MouthToEarBench {
             throw CallBenchError.unexpected("mouth-to-ear in the lab: \(error)")
         }
         defer { sound.stop() }
-        let train = directory + "/clicks.wav"
-        guard
-            FileManager.default.createFile(
-                atPath: train,
-                contents: Data(
-                    WAVAudio(
-                        sampleRate: ClickTrain.sampleRate, channels: 1,
-                        samples: ClickTrain(seconds: labClicks).samples
-                    ).encoded()))
-        else { throw CallBenchError.unexpected("cannot write the click train \(train)") }
+        let train = try writeClickTrain(seconds: labClicks, in: directory)
         func recorder(_ name: String) -> ClickRecorder {
             var recorder = ClickRecorder(
                 sound: sound, train: train, seconds: labClicks, directory: directory, name: "\(scenario.name)-\(name)")
@@ -130,12 +120,10 @@ extension MouthToEarBench {
             try await Task.sleep(for: .seconds(1.1))  // the next report covers the whole train
             let window = ChromiumCall.Window(before: before, after: ChromiumCall.Snapshot(call))
             await call.stop()
-            let version =
-                (try? runToCompletion(tools.chromium, ["--version"], in: directory).output)?
-                .firstMatch(of: /Chromium (\d+)/).map { " " + String($0.1) } ?? ""
             return PathResult(
                 path: .chromium,
-                label: "Chromium\(version): two tabs, one peer connection through TURN, audio only",
+                label:
+                    "Chromium\(chromiumVersion(tools, in: directory)): two tabs, one peer connection through TURN, audio only",
                 matches: matches,
                 notes: [
                     "Chromium's listener concealed \(NetworkBench.percent(window.concealed("bob", of: "alice"))) of the talker's "

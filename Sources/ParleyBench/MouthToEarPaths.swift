@@ -369,12 +369,10 @@ extension MouthToEarBench {
                     + "events, jitter buffer \(formatted(after.jitterMilliseconds)) ms on average (its own "
                     + "`jitterBufferDelay`).")
         }
-        let version =
-            (try? runToCompletion(tools.chromium, ["--version"], in: directory).output)?
-            .firstMatch(of: /Chromium (\d+)/).map { " " + String($0.1) } ?? ""
         return PathResult(
             path: .chromium,
-            label: "Chromium\(version) tab: two RTCPeerConnections in one page, `<audio>` element, audio only",
+            label:
+                "Chromium\(chromiumVersion(tools, in: directory)) tab: two RTCPeerConnections in one page, `<audio>` element, audio only",
             matches: matches, notes: notes, streams: streams)
     }
 

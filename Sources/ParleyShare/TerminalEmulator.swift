@@ -25,9 +25,7 @@ public final class TerminalEmulator {
 
     /// A blank terminal of `rows` × `columns` (within `ShareUpdate`'s bounds).
     public init(rows: Int, columns: Int) throws(TerminalEmulatorError) {
-        guard (1...ShareUpdate.maxRows).contains(rows), (1...ShareUpdate.maxColumns).contains(columns) else {
-            throw .badSize(rows: rows, columns: columns)
-        }
+        try Self.check(rows: rows, columns: columns)
         guard let term = parley_vterm_new(Int32(rows), Int32(columns)) else { throw .outOfMemory }
         self.term = term
         self.rows = rows
@@ -35,6 +33,13 @@ public final class TerminalEmulator {
     }
 
     deinit { parley_vterm_free(term) }
+
+    /// A size within `ShareUpdate`'s bounds, or the error naming them.
+    static func check(rows: Int, columns: Int) throws(TerminalEmulatorError) {
+        guard (1...ShareUpdate.maxRows).contains(rows), (1...ShareUpdate.maxColumns).contains(columns) else {
+            throw .badSize(rows: rows, columns: columns)
+        }
+    }
 
     /// The start of a UTF-8 character the last write ended inside (a pseudo-terminal's reads cut anywhere; libvterm
     /// would draw each part as a replacement character), held for the next write.
@@ -77,9 +82,7 @@ public final class TerminalEmulator {
 
     /// Changes the terminal's size (the program is told through its pseudo-terminal by whoever owns that).
     public func resize(rows: Int, columns: Int) throws(TerminalEmulatorError) {
-        guard (1...ShareUpdate.maxRows).contains(rows), (1...ShareUpdate.maxColumns).contains(columns) else {
-            throw .badSize(rows: rows, columns: columns)
-        }
+        try Self.check(rows: rows, columns: columns)
         parley_vterm_resize(term, Int32(rows), Int32(columns))
         self.rows = rows
         self.columns = columns
@@ -98,6 +101,9 @@ public final class TerminalEmulator {
             replies += chunk[0..<taken].map { UInt8(bitPattern: $0) }
         }
     }
+
+    /// Reply bytes dropped because 64 KiB were already waiting (a program that asks and never reads).
+    public var repliesDropped: Int { parley_vterm_replies_dropped(term) }
 
     /// The title the program last set (OSC 0 or 2).
     public var title: String { String(cString: parley_vterm_title(term)) }

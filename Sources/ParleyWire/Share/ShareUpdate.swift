@@ -147,15 +147,15 @@ public struct ShareUpdate: Hashable, Sendable {
         var spans: [ShareSpan] = []
         for row in 0..<screen.rows {
             var current: ShareSpan?
-            var pending: [(text: String, width: UInt8)] = []
+            // The cells left out since the current span's end, while they could still ride along; nil once one of
+            // another style came between.
+            var gap: [(text: String, width: UInt8)]? = []
             for column in 0..<screen.columns {
                 let index = row * screen.columns + column
                 let cell = screen.cells[index]
                 if include(index, cell) {
-                    if var span = current, span.style == cell.style, pending.count <= 3,
-                        span.column + span.cells.count + pending.count == column
-                    {
-                        span.cells += pending
+                    if var span = current, let carried = gap, carried.count <= 3, span.style == cell.style {
+                        span.cells += carried
                         span.cells.append((cell.text, cell.width))
                         current = span
                     } else {
@@ -163,11 +163,11 @@ public struct ShareUpdate: Hashable, Sendable {
                         current = ShareSpan(
                             row: row, column: column, style: cell.style, cells: [(cell.text, cell.width)])
                     }
-                    pending = []
+                    gap = []
                 } else if let span = current, cell.style == span.style {
-                    pending.append((cell.text, cell.width))
+                    gap?.append((cell.text, cell.width))
                 } else {
-                    pending = [(String, UInt8)](repeating: ("", 1), count: 4)  // a style change ends the run
+                    gap = nil
                 }
             }
             if let span = current { spans.append(span) }
