@@ -206,7 +206,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyPictures",
-                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyPostgres",
+                "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyPostgres", "ParleyShare",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

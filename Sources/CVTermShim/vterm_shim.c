@@ -142,6 +142,14 @@ int parley_pty_set_size(int fd, int rows, int cols) {
     return ioctl(fd, TIOCSWINSZ, &size) == 0 ? 0 : errno;
 }
 
+int parley_terminal_get_size(int fd, int *rows, int *cols) {
+    struct winsize size = {0};
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return errno;
+    *rows = size.ws_row;
+    *cols = size.ws_col;
+    return 0;
+}
+
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>

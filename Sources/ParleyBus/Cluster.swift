@@ -139,13 +139,16 @@ public struct RoomMemberEntry: Sendable, Equatable, Codable {
     public var recordingForbiddenBy: String?
     /// When it joined (ms since 1970): of two members given one name by two nodes at once, the earlier keeps it.
     public var joinedAt: Int64?
+    /// True for a shared terminal (named after its sharer); nil for a person.
+    public var terminal: Bool?
 
     public init(
         id: UInt32, name: String, broadcaster: Bool, audioMuted: Bool, videoMuted: Bool, ssrcBlock: UInt32,
         account: String? = nil, videoLayers: [[Int]]? = nil, inCallMilliseconds: Int64 = 0,
         credentialDigest: String? = nil, replaces: String? = nil, hostSince: Int64? = nil, recording: Bool? = nil,
-        recordingForbiddenBy: String? = nil, joinedAt: Int64? = nil
+        recordingForbiddenBy: String? = nil, joinedAt: Int64? = nil, terminal: Bool? = nil
     ) {
+        self.terminal = terminal
         self.joinedAt = joinedAt
         self.hostSince = hostSince
         self.recording = recording

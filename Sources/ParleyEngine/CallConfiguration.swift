@@ -152,6 +152,9 @@ public struct CallConfiguration: Sendable {
     public var mediaTransport: MediaTransport = .auto
     /// Recording the call (`--record`, `R`).
     public var recording = RecordingSettings()
+    /// A shared terminal sent in place of a camera, joining as a member of kind `terminal` (`parley share`); nil
+    /// for a person's call.
+    public var share: TerminalShareFeed? = nil
     /// Where the engine logs.
     public var logger: Logger
 
@@ -221,6 +224,13 @@ public struct RecordingSettings: Sendable, Equatable {
 public protocol VideoFrameSink: Sendable {
     /// The newest picture of a participant (the local id for the self view).
     func deliver(_ frame: VideoFrame, from participant: ParticipantID)
+    /// The newest screen of a member's shared terminal.
+    func deliver(_ screen: TerminalScreen, from participant: ParticipantID)
+}
+
+extension VideoFrameSink {
+    /// A sink that shows no shared terminals.
+    public func deliver(_ screen: TerminalScreen, from participant: ParticipantID) {}
 }
 
 extension CallConfiguration {

@@ -122,6 +122,8 @@ final class EngineCore {
     var ownAudio = OwnAudio()
     /// This member's video on its way out (encoded on its own thread).
     var ownVideo: OwnVideo
+    /// The terminal this member shares instead (`parley share`).
+    var ownShare: OwnShare?
     /// The other members as received: their pipelines, streams and who speaks.
     var remote: RemoteMembers
     /// The real microphone and speaker while open, and what is kept about them.

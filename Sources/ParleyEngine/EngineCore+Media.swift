@@ -29,6 +29,11 @@ extension EngineCore {
         ownAudio.sender = try AudioSender(
             source: makeAudioSource(participant: participant), ssrc: ssrcs.audio,
             expectedLossPercent: ownAudio.lossPlan.percent, random: &random)
+        if let feed = configuration.share {
+            try startShare(feed, ssrcs: ssrcs)
+            startMediaTicks(videoInterval: nil)
+            return
+        }
         var sources: [VideoSender.Source] = []
         for choice in configuration.videoSources {
             do {
@@ -62,18 +67,24 @@ extension EngineCore {
         ownVideo.generation += 1
         ownVideo.framesInFlight = 0
         ownVideo.thread = VideoSenderThread(sender, loop: ownVideo.loop)
+        startMediaTicks(videoInterval: .microseconds(Int64(1_000_000 / max(1, profile.fps))))
+    }
+
+    /// The audio tick, the camera's (none for a shared terminal, whose updates leave as the screen changes) and
+    /// the reports'.
+    func startMediaTicks(videoInterval: TimeAmount?) {
         guard let bound else { return }
         if case .microphone(let name) = configuration.audioSource, sound.microphone == nil {
             openMicrophone(named: name)
         }
         let audio = PacedTimer(loop: loop, interval: .milliseconds(20)) { bound.value.audioTick() }
-        let video = PacedTimer(loop: loop, interval: .microseconds(Int64(1_000_000 / max(1, profile.fps)))) {
-            bound.value.videoTick()
-        }
         // No separate video poll timer: a frame is decoded as its last packet arrives (`receive`), and the 20 ms
         // audio tick polls for NACK and keyframe-request timing. That spares 100 wake-ups a second.
         let rtcp = PacedTimer(loop: loop, interval: .seconds(1)) { bound.value.sendReports() }
-        media.ticks = [audio, video, rtcp]
+        media.ticks = [audio, rtcp]
+        if let videoInterval {
+            media.ticks.append(PacedTimer(loop: loop, interval: videoInterval) { bound.value.videoTick() })
+        }
         for timer in media.ticks { timer.start(bound: NIOLoopBound(timer, eventLoop: loop)) }
     }
 
@@ -227,7 +238,10 @@ extension EngineCore {
     /// Decodes and delivers what one peer's jitter buffer has completed; sends its NACKs and keyframe requests.
     func pollVideo(_ peer: PeerReceiver, at: Duration) {
         let output = peer.videoBuffer.poll(at: at)
-        for frame in output.frames {
+        for frame in output.frames where peer.info.isTerminal {
+            receiveShareFrame(frame, from: peer, at: at)
+        }
+        for frame in output.frames where !peer.info.isTerminal {
             let decoded = peer.decodeVideo(frame, at: at)
             if recording.recorder != nil {
                 record { try $0.video(frame, from: peer.info.id, decoded: decoded != nil, at: at) }

@@ -312,6 +312,7 @@ extension EngineCore {
             // loss on this link).
             reports.lastCount = nil
             onVideoThread { $0.requestKeyframe() }
+            shareFullScreenRequested()
             // Ask every sender for a fresh keyframe so video shows without waiting for the next one.
             for peer in remote.peers.values { sendKeyframeRequest(for: peer) }
             if recording.awaitsMedia {
@@ -337,6 +338,7 @@ extension EngineCore {
                 return
             }
             ownVideo.keyframeRequestsReceived += 1
+            guard ownShare == nil else { return shareFullScreenRequested() }
             onVideoThread { $0.requestKeyframe(layer: layer) }
         case .nack(let nack):
             guard joined?.media.ssrcs.layerIndex(of: nack.mediaSSRC) != nil else {

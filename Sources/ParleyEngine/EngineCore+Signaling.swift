@@ -246,8 +246,9 @@ extension EngineCore {
                     proof: credentials.proof,
                     verifier: credentials.verifier, encryption: configuration.encryption?.suite.name,
                     videoKbps: configuration.profile.bitrateKbps.clamped(to: JoinRequest.videoKbpsRange),
-                    account: credentials.account, hideRoom: configuration.hideRoom, videoLayers: declaredLayers,
-                    downlinkCounts: true)))
+                    account: credentials.account, hideRoom: configuration.hideRoom,
+                    videoLayers: configuration.share == nil ? declaredLayers : nil,
+                    downlinkCounts: true, kind: configuration.share == nil ? .person : .terminal)))
     }
 
     /// The layers this client's camera is sent in (what `VideoSender` will encode).

@@ -251,6 +251,8 @@ final class PeerReceiver {
     /// Jitter buffer, Opus decoder and drift-compensating resampler for this peer's audio.
     let audio: PeerAudioPlayout
     var videoBuffer = VideoJitterBuffer()
+    /// The screen of a shared terminal (a member of kind `terminal`), rebuilt from its frames.
+    var share = ShareViewer()
     /// The simulcast layer (its SSRC) being decoded; another layer's packets wait for a newer keyframe of it.
     private(set) var videoSSRC: UInt32
     /// The RTP timestamp of the newest frame decoded, shared by every layer of the sender.
@@ -382,6 +384,13 @@ final class PeerReceiver {
     }
 
     /// Counts a received video packet for the bitrate window.
+    /// A shared terminal's frame applied: counted as a decoded frame.
+    func countShareFrame(at now: Duration) {
+        framesDecoded += 1
+        freezes.frame(at: now)
+        windowFrames += 1
+    }
+
     func countVideo(bytes: Int) {
         videoPacketsReceived += 1
         videoBytesReceived += bytes

@@ -79,7 +79,8 @@ extension RelayCore {
             guard let header = try? RTPHeaderView(parsing: raw) else { return nil }
             let sequence = TransportSequence.read(packet: raw, header: header)
             let payload = UnsafeRawBufferPointer(rebasing: raw[header.payloadRange])
-            guard header.payloadType == MediaPayloadType.vp8 else {
+            // A shared terminal's frames are framed as VP8's are (`ShareFrame`): the same keyframe bit.
+            guard header.payloadType == MediaPayloadType.vp8 || header.payloadType == MediaPayloadType.share else {
                 let level = AudioLevelIndication(packet: raw, header: header)
                 return (ParsedRTP(header: header, keyframe: false, level: level, transportSequence: sequence), true)
             }

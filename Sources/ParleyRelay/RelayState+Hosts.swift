@@ -57,6 +57,8 @@ extension RelayState {
     mutating func settleHost(
         joined id: UInt32, room: String, resume: ResumeToken?, account: String?, others: [ConnectionID], now: Duration
     ) -> [RelayAction] {
+        // A shared terminal never hosts: it cannot answer a hand raised or remove anyone.
+        guard members[id]?.info.isTerminal != true else { return [] }
         guard let awaited = returningHosts[room] else {
             guard rooms[room]?.host == nil else { return [] }
             makeHost(id, of: room)

@@ -61,16 +61,18 @@ extension RelayState {
                     }
                 return (refuse(.encryptionMismatch, message, connection), nil)
             }
+            // A person and the terminal they share have one name; two of either kind do not.
             let taken = existing.members.contains {
                 $0 != earlier && members[$0]?.info.name.lowercased() == name.lowercased()
+                    && (members[$0]?.info.kind ?? .person) == request.kind
             }
             guard !taken else {
                 counters.signalingErrors += 1
-                return (
-                    refuse(
-                        .nameTaken, "someone in \(room) is already called \(name); pick another name",
-                        connection), nil
-                )
+                let message =
+                    request.kind == .terminal
+                    ? "\(name) already shares a terminal in \(room); one share a name"
+                    : "someone in \(room) is already called \(name); pick another name"
+                return (refuse(.nameTaken, message, connection), nil)
             }
         } else {
             var created = newRoom ?? Room(name: room, verifier: configured?.verifier)
@@ -205,7 +207,7 @@ extension RelayState {
         let credential = BindToken(bytes: tokenBytes)!
         let info = MemberInfo(
             id: id, name: name, role: request.role, audioMuted: request.audioMuted,
-            videoMuted: request.videoMuted, ssrcs: ssrcs, account: account)
+            videoMuted: request.videoMuted, ssrcs: ssrcs, account: account, kind: request.kind)
         let others = connections(in: room, except: nil)
         let existing = inCall(rooms[room]?.members ?? [], now: now)
         // A room with a password or end-to-end encryption is never named in presence (its name is part of what keeps

@@ -30,7 +30,7 @@ extension RelayState {
             credentialDigest: member.credentialDigest, replaces: member.replacesDigest, hostSince: member.hostSince,
             recording: rooms[member.room]?.recorders.contains(id) == true ? true : nil,
             recordingForbiddenBy: rooms[member.room]?.host == id ? rooms[member.room]?.recordingForbiddenBy : nil,
-            joinedAt: member.joinedAtWall)
+            joinedAt: member.joinedAtWall, terminal: info.isTerminal ? true : nil)
     }
 
     /// The bus event announcing a member of this node, when rooms span nodes.
@@ -129,7 +129,10 @@ extension RelayState {
             return actions
         }
         let joinedAtWall = entry.joinedAt ?? (wallClock() - entry.inCallMilliseconds)
-        if let same = rooms[room]?.members.first(where: { members[$0]?.info.name.lowercased() == name.lowercased() }),
+        let kind: MemberKind = entry.terminal == true ? .terminal : .person
+        if let same = rooms[room]?.members.first(where: {
+            members[$0]?.info.name.lowercased() == name.lowercased() && (members[$0]?.info.kind ?? .person) == kind
+        }),
             let mine = members[same]
         {
             // Its earlier self, announced by a node that had not yet heard it moved here (or to another node):
@@ -155,7 +158,7 @@ extension RelayState {
         let id = newMemberID(block: entry.ssrcBlock)
         let info = MemberInfo(
             id: id, name: name, role: role, audioMuted: entry.audioMuted, videoMuted: entry.videoMuted,
-            ssrcs: MemberSSRCs(block: entry.ssrcBlock), account: entry.account)
+            ssrcs: MemberSSRCs(block: entry.ssrcBlock), account: entry.account, kind: kind)
         let others = connections(in: room, except: nil)
         members[id] = Member(
             info: info, room: room, connection: nil, credential: BindToken(bytes: [UInt8](repeating: 0, count: 16))!,

@@ -55,7 +55,7 @@ public enum ControlBar {
         case .speakerView: return state.speakerView
         case .selfView: return !state.selfViewOff
         case .record: return state.isRecording
-        case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite: return nil
+        case .switchCamera, .grid, .nextPage, .previousPage, .leave, .messages, .invite, .share: return nil
         }
     }
 

@@ -43,6 +43,8 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
     case speakerView = "speaker-view"
     /// Hide or show the self view (the others still see the camera).
     case selfView = "self-view"
+    /// Say who shares a terminal and how to share one (`parley share`).
+    case share = "share"
     /// Ask to leave the call.
     case leave = "leave"
 
@@ -70,6 +72,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .speakerView: return [.char("a")]
         case .selfView: return [.char("V")]
         case .record: return [.char("R")]
+        case .share: return [.char("S")]
         case .leave: return [.char("q"), .control("c")]
         }
     }
@@ -98,6 +101,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .speakerView: return "Active"
         case .selfView: return "Self"
         case .record: return "Rec"
+        case .share: return "Share"
         case .leave: return "Leave"
         }
     }
@@ -126,6 +130,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
         case .speakerView: return "Speaker view: whoever is talking large, the rest in a strip (grid again: a)"
         case .selfView: return "Hide or show your own picture (the others still see your camera)"
         case .record: return "Record the call to a WebM file, or stop (the room sees it)"
+        case .share: return "Who shares a terminal, and how to share yours (parley share)"
         case .leave: return "Leave the call (asks to confirm)"
         }
     }
@@ -137,7 +142,7 @@ public enum RoomCommand: String, CaseIterable, Hashable, Sendable {
             .leave:
             return true
         case .hideControls, .fullscreen, .grid, .nextPage, .previousPage, .direct, .messages, .invite, .roster,
-            .speakerView, .selfView:
+            .speakerView, .selfView, .share:
             return false
         }
     }

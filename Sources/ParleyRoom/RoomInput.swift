@@ -52,6 +52,8 @@ public enum RoomEvent: Hashable, Sendable {
     case userJoined(ParticipantID, name: String, role: Role, inCallFor: Duration? = nil)
     /// A participant left.
     case userOffline(ParticipantID, reason: OfflineReason)
+    /// A participant is a terminal `owner` shares (`parley share`), not a person.
+    case sharesTerminal(ParticipantID, owner: String)
     /// The local camera produced its first frame.
     case firstLocalFrame(VideoSize)
     /// The first frame of a participant's video was decoded.

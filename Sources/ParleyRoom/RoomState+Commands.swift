@@ -6,7 +6,7 @@ extension RoomState {
         switch command {
         case .microphone, .camera, .switchCamera, .speaker, .filter, .broadcast, .record:
             return performDevices(command)
-        case .direct, .messages, .invite, .chat, .hideControls, .stats, .roster, .help, .leave:
+        case .direct, .messages, .invite, .chat, .hideControls, .stats, .roster, .help, .leave, .share:
             return performPanels(command)
         case .fullscreen, .grid, .nextPage, .previousPage, .speakerView, .selfView:
             return performLayout(command)
@@ -111,6 +111,22 @@ extension RoomState {
         case .stats:
             statsShown.toggle()
             changes.insert(.tiles)
+            return []
+
+        case .share:
+            let sharing = sessions.filter(\.isTerminal)
+            if sharing.isEmpty {
+                log("Nobody shares a terminal in this call", kind: .system)
+            } else {
+                for terminal in sharing {
+                    let number = stage.firstIndex { $0.id == terminal.id }.map { " (tile \($0 + 1))" } ?? ""
+                    log("\(terminal.sharedBy ?? terminal.name) shares a terminal\(number)", kind: .system)
+                }
+            }
+            log(
+                "To share yours, run in another terminal: \(shareCommand ?? "parley share ROOM --server HOST:PORT") "
+                    + "(or add -- COMMAND); leaving its shell ends the share", kind: .system)
+            show(sharing.isEmpty ? "Nobody shares a terminal: see the chat for how" : "See the chat pane")
             return []
 
         case .roster:

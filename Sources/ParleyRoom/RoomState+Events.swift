@@ -5,7 +5,7 @@ extension RoomState {
     mutating func apply(_ event: RoomEvent) -> [RoomEffect] {
         var effects: [RoomEffect] = []
         switch event {
-        case .joined, .joinFailed, .userJoined, .userOffline:
+        case .joined, .joinFailed, .userJoined, .userOffline, .sharesTerminal:
             applyMembers(event, effects: &effects)
         case .firstLocalFrame, .firstRemoteFrame, .remoteVideoMuted, .remoteAudioMuted, .remoteStats, .localStats,
             .dominantSpeaker, .audioLevel, .microphoneLevel, .cameraStopped, .cannotDecrypt:
@@ -37,6 +37,11 @@ extension RoomState {
             }
             log("You joined \(roomName) as \(localSession.name)", kind: .system)
             changes.insert([.status, .tiles])
+
+        case .sharesTerminal(let id, let owner):
+            guard let index = index(of: id), index > 0 else { break }
+            sessions[index].sharedBy = ChatLog.clean(owner)
+            changes.insert(.tiles)
 
         case .joinFailed(let reason):
             connection = .failed(reason: reason)

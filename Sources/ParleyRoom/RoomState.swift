@@ -152,6 +152,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// The command that shares a terminal into this call (`parley share ROOM --server HOST:PORT`), shown by `S`.
+    public var shareCommand: String?
     /// Said once in the chat when the join's member list is in (after its host notice), so it is the newest line as
     /// the call starts: the demo's "what to try first". Set by the shell.
     public var greeting: String?

@@ -147,6 +147,12 @@ public struct VideoSession: Hashable, Sendable, Identifiable {
     /// When the relay said their connection dropped (a relay of the cluster died or they are moving to another):
     /// the tile stays, "reconnecting…", until they are back or ``RoomState/reconnectWindow`` passes.
     public var droppedAt: Duration? = nil
+    /// For a shared terminal (`parley share`), the name of the member sharing it; nil for a person. Its tile shows
+    /// text cells instead of a picture, and it never speaks.
+    public var sharedBy: String? = nil
+
+    /// Whether this is a shared terminal rather than a person.
+    public var isTerminal: Bool { sharedBy != nil }
 
     /// A session with media not yet started.
     public init(

@@ -7,6 +7,10 @@
 public enum MediaPayloadType {
     /// VP8 video, 90 kHz clock (RFC 7741).
     public static let vp8: UInt8 = 96
+    /// A shared terminal's screen updates (issue 52), 90 kHz clock, framed as VP8 is (RFC 7741's payload
+    /// descriptor) so that reassembly, NACK, keyframe requests and the relay's forwarding treat it alike
+    /// (`ShareFrame`, docs/protocol.md).
+    public static let share: UInt8 = 98
     /// Opus audio, 48 kHz clock, one Opus packet per RTP packet (RFC 7587).
     public static let opus: UInt8 = 111
     /// A probe's padding: zeros on the sender's audio SSRC, acknowledged by the relay in its transport-wide

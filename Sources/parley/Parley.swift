@@ -14,7 +14,7 @@ struct Parley: AsyncParsableCommand {
             Lobby.self, Join.self, Demo.self, Serve.self, Relays.self, Bot.self, Devices.self, Resources.self,
             Login.self, Logout.self, Msg.self, Inbox.self, History.self, Chats.self, Channel.self, Messages.self,
             Status.self,
-            Account.self, Cluster.self,
+            Account.self, Cluster.self, Share.self,
         ],
         defaultSubcommand: Lobby.self)
 }

@@ -49,6 +49,8 @@ const char *parley_vterm_title(const ParleyVTerm *term);
 
 /* The shared program's pseudo-terminal: ioctl is variadic, which Swift cannot call. 0 on success, else errno. */
 int parley_pty_set_size(int fd, int rows, int cols);
+/* The size of the terminal on `fd` (the sharer's own). 0 on success, else errno (ENOTTY when it is none). */
+int parley_terminal_get_size(int fd, int *rows, int *cols);
 /* Opens a pseudo-terminal's primary side (close-on-exec, not a controlling terminal), granted and unlocked, its
    other side's path in `name`; the descriptor, or -errno. posix_openpt and friends need _XOPEN_SOURCE, which Swift's
    Glibc module is not built with. */

@@ -185,6 +185,7 @@ final class CallSession {
                 server: configuration.server, room: configuration.room,
                 insecure: configuration.insecureTransport
             ).description
+        state.shareCommand = state.inviteLink.map { "parley share \($0)" }
         screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells, pixels: pixels)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))

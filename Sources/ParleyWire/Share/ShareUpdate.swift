@@ -26,6 +26,7 @@ public enum ShareUpdateError: Error, Equatable, Sendable, CustomStringConvertibl
     case trailingBytes(Int)
     case noBase(expected: UInt32, have: UInt32?)
     case sizeChanged(rows: Int, columns: Int, baseRows: Int, baseColumns: Int)
+    case badFrameFlags(Int)
 
     public var description: String {
         switch self {
@@ -53,6 +54,8 @@ public enum ShareUpdateError: Error, Equatable, Sendable, CustomStringConvertibl
                 + (have.map { "update \($0)" } ?? "none") + ": a full screen is needed"
         case .sizeChanged(let rows, let columns, let baseRows, let baseColumns):
             "share update: changes for a \(columns)x\(rows) screen to a \(baseColumns)x\(baseRows) one"
+        case .badFrameFlags(let flags):
+            "share frame: flags \(flags) (0 a full screen, 1 changes) do not match the update it carries"
         }
     }
 }

@@ -11,6 +11,17 @@ public enum MemberRole: String, Codable, Sendable, CaseIterable {
     }
 }
 
+/// What a member is: a person in the call, or a terminal one shares (`parley share`, issue 52), which sends a
+/// screen of text cells instead of a camera and no sound.
+public enum MemberKind: String, Codable, Sendable, CaseIterable {
+    case person
+    case terminal
+
+    public init(from decoder: any Decoder) throws {
+        self = try decodeWord(Self.self, from: decoder)
+    }
+}
+
 /// Why a member left the room.
 public enum LeaveReason: String, Codable, Sendable, CaseIterable {
     /// The member said goodbye.
@@ -46,12 +57,15 @@ public struct MemberInfo: Codable, Sendable, Equatable {
     /// Seconds the member had been in the room when the relay sent this (in the member list of `joined`), so a late
     /// joiner's roster shows how long each has really been there; nil when just joined or not said.
     public var inCallFor: Double?
+    /// `terminal` for a shared terminal, named after its sharer ("alice's terminal"); nil for a person.
+    public var kind: MemberKind?
 
     /// A member description.
     public init(
         id: UInt32, name: String, role: MemberRole, audioMuted: Bool, videoMuted: Bool, ssrcs: MemberSSRCs,
-        account: String? = nil, inCallFor: Double? = nil
+        account: String? = nil, inCallFor: Double? = nil, kind: MemberKind? = nil
     ) {
+        self.kind = kind == .person ? nil : kind
         self.id = id
         self.name = name
         self.role = role
@@ -71,12 +85,18 @@ public struct MemberInfo: Codable, Sendable, Equatable {
 
     /// The name as a call shows it: with a ✓ when the relay verified the account ("bob ✓", or "Bob ✓bob" when
     /// the display name is not the account's). Display names have no spaces, so nobody can type a look-alike.
-    public var label: String { Self.label(name: name, account: account) }
+    public var label: String {
+        Self.label(name: name, account: account, terminal: isTerminal)
+    }
+
+    /// Whether the member is a shared terminal rather than a person.
+    public var isTerminal: Bool { kind == .terminal }
 
     /// `label` for a name and a verified account.
-    public static func label(name: String, account: String?) -> String {
-        guard let account else { return name }
-        return account.lowercased() == name.lowercased() ? "\(name) ✓" : "\(name) ✓\(account)"
+    public static func label(name: String, account: String?, terminal: Bool = false) -> String {
+        let shown = terminal ? name + "'s terminal" : name
+        guard let account else { return shown }
+        return account.lowercased() == name.lowercased() ? "\(shown) ✓" : "\(shown) ✓\(account)"
     }
 }
 
@@ -143,6 +163,8 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     /// Send me, once a second on the media path, the count of what was sent to me (`ForwardedCount`), for my
     /// downlink estimate.
     public var downlinkCounts: Bool
+    /// A person, or a terminal shared under the person's name (which may then join once more as a terminal).
+    public var kind: MemberKind
 
     /// The range `videoKbps` must be in.
     public static let videoKbpsRange = 1...20_000
@@ -152,8 +174,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
         videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
         encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
-        videoLayers: [VideoLayerSize]? = nil, downlinkCounts: Bool = false
+        videoLayers: [VideoLayerSize]? = nil, downlinkCounts: Bool = false, kind: MemberKind = .person
     ) {
+        self.kind = kind
         self.videoLayers = videoLayers
         self.downlinkCounts = downlinkCounts
         self.account = account
@@ -172,7 +195,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps, account, hideRoom
-        case videoLayers, downlinkCounts
+        case videoLayers, downlinkCounts, kind
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -191,6 +214,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         if hideRoom { try c.encode(hideRoom, forKey: .hideRoom) }
         try c.encodeIfPresent(videoLayers, forKey: .videoLayers)
         if downlinkCounts { try c.encode(downlinkCounts, forKey: .downlinkCounts) }
+        if kind != .person { try c.encode(kind, forKey: .kind) }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -209,6 +233,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         hideRoom = try c.decodeIfPresent(Bool.self, forKey: .hideRoom) ?? false
         videoLayers = try c.decodeIfPresent([VideoLayerSize].self, forKey: .videoLayers)
         downlinkCounts = try c.decodeIfPresent(Bool.self, forKey: .downlinkCounts) ?? false
+        kind = try c.decodeIfPresent(MemberKind.self, forKey: .kind) ?? .person
         if let videoLayers { try VideoLayerSize.validate(layers: videoLayers) }
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(

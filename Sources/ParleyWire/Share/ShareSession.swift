@@ -1,5 +1,3 @@
-import ParleyWire
-
 /// The sharer's side of a shared terminal, without its edges: the emulator's screens in, numbered updates out, at
 /// most `maxUpdatesPerSecond`, a full screen when one is asked for (a member joined, an update was lost). Time is
 /// an input (ms on the caller's clock).
@@ -15,6 +13,9 @@ public struct ShareSession: Sendable {
     private var fullScreenWanted = true
 
     public init() {}
+
+    /// Whether the next update is to be a full screen.
+    public var wantsFullScreen: Bool { fullScreenWanted }
 
     /// Asks for a full screen in the next update.
     public mutating func requestFullScreen() { fullScreenWanted = true }
