@@ -417,6 +417,9 @@ extension EngineCore {
             .userJoined(
                 id, name: member.label, role: member.role == .audience ? .audience : .broadcaster,
                 inCallFor: member.timeInCall))
+        if member.isTerminal {
+            emit(.sharesTerminal(id, owner: MemberInfo.label(name: member.name, account: member.account)))
+        }
         if member.audioMuted { emit(.remoteAudioMuted(id, true)) }
         if member.videoMuted { emit(.remoteVideoMuted(id, true)) }
         recordingMet(member)

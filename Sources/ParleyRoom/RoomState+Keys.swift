@@ -14,6 +14,7 @@ extension RoomState {
         }
         if case .mouseDoubleClick(let column, let row) = key { return doubleClick(column: column, row: row) }
         if isChatInputOpen { return handleChatKey(key) }
+        if panShare(key) { return [] }
         switch key {
         case .mouseClick:
             return perform(.hideControls)
@@ -268,5 +269,42 @@ extension RoomState {
         guard visibleTiles.contains(where: { $0.id == id }) else { return [] }
         fullscreen = id
         return []
+    }
+}
+
+extension RoomState {
+    /// Columns an arrow key moves a panned share.
+    static let sharePanColumns = 8
+
+    /// Arrow keys, Home and End pan a shared terminal shown fullscreen that is larger than its tile; true when the
+    /// key did (or would, at an edge).
+    mutating func panShare(_ key: Key) -> Bool {
+        guard let large = largeShare, let session = sessions.first(where: { $0.id == large }),
+            let size = session.videoSize, let container
+        else { return false }
+        // The tile's inside: the whole video area less its border.
+        let width = max(1, container.width - 2)
+        let height = max(1, container.height - 2)
+        let maxColumn = max(0, size.width - width)
+        let maxRow = max(0, size.height - height)
+        var pan = sharePan
+        switch key {
+        case .left: pan.column -= Self.sharePanColumns
+        case .right: pan.column += Self.sharePanColumns
+        case .up: pan.row -= 1
+        case .down: pan.row += 1
+        case .pageUp: pan.row -= height
+        case .pageDown: pan.row += height
+        case .home: pan = SharePan()
+        case .end: pan = SharePan(column: maxColumn, row: maxRow)
+        default: return false
+        }
+        pan.column = max(0, min(pan.column, maxColumn))
+        pan.row = max(0, min(pan.row, maxRow))
+        if pan != sharePan {
+            sharePan = pan
+            changes.insert(.tiles)
+        }
+        return true
     }
 }

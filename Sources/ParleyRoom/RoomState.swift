@@ -127,7 +127,9 @@ public struct RoomState: Hashable, Sendable {
     /// Participants, local first, then remote in join order.
     public internal(set) var sessions: [VideoSession]
     /// The fullscreen participant, if any (only with 3 or more tiles).
-    public internal(set) var fullscreen: ParticipantID?
+    public internal(set) var fullscreen: ParticipantID? {
+        didSet { if fullscreen != oldValue { sharePan = SharePan() } }
+    }
     /// The page of tiles shown (0-based; clamp with ``layout(in:)``).
     public internal(set) var page: Int
     /// The tile last addressed by number (highlighted; the fullscreen command acts on it).
@@ -152,6 +154,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// How far a fullscreen shared terminal larger than its tile is panned (arrow keys), in its cells.
+    public internal(set) var sharePan = SharePan()
     /// The command that shares a terminal into this call (`parley share ROOM --server HOST:PORT`), shown by `S`.
     public var shareCommand: String?
     /// Said once in the chat when the join's member list is in (after its host notice), so it is the newest line as
@@ -327,6 +331,16 @@ public struct RoomState: Hashable, Sendable {
         return featuredSpeaker ?? stage.dropFirst().first?.id
     }
 
+    /// The shared terminal shown large (fullscreen, featured, or the one other tile of a two-tile call): shown at
+    /// its size, panned by the arrow keys when larger than its tile.
+    public var largeShare: ParticipantID? {
+        let stage = self.stage
+        guard let id = largeTile ?? (stage.count == 2 ? stage[1].id : nil),
+            sessions.first(where: { $0.id == id })?.isTerminal == true
+        else { return nil }
+        return id
+    }
+
     /// Lays the tiles out in `container` with this state's self view, fullscreen participant and page.
     public func layout(in container: CellRect) -> VideoLayout {
         let stage = self.stage
@@ -351,4 +365,15 @@ public struct Recorder: Hashable, Sendable {
     public var name: String
     /// The room is end-to-end encrypted: the file is their decrypted view.
     public var encrypted: Bool
+}
+
+/// How far a shared terminal shown fullscreen is panned: the cell of it at the tile's top left.
+public struct SharePan: Hashable, Sendable {
+    public var column = 0
+    public var row = 0
+
+    public init(column: Int = 0, row: Int = 0) {
+        self.column = column
+        self.row = row
+    }
 }

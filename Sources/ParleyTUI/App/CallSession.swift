@@ -3,6 +3,7 @@ import ParleyEngine
 import ParleyMedia
 import ParleyPictures
 import ParleyRoom
+import ParleyWire
 import Synchronization
 
 /// The newest decoded picture of each participant, written by the engine's thread and read by the draw loop.
@@ -12,6 +13,8 @@ import Synchronization
 public final class FrameStore: VideoFrameSink {
     private struct Pictures {
         var latest: [ParticipantID: VideoFrame] = [:]
+        /// The newest screen of each shared terminal.
+        var screens: [ParticipantID: TerminalScreen] = [:]
         /// Who is on screen (nil: everyone counts, until the first draw says).
         var shown: Set<ParticipantID>?
         /// Pictures that arrived since the last `take` from participants off screen.
@@ -37,6 +40,21 @@ public final class FrameStore: VideoFrameSink {
         wake?.signal()
     }
 
+    public func deliver(_ screen: TerminalScreen, from participant: ParticipantID) {
+        let shown = pictures.withLock { pictures in
+            pictures.screens[participant] = screen
+            let shown = pictures.shown?.contains(participant) ?? true
+            if !shown { pictures.unshownSinceTake.insert(participant) }
+            return shown
+        }
+        guard shown else { return }
+        dirty.store(true, ordering: .sequentiallyConsistent)
+        wake?.signal()
+    }
+
+    /// The newest screen of each shared terminal.
+    public var screens: [ParticipantID: TerminalScreen] { pictures.withLock { $0.screens } }
+
     /// The current pictures; clears the "something new arrived" flag.
     public func take() -> (frames: [ParticipantID: VideoFrame], changed: Bool) {
         let changed = dirty.exchange(false, ordering: .sequentiallyConsistent)
@@ -57,6 +75,9 @@ public final class FrameStore: VideoFrameSink {
             pictures.shown = shown
             if pictures.latest.keys.contains(where: { !present.contains($0) }) {
                 pictures.latest = pictures.latest.filter { present.contains($0.key) }
+            }
+            if pictures.screens.keys.contains(where: { !present.contains($0) }) {
+                pictures.screens = pictures.screens.filter { present.contains($0.key) }
             }
             return !pictures.unshownSinceTake.isDisjoint(with: shown)
         }
@@ -185,7 +206,9 @@ final class CallSession {
                 server: configuration.server, room: configuration.room,
                 insecure: configuration.insecureTransport
             ).description
-        state.shareCommand = state.inviteLink.map { "parley share \($0)" }
+        state.shareCommand = state.inviteLink.map {
+            "parley share \($0)" + (configuration.insecureTransport ? " --insecure" : "")
+        }
         screen = RoomScreen(theme: theme, videoMode: videoMode, cells: cells, pixels: pixels)
         epoch = clock.now
         frameInterval = .milliseconds(1000 / max(1, min(60, drawRate)))
@@ -312,7 +335,7 @@ final class CallSession {
         // Inside tmux a re-attach from another terminal can change the picture's colours.
         screen.followPicture(mode: terminal.videoColorMode, cells: terminal.pictureCells)
         let (pictures, _) = frames.take()
-        let rendered = screen.render(state: state, frames: pictures, size: size)
+        let rendered = screen.render(state: state, frames: pictures, screens: frames.screens, size: size)
         frames.show(Set(screen.drawnLayout.tiles.map(\.id)), present: Set(state.sessions.map(\.id)))
         if !graphemeLimitTold, GraphemeTable.shared.overflows > 0 {
             graphemeLimitTold = true

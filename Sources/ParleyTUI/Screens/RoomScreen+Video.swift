@@ -7,8 +7,8 @@ extension RoomScreen {
     /// Draws the tiles of `videoLayout` in order (an inset after the tile it covers), or a message when there is
     /// nobody to show.
     mutating func drawVideo(
-        state: RoomState, videoLayout: VideoLayout, frames: [ParticipantID: VideoFrame], into screen: inout Screen,
-        in container: CellRect
+        state: RoomState, videoLayout: VideoLayout, frames: [ParticipantID: VideoFrame],
+        screens: [ParticipantID: TerminalScreen] = [:], into screen: inout Screen, in container: CellRect
     ) {
         guard !container.isEmpty else { return }
         guard !videoLayout.tiles.isEmpty else {
@@ -27,7 +27,7 @@ extension RoomScreen {
             guard let index = state.sessions.firstIndex(where: { $0.id == tile.id }) else { continue }
             drawTile(
                 tile, session: state.sessions[index], colorIndex: index, state: state, frame: frames[tile.id],
-                into: &screen)
+                share: screens[tile.id], into: &screen)
         }
     }
 
@@ -36,7 +36,7 @@ extension RoomScreen {
     /// in the top edge, and inside either the letterboxed picture or a placeholder; stats at the bottom when on.
     mutating func drawTile(
         _ tile: LayoutTile, session: VideoSession, colorIndex: Int, state: RoomState, frame: VideoFrame?,
-        into screen: inout Screen
+        share: TerminalScreen? = nil, into screen: inout Screen
     ) {
         let rect = tile.rect.intersection(screen.bounds)
         guard !rect.isEmpty else { return }
@@ -44,7 +44,12 @@ extension RoomScreen {
         let inner = bordered ? rect.inset(by: 1) : rect
         let background = theme.style(.tileBackground)
 
-        if session.tileContent == .video, let frame {
+        var shareNote: String?
+        if session.isTerminal, let share {
+            let fit = drawShare(
+                share, fullscreen: state.largeShare == session.id, pan: (state.sharePan.column, state.sharePan.row), into: &screen, in: inner)
+            shareNote = Self.shareFitNote(fit, share: share, shown: inner)
+        } else if session.tileContent == .video, let frame, !session.isTerminal {
             videoRenderer.draw(
                 frame, into: &screen, in: inner, background: background.background,
                 key: Int(session.id.rawValue))
@@ -52,7 +57,7 @@ extension RoomScreen {
             drawPlaceholder(session: session, colorIndex: colorIndex, state: state, into: &screen, in: inner)
         }
         // A camera that is off sends nothing: its tile keeps the placeholder instead of stale figures.
-        if state.statsShown, session.tileContent != .videoOff {
+        if state.statsShown, session.tileContent != .videoOff, !session.isTerminal {
             drawStats(session.media, into: &screen, in: inner)
         }
 
@@ -72,6 +77,11 @@ extension RoomScreen {
         }
         drawLabel(
             tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
+        if bordered, let shareNote {
+            _ = screen.writeFitted(
+                shareNote, column: rect.x + 1, row: rect.maxY - 1, width: rect.width - 2,
+                style: borderStyle.overlaid(with: theme.style(.tileStatus)))
+        }
         if bordered, session.isLocal, !session.audioMuted, let level = state.microphoneLevel {
             drawMeter(
                 level: level, into: &screen, row: rect.maxY - 1, from: rect.x + 1, width: rect.width - 2,
@@ -100,7 +110,7 @@ extension RoomScreen {
     ) {
         let nameStyle = base.overlaid(with: theme.participantStyle(colorIndex))
         let plain = base.overlaid(with: theme.style(.tileName))
-        let mark = session.audioMuted ? " mic off " : ""
+        let mark = session.audioMuted && !session.isTerminal ? " mic off " : ""
         let markWidth = DisplayWidth.of(mark)
         let number = tile.number.map { " \($0)" } ?? ""
         let suffix = session.isLocal ? " (you)" : ""
@@ -138,7 +148,9 @@ extension RoomScreen {
                 reason = "camera off"
             }
         case .waitingForVideo, .video:
-            if session.cannotDecrypt {
+            if session.isTerminal {
+                reason = session.cannotDecrypt ? "can't decrypt: different room secret" : "waiting for the screen…"
+            } else if session.cannotDecrypt {
                 reason = "can't decrypt: different room secret"
             } else {
                 reason = session.connection == .reconnecting ? "reconnecting…" : "waiting for video…"

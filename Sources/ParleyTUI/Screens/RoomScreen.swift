@@ -1,6 +1,7 @@
 import ParleyMedia
 import ParleyPictures
 import ParleyRoom
+import ParleyWire
 
 /// The call screen: header, video tiles, chat pane and input, control bar, notices and overlays, drawn from a
 /// `RoomState` and the latest decoded frame of each participant. Pure apart from the video renderer's scratch
@@ -37,7 +38,10 @@ public struct RoomScreen: Sendable {
 
     /// Renders the room for a terminal size. `frames` holds each participant's latest decoded picture; a tile
     /// whose session shows video but has no frame yet shows "waiting for video…".
-    public mutating func render(state: RoomState, frames: [ParticipantID: VideoFrame], size: TerminalSize) -> Screen {
+    public mutating func render(
+        state: RoomState, frames: [ParticipantID: VideoFrame], screens: [ParticipantID: TerminalScreen] = [:],
+        size: TerminalSize
+    ) -> Screen {
         let layout = RoomScreenLayout(size: size, state: state)
         if layout.isTooSmall {
             drawnLayout = .empty
@@ -49,7 +53,8 @@ public struct RoomScreen: Sendable {
         let videoLayout = state.layout(in: layout.video)
         drawnLayout = videoLayout
         drawHeader(state: state, videoLayout: videoLayout, into: &screen, in: layout.header)
-        drawVideo(state: state, videoLayout: videoLayout, frames: frames, into: &screen, in: layout.video)
+        drawVideo(
+            state: state, videoLayout: videoLayout, frames: frames, screens: screens, into: &screen, in: layout.video)
         ChatPaneView.draw(state: state, layout: layout, into: &screen, theme: theme, wrapped: &chatLines)
         if let bar = layout.controlBar {
             ControlBarView.draw(state: state, into: &screen, in: bar, theme: theme)
