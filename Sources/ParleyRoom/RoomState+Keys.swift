@@ -282,9 +282,11 @@ extension RoomState {
         guard let large = largeShare, let session = sessions.first(where: { $0.id == large }),
             let size = session.videoSize, let container
         else { return false }
-        // The tile's inside: the whole video area less its border.
-        let width = max(1, container.width - 2)
-        let height = max(1, container.height - 2)
+        // The tile's inside (its border left out), as the layout draws it.
+        guard let tile = layout(in: container).tiles.last(where: { $0.id == large })?.rect else { return false }
+        let bordered = tile.width >= 6 && tile.height >= 3
+        let width = max(1, tile.width - (bordered ? 2 : 0))
+        let height = max(1, tile.height - (bordered ? 2 : 0))
         let maxColumn = max(0, size.width - width)
         let maxRow = max(0, size.height - height)
         var pan = sharePan

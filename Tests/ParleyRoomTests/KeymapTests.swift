@@ -69,7 +69,7 @@ struct KeymapTests {
             (
                 "\nmik = m",
                 "line 2: unknown command \"mik\"; commands are mic, video, switch-camera, speaker, filter,"
-                    + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, record, help, dm, messages, invite, roster, speaker-view, self-view, leave"
+                    + " broadcast, chat, hide, fullscreen, grid, next-page, previous-page, stats, record, help, dm, messages, invite, roster, speaker-view, self-view, share, leave"
             ),
             ("mic =", "line 1: no key given for mic; write `mic = none` to unbind it"),
             (

@@ -1118,3 +1118,61 @@ struct RecordingReducerTests {
         #expect(room.press(.char("R")) == [.setRecording(true)])
     }
 }
+
+@Suite("Room reducer: shared terminals")
+struct SharedTerminalTests {
+    /// me and p2, then alice's terminal (id 9, 200x60) joined: the room knows it is a terminal, and whose.
+    fileprivate static func room() -> Room {
+        var room = Room(peers: 1)
+        room.send(.userJoined(peer(9), name: "alice's terminal", role: .broadcaster))
+        room.send(.sharesTerminal(peer(9), owner: "alice"))
+        room.send(.firstRemoteFrame(peer(9), size: VideoSize(width: 200, height: 60)))
+        return room
+    }
+
+    @Test func aTerminalIsKnownAsOneAndSSaysWhoSharesAndHow() {
+        var room = Self.room()
+        #expect(room.state.sessions.first { $0.id == peer(9) }?.sharedBy == "alice")
+        #expect(room.state.sessions.first { $0.id == peer(2) }?.isTerminal == false)
+        room.press(.char("S"))
+        let lines = room.state.chatLog.entries.suffix(2).map(\.text)
+        #expect(lines.first?.contains("alice shares a terminal") == true, "\(lines)")
+        #expect(lines.last?.contains("parley share ROOM --server HOST:PORT") == true, "\(lines)")
+    }
+
+    @Test func nobodySharingIsSaid() {
+        var room = Room(peers: 1)
+        room.press(.char("S"))
+        #expect(room.state.chatLog.entries.suffix(2).first?.text == "Nobody shares a terminal in this call")
+    }
+
+    /// Rows: a key, then the pan it leaves (fullscreen beside the strip, the tile's inside is 58x18; 200x60 shared).
+    static let pans: [(Key, SharePan)] = [
+        (.down, SharePan(column: 0, row: 1)),
+        (.right, SharePan(column: 8, row: 1)),
+        (.left, SharePan(column: 0, row: 1)),
+        (.left, SharePan(column: 0, row: 1)),
+        (.pageDown, SharePan(column: 0, row: 19)),
+        (.end, SharePan(column: 142, row: 42)),
+        (.pageDown, SharePan(column: 142, row: 42)),
+        (.home, SharePan()),
+    ]
+
+    @Test func arrowsPanATerminalShownLargeWithinItsEdges() {
+        var room = Self.room()
+        // In the grid the arrows pan nothing.
+        room.press(.down)
+        #expect(room.state.sharePan == SharePan())
+        room.press(.char("3"), after: 1000)
+        room.press(.char("3"), after: 100)
+        #expect(room.state.largeShare == peer(9))
+        for (key, pan) in Self.pans {
+            room.press(key)
+            #expect(room.state.sharePan == pan, "after \(key)")
+        }
+        room.press(.down)
+        // Back to the grid: the pan starts again at the top left next time.
+        room.press(.escape)
+        #expect(room.state.fullscreen == nil && room.state.sharePan == SharePan())
+    }
+}

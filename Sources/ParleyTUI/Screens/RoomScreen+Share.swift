@@ -8,13 +8,15 @@ enum ShareFit: Equatable {
     case exact
     /// A window of the share at its size, from `column`, `row` (fullscreen, smaller than the share: arrows pan).
     case panned(column: Int, row: Int)
-    /// Sampled down to the tile (a grid tile smaller than the share).
-    case scaled
+    /// A window at size that keeps the cursor in view, from `column`, `row` (a grid tile smaller than the share).
+    /// Sampling cells down drops letters from every word, so a window is what stays readable.
+    case byCursor(column: Int, row: Int)
 }
 
 extension RoomScreen {
     /// Draws a shared terminal's screen in `rect` from its cells (never from the shared program's bytes): at size
-    /// when it fits, panned in fullscreen, scaled in a grid tile; the cursor as a reversed cell. Returns how it fit,
+    /// when it fits, panned when shown large, a window by the cursor in a smaller grid tile; the cursor as a reversed
+    /// cell. Returns how it fit,
     /// for the tile's edge to say.
     func drawShare(
         _ share: TerminalScreen, fullscreen: Bool, pan: (column: Int, row: Int), into screen: inout Screen,
@@ -30,7 +32,9 @@ extension RoomScreen {
                 ? .panned(
                     column: max(0, min(pan.column, share.columns - rect.width)),
                     row: max(0, min(pan.row, share.rows - rect.height)))
-                : .scaled
+                : .byCursor(
+                    column: Self.windowStart(showing: share.cursor.column, of: share.columns, width: rect.width),
+                    row: Self.windowStart(showing: share.cursor.row, of: share.rows, width: rect.height, fromEnd: true))
         let columns = min(rect.width, share.columns)
         let rows = min(rect.height, share.rows)
         for y in 0..<rows {
@@ -39,11 +43,11 @@ extension RoomScreen {
                 let (sourceRow, sourceColumn): (Int, Int)
                 switch fit {
                 case .exact: (sourceRow, sourceColumn) = (y, x)
-                case .panned(let column, let row): (sourceRow, sourceColumn) = (row + y, column + x)
-                case .scaled: (sourceRow, sourceColumn) = (y * share.rows / rows, x * share.columns / columns)
+                case .panned(let column, let row), .byCursor(let column, let row):
+                    (sourceRow, sourceColumn) = (row + y, column + x)
                 }
                 var cell = share[sourceRow, sourceColumn]
-                // The right half of a wide character cut off by a pan or the sampling shows as a blank.
+                // The right half of a wide character cut off by the window's edge shows as a blank.
                 if cell.width == 0 { cell = ShareCell("", width: 1, style: cell.style) }
                 var style = Self.cellStyle(cell.style)
                 if share.cursor.visible, share.cursor.row == sourceRow, share.cursor.column == sourceColumn {
@@ -57,6 +61,15 @@ extension RoomScreen {
             }
         }
         return fit
+    }
+
+    /// Where a window of `width` over `length` cells starts so that `position` is in it: at 0 while it can be,
+    /// else with `position` at its end (`fromEnd`: the cursor's row at the bottom, as a shell's prompt is) or its
+    /// middle.
+    static func windowStart(showing position: Int, of length: Int, width: Int, fromEnd: Bool = false) -> Int {
+        guard length > width else { return 0 }
+        let start = fromEnd ? position - width + 1 : position - width / 2
+        return max(0, min(start, length - width))
     }
 
     /// A share's style in the viewer's terms: its default colours are the viewer's terminal's own, a palette or
@@ -84,8 +97,10 @@ extension RoomScreen {
         switch fit {
         case .exact:
             return nil
-        case .scaled:
-            return " scaled: \(share.columns)x\(share.rows) in \(shown.width)x\(shown.height) (fullscreen for full size) "
+        case .byCursor(let column, let row):
+            let lastColumn = min(share.columns, column + shown.width)
+            let lastRow = min(share.rows, row + shown.height)
+            return " part by the cursor: \(column + 1)-\(lastColumn) of \(share.columns), rows \(row + 1)-\(lastRow) "
         case .panned(let column, let row):
             let lastColumn = min(share.columns, column + shown.width)
             let lastRow = min(share.rows, row + shown.height)

@@ -70,10 +70,11 @@ public struct RoomScreen: Sendable {
 
     /// Renders with a fresh video renderer (handy in tests; a render loop keeps one `RoomScreen` instead).
     public static func render(
-        state: RoomState, frames: [ParticipantID: VideoFrame], size: TerminalSize, theme: Theme
+        state: RoomState, frames: [ParticipantID: VideoFrame], screens: [ParticipantID: TerminalScreen] = [:],
+        size: TerminalSize, theme: Theme
     ) -> Screen {
         var screen = RoomScreen(theme: theme)
-        return screen.render(state: state, frames: frames, size: size)
+        return screen.render(state: state, frames: frames, screens: screens, size: size)
     }
 
     /// Where the shell should show the text cursor: in the chat input while it is open and no overlay covers it.

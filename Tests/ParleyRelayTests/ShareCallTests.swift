@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import ParleyMedia
+import ParleyRoom
+import ParleySecurity
+import ParleyTestLanes
+import ParleyWire
+import Synchronization
+import Testing
+
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// The newest shared screen of each member, as a viewer's draw loop would take it.
+final class ScreenSink: VideoFrameSink {
+    private let screens = Mutex<[ParticipantID: TerminalScreen]>([:])
+
+    func deliver(_ frame: VideoFrame, from participant: ParticipantID) {}
+
+    func deliver(_ screen: TerminalScreen, from participant: ParticipantID) {
+        screens.withLock { $0[participant] = screen }
+    }
+
+    /// The text of every row of every screen held.
+    var text: String {
+        screens.withLock { screens in
+            screens.values.map { screen in (0..<screen.rows).map(screen.text(ofRow:)).joined(separator: "\n") }
+                .joined(separator: "\n")
+        }
+    }
+}
+
+/// A shared terminal in a real call: the real relay, engines on loopback; the sharer's screen published as
+/// `parley share` publishes it. Viewers (one joining late) see it; in an end-to-end encrypted room a capture of the
+/// sharer's traffic holds none of its text, while in a plain room the same capture does (the control).
+@Suite(.serialized, .lane(.timing))
+struct ShareCallTests {
+    static let secretLine = "the vault code is 8147"
+
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    func member(_ name: String, port: Int, encrypted: Bool) throws -> CallConfiguration {
+        var configuration = CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "vault", name: name,
+            profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150), audioSource: .silence,
+            showsSelfView: false, logger: quietLogger())
+        if encrypted {
+            configuration.encryption = try CallEncryption(
+                secret: "correct horse battery", room: "vault", suite: .aes128GCM)
+        }
+        return configuration
+    }
+
+    static func screen(_ lines: [String], columns: Int = 40) -> TerminalScreen {
+        var screen = TerminalScreen(rows: 5, columns: columns)
+        for (row, line) in lines.enumerated() {
+            for (column, letter) in line.enumerated() { screen[row, column] = ShareCell(String(letter)) }
+        }
+        return screen
+    }
+
+    /// alice shares through a recording proxy; bob watches from the start, carol joins once the screen is up.
+    func shareCall(encrypted: Bool) async throws -> (capture: [[UInt8]], bob: String, carol: String) {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let udp = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 0, seed: 1)
+        let feed = TerminalShareFeed()
+        var sharer = try member("alice", port: relay.signalingPort, encrypted: encrypted)
+        sharer.share = feed
+        sharer.microphoneMuted = true
+        sharer.mediaAddressOverride = ServerAddress(host: "127.0.0.1", port: udp.port)
+        // alice is in the call herself too: her terminal joins under her name as a member of its own.
+        let alicePerson = try CallEngine(try member("alice", port: relay.signalingPort, encrypted: encrypted))
+        let terminal = try CallEngine(sharer)
+        let bobSink = ScreenSink()
+        let bob = try CallEngine(try member("bob", port: relay.signalingPort, encrypted: encrypted), videoSink: bobSink)
+        let bobLog = EventLog()
+        let tasks = [bobLog.consume(bob)]
+        for engine in [alicePerson, terminal, bob] { engine.start() }
+        feed.publish(Self.screen(["$ cat notes", Self.secretLine, "$"]))
+
+        let seen = await eventually(within: .seconds(10)) { bobSink.text.contains(Self.secretLine) }
+        #expect(seen, "bob never saw alice's terminal (encrypted: \(encrypted)): \(bobSink.text)")
+        let joinedAsTerminal = bobLog.all.contains {
+            if case .sharesTerminal(_, let owner) = $0 { owner == "alice" } else { false }
+        }
+        #expect(joinedAsTerminal, "bob was not told the member is alice's terminal: \(bobLog.all)")
+
+        // A late joiner gets the screen as it is now, not what changed before it came.
+        feed.publish(Self.screen(["$ cat notes", Self.secretLine, "$ date", "Tue Dec  1"]))
+        let carolSink = ScreenSink()
+        let carol = try CallEngine(
+            try member("carol", port: relay.signalingPort, encrypted: encrypted), videoSink: carolSink)
+        carol.start()
+        let carolSaw = await eventually(within: .seconds(10)) { carolSink.text.contains("Tue Dec  1") }
+        #expect(carolSaw, "carol, joining late, never saw the current screen: \(carolSink.text)")
+        let stats = await terminal.statistics()
+        #expect(stats.videoFramesSent == 0, "a share sends no camera")
+
+        for engine in [alicePerson, terminal, bob, carol] { await engine.leave() }
+        tasks.forEach { $0.cancel() }
+        let capture = try await udp.capture().filter(\.fromClient).map(\.bytes)
+        await udp.stop()
+        await relay.shutdown()
+        return (capture, bobSink.text, carolSink.text)
+    }
+
+    @Test func aSharedTerminalIsSeenByEveryViewerAndSealedInAnEncryptedRoom() async throws {
+        // The line as the update format carries it: each cell's width-and-length byte (width 1, 1 byte), then its
+        // letter.
+        let needle = Self.secretLine.utf8.flatMap { [UInt8(1 << 6 | 1), $0] }
+        func holdsText(_ capture: [[UInt8]]) -> Bool {
+            capture.contains { datagram in
+                datagram.count >= needle.count
+                    && (0...(datagram.count - needle.count)).contains {
+                        Array(datagram[$0..<$0 + needle.count]) == needle
+                    }
+            }
+        }
+        // The control: a plain room's capture holds the text, so the search can find it.
+        let plain = try await shareCall(encrypted: false)
+        #expect(holdsText(plain.capture), "the plain capture of \(plain.capture.count) datagrams lacks the text")
+        let sealed = try await shareCall(encrypted: true)
+        #expect(!sealed.capture.isEmpty)
+        #expect(!holdsText(sealed.capture), "the encrypted capture holds the shared screen's text")
+        #expect(sealed.bob.contains(Self.secretLine) && sealed.carol.contains(Self.secretLine))
+    }
+
+    @Test func aSecondShareUnderOneNameIsRefusedAndATerminalNeverHosts() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        var first = try member("alice", port: relay.signalingPort, encrypted: false)
+        first.share = TerminalShareFeed()
+        let terminal = try CallEngine(first)
+        let terminalLog = EventLog()
+        let tasks = [terminalLog.consume(terminal)]
+        terminal.start()
+        let joined = await eventually(within: .seconds(10)) {
+            terminalLog.all.contains { if case .joined = $0 { true } else { false } }
+        }
+        #expect(joined)
+        let person = try CallEngine(try member("alice", port: relay.signalingPort, encrypted: false))
+        let personLog = EventLog()
+        let more = personLog.consume(person)
+        person.start()
+        // alice herself joins beside her terminal, and hosts the room it was in first.
+        func own(_ log: EventLog) -> ParticipantID? {
+            log.all.lazy.compactMap { if case .joined(let id) = $0 { id } else { nil } }.first
+        }
+        func hosts(_ log: EventLog) -> Bool {
+            guard let me = own(log) else { return false }
+            return log.all.contains { if case .hostChanged(let id) = $0 { id == me } else { false } }
+        }
+        let personHosts = await eventually(within: .seconds(10)) { hosts(personLog) }
+        #expect(personHosts, "\(personLog.all)")
+        #expect(!hosts(terminalLog), "the terminal hosts: \(terminalLog.all)")
+
+        var second = try member("alice", port: relay.signalingPort, encrypted: false)
+        second.share = TerminalShareFeed()
+        let again = try CallEngine(second)
+        let againLog = EventLog()
+        let last = againLog.consume(again)
+        again.start()
+        let refused = await eventually(within: .seconds(10)) {
+            againLog.all.contains {
+                if case .joinFailed(let reason) = $0 {
+                    reason.contains("alice already shares a terminal")
+                } else {
+                    false
+                }
+            }
+        }
+        #expect(refused, "\(againLog.all)")
+        for engine in [terminal, person, again] { await engine.leave() }
+        (tasks + [more, last]).forEach { $0.cancel() }
+        await relay.shutdown()
+    }
+}
