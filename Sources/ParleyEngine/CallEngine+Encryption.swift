@@ -91,7 +91,8 @@ extension EngineCore {
     /// How many leading payload bytes stay clear, and which of the sender's streams the packet belongs to.
     private func clearPrefix(of packet: RTPPacket) -> (Int, EncryptedStream) {
         // A shared terminal's frames are framed as VP8's, their flags byte where VP8 has its keyframe bit.
-        let framed = packet.header.payloadType == MediaPayloadType.vp8 || packet.header.payloadType == MediaPayloadType.share
+        let framed =
+            packet.header.payloadType == MediaPayloadType.vp8 || packet.header.payloadType == MediaPayloadType.share
         guard framed else { return (0, .audio) }
         guard let (descriptor, offset) = try? VP8PayloadDescriptor.parse(packet.payload) else {
             return (0, .video)

@@ -66,7 +66,8 @@ struct Share: AsyncParsableCommand {
     func displayName() throws -> String {
         let chosen = name ?? defaultDisplayName(guest: account.guest)
         guard !chosen.isEmpty else {
-            throw ValidationError("no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
+            throw ValidationError(
+                "no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
         }
         return try DisplayName.validate(chosen)
     }

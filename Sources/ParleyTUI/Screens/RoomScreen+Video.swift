@@ -47,7 +47,8 @@ extension RoomScreen {
         var shareNote: String?
         if session.isTerminal, let share {
             let fit = drawShare(
-                share, fullscreen: state.largeShare == session.id, pan: (state.sharePan.column, state.sharePan.row), into: &screen, in: inner)
+                share, fullscreen: state.largeShare == session.id, pan: (state.sharePan.column, state.sharePan.row),
+                into: &screen, in: inner)
             shareNote = Self.shareFitNote(fit, share: share, shown: inner)
         } else if session.tileContent == .video, let frame, !session.isTerminal {
             videoRenderer.draw(
