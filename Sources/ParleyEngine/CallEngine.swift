@@ -285,6 +285,11 @@ final class EngineCore {
             if enabled { onVideoThread { $0.requestKeyframe() } }
         case .switchCamera:
             switchCamera()
+        case .grantControl(let terminal, let member):
+            signalingLink.connection?.send(
+                .control(ControlGrant(terminal: terminal.rawValue, to: member?.rawValue ?? 0)))
+        case .typeIntoShare(let terminal, let bytes):
+            typeIntoShare(terminal, bytes)
         case .setSpeakerEnabled(let enabled):
             controls.speakerOn = enabled
         case .setFilter(let enabled):

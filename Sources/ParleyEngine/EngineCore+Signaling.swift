@@ -305,6 +305,16 @@ extension EngineCore {
         switch message {
         case .joined, .challenge, .pong, .removed, .error, .redirect, .move:
             break  // The signaling state's.
+        case .control(let grant):
+            controlGranted(grant)
+        case .typing(let typing):
+            typed(typing)
+        case .controller(let change):
+            guard let terminal = change.terminal else { return }
+            emit(
+                .shareController(
+                    ParticipantID(terminal), controller: change.controller == 0 ? nil : ParticipantID(change.controller)
+                ))
         case .memberJoined(let notice):
             addPeer(notice.member)
         case .memberLeft(let left):
@@ -318,6 +328,7 @@ extension EngineCore {
                 case .dropped: .dropped
                 }
             emit(.userOffline(ParticipantID(left.id), reason: reason))
+            shareMemberLeft(left.id)
         case .mute(let mute):
             guard let peer = remote.peers[mute.id] else { return }
             if peer.info.audioMuted != mute.audio { emit(.remoteAudioMuted(ParticipantID(mute.id), mute.audio)) }

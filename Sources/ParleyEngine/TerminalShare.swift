@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import ParleyRoom
 import ParleyWire
@@ -11,7 +12,13 @@ public final class TerminalShareFeed: Sendable {
         var screen: TerminalScreen?
         var session = ShareSession()
         var wake: (@Sendable () -> Void)?
+        var input: [UInt8] = []
+        var inputDropped = 0
+        var controller: String?
     }
+
+    /// Typing held for the program at most; a controller typing faster than it reads loses the rest (counted).
+    public static let maxPendingInput = 4_096
 
     private let state = Mutex(State())
 
@@ -42,6 +49,28 @@ public final class TerminalShareFeed: Sendable {
 
     func requestFullScreen() { state.withLock { $0.session.requestFullScreen() } }
 
+    /// Keys the member let type sent, for the program.
+    func type(_ bytes: [UInt8]) {
+        state.withLock { state in
+            let room = max(0, Self.maxPendingInput - state.input.count)
+            state.input += bytes.prefix(room)
+            state.inputDropped += max(0, bytes.count - room)
+        }
+    }
+
+    /// The typing waiting for the program, taken.
+    public func takeInput() -> [UInt8] {
+        state.withLock { state in
+            defer { state.input.removeAll(keepingCapacity: true) }
+            return state.input
+        }
+    }
+
+    /// Who may type in the terminal now (their name), nil for nobody.
+    public var controller: String? { state.withLock { $0.controller } }
+
+    func setController(_ name: String?) { state.withLock { $0.controller = name } }
+
     func setWake(_ wake: (@Sendable () -> Void)?) { state.withLock { $0.wake = wake } }
 }
 
@@ -54,6 +83,8 @@ struct OwnShare {
     let startedAt: Duration
     /// A send held back by the rate limit is due.
     var retryScheduled = false
+    /// The member let type in the terminal, if any.
+    var controller: UInt32?
     var updatesSent = 0
     var fullScreensSent = 0
     var bytesSent = 0
@@ -127,5 +158,66 @@ extension EngineCore {
         }
         peer.lastFrameSize = size
         videoSink?.deliver(screen, from: peer.participant)
+    }
+}
+
+extension EngineCore {
+    /// The sharer gives typing to a member, or takes it back: only a grant from the person this terminal belongs to
+    /// (same name, same account, not a terminal) counts; the room is told who may type.
+    func controlGranted(_ grant: ControlGrant) {
+        guard let share = ownShare, let you = joined?.you, grant.terminal == you.id, let from = grant.from,
+            let sharer = remote.peers[from]?.info, !sharer.isTerminal,
+            sharer.name.lowercased() == you.name.lowercased(), sharer.account == you.account
+        else {
+            logger.notice(
+                "a grant of typing not from this terminal's sharer was ignored",
+                metadata: ["from": "\(grant.from ?? 0)"])
+            return
+        }
+        let controller = grant.to == 0 ? nil : remote.peers[grant.to]?.info
+        guard grant.to == 0 || controller.map({ !$0.isTerminal }) == true else { return }
+        setShareController(controller, share: share)
+    }
+
+    func setShareController(_ member: MemberInfo?, share: OwnShare) {
+        ownShare?.controller = member?.id
+        share.feed.setController(member?.label)
+        signalingLink.connection?.send(.controller(ControllerChange(controller: member?.id ?? 0)))
+        logger.info("typing in the shared terminal", metadata: ["controller": "\(member?.label ?? "nobody")"])
+    }
+
+    /// Keys for this shared terminal: kept for the program when they come from the member let type.
+    func typed(_ typing: TerminalTyping) {
+        guard let share = ownShare, let controller = share.controller, typing.from == controller else { return }
+        let text: String?
+        if let sealed = typing.sealed {
+            text = try? remote.opener?.openChat(sealed)
+        } else {
+            text = remote.opener == nil ? typing.keys : nil  // an encrypted room never takes plain keys
+        }
+        guard let text, let data = Data(base64Encoded: text), data.count <= TerminalTyping.maxKeyBytes else { return }
+        share.feed.type(Array(data))
+    }
+
+    /// A member left: if they were the one typing, nobody is now.
+    func shareMemberLeft(_ id: UInt32) {
+        guard let share = ownShare, share.controller == id else { return }
+        setShareController(nil, share: share)
+    }
+
+    /// Keys this member typed for a shared terminal it was let type in, sealed in an encrypted room.
+    func typeIntoShare(_ terminal: ParticipantID, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let chunk = bytes[offset..<min(bytes.count, offset + TerminalTyping.maxKeyBytes)]
+            offset += chunk.count
+            let text = Data(chunk).base64EncodedString()
+            var typing = TerminalTyping(terminal: terminal.rawValue, keys: text)
+            if let sealer = media.sealer {
+                guard let sealed = try? sealer.sealChat(text) else { return }
+                typing = TerminalTyping(terminal: terminal.rawValue, keys: "", sealed: sealed)
+            }
+            signalingLink.connection?.send(.typing(typing))
+        }
     }
 }

@@ -64,7 +64,50 @@ extension RelayState {
             return recording(change.recording, by: id, on: connection)
         case .recordingPolicy(let policy):
             return setRecordingPolicy(policy.allowed, by: id, on: connection)
+        case .control(var grant):
+            guard let terminal = terminalConnection(grant.terminal, in: member.room, for: message, on: connection)
+            else { return refusedShare(grant.terminal, connection) }
+            grant.from = id
+            return [.send(.control(grant), to: [terminal])]
+        case .typing(var typing):
+            guard let terminal = terminalConnection(typing.terminal, in: member.room, for: message, on: connection)
+            else { return refusedShare(typing.terminal, connection) }
+            // Typing is bounded in rate as in size: what comes beyond the limit in a second is dropped.
+            if now - member.typingSince >= .seconds(1) {
+                members[id]?.typingSince = now
+                members[id]?.typingCount = 0
+            }
+            members[id]?.typingCount += 1
+            guard (members[id]?.typingCount ?? 0) <= Self.typingPerSecond else {
+                counters.typingDropped += 1
+                return []
+            }
+            typing.from = id
+            return [.send(.typing(typing), to: [terminal])]
+        case .controller(var change):
+            guard member.info.isTerminal else {
+                counters.signalingErrors += 1
+                return refuse(.badField, "only a shared terminal says who types in it", connection)
+            }
+            change.terminal = id
+            return [.send(.controller(change), to: connections(in: member.room, except: id))]
         }
+    }
+
+    /// Typing messages a member may send a second; beyond it they are dropped (and counted).
+    static let typingPerSecond = 100
+
+    /// The connection of shared terminal `terminal` in `room`, here; nil when there is none.
+    private func terminalConnection(
+        _ terminal: UInt32, in room: String, for message: ClientMessage, on connection: ConnectionID
+    ) -> ConnectionID? {
+        guard let target = members[terminal], target.room == room, target.info.isTerminal else { return nil }
+        return target.connection
+    }
+
+    private mutating func refusedShare(_ terminal: UInt32, _ connection: ConnectionID) -> [RelayAction] {
+        counters.signalingErrors += 1
+        return refuse(.badField, "member \(terminal) is not a shared terminal in this room (here)", connection)
     }
 
     /// A join: refused on a connection that joined or is being checked, placed first in a cluster that places rooms,

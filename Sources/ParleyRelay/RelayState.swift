@@ -26,6 +26,9 @@ public struct RelayState: Sendable {
         /// The references of its last chat lines (at most `recentChatReferences`, each at most 32 bytes): a line
         /// sent again after a reconnect that had got through is echoed to it, not said twice.
         public var recentChatRefs: [String] = []
+        /// Typing messages for a shared terminal in the current second, and when that second began.
+        public var typingCount = 0
+        public var typingSince: Duration = .zero
         /// When it joined the room (a resume keeps it).
         public var joinedAt: Duration = .zero
         /// SHA-256 of its media credential, kept for the room's host record (`RoomHostRecord`).

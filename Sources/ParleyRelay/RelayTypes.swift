@@ -138,6 +138,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var redirects = 0
     /// Signaling messages dropped by the rate limit.
     public var rateLimited = 0
+    /// Typing for a shared terminal dropped beyond a member's rate (`RelayState.typingPerSecond`).
+    public var typingDropped = 0
     /// Signaling frames refused for size or kind (binary, oversized).
     public var refusedFrames = 0
     /// RTP/RTCP packets forwarded (one per destination).

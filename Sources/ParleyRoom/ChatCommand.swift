@@ -11,6 +11,8 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
     case remove = "/remove"
     /// Host: forbid recording, or allow it again.
     case norecord = "/norecord"
+    /// The sharer of a terminal: let one member type in it, or nobody.
+    case control = "/control"
 
     /// How it is typed.
     public var usage: String {
@@ -20,6 +22,7 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
         case .allow: return "/allow NAME"
         case .remove: return "/remove NAME"
         case .norecord: return "/norecord [off]"
+        case .control: return "/control NAME|off"
         }
     }
 
@@ -31,6 +34,8 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
         case .allow: return "Host: let NAME broadcast, or back in after a removal"
         case .remove: return "Host: remove NAME from the room until allowed back"
         case .norecord: return "Host: forbid recording in the room (/norecord off allows it)"
+        case .control:
+            return "Your shared terminal: let NAME type in it while it is large on their screen (off: nobody)"
         }
     }
 
@@ -38,7 +43,7 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
     public var isHostOnly: Bool {
         switch self {
         case .allow, .remove, .norecord: return true
-        case .dm, .room: return false
+        case .dm, .room, .control: return false
         }
     }
 

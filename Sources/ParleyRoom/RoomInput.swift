@@ -54,6 +54,8 @@ public enum RoomEvent: Hashable, Sendable {
     case userOffline(ParticipantID, reason: OfflineReason)
     /// A participant is a terminal `owner` shares (`parley share`), not a person.
     case sharesTerminal(ParticipantID, owner: String)
+    /// The member who may type in a shared terminal now (nil: nobody).
+    case shareController(ParticipantID, controller: ParticipantID?)
     /// The local camera produced its first frame.
     case firstLocalFrame(VideoSize)
     /// The first frame of a participant's video was decoded.
@@ -130,6 +132,10 @@ public enum RoomInput: Hashable, Sendable {
 
 /// Work the reducer asks the call engine or the shell to do.
 public enum RoomEffect: Hashable, Sendable {
+    /// Let a member type in the terminal this member shares (nil: nobody).
+    case grantControl(terminal: ParticipantID, to: ParticipantID?)
+    /// Keys for a shared terminal this member was let type in.
+    case typeIntoShare(ParticipantID, [UInt8])
     /// Stop (true) or resume (false) sending microphone audio.
     case setMicrophoneMuted(Bool)
     /// Start (true) or stop (false) sending camera video.

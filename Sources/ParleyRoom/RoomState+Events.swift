@@ -5,7 +5,7 @@ extension RoomState {
     mutating func apply(_ event: RoomEvent) -> [RoomEffect] {
         var effects: [RoomEffect] = []
         switch event {
-        case .joined, .joinFailed, .userJoined, .userOffline, .sharesTerminal:
+        case .joined, .joinFailed, .userJoined, .userOffline, .sharesTerminal, .shareController:
             applyMembers(event, effects: &effects)
         case .firstLocalFrame, .firstRemoteFrame, .remoteVideoMuted, .remoteAudioMuted, .remoteStats, .localStats,
             .dominantSpeaker, .audioLevel, .microphoneLevel, .cameraStopped, .cannotDecrypt:
@@ -41,6 +41,22 @@ extension RoomState {
         case .sharesTerminal(let id, let owner):
             guard let index = index(of: id), index > 0 else { break }
             sessions[index].sharedBy = ChatLog.clean(owner)
+            changes.insert(.tiles)
+
+        case .shareController(let id, let controller):
+            guard let index = index(of: id), index > 0, sessions[index].controlledBy != controller else { break }
+            sessions[index].controlledBy = controller
+            let terminal = sessions[index].name
+            if let controller, controller == localID {
+                shareKeysToCall = false
+                log(
+                    "You can type in \(terminal): show it large (its number twice) and type; Ctrl-] gives your keys "
+                        + "back to the call", kind: .system)
+            } else if let controller, let name = sessions.first(where: { $0.id == controller })?.name {
+                log("\(name) can type in \(terminal)", kind: .system)
+            } else {
+                log("Nobody can type in \(terminal) now", kind: .system)
+            }
             changes.insert(.tiles)
 
         case .joinFailed(let reason):

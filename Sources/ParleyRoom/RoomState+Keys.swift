@@ -14,6 +14,7 @@ extension RoomState {
         }
         if case .mouseDoubleClick(let column, let row) = key { return doubleClick(column: column, row: row) }
         if isChatInputOpen { return handleChatKey(key) }
+        if let typed = typeIntoShare(key) { return typed }
         if panShare(key) { return [] }
         switch key {
         case .mouseClick:
@@ -136,6 +137,7 @@ extension RoomState {
             switch ChatCommand(rawValue: name) {
             case .dm, .room: return directCommand(text)
             case .allow, .remove, .norecord: return hostCommand(text)
+            case .control: return controlCommand(text)
             case nil:
                 show("\(name) is not a chat command. \(ChatCommand.summary)")
                 return []
@@ -228,6 +230,39 @@ extension RoomState {
         return [.removeParticipant(peer.id)]
     }
 
+    /// `/control NAME` lets NAME type in the terminal this member shares; `/control off` lets nobody.
+    mutating func controlCommand(_ text: String) -> [RoomEffect] {
+        let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+        guard words.count == 2 else {
+            show("\(ChatCommand.control.usage): \(ChatCommand.control.help)")
+            return []
+        }
+        let me = Self.plainName(localSession.name)
+        guard let terminal = peers.first(where: { $0.isTerminal && $0.sharedBy?.lowercased() == me.lowercased() })
+        else {
+            show("You share no terminal in this call: run \(shareCommand ?? "parley share") in another terminal first")
+            return []
+        }
+        let name = String(words[1].trimmingBlanks())
+        if name.lowercased() == "off" {
+            return [.grantControl(terminal: terminal.id, to: nil)]
+        }
+        guard
+            let member = peers.first(where: {
+                !$0.isTerminal && Self.plainName($0.name).lowercased() == name.lowercased()
+            })
+        else {
+            show("Nobody called \(name) is in the call")
+            return []
+        }
+        return [.grantControl(terminal: terminal.id, to: member.id)]
+    }
+
+    /// A name without the ✓ of a verified account ("bob ✓" is bob).
+    static func plainName(_ label: String) -> String {
+        String(label.prefix { $0 != " " })
+    }
+
     mutating func pressTileNumber(_ number: Int) -> [RoomEffect] {
         guard let id = currentLayout.participant(numbered: number) else {
             pendingDigit = nil
@@ -308,5 +343,70 @@ extension RoomState {
             changes.insert(.tiles)
         }
         return true
+    }
+}
+
+extension RoomState {
+    /// The key that gives the keys back to the call while typing in a shared terminal, and takes them again.
+    public static let shareKeysToggle = Key.control("]")
+
+    /// The shared terminal this member's keys go to now: one they were let type in, shown large, unless they gave
+    /// the keys back to the call (`shareKeysToggle`).
+    public var typingInto: ParticipantID? {
+        guard let large = largeShare, !shareKeysToCall,
+            sessions.first(where: { $0.id == large })?.controlledBy == localID
+        else { return nil }
+        return large
+    }
+
+    /// While typing in a shared terminal every key goes to it, but `shareKeysToggle`, which gives them back.
+    mutating func typeIntoShare(_ key: Key) -> [RoomEffect]? {
+        if key == Self.shareKeysToggle, let large = largeShare,
+            sessions.first(where: { $0.id == large })?.controlledBy == localID
+        {
+            shareKeysToCall.toggle()
+            show(
+                shareKeysToCall
+                    ? "Your keys go to the call; Ctrl-] types in the terminal again"
+                    : "Your keys go to the shared terminal; Ctrl-] gives them back to the call")
+            changes.insert(.tiles)
+            return []
+        }
+        guard let terminal = typingInto, let bytes = TerminalKeys.bytes(for: key) else { return nil }
+        return [.typeIntoShare(terminal, bytes)]
+    }
+}
+
+/// The bytes a terminal sends for a key (xterm's), as a shared terminal's program reads them.
+public enum TerminalKeys {
+    public static func bytes(for key: Key) -> [UInt8]? {
+        switch key {
+        case .char(let character): return Array(String(character).utf8)
+        case .enter: return [0x0D]
+        case .escape: return [0x1B]
+        case .tab: return [0x09]
+        case .backspace: return [0x7F]
+        case .delete: return Array("\u{1B}[3~".utf8)
+        case .up: return Array("\u{1B}[A".utf8)
+        case .down: return Array("\u{1B}[B".utf8)
+        case .right: return Array("\u{1B}[C".utf8)
+        case .left: return Array("\u{1B}[D".utf8)
+        case .home: return Array("\u{1B}[H".utf8)
+        case .end: return Array("\u{1B}[F".utf8)
+        case .pageUp: return Array("\u{1B}[5~".utf8)
+        case .pageDown: return Array("\u{1B}[6~".utf8)
+        case .function(let number):
+            let codes = [
+                1: "OP", 2: "OQ", 3: "OR", 4: "OS", 5: "[15~", 6: "[17~", 7: "[18~", 8: "[19~", 9: "[20~",
+                10: "[21~", 11: "[23~", 12: "[24~",
+            ]
+            return codes[number].map { Array(("\u{1B}" + $0).utf8) }
+        case .control(let letter):
+            guard let ascii = letter.lowercased().unicodeScalars.first?.value,
+                (0x61...0x7A).contains(ascii) || letter == "]"
+            else { return nil }
+            return letter == "]" ? [0x1D] : [UInt8(ascii - 0x60)]
+        case .mouseClick, .mouseDoubleClick, .resize: return nil
+        }
     }
 }

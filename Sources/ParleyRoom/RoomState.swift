@@ -154,6 +154,8 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// The member gave the keys back to the call while let type in a shared terminal (`shareKeysToggle`).
+    public internal(set) var shareKeysToCall = false
     /// How far a fullscreen shared terminal larger than its tile is panned (arrow keys), in its cells.
     public internal(set) var sharePan = SharePan()
     /// The command that shares a terminal into this call (`parley share ROOM --server HOST:PORT`), shown by `S`.

@@ -151,6 +151,9 @@ public struct VideoSession: Hashable, Sendable, Identifiable {
     /// text cells instead of a picture, and it never speaks.
     public var sharedBy: String? = nil
 
+    /// For a shared terminal, the member its sharer lets type in it; nil for nobody.
+    public var controlledBy: ParticipantID? = nil
+
     /// Whether this is a shared terminal rather than a person.
     public var isTerminal: Bool { sharedBy != nil }
 

@@ -65,7 +65,10 @@ public final class SharedTerminal: @unchecked Sendable {
 
     /// Runs until the program ends (or `stop`): returns its exit status. `publish` gets each new screen;
     /// `controllerInput` is asked for typing to pass on.
-    public func run(publish: (TerminalScreen) -> Void, controllerInput: () -> [UInt8] = { [] }) -> Int32 {
+    public func run(
+        publish: (TerminalScreen) -> Void, controllerInput: () -> [UInt8] = { [] }, controller: () -> String? = { nil }
+    ) -> Int32 {
+        var shownController: String?
         var lastPublished = -Double.infinity
         var dirty = true
         var inputOpen = true
@@ -95,9 +98,17 @@ public final class SharedTerminal: @unchecked Sendable {
             }
             let typed = controllerInput()
             if !typed.isEmpty { program.write(typed) }
+            // Who may type shows in the sharer's own terminal's title: never in the shared screen.
+            let typing = controller()
+            if typing != shownController, outputIsTerminal {
+                shownController = typing
+                writeOutput(Array(Self.title(typing.map { "parley share: \($0) can type here" } ?? "").utf8))
+            }
             var descriptors = [pollfd(fd: program.primary, events: Int16(POLLIN), revents: 0)]
             if inputOpen { descriptors.append(pollfd(fd: input, events: Int16(POLLIN), revents: 0)) }
-            let wait = dirty ? max(1, Int32(((lastPublished + Self.publishInterval) - now) * 1_000)) : 50
+            // While someone may type, their keys are looked for every 10 ms.
+            let idle: Int32 = shownController == nil ? 50 : 10
+            let wait = dirty ? min(idle, max(1, Int32(((lastPublished + Self.publishInterval) - now) * 1_000))) : idle
             _ = poll(&descriptors, nfds_t(descriptors.count), wait)
             if inputOpen, descriptors.count > 1, descriptors[1].revents != 0 {
                 var buffer = [UInt8](repeating: 0, count: 4_096)
@@ -120,8 +131,15 @@ public final class SharedTerminal: @unchecked Sendable {
             }
         }
         publish(emulator.screen())
+        if shownController != nil { writeOutput(Array(Self.title("").utf8)) }
         restoreInput()
         return waitForExit()
+    }
+
+    /// The escape sequence setting a terminal's title (OSC 2), `text` without control characters.
+    static func title(_ text: String) -> String {
+        "\u{1B}]2;" + String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+            + "\u{07}"
     }
 
     private func writeOutput(_ bytes: [UInt8]) {

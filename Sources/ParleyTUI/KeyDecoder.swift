@@ -13,7 +13,9 @@ public enum KeyDecoder {
         case 8, 127: return .backspace
         case 27: return .escape
         case 1...26: return .control(Character(Unicode.Scalar(UInt8(value) + 96)))
-        case 0, 28...31, 0x80..<0xA0: return nil
+        // Ctrl-]: gives the keys back to the call while typing in a shared terminal.
+        case 29: return .control("]")
+        case 0, 28, 30, 31, 0x80..<0xA0: return nil
         default:
             guard let scalar = Unicode.Scalar(value) else { return nil }
             return .char(Character(scalar))

@@ -19,8 +19,9 @@ struct Share: AsyncParsableCommand {
         abstract: "Share this terminal's shell, or a command, with a call: the others see its text, sharp at any size.",
         discussion: """
             Runs your shell (or the command after --) in this terminal as usual, and shows its screen to the room \
-            as a member of its own, named after you ("alice's terminal"). Nobody else can type into it. Leave the \
-            shell (exit, Ctrl-D) to stop sharing. In an end-to-end encrypted room the screen is sealed like media.
+            as a member of its own, named after you ("alice's terminal"). Nobody else can type in it until you let \
+            one member do so: /control NAME in your own call's chat (/control off stops it). Leave the shell \
+            (exit, Ctrl-D) to stop sharing. In an end-to-end encrypted room the screen is sealed like media.
             """)
 
     @Argument(
@@ -145,7 +146,9 @@ struct Share: AsyncParsableCommand {
     static func runOnThread(_ terminal: SharedTerminal, feed: TerminalShareFeed) async -> Int32 {
         await withCheckedContinuation { continuation in
             let thread = Thread {
-                let status = terminal.run(publish: { feed.publish($0) })
+                let status = terminal.run(
+                    publish: { feed.publish($0) }, controllerInput: { feed.takeInput() },
+                    controller: { feed.controller })
                 continuation.resume(returning: status)
             }
             thread.name = "parley share"

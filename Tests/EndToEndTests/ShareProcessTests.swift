@@ -119,4 +119,62 @@ struct ShareProcessTests {
         #expect(result.output.contains("alice already shares a terminal"), "\(result.output)")
         #expect(!result.output.contains("SHOULD-NOT-RUN"))
     }
+
+    /// alice, in the call herself, lets bob type in her shared shell with /control bob: with it large on his screen
+    /// his keys reach her shell and her terminal's title says he may type; /control off gives his keys back to his
+    /// call (m mutes his microphone again).
+    @Test func theSharerLetsOneMemberTypeAndTakesItBack() async throws {
+        let parley = try #require(parleyBinaryPath(), "the parley binary was not built")
+        let (relay, port) = try await serve(parley)
+        defer { try? FileManager.default.removeItem(atPath: Self.stateDirectory) }
+        defer { relay.stop() }
+        let alice = try viewer(parley, name: "alice", port: port)
+        let bob = try viewer(parley, name: "bob", port: port)
+        let share = try TmuxPane(
+            command: "sh -c 'PS1=\"share$ \" \(parley) share pairing --server 127.0.0.1:\(port) --insecure --guest "
+                + "--name alice --log /dev/null -- bash --norc --noprofile; sleep 60'",
+            columns: 80, rows: 24)
+        try await bob.text("alice's terminal at bob", within: .seconds(15)) {
+            $0.contains { $0.contains("alice's terminal") }
+        }
+        try await alice.text("her terminal at alice", within: .seconds(15)) {
+            $0.contains { $0.contains("alice's terminal") }
+        }
+        try alice.send(["t"])
+        try alice.sendLiteral("/control bob")
+        try alice.send(["Enter"])
+        try await bob.text("bob told he may type", within: .seconds(15)) {
+            $0.contains { $0.contains("you may type") }
+        }
+        try await alice.text("alice told bob may type", within: .seconds(15)) {
+            $0.contains { $0.contains("bob types") }
+        }
+        // Tile 3 is alice's terminal at bob (bob, alice, then it): large with its number twice.
+        try bob.send(["3"])
+        try bob.send(["3"])
+        try await bob.text("bob typing", within: .seconds(15)) {
+            $0.contains { $0.contains("you type (Ctrl-] to stop)") }
+        }
+        try bob.sendLiteral("echo typed-by-bob")
+        try bob.send(["Enter"])
+        try await share.text("bob's keys in alice's shell", within: .seconds(15)) {
+            $0.contains { $0 == "typed-by-bob" }
+        }
+        let title = try share.run(["display", "-p", "#{pane_title}"])
+        #expect(title.contains("parley share: bob can type here"), "the title is \(title)")
+
+        try alice.send(["t"])
+        try alice.sendLiteral("/control off")
+        try alice.send(["Enter"])
+        // The tile's edge no longer says he types (the chat pane's line wraps in a narrow pane).
+        try await bob.text("bob's tile no longer saying he types", within: .seconds(15)) { lines in
+            lines.contains { $0.contains("alice's terminal") } && !lines.contains { $0.contains("· you") }
+        }
+        try bob.send(["m"])
+        try await bob.text("m is bob's own again", within: .seconds(15)) {
+            $0.contains { $0.contains("Mic off") }
+        }
+        let shell = try share.text()
+        #expect(!shell.contains { $0.contains("share$ m") }, "\(shell.joined(separator: "\n"))")
+    }
 }

@@ -177,4 +177,62 @@ struct ShareCallTests {
         (tasks + [more, last]).forEach { $0.cancel() }
         await relay.shutdown()
     }
+
+    /// Typing: only the sharer gives it, only the member given it types, and their leaving takes it back; in an
+    /// encrypted room the keys travel sealed.
+    @Test func onlyTheSharerGivesTypingAndOnlyTheMemberGivenItTypes() async throws {
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let feed = TerminalShareFeed()
+        var sharer = try member("alice", port: relay.signalingPort, encrypted: true)
+        sharer.share = feed
+        let terminal = try CallEngine(sharer)
+        let alice = try CallEngine(try member("alice", port: relay.signalingPort, encrypted: true))
+        let bob = try CallEngine(try member("bob", port: relay.signalingPort, encrypted: true))
+        let carol = try CallEngine(try member("carol", port: relay.signalingPort, encrypted: true))
+        let logs = [EventLog(), EventLog(), EventLog(), EventLog()]
+        let engines = [terminal, alice, bob, carol]
+        let tasks = zip(logs, engines).map { $0.consume($1) }
+        for engine in engines { engine.start() }
+        func id(_ log: EventLog) -> ParticipantID? {
+            log.all.lazy.compactMap { if case .joined(let id) = $0 { id } else { nil } }.first
+        }
+        func seesAll(_ log: EventLog) -> Bool {
+            log.all.filter { if case .userJoined = $0 { true } else { false } }.count >= 3
+        }
+        let everyone = await eventually(within: .seconds(10)) { logs.allSatisfy(seesAll) }
+        #expect(everyone)
+        let (terminalID, bobID) = (try #require(id(logs[0])), try #require(id(logs[2])))
+        func controller(in log: EventLog) -> ParticipantID?? {
+            log.all.lazy.compactMap { if case .shareController(_, let who) = $0 { .some(who) } else { nil } }.last
+        }
+
+        // bob cannot give himself typing in alice's terminal: nobody is told anything, his keys go nowhere.
+        bob.perform(.grantControl(terminal: terminalID, to: bobID))
+        bob.perform(.typeIntoShare(terminalID, Array("rm -rf /\r".utf8)))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(controller(in: logs[3]) == nil && feed.takeInput().isEmpty)
+
+        // alice gives it to bob: the room is told, his keys reach the program, carol's do not.
+        alice.perform(.grantControl(terminal: terminalID, to: bobID))
+        let told = await eventually(within: .seconds(10)) { controller(in: logs[3]) == .some(bobID) }
+        #expect(told, "carol was not told bob may type: \(logs[3].all)")
+        carol.perform(.typeIntoShare(terminalID, Array("carol".utf8)))
+        bob.perform(.typeIntoShare(terminalID, Array("ls -l\r".utf8)))
+        var typed: [UInt8] = []
+        let arrived = await eventually(within: .seconds(10)) {
+            typed += feed.takeInput()
+            return typed == Array("ls -l\r".utf8)
+        }
+        #expect(arrived, "the program got \(String(decoding: typed, as: UTF8.self).debugDescription)")
+        #expect(feed.controller == "bob")
+
+        // bob leaves: nobody may type any more, and the room hears it.
+        await bob.leave()
+        let revoked = await eventually(within: .seconds(10)) { controller(in: logs[3]) == .some(nil) }
+        #expect(revoked, "\(logs[3].all)")
+        #expect(feed.controller == nil)
+        for engine in [terminal, alice, carol] { await engine.leave() }
+        tasks.forEach { $0.cancel() }
+        await relay.shutdown()
+    }
 }

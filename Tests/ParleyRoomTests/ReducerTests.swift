@@ -615,7 +615,7 @@ struct ChatInputKeyTests {
                 line: "/kick p2", host: true, effects: [],
                 notice:
                     "/kick is not a chat command. Chat commands: /dm NAME [TEXT], /room, /allow NAME, /remove NAME, "
-                    + "/norecord [off] (? lists what they do)"),
+                    + "/norecord [off], /control NAME|off (? lists what they do)"),
             HostCase(line: "/norecord", host: true, effects: [.setRecordingAllowed(false)]),
             HostCase(line: "/norecord off", host: true, effects: [.setRecordingAllowed(true)]),
             HostCase(
@@ -1174,5 +1174,88 @@ struct SharedTerminalTests {
         // Back to the grid: the pan starts again at the top left next time.
         room.press(.escape)
         #expect(room.state.fullscreen == nil && room.state.sharePan == SharePan())
+    }
+}
+
+@Suite("Room reducer: typing in a shared terminal")
+struct ShareControlTests {
+    /// me (id 1) with p2, and my own terminal (id 9) shared: "me's terminal".
+    fileprivate static func room() -> Room {
+        var room = Room(peers: 1)
+        room.send(.userJoined(peer(9), name: "me's terminal", role: .broadcaster))
+        room.send(.sharesTerminal(peer(9), owner: "me"))
+        room.send(.firstRemoteFrame(peer(9), size: VideoSize(width: 80, height: 24)))
+        return room
+    }
+
+    fileprivate static func chat(_ room: inout Room, _ line: String) -> [RoomEffect] {
+        room.press(.char("t"))
+        room.type(line)
+        return room.press(.enter)
+    }
+
+    @Test func theSharerGivesTypingByNameAndTakesItBack() {
+        var room = Self.room()
+        #expect(Self.chat(&room, "/control P2") == [.grantControl(terminal: peer(9), to: peer(2))])
+        #expect(Self.chat(&room, "/control off") == [.grantControl(terminal: peer(9), to: nil)])
+        #expect(Self.chat(&room, "/control zed").isEmpty)
+        #expect(room.notice == "Nobody called zed is in the call")
+        #expect(Self.chat(&room, "/control").isEmpty)
+        #expect(room.notice?.hasPrefix("/control NAME|off:") == true)
+    }
+
+    @Test func withoutAShareOfOnesOwnThereIsNothingToGive() {
+        var room = Room(peers: 1)
+        room.send(.userJoined(peer(9), name: "p2's terminal", role: .broadcaster))
+        room.send(.sharesTerminal(peer(9), owner: "p2"))
+        #expect(Self.chat(&room, "/control p2").isEmpty)
+        #expect(room.notice?.hasPrefix("You share no terminal in this call") == true, "\(room.notice ?? "")")
+    }
+
+    @Test func keysGoToATerminalOnlyWhileLetTypeAndShownLargeAndCtrlBracketGivesThemBack() {
+        var room = Room(peers: 2)
+        room.send(.userJoined(peer(9), name: "p2's terminal", role: .broadcaster))
+        room.send(.sharesTerminal(peer(9), owner: "p2"))
+        room.send(.firstRemoteFrame(peer(9), size: VideoSize(width: 80, height: 24)))
+        // Not let type: m mutes as ever.
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(true)])
+        room.send(.shareController(peer(9), controller: me))
+        #expect(room.state.chatLog.last?.text.hasPrefix("You can type in p2's terminal") == true)
+        // Let type, but the terminal is not large: still the call's keys.
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(false)])
+        room.press(.char("4"), after: 1000)
+        room.press(.char("4"), after: 100)
+        #expect(room.state.typingInto == peer(9))
+        #expect(room.press(.char("m")) == [.typeIntoShare(peer(9), [0x6D])])
+        #expect(room.press(.control("c")) == [.typeIntoShare(peer(9), [0x03])])
+        #expect(room.press(.up) == [.typeIntoShare(peer(9), Array("\u{1B}[A".utf8))])
+        #expect(room.press(.char("日")) == [.typeIntoShare(peer(9), Array("日".utf8))])
+        // Ctrl-] gives the keys back to the call, and takes them again.
+        #expect(room.press(.control("]")).isEmpty && room.state.typingInto == nil)
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(true)])
+        room.press(.control("]"))
+        #expect(room.press(.enter) == [.typeIntoShare(peer(9), [0x0D])])
+        // Taken back by the sharer: the keys are the call's again.
+        room.send(.shareController(peer(9), controller: nil))
+        #expect(room.state.chatLog.last?.text == "Nobody can type in p2's terminal now")
+        #expect(room.press(.char("m")) == [.setMicrophoneMuted(false)])
+    }
+
+    @Test(
+        "keys as a terminal sends them",
+        arguments: [
+            (Key.char("a"), [UInt8]([0x61])), (.enter, [0x0D]), (.escape, [0x1B]), (.tab, [0x09]),
+            (.backspace, [0x7F]), (.delete, Array("\u{1B}[3~".utf8)), (.left, Array("\u{1B}[D".utf8)),
+            (.home, Array("\u{1B}[H".utf8)), (.pageDown, Array("\u{1B}[6~".utf8)),
+            (.function(1), Array("\u{1B}OP".utf8)),
+            (.function(12), Array("\u{1B}[24~".utf8)), (.control("a"), [0x01]), (.control("Z"), [0x1A]),
+        ])
+    func terminalKeys(key: Key, bytes: [UInt8]) {
+        #expect(TerminalKeys.bytes(for: key) == bytes)
+    }
+
+    @Test func mouseAndResizeAreNotTyped() {
+        #expect(TerminalKeys.bytes(for: .resize) == nil)
+        #expect(TerminalKeys.bytes(for: .mouseClick(column: 1, row: 1)) == nil)
     }
 }

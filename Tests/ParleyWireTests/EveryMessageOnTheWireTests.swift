@@ -128,6 +128,15 @@ struct EveryMessageOnTheWireTests {
         Row(
             "recording-policy", .recordingPolicy(RecordingPolicy(allowed: false)),
             #"{"allowed":false,"type":"recording-policy","v":1}"#),
+        Row(
+            "control", .control(ControlGrant(terminal: 9, to: 4)),
+            #"{"terminal":9,"to":4,"type":"control","v":1}"#),
+        Row(
+            "typing", .typing(TerminalTyping(terminal: 9, keys: "bHM=")),
+            #"{"keys":"bHM=","terminal":9,"type":"typing","v":1}"#),
+        Row(
+            "controller", .controller(ControllerChange(controller: 4)),
+            #"{"controller":4,"type":"controller","v":1}"#),
     ]
 
     static let server: [Row<ServerMessage>] = [
@@ -237,6 +246,15 @@ struct EveryMessageOnTheWireTests {
         Row(
             "recording-policy", .recordingPolicy(RecordingPolicy(allowed: false, by: "alice")),
             #"{"allowed":false,"by":"alice","type":"recording-policy","v":1}"#),
+        Row(
+            "control", .control(ControlGrant(terminal: 9, to: 0, from: 3)),
+            #"{"from":3,"terminal":9,"to":0,"type":"control","v":1}"#),
+        Row(
+            "typing, sealed", .typing(TerminalTyping(terminal: 9, keys: "", sealed: "AAEC", from: 4)),
+            #"{"from":4,"keys":"","sealed":"AAEC","terminal":9,"type":"typing","v":1}"#),
+        Row(
+            "controller", .controller(ControllerChange(controller: 4, terminal: 9)),
+            #"{"controller":4,"terminal":9,"type":"controller","v":1}"#),
     ]
 
     static let requests: [Row<MessagingRequest>] = [
@@ -385,12 +403,16 @@ struct EveryMessageOnTheWireTests {
         Refusal(
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow,"#
-                + #" remove, readmit, tiles, video-sending, recording or recording-policy"#),
+                + #" remove, readmit, tiles, video-sending, recording, recording-policy, control, typing or controller"#
+        ),
         Refusal(
             "long unknown type", #"{"v":1,"type":"\#(String(repeating: "x", count: 50))"}"#, .unknownType,
             #"unknown message type "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"; expected join, leave, mute,"#
-                + #" chat, stats, ping, role, challenge, allow, remove, readmit, tiles, video-sending, recording or"#
-                + #" recording-policy"#),
+                + #" chat, stats, ping, role, challenge, allow, remove, readmit, tiles, video-sending, recording,"#
+                + #" recording-policy, control, typing or controller"#),
+        Refusal(
+            "typing too long", #"{"v":1,"type":"typing","terminal":9,"keys":"\#(String(repeating: "A", count: 400))"}"#,
+            .badField, #"typing "keys" has 400 characters; the limit is 344 (256 bytes)"#),
         Refusal(
             "join missing field", #"{"v":1,"type":"join","name":"a"}"#, .badField,
             #"join needs field "room""#),

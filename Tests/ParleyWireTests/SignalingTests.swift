@@ -96,7 +96,7 @@ struct SignalingTests {
         (
             "unknown type", #"{"v":1,"type":"dance"}"#, .unknownType,
             #"unknown message type "dance"; expected join, leave, mute, chat, stats, ping, role, challenge, allow, remove, "#
-                + #"readmit, tiles, video-sending, recording or recording-policy"#
+                + #"readmit, tiles, video-sending, recording, recording-policy, control, typing or controller"#
         ),
         ("join without room", #"{"v":1,"type":"join","name":"a"}"#, .badField, #"join needs field "room""#),
         (

@@ -77,7 +77,8 @@ extension RoomScreen {
             labelRow = CellRect(x: rect.x, y: rect.y, width: rect.width, height: 1)
         }
         drawLabel(
-            tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle)
+            tile: tile, session: session, colorIndex: colorIndex, into: &screen, in: labelRow, base: borderStyle,
+            extra: Self.typingNote(session, state: state))
         if bordered, let shareNote {
             _ = screen.writeFitted(
                 shareNote, column: rect.x + 1, row: rect.maxY - 1, width: rect.width - 2,
@@ -107,14 +108,14 @@ extension RoomScreen {
     /// " 2 bob " at the left of the top edge and " mic off " at its right; the name gives way first.
     func drawLabel(
         tile: LayoutTile, session: VideoSession, colorIndex: Int, into screen: inout Screen, in row: CellRect,
-        base: CellStyle
+        base: CellStyle, extra: String = ""
     ) {
         let nameStyle = base.overlaid(with: theme.participantStyle(colorIndex))
         let plain = base.overlaid(with: theme.style(.tileName))
         let mark = session.audioMuted && !session.isTerminal ? " mic off " : ""
         let markWidth = DisplayWidth.of(mark)
         let number = tile.number.map { " \($0)" } ?? ""
-        let suffix = session.isLocal ? " (you)" : ""
+        let suffix = session.isLocal ? " (you)" : extra
         let fixed = DisplayWidth.of(number) + 2  // the spaces around the name
         let showMark = markWidth > 0 && row.width >= fixed + markWidth + 1
         let nameRoom = row.width - fixed - (showMark ? markWidth : 0)
@@ -131,6 +132,17 @@ extension RoomScreen {
                 mark, column: row.maxX - markWidth, row: row.y,
                 style: base.overlaid(with: theme.style(.tileStatus)))
         }
+    }
+
+    /// " · bob types" after a shared terminal's name while someone may type in it; for the one who may, whether
+    /// their keys go there now.
+    static func typingNote(_ session: VideoSession, state: RoomState) -> String {
+        guard let controller = session.controlledBy else { return "" }
+        if controller == state.localID {
+            return state.typingInto == session.id ? " · you type (Ctrl-] to stop)" : " · you may type"
+        }
+        let name = state.sessions.first { $0.id == controller }?.name ?? "someone"
+        return " · \(name) types"
     }
 
     /// The participant's name and why there is no picture, centred on the tile background.

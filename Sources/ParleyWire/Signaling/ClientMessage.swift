@@ -31,6 +31,12 @@ public enum ClientMessage: Sendable, Equatable {
     case recording(RecordingChange)
     /// Host only: allow or forbid recording in the room.
     case recordingPolicy(RecordingPolicy)
+    /// The sharer gives typing in their terminal to a member, or takes it back.
+    case control(ControlGrant)
+    /// Keys for a shared terminal, from the member it lets type.
+    case typing(TerminalTyping)
+    /// A shared terminal says who may type in it.
+    case controller(ControllerChange)
 
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (mute, chat, tiles, video-sending) are checked after
@@ -52,6 +58,9 @@ public enum ClientMessage: Sendable, Equatable {
             .payload("video-sending", Self.videoSending),
             .payload("recording", Self.recording),
             .payload("recording-policy", Self.recordingPolicy),
+            .payload("control", Self.control),
+            .payload("typing", Self.typing),
+            .payload("controller", Self.controller),
         ],
         unknownType: { type, known in
             "unknown message type \"\(type)\"; expected \(known.dropLast().joined(separator: ", ")) or "

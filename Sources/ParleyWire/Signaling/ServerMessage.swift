@@ -44,6 +44,12 @@ public enum ServerMessage: Sendable, Equatable {
     /// The room's rule on recording changed.
     case recordingPolicy(RecordingPolicy)
 
+    /// To a shared terminal: its sharer gives typing to a member, or takes it back (`from` says who asked).
+    case control(ControlGrant)
+    /// To a shared terminal: keys from a member (`from`).
+    case typing(TerminalTyping)
+    /// Who may type in a shared terminal now.
+    case controller(ControllerChange)
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (video-layers, video-held) are checked after decoding.
     static let wire = WireTable<ServerMessage>(
@@ -69,6 +75,9 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("move", Self.move),
             .payload("recording", Self.recording),
             .payload("recording-policy", Self.recordingPolicy),
+            .payload("control", Self.control),
+            .payload("typing", Self.typing),
+            .payload("controller", Self.controller),
         ],
         unknownType: { type, _ in "unknown message type \"\(type)\"" })
 
