@@ -260,7 +260,7 @@ let package = Package(
             dependencies: [
                 "ParleyTestLanes",
                 "ParleyRelay", "ParleyWire", "ParleyBytes", "ParleyEngine", "ParleyMedia", "ParleyRoom",
-                "ParleyDevices",
+                "ParleyDevices", "ParleyShare",
                 "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyTestSupport", "ParleyProcesses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

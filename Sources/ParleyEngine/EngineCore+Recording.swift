@@ -21,7 +21,9 @@ extension EngineCore {
         let path = RecordingPath.next(
             configured: configuration.recording.path, room: room.room,
             exists: { FileManager.default.fileExists(atPath: $0) })
-        let members = remote.peers.values.sorted { $0.info.id < $1.info.id }.map { peer in
+        // Shared terminals are not in the WebM: each is an asciicast beside it (`recordShare`).
+        let members = remote.peers.values.filter { !$0.info.isTerminal }.sorted { $0.info.id < $1.info.id }.map {
+            peer in
             RecordingPlan.Member(
                 id: peer.info.id, name: peer.info.label, broadcasts: peer.info.role == .broadcaster,
                 sendsVideo: !peer.info.videoMuted,
@@ -30,11 +32,15 @@ extension EngineCore {
         let plan = RecordingPlan(members: members, audioPerMember: configuration.recording.audioPerMember)
         do {
             recording.recorder = try CallRecorder(path: path, plan: plan, at: now)
+            recording.startedAt = now
         } catch {
             emit(.alert(.message("Not recording: \(error)")))
             return
         }
         recording.started += 1
+        for peer in remote.peers.values where peer.info.isTerminal {
+            if let screen = peer.share.screen { recordShare(screen, from: peer) }
+        }
         // Every video track opens on a keyframe: ask each sender for one now rather than wait for the next.
         for peer in remote.peers.values where plan.tracks.contains(where: { $0.member == peer.info.id }) {
             sendKeyframeRequest(for: peer)
@@ -50,6 +56,10 @@ extension EngineCore {
     func stopRecording(problem: String? = nil) {
         guard let recorder = recording.recorder else { return }
         recording.recorder = nil
+        let casts = recording.casts.values.map(\.path).sorted()
+        for cast in recording.casts.values { cast.close() }
+        recording.casts.removeAll()
+        if !casts.isEmpty { emit(.notice("Shared terminals recorded beside it: " + casts.joined(separator: ", "))) }
         signalingLink.connection?.send(.recording(RecordingChange(recording: false)))
         if let problem {
             emit(.alert(.message("Recording stopped: \(problem). \(recorder.path) plays up to that point")))
@@ -102,7 +112,9 @@ extension EngineCore {
     /// A member who joins while this one records has no video track (Matroska lists tracks before the first frame):
     /// say so, once, rather than leave them silently out of the picture.
     func recordingMet(_ member: MemberInfo) {
-        guard let recorder = recording.recorder, member.role == .broadcaster, !recorder.videoMembers.contains(member.id)
+        // A shared terminal is recorded in a file of its own from its first screen on.
+        guard let recorder = recording.recorder, member.role == .broadcaster, !member.isTerminal,
+            !recorder.videoMembers.contains(member.id)
         else { return }
         emit(
             .notice(
@@ -182,5 +194,27 @@ public enum RecordingPath {
         func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
         return "parley-\(safe)-\(parts.year ?? 0)\(two(parts.month))\(two(parts.day))-"
             + "\(two(parts.hour))\(two(parts.minute))\(two(parts.second)).webm"
+    }
+}
+
+extension EngineCore {
+    /// A shared terminal's screen, applied: into the recording's asciicast for it (made at its first screen).
+    func recordShare(_ screen: TerminalScreen, from peer: PeerReceiver) {
+        guard let recorder = recording.recorder else { return }
+        let seconds =
+            Double((now - recording.startedAt).components.seconds)
+            + Double((now - recording.startedAt).components.attoseconds) / 1e18
+        do {
+            if recording.casts[peer.info.id] == nil {
+                recording.casts[peer.info.id] = try ShareCast(
+                    recording: recorder.path, name: peer.info.name, screen: screen,
+                    startedAt: Date().timeIntervalSince1970 - seconds)
+            }
+            try recording.casts[peer.info.id]?.record(screen, at: seconds)
+        } catch {
+            recording.casts[peer.info.id]?.close()
+            recording.casts[peer.info.id] = nil
+            emit(.alert(.message("\(peer.info.label) is no longer recorded: \(error)")))
+        }
     }
 }

@@ -158,6 +158,7 @@ extension EngineCore {
         }
         peer.lastFrameSize = size
         videoSink?.deliver(screen, from: peer.participant)
+        if recording.recorder != nil { recordShare(screen, from: peer) }
     }
 }
 

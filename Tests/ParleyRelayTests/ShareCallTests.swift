@@ -3,6 +3,7 @@ import Logging
 import ParleyMedia
 import ParleyRoom
 import ParleySecurity
+import ParleyShare
 import ParleyTestLanes
 import ParleyWire
 import Synchronization
@@ -234,5 +235,73 @@ struct ShareCallTests {
         for engine in [terminal, alice, carol] { await engine.leave() }
         tasks.forEach { $0.cancel() }
         await relay.shutdown()
+    }
+
+    /// bob records the call: alice's terminal is written as an asciicast beside his WebM, from the screen it showed
+    /// when he started to what it shows when he stops, on the recording's timeline; played back by libvterm it ends
+    /// on alice's screen.
+    @Test func aRecordingKeepsTheShareAsAnAsciicastBesideTheWebM() async throws {
+        let folder = NSTemporaryDirectory() + "parley-share-rec-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let feed = TerminalShareFeed()
+        var sharer = try member("alice", port: relay.signalingPort, encrypted: false)
+        sharer.share = feed
+        let terminal = try CallEngine(sharer)
+        var recorder = try member("bob", port: relay.signalingPort, encrypted: false)
+        recorder.recording = RecordingSettings(path: folder + "/call.webm")
+        let sink = ScreenSink()
+        let bob = try CallEngine(recorder, videoSink: sink)
+        let bobLog = EventLog()
+        let task = bobLog.consume(bob)
+        terminal.start()
+        bob.start()
+        let first = Self.screen(["$ make", "building…"])
+        feed.publish(first)
+        let seen = await eventually(within: .seconds(10)) { sink.text.contains("building") }
+        #expect(seen)
+        bob.setRecording(true)
+        try await Task.sleep(for: .milliseconds(200))
+        let last = Self.screen(["$ make", "building…", "done in 3 s", "$ "], columns: 50)
+        feed.publish(last)
+        let shown = await eventually(within: .seconds(10)) { sink.text.contains("done in 3 s") }
+        #expect(shown)
+        bob.setRecording(false)
+        let saved = await eventually(within: .seconds(10)) {
+            bobLog.all.contains {
+                if case .notice(let text) = $0 { text.contains("call-alice-terminal.cast") } else { false }
+            }
+        }
+        #expect(saved, "\(bobLog.all)")
+        for engine in [terminal, bob] { await engine.leave() }
+        task.cancel()
+        await relay.shutdown()
+
+        let cast = try String(contentsOfFile: folder + "/call-alice-terminal.cast", encoding: .utf8)
+        let lines = cast.split(separator: "\n").map { Data($0.utf8) }
+        let header = try #require(try JSONSerialization.jsonObject(with: lines[0]) as? [String: Any])
+        #expect(header["version"] as? Int == 2 && header["width"] as? Int == 40 && header["height"] as? Int == 5)
+        #expect(header["title"] as? String == "alice's terminal")
+        var player = try TerminalEmulator(rows: 5, columns: 40)
+        var times: [Double] = []
+        for line in lines.dropFirst() {
+            let event = try #require(try JSONSerialization.jsonObject(with: line) as? [Any])
+            times.append(try #require((event[0] as? NSNumber)?.doubleValue))
+            switch event[1] as? String {
+            case "o": player.write(Array(try #require(event[2] as? String).utf8))
+            case "r":
+                let size = try #require(event[2] as? String).split(separator: "x").compactMap { Int($0) }
+                player = try TerminalEmulator(rows: size[1], columns: size[0])
+            default: Issue.record("an event of kind \(event[1])")
+            }
+        }
+        // The screen alice showed when bob started comes first, at the recording's start; it ends on her last.
+        #expect(times.first.map { $0 < 0.2 } == true && times == times.sorted(), "\(times)")
+        #expect(times.count >= 3, "a full screen, a resize and the last changes: \(times)")
+        // Row by row as text (the emulator reads a printed space as a blank cell).
+        let played = player.screen()
+        #expect(played.columns == 50 && played.cursor == last.cursor)
+        #expect((0..<5).map { played.text(ofRow: $0) } == (0..<5).map { last.text(ofRow: $0) })
     }
 }

@@ -1,4 +1,3 @@
-import ParleyWire
 
 /// Draws share updates as a terminal's escape sequences (cursor moves, SGR, text): how a recording's asciicast
 /// holds a shared terminal, and how a terminal that should show the shared screen as it is can be driven. The

@@ -1,5 +1,4 @@
 import Foundation
-import ParleyWire
 
 /// A shared terminal as an asciicast v2 file (asciinema's format: a JSON header line, then one JSON array a line,
 /// `[seconds, "o", text]`), written beside a recording's WebM on the same timeline: each update drawn by
@@ -26,6 +25,11 @@ public struct AsciicastWriter: Sendable {
     public func event(_ update: ShareUpdate, at seconds: Double) -> String {
         let text = String(decoding: ScreenPainter.bytes(for: update), as: UTF8.self)
         return Self.line([(seconds * 1_000_000).rounded() / 1_000_000, "o", text])
+    }
+
+    /// The event saying the shared terminal took a new size, `seconds` after the recording started.
+    public func resize(columns: Int, rows: Int, at seconds: Double) -> String {
+        Self.line([(seconds * 1_000_000).rounded() / 1_000_000, "r", "\(columns)x\(rows)"])
     }
 
     private static func line(_ object: Any) -> String {
