@@ -1,4 +1,3 @@
-
 /// Draws share updates as a terminal's escape sequences (cursor moves, SGR, text): how a recording's asciicast
 /// holds a shared terminal, and how a terminal that should show the shared screen as it is can be driven. The
 /// sequences are built from cells, never copied from the shared program, and hold no control characters but ESC's
