@@ -33,11 +33,11 @@ APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurse
 # tab into Xvfb).
 # The network benchmark runs Chromium calls in the lab through coturn.
 BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip-x11 xvfb chromium tshark valgrind \
-                  coturn
+                  coturn htop
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-demo build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network bench-first-run \
+.PHONY: deps bench-deps build build-parley build-demo build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network bench-share bench-first-run \
         install clean fuzz \
         fuzz-seeds format format-check
 
@@ -150,6 +150,10 @@ bench-broadcast: build-bench
 # APT_PACKAGES), Parley's and then Chromium's (bench tools), ~9 min. PARLEY_NETWORK_SCENARIOS=a,b runs those alone.
 bench-network: bench-deps build-bench
 	$(BENCH_BIN) network --parley $(BIN) --markdown docs/benchmarks.md
+
+# A shared terminal: keystroke to the viewer's screen, CPU, bytes against VP8 of the same screens (~3 min).
+bench-share: bench-deps build-bench
+	$(BENCH_BIN) share --parley $(BIN) --markdown docs/benchmarks.md
 
 # The first run as a newcomer meets it: this commit cloned into an empty folder, `make run` in a 100x30 tmux pane,
 # seconds to the first video cell; once with an empty SwiftPM package cache, then three times with the cache that

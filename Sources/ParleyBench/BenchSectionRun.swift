@@ -31,7 +31,9 @@ extension BenchSection {
     /// Sections whose benchmarks start the `parley` binary.
     public var startsParley: Bool {
         switch self {
-        case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network, .firstRun: true
+        case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network, .share,
+            .firstRun:
+            true
         case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast: false
         }
     }
@@ -78,6 +80,8 @@ extension BenchSection {
             }
         case .network:
             return try await NetworkBench.run(parley: context.parley, log: log)
+        case .share:
+            return try await ShareBench.run(parley: context.parley, log: log)
         case .firstRun:
             return try FirstRunBench.run(parley: context.parley, log: log)
         case .broadcast:

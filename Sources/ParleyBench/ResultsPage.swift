@@ -6,6 +6,7 @@ public enum BenchSection: String, CaseIterable, Sendable {
         broadcast
     case mouthToEar = "mouth-to-ear"
     case network
+    case share
     case firstRun = "first-run"
 }
 

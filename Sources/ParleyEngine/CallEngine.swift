@@ -198,6 +198,10 @@ final class EngineCore {
         stats.videoKeyframesSent = ownVideo.sent.keyframesSent
         stats.videoPacketsSent = ownVideo.sent.packetsSent
         stats.videoBytesSent = ownVideo.sent.bytesSent
+        stats.shareUpdatesSent = ownShare?.updatesSent ?? 0
+        stats.shareFullScreensSent = ownShare?.fullScreensSent ?? 0
+        stats.shareBytesSent = ownShare?.bytesSent ?? 0
+        stats.mediaBytesSent = media.bytesSent
         stats.videoTargetKbps = ownVideo.rate.fullLayerKbps
         stats.keyframeRequestsReceived = ownVideo.keyframeRequestsReceived
         stats.videoPacketsResent = ownVideo.resends.resent

@@ -135,6 +135,12 @@ public struct CallStatistics: Sendable {
     public var videoKeyframesSent = 0
     public var videoPacketsSent = 0
     public var videoBytesSent = 0
+    /// A shared terminal's updates sent, full screens among them, and their frames' bytes (`parley share`).
+    public var shareUpdatesSent = 0
+    public var shareFullScreensSent = 0
+    public var shareBytesSent = 0
+    /// RTP bytes this member sent (every stream, headers included; not IP and UDP's 28 a packet).
+    public var mediaBytesSent = 0
     /// Keyframe requests (PLI) that reached this sender.
     public var keyframeRequestsReceived = 0
     /// Video packets sent again because a NACK said the relay never got them.

@@ -94,6 +94,7 @@ extension EngineCore {
                 guard let packet = sealed(stamped) else { continue }
                 let bytes = packet.serialized()
                 media.uplink.noteSent(sequence, size: bytes.count, at: at)
+                media.bytesSent += bytes.count
                 writeMedia(bytes)
             }
             flushMedia()

@@ -69,6 +69,8 @@ struct MediaLink {
     /// Seals what this member sends (nil without end-to-end encryption).
     let sealer: MediaSealer?
     var datagramsFromStrangers = 0
+    /// RTP bytes sent (every stream).
+    var bytesSent = 0
     var forgedFeedbackDropped = 0
     /// The uplink's estimate: every RTP packet sent carries a transport-wide sequence number, and the relay's
     /// feedback about their arrival feeds the estimate (docs/network.md).

@@ -63,6 +63,14 @@ public struct FuzzTarget: Sendable {
         precondition((try? ShareUpdate(decoding: update.encoded())) == update, "share round trip changed \(bytes)")
         let blank = TerminalScreen(rows: update.rows, columns: update.columns)
         _ = try? update.apply(to: blank, heldSequence: update.base)
+        // As frames a viewer takes in: nothing traps, and what a recording draws of it holds no control character
+        // but ESC's own sequences.
+        var viewer = ShareViewer()
+        _ = viewer.receive([update.kind == .fullScreen ? 0 : 1] + bytes)
+        _ = viewer.receive([1] + bytes)
+        let painted = ScreenPainter.bytes(for: update)
+        precondition(
+            !painted.contains { ($0 < 0x20 && $0 != 0x1B) || $0 == 0x7F }, "the painter wrote a control from \(bytes)")
     }
 
     /// RTCP compound packets, from an array and from raw memory alike.

@@ -1,6 +1,6 @@
 /// A 5x7 bitmap font for labels drawn into pictures (participant names, frame counters).
 /// Covers A–Z (lower case drawn as upper case), 0–9 and a little punctuation; anything else draws as '?'.
-enum PixelFont {
+public enum PixelFont {
     /// Glyph width and height in font pixels; characters advance by `width + 1`.
     static let width = 5
     static let height = 7
@@ -10,6 +10,9 @@ enum PixelFont {
         let key = Character(character.uppercased())
         return glyphs[key] ?? glyphs["?"]!
     }
+
+    /// The rows of a character's glyph (bit 4 the leftmost column), for drawing text into a picture elsewhere.
+    public static func glyph(_ character: Character) -> [UInt8] { rows(for: character) }
 
     /// Width in font pixels of a line of text, including spacing.
     static func advance(of text: String) -> Int { text.count * (width + 1) - 1 }

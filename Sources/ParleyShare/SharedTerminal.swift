@@ -25,6 +25,10 @@ public final class SharedTerminal: @unchecked Sendable {
     private let outputIsTerminal: Bool
     private var savedModes: termios?
     private let stopped = Atomic<Bool>(false)
+    private let outputCount = Atomic<Int>(0)
+
+    /// Bytes the program wrote so far: what a share sending the raw output (as tmate does) would send.
+    public var outputBytes: Int { outputCount.load(ordering: .relaxed) }
 
     /// Starts `command` in a pseudo-terminal the size of `output`'s terminal. Input is read raw from `input`
     /// (restored when the share ends).
@@ -121,6 +125,7 @@ public final class SharedTerminal: @unchecked Sendable {
             }
             guard let out = program.read() else { break }
             if !out.isEmpty {
+                outputCount.add(out.count, ordering: .relaxed)
                 writeOutput(out)
                 emulator.write(out)
                 // A real terminal behind the share answers the program's questions itself; without one, the

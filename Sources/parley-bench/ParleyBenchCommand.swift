@@ -24,6 +24,7 @@ struct Measure: AsyncParsableCommand {
             encryption
         case mouthToEar = "mouth-to-ear"
         case network
+        case share
         case firstRun = "first-run"
         case all
 
@@ -46,6 +47,7 @@ struct Measure: AsyncParsableCommand {
             case .encryption: [.encryption]
             case .mouthToEar: [.mouthToEar]
             case .network: [.network]
+            case .share: [.share]
             case .firstRun: [.firstRun]
             // first-run clones and builds Parley four times (~25 min): run on its own (`make bench-first-run`).
             case .all: BenchSection.allCases.filter { $0 != .firstRun }
