@@ -55,6 +55,8 @@ public enum ShareBench {
         var sharerIdleCPU: Double
         var viewerHtopCPU: Double
         var sharerHtopCPU: Double
+        /// Seconds from a late viewer's `parley join` starting to the share's screen on it, each try.
+        var lateJoins: [Double]
     }
 
     static func measureLive(parley: String, port: Int, log: @Sendable (String) -> Void) async throws -> LiveResult {
@@ -77,6 +79,27 @@ public enum ShareBench {
         let local = try TmuxPane(command: "env PS1='$ ' bash --norc --noprofile", columns: 80, rows: 24)
         let floorTimes = try await keystrokeTimes(typeInto: local, watch: local, prefix: "$ ")
 
+        log("share: late joiners…")
+        var lateJoins: [Double] = []
+        try sharer.send(["C-u"])
+        try sharer.sendLiteral("echo LATE-MARK")
+        try sharer.send(["Enter"])
+        try await viewer.text("the mark at the first viewer", within: .seconds(10)) {
+            $0.contains { $0.contains("│LATE-MARK") }
+        }
+        for attempt in 0..<5 {
+            let started = ContinuousClock.now
+            let late = try TmuxPane(
+                command: "env -u NO_COLOR TERM=tmux-256color \(parley) join bench \(server) --name late\(attempt) "
+                    + "--role audience --audio silence --speaker none",
+                columns: 120, rows: 40)
+            try await late.text("the share at a late joiner", within: .seconds(20), every: .milliseconds(2)) {
+                $0.contains { $0.contains("│LATE-MARK") }
+            }
+            lateJoins.append(milliseconds(ContinuousClock.now - started) / 1_000)
+            _ = try? late.run(["kill-server"])
+            try await Task.sleep(for: .seconds(1))
+        }
         log("share: CPU of an idle sharer…")
         let sharerPID = try pid(of: sharer)
         let viewerPID = try pid(of: viewer)
@@ -96,7 +119,7 @@ public enum ShareBench {
         try sharer.send(["q"])
         return LiveResult(
             parley: parleyTimes, floor: floorTimes, sharerIdleCPU: idle, viewerHtopCPU: htopViewer,
-            sharerHtopCPU: htopSharer)
+            sharerHtopCPU: htopSharer, lateJoins: lateJoins)
     }
 
     /// Milliseconds from a key sent into `typeInto` to `watch` showing it after `prefix`, one key at a time.
@@ -151,7 +174,8 @@ public enum ShareBench {
         var seconds: Double
 
         static let all = [
-            Workload(name: "an idle shell", command: ["bash", "--norc", "--noprofile", "-i"], seconds: workloadSeconds),
+            Workload(
+                name: "an idle shell", command: ["bash", "--norc", "--noprofile", "-i"], seconds: workloadSeconds),
             Workload(name: "htop refreshing every second", command: ["htop", "-d", "10"], seconds: workloadSeconds),
             Workload(
                 name: "seq 1 200000 scrolling", command: ["sh", "-c", "seq 1 200000; sleep 60"],
@@ -211,7 +235,9 @@ public enum ShareBench {
             finished.store(true, ordering: .releasing)
         }
         thread.start()
-        while !finished.load(ordering: .acquiring), milliseconds(ContinuousClock.now - started) < workload.seconds * 1_000 {
+        while !finished.load(ordering: .acquiring),
+            milliseconds(ContinuousClock.now - started) < workload.seconds * 1_000
+        {
             try await Task.sleep(for: .milliseconds(100))
         }
         terminal.stop()
@@ -231,7 +257,8 @@ public enum ShareBench {
     /// profile's rate) spends on `screens` over `seconds`: at each frame time the screen showing then, drawn 4x10
     /// pixels a cell.
     static func vp8Bytes(of screens: [(Double, TerminalScreen)], seconds: Double) throws -> Int {
-        let encoder = try VP8Encoder(VP8EncoderConfig(width: 320, height: 240, targetBitrateKbps: 200, framesPerSecond: 30))
+        let encoder = try VP8Encoder(
+            VP8EncoderConfig(width: 320, height: 240, targetBitrateKbps: 200, framesPerSecond: 30))
         var total = 0
         var next = 0
         var current: TerminalScreen?
@@ -312,12 +339,21 @@ public enum ShareBench {
             "the same polling of a shell's echo in its own pane (the measurement's floor), p50 / p95",
             String(format: "%.1f / %.1f ms", percentile(live.floor, 0.5), percentile(live.floor, 0.95)), "—", "—",
         ])
+        let lateWorst = live.lateJoins.max() ?? .nan
         table.add([
-            "sharer (`parley share`) while its shell is idle", String(format: "%.2f %% of a core", live.sharerIdleCPU * 100),
+            "a late joiner: `parley join` started → the share's current screen on it, median / worst of "
+                + "\(live.lateJoins.count)",
+            String(format: "%.2f / %.2f s", percentile(live.lateJoins, 0.5), lateWorst), "≤ 1 s",
+            lateWorst <= 1 ? "yes" : "no",
+        ])
+        table.add([
+            "sharer (`parley share`) while its shell is idle",
+            String(format: "%.2f %% of a core", live.sharerIdleCPU * 100),
             "≤ 1 %", live.sharerIdleCPU <= 0.01 ? "yes" : "no",
         ])
         table.add([
-            "viewer (`parley join`) drawing htop", String(format: "%.2f %% of a core", live.viewerHtopCPU * 100), "≤ 3 %",
+            "viewer (`parley join`) drawing htop", String(format: "%.2f %% of a core", live.viewerHtopCPU * 100),
+            "≤ 3 %",
             live.viewerHtopCPU <= 0.03 ? "yes" : "no",
         ])
         table.add([
@@ -328,6 +364,8 @@ public enum ShareBench {
             "\(keystrokes) keystrokes, one every 150 ms or more, each sent with `tmux send-keys` into the sharer's pane "
                 + "(80x24, bash) and looked for in the viewer's pane (120x40, `parley join`) with `tmux capture-pane` "
                 + "every 1 ms; the floor row is the same, typing into and watching one plain bash pane.",
+            "A late joiner's time includes starting the process, the terminal setup, joining, binding media and the "
+                + "full screen its keyframe request brings; polled every 2 ms.",
             "CPU: the process's every thread from the scheduler (/proc/PID/task/*/schedstat) over \(Int(cpuSeconds)) s; "
                 + "htop with -d 10 (a second between refreshes). The relay's CPU is not in these rows.",
         ]

@@ -22,7 +22,7 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
         case .allow: return "/allow NAME"
         case .remove: return "/remove NAME"
         case .norecord: return "/norecord [off]"
-        case .control: return "/control NAME|off"
+        case .control: return "/control NAME"
         }
     }
 
@@ -35,7 +35,7 @@ public enum ChatCommand: String, CaseIterable, Hashable, Sendable {
         case .remove: return "Host: remove NAME from the room until allowed back"
         case .norecord: return "Host: forbid recording in the room (/norecord off allows it)"
         case .control:
-            return "Your shared terminal: let NAME type in it while it is large on their screen (off: nobody)"
+            return "Your shared terminal: let NAME type in it (/control off: nobody)"
         }
     }
 

@@ -348,8 +348,12 @@ public struct RoomState: Hashable, Sendable {
         let stage = self.stage
         let selfTile = selfViewHidden ? nil : TileSource(id: stage[0].id, videoSize: stage[0].videoSize)
         let peers = stage.dropFirst().map { TileSource(id: $0.id, videoSize: $0.videoSize) }
+        // A shared terminal with nobody else: large beside a strip, not under the self view's inset (it would hide
+        // the terminal's top right, where a prompt's clock or a status line is).
+        let share = largeShare
         return VideoViewLayouter.layout(
-            self: selfTile, peers: peers, full: largeTile, page: page, in: container, options: settings.layout)
+            self: selfTile, peers: peers, full: largeTile ?? share, page: page, in: container,
+            options: settings.layout, fullBesideSelf: share != nil)
     }
 
     /// Returns what changed since the last call and clears it.

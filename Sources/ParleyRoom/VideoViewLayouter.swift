@@ -112,9 +112,10 @@ public enum VideoViewLayouter {
     /// keeping its aspect. More: an equal grid, ceil(sqrt(n)) tiles along the longer side, split into pages when
     /// tiles would fall below the readable minimum. With `full` (3 or more tiles): it fills the container but for
     /// a strip of up to four small tiles, along the bottom when the container is taller than wide, else the right.
+    /// `fullBesideSelf` takes that layout with one peer too (a shared terminal, which the inset would cover).
     public static func layout(
         self selfTile: TileSource?, peers: [TileSource], full: ParticipantID?, page: Int = 0,
-        in container: CellRect, options: LayoutOptions = LayoutOptions()
+        in container: CellRect, options: LayoutOptions = LayoutOptions(), fullBesideSelf: Bool = false
     ) -> VideoLayout {
         let order = (selfTile.map { [$0] } ?? []) + peers
         guard !order.isEmpty, !container.isEmpty else { return .empty }
@@ -126,7 +127,7 @@ public enum VideoViewLayouter {
                 numbered: [only.id], page: 0, pageCount: 1, pageSize: 1, fullscreen: nil)
         }
 
-        if order.count == 2, let selfTile {
+        if order.count == 2, let selfTile, !(fullBesideSelf && full == peers[0].id) {
             let peer = peers[0]
             var tiles = [LayoutTile(id: peer.id, rect: container, kind: .grid, number: 2)]
             if let corner = cornerRect(for: selfTile, in: container, options: options) {
@@ -146,7 +147,7 @@ public enum VideoViewLayouter {
             numbered.firstIndex(of: id).map { $0 + 1 }
         }
 
-        if order.count >= 3, let full, let fullIndex = order.firstIndex(where: { $0.id == full }) {
+        if order.count >= 3 || fullBesideSelf, let full, let fullIndex = order.firstIndex(where: { $0.id == full }) {
             // The strip starts at the current page so that its tiles mostly carry numbers; paging moves it along.
             let others = order.indices.filter { $0 != fullIndex }
             let firstOnPage = others.firstIndex { $0 >= pageStart } ?? 0

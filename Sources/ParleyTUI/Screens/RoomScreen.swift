@@ -161,7 +161,8 @@ public struct RoomScreen: Sendable {
         }
 
         var right: [StyledRun] = []
-        if videoLayout.fullscreen != nil, let key = state.settings.keymap.keys(for: .grid).first {
+        if videoLayout.fullscreen != nil, state.largeTile != nil, let key = state.settings.keymap.keys(for: .grid).first
+        {
             right += [StyledRun(KeyName.label(key) + " grid", base), separator]
         }
         if videoLayout.pageCount > 1 {

@@ -95,4 +95,44 @@ struct ShareTileTests {
         #expect(screen.occurrences(of: "|") >= 10, "\(screen.text)")
         #expect(screen.rows(containing: "row 0").isEmpty)
     }
+
+    /// A 200x60 share with 24-bit colours, CJK and emoji, on an 80x24 viewer in a two-person call (the share shown
+    /// large): the golden screens at the top left and panned to the far corner, and the colours cell by cell.
+    @Test func aLargeShareWithColoursAndWideCharactersOnASmallViewerMatchesItsGoldenScreens() throws {
+        var share = TerminalScreen(rows: 60, columns: 200, cursor: ShareCursor(row: 59, column: 10))
+        let sky = ShareStyle(foreground: .rgb(red: 30, green: 144, blue: 255))
+        let rose = ShareStyle(
+            foreground: .rgb(red: 255, green: 0, blue: 127), background: .rgb(red: 20, green: 20, blue: 20))
+        for row in 0..<60 {
+            let label = String(format: "%02d ", row)
+            for (offset, letter) in label.enumerated() { share[row, offset] = ShareCell(String(letter), style: sky) }
+            // 日本語 and 👍 as wide cells, each followed by its right half.
+            for (index, wide) in ["日", "本", "語", "👍"].enumerated() {
+                share[row, 3 + index * 2] = ShareCell(wide, width: 2, style: rose)
+                share[row, 4 + index * 2] = ShareCell("", width: 0, style: rose)
+            }
+            share[row, 199] = ShareCell("#", style: rose)
+        }
+        var room = RoomFixture()
+        let terminal = room.addPeer("carol's terminal", video: .waiting)
+        room.send(.event(.sharesTerminal(terminal, owner: "carol")))
+        room.send(.event(.firstRemoteFrame(terminal, size: VideoSize(width: 200, height: 60))))
+        let size = TerminalSize(columns: 80, rows: 24)
+        room.fit(size)
+        #expect(room.state.largeShare == terminal)
+        let theme = Theme(depth: .direct)
+        let top = RoomScreen.render(
+            state: room.state, frames: room.frames, screens: [terminal: share], size: size, theme: theme)
+        Golden.check(top, "share-200x60-on-80x24")
+        let row = try #require(top.rows(containing: "00 日本語👍").first)
+        let column = try #require(top.column(of: "00 ", row: row))
+        #expect(top[column, row].style.foreground == .rgb(30, 144, 255))
+        #expect(top[column + 3, row].style.foreground == .rgb(255, 0, 127))
+        #expect(top[column + 3, row].style.background == .rgb(20, 20, 20))
+        room.press(.end)
+        let corner = RoomScreen.render(
+            state: room.state, frames: room.frames, screens: [terminal: share], size: size, theme: theme)
+        Golden.check(corner, "share-200x60-on-80x24-panned")
+        #expect(!corner.rows(containing: "#").isEmpty && corner.rows(containing: "00 日").isEmpty)
+    }
 }
