@@ -160,7 +160,8 @@ let package = Package(
             name: "ParleyBench",
             dependencies: [
                 "ParleyMedia", "ParleyRoom", "ParleyWire", "ParleyRelay", "ParleyEngine", "ParleyTUI", "ParleyPictures",
-                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices", "ParleyTestSupport", "ParleyShare",
+                "COpus", "COpusShim", "CVPX", "ParleyProcesses", "ParleySecurity", "ParleyDevices", "ParleyTestSupport",
+                "ParleyShare",
                 // The join client's one event loop (it drives ParleyEngine's SignalingConnection).
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
