@@ -95,16 +95,16 @@ struct ShareUpdateTests {
     }
 
     /// A valid 2x4 full screen with one span of one cell "x": header, then the span.
-    static let header: [UInt8] = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 1]
+    static let header: [UInt8] = [2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 1, 0, 1]
     static let span: [UInt8] = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0x41, 0x78]
 
     static let garbage: [Garbage] = [
         Garbage(name: "empty", bytes: [], error: "share update: the header needs 1 bytes, 0 left"),
         Garbage(
-            name: "version 2", bytes: [2] + header.dropFirst() + span,
-            error: "share update: version 2, this Parley reads version 1"),
+            name: "version 1", bytes: [1] + header.dropFirst() + span,
+            error: "share update: version 1, this Parley reads version 2"),
         Garbage(
-            name: "kind 5", bytes: [1, 5] + header.dropFirst(2) + span,
+            name: "kind 5", bytes: [2, 5] + header.dropFirst(2) + span,
             error: "share update: kind 5 is neither a full screen (0) nor changes (1)"),
         Garbage(
             name: "a screen of 0 rows", bytes: Array(header[..<10]) + [0, 0] + Array(header[12...]) + span,
@@ -131,6 +131,12 @@ struct ShareUpdateTests {
             name: "a 24-bit colour cut short", bytes: header + [0, 0, 0, 0, 0, 1, 0, 2, 1],
             error: "share update: a 24-bit colour needs 3 bytes, 1 left"),
         Garbage(
+            name: "a text run with a control character", bytes: header + [0, 0, 0, 0, 0x80, 2, 0, 0, 0, 0x78, 0x1B],
+            error: "share update: a text run's byte 27 at row 0, column 1 is not printable ASCII"),
+        Garbage(
+            name: "a text run cut short", bytes: header + [0, 0, 0, 0, 0x80, 3, 0, 0, 0, 0x78],
+            error: "share update: a span's text needs 3 bytes, 1 left"),
+        Garbage(
             name: "bytes after the last span", bytes: header + span + [0],
             error: "share update: 1 bytes after the last span"),
         Garbage(
@@ -142,7 +148,7 @@ struct ShareUpdateTests {
 
     /// A 400x200 full screen's header announcing 201 spans, 200 rows of 400 blank cells, and the 201st span's head.
     static func everyCellAndOneSpanMore() -> [UInt8] {
-        var bytes: [UInt8] = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 200, 0x01, 0x90, 0, 0, 0, 0, 1, 0, 201]
+        var bytes: [UInt8] = [2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 200, 0x01, 0x90, 0, 0, 0, 0, 1, 0, 201]
         for row in 0..<201 {
             bytes += [0, UInt8(row % 200), 0, 0, 0x01, 0x90, 0, 0, 0]
             if row < 200 { bytes += [UInt8](repeating: 0x40, count: 400) }
@@ -157,8 +163,9 @@ struct ShareUpdateTests {
         #expect(error?.description == row.error)
     }
 
-    /// What a whole screen of text costs on the wire: a 200x60 terminal full of 80-column lines.
-    @Test func aFullScreenOfTextIsAboutTwoBytesACell() {
+    /// What a whole screen of text costs on the wire: a 200x60 terminal full of 80-column lines, plain text sent a
+    /// byte a cell.
+    @Test func aFullScreenOfTextIsAboutAByteACell() {
         var screen = TerminalScreen(rows: 60, columns: 200)
         for row in 0..<60 {
             for column in 0..<80 {
@@ -166,7 +173,7 @@ struct ShareUpdateTests {
             }
         }
         let bytes = ShareUpdate.between(nil, screen, sequence: 1).encoded().count
-        #expect(bytes < 60 * 80 * 2 + 60 * 16, "\(bytes) bytes")
+        #expect(bytes == 21 + 60 * (9 + 80), "\(bytes) bytes")
     }
 }
 

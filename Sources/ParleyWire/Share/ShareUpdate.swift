@@ -1,8 +1,9 @@
 // The wire format of a shared terminal's screen (issue 52; docs/protocol.md "Terminal share updates"). Big-endian:
 //
-//   version u8 (1) | kind u8 (0 full screen, 1 changes) | sequence u32 | base u32 (the update changes apply to)
+//   version u8 (2) | kind u8 (0 full screen, 1 changes) | sequence u32 | base u32 (the update changes apply to)
 //   rows u16 | columns u16 | cursor row u16 | cursor column u16 | cursor flags u8 (1: visible) | spans u16
 //   span: row u16 | column u16 | cells u16 | style | cells × (u8 width << 6 | text bytes, then the text's UTF-8)
+//         or, with the cell count's top bit set (a run of plain text): one byte a cell, 0x21...0x7E or 0x20 a blank
 //   style: attributes u8 | foreground colour | background colour
 //   colour: u8 kind (0 the terminal's default; 1 palette, then its index u8; 2 24-bit, then red, green, blue)
 //
@@ -22,6 +23,7 @@ public enum ShareUpdateError: Error, Equatable, Sendable, CustomStringConvertibl
     case badWidth(Int)
     case textTooLong(Int)
     case badText(row: Int, column: Int)
+    case badTextRun(row: Int, column: Int, byte: UInt8)
     case unknownColorKind(Int)
     case trailingBytes(Int)
     case noBase(expected: UInt32, have: UInt32?)
@@ -32,7 +34,8 @@ public enum ShareUpdateError: Error, Equatable, Sendable, CustomStringConvertibl
         switch self {
         case .truncated(let what, let needed, let available):
             "share update: \(what) needs \(needed) bytes, \(available) left"
-        case .unsupportedVersion(let version): "share update: version \(version), this Parley reads version 1"
+        case .unsupportedVersion(let version):
+            "share update: version \(version), this Parley reads version \(ShareUpdate.version)"
         case .unknownKind(let kind): "share update: kind \(kind) is neither a full screen (0) nor changes (1)"
         case .badSize(let rows, let columns):
             "share update: a \(columns)x\(rows) screen is outside 1...\(ShareUpdate.maxColumns) columns and "
@@ -47,6 +50,8 @@ public enum ShareUpdateError: Error, Equatable, Sendable, CustomStringConvertibl
         case .textTooLong(let bytes):
             "share update: a cell's text of \(bytes) bytes is longer than \(ShareUpdate.maxTextBytes)"
         case .badText(let row, let column): "share update: the text at row \(row), column \(column) is not UTF-8"
+        case .badTextRun(let row, let column, let byte):
+            "share update: a text run's byte \(byte) at row \(row), column \(column) is not printable ASCII"
         case .unknownColorKind(let kind): "share update: colour kind \(kind) (0 default, 1 palette, 2 24-bit)"
         case .trailingBytes(let count): "share update: \(count) bytes after the last span"
         case .noBase(let expected, let have):
@@ -105,7 +110,7 @@ public struct ShareUpdate: Hashable, Sendable {
     /// A cell's text at most: a character and its combining marks in UTF-8.
     public static let maxTextBytes = 24
     /// The format's version.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
 
     public var kind: Kind
     public var sequence: UInt32
@@ -219,10 +224,15 @@ public struct ShareUpdate: Hashable, Sendable {
         for span in spans {
             bytes.appendU16(UInt16(clamping: span.row))
             bytes.appendU16(UInt16(clamping: span.column))
-            bytes.appendU16(UInt16(clamping: span.cells.count))
+            let isText = Self.isTextRun(span)
+            bytes.appendU16(UInt16(clamping: span.cells.count) | (isText ? Self.textRunFlag : 0))
             bytes.append(span.style.attributes.rawValue)
             Self.append(span.style.foreground, to: &bytes)
             Self.append(span.style.background, to: &bytes)
+            if isText {
+                for cell in span.cells { bytes.append(cell.text.utf8.first ?? 0x20) }
+                continue
+            }
             for cell in span.cells {
                 let text = Array(cell.text.utf8.prefix(Self.maxTextBytes))
                 bytes.append(min(cell.width, 2) << 6 | UInt8(text.count))
@@ -230,6 +240,18 @@ public struct ShareUpdate: Hashable, Sendable {
             }
         }
         return bytes
+    }
+
+    /// Set in a span's cell count: its cells are plain text, one byte each (version 2).
+    static let textRunFlag: UInt16 = 0x8000
+
+    /// Whether every cell of `span` is one column of printable ASCII or blank: sent one byte a cell.
+    static func isTextRun(_ span: ShareSpan) -> Bool {
+        span.cells.allSatisfy { cell in
+            guard cell.width == 1 else { return false }
+            let utf8 = cell.text.utf8
+            return utf8.isEmpty || (utf8.count == 1 && (0x21...0x7E).contains(utf8.first!))
+        }
     }
 
     static func append(_ color: ShareColor, to bytes: inout [UInt8]) {
@@ -269,7 +291,9 @@ public struct ShareUpdate: Hashable, Sendable {
         for _ in 0..<spanCount {
             let row = Int(try reader.u16("a span"))
             let column = Int(try reader.u16("a span"))
-            let count = Int(try reader.u16("a span"))
+            let countField = try reader.u16("a span")
+            let isText = countField & Self.textRunFlag != 0
+            let count = Int(countField & ~Self.textRunFlag)
             guard count >= 1, row < rows, column + count <= columns else {
                 throw .spanOutside(row: row, column: column, cells: count, rows: rows, columns: columns)
             }
@@ -280,7 +304,16 @@ public struct ShareUpdate: Hashable, Sendable {
             let background = try reader.color()
             var cells: [(text: String, width: UInt8)] = []
             cells.reserveCapacity(count)
-            for offset in 0..<count {
+            if isText {
+                // A run of plain text: one byte a cell, a space for a blank.
+                for (offset, byte) in try reader.bytes(count, "a span's text").enumerated() {
+                    guard (0x20...0x7E).contains(byte) else {
+                        throw .badTextRun(row: row, column: column + offset, byte: byte)
+                    }
+                    cells.append((byte == 0x20 ? "" : String(UnicodeScalar(byte)), 1))
+                }
+            }
+            for offset in 0..<(isText ? 0 : count) {
                 let header = try reader.u8("a cell")
                 let width = header >> 6
                 guard width <= 2 else { throw .badWidth(Int(width)) }
