@@ -390,14 +390,16 @@ struct Join: AsyncParsableCommand {
 
 extension Join {
     /// `--name`, else the logged-in account's name (unless `--guest`), else `$USER`, checked by the name rules.
-    func displayName() throws -> String {
-        let chosen = name ?? defaultDisplayName(guest: account.guest)
-        guard !chosen.isEmpty else {
-            throw ValidationError(
-                "no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
-        }
-        return try DisplayName.validate(chosen)
+    func displayName() throws -> String { try chosenDisplayName(name, guest: account.guest) }
+}
+
+/// `name`, else the logged-in account's name (unless `guest`), else `$USER`, checked by the name rules.
+func chosenDisplayName(_ name: String?, guest: Bool) throws -> String {
+    let chosen = name ?? defaultDisplayName(guest: guest)
+    guard !chosen.isEmpty else {
+        throw ValidationError("no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
     }
+    return try DisplayName.validate(chosen)
 }
 
 /// The name a call uses when none is given: the account logged in on this computer (its calls are joined as that

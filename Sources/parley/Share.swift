@@ -64,14 +64,7 @@ struct Share: AsyncParsableCommand {
         _ = try LogSetup.level(logLevel)
     }
 
-    func displayName() throws -> String {
-        let chosen = name ?? defaultDisplayName(guest: account.guest)
-        guard !chosen.isEmpty else {
-            throw ValidationError(
-                "no display name: give --name NAME, or log in with parley login NAME --server HOST:PORT")
-        }
-        return try DisplayName.validate(chosen)
-    }
+    func displayName() throws -> String { try chosenDisplayName(name, guest: account.guest) }
 
     func run() async throws {
         let (address, roomName, _, fallbacks) = try target(room, server: server, insecure: relayTrust.insecure)

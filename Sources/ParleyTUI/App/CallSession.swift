@@ -29,20 +29,17 @@ public final class FrameStore: VideoFrameSink {
     public init(wake: LoopWake? = nil) { self.wake = wake }
 
     public func deliver(_ frame: VideoFrame, from participant: ParticipantID) {
-        let shown = pictures.withLock { pictures in
-            pictures.latest[participant] = frame
-            let shown = pictures.shown?.contains(participant) ?? true
-            if !shown { pictures.unshownSinceTake.insert(participant) }
-            return shown
-        }
-        guard shown else { return }
-        dirty.store(true, ordering: .sequentiallyConsistent)
-        wake?.signal()
+        keep(from: participant) { $0.latest[participant] = frame }
     }
 
     public func deliver(_ screen: TerminalScreen, from participant: ParticipantID) {
+        keep(from: participant) { $0.screens[participant] = screen }
+    }
+
+    /// Stores what `participant` sent; wakes the loop when they are on screen.
+    private func keep(from participant: ParticipantID, _ store: (inout Pictures) -> Void) {
         let shown = pictures.withLock { pictures in
-            pictures.screens[participant] = screen
+            store(&pictures)
             let shown = pictures.shown?.contains(participant) ?? true
             if !shown { pictures.unshownSinceTake.insert(participant) }
             return shown
