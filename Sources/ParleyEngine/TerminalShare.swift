@@ -37,8 +37,8 @@ public final class TerminalShareFeed: Sendable {
     /// The screen last published.
     public var screen: TerminalScreen? { state.withLock { $0.screen } }
 
-    /// The update to send at `milliseconds` (the engine's clock), nil when nothing changed; `retryIn` is set when
-    /// changes wait for the rate limit.
+    /// The update to send at `milliseconds` (the engine's clock), nil when nothing changed; `pending` when changes
+    /// wait for the rate limit (the caller comes back).
     func update(at milliseconds: Double) -> (update: ShareUpdate?, pending: Bool) {
         state.withLock { state in
             guard let screen = state.screen else { return (nil, false) }

@@ -5,6 +5,7 @@ import ParleyRoom
 import ParleySecurity
 import ParleyShare
 import ParleyTestLanes
+import ParleyTestSupport
 import ParleyWire
 import Synchronization
 import Testing
@@ -303,5 +304,41 @@ struct ShareCallTests {
         let played = player.screen()
         #expect(played.columns == 50 && played.cursor == last.cursor)
         #expect((0..<5).map { played.text(ofRow: $0) } == (0..<5).map { last.text(ofRow: $0) })
+    }
+}
+
+/// A shared terminal in a room spread over two relays of a cluster: its screen crosses the trunk like a camera, and
+/// the viewer on the other node knows the member for a terminal.
+@Suite(.serialized, .lane(.processes))
+struct ShareAcrossNodesTests {
+    @Test func aShareOnOneNodeIsSeenOnAnother() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let cluster = try await InProcessCluster.start(nodes: 2, logger: logger)
+        try await cluster.connect()
+        func member(_ name: String, node: Int) -> CallConfiguration {
+            CallConfiguration(
+                server: ServerAddress(host: "127.0.0.1", port: cluster.relays[node].signalingPort), room: "across",
+                name: name, profile: VideoProfile(width: 160, height: 120, fps: 15, bitrateKbps: 150),
+                audioSource: .silence, showsSelfView: false, logger: logger)
+        }
+        let feed = TerminalShareFeed()
+        var sharer = member("alice", node: 0)
+        sharer.share = feed
+        let terminal = try CallEngine(sharer)
+        let sink = ScreenSink()
+        let bob = try CallEngine(member("bob", node: 1), videoSink: sink)
+        let bobLog = EventLog()
+        let task = bobLog.consume(bob)
+        terminal.start()
+        try await Task.sleep(for: .milliseconds(200))
+        bob.start()
+        feed.publish(ShareCallTests.screen(["$ uname", "Linux across the trunk"]))
+        let seen = await eventually(within: .seconds(15)) { sink.text.contains("Linux across the trunk") }
+        #expect(seen, "bob on node 1 never saw the share from node 0: \(sink.text)")
+        #expect(bobLog.all.contains { if case .sharesTerminal(_, let owner) = $0 { owner == "alice" } else { false } })
+        for engine in [terminal, bob] { await engine.leave() }
+        task.cancel()
+        await cluster.shutdown()
     }
 }
