@@ -65,12 +65,12 @@ extension RelayState {
         case .recordingPolicy(let policy):
             return setRecordingPolicy(policy.allowed, by: id, on: connection)
         case .control(var grant):
-            guard let terminal = terminalConnection(grant.terminal, in: member.room, for: message, on: connection)
+            guard let terminal = terminalConnection(grant.terminal, in: member.room)
             else { return refusedShare(grant.terminal, connection) }
             grant.from = id
             return [.send(.control(grant), to: [terminal])]
         case .typing(var typing):
-            guard let terminal = terminalConnection(typing.terminal, in: member.room, for: message, on: connection)
+            guard let terminal = terminalConnection(typing.terminal, in: member.room)
             else { return refusedShare(typing.terminal, connection) }
             // Typing is bounded in rate as in size: what comes beyond the limit in a second is dropped.
             if now - member.typingSince >= .seconds(1) {
@@ -98,9 +98,7 @@ extension RelayState {
     static let typingPerSecond = 100
 
     /// The connection of shared terminal `terminal` in `room`, here; nil when there is none.
-    private func terminalConnection(
-        _ terminal: UInt32, in room: String, for message: ClientMessage, on connection: ConnectionID
-    ) -> ConnectionID? {
+    private func terminalConnection(_ terminal: UInt32, in room: String) -> ConnectionID? {
         guard let target = members[terminal], target.room == room, target.info.isTerminal else { return nil }
         return target.connection
     }

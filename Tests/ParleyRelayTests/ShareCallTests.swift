@@ -342,3 +342,46 @@ struct ShareAcrossNodesTests {
         await cluster.shutdown()
     }
 }
+
+/// The relay's routing of typing for a shared terminal: only to a terminal, only a terminal says who types, with the
+/// sender stamped on, and no more than `typingPerSecond` a second from one member (the rest dropped and counted).
+@Suite struct ShareRoutingTests {
+    @Test func controlAndTypingGoToTheTerminalAloneWithinTheirBounds() throws {
+        var relay = Harness()
+        relay.state = RelayState(
+            limits: SignalingLimits(livenessTimeout: .seconds(10), burst: 1_000, messagesPerSecond: 1_000),
+            udpPort: 7878, roomRule: { .success($0) }, nameRule: { .success($0) }, random: SeededRandom(state: 1),
+            wallClock: { 1_700_000_000_000 })
+        let (alice, bob, shared) = (relay.connect(1), relay.connect(2), relay.connect(3))
+        _ = relay.join("alice", on: alice)
+        let bobID = relay.join("bob", on: bob)
+        let joined = relay.send(.join(JoinRequest(room: "standup", name: "alice", kind: .terminal)), on: shared)
+        let terminal = try #require(joinedAnswer(to: shared, in: joined)).you.id
+
+        let wrong = relay.send(.control(ControlGrant(terminal: bobID, to: bobID)), on: bob)
+        #expect(
+            errorAnswer(to: bob, in: wrong)?.message == "member \(bobID) is not a shared terminal in this room (here)")
+        let notTerminal = relay.send(.controller(ControllerChange(controller: bobID)), on: bob)
+        #expect(errorAnswer(to: bob, in: notTerminal)?.message == "only a shared terminal says who types in it")
+
+        // A grant reaches the terminal alone, stamped with who sent it: the terminal decides.
+        let grant = relay.send(.control(ControlGrant(terminal: terminal, to: bobID)), on: bob)
+        #expect(messages(to: shared, in: grant) == [.control(ControlGrant(terminal: terminal, to: bobID, from: bobID))])
+        #expect(messages(to: alice, in: grant).isEmpty)
+        // The terminal's word on who types goes to the room.
+        let told = relay.send(.controller(ControllerChange(controller: bobID)), on: shared)
+        #expect(messages(to: alice, in: told) == [.controller(ControllerChange(controller: bobID, terminal: terminal))])
+
+        var passed = 0
+        for _ in 0..<(RelayState.typingPerSecond + 20) {
+            let actions = relay.send(.typing(TerminalTyping(terminal: terminal, keys: "eA==")), on: bob)
+            passed += messages(to: shared, in: actions).count
+        }
+        #expect(passed == RelayState.typingPerSecond)
+        #expect(relay.state.counters.typingDropped == 20)
+        relay.now += .seconds(1)
+        let later = relay.send(.typing(TerminalTyping(terminal: terminal, keys: "eA==")), on: bob)
+        #expect(
+            messages(to: shared, in: later) == [.typing(TerminalTyping(terminal: terminal, keys: "eA==", from: bobID))])
+    }
+}
