@@ -352,14 +352,58 @@ extension EngineCore {
             return
         }
         let arrived = reports.arrived.packets - last.arrived.packets
-        let hadLimit = reports.downlink.estimate != nil
-        reports.downlink.update(
-            at: at, bytes: reports.arrived.bytes - last.arrived.bytes, expected: sent, lost: max(0, sent - arrived))
-        let kbps = reports.downlink.estimate.map { Int(($0 / 1_000).rounded()) }
-        if !hadLimit, let kbps {
+        downlinkChanged {
+            $0.update(
+                at: at, bytes: reports.arrived.bytes - last.arrived.bytes, expected: sent, lost: max(0, sent - arrived))
+        }
+        if let outcome = reports.downlinkProbe.poll(at: at) { downlinkProbed(outcome) }
+        askForDownlinkProbe(at: at)
+    }
+
+    /// One of the relay's send-time marks: the downlink's delay trend, or a probe's packet.
+    func downlinkMarked(_ mark: SendTimeMark) {
+        let at = now.milliseconds
+        let sentAt = Double(mark.sentAt) / 1_000
+        if let tag = mark.probe {
+            let outcome = reports.downlinkProbe.marked(
+                tag, sentAt: sentAt, at: at, arrivedBytes: reports.arrivedFromRelay)
+            if let outcome { downlinkProbed(outcome) }
+            return
+        }
+        downlinkChanged { $0.marked(sentAt: sentAt, at: at, arrivedBytes: reports.arrivedFromRelay) }
+    }
+
+    /// A probe of the downlink judged: a rate it carried raises the estimate.
+    func downlinkProbed(_ outcome: ProbeOutcome) {
+        guard case .carried(let rate) = outcome else { return }
+        downlinkChanged { $0.probed(rate, at: now.milliseconds) }
+    }
+
+    /// Asks the relay for a probe of the downlink when one is due: the relay holds video back for it and the estimate
+    /// has been calm.
+    func askForDownlinkProbe(at now: Double) {
+        let held = !(remote.held?.held.isEmpty ?? true)
+        guard let own = joined?.media.ssrcs.audio, media.path == .udp,
+            let probe = reports.downlinkProbe.start(
+                at: now, estimate: reports.downlink.estimate, held: held, calmSince: reports.downlink.lastCut)
+        else { return }
+        let request = ProbeRequest(ssrc: own, cluster: probe.cluster, kbps: probe.kbps)
+        sendRaw(request.rtcpPacket.serialized())
+        flushMedia()
+    }
+
+    /// Applies `change` to the downlink estimate; a new figure goes to the relay with the tiles (the first limit is
+    /// also said to the person), and a large decrease lets the next probe come without waiting.
+    func downlinkChanged(_ change: (inout DownlinkEstimator) -> Void) {
+        let before = reports.downlink.estimate
+        change(&reports.downlink)
+        let after = reports.downlink.estimate
+        if let before, let after, after < 0.7 * before { reports.downlinkProbe.linkChanged() }
+        let kbps = after.map { Int(($0 / 1_000).rounded()) }
+        if before == nil, let kbps {
             emit(
                 .notice(
-                    "Your connection is losing what the relay sends (about \(kbps) kbit/s get through): "
+                    "Your connection cannot carry all the relay sends (about \(kbps) kbit/s get through): "
                         + "it now sends you smaller pictures, sound and the speaker first"))
         }
         reports.tiles.setDownlink(kbps)

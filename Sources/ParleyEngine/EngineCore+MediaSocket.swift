@@ -226,8 +226,10 @@ extension EngineCore {
         case .rtp:
             reports.arrived.packets += 1
             reports.arrived.bytes += bytes.count
+            reports.arrivedFromRelay += bytes.count
             receiveRTP(bytes)
         case .rtcp:
+            reports.arrivedFromRelay += bytes.count
             if Bind.isBindPacket(bytes) {
                 guard let ack = try? BindAcknowledgement(parsing: bytes), ack.memberID == joined?.you.id else { return }
                 bindAnswered(ack.status, overUDP: overUDP)
@@ -390,6 +392,12 @@ extension EngineCore {
                 return
             }
             downlinkCounted(count)
+        case .application(let app) where app.name == SendTimeMark.name:
+            guard let mark = SendTimeMark(app), mark.mediaSSRC == joined?.media.ssrcs.audio else {
+                media.forgedFeedbackDropped += 1
+                return
+            }
+            downlinkMarked(mark)
         case .senderReport(let report):
             guard let peer = remote.peer(sending: report.ssrc) else {
                 media.forgedFeedbackDropped += 1

@@ -199,6 +199,10 @@ struct Reporting {
     var chatLinesReceived = 0
     /// RTP packets and bytes that arrived from the relay.
     var arrived = (packets: 0, bytes: 0)
+    /// Bytes of every datagram that arrived from the relay (RTP, RTCP, a probe's padding).
+    var arrivedFromRelay = 0
+    /// The probe of our downlink asked of the relay, and when the next may be.
+    var downlinkProbe = DownlinkProbe()
     /// The relay's last count and what had arrived when it came; nil until one came on the current binding.
     var lastCount: (relay: ForwardedCount, arrived: (packets: Int, bytes: Int))?
     var tilesTask: Scheduled<Void>?

@@ -47,6 +47,7 @@ public enum DropReason: String, Sendable, Equatable {
     case oversizedKeyframe = "VP8 keyframe declaring a picture beyond the largest profile"
     case overRate = "media beyond the member's rate limit"
     case oversizedStreamDatagram = "media frame on a TCP connection over 2,048 bytes"
+    case probeRefused = "downlink probe asked for within a second of the last, or during one"
 }
 
 /// What to do with one RTCP packet of a compound, decided by the router.

@@ -210,6 +210,9 @@ extension RelayCore {
         }
         guard let route = media.sender(ssrc: senderSSRC, from: remote) else { return }
         let at = now
+        for case .application(let app) in packets where app.name == ProbeRequest.name {
+            probeDownlink(app, of: route, at: at)
+        }
         // A keyframe request names the layer the receiver last saw; it is for the layer it gets or waits for.
         let requests = packets.compactMap { packet -> RTCPPacket? in
             guard case .pictureLossIndication(var pli) = packet, let owner = media.owner(of: pli.mediaSSRC),
@@ -268,6 +271,50 @@ extension RelayCore {
             guard let route = media.route(of: member), let address = route.address else { continue }
             let count = ForwardedCount(mediaSSRC: route.ssrcs.audio, packets: sent.packets, bytes: sent.bytes)
             output.write(ByteBuffer(bytes: count.rtcpPacket.serialized()), to: address)
+        }
+    }
+
+    /// Each member bound here that asked for counts and was sent media since its last mark gets one now: the relay's
+    /// send time, behind that media on the same path (`SendTimeMark`), for its downlink's delay trend.
+    func sendSendTimeMarks() {
+        let sentAt = UInt64(max(0, now / .microseconds(1)))
+        for member in downlinks.due(sentTo: output.sentTo, asked: { state.members[$0]?.downlinkCounts == true }) {
+            guard let route = media.route(of: member), let address = route.address else { continue }
+            let mark = SendTimeMark(mediaSSRC: route.ssrcs.audio, sentAt: sentAt)
+            output.write(ByteBuffer(bytes: mark.rtcpPacket.serialized()), to: address)
+        }
+    }
+
+    /// A member's request for a probe of its downlink (`ProbeRequest`): padded marks paced over 150 ms, every 5 ms
+    /// while any probe is under way. A request naming another SSRC, or asked within a second of the last, is dropped
+    /// and counted.
+    func probeDownlink(_ app: ApplicationPacket, of route: MediaRouter<SocketAddress>.Route, at now: Duration) {
+        guard let request = ProbeRequest(app), request.ssrc == route.ssrcs.audio else {
+            media.count(.malformed)
+            return
+        }
+        guard downlinks.request(request, from: route.member, at: now) else {
+            media.count(.probeRefused)
+            return
+        }
+        sendProbeMarks()
+        guard probePacing == nil else { return }
+        let core = NIOLoopBound(self, eventLoop: loop)
+        probePacing = loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
+            core.value.sendProbeMarks()
+        }
+    }
+
+    /// The probe marks due now; the pacing stops when no probe is under way.
+    func sendProbeMarks() {
+        for (member, marks) in downlinks.owed(at: now) {
+            guard let address = media.route(of: member)?.address else { continue }
+            for mark in marks { output.write(ByteBuffer(bytes: mark.rtcpPacket.serialized()), to: address) }
+        }
+        output.flush()
+        if downlinks.probes.isEmpty {
+            probePacing?.cancel()
+            probePacing = nil
         }
     }
 

@@ -22,6 +22,10 @@ final class RelayCore {
     var signalingChannels = SignalingChannels()
     /// Each member's uplink as this relay receives it, reported back to the member (transport-wide feedback).
     var uplinks = UplinkFeedback()
+    /// Send-time marks and probes on each member's downlink.
+    var downlinks = DownlinkMarks()
+    /// The 5 ms pacing of downlink probes, while one is under way.
+    var probePacing: RepeatedTask?
     let loop: any EventLoop
     let clock = ContinuousClock()
     let epoch: ContinuousClock.Instant
@@ -108,7 +112,7 @@ final class RelayCore {
         return counters
     }
 
-    /// Liveness every 250 ms; held-back keyframe requests and each member's uplink feedback every 50 ms; packets past the retransmission window
+    /// Liveness every 250 ms; held-back keyframe requests, each member's uplink feedback and downlink marks every 50 ms; packets past the retransmission window
     /// released and held-back refused-bind counts written every second. Cancelled by `shutDown`.
     func startTimers() {
         let core = NIOLoopBound(self, eventLoop: loop)
@@ -154,6 +158,7 @@ final class RelayCore {
                     core.send(bytes, toMember: member)
                 }
                 core.sendUplinkFeedback()
+                core.sendSendTimeMarks()
                 core.flushWrites()
             })
     }
@@ -167,6 +172,7 @@ final class RelayCore {
 
     func shutDown() {
         for timer in timers { timer.cancel() }
+        probePacing?.cancel()
         links.trunkChannel?.close(promise: nil)
         // Kept before everyone is let go: a relay restarted on purpose gives the roles back like one that crashed.
         saveRoomHosts()
@@ -361,6 +367,7 @@ final class RelayCore {
         }
         media.forget(member: id)
         uplinks.forget(id)
+        downlinks.forget(id)
         output.forget(id)
         performLayerEffects(layers.remove(member: id))
         if let emptied = links.memberLeft(id, from: room) {

@@ -15,8 +15,15 @@
 // that overflows again at about the same level (within 15 %) doubles the next hold, up to 80 s. Loss is judged
 // against the link's own (the random loss of a radio link, learned from the seconds that cut nothing, at most 5 %), so
 // a second of bursty Wi-Fi loss over 10 % does not set a limit on a link with room. There is no
-// estimate (no limit) until a loss says there is one, so a clean link is never held to a guess. A delay-based part
-// needs send times the relay could stamp, which it cannot: not built (docs/network.md).
+// estimate (no limit) until a loss says there is one, so a clean link is never held to a guess.
+//
+// The delay-based part reads the relay's send-time marks (`SendTimeMark`, every 50 ms behind the media): their
+// delay trend (`DelayTrend`, as the uplink's) says when the downlink's queue fills, before anything is lost. Then
+// the estimate is cut to 85 % of what arrived over the last half second (GCC's delay-based decrease), at most once a
+// second (the relay needs that long to give the member less), and it does not climb while the queue is filling or
+// draining. A trend alone is not enough: the marks must also stand 15 ms above the lowest delay of the last 5-10 s,
+// so a relay's or a machine's hiccup on a link with room never sets a limit. A probe (`DownlinkProbe`) that found
+// room raises the estimate to what arrived during it and ends the hold after a cut.
 
 /// One receiver's estimate of its downlink: nil until losses show a limit. Time is an input (ms).
 public struct DownlinkEstimator: Sendable {
@@ -44,11 +51,99 @@ public struct DownlinkEstimator: Sendable {
     /// How long the ceiling holds now (ms).
     public private(set) var hold = ceilingHold
 
+    /// A queue this deep (ms above the lowest delay of the marks lately) is needed before a rising trend cuts.
+    public static let queueFloor = 15.0
+    /// The shortest time between two cuts for delay (ms).
+    public static let delayCutInterval = 1_000.0
+    /// The lowest delay is kept over two windows of this length (ms), so it forgets a path that got longer.
+    static let lowestWindow = 5_000.0
+    /// The received rate is measured over this long (ms).
+    static let rateWindow = 500.0
+
+    /// The trend of the marks' delays.
+    private var trend = DelayTrend()
+    /// The marks' lowest delay (arrival minus send time, ms; the two clocks' offset included) in the current window
+    /// and the one before, and when the current began.
+    private var lowest: (current: Double, previous: Double, since: Double)?
+    /// What had arrived from the relay in all at each recent mark (the last `rateWindow`, at most 64).
+    private var arrivals: [(at: Double, bytes: Int)] = []
+    private var lastDelayCut: Double?
+    /// When the estimate was last cut, for loss or delay (ms).
+    public private(set) var lastCut: Double?
+    /// How far the last mark's delay stood above the lowest lately (ms): the downlink's queue.
+    public private(set) var queueDelay = 0.0
+    /// What the marks' trend says of the downlink now.
+    public private(set) var usage = LinkUsage.normal
+
     /// No estimate yet.
     public init() {}
 
-    /// The next interval starts at `now` (ms): what came before it is not counted (a new binding, a gap).
-    public mutating func restart(at now: Double) { last = now }
+    /// The next interval starts at `now` (ms): what came before it is not counted (a new binding, a gap); the marks'
+    /// delays start afresh too (the path may be another).
+    public mutating func restart(at now: Double) {
+        last = now
+        trend = DelayTrend()
+        lowest = nil
+        arrivals = []
+        usage = .normal
+        queueDelay = 0
+    }
+
+    /// What arrived over the last `rateWindow` (bits a second), nil until half of it is known.
+    var receivedRate: Double? {
+        guard let first = arrivals.first, let last = arrivals.last, last.at - first.at >= Self.rateWindow / 2 else {
+            return nil
+        }
+        return Double(last.bytes - first.bytes) * 8_000 / (last.at - first.at)
+    }
+
+    /// Takes one of the relay's send-time marks: written at `sentAt` (ms on the relay's clock), arrived at `now` (ms)
+    /// when `arrivedBytes` had arrived from the relay in all. Returns true when it cut the estimate: the queue is
+    /// filling.
+    @discardableResult
+    public mutating func marked(sentAt: Double, at now: Double, arrivedBytes: Int) -> Bool {
+        usage = trend.add(sentAt: sentAt, arrivedAt: now)
+        let delay = now - sentAt
+        if var kept = lowest {
+            if now - kept.since >= Self.lowestWindow {
+                kept = (delay, kept.current, now)
+            } else {
+                kept.current = min(kept.current, delay)
+            }
+            lowest = kept
+        } else {
+            lowest = (delay, delay, now)
+        }
+        queueDelay = delay - min(lowest?.current ?? delay, lowest?.previous ?? delay)
+        arrivals.append((now, arrivedBytes))
+        if let newest = arrivals.last?.at {
+            let keep = arrivals.firstIndex { newest - $0.at <= Self.rateWindow } ?? arrivals.count - 1
+            arrivals.removeFirst(min(keep, arrivals.count - 1))
+        }
+        if arrivals.count > 64 { arrivals.removeFirst(arrivals.count - 64) }
+        guard usage == .overusing, queueDelay >= Self.queueFloor,
+            lastDelayCut.map({ now - $0 >= Self.delayCutInterval }) ?? true, let received = receivedRate
+        else { return false }
+        let cut = max(Self.minimum, 0.85 * received)
+        guard cut < estimate ?? .infinity else { return false }
+        estimate = cut
+        capacity = received
+        reason = .delay
+        lastDelayCut = now
+        lastCut = now
+        return true
+    }
+
+    /// A probe found the downlink carried `rate` (bits a second) at `now` (ms): the estimate rises to it, and a hold
+    /// after an overflow ends (the link has room again).
+    public mutating func probed(_ rate: Double, at now: Double) {
+        guard let current = estimate, rate > current else { return }
+        estimate = rate
+        capacity = nil
+        ceiling = nil
+        hold = Self.ceilingHold
+        reason = .probed
+    }
 
     /// Takes one interval ending at `now` (ms): `bytes` of media arrived, `expected` packets were sent this way and
     /// `lost` of them never came. Returns the estimate (bits a second), nil for no limit.
@@ -82,7 +177,11 @@ public struct DownlinkEstimator: Sendable {
             }
             estimate = max(Self.minimum, min(estimate ?? rate, rate) * (1 - 0.5 * loss))
             capacity = rate
+            lastCut = now
             reason = .loss(loss)
+        } else if excess < 0.02, estimate != nil, usage != .normal || recentlyCutForDelay(now) {
+            // The queue is filling or draining (or a cut for it has not reached the relay yet): no climb.
+            reason = reason == .delay ? .delay : .holding
         } else if excess < 0.02, var current = estimate {
             let near = capacity.map { current >= 0.9 * $0 } ?? false
             if near, let capacity {
@@ -104,5 +203,12 @@ public struct DownlinkEstimator: Sendable {
             reason = .holding
         }
         return estimate
+    }
+}
+
+extension DownlinkEstimator {
+    /// A cut for delay less than `delayCutInterval` before `now`.
+    func recentlyCutForDelay(_ now: Double) -> Bool {
+        lastDelayCut.map { now - $0 < Self.delayCutInterval } ?? false
     }
 }

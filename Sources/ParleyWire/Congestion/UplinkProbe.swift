@@ -64,11 +64,7 @@ public struct UplinkProbe: Sendable {
     /// Probes started.
     public private(set) var started = 0
     private var results: [PacketResult] = []
-    private var wait = firstWait
-    private var notBefore = 0.0
-    private var lastEnd = -Double.infinity
-    /// Probes in a row that found the link full.
-    private var fullInARow = 0
+    private var schedule = ProbeSchedule()
 
     public init() {}
 
@@ -79,8 +75,9 @@ public struct UplinkProbe: Sendable {
     mutating func start(
         at now: Double, estimate: Double, wanted: Double, calmSince: Double?, pastCapacity: Bool = false
     ) -> ProbeCluster? {
-        let waited = now >= notBefore || (pastCapacity && now >= lastEnd + Self.afterCarried)
-        guard cluster == nil, waited, estimate < 0.9 * wanted, let calmSince, now - calmSince >= Self.calm else {
+        guard cluster == nil, schedule.mayStart(at: now, pastCapacity: pastCapacity), estimate < 0.9 * wanted,
+            let calmSince, now - calmSince >= Self.calm
+        else {
             return nil
         }
         let rate = min(wanted, Self.factor * estimate)
@@ -135,29 +132,12 @@ public struct UplinkProbe: Sendable {
         cluster = nil
         results = []
         lastOutcome = outcome
-        lastEnd = now
-        switch outcome {
-        case .carried:
-            fullInARow = 0
-            wait = Self.firstWait
-            notBefore = now + Self.afterCarried
-        case .full:
-            fullInARow += 1
-            // Twice full: the link is what the estimate says. Each probe into a full link costs a little queue and,
-            // behind a small bucket, a packet or two, so the next waits for a sign of change: an estimate past the
-            // capacity found, or a large decrease.
-            notBefore = fullInARow >= Self.fullBeforeWaiting ? .infinity : now + wait
-            wait = min(2 * wait, Self.longestWait)
-        }
+        schedule.finished(outcome, at: now)
         return outcome
     }
 
     /// A large decrease (the link changed): the next probe waits only for calm.
-    mutating func linkChanged() {
-        wait = Self.firstWait
-        notBefore = 0
-        fullInARow = 0
-    }
+    mutating func linkChanged() { schedule.linkChanged() }
 
     /// The judgement of a cluster's packets (`expected` sent): carried at 95 % of the lower of its send and receive
     /// rates when at least 90 % arrived and the queue (arrival minus send time, last quarter against first) grew less than
@@ -171,13 +151,7 @@ public struct UplinkProbe: Sendable {
         guard expected >= 5, arrived.count >= 5, Double(arrived.count) >= 0.9 * Double(expected),
             let first = arrived.first, let last = arrived.last
         else { return .full }
-        let quarter = max(1, arrived.count / 4)
-        func queue(_ part: ArraySlice<(sentAt: Double, arrivedAt: Double, size: Int, sequence: Int64)>) -> Double {
-            let delays = part.map { $0.arrivedAt - $0.sentAt }.sorted()
-            return delays[delays.count / 2]
-        }
-        let growth = queue(arrived.suffix(quarter)) - queue(arrived.prefix(quarter))
-        guard growth < queueGrowth else { return .full }
+        guard growth(ofDelays: arrived.map { $0.arrivedAt - $0.sentAt }) < queueGrowth else { return .full }
         let arrivals = arrived.map(\.arrivedAt)
         let sendSpan = last.sentAt - first.sentAt
         let receiveSpan = (arrivals.max() ?? 0) - (arrivals.min() ?? 0)
@@ -190,6 +164,19 @@ public struct UplinkProbe: Sendable {
         // through (4,000 bytes is 213 kbit/s over 150 ms), so a probe at about the capacity reads a little past it.
         let saturated = receiveRate < Self.unsaturatedRatio * sendRate
         return .carried(Self.utilization * (saturated ? receiveRate : min(sendRate, receiveRate)))
+    }
+}
+
+extension UplinkProbe {
+    /// How much a cluster's queue grew (ms): the median delay (arrival minus send time) of its last quarter of
+    /// packets against its first quarter's, the packets in send order.
+    static func growth(ofDelays delays: [Double]) -> Double {
+        let quarter = max(1, delays.count / 4)
+        func median(_ part: ArraySlice<Double>) -> Double {
+            let sorted = part.sorted()
+            return sorted[sorted.count / 2]
+        }
+        return median(delays.suffix(quarter)) - median(delays.prefix(quarter))
     }
 }
 
@@ -209,5 +196,46 @@ public enum ProbePadding {
             payloadType: MediaPayloadType.probe, sequenceNumber: sequenceNumber, timestamp: 0, ssrc: ssrc,
             headerExtension: TransportSequence.stamp(transportSequence, onto: nil))
         return RTPPacket(header: header, payload: Array(repeating: 0, count: bytes - headerBytes))
+    }
+}
+
+/// When the next probe of a link may start: a second after one the link carried; after one that found it full, 3 s,
+/// doubling up to 8 s; after two full in a row, only on a sign that the link changed.
+struct ProbeSchedule: Sendable {
+    private var wait = UplinkProbe.firstWait
+    private var notBefore = 0.0
+    private var lastEnd = -Double.infinity
+    /// Probes in a row that found the link full.
+    private var fullInARow = 0
+
+    /// Whether a probe may start at `now` (ms): the wait is over, or the estimate is climbing `pastCapacity` (well
+    /// past where the link was last found full) and a second has passed since the last probe.
+    func mayStart(at now: Double, pastCapacity: Bool) -> Bool {
+        now >= notBefore || (pastCapacity && now >= lastEnd + UplinkProbe.afterCarried)
+    }
+
+    /// A probe judged at `now`.
+    mutating func finished(_ outcome: ProbeOutcome, at now: Double) {
+        lastEnd = now
+        switch outcome {
+        case .carried:
+            fullInARow = 0
+            wait = UplinkProbe.firstWait
+            notBefore = now + UplinkProbe.afterCarried
+        case .full:
+            fullInARow += 1
+            // Twice full: the link is what the estimate says. Each probe into a full link costs a little queue and,
+            // behind a small bucket, a packet or two, so the next waits for a sign of change: an estimate past the
+            // capacity found, or a large decrease.
+            notBefore = fullInARow >= UplinkProbe.fullBeforeWaiting ? .infinity : now + wait
+            wait = min(2 * wait, UplinkProbe.longestWait)
+        }
+    }
+
+    /// A large decrease (the link changed): the next probe waits only for calm.
+    mutating func linkChanged() {
+        wait = UplinkProbe.firstWait
+        notBefore = 0
+        fullInARow = 0
     }
 }
