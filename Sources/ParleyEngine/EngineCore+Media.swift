@@ -351,12 +351,13 @@ extension EngineCore {
             reports.downlink.restart(at: at)
             return
         }
+        // Read before the change: the closure runs while the estimator (in `reports`) is being changed.
         let arrived = reports.arrived.packets - last.arrived.packets
-        downlinkChanged {
-            $0.update(
-                at: at, bytes: reports.arrived.bytes - last.arrived.bytes, expected: sent, lost: max(0, sent - arrived))
+        let bytes = reports.arrived.bytes - last.arrived.bytes
+        downlinkChanged { $0.update(at: at, bytes: bytes, expected: sent, lost: max(0, sent - arrived)) }
+        if let outcome = reports.downlinkProbe.poll(at: at, overflowLevel: reports.downlink.overflowLevel) {
+            downlinkProbed(outcome)
         }
-        if let outcome = reports.downlinkProbe.poll(at: at) { downlinkProbed(outcome) }
         askForDownlinkProbe(at: at)
     }
 
@@ -366,17 +367,20 @@ extension EngineCore {
         let sentAt = Double(mark.sentAt) / 1_000
         if let tag = mark.probe {
             let outcome = reports.downlinkProbe.marked(
-                tag, sentAt: sentAt, at: at, arrivedBytes: reports.arrivedFromRelay)
+                tag, sentAt: sentAt, at: at, arrivedBytes: reports.arrivedFromRelay,
+                overflowLevel: reports.downlink.overflowLevel)
             if let outcome { downlinkProbed(outcome) }
             return
         }
-        downlinkChanged { $0.marked(sentAt: sentAt, at: at, arrivedBytes: reports.arrivedFromRelay) }
+        let arrivedBytes = reports.arrivedFromRelay
+        downlinkChanged { $0.marked(sentAt: sentAt, at: at, arrivedBytes: arrivedBytes) }
     }
 
-    /// A probe of the downlink judged: a rate it carried raises the estimate.
+    /// A probe of the downlink judged: a rate it carried raises the estimate, a full link keeps it held.
     func downlinkProbed(_ outcome: ProbeOutcome) {
-        guard case .carried(let rate) = outcome else { return }
-        downlinkChanged { $0.probed(rate, at: now.milliseconds) }
+        logger.info("downlink probe judged", metadata: ["outcome": "\(outcome)"])
+        let at = now.milliseconds
+        downlinkChanged { $0.probeFound(outcome, at: at) }
     }
 
     /// Asks the relay for a probe of the downlink when one is due: the relay holds video back for it and the estimate
@@ -396,8 +400,14 @@ extension EngineCore {
     /// also said to the person), and a large decrease lets the next probe come without waiting.
     func downlinkChanged(_ change: (inout DownlinkEstimator) -> Void) {
         let before = reports.downlink.estimate
+        let reason = reports.downlink.reason
         change(&reports.downlink)
         let after = reports.downlink.estimate
+        if reports.downlink.reason != reason, let after {
+            logger.info(
+                "downlink estimate",
+                metadata: ["kbps": "\(Int(after / 1_000))", "reason": "\(reports.downlink.reason)"])
+        }
         if let before, let after, after < 0.7 * before { reports.downlinkProbe.linkChanged() }
         let kbps = after.map { Int(($0 / 1_000).rounded()) }
         if before == nil, let kbps {

@@ -23,7 +23,8 @@
 // second (the relay needs that long to give the member less), and it does not climb while the queue is filling or
 // draining. A trend alone is not enough: the marks must also stand 15 ms above the lowest delay of the last 5-10 s,
 // so a relay's or a machine's hiccup on a link with room never sets a limit. A probe (`DownlinkProbe`) that found
-// room raises the estimate to what arrived during it and ends the hold after a cut.
+// room raises the estimate to what arrived during it and ends the hold after a cut; one that found the link full
+// keeps the hold until one finds room.
 
 /// One receiver's estimate of its downlink: nil until losses show a limit. Time is an input (ms).
 public struct DownlinkEstimator: Sendable {
@@ -70,6 +71,8 @@ public struct DownlinkEstimator: Sendable {
     private var lastDelayCut: Double?
     /// When the estimate was last cut, for loss or delay (ms).
     public private(set) var lastCut: Double?
+    /// The last probe found the link full: the ceiling holds until one finds room.
+    private var probedFull = false
     /// How far the last mark's delay stood above the lowest lately (ms): the downlink's queue.
     public private(set) var queueDelay = 0.0
     /// What the marks' trend says of the downlink now.
@@ -134,15 +137,25 @@ public struct DownlinkEstimator: Sendable {
         return true
     }
 
-    /// A probe found the downlink carried `rate` (bits a second) at `now` (ms): the estimate rises to it, and a hold
-    /// after an overflow ends (the link has room again).
-    public mutating func probed(_ rate: Double, at now: Double) {
-        guard let current = estimate, rate > current else { return }
-        estimate = rate
-        capacity = nil
-        ceiling = nil
-        hold = Self.ceilingHold
-        reason = .probed
+    /// Where the link last overflowed (bits a second): the level its ceiling is 90 % of; nil before any overflow.
+    public var overflowLevel: Double? { ceiling.map { $0.rate / 0.9 } }
+
+    /// What a probe of the downlink found at `now` (ms). Carried: the estimate rises to the rate, and a hold after an
+    /// overflow ends (the link has room again). Full: the ceiling after the last overflow holds until a probe finds
+    /// room, however long: climbing past it would only overflow the link again.
+    public mutating func probeFound(_ outcome: ProbeOutcome, at now: Double) {
+        switch outcome {
+        case .full:
+            probedFull = true
+        case .carried(let rate):
+            probedFull = false
+            guard let current = estimate, rate > current else { return }
+            estimate = rate
+            capacity = nil
+            ceiling = nil
+            hold = Self.ceilingHold
+            reason = .probed
+        }
     }
 
     /// Takes one interval ending at `now` (ms): `bytes` of media arrived, `expected` packets were sent this way and
@@ -192,7 +205,7 @@ public struct DownlinkEstimator: Sendable {
             // What arrived bounds how far a guess may run ahead of it: once everything asked for fits, the estimate
             // stays within reach of the rate instead of climbing for ever (and a new tile then finds it near).
             current = min(current, max(rate * 1.5, rate + 500_000))
-            if let held = ceiling, now - held.at < hold, current > held.rate {
+            if let held = ceiling, now - held.at < hold || probedFull, current > held.rate {
                 estimate = max(held.rate, estimate ?? held.rate)
                 reason = .holding
                 return estimate

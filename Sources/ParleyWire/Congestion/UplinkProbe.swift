@@ -200,13 +200,18 @@ public enum ProbePadding {
 }
 
 /// When the next probe of a link may start: a second after one the link carried; after one that found it full, 3 s,
-/// doubling up to 8 s; after two full in a row, only on a sign that the link changed.
+/// doubling up to 8 s; after two full in a row, only on a sign that the link changed (or every 8 s).
 struct ProbeSchedule: Sendable {
+    /// After two full probes in a row, wait for a sign of change (the uplink); false: go on probing every
+    /// `UplinkProbe.longestWait` (the downlink, whose estimate climbs past a full link only through a probe).
+    let waitsForChange: Bool
     private var wait = UplinkProbe.firstWait
     private var notBefore = 0.0
     private var lastEnd = -Double.infinity
     /// Probes in a row that found the link full.
     private var fullInARow = 0
+
+    init(waitsForChange: Bool = true) { self.waitsForChange = waitsForChange }
 
     /// Whether a probe may start at `now` (ms): the wait is over, or the estimate is climbing `pastCapacity` (well
     /// past where the link was last found full) and a second has passed since the last probe.
@@ -227,7 +232,8 @@ struct ProbeSchedule: Sendable {
             // Twice full: the link is what the estimate says. Each probe into a full link costs a little queue and,
             // behind a small bucket, a packet or two, so the next waits for a sign of change: an estimate past the
             // capacity found, or a large decrease.
-            notBefore = fullInARow >= UplinkProbe.fullBeforeWaiting ? .infinity : now + wait
+            let waiting = waitsForChange && fullInARow >= UplinkProbe.fullBeforeWaiting
+            notBefore = waiting ? .infinity : now + wait
             wait = min(2 * wait, UplinkProbe.longestWait)
         }
     }
