@@ -189,7 +189,7 @@ format-check:
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
 FUZZ_BUDGET  := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback share
+FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback share marks
 FUZZ_SOURCES := $(shell find Sources/ParleyWire Sources/ParleyBytes -name "*.swift" | sort) \
                 $(addprefix Sources/ParleyMedia/,WAV.swift Y4M.swift AudioFrame.swift VideoFrame.swift MediaFile.swift MediaFileError.swift MediaSource.swift)
 FUZZ_SWIFTC  := swiftc -swift-version 6 -parse-as-library

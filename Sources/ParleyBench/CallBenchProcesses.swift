@@ -134,6 +134,12 @@ final class BenchPane {
         socketPath = String(fields[2])
     }
 
+    /// Types `keys` into the pane (`tmux send-keys`, each a key name tmux knows).
+    func send(keys: [String]) throws {
+        let sent = try runToCompletion(tmux, ["-L", socket, "send-keys"] + keys, in: directory)
+        guard sent.status == 0 else { throw CallBenchError.unexpected("tmux send-keys failed: \(sent.output)") }
+    }
+
     /// The pane's text now.
     func text() -> String {
         (try? runToCompletion(tmux, ["-L", socket, "capture-pane", "-p"], in: directory).output) ?? ""

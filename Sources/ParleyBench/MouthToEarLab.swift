@@ -81,8 +81,9 @@ extension MouthToEarBench {
             let result = try parleyClicks(
                 tools: tools, sound: sound, directory: directory, recorder: recorder,
                 servers: (talker: "\(alice.relayAddress):7878", listener: "\(bob.relayAddress):7878"),
-                warmUp: labWarmUp,
-                label: "Parley: two `parley join` through `parley serve`, 160x120 video both ways, in tmux"
+                warmUp: labWarmUp, soundAlone: true,
+                label:
+                    "Parley: two `parley join` through `parley serve`, sound alone (both cameras off with `v`), in tmux"
             ) { listener, path, arguments in
                 lab.command(in: (listener ? bob : alice).namespace, path, arguments)
             }

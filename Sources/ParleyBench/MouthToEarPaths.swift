@@ -1,6 +1,7 @@
 // The four paths of the mouth-to-ear benchmark, each started on the benchmark's sound server, held up while the
 // click train is recorded, and stopped (every process it started) before the next one starts.
 import Foundation
+import ParleyEngine
 import ParleyProcesses
 
 #if canImport(Glibc)
@@ -58,11 +59,12 @@ extension MouthToEarBench {
 
     /// The two `parley join`s of the Parley path against a relay already up at `servers`, each command passed
     /// through `wrap` (the network lab runs the talker's or the listener's in its member's namespace), with
-    /// `joinArguments` added to both.
+    /// `joinArguments` added to both; with `soundAlone`, both turn their cameras off (`v`) once the sound plays.
     static func parleyClicks(
         tools: Tools, sound: SoundServer, directory: String, recorder: ClickRecorder,
         servers: (talker: String, listener: String), joinArguments: [String] = [], warmUp: Double = warmUp,
-        label: String, wrap: (_ listener: Bool, String, [String]) -> (String, [String]) = { ($1, $2) }
+        soundAlone: Bool = false, label: String,
+        wrap: (_ listener: Bool, String, [String]) -> (String, [String]) = { ($1, $2) }
     ) throws -> PathResult {
         let environment = sound.clientEnvironment(home: directory, sink: Device.ear, source: Device.microphone)
             .merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
@@ -100,6 +102,17 @@ extension MouthToEarBench {
             throw CallBenchError.unexpected(
                 "\(error)\nlistener's pane:\n\(panes[1].text())\nits log: \(log(ParleyNames.listener))\n"
                     + "talker's pane:\n\(panes[0].text())\nits log: \(log(ParleyNames.talker))")
+        }
+        if soundAlone {
+            // As Chromium's page sends the microphone alone: no video queues ahead of the voice on a slow link.
+            for pane in panes { try pane.send(keys: ["v"]) }
+            func framesSent() -> Int? { (try? CallStatisticsFile(path: statistics[0]).read())?.videoFramesSent }
+            Thread.sleep(forTimeInterval: 1.5)  // the next statistics write is after the key
+            let first = framesSent()
+            Thread.sleep(forTimeInterval: 2.2)  // two more writes
+            guard let first, framesSent() == first else {
+                throw CallBenchError.unexpected("the Parley talker still sends video after `v`: \(panes[0].text())")
+            }
         }
         Thread.sleep(forTimeInterval: warmUp)
         let before = read(1)

@@ -22,6 +22,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "bind", run: bind), FuzzTarget(name: "jitter", run: jitter),
         FuzzTarget(name: "y4m", run: y4m), FuzzTarget(name: "wav", run: wav),
         FuzzTarget(name: "feedback", run: feedback), FuzzTarget(name: "share", run: share),
+        FuzzTarget(name: "marks", run: marks),
     ]
 
     /// The target called `name`, if any.
@@ -54,6 +55,54 @@ public struct FuzzTarget: Sendable {
         for index in 0..<64 { _ = estimator.sent(size: 1_200, at: Double(index)) }
         estimator.feedback(parsed, at: 100)
         precondition(estimator.target.isFinite && estimator.target > 0, "estimate \(estimator.target) from \(bytes)")
+    }
+
+    /// The relay's send-time marks and a member's probe request (the data of an RTCP APP packet): a parsed one
+    /// survives write → parse unchanged; marks made of the input's bytes, fed to a downlink estimate and a probe's
+    /// judgement, never trap and leave the estimate finite and above its floor.
+    @Sendable static func marks(_ bytes: [UInt8]) {
+        for name: RTCPAppName in [SendTimeMark.name, ProbeRequest.name] {
+            let app = ApplicationPacket(subtype: 0, ssrc: 7, name: name, data: bytes)
+            if let mark = SendTimeMark(app) {
+                guard
+                    case .application(let written)? = try? RTCPPacket.parseCompound(mark.rtcpPacket.serialized()).first
+                else { preconditionFailure("a parsed mark cannot be written: \(bytes)") }
+                precondition(SendTimeMark(written) == mark, "mark round trip changed \(bytes)")
+            }
+            if let request = ProbeRequest(app) {
+                guard
+                    case .application(let written)? = try? RTCPPacket.parseCompound(request.rtcpPacket.serialized())
+                        .first
+                else { preconditionFailure("a parsed request cannot be written: \(bytes)") }
+                precondition(ProbeRequest(written) == request, "request round trip changed \(bytes)")
+            }
+        }
+        // Each four bytes: a send time's step and an arrival's (ms, signed), a probe mark's index and count.
+        var estimator = DownlinkEstimator()
+        var probe = DownlinkProbe()
+        _ = probe.start(at: 0, estimate: 500_000, held: true, calmSince: -10_000)
+        var sent = 0.0
+        var arrived = 0.0
+        var received = 0
+        var offset = 0
+        while offset + 4 <= bytes.count {
+            sent += Double(Int8(bitPattern: bytes[offset]))
+            arrived += Double(Int8(bitPattern: bytes[offset + 1]))
+            received += Int(bytes[offset + 2]) * 16
+            let count = UInt16(bytes[offset + 3] & 0x7F) + 1
+            let tag = ProbeTag(cluster: 1, index: UInt16(bytes[offset + 2]) % count, count: count)
+            estimator.marked(sentAt: sent, at: arrived, arrivedBytes: received)
+            if let outcome = probe.marked(tag, sentAt: sent, at: arrived, arrivedBytes: received) {
+                estimator.probeFound(outcome, at: arrived)
+            }
+            offset += 4
+        }
+        estimator.update(at: arrived + 1_000, bytes: received, expected: bytes.count, lost: Int(bytes.first ?? 0))
+        if let estimate = estimator.estimate {
+            precondition(
+                estimate.isFinite && estimate >= DownlinkEstimator.minimum,
+                "downlink estimate \(estimate) from \(bytes)")
+        }
     }
 
     /// Terminal share updates: a decoded update survives encode → decode unchanged, and applies to a blank screen

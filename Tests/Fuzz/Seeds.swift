@@ -136,13 +136,25 @@ struct Seeds {
             ShareUpdate.between(nil, before, sequence: 1).encoded(),
             ShareUpdate.between(before, after, sequence: 2).encoded(),
         ]
+        // A plain mark, a probe's mark with padding, and a probe request (each an APP packet's data).
+        func data(_ packet: RTCPPacket) -> [UInt8] {
+            guard case .application(let app) = packet else { return [] }
+            return app.data
+        }
+        let marks = [
+            data(SendTimeMark(mediaSSRC: 7, sentAt: 1_000_000).rtcpPacket),
+            data(
+                SendTimeMark(mediaSSRC: 7, sentAt: 5, probe: ProbeTag(cluster: 1, index: 2, count: 5), padding: 16)
+                    .rtcpPacket),
+            data(ProbeRequest(ssrc: 7, cluster: 3, kbps: 400).rtcpPacket),
+        ]
         let seeds: [String: [[UInt8]]] = [
             "rtp": rtp, "rtcp": rtcp, "vp8": [Array(rtp[1][12...]), [0x80, 0x00, 0x31, 0x00, 0x00]],
             "opus": [[0x78], [0xfc, 0xff, 0xfe], [0x03, 0x05, 0x01, 0x02]],
             "signaling": client.map { Array($0.encoded().utf8) } + server.map { Array($0.encoded().utf8) }
                 + messaging.map { Array($0.utf8) },
             "bind": [bind, ack], "jitter": [jitter], "y4m": [y4m], "wav": [wav],
-            "feedback": feedback, "share": share,
+            "feedback": feedback, "share": share, "marks": marks,
         ]
         for (target, inputs) in seeds {
             let folder = root + "/" + target
