@@ -155,9 +155,9 @@ enum NetworkBench {
         mouthToEar.notes = [
             "The mouth-to-ear benchmark's method (`parley-bench mouth-to-ear`, docs/benchmarks.md) on one private "
                 + "sound server: the click sent and the click heard recorded in one stereo stream; each path in a lab "
-                + "of its own with the same links. What differs: Parley's two clients also send 160x120 video both "
-                + "ways (the terminal call always has a camera tile), Chromium's tabs audio alone; each its own Opus "
-                + "settings and jitter buffer. A click a lossy link lost is counted as not heard, not a failure."
+                + "of its own with the same links. Both send sound alone (Parley's two clients join with a 160x120 "
+                + "camera and turn it off with `v` before the clicks; Chromium's tabs have no camera); each its own "
+                + "Opus settings and jitter buffer. A click a lossy link lost is counted as not heard, not a failure."
         ]
         if withChromium {
             return mouthToEar.rows.isEmpty ? [steady, timelines, goals] : [steady, timelines, mouthToEar, goals]
