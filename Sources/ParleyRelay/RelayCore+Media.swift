@@ -305,6 +305,35 @@ extension RelayCore {
         }
     }
 
+    /// A receiver's downlink estimate (kbit/s, nil: no limit) paces the video sent to it (`ReceiverPacing`); the 5 ms
+    /// release runs while any receiver is paced.
+    func paceDownlink(of member: UInt32, kbps: Int?) {
+        let waiting = output.pacing.setDownlink(kbps, of: member)
+        if !waiting.isEmpty, let address = media.route(of: member)?.address {
+            output.writePaced(waiting, to: member, at: address)
+            output.flush()
+        }
+        if output.pacing.isEmpty {
+            receiverPacing?.cancel()
+            receiverPacing = nil
+        } else if receiverPacing == nil {
+            let core = NIOLoopBound(self, eventLoop: loop)
+            receiverPacing = loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
+                core.value.releasePaced()
+            }
+        }
+    }
+
+    /// The paced video that may leave now.
+    func releasePaced() {
+        let released = output.pacing.release(at: now.milliseconds)
+        for (member, packets) in released {
+            guard let address = media.route(of: member)?.address else { continue }
+            output.writePaced(packets, to: member, at: address)
+        }
+        if !released.isEmpty { output.flush() }
+    }
+
     /// The probe marks due now; the pacing stops when no probe is under way.
     func sendProbeMarks() {
         for (member, marks) in downlinks.owed(at: now) {

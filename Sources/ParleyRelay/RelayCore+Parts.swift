@@ -95,10 +95,27 @@ struct MediaOutput {
     /// so it can tell loss on its downlink from loss upstream. Bounded by the members; a member's goes when it does.
     private(set) var sentTo: [UInt32: (packets: UInt32, bytes: UInt32)] = [:]
 
-    /// Queues an RTP packet for `member` at `address`, counted for its `ForwardedCount`.
-    mutating func writeRTP(_ data: ByteBuffer, to member: UInt32, at address: SocketAddress) {
+    /// Video for receivers whose downlink is limited, waiting to leave at their pace.
+    var pacing = ReceiverPacing<ByteBuffer>()
+
+    /// Queues an RTP packet for `member` at `address`, counted for its `ForwardedCount`; video for a member whose
+    /// downlink is limited waits for its pace (`pacing`, counted when it leaves), sound never does.
+    mutating func writeRTP(_ data: ByteBuffer, to member: UInt32, at address: SocketAddress, isAudio: Bool = false) {
+        if !isAudio, !pacing.isEmpty, pacing.paces(member) {
+            pacing.enqueue(data, size: data.readableBytes, for: member)
+            return
+        }
         write(data, to: address)
         Self.add(data.readableBytes, to: &sentTo[member, default: (0, 0)])  // one lookup a write: the hot path
+    }
+
+    /// Writes `packets` for `member` now at its address (the one it has now: it may have moved while they waited),
+    /// counted.
+    mutating func writePaced(_ packets: [ByteBuffer], to member: UInt32, at address: SocketAddress) {
+        for packet in packets {
+            write(packet, to: address)
+            Self.add(packet.readableBytes, to: &sentTo[member, default: (0, 0)])
+        }
     }
 
     private static func add(_ bytes: Int, to count: inout (packets: UInt32, bytes: UInt32)) {
@@ -106,12 +123,15 @@ struct MediaOutput {
         count.bytes &+= UInt32(truncatingIfNeeded: bytes)
     }
 
-    /// A member gone: its count forgotten.
-    mutating func forget(_ member: UInt32) { sentTo[member] = nil }
+    /// A member gone: its count and its paced video forgotten.
+    mutating func forget(_ member: UInt32) {
+        sentTo[member] = nil
+        pacing.forget(member)
+    }
 
     /// Queues an RTP packet for every member in `layerDestinations`, counted as forwarded and for each member.
     mutating func sendRTPToDestinations(_ data: ByteBuffer) {
-        for (member, address) in layerDestinations { writeRTP(data, to: member, at: address) }
+        for (member, address) in layerDestinations { writeRTP(data, to: member, at: address, isAudio: true) }
         forwarded += layerDestinations.count
     }
 

@@ -26,6 +26,8 @@ final class RelayCore {
     var downlinks = DownlinkMarks()
     /// The 5 ms pacing of downlink probes, while one is under way.
     var probePacing: RepeatedTask?
+    /// The 5 ms release of video paced for limited receivers, while any is paced.
+    var receiverPacing: RepeatedTask?
     let loop: any EventLoop
     let clock = ContinuousClock()
     let epoch: ContinuousClock.Instant
@@ -92,7 +94,8 @@ final class RelayCore {
         counters.openConnections = admission.open
         counters.limitsReached += admission.refused
         // Cross-room feedback is counted per NACK, PLI or report block, not per datagram.
-        counters.packetsDropped = media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +)
+        counters.packetsDropped =
+            media.dropped.filter { $0.key != .otherRoom }.values.reduce(0, +) + output.pacing.dropped
         counters.forgedFeedback = media.dropped[.forgedFeedback] ?? 0
         counters.crossRoomFeedback = media.dropped[.otherRoom] ?? 0
         counters.oversizedKeyframes = media.dropped[.oversizedKeyframe] ?? 0
@@ -142,6 +145,7 @@ final class RelayCore {
                 // Receivers with a limited downlink choose again with the layer rates of the last second.
                 core.performLayerEffects(core.layers.reallocate(after: 1))
                 core.sendForwardedCounts()
+                core.output.pacing.refresh(after: 1)
                 core.flushWrites()
                 // What the receivers here need of other nodes' senders, again (a control datagram may be lost).
                 core.repeatLayerNeeds()
@@ -173,6 +177,7 @@ final class RelayCore {
     func shutDown() {
         for timer in timers { timer.cancel() }
         probePacing?.cancel()
+        receiverPacing?.cancel()
         links.trunkChannel?.close(promise: nil)
         // Kept before everyone is let go: a relay restarted on purpose gives the roles back like one that crashed.
         saveRoomHosts()
@@ -286,6 +291,7 @@ final class RelayCore {
                 media.setRole(role, of: id)
             case .tiles(let id, let report):
                 performLayerEffects(layers.report(report, from: id))
+                paceDownlink(of: id, kbps: report.downlinkKbps)
             case .videoSending(let id, let sending):
                 performLayerEffects(layers.setSending(of: id, sending.active))
                 announceSending(of: id)
@@ -369,6 +375,7 @@ final class RelayCore {
         uplinks.forget(id)
         downlinks.forget(id)
         output.forget(id)
+        paceDownlink(of: id, kbps: nil)  // the release stops with the last paced member
         performLayerEffects(layers.remove(member: id))
         if let emptied = links.memberLeft(id, from: room) {
             // Nobody there needs anything of the senders here any more.

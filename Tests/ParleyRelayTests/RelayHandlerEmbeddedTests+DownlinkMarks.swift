@@ -81,4 +81,24 @@ extension RelayHandlerEmbeddedTests {
         relay.core.value.probePacing?.cancel()
         withExtendedLifetime((alice.channel, bob.channel)) {}
     }
+
+    @Test func aReceiverWithALimitIsPacedAndItsSoundStillLeavesAtOnce() throws {
+        let relay = try Relay()
+        let (alice, bob) = try Self.boundPair(relay)
+        try bob.channel.writeInbound(
+            Self.frame(.text, ClientMessage.tiles(TileReport(tiles: [], downlinkKbps: 300)).encoded()))
+        #expect(relay.core.value.output.pacing.paces(bob.joined.you.id))
+        #expect(relay.core.value.receiverPacing != nil)
+        let sound = RTPPacket(
+            header: RTPHeader(
+                payloadType: MediaPayloadType.opus, sequenceNumber: 9, timestamp: 960,
+                ssrc: alice.joined.media.ssrcs.audio),
+            payload: [0xF8, 0xFF, 0xFE])
+        #expect(try relay.udp(sound.serialized(), from: alice.address).map(\.remoteAddress) == [bob.address])
+        // The limit gone: no pacing, and the release stops.
+        try bob.channel.writeInbound(
+            Self.frame(.text, ClientMessage.tiles(TileReport(tiles: [], downlinkKbps: nil)).encoded()))
+        #expect(!relay.core.value.output.pacing.paces(bob.joined.you.id) && relay.core.value.receiverPacing == nil)
+        withExtendedLifetime((alice.channel, bob.channel)) {}
+    }
 }

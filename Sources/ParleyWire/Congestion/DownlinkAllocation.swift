@@ -142,6 +142,20 @@ public struct Pacer<Packet: Sendable>: Sendable {
 
     /// Video packets waiting.
     public var waiting: Int { video.count - videoHead }
+    /// Bytes of the video packets waiting.
+    public private(set) var waitingBytes = 0
+
+    /// Drops the oldest waiting video until at most `bytes` wait; returns how many went (counted in `dropped`).
+    public mutating func trim(toBytes bytes: Int) -> Int {
+        var count = 0
+        while waitingBytes > bytes, videoHead < video.count {
+            waitingBytes -= video[videoHead].size
+            videoHead += 1
+            count += 1
+        }
+        dropped += count
+        return count
+    }
 
     /// Queues a packet of `size` bytes.
     public mutating func enqueue(_ packet: Packet, size: Int, isAudio: Bool) {
@@ -154,7 +168,9 @@ public struct Pacer<Packet: Sendable>: Sendable {
             return
         }
         video.append((packet, size))
+        waitingBytes += size
         if waiting > videoLimit {
+            waitingBytes -= video[videoHead].size
             videoHead += 1
             dropped += 1
         }
@@ -172,12 +188,23 @@ public struct Pacer<Packet: Sendable>: Sendable {
         while videoHead < video.count, budget > 0 {
             out.append(video[videoHead].packet)
             budget -= Double(video[videoHead].size)
+            waitingBytes -= video[videoHead].size
             videoHead += 1
         }
         if videoHead > 256, videoHead * 2 > video.count {
             video.removeFirst(videoHead)
             videoHead = 0
         }
+        return out
+    }
+
+    /// Everything waiting, sound first, at once (the pacing ends).
+    public mutating func drain() -> [Packet] {
+        let out = audio + video[videoHead...].map(\.packet)
+        audio.removeAll()
+        video.removeAll()
+        videoHead = 0
+        waitingBytes = 0
         return out
     }
 

@@ -18,8 +18,8 @@
 // estimate (no limit) until a loss says there is one, so a clean link is never held to a guess.
 //
 // The delay-based part reads the relay's send-time marks (`SendTimeMark`, every 50 ms behind the media): their
-// delay trend (`DelayTrend`, as the uplink's) says when the downlink's queue fills, before anything is lost. Then
-// the estimate is cut to 85 % of what arrived over the last half second (GCC's delay-based decrease), at most once a
+// delay trend (`DelayTrend`, as the uplink's) says when the downlink's queue fills, before anything is lost. Once
+// loss has shown a limit (never before: a radio link's jitter reads as a queue filling), the estimate is cut to 85 % of what arrived over the last half second (GCC's delay-based decrease), at most once a
 // second (the relay needs that long to give the member less), and it does not climb while the queue is filling or
 // draining. A trend alone is not enough: the marks must also stand 15 ms above the lowest delay of the last 5-10 s,
 // so a relay's or a machine's hiccup on a link with room never sets a limit. A probe (`DownlinkProbe`) that found
@@ -124,11 +124,13 @@ public struct DownlinkEstimator: Sendable {
             arrivals.removeFirst(min(keep, arrivals.count - 1))
         }
         if arrivals.count > 64 { arrivals.removeFirst(arrivals.count - 64) }
-        guard usage == .overusing, queueDelay >= Self.queueFloor,
+        // Only a limit loss has shown is refined: on a radio link with room, jitter reads as a queue filling (the
+        // lab's `lossy-wifi` and `rebind` calls were cut to 85 % of what arrived and held to smaller pictures).
+        guard estimate != nil, usage == .overusing, queueDelay >= Self.queueFloor,
             lastDelayCut.map({ now - $0 >= Self.delayCutInterval }) ?? true, let received = receivedRate
         else { return false }
         let cut = max(Self.minimum, 0.85 * received)
-        guard cut < estimate ?? .infinity else { return false }
+        guard let current = estimate, cut < current else { return false }
         estimate = cut
         capacity = received
         reason = .delay
