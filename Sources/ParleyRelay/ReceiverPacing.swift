@@ -7,7 +7,7 @@ import ParleyWire
 /// loss): forwarded as they come, a burst overflowed a small bottleneck queue, the loss asked for keyframes, and the
 /// keyframes overflowed it again (in the lab's `congested-downlink` case a member on 1 Mbit/s with an estimate of
 /// 450 kbit/s lost 20-30 % every few seconds). So video for a limited receiver waits here and leaves at 1.5 times its
-/// estimate or what it is sent, whichever is more (`Pacer`: sound never waits, it is written at once); at most `longestWait` of the pacing rate waits, past
+/// estimate or what it is sent, whichever is more (`Pacer`: sound and resends never wait, they are written at once); at most `longestWait` of the pacing rate waits, past
 /// that the oldest video is dropped and counted (the receiver asks for it again or for a keyframe). Time is an
 /// input (ms). Bounded by the receivers with a limit.
 struct ReceiverPacing<Packet: Sendable> {

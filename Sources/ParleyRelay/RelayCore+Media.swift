@@ -233,7 +233,7 @@ extension RelayCore {
                 send(bytes, toMember: member)
             case .retransmit(let ssrc, let sequenceNumbers):
                 answerNACK(ssrc: ssrc, sequenceNumbers, from: route.member, senderSSRC: route.ssrcs.audio) {
-                    output.writeRTP($0, to: route.member, at: remote)
+                    output.writeRTP($0, to: route.member, at: remote, urgent: true)
                 }
             }
         }

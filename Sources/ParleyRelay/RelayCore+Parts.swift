@@ -99,9 +99,11 @@ struct MediaOutput {
     var pacing = ReceiverPacing<ByteBuffer>()
 
     /// Queues an RTP packet for `member` at `address`, counted for its `ForwardedCount`; video for a member whose
-    /// downlink is limited waits for its pace (`pacing`, counted when it leaves), sound never does.
-    mutating func writeRTP(_ data: ByteBuffer, to member: UInt32, at address: SocketAddress, isAudio: Bool = false) {
-        if !isAudio, !pacing.isEmpty, pacing.paces(member) {
+    /// downlink is limited waits for its pace (`pacing`, counted when it leaves), unless it is `urgent`: sound, and
+    /// resends (a repair held back is a repair too late: after a move, the resends of the seconds lost filled the
+    /// pace's 400 ms and were dropped, freezing the picture they were to mend).
+    mutating func writeRTP(_ data: ByteBuffer, to member: UInt32, at address: SocketAddress, urgent: Bool = false) {
+        if !urgent, !pacing.isEmpty, pacing.paces(member) {
             pacing.enqueue(data, size: data.readableBytes, for: member)
             return
         }
@@ -131,7 +133,7 @@ struct MediaOutput {
 
     /// Queues an RTP packet for every member in `layerDestinations`, counted as forwarded and for each member.
     mutating func sendRTPToDestinations(_ data: ByteBuffer) {
-        for (member, address) in layerDestinations { writeRTP(data, to: member, at: address, isAudio: true) }
+        for (member, address) in layerDestinations { writeRTP(data, to: member, at: address, urgent: true) }
         forwarded += layerDestinations.count
     }
 
