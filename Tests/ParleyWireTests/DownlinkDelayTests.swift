@@ -152,6 +152,7 @@ struct DownlinkDelayTests {
         }
         let time: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
         #expect(SendTimeMark(data(time)) == nil, "too short")
+        #expect(SendTimeMark(data(time + Array(repeating: 0, count: 11))) == nil, "not whole words (fuzz target marks)")
         #expect(SendTimeMark(data(time + [0, 1, 0, 5, 0, 5, 0, 0])) == nil, "index not within the count")
         #expect(SendTimeMark(data(time + [0, 0, 0, 1, 0, 0, 0, 0])) == nil, "no cluster, yet an index")
         #expect(SendTimeMark(data(time + [0, 0, 0, 0, 0, 0, 0, 0] + Array(repeating: 0, count: 1_204))) == nil)

@@ -74,10 +74,10 @@ public struct SendTimeMark: Sendable, Equatable {
     }
 
     /// Reads a mark from an APP packet; nil for another APP packet, or a mark whose fields are malformed (too short,
-    /// too long, a probe tag whose index is not within its count).
+    /// too long, not whole 32-bit words, a probe tag whose index is not within its count).
     public init?(_ packet: ApplicationPacket) {
         guard packet.name == Self.name, packet.subtype == 0, packet.data.count >= 16,
-            packet.data.count <= 16 + Self.largestPadding
+            packet.data.count <= 16 + Self.largestPadding, packet.data.count % 4 == 0
         else { return nil }
         let (sentAt, cluster, index, count) = packet.data.withUnsafeBytes {
             (UInt64($0.u32(at: 0)) << 32 | UInt64($0.u32(at: 4)), $0.u16(at: 8), $0.u16(at: 10), $0.u16(at: 12))
