@@ -20,9 +20,7 @@ extension RelayHandlerEmbeddedTests {
         let aliceAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_021)
         let bobAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_022)
         for (joined, address) in [(aliceJoined, aliceAddress), (bobJoined, bobAddress)] {
-            let token = try #require(BindToken(hex: joined.media.credential))
-            let bind = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: token)
-            _ = try relay.udp(bind.serialized(), from: address)
+            try relay.bind(joined, at: address)
         }
         return ((alice, aliceJoined, aliceAddress), (bob, bobJoined, bobAddress))
     }

@@ -15,9 +15,7 @@ extension RelayHandlerEmbeddedTests {
         let bobAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 41_012)
 
         for (joined, address) in [(aliceJoined, aliceAddress), (bobJoined, bobAddress)] {
-            let token = try #require(BindToken(hex: joined.media.credential))
-            let bind = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: token)
-            _ = try relay.udp(bind.serialized(), from: address)
+            try relay.bind(joined, at: address)
         }
 
         // Padding numbered 0...4 reaches nobody; alice's sound numbered 5 reaches bob.

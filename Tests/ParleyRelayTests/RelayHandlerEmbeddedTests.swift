@@ -48,6 +48,14 @@ import Testing
             return (channel, try #require(RelayHandlerEmbeddedTests.joined(messages)))
         }
 
+        /// Binds `joined`'s media to `address` with its credential; returns what the relay wrote back.
+        @discardableResult
+        func bind(_ joined: JoinedRoom, at address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
+            let token = try #require(BindToken(hex: joined.media.credential))
+            let bind = BindRequest(ssrc: joined.media.ssrcs.audio, memberID: joined.you.id, token: token)
+            return try udp(bind.serialized(), from: address)
+        }
+
         /// Hands the media socket a datagram from `address`; returns what it wrote back, in order.
         func udp(_ bytes: [UInt8], from address: SocketAddress) throws -> [AddressedEnvelope<ByteBuffer>] {
             try media.writeInbound(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: bytes)))
