@@ -21,9 +21,10 @@ FIRST_BUILD_MINUTES := 5
 # PostgreSQL 15 is the server the PostgreSQL store's tests start for themselves, as an unprivileged user; libwebm is
 # the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with;
 # iproute2's ip and tc make the network lab's namespaces and shape its links, nftables loses its packets;
-# libvterm is the terminal emulator a shared terminal's screen is read from).
+# libvterm is the terminal emulator a shared terminal's screen is read from; OpenSSL and libsrtp2 are a browser
+# guest's DTLS-SRTP).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base libvterm-dev tmux less \
-                libsqlite3-dev postgresql iproute2 nftables \
+                libssl-dev libsrtp2-dev libsqlite3-dev postgresql iproute2 nftables \
                 portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \

@@ -39,6 +39,7 @@ let package = Package(
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CVTerm", pkgConfig: "vterm", providers: [.apt(["libvterm-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
 
         // One small C shim per library, for exactly what Swift cannot call (macros, varargs, C globals).
         .target(name: "COpusShim", dependencies: ["COpus"]),
@@ -51,6 +52,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("asound", .when(platforms: [.linux]))]),
         // V4L2 ioctls are variadic.
         .target(name: "CV4L2Shim"),
+        // OpenSSL's DTLS over memory BIOs, for the browsers' DTLS-SRTP (what Swift cannot call: SSL_CTX_ctrl macros).
+        .target(name: "CDTLSShim", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // libwebm's muxer is C++ (and Debian ships only its parser's headers): a C face over mkvmuxer for recording.
         .target(
             name: "CWebMShim", exclude: ["libwebm/LICENSE.TXT"], cxxSettings: [.headerSearchPath("libwebm")],
@@ -113,6 +116,14 @@ let package = Package(
         // Wire formats: RTP/RTCP, VP8 and Opus payloads, signaling messages, jitter buffer, the name rules that the
         // relay and the client share.
         .target(name: "ParleyWire", dependencies: ["ParleyBytes"]),
+        // Browsers in a room (issue 53), in small owners: the SDP model, ICE-lite (STUN in, STUN out), one DTLS
+        // context (OpenSSL) and one SRTP session (libsrtp2) per browser.
+        .target(
+            name: "ParleyWebRTC",
+            dependencies: [
+                "ParleyBytes", "CDTLSShim", "CSRTP", .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // A shared terminal (issue 52): the sharer's emulator (libvterm) over the program's output, read as cells.
         .target(name: "ParleyShare", dependencies: ["CVTermShim", "ParleyWire"]),
         // The relay server (SFU): WebSocket signaling and RTP forwarding over UDP, and the operators' `/metrics` and
@@ -246,6 +257,7 @@ let package = Package(
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire", "ParleyBytes"]),
         .testTarget(name: "ParleyShareTests", dependencies: ["ParleyShare", "ParleyWire"]),
+        .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyBytes"]),
         .testTarget(name: "ParleyBusTests", dependencies: ["ParleyBus", "ParleyStore"]),
         .testTarget(
             name: "ParleySecurityTests",

@@ -1,0 +1,7 @@
+import Testing
+
+@testable import ParleyWebRTC
+
+@Suite struct ModuleTests {
+    @Test func builds() {}
+}
