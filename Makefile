@@ -22,14 +22,14 @@ FIRST_BUILD_MINUTES := 5
 # the muxer recordings are written with, and FFmpeg the independent player the recording tests read them back with;
 # iproute2's ip and tc make the network lab's namespaces and shape its links, nftables loses its packets;
 # libvterm is the terminal emulator a shared terminal's screen is read from; OpenSSL and libsrtp2 are a browser
-# guest's DTLS-SRTP).
+# guest's DTLS-SRTP, and a headless Chromium is the browser the WebRTC tests join with).
 APT_PACKAGES := pkg-config binutils libopus-dev libvpx-dev libncurses-dev ncurses-base libvterm-dev tmux less \
                 libssl-dev libsrtp2-dev libsqlite3-dev postgresql iproute2 nftables \
                 portaudio19-dev libpulse-dev libasound2-dev libspeexdsp-dev libturbojpeg0-dev \
                 pulseaudio pulseaudio-utils libasound2-plugins \
                 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 libwebm-dev ffmpeg \
-                libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool python3
+                libsixel-bin netpbm xterm kitty xvfb x11-apps xauth xdotool python3 chromium
 # Reference tools the benchmarks compare against (the call benchmark paints baresip's x11 windows and a Chromium
 # tab into Xvfb).
 # The network benchmark runs Chromium calls in the lab through coturn.

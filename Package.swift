@@ -257,7 +257,17 @@ let package = Package(
             ]),
         .testTarget(name: "ParleyWireTests", dependencies: ["ParleyWire", "ParleyBytes"]),
         .testTarget(name: "ParleyShareTests", dependencies: ["ParleyShare", "ParleyWire"]),
-        .testTarget(name: "ParleyWebRTCTests", dependencies: ["ParleyWebRTC", "ParleyBytes"]),
+        .testTarget(
+            name: "ParleyWebRTCTests",
+            dependencies: [
+                "ParleyWebRTC", "ParleyBytes", "ParleyWire", "ParleyProcesses", "ParleyTestLanes",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            // The transport test's page, read through #filePath.
+            exclude: ["Fixtures"]),
         .testTarget(name: "ParleyBusTests", dependencies: ["ParleyBus", "ParleyStore"]),
         .testTarget(
             name: "ParleySecurityTests",
