@@ -61,6 +61,8 @@ public enum SDPError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformedAttribute(line: Int?, name: String, reason: String)
     /// An offer's m= section that the relay would accept has no a=mid (BUNDLE needs one on every section).
     case missingMid(section: Int)
+    /// Two of an offer's m= sections have the same mid.
+    case duplicateMid(String)
     /// An offer has no ice-ufrag and ice-pwd for the section with this mid, neither there nor at session level.
     case missingICECredentials(mid: String)
     /// An offer has no sha-256 fingerprint for the section with this mid (the relay checks the browser's certificate
@@ -114,6 +116,8 @@ public enum SDPError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(place)a=\(name): \(reason)"
         case .missingMid(let section):
             return "offer's m= section \(section) has no a=mid"
+        case .duplicateMid(let mid):
+            return "offer has two m= sections with mid \(mid)"
         case .missingICECredentials(let mid):
             return "offer has no a=ice-ufrag and a=ice-pwd for mid \(mid)"
         case .missingSHA256Fingerprint(let mid):
