@@ -3,6 +3,8 @@ extension SessionDescription {
     /// the attributes WebRTC reads (rtpmap, fmtp, rtcp-fb, extmap, ssrc, rid, simulcast, fingerprint, candidate, ...)
     /// must have values of their shape; others are kept verbatim.
     public init(parsing text: String) throws(SDPError) {
+        let bytes = text.utf8.count
+        guard bytes <= SDPLimits.maxBytes else { throw .tooLarge(bytes: bytes, limit: SDPLimits.maxBytes) }
         try self.init(parsing: Array(text.utf8))
     }
 
@@ -89,7 +91,7 @@ private struct SDPParser {
             }
             session.attributes.append(try SDPAttributeRules.attribute(value, number))
         case "v": throw .unexpectedLine(number: number, "second v= line")
-        default: throw Self.unknownOrMisplaced(type, number)
+        default: throw .unknownLineType(line: number, type)
         }
     }
 
@@ -119,7 +121,7 @@ private struct SDPParser {
             current!.attributes.append(try SDPAttributeRules.attribute(value, number))
         case "v", "o", "s", "u", "e", "p", "t", "r", "z":
             throw .unexpectedLine(number: number, "\(type)= line inside an m= section")
-        default: throw Self.unknownOrMisplaced(type, number)
+        default: throw .unknownLineType(line: number, type)
         }
     }
 
@@ -132,10 +134,6 @@ private struct SDPParser {
         session.origin = origin
         session.sessionName = sessionName
         return session
-    }
-
-    private static func unknownOrMisplaced(_ type: String, _ number: Int) -> SDPError {
-        .unknownLineType(line: number, type)
     }
 
     private static func once<Value>(_ existing: Value?, _ value: Value, _ type: String, _ number: Int) throws(SDPError)
@@ -214,7 +212,7 @@ private struct SDPParser {
         guard portParts.count <= 2, let port = UInt16(portParts[0]),
             portParts.count == 1 || UInt16(portParts[1]) != nil
         else { throw .malformedLine(number: number, "port \"\(fields[1])\" is not <port>[/<count>]") }
-        var media = MediaDescription(
+        let media = MediaDescription(
             kind: MediaKind(fields[0]), port: port, portCount: portParts.count == 2 ? UInt16(portParts[1]) : nil,
             proto: fields[2], formats: formats)
         if media.isRTP {
@@ -224,7 +222,6 @@ private struct SDPParser {
                 }
             }
         }
-        media.attributes.reserveCapacity(32)
         return media
     }
 }
