@@ -131,6 +131,22 @@ import Testing
         #expect(throws: DTLSError.closed) { try pair.server.receive(notify[0], now: .zero) }
     }
 
+    @Test func limitsOutsideTheirBoundsAreRefusedByName() throws {
+        let identity = try DTLSIdentity()
+        var limits = DTLSEndpoint.Limits()
+        limits.datagramBytes = 100
+        #expect(throws: DTLSError.endpointFailed(reason: "MTU 1200 is outside 256...100")) {
+            try DTLSEndpoint(
+                role: .server, identity: identity, expectedPeerFingerprint: identity.fingerprint, limits: limits,
+                now: .zero)
+        }
+        #expect(throws: DTLSError.endpointFailed(reason: "no SRTP profile offered")) {
+            try DTLSEndpoint(
+                role: .server, identity: identity, expectedPeerFingerprint: identity.fingerprint, profiles: [],
+                now: .zero)
+        }
+    }
+
     @Test func theIdentitysFingerprintIsWhatSDPCarries() throws {
         let identity = try DTLSIdentity()
         let value = identity.fingerprint.sdpValue

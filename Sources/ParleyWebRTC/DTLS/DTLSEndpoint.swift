@@ -69,7 +69,7 @@ public final class DTLSEndpoint {
         profiles: [SRTPProfile] = SRTPProfile.allCases, limits: Limits = Limits(), now: Duration
     ) throws {
         guard !profiles.isEmpty else { throw DTLSError.endpointFailed(reason: "no SRTP profile offered") }
-        guard (256...limits.datagramBytes).contains(limits.mtu) else {
+        guard limits.mtu >= 256, limits.mtu <= limits.datagramBytes else {
             throw DTLSError.endpointFailed(reason: "MTU \(limits.mtu) is outside 256...\(limits.datagramBytes)")
         }
         let firstTimeout = limits.firstRetransmitTimeout.microseconds
