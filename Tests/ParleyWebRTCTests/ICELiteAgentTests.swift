@@ -109,6 +109,9 @@ import Testing
     @Test func consentLastsThirtySecondsAfterTheLastCheck() {
         var agent = Self.agent()
         #expect(!agent.hasConsent(at: .zero))
+        // Before a nomination, a check on any address counts.
+        _ = agent.receive(Self.check(), from: Self.otherCandidate, at: .seconds(1))
+        #expect(agent.hasConsent(at: .seconds(30)) && !agent.hasConsent(at: .seconds(31)))
         _ = agent.receive(Self.check(nominate: true), from: Self.browser, at: .seconds(10))
         #expect(agent.hasConsent(at: .milliseconds(39900)))
         _ = agent.receive(Self.check(), from: Self.browser, at: .seconds(35))

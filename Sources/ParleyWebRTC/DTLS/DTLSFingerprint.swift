@@ -35,3 +35,14 @@ public struct DTLSFingerprint: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { sdpValue }
 }
+
+extension DTLSFingerprint {
+    /// The fingerprint an SDP a=fingerprint names; nil unless it is a sha-256 one.
+    public init?(_ attribute: Fingerprint) {
+        guard attribute.hashFunction == "sha-256" else { return nil }
+        self.init(sha256: attribute.bytes)
+    }
+
+    /// As an SDP a=fingerprint value.
+    public var attribute: Fingerprint { Fingerprint(hashFunction: "sha-256", bytes: sha256) }
+}

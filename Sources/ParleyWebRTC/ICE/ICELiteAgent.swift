@@ -77,10 +77,11 @@ public struct ICELiteAgent: Sendable {
         return .answer(response: response.encoded(integrityKey: Array(localPassword.utf8)), nominated: nominated)
     }
 
-    /// Whether the browser still consents to media on the selected address at `now`: false before a nomination and
-    /// after `consentTimeout` without a check there.
+    /// Whether the browser still consents at `now`: a check within `consentTimeout` on the selected address, or,
+    /// before it nominated one (DTLS may finish first), on any address. False before any check.
     public func hasConsent(at now: Duration) -> Bool {
-        guard let selected, let last = checked[selected] else { return false }
+        let last = selected.map { checked[$0] } ?? checked.values.max()
+        guard let last else { return false }
         return now - last < Self.consentTimeout
     }
 
