@@ -52,8 +52,9 @@ public final class BrowserTransport {
             role: .server, identity: identity, expectedPeerFingerprint: remoteFingerprint, limits: limits, now: now)
     }
 
-    /// The address media goes to: the one the browser nominated.
-    public var mediaAddress: TransportAddress? { ice.selected }
+    /// The address media goes to: the one the browser nominated or, until it has, the one its latest valid check came
+    /// from (Chromium may finish DTLS and send its first keyframe before it nominates).
+    public var mediaAddress: TransportAddress? { ice.selected ?? ice.checked.max(by: { $0.value < $1.value })?.key }
 
     /// Takes one datagram from `source` at `now`.
     public func receive(_ datagram: [UInt8], from source: TransportAddress, at now: Duration) -> [Event] {
@@ -87,7 +88,7 @@ public final class BrowserTransport {
             guard ice.hasConsent(at: now) else { return fail(.consentExpired) }
             return []
         case .connecting:
-            guard let address = ice.selected ?? ice.checked.max(by: { $0.value < $1.value })?.key else {
+            guard let address = mediaAddress else {
                 // No check yet: only the deadline can pass.
                 return handshake(from: nil, at: now) { _ = try self.dtls.handleTimeout(now: now) }
             }
@@ -95,13 +96,12 @@ public final class BrowserTransport {
         }
     }
 
-    /// `packet` (RTP) protected for the browser, and where to send it; nil before the handshake and a nomination.
+    /// `packet` (RTP) protected for the browser, and where to send it; nil before the handshake.
     public func protectRTP(_ packet: [UInt8]) throws(BrowserTransportError) -> ([UInt8], TransportAddress)? {
         try protect(packet) { try $0.protectRTP($1) }
     }
 
-    /// `packet` (an RTCP compound) protected for the browser, and where to send it; nil before the handshake and a
-    /// nomination.
+    /// `packet` (an RTCP compound) protected for the browser, and where to send it; nil before the handshake.
     public func protectRTCP(_ packet: [UInt8]) throws(BrowserTransportError) -> ([UInt8], TransportAddress)? {
         try protect(packet) { try $0.protectRTCP($1) }
     }
@@ -109,7 +109,7 @@ public final class BrowserTransport {
     /// Sends close_notify (returned for the nominated address) and stops.
     public func close() -> [Event] {
         dtls.close()
-        let events = sendAll(to: ice.selected)
+        let events = sendAll(to: mediaAddress)
         state = .failed(.closed)
         return events
     }
@@ -117,7 +117,7 @@ public final class BrowserTransport {
     private func protect(
         _ packet: [UInt8], _ body: (SRTPSession, [UInt8]) throws -> [UInt8]
     ) throws(BrowserTransportError) -> ([UInt8], TransportAddress)? {
-        guard let srtp, let address = ice.selected, state == .connected else { return nil }
+        guard let srtp, let address = mediaAddress, state == .connected else { return nil }
         do {
             return (try body(srtp, packet), address)
         } catch let error as SRTPError {

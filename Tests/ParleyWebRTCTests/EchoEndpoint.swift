@@ -19,13 +19,18 @@ final class EchoEndpoint: @unchecked Sendable {
         var audioPackets = 0
         var videoPacketsByRID: [String: Int] = [:]
         var rtcpPackets = 0
+        var payloadTypes: [UInt8: Int] = [:]
         var echoed = 0
+        var keyframeRequests = 0
         var refusals: [String] = []
         var reports: [[String: String]] = []
         var failure: String?
     }
 
     static let echoSSRC: UInt32 = 0x5041_524C
+    /// The layer sent back: the smallest, which Chromium keeps sending at any estimate (with no congestion feedback
+    /// from this endpoint its estimate stays low and it pauses the larger layers).
+    static let echoedRID = "q"
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let seen = NIOLockedValueBox(Seen())
     private(set) var httpPort = 0
@@ -91,8 +96,12 @@ final class EchoEndpoint: @unchecked Sendable {
                 ice: ice, identity: identity, remoteFingerprint: fingerprint, now: now)
             self.offer = offer
             var choices: [String: MediaChoice] = [:]
-            for media in offer.media where media.kind == .video {
+            for media in offer.media {
                 guard let mid = media.mid else { continue }
+                guard media.kind == .video else {
+                    choices[mid] = MediaChoice(receive: true)
+                    continue
+                }
                 choices[mid] = MediaChoice(
                     receive: true,
                     send: RelaySource(
@@ -120,7 +129,7 @@ final class EchoEndpoint: @unchecked Sendable {
             case .send(let bytes, let address): send(bytes, to: address)
             case .connected: seen.withLockedValue { $0.connected = true }
             case .rtp(let bytes): rtp(bytes)
-            case .rtcp: seen.withLockedValue { $0.rtcpPackets += 1 }
+            case .rtcp(let bytes): rtcp(bytes)
             case .refused(let error):
                 seen.withLockedValue { if $0.refusals.count < 50 { $0.refusals.append("\(error)") } }
             case .failed(let error): seen.withLockedValue { $0.failure = "\(error)" }
@@ -130,6 +139,7 @@ final class EchoEndpoint: @unchecked Sendable {
 
     private func rtp(_ bytes: [UInt8]) {
         guard let packet = try? RTPPacket(parsing: bytes), let offer else { return }
+        seen.withLockedValue { $0.payloadTypes[packet.header.payloadType, default: 0] += 1 }
         guard let media = offer.media.first(where: { $0.acceptedPayloadTypes.contains(packet.header.payloadType) })
         else { return }
         if media.kind == .audio {
@@ -146,13 +156,29 @@ final class EchoEndpoint: @unchecked Sendable {
         }
         let rid = ridOfSSRC[packet.header.ssrc] ?? "?"
         seen.withLockedValue { $0.videoPacketsByRID[rid, default: 0] += 1 }
-        guard rid == "h", packet.header.payloadType == media.codec?.rtpMap.payloadType else { return }
+        guard rid == Self.echoedRID, packet.header.payloadType == media.codec?.rtpMap.payloadType else { return }
         var echo = packet
         echo.header.ssrc = Self.echoSSRC
         echo.header.headerExtension = nil
         guard let transport, let (protected, address) = try? transport.protectRTP(echo.serialized()) else { return }
         send(protected, to: address)
         seen.withLockedValue { $0.echoed += 1 }
+    }
+
+    /// Counts the browser's RTCP and passes its keyframe requests for the echo to the layer echoed.
+    private func rtcp(_ bytes: [UInt8]) {
+        seen.withLockedValue { $0.rtcpPackets += 1 }
+        guard let packets = try? RTCPPacket.parseCompound(bytes),
+            packets.contains(where: {
+                if case .pictureLossIndication(let pli) = $0 { return pli.mediaSSRC == Self.echoSSRC }
+                return false
+            }),
+            let source = ridOfSSRC.first(where: { $0.value == Self.echoedRID })?.key
+        else { return }
+        let request = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: 1, mediaSSRC: source))
+        guard let transport, let (protected, address) = try? transport.protectRTCP(request.serialized()) else { return }
+        send(protected, to: address)
+        seen.withLockedValue { $0.keyframeRequests += 1 }
     }
 
     private func send(_ bytes: [UInt8], to address: TransportAddress) {
