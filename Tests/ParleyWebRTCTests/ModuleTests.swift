@@ -1,7 +1,0 @@
-import Testing
-
-@testable import ParleyWebRTC
-
-@Suite struct ModuleTests {
-    @Test func builds() {}
-}
