@@ -186,6 +186,7 @@ public enum BrowserTransportError: Error, Equatable, Sendable, CustomStringConve
     case dtls(DTLSError)
     case srtp(SRTPError)
     case uncheckedAddress(TransportAddress)
+    case unknownBrowser(TransportAddress)
     case mediaBeforeHandshake
     case unknownDatagram(firstByte: UInt8?)
     case consentExpired
@@ -197,6 +198,8 @@ public enum BrowserTransportError: Error, Equatable, Sendable, CustomStringConve
         case .dtls(let error): error.description
         case .srtp(let error): error.description
         case .uncheckedAddress(let address): "a datagram from \(address), which has passed no ICE check"
+        case .unknownBrowser(let address):
+            "a datagram from \(address) for no browser this relay knows (no ufrag of its own, no checked address)"
         case .mediaBeforeHandshake: "media before the DTLS handshake finished"
         case .unknownDatagram(let first):
             "a datagram that is neither STUN, DTLS nor SRTP (first byte \(first.map { String($0) } ?? "none"))"
