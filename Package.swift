@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "ParleyWebRTC",
             dependencies: [
-                "ParleyBytes", "CDTLSShim", "CSRTP", .product(name: "Crypto", package: "swift-crypto"),
+                "ParleyBytes", "ParleyWire", "CDTLSShim", "CSRTP", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // A shared terminal (issue 52): the sharer's emulator (libvterm) over the program's output, read as cells.

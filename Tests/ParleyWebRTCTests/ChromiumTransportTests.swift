@@ -58,7 +58,8 @@ import Testing
         // congestion feedback (the relay's forwarding will).
         #expect(
             (seen.videoPacketsByRID["q"] ?? 0) > 10 && (seen.videoPacketsByRID["h"] ?? 0) > 10,
-            "the smaller simulcast layers, told apart by their rid: \(seen.videoPacketsByRID)")
+            "the smaller simulcast layers as the member's layers 2 and 1: \(seen.videoPacketsByRID), dropped \(seen.dropped)"
+        )
         #expect(seen.rtcpPackets > 0)
         #expect(seen.echoed >= 30, "a packet or more for each frame decoded")
         #expect(seen.reports.last?["ice"] == "connected" || seen.reports.last?["ice"] == "completed")

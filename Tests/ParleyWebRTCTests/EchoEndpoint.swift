@@ -19,7 +19,7 @@ final class EchoEndpoint: @unchecked Sendable {
         var audioPackets = 0
         var videoPacketsByRID: [String: Int] = [:]
         var rtcpPackets = 0
-        var payloadTypes: [UInt8: Int] = [:]
+        var dropped: [String: Int] = [:]
         var echoed = 0
         var keyframeRequests = 0
         var refusals: [String] = []
@@ -31,6 +31,8 @@ final class EchoEndpoint: @unchecked Sendable {
     /// The layer sent back: the smallest, which Chromium keeps sending at any estimate (with no congestion feedback
     /// from this endpoint its estimate stays low and it pauses the larger layers).
     static let echoedRID = "q"
+    /// The SSRCs the browser's media is given, as a member's.
+    static let member = MemberSSRCs(block: 0x1000)
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let seen = NIOLockedValueBox(Seen())
     private(set) var httpPort = 0
@@ -43,8 +45,7 @@ final class EchoEndpoint: @unchecked Sendable {
 
     // Confined to the event loop.
     private var transport: BrowserTransport?
-    private var offer: BrowserOffer?
-    private var ridOfSSRC: [UInt32: String] = [:]
+    private var ingress: BrowserIngress?
 
     init(page: String) throws {
         self.page = page
@@ -94,7 +95,7 @@ final class EchoEndpoint: @unchecked Sendable {
                 remoteUfrag: offer.iceUfrag)
             transport = try BrowserTransport(
                 ice: ice, identity: identity, remoteFingerprint: fingerprint, now: now)
-            self.offer = offer
+            ingress = BrowserIngress(offer: offer, member: Self.member)
             var choices: [String: MediaChoice] = [:]
             for media in offer.media {
                 guard let mid = media.mid else { continue }
@@ -137,30 +138,28 @@ final class EchoEndpoint: @unchecked Sendable {
         }
     }
 
+    /// Makes the browser's packet a member's (`BrowserIngress`, as the relay will), counts it by what it became, and
+    /// sends the echoed layer back on the answer's SSRC.
     private func rtp(_ bytes: [UInt8]) {
-        guard let packet = try? RTPPacket(parsing: bytes), let offer else { return }
-        seen.withLockedValue { $0.payloadTypes[packet.header.payloadType, default: 0] += 1 }
-        guard let media = offer.media.first(where: { $0.acceptedPayloadTypes.contains(packet.header.payloadType) })
-        else { return }
-        if media.kind == .audio {
+        guard var ingress else { return }
+        let outcome = ingress.receive(bytes)
+        self.ingress = ingress
+        guard case .forward(let forwarded) = outcome, var packet = try? RTPPacket(parsing: forwarded) else {
+            if case .dropped(let reason) = outcome {
+                seen.withLockedValue { if $0.dropped.count < 20 { $0.dropped["\(reason)", default: 0] += 1 } }
+            }
+            return
+        }
+        if packet.header.ssrc == Self.member.audio {
             seen.withLockedValue { $0.audioPackets += 1 }
             return
         }
-        if let ridID = media.extensionIDs["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"],
-            let elements = try? packet.header.headerExtension?.elements(),
-            let rid = elements.first(where: { $0.id == UInt8(ridID) }).flatMap({
-                String(validating: $0.data, as: UTF8.self)
-            })
-        {
-            ridOfSSRC[packet.header.ssrc] = rid
-        }
-        let rid = ridOfSSRC[packet.header.ssrc] ?? "?"
+        guard let layer = Self.member.layerIndex(of: packet.header.ssrc) else { return }
+        let rid = BrowserIngress.layerRIDs[layer]
         seen.withLockedValue { $0.videoPacketsByRID[rid, default: 0] += 1 }
-        guard rid == Self.echoedRID, packet.header.payloadType == media.codec?.rtpMap.payloadType else { return }
-        var echo = packet
-        echo.header.ssrc = Self.echoSSRC
-        echo.header.headerExtension = nil
-        guard let transport, let (protected, address) = try? transport.protectRTP(echo.serialized()) else { return }
+        guard rid == Self.echoedRID else { return }
+        packet.header.ssrc = Self.echoSSRC
+        guard let transport, let (protected, address) = try? transport.protectRTP(packet.serialized()) else { return }
         send(protected, to: address)
         seen.withLockedValue { $0.echoed += 1 }
     }
@@ -173,7 +172,7 @@ final class EchoEndpoint: @unchecked Sendable {
                 if case .pictureLossIndication(let pli) = $0 { return pli.mediaSSRC == Self.echoSSRC }
                 return false
             }),
-            let source = ridOfSSRC.first(where: { $0.value == Self.echoedRID })?.key
+            let source = ingress?.layers.first(where: { BrowserIngress.layerRIDs[$0.value] == Self.echoedRID })?.key
         else { return }
         let request = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: 1, mediaSSRC: source))
         guard let transport, let (protected, address) = try? transport.protectRTCP(request.serialized()) else { return }
