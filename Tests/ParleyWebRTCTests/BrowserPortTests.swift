@@ -59,13 +59,19 @@ import Testing
         header: RTPHeader(marker: true, payloadType: 96, sequenceNumber: 1, timestamp: 3_000, ssrc: 0xA), payload: [1]
     ).serialized()
 
-    @Test func twoBrowsersOnOnePortEachReachTheirOwnTransport() throws {
+    /// A port holding ann's and bob's transports, neither connected yet.
+    static func annAndBob() throws -> (BrowserPort, Browser, Browser) {
         let relay = try DTLSIdentity()
         let port = BrowserPort()
         let ann = try Browser(ufrag: "ann1", port: 40_001, relay: relay)
         let bob = try Browser(ufrag: "bob1", port: 40_002, relay: relay)
         try port.add(ann.transport)
         try port.add(bob.transport)
+        return (port, ann, bob)
+    }
+
+    @Test func twoBrowsersOnOnePortEachReachTheirOwnTransport() throws {
+        let (port, ann, bob) = try Self.annAndBob()
         #expect(try ann.connect(through: port) == ["ann1"])
         #expect(try bob.connect(through: port) == ["bob1"])
         #expect(ann.transport.state == .connected && bob.transport.state == .connected)
@@ -77,12 +83,7 @@ import Testing
     }
 
     @Test func aCheckForAnotherBrowserWithoutItsPasswordTakesNoAddress() throws {
-        let relay = try DTLSIdentity()
-        let port = BrowserPort()
-        let ann = try Browser(ufrag: "ann1", port: 40_001, relay: relay)
-        let bob = try Browser(ufrag: "bob1", port: 40_002, relay: relay)
-        try port.add(ann.transport)
-        try port.add(bob.transport)
+        let (port, ann, bob) = try Self.annAndBob()
         try ann.connect(through: port)
         // Bob's address sends a check naming ann's ufrag, signed with bob's password: refused, nothing moves.
         let forged = STUNMessage(
