@@ -111,7 +111,7 @@ TEST        := PARLEY_BIN=$(abspath $(BIN)) $(SWIFT) test $(BUILD_FLAGS) --skip-
 # (three runs), and relay tests whose clients had to log in within 3 to 10 s failed. At 8: at most 0.9 s, and the
 # group takes as long as before (41 s with that 40 s probe test; 44 s unbounded).
 # The groups in the order `make test` runs them, each one `swift test` process: its name and its arguments.
-TEST_GROUPS      := blocking main stores processes lab recording database simulations lossy real-time
+TEST_GROUPS      := blocking main stores processes lab recording database simulations lossy real-time browsers
 OWN_LANES        := $(filter-out main,$(TEST_GROUPS))
 GROUP_main        = --experimental-maximum-parallelization-width 8 --skip '$(call lanes,$(OWN_LANES))'
 $(foreach lane,$(OWN_LANES),$(eval GROUP_$(lane) = --filter '$$(call lanes,$(lane))'))

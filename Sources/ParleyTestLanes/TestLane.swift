@@ -30,6 +30,10 @@ public enum TestLane: String, CaseIterable, Sendable {
     /// A real sound server and a real-time sound call: two cores shared with anything else cannot keep a sound
     /// server, two drawing clients and a relay on time.
     case realTime = "real-time"
+    /// A headless Chromium: as it starts, its browser, renderer and network processes take both cores for a second;
+    /// beside the processes lane, a terminal's answer to the graphics query came too late and kitty was taken for a
+    /// terminal without pixel graphics.
+    case browsers
 }
 
 /// Whose turn it is: the suites running now are all of one lane; a suite of another lane waits until they are done,

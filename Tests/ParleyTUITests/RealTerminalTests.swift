@@ -222,6 +222,8 @@ struct RealTerminalTests {
             #expect(parts.last?.contains("shared memory") == true, "\(parts)")
         }
         let size = try #require(parts.dropFirst().first?.split(separator: "x").compactMap { Int($0) })
+        // No cell size (a terminal taken for one without pixel graphics): the expectations above said why.
+        try #require(size.count == 2, "no cell size in \(parts)")
         let cell = CellPixelSize(width: size[0], height: size[1])
         #expect(cell.width >= 4 && cell.height >= 8)
         let expected = Self.expected(cell: cell)

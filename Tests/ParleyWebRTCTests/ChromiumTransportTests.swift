@@ -8,7 +8,7 @@ import Testing
 /// A real headless Chromium against the relay's WebRTC transport (ICE-lite, DTLS-SRTP through OpenSSL and libsrtp2,
 /// the SDP answer): the page sends its fake camera in three simulcast layers and its microphone, the endpoint reads
 /// its layers and the sound decrypted, and sends the smallest layer back, which the page decodes.
-@Suite(.lane(.processes), .timeLimit(.minutes(2))) struct ChromiumTransportTests {
+@Suite(.lane(.browsers), .timeLimit(.minutes(2))) struct ChromiumTransportTests {
     static let chromium = "/usr/bin/chromium"
     static let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Fixtures/echo.html").path
