@@ -187,12 +187,16 @@ format-check:
 # FUZZ_SECONDS with its seed corpus, or exactly FUZZ_RUNS executions when that is set (FUZZ_RUNS=10000000 is the
 # figure in docs/benchmarks.md); the working corpus and any crash stay in .build-fuzz. A crash fails the run:
 # fix it and copy the input to Tests/Fuzz/Crashes/TARGET/, which `make test` replays from then on.
+# The browser parsers (ParleyWebRTC's SDP/ and ICE/) come without STUNIntegrity.swift, which needs swift-crypto:
+# Tests/Fuzz/STUNIntegrityStandIn.swift takes its place (not cryptographic); DTLS/ needs OpenSSL and stays out.
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
 FUZZ_BUDGET  := $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback share marks
+FUZZ_TARGETS := rtp rtcp vp8 opus signaling bind jitter y4m wav feedback share marks sdp stun
 FUZZ_SOURCES := $(shell find Sources/ParleyWire Sources/ParleyBytes -name "*.swift" | sort) \
-                $(addprefix Sources/ParleyMedia/,WAV.swift Y4M.swift AudioFrame.swift VideoFrame.swift MediaFile.swift MediaFileError.swift MediaSource.swift)
+                $(addprefix Sources/ParleyMedia/,WAV.swift Y4M.swift AudioFrame.swift VideoFrame.swift MediaFile.swift MediaFileError.swift MediaSource.swift) \
+                $(shell find Sources/ParleyWebRTC/SDP Sources/ParleyWebRTC/ICE -name "*.swift" ! -name STUNIntegrity.swift | sort) \
+                Tests/Fuzz/STUNIntegrityStandIn.swift
 FUZZ_SWIFTC  := swiftc -swift-version 6 -parse-as-library
 fuzz: deps
 	mkdir -p .build-fuzz

@@ -230,7 +230,7 @@ let package = Package(
         .target(name: "ParleyTestLanes"),
         .testTarget(name: "ParleyTestLanesTests", dependencies: ["ParleyTestLanes"]),
         // What `make fuzz` drives through the parsers; `make test` replays the corpus through the same functions.
-        .target(name: "ParleyFuzzTargets", dependencies: ["ParleyWire", "ParleyMedia"]),
+        .target(name: "ParleyFuzzTargets", dependencies: ["ParleyWire", "ParleyMedia", "ParleyWebRTC"]),
         .testTarget(name: "ParleyFuzzTests", dependencies: ["ParleyFuzzTargets"]),
 
         .testTarget(name: "ParleyMediaTests", dependencies: ["ParleyTestLanes", "ParleyMedia"]),

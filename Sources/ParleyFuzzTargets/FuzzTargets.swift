@@ -7,6 +7,9 @@ import ParleyWire
 #if canImport(ParleyMedia)
 import ParleyMedia
 #endif
+#if canImport(ParleyWebRTC)
+import ParleyWebRTC
+#endif
 
 /// One fuzz target: a name (its corpus folder) and what it does with one input.
 public struct FuzzTarget: Sendable {
@@ -22,7 +25,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "bind", run: bind), FuzzTarget(name: "jitter", run: jitter),
         FuzzTarget(name: "y4m", run: y4m), FuzzTarget(name: "wav", run: wav),
         FuzzTarget(name: "feedback", run: feedback), FuzzTarget(name: "share", run: share),
-        FuzzTarget(name: "marks", run: marks),
+        FuzzTarget(name: "marks", run: marks), FuzzTarget(name: "sdp", run: sdp), FuzzTarget(name: "stun", run: stun),
     ]
 
     /// The target called `name`, if any.
@@ -102,6 +105,97 @@ public struct FuzzTarget: Sendable {
             precondition(
                 estimate.isFinite && estimate >= DownlinkEstimator.minimum,
                 "downlink estimate \(estimate) from \(bytes)")
+        }
+    }
+
+    /// The relay's side of the `sdp` target's answers: fixed, valid parameters that send on mids "0" and "1" (so the
+    /// answer's msid and ssrc lines are written) and receive on both.
+    static let relayAnswer = AnswerParameters(
+        iceUfrag: "relayU", icePwd: "relay0password0of0ice0chars",
+        fingerprint: Fingerprint(
+            hashFunction: "sha-256", bytes: (0..<32).map { UInt8($0 * 7 & 0xFF) }),
+        address: "203.0.113.7", port: 40_000, sessionID: 7, sessionVersion: 2,
+        choices: [
+            "0": MediaChoice(
+                send: RelaySource(ssrc: 5001, cname: "relay-bob", msid: MediaStreamID(stream: "bob", track: "a"))),
+            "1": MediaChoice(
+                send: RelaySource(
+                    ssrc: 5002, rtxSSRC: 5003, cname: "relay-bob", msid: MediaStreamID(stream: "bob", track: "v"))),
+        ])
+
+    /// Session descriptions (SDP) as a browser sends them: a parsed one prints to text that parses back equal; when
+    /// it reads as an offer, the relay's answer with fixed parameters is made without trapping and without throwing
+    /// (the parameters are valid), and prints to text that parses back equal.
+    @Sendable static func sdp(_ bytes: [UInt8]) {
+        guard let parsed = try? SessionDescription(parsing: bytes) else { return }
+        let printed = parsed.description
+        precondition(
+            (try? SessionDescription(parsing: printed)) == parsed,
+            "SDP round trip changed \(String(decoding: bytes, as: UTF8.self).debugDescription) into "
+                + printed.debugDescription)
+        guard let offer = try? BrowserOffer(parsed) else { return }
+        guard let answer = try? offer.answer(with: relayAnswer) else {
+            preconditionFailure("no answer to \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+        }
+        let answerText = answer.description
+        precondition(
+            (try? SessionDescription(parsing: answerText)) == answer,
+            "the answer \(answerText.debugDescription) does not parse back equal; offer: "
+                + String(decoding: bytes, as: UTF8.self).debugDescription)
+    }
+
+    /// The `stun` target's ICE-lite session: the relay's and the browser's ufrags and the relay's password (the
+    /// seeds' checks in Tests/Fuzz/Seeds.swift are made for these).
+    static let iceSession = (localUfrag: "relayU", localPassword: "relay-password-22chars", remoteUfrag: "brwsr")
+
+    /// STUN (RFC 8489) as ICE-lite receives it: a parsed message written again (no integrity, a fingerprint) parses
+    /// back the same with a valid fingerprint; checking integrity and fingerprint never traps; the relay's agent,
+    /// given it from an IPv4 and then an IPv6 address, answers with a success response that parses, is fingerprinted
+    /// and signed and maps the source, and refuses with an error response that parses, if any.
+    @Sendable static func stun(_ bytes: [UInt8]) {
+        guard let received = try? ReceivedSTUN(parsing: bytes) else { return }
+        let password = Array(iceSession.localPassword.utf8)
+        _ = received.fingerprintIsValid
+        _ = received.integrityIsValid(key: password)
+        _ = received.integrityIsValid(key: [])
+        let written = received.message.encoded(integrityKey: nil, fingerprint: true)
+        // Without MESSAGE-INTEGRITY and with FINGERPRINT the message may grow by 8 bytes, past the size the parser
+        // takes: that refusal is the bound, not a round-trip failure.
+        if written.count <= STUNMessage.maximumSize {
+            guard let again = try? ReceivedSTUN(parsing: written) else {
+                preconditionFailure("STUN message \(bytes) written as \(written) does not parse")
+            }
+            precondition(again.message == received.message, "STUN round trip changed \(bytes) into \(written)")
+            precondition(again.fingerprintIsValid, "STUN fingerprint written for \(bytes) does not check")
+        }
+        var agent = ICELiteAgent(
+            localUfrag: iceSession.localUfrag, localPassword: iceSession.localPassword,
+            remoteUfrag: iceSession.remoteUfrag)
+        let sources = [
+            TransportAddress(host: [198, 51, 100, 7], port: 40_001)!,
+            TransportAddress(host: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [7], port: 40_002)!,
+        ]
+        for (index, source) in sources.enumerated() {
+            switch agent.receive(received, from: source, at: .seconds(index + 1)) {
+            case .answer(let response, _):
+                guard let answer = try? ReceivedSTUN(parsing: response) else {
+                    preconditionFailure("the answer \(response) to \(bytes) does not parse")
+                }
+                precondition(
+                    answer.fingerprintIsValid && answer.integrityIsValid(key: password)
+                        && answer.message.kind == .success
+                        && answer.message.transactionID == received.message.transactionID,
+                    "the answer \(response) to \(bytes) is not a signed, fingerprinted success for its transaction")
+                let mapped = answer.message.attribute(.xorMappedAddress)?.xorMappedAddress(
+                    transactionID: answer.message.transactionID)
+                precondition(mapped == source, "the answer to \(bytes) maps \(String(describing: mapped))")
+            case .refused(let reason, let response?):
+                precondition(
+                    (try? ReceivedSTUN(parsing: response))?.message.kind == .error,
+                    "the error response \(response) to \(bytes) (\(reason)) does not parse as one")
+            case .refused:
+                break
+            }
         }
     }
 

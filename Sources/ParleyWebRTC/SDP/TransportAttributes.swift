@@ -1,4 +1,7 @@
+// `make fuzz` compiles the parsers and ParleyBytes as one module, where there is nothing to import.
+#if canImport(ParleyBytes)
 import ParleyBytes
+#endif
 
 /// a=fingerprint: a hash of the DTLS certificate, "sha-256 AB:CD:..." (RFC 8122 §5).
 public struct Fingerprint: SDPAttributeValue {
