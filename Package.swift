@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "ParleyRelay",
             dependencies: [
-                "ParleyBytes", "ParleyWire", "ParleySecurity", "ParleyStore", "ParleyBus",
+                "ParleyBytes", "ParleyWire", "ParleySecurity", "ParleyStore", "ParleyBus", "ParleyWebRTC",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -290,7 +290,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "ParleyTUITests",

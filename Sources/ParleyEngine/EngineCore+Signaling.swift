@@ -305,6 +305,8 @@ extension EngineCore {
         switch message {
         case .joined, .challenge, .pong, .removed, .error, .redirect, .move:
             break  // The signaling state's.
+        case .slots:
+            break  // Only a browser member is sent its receive slots.
         case .control(let grant):
             controlGranted(grant)
         case .typing(let typing):

@@ -58,6 +58,12 @@ extension RelayCore {
     func handleDatagram(_ envelope: AddressedEnvelope<ByteBuffer>) {
         let data = envelope.data
         let remote = envelope.remoteAddress
+        if !browsers.isEmpty, let first = data.getInteger(at: data.readerIndex, as: UInt8.self),
+            browsers.claims(firstByte: first, from: remote)
+        {
+            perform(browsers.receive(Array(data.readableBytesView), from: remote, at: now))
+            return
+        }
         switch data.withUnsafeReadableBytes({ MediaPacketKind.classify($0) }) {
         case .unknown:
             media.count(.notMedia)

@@ -66,7 +66,8 @@ struct Retransmission {
 
 /// The media socket's way out: the lists a fan-out fills (kept to spare an allocation per packet), the packets
 /// written, and refused binds logged at most once a window per source. A member whose media goes over its TCP
-/// connection (UDP did not get through) has a stand-in address (`streams`), written to as WebSocket binary frames.
+/// connection (UDP did not get through) has a stand-in address (`streams`), written to as WebSocket binary frames; a
+/// browser member has one too (`browsers`), written to through its slots and SRTP.
 struct MediaOutput {
     let udp: any Channel
     var destinations: [SocketAddress] = []
@@ -75,8 +76,11 @@ struct MediaOutput {
     var forwarded = 0
     var refusedBinds: LogThrottle<String>
     var streams = MediaStreams()
+    /// The browser members: their stand-in addresses lead to their WebRTC transports.
+    let browsers: BrowserMembers
 
-    init(udp: any Channel, refusedBindLogWindow: Duration) {
+    init(udp: any Channel, refusedBindLogWindow: Duration, browsers: BrowserMembers) {
+        self.browsers = browsers
         self.udp = udp
         refusedBinds = LogThrottle(window: refusedBindLogWindow)
     }
@@ -85,7 +89,12 @@ struct MediaOutput {
     /// that is backed up (the packet is then dropped and counted: a TCP queue must not grow into seconds of delay).
     mutating func write(_ data: ByteBuffer, to address: SocketAddress) {
         if case .unixDomainSocket = address {
-            streams.write(data, to: address)
+            if browsers.isStandIn(address) {
+                guard let (datagram, target) = browsers.egress(data, to: address, at: browsers.now) else { return }
+                udp.write(AddressedEnvelope(remoteAddress: target, data: datagram), promise: nil)
+            } else {
+                streams.write(data, to: address)
+            }
         } else {
             udp.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
         }

@@ -49,6 +49,10 @@ final class RelayCore {
     var links = NodeLinks()
     /// Where the rooms' hosts are kept across restarts; nil when they are not.
     let roomHosts: RoomHostsKeeper?
+    /// Members in a browser: their WebRTC transports and receive slots.
+    let browsers: BrowserMembers
+    /// Browser members whose transport could not be set up, and why: told so instead of `joined`.
+    var browserSetupFailures: [UInt32: String] = [:]
 
     init(configuration: RelayConfiguration, udpPort: Int, udp: any Channel, loop: any EventLoop) {
         state = RelayState(
@@ -72,10 +76,13 @@ final class RelayCore {
         }
         media = MediaRouter(limits: configuration.media)
         retransmission = Retransmission(retention: configuration.media.retransmissionWindow)
-        output = MediaOutput(udp: udp, refusedBindLogWindow: configuration.media.refusedBindLogWindow)
+        let epoch = ContinuousClock.now
+        browsers = BrowserMembers(epoch: epoch)
+        output = MediaOutput(
+            udp: udp, refusedBindLogWindow: configuration.media.refusedBindLogWindow, browsers: browsers)
         self.loop = loop
         self.logger = configuration.logger
-        epoch = clock.now
+        self.epoch = epoch
     }
 
     var now: Duration { clock.now - epoch }
@@ -163,6 +170,7 @@ final class RelayCore {
                 }
                 core.sendUplinkFeedback()
                 core.sendSendTimeMarks()
+                if !core.browsers.isEmpty { core.perform(core.browsers.tick(at: core.now)) }
                 core.flushWrites()
             })
     }
@@ -312,7 +320,7 @@ final class RelayCore {
     }
 
     /// Sends a signaling message to each of `targets` still connected.
-    private func send(_ message: ServerMessage, to targets: [ConnectionID]) {
+    func send(_ message: ServerMessage, to targets: [ConnectionID]) {
         if case .mute(let mute) = message {
             logger.info(
                 "member mute",
@@ -321,6 +329,7 @@ final class RelayCore {
                 ])
         }
         guard !targets.isEmpty else { return }
+        if case .joined(let joined) = message, joined.media.webrtc == nil, browserJoined(joined, on: targets) { return }
         let text = message.encoded()
         for target in targets {
             guard let channel = signalingChannels.byID[target] else { continue }
@@ -359,6 +368,7 @@ final class RelayCore {
             if let dominant = speakers[room]?.dominant, let connection = member.connection {
                 perform([.send(.dominantSpeaker(DominantSpeakerNotice(id: dominant)), to: [connection])])
             }
+            browserMemberAdded(id, member, in: room)
         }
         logger.info(
             "member joined",
@@ -383,6 +393,7 @@ final class RelayCore {
         }
         speakers[room]?.remove(id)
         if speakers[room]?.memberCount == 0 { speakers[room] = nil }
+        browserMemberRemoved(id, from: room)
         logger.info("member left", metadata: ["member": "\(id)", "room": "\(room)"])
     }
 

@@ -2,6 +2,7 @@ import ParleyBus
 import ParleyBytes
 import ParleySecurity
 import ParleyStore
+import ParleyWebRTC
 import ParleyWire
 
 /// Joining a room: admission, passwords and accounts, resuming after a reconnect, and leaving.
@@ -173,7 +174,19 @@ extension RelayState {
             counters.signalingErrors += 1
             return [.send(.error(SignalingError(.badName, rejection.message)), to: [connection])]
         }
-        if let resume = request.resume,
+        // A browser's offer is read before anything else is decided: one the relay cannot answer refuses the join.
+        var browserOffer: BrowserOffer?
+        if let sdp = request.webrtc {
+            do {
+                browserOffer = try BrowserOffer(SessionDescription(parsing: sdp))
+            } catch {
+                counters.signalingErrors += 1
+                return refuse(
+                    .badField, "join field \"webrtc\" is not an offer the relay can answer: \(error)", connection)
+            }
+        }
+        // A browser comes back with a new offer, so as a new member: only a Parley client resumes.
+        if browserOffer == nil, let resume = request.resume,
             let actions = self.resume(
                 resume, room: room, request: request,
                 on: connection, now: now)
@@ -220,6 +233,7 @@ extension RelayState {
             credentialDigest: CredentialDigest.hex(of: credential.hex), hostSince: claim, joinedAtWall: wallClock(),
             replacesDigest: moved.digest)
         members[id]?.downlinkCounts = request.downlinkCounts
+        members[id]?.browserOffer = browserOffer
         rooms[room, default: Room(name: room)].members.append(id)
         let hostActions = settleHost(
             joined: id, room: room, resume: request.resume, account: account, others: others, now: now)

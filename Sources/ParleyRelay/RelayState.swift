@@ -1,5 +1,6 @@
 import ParleySecurity
 import ParleyStore
+import ParleyWebRTC
 import ParleyWire
 
 /// The relay's signaling state: rooms, members, credentials, liveness. A value type changed by one method per input;
@@ -44,6 +45,8 @@ public struct RelayState: Sendable {
         /// The credential digest of its earlier self, when it came back through a node other than its first (its
         /// node died or drained): a late entry of that earlier self is known as the same member.
         public var replacesDigest: String? = nil
+        /// What its browser offered, when it joined from a browser (its media goes over WebRTC, not a bind).
+        public var browserOffer: BrowserOffer? = nil
 
         /// Whether it joined through this node.
         public var isLocal: Bool { node == nil }

@@ -74,21 +74,23 @@ struct SimulcastCallTests {
         // Reports come each second, later on a machine running the whole suite: wait generously.
         #expect(await eventually(within: .seconds(20)) { localRates().count >= reportsThen + 2 })
         let rate = try #require(localRates().last)
-        #expect(rate > 5 && rate <= 15 * 1.25, "alice's own rate \(rate) fps for a 15 fps camera sending two layers")
+        // Only the upper bound is the point (the two layers' frames are not added up). How fast the synthetic camera
+        // runs is the machine's business: with the processes group saturating 2 cores it has measured under 3 fps.
+        #expect(rate > 0 && rate <= 15 * 1.25, "alice's own rate \(rate) fps for a 15 fps camera sending two layers")
         let perLayer = await alice.statistics().videoFramesSentPerLayer
         #expect(perLayer[0] > 0 && perLayer[2] > 0, "both layers went out: \(perLayer)")
 
         let carolBefore = try #require(await received(carol))
         #expect(carolBefore.layerSwitches == 1 && carolBefore.videoLayer == 2)
         #expect(carolBefore.decodeErrors == 0, "the switch came at a keyframe: nothing broken")
-        // Carol's picture keeps moving on the small layer: 15 fps, so 8 more frames take about half a second and
-        // 3 s leaves room for a busy machine.
+        // Carol's picture keeps moving on the small layer: 15 fps, so 8 more frames take about half a second; a
+        // saturated machine has run the camera under 3 fps, and the wait ends as soon as the frames are there.
         let framesThen = carolBefore.framesDecoded
-        let moving = await eventually(within: .seconds(3)) {
+        let moving = await eventually(within: .seconds(10)) {
             (await received(carol)?.framesDecoded ?? 0) >= framesThen + 8
         }
         let carolAfter = try #require(await received(carol))
-        #expect(moving, "\(carolAfter.framesDecoded - framesThen) frames of the small layer decoded in 3 s")
+        #expect(moving, "\(carolAfter.framesDecoded - framesThen) frames of the small layer decoded in 10 s")
         #expect(carolAfter.lastFrameSize == VideoSize(width: 160, height: 90))
 
         // Carol scrolls alice off screen: the small layer pauses (its frame count stops); back in a mid-size tile,

@@ -50,6 +50,8 @@ public enum ServerMessage: Sendable, Equatable {
     case typing(TerminalTyping)
     /// Who may type in a shared terminal now.
     case controller(ControllerChange)
+    /// To a browser member: which peer each of its receive transceivers carries.
+    case slots(BrowserSlots)
     /// Every case once, with its wire `type`: a case added above needs its entry here (encoding a case without one
     /// stops the program). Payloads that are `ValidatedPayload` (video-layers, video-held) are checked after decoding.
     static let wire = WireTable<ServerMessage>(
@@ -78,6 +80,7 @@ public enum ServerMessage: Sendable, Equatable {
             .payload("control", Self.control),
             .payload("typing", Self.typing),
             .payload("controller", Self.controller),
+            .payload("slots", Self.slots),
         ],
         unknownType: { type, _ in "unknown message type \"\(type)\"" })
 

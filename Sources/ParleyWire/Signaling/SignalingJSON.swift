@@ -63,6 +63,8 @@ public enum SignalingErrorCode: String, Codable, Sendable, CaseIterable {
     case storeFailed = "store-failed"
     /// Messaging: the store cannot be reached now (its database is down); nothing was acknowledged, send again later.
     case storeUnavailable = "store-unavailable"
+    /// A browser member's media transport (ICE, DTLS, SRTP) failed or could not be set up.
+    case mediaFailed = "media-failed"
     /// The relay failed; not the client's fault.
     case `internal` = "internal"
 

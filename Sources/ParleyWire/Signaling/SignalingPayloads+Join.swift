@@ -165,6 +165,9 @@ public struct JoinRequest: Codable, Sendable, Equatable {
     public var downlinkCounts: Bool
     /// A person, or a terminal shared under the person's name (which may then join once more as a terminal).
     public var kind: MemberKind
+    /// A browser's SDP offer (WebRTC): its media goes over ICE-lite, DTLS-SRTP on the relay's UDP port instead of a
+    /// bind, and the relay's answer comes back in `MediaGrant.webrtc`. Nil for a Parley client.
+    public var webrtc: String?
 
     /// The range `videoKbps` must be in.
     public static let videoKbpsRange = 1...20_000
@@ -174,8 +177,10 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         room: String, name: String, role: MemberRole = .broadcaster, audioMuted: Bool = false,
         videoMuted: Bool = false, resume: ResumeToken? = nil, proof: String? = nil, verifier: String? = nil,
         encryption: String? = nil, videoKbps: Int? = nil, account: AccountClaim? = nil, hideRoom: Bool = false,
-        videoLayers: [VideoLayerSize]? = nil, downlinkCounts: Bool = false, kind: MemberKind = .person
+        videoLayers: [VideoLayerSize]? = nil, downlinkCounts: Bool = false, kind: MemberKind = .person,
+        webrtc: String? = nil
     ) {
+        self.webrtc = webrtc
         self.kind = kind
         self.videoLayers = videoLayers
         self.downlinkCounts = downlinkCounts
@@ -195,7 +200,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case room, name, role, audioMuted, videoMuted, resume, proof, verifier, encryption, videoKbps, account, hideRoom
-        case videoLayers, downlinkCounts, kind
+        case videoLayers, downlinkCounts, kind, webrtc
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -215,6 +220,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         try c.encodeIfPresent(videoLayers, forKey: .videoLayers)
         if downlinkCounts { try c.encode(downlinkCounts, forKey: .downlinkCounts) }
         if kind != .person { try c.encode(kind, forKey: .kind) }
+        try c.encodeIfPresent(webrtc, forKey: .webrtc)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -234,6 +240,7 @@ public struct JoinRequest: Codable, Sendable, Equatable {
         videoLayers = try c.decodeIfPresent([VideoLayerSize].self, forKey: .videoLayers)
         downlinkCounts = try c.decodeIfPresent(Bool.self, forKey: .downlinkCounts) ?? false
         kind = try c.decodeIfPresent(MemberKind.self, forKey: .kind) ?? .person
+        webrtc = try c.decodeIfPresent(String.self, forKey: .webrtc)
         if let videoLayers { try VideoLayerSize.validate(layers: videoLayers) }
         if let videoKbps, !Self.videoKbpsRange.contains(videoKbps) {
             throw DecodingError.dataCorruptedError(
@@ -262,9 +269,12 @@ public struct MediaGrant: Codable, Sendable, Equatable {
     public var credential: String
     /// The streams this member sends.
     public var ssrcs: MemberSSRCs
+    /// The relay's SDP answer to a browser's offer (`JoinRequest.webrtc`); nil for a Parley client.
+    public var webrtc: String?
 
     /// A media grant.
-    public init(udpPort: Int, credential: String, ssrcs: MemberSSRCs) {
+    public init(udpPort: Int, credential: String, ssrcs: MemberSSRCs, webrtc: String? = nil) {
+        self.webrtc = webrtc
         self.udpPort = udpPort
         self.credential = credential
         self.ssrcs = ssrcs

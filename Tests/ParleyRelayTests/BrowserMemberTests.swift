@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import ParleyMedia
+import ParleyProcesses
+import ParleyRoom
+import ParleyTestLanes
+import ParleyTestSupport
+import ParleyWire
+import Testing
+
+@testable import ParleyEngine
+@testable import ParleyRelay
+
+/// A real headless Chromium as a member of a relay's room beside a Parley client (real engine, real codecs): it joins
+/// over the relay's signaling with an SDP offer, and its media goes over ICE-lite and DTLS-SRTP on the relay's UDP
+/// port. Each decodes the other's camera and hears the other's microphone; chat goes both ways.
+@Suite(.serialized, .lane(.browsers), .timeLimit(.minutes(3)))
+struct BrowserMemberTests {
+    static let chromium = "/usr/bin/chromium"
+    static let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/browser-member.html").path
+
+    func quietLogger() -> Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    @Test func aBrowserAndAParleyClientSeeHearAndChatWithEachOther() async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.chromium),
+            "Debian's chromium is missing (`make deps` installs it)")
+        let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
+        let alice = try CallEngine(
+            CallConfiguration(
+                server: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), room: "standup", name: "alice",
+                profile: VideoProfile(width: 640, height: 360, fps: 15, bitrateKbps: 600), audioSource: .synthetic,
+                showsSelfView: false, logger: quietLogger()))
+        let log = EventLog()
+        let events = log.consume(alice)
+        alice.start()
+        let server = try await PageServer.start(page: Self.page)
+        let folder = NSTemporaryDirectory() + "parley-browser-member-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let url =
+            "http://127.0.0.1:\(server.port)/?relay=ws://127.0.0.1:\(relay.signalingPort)/&room=standup&name=bea"
+            + "&say=hello%20from%20chrome"
+        let browser = try BackgroundProcess(
+            Self.chromium,
+            [
+                "--headless=new", "--no-sandbox", "--no-first-run", "--disable-gpu", "--mute-audio",
+                "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
+                "--autoplay-policy=no-user-gesture-required", "--user-data-dir=\(folder)/profile", url,
+            ], outputPath: "\(folder)/chromium.log")
+        defer {
+            browser.stop()
+            events.cancel()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+
+        // The page joins: its offer answered, one slot pair carrying alice.
+        func page() -> [String: Any] { server.report("bea") ?? [:] }
+        func failure() -> String {
+            "page: \(server.reportText("bea")); chromium: \(browser.output.suffix(1_500))"
+        }
+        try await waitUntil("the page joined and alice is in a slot", timeout: .seconds(30), every: .milliseconds(200))
+        {
+            if let errors = page()["errors"] as? [String], !errors.isEmpty { throw BrowserPageFailure(failure()) }
+            return ((page()["slots"] as? [[String: Any]]) ?? []).count == 1
+        }
+        let beaID = try #require((page()["joined"] as? NSNumber)?.uint32Value)
+        let aliceID = await alice.statistics().localID
+        let slot = try #require((page()["slots"] as? [[String: Any]])?.first)
+        #expect((slot["member"] as? NSNumber)?.uint32Value == aliceID)
+        let videoMid = try #require(slot["video"] as? String)
+        let audioMid = try #require(slot["audio"] as? String)
+        #expect(((page()["offerBytes"] as? NSNumber)?.intValue ?? 0) < maxSignalingMessageBytes, "the offer fits")
+
+        // Alice draws bea in a small tile: the smallest of her simulcast layers is the one Chromium sends at once.
+        alice.reportTiles([TileSize(id: beaID, width: 160, height: 90)])
+        func inbound(_ mid: String) -> [String: Any] {
+            ((page()["inbound"] as? [String: Any])?[mid] as? [String: Any]) ?? [:]
+        }
+        do {
+            try await waitUntil("each decodes the other", timeout: .seconds(45), every: .milliseconds(250)) {
+                let atAlice = await alice.statistics().peers[beaID]
+                let decodedAtPage = (inbound(videoMid)["framesDecoded"] as? NSNumber)?.intValue ?? 0
+                let heardAtPage = (inbound(audioMid)["packets"] as? NSNumber)?.intValue ?? 0
+                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
+                    && decodedAtPage >= 30 && heardAtPage >= 50
+            }
+        } catch {
+            let atAlice = await alice.statistics().peers[beaID]
+            let counters = try? await relay.counters()
+            Issue.record(
+                "\(error); at alice: \(String(describing: atAlice)); relay: \(String(describing: counters)); \(failure())"
+            )
+            await alice.leave()
+            await relay.shutdown()
+            await server.stop()
+            return
+        }
+        let atAlice = try #require(await alice.statistics().peers[beaID])
+        #expect(atAlice.lastFrameSize == VideoSize(width: 160, height: 90), "the page's smallest layer")
+        #expect(atAlice.decodeErrors == 0)
+        #expect((inbound(videoMid)["frameWidth"] as? NSNumber)?.intValue == 640, "alice's full layer at the page")
+
+        // Chat both ways.
+        alice.perform(.sendChat("hello from the terminal"))
+        let chatted = await eventually(within: .seconds(10)) {
+            let atPage = (page()["chat"] as? [String]) ?? []
+            return atPage.contains("alice: hello from the terminal") && log.chats.contains("hello from chrome")
+        }
+        #expect(chatted, "page: \(page()["chat"] ?? "none"); alice: \(log.chats)")
+
+        await alice.leave()
+        // Alice left: the page's slot is free again.
+        let emptied = await eventually(within: .seconds(10)) {
+            ((page()["slots"] as? [[String: Any]]) ?? []).isEmpty
+        }
+        #expect(emptied, "the page is told alice's slot is empty: \(page()["slots"] ?? "none")")
+        await relay.shutdown()
+        await server.stop()
+    }
+}
+
+struct BrowserPageFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
