@@ -293,6 +293,21 @@ struct RelayStateTests {
         #expect(relay.state.counters.bindFailures == 3)
     }
 
+    @Test(arguments: [
+        ("garbage", "line 1"),
+        ("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n", "BUNDLE"),
+    ])
+    func aBrowserOfferTheRelayCannotAnswerRefusesTheJoinByName(offer: String, named: String) throws {
+        var relay = Harness()
+        let a = relay.connect(1)
+        let actions = relay.send(.join(JoinRequest(room: "standup", name: "bea", webrtc: offer)), on: a)
+        let error = try #require(errorAnswer(to: a, in: actions), "\(actions)")
+        #expect(error.code == .badField)
+        #expect(error.message.hasPrefix("join field \"webrtc\" is not an offer the relay can answer: "), "\(error)")
+        #expect(error.message.contains(named), "\(error)")
+        #expect(relay.state.members.isEmpty && relay.state.counters.signalingErrors == 1)
+    }
+
     @Test func garbageIsAnsweredAndCounted() {
         var relay = Harness()
         let a = relay.connect(1)
