@@ -13,7 +13,9 @@ import Testing
 
 /// A real headless Chromium as a member of a relay's room beside a Parley client (real engine, real codecs): it joins
 /// over the relay's signaling with an SDP offer, and its media goes over ICE-lite and DTLS-SRTP on the relay's UDP
-/// port. Each decodes the other's camera and hears the other's microphone; chat goes both ways.
+/// port. Each decodes the other's camera and hears the other's microphone; chat and mute states go both ways; a
+/// second client takes the page's second slot pair and gives it back; the host removes the browser, whose page is
+/// told so.
 @Suite(.serialized, .lane(.browsers), .timeLimit(.minutes(3)))
 struct BrowserMemberTests {
     static let chromium = "/usr/bin/chromium"
@@ -26,7 +28,7 @@ struct BrowserMemberTests {
         return logger
     }
 
-    @Test func aBrowserAndAParleyClientSeeHearAndChatWithEachOther() async throws {
+    @Test func aBrowserAndParleyClientsSeeHearChatAndMuteAndTheHostRemovesTheBrowser() async throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.chromium),
             "Debian's chromium is missing (`make deps` installs it)")
@@ -45,7 +47,7 @@ struct BrowserMemberTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let url =
             "http://127.0.0.1:\(server.port)/?relay=ws://127.0.0.1:\(relay.signalingPort)/&room=standup&name=bea"
-            + "&say=hello%20from%20chrome"
+            + "&say=hello%20from%20chrome&mute=1"
         let browser = try BackgroundProcess(
             Self.chromium,
             [
@@ -115,12 +117,38 @@ struct BrowserMemberTests {
         }
         #expect(chatted, "page: \(page()["chat"] ?? "none"); alice: \(log.chats)")
 
-        await alice.leave()
-        // Alice left: the page's slot is free again.
-        let emptied = await eventually(within: .seconds(10)) {
-            ((page()["slots"] as? [[String: Any]]) ?? []).isEmpty
+        // Mute states both ways: the page muted its microphone when it joined; alice mutes hers.
+        alice.perform(.setMicrophoneMuted(true))
+        let muted = await eventually(within: .seconds(10)) {
+            let atPage = (page()["mutes"] as? [String: Any])?["\(aliceID)"] as? [String: Any]
+            return (atPage?["audio"] as? Bool) == true
+                && log.all.contains { $0 == .remoteAudioMuted(ParticipantID(beaID), true) }
         }
-        #expect(emptied, "the page is told alice's slot is empty: \(page()["slots"] ?? "none")")
+        #expect(muted, "page: \(page()["mutes"] ?? "none"); alice: \(log.all.filter { "\($0)".contains("Muted") })")
+
+        // Carl comes and goes: the page's second slot pair carries him, then nobody.
+        let carl = try CallEngine(
+            CallConfiguration(
+                server: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), room: "standup", name: "carl",
+                profile: VideoProfile(width: 320, height: 180, fps: 15, bitrateKbps: 300), showsSelfView: false,
+                logger: quietLogger()))
+        carl.start()
+        func slotMembers() -> [UInt32] {
+            ((page()["slots"] as? [[String: Any]]) ?? []).compactMap { ($0["member"] as? NSNumber)?.uint32Value }
+        }
+        #expect(await eventually(within: .seconds(10)) { slotMembers().count == 2 }, "\(slotMembers())")
+        await carl.leave()
+        #expect(await eventually(within: .seconds(10)) { slotMembers() == [aliceID] }, "\(slotMembers())")
+
+        // Alice hosts (she came first): she removes bea, whose page is told so by name.
+        alice.perform(.removeParticipant(ParticipantID(beaID)))
+        let removed = await eventually(within: .seconds(10)) {
+            (page()["removed"] as? String)?.hasPrefix("alice: ") == true
+                && log.all.contains { $0 == .userOffline(ParticipantID(beaID), reason: .removed) }
+        }
+        #expect(removed, "page: \(page()["removed"] ?? "nothing"); closed \(page()["closed"] ?? "no")")
+        #expect(await alice.statistics().peers[beaID] == nil, "bea is gone from alice's call")
+        await alice.leave()
         await relay.shutdown()
         await server.stop()
     }

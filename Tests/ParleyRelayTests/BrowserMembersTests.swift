@@ -28,12 +28,13 @@ struct BrowserMembersTests {
                     "a=rtpmap:111 opus/48000/2", "a=rtcp-fb:111 transport-cc", "a=fmtp:111 minptime=10;useinbandfec=1",
                 ] + (direction == "sendonly" ? ["a=ssrc:4001 cname:page"] : [])
             }
-            var video = ["m=video 9 UDP/TLS/RTP/SAVPF 96 97"] + common + [
-                "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
-                "a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
-                "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
-                "a=rtcp-fb:96 transport-cc", "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96",
-            ]
+            var video =
+                ["m=video 9 UDP/TLS/RTP/SAVPF 96 97"] + common + [
+                    "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
+                    "a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
+                    "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli", "a=rtcp-fb:96 goog-remb",
+                    "a=rtcp-fb:96 transport-cc", "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96",
+                ]
             if direction == "sendonly" {
                 video += ["a=rid:q send", "a=rid:h send", "a=rid:f send", "a=simulcast:send q;h;f"]
             }
@@ -152,7 +153,9 @@ struct BrowserMembersTests {
         #expect(browsers.egress(ByteBuffer(bytes: audio.serialized()), to: standIn, at: .zero) == nil)
         let pli = RTCPPacket.pictureLossIndication(PictureLossIndication(senderSSRC: 40, mediaSSRC: Self.member.video))
         #expect(browsers.egress(ByteBuffer(bytes: pli.serialized()), to: standIn, at: .zero) == nil)
-        #expect(browsers.receive([0, 1, 0, 0], from: try SocketAddress(ipAddress: "127.0.0.1", port: 5000), at: .zero).isEmpty)
+        #expect(
+            browsers.receive([0, 1, 0, 0], from: try SocketAddress(ipAddress: "127.0.0.1", port: 5000), at: .zero)
+                .isEmpty)
         #expect(browsers.refused.values.reduce(0, +) == 1, "the runt STUN counted: \(browsers.refused)")
         // Leaving closes the transport: nothing to send before a handshake (no address), and it is forgotten.
         #expect(browsers.remove(7).isEmpty)
