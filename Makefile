@@ -38,7 +38,7 @@ BENCH_PACKAGES := vpx-tools opus-tools chafa baresip-core baresip-ffmpeg baresip
 
 PREFIX      ?= /usr/local
 
-.PHONY: deps bench-deps build build-parley build-demo build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network bench-share bench-first-run \
+.PHONY: deps bench-deps build build-parley build-demo build-bench run test test-groups flakes bench bench-call bench-broadcast bench-mouth-to-ear bench-network bench-share bench-browser bench-first-run \
         install clean fuzz \
         fuzz-seeds format format-check
 
@@ -143,6 +143,9 @@ bench: bench-deps build-bench
 
 bench-call: bench-deps build-bench
 	$(BENCH_BIN) call --parley $(BIN) --markdown docs/benchmarks.md
+
+bench-browser: bench-deps build-bench
+	$(BENCH_BIN) browser --parley $(BIN) --markdown docs/benchmarks.md
 
 bench-broadcast: build-bench
 	$(BENCH_BIN) broadcast --parley $(BIN) --markdown docs/benchmarks.md

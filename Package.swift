@@ -290,8 +290,7 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            exclude: ["Fixtures"]
+            ]
         ),
         .testTarget(
             name: "ParleyTUITests",

@@ -34,7 +34,7 @@ extension BenchSection {
         case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network, .share,
             .firstRun:
             true
-        case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast: false
+        case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast, .browser: false
         }
     }
 
@@ -82,6 +82,8 @@ extension BenchSection {
             return try await NetworkBench.run(parley: context.parley, log: log)
         case .share:
             return try await ShareBench.run(parley: context.parley, log: log)
+        case .browser:
+            return try await BrowserMemberBench.run(log: log)
         case .firstRun:
             return try FirstRunBench.run(parley: context.parley, log: log)
         case .broadcast:

@@ -7,6 +7,7 @@ public enum BenchSection: String, CaseIterable, Sendable {
     case mouthToEar = "mouth-to-ear"
     case network
     case share
+    case browser
     case firstRun = "first-run"
 }
 

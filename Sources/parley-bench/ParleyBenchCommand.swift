@@ -25,6 +25,7 @@ struct Measure: AsyncParsableCommand {
         case mouthToEar = "mouth-to-ear"
         case network
         case share
+        case browser
         case firstRun = "first-run"
         case all
 
@@ -48,6 +49,7 @@ struct Measure: AsyncParsableCommand {
             case .mouthToEar: [.mouthToEar]
             case .network: [.network]
             case .share: [.share]
+            case .browser: [.browser]
             case .firstRun: [.firstRun]
             // first-run clones and builds Parley four times (~25 min): run on its own (`make bench-first-run`).
             case .all: BenchSection.allCases.filter { $0 != .firstRun }

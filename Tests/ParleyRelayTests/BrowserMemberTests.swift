@@ -11,17 +11,13 @@ import Testing
 @testable import ParleyEngine
 @testable import ParleyRelay
 
-/// A real headless Chromium as a member of a relay's room beside a Parley client (real engine, real codecs): it joins
+/// A real headless Chromium (Resources/lab/browser-member.html) as a member of a relay's room beside a Parley client (real engine, real codecs): it joins
 /// over the relay's signaling with an SDP offer, and its media goes over ICE-lite and DTLS-SRTP on the relay's UDP
 /// port. Each decodes the other's camera and hears the other's microphone; chat and mute states go both ways; a
 /// second client takes the page's second slot pair and gives it back; the host removes the browser, whose page is
 /// told so.
 @Suite(.serialized, .lane(.browsers), .timeLimit(.minutes(3)))
 struct BrowserMemberTests {
-    static let chromium = "/usr/bin/chromium"
-    static let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/browser-member.html").path
-
     func quietLogger() -> Logger {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -29,9 +25,7 @@ struct BrowserMemberTests {
     }
 
     @Test func aBrowserAndParleyClientsSeeHearChatAndMuteAndTheHostRemovesTheBrowser() async throws {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: Self.chromium),
-            "Debian's chromium is missing (`make deps` installs it)")
+        try #require(BrowserMember.missing == nil, Comment(rawValue: BrowserMember.missing ?? ""))
         let relay = try await Relay.start(RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger()))
         let alice = try CallEngine(
             CallConfiguration(
@@ -41,31 +35,19 @@ struct BrowserMemberTests {
         let log = EventLog()
         let events = log.consume(alice)
         alice.start()
-        let server = try await PageServer.start(page: Self.page)
-        let folder = NSTemporaryDirectory() + "parley-browser-member-\(getpid())"
-        try? FileManager.default.removeItem(atPath: folder)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let url =
-            "http://127.0.0.1:\(server.port)/?relay=ws://127.0.0.1:\(relay.signalingPort)/&room=standup&name=bea"
-            + "&say=hello%20from%20chrome&mute=1"
-        let browser = try BackgroundProcess(
-            Self.chromium,
-            [
-                "--headless=new", "--no-sandbox", "--no-first-run", "--disable-gpu", "--mute-audio",
-                "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
-                "--autoplay-policy=no-user-gesture-required", "--user-data-dir=\(folder)/profile", url,
-            ], outputPath: "\(folder)/chromium.log")
+        let server = try await PageServer.start(page: BrowserMember.page)
+        let browser = try BrowserMember(
+            server: server, relayPort: relay.signalingPort, room: "standup", name: "bea",
+            query: ["say": "hello from chrome", "mute": "1"])
         defer {
             browser.stop()
             events.cancel()
-            try? FileManager.default.removeItem(atPath: folder)
         }
 
         // The page joins: its offer answered, one slot pair carrying alice.
         func page() -> [String: Any] { server.report("bea") ?? [:] }
         func failure() -> String {
-            "page: \(server.reportText("bea")); chromium: \(browser.output.suffix(1_500))"
+            "page: \(server.reportText("bea")); chromium: \(browser.process.output.suffix(1_500))"
         }
         try await waitUntil("the page joined and alice is in a slot", timeout: .seconds(30), every: .milliseconds(200))
         {
