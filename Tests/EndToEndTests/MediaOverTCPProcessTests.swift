@@ -42,8 +42,8 @@ struct MediaOverTCPProcessTests {
         }
     }
 
-    @Test func aMediaChoiceThatDoesNotExistIsRefusedByName() throws {
-        let result = try ChildProcess.run(parley, ["bot", "x", "--media", "carrier-pigeon"])
+    @Test func aMediaChoiceThatDoesNotExistIsRefusedByName() async throws {
+        let result = try await onOwnThread { try ChildProcess.run(parley, ["bot", "x", "--media", "carrier-pigeon"]) }
         #expect(result.status != 0)
         #expect(result.output.contains("--media is auto, tcp or udp, not \"carrier-pigeon\""), "\(result.output)")
     }

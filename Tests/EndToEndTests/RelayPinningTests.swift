@@ -93,12 +93,13 @@ struct RelayPinningTests {
         #expect(knownRelays().contains("127.0.0.1:\(port) \(first)"), "the pin stays until the user forgets it")
 
         // Forgotten on purpose: the next connection pins the new certificate.
-        let forget = try ChildProcess.run(parley, ["relays", "forget", "127.0.0.1:\(port)"] + trust)
+        let (parley, forgotten) = (parley, "127.0.0.1:\(port)")
+        let forget = try await onOwnThread { try ChildProcess.run(parley, ["relays", "forget", forgotten] + trust) }
         #expect(forget.output.contains("forgot 127.0.0.1:\(port)"), "\(forget.output)")
         (status, output) = try await bot(port: port, trust)
         #expect(status == 0, "\(output)")
         #expect(knownRelays().contains("127.0.0.1:\(port) \(second)"), "\(knownRelays())")
-        let list = try ChildProcess.run(parley, ["relays", "list"] + trust)
+        let list = try await onOwnThread { try ChildProcess.run(parley, ["relays", "list"] + trust) }
         #expect(list.output.contains("127.0.0.1:\(port) \(second)"), "\(list.output)")
         relay.stop()
     }
@@ -154,7 +155,7 @@ struct RelayPinningTests {
 
     @Test func aPortInUseIsSaidInPlainWords() async throws {
         let (relay, port, _) = try await serve(["--port", "0", "--insecure"])
-        let second = try ChildProcess.run(parley, ["serve", "--port", port, "--insecure"])
+        let second = try await onOwnThread { try ChildProcess.run(parley, ["serve", "--port", port, "--insecure"]) }
         #expect(second.status != 0)
         #expect(second.output.contains("port \(port) is already in use on 127.0.0.1"), "\(second.output)")
         #expect(!second.output.contains("errno") && !second.output.contains("bind(descriptor"), "\(second.output)")
@@ -195,10 +196,15 @@ struct RelayPinningTests {
         // A client's key map comes from that home's config folder: a broken one there is refused by name.
         try FileManager.default.createDirectory(atPath: home + "/.config/parley", withIntermediateDirectories: true)
         try "mic = \n".write(toFile: home + "/.config/parley/keys", atomically: true, encoding: .utf8)
-        let client = try ChildProcess.run(
-            "/usr/bin/env",
-            ["-u", "XDG_CONFIG_HOME", "HOME=\(home)", parley, "join", "r", "--name", "a", "--server", "127.0.0.1:9"],
-            timeout: .seconds(20))
+        let client = try await onOwnThread {
+            try ChildProcess.run(
+                "/usr/bin/env",
+                [
+                    "-u", "XDG_CONFIG_HOME", "HOME=\(home)", parley, "join", "r", "--name", "a", "--server",
+                    "127.0.0.1:9",
+                ],
+                timeout: .seconds(20))
+        }
         #expect(client.status != 0 && client.output.contains("\(home)/.config/parley/keys"), "\(client.output)")
     }
 
@@ -235,8 +241,8 @@ struct RelayPinningTests {
         (["join", "r", "--vp8-profile=-1"], "--vp8-profile must be 0, 1, 2 or 3 (VP8's bitstream versions"),
         (["bot", "r", "--vp8-profile", "sharp"], "The value 'sharp' is invalid for '--vp8-profile <n>'"),
     ])
-    func badOptionsAreClearErrors(arguments: [String], expected: String) throws {
-        let result = try ChildProcess.run(parley, arguments, timeout: .seconds(30))
+    func badOptionsAreClearErrors(arguments: [String], expected: String) async throws {
+        let result = try await onOwnThread { try ChildProcess.run(parley, arguments, timeout: .seconds(30)) }
         #expect(!result.timedOut, "still running after 30 s: \(result.output)")
         #expect(result.status != 0)
         #expect(result.output.contains(expected), "\(result.output)")
@@ -244,10 +250,12 @@ struct RelayPinningTests {
 }
 
 @Suite struct ChildProcessTimeoutTests {
-    @Test func aProgramThatHangsIsKilledAtItsTimeoutAndSaysSo() throws {
-        let hung = try ChildProcess.run("/bin/sleep", ["30"], timeout: .milliseconds(300))
+    @Test func aProgramThatHangsIsKilledAtItsTimeoutAndSaysSo() async throws {
+        let hung = try await onOwnThread { try ChildProcess.run("/bin/sleep", ["30"], timeout: .milliseconds(300)) }
         #expect(hung.timedOut && hung.status == 128 + SIGKILL)
-        let quick = try ChildProcess.run("/bin/sh", ["-c", "echo done"], timeout: .seconds(30))
+        let quick = try await onOwnThread {
+            try ChildProcess.run("/bin/sh", ["-c", "echo done"], timeout: .seconds(30))
+        }
         #expect(!quick.timedOut && quick.status == 0 && quick.output == "done\n")
     }
 }
