@@ -72,10 +72,13 @@ final class BrowserMembers {
     private(set) var lastRefusal: String?
 
     private let epoch: ContinuousClock.Instant
+    private var limits = DTLSEndpoint.Limits()
 
-    /// Browsers on a port holding at most `limit`, their times counted from `epoch` (the relay core's).
-    init(epoch: ContinuousClock.Instant, limit: Int = 1_000) {
+    /// Browsers on a port holding at most `limit`, their times counted from `epoch` (the relay core's), each DTLS
+    /// handshake allowed `handshake`.
+    init(epoch: ContinuousClock.Instant, handshake: Duration = .seconds(10), limit: Int = 1_000) {
         self.epoch = epoch
+        limits.handshake = handshake
         port = BrowserPort(limit: limit)
     }
 
@@ -108,7 +111,8 @@ final class BrowserMembers {
         }
         let ice = ICELiteAgent(
             localUfrag: Self.randomToken(8), localPassword: Self.randomToken(24), remoteUfrag: offer.iceUfrag)
-        let transport = try BrowserTransport(ice: ice, identity: identity, remoteFingerprint: fingerprint, now: now)
+        let transport = try BrowserTransport(
+            ice: ice, identity: identity, remoteFingerprint: fingerprint, limits: limits, now: now)
         // What the page receives on: its recvonly sections, audio and video paired in the offer's order.
         let receiving = offer.media.filter { $0.isAccepted && $0.direction.receives && !$0.direction.sends }
         let audio = receiving.filter { $0.kind == .audio }

@@ -39,6 +39,8 @@ public struct RelayConfiguration: Sendable {
     /// hook that returns nil (no bus, or it cannot tell), leaves the gauge out. Nothing sets it yet: the cluster bus
     /// (issue 29, item 3) sets it when it starts.
     public var busLag: (@Sendable () async -> Duration?)? = nil
+    /// How long a browser member's DTLS handshake may take; past it the member is told (`media-failed`) and leaves.
+    public var browserHandshake: Duration = .seconds(10)
     /// The cluster's counters (heartbeats failed, nodes reaped, bus events), asked at each scrape; nil, or a hook
     /// returning nil, leaves them out of `/metrics`.
     public var clusterCounters: (@Sendable () -> ClusterCounters?)? = nil

@@ -77,7 +77,7 @@ final class RelayCore {
         media = MediaRouter(limits: configuration.media)
         retransmission = Retransmission(retention: configuration.media.retransmissionWindow)
         let epoch = ContinuousClock.now
-        browsers = BrowserMembers(epoch: epoch)
+        browsers = BrowserMembers(epoch: epoch, handshake: configuration.browserHandshake)
         output = MediaOutput(
             udp: udp, refusedBindLogWindow: configuration.media.refusedBindLogWindow, browsers: browsers)
         self.loop = loop

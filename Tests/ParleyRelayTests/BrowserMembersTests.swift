@@ -1,4 +1,7 @@
+import Logging
 import NIOCore
+import NIOPosix
+import ParleyTestLanes
 import ParleyWire
 import Testing
 
@@ -160,5 +163,40 @@ struct BrowserMembersTests {
         // Leaving closes the transport: nothing to send before a handshake (no address), and it is forgotten.
         #expect(browsers.remove(7).isEmpty)
         #expect(browsers.isEmpty && !browsers.isStandIn(standIn))
+    }
+}
+
+/// A browser member whose DTLS handshake never finishes, against a real relay: it is told why, and the room sees it
+/// leave.
+@Suite(.lane(.timing))
+struct BrowserMemberFailureTests {
+    @Test func aBrowserWhoseHandshakeNeverFinishesIsToldWhyAndLeavesTheRoom() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: logger)
+        configuration.browserHandshake = .milliseconds(300)
+        let relay = try await Relay.start(configuration)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let alice = try await TestMember.connect(port: relay.signalingPort, group: group)
+        let aliceID = try await alice.join("alice").you.id
+        let bea = try await TestMember.connect(port: relay.signalingPort, group: group)
+        bea.send(.join(JoinRequest(room: "standup", name: "bea", webrtc: BrowserMembersTests.offer)))
+        let joined = try await bea.wait(for: "joined") { if case .joined(let joined) = $0 { joined } else { nil } }
+        #expect(joined.media.webrtc?.contains("a=ice-lite") == true, "the relay's answer")
+        let slots = try await bea.wait(for: "slots") { if case .slots(let slots) = $0 { slots } else { nil } }
+        #expect(slots == BrowserSlots(slots: [BrowserSlots.Slot(member: aliceID, audio: "2", video: "3")]))
+        // No STUN check, no DTLS: the handshake's deadline passes.
+        let error = try await bea.wait(for: "media-failed") {
+            if case .error(let error) = $0, error.code == .mediaFailed { error } else { nil }
+        }
+        #expect(
+            error.message == "your browser's media connection failed: DTLS handshake did not finish within 0.3 seconds")
+        let left = try await alice.wait(for: "bea left") {
+            if case .memberLeft(let left) = $0, left.id == joined.you.id { left } else { nil }
+        }
+        #expect(left.reason == .dropped)
+        #expect(await eventually { bea.isClosed }, "the relay closed bea's connection")
+        await relay.shutdown()
+        try await group.shutdownGracefully()
     }
 }
