@@ -39,6 +39,10 @@ final class BrowserMembers {
         /// The UDP address media goes to, and the same as NIO's, made again only when it changes.
         var mediaAddress: TransportAddress?
         var mediaSocket: SocketAddress?
+        /// The browser's microphone SSRC from its offer, named in the feedback it is sent.
+        let audioSSRC: UInt32?
+        /// Whether its offer has no transport-wide sequence numbers: it is sent a REMB instead of their feedback.
+        let needsEstimate: Bool
         var lastEstimateAt: Duration?
     }
 
@@ -50,13 +54,17 @@ final class BrowserMembers {
         case connected(member: UInt32, standIn: SocketAddress)
         /// An RTP packet as the member's own, from its stand-in address.
         case rtp([UInt8], standIn: SocketAddress)
+        /// A packet of the member's that is not forwarded (RTX, padding) arrived: its transport-wide sequence number,
+        /// for the member's uplink feedback.
+        case arrived(member: UInt32, transportSequence: UInt16)
         /// An RTCP compound in the relay's terms (the member's SSRC, the sources' SSRCs), from its stand-in.
         case rtcp([UInt8], standIn: SocketAddress)
         /// The member's transport failed: it leaves the call, told why.
         case failed(member: UInt32, reason: String)
     }
 
-    /// The bit rate the relay gives each browser as its estimate (REMB), enough for its three layers at 640x360.
+    /// The bit rate the relay gives a browser without transport-wide feedback as its estimate (REMB), enough for its
+    /// three layers at 640x360.
     static let estimateBitsPerSecond = 2_500_000
     /// How often the estimate is sent.
     static let estimateInterval: Duration = .milliseconds(500)
@@ -154,19 +162,20 @@ final class BrowserMembers {
         for media in offer.media where media.isAccepted && media.direction.sends {
             if let mid = media.mid { choices[mid] = MediaChoice(receive: true) }
         }
-        // No transport-wide feedback: the relay sends none yet, so Chrome goes by the REMB estimate it sends.
         let parameters = AnswerParameters(
             iceUfrag: ice.localUfrag, icePwd: ice.localPassword, fingerprint: identity.fingerprint.attribute,
             address: host, port: UInt16(clamping: udpPort), sessionID: UInt64.random(in: 1...UInt64(Int64.max)),
-            choices: choices,
-            extensions: AnswerParameters.relayExtensions.filter { !$0.contains("transport-wide-cc") })
+            choices: choices)
         let answer = try offer.answer(with: parameters).description
         try port.add(transport)
         // A path of 30-odd bytes is far under the 107 a Unix socket address holds: this cannot throw.
         let standIn = try SocketAddress(unixDomainSocketPath: "/parley/browser/\(member)")
+        let sending = offer.media.filter { $0.isAccepted && $0.direction.sends }
         browsers[member] = Browser(
             member: member, ufrag: ice.localUfrag, standIn: standIn,
-            ingress: BrowserIngress(offer: offer, member: ssrcs), pairs: pairs, answer: answer)
+            ingress: BrowserIngress(offer: offer, member: ssrcs), pairs: pairs, answer: answer,
+            audioSSRC: sending.first { $0.kind == .audio }?.ssrcs.first,
+            needsEstimate: !sending.contains { $0.extensionIDs[BrowserIngress.transportSequenceURI] != nil })
         byStandIn[standIn] = member
         byUfrag[ice.localUfrag] = member
         return answer
@@ -259,7 +268,7 @@ final class BrowserMembers {
             result += outcomes(events, of: member)
         }
         for member in browsers.keys.sorted() {
-            guard var browser = browsers[member], browser.connected else { continue }
+            guard var browser = browsers[member], browser.connected, browser.needsEstimate else { continue }
             if let last = browser.lastEstimateAt, now - last < Self.estimateInterval { continue }
             browser.lastEstimateAt = now
             browsers[member] = browser
@@ -286,8 +295,13 @@ final class BrowserMembers {
                 let outcome = browser.ingress.receive(bytes)
                 browsers[member] = browser
                 switch outcome {
-                case .forward(let packet): result.append(.rtp(packet, standIn: browser.standIn))
-                case .dropped(let reason): count(reason)
+                case .forward(let packet):
+                    result.append(.rtp(packet, standIn: browser.standIn))
+                case .dropped(let reason):
+                    count(reason)
+                    if let sequence = browser.ingress.arrivalSequence(bytes) {
+                        result.append(.arrived(member: member, transportSequence: sequence))
+                    }
                 }
             case .rtcp(let bytes):
                 if let compound = inbound(rtcp: bytes, of: member), let browser = browsers[member] {
@@ -330,7 +344,8 @@ final class BrowserMembers {
     // MARK: - To browsers
 
     /// What the relay wrote to a browser member's stand-in, as the datagram to send: RTP put on the slot pair of its
-    /// sender and protected, RTCP about the member's own streams (keyframe requests, NACKs) given the browser's SSRCs.
+    /// sender and protected, RTCP about the member's own streams (keyframe requests, NACKs, transport-wide feedback)
+    /// given the browser's SSRCs.
     /// Nil for what the browser has no use for (a stream it has no slot for, Parley's own feedback).
     func egress(_ data: ByteBuffer, to standIn: SocketAddress, at now: Duration) -> (ByteBuffer, SocketAddress)? {
         guard let member = byStandIn[standIn],
@@ -381,6 +396,13 @@ final class BrowserMembers {
             case .nack(let nack):
                 guard let ssrc = browserSSRC(of: nack.mediaSSRC, in: browser) else { continue }
                 mapped.append(.nack(GenericNACK(senderSSRC: 1, mediaSSRC: ssrc, items: nack.items)))
+            case .other(var raw)
+            where raw.packetType == RTCPPacketType.transportFeedback && raw.count == 15 && raw.body.count >= 8:
+                // The relay's transport-wide feedback on what arrived from the browser: its sequence numbers are the
+                // browser's own (`BrowserIngress` kept them); the media SSRC becomes one of the browser's.
+                guard let ssrc = browser.audioSSRC ?? browser.ingress.layers.keys.min() else { continue }
+                raw.body.replaceSubrange(4..<8, with: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: ssrc >> $0) })
+                mapped.append(.other(raw))
             default: continue
             }
         }

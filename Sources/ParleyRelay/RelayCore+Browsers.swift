@@ -18,6 +18,8 @@ extension RelayCore {
                 requestFirstKeyframes(for: member)
             case .rtp(let packet, let standIn):
                 handleDatagram(AddressedEnvelope(remoteAddress: standIn, data: ByteBuffer(bytes: packet)))
+            case .arrived(let member, let sequence):
+                uplinks.received(sequence, from: member, at: now)
             case .rtcp(let compound, let standIn):
                 handleRTCP(ByteBuffer(bytes: compound), from: standIn)
             case .failed(let member, let reason):

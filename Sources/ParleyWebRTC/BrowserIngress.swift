@@ -3,7 +3,8 @@ import ParleyWire
 /// What a browser sends, made into what a Parley member sends: its SSRCs become the member's block (audio, and the
 /// video layers by rid), its payload types Parley's, its audio level extension Parley's (RFC 6464 at id 1), and every
 /// other header extension is dropped, so the relay's routing, dominant speaker, layer choice and recording see a
-/// browser as any member.
+/// browser as any member. Its transport-wide sequence numbers (transport-cc) move to Parley's extension id, so the
+/// relay's uplink feedback reports on them as on a member's, and Chrome's estimate follows what arrived.
 ///
 /// Chromium's simulcast names no SSRCs in its offer: each layer's SSRC is learned from the rid extension its first
 /// packets carry (it sends it until the receiver's reports acknowledge the SSRC). The page's layers are `f` (full
@@ -17,6 +18,9 @@ public struct BrowserIngress: Sendable {
         case dropped(BrowserIngressError)
     }
 
+    /// The transport-wide sequence number extension (draft-holmer-rmcat-transport-wide-cc-extensions-01).
+    public static let transportSequenceURI =
+        "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
     /// The rid of each of Parley's video layers, largest first.
     public static let layerRIDs = ["f", "h", "q"]
     /// The most browser SSRCs remembered (three layers, their RTX, the microphone).
@@ -29,6 +33,8 @@ public struct BrowserIngress: Sendable {
     private let retransmissionPayloadType: UInt8?
     private let audioSSRCs: Set<UInt32>
     private let audioLevelID: UInt16?
+    private let audioTransportSequenceID: UInt16?
+    private let videoTransportSequenceID: UInt16?
     private let ridID: UInt16?
     private let videoHasRIDs: Bool
     /// Each video SSRC learned, and the layer it carries.
@@ -44,6 +50,8 @@ public struct BrowserIngress: Sendable {
         retransmissionPayloadType = video?.codec?.rtxPayloadType
         audioSSRCs = Set(audio?.ssrcs ?? [])
         audioLevelID = audio?.extensionIDs["urn:ietf:params:rtp-hdrext:ssrc-audio-level"]
+        audioTransportSequenceID = audio?.extensionIDs[Self.transportSequenceURI]
+        videoTransportSequenceID = video?.extensionIDs[Self.transportSequenceURI]
         ridID = video?.extensionIDs["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"]
         videoHasRIDs = !(video?.rids.isEmpty ?? true)
         // Without simulcast the offer's first SSRC is the camera, sent as the full-size layer.
@@ -67,6 +75,9 @@ public struct BrowserIngress: Sendable {
                     AudioLevelIndication(voiceActivity: $0 & 0x80 != 0, level: $0 & 0x7F).headerExtension
                 }
             }
+            if let sequence = Self.sequence(in: elements, id: audioTransportSequenceID) {
+                packet.header.headerExtension = TransportSequence.stamp(sequence, onto: packet.header.headerExtension)
+            }
             return .forward(packet.serialized())
         }
         if type == retransmissionPayloadType { return .dropped(.retransmission) }
@@ -84,8 +95,26 @@ public struct BrowserIngress: Sendable {
         guard let layer = layers[packet.header.ssrc] else { return .dropped(.unknownSSRC(packet.header.ssrc)) }
         packet.header.ssrc = member.videoLayer(layer)
         packet.header.payloadType = MediaPayloadType.vp8
-        packet.header.headerExtension = nil
+        packet.header.headerExtension = Self.sequence(in: elements, id: videoTransportSequenceID).map {
+            TransportSequence.stamp($0, onto: nil)
+        }
         return .forward(packet.serialized())
+    }
+
+    /// The transport-wide sequence number of a packet that is not forwarded (an RTX resend, Chromium's padding
+    /// probes): it arrived all the same, and the feedback must say so, or Chromium takes its probes for losses.
+    public func arrivalSequence(_ bytes: [UInt8]) -> UInt16? {
+        guard let packet = try? RTPPacket(parsing: bytes) else { return nil }
+        let elements = (try? packet.header.headerExtension?.elements()) ?? []
+        return Self.sequence(in: elements, id: videoTransportSequenceID)
+            ?? Self.sequence(in: elements, id: audioTransportSequenceID)
+    }
+
+    private static func sequence(in elements: [RTPHeaderExtensionElement], id: UInt16?) -> UInt16? {
+        guard let id, let element = elements.first(where: { UInt16($0.id) == id }), element.data.count == 2 else {
+            return nil
+        }
+        return UInt16(element.data[0]) << 8 | UInt16(element.data[1])
     }
 }
 

@@ -62,7 +62,7 @@ struct BrowserMemberTests {
         let audioMid = try #require(slot["audio"] as? String)
         #expect(((page()["offerBytes"] as? NSNumber)?.intValue ?? 0) < maxSignalingMessageBytes, "the offer fits")
 
-        // Alice draws bea in a small tile: the smallest of her simulcast layers is the one Chromium sends at once.
+        // Alice draws bea in a small tile: the smallest of its simulcast layers is the one Chromium sends at once.
         alice.reportTiles([TileSize(id: beaID, width: 160, height: 90)])
         func inbound(_ mid: String) -> [String: Any] {
             ((page()["inbound"] as? [String: Any])?[mid] as? [String: Any]) ?? [:]
@@ -90,6 +90,15 @@ struct BrowserMemberTests {
         #expect(atAlice.lastFrameSize == VideoSize(width: 160, height: 90), "the page's smallest layer")
         #expect(atAlice.decodeErrors == 0)
         #expect((inbound(videoMid)["frameWidth"] as? NSNumber)?.intValue == 640, "alice's full layer at the page")
+        // Chromium's estimate grows on the relay's transport-wide feedback: its 320x180 layer, which it leaves off
+        // at its starting estimate, goes out too (without the feedback it stayed under 150 kbit/s, on `q` alone).
+        func sent(_ rid: String) -> Int {
+            (((page()["outbound"] as? [String: Any])?[rid] as? [String: Any])?["framesSent"] as? NSNumber)?.intValue
+                ?? 0
+        }
+        let grew = await eventually(within: .seconds(20)) { sent("h") >= 30 }
+        #expect(
+            grew, "the page sends its h layer: \(page()["outbound"] ?? "nothing"), estimate \(page()["estimate"] ?? 0)")
 
         // Chat both ways.
         alice.perform(.sendChat("hello from the terminal"))

@@ -70,8 +70,9 @@ struct BrowserMembersTests {
         #expect(Set(slotSSRCs.flatMap { $0 }).count == 6, "no SSRC in two sections")
         let cnames = answer.media.dropFirst(2).map { $0.ssrcs.first { $0.attribute == "cname" }?.value }
         #expect(cnames == ["parley-slot-0", "parley-slot-0", "parley-slot-1", "parley-slot-1"])
-        // The relay sends no transport-wide feedback yet: Chrome must go by the REMB it does send.
-        #expect(!text.contains("transport-wide-cc"), "\(text)")
+        // Transport-wide feedback both sections offered: the relay reports what arrived, and sends no REMB.
+        #expect(text.contains("a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"))
+        #expect(browsers.browsers[7]?.needsEstimate == false)
         #expect(text.contains("a=simulcast:recv q;h;f"))
         #expect(browsers.slots(of: 7) == BrowserSlots(slots: []))
         #expect(browsers.browsers[7]?.answer == text)

@@ -76,6 +76,10 @@ struct EveryMessageOnTheWireTests {
                 + #""room":"standup","type":"join","v":1,"verifier":"cd34","videoKbps":1200,"#
                 + #""videoLayers":[{"height":720,"width":1280},{"height":360,"width":640}],"videoMuted":true}"#),
         Row(
+            "join, a browser's offer", .join(JoinRequest(room: "standup", name: "bea", webrtc: "v=0\r\n")),
+            #"{"audioMuted":false,"name":"bea","role":"broadcaster","room":"standup","type":"join","v":1,"#
+                + #""videoMuted":false,"webrtc":"v=0\r\n"}"#),
+        Row(
             "leave", .leave,
             #"{"type":"leave","v":1}"#),
         Row(
@@ -255,6 +259,10 @@ struct EveryMessageOnTheWireTests {
         Row(
             "controller", .controller(ControllerChange(controller: 4, terminal: 9)),
             #"{"controller":4,"terminal":9,"type":"controller","v":1}"#),
+        Row(
+            "slots",
+            .slots(BrowserSlots(slots: [BrowserSlots.Slot(member: 3, audio: "2", video: "3")], unseen: [8])),
+            #"{"slots":[{"audio":"2","member":3,"video":"3"}],"type":"slots","unseen":[8],"v":1}"#),
     ]
 
     static let requests: [Row<MessagingRequest>] = [
@@ -457,7 +465,7 @@ struct EveryMessageOnTheWireTests {
                 + #" "rate-limited", "not-allowed", "password-required", "wrong-password", "password-setup","#
                 + #" "name-taken", "encryption-mismatch", "limit-reached", "removed-by-host", "not-logged-in","#
                 + #" "account-refused","#
-                + #" "unknown-account", "store-failed", "store-unavailable", "internal""#),
+                + #" "unknown-account", "store-failed", "store-unavailable", "media-failed", "internal""#),
         Refusal(
             "redirect without a port", #"{"v":1,"type":"redirect","room":"r","server":"node-b","node":"b"}"#,
             .badField,
