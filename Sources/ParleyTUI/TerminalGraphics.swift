@@ -105,9 +105,11 @@ public struct TerminalGraphics: Hashable, Sendable {
 
     /// Asks the terminal on `input`/`output` (a terminal, before curses starts) and waits up to `timeout` seconds
     /// for the answers: raw mode for the wait, the terminal's modes back after. Keys typed meanwhile are lost.
+    /// The DA1 answer ends the wait, so the timeout is paid only by a terminal that answers nothing: 2 s, because a
+    /// kitty that has just started on a busy machine answered after 0.5 s, and was taken for one without pictures.
     public static func ask(
         input: Int32 = STDIN_FILENO, output: Int32 = STDOUT_FILENO,
-        timeout: Double = 0.5
+        timeout: Double = 2
     ) -> TerminalGraphics {
         var saved = termios()
         guard isatty(input) != 0, isatty(output) != 0, tcgetattr(input, &saved) == 0 else { return TerminalGraphics() }
