@@ -187,7 +187,7 @@ final class BrowserMembers {
         byStandIn[browser.standIn] = nil
         byUfrag[browser.ufrag] = nil
         guard let transport = port.remove(browser.ufrag) else { return [] }
-        return outcomes(transport.close(), of: member)
+        return outcomes(transport.close(), of: member, at: now)
     }
 
     /// The slots of `member`'s page as the page is told them.
@@ -257,7 +257,7 @@ final class BrowserMembers {
             for case .refused(let error) in events { count(error) }
             return []
         }
-        return outcomes(events, of: member)
+        return outcomes(events, of: member, at: now)
     }
 
     /// Every browser's timers: DTLS retransmissions and deadline, consent; and the estimate each is due.
@@ -265,7 +265,7 @@ final class BrowserMembers {
         var result: [Outcome] = []
         for (ufrag, events) in port.tick(at: now) {
             guard let member = byUfrag[ufrag] else { continue }
-            result += outcomes(events, of: member)
+            result += outcomes(events, of: member, at: now)
         }
         for member in browsers.keys.sorted() {
             guard var browser = browsers[member], browser.connected, browser.needsEstimate else { continue }
@@ -279,7 +279,7 @@ final class BrowserMembers {
         return result
     }
 
-    private func outcomes(_ events: [BrowserTransport.Event], of member: UInt32) -> [Outcome] {
+    private func outcomes(_ events: [BrowserTransport.Event], of member: UInt32, at now: Duration) -> [Outcome] {
         var result: [Outcome] = []
         for event in events {
             switch event {
@@ -292,7 +292,7 @@ final class BrowserMembers {
                 result.append(.connected(member: member, standIn: browser.standIn))
             case .rtp(let bytes):
                 guard var browser = browsers[member] else { continue }
-                let outcome = browser.ingress.receive(bytes)
+                let outcome = browser.ingress.receive(bytes, at: now)
                 browsers[member] = browser
                 switch outcome {
                 case .forward(let packet):

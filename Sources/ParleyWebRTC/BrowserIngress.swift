@@ -39,6 +39,12 @@ public struct BrowserIngress: Sendable {
     private let videoHasRIDs: Bool
     /// Each video SSRC learned, and the layer it carries.
     public private(set) var layers: [UInt32: Int] = [:]
+    /// What is added to each video SSRC's timestamps: Chromium starts every simulcast layer at a random timestamp,
+    /// a Parley sender all its layers on one clock, and a Parley receiver tells a switch's keyframe from a stale one
+    /// by its timestamp against the last frame shown (on Chromium's own timestamps half its switches never came).
+    private var timestampOffsets: [UInt32: UInt32] = [:]
+    /// The first video SSRC's last timestamp and when it arrived: the clock every layer is put on.
+    private var reference: (ssrc: UInt32, timestamp: UInt32, at: Duration)?
 
     /// The ingress of a browser whose offer is `offer`, joined as a member with `member`'s SSRCs.
     public init(offer: BrowserOffer, member: MemberSSRCs) {
@@ -58,8 +64,8 @@ public struct BrowserIngress: Sendable {
         if let video, !videoHasRIDs, let camera = video.ssrcs.first { layers[camera] = 0 }
     }
 
-    /// One decrypted RTP packet from the browser, as the member's.
-    public mutating func receive(_ bytes: [UInt8]) -> Outcome {
+    /// One decrypted RTP packet from the browser, arrived at `now`, as the member's.
+    public mutating func receive(_ bytes: [UInt8], at now: Duration = .zero) -> Outcome {
         guard var packet = try? RTPPacket(parsing: bytes) else { return .dropped(.notRTP) }
         let type = packet.header.payloadType
         let elements = (try? packet.header.headerExtension?.elements()) ?? []
@@ -89,10 +95,13 @@ public struct BrowserIngress: Sendable {
             guard let layer = Self.layerRIDs.firstIndex(of: rid) else { return .dropped(.unknownRID(rid)) }
             guard layers.count < Self.maximumSSRCs else { return .dropped(.tooManySSRCs(limit: Self.maximumSSRCs)) }
             // A layer's SSRC changes when the browser restarts its sender: the old one is forgotten.
+            for (old, _) in layers where layers[old] == layer { timestampOffsets[old] = nil }
             layers = layers.filter { $0.value != layer }
             layers[packet.header.ssrc] = layer
+            if reference.map({ layers[$0.ssrc] == nil }) ?? false { reference = nil }
         }
         guard let layer = layers[packet.header.ssrc] else { return .dropped(.unknownSSRC(packet.header.ssrc)) }
+        packet.header.timestamp = onCommonClock(packet.header.timestamp, of: packet.header.ssrc, at: now)
         packet.header.ssrc = member.videoLayer(layer)
         packet.header.payloadType = MediaPayloadType.vp8
         packet.header.headerExtension = Self.sequence(in: elements, id: videoTransportSequenceID).map {
@@ -108,6 +117,27 @@ public struct BrowserIngress: Sendable {
         let elements = (try? packet.header.headerExtension?.elements()) ?? []
         return Self.sequence(in: elements, id: videoTransportSequenceID)
             ?? Self.sequence(in: elements, id: audioTransportSequenceID)
+    }
+
+    /// `timestamp` of `ssrc` on the first video SSRC's clock: a layer seen for the first time is taken to be at
+    /// the time the first SSRC's clock shows now (its last timestamp, run on by the 90 kHz since it arrived), which
+    /// is right to within the few milliseconds between the layers' packets of one frame.
+    private mutating func onCommonClock(_ timestamp: UInt32, of ssrc: UInt32, at now: Duration) -> UInt32 {
+        guard let reference else {
+            self.reference = (ssrc, timestamp, now)
+            timestampOffsets[ssrc] = 0
+            return timestamp
+        }
+        if ssrc == reference.ssrc {
+            if Int32(bitPattern: timestamp &- reference.timestamp) > 0 { self.reference = (ssrc, timestamp, now) }
+            return timestamp
+        }
+        if let offset = timestampOffsets[ssrc] { return timestamp &+ offset }
+        let elapsed = UInt32(
+            truncatingIfNeeded: Int64((max(.zero, now - reference.at) / .seconds(1) * 90_000).rounded()))
+        let offset = reference.timestamp &+ elapsed &- timestamp
+        timestampOffsets[ssrc] = offset
+        return timestamp &+ offset
     }
 
     private static func sequence(in elements: [RTPHeaderExtensionElement], id: UInt16?) -> UInt16? {

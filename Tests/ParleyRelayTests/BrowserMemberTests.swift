@@ -99,6 +99,15 @@ struct BrowserMemberTests {
         let grew = await eventually(within: .seconds(20)) { sent("h") >= 30 }
         #expect(
             grew, "the page sends its h layer: \(page()["outbound"] ?? "nothing"), estimate \(page()["estimate"] ?? 0)")
+        // Alice's tile grows: she switches to the page's h layer at its keyframe (Chromium's layers have clocks of
+        // their own; the relay puts them on one, which the switch goes by).
+        alice.reportTiles([TileSize(id: beaID, width: 300, height: 169)])
+        let switched = await eventually(within: .seconds(10)) {
+            await alice.statistics().peers[beaID]?.lastFrameSize == VideoSize(width: 320, height: 180)
+        }
+        let afterSwitch = await alice.statistics().peers[beaID]
+        #expect(switched, "alice decodes the page's 320x180: \(String(describing: afterSwitch))")
+        #expect(afterSwitch?.decodeErrors == 0)
 
         // Chat both ways.
         alice.perform(.sendChat("hello from the terminal"))

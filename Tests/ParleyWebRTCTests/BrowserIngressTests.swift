@@ -99,6 +99,30 @@ import Testing
         #expect(ingress.receive(Self.packet(type: 96, ssrc: 1)) == .dropped(.unknownSSRC(1)))
     }
 
+    /// Chromium starts each layer at a timestamp of its own; the ingress puts every layer on the first one's clock,
+    /// taking a new layer's first packet to be at the time that clock shows on its arrival.
+    @Test func everyLayerIsPutOnTheFirstLayersClock() throws {
+        var ingress = BrowserIngress(offer: Self.offer, member: Self.member)
+        func timestamp(_ ssrc: UInt32, _ rid: String?, _ at: UInt32, arrived: Duration) throws -> UInt32? {
+            var packet = try RTPPacket(
+                parsing: Self.packet(type: 96, ssrc: ssrc, elements: rid.map { [Self.rid($0)] } ?? []))
+            packet.header.timestamp = at
+            guard case .forward(let bytes) = ingress.receive(packet.serialized(), at: arrived) else { return nil }
+            return try RTPPacket(parsing: bytes).header.timestamp
+        }
+        // (ssrc, rid, timestamp sent, arrival, timestamp forwarded)
+        let rows: [(UInt32, String?, UInt32, Duration, UInt32)] = [
+            (1, "q", 1_000, .milliseconds(0), 1_000),  // the first layer keeps its clock
+            (1, nil, 4_000, .milliseconds(33), 4_000),
+            (2, "h", 700_000, .milliseconds(43), 4_900),  // 10 ms after q's last packet: 900 ticks on
+            (2, nil, 703_000, .milliseconds(76), 7_900),  // then h's own steps
+            (3, "f", UInt32.max - 10, .milliseconds(76), 4_000 &+ 3_870),  // wraps: 43 ms after q's 4,000
+        ]
+        for (ssrc, rid, sent, arrived, forwarded) in rows {
+            #expect(try timestamp(ssrc, rid, sent, arrived: arrived) == forwarded, "ssrc \(ssrc) at \(sent)")
+        }
+    }
+
     @Test func everyReasonSaysWhatWasWrong() {
         for row in Self.rows {
             if case .dropped(let reason) = row.last { #expect(!reason.description.isEmpty) }
