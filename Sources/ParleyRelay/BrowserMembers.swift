@@ -417,22 +417,22 @@ final class BrowserMembers {
     }
 
     private func protectRTP(_ packet: [UInt8], of member: UInt32) -> [Outcome] {
-        guard let browser = browsers[member], let transport = port.transports[browser.ufrag] else { return [] }
-        do {
-            guard let (protected, address) = try transport.protectRTP(packet),
-                let socket = socketAddress(address, of: member)
-            else { return [] }
-            return [.send(protected, to: socket)]
-        } catch {
-            count(error)
-            return []
-        }
+        protect(packet, of: member) { try $0.protectRTP($1) }
     }
 
     private func protectRTCP(_ packet: [UInt8], of member: UInt32) -> [Outcome] {
+        protect(packet, of: member) { try $0.protectRTCP($1) }
+    }
+
+    /// `packet` protected by the member's transport, to send to its media address; nothing before the handshake, and
+    /// nothing (counted) when protecting fails.
+    private func protect(
+        _ packet: [UInt8], of member: UInt32,
+        _ body: (BrowserTransport, [UInt8]) throws -> ([UInt8], TransportAddress)?
+    ) -> [Outcome] {
         guard let browser = browsers[member], let transport = port.transports[browser.ufrag] else { return [] }
         do {
-            guard let (protected, address) = try transport.protectRTCP(packet),
+            guard let (protected, address) = try body(transport, packet),
                 let socket = socketAddress(address, of: member)
             else { return [] }
             return [.send(protected, to: socket)]
