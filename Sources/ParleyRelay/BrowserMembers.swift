@@ -76,8 +76,8 @@ final class BrowserMembers {
     private var byUfrag: [String: UInt32] = [:]
     /// Datagrams and packets refused, by reason (a handful of kinds: the reasons' cases, without their values).
     private(set) var refused: [String: Int] = [:]
-    /// The last refusal in words, for the log.
-    private(set) var lastRefusal: String?
+    /// The browsers' checked addresses, as `refreshCheckedSockets` made them.
+    private var checkedSockets: Set<SocketAddress> = []
 
     private let epoch: ContinuousClock.Instant
     private var limits = DTLSEndpoint.Limits()
@@ -102,9 +102,14 @@ final class BrowserMembers {
     /// Parley client sends neither), SRTP from an address a browser's checks made known.
     func claims(firstByte: UInt8, from remote: SocketAddress) -> Bool {
         guard !browsers.isEmpty else { return false }
-        if firstByte < 64 { return true }
-        guard let address = TransportAddress(remote) else { return false }
-        return port.owners[address] != nil
+        return firstByte < 64 || checkedSockets.contains(remote)
+    }
+
+    /// The port's checked addresses as NIO's (at most 16 a browser), made again after each STUN datagram and each
+    /// removal: the test every datagram takes while a browser is in a call, without making a `TransportAddress`.
+    private func refreshCheckedSockets() {
+        checkedSockets = Set(
+            port.owners.keys.compactMap { try? SocketAddress(ipAddress: $0.hostText, port: Int($0.port)) })
     }
 
     /// A browser member joining with `offer`: its transport, ingress and slots; the relay's SDP answer. `host` is the
@@ -187,6 +192,7 @@ final class BrowserMembers {
         byStandIn[browser.standIn] = nil
         byUfrag[browser.ufrag] = nil
         guard let transport = port.remove(browser.ufrag) else { return [] }
+        refreshCheckedSockets()
         return outcomes(transport.close(), of: member, at: now)
     }
 
@@ -253,6 +259,7 @@ final class BrowserMembers {
     func receive(_ datagram: [UInt8], from remote: SocketAddress, at now: Duration) -> [Outcome] {
         guard let source = TransportAddress(remote) else { return [] }
         let (ufrag, events) = port.receive(datagram, from: source, at: now)
+        if DatagramKind(datagram) == .stun { refreshCheckedSockets() }
         guard let ufrag, let member = byUfrag[ufrag] else {
             for case .refused(let error) in events { count(error) }
             return []
@@ -454,11 +461,9 @@ final class BrowserMembers {
     }
 
     private func count(_ error: any Error) {
-        let text = "\(error)"
         let kind = String(describing: error).prefix { $0 != "(" && $0 != ":" }
         refused[String(kind.prefix(40)), default: 0] += 1
         if refused.count > 64 { refused = ["other": refused.values.reduce(0, +)] }
-        lastRefusal = text
     }
 
     /// A receiver estimate (REMB, draft-alvestrand-rmcat-remb-03) of `estimateBitsPerSecond` for `ssrcs`.
