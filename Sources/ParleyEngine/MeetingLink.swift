@@ -3,8 +3,8 @@ import ParleyRoom
 import ParleyWire
 
 /// A meeting link: the relay and the room in one line, as people paste it into chat or an invitation.
-/// `parley://HOST[:PORT]/ROOM` (TLS, as every call by default), `wss://…` (the same), `ws://…` (a relay without TLS,
-/// joined with `--insecure`). The room is percent-encoded (`parley://relay.example:7878/design%20review`).
+/// `parley://HOST[:PORT]/ROOM` (TLS, as every call by default), `wss://…` and the web form `https://…` (the same),
+/// `ws://…` and `http://…` (a relay without TLS, joined with `--insecure`). The room is percent-encoded (`parley://relay.example:7878/design%20review`).
 public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
     /// The relay.
     public var server: ServerAddress
@@ -31,14 +31,11 @@ public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
         }
         let scheme = trimmed[..<schemeEnd.lowerBound].lowercased()
         switch scheme {
-        case "parley", "wss": insecure = false
-        case "ws": insecure = true
-        case "http", "https":
-            throw AddressError(
-                "\"\(text)\" is a web address; a meeting link starts with parley:// "
-                    + "(parley://HOST:PORT/ROOM)")
+        // The web form is the address of the relay's page for browser guests: the same relay and room.
+        case "parley", "wss", "https": insecure = false
+        case "ws", "http": insecure = true
         default:
-            throw AddressError("a meeting link starts with parley://, wss:// or ws://, not \(scheme)://")
+            throw AddressError("a meeting link starts with parley://, wss://, ws://, https:// or http://, not \(scheme)://")
         }
         let rest = trimmed[schemeEnd.upperBound...]
         if let extra = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
@@ -80,12 +77,21 @@ public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
         room = decoded
     }
 
-    /// The link as Parley writes it: `parley://` (or `ws://` for a relay without TLS), the room percent-encoded.
-    public var description: String {
+    /// The link's web form: the relay's page for a guest without Parley, `https://HOST:PORT/ROOM` (`http://` for a
+    /// relay without TLS).
+    public var webAddress: String {
+        "\(insecure ? "http" : "https")://\(server)/\(encodedRoom)"
+    }
+
+    private var encodedRoom: String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
-        let encoded = room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
-        return "\(insecure ? "ws" : "parley")://\(server)/\(encoded)"
+        return room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
+    }
+
+    /// The link as Parley writes it: `parley://` (or `ws://` for a relay without TLS), the room percent-encoded.
+    public var description: String {
+        "\(insecure ? "ws" : "parley")://\(server)/\(encodedRoom)"
     }
 }
 

@@ -192,7 +192,8 @@ public final class Relay: Sendable {
                         core.value.socketClosed()
                     }
                     return Self.configureSignaling(
-                        channel, core: core, tls: tls, handshake: handshake, messaging: messaging)
+                        channel, core: core, tls: tls, handshake: handshake, messaging: messaging,
+                        page: configuration.webPage)
                 }
                 .bind(host: configuration.host, port: configuration.port).get()
         } catch {
@@ -327,7 +328,7 @@ public final class Relay: Sendable {
     private static func configureSignaling(
         _ channel: any Channel, core: NIOLoopBound<RelayCore>,
         tls: NIOSSLContext?, handshake: Scheduled<Void>,
-        messaging: MessagingService?
+        messaging: MessagingService?, page: WebPage
     ) -> EventLoopFuture<Void> {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 2 * maxSignalingMessageBytes,
@@ -364,7 +365,7 @@ public final class Relay: Sendable {
                         context.pipeline.syncOperations.removeHandler(name: "parley.plain-http", promise: nil)
                     }
                 ))
-            try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler(), name: "parley.plain-http")
+            try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler(page: page), name: "parley.plain-http")
         }
     }
 }

@@ -41,6 +41,8 @@ public struct RelayConfiguration: Sendable {
     public var busLag: (@Sendable () async -> Duration?)? = nil
     /// How long a browser member's DTLS handshake may take; past it the member is told (`media-failed`) and leaves.
     public var browserHandshake: Duration = .seconds(10)
+    /// The page browser guests join from (`https://HOST:PORT/ROOM`); `parley serve` reads it from Resources/web.
+    public var webPage = WebPage(missing: "the relay was started without its web folder")
     /// The cluster's counters (heartbeats failed, nodes reaped, bus events), asked at each scrape; nil, or a hook
     /// returning nil, leaves them out of `/metrics`.
     public var clusterCounters: (@Sendable () -> ClusterCounters?)? = nil

@@ -140,27 +140,54 @@ final class PlainTextOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHa
     }
 }
 
-/// Answers plain HTTP requests (a browser, a health check) with a one-line description instead of hanging.
+/// Answers plain HTTP requests: a browser's request for the room page and its files (`WebPage`), anything else (a
+/// health check, another method) with a short text; the connection closes after each answer.
 final class PlainHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    private let page: WebPage
+    private var request: HTTPRequestHead?
+
+    init(page: WebPage) {
+        self.page = page
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .end = unwrapInboundIn(data) else { return }
-        let body = "Parley relay: connect with a WebSocket (protocol version \(signalingProtocolVersion)).\n"
-        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
-        buffer.writeString(body)
+        switch unwrapInboundIn(data) {
+        case .head(let head): request = head
+        case .body: break
+        case .end:
+            guard let request else { return }
+            self.request = nil
+            respond(context: context, to: request)
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, to request: HTTPRequestHead) {
+        let answer = page.answer(method: request.method.rawValue, uri: request.uri)
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-        headers.add(name: "Content-Length", value: "\(buffer.readableBytes)")
+        headers.add(name: "Content-Type", value: answer.contentType)
+        headers.add(name: "Content-Length", value: "\(answer.body.count)")
+        headers.add(name: "Cache-Control", value: "no-cache")
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "Referrer-Policy", value: "no-referrer")
+        if answer.contentType.hasPrefix("text/html") {
+            // Nothing from elsewhere: the page's own script and style, its WebSocket to this relay, its media.
+            headers.add(
+                name: "Content-Security-Policy",
+                value: "default-src 'self'; connect-src 'self'; media-src 'self' blob: mediastream:; "
+                    + "img-src 'self' data:; worker-src 'self' blob:; frame-ancestors 'none'")
+        }
         headers.add(name: "Connection", value: "close")
-        context.write(
-            wrapOutboundOut(
-                .head(
-                    HTTPResponseHead(
-                        version: .http1_1, status: .upgradeRequired,
-                        headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if request.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: answer.body.count)
+            buffer.writeBytes(answer.body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }

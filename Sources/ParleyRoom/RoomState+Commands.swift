@@ -88,9 +88,18 @@ extension RoomState {
                 show("No meeting link for this call")
                 return []
             }
-            log("Invite: \(inviteLink) (copied to the clipboard where the terminal allows it)", kind: .system)
-            show("Copied \(inviteLink)")
-            return [.copyToClipboard(inviteLink)]
+            // Pressed again, `l` copies the web form: a link for someone without Parley, whose browser joins.
+            guard let webLink, inviteCopiesWebNext else {
+                log("Invite: \(inviteLink) (copied to the clipboard where the terminal allows it)", kind: .system)
+                if let webLink { log("From a browser: \(webLink) (l again copies it)", kind: .system) }
+                inviteCopiesWebNext = webLink != nil
+                show("Copied \(inviteLink)" + (webLink == nil ? "" : " (l again: the browser link)"))
+                return [.copyToClipboard(inviteLink)]
+            }
+            inviteCopiesWebNext = false
+            log("From a browser: \(webLink) (copied; it opens the room's page on the relay)", kind: .system)
+            show("Copied \(webLink) (for a browser)")
+            return [.copyToClipboard(webLink)]
 
         case .chat:
             isChatInputOpen = true

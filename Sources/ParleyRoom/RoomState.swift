@@ -154,6 +154,10 @@ public struct RoomState: Hashable, Sendable {
     public internal(set) var unseenChat = 0
     /// The room's meeting link (parley://HOST:PORT/ROOM), set by the shell that knows the relay.
     public var inviteLink: String?
+    /// The meeting link's web form (https://HOST:PORT/ROOM): the relay's page for a guest without Parley.
+    public var webLink: String?
+    /// The next `l` copies the web link (each press alternates between the two links).
+    public internal(set) var inviteCopiesWebNext = false
     /// The member gave the keys back to the call while let type in a shared terminal (`shareKeysToggle`).
     public internal(set) var shareKeysToCall = false
     /// How far a fullscreen shared terminal larger than its tile is panned (arrow keys), in its cells.

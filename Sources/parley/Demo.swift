@@ -67,6 +67,7 @@ struct Demo: AsyncParsableCommand {
         // The embedded relay gets a fresh self-signed certificate that lives only in memory, and everyone in the
         // demo pins exactly it: a real TLS call, with nothing written to known_relays.
         if !options.relayTrust.insecure { relayConfiguration.tls = try RelayIdentity.selfSigned(hosts: ["127.0.0.1"]) }
+        _ = relayConfiguration.loadWebPage(selfSigned: true)
         let relay = try await Relay.start(relayConfiguration)
         let server = ServerAddress(host: "127.0.0.1", port: relay.signalingPort)
         if let identity = relayConfiguration.tls {

@@ -243,6 +243,7 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        let webNote = configuration.loadWebPage(selfSigned: tlsCert == nil)
         let clusterLag = ClusterLag()
         if stores.clusterSettings != nil {
             configuration.busLag = { clusterLag.read() }
@@ -263,6 +264,7 @@ struct Serve: AsyncParsableCommand {
                 "TLS fingerprint \(identity.fingerprint) (\(stores.certificateNote)); members compare it with what they pinned"
             )
         }
+        say(webNote(relay.signalingPort))
         if !configuration.rooms.isEmpty { say("rooms file \(rooms ?? ""): \(configuration.rooms.count) rooms") }
         say(stores.storeNote)
         var cluster: PostgresCluster?
@@ -570,5 +572,29 @@ final class ClusterLag: Sendable {
         counters.eventsDropped = figures.dropped
         counters.busConnections = figures.busConnections
         return counters
+    }
+}
+
+extension RelayConfiguration {
+    /// Reads the browser guests' page from the resources folder (Resources/web) into `webPage`; the line to print
+    /// once the relay listens says where guests go, or why there is no page.
+    mutating func loadWebPage(selfSigned: Bool) -> @Sendable (Int) -> String {
+        do {
+            webPage = try WebPage(folder: try BundledResources.path("web"))
+        } catch {
+            let reason = "\(error)"
+            webPage = WebPage(missing: reason)
+            return { _ in "no page for browser guests: \(reason)" }
+        }
+        let host = ["0.0.0.0", "::", ""].contains(host) ? "HOST" : host
+        guard let identity = tls else {
+            return { port in "browser guests join at http://\(host):\(port)/ROOM (no TLS: only from this machine)" }
+        }
+        let advice =
+            selfSigned
+            ? "; the certificate is self-signed, so a browser warns once: proceed if it shows fingerprint "
+                + "\(identity.fingerprint) (or serve a real one with --tls-cert)"
+            : ""
+        return { port in "browser guests join at https://\(host):\(port)/ROOM" + advice }
     }
 }

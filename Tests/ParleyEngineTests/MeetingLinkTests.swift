@@ -14,6 +14,9 @@ struct MeetingLinkTests {
         ("ws://127.0.0.1:7878/room", "127.0.0.1", 7878, "room", true),
         ("parley://[::1]:7878/standup", "::1", 7878, "standup", false),
         ("  parley://host:1/a%2Fb  ", "host", 1, "a/b", false),
+        // The web form, the relay's page for browser guests, names the same relay and room.
+        ("https://relay.example:7878/design%20review", "relay.example", 7878, "design review", false),
+        ("http://127.0.0.1:7878/standup", "127.0.0.1", 7878, "standup", true),
     ])
     func linksThatWork(text: String, host: String, port: Int, room: String, insecure: Bool) throws {
         let link = try MeetingLink(parsing: text)
@@ -22,10 +25,18 @@ struct MeetingLinkTests {
         #expect(try MeetingLink(parsing: link.description) == link)
     }
 
+    @Test func theWebFormIsTheRelaysPageForTheSameRoom() throws {
+        let link = try MeetingLink(parsing: "parley://relay.example:7878/design%20review")
+        #expect(link.webAddress == "https://relay.example:7878/design%20review")
+        #expect(try MeetingLink(parsing: link.webAddress) == link)
+        let plain = try MeetingLink(parsing: "ws://127.0.0.1:9000/standup")
+        #expect(plain.webAddress == "http://127.0.0.1:9000/standup")
+        #expect(try MeetingLink(parsing: plain.webAddress) == plain)
+    }
+
     @Test(arguments: [
         ("relay.example:7878/standup", "not a meeting link; a link looks like parley://HOST:PORT/ROOM"),
-        ("https://relay.example/standup", "is a web address; a meeting link starts with parley://"),
-        ("ftp://relay.example/standup", "starts with parley://, wss:// or ws://, not ftp://"),
+        ("ftp://relay.example/standup", "starts with parley://, wss://, ws://, https:// or http://, not ftp://"),
         ("parley://relay.example:7878", "names no room; add it after a slash: parley://relay.example:7878/ROOM"),
         (
             "parley://relay.example:7878/",

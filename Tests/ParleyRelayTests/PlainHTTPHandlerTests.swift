@@ -10,8 +10,12 @@ import Testing
 /// The relay's answer to plain HTTP on its signaling port (a browser, a health check), on an `EmbeddedChannel` with
 /// NIO's HTTP server pipeline in front, as the relay sets it up before a WebSocket upgrade.
 @Suite(.lane(.timing)) struct PlainHTTPHandlerTests {
-    /// What the relay answers a request that is not a WebSocket upgrade.
-    static let body = "Parley relay: connect with a WebSocket (protocol version \(signalingProtocolVersion)).\n"
+    /// What the relay answers a request it has no page for, and one that is not a GET.
+    static let noPage =
+        "Parley relay: this relay serves no web page (the relay was started without its web folder); join with Parley.\n"
+    static let notGET =
+        "Parley relay: the web page answers GET; a Parley client connects with a WebSocket "
+        + "(protocol version \(signalingProtocolVersion)).\n"
 
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
@@ -27,15 +31,15 @@ import Testing
 
     static let rows = [
         Row(
-            name: "a GET", reads: ["GET / HTTP/1.1\r\nHost: relay\r\n\r\n"], status: "HTTP/1.1 426 Upgrade Required",
-            body: body),
+            name: "a GET", reads: ["GET / HTTP/1.1\r\nHost: relay\r\n\r\n"], status: "HTTP/1.1 404 Not Found",
+            body: noPage),
         Row(
             name: "a POST with a body, answered at its end",
             reads: ["POST /parley HTTP/1.1\r\nContent-Length: 5\r\n\r\nhel", "lo"],
-            status: "HTTP/1.1 426 Upgrade Required", body: body),
+            status: "HTTP/1.1 405 Method Not Allowed", body: notGET),
         Row(
             name: "a head in two reads", reads: ["GET /parley HTTP/1.1\r\nHo", "st: relay\r\n\r\n"],
-            status: "HTTP/1.1 426 Upgrade Required", body: body),
+            status: "HTTP/1.1 404 Not Found", body: noPage),
         // NIO's parser error handler answers 400 and leaves the connection open; the relay's handshake timeout
         // closes it (not on an embedded channel's clock, so not checked here).
         Row(
@@ -48,7 +52,8 @@ import Testing
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7878)).wait()
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-        try channel.pipeline.syncOperations.addHandler(PlainHTTPHandler())
+        try channel.pipeline.syncOperations.addHandler(
+            PlainHTTPHandler(page: WebPage(missing: "the relay was started without its web folder")))
         var answer = ""
         for (index, read) in row.reads.enumerated() {
             _ = try? channel.writeInbound(ByteBuffer(string: read))

@@ -943,7 +943,7 @@ struct DirectChatTests {
 
 @Suite("Room reducer: the invite link")
 struct InviteTests {
-    @Test("l shows the meeting link in the chat and asks the shell to copy it; without one it says so")
+    @Test("l shows the meeting link in the chat and asks the shell to copy it, again the web form; without one it says so")
     func invite() {
         var room = Room(peers: 1)
         #expect(room.press(.char("l")).isEmpty)
@@ -952,6 +952,14 @@ struct InviteTests {
         #expect(room.press(.char("l")) == [.copyToClipboard("parley://relay.example:7878/standup")])
         #expect(room.lastChat?.text.hasPrefix("Invite: parley://relay.example:7878/standup") == true)
         #expect(room.notice == "Copied parley://relay.example:7878/standup")
+        // With the web form known, the first press names both and copies the meeting link, the next the web form.
+        room.state.webLink = "https://relay.example:7878/standup"
+        #expect(room.press(.char("l")) == [.copyToClipboard("parley://relay.example:7878/standup")])
+        #expect(room.lastChat?.text == "From a browser: https://relay.example:7878/standup (l again copies it)")
+        #expect(room.notice == "Copied parley://relay.example:7878/standup (l again: the browser link)")
+        #expect(room.press(.char("l")) == [.copyToClipboard("https://relay.example:7878/standup")])
+        #expect(room.notice == "Copied https://relay.example:7878/standup (for a browser)")
+        #expect(room.press(.char("l")) == [.copyToClipboard("parley://relay.example:7878/standup")])
     }
 }
 

@@ -198,11 +198,10 @@ final class CallSession {
             settings: settings)
         for notice in notices { _ = reduce(&state, .event(.alert(.message(notice)))) }
         state.greeting = greeting
-        state.inviteLink =
-            MeetingLink(
-                server: configuration.server, room: configuration.room,
-                insecure: configuration.insecureTransport
-            ).description
+        let meetingLink = MeetingLink(
+            server: configuration.server, room: configuration.room, insecure: configuration.insecureTransport)
+        state.inviteLink = meetingLink.description
+        state.webLink = meetingLink.webAddress
         state.shareCommand = state.inviteLink.map {
             "parley share \($0)" + (configuration.insecureTransport ? " --insecure" : "")
         }
