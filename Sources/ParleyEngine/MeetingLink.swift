@@ -35,7 +35,8 @@ public struct MeetingLink: Sendable, Hashable, CustomStringConvertible {
         case "parley", "wss", "https": insecure = false
         case "ws", "http": insecure = true
         default:
-            throw AddressError("a meeting link starts with parley://, wss://, ws://, https:// or http://, not \(scheme)://")
+            throw AddressError(
+                "a meeting link starts with parley://, wss://, ws://, https:// or http://, not \(scheme)://")
         }
         let rest = trimmed[schemeEnd.upperBound...]
         if let extra = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {

@@ -108,8 +108,9 @@ package final class SignalingConnection: Sendable {
         }
     }
 
-    /// Connects to the WebSocket at `path` and calls `onText` with each text frame, then nil once it closed.
-    static func connect(
+    /// Connects to the WebSocket at `path` and calls `onText` with each text frame, then nil once it closed
+    /// (`package`: tests drive Chromium's DevTools WebSocket with it).
+    package static func connect(
         to address: ServerAddress, path: String, on loop: any EventLoop,
         security: SignalingSecurity = .insecure, timeout: TimeAmount = .seconds(5),
         trusted: @escaping @Sendable (RelayTrustDecision) -> Void = { _ in },
@@ -254,8 +255,8 @@ package final class SignalingConnection: Sendable {
     /// Sends what `queueMedia` queued.
     func flush() { channel.flush() }
 
-    /// Sends arbitrary text as one frame (tests use it to send what the protocol forbids).
-    func sendRawText(_ text: String) {
+    /// Sends arbitrary text as one frame (tests use it to send what the protocol forbids, and DevTools commands).
+    package func sendRawText(_ text: String) {
         var buffer = channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)

@@ -27,6 +27,12 @@ public struct CertificateFingerprint: Hashable, Sendable, CustomStringConvertibl
     public var description: String {
         "SHA256:" + Data(bytes).base64EncodedString().replacingOccurrences(of: "=", with: "")
     }
+
+    /// The same digest as a browser's certificate viewer and `openssl x509 -fingerprint -sha256` write it: hex
+    /// byte pairs, upper case, colon-separated.
+    public var hex: String {
+        bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
+    }
 }
 
 /// What went wrong reading or making a relay's certificate, or a fingerprint.

@@ -424,7 +424,8 @@ func target(_ text: String, server: String?, insecure: Bool) throws
                 "the link names the relay \(link.server) and --server says \(given): give one of them")
         }
         if link.insecure && !insecure {
-            throw ValidationError("\(text) is a link to a relay without TLS (ws:// or http://): add --insecure to join it")
+            throw ValidationError(
+                "\(text) is a link to a relay without TLS (ws:// or http://): add --insecure to join it")
         }
         address = link.server
         typedRoom = link.room

@@ -592,8 +592,8 @@ extension RelayConfiguration {
         }
         let advice =
             selfSigned
-            ? "; the certificate is self-signed, so a browser warns once: proceed if it shows fingerprint "
-                + "\(identity.fingerprint) (or serve a real one with --tls-cert)"
+            ? "; the certificate is self-signed, so a browser warns once: proceed if its SHA-256 fingerprint is "
+                + "\(identity.fingerprint.hex) (or serve a real one with --tls-cert)"
             : ""
         return { port in "browser guests join at https://\(host):\(port)/ROOM" + advice }
     }

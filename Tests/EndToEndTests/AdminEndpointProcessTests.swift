@@ -119,7 +119,8 @@ struct AdminEndpointProcessTests {
             let relayPort = try #require(
                 relay.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(relay.output)")
             let adminPort = try #require(
-                relay.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(relay.output)")
+                relay.output.firstMatch(of: /admin endpoints \/metrics and \/healthz on http:\/\/127\.0\.0\.1:(\d+)/)
+                    .flatMap { Int($0.1) }, "\(relay.output)")
             #expect(adminPort != relayPort)
 
             let health = try await Self.get("/healthz", port: adminPort)
@@ -210,7 +211,8 @@ struct AdminEndpointProcessTests {
         do {
             #expect(try await Self.waitFor("admin endpoints /metrics and /healthz on http://127.0.0.1:", in: relay))
             let adminPort = try #require(
-                relay.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(relay.output)")
+                relay.output.firstMatch(of: /admin endpoints \/metrics and \/healthz on http:\/\/127\.0\.0\.1:(\d+)/)
+                    .flatMap { Int($0.1) }, "\(relay.output)")
             let up = try await Self.get("/healthz", port: adminPort)
             #expect(up.status == 200 && up.body.contains(#""store":"reachable""#), "\(up.head)\n\(up.body)")
             /// Polls `/metrics` until `series` satisfies `condition` (at most 10 s).

@@ -206,7 +206,9 @@ struct ClusterProcessTests {
             try await node.process.output(containing: "trunks to the other nodes on udp", within: .seconds(20))
             adminPorts.append(
                 try #require(
-                    node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                    node.process.output.firstMatch(
+                        of: /admin endpoints \/metrics and \/healthz on http:\/\/127\.0\.0\.1:(\d+)/
+                    ).flatMap { Int($0.1) },
                     "\(node.process.output)"))
             trunkPorts.append(
                 try #require(

@@ -25,9 +25,15 @@ import Testing
                 ["join", "standup", "--server", "ws://127.0.0.1:7878/room", "--insecure"],
                 "is a link, not a relay address: join it with parley join ws://127.0.0.1:7878/room"
             ),
-            (["join", "ws://127.0.0.1:7878/room"], "is a link to a relay without TLS (ws:// or http://): add --insecure"),
+            (
+                ["join", "ws://127.0.0.1:7878/room"],
+                "is a link to a relay without TLS (ws:// or http://): add --insecure"
+            ),
             (["join", "parley://127.0.0.1:7878"], "names no room; add it after a slash: parley://127.0.0.1:7878/ROOM"),
-            (["join", "http://127.0.0.1:7878/room"], "is a link to a relay without TLS (ws:// or http://): add --insecure"),
+            (
+                ["join", "http://127.0.0.1:7878/room"],
+                "is a link to a relay without TLS (ws:// or http://): add --insecure"
+            ),
             (
                 ["join", "parley://relay.example/standup", "--server", "other.example:7878"],
                 "the link names the relay relay.example:7878 and --server says other.example:7878"

@@ -28,7 +28,9 @@ extension ClusterProcessTests {
             try await node.process.output(containing: "--placement spread", within: .seconds(20))
             admin.append(
                 try #require(
-                    node.process.output.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) },
+                    node.process.output.firstMatch(
+                        of: /admin endpoints \/metrics and \/healthz on http:\/\/127\.0\.0\.1:(\d+)/
+                    ).flatMap { Int($0.1) },
                     "\(node.process.output)"))
         }
         let up = try await eventually(seconds: 20) {

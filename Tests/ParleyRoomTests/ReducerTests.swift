@@ -943,7 +943,9 @@ struct DirectChatTests {
 
 @Suite("Room reducer: the invite link")
 struct InviteTests {
-    @Test("l shows the meeting link in the chat and asks the shell to copy it, again the web form; without one it says so")
+    @Test(
+        "l shows the meeting link in the chat and asks the shell to copy it, again the web form; without one it says so"
+    )
     func invite() {
         var room = Room(peers: 1)
         #expect(room.press(.char("l")).isEmpty)

@@ -42,6 +42,10 @@ import X509
         let text = Self.fingerprint.description
         #expect(text.hasPrefix("SHA256:") && text.count == 7 + 43 && !text.contains("="))
         #expect(try CertificateFingerprint(parsing: text) == Self.fingerprint)
+        // As a browser's certificate viewer and openssl write it (`printf '\1\2\3' | sha256sum`).
+        #expect(
+            Self.fingerprint.hex
+                == "03:90:58:C6:F2:C0:CB:49:2C:53:3B:0A:4D:14:EF:77:CC:0F:78:AB:CC:CE:D5:28:7D:84:A1:A2:01:1C:FB:81")
     }
 }
 
