@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ParleyMedia
 import ParleyProcesses
+import ParleySecurity
 import ParleyTestLanes
 import ParleyTestSupport
 import ParleyWire
@@ -188,6 +189,88 @@ struct BrowserPageTests {
         #expect(removed, "\(why)")
         await alice.leave()
         await relay.shutdown()
+    }
+
+    /// Over the relay's TLS (its self-signed certificate, which the test's Chromium is told to accept as a user
+    /// who compared the fingerprint would): a room alice made with a password asks the page for it, refuses a
+    /// wrong one, and takes the right one, proven with the page's WebCrypto as `parley join` proves it (a proof the
+    /// relay checks with Swift's `RoomPassword`); the page then decodes alice over `wss://` and DTLS. A room whose
+    /// members encrypt end to end refuses the page and says why.
+    @Test func aPasswordRoomOverTLSAndAnEncryptedRoomRefused() async throws {
+        try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
+        var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger())
+        configuration.webPage = try WebPage(folder: Self.webFolder)
+        configuration.tls = try RelayIdentity.selfSigned(hosts: ["127.0.0.1"])
+        let relay = try await Relay.start(configuration)
+        let store = try RelayTrustStore(path: nil)
+        func member(_ name: String, room: String, password: String? = nil, secret: String? = nil) throws -> CallEngine {
+            var settings = CallConfiguration(
+                server: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), room: room, name: name,
+                profile: VideoProfile(width: 320, height: 180, fps: 15, bitrateKbps: 300), audioSource: .synthetic,
+                showsSelfView: false, logger: quietLogger())
+            settings.signalingSecurity = .tls(store)
+            settings.signalingTimeout = .seconds(15)
+            settings.password = password
+            settings.encryption = try secret.map { try CallEncryption(secret: $0, room: room, suite: .aes128GCM) }
+            let engine = try CallEngine(settings)
+            engine.start()
+            return engine
+        }
+        let alice = try member("alice", room: "locked", password: "correct horse")
+        let carl = try member("carl", room: "sealed", secret: "a long shared secret")
+        try await waitUntil("alice and carl are in", timeout: .seconds(20), every: .milliseconds(100)) {
+            let aliceID = await alice.statistics().localID
+            let carlID = await carl.statistics().localID
+            return aliceID != 0 && carlID != 0
+        }
+        let aliceID = await alice.statistics().localID
+
+        let page = try await DevToolsPage.open("https://127.0.0.1:\(relay.signalingPort)/locked", tag: "locked")
+        defer { page.stop() }
+        try await Self.waitForScript(page)
+        func joinWith(name: String, password: String) async throws {
+            _ = try await page.evaluate(
+                """
+                (() => { document.getElementById("name").value = \(Self.quoted(name));
+                  document.getElementById("password").value = \(Self.quoted(password));
+                  document.getElementById("join").click(); return true; })()
+                """)
+        }
+        func lobby() async -> String {
+            (try? await page.evaluate(#"document.getElementById("lobby-status").textContent"#)) ?? ""
+        }
+        try await joinWith(name: "bea", password: "")
+        let asked = await eventually(within: .seconds(10)) { await lobby().contains("This room has a password") }
+        var said = await lobby()
+        #expect(asked, "\(said)")
+        try await joinWith(name: "bea", password: "wrong horse")
+        let wrong = await eventually(within: .seconds(10)) { await lobby().contains("not the room's password") }
+        said = await lobby()
+        #expect(wrong, "\(said)")
+        try await joinWith(name: "bea", password: "correct horse")
+        let decoded = await eventually(within: .seconds(30)) {
+            let now = try? await page.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
+            return (now?.frames["\(aliceID)"]?.decoded ?? 0) >= 10
+        }
+        let text = (try? await page.evaluate("window.parley.snapshot()")) ?? ""
+        #expect(decoded, "\(text.prefix(3_000))")
+
+        // The encrypted room: refused, with what to do.
+        _ = try? await page.evaluate(#"location.assign("/sealed?name=dana&join=1")"#)
+        try await Self.waitForScript(page)
+        let refused = await eventually(within: .seconds(10)) {
+            await lobby().contains("end-to-end encrypted and this page cannot take part")
+        }
+        said = await lobby()
+        #expect(refused, "\(said)")
+        await alice.leave()
+        await carl.leave()
+        await relay.shutdown()
+    }
+
+    /// A JavaScript string literal of `text`.
+    static func quoted(_ text: String) -> String {
+        (try? JSONEncoder().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? #""""#
     }
 
     /// The page's layout.js against the terminal's VideoViewLayouter, case by case: the same tiles, numbers and
