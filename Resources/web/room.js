@@ -18,6 +18,7 @@ const call = {
   slots: [], unseen: [], tracks: new Map(), full: null, page: 0, pendingDigit: null, micMuted: false,
   cameraOff: false, dominant: 0, recorders: new Map(), errors: [], chat: [], layout: null, left: null,
   lastTiles: "", tilesTimer: 0, pingTimer: 0, pairs: 0, joinedAt: 0, offerBytes: 0,
+  info: false, tileStats: new Map(), counters: new Map(), statsTimer: 0, measured: 0,
 };
 
 // ---------------------------------------------------------------------------------------------------- names
@@ -318,11 +319,15 @@ function enterCall() {
   $("room-title").textContent = call.room;
   logChat("system", `You joined ${call.room} as ${call.name}. Others join with parley join ${parleyLink()}`);
   call.pingTimer = setInterval(() => send("ping", { token: Date.now() }), 2000);
+  call.statsTimer = setInterval(() => measure().catch(() => {}), 1000);
   history.replaceState(null, "", "/" + encodeURIComponent(call.room));
 }
 
 function stopCall() {
   clearInterval(call.pingTimer);
+  clearInterval(call.statsTimer);
+  call.tileStats = new Map();
+  call.counters = new Map();
   clearTimeout(call.tilesTimer);
   if (call.pc) call.pc.close();
   const socket = call.socket;
@@ -380,7 +385,7 @@ function tileElement(id) {
     tile = document.createElement("div");
     tile.id = `tile-${id}`;
     tile.className = "tile";
-    tile.innerHTML = '<video autoplay playsinline muted></video><div class="placeholder"></div><span class="number"></span><span class="label"></span>';
+    tile.innerHTML = '<video autoplay playsinline muted></video><div class="placeholder"></div><span class="number"></span><span class="label"></span><span class="stats"></span>';
     tile.addEventListener("dblclick", () => toggleFull(id));
     $("grid").appendChild(tile);
   }
@@ -420,6 +425,9 @@ function render() {
     tile.querySelector(".number").textContent = placed.number ? String(placed.number) : "";
     const muted = id === call.you ? call.micMuted : member.audioMuted;
     tile.querySelector(".label").textContent = `${member.name}${id === call.you ? " (you)" : ""}${muted ? " · muted" : ""}`;
+    const stats = tile.querySelector(".stats");
+    stats.textContent = call.info ? (call.tileStats.get(id) || "measuring…") : "";
+    stats.hidden = !call.info;
   });
   for (const tile of [...stage.children]) if (!shown.has(tile.id)) tile.remove();
   renderAudio();
@@ -497,6 +505,62 @@ function scheduleTiles() {
   }, 250);
 }
 
+/** Kilobits per second of a byte counter since the last measurement (0 the first time). */
+function rate(key, bytes, now) {
+  const last = call.counters.get(key);
+  call.counters.set(key, { bytes, now });
+  if (!last || now <= last.now || bytes < last.bytes) return 0;
+  return ((bytes - last.bytes) * 8) / (now - last.now);
+}
+
+/** The `i` figures of every tile, as the terminal's: what arrives per peer (size, frame rate, bit rate, loss) and
+ * what this page sends (the camera's layers, their rate); every other second the room's `stats` report. */
+async function measure() {
+  if (!call.pc) return;
+  const now = performance.now();
+  const texts = new Map();
+  const sent = { width: 0, height: 0, fps: 0, videoKbps: 0, audioKbps: 0, layers: [] };
+  (await call.pc.getStats()).forEach((stat) => {
+    if (stat.type === "inbound-rtp" && stat.kind === "video") {
+      const slot = call.slots.find((s) => s.video === stat.mid);
+      if (!slot) return;
+      const kbps = rate(`in-${stat.mid}`, stat.bytesReceived || 0, now);
+      const lost = Math.max(0, stat.packetsLost || 0);
+      const got = stat.packetsReceived || 0;
+      const last = call.counters.get(`loss-${stat.mid}`) || { lost: 0, got: 0 };
+      call.counters.set(`loss-${stat.mid}`, { lost, got });
+      const packets = Math.max(0, lost - last.lost) + Math.max(0, got - last.got);
+      const loss = packets > 0 ? (100 * Math.max(0, lost - last.lost)) / packets : 0;
+      texts.set(slot.member, `${stat.frameWidth || 0}x${stat.frameHeight || 0} · ${Math.round(stat.framesPerSecond || 0)} fps`
+        + ` · ${Math.round(kbps)} kbit/s · ${loss.toFixed(1)}% lost`);
+    } else if (stat.type === "outbound-rtp" && stat.kind === "video") {
+      sent.videoKbps += rate(`out-${stat.rid || stat.ssrc}`, stat.bytesSent || 0, now);
+      if (!stat.frameWidth) return;
+      sent.layers.push(`${stat.frameWidth}x${stat.frameHeight}`);
+      if (stat.frameWidth > sent.width) {
+        sent.width = stat.frameWidth;
+        sent.height = stat.frameHeight || 0;
+        sent.fps = stat.framesPerSecond || 0;
+      }
+    } else if (stat.type === "outbound-rtp" && stat.kind === "audio") {
+      sent.audioKbps += rate(`out-audio-${stat.ssrc}`, stat.bytesSent || 0, now);
+    }
+  });
+  if (call.cameraOff) { sent.width = 0; sent.height = 0; sent.fps = 0; }
+  const layers = sent.layers.length ? ` (sent as ${sent.layers.join(", ")})` : "";
+  texts.set(call.you, call.cameraOff ? "camera off" : `${sent.width}x${sent.height} · ${Math.round(sent.fps)} fps`
+    + ` · ${Math.round(sent.videoKbps)} kbit/s${layers}`);
+  call.tileStats = texts;
+  call.measured += 1;
+  if (call.measured % 2 === 0) {
+    send("stats", {
+      width: sent.width, height: sent.height, fps: Number(sent.fps.toFixed(2)),
+      videoKbps: Number(sent.videoKbps.toFixed(1)), audioKbps: Number(sent.audioKbps.toFixed(1)),
+    });
+  }
+  if (call.info) render();
+}
+
 // ---------------------------------------------------------------------------------------------------- controls
 
 function toggleMic() {
@@ -562,7 +626,7 @@ function onKey(event) {
   }
   call.pendingDigit = null;
   const actions = {
-    m: toggleMic, v: toggleCamera, l: copyLink,
+    m: toggleMic, v: toggleCamera, l: copyLink, i: () => { call.info = !call.info; render(); },
     Escape: () => { call.full = null; render(); },
     t: () => $("chat-input").focus(), Enter: () => $("chat-input").focus(),
     "]": () => { call.page += 1; render(); }, "[": () => { call.page = Math.max(0, call.page - 1); render(); },
@@ -609,6 +673,7 @@ async function snapshot() {
     members: call.order.map((id) => Object.assign({ id }, call.members.get(id))),
     slots: call.slots, unseen: call.unseen, frames, heard, micMuted: call.micMuted, cameraOff: call.cameraOff,
     fullscreen: call.full, layout: call.layout, chat: call.chat.map((line) => line.text), errors: call.errors,
+    info: call.info ? Object.fromEntries(call.tileStats) : null,
     lobby: $("lobby").hidden ? null : $("lobby-status").textContent,
     sending: call.pc ? call.pc.getTransceivers()[1].sender.getParameters().encodings.map((e) => ({ rid: e.rid, active: e.active })) : [],
   };

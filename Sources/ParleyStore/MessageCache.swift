@@ -87,7 +87,7 @@ public final class MessageCache: Sendable {
                         );
                         """)
             }
-            try migrator.migrate(queue)
+            try withSchemaLock(path) { try migrator.migrate(queue) }
         } catch let error as StoreError {
             throw error
         } catch {

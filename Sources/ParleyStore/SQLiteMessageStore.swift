@@ -33,8 +33,15 @@ public final class SQLiteMessageStore: MessageStore {
                 // A PRAGMA: no query-interface form.
                 configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             }
-            pool = try DatabasePool(path: path, configuration: configuration)
-            if !readOnly { try Self.migrator.migrate(pool) }
+            if readOnly {
+                pool = try DatabasePool(path: path, configuration: configuration)
+            } else {
+                pool = try withSchemaLock(path) {
+                    let pool = try DatabasePool(path: path, configuration: configuration)
+                    try Self.migrator.migrate(pool)
+                    return pool
+                }
+            }
         } catch {
             throw Self.explain(error, doing: "open \(path)")
         }

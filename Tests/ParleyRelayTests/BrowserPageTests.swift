@@ -42,13 +42,15 @@ struct PageSnapshot: Decodable {
     var chat: [String]
     var errors: [String]
     var lobby: String?
+    /// Each tile's `i` figures by member id, nil while they are hidden.
+    var info: [String: String]?
 
     func member(_ id: UInt32) -> Member? { members.first { $0.id == id } }
 }
 
 /// The guests' page itself, served by the relay, in a real headless Chromium driven as a user drives it (keys
 /// through the DevTools protocol): it joins from its link's `?name=&join=1` beside a Parley client with real
-/// codecs; each decodes and hears the other; chat both ways (typed into the page); mute both ways (`m`); with a
+/// codecs; each decodes and hears the other; `i` shows each tile's figures; chat both ways (typed into the page); mute both ways (`m`); with a
 /// third member a tile's number twice is fullscreen and `Esc` the grid; the host removes the page, which says so.
 @Suite(.serialized, .lane(.browsers), .timeLimit(.minutes(3)))
 struct BrowserPageTests {
@@ -136,6 +138,18 @@ struct BrowserPageTests {
         #expect(await alice.statistics().peers[beaID]?.decodeErrors == 0)
         #expect(try await snapshot().frames["\(aliceID)"]?.width == 640, "alice's full layer in the page's big tile")
 
+        // i: each tile's figures, as the terminal's: alice's 640x360 as it arrives, the layers the page sends.
+        try await page.press("i")
+        let figures = await eventually(within: .seconds(10)) {
+            let info = (try? await snapshot().info) ?? nil
+            return info?["\(aliceID)"]?.hasPrefix("640x360 · ") == true
+                && info?["\(beaID)"]?.contains("sent as") == true
+        }
+        var why = await failure()
+        #expect(figures, "\(why)")
+        try await page.press("i")
+        #expect(try await snapshot().info == nil)
+
         // Chat both ways: typed into the page's chat (t, the text, Enter).
         alice.perform(.sendChat("hello from the terminal"))
         try await page.press("t")
@@ -145,7 +159,7 @@ struct BrowserPageTests {
             let atPage = (try? await snapshot().chat) ?? []
             return atPage.contains("alice: hello from the terminal") && log.chats.contains("hello from chrome")
         }
-        var why = await failure()
+        why = await failure()
         #expect(chatted, "alice: \(log.chats); \(why)")
 
         // Mute both ways: m on the page; alice mutes hers.
