@@ -21,8 +21,10 @@ struct NodeLinks {
     var trunkPacketsSent = 0
     var trunkPacketsReceived = 0
     var trunkPacketsUnsent = 0
-    /// Video packets not sent to a node because none of its members needs their layer.
+    /// Video packets not sent to a node because none of its members needs their layer, and those sent to one whose
+    /// members do.
     var trunkPacketsWithheld = 0
+    var trunkVideoPacketsSent = 0
     /// Media from another node's member beyond the rate that member is held to here, dropped.
     var trunkPacketsOverRate = 0
     /// Control messages (layer needs) sent to other nodes, received from them, and refused as malformed.
@@ -66,6 +68,7 @@ struct NodeLinks {
         counters.trunkPacketsReceived = trunkPacketsReceived
         counters.trunkPacketsUnsent = trunkPacketsUnsent
         counters.trunkPacketsWithheld = trunkPacketsWithheld
+        counters.trunkVideoPacketsSent = trunkVideoPacketsSent
         counters.trunkPacketsOverRate = trunkPacketsOverRate
         counters.trunkControlSent = trunkControlSent
         counters.trunkControlReceived = trunkControlReceived
@@ -213,6 +216,7 @@ extension RelayCore {
                 links.trunkPacketsWithheld += 1
                 continue
             }
+            if layer != nil { links.trunkVideoPacketsSent += 1 }
             sendToNode(data, node: node)
         }
     }

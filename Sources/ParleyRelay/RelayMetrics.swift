@@ -118,6 +118,11 @@ public final class RelayMetrics: Sendable {
                 counters.trunkPacketsWithheld
             ),
             (
+                "trunk_video_packets_sent",
+                "Video datagrams sent to another node because one of its members needs their layer.",
+                counters.trunkVideoPacketsSent
+            ),
+            (
                 "trunk_packets_over_rate",
                 "Media datagrams from another node's members dropped for going beyond the rate each is held to here.",
                 counters.trunkPacketsOverRate

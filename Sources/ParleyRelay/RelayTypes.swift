@@ -196,6 +196,8 @@ public struct RelayCounters: Sendable, Equatable {
     public var trunkPacketsUnsent = 0
     /// Video packets not sent to a node because none of its members needs their layer.
     public var trunkPacketsWithheld = 0
+    /// Video packets of a layer sent to a node whose members need it (one per such node).
+    public var trunkVideoPacketsSent = 0
     /// Media from another node's members dropped here for going beyond the rate each is held to (the trunk's bound:
     /// the sum of its members' rates).
     public var trunkPacketsOverRate = 0

@@ -162,7 +162,13 @@ extension ClusterProcessTests {
         let adminA = admin[0]
         let seen = try await LayersAcrossNodes.run(
             ports: nodes.map(\.address.port), room: "layers",
-            withheld: { Int(try await Self.metrics(adminA)["parley_trunk_packets_withheld_total"] ?? 0) })
+            trunkVideo: {
+                let metrics = try await Self.metrics(adminA)
+                return (
+                    Int(metrics["parley_trunk_video_packets_sent_total"] ?? 0),
+                    Int(metrics["parley_trunk_packets_withheld_total"] ?? 0)
+                )
+            })
         #expect(LayersAcrossNodes.problems(in: seen).isEmpty, "\(LayersAcrossNodes.problems(in: seen)): \(seen)")
     }
 

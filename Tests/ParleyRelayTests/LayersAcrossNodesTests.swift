@@ -30,7 +30,10 @@ struct LayersAcrossNodesTests {
         let first = cluster.relays[0]
         let seen = try await LayersAcrossNodes.run(
             ports: cluster.relays.map(\.signalingPort), room: "spread",
-            withheld: { try await first.counters().trunkPacketsWithheld })
+            trunkVideo: {
+                let counters = try await first.counters()
+                return (counters.trunkVideoPacketsSent, counters.trunkPacketsWithheld)
+            })
         #expect(LayersAcrossNodes.problems(in: seen).isEmpty, "\(LayersAcrossNodes.problems(in: seen)): \(seen)")
         // The layer needs crossed as authenticated control messages, none refused.
         let counters = try await first.counters()
