@@ -2,6 +2,7 @@
 // signaling (the WebSocket and JSON of `parley join`, docs/protocol.md) with its WebRTC offer in the join; the relay
 // answers it and puts each peer on one of its receive pairs (`slots`). No build step, nothing fetched from elsewhere.
 import { layout } from "/web/layout.js";
+import { SFrameOpener, SFrameSender, checkSecret, openChat, roomMaster, safetyCode, sealChat, streams, suites } from "/web/sframe.js";
 
 const $ = (id) => document.getElementById(id);
 const query = new URLSearchParams(location.search);
@@ -18,7 +19,7 @@ const call = {
   slots: [], unseen: [], tracks: new Map(), full: null, page: 0, pendingDigit: null, micMuted: false,
   cameraOff: false, dominant: 0, recorders: new Map(), errors: [], chat: [], layout: null, left: null,
   lastTiles: "", tilesTimer: 0, pingTimer: 0, pairs: 0, joinedAt: 0, offerBytes: 0,
-  info: false, tileStats: new Map(), counters: new Map(), statsTimer: 0, measured: 0,
+  info: false, tileStats: new Map(), counters: new Map(), statsTimer: 0, measured: 0, e2ee: null,
 };
 
 // ---------------------------------------------------------------------------------------------------- names
@@ -64,6 +65,80 @@ async function passwordVerifier(password, room) {
 async function passwordProof(verifier, nonce, room, name) {
   const key = await crypto.subtle.importKey("raw", verifier, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return hex(await crypto.subtle.sign("HMAC", key, concat(nonce, utf8(room), new Uint8Array([0]), utf8(name))));
+}
+
+// ---------------------------------------------------------------------------------------------------- encryption
+
+/** The room's end-to-end encryption from its secret (typed here, never sent): the master key, this member's random
+ * sender id, the safety code, the chat stream's sender and an opener, and the worker that seals and opens media. */
+async function startEncryption(secret, room, suite) {
+  checkSecret(secret);
+  if (typeof RTCRtpScriptTransform === "undefined") {
+    throw new Error("This browser cannot take part in end-to-end encryption: it needs RTCRtpScriptTransform "
+      + "(Chromium 141 or later). Join with parley join, or from a newer browser.");
+  }
+  lobbyStatus("Deriving the room key from the secret…");
+  const master = await roomMaster(secret, room);
+  const random = crypto.getRandomValues(new Uint32Array(2));
+  const senderID = ((BigInt(random[0] & 0x3fff) << 32n) | BigInt(random[1])).toString();  // 46 random bits
+  const worker = new Worker("/web/sframe-worker.js", { type: "module" });
+  const e2ee = {
+    suite, master, senderID, worker, safety: await safetyCode(master, suite), counts: {}, last: new Map(), mids: new Map(),
+    failing: new Set(), chatSender: await SFrameSender.make(master, suite, senderID, streams.chat),
+    chatOpener: new SFrameOpener(master, suite),
+  };
+  worker.onmessage = (event) => {
+    if (event.data.type !== "counts" || call.e2ee !== e2ee) return;
+    e2ee.counts = event.data.counts;
+    noteDecryption(e2ee);
+  };
+  return e2ee;
+}
+
+/** Every frame `transceiver` sends goes through the worker to be sealed, every frame it receives to be opened.
+ * Chromium takes a transform only if it is set before the offer is made (set later, it is silently ignored and
+ * frames go out as they are), so this runs as each transceiver is added; `id` names it in the worker's counts
+ * until its mid is known. */
+function attachTransform(transceiver, id, e2ee) {
+  const options = {
+    kind: transceiver.receiver.track.kind, id, master: e2ee.master, suite: e2ee.suite.name, senderID: e2ee.senderID,
+  };
+  if (transceiver.direction === "sendonly") {
+    transceiver.sender.transform = new RTCRtpScriptTransform(e2ee.worker, Object.assign({ side: "send" }, options));
+  } else {
+    transceiver.receiver.transform = new RTCRtpScriptTransform(e2ee.worker, Object.assign({ side: "receive" }, options));
+  }
+}
+
+/** A peer whose frames stopped opening (and none opened since) uses another secret: its tile and the chat say so. */
+function noteDecryption(e2ee) {
+  for (const [id, now] of Object.entries(e2ee.counts)) {
+    const mid = e2ee.mids.get(id);
+    if (mid === undefined) continue;  // a transceiver of an offer too large to send
+    const last = e2ee.last.get(mid) || { opened: 0, failed: 0 };
+    e2ee.last.set(mid, now);
+    const slot = call.slots.find((s) => s.audio === mid || s.video === mid);
+    if (!slot) continue;
+    if (now.opened > last.opened) {
+      e2ee.failing.delete(slot.member);
+    } else if (now.failed > last.failed && !e2ee.failing.has(slot.member)) {
+      e2ee.failing.add(slot.member);
+      const member = call.members.get(slot.member);
+      logChat("system", `${member ? member.name : "A member"}: can't decrypt: different room secret`);
+    }
+  }
+}
+
+/** The text of a delivered chat line, or what to show instead of it. */
+async function chatText(message) {
+  const e2ee = call.e2ee;
+  if (!e2ee) return message.sealed ? "(an end-to-end encrypted line: this page has no room secret)" : message.text;
+  if (!message.sealed) return "(sent without encryption in an encrypted room: not shown)";
+  try {
+    return (await openChat(e2ee.chatOpener, message.sealed)).text;
+  } catch (error) {
+    return `(could not be decrypted: different room secret? ${error.message})`;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------- lobby
@@ -126,17 +201,23 @@ async function makeConnection(stream, layers, join) {
     const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
     const audio = stream.getAudioTracks()[0];
     const video = stream.getVideoTracks()[0];
-    preferCodecs(pc.addTransceiver(audio || "audio", { direction: "sendonly" }), "audio");
-    preferCodecs(pc.addTransceiver(video || "video", { direction: "sendonly", sendEncodings: layers.encodings }), "video");
+    const add = (trackOrKind, init) => {
+      const transceiver = pc.addTransceiver(trackOrKind, init);
+      preferCodecs(transceiver, transceiver.receiver.track.kind);
+      if (call.e2ee) attachTransform(transceiver, `${pairs}:${pc.getTransceivers().length - 1}`, call.e2ee);
+    };
+    add(audio || "audio", { direction: "sendonly" });
+    add(video || "video", { direction: "sendonly", sendEncodings: layers.encodings });
     for (let index = 0; index < pairs; index++) {
-      preferCodecs(pc.addTransceiver("audio", { direction: "recvonly" }), "audio");
-      preferCodecs(pc.addTransceiver("video", { direction: "recvonly" }), "video");
+      add("audio", { direction: "recvonly" });
+      add("video", { direction: "recvonly" });
     }
     await pc.setLocalDescription(await pc.createOffer());
     const bytes = utf8(JSON.stringify(Object.assign({}, join, { webrtc: pc.localDescription.sdp }))).length;
     if (bytes <= messageLimit - 512 || pairs === 1) {
       call.pairs = pairs;
       call.offerBytes = pc.localDescription.sdp.length;
+      if (call.e2ee) pc.getTransceivers().forEach((transceiver, index) => call.e2ee.mids.set(`${pairs}:${index}`, transceiver.mid));
       return pc;
     }
     pc.close();
@@ -153,16 +234,19 @@ async function join() {
   const room = cleanRoom($("room").value);
   const name = checkName($("name").value.trim());
   const password = $("password").value;
+  const secret = $("secret").value;
   localStorage.setItem("parley.name", name);
   $("join").disabled = true;
   lobbyStatus(password ? "Proving the room password…" : "Joining…");
   call.room = room;
   call.name = name;
   call.left = null;
+  call.e2ee = secret ? await startEncryption(secret, room, suites[$("cipher").value]) : null;
   call.stream = call.stream || await openDevices();
   const video = call.stream.getVideoTracks()[0];
   const layers = layersFor(video);
   const request = { room, name, videoLayers: layers.sizes, audioMuted: !call.stream.getAudioTracks()[0], videoMuted: !video };
+  if (call.e2ee) request.encryption = call.e2ee.suite.name;
   call.micMuted = request.audioMuted;
   call.cameraOff = request.videoMuted;
   call.pc = await makeConnection(call.stream, layers, request);
@@ -214,8 +298,9 @@ function handleError(message, request, proof, verifier) {
   const advice = {
     "password-required": "This room has a password: type it above and join again.",
     "wrong-password": "That is not the room's password.",
-    "encryption-mismatch": "This room is end-to-end encrypted and this page cannot take part in its encryption yet: "
-      + "join it with Parley (parley join).",
+    "encryption-mismatch": call.e2ee
+      ? "The room's end-to-end encryption is not the one chosen here: pick its cipher, or leave the secret empty if the room has none."
+      : "This room is end-to-end encrypted: type its secret under Room secret, pick its cipher and join again.",
   }[message.code];
   fail(advice ? `${advice} (${message.message})` : message.message);
 }
@@ -261,7 +346,7 @@ async function handle(message) {
       break;
     }
     case "chat":
-      logChat("chat", `${message.name}: ${message.text}`);
+      logChat("chat", `${message.name}: ${await chatText(message)}`);
       break;
     case "slots":
       call.slots = message.slots;
@@ -317,6 +402,7 @@ function enterCall() {
   $("lobby").hidden = true;
   $("call").hidden = false;
   $("room-title").textContent = call.room;
+  $("lock").textContent = call.e2ee ? `🔒 ${call.e2ee.safety}` : "";
   logChat("system", `You joined ${call.room} as ${call.name}. Others join with parley join ${parleyLink()}`);
   call.pingTimer = setInterval(() => send("ping", { token: Date.now() }), 2000);
   call.statsTimer = setInterval(() => measure().catch(() => {}), 1000);
@@ -330,6 +416,9 @@ function stopCall() {
   call.counters = new Map();
   clearTimeout(call.tilesTimer);
   if (call.pc) call.pc.close();
+  if (call.e2ee) call.e2ee.worker.terminate();
+  call.e2ee = null;
+  $("lock").textContent = "";
   const socket = call.socket;
   call.socket = null;
   if (socket && socket.readyState <= WebSocket.OPEN) socket.close();
@@ -424,7 +513,8 @@ function render() {
     placeholder.hidden = placeholder.textContent === "";
     tile.querySelector(".number").textContent = placed.number ? String(placed.number) : "";
     const muted = id === call.you ? call.micMuted : member.audioMuted;
-    tile.querySelector(".label").textContent = `${member.name}${id === call.you ? " (you)" : ""}${muted ? " · muted" : ""}`;
+    const locked = call.e2ee && call.e2ee.failing.has(id) ? " · can't decrypt: different room secret" : "";
+    tile.querySelector(".label").textContent = `${member.name}${id === call.you ? " (you)" : ""}${muted ? " · muted" : ""}${locked}`;
     const stats = tile.querySelector(".stats");
     stats.textContent = call.info ? (call.tileStats.get(id) || "measuring…") : "";
     stats.hidden = !call.info;
@@ -644,8 +734,11 @@ function setUpCall() {
     event.preventDefault();
     const text = $("chat-input").value.trim();
     if (!text) return;
-    send("chat", { text });
     $("chat-input").value = "";
+    if (!call.e2ee) { send("chat", { text }); return; }
+    // Sealed under this member's chat key: the relay forwards a line it cannot read.
+    sealChat(call.e2ee.chatSender, text).then((sealed) => send("chat", { text: "", sealed }),
+      (error) => logChat("system", `Your line was not sent: ${error.message}`));
   });
   document.addEventListener("keydown", onKey);
   window.addEventListener("resize", render);
@@ -675,6 +768,10 @@ async function snapshot() {
     fullscreen: call.full, layout: call.layout, chat: call.chat.map((line) => line.text), errors: call.errors,
     info: call.info ? Object.fromEntries(call.tileStats) : null,
     lobby: $("lobby").hidden ? null : $("lobby-status").textContent,
+    encryption: call.e2ee ? {
+      suite: call.e2ee.suite.name, safetyCode: call.e2ee.safety, lock: $("lock").textContent, counts: call.e2ee.counts,
+      failing: [...call.e2ee.failing],
+    } : null,
     sending: call.pc ? call.pc.getTransceivers()[1].sender.getParameters().encodings.map((e) => ({ rid: e.rid, active: e.active })) : [],
   };
 }

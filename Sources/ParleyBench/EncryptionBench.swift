@@ -66,7 +66,7 @@ public enum EncryptionBench {
         for suite in SFrameCipherSuite.allCases {
             let percent = try sframeWorkPercent(suite: suite)
             table.add([
-                "SFrame alone (\(suite.name)): seal own + open peer's packets, CPU % of a core", "0",
+                "SFrame alone (\(suite.name)): seal own + open peer's frames, CPU % of a core", "0",
                 formatted(percent, decimals: 2),
                 formatted(percent, decimals: 2), "≤ \(formatted(budgetPercent, decimals: 0))",
             ])
@@ -76,8 +76,8 @@ public enum EncryptionBench {
                 + "the bench's Y4M and WAV as sources, \(Int(settings.groupSeconds)) s windows after "
                 + "\(formatted(CallBench.warmUp, decimals: 0)) s warm-up; clear and encrypted calls alternate. "
                 + "Their difference is within run-to-run noise when it is under a percent or two.",
-            "SFrame-alone rows: the packets one client seals and opens per second of such a call (about "
-                + "\(videoPacketsPerSecond) video and 50 audio packets each way), timed over \(Int(simulatedSeconds)) s "
+            "SFrame-alone rows: the frames one client seals and opens per second of such a call (30 video frames "
+                + "and 50 Opus frames each way), timed over \(Int(simulatedSeconds)) s "
                 + "of call media, median of 5; includes key-id lookup, replay window and metadata authentication.",
         ]
         return [table]
@@ -106,43 +106,34 @@ public enum EncryptionBench {
     }
 
     static let simulatedSeconds = 10.0
-    static let videoPacketsPerSecond = 30 * 4
 
-    /// The share of a core that sealing one client's sent packets and opening its received ones takes.
+    /// The share of a core that sealing one client's sent frames and opening its received ones takes (camera and
+    /// sound are sealed a whole frame at a time).
     static func sframeWorkPercent(suite: SFrameCipherSuite) throws -> Double {
         let room = try CallEncryption(secret: "benchmark room secret", room: "bench", suite: suite)
         let frameBytes = CallBench.videoKbps * 1000 / 8 / 30
-        // One frame as the packetizer splits it: full packets of 1100 bytes and the rest.
-        let videoSizes = stride(from: 0, to: frameBytes, by: 1100).map { min(1100, frameBytes - $0) }
+        // A frame that is not a keyframe (first byte's low bit set), and an Opus frame.
+        let videoFrame = [0x31] + [UInt8](repeating: 3, count: frameBytes - 1)
+        let audioFrame = [UInt8](repeating: 4, count: 80)
         var samples: [Double] = []
         for _ in 0..<5 {
             let mine = MediaSealer(encryption: room)
             let theirs = MediaSealer(encryption: room)
             var opener = MediaOpener(encryption: room)
-            let metadata = [UInt8](repeating: 0x80, count: 16)
-            // The peer's packets are sealed beforehand: only our own work is timed.
-            var incoming: [[UInt8]] = []
+            // The peer's frames are sealed beforehand: only our own work is timed.
+            var incomingVideo: [[UInt8]] = []
+            var incomingAudio: [[UInt8]] = []
             for _ in 0..<Int(simulatedSeconds) {
-                for _ in 0..<30 {
-                    for size in videoSizes {
-                        incoming.append(
-                            try theirs.seal(Array(repeating: 1, count: size), stream: .video, metadata: metadata))
-                    }
-                }
-                for _ in 0..<50 {
-                    incoming.append(try theirs.seal(Array(repeating: 2, count: 80), stream: .audio, metadata: metadata))
-                }
+                for _ in 0..<30 { incomingVideo.append(try theirs.sealVideoFrame(videoFrame)) }
+                for _ in 0..<50 { incomingAudio.append(try theirs.sealAudioFrame(audioFrame)) }
             }
-            let outgoingVideo = videoSizes.map { [UInt8](repeating: 3, count: $0) }
-            let outgoingAudio = [UInt8](repeating: 4, count: 80)
             let started = ContinuousClock.now
             for _ in 0..<Int(simulatedSeconds) {
-                for _ in 0..<30 {
-                    for payload in outgoingVideo { _ = try mine.seal(payload, stream: .video, metadata: metadata) }
-                }
-                for _ in 0..<50 { _ = try mine.seal(outgoingAudio, stream: .audio, metadata: metadata) }
+                for _ in 0..<30 { _ = try mine.sealVideoFrame(videoFrame) }
+                for _ in 0..<50 { _ = try mine.sealAudioFrame(audioFrame) }
             }
-            for packet in incoming { _ = try opener.open(packet, metadata: metadata) }
+            for frame in incomingVideo { _ = try opener.openVideoFrame(frame) }
+            for frame in incomingAudio { _ = try opener.openAudioFrame(frame) }
             let elapsed = ContinuousClock.now - started
             samples.append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
         }

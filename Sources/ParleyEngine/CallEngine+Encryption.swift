@@ -2,29 +2,35 @@ import ParleyRoom
 import ParleySecurity
 import ParleyWire
 
-// End-to-end encryption of media and chat (SFrame, RFC 9605, per RTP payload). What stays in the clear, and why:
+// End-to-end encryption of media and chat (SFrame, RFC 9605). Camera video and sound are sealed a whole frame at a
+// time, so that a browser guest's encoded-frame transform seals and opens exactly the same bytes (ParleySecurity's
+// SealedFrame.swift says what of a VP8 frame stays clear: the keyframe bit, and a keyframe's size); the video sender
+// seals each encoded frame before it is packetized, and a peer's frame is opened after its jitter buffer completed it.
+// A shared terminal's updates (native clients only) are sealed per RTP payload as before:
 //
 //   RTP header (12 bytes)           clear: the relay routes by SSRC, answers NACKs by sequence number
-//   VP8 payload descriptor          clear: needed to reassemble frames; says nothing about the picture
-//   first VP8 byte of a frame       clear: the keyframe bit, so the relay can satisfy keyframe requests
-//   everything else                 SFrame: header || AES-GCM ciphertext || 16-byte tag
-//
-// The clear parts and the RTP header are the SFrame metadata, so they are authenticated: a relay that relabels a
-// packet (another SSRC, timestamp or sequence number) makes it fail to decrypt rather than play in the wrong place.
+//   VP8-style payload descriptor    clear: needed to reassemble frames
+//   first byte of a frame           clear: the keyframe flag, so the relay can satisfy keyframe requests
+//   everything else                 SFrame: header || AES-GCM ciphertext || 16-byte tag, the clear parts its metadata
 
 /// After this many packets in a row from one peer fail to decrypt, its tile says it uses another secret.
 let undecryptableAfter = 8
 
 extension EngineCore {
-    /// The packet with its payload sealed for the room; unchanged without encryption.
+    /// The packet as it leaves for an encrypted room: sound sealed whole, a shared terminal's payload sealed per
+    /// packet, camera video as it is (its frames were sealed before packetizing); unchanged without encryption.
     func sealed(_ packet: RTPPacket) -> RTPPacket? {
-        guard let sealer = media.sealer else { return packet }
-        let (clear, stream) = clearPrefix(of: packet)
+        guard let sealer = media.sealer, packet.header.payloadType != MediaPayloadType.vp8 else { return packet }
         var sealedPacket = packet
         do {
-            let metadata = RTPPacket(header: packet.header, payload: []).serialized() + packet.payload[..<clear]
-            let body = try sealer.seal(Array(packet.payload[clear...]), stream: stream, metadata: metadata)
-            sealedPacket.payload = Array(packet.payload[..<clear]) + body
+            if packet.header.payloadType == MediaPayloadType.share {
+                let clear = clearPrefix(ofShare: packet)
+                let metadata = RTPPacket(header: packet.header, payload: []).serialized() + packet.payload[..<clear]
+                let body = try sealer.seal(Array(packet.payload[clear...]), stream: .video, metadata: metadata)
+                sealedPacket.payload = Array(packet.payload[..<clear]) + body
+            } else {
+                sealedPacket.payload = try sealer.sealAudioFrame(packet.payload)
+            }
         } catch {
             logger.error("could not encrypt a packet; not sending it", metadata: ["error": "\(error)"])
             return nil
@@ -32,25 +38,50 @@ extension EngineCore {
         return sealedPacket
     }
 
-    /// The packet with its payload opened; nil (counted against the peer) when it does not decrypt.
+    /// The packet with its payload opened (camera video passes: its frames are opened whole); nil (counted against
+    /// the peer) when it does not decrypt.
     func opened(_ packet: RTPPacket, from peer: PeerReceiver) -> RTPPacket? {
-        guard remote.opener != nil else { return packet }
-        let (clear, _) = clearPrefix(of: packet)
-        let metadata = RTPPacket(header: packet.header, payload: []).serialized() + packet.payload[..<clear]
-        do {
-            let plain = try remote.opener!.open(Array(packet.payload[clear...]), metadata: metadata).plaintext
-            var openedPacket = packet
-            openedPacket.payload = Array(packet.payload[..<clear]) + plain
-            decrypted(from: peer)
-            return openedPacket
-        } catch {
-            switch error {
-            case .replayedCounter, .counterTooOld:
-                break  // a duplicate (a relay retransmission that crossed the original): not the secret's fault
-            default:
-                failedToDecrypt(from: peer)
+        guard remote.opener != nil, packet.header.payloadType != MediaPayloadType.vp8 else { return packet }
+        var openedPacket = packet
+        do throws(SFrameError) {
+            if packet.header.payloadType == MediaPayloadType.share {
+                let clear = clearPrefix(ofShare: packet)
+                let metadata = RTPPacket(header: packet.header, payload: []).serialized() + packet.payload[..<clear]
+                let plain = try remote.opener!.open(Array(packet.payload[clear...]), metadata: metadata).plaintext
+                openedPacket.payload = Array(packet.payload[..<clear]) + plain
+            } else {
+                openedPacket.payload = try remote.opener!.openAudioFrame(packet.payload)
             }
+        } catch {
+            notOpened(error, from: peer)
             return nil
+        }
+        decrypted(from: peer)
+        return openedPacket
+    }
+
+    /// A peer's completed VP8 frame, opened; nil (counted against the peer, a keyframe asked for) when it does not
+    /// decrypt.
+    func opened(_ frame: VP8Frame, from peer: PeerReceiver) -> VP8Frame? {
+        guard remote.opener != nil else { return frame }
+        do throws(SFrameError) {
+            var openedFrame = frame
+            openedFrame.data = try remote.opener!.openVideoFrame(frame.data)
+            decrypted(from: peer)
+            return openedFrame
+        } catch {
+            notOpened(error, from: peer)
+            peer.videoBuffer.decoderNeedsKeyframe()
+            return nil
+        }
+    }
+
+    private func notOpened(_ error: SFrameError, from peer: PeerReceiver) {
+        switch error {
+        case .replayedCounter, .counterTooOld:
+            break  // a duplicate (a relay retransmission that crossed the original): not the secret's fault
+        default:
+            failedToDecrypt(from: peer)
         }
     }
 
@@ -88,16 +119,10 @@ extension EngineCore {
         }
     }
 
-    /// How many leading payload bytes stay clear, and which of the sender's streams the packet belongs to.
-    private func clearPrefix(of packet: RTPPacket) -> (Int, EncryptedStream) {
-        // A shared terminal's frames are framed as VP8's, their flags byte where VP8 has its keyframe bit.
-        let framed =
-            packet.header.payloadType == MediaPayloadType.vp8 || packet.header.payloadType == MediaPayloadType.share
-        guard framed else { return (0, .audio) }
-        guard let (descriptor, offset) = try? VP8PayloadDescriptor.parse(packet.payload) else {
-            return (0, .video)
-        }
-        return (min(packet.payload.count, offset + (descriptor.startsFrame ? 1 : 0)), .video)
+    /// How many leading bytes of a shared terminal's payload stay clear: its descriptor, and a frame's first byte.
+    private func clearPrefix(ofShare packet: RTPPacket) -> Int {
+        guard let (descriptor, offset) = try? VP8PayloadDescriptor.parse(packet.payload) else { return 0 }
+        return min(packet.payload.count, offset + (descriptor.startsFrame ? 1 : 0))
     }
 
     private func decrypted(from peer: PeerReceiver) {

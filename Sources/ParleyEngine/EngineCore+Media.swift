@@ -54,7 +54,8 @@ extension EngineCore {
         }
         let sender = try VideoSender(
             sources: sources, profile: profile, ssrcs: ssrcs,
-            simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, random: &random)
+            simulcast: configuration.simulcast, vp8Profile: configuration.vp8Profile, sealer: media.sealer,
+            random: &random)
         if ownVideo.layerDemand != nil || ownVideo.uplinkLayers.sending.contains(false) {
             let encoded = ownVideo.encodedLayers(at: now)
             ownVideo.toldLayers = encoded
@@ -241,7 +242,8 @@ extension EngineCore {
         for frame in output.frames where peer.info.isTerminal {
             receiveShareFrame(frame, from: peer, at: at)
         }
-        for frame in output.frames where !peer.info.isTerminal {
+        for sealedFrame in output.frames where !peer.info.isTerminal {
+            guard let frame = opened(sealedFrame, from: peer) else { continue }
             let decoded = peer.decodeVideo(frame, at: at)
             if recording.recorder != nil {
                 record { try $0.video(frame, from: peer.info.id, decoded: decoded != nil, at: at) }

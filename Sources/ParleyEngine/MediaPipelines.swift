@@ -1,6 +1,7 @@
 import ParleyDevices
 import ParleyMedia
 import ParleyRoom
+import ParleySecurity
 import ParleyWire
 
 /// Microphone → Opus → RTP. Owned by the engine core on its event loop.
@@ -106,13 +107,16 @@ final class VideoSender {
 
     /// The layers sent, largest first.
     let plan: SimulcastPlan
+    /// Seals each encoded frame for an end-to-end encrypted room before it is packetized; nil in a plain one.
+    private let sealer: MediaSealer?
 
     init(
         sources: [Source], profile: VideoProfile, ssrcs: MemberSSRCs, simulcast: Bool,
-        vp8Profile: Int, random: inout some RandomNumberGenerator
+        vp8Profile: Int, sealer: MediaSealer? = nil, random: inout some RandomNumberGenerator
     ) throws {
         precondition(!sources.isEmpty, "a video sender needs a source")
         self.sources = sources
+        self.sealer = sealer
         self.profile = profile
         plan = Self.plan(profile: profile, simulcast: simulcast, vp8Profile: vp8Profile)
         encoder = try SimulcastEncoder(plan)
@@ -215,7 +219,8 @@ final class VideoSender {
         if layers.contains(where: { !$0.isEmpty }) { cameraFramesSent += 1 }
         for (layer, frames) in layers.enumerated() {
             for encoded in frames {
-                let payloads = try streams[layer].payloader.payloads(for: encoded.bytes)
+                let bytes = try sealer?.sealVideoFrame(encoded.bytes) ?? encoded.bytes
+                let payloads = try streams[layer].payloader.payloads(for: bytes)
                 packets += streams[layer].packetizer.packetize(payloads, at: mediaTime, markLast: true)
                 framesSent += 1
                 framesSentPerLayer[layer] += 1

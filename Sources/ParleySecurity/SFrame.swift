@@ -45,6 +45,8 @@ public enum SFrameError: Error, Equatable, Sendable, CustomStringConvertible {
     case authenticationFailed(keyID: UInt64)
     /// The sender used every counter its key allows; it needs a new key id.
     case counterExhausted(keyID: UInt64)
+    /// A video frame shorter than the bytes it keeps clear (a VP8 keyframe's 10-byte header) and the tag.
+    case frameTooShort(bytes: Int, needed: Int)
 
     public var description: String {
         switch self {
@@ -62,6 +64,8 @@ public enum SFrameError: Error, Equatable, Sendable, CustomStringConvertible {
             "SFrame payload under key \(keyID) failed authentication (another secret, or altered on the way)"
         case .counterExhausted(let keyID):
             "SFrame key \(keyID) has used all its counters; a new key id is needed"
+        case .frameTooShort(let bytes, let needed):
+            "a sealed video frame of \(bytes) bytes is too short: it needs at least \(needed)"
         }
     }
 }

@@ -44,6 +44,15 @@ struct PageSnapshot: Decodable {
     var lobby: String?
     /// Each tile's `i` figures by member id, nil while they are hidden.
     var info: [String: String]?
+    struct Encryption: Decodable {
+        var suite: String
+        var safetyCode: String
+        var lock: String
+        /// Members whose frames stopped opening here.
+        var failing: [UInt32]
+    }
+    /// The room's end-to-end encryption as the page has it, nil without.
+    var encryption: Encryption?
 
     func member(_ id: UInt32) -> Member? { members.first { $0.id == id } }
 }
@@ -71,12 +80,28 @@ struct BrowserPageTests {
         return try await Relay.start(configuration)
     }
 
-    func client(_ name: String, port: Int, width: Int = 640, height: Int = 360) throws -> CallEngine {
-        try CallEngine(
-            CallConfiguration(
-                server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
-                profile: VideoProfile(width: width, height: height, fps: 15, bitrateKbps: 600),
-                audioSource: .synthetic, showsSelfView: false, logger: quietLogger()))
+    /// A member with real codecs; `mediaPort`: its media goes through a proxy there (a capture's vantage point).
+    func client(_ name: String, port: Int, width: Int = 640, height: Int = 360, mediaPort: Int? = nil) throws
+        -> CallEngine
+    {
+        var settings = CallConfiguration(
+            server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
+            profile: VideoProfile(width: width, height: height, fps: 15, bitrateKbps: 600),
+            audioSource: .synthetic, showsSelfView: false, logger: quietLogger())
+        settings.mediaAddressOverride = mediaPort.map { ServerAddress(host: "127.0.0.1", port: $0) }
+        return try CallEngine(settings)
+    }
+
+    /// Pictures GStreamer (EncryptionCaptureTests' independent stack) decodes of the busiest VP8 stream the relay sent
+    /// through `proxy`: what an eavesdropper between the relay and that member would get of the page's camera.
+    static func eavesdropped(_ proxy: LossyUDPProxy) async throws -> Int {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: EncryptionCaptureTests.gstLaunch),
+            "\(EncryptionCaptureTests.gstLaunch) is missing: run `make deps`")
+        let toMember = try await proxy.capture().filter { !$0.fromClient }.map(\.bytes)
+        let recorded = EncryptionCaptureTests.Recorded(
+            datagramsFromAlice: toMember, signaling: [], aliceFramesSent: 0, bobDecodedOfAlice: 0, bobChats: [])
+        return try await EncryptionCaptureTests().independentlyDecodedFrames(recorded)
     }
 
     /// Until the page's module has run (`window.parley` is set).
@@ -89,7 +114,8 @@ struct BrowserPageTests {
     @Test func aGuestJoinsFromItsLinkSeesHearsChatsMutesFullscreensAndIsRemoved() async throws {
         try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
         let relay = try await relayWithPage()
-        let alice = try client("alice", port: relay.signalingPort)
+        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 0, seed: 1)
+        let alice = try client("alice", port: relay.signalingPort, mediaPort: proxy.port)
         let log = EventLog()
         let events = log.consume(alice)
         alice.start()
@@ -137,6 +163,10 @@ struct BrowserPageTests {
         }
         #expect(await alice.statistics().peers[beaID]?.decodeErrors == 0)
         #expect(try await snapshot().frames["\(aliceID)"]?.width == 640, "alice's full layer in the page's big tile")
+        // The control of the encrypted room's capture: in a room without encryption, GStreamer decodes the page's
+        // camera from what the relay sent alice.
+        let overheard = try await Self.eavesdropped(proxy)
+        #expect(overheard >= 10, "GStreamer decoded \(overheard) pictures of the page's camera in a plain room")
 
         // i: each tile's figures, as the terminal's: alice's 640x360 as it arrives, the layers the page sends.
         try await page.press("i")
@@ -202,6 +232,7 @@ struct BrowserPageTests {
         why = await failure()
         #expect(removed, "\(why)")
         await alice.leave()
+        await proxy.stop()
         await relay.shutdown()
     }
 
@@ -209,8 +240,8 @@ struct BrowserPageTests {
     /// who compared the fingerprint would): a room alice made with a password asks the page for it, refuses a
     /// wrong one, and takes the right one, proven with the page's WebCrypto as `parley join` proves it (a proof the
     /// relay checks with Swift's `RoomPassword`); the page then decodes alice over `wss://` and DTLS. A room whose
-    /// members encrypt end to end refuses the page and says why.
-    @Test func aPasswordRoomOverTLSAndAnEncryptedRoomRefused() async throws {
+    /// members encrypt end to end refuses the page that has no secret and says what to type.
+    @Test func aPasswordRoomOverTLSAndAnEncryptedRoomAsksForItsSecret() async throws {
         try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
         var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger())
         configuration.webPage = try WebPage(folder: Self.webFolder)
@@ -269,16 +300,191 @@ struct BrowserPageTests {
         let text = (try? await page.evaluate("window.parley.snapshot()")) ?? ""
         #expect(decoded, "\(text.prefix(3_000))")
 
-        // The encrypted room: refused, with what to do.
+        // The encrypted room, joined without its secret: refused, with what to do.
         _ = try? await page.evaluate(#"location.assign("/sealed?name=dana&join=1")"#)
         try await Self.waitForScript(page)
         let refused = await eventually(within: .seconds(10)) {
-            await lobby().contains("end-to-end encrypted and this page cannot take part")
+            await lobby().contains("This room is end-to-end encrypted: type its secret")
         }
         said = await lobby()
         #expect(refused, "\(said)")
         await alice.leave()
         await carl.leave()
+        await relay.shutdown()
+    }
+
+    /// An end-to-end encrypted room (AES-256-GCM) with a terminal member and the page: the secret typed into the
+    /// page (never sent), each decodes and hears the other through the relay, which forwards frames it cannot read;
+    /// the page shows the lock with the terminal's safety code; chat sealed both ways; a member with another secret
+    /// is shown on the page as one whose frames do not open.
+    @Test func anEncryptedRoomWithATerminalMember() async throws {
+        try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
+        let relay = try await relayWithPage()
+        let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 0, seed: 1)
+        func member(_ name: String, secret: String, mediaPort: Int? = nil) throws -> CallEngine {
+            var settings = CallConfiguration(
+                server: ServerAddress(host: "127.0.0.1", port: relay.signalingPort), room: "sealed", name: name,
+                profile: VideoProfile(width: 640, height: 360, fps: 15, bitrateKbps: 600), audioSource: .synthetic,
+                showsSelfView: false, logger: quietLogger())
+            settings.encryption = try CallEncryption(secret: secret, room: "sealed", suite: .aes256GCM)
+            settings.mediaAddressOverride = mediaPort.map { ServerAddress(host: "127.0.0.1", port: $0) }
+            return try CallEngine(settings)
+        }
+        let alice = try member("alice", secret: "a long shared secret", mediaPort: proxy.port)
+        let log = EventLog()
+        let events = log.consume(alice)
+        alice.start()
+        let page = try await DevToolsPage.open("http://127.0.0.1:\(relay.signalingPort)/sealed", tag: "sealed")
+        defer {
+            page.stop()
+            events.cancel()
+        }
+        func snapshot() async throws -> PageSnapshot {
+            try await page.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
+        }
+        func failure() async -> String {
+            let text = (try? await page.evaluate("window.parley.snapshot()")) ?? "no snapshot"
+            return "page: \(text.prefix(3_000)); chromium: \(page.process.output.suffix(1_500))"
+        }
+        try await Self.waitForScript(page)
+        _ = try await page.evaluate(
+            """
+            (() => { document.getElementById("name").value = "bea";
+              document.getElementById("secret").value = "a long shared secret";
+              document.getElementById("cipher").value = "AES-256-GCM";
+              document.getElementById("join").click(); return true; })()
+            """)
+        let aliceID = await alice.statistics().localID
+        try await waitUntil("the page joined with alice in a slot", timeout: .seconds(30), every: .milliseconds(200)) {
+            let now = try await snapshot()
+            if !now.errors.isEmpty { throw BrowserPageFailure(await failure()) }
+            return now.you != nil && now.slots.map(\.member) == [aliceID]
+        }
+        let beaID = try #require(try await snapshot().you)
+        alice.reportTiles([TileSize(id: beaID, width: 320, height: 180)])
+        do {
+            try await waitUntil("each decodes and hears the other", timeout: .seconds(45), every: .milliseconds(250)) {
+                let now = try await snapshot()
+                let atAlice = await alice.statistics().peers[beaID]
+                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
+                    && (now.frames["\(aliceID)"]?.decoded ?? 0) >= 30 && (now.heard["\(aliceID)"] ?? 0) > 0
+            }
+        } catch {
+            let atAlice = await alice.statistics().peers[beaID]
+            let why = await failure()
+            Issue.record("\(error); at alice: \(String(describing: atAlice)); \(why)")
+            await alice.leave()
+            await relay.shutdown()
+            return
+        }
+        let atAlice = await alice.statistics().peers[beaID]
+        #expect(atAlice?.decodeErrors == 0 && atAlice?.decryptFailures == 0, "\(String(describing: atAlice))")
+        let safety = try CallEncryption(secret: "a long shared secret", room: "sealed", suite: .aes256GCM).safetyCode
+        var why = await failure()
+        #expect(try await snapshot().encryption?.lock == "🔒 \(safety)", "\(why)")
+        // What the relay sent alice of the page's camera, captured between them: GStreamer decodes none of it.
+        let overheard = try await Self.eavesdropped(proxy)
+        #expect(overheard == 0, "GStreamer decoded \(overheard) pictures of the page's camera without the secret")
+
+        // Chat sealed both ways.
+        alice.perform(.sendChat("sealed hello from the terminal"))
+        try await page.press("t")
+        try await page.type("sealed hello from chrome")
+        try await page.press("Enter")
+        let chatted = await eventually(within: .seconds(10)) {
+            let atPage = (try? await snapshot().chat) ?? []
+            return atPage.contains("alice: sealed hello from the terminal")
+                && log.chats.contains("sealed hello from chrome")
+        }
+        why = await failure()
+        #expect(chatted, "alice: \(log.chats); \(why)")
+
+        // Carl has another secret: the page sees his frames fail and says so (and alice does too).
+        let carl = try member("carl", secret: "not the room's secret")
+        carl.start()
+        _ = await eventually(within: .seconds(10)) { await carl.statistics().localID != 0 }
+        let carlID = await carl.statistics().localID
+        let flagged = await eventually(within: .seconds(20)) {
+            let failing = (try? await snapshot().encryption?.failing) ?? []
+            return failing.contains(carlID) && log.all.contains { $0 == .cannotDecrypt(ParticipantID(carlID), true) }
+        }
+        why = await failure()
+        #expect(flagged, "\(why)")
+        await carl.leave()
+        await alice.leave()
+        await proxy.stop()
+        await relay.shutdown()
+    }
+
+    /// The page's sframe.js against ParleySecurity, in both suites: the same safety code from the same secret and
+    /// room; keyframes, other frames, sound and chat sealed by each are opened by the other, byte for byte.
+    @Test func thePagesSFrameIsParleys() async throws {
+        try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
+        let relay = try await relayWithPage()
+        let page = try await DevToolsPage.open("http://127.0.0.1:\(relay.signalingPort)/standup", tag: "sframe")
+        defer { page.stop() }
+        try await Self.waitForScript(page)
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+        func bytes(_ hex: String) -> [UInt8] {
+            let digits = Array(hex.utf8)
+            return stride(from: 0, to: digits.count - 1, by: 2).map {
+                UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16) ?? 0
+            }
+        }
+        let keyframe: [UInt8] =
+            [0x50, 0x42, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + (0..<300).map { UInt8($0 % 251) }
+        let delta: [UInt8] = [0x31, 0x07, 0x00] + (0..<200).map { UInt8($0 % 13) }
+        let opus: [UInt8] = [0xFC] + (0..<60).map { UInt8($0) }
+        struct Result: Decodable {
+            var safety: String
+            var opened: [String]
+            var sealed: [String]
+        }
+        for suite in SFrameCipherSuite.allCases {
+            let encryption = try CallEncryption(secret: "a long shared secret", room: "standup", suite: suite)
+            let sealer = MediaSealer(encryption: encryption, senderID: 0x1234_5678_9ABC)
+            let fromSwift = [
+                try sealer.sealVideoFrame(keyframe), try sealer.sealVideoFrame(delta), try sealer.sealAudioFrame(opus),
+            ].map(hex)
+            let chat = try sealer.sealChat("héllo 🙂 from the terminal")
+            let script = """
+                (async () => {
+                  const sf = await import("/web/sframe.js");
+                  const hex = (b) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+                  const unhex = (t) => new Uint8Array((t.match(/../g) || []).map((p) => parseInt(p, 16)));
+                  const none = new Uint8Array(0);
+                  const suite = sf.suites["\(suite.name)"];
+                  const master = await sf.roomMaster("a long shared secret", "standup");
+                  const opener = new sf.SFrameOpener(master, suite);
+                  const opened = [
+                    hex(await sf.openVideoFrame(opener, unhex("\(fromSwift[0])"))),
+                    hex(await sf.openVideoFrame(opener, unhex("\(fromSwift[1])"))),
+                    hex((await opener.open(unhex("\(fromSwift[2])"), none)).plaintext),
+                    (await sf.openChat(opener, "\(chat)")).text,
+                  ];
+                  const video = await sf.SFrameSender.make(master, suite, "99", sf.streams.video);
+                  const audio = await sf.SFrameSender.make(master, suite, "99", sf.streams.audio);
+                  const chat = await sf.SFrameSender.make(master, suite, "99", sf.streams.chat);
+                  const sealed = [
+                    hex(await sf.sealVideoFrame(video, unhex("\(hex(keyframe))"))),
+                    hex(await sf.sealVideoFrame(video, unhex("\(hex(delta))"))),
+                    hex(await audio.seal(unhex("\(hex(opus))"), none)),
+                    await sf.sealChat(chat, "hello from chrome ✓"),
+                  ];
+                  return { safety: await sf.safetyCode(master, suite), opened, sealed };
+                })()
+                """
+            let result = try await page.evaluate(script, as: Result.self)
+            #expect(result.safety == encryption.safetyCode, "\(suite)")
+            #expect(result.opened == [hex(keyframe), hex(delta), hex(opus), "héllo 🙂 from the terminal"], "\(suite)")
+            try #require(result.sealed.count == 4)
+            var opener = MediaOpener(encryption: encryption)
+            #expect(try opener.openVideoFrame(bytes(result.sealed[0])) == keyframe, "\(suite)")
+            #expect(try opener.openVideoFrame(bytes(result.sealed[1])) == delta, "\(suite)")
+            #expect(try opener.openAudioFrame(bytes(result.sealed[2])) == opus, "\(suite)")
+            #expect(try opener.openChat(result.sealed[3]) == "hello from chrome ✓", "\(suite)")
+            #expect(Array(bytes(result.sealed[0])[3..<6]) == [0, 0, 0], "the start code does not travel")
+        }
         await relay.shutdown()
     }
 

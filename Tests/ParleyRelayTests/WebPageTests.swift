@@ -58,7 +58,8 @@ struct WebPageTests {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Resources/web").path
         let page = try WebPage(folder: folder)
-        #expect(Set(page.files.keys) == ["room.html", "room.css", "room.js", "layout.js"])
+        #expect(
+            Set(page.files.keys) == ["room.html", "room.css", "room.js", "layout.js", "sframe.js", "sframe-worker.js"])
         let html = String(decoding: page.answer(method: "GET", uri: "/standup").body, as: UTF8.self)
         #expect(html.contains("<script type=\"module\" src=\"/web/room.js\">"))
         #expect(throws: WebPage.LoadError.self) { try WebPage(folder: "/nonexistent-parley-web") }
