@@ -34,16 +34,18 @@ public struct InProcessCluster: Sendable {
     public var buses: [MemoryBus]
     public var trunkPorts: [Int]
 
-    /// Starts `nodes` relays with their trunks open, node `i` forwarding media under `media(i)`; `connect` introduces
-    /// them.
+    /// Starts `nodes` relays with their trunks open, node `i` forwarding media under `media(i)` and configured further
+    /// by `configure`; `connect` introduces them.
     public static func start(
-        nodes: Int, logger: Logger, media: (Int) -> MediaLimits = { _ in MediaLimits() }
+        nodes: Int, logger: Logger, media: (Int) -> MediaLimits = { _ in MediaLimits() },
+        configure: (Int, inout RelayConfiguration) -> Void = { _, _ in }
     ) async throws -> InProcessCluster {
         let secret = try ClusterSecret(bytes: (0..<32).map { UInt8($0) })
         var cluster = InProcessCluster(relays: [], buses: [], trunkPorts: [])
         for index in 0..<nodes {
-            let relay = try await Relay.start(
-                RelayConfiguration(host: "127.0.0.1", port: 0, media: media(index), logger: logger))
+            var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, media: media(index), logger: logger)
+            configure(index, &configuration)
+            let relay = try await Relay.start(configuration)
             let gate = try TrunkGate(nodeID: "node-\(index)", boot: WallClock.milliseconds, secret: secret)
             cluster.trunkPorts.append(try await relay.openTrunks(gate: gate, host: "127.0.0.1", port: 0))
             let bus = MemoryBus(nodeID: "node-\(index)")

@@ -240,7 +240,8 @@ struct BrowserPageTests {
     /// who compared the fingerprint would): a room alice made with a password asks the page for it, refuses a
     /// wrong one, and takes the right one, proven with the page's WebCrypto as `parley join` proves it (a proof the
     /// relay checks with Swift's `RoomPassword`); the page then decodes alice over `wss://` and DTLS. A room whose
-    /// members encrypt end to end refuses the page that has no secret and says what to type.
+    /// members encrypt end to end refuses the page that has no secret and says what to type; a secret too short, and
+    /// a browser without encoded transforms, are refused before anything is sent, saying why.
     @Test func aPasswordRoomOverTLSAndAnEncryptedRoomAsksForItsSecret() async throws {
         try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
         var configuration = RelayConfiguration(host: "127.0.0.1", port: 0, logger: quietLogger())
@@ -308,6 +309,28 @@ struct BrowserPageTests {
         }
         said = await lobby()
         #expect(refused, "\(said)")
+        // A secret too short for a room secret, then a browser without encoded transforms: each refused before
+        // anything is sent, saying why.
+        func joinWith(secret: String) async throws {
+            _ = try await page.evaluate(
+                """
+                (() => { document.getElementById("secret").value = \(Self.quoted(secret));
+                  document.getElementById("join").click(); return true; })()
+                """)
+        }
+        try await joinWith(secret: "short")
+        let tooShort = await eventually(within: .seconds(10)) {
+            await lobby().contains("The room secret has 5 characters; it needs at least 8")
+        }
+        said = await lobby()
+        #expect(tooShort, "\(said)")
+        _ = try await page.evaluate("delete window.RTCRtpScriptTransform")
+        try await joinWith(secret: "a long shared secret")
+        let unable = await eventually(within: .seconds(10)) {
+            await lobby().contains("This browser cannot take part in end-to-end encryption")
+        }
+        said = await lobby()
+        #expect(unable, "\(said)")
         await alice.leave()
         await carl.leave()
         await relay.shutdown()
