@@ -81,14 +81,16 @@ struct BrowserPageTests {
     }
 
     /// A member with real codecs; `mediaPort`: its media goes through a proxy there (a capture's vantage point).
-    func client(_ name: String, port: Int, width: Int = 640, height: Int = 360, mediaPort: Int? = nil) throws
-        -> CallEngine
-    {
+    func client(
+        _ name: String, port: Int, width: Int = 640, height: Int = 360, mediaPort: Int? = nil,
+        recording: String? = nil
+    ) throws -> CallEngine {
         var settings = CallConfiguration(
             server: ServerAddress(host: "127.0.0.1", port: port), room: "standup", name: name,
             profile: VideoProfile(width: width, height: height, fps: 15, bitrateKbps: 600),
             audioSource: .synthetic, showsSelfView: false, logger: quietLogger())
         settings.mediaAddressOverride = mediaPort.map { ServerAddress(host: "127.0.0.1", port: $0) }
+        if let recording { settings.recording.path = recording }
         return try CallEngine(settings)
     }
 
@@ -115,7 +117,9 @@ struct BrowserPageTests {
         try #require(DevToolsPage.missing == nil, Comment(rawValue: DevToolsPage.missing ?? ""))
         let relay = try await relayWithPage()
         let proxy = try await LossyUDPProxy.start(relayPort: relay.mediaPort, lossPercent: 0, seed: 1)
-        let alice = try client("alice", port: relay.signalingPort, mediaPort: proxy.port)
+        let alice = try client(
+            "alice", port: relay.signalingPort, mediaPort: proxy.port,
+            recording: NSTemporaryDirectory() + "parley-page-\(getpid()).webm")
         let log = EventLog()
         let events = log.consume(alice)
         alice.start()
@@ -231,6 +235,44 @@ struct BrowserPageTests {
         }
         why = await failure()
         #expect(removed, "\(why)")
+
+        // Bea joins again: refused until alice lets her back in (/allow bea), then in.
+        func rejoin() async throws {
+            _ = try await page.evaluate(#"(() => { document.getElementById("join").click(); return true; })()"#)
+        }
+        try await rejoin()
+        let keptOut = await eventually(within: .seconds(10)) {
+            ((try? await snapshot().lobby) ?? nil)?.contains("only the host can let you back in") == true
+        }
+        why = await failure()
+        #expect(keptOut, "\(why)")
+        alice.perform(.readmit("bea"))
+        try await Task.sleep(for: .milliseconds(300))
+        try await rejoin()
+        let back = await eventually(within: .seconds(15)) {
+            let now = try? await snapshot()
+            return now?.you != nil && now?.lobby == nil && now?.slots.map(\.member) == [aliceID]
+        }
+        why = await failure()
+        #expect(back, "\(why)")
+
+        // Alice records: the page says so in its header and its chat, as a terminal does; her file is written.
+        let file = NSTemporaryDirectory() + "parley-page-\(getpid()).webm"
+        defer { unlink(file) }
+        alice.perform(.setRecording(true))
+        let notice = await eventually(within: .seconds(10)) {
+            let header = (try? await page.evaluate(#"document.getElementById("recording").textContent"#)) ?? ""
+            let chat = (try? await snapshot().chat) ?? []
+            return header.contains("recording") && chat.contains("alice started recording")
+        }
+        why = await failure()
+        #expect(notice, "\(why)")
+        try await Task.sleep(for: .seconds(2))
+        alice.perform(.setRecording(false))
+        let written = await eventually(within: .seconds(10)) {
+            ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) > 20_000
+        }
+        #expect(written, "alice's recording of bea at \(file)")
         await alice.leave()
         await proxy.stop()
         await relay.shutdown()
