@@ -188,8 +188,13 @@ function preferCodecs(transceiver, kind) {
   transceiver.setCodecPreferences(codecs);
 }
 
+/** The camera and microphone; `?processing=off` takes the microphone as it is (no echo cancellation, noise
+ * suppression or gain control: for a headset, and what the mouth-to-ear benchmark measures, as for `parley join
+ * --no-echo-cancel`). */
 async function openDevices() {
-  for (const constraints of [{ audio: true, video: { width: 640, height: 360 } }, { audio: true }, { video: true }]) {
+  const audio = query.get("processing") === "off"
+    ? { echoCancellation: false, noiseSuppression: false, autoGainControl: false, channelCount: 1 } : true;
+  for (const constraints of [{ audio, video: { width: 640, height: 360 } }, { audio }, { video: true }]) {
     try { return await navigator.mediaDevices.getUserMedia(constraints); } catch (error) { call.errors.push(String(error)); }
   }
   return new MediaStream();

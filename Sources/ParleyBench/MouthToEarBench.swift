@@ -10,8 +10,8 @@ import Glibc
 #endif
 
 /// Mouth-to-ear audio latency (`parley-bench mouth-to-ear`): a click a second played into a talker's microphone and
-/// recorded, in the same stereo stream, as it comes out of a listener's speaker, for Parley, baresip, a Chromium tab
-/// and PulseAudio's own loop, one after another on the same private sound server in the same run
+/// recorded, in the same stereo stream, as it comes out of a listener's speaker, for Parley, baresip, a Chromium tab,
+/// Parley to a browser guest and back, and PulseAudio's own loop, one after another on the same private sound server in the same run
 /// (Resources/sound/mouth-to-ear.pa: the left channel is the click sent, the right the click heard).
 public enum MouthToEarBench {
     /// What to run.
@@ -50,13 +50,15 @@ public enum MouthToEarBench {
 
     /// The paths in the order they run.
     enum Path: CaseIterable, CustomStringConvertible {
-        case parley, baresip, chromium, pulseLoop
+        case parley, baresip, chromium, terminalToPage, pageToTerminal, pulseLoop
 
         var description: String {
             switch self {
             case .parley: "Parley"
             case .baresip: "baresip"
             case .chromium: "Chromium tab"
+            case .terminalToPage: "Parley → browser guest"
+            case .pageToTerminal: "browser guest → Parley"
             case .pulseLoop: "PulseAudio loop"
             }
         }
@@ -111,6 +113,10 @@ public enum MouthToEarBench {
                 result = try baresip(tools: tools, sound: sound, directory: directory, recorder: recorder)
             case .chromium:
                 result = try chromium(tools: tools, sound: sound, directory: directory, recorder: recorder)
+            case .terminalToPage:
+                result = try terminalToPage(tools: tools, sound: sound, directory: directory, recorder: recorder)
+            case .pageToTerminal:
+                result = try pageToTerminal(tools: tools, sound: sound, directory: directory, recorder: recorder)
             case .pulseLoop:
                 result = try pulseLoop(sound: sound, recorder: recorder)
             }
@@ -218,6 +224,22 @@ public enum MouthToEarBench {
                     "Parley \(formatted(parleyP50)) ms, 0.7 × \(formatted(chromiumP50)) = \(formatted(goal)) ms"))
         } else {
             latency.notes.append("Goal: Parley's p50 ≤ 0.7 × Chromium's p50 in the same run: not measured.")
+        }
+        latency.notes.append(
+            "The browser-guest rows (issue 53): one `parley join` and the guests' page that `parley serve` itself "
+                + "serves (Resources/web, `?processing=off`: the page's microphone without echo cancellation, noise "
+                + "suppression or gain control, as every client here), in a Chromium tab under Xvfb, through the "
+                + "relay on loopback (TLS signaling, DTLS-SRTP to the page); the page has no camera here, so it "
+                + "sends audio only, and `parley join` its 160x120 video.")
+        for path in [Path.terminalToPage, .pageToTerminal] {
+            guard let p50 = delays(path)?.percentile(0.5), let chromiumP50 else {
+                latency.notes.append("Goal: \(path)'s p50 ≤ the Chromium tab's p50 in the same run: not measured.")
+                continue
+            }
+            latency.notes.append(
+                goalNote(
+                    "\(path)'s p50 ≤ the Chromium tab's p50 in the same run", met: p50 <= chromiumP50,
+                    "\(formatted(p50)) ms against \(formatted(chromiumP50)) ms"))
         }
         var tables = [latency, streamsTable(results)]
         if let parley = results.first(where: { $0.path == .parley }), let parleyP50 {

@@ -66,28 +66,18 @@ extension MouthToEarBench {
         soundAlone: Bool = false, label: String,
         wrap: (_ listener: Bool, String, [String]) -> (String, [String]) = { ($1, $2) }
     ) throws -> PathResult {
-        let environment = sound.clientEnvironment(home: directory, sink: Device.ear, source: Device.microphone)
-            .merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
         let statistics = [ParleyNames.talker, ParleyNames.listener].map { "\(directory)/parley-\($0)-m2e.json" }
         var panes: [BenchPane] = []
         defer { panes.forEach { $0.close() } }
         for (index, (name, devices)) in [
             (ParleyNames.talker, ["--speaker", "none"]), (ParleyNames.listener, ["--audio", "silence"]),
         ].enumerated() {
-            let server = index == 0 ? servers.talker : servers.listener
-            let inner = ChildEnvironment.command(
-                environment: environment, program: tools.parley,
-                arguments: [
-                    "join", "mouth-to-ear", "--server", server, "--name", name, "--profile", "160x120",
-                    "--video", "synthetic", "--no-echo-cancel", "--log", "\(directory)/parley-\(name)-m2e.log",
-                    "--log-level", "warning", "--stats-file", statistics[index], "--known-relays",
-                    "\(directory)/known_relays-\(name)",
-                ] + devices + joinArguments)
-            let command = wrap(index == 1, inner.path, inner.arguments)
             panes.append(
-                try BenchPane(
-                    command: ([command.0] + command.1).map(ResultsPage.shellQuoted).joined(separator: " "),
-                    columns: CallBench.paneColumns, rows: CallBench.paneRows, tmux: tools.tmux, directory: directory))
+                try joinPane(
+                    tools: tools, sound: sound, directory: directory,
+                    server: index == 0 ? servers.talker : servers.listener, name: name,
+                    arguments: devices + joinArguments, statistics: statistics[index]
+                ) { wrap(index == 1, $0, $1) })
         }
         func read(_ index: Int) -> LatencyFields? { try? LatencyFields.read(path: statistics[index]) }
         do {
@@ -141,6 +131,29 @@ extension MouthToEarBench {
         return PathResult(
             path: .parley, label: label, matches: matches, notes: notes, streams: streams,
             parleyStatistics: (talker, listener, before))
+    }
+
+    /// One `parley join` of the mouth-to-ear room as `name` in a tmux pane on the sound server (`arguments` after the
+    /// common ones: its devices), 160x120 synthetic video, echo cancellation off, statistics written to `statistics`;
+    /// the command passed through `wrap`.
+    static func joinPane(
+        tools: Tools, sound: SoundServer, directory: String, server: String, name: String, arguments: [String],
+        statistics: String, wrap: (String, [String]) -> (String, [String]) = { ($0, $1) }
+    ) throws -> BenchPane {
+        let environment = sound.clientEnvironment(home: directory, sink: Device.ear, source: Device.microphone)
+            .merging(["TERM": "tmux-256color", "LANG": "C.UTF-8"]) { $1 }
+        let inner = ChildEnvironment.command(
+            environment: environment, program: tools.parley,
+            arguments: [
+                "join", "mouth-to-ear", "--server", server, "--name", name, "--profile", "160x120",
+                "--video", "synthetic", "--no-echo-cancel", "--log", "\(directory)/parley-\(name)-m2e.log",
+                "--log-level", "warning", "--stats-file", statistics, "--known-relays",
+                "\(directory)/known_relays-\(name)",
+            ] + arguments)
+        let command = wrap(inner.path, inner.arguments)
+        return try BenchPane(
+            command: ([command.0] + command.1).map(ResultsPage.shellQuoted).joined(separator: " "),
+            columns: CallBench.paneColumns, rows: CallBench.paneRows, tmux: tools.tmux, directory: directory)
     }
 
     // MARK: - baresip
@@ -323,33 +336,11 @@ extension MouthToEarBench {
         guard FileManager.default.createFile(atPath: pagePath, contents: Data(chromiumPage.utf8)) else {
             throw CallBenchError.unexpected("cannot write the mouth-to-ear page \(pagePath)")
         }
-        let profile = directory + "/m2e-chromium-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: profile) }
-        let display = try VirtualDisplay(xvfb: tools.xvfb, directory: directory)
-        defer { display.stop() }
-        let environment =
-            sound.clientEnvironment(home: profile, sink: Device.ear, source: Device.microphone)
-            .merging([
-                "DISPLAY": display.name, "XDG_CONFIG_HOME": "\(profile)/.config", "XDG_CACHE_HOME": "\(profile)/.cache",
-            ]) { $1 }
-        let arguments =
-            (geteuid() == 0 ? ["--no-sandbox"] : []) + [
-                "--no-first-run", "--no-default-browser-check", "--user-data-dir=\(profile)",
-                "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
-                "--enable-logging=stderr", "--v=0", "--window-position=0,0", "--window-size=400,300",
-                "file://" + pagePath,
-            ]
-        let command = ChildEnvironment.command(environment: environment, program: tools.chromium, arguments: arguments)
-        let browser = try BackgroundProcess(
-            command.path, command.arguments, outputPath: directory + "/m2e-chromium.log")
-        let family = ProcessFamily(root: browser.pid, marker: profile)
-        var everyone = Set<ProcessFamily.Member>()
-        defer {
-            everyone.formUnion(family.members())
-            browser.stop(grace: 5)
-            ProcessFamily.kill(everyone)
-        }
+        let tab = try ChromiumTab(
+            tools: tools, sound: sound, directory: directory, url: "file://" + pagePath, sink: Device.ear,
+            source: Device.microphone)
+        defer { tab.stop() }
+        let browser = tab.browser
         func stats() throws -> [ChromiumStats] {
             if let status = browser.waitForExit(seconds: 0) {
                 throw CallBenchError.unexpected(
@@ -368,13 +359,13 @@ extension MouthToEarBench {
             }
         }
         if let failure { throw failure }
-        everyone.formUnion(family.members())
+        tab.noteProcesses()
         Thread.sleep(forTimeInterval: warmUp)
         let before = try stats().last
         let (matches, streams) = try recorder.clicks()
         Thread.sleep(forTimeInterval: 1.1)
         let after = try stats().last
-        everyone.formUnion(family.members())
+        tab.noteProcesses()
         var notes: [String] = []
         if let before, let after {
             notes.append(
