@@ -38,13 +38,8 @@ struct BrowserAcrossNodesTests {
             browser.stop()
             events.cancel()
         }
-        func snapshot() async throws -> PageSnapshot {
-            try await browser.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
-        }
-        func failure() async -> String {
-            let text = (try? await browser.evaluate("window.parley.snapshot()")) ?? "no snapshot"
-            return "page: \(text.prefix(3_000)); chromium: \(browser.process.output.suffix(1_000))"
-        }
+        func snapshot() async throws -> PageSnapshot { try await BrowserPageTests.snapshot(browser) }
+        func failure() async -> String { await BrowserPageTests.failure(browser) }
         try await BrowserPageTests.waitForScript(browser)
         // Alice is on node 1 under an id of its own: the page knows her by name.
         try await waitUntil("the page has alice in a slot", timeout: .seconds(30), every: .milliseconds(200)) {
@@ -55,17 +50,10 @@ struct BrowserAcrossNodesTests {
         let aliceAtPage = try #require(try await snapshot().members.first { $0.name == "alice" }?.id)
         let beaAtAlice = try #require(await alice.statistics().peers.first { $0.value.name == "bea" }?.key)
         alice.reportTiles([TileSize(id: beaAtAlice, width: 320, height: 180)])
-        do {
-            try await waitUntil("each decodes and hears the other", timeout: .seconds(45), every: .milliseconds(250)) {
-                let now = try await snapshot()
-                let atAlice = await alice.statistics().peers[beaAtAlice]
-                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
-                    && (now.frames["\(aliceAtPage)"]?.decoded ?? 0) >= 30 && (now.heard["\(aliceAtPage)"] ?? 0) > 0
-            }
-        } catch {
-            let atAlice = await alice.statistics().peers[beaAtAlice]
-            let why = await failure()
-            Issue.record("\(error); at alice: \(String(describing: atAlice)); \(why)")
+        guard
+            await BrowserPageTests.eachDecodesAndHears(
+                browser, alice: alice, aliceID: aliceAtPage, guest: beaAtAlice)
+        else {
             await alice.leave()
             await cluster.shutdown()
             return

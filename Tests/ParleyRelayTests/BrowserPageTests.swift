@@ -106,6 +106,49 @@ struct BrowserPageTests {
         return try await EncryptionCaptureTests().independentlyDecodedFrames(recorded)
     }
 
+    static func snapshot(_ page: DevToolsPage) async throws -> PageSnapshot {
+        try await page.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
+    }
+
+    /// What the page shows and what Chromium said, for a failure's message.
+    static func failure(_ page: DevToolsPage) async -> String {
+        let text = (try? await page.evaluate("window.parley.snapshot()")) ?? "no snapshot"
+        return "page: \(text.prefix(3_000)); chromium: \(page.process.output.suffix(1_500))"
+    }
+
+    /// Until the page joined with `member` alone in its slots (an error it shows ends the wait); its own id.
+    static func joined(_ page: DevToolsPage, with member: UInt32) async throws -> UInt32 {
+        try await waitUntil(
+            "the page joined with \(member) in a slot", timeout: .seconds(30), every: .milliseconds(200)
+        ) {
+            let now = try await snapshot(page)
+            if !now.errors.isEmpty { throw BrowserPageFailure(await failure(page)) }
+            return now.you != nil && now.slots.map(\.member) == [member]
+        }
+        return try #require(try await snapshot(page).you)
+    }
+
+    /// Until `alice` decodes and hears the page's `guest` (30 frames, 50 packets) and the page decodes and hears her;
+    /// false, with an issue saying what each had, when that does not happen within 45 s.
+    static func eachDecodesAndHears(_ page: DevToolsPage, alice: CallEngine, aliceID: UInt32, guest: UInt32) async
+        -> Bool
+    {
+        do {
+            try await waitUntil("each decodes and hears the other", timeout: .seconds(45), every: .milliseconds(250)) {
+                let now = try await snapshot(page)
+                let atAlice = await alice.statistics().peers[guest]
+                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
+                    && (now.frames["\(aliceID)"]?.decoded ?? 0) >= 30 && (now.heard["\(aliceID)"] ?? 0) > 0
+            }
+            return true
+        } catch {
+            let atAlice = await alice.statistics().peers[guest]
+            let why = await failure(page)
+            Issue.record("\(error); at alice: \(String(describing: atAlice)); \(why)")
+            return false
+        }
+    }
+
     /// Until the page's module has run (`window.parley` is set).
     static func waitForScript(_ page: DevToolsPage) async throws {
         try await waitUntil("the page's script ran", timeout: .seconds(20), every: .milliseconds(100)) {
@@ -129,38 +172,18 @@ struct BrowserPageTests {
             page.stop()
             events.cancel()
         }
-        func snapshot() async throws -> PageSnapshot {
-            try await page.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
-        }
-        func failure() async -> String {
-            let text = (try? await page.evaluate("window.parley.snapshot()")) ?? "no snapshot"
-            return "page: \(text.prefix(3_000)); chromium: \(page.process.output.suffix(1_500))"
-        }
+        func snapshot() async throws -> PageSnapshot { try await Self.snapshot(page) }
+        func failure() async -> String { await Self.failure(page) }
 
         try await Self.waitForScript(page)
         // The link joins at once: alice is in the page's first slot.
         let aliceID = await alice.statistics().localID
-        try await waitUntil("the page joined with alice in a slot", timeout: .seconds(30), every: .milliseconds(200)) {
-            let now = try await snapshot()
-            if !now.errors.isEmpty { throw BrowserPageFailure(await failure()) }
-            return now.you != nil && now.slots.map(\.member) == [aliceID]
-        }
-        let beaID = try #require(try await snapshot().you)
+        let beaID = try await Self.joined(page, with: aliceID)
         #expect(try await snapshot().member(beaID)?.name == "bea")
 
         // Each decodes and hears the other.
         alice.reportTiles([TileSize(id: beaID, width: 320, height: 180)])
-        do {
-            try await waitUntil("each decodes and hears the other", timeout: .seconds(45), every: .milliseconds(250)) {
-                let now = try await snapshot()
-                let atAlice = await alice.statistics().peers[beaID]
-                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
-                    && (now.frames["\(aliceID)"]?.decoded ?? 0) >= 30 && (now.heard["\(aliceID)"] ?? 0) > 0
-            }
-        } catch {
-            let atAlice = await alice.statistics().peers[beaID]
-            let why = await failure()
-            Issue.record("\(error); at alice: \(String(describing: atAlice)); \(why)")
+        guard await Self.eachDecodesAndHears(page, alice: alice, aliceID: aliceID, guest: beaID) else {
             await alice.leave()
             await relay.shutdown()
             return
@@ -404,13 +427,8 @@ struct BrowserPageTests {
             page.stop()
             events.cancel()
         }
-        func snapshot() async throws -> PageSnapshot {
-            try await page.evaluate("window.parley.snapshot()", as: PageSnapshot.self)
-        }
-        func failure() async -> String {
-            let text = (try? await page.evaluate("window.parley.snapshot()")) ?? "no snapshot"
-            return "page: \(text.prefix(3_000)); chromium: \(page.process.output.suffix(1_500))"
-        }
+        func snapshot() async throws -> PageSnapshot { try await Self.snapshot(page) }
+        func failure() async -> String { await Self.failure(page) }
         try await Self.waitForScript(page)
         _ = try await page.evaluate(
             """
@@ -420,24 +438,9 @@ struct BrowserPageTests {
               document.getElementById("join").click(); return true; })()
             """)
         let aliceID = await alice.statistics().localID
-        try await waitUntil("the page joined with alice in a slot", timeout: .seconds(30), every: .milliseconds(200)) {
-            let now = try await snapshot()
-            if !now.errors.isEmpty { throw BrowserPageFailure(await failure()) }
-            return now.you != nil && now.slots.map(\.member) == [aliceID]
-        }
-        let beaID = try #require(try await snapshot().you)
+        let beaID = try await Self.joined(page, with: aliceID)
         alice.reportTiles([TileSize(id: beaID, width: 320, height: 180)])
-        do {
-            try await waitUntil("each decodes and hears the other", timeout: .seconds(45), every: .milliseconds(250)) {
-                let now = try await snapshot()
-                let atAlice = await alice.statistics().peers[beaID]
-                return (atAlice?.framesDecoded ?? 0) >= 30 && (atAlice?.audioPacketsReceived ?? 0) >= 50
-                    && (now.frames["\(aliceID)"]?.decoded ?? 0) >= 30 && (now.heard["\(aliceID)"] ?? 0) > 0
-            }
-        } catch {
-            let atAlice = await alice.statistics().peers[beaID]
-            let why = await failure()
-            Issue.record("\(error); at alice: \(String(describing: atAlice)); \(why)")
+        guard await Self.eachDecodesAndHears(page, alice: alice, aliceID: aliceID, guest: beaID) else {
             await alice.leave()
             await relay.shutdown()
             return
