@@ -32,9 +32,9 @@ extension BenchSection {
     public var startsParley: Bool {
         switch self {
         case .relay, .load, .messaging, .cluster, .encryption, .call, .broadcast, .mouthToEar, .network, .share,
-            .firstRun:
+            .firstRun, .browser:
             true
-        case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast, .browser: false
+        case .codecs, .wire, .latency, .picture, .render, .echo, .simulcast: false
         }
     }
 
@@ -83,7 +83,7 @@ extension BenchSection {
         case .share:
             return try await ShareBench.run(parley: context.parley, log: log)
         case .browser:
-            return try await BrowserMemberBench.run(log: log)
+            return try await BrowserMemberBench.run(parley: context.parley, log: log)
         case .firstRun:
             return try FirstRunBench.run(parley: context.parley, log: log)
         case .broadcast:

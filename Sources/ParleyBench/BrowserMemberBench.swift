@@ -11,7 +11,8 @@ import ParleyWire
 /// `parley-bench browser`: how soon a browser member and a Parley client see each other (issue 53's goals: the
 /// browser's first remote frame ≤ 2 s after it joins, the terminal client's first frame of the browser ≤ 1 s after it
 /// joined). Each run: a relay in this process, alice (a `CallEngine`, real codecs, 640x360 at 15 fps) already in
-/// the room, then a fresh headless Chromium on Resources/lab/browser-member.html joining with its fake camera.
+/// the room, then a fresh headless Chromium on Resources/lab/browser-member.html joining with its fake camera. Then
+/// `BrowserCallBench`'s 4-party call with real `parley serve` and `parley bot` processes from `parley`.
 public enum BrowserMemberBench {
     /// Joins measured.
     static let runs = 5
@@ -25,7 +26,7 @@ public enum BrowserMemberBench {
         var answerBytes: Int
     }
 
-    public static func run(log: @escaping @Sendable (String) -> Void) async throws -> [BenchTable] {
+    public static func run(parley: String, log: @escaping @Sendable (String) -> Void) async throws -> [BenchTable] {
         if let missing = BrowserMember.missing { throw BenchFailure(missing) }
         var results: [Run] = []
         for index in 1...runs {
@@ -35,7 +36,7 @@ public enum BrowserMemberBench {
                     + "alice's \(Int(result.terminalFirstFrame)) ms")
             results.append(result)
         }
-        return [table(results)]
+        return [table(results)] + (try await BrowserCallBench.run(parley: parley, log: log))
     }
 
     private static func measure() async throws -> Run {

@@ -435,23 +435,51 @@ public enum CallBench {
     static func startRelay(parley: String, directory: String, extraArguments: [String] = []) throws
         -> (BackgroundProcess, UInt16, UInt16)
     {
-        let relay = try BackgroundProcess(
+        let relay = try spawnRelay(parley: parley, directory: directory, extraArguments: extraArguments)
+        guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
+            relay.stop()
+            throw CallBenchError.timedOut("parley serve did not start: \(relay.output)")
+        }
+        return try relayPorts(relay)
+    }
+
+    /// `startRelay` for async code: waits for the relay's first line suspended, not blocking a thread.
+    static func launchRelay(parley: String, directory: String, extraArguments: [String] = []) async throws
+        -> (BackgroundProcess, UInt16, UInt16)
+    {
+        let relay = try spawnRelay(parley: parley, directory: directory, extraArguments: extraArguments)
+        do {
+            try await relay.output(containing: "media udp ", within: .seconds(15))
+        } catch {
+            relay.signal(SIGKILL)
+            throw CallBenchError.timedOut("parley serve did not start: \(error)")
+        }
+        return try relayPorts(relay)
+    }
+
+    private static func spawnRelay(parley: String, directory: String, extraArguments: [String]) throws
+        -> BackgroundProcess
+    {
+        try BackgroundProcess(
             parley,
             [
                 "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
                 "--state-dir", directory + "/relay-state",
             ] + extraArguments,
             outputPath: directory + "/relay-\(UUID().uuidString.prefix(8)).log")
-        guard relay.waitForOutput(seconds: 15, { $0.contains("media udp ") }) else {
-            relay.stop()
-            throw CallBenchError.timedOut("parley serve did not start: \(relay.output)")
-        }
-        // "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp PORT)"
+    }
+
+    /// The ports in the relay's first line, "parley relay listening on 127.0.0.1:PORT (signaling wss, media udp
+    /// PORT)"; stops the relay and throws when they are not there.
+    private static func relayPorts(_ relay: BackgroundProcess) throws -> (BackgroundProcess, UInt16, UInt16) {
         let text = relay.output
         guard let listening = text.range(of: "listening on 127.0.0.1:"), let media = text.range(of: "media udp "),
             let signaling = UInt16(text[listening.upperBound...].prefix { $0.isNumber }),
             let mediaPort = UInt16(text[media.upperBound...].prefix { $0.isNumber })
-        else { throw CallBenchError.unexpected("cannot read the relay's ports from: \(text)") }
+        else {
+            relay.signal(SIGKILL)
+            throw CallBenchError.unexpected("cannot read the relay's ports from: \(text)")
+        }
         return (relay, signaling, mediaPort)
     }
 

@@ -88,6 +88,15 @@ struct ProcessFamily {
         return Set(family.compactMap { pid in starts[pid].map { Member(pid: pid, startTicks: $0) } })
     }
 
+    /// Every process running now.
+    static func everyProcess() -> Set<Member> {
+        Set(
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+                guard let pid = pid_t(entry), let stat = stat(pid) else { return nil }
+                return Member(pid: pid, startTicks: stat.startTicks)
+            })
+    }
+
     /// True while `member` is still the same running process.
     static func isAlive(_ member: Member) -> Bool {
         stat(member.pid)?.startTicks == member.startTicks
@@ -126,14 +135,20 @@ struct ProcessFamily {
 /// CPU seconds of a process family over a window, where processes may come and go: a process that appears during
 /// the window counts from zero; one that exits during it is missing from the total (the table says how many).
 struct FamilyCPUWindow {
-    let family: ProcessFamily
+    /// The processes counted, asked again at the end.
+    private let members: () -> Set<ProcessFamily.Member>
     private let start: [ProcessFamily.Member: Double]
     private let startTime: Double
 
     init(_ family: ProcessFamily) {
-        self.family = family
+        self.init(members: family.members)
+    }
+
+    /// A window over whatever processes `members` gives at its start and at its end.
+    init(members: @escaping () -> Set<ProcessFamily.Member>) {
+        self.members = members
         var start: [ProcessFamily.Member: Double] = [:]
-        for member in family.members() { start[member] = ProcessProbe.cpuSeconds(member.pid) ?? 0 }
+        for member in members() { start[member] = ProcessProbe.cpuSeconds(member.pid) ?? 0 }
         self.start = start
         startTime = WallClock.seconds
     }
@@ -154,7 +169,7 @@ struct FamilyCPUWindow {
 
     func finish() -> Figures {
         let elapsed = max(0.001, WallClock.seconds - startTime)
-        let members = family.members()
+        let members = members()
         var cpu = 0.0
         var peak = 0
         var proportional = 0

@@ -30,7 +30,8 @@ public final class DevToolsPage: Sendable {
 
     /// The Chromium process.
     public let process: BackgroundProcess
-    private let folder: String
+    /// The folder of its profile and log (every helper process of this Chromium names it on its command line).
+    public let folder: String
     private let connection: SignalingConnection
     private let session: String
     private let waiting: NIOLockedValueBox<Waiting>
@@ -53,8 +54,9 @@ public final class DevToolsPage: Sendable {
     }
 
     /// Starts a headless Chromium (fake camera and microphone, its certificate errors ignored: the relay's own is
-    /// self-signed) on `url` and attaches to its page.
-    public static func open(_ url: String, tag: String) async throws -> DevToolsPage {
+    /// self-signed) on `url` and attaches to its page; `arguments` are more Chromium flags (a window size, the fake
+    /// devices' files).
+    public static func open(_ url: String, tag: String, arguments: [String] = []) async throws -> DevToolsPage {
         if let missing { throw DevToolsError(missing) }
         let folder = NSTemporaryDirectory() + "parley-devtools-\(tag)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.removeItem(atPath: folder)
@@ -66,8 +68,8 @@ public final class DevToolsPage: Sendable {
                 "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", "--ignore-certificate-errors",
                 "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
                 "--autoplay-policy=no-user-gesture-required", "--remote-debugging-port=0",
-                "--remote-allow-origins=*", "--user-data-dir=\(folder)/profile", url,
-            ], outputPath: "\(folder)/chromium.log")
+                "--remote-allow-origins=*", "--user-data-dir=\(folder)/profile",
+            ] + arguments + [url], outputPath: "\(folder)/chromium.log")
         do {
             let (port, path) = try await endpoint(profile: "\(folder)/profile", process: process)
             let waiting = NIOLockedValueBox(Waiting())

@@ -68,7 +68,7 @@ struct Measure: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The parley binary the relay, load, messaging, call, broadcast and encryption benchmarks "
+            "The parley binary the relay, load, messaging, call, broadcast, encryption and browser benchmarks "
                 + "start (default: PARLEY_BIN, or the parley next to this program).", valueName: "path"))
     var parley: String?
 
